@@ -1,0 +1,375 @@
+// Package memstore is the in-memory ckptstore: the reference implementation
+// of the contract and the embedded default. It keeps nothing across
+// restarts.
+//
+// Invariants, all guarded by Store.mu:
+//
+//   - checkpoints holds every stored checkpoint by id; each is a private
+//     deep copy that is never modified and never handed out.
+//   - threads[t].members is exactly the set of ids in checkpoints whose
+//     ThreadID is t, so List and Head never look at other threads.
+//   - refs[k] equals the number of stored checkpoints whose BlobKeys contain
+//     k, and is absent rather than 0.
+//   - threads[t].fence is the highest fence ever issued for t; it only grows.
+//
+// Every method validates its input, takes the lock, runs all state checks,
+// and only then mutates, so a failed call changes nothing.
+package memstore
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ckptstore/ckptstore"
+)
+
+// Store is the in-memory Store, Pruner and Forker. It is safe for concurrent
+// use.
+type Store struct {
+	opts ckptstore.Options
+
+	mu          sync.Mutex
+	checkpoints map[string]*ckptstore.Checkpoint
+	threads     map[string]*thread
+	refs        map[string]int64
+}
+
+type thread struct {
+	head    string
+	members map[string]struct{}
+	lease   *lease // nil when released; may be expired
+	fence   int64  // highest fence issued, survives release and expiry
+}
+
+type lease struct {
+	token     string
+	fence     int64
+	expiresAt time.Time
+}
+
+var (
+	_ ckptstore.Store       = (*Store)(nil)
+	_ ckptstore.Pruner      = (*Store)(nil)
+	_ ckptstore.Forker      = (*Store)(nil)
+	_ ckptstore.LeaseKeeper = (*Store)(nil)
+)
+
+// New returns an empty store. It panics when opts are invalid (see
+// ckptstore.Options.Resolve), as a programming error.
+func New(opts ckptstore.Options) *Store {
+	o, err := opts.Resolve()
+	if err != nil {
+		panic(err)
+	}
+	return &Store{
+		opts:        o,
+		checkpoints: make(map[string]*ckptstore.Checkpoint),
+		threads:     make(map[string]*thread),
+		refs:        make(map[string]int64),
+	}
+}
+
+// thread returns t's state, creating it when create is set; nil otherwise.
+func (s *Store) thread(id string, create bool) *thread {
+	th := s.threads[id]
+	if th == nil && create {
+		th = &thread{members: make(map[string]struct{})}
+		s.threads[id] = th
+	}
+	return th
+}
+
+// Get implements ckptstore.Store.
+func (s *Store) Get(ctx context.Context, id string) (*ckptstore.Checkpoint, error) {
+	if err := ckptstore.ValidateID("checkpoint id", id); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.checkpoints[id].Clone(), nil
+}
+
+// List implements ckptstore.Store.
+func (s *Store) List(ctx context.Context, threadID string) ([]*ckptstore.Checkpoint, error) {
+	if err := ckptstore.ValidateID("thread id", threadID); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	th := s.threads[threadID]
+	var out []*ckptstore.Checkpoint
+	if th != nil {
+		out = make([]*ckptstore.Checkpoint, 0, len(th.members))
+		for id := range th.members {
+			out = append(out, s.checkpoints[id].Clone())
+		}
+	}
+	s.mu.Unlock()
+	slices.SortFunc(out, ckptstore.CompareCheckpoints)
+	if out == nil {
+		out = []*ckptstore.Checkpoint{}
+	}
+	return out, nil
+}
+
+// Head implements ckptstore.Store.
+func (s *Store) Head(ctx context.Context, threadID string) (string, error) {
+	if err := ckptstore.ValidateID("thread id", threadID); err != nil {
+		return "", err
+	}
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if th := s.threads[threadID]; th != nil {
+		return th.head, nil
+	}
+	return "", nil
+}
+
+// checkWriter returns ErrWriterLost unless w is threadID's live lease.
+// The caller holds s.mu.
+func (s *Store) checkWriter(threadID string, w ckptstore.Writer) error {
+	if w.ThreadID != threadID {
+		return fmt.Errorf("%w: writer of thread %q cannot write thread %q", ckptstore.ErrWriterLost, w.ThreadID, threadID)
+	}
+	th := s.threads[threadID]
+	if th == nil || th.lease == nil {
+		return fmt.Errorf("%w: thread %q has no lease", ckptstore.ErrWriterLost, threadID)
+	}
+	l := th.lease
+	if l.token != w.OwnerToken || l.fence != w.Fence {
+		return fmt.Errorf("%w: thread %q has a newer lease (fence %d, writer has %d)", ckptstore.ErrWriterLost, threadID, l.fence, w.Fence)
+	}
+	if !s.opts.Now().Before(l.expiresAt) {
+		return fmt.Errorf("%w: the lease of thread %q expired at %v", ckptstore.ErrWriterLost, threadID, l.expiresAt)
+	}
+	return nil
+}
+
+// Append implements ckptstore.Store.
+func (s *Store) Append(ctx context.Context, cp *ckptstore.Checkpoint, expectedHeadID string, w ckptstore.Writer) error {
+	if err := ckptstore.ValidateAppend(cp, expectedHeadID, w); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c := cp.Clone() // before the lock: the caller may not change cp meanwhile, but copying is the slow part
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.checkWriter(c.ThreadID, w); err != nil {
+		return err
+	}
+	if _, dup := s.checkpoints[c.ID]; dup {
+		return fmt.Errorf("%w: %q", ckptstore.ErrDuplicateID, c.ID)
+	}
+	th := s.thread(c.ThreadID, true)
+	if th.head != expectedHeadID {
+		return fmt.Errorf("%w: head of thread %q is %q, expected %q", ckptstore.ErrConflict, c.ThreadID, th.head, expectedHeadID)
+	}
+	if c.ParentCheckpointID != expectedHeadID {
+		return fmt.Errorf("%w: parent %q, expected head %q", ckptstore.ErrParentMismatch, c.ParentCheckpointID, expectedHeadID)
+	}
+	s.insert(th, c)
+	return nil
+}
+
+// insert stores c as th's head and counts its blobs. The caller holds s.mu.
+func (s *Store) insert(th *thread, c *ckptstore.Checkpoint) {
+	s.checkpoints[c.ID] = c
+	th.members[c.ID] = struct{}{}
+	th.head = c.ID
+	for _, k := range c.BlobKeys() {
+		s.refs[k]++
+	}
+}
+
+// remove deletes the stored checkpoint id and drops its blob counts. The
+// caller holds s.mu.
+func (s *Store) remove(th *thread, id string) {
+	c := s.checkpoints[id]
+	delete(s.checkpoints, id)
+	delete(th.members, id)
+	for _, k := range c.BlobKeys() {
+		if s.refs[k] <= 1 {
+			delete(s.refs, k)
+		} else {
+			s.refs[k]--
+		}
+	}
+}
+
+// DeleteHead implements ckptstore.Store.
+func (s *Store) DeleteHead(ctx context.Context, threadID, checkpointID string, w ckptstore.Writer) error {
+	if err := ckptstore.ValidateDeleteHead(threadID, checkpointID, w); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.checkWriter(threadID, w); err != nil {
+		return err
+	}
+	th := s.threads[threadID]
+	c, ok := s.checkpoints[checkpointID]
+	if th.head != checkpointID || !ok || c.ThreadID != threadID {
+		return fmt.Errorf("%w: %q is not the head of thread %q", ckptstore.ErrNotHead, checkpointID, threadID)
+	}
+	s.remove(th, checkpointID)
+	th.head = c.ParentCheckpointID
+	return nil
+}
+
+// DeleteCheckpoints implements ckptstore.Pruner.
+func (s *Store) DeleteCheckpoints(ctx context.Context, threadID string, keep int, w ckptstore.Writer) ([]string, error) {
+	if err := ckptstore.ValidatePrune(threadID, keep, w); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.checkWriter(threadID, w); err != nil {
+		return nil, err
+	}
+	th := s.threads[threadID]
+	var chain []string // from the head back, through checkpoints of this thread
+	for id := th.head; id != ""; {
+		c, ok := s.checkpoints[id]
+		if !ok || c.ThreadID != threadID {
+			break
+		}
+		chain = append(chain, id)
+		id = c.ParentCheckpointID
+	}
+	if len(chain) <= keep {
+		return []string{}, nil
+	}
+	doomed := chain[keep:]
+	slices.Reverse(doomed)
+	for _, id := range doomed {
+		s.remove(th, id)
+	}
+	return doomed, nil
+}
+
+// ForkFromCheckpoint implements ckptstore.Forker.
+func (s *Store) ForkFromCheckpoint(ctx context.Context, in ckptstore.ForkInput) (*ckptstore.Checkpoint, error) {
+	if err := ckptstore.ValidateFork(in); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	src, ok := s.checkpoints[in.SourceCheckpointID]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ckptstore.ErrForkSourceNotFound, in.SourceCheckpointID)
+	}
+	if src.ThreadID != in.SourceThreadID {
+		return nil, fmt.Errorf("%w: checkpoint %q is in thread %q, not %q", ckptstore.ErrForkSourceThreadMismatch, src.ID, src.ThreadID, in.SourceThreadID)
+	}
+	if err := s.checkWriter(in.DestinationThreadID, in.Writer); err != nil {
+		return nil, err
+	}
+	th := s.thread(in.DestinationThreadID, true)
+	if th.head != "" || len(th.members) > 0 {
+		return nil, fmt.Errorf("%w: thread %q has checkpoints", ckptstore.ErrForkDestinationNotEmpty, in.DestinationThreadID)
+	}
+	if _, used := s.checkpoints[in.DestinationCheckpointID]; used {
+		return nil, fmt.Errorf("%w: checkpoint id %q is used", ckptstore.ErrForkDestinationNotEmpty, in.DestinationCheckpointID)
+	}
+	root := ckptstore.ForkRoot(src, in)
+	s.insert(th, root)
+	return root.Clone(), nil
+}
+
+// AcquireWriter implements ckptstore.Store.
+func (s *Store) AcquireWriter(ctx context.Context, threadID string) (*ckptstore.Lease, error) {
+	if err := ckptstore.ValidateID("thread id", threadID); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	token := newToken()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.opts.Now()
+	th := s.thread(threadID, true)
+	if th.lease != nil && now.Before(th.lease.expiresAt) {
+		return nil, fmt.Errorf("%w: thread %q is leased until %v", ckptstore.ErrWriterConflict, threadID, th.lease.expiresAt)
+	}
+	th.fence++
+	th.lease = &lease{token: token, fence: th.fence, expiresAt: now.Add(s.opts.LeaseDuration)}
+	w := ckptstore.Writer{ThreadID: threadID, OwnerToken: token, Fence: th.fence}
+	return ckptstore.NewLease(w, th.lease.expiresAt, s.opts.RenewAfter, s), nil
+}
+
+// RenewWriter implements ckptstore.LeaseKeeper.
+func (s *Store) RenewWriter(ctx context.Context, w ckptstore.Writer) (time.Time, error) {
+	if err := ckptstore.ValidateID("writer thread id", w.ThreadID); err != nil {
+		return time.Time{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return time.Time{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.checkWriter(w.ThreadID, w); err != nil {
+		return time.Time{}, err
+	}
+	l := s.threads[w.ThreadID].lease
+	l.expiresAt = s.opts.Now().Add(s.opts.LeaseDuration)
+	return l.expiresAt, nil
+}
+
+// ReleaseWriter implements ckptstore.LeaseKeeper.
+func (s *Store) ReleaseWriter(_ context.Context, w ckptstore.Writer) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	th := s.threads[w.ThreadID]
+	if th != nil && th.lease != nil && th.lease.token == w.OwnerToken && th.lease.fence == w.Fence {
+		th.lease = nil
+	}
+	return nil
+}
+
+// BlobReferences implements ckptstore.Store.
+func (s *Store) BlobReferences(ctx context.Context) ([]ckptstore.BlobRef, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	out := make([]ckptstore.BlobRef, 0, len(s.refs))
+	for k, n := range s.refs {
+		out = append(out, ckptstore.BlobRef{Key: k, References: n})
+	}
+	s.mu.Unlock()
+	slices.SortFunc(out, func(a, b ckptstore.BlobRef) int { return strings.Compare(a.Key, b.Key) })
+	return out, nil
+}
+
+// newToken returns a random 128-bit owner token.
+func newToken() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
+	return hex.EncodeToString(b[:])
+}

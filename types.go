@@ -1,0 +1,204 @@
+package ckptstore
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"slices"
+	"strings"
+)
+
+// Reason says why a checkpoint was taken.
+type Reason string
+
+// The three reasons a checkpoint may carry.
+const (
+	ReasonAutomatic Reason = "automatic" // after a run
+	ReasonNamed     Reason = "named"     // a version the user named
+	ReasonForkRoot  Reason = "fork-root" // the root of a forked thread
+)
+
+// EntryKind is the kind of a file entry.
+type EntryKind string
+
+// The two kinds of entry.
+const (
+	KindFile EntryKind = "file"
+	KindDir  EntryKind = "dir"
+)
+
+// Entry is one path of a sandbox's workspace. A file points at its bytes by
+// a content-addressed blob key; a directory has neither BlobKey nor Size.
+type Entry struct {
+	Path    string
+	Kind    EntryKind
+	BlobKey string // files only: sandbox-files/sha256/<64 lowercase hex>
+	Size    int64  // files only: 0 ≤ Size ≤ 2^53−1
+}
+
+// Artifact is a file a run produced, stored as a blob.
+type Artifact struct {
+	ArtifactID, Name, MimeType string
+	Size                       int64
+	BlobKey                    string // sandbox-artifacts/sha256/<64 lowercase hex>
+	CreatedAt                  float64
+}
+
+// Checkpoint is the state of a thread's sandbox after a run. A stored
+// checkpoint never changes; every read returns the caller's own copy.
+type Checkpoint struct {
+	ID, ThreadID       string
+	ParentCheckpointID string          // "" = none (JSON null)
+	CreatedAt          float64         // milliseconds since the epoch; finite
+	Reason             Reason          //
+	Label, SourceRunID string          // optional ("" = absent)
+	Files              []Entry         // order kept
+	Conversation       json.RawMessage // a JSON array, opaque, kept byte for byte; empty means []
+	Artifacts          []Artifact      // order kept
+}
+
+// Clone returns a deep copy of cp (nil for nil), sharing no memory with it.
+func (cp *Checkpoint) Clone() *Checkpoint {
+	if cp == nil {
+		return nil
+	}
+	c := *cp
+	c.Files = slices.Clone(cp.Files)
+	c.Artifacts = slices.Clone(cp.Artifacts)
+	c.Conversation = bytes.Clone(cp.Conversation)
+	return &c
+}
+
+// BlobKeys returns the distinct blob keys of cp — the BlobKey of each file
+// entry and of each artifact — sorted by their bytes. A store adds one
+// reference to each of them when cp is stored, and removes one when cp is
+// deleted.
+func (cp *Checkpoint) BlobKeys() []string {
+	keys := make([]string, 0, len(cp.Files)+len(cp.Artifacts))
+	for _, e := range cp.Files {
+		if e.Kind == KindFile {
+			keys = append(keys, e.BlobKey)
+		}
+	}
+	for _, a := range cp.Artifacts {
+		keys = append(keys, a.BlobKey)
+	}
+	slices.Sort(keys)
+	return slices.Compact(keys)
+}
+
+// CompareCheckpoints orders checkpoints as List returns them: by CreatedAt,
+// then by the bytes of the id.
+func CompareCheckpoints(a, b *Checkpoint) int {
+	if c := cmp.Compare(a.CreatedAt, b.CreatedAt); c != 0 {
+		return c
+	}
+	return strings.Compare(a.ID, b.ID)
+}
+
+// Writer identifies a writer lease: the thread, the lease's random owner
+// token and its fence. Every write carries one and must be the thread's
+// current, live lease.
+type Writer struct {
+	ThreadID, OwnerToken string
+	Fence                int64
+}
+
+// BlobRef is a blob key and the number of stored checkpoints that use it.
+type BlobRef struct {
+	Key        string
+	References int64
+}
+
+// Store keeps chains of checkpoints per thread, their heads, writer leases
+// and blob reference counts. Implementations are safe for concurrent use.
+type Store interface {
+	// Get returns the checkpoint, or nil and no error when id is not stored.
+	Get(ctx context.Context, id string) (*Checkpoint, error)
+	// List returns every checkpoint of the thread, also those off the head
+	// chain, ordered by CompareCheckpoints; an unknown thread has none.
+	List(ctx context.Context, threadID string) ([]*Checkpoint, error)
+	// Head returns the thread's head id, or "" when it has none. After
+	// pruning the head may name a checkpoint that no longer exists.
+	Head(ctx context.Context, threadID string) (string, error)
+	// Append stores cp and makes it the head of its thread when the head is
+	// expectedHeadID, as one compare-and-swap, and adds a reference to each
+	// of cp's blob keys. See SPEC.md for the order of its checks.
+	Append(ctx context.Context, cp *Checkpoint, expectedHeadID string, w Writer) error
+	// DeleteHead removes the head checkpoint, moves the head to its parent
+	// and drops a reference from each of its blob keys.
+	DeleteHead(ctx context.Context, threadID, checkpointID string, w Writer) error
+	// AcquireWriter takes the thread's writer lease without waiting, or
+	// fails with ErrWriterConflict while another lease is live.
+	AcquireWriter(ctx context.Context, threadID string) (*Lease, error)
+	// BlobReferences returns every blob key with a count above 0, over all
+	// threads, sorted by the key's bytes.
+	BlobReferences(ctx context.Context) ([]BlobRef, error)
+}
+
+// Pruner is a Store that can delete old checkpoints of a thread.
+type Pruner interface {
+	// DeleteCheckpoints keeps the head and the keep−1 checkpoints before it
+	// on the parent chain, deletes the older ones of that chain, and returns
+	// their ids farthest from the head first. keep must be ≥ 1.
+	DeleteCheckpoints(ctx context.Context, threadID string, keep int, w Writer) ([]string, error)
+}
+
+// ForkInput names the checkpoint to fork and the new thread to fork it into.
+type ForkInput struct {
+	SourceThreadID, SourceCheckpointID           string
+	DestinationThreadID, DestinationCheckpointID string
+	CreatedAt                                    float64
+	Writer                                       Writer // the destination thread's lease
+}
+
+// Forker is a Store that can copy a checkpoint into a new, empty thread.
+type Forker interface {
+	// ForkFromCheckpoint copies the source checkpoint into the empty
+	// destination thread as its root (reason fork-root, no parent) and makes
+	// it the destination's head.
+	ForkFromCheckpoint(ctx context.Context, in ForkInput) (*Checkpoint, error)
+}
+
+// ForkRoot returns the checkpoint that ForkFromCheckpoint stores for in,
+// copied from src: the destination id and thread, no parent, reason
+// fork-root, no label or source run, and src's files, conversation and
+// artifacts.
+func ForkRoot(src *Checkpoint, in ForkInput) *Checkpoint {
+	c := src.Clone()
+	c.ID = in.DestinationCheckpointID
+	c.ThreadID = in.DestinationThreadID
+	c.ParentCheckpointID = ""
+	c.CreatedAt = in.CreatedAt
+	c.Reason = ReasonForkRoot
+	c.Label = ""
+	c.SourceRunID = ""
+	return c
+}
+
+// InstanceRecord maps a key to the provider sandbox that serves it.
+type InstanceRecord struct {
+	Key, Provider, ProviderSandboxID, ThreadID string
+	LatestSnapshotID, LatestRunID              string // optional ("" = absent)
+	UpdatedAt                                  int64  // milliseconds since the epoch
+}
+
+// Clone returns a copy of r (nil for nil).
+func (r *InstanceRecord) Clone() *InstanceRecord {
+	if r == nil {
+		return nil
+	}
+	c := *r
+	return &c
+}
+
+// InstanceStore keeps one InstanceRecord per key.
+type InstanceStore interface {
+	// Get returns the record, or nil and no error when key is not stored.
+	Get(ctx context.Context, key string) (*InstanceRecord, error)
+	// Upsert replaces the whole record of rec.Key; the last write wins.
+	Upsert(ctx context.Context, rec *InstanceRecord) error
+	// Delete removes the record; a missing key is not an error.
+	Delete(ctx context.Context, key string) error
+}

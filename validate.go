@@ -1,0 +1,320 @@
+package ckptstore
+
+// Validation shared by every store, so that each store rejects the same
+// input with the same error in the same order. The functions here are pure:
+// they read only their arguments. The checks that need the store's state
+// (writer, duplicate id, head, parent) are each store's own.
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"unicode/utf8"
+)
+
+// MaxSize is the largest Entry or Artifact size, 2^53−1: the largest
+// integer a JSON number (a JavaScript double) holds exactly.
+const MaxSize = 1<<53 - 1
+
+const (
+	filesKeyPrefix     = "sandbox-files/sha256/"
+	artifactsKeyPrefix = "sandbox-artifacts/sha256/"
+)
+
+// ValidateID returns ErrInvalidID, naming what, unless id is non-empty
+// valid UTF-8.
+func ValidateID(what, id string) error {
+	if id == "" {
+		return fmt.Errorf("%w: %s is empty", ErrInvalidID, what)
+	}
+	if !utf8.ValidString(id) {
+		return fmt.Errorf("%w: %s %q is not valid UTF-8", ErrInvalidID, what, id)
+	}
+	return nil
+}
+
+// validateOptionalID is ValidateID for ids where "" means none.
+func validateOptionalID(what, id string) error {
+	if id == "" {
+		return nil
+	}
+	return ValidateID(what, id)
+}
+
+// Validate runs the checks of Append steps 1 and 2 that depend on cp alone:
+// its id, thread id and parent id (ErrInvalidID), then its fields, files and
+// artifacts (ErrInvalidEntry).
+func Validate(cp *Checkpoint) error {
+	if cp == nil {
+		return fmt.Errorf("%w: checkpoint is nil", ErrInvalidEntry)
+	}
+	if err := validateCheckpointIDs(cp); err != nil {
+		return err
+	}
+	return validateContent(cp)
+}
+
+func validateCheckpointIDs(cp *Checkpoint) error {
+	if err := ValidateID("checkpoint id", cp.ID); err != nil {
+		return err
+	}
+	if err := ValidateID("thread id", cp.ThreadID); err != nil {
+		return err
+	}
+	return validateOptionalID("parentCheckpointId", cp.ParentCheckpointID)
+}
+
+// ValidateAppend runs Append's checks 1 and 2 in order: the ids of cp, the
+// writer's thread id and the expected head (ErrInvalidID), then cp's content
+// (ErrInvalidEntry).
+func ValidateAppend(cp *Checkpoint, expectedHeadID string, w Writer) error {
+	if cp == nil {
+		return fmt.Errorf("%w: checkpoint is nil", ErrInvalidEntry)
+	}
+	if err := ValidateID("checkpoint id", cp.ID); err != nil {
+		return err
+	}
+	if err := ValidateID("thread id", cp.ThreadID); err != nil {
+		return err
+	}
+	if err := ValidateID("writer thread id", w.ThreadID); err != nil {
+		return err
+	}
+	if err := validateOptionalID("expected head id", expectedHeadID); err != nil {
+		return err
+	}
+	if err := validateOptionalID("parentCheckpointId", cp.ParentCheckpointID); err != nil {
+		return err
+	}
+	return validateContent(cp)
+}
+
+// ValidateDeleteHead runs DeleteHead's id checks: thread, checkpoint and
+// writer thread ids.
+func ValidateDeleteHead(threadID, checkpointID string, w Writer) error {
+	if err := ValidateID("thread id", threadID); err != nil {
+		return err
+	}
+	if err := ValidateID("checkpoint id", checkpointID); err != nil {
+		return err
+	}
+	return ValidateID("writer thread id", w.ThreadID)
+}
+
+// ValidatePrune runs DeleteCheckpoints' checks before the writer check: the
+// thread and writer thread ids (ErrInvalidID), then keep ≥ 1
+// (ErrInvalidEntry).
+func ValidatePrune(threadID string, keep int, w Writer) error {
+	if err := ValidateID("thread id", threadID); err != nil {
+		return err
+	}
+	if err := ValidateID("writer thread id", w.ThreadID); err != nil {
+		return err
+	}
+	if keep < 1 || keep > MaxSize {
+		return fmt.Errorf("%w: keep must be an integer from 1 to 2^53-1, got %d", ErrInvalidEntry, keep)
+	}
+	return nil
+}
+
+// ValidateFork runs ForkFromCheckpoint's checks that need no store state,
+// in the order of SPEC.md: the five ids (ErrInvalidID), a finite createdAt
+// (ErrInvalidEntry), and distinct threads (ErrForkSourceThreadMismatch).
+func ValidateFork(in ForkInput) error {
+	for _, id := range []struct{ what, id string }{
+		{"source thread id", in.SourceThreadID},
+		{"source checkpoint id", in.SourceCheckpointID},
+		{"destination thread id", in.DestinationThreadID},
+		{"destination checkpoint id", in.DestinationCheckpointID},
+		{"writer thread id", in.Writer.ThreadID},
+	} {
+		if err := ValidateID(id.what, id.id); err != nil {
+			return err
+		}
+	}
+	if !finite(in.CreatedAt) {
+		return fmt.Errorf("%w: createdAt %v is not finite", ErrInvalidEntry, in.CreatedAt)
+	}
+	if in.SourceThreadID == in.DestinationThreadID {
+		return fmt.Errorf("%w: source and destination are both thread %q", ErrForkSourceThreadMismatch, in.SourceThreadID)
+	}
+	return nil
+}
+
+// ValidateInstanceKey returns ErrInvalidID unless key is non-empty valid UTF-8.
+func ValidateInstanceKey(key string) error { return ValidateID("instance key", key) }
+
+func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
+
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidEntry}, args...)...)
+}
+
+// validateContent is Append step 2: everything but the ids.
+func validateContent(cp *Checkpoint) error {
+	if !finite(cp.CreatedAt) {
+		return invalid("createdAt %v is not finite", cp.CreatedAt)
+	}
+	switch cp.Reason {
+	case ReasonAutomatic, ReasonNamed, ReasonForkRoot:
+	default:
+		return invalid("reason %q is not automatic, named or fork-root", cp.Reason)
+	}
+	if !utf8.ValidString(cp.Label) {
+		return invalid("label is not valid UTF-8")
+	}
+	if !utf8.ValidString(cp.SourceRunID) {
+		return invalid("sourceRunId is not valid UTF-8")
+	}
+	if err := validateConversation(cp.Conversation); err != nil {
+		return err
+	}
+	if err := validateFiles(cp.Files); err != nil {
+		return err
+	}
+	return validateArtifacts(cp.Artifacts)
+}
+
+func validateConversation(conv []byte) error {
+	if len(conv) == 0 {
+		return nil
+	}
+	i := 0
+	for i < len(conv) && (conv[i] == ' ' || conv[i] == '\t' || conv[i] == '\n' || conv[i] == '\r') {
+		i++
+	}
+	// A valid JSON text that starts with '[' is an array.
+	if i == len(conv) || conv[i] != '[' || !jsonValid(conv) {
+		return invalid("conversation is not a JSON array")
+	}
+	return nil
+}
+
+func validateFiles(files []Entry) error {
+	kinds := make(map[string]EntryKind, len(files))
+	for i, e := range files {
+		if err := validatePath(e.Path); err != nil {
+			return fmt.Errorf("%w (file %d)", err, i)
+		}
+		switch e.Kind {
+		case KindFile:
+			if err := validateBlobKey(e.BlobKey, filesKeyPrefix); err != nil {
+				return fmt.Errorf("%w (file %q)", err, e.Path)
+			}
+			if e.Size < 0 || e.Size > MaxSize {
+				return invalid("file %q has size %d outside 0..2^53-1", e.Path, e.Size)
+			}
+		case KindDir:
+			if e.BlobKey != "" || e.Size != 0 {
+				return invalid("directory %q has a blobKey or size", e.Path)
+			}
+		default:
+			return invalid("entry %q has kind %q, not file or dir", e.Path, e.Kind)
+		}
+		if _, dup := kinds[e.Path]; dup {
+			return invalid("duplicate path %q", e.Path)
+		}
+		kinds[e.Path] = e.Kind
+	}
+	// No entry may lie beneath a file. Checking every proper ancestor of
+	// every path costs O(total path length).
+	for _, e := range files {
+		p := e.Path
+		for j := strings.LastIndexByte(p, '/'); j > 0; j = strings.LastIndexByte(p, '/') {
+			p = p[:j]
+			if kinds[p] == KindFile {
+				return invalid("entry %q is beneath file %q", e.Path, p)
+			}
+		}
+	}
+	return nil
+}
+
+// validatePath checks that p is a relative, normalized, slash-separated path.
+func validatePath(p string) error {
+	switch {
+	case p == "":
+		return invalid("path is empty")
+	case !utf8.ValidString(p):
+		return invalid("path %q is not valid UTF-8", p)
+	case strings.IndexByte(p, 0) >= 0:
+		return invalid("path %q contains NUL", p)
+	case p[0] == '/' || p[0] == '\\':
+		return invalid("path %q is absolute", p)
+	case len(p) >= 2 && isASCIILetter(p[0]) && p[1] == ':' && (len(p) == 2 || p[2] == '/' || p[2] == '\\'):
+		return invalid("path %q is absolute (drive letter)", p)
+	case strings.IndexByte(p, '\\') >= 0:
+		return invalid("path %q contains a backslash", p)
+	}
+	for seg := range strings.SplitSeq(p, "/") {
+		if seg == "" || seg == "." || seg == ".." {
+			return invalid("path %q has an empty, . or .. segment", p)
+		}
+	}
+	return nil
+}
+
+func isASCIILetter(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }
+
+// validateBlobKey checks that key is prefix followed by 64 lowercase hex digits.
+func validateBlobKey(key, prefix string) error {
+	if !utf8.ValidString(key) {
+		return invalid("blobKey %q is not valid UTF-8", key)
+	}
+	hex, ok := strings.CutPrefix(key, prefix)
+	if !ok || len(hex) != 64 {
+		return invalid("blobKey %q is not %s<64 lowercase hex>", key, prefix)
+	}
+	for i := 0; i < len(hex); i++ {
+		if c := hex[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return invalid("blobKey %q is not %s<64 lowercase hex>", key, prefix)
+		}
+	}
+	return nil
+}
+
+func validateArtifacts(arts []Artifact) error {
+	for i, a := range arts {
+		for _, f := range []struct{ name, v string }{
+			{"artifactId", a.ArtifactID}, {"name", a.Name}, {"mimeType", a.MimeType},
+		} {
+			if f.v == "" {
+				return invalid("artifact %d has an empty %s", i, f.name)
+			}
+			if !utf8.ValidString(f.v) {
+				return invalid("artifact %d has a %s that is not valid UTF-8", i, f.name)
+			}
+		}
+		if err := validateBlobKey(a.BlobKey, artifactsKeyPrefix); err != nil {
+			return fmt.Errorf("%w (artifact %q)", err, a.ArtifactID)
+		}
+		if a.Size < 0 || a.Size > MaxSize {
+			return invalid("artifact %q has size %d outside 0..2^53-1", a.ArtifactID, a.Size)
+		}
+		if !finite(a.CreatedAt) {
+			return invalid("artifact %q has a createdAt that is not finite", a.ArtifactID)
+		}
+	}
+	return nil
+}
+
+// ValidateInstanceRecord checks rec for Upsert: a non-empty, valid UTF-8 key
+// (ErrInvalidID), and valid UTF-8 in every other string (ErrInvalidEntry).
+func ValidateInstanceRecord(rec *InstanceRecord) error {
+	if rec == nil {
+		return invalid("instance record is nil")
+	}
+	if err := ValidateInstanceKey(rec.Key); err != nil {
+		return err
+	}
+	for _, f := range []struct{ name, v string }{
+		{"provider", rec.Provider}, {"providerSandboxId", rec.ProviderSandboxID},
+		{"threadId", rec.ThreadID}, {"latestSnapshotId", rec.LatestSnapshotID},
+		{"latestRunId", rec.LatestRunID},
+	} {
+		if !utf8.ValidString(f.v) {
+			return invalid("instance record %s is not valid UTF-8", f.name)
+		}
+	}
+	return nil
+}
