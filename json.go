@@ -232,9 +232,7 @@ type instanceJSON struct {
 
 // MarshalJSON encodes r; absent optional fields are left out.
 func (r InstanceRecord) MarshalJSON() ([]byte, error) {
-	return marshal(instanceJSON{Key: r.Key, Provider: r.Provider,
-		ProviderSandboxID: r.ProviderSandboxID, ThreadID: r.ThreadID,
-		LatestSnapshotID: r.LatestSnapshotID, LatestRunID: r.LatestRunID, UpdatedAt: r.UpdatedAt})
+	return marshal(instanceJSON(r))
 }
 
 // UnmarshalJSON decodes an instance record; key, provider,

@@ -1,0 +1,42 @@
+# ckptstore: `make test` is the one test command (CI runs exactly it);
+# `make run` is the main job (loadgen on the embedded in-memory store).
+
+GO       ?= go
+PKGS     ?= ./...
+# The race detector on a 2-core machine: keep the whole run well under CI's budget.
+TESTFLAGS ?= -race -count=1 -timeout 12m
+
+.PHONY: all run test deps vet staticcheck gotest bench fmt
+
+all: test
+
+run:
+	$(GO) run ./cmd/loadgen
+
+# deps installs what the tests need when it is missing: a real redis-server
+# (Debian package) for the Redis store's tests and benchmarks.
+deps:
+	@command -v redis-server >/dev/null 2>&1 || { \
+		echo "installing redis-server (Debian package)"; \
+		if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+		$$SUDO apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq redis-server redis-tools >/dev/null; }
+	@redis-server --version
+
+vet:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
+	$(GO) vet $(PKGS)
+
+staticcheck:
+	$(GO) tool staticcheck $(PKGS)
+
+gotest:
+	$(GO) test $(TESTFLAGS) $(PKGS)
+
+test: deps vet staticcheck gotest
+
+bench: deps
+	bash bench/run.sh
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
