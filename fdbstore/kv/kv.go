@@ -50,6 +50,8 @@ const (
 	CodeKeyTooLarge            = 2102
 	CodeValueTooLarge          = 2103
 	CodeInvertedRange          = 2005
+	CodeKeyOutsideLegalRange   = 2004
+	CodeRangeLimitsInvalid     = 2210
 	CodeUsedDuringCommit       = 2017
 	CodeClientInvalidOperation = 2000
 )
@@ -85,6 +87,8 @@ var messages = map[int]string{
 	CodeKeyTooLarge:            "Key length exceeds limit",
 	CodeValueTooLarge:          "Value length exceeds limit",
 	CodeInvertedRange:          "Range begin key larger than end key",
+	CodeKeyOutsideLegalRange:   "Key outside legal range",
+	CodeRangeLimitsInvalid:     "Range limits not valid",
 	CodeUsedDuringCommit:       "Operation issued while a commit was outstanding",
 	CodeClientInvalidOperation: "Invalid API call",
 }

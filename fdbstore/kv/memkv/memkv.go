@@ -1,0 +1,569 @@
+// Package memkv is an in-process key-value engine with FoundationDB's
+// transaction semantics, written so that code tested against it (fdbstore)
+// behaves the same on a real cluster. It is not a map behind a mutex: it
+// keeps MVCC snapshots, detects read-write conflicts like FoundationDB's
+// resolvers, enforces FoundationDB's limits and can inject FoundationDB's
+// failures deterministically.
+//
+// Invariants:
+//
+//   - Committed data is a sequence of immutable snapshots, one per commit
+//     version. A snapshot is a copy-on-write clone of a B-tree
+//     (github.com/google/btree), so publishing one costs O(1) and readers
+//     never lock: a transaction holds the snapshot of the version that was
+//     latest when it began (its read version) and reads only that.
+//     Snapshots no transaction holds are reclaimed by Go's collector.
+//   - Commits are serialised by DB.mu: the conflict check, the mutations,
+//     the new snapshot and the conflict-history entry form one critical
+//     section, so version order is commit order.
+//   - A commit fails with not_committed (1020) when a read-conflict range of
+//     the transaction (every non-snapshot read, every AddReadConflictRange)
+//     intersects the write ranges of any commit with a version above the
+//     transaction's read version. Every mutation (Set, Clear, ClearRange,
+//     Add, CompareAndClear) writes its key or range. That is FoundationDB's
+//     rule and makes committed transactions serialisable: lost updates, write
+//     skew and phantoms are refused.
+//   - The conflict history keeps the write ranges of every commit newer than
+//     the oldest open transaction's read version and younger than Lifetime
+//     on the engine clock. floor is the newest version dropped from it; a
+//     transaction whose read version is below floor cannot be checked and
+//     fails with transaction_too_old (1007), as on a cluster.
+//   - A transaction buffers its writes (read-your-writes): reads see them,
+//     atomic operations on keys of unknown value are kept as operations and
+//     applied to the value current at commit, so Add and CompareAndClear add
+//     no read conflict.
+//   - Values handed in are copied and values handed out are copies: nothing
+//     a caller holds aliases engine memory.
+//   - Limits (kv.MaxKeySize, kv.MaxValueSize, kv.MaxTransactionSize, Lifetime)
+//     give FoundationDB's error codes; a write that breaks one is not
+//     applied and its error is returned by later reads and by Commit, as the
+//     real client defers it.
+//   - Faults are drawn from a seeded generator, one draw per commit that
+//     carries writes, under DB.mu: a single-goroutine run with a given seed
+//     sees the same faults every time.
+package memkv
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/btree"
+
+	"github.com/ckptstore/ckptstore/fdbstore/kv"
+)
+
+// Lifetime is how long a transaction may live on the engine clock: after
+// it, reads and Commit fail with transaction_too_old (1007), as
+// FoundationDB's five-second MVCC window makes them.
+const Lifetime = 5 * time.Second
+
+// Defaults of Options' backoff.
+const (
+	DefaultBackoffBase = time.Millisecond
+	DefaultBackoffMax  = 100 * time.Millisecond
+)
+
+// Options configure a DB. The zero value is a fault-free engine on the
+// wall clock with unlimited retries.
+type Options struct {
+	// Now is the engine clock. It decides transaction age (Lifetime) only;
+	// latency and backoff are real waits. nil = time.Now.
+	Now func() time.Time
+	// Faults to inject. The zero value injects none and adds no latency.
+	// SetFaults changes them later.
+	Faults Faults
+	// BackoffBase is the first delay before Transact runs fn again; each
+	// further retry doubles it up to BackoffMax. Each delay is drawn
+	// uniformly from [d/2, d] by a generator seeded with Faults.Seed.
+	// 0 = DefaultBackoffBase. Negative is invalid.
+	BackoffBase time.Duration
+	// BackoffMax caps the backoff delay. 0 = DefaultBackoffMax (or
+	// BackoffBase when that is larger). Negative is invalid.
+	BackoffMax time.Duration
+	// MaxRetries bounds how many times Transact and ReadTransact run fn
+	// again after a retryable error; when exhausted they return that error.
+	// 0 = no bound (only ctx ends the retries). Negative is invalid.
+	MaxRetries int
+}
+
+// Faults configure fault injection. Rates are probabilities in [0, 1] whose
+// sum is at most 1; each commit that carries writes draws one number and
+// falls in at most one band. Read-only commits never fail, as on a cluster.
+type Faults struct {
+	// Seed seeds the fault draws (reseeded by SetFaults); the backoff
+	// jitter is seeded once, from Options.Faults.Seed. 0 is a valid seed.
+	Seed int64
+	// NotCommittedRate: the commit fails with not_committed (1020) and
+	// nothing is written.
+	NotCommittedRate float64
+	// UnknownResultAppliedRate: the commit is applied (when it has no real
+	// conflict) and the caller gets commit_unknown_result (1021).
+	UnknownResultAppliedRate float64
+	// UnknownResultNotAppliedRate: nothing is written and the caller gets
+	// commit_unknown_result (1021).
+	UnknownResultNotAppliedRate float64
+	// ReadLatency is waited once per read round (see Stats.ReadRounds),
+	// honouring the transaction's context. 0 = none.
+	ReadLatency time.Duration
+	// CommitLatency is waited by every commit that carries writes before it
+	// reaches the engine, honouring the context. 0 = none.
+	CommitLatency time.Duration
+}
+
+func (f Faults) validate() error {
+	for _, r := range []float64{f.NotCommittedRate, f.UnknownResultAppliedRate, f.UnknownResultNotAppliedRate} {
+		if !(r >= 0 && r <= 1) { // also refuses NaN
+			return fmt.Errorf("memkv: fault rate %v outside [0, 1]", r)
+		}
+	}
+	if f.NotCommittedRate+f.UnknownResultAppliedRate+f.UnknownResultNotAppliedRate > 1 {
+		return errors.New("memkv: fault rates sum above 1")
+	}
+	if f.ReadLatency < 0 || f.CommitLatency < 0 {
+		return errors.New("memkv: negative latency")
+	}
+	return nil
+}
+
+func (f Faults) anyRate() bool {
+	return f.NotCommittedRate > 0 || f.UnknownResultAppliedRate > 0 || f.UnknownResultNotAppliedRate > 0
+}
+
+// Stats are the engine's counters since New or the last ResetStats. Every
+// counter is exact (no sampling), so a benchmark can assert on them.
+type Stats struct {
+	// Transactions begun: each attempt of Transact or ReadTransact, and
+	// each Begin.
+	Transactions int64
+	// ReadRounds counts round trips to the engine. Reads issued before a
+	// wait form one batch; the first wait on any future of the batch starts
+	// the round (and its ReadLatency), the others of the batch join it. So
+	// three Gets issued and then waited on are one round. Reads answered
+	// from the transaction's own writes, and reads that fail at issue, are
+	// in no round.
+	ReadRounds int64
+	// Reads issued to the engine (Get and GetRange, snapshot or not).
+	Reads int64
+	// Commits applied to the engine: every commit that carried writes and
+	// changed the data, including those that then reported
+	// commit_unknown_result. Read-only commits are local and not counted.
+	Commits int64
+	// Conflicts: commits refused with not_committed because of a real
+	// read-write conflict (injected ones are in InjectedFaults).
+	Conflicts int64
+	// InjectedFaults: commits that failed by fault injection.
+	InjectedFaults int64
+	// Retries: times Transact or ReadTransact ran fn again.
+	Retries int64
+	// KeysWritten: distinct keys set, cleared or changed by an atomic
+	// operation, summed over applied commits (several writes of one key in
+	// one transaction count once).
+	KeysWritten int64
+	// BytesWritten: mutation bytes of applied commits: per written key its
+	// length plus the final value's length (0 for a clear, the operands'
+	// lengths for atomic operations), plus begin and end lengths of each
+	// cleared range.
+	BytesWritten int64
+	// RangesCleared: ClearRange ranges applied (after merging overlaps).
+	RangesCleared int64
+}
+
+type counters struct {
+	transactions, readRounds, reads, commits, conflicts, faults, retries,
+	keysWritten, bytesWritten, rangesCleared atomic.Int64
+}
+
+// btreeDegree trades read depth against the bytes every commit copies: a
+// commit clones the root-to-leaf path of each key it writes, so smaller
+// nodes make commits cheaper.
+const btreeDegree = 16
+
+// item is one committed key. Its slices are never modified after insertion,
+// which is what lets snapshots share them.
+type item struct {
+	key, value []byte
+}
+
+func itemLess(a, b item) bool { return bytes.Compare(a.key, b.key) < 0 }
+
+// commitRecord is the conflict-history entry of one commit.
+type commitRecord struct {
+	version uint64
+	at      time.Time     // engine clock at commit
+	writes  []kv.KeyRange // sorted, disjoint, non-empty
+}
+
+// DB is an in-process FoundationDB-like database. It implements kv.DB and
+// is safe for concurrent use.
+type DB struct {
+	now                     func() time.Time
+	backoffBase, backoffMax time.Duration
+	maxRetries              int
+
+	faultCfg atomic.Pointer[Faults] // read without mu by the latency paths
+
+	mu       sync.Mutex          // the commit lock; guards the fields below
+	master   *btree.BTreeG[item] // latest data, written only under mu, never read outside it
+	snap     *btree.BTreeG[item] // published clone of master at version
+	version  uint64
+	active   map[uint64]int // read version -> open transactions at it
+	history  []commitRecord // ascending version
+	floor    uint64
+	faultRNG *rand.Rand
+
+	backoffMu  sync.Mutex
+	backoffRNG *rand.Rand
+
+	stats counters
+}
+
+var _ kv.DB = (*DB)(nil)
+
+// New returns an empty fault-free engine on the wall clock.
+func New() *DB {
+	db, err := NewWithOptions(Options{})
+	if err != nil {
+		panic(err) // unreachable: zero Options are valid
+	}
+	return db
+}
+
+// NewWithOptions returns an empty engine configured by opts, or an error
+// when opts are invalid (negative durations or retries, bad fault rates).
+func NewWithOptions(opts Options) (*DB, error) {
+	if err := opts.Faults.validate(); err != nil {
+		return nil, err
+	}
+	if opts.BackoffBase < 0 || opts.BackoffMax < 0 || opts.MaxRetries < 0 {
+		return nil, errors.New("memkv: negative backoff or retry option")
+	}
+	db := &DB{
+		now:         opts.Now,
+		backoffBase: opts.BackoffBase,
+		backoffMax:  opts.BackoffMax,
+		maxRetries:  opts.MaxRetries,
+		master:      btree.NewG(btreeDegree, itemLess),
+		active:      make(map[uint64]int),
+	}
+	if db.now == nil {
+		db.now = time.Now
+	}
+	if db.backoffBase == 0 {
+		db.backoffBase = DefaultBackoffBase
+	}
+	if db.backoffMax == 0 {
+		db.backoffMax = max(DefaultBackoffMax, db.backoffBase)
+	}
+	if db.backoffMax < db.backoffBase {
+		return nil, errors.New("memkv: BackoffMax below BackoffBase")
+	}
+	db.snap = db.master.Clone()
+	db.backoffRNG = rand.New(rand.NewPCG(uint64(opts.Faults.Seed), 0x6d656d6b76))
+	db.setFaults(opts.Faults)
+	return db, nil
+}
+
+// SetFaults replaces the fault configuration and reseeds the fault
+// generator from f.Seed, so a test can load data fault-free and then turn
+// faults on. It returns an error, and changes nothing, when f is invalid.
+func (db *DB) SetFaults(f Faults) error {
+	if err := f.validate(); err != nil {
+		return err
+	}
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	db.setFaults(f)
+	return nil
+}
+
+func (db *DB) setFaults(f Faults) {
+	db.faultRNG = rand.New(rand.NewPCG(uint64(f.Seed), 0x6661756c7473))
+	db.faultCfg.Store(&f)
+}
+
+// Stats returns the counters. Each is read atomically; a Stats taken while
+// transactions run may mix moments.
+func (db *DB) Stats() Stats {
+	c := &db.stats
+	return Stats{
+		Transactions:   c.transactions.Load(),
+		ReadRounds:     c.readRounds.Load(),
+		Reads:          c.reads.Load(),
+		Commits:        c.commits.Load(),
+		Conflicts:      c.conflicts.Load(),
+		InjectedFaults: c.faults.Load(),
+		Retries:        c.retries.Load(),
+		KeysWritten:    c.keysWritten.Load(),
+		BytesWritten:   c.bytesWritten.Load(),
+		RangesCleared:  c.rangesCleared.Load(),
+	}
+}
+
+// ResetStats sets every counter to zero.
+func (db *DB) ResetStats() {
+	c := &db.stats
+	for _, a := range []*atomic.Int64{&c.transactions, &c.readRounds, &c.reads, &c.commits,
+		&c.conflicts, &c.faults, &c.retries, &c.keysWritten, &c.bytesWritten, &c.rangesCleared} {
+		a.Store(0)
+	}
+}
+
+// Version returns the latest committed version: 0 for a new DB, +1 per
+// applied commit.
+func (db *DB) Version() uint64 {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	return db.version
+}
+
+// Begin starts a transaction at the latest committed version. ctx bounds
+// its latency waits and its commit. The caller must end it with Commit or
+// Cancel: an open transaction pins conflict history (for at most Lifetime).
+// Transact and ReadTransact are the usual way in; Begin is for tests that
+// interleave transactions by hand.
+func (db *DB) Begin(ctx context.Context) *Tx {
+	db.mu.Lock()
+	rv, snap := db.version, db.snap
+	db.active[rv]++
+	db.mu.Unlock()
+	db.stats.transactions.Add(1)
+	return &Tx{db: db, ctx: ctx, rv: rv, snap: snap, start: db.now()}
+}
+
+// Transact runs fn in a transaction and commits it, retrying on retryable
+// errors (kv.IsRetryable) with jittered exponential backoff, as described
+// by kv.DB. A non-retryable error from fn or the commit is returned as is.
+// When ctx ends, the retries stop and an error wrapping ctx.Err() (and
+// naming the last error) is returned.
+func (db *DB) Transact(ctx context.Context, fn func(tr kv.Transaction) error) error {
+	return db.run(ctx, func(tr *Tx) error {
+		if err := fn(tr); err != nil {
+			return err
+		}
+		return tr.Commit()
+	})
+}
+
+// ReadTransact runs fn in a transaction that is never committed, retrying
+// like Transact.
+func (db *DB) ReadTransact(ctx context.Context, fn func(tr kv.ReadTransaction) error) error {
+	return db.run(ctx, func(tr *Tx) error { return fn(tr) })
+}
+
+func (db *DB) run(ctx context.Context, attempt func(*Tx) error) error {
+	var last error
+	for retry := 0; ; retry++ {
+		if err := ctx.Err(); err != nil {
+			return abandoned(err, last)
+		}
+		err := db.once(ctx, attempt)
+		if err == nil {
+			return nil
+		}
+		if !kv.IsRetryable(err) {
+			return err
+		}
+		last = err
+		if cerr := ctx.Err(); cerr != nil {
+			return abandoned(cerr, last)
+		}
+		if db.maxRetries > 0 && retry >= db.maxRetries {
+			return fmt.Errorf("memkv: giving up after %d retries: %w", retry, err)
+		}
+		db.stats.retries.Add(1)
+		if werr := sleepUntil(ctx, time.Now().Add(db.backoff(retry))); werr != nil {
+			return abandoned(ctx.Err(), last)
+		}
+	}
+}
+
+func (db *DB) once(ctx context.Context, attempt func(*Tx) error) error {
+	tr := db.Begin(ctx)
+	// Cancel unpins the read version whatever fn did; after Commit it is a no-op.
+	defer tr.Cancel()
+	return attempt(tr)
+}
+
+func abandoned(ctxErr, last error) error {
+	if last == nil {
+		return fmt.Errorf("memkv: transaction abandoned: %w", ctxErr)
+	}
+	return fmt.Errorf("memkv: transaction abandoned (last error: %v): %w", last, ctxErr)
+}
+
+// backoff returns the delay before retry number n (0-based).
+func (db *DB) backoff(n int) time.Duration {
+	d := db.backoffBase
+	for i := 0; i < n && d < db.backoffMax; i++ {
+		d *= 2
+	}
+	d = min(d, db.backoffMax)
+	half := d / 2
+	db.backoffMu.Lock()
+	j := db.backoffRNG.Int64N(int64(d-half) + 1)
+	db.backoffMu.Unlock()
+	return half + time.Duration(j)
+}
+
+// sleepUntil waits until t or until ctx ends (then it returns an error
+// wrapping ctx.Err()).
+func sleepUntil(ctx context.Context, t time.Time) error {
+	d := time.Until(t)
+	if d <= 0 {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("memkv: %w", err)
+		}
+		return nil
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("memkv: %w", ctx.Err())
+	}
+}
+
+// release unpins a read version.
+func (db *DB) release(rv uint64) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if db.active[rv]--; db.active[rv] <= 0 {
+		delete(db.active, rv)
+	}
+}
+
+// commitPlan is what a transaction hands to the engine.
+type commitPlan struct {
+	rv      uint64
+	reads   []kv.KeyRange // sorted, disjoint
+	writes  []kv.KeyRange // sorted, disjoint
+	clears  []kv.KeyRange // sorted, disjoint
+	entries []*wentry     // ascending key
+}
+
+// commit is the critical section: fault draw, conflict check, apply,
+// publish.
+func (db *DB) commit(p *commitPlan) error {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if p.rv < db.floor {
+		return kv.NewError(kv.CodeTransactionTooOld)
+	}
+	cfg := db.faultCfg.Load()
+	u := 1.0 // above every band
+	if cfg.anyRate() {
+		u = db.faultRNG.Float64()
+	}
+	nc := cfg.NotCommittedRate
+	una := nc + cfg.UnknownResultNotAppliedRate
+	ua := una + cfg.UnknownResultAppliedRate
+	if u < nc {
+		db.stats.faults.Add(1)
+		return kv.NewError(kv.CodeNotCommitted)
+	}
+	if db.conflicts(p.rv, p.reads) {
+		db.stats.conflicts.Add(1)
+		return kv.NewError(kv.CodeNotCommitted)
+	}
+	if u < una {
+		db.stats.faults.Add(1)
+		return kv.NewError(kv.CodeCommitUnknownResult)
+	}
+	db.apply(p)
+	if u < ua {
+		db.stats.faults.Add(1)
+		return kv.NewError(kv.CodeCommitUnknownResult)
+	}
+	return nil
+}
+
+// conflicts reports whether reads intersect a write of any commit after rv.
+func (db *DB) conflicts(rv uint64, reads []kv.KeyRange) bool {
+	if len(reads) == 0 {
+		return false
+	}
+	i := sort.Search(len(db.history), func(i int) bool { return db.history[i].version > rv })
+	for _, h := range db.history[i:] {
+		if intersects(reads, h.writes) {
+			return true
+		}
+	}
+	return false
+}
+
+func (db *DB) apply(p *commitPlan) {
+	m := db.master
+	var bytesW int64
+	for _, c := range p.clears {
+		var doomed []item
+		m.AscendRange(item{key: c.Begin}, item{key: c.End}, func(it item) bool {
+			doomed = append(doomed, it)
+			return true
+		})
+		for _, it := range doomed {
+			m.Delete(it)
+		}
+		bytesW += int64(len(c.Begin) + len(c.End))
+	}
+	for _, e := range p.entries {
+		var value []byte
+		present := e.present
+		if e.known {
+			value = e.value
+			bytesW += int64(len(e.key) + len(e.value))
+		} else {
+			cur, ok := m.Get(item{key: e.key})
+			value, present = applyOps(cur.value, ok, e.ops)
+			bytesW += int64(len(e.key))
+			for _, op := range e.ops {
+				bytesW += int64(op.size())
+			}
+		}
+		if present {
+			m.ReplaceOrInsert(item{key: e.key, value: value})
+		} else {
+			m.Delete(item{key: e.key})
+		}
+	}
+	db.version++
+	db.snap = m.Clone()
+	now := db.now()
+	db.history = append(db.history, commitRecord{version: db.version, at: now, writes: p.writes})
+	db.prune(now)
+	db.stats.commits.Add(1)
+	db.stats.keysWritten.Add(int64(len(p.entries)))
+	db.stats.rangesCleared.Add(int64(len(p.clears)))
+	db.stats.bytesWritten.Add(bytesW)
+}
+
+// prune drops history no open transaction can need: commits at or below
+// the oldest open read version, and commits older than Lifetime (any
+// transaction that could need those is too old to commit anyway).
+func (db *DB) prune(now time.Time) {
+	oldest := db.version
+	for rv := range db.active {
+		oldest = min(oldest, rv)
+	}
+	cut := 0
+	for cut < len(db.history) {
+		h := db.history[cut]
+		if h.version > oldest && now.Sub(h.at) <= Lifetime {
+			break
+		}
+		cut++
+	}
+	if cut > 0 {
+		db.floor = max(db.floor, db.history[cut-1].version)
+		clear(db.history[:cut])
+		db.history = db.history[cut:]
+	}
+}
