@@ -43,7 +43,8 @@ func (o Options) Resolve() (Options, error) {
 	case o.LeaseDuration == 0:
 		o.LeaseDuration = DefaultLeaseDuration
 	case o.RenewAfter == 0:
-		o.RenewAfter = o.LeaseDuration * 3 / 8
+		// 3/8 without the overflow of LeaseDuration*3 for leases over ~97 years.
+		o.RenewAfter = o.LeaseDuration/8*3 + o.LeaseDuration%8*3/8
 	}
 	if o.RenewAfter >= o.LeaseDuration {
 		return o, fmt.Errorf("%w: RenewAfter %v must be less than LeaseDuration %v", ErrInvalidOptions, o.RenewAfter, o.LeaseDuration)

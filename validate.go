@@ -111,7 +111,7 @@ func ValidatePrune(threadID string, keep int, w Writer) error {
 	if err := ValidateID("writer thread id", w.ThreadID); err != nil {
 		return err
 	}
-	if keep < 1 || keep > MaxSize {
+	if keep < 1 || int64(keep) > MaxSize { // int64: MaxSize overflows a 32-bit int
 		return fmt.Errorf("%w: keep must be an integer from 1 to 2^53-1, got %d", ErrInvalidEntry, keep)
 	}
 	return nil
@@ -183,8 +183,10 @@ func validateConversation(conv []byte) error {
 	for i < len(conv) && (conv[i] == ' ' || conv[i] == '\t' || conv[i] == '\n' || conv[i] == '\r') {
 		i++
 	}
-	// A valid JSON text that starts with '[' is an array.
-	if i == len(conv) || conv[i] != '[' || !jsonValid(conv) {
+	// A valid JSON text that starts with '[' is an array. json.Valid lets
+	// invalid UTF-8 through inside strings; a JSON text must be UTF-8
+	// (RFC 8259 §8.1), and the TypeScript side could not read it back.
+	if i == len(conv) || conv[i] != '[' || !utf8.Valid(conv) || !jsonValid(conv) {
 		return invalid("conversation is not a JSON array")
 	}
 	return nil
