@@ -1,0 +1,220 @@
+// Package blobs stores the bytes of checkpoint files and artifacts in a
+// bucket: an in-process memory bucket (mem://), a directory (file:///dir) or
+// an S3-compatible object store such as AWS S3, Cloudflare R2 or MinIO
+// (s3://bucket?endpoint=…&region=…).
+//
+// Invariants every Bucket keeps, proven by the conformance suite in
+// blobs/blobstest:
+//
+//   - Keys follow ValidateKey everywhere, so a key that one bucket accepts
+//     every other bucket accepts too, and no key can name a path outside a
+//     file bucket's directory.
+//   - Put is atomic: until it returns nil nobody sees the new bytes, and a
+//     Put that fails (reader error, cancelled context) leaves the previous
+//     object, or its absence, as it was.
+//   - List yields the keys that start with the prefix in ascending byte order,
+//     each with its size and upload time (ModTime), and holds a bounded
+//     amount of memory whatever the number of keys. Objects put or deleted
+//     while a listing runs may or may not appear; every other object appears
+//     exactly once.
+//   - Get and Head of a missing key fail with ErrNotFound; Delete of a
+//     missing key succeeds, so deletes can be retried and can race.
+package blobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"net/url"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Object describes a stored object.
+type Object struct {
+	Key  string
+	Size int64
+	// ModTime is when the object's current bytes were uploaded. The sweep
+	// compares it with its grace period, so a bucket must never report a
+	// time later than the upload finished by more than its clock skew.
+	ModTime time.Time
+}
+
+// Bucket is a flat key space of immutable objects. Implementations are safe
+// for concurrent use.
+type Bucket interface {
+	// Get opens the object for reading; the caller closes the reader. A
+	// missing key fails with ErrNotFound.
+	Get(ctx context.Context, key string) (io.ReadCloser, error)
+	// Head returns the object's size and upload time. A missing key fails
+	// with ErrNotFound.
+	Head(ctx context.Context, key string) (Object, error)
+	// Put stores the bytes read from r until io.EOF under key, replacing
+	// any object there, atomically: a Put that fails leaves the key as it was.
+	Put(ctx context.Context, key string, r io.Reader) error
+	// List yields the objects whose key starts with prefix, in ascending
+	// order of the key's bytes. An error ends the sequence.
+	List(ctx context.Context, prefix string) iter.Seq2[Object, error]
+	// Delete removes the object. A missing key is not an error.
+	Delete(ctx context.Context, key string) error
+}
+
+var (
+	// ErrNotFound is returned by Get and Head for a key with no object.
+	ErrNotFound = errors.New("blobs: object not found")
+	// ErrInvalidKey is returned for a key that ValidateKey rejects.
+	ErrInvalidKey = errors.New("blobs: invalid key")
+	// ErrInvalidURL is returned by Open for a URL it cannot open.
+	ErrInvalidURL = errors.New("blobs: invalid bucket URL")
+	// ErrUnsorted is returned by a listing that a storage service returned
+	// out of ascending key order, which List promises and the sweep relies on.
+	ErrUnsorted = errors.New("blobs: listing is not in ascending key order")
+)
+
+// MaxKeyLen is the longest key in bytes, S3's limit.
+const MaxKeyLen = 1024
+
+// maxSegmentLen is the longest segment (text between slashes) of a key: the
+// file bucket stores each segment as a file name, and file systems limit
+// names to 255 bytes.
+const maxSegmentLen = 255
+
+// ValidateKey reports whether key can name an object in every bucket type,
+// and fails with an error wrapping ErrInvalidKey when it cannot. A key is
+// 1 to MaxKeyLen bytes of valid UTF-8 without control characters (U+0000 to
+// U+001F and U+007F: S3 cannot list them in XML); it does not start with
+// "/", and split at "/" each segment is 1 to 255 bytes and neither "." nor
+// "..". Rejecting empty, "." and ".." segments is what keeps a file bucket's
+// keys inside its directory; applying the rule to every bucket keeps them
+// interchangeable.
+func ValidateKey(key string) error {
+	if key == "" {
+		return fmt.Errorf("%w: empty key", ErrInvalidKey)
+	}
+	if len(key) > MaxKeyLen {
+		return fmt.Errorf("%w: key is %d bytes, longer than %d", ErrInvalidKey, len(key), MaxKeyLen)
+	}
+	if !utf8.ValidString(key) {
+		return fmt.Errorf("%w: %q is not valid UTF-8", ErrInvalidKey, key)
+	}
+	for i := 0; i < len(key); i++ {
+		if c := key[i]; c < 0x20 || c == 0x7f {
+			return fmt.Errorf("%w: %q holds a control character", ErrInvalidKey, key)
+		}
+	}
+	for seg := range strings.SplitSeq(key, "/") {
+		switch {
+		case seg == "":
+			return fmt.Errorf("%w: %q has an empty segment", ErrInvalidKey, key)
+		case seg == "." || seg == "..":
+			return fmt.Errorf("%w: %q has a %q segment", ErrInvalidKey, key, seg)
+		case len(seg) > maxSegmentLen:
+			return fmt.Errorf("%w: %q has a segment longer than %d bytes", ErrInvalidKey, key, maxSegmentLen)
+		}
+	}
+	return nil
+}
+
+// Open opens the bucket that url names:
+//
+//   - mem:// or mem://NAME — a new, empty in-memory bucket (MemBucket). Each
+//     Open returns a bucket of its own, even for the same URL: nothing is
+//     shared through process-wide state, so tests cannot leak objects into
+//     each other; pass the Bucket value to share it. NAME is only a label.
+//   - file:///abs/dir — the directory /abs/dir, which must exist (FileBucket,
+//     see OpenFile for its layout). Query: create=true makes the directory
+//     when it is missing; nosync=true skips fsync (tests and benchmarks only).
+//   - s3://BUCKET?endpoint=…&region=…&use_path_style=true — an S3-compatible
+//     bucket (S3Bucket; see OpenS3URL for every parameter). Credentials come
+//     from the standard AWS chain: environment, shared config, SSO, IMDS.
+//
+// Unknown schemes and query parameters fail with ErrInvalidURL, so a typo
+// cannot silently open a different bucket.
+func Open(ctx context.Context, rawURL string) (Bucket, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidURL, err)
+	}
+	switch u.Scheme {
+	case "mem":
+		if (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.User != nil {
+			return nil, fmt.Errorf("%w: %q: a mem URL is mem:// or mem://NAME, without path or query", ErrInvalidURL, rawURL)
+		}
+		return NewMem(MemOptions{}), nil
+	case "file":
+		return openFileURL(u)
+	case "s3":
+		return OpenS3URL(ctx, u)
+	default:
+		return nil, fmt.Errorf("%w: %q: scheme must be mem, file or s3", ErrInvalidURL, rawURL)
+	}
+}
+
+// checkQuery fails when q holds a parameter not in known, or one given twice.
+func checkQuery(q url.Values, known ...string) error {
+	for k, vs := range q {
+		ok := false
+		for _, n := range known {
+			if k == n {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			return fmt.Errorf("%w: unknown query parameter %q (known: %s)", ErrInvalidURL, k, strings.Join(known, ", "))
+		}
+		if len(vs) != 1 {
+			return fmt.Errorf("%w: query parameter %q given %d times", ErrInvalidURL, k, len(vs))
+		}
+	}
+	return nil
+}
+
+// boolParam parses an optional boolean query parameter ("" = false).
+func boolParam(q url.Values, name string) (bool, error) {
+	switch v := q.Get(name); v {
+	case "", "false", "0":
+		return false, nil
+	case "true", "1":
+		return true, nil
+	default:
+		return false, fmt.Errorf("%w: %s=%q: want true or false", ErrInvalidURL, name, v)
+	}
+}
+
+// ctxReader fails reads once ctx is done, so that copying a long stream into
+// a bucket stops when the caller gives up instead of running to the end.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}
+
+// errSeq is a listing that yields only err.
+func errSeq(err error) iter.Seq2[Object, error] {
+	return func(yield func(Object, error) bool) { yield(Object{}, err) }
+}
+
+// validatePrefix rejects list prefixes that no valid key can start with in a
+// way that matters: bytes a key may not hold. Other prefixes that match no
+// key (such as "a//") simply list nothing.
+func validatePrefix(prefix string) error {
+	if len(prefix) > MaxKeyLen || !utf8.ValidString(prefix) {
+		return fmt.Errorf("%w: list prefix %q", ErrInvalidKey, prefix)
+	}
+	for i := 0; i < len(prefix); i++ {
+		if c := prefix[i]; c < 0x20 || c == 0x7f {
+			return fmt.Errorf("%w: list prefix %q holds a control character", ErrInvalidKey, prefix)
+		}
+	}
+	return nil
+}

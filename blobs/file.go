@@ -1,0 +1,453 @@
+package blobs
+
+// FileBucket invariants:
+//
+// Layout. Under the bucket directory, a key's segments but the last are
+// directories under d/, and its last segment N is a file under o/<fan>/, where
+// <fan> is the lowercase hex of N's first two bytes (one for a one-byte N):
+//
+//	sandbox-files/sha256/3fa9…  →  d/sandbox-files/d/sha256/o/3366/3fa9…
+//	readme                      →  o/7265/readme
+//	tmp/…                          uploads in flight
+//	ckptstore-bucket               marker naming the layout
+//
+// Objects and key directories live in separate trees (o/ and d/), so a key
+// can be an object and a prefix of other keys at once ("a" and "a/b"), as
+// on S3. The fan-out keeps directories small — at a million
+// content-addressed keys each o/<fan>/ holds about 4,000 files — which is
+// what bounds List's memory: it holds one sorted fan-out directory and the
+// d/ names of each level it is in, never a whole prefix.
+//
+// Order. Directory entries are sorted by name, but a key directory S stands for keys
+// S+"/…", and "a-b" < "a/x" although "a" < "a-b". List therefore sorts d/
+// names as S+"/" and merges them with the object names of the same level;
+// hex fan-out names sort like the bytes they encode, prefixes first.
+//
+// Atomicity. Put writes tmp/<random>.part, fsyncs it, and renames it into
+// place; rename within one file system is atomic, so readers see the old
+// object or the new one, never a part. Every path goes through an os.Root,
+// so no key, symlink or ".." can reach outside the bucket directory.
+// Emptied directories are kept: removing them would race with a Put that
+// just created them, and they cost only an inode each.
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"iter"
+	"net/url"
+	"os"
+	"path"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+)
+
+const (
+	fileMarker        = "ckptstore-bucket"
+	fileMarkerContent = "ckptstore file bucket, layout 1\n"
+	fileTmpDir        = "tmp"
+)
+
+// ErrNotBucket is returned by OpenFile for a non-empty directory that holds
+// no file bucket, so a mistyped path cannot scatter objects into, or list,
+// an unrelated directory.
+var ErrNotBucket = errors.New("blobs: directory is not a ckptstore file bucket")
+
+// FileOptions configures OpenFile. The zero value opens an existing
+// directory and fsyncs every Put.
+type FileOptions struct {
+	// Create makes the directory (and its parents) when it is missing.
+	Create bool
+	// NoSync skips the fsync of each object and its directory in Put. A
+	// crash may then lose or truncate recent objects. For tests and
+	// benchmarks only.
+	NoSync bool
+	// Now, when set, stamps each Put's ModTime (the file's mtime) instead
+	// of the file system's clock. Tests pass their own clock to make
+	// objects old without sleeping.
+	Now func() time.Time
+}
+
+// FileBucket is a Bucket kept in a local directory. Create one with
+// OpenFile; Close releases its directory handle.
+type FileBucket struct {
+	root *os.Root
+	dir  string
+	opts FileOptions
+}
+
+// OpenFile opens the file bucket in dir. An empty directory becomes a new
+// bucket; a non-empty one must already be a bucket (ErrNotBucket).
+func OpenFile(dir string, opts FileOptions) (*FileBucket, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Create {
+		if err := os.MkdirAll(abs, 0o777); err != nil {
+			return nil, fmt.Errorf("blobs: create file bucket: %w", err)
+		}
+	}
+	root, err := os.OpenRoot(abs)
+	if err != nil {
+		return nil, fmt.Errorf("blobs: open file bucket: %w", err)
+	}
+	b := &FileBucket{root: root, dir: abs, opts: opts}
+	if err := b.init(); err != nil {
+		root.Close()
+		return nil, err
+	}
+	return b, nil
+}
+
+func (b *FileBucket) init() error {
+	marker, err := b.root.ReadFile(fileMarker)
+	switch {
+	case err == nil:
+		if string(marker) != fileMarkerContent {
+			return fmt.Errorf("%w: %s: unknown layout %q", ErrNotBucket, b.dir, marker)
+		}
+	case errors.Is(err, fs.ErrNotExist):
+		f, err := b.root.Open(".")
+		if err != nil {
+			return err
+		}
+		names, err := f.Readdirnames(1)
+		f.Close()
+		if err != nil && err != io.EOF {
+			return err
+		}
+		if len(names) > 0 {
+			return fmt.Errorf("%w: %s is not empty and has no %s file", ErrNotBucket, b.dir, fileMarker)
+		}
+		if err := b.root.WriteFile(fileMarker, []byte(fileMarkerContent), 0o666); err != nil {
+			return fmt.Errorf("blobs: create file bucket: %w", err)
+		}
+	default:
+		return err
+	}
+	if err := b.root.MkdirAll(fileTmpDir, 0o777); err != nil {
+		return fmt.Errorf("blobs: create file bucket: %w", err)
+	}
+	return nil
+}
+
+func openFileURL(u *url.URL) (*FileBucket, error) {
+	if u.Host != "" && u.Host != "localhost" {
+		return nil, fmt.Errorf("%w: file URL %q names host %q; want file:///abs/dir", ErrInvalidURL, u.String(), u.Host)
+	}
+	if u.Path == "" || !path.IsAbs(u.Path) {
+		return nil, fmt.Errorf("%w: file URL %q needs an absolute path: file:///abs/dir", ErrInvalidURL, u.String())
+	}
+	q := u.Query()
+	if err := checkQuery(q, "create", "nosync"); err != nil {
+		return nil, err
+	}
+	var opts FileOptions
+	var err error
+	if opts.Create, err = boolParam(q, "create"); err != nil {
+		return nil, err
+	}
+	if opts.NoSync, err = boolParam(q, "nosync"); err != nil {
+		return nil, err
+	}
+	p := u.Path
+	if runtime.GOOS == "windows" && len(p) >= 3 && p[2] == ':' {
+		p = p[1:] // file:///C:/dir names C:/dir
+	}
+	return OpenFile(filepath.FromSlash(p), opts)
+}
+
+// Dir returns the bucket's absolute directory.
+func (b *FileBucket) Dir() string { return b.dir }
+
+// Close releases the bucket's directory handle. Calls after Close fail.
+func (b *FileBucket) Close() error { return b.root.Close() }
+
+// fanOut names the o/ subdirectory of an object whose last segment is name.
+func fanOut(name string) string {
+	return hex.EncodeToString([]byte(name[:min(2, len(name))]))
+}
+
+// objectPath maps a key to its path relative to the bucket directory.
+func objectPath(key string) (string, error) {
+	if err := ValidateKey(key); err != nil {
+		return "", err
+	}
+	segs := strings.Split(key, "/")
+	parts := make([]string, 0, 2*len(segs)+1)
+	for _, s := range segs[:len(segs)-1] {
+		parts = append(parts, "d", s)
+	}
+	name := segs[len(segs)-1]
+	parts = append(parts, "o", fanOut(name), name)
+	p := filepath.Join(parts...)
+	// Segments are never "", "." or "..", but a segment may hold the
+	// platform's own separator (a backslash on Windows): refuse anything
+	// that would not stay a plain relative path.
+	if filepath.Separator != '/' && strings.ContainsRune(key, filepath.Separator) || !filepath.IsLocal(p) {
+		return "", fmt.Errorf("%w: %q cannot be stored in a file bucket here", ErrInvalidKey, key)
+	}
+	return p, nil
+}
+
+func isMissing(err error) bool {
+	// ENOTDIR: a component of the path is a file, so the object is absent.
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)
+}
+
+// Get implements Bucket. The returned *os.File reads the object as it was
+// when Get opened it, even if it is replaced or deleted meanwhile.
+func (b *FileBucket) Get(ctx context.Context, key string) (io.ReadCloser, error) {
+	p, err := objectPath(key)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	f, err := b.root.Open(p)
+	if isMissing(err) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// Head implements Bucket.
+func (b *FileBucket) Head(ctx context.Context, key string) (Object, error) {
+	p, err := objectPath(key)
+	if err != nil {
+		return Object{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return Object{}, err
+	}
+	fi, err := b.root.Stat(p)
+	if isMissing(err) {
+		return Object{}, ErrNotFound
+	}
+	if err != nil {
+		return Object{}, err
+	}
+	if !fi.Mode().IsRegular() {
+		return Object{}, ErrNotFound
+	}
+	return Object{Key: key, Size: fi.Size(), ModTime: fi.ModTime()}, nil
+}
+
+// Put implements Bucket.
+func (b *FileBucket) Put(ctx context.Context, key string, r io.Reader) (err error) {
+	p, err := objectPath(key)
+	if err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	tmp := filepath.Join(fileTmpDir, rand.Text()+".part")
+	f, err := b.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
+	if err != nil {
+		return fmt.Errorf("blobs: put %q: %w", key, err)
+	}
+	published := false
+	defer func() {
+		if !published {
+			f.Close()
+			b.root.Remove(tmp)
+		}
+	}()
+	if _, err := io.Copy(f, ctxReader{ctx, r}); err != nil {
+		return fmt.Errorf("blobs: put %q: %w", key, err)
+	}
+	if !b.opts.NoSync {
+		if err := f.Sync(); err != nil {
+			return fmt.Errorf("blobs: put %q: %w", key, err)
+		}
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("blobs: put %q: %w", key, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if b.opts.Now != nil {
+		t := b.opts.Now()
+		if err := b.root.Chtimes(tmp, t, t); err != nil {
+			return fmt.Errorf("blobs: put %q: %w", key, err)
+		}
+	}
+	dir := filepath.Dir(p)
+	if err := b.root.MkdirAll(dir, 0o777); err != nil {
+		return fmt.Errorf("blobs: put %q: %w", key, err)
+	}
+	if err := b.root.Rename(tmp, p); err != nil {
+		return fmt.Errorf("blobs: put %q: %w", key, err)
+	}
+	published = true
+	if !b.opts.NoSync {
+		// Make the rename itself durable.
+		if err := b.syncDir(dir); err != nil {
+			return fmt.Errorf("blobs: put %q: %w", key, err)
+		}
+	}
+	return nil
+}
+
+func (b *FileBucket) syncDir(dir string) error {
+	d, err := b.root.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// Delete implements Bucket.
+func (b *FileBucket) Delete(ctx context.Context, key string) error {
+	p, err := objectPath(key)
+	if err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := b.root.Remove(p); err != nil && !isMissing(err) {
+		return fmt.Errorf("blobs: delete %q: %w", key, err)
+	}
+	return nil
+}
+
+// List implements Bucket.
+func (b *FileBucket) List(ctx context.Context, prefix string) iter.Seq2[Object, error] {
+	if err := validatePrefix(prefix); err != nil {
+		return errSeq(err)
+	}
+	return func(yield func(Object, error) bool) {
+		w := fileWalk{b: b, ctx: ctx, prefix: prefix, yield: yield}
+		if err := w.walk(".", ""); err != nil && err != errStop {
+			yield(Object{}, err)
+		}
+	}
+}
+
+// errStop ends a walk whose consumer stopped iterating.
+var errStop = errors.New("stop")
+
+type fileWalk struct {
+	b      *FileBucket
+	ctx    context.Context
+	prefix string
+	yield  func(Object, error) bool
+	n      int
+}
+
+// overlaps reports whether some key starting with s can start with prefix.
+func overlaps(s, prefix string) bool {
+	return strings.HasPrefix(s, prefix) || strings.HasPrefix(prefix, s)
+}
+
+// readDir returns the entries of a bucket directory sorted by name; a
+// missing one is empty.
+func (w *fileWalk) readDir(dir string) ([]os.DirEntry, error) {
+	f, err := w.b.root.Open(dir)
+	if isMissing(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	ents, err := f.ReadDir(-1)
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(ents, func(a, b os.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	return ents, nil
+}
+
+// walk yields, in key order, the objects under the key directory dir (a
+// path relative to the bucket) whose keys start with keyPrefix.
+func (w *fileWalk) walk(dir, keyPrefix string) error {
+	if err := w.ctx.Err(); err != nil {
+		return err
+	}
+	// Key directories, ordered by the keys they hold: S+"/".
+	dents, err := w.readDir(filepath.Join(dir, "d"))
+	if err != nil {
+		return err
+	}
+	subdirs := make([]string, 0, len(dents))
+	for _, e := range dents {
+		if e.IsDir() && overlaps(keyPrefix+e.Name()+"/", w.prefix) {
+			subdirs = append(subdirs, e.Name()+"/")
+		}
+	}
+	slices.Sort(subdirs)
+	next := 0
+	// descend walks every key directory whose keys sort before name.
+	descend := func(name string, all bool) error {
+		for ; next < len(subdirs) && (all || subdirs[next] < name); next++ {
+			s := subdirs[next]
+			if err := w.walk(filepath.Join(dir, "d", s[:len(s)-1]), keyPrefix+s); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+
+	fans, err := w.readDir(filepath.Join(dir, "o"))
+	if err != nil {
+		return err
+	}
+	for _, fan := range fans {
+		start, err := hex.DecodeString(fan.Name())
+		if err != nil || !fan.IsDir() || !overlaps(keyPrefix+string(start), w.prefix) {
+			continue
+		}
+		fdir := filepath.Join(dir, "o", fan.Name())
+		ents, err := w.readDir(fdir)
+		if err != nil {
+			return err
+		}
+		for _, e := range ents {
+			name := e.Name()
+			key := keyPrefix + name
+			if !strings.HasPrefix(key, w.prefix) || fanOut(name) != fan.Name() || !e.Type().IsRegular() {
+				continue
+			}
+			if err := descend(name, false); err != nil {
+				return err
+			}
+			if w.n++; w.n%256 == 0 {
+				if err := w.ctx.Err(); err != nil {
+					return err
+				}
+			}
+			fi, err := e.Info()
+			if isMissing(err) {
+				continue // deleted since the directory was read
+			}
+			if err != nil {
+				return err
+			}
+			if ValidateKey(key) != nil {
+				continue // not written by this package
+			}
+			if !w.yield(Object{Key: key, Size: fi.Size(), ModTime: fi.ModTime()}, nil) {
+				return errStop
+			}
+		}
+	}
+	return descend("", true)
+}

@@ -1,0 +1,180 @@
+package blobs
+
+// MemBucket invariants: objects live in a B-tree ordered by key bytes, so
+// List is an in-order walk. Stored byte slices are never written after Put
+// publishes them, so Get hands out readers over them without copying. List
+// holds the lock only while it copies one page of at most memListPage
+// entries, never while it yields: the consumer may Put or Delete (the sweep
+// deletes while it lists) without deadlocking, and memory stays bounded.
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"iter"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/btree"
+)
+
+// memListPage is how many entries List copies per lock hold.
+const memListPage = 256
+
+// MemOptions configures a memory bucket. The zero value is valid.
+type MemOptions struct {
+	// Now stamps each Put's ModTime; nil means time.Now. Tests pass their
+	// own clock to make objects old without sleeping.
+	Now func() time.Time
+}
+
+// MemBucket is a Bucket held in process memory. Create one with NewMem.
+type MemBucket struct {
+	now  func() time.Time
+	mu   sync.RWMutex
+	tree *btree.BTreeG[*memObject]
+}
+
+type memObject struct {
+	key     string
+	data    []byte
+	modTime time.Time
+}
+
+func memLess(a, b *memObject) bool { return a.key < b.key }
+
+// NewMem returns an empty memory bucket.
+func NewMem(opts MemOptions) *MemBucket {
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	return &MemBucket{now: now, tree: btree.NewG(32, memLess)}
+}
+
+func (m *MemBucket) lookup(key string) (*memObject, bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.tree.Get(&memObject{key: key})
+}
+
+// Get implements Bucket.
+func (m *MemBucket) Get(ctx context.Context, key string) (io.ReadCloser, error) {
+	if err := ValidateKey(key); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	o, ok := m.lookup(key)
+	if !ok {
+		return nil, ErrNotFound
+	}
+	return io.NopCloser(bytes.NewReader(o.data)), nil
+}
+
+// Head implements Bucket.
+func (m *MemBucket) Head(ctx context.Context, key string) (Object, error) {
+	if err := ValidateKey(key); err != nil {
+		return Object{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return Object{}, err
+	}
+	o, ok := m.lookup(key)
+	if !ok {
+		return Object{}, ErrNotFound
+	}
+	return Object{Key: o.key, Size: int64(len(o.data)), ModTime: o.modTime}, nil
+}
+
+// Put implements Bucket. The bytes are read completely before the object is
+// published, which is what makes Put atomic.
+func (m *MemBucket) Put(ctx context.Context, key string, r io.Reader) error {
+	if err := ValidateKey(key); err != nil {
+		return err
+	}
+	data, err := io.ReadAll(ctxReader{ctx, r})
+	if err != nil {
+		return err
+	}
+	if cap(data)-len(data) > len(data)/8 {
+		// ReadAll grows its buffer geometrically; keep only what is used,
+		// since the object stays in memory as long as the bucket.
+		data = append([]byte(nil), data...)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	o := &memObject{key: key, data: data, modTime: m.now()}
+	m.mu.Lock()
+	m.tree.ReplaceOrInsert(o)
+	m.mu.Unlock()
+	return nil
+}
+
+// Delete implements Bucket.
+func (m *MemBucket) Delete(ctx context.Context, key string) error {
+	if err := ValidateKey(key); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	m.tree.Delete(&memObject{key: key})
+	m.mu.Unlock()
+	return nil
+}
+
+// List implements Bucket.
+func (m *MemBucket) List(ctx context.Context, prefix string) iter.Seq2[Object, error] {
+	if err := validatePrefix(prefix); err != nil {
+		return errSeq(err)
+	}
+	return func(yield func(Object, error) bool) {
+		page := make([]Object, 0, memListPage)
+		from, inclusive := prefix, true
+		for {
+			if err := ctx.Err(); err != nil {
+				yield(Object{}, err)
+				return
+			}
+			page = page[:0]
+			done := true
+			m.mu.RLock()
+			m.tree.AscendGreaterOrEqual(&memObject{key: from}, func(o *memObject) bool {
+				if !inclusive && o.key == from {
+					return true
+				}
+				if !strings.HasPrefix(o.key, prefix) {
+					return false
+				}
+				if len(page) == memListPage {
+					done = false
+					return false
+				}
+				page = append(page, Object{Key: o.key, Size: int64(len(o.data)), ModTime: o.modTime})
+				return true
+			})
+			m.mu.RUnlock()
+			for _, o := range page {
+				if !yield(o, nil) {
+					return
+				}
+			}
+			if done {
+				return
+			}
+			from, inclusive = page[len(page)-1].Key, false
+		}
+	}
+}
+
+// Len returns the number of objects in the bucket.
+func (m *MemBucket) Len() int {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.tree.Len()
+}
