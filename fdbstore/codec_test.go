@@ -1,0 +1,133 @@
+package fdbstore
+
+import (
+	"bytes"
+	"errors"
+	"math"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/fdbstore/internal/tuple"
+)
+
+func TestCodecRoundTrip(t *testing.T) {
+	full := &ckptstore.Checkpoint{
+		ID: "c1", ThreadID: "t\x00é", ParentCheckpointID: "c0", CreatedAt: 1.5e12 + 0.25,
+		Reason: ckptstore.ReasonNamed, Label: "v1 ✓", SourceRunID: "run-7",
+		Files: []ckptstore.Entry{
+			{Path: "src", Kind: ckptstore.KindDir},
+			{Path: "src/main.go", Kind: ckptstore.KindFile, BlobKey: "sandbox-files/sha256/" + string(bytes.Repeat([]byte("a"), 64)), Size: 1<<53 - 1},
+		},
+		Conversation: []byte(" [ {\"a\": 1} ]\n"),
+		Artifacts: []ckptstore.Artifact{{
+			ArtifactID: "a1", Name: "out.png", MimeType: "image/png", Size: 0,
+			BlobKey: "sandbox-artifacts/sha256/" + string(bytes.Repeat([]byte("b"), 64)), CreatedAt: math.Copysign(0, -1),
+		}},
+	}
+	for _, cp := range []*ckptstore.Checkpoint{
+		full,
+		{ID: "x", ThreadID: "y", CreatedAt: math.Copysign(0, -1), Reason: ckptstore.ReasonAutomatic},                                                                         // nil slices
+		{ID: "x", ThreadID: "y", CreatedAt: -1e300, Reason: ckptstore.ReasonForkRoot, Files: []ckptstore.Entry{}, Artifacts: []ckptstore.Artifact{}, Conversation: []byte{}}, // empty, not nil
+	} {
+		enc := encodeCheckpoint(cp)
+		got, err := decodeCheckpoint(enc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, cp) || math.Float64bits(got.CreatedAt) != math.Float64bits(cp.CreatedAt) {
+			t.Fatalf("round trip:\n got %#v\nwant %#v", got, cp)
+		}
+		if (got.Files == nil) != (cp.Files == nil) || (got.Conversation == nil) != (cp.Conversation == nil) || (got.Artifacts == nil) != (cp.Artifacts == nil) {
+			t.Fatal("nil and empty slices were not kept apart")
+		}
+		// Every strict prefix of the encoding is rejected, not misread.
+		for i := 0; i < len(enc); i++ {
+			if _, err := decodeCheckpoint(enc[:i]); !errors.Is(err, errCorrupt) {
+				t.Fatalf("prefix of %d bytes: %v, want errCorrupt", i, err)
+			}
+		}
+		if _, err := decodeCheckpoint(append(enc[:len(enc):len(enc)], 0)); !errors.Is(err, errCorrupt) {
+			t.Fatalf("trailing byte: %v, want errCorrupt", err)
+		}
+	}
+	// A decoded checkpoint shares no memory with the stored bytes.
+	enc := encodeCheckpoint(full)
+	got, _ := decodeCheckpoint(enc)
+	for i := range enc {
+		enc[i] = 0
+	}
+	if !reflect.DeepEqual(got, full) {
+		t.Fatal("decoded checkpoint aliases its encoding")
+	}
+}
+
+// TestKeyLayout pins the documented key layout to exact bytes: tuple-layer
+// keys under the raw prefix.
+func TestKeyLayout(t *testing.T) {
+	k := newKeys([]byte("P"))
+	for _, c := range []struct {
+		name string
+		got  []byte
+		want string
+	}{
+		{"index", k.index("c1"), "P\x02i\x00\x02c1\x00"},
+		{"head", k.head("t\x00"), "P\x02t\x00\x02t\x00\xff\x00\x02h\x00"},
+		{"lease", k.lease("t"), "P\x02t\x00\x02t\x00\x02l\x00"},
+		{"chunk", k.chunk("t", 1, "c", 2), "P\x02t\x00\x02t\x00\x02c\x00\x21\xbf\xf0\x00\x00\x00\x00\x00\x00\x02c\x00\x15\x02"},
+		{"chunk at -0", k.chunk("t", math.Copysign(0, -1), "c", 0), "P\x02t\x00\x02t\x00\x02c\x00\x21\x80\x00\x00\x00\x00\x00\x00\x00\x02c\x00\x14"},
+		{"link", k.link("t", "c"), "P\x02t\x00\x02t\x00\x02p\x00\x02c\x00"},
+		{"ref", k.ref("sandbox-files/x"), "P\x02r\x00\x02sandbox-files/x\x00"},
+		{"op", k.op(256, "tok"), "P\x02o\x00\x16\x01\x00\x02tok\x00"},
+		{"instance", k.instance("k"), "P\x02n\x00\x02k\x00"},
+	} {
+		if string(c.got) != c.want {
+			t.Errorf("%s key = %q, want %q", c.name, c.got, c.want)
+		}
+	}
+	if DefaultPrefix != string(tuple.Pack("ckptstore")) {
+		t.Errorf("DefaultPrefix = %q, want the packed tuple (\"ckptstore\")", DefaultPrefix)
+	}
+	// Keys never share memory with the prefix or each other.
+	a, b := k.index("a"), k.index("b")
+	a[len(a)-2] = 'z'
+	if string(b) != "P\x02i\x00\x02b\x00" || string(k.p) != "P" {
+		t.Fatal("keys share memory")
+	}
+	// Old op markers are in the range the writes clear; new ones are not.
+	r := k.opsBefore(1000)
+	for ms, in := range map[int64]bool{0: true, 999: true, 1000: false, 5000: false} {
+		key := k.op(ms, "tok")
+		if got := string(key) >= string(r.Begin) && string(key) < string(r.End); got != in {
+			t.Errorf("marker at %d ms in the cleared range: %v, want %v", ms, got, in)
+		}
+	}
+}
+
+func TestValueEncodings(t *testing.T) {
+	l := leaseValue{token: "tok", fence: 7, expires: time.Unix(1_700_000_000, 123_456_789)}
+	got, err := decodeLease(l.encode())
+	if err != nil || got.token != l.token || got.fence != l.fence || !got.expires.Equal(l.expires) {
+		t.Fatalf("lease round trip: %+v, %v", got, err)
+	}
+	lv := linkValue{parent: "p", createdAt: -3.5, size: 1234, blobs: 9}
+	if got, err := decodeLink(lv.encode()); err != nil || got != lv {
+		t.Fatalf("link round trip: %+v, %v", got, err)
+	}
+	iv := indexValue{thread: "t", createdAt: 2}
+	if got, err := decodeIndex(iv.encode()); err != nil || got != iv {
+		t.Fatalf("index round trip: %+v, %v", got, err)
+	}
+	for _, bad := range [][]byte{nil, {0x02, 'x'}, l.encode()[:5], lv.encode()[:3]} {
+		if _, err := decodeLease(bad); !errors.Is(err, errCorrupt) {
+			t.Errorf("decodeLease(%x): %v", bad, err)
+		}
+		if _, err := decodeLink(bad); !errors.Is(err, errCorrupt) {
+			t.Errorf("decodeLink(%x): %v", bad, err)
+		}
+		if _, err := decodeIndex(bad); !errors.Is(err, errCorrupt) {
+			t.Errorf("decodeIndex(%x): %v", bad, err)
+		}
+	}
+}

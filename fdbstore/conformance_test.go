@@ -1,0 +1,72 @@
+package fdbstore_test
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/conformance"
+	"github.com/ckptstore/ckptstore/fdbstore"
+	"github.com/ckptstore/ckptstore/fdbstore/kv/memkv"
+)
+
+func TestConformance(t *testing.T) {
+	conformance.RunStore(t, func(t *testing.T, opts ckptstore.Options) ckptstore.Store {
+		s, _ := newMemStore(t, fdbstore.Options{Options: opts}, memkv.Options{})
+		return s
+	})
+	conformance.RunInstanceStore(t, func(t *testing.T) ckptstore.InstanceStore {
+		return fdbstore.NewInstanceStore(memkv.New(), "")
+	})
+}
+
+// TestConformanceWithFaults runs the whole suite with faults on every
+// write transaction; the suite's model and concurrency tests compare the
+// reference counts with a recount. Small batch and page sizes make prunes
+// and BlobReferences span several transactions too.
+func TestConformanceWithFaults(t *testing.T) {
+	var (
+		mu    sync.Mutex
+		seed  int64
+		stats memkv.Stats // summed over every engine the suites made
+		dbs   []*memkv.DB
+	)
+	engine := func(t *testing.T) *memkv.DB {
+		mu.Lock()
+		defer mu.Unlock()
+		seed++
+		db, err := memkv.NewWithOptions(memkv.Options{
+			Faults:      faults(seed),
+			BackoffBase: 10 * time.Microsecond,
+			BackoffMax:  100 * time.Microsecond,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		dbs = append(dbs, db)
+		return db
+	}
+	conformance.RunStore(t, func(t *testing.T, opts ckptstore.Options) ckptstore.Store {
+		s, err := fdbstore.New(engine(t), fdbstore.Options{Options: opts, PruneBatch: 2, BlobPage: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
+	conformance.RunInstanceStore(t, func(t *testing.T) ckptstore.InstanceStore {
+		return fdbstore.NewInstanceStore(engine(t), "")
+	})
+	for _, db := range dbs {
+		st := db.Stats()
+		stats.Commits += st.Commits
+		stats.InjectedFaults += st.InjectedFaults
+		stats.Retries += st.Retries
+	}
+	t.Logf("%d engines: %d commits applied, %d injected faults, %d retries", len(dbs), stats.Commits, stats.InjectedFaults, stats.Retries)
+	// The mix is 30 % of write commits: make sure the suites really ran
+	// through faults (a silently fault-free run would prove nothing).
+	if stats.InjectedFaults < stats.Commits/10 {
+		t.Fatalf("only %d injected faults for %d commits", stats.InjectedFaults, stats.Commits)
+	}
+}

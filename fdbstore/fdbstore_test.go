@@ -1,0 +1,340 @@
+package fdbstore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/fdbstore"
+	"github.com/ckptstore/ckptstore/fdbstore/internal/storetest"
+	"github.com/ckptstore/ckptstore/fdbstore/kv/memkv"
+)
+
+// newMemStore returns a Store over a fresh memkv engine.
+func newMemStore(t testing.TB, opts fdbstore.Options, mopts memkv.Options) (*fdbstore.Store, *memkv.DB) {
+	t.Helper()
+	db, err := memkv.NewWithOptions(mopts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := fdbstore.New(db, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, db
+}
+
+// ---- helpers ----
+
+// faults is the fault mix of the issue: 20 % not_committed and 10 %
+// commit_unknown_result, half of those applied.
+func faults(seed int64) memkv.Faults {
+	return memkv.Faults{
+		Seed:                        seed,
+		NotCommittedRate:            0.20,
+		UnknownResultAppliedRate:    0.05,
+		UnknownResultNotAppliedRate: 0.05,
+	}
+}
+
+var ctx = context.Background()
+
+func fileKey(n int) string { return fmt.Sprintf("sandbox-files/sha256/%064x", n) }
+
+// checkpoint returns a valid checkpoint of thread with the given blob
+// numbers as files.
+func checkpoint(thread, id, parent string, createdAt float64, blobs ...int) *ckptstore.Checkpoint {
+	cp := &ckptstore.Checkpoint{
+		ID: id, ThreadID: thread, ParentCheckpointID: parent, CreatedAt: createdAt,
+		Reason: ckptstore.ReasonAutomatic, Conversation: []byte(`[{"role":"user","content":"hi"}]`),
+	}
+	for i, b := range blobs {
+		cp.Files = append(cp.Files, ckptstore.Entry{Path: fmt.Sprintf("f%d", i), Kind: ckptstore.KindFile, BlobKey: fileKey(b), Size: int64(b)})
+	}
+	return cp
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// chain appends n checkpoints c0..c(n-1) to thread, each sharing blob 0
+// and owning blob i+1, and returns their ids.
+func chain(t testing.TB, s *fdbstore.Store, w ckptstore.Writer, thread string, n int) []string {
+	t.Helper()
+	var ids []string
+	head := ""
+	for i := range n {
+		id := fmt.Sprintf("%s-c%d", thread, i)
+		must(t, s.Append(ctx, checkpoint(thread, id, head, float64(i), 0, 1000+i), head, w))
+		ids = append(ids, id)
+		head = id
+	}
+	return ids
+}
+
+// recount returns the blob counts computed from every stored checkpoint of
+// the given threads.
+func recount(t testing.TB, s *fdbstore.Store, threads ...string) []ckptstore.BlobRef {
+	t.Helper()
+	counts := map[string]int64{}
+	for _, th := range threads {
+		cps, err := s.List(ctx, th)
+		must(t, err)
+		for _, cp := range cps {
+			for _, k := range cp.BlobKeys() {
+				counts[k]++
+			}
+		}
+	}
+	out := []ckptstore.BlobRef{}
+	for k, n := range counts {
+		out = append(out, ckptstore.BlobRef{Key: k, References: n})
+	}
+	slices.SortFunc(out, func(a, b ckptstore.BlobRef) int { return strings.Compare(a.Key, b.Key) })
+	return out
+}
+
+func checkCounts(t testing.TB, s *fdbstore.Store, threads ...string) {
+	t.Helper()
+	got, err := s.BlobReferences(ctx)
+	must(t, err)
+	if want := recount(t, s, threads...); !slices.Equal(got, want) {
+		t.Fatalf("BlobReferences = %v, recount = %v", got, want)
+	}
+}
+
+// TestStore runs the engine-independent store tests (chunking, the size
+// limit, batched prunes, BlobReferences pages, ids, prefixes) on memkv;
+// fdbkv runs them on a real cluster.
+func TestStore(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) storetest.Env { return storetest.Env{DB: memkv.New()} })
+}
+
+// ---- design points ----
+
+// TestAppendIsOneReadRoundAndOneCommit measures Append on memkv's exact
+// counters: one transaction, one read round, one commit.
+func TestAppendIsOneReadRoundAndOneCommit(t *testing.T) {
+	s, db := newMemStore(t, fdbstore.Options{}, memkv.Options{})
+	lease, err := s.AcquireWriter(ctx, "t")
+	must(t, err)
+	head := ""
+	for i := range 5 {
+		id := fmt.Sprintf("c%d", i)
+		db.ResetStats()
+		must(t, s.Append(ctx, checkpoint("t", id, head, float64(i), i, i+1, 99), head, lease.Writer))
+		st := db.Stats()
+		if st.Transactions != 1 || st.ReadRounds != 1 || st.Commits != 1 || st.Retries != 0 {
+			t.Fatalf("Append %d: %d transactions, %d read rounds, %d commits, %d retries; want 1, 1, 1, 0",
+				i, st.Transactions, st.ReadRounds, st.Commits, st.Retries)
+		}
+		head = id
+	}
+}
+
+// TestSharedBlobsDoNotConflict appends, from many goroutines, checkpoints
+// of different threads that all share blob keys: the counts are atomic
+// operations, so no commit may conflict.
+func TestSharedBlobsDoNotConflict(t *testing.T) {
+	s, db := newMemStore(t, fdbstore.Options{}, memkv.Options{})
+	const threads, each = 8, 10
+	names := make([]string, threads)
+	var wg sync.WaitGroup
+	errs := make(chan error, threads)
+	for g := range threads {
+		names[g] = fmt.Sprintf("thread-%d", g)
+		lease, err := s.AcquireWriter(ctx, names[g])
+		must(t, err)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			head := ""
+			for i := range each {
+				id := fmt.Sprintf("%s-%d", names[g], i)
+				if err := s.Append(ctx, checkpoint(names[g], id, head, float64(i), 1, 2, 3), head, lease.Writer); err != nil {
+					errs <- err
+					return
+				}
+				head = id
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if st := db.Stats(); st.Conflicts != 0 {
+		t.Fatalf("%d commits conflicted; threads that share blobs must not", st.Conflicts)
+	}
+	refs, err := s.BlobReferences(ctx)
+	must(t, err)
+	for _, r := range refs {
+		if r.References != threads*each {
+			t.Fatalf("%s has %d references, want %d", r.Key, r.References, threads*each)
+		}
+	}
+}
+
+// unknownApplied makes every commit of db apply and then report
+// commit_unknown_result, until the returned func restores fault-free
+// commits. The retry of a marked write is read-only and so succeeds.
+func unknownApplied(t *testing.T, db *memkv.DB) func() {
+	t.Helper()
+	must(t, db.SetFaults(memkv.Faults{UnknownResultAppliedRate: 1}))
+	return func() { must(t, db.SetFaults(memkv.Faults{})) }
+}
+
+// TestWritesAreIdempotentAfterUnknownResult runs every write whose checks
+// its own success would fail with a commit that is applied but reported
+// as commit_unknown_result: each must report success, once, with counts
+// neither doubled nor dropped.
+func TestWritesAreIdempotentAfterUnknownResult(t *testing.T) {
+	s, db := newMemStore(t, fdbstore.Options{}, memkv.Options{})
+
+	// AcquireWriter: no ErrWriterConflict against the lease it just took.
+	restore := unknownApplied(t, db)
+	db.ResetStats()
+	lease, err := s.AcquireWriter(ctx, "t")
+	restore()
+	must(t, err)
+	if st := db.Stats(); st.Commits != 1 || st.Retries != 1 {
+		t.Fatalf("AcquireWriter: %d commits, %d retries; want 1 applied commit and 1 retry", st.Commits, st.Retries)
+	}
+	w := lease.Writer
+	if _, err := s.AcquireWriter(ctx, "t"); !errors.Is(err, ckptstore.ErrWriterConflict) {
+		t.Fatalf("second AcquireWriter: %v, want ErrWriterConflict (the first lease is live)", err)
+	}
+
+	// Append: no false ErrDuplicateID or ErrConflict, blob counted once.
+	restore = unknownApplied(t, db)
+	err = s.Append(ctx, checkpoint("t", "a", "", 1, 1, 2), "", w)
+	restore()
+	must(t, err)
+	restore = unknownApplied(t, db)
+	err = s.Append(ctx, checkpoint("t", "b", "a", 2, 2, 3), "a", w)
+	restore()
+	must(t, err)
+	checkCounts(t, s, "t")
+	if head, _ := s.Head(ctx, "t"); head != "b" {
+		t.Fatalf("head = %q, want b", head)
+	}
+	// A different Append with a used id still fails, with the right error.
+	restore = unknownApplied(t, db)
+	err = s.Append(ctx, checkpoint("t", "a", "b", 3), "b", w)
+	restore()
+	if !errors.Is(err, ckptstore.ErrDuplicateID) {
+		t.Fatalf("Append of a used id: %v, want ErrDuplicateID", err)
+	}
+
+	// DeleteHead: no false ErrNotHead, counts dropped once.
+	restore = unknownApplied(t, db)
+	err = s.DeleteHead(ctx, "t", "b", w)
+	restore()
+	must(t, err)
+	checkCounts(t, s, "t")
+	if head, _ := s.Head(ctx, "t"); head != "a" {
+		t.Fatalf("head after DeleteHead = %q, want a", head)
+	}
+
+	// DeleteCheckpoints: the deleted ids are reported, not an empty list.
+	pl, err := s.AcquireWriter(ctx, "p")
+	must(t, err)
+	ids := chain(t, s, pl.Writer, "p", 6)
+	restore = unknownApplied(t, db)
+	deleted, err := s.DeleteCheckpoints(ctx, "p", 2, pl.Writer)
+	restore()
+	must(t, err)
+	if want := ids[:4]; !slices.Equal(deleted, want) {
+		t.Fatalf("DeleteCheckpoints = %v, want %v", deleted, want)
+	}
+	checkCounts(t, s, "t", "p")
+
+	// ForkFromCheckpoint: no false ErrForkDestinationNotEmpty.
+	dl, err := s.AcquireWriter(ctx, "fork")
+	must(t, err)
+	restore = unknownApplied(t, db)
+	root, err := s.ForkFromCheckpoint(ctx, ckptstore.ForkInput{
+		SourceThreadID: "p", SourceCheckpointID: ids[5],
+		DestinationThreadID: "fork", DestinationCheckpointID: "root", CreatedAt: 42, Writer: dl.Writer,
+	})
+	restore()
+	must(t, err)
+	if root.ID != "root" || root.ThreadID != "fork" || root.Reason != ckptstore.ReasonForkRoot || len(root.Files) != 2 {
+		t.Fatalf("fork root = %+v", root)
+	}
+	checkCounts(t, s, "t", "p", "fork")
+}
+
+// TestWritesUnderFaults drives every write through many commits with the
+// issue's fault mix and checks the outcome against a fault-free run: the
+// same heads, lists and counts.
+func TestWritesUnderFaults(t *testing.T) {
+	for seed := int64(1); seed <= 5; seed++ {
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
+			s, _ := newMemStore(t, fdbstore.Options{PruneBatch: 2, BlobPage: 4},
+				memkv.Options{Faults: faults(seed), BackoffBase: time.Microsecond, BackoffMax: 10 * time.Microsecond})
+			threads := []string{"x", "y"}
+			for _, th := range threads {
+				lease, err := s.AcquireWriter(ctx, th)
+				must(t, err)
+				ids := chain(t, s, lease.Writer, th, 12)
+				must(t, s.DeleteHead(ctx, th, ids[11], lease.Writer))
+				deleted, err := s.DeleteCheckpoints(ctx, th, 3, lease.Writer)
+				must(t, err)
+				if want := ids[:8]; !slices.Equal(deleted, want) { // farthest first
+					t.Fatalf("DeleteCheckpoints = %v, want %v", deleted, want)
+				}
+				if _, err := lease.Renew(ctx); err != nil {
+					t.Fatal(err)
+				}
+				lease.Release(ctx)
+				cps, err := s.List(ctx, th)
+				must(t, err)
+				var got []string
+				for _, cp := range cps {
+					got = append(got, cp.ID)
+				}
+				if want := ids[8:11]; !slices.Equal(got, want) {
+					t.Fatalf("List = %v, want %v", got, want)
+				}
+			}
+			checkCounts(t, s, threads...)
+		})
+	}
+}
+
+func TestNewRejectsBadOptions(t *testing.T) {
+	db := memkv.New()
+	for name, o := range map[string]fdbstore.Options{
+		"system prefix":  {Prefix: "\xffx"},
+		"long prefix":    {Prefix: strings.Repeat("p", fdbstore.MaxPrefixBytes+1)},
+		"negative batch": {PruneBatch: -1},
+		"negative page":  {BlobPage: -1},
+		"renew ≥ lease":  {Options: ckptstore.Options{LeaseDuration: time.Second, RenewAfter: time.Second}},
+		"negative lease": {Options: ckptstore.Options{LeaseDuration: -time.Second}},
+	} {
+		if _, err := fdbstore.New(db, o); !errors.Is(err, ckptstore.ErrInvalidOptions) {
+			t.Errorf("%s: New returned %v, want ErrInvalidOptions", name, err)
+		}
+	}
+	if _, err := fdbstore.New(nil, fdbstore.Options{}); err == nil {
+		t.Error("New(nil db) succeeded")
+	}
+	s, err := fdbstore.New(db, fdbstore.Options{})
+	must(t, err)
+	if o := s.Options(); o.Prefix != fdbstore.DefaultPrefix || o.PruneBatch != fdbstore.DefaultPruneBatch ||
+		o.BlobPage != fdbstore.DefaultBlobPage || o.LeaseDuration != ckptstore.DefaultLeaseDuration {
+		t.Errorf("defaults: %+v", o)
+	}
+}

@@ -1,0 +1,113 @@
+package fdbstore
+
+// The instance store: one key per record, (P, "n", key) → tuple(provider,
+// providerSandboxId, threadId, latestSnapshotId, latestRunId, updatedAt).
+// Upsert is a blind Set and Delete a blind Clear, so both are idempotent
+// under retries and never conflict; a record is one value, at most
+// kv.MaxValueSize bytes.
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/fdbstore/internal/tuple"
+	"github.com/ckptstore/ckptstore/fdbstore/kv"
+)
+
+// InstanceStore is the FoundationDB ckptstore.InstanceStore. It is safe for
+// concurrent use.
+type InstanceStore struct {
+	db kv.DB
+	k  keys
+}
+
+var _ ckptstore.InstanceStore = (*InstanceStore)(nil)
+
+// NewInstanceStore returns an InstanceStore over db with keys under the raw
+// prefix ("" = DefaultPrefix; a Store may share it, their keys do not
+// overlap). It panics when prefix starts with 0xff or is longer than
+// MaxPrefixBytes, as a programming error.
+func NewInstanceStore(db kv.DB, prefix string) *InstanceStore {
+	p, err := resolvePrefix(prefix)
+	if err != nil {
+		panic(err)
+	}
+	return &InstanceStore{db: db, k: newKeys([]byte(p))}
+}
+
+// Get implements ckptstore.InstanceStore.
+func (s *InstanceStore) Get(ctx context.Context, key string) (*ckptstore.InstanceRecord, error) {
+	if err := ckptstore.ValidateInstanceKey(key); err != nil {
+		return nil, err
+	}
+	if len(key) > MaxIDBytes {
+		return nil, ctx.Err() // never stored: Upsert rejects it
+	}
+	var raw []byte
+	err := s.db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
+		var err error
+		raw, err = tr.Get(s.k.instance(key)).Get()
+		return err
+	})
+	if err != nil || raw == nil {
+		return nil, err
+	}
+	return decodeInstance(key, raw)
+}
+
+// Upsert implements ckptstore.InstanceStore. A record whose encoding is
+// larger than kv.MaxValueSize fails with ErrInvalidEntry.
+func (s *InstanceStore) Upsert(ctx context.Context, rec *ckptstore.InstanceRecord) error {
+	if rec != nil {
+		if err := checkIDLengths(named("instance key", rec.Key)); err != nil {
+			return err
+		}
+	}
+	if err := ckptstore.ValidateInstanceRecord(rec); err != nil {
+		return err
+	}
+	v := tuple.Pack(rec.Provider, rec.ProviderSandboxID, rec.ThreadID, rec.LatestSnapshotID, rec.LatestRunID, rec.UpdatedAt)
+	if len(v) > kv.MaxValueSize {
+		return fmt.Errorf("%w: instance record %q is %d bytes encoded, more than %d", ckptstore.ErrInvalidEntry, rec.Key, len(v), kv.MaxValueSize)
+	}
+	k := s.k.instance(rec.Key)
+	return s.db.Transact(ctx, func(tr kv.Transaction) error {
+		tr.Set(k, v)
+		return nil
+	})
+}
+
+// Delete implements ckptstore.InstanceStore.
+func (s *InstanceStore) Delete(ctx context.Context, key string) error {
+	if err := ckptstore.ValidateInstanceKey(key); err != nil {
+		return err
+	}
+	if len(key) > MaxIDBytes {
+		return ctx.Err() // never stored
+	}
+	k := s.k.instance(key)
+	return s.db.Transact(ctx, func(tr kv.Transaction) error {
+		tr.Clear(k)
+		return nil
+	})
+}
+
+func decodeInstance(key string, raw []byte) (*ckptstore.InstanceRecord, error) {
+	t, err := tuple.Unpack(raw)
+	if err == nil && len(t) == 6 {
+		var r ckptstore.InstanceRecord
+		var ok [6]bool
+		r.Provider, ok[0] = t[0].(string)
+		r.ProviderSandboxID, ok[1] = t[1].(string)
+		r.ThreadID, ok[2] = t[2].(string)
+		r.LatestSnapshotID, ok[3] = t[3].(string)
+		r.LatestRunID, ok[4] = t[4].(string)
+		r.UpdatedAt, ok[5] = t[5].(int64)
+		if ok == [6]bool{true, true, true, true, true, true} {
+			r.Key = key
+			return &r, nil
+		}
+	}
+	return nil, fmt.Errorf("%w: instance record %q", errCorrupt, key)
+}

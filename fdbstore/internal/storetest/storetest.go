@@ -1,0 +1,428 @@
+// Package storetest holds the fdbstore tests that need no particular
+// engine: chunking, the size limit, multi-transaction prunes and
+// BlobReferences pages, id limits and prefixes. fdbstore's own tests run
+// them on memkv, and fdbkv's (build tag fdb) on a real cluster, which
+// checks the transaction-size estimates against FoundationDB's own limit.
+package storetest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/fdbstore"
+	"github.com/ckptstore/ckptstore/fdbstore/kv"
+)
+
+// Env is one test's database and the raw key prefix it may use: every key
+// the test writes starts with it (stores use it and longer prefixes).
+type Env struct {
+	DB     kv.DB
+	Prefix string
+}
+
+// Run runs the suite; newEnv returns a database and an unused prefix for
+// each test, and clears the prefix when the test ends if it must.
+func Run(t *testing.T, newEnv func(t *testing.T) Env) {
+	t.Helper()
+	e := &suite{newEnv: newEnv, envs: map[*testing.T]Env{}}
+	for _, tc := range []struct {
+		name string
+		run  func(*testing.T)
+	}{
+		{"Chunking", e.testChunking},
+		{"TooLarge", e.testTooLarge},
+		{"LongPrune", e.testLongPrune},
+		{"BlobPages", e.testBlobPages},
+		{"LongIDs", e.testLongIDs},
+		{"Prefixes", e.testPrefixes},
+	} {
+		t.Run(tc.name, tc.run)
+	}
+}
+
+type suite struct {
+	newEnv func(t *testing.T) Env
+	mu     sync.Mutex
+	envs   map[*testing.T]Env
+}
+
+func (e *suite) env(t *testing.T) Env {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	env, ok := e.envs[t]
+	if !ok {
+		env = e.newEnv(t)
+		if env.Prefix == "" {
+			env.Prefix = fdbstore.DefaultPrefix
+		}
+		e.envs[t] = env
+	}
+	return env
+}
+
+// prefix is the test's key prefix.
+func (e *suite) prefix(t *testing.T) string { return e.env(t).Prefix }
+
+// store returns a store with opts under the test's prefix (unless opts
+// names one) over a counting view of the test's database.
+func (e *suite) store(t *testing.T, opts fdbstore.Options) (*fdbstore.Store, *countingDB) {
+	t.Helper()
+	env := e.env(t)
+	if opts.Prefix == "" {
+		opts.Prefix = env.Prefix
+	}
+	db := &countingDB{DB: env.DB}
+	s, err := fdbstore.New(db, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, db
+}
+
+// countingDB counts the transactions run through it and calls after once
+// each Transact has committed.
+type countingDB struct {
+	kv.DB
+	after                     func()
+	nTransact, nRead, nCommit atomic.Int64
+}
+
+func (d *countingDB) Transact(ctx context.Context, fn func(kv.Transaction) error) error {
+	d.nTransact.Add(1)
+	err := d.DB.Transact(ctx, fn)
+	if err == nil {
+		d.nCommit.Add(1)
+		if d.after != nil {
+			d.after()
+		}
+	}
+	return err
+}
+
+func (d *countingDB) ReadTransact(ctx context.Context, fn func(kv.ReadTransaction) error) error {
+	d.nRead.Add(1)
+	return d.DB.ReadTransact(ctx, fn)
+}
+
+func (d *countingDB) transactions() int64 { return d.nTransact.Load() + d.nRead.Load() }
+func (d *countingDB) commits() int64      { return d.nCommit.Load() }
+func (d *countingDB) reads() int64        { return d.nRead.Load() }
+
+// testClock is a settable clock for Options.Now.
+type testClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *testClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *testClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+var ctx = context.Background()
+
+func fileKey(n int) string     { return fmt.Sprintf("sandbox-files/sha256/%064x", n) }
+func artifactKey(n int) string { return fmt.Sprintf("sandbox-artifacts/sha256/%064x", n) }
+
+// checkpoint returns a valid checkpoint of thread with the given blob
+// numbers as files.
+func checkpoint(thread, id, parent string, createdAt float64, blobs ...int) *ckptstore.Checkpoint {
+	cp := &ckptstore.Checkpoint{
+		ID: id, ThreadID: thread, ParentCheckpointID: parent, CreatedAt: createdAt,
+		Reason: ckptstore.ReasonAutomatic, Conversation: []byte(`[{"role":"user","content":"hi"}]`),
+	}
+	for i, b := range blobs {
+		cp.Files = append(cp.Files, ckptstore.Entry{Path: fmt.Sprintf("f%d", i), Kind: ckptstore.KindFile, BlobKey: fileKey(b), Size: int64(b)})
+	}
+	return cp
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// chain appends n checkpoints c0..c(n-1) to thread, each sharing blob 0
+// and owning blob 1000+i, and returns their ids.
+func chain(t testing.TB, s *fdbstore.Store, w ckptstore.Writer, thread string, n int) []string {
+	t.Helper()
+	var ids []string
+	head := ""
+	for i := range n {
+		id := fmt.Sprintf("%s-c%d", thread, i)
+		must(t, s.Append(ctx, checkpoint(thread, id, head, float64(i), 0, 1000+i), head, w))
+		ids = append(ids, id)
+		head = id
+	}
+	return ids
+}
+
+// checkCounts compares BlobReferences with a recount of the checkpoints
+// of the given threads (all the store holds).
+func checkCounts(t testing.TB, s *fdbstore.Store, threads ...string) {
+	t.Helper()
+	counts := map[string]int64{}
+	for _, th := range threads {
+		cps, err := s.List(ctx, th)
+		must(t, err)
+		for _, cp := range cps {
+			for _, k := range cp.BlobKeys() {
+				counts[k]++
+			}
+		}
+	}
+	want := []ckptstore.BlobRef{}
+	for k, n := range counts {
+		want = append(want, ckptstore.BlobRef{Key: k, References: n})
+	}
+	slices.SortFunc(want, func(a, b ckptstore.BlobRef) int { return strings.Compare(a.Key, b.Key) })
+	got, err := s.BlobReferences(ctx)
+	must(t, err)
+	if !slices.Equal(got, want) {
+		t.Fatalf("BlobReferences = %v, recount = %v", got, want)
+	}
+}
+
+// testChunking stores a conversation many values long and reads it back
+// byte for byte through Get and List.
+func (e *suite) testChunking(t *testing.T) {
+	s, db := e.store(t, fdbstore.Options{})
+	lease, err := s.AcquireWriter(ctx, "t")
+	must(t, err)
+	var b strings.Builder
+	b.WriteString("[")
+	for i := 0; b.Len() < 3*kv.MaxValueSize+12345; i++ {
+		if i > 0 {
+			b.WriteString(",\n ")
+		}
+		fmt.Fprintf(&b, `{"role":"assistant","content":"message %d %s"}`, i, strings.Repeat("x", i%97))
+	}
+	b.WriteString("]")
+	cp := checkpoint("t", "big", "", 1, 1, 2)
+	cp.Conversation = []byte(b.String())
+	must(t, s.Append(ctx, cp, "", lease.Writer))
+
+	got, err := s.Get(ctx, "big")
+	must(t, err)
+	if got == nil || !bytes.Equal(got.Conversation, cp.Conversation) || len(got.Files) != 2 {
+		t.Fatalf("Get returned a different checkpoint (conversation %d bytes, want %d)", len(got.Conversation), len(cp.Conversation))
+	}
+	list, err := s.List(ctx, "t")
+	must(t, err)
+	if len(list) != 1 || !bytes.Equal(list[0].Conversation, cp.Conversation) {
+		t.Fatalf("List returned %d checkpoints or a different conversation", len(list))
+	}
+	// Every stored value is within the limit, and the conversation took
+	// several of them.
+	var chunks int
+	must(t, db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
+		kvs, err := tr.GetRange(kv.PrefixRange([]byte(e.prefix(t))), kv.RangeOptions{}).Get()
+		chunks = 0
+		for _, p := range kvs {
+			if len(p.Value) > kv.MaxValueSize {
+				return fmt.Errorf("value of %d bytes stored", len(p.Value))
+			}
+			if len(p.Value) == kv.MaxValueSize {
+				chunks++
+			}
+		}
+		return err
+	}))
+	if chunks < 3 {
+		t.Fatalf("%d full chunks stored, want ≥ 3", chunks)
+	}
+	// Deleting it clears every chunk.
+	must(t, s.DeleteHead(ctx, "t", "big", lease.Writer))
+	if got, err := s.Get(ctx, "big"); err != nil || got != nil {
+		t.Fatalf("Get after DeleteHead = %v, %v", got, err)
+	}
+	checkCounts(t, s, "t")
+}
+
+// testTooLarge: a checkpoint that cannot fit in one transaction
+// fails with ErrInvalidEntry before anything is written.
+func (e *suite) testTooLarge(t *testing.T) {
+	s, db := e.store(t, fdbstore.Options{})
+	lease, err := s.AcquireWriter(ctx, "t")
+	must(t, err)
+	cp := checkpoint("t", "huge", "", 1, 1)
+	cp.Conversation = []byte(`["` + strings.Repeat("y", fdbstore.MaxTransactionBytes) + `"]`)
+	writes := db.transactions()
+	if err := s.Append(ctx, cp, "", lease.Writer); !errors.Is(err, ckptstore.ErrInvalidEntry) || !strings.Contains(err.Error(), "too large") {
+		t.Fatalf("Append of a %d-byte conversation: %v, want ErrInvalidEntry (too large)", len(cp.Conversation), err)
+	}
+	if db.transactions() != writes {
+		t.Fatal("a rejected Append ran a transaction")
+	}
+	// Just under the limit works, and can be deleted again.
+	cp.Conversation = []byte(`["` + strings.Repeat("y", fdbstore.MaxTransactionBytes-200_000) + `"]`)
+	must(t, s.Append(ctx, cp, "", lease.Writer))
+	must(t, s.DeleteHead(ctx, "t", "huge", lease.Writer))
+
+	// Many blob keys count too: each costs bytes in Append and delete.
+	many := checkpoint("t", "many", "", 2)
+	for i := range 20_000 {
+		many.Files = append(many.Files, ckptstore.Entry{Path: fmt.Sprintf("d/f%d", i), Kind: ckptstore.KindFile, BlobKey: fileKey(i), Size: 1})
+	}
+	if err := s.Append(ctx, many, "", lease.Writer); !errors.Is(err, ckptstore.ErrInvalidEntry) {
+		t.Fatalf("Append with 20,000 blob keys: %v, want ErrInvalidEntry", err)
+	}
+	many.Files = many.Files[:5000]
+	must(t, s.Append(ctx, many, "", lease.Writer))
+	must(t, s.DeleteHead(ctx, "t", "many", lease.Writer))
+	checkCounts(t, s, "t")
+}
+
+// testLongPrune: a prune longer than PruneBatch runs in
+// several transactions under the same lease and deletes farthest first;
+// each batch checks the lease again.
+func (e *suite) testLongPrune(t *testing.T) {
+	s, db := e.store(t, fdbstore.Options{PruneBatch: 3})
+	lease, err := s.AcquireWriter(ctx, "t")
+	must(t, err)
+	ids := chain(t, s, lease.Writer, "t", 12)
+	before := db.commits()
+	deleted, err := s.DeleteCheckpoints(ctx, "t", 2, lease.Writer)
+	must(t, err)
+	if want := ids[:10]; !slices.Equal(deleted, want) { // farthest first
+		t.Fatalf("deleted %v, want %v", deleted, want)
+	}
+	if n := db.commits() - before; n != 4 {
+		t.Fatalf("%d transactions committed, want 4 batches of ≤ 3", n)
+	}
+	checkCounts(t, s, "t")
+	cps, err := s.List(ctx, "t")
+	must(t, err)
+	if len(cps) != 2 || cps[0].ID != ids[10] || cps[1].ID != ids[11] {
+		t.Fatalf("List after prune = %v", cps)
+	}
+
+	// A lease lost between batches stops the prune with ErrWriterLost and
+	// returns what it deleted; the chain stays intact from the head.
+	clock := &testClock{t: time.UnixMilli(1_700_000_000_000)}
+	s2, hooked := e.store(t, fdbstore.Options{Options: ckptstore.Options{Now: clock.Now}, PruneBatch: 2, Prefix: e.prefix(t) + "2"})
+	lease2, err := s2.AcquireWriter(ctx, "u")
+	must(t, err)
+	ids2 := chain(t, s2, lease2.Writer, "u", 8)
+	commits := 0
+	hooked.after = func() {
+		if commits++; commits == 2 {
+			clock.Advance(time.Hour) // the lease expires after the second batch
+		}
+	}
+	deleted, err = s2.DeleteCheckpoints(ctx, "u", 1, lease2.Writer)
+	if !errors.Is(err, ckptstore.ErrWriterLost) {
+		t.Fatalf("prune with a lease lost mid-way: %v, want ErrWriterLost", err)
+	}
+	if !slices.Equal(deleted, ids2[:4]) {
+		t.Fatalf("prune stopped after deleting %v, want the 4 farthest %v", deleted, ids2[:4])
+	}
+	cps, err = s2.List(ctx, "u")
+	must(t, err)
+	if len(cps) != 4 || cps[3].ID != ids2[7] || cps[0].ParentCheckpointID != ids2[3] {
+		t.Fatalf("List after the stopped prune = %v, want the 4 nearest", cps)
+	}
+	checkCounts(t, s2, "u")
+}
+
+// testBlobPages lists more reference keys than one page holds,
+// across several transactions, in byte order.
+func (e *suite) testBlobPages(t *testing.T) {
+	s, db := e.store(t, fdbstore.Options{BlobPage: 4})
+	lease, err := s.AcquireWriter(ctx, "t")
+	must(t, err)
+	cp := checkpoint("t", "a", "", 1)
+	for i := range 17 {
+		cp.Files = append(cp.Files, ckptstore.Entry{Path: fmt.Sprintf("f%d", i), Kind: ckptstore.KindFile, BlobKey: fileKey(i * 7919 % 101), Size: 1})
+	}
+	cp.Artifacts = []ckptstore.Artifact{{ArtifactID: "x", Name: "x", MimeType: "text/plain", BlobKey: artifactKey(3)}}
+	must(t, s.Append(ctx, cp, "", lease.Writer))
+	before := db.reads()
+	refs, err := s.BlobReferences(ctx)
+	must(t, err)
+	if n := db.reads() - before; n != 5 {
+		t.Fatalf("BlobReferences of 18 keys in pages of 4: %d transactions, want 5", n)
+	}
+	if len(refs) != 18 || !slices.IsSortedFunc(refs, func(a, b ckptstore.BlobRef) int { return strings.Compare(a.Key, b.Key) }) {
+		t.Fatalf("BlobReferences = %v: want 18 keys in byte order", refs)
+	}
+	checkCounts(t, s, "t")
+}
+
+// testLongIDs: ids too long for a FoundationDB key fail writes with
+// ErrInvalidID and are simply absent for reads.
+func (e *suite) testLongIDs(t *testing.T) {
+	s, db := e.store(t, fdbstore.Options{})
+	long := strings.Repeat("\x00", fdbstore.MaxIDBytes+1) // NUL doubles in a tuple key: the worst case
+	okID := strings.Repeat("\x00", fdbstore.MaxIDBytes)
+	if _, err := s.AcquireWriter(ctx, long); !errors.Is(err, ckptstore.ErrInvalidID) {
+		t.Fatalf("AcquireWriter(long id): %v, want ErrInvalidID", err)
+	}
+	lease, err := s.AcquireWriter(ctx, okID)
+	must(t, err)
+	must(t, s.Append(ctx, checkpoint(okID, okID, "", 1, 1), "", lease.Writer))
+	if err := s.Append(ctx, checkpoint(okID, long, okID, 2), okID, lease.Writer); !errors.Is(err, ckptstore.ErrInvalidID) {
+		t.Fatalf("Append(long id): %v, want ErrInvalidID", err)
+	}
+	if cp, err := s.Get(ctx, long); cp != nil || err != nil {
+		t.Fatalf("Get(long id) = %v, %v; want nil, nil", cp, err)
+	}
+	if cps, err := s.List(ctx, long); len(cps) != 0 || err != nil {
+		t.Fatalf("List(long id) = %v, %v; want empty", cps, err)
+	}
+	if cp, err := s.Get(ctx, okID); cp == nil || err != nil {
+		t.Fatalf("Get(longest id) = %v, %v", cp, err)
+	}
+	is := fdbstore.NewInstanceStore(db, e.prefix(t)+"instances")
+	if err := is.Upsert(ctx, &ckptstore.InstanceRecord{Key: long}); !errors.Is(err, ckptstore.ErrInvalidID) {
+		t.Fatalf("Upsert(long key): %v, want ErrInvalidID", err)
+	}
+}
+
+// testPrefixes: stores under different prefixes of one
+// database share nothing, and a store and an instance store may share one.
+func (e *suite) testPrefixes(t *testing.T) {
+	p := e.prefix(t)
+	a, db := e.store(t, fdbstore.Options{Prefix: p + "a"})
+	ab, err := fdbstore.New(db, fdbstore.Options{Prefix: p + "ab"})
+	must(t, err)
+	la, err := a.AcquireWriter(ctx, "t")
+	must(t, err)
+	if _, err := ab.AcquireWriter(ctx, "t"); err != nil {
+		t.Fatalf("a lease under another prefix blocked: %v", err)
+	}
+	must(t, a.Append(ctx, checkpoint("t", "c", "", 1, 1), "", la.Writer))
+	if cps, _ := ab.List(ctx, "t"); len(cps) != 0 {
+		t.Fatal("a checkpoint leaked to another prefix")
+	}
+	if refs, _ := ab.BlobReferences(ctx); len(refs) != 0 {
+		t.Fatal("a reference leaked to another prefix")
+	}
+	is := fdbstore.NewInstanceStore(db, p+"a")
+	must(t, is.Upsert(ctx, &ckptstore.InstanceRecord{Key: "t", Provider: "p", UpdatedAt: 5}))
+	if cps, _ := a.List(ctx, "t"); len(cps) != 1 {
+		t.Fatal("the instance store disturbed the checkpoint store")
+	}
+	rec, err := is.Get(ctx, "t")
+	if err != nil || rec == nil || rec.Provider != "p" || rec.UpdatedAt != 5 {
+		t.Fatalf("instance record = %+v, %v", rec, err)
+	}
+}

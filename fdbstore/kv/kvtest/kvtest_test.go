@@ -1,0 +1,14 @@
+package kvtest_test
+
+import (
+	"testing"
+
+	"github.com/ckptstore/ckptstore/fdbstore/kv/kvtest"
+	"github.com/ckptstore/ckptstore/fdbstore/kv/memkv"
+)
+
+// TestMemKV holds memkv to the suite that fdbkv runs against a real
+// cluster (build tag fdb).
+func TestMemKV(t *testing.T) {
+	kvtest.Run(t, memkv.New(), []byte("kvtest/"))
+}

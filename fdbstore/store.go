@@ -1,0 +1,477 @@
+// Package fdbstore is the FoundationDB ckptstore: Store, Pruner, Forker
+// and an InstanceStore, written against the transaction interface of
+// package kv, so the same code runs on a real cluster (kv/fdbkv, build tag
+// fdb) and on kv/memkv, the in-process engine the tests use.
+//
+// # Key layout
+//
+// Every key is a FoundationDB tuple-layer key under the raw prefix P
+// (Options.Prefix; the zero value is the tuple ("ckptstore")), encoded by
+// internal/tuple, byte for byte as the official tuple package, so that
+// subspace.FromBytes(P).Unpack reads them back:
+//
+//	(P, "i", id)                             → tuple(thread, createdAt)       checkpoint index
+//	(P, "t", thread, "h")                    → head id (UTF-8 bytes)          absent = no head
+//	(P, "t", thread, "l")                    → tuple(token, fence, unixSec, nanos)  the writer lease
+//	(P, "t", thread, "c", createdAt, id, i)  → chunk i of the checkpoint's encoding (codec.go)
+//	(P, "t", thread, "p", id)                → tuple(parent, createdAt, size, blobs)  chain link
+//	(P, "r", blobKey)                        → reference count, int64 little endian
+//	(P, "o", wallMillis, token)              → 0x01: a write that committed (idempotency)
+//	(P, "n", key)                            → tuple(…) an InstanceRecord (instance.go)
+//
+// createdAt in keys is the float64 with -0 mapped to +0 (sortKey); the
+// tuple encoding orders doubles numerically, and strings by their UTF-8
+// bytes, so the range (P, "t", thread, "c") holds the thread's checkpoints
+// in List order, and List is one range read.
+//
+// # Invariants
+//
+//   - A checkpoint id has an index key iff the checkpoint is stored; then
+//     its chunks and its link key exist under the indexed thread and
+//     createdAt, and no other thread has them. Chunks are numbered from 0
+//     without gaps; each is at most kv.MaxValueSize bytes.
+//   - The reference count of a blob key equals the number of stored
+//     checkpoints whose BlobKeys contain it, and the key is absent rather
+//     than 0. Counts change only by Add(±1) followed, on −1, by
+//     CompareAndClear(0): atomic operations that take no read conflict, so
+//     writes on different threads that share blobs never conflict.
+//   - The fence in a thread's lease value only grows (an absent lease key
+//     is fence 0): a release keeps it with an empty token, an expired
+//     lease keeps it until replaced, and a new lease takes fence + 1.
+//   - Every write of the contract (Append, DeleteHead, one transaction of
+//     DeleteCheckpoints, ForkFromCheckpoint, AcquireWriter) reads and checks
+//     everything it depends on inside one serializable transaction, and
+//     writes an op marker (P, "o", ms, token) in that same transaction. The
+//     token is fresh per call, so when a retry after commit_unknown_result
+//     finds its marker, the earlier attempt committed and the call reports
+//     that success instead of re-running checks that its own write would
+//     now fail (ErrDuplicateID, ErrConflict, ErrNotHead, ErrWriterConflict,
+//     ErrForkDestinationNotEmpty). Markers are cleared by later writes once
+//     older than markerTTL, with one blind range clear: no reads, no extra
+//     round trip. Renew and Release are idempotent by themselves.
+//   - Append costs one read round (marker, lease, index, head as parallel
+//     futures) and the commit.
+//
+// # Limits
+//
+// A checkpoint must fit in one transaction: its Append (all chunks, index,
+// link, head, +1 per distinct blob key) and its deletion (−1 and
+// compare-and-clear per blob key) must each stay under MaxTransactionBytes,
+// 9,000,000 of FoundationDB's 10,000,000, counting keys, values and
+// conflict ranges. In practice that is an encoding (conversation, files
+// and artifacts together) of up to about 8.9 MB less about 0.35 KB per
+// distinct blob key, and at most about 13,000 distinct blob keys; larger
+// checkpoints fail with ErrInvalidEntry before any write. Thread and
+// checkpoint ids and instance keys are limited to MaxIDBytes bytes, so that
+// every key stays under FoundationDB's 10,000 bytes; a longer id fails with
+// ErrInvalidID in writes and is simply not found by reads.
+//
+// DeleteCheckpoints deletes in transactions of at most Options.PruneBatch
+// checkpoints (and MaxTransactionBytes). A prune that fits in one
+// transaction is atomic; a longer one deletes from the far end of the
+// chain, each transaction checking the lease again and recomputing the
+// chain, so after a failure the chain is intact from the head and the
+// call can simply be repeated. BlobReferences reads
+// Options.BlobPage keys per transaction, so it is not a snapshot of one
+// instant when there are more keys than that.
+package fdbstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/fdbstore/internal/tuple"
+	"github.com/ckptstore/ckptstore/fdbstore/kv"
+)
+
+// Limits; see the package documentation.
+const (
+	// MaxTransactionBytes is the size budget of one write transaction, kept
+	// under FoundationDB's 10,000,000-byte limit with room for overhead.
+	MaxTransactionBytes = 9_000_000
+	// MaxIDBytes is the longest thread id, checkpoint id or instance key.
+	MaxIDBytes = 2048
+	// MaxPrefixBytes is the longest Options.Prefix.
+	MaxPrefixBytes = 1024
+	// DefaultPruneBatch is the number of checkpoints one prune transaction
+	// deletes at most, when Options.PruneBatch is 0.
+	DefaultPruneBatch = 1000
+	// DefaultBlobPage is the number of reference keys one BlobReferences
+	// transaction reads, when Options.BlobPage is 0.
+	DefaultBlobPage = 10_000
+)
+
+// DefaultPrefix is the key prefix when Options.Prefix is "": the packed
+// tuple ("ckptstore").
+const DefaultPrefix = "\x02ckptstore\x00"
+
+// Options configure a Store. The zero value is valid.
+type Options struct {
+	// Options are the lease settings and the clock for every lease
+	// decision; the zero value is a 120 s lease on the system clock.
+	ckptstore.Options
+	// Prefix is prepended verbatim to every key (it is a raw prefix, like
+	// a subspace's or a directory's, not a tuple element); "" means
+	// DefaultPrefix. It may not start with 0xff (the system keys) or be
+	// longer than MaxPrefixBytes. Stores with the same prefix share data.
+	Prefix string
+	// PruneBatch is the most checkpoints one DeleteCheckpoints transaction
+	// deletes; 0 means DefaultPruneBatch.
+	PruneBatch int
+	// BlobPage is how many reference keys one BlobReferences transaction
+	// reads; 0 means DefaultBlobPage.
+	BlobPage int
+}
+
+// Store is the FoundationDB Store, Pruner and Forker. It is safe for
+// concurrent use; several Stores (in several processes) may share one
+// prefix of one database.
+type Store struct {
+	db   kv.DB
+	opts Options
+	k    keys
+}
+
+var (
+	_ ckptstore.Store       = (*Store)(nil)
+	_ ckptstore.Pruner      = (*Store)(nil)
+	_ ckptstore.Forker      = (*Store)(nil)
+	_ ckptstore.LeaseKeeper = (*Store)(nil)
+)
+
+// New returns a Store over db. It fails, with an error wrapping
+// ckptstore.ErrInvalidOptions, when the lease options or the prefix are
+// invalid, or the batch sizes negative.
+func New(db kv.DB, opts Options) (*Store, error) {
+	if db == nil {
+		return nil, fmt.Errorf("%w: fdbstore: db is nil", ckptstore.ErrInvalidOptions)
+	}
+	lease, err := opts.Options.Resolve()
+	if err != nil {
+		return nil, err
+	}
+	opts.Options = lease
+	prefix, err := resolvePrefix(opts.Prefix)
+	if err != nil {
+		return nil, err
+	}
+	opts.Prefix = prefix
+	if opts.PruneBatch < 0 || opts.BlobPage < 0 {
+		return nil, fmt.Errorf("%w: fdbstore: PruneBatch %d and BlobPage %d must not be negative", ckptstore.ErrInvalidOptions, opts.PruneBatch, opts.BlobPage)
+	}
+	if opts.PruneBatch == 0 {
+		opts.PruneBatch = DefaultPruneBatch
+	}
+	if opts.BlobPage == 0 {
+		opts.BlobPage = DefaultBlobPage
+	}
+	return &Store{db: db, opts: opts, k: newKeys([]byte(prefix))}, nil
+}
+
+func resolvePrefix(p string) (string, error) {
+	switch {
+	case p == "":
+		return DefaultPrefix, nil
+	case p[0] == 0xff:
+		return "", fmt.Errorf("%w: fdbstore: prefix %q starts with 0xff, the system key space", ckptstore.ErrInvalidOptions, p)
+	case len(p) > MaxPrefixBytes:
+		return "", fmt.Errorf("%w: fdbstore: prefix is %d bytes, more than %d", ckptstore.ErrInvalidOptions, len(p), MaxPrefixBytes)
+	}
+	return p, nil
+}
+
+// Options returns the store's options with their defaults filled in.
+func (s *Store) Options() Options { return s.opts }
+
+// checkIDLengths returns ErrInvalidID for the first id longer than
+// MaxIDBytes. Writes call it before the shared validation, which checks the
+// same ids for emptiness and UTF-8: either way the error is ErrInvalidID.
+func checkIDLengths(ids ...idArg) error {
+	for _, id := range ids {
+		if len(id.id) > MaxIDBytes {
+			return fmt.Errorf("%w: %s is %d bytes, more than fdbstore's limit of %d", ckptstore.ErrInvalidID, id.what, len(id.id), MaxIDBytes)
+		}
+	}
+	return nil
+}
+
+// idArg is an id argument and what it is, for error messages.
+type idArg struct{ what, id string }
+
+func named(what, id string) idArg { return idArg{what, id} }
+
+// Get implements ckptstore.Store: two reads, the index and then the chunks.
+func (s *Store) Get(ctx context.Context, id string) (*ckptstore.Checkpoint, error) {
+	if err := ckptstore.ValidateID("checkpoint id", id); err != nil {
+		return nil, err
+	}
+	if len(id) > MaxIDBytes {
+		return nil, ctx.Err() // never stored: writes reject it
+	}
+	var out *ckptstore.Checkpoint
+	err := s.db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
+		out = nil
+		raw, err := tr.Get(s.k.index(id)).Get()
+		if err != nil || raw == nil {
+			return err
+		}
+		idx, err := decodeIndex(raw)
+		if err != nil {
+			return err
+		}
+		cp, err := s.readCheckpoint(tr, idx.thread, idx.createdAt, id).get()
+		if err != nil {
+			return err
+		}
+		if cp == nil {
+			return fmt.Errorf("%w: checkpoint %q is indexed but has no data", errCorrupt, id)
+		}
+		out = cp
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// pendingCheckpoint is a checkpoint being read: the range future of its
+// chunks.
+type pendingCheckpoint struct {
+	f      kv.FutureRange
+	prefix []byte
+	id     string
+}
+
+// readCheckpoint starts reading the chunks of one checkpoint.
+func (s *Store) readCheckpoint(tr kv.ReadTransaction, thread string, createdAt float64, id string) pendingCheckpoint {
+	p := s.k.checkpointPrefix(thread, createdAt, id)
+	return pendingCheckpoint{f: tr.GetRange(rangeOf(p), kv.RangeOptions{}), prefix: p, id: id}
+}
+
+// get waits for the chunks and decodes them; nil when there are none.
+func (pc pendingCheckpoint) get() (*ckptstore.Checkpoint, error) {
+	kvs, err := pc.f.Get()
+	if err != nil || len(kvs) == 0 {
+		return nil, err
+	}
+	for i, p := range kvs {
+		t, err := suffix(p.Key, pc.prefix)
+		if err != nil {
+			return nil, err
+		}
+		if n, ok := elem[int64](t, 0, 1); !ok || n != int64(i) {
+			return nil, fmt.Errorf("%w: checkpoint %q: chunk %d has key %x", errCorrupt, pc.id, i, p.Key)
+		}
+	}
+	return assemble(pc.id, kvs)
+}
+
+// assemble decodes the chunks of one checkpoint, in order.
+func assemble(id string, chunks []kv.KeyValue) (*ckptstore.Checkpoint, error) {
+	enc := chunks[0].Value
+	if len(chunks) > 1 {
+		n := 0
+		for _, p := range chunks {
+			n += len(p.Value)
+		}
+		enc = make([]byte, 0, n)
+		for _, p := range chunks {
+			enc = append(enc, p.Value...)
+		}
+	}
+	cp, err := decodeCheckpoint(enc)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint %q: %w", id, err)
+	}
+	if cp.ID != id {
+		return nil, fmt.Errorf("%w: the data of checkpoint %q holds %q", errCorrupt, id, cp.ID)
+	}
+	return cp, nil
+}
+
+// List implements ckptstore.Store: one range read of the thread's chunks,
+// which the key layout keeps in List order.
+func (s *Store) List(ctx context.Context, threadID string) ([]*ckptstore.Checkpoint, error) {
+	if err := ckptstore.ValidateID("thread id", threadID); err != nil {
+		return nil, err
+	}
+	if len(threadID) > MaxIDBytes {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		return []*ckptstore.Checkpoint{}, nil
+	}
+	p := s.k.dataPrefix(threadID)
+	var kvs []kv.KeyValue
+	err := s.db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
+		var err error
+		kvs, err = tr.GetRange(rangeOf(p), kv.RangeOptions{}).Get()
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := []*ckptstore.Checkpoint{}
+	// Keys are (createdAt, id, chunk) after p; the chunks of one
+	// checkpoint are adjacent and numbered from 0. (Grouping must compare
+	// parsed ids: the key of id "a" is a byte prefix of the key of "a\x00".)
+	start, startID := 0, ""
+	for i, p2 := range kvs {
+		t, err := suffix(p2.Key, p)
+		if err != nil {
+			return nil, err
+		}
+		id, ok1 := elem[string](t, 1, 3)
+		n, ok2 := elem[int64](t, 2, 3)
+		if !ok1 || !ok2 {
+			return nil, fmt.Errorf("%w: checkpoint key %x", errCorrupt, p2.Key)
+		}
+		if n == 0 {
+			if i > start {
+				cp, err := assemble(startID, kvs[start:i])
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, cp)
+			}
+			start, startID = i, id
+		} else if id != startID || n != int64(i-start) {
+			return nil, fmt.Errorf("%w: checkpoint key %x out of sequence", errCorrupt, p2.Key)
+		}
+	}
+	if len(kvs) > start {
+		cp, err := assemble(startID, kvs[start:])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, cp)
+	}
+	return out, nil
+}
+
+// elem returns element i of t as a T, when t has n elements.
+func elem[T any](t tuple.Tuple, i, n int) (T, bool) {
+	var zero T
+	if len(t) != n {
+		return zero, false
+	}
+	v, ok := t[i].(T)
+	return v, ok
+}
+
+// Head implements ckptstore.Store.
+func (s *Store) Head(ctx context.Context, threadID string) (string, error) {
+	if err := ckptstore.ValidateID("thread id", threadID); err != nil {
+		return "", err
+	}
+	if len(threadID) > MaxIDBytes {
+		return "", ctx.Err()
+	}
+	var head []byte
+	err := s.db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
+		var err error
+		head, err = tr.Get(s.k.head(threadID)).Get()
+		return err
+	})
+	return string(head), err
+}
+
+// BlobReferences implements ckptstore.Store. It reads Options.BlobPage
+// keys per transaction, each page starting after the last key of the one
+// before, so any number of keys can be listed.
+func (s *Store) BlobReferences(ctx context.Context) ([]ckptstore.BlobRef, error) {
+	p := s.k.refsPrefix()
+	r := rangeOf(p)
+	out := []ckptstore.BlobRef{}
+	for {
+		var page []kv.KeyValue
+		err := s.db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
+			var err error
+			page, err = tr.GetRange(r, kv.RangeOptions{Limit: s.opts.BlobPage}).Get()
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		for _, p2 := range page {
+			t, err := suffix(p2.Key, p)
+			if err != nil {
+				return nil, err
+			}
+			key, ok := elem[string](t, 0, 1)
+			if !ok {
+				return nil, fmt.Errorf("%w: reference key %x", errCorrupt, p2.Key)
+			}
+			if n := kv.DecodeInt64(p2.Value); n > 0 {
+				out = append(out, ckptstore.BlobRef{Key: key, References: n})
+			}
+		}
+		if len(page) < s.opts.BlobPage {
+			return out, nil
+		}
+		r.Begin = append(append([]byte(nil), page[len(page)-1].Key...), 0x00)
+	}
+}
+
+// errGaveUp ends a write that kept failing for half the marker lifetime: a
+// later retry could no longer tell whether an earlier attempt committed.
+var errGaveUp = errors.New("fdbstore: gave up retrying a write; an earlier attempt may or may not have committed")
+
+// markerTTL is how long op markers are kept. A write that has retried for
+// markerTTL/2 gives up (errGaveUp), so its marker is always still there
+// when it looks. Writers' wall clocks must agree to well within markerTTL/2.
+const markerTTL = 10 * time.Minute
+
+// op is one write call's identity across the retries of its transaction.
+type op struct {
+	key      []byte
+	start    time.Time
+	attempts int
+}
+
+func (s *Store) newOp() *op {
+	now := time.Now() // the wall clock, not Options.Now: markers measure real retry time
+	return &op{key: s.k.op(now.UnixMilli(), newToken()), start: now}
+}
+
+// begin starts an attempt: it counts it, gives up when retrying for too
+// long, and starts reading the marker.
+func (o *op) begin(tr kv.Transaction) (kv.FutureValue, error) {
+	o.attempts++
+	if o.attempts > 1 && time.Since(o.start) > markerTTL/2 {
+		return nil, errGaveUp
+	}
+	return tr.Get(o.key), nil
+}
+
+// committed waits for the marker: true when an earlier attempt of this
+// call committed.
+func committed(f kv.FutureValue) (bool, error) {
+	v, err := f.Get()
+	return v != nil, err
+}
+
+// finish writes the marker and clears the markers older than markerTTL.
+func (s *Store) finish(tr kv.Transaction, o *op) {
+	tr.Set(o.key, []byte{1})
+	tr.ClearRange(s.k.opsBefore(o.start.Add(-markerTTL).UnixMilli()))
+}
+
+// markerCost bounds what the marker read and finish add to a transaction.
+func (s *Store) markerCost() int {
+	key := s.k.op(math.MaxInt64, newToken()) // the longest marker key
+	return costRead(key) + costSet(key, 1) + costRange(s.k.opsBefore(math.MaxInt64))
+}
+
+// Transaction size estimates, upper bounds of FoundationDB's accounting
+// (mutation keys and values, plus read and write conflict ranges).
+func costSet(key []byte, valueLen int) int { return 3*len(key) + valueLen + 1 }
+func costAtomic(key []byte) int            { return 3*len(key) + 9 }
+func costClear(key []byte) int             { return 4*len(key) + 2 }
+func costRead(key []byte) int              { return 2*len(key) + 1 }
+func costRange(r kv.KeyRange) int          { return 2 * (len(r.Begin) + len(r.End)) }
