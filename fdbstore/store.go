@@ -80,6 +80,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"math"
 	"time"
 
@@ -385,36 +386,57 @@ func (s *Store) Head(ctx context.Context, threadID string) (string, error) {
 // keys per transaction, each page starting after the last key of the one
 // before, so any number of keys can be listed.
 func (s *Store) BlobReferences(ctx context.Context) ([]ckptstore.BlobRef, error) {
-	p := s.k.refsPrefix()
-	r := rangeOf(p)
 	out := []ckptstore.BlobRef{}
-	for {
-		var page []kv.KeyValue
-		err := s.db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
-			var err error
-			page, err = tr.GetRange(r, kv.RangeOptions{Limit: s.opts.BlobPage}).Get()
-			return err
-		})
+	for ref, err := range s.BlobReferencesSeq(ctx) {
 		if err != nil {
 			return nil, err
 		}
-		for _, p2 := range page {
-			t, err := suffix(p2.Key, p)
+		out = append(out, ref)
+	}
+	return out, nil
+}
+
+// BlobReferencesSeq yields what BlobReferences returns, one page of
+// Options.BlobPage keys per transaction, without holding more than one page:
+// the sweep streams millions of keys through it (sweep.RefLister). An error
+// ends the sequence.
+func (s *Store) BlobReferencesSeq(ctx context.Context) iter.Seq2[ckptstore.BlobRef, error] {
+	return func(yield func(ckptstore.BlobRef, error) bool) {
+		p := s.k.refsPrefix()
+		r := rangeOf(p)
+		for {
+			var page []kv.KeyValue
+			err := s.db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
+				var err error
+				page, err = tr.GetRange(r, kv.RangeOptions{Limit: s.opts.BlobPage}).Get()
+				return err
+			})
 			if err != nil {
-				return nil, err
+				yield(ckptstore.BlobRef{}, err)
+				return
 			}
-			key, ok := elem[string](t, 0, 1)
-			if !ok {
-				return nil, fmt.Errorf("%w: reference key %x", errCorrupt, p2.Key)
+			for _, kvp := range page {
+				t, err := suffix(kvp.Key, p)
+				if err != nil {
+					yield(ckptstore.BlobRef{}, err)
+					return
+				}
+				key, ok := elem[string](t, 0, 1)
+				if !ok {
+					yield(ckptstore.BlobRef{}, fmt.Errorf("%w: reference key %x", errCorrupt, kvp.Key))
+					return
+				}
+				if n := kv.DecodeInt64(kvp.Value); n > 0 {
+					if !yield(ckptstore.BlobRef{Key: key, References: n}, nil) {
+						return
+					}
+				}
 			}
-			if n := kv.DecodeInt64(p2.Value); n > 0 {
-				out = append(out, ckptstore.BlobRef{Key: key, References: n})
+			if len(page) < s.opts.BlobPage {
+				return
 			}
+			r.Begin = append(append([]byte(nil), page[len(page)-1].Key...), 0x00)
 		}
-		if len(page) < s.opts.BlobPage {
-			return out, nil
-		}
-		r.Begin = append(append([]byte(nil), page[len(page)-1].Key...), 0x00)
 	}
 }
 

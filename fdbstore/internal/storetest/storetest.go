@@ -364,6 +364,18 @@ func (e *suite) testBlobPages(t *testing.T) {
 	if len(refs) != 18 || !slices.IsSortedFunc(refs, func(a, b ckptstore.BlobRef) int { return strings.Compare(a.Key, b.Key) }) {
 		t.Fatalf("BlobReferences = %v: want 18 keys in byte order", refs)
 	}
+	// The streaming form reads only the pages it yields from.
+	before = db.reads()
+	var got []ckptstore.BlobRef
+	for ref, err := range s.BlobReferencesSeq(ctx) {
+		must(t, err)
+		if got = append(got, ref); len(got) == 6 {
+			break
+		}
+	}
+	if n := db.reads() - before; n != 2 || !slices.Equal(got, refs[:6]) {
+		t.Fatalf("BlobReferencesSeq stopped after 6 keys: %v in %d transactions, want %v in 2", got, n, refs[:6])
+	}
 	checkCounts(t, s, "t")
 }
 
