@@ -249,12 +249,18 @@ func (s *Store) DeleteCheckpoints(ctx context.Context, threadID string, keep int
 		return nil, err
 	}
 	th := s.threads[threadID]
-	var chain []string // from the head back, through checkpoints of this thread
-	for id := th.head; id != ""; {
+	// The chain from the head back, through checkpoints of this thread.
+	// Ids are reusable once deleted, so a parent id can name a newer
+	// checkpoint of the same thread (x → y, prune x, append x on y): the
+	// walk stops at the first checkpoint it has seen, or it would loop.
+	var chain []string
+	seen := make(map[string]bool)
+	for id := th.head; id != "" && !seen[id]; {
 		c, ok := s.checkpoints[id]
 		if !ok || c.ThreadID != threadID {
 			break
 		}
+		seen[id] = true
 		chain = append(chain, id)
 		id = c.ParentCheckpointID
 	}

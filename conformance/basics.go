@@ -1,0 +1,449 @@
+package conformance
+
+// The data rules: what a read returns for what was appended, ids, order,
+// immutability and blob reference counts.
+
+import (
+	"bytes"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/ckptstore/ckptstore"
+)
+
+func (s *suite) testEmpty(t *testing.T) {
+	e := s.env(t)
+	if c := e.get("missing"); c != nil {
+		t.Errorf("Get(missing) = %+v on an empty store, want nil", c)
+	}
+	e.wantList("missing")
+	e.wantHead("missing", "")
+	e.wantRefs()
+}
+
+func (s *suite) testRoundTrip(t *testing.T) {
+	t.Run("EveryField", func(t *testing.T) {
+		e := s.env(t)
+		w := e.acquire("thread").Writer
+		c1 := richCP("c1", "thread", "")
+		want1 := cloneCP(c1)
+		e.append(c1, w)
+		c2 := richCP("c2", "thread", "c1")
+		c2.Reason = ckptstore.ReasonForkRoot // Append takes every reason
+		c2.Files = c2.Files[1:3]
+		c2.Artifacts = []ckptstore.Artifact{artifact("z", 7), artifact("a", 3)}
+		want2 := cloneCP(c2)
+		e.append(c2, w)
+		if d := cpDiff(e.get("c1"), want1); d != "" {
+			t.Errorf("Get(c1): %s", d)
+		}
+		if d := cpDiff(e.get("c2"), want2); d != "" {
+			t.Errorf("Get(c2): %s", d)
+		}
+		if d := listDiff(e.list("thread"), []*ckptstore.Checkpoint{want1, want2}); d != "" {
+			t.Errorf("List(thread): %s", d)
+		}
+		e.wantHead("thread", "c2")
+	})
+	t.Run("Minimal", func(t *testing.T) {
+		// No label, run id, files, conversation or artifacts: they come
+		// back absent.
+		e := s.env(t)
+		w := e.acquire("thread").Writer
+		c := cp("c1", "thread", "")
+		e.append(c, w)
+		got := e.get("c1")
+		if d := cpDiff(got, cp("c1", "thread", "")); d != "" {
+			t.Errorf("Get(c1): %s", d)
+		}
+	})
+	t.Run("OrderOfFilesAndArtifactsKept", func(t *testing.T) {
+		e := s.env(t)
+		w := e.acquire("thread").Writer
+		c := cp("c1", "thread", "")
+		c.Files = []ckptstore.Entry{file("z", 1, 1), dir("b"), file("a", 2, 2), file("b/a", 3, 3), dir("m")}
+		c.Artifacts = []ckptstore.Artifact{artifact("z", 1), artifact("a", 2), artifact("m", 3)}
+		want := cloneCP(c)
+		e.append(c, w)
+		if d := cpDiff(e.get("c1"), want); d != "" {
+			t.Errorf("Get(c1): %s", d)
+		}
+	})
+}
+
+// createdAtValues are exact float64 values a store must keep to the bit
+// (except the sign of zero).
+var createdAtValues = []float64{
+	0, math.Copysign(0, -1), 1, -1, -1.5, 0.1, 0.25, 1e300, -1e300,
+	5e-324, -5e-324, math.MaxFloat64, -math.MaxFloat64, math.SmallestNonzeroFloat64,
+	1_700_000_000_000.123, 1 << 53, 1<<53 + 2, 123456789.98765433,
+}
+
+func (s *suite) testCreatedAt(t *testing.T) {
+	e := s.env(t)
+	w := e.acquire("thread").Writer
+	for i, v := range createdAtValues {
+		c := cp("c"+string(rune('a'+i)), "thread", "")
+		c.CreatedAt = v
+		c.Artifacts = []ckptstore.Artifact{artifact("a", i)}
+		c.Artifacts[0].CreatedAt = v
+		e.append(c, w)
+		got := e.get(c.ID)
+		if got == nil {
+			t.Fatalf("Get(%q) = nil after Append", c.ID)
+		}
+		if got.CreatedAt != v {
+			t.Errorf("createdAt %v (bits %#x) came back as %v (bits %#x)", v, math.Float64bits(v), got.CreatedAt, math.Float64bits(got.CreatedAt))
+		}
+		if len(got.Artifacts) != 1 || got.Artifacts[0].CreatedAt != v {
+			t.Errorf("artifact createdAt %v came back as %+v", v, got.Artifacts)
+		}
+	}
+}
+
+func (s *suite) testConversation(t *testing.T) {
+	for _, tc := range []struct{ name, conv string }{
+		{"Whitespace", `[ {"role":"user",  "content":"x"} ]`},
+		{"Newlines", "[\n\t{\"role\": \"user\",\r\n \"content\": null}\n]"},
+		{"KeyOrder", `[{"z":1,"a":2,"m":{"y":[],"b":{}}}]`},
+		{"DuplicateKeys", `[{"a":1,"a":2}]`},
+		{"Numbers", `[1.0,1e2,-0,0.10,12345678901234567890123,1E-7]`},
+		{"Escapes", `["\u00e9","é","\ud83d\ude00","😀","\/","<&>","\u2028"]`},
+		{"Empty", `[]`},
+		{"Nested", `[[[[[]]]],{"content":[{"type":"image","data":"aGk="}]}]`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := s.env(t)
+			w := e.acquire("thread").Writer
+			c := cp("c1", "thread", "")
+			c.Conversation = []byte(tc.conv)
+			e.append(c, w)
+			got := e.get("c1")
+			if got == nil || !bytes.Equal(got.Conversation, []byte(tc.conv)) {
+				t.Errorf("conversation %q came back as %q", tc.conv, conversationOf(got))
+			}
+			l := e.list("thread")
+			if len(l) != 1 || !bytes.Equal(l[0].Conversation, []byte(tc.conv)) {
+				t.Errorf("List: conversation %q came back as %v", tc.conv, l)
+			}
+		})
+	}
+	t.Run("Absent", func(t *testing.T) {
+		// An empty conversation means [], and may come back as either.
+		e := s.env(t)
+		w := e.acquire("thread").Writer
+		e.append(cp("c1", "thread", ""), w)
+		got := e.get("c1")
+		if got == nil || !(len(got.Conversation) == 0 || string(got.Conversation) == "[]") {
+			t.Errorf("absent conversation came back as %q, want empty or []", conversationOf(got))
+		}
+	})
+}
+
+func conversationOf(c *ckptstore.Checkpoint) []byte {
+	if c == nil {
+		return nil
+	}
+	return c.Conversation
+}
+
+// unusualIDs are valid ids (non-empty, valid UTF-8) that trip stores which
+// build keys by concatenation, glob patterns or escaping.
+var unusualIDs = []string{
+	"a\x00b", "with space", "key:with:colons", "{hash}tag", "*?[]", "😀", "\uFFFD",
+	"/slash/", "..", "-", "\t", "a/b", "'quote\"", "%s%d", "\\", "\x7f", "\u2028",
+	strings.Repeat("long", 256),
+}
+
+func (s *suite) testIDs(t *testing.T) {
+	t.Run("Unusual", func(t *testing.T) {
+		e := s.env(t)
+		for i, id := range unusualIDs {
+			w := e.acquire(id).Writer
+			c := cp(id, id, "") // a thread and a checkpoint may share an id
+			c.Files = []ckptstore.Entry{file("f", i, 1)}
+			want := cloneCP(c)
+			e.append(c, w)
+			if d := cpDiff(e.get(id), want); d != "" {
+				t.Errorf("Get(%q): %s", id, d)
+			}
+			e.wantHead(id, id)
+			e.wantList(id, id)
+		}
+		e.wantRecount()
+	})
+	t.Run("PrefixThreadsApart", func(t *testing.T) {
+		// Threads and checkpoints whose ids share a prefix, or differ only
+		// after a NUL, stay apart.
+		e := s.env(t)
+		threads := []string{"t", "t:1", "t\x00", "t\x00x", "t*", "tt", "t/", "t."}
+		for _, th := range threads {
+			w := e.acquire(th).Writer
+			e.chain(th, &w, th+"|c", th+"|c\x00", th+"|c:2")
+		}
+		for _, th := range threads {
+			e.wantList(th, th+"|c", th+"|c\x00", th+"|c:2")
+			e.wantHead(th, th+"|c:2")
+		}
+		e.wantRecount()
+	})
+	t.Run("InvalidInReads", func(t *testing.T) {
+		e := s.env(t)
+		w := e.acquire("thread").Writer
+		e.append(cp("c1", "thread", ""), w)
+		for _, bad := range invalidIDs {
+			_, err := e.s.Get(e.ctx, bad.id)
+			wantErr(t, "Get("+bad.name+")", err, ckptstore.ErrInvalidID)
+			_, err = e.s.List(e.ctx, bad.id)
+			wantErr(t, "List("+bad.name+")", err, ckptstore.ErrInvalidID)
+			_, err = e.s.Head(e.ctx, bad.id)
+			wantErr(t, "Head("+bad.name+")", err, ckptstore.ErrInvalidID)
+			e.fails("AcquireWriter("+bad.name+")", ckptstore.ErrInvalidID, func() error {
+				_, err := e.s.AcquireWriter(e.ctx, bad.id)
+				return err
+			})
+		}
+	})
+}
+
+// invalidIDs are the ids that must fail with ErrInvalidID.
+var invalidIDs = []struct{ name, id string }{
+	{"empty", ""},
+	{"byte ff", "\xff"},
+	{"truncated é", "a\xc3"},
+	{"UTF-8 surrogate", "\xed\xa0\x80"},
+	{"overlong NUL", "\xc0\x80"},
+	{"bad after valid", "thread\x80"},
+}
+
+func (s *suite) testAppend(t *testing.T) {
+	t.Run("Chain", func(t *testing.T) {
+		e := s.env(t)
+		w := e.acquire("thread").Writer
+		e.wantHead("thread", "")
+		for i, id := range []string{"a", "b", "c"} {
+			parent := e.head("thread")
+			c := cp(id, "thread", parent)
+			c.CreatedAt = float64(i)
+			must(t, "Append "+id, e.s.Append(e.ctx, c, parent, w))
+			e.wantHead("thread", id)
+			if got := e.get(id); got == nil || got.ParentCheckpointID != parent {
+				t.Errorf("Get(%q) = %+v, want parent %q", id, got, parent)
+			}
+		}
+		e.wantList("thread", "a", "b", "c")
+	})
+	t.Run("StaleExpectedHead", func(t *testing.T) {
+		e := s.env(t)
+		w := e.chain("thread", nil, "a", "b")
+		e.appendFails("Append on the old head", cp("c", "thread", "a"), "a", w, ckptstore.ErrConflict)
+		e.appendFails("Append on no head", cp("c", "thread", ""), "", w, ckptstore.ErrConflict)
+		e.appendFails("Append on an unknown head", cp("c", "thread", "zz"), "zz", w, ckptstore.ErrConflict)
+		w2 := e.acquire("empty").Writer
+		e.appendFails("Append to an empty thread expecting a head", cp("c", "empty", "a"), "a", w2, ckptstore.ErrConflict)
+	})
+	t.Run("ParentMustBeExpectedHead", func(t *testing.T) {
+		e := s.env(t)
+		w := e.chain("thread", nil, "a", "b")
+		e.appendFails("parent a on head b", cp("c", "thread", "a"), "b", w, ckptstore.ErrParentMismatch)
+		e.appendFails("no parent on head b", cp("c", "thread", ""), "b", w, ckptstore.ErrParentMismatch)
+		w2 := e.acquire("empty").Writer
+		e.appendFails("parent on an empty thread", cp("c", "empty", "b"), "", w2, ckptstore.ErrParentMismatch)
+	})
+	t.Run("UniqueAcrossThreads", func(t *testing.T) {
+		e := s.env(t)
+		e.chain("one", nil, "a", "b")
+		w := e.acquire("two").Writer
+		e.appendFails("id of another thread's head", cp("b", "two", ""), "", w, ckptstore.ErrDuplicateID)
+		e.appendFails("id of another thread's root", cp("a", "two", ""), "", w, ckptstore.ErrDuplicateID)
+	})
+	t.Run("ReuseAfterDelete", func(t *testing.T) {
+		e := s.env(t)
+		w := e.chain("one", nil, "a", "b")
+		must(t, "DeleteHead b", e.s.DeleteHead(e.ctx, "one", "b", w))
+		if c := e.get("b"); c != nil {
+			t.Errorf("Get(b) after DeleteHead = %+v, want nil", c)
+		}
+		w2 := e.acquire("two").Writer
+		e.append(cp("b", "two", ""), w2) // reused in another thread
+		must(t, "DeleteHead b in two", e.s.DeleteHead(e.ctx, "two", "b", w2))
+		e.append(cp("b", "one", ""), w) // and in its own
+		e.wantList("one", "a", "b")
+		e.wantHead("one", "b")
+		e.wantList("two")
+	})
+}
+
+func (s *suite) testImmutability(t *testing.T) {
+	t.Run("Input", func(t *testing.T) {
+		e := s.env(t)
+		w := e.acquire("thread").Writer
+		c := richCP("c1", "thread", "")
+		want := cloneCP(c)
+		must(t, "Append", e.s.Append(e.ctx, c, "", w))
+		scribble(c)
+		if d := cpDiff(e.get("c1"), want); d != "" {
+			t.Errorf("changing the appended checkpoint changed the stored one: %s", d)
+		}
+	})
+	t.Run("Get", func(t *testing.T) {
+		e := s.env(t)
+		w := e.acquire("thread").Writer
+		c := richCP("c1", "thread", "")
+		want := cloneCP(c)
+		e.append(c, w)
+		scribble(e.get("c1"))
+		if d := cpDiff(e.get("c1"), want); d != "" {
+			t.Errorf("changing what Get returned changed the store: %s", d)
+		}
+	})
+	t.Run("List", func(t *testing.T) {
+		e := s.env(t)
+		w := e.acquire("thread").Writer
+		c := richCP("c1", "thread", "")
+		want := cloneCP(c)
+		e.append(c, w)
+		l := e.list("thread")
+		for _, x := range l {
+			scribble(x)
+		}
+		l[0] = nil
+		if d := listDiff(e.list("thread"), []*ckptstore.Checkpoint{want}); d != "" {
+			t.Errorf("changing what List returned changed the store: %s", d)
+		}
+		if d := cpDiff(e.get("c1"), want); d != "" {
+			t.Errorf("changing what List returned changed Get: %s", d)
+		}
+	})
+	t.Run("BlobReferences", func(t *testing.T) {
+		e := s.env(t)
+		w := e.acquire("thread").Writer
+		e.append(richCP("c1", "thread", ""), w)
+		want := e.refs()
+		got := e.refs()
+		for i := range got {
+			got[i].Key += "x"
+			got[i].References += 10
+		}
+		e.wantRefs(want...)
+	})
+}
+
+func (s *suite) testOrdering(t *testing.T) {
+	// Each case appends ids in the given order at the given createdAt and
+	// expects List in the listed order.
+	type item struct {
+		id string
+		at float64
+	}
+	for _, tc := range []struct {
+		name  string
+		items []item
+		want  []string
+	}{
+		// é is c3 a9, a is 61, B is 42, 😀 is f0 9f 98 80.
+		{"UTF8Bytes", []item{{"é", 5}, {"a", 5}, {"B", 5}, {"😀", 5}}, []string{"B", "a", "é", "😀"}},
+		// UTF-16 would put 😀 (d83d) before U+FF21 and U+E000.
+		{"NotUTF16", []item{{"😀", 5}, {"\uff21", 5}, {"\ue000", 5}}, []string{"\ue000", "\uff21", "😀"}},
+		{"Prefixes", []item{{"ab", 1}, {"a\x00", 1}, {"a", 1}, {"b", 1}, {"A", 1}}, []string{"A", "a", "a\x00", "ab", "b"}},
+		{"CreatedAtFirst", []item{{"a", 3}, {"b", 2}, {"c", 1}}, []string{"c", "b", "a"}},
+		{"NegativeAndFractional", []item{
+			{"p", 0.5}, {"q", -1.5}, {"r", 0.25}, {"s", -1e300}, {"t", 1e300}, {"u", -0.25}, {"v", 5e-324}, {"w", 0},
+		}, []string{"s", "q", "u", "w", "v", "r", "p", "t"}},
+		{"TiesByID", []item{{"z", 1}, {"y", 2}, {"x", 1}, {"w", 2}}, []string{"x", "z", "w", "y"}},
+		// -0 and 0 are the same createdAt, so the id decides.
+		{"NegativeZeroEqualsZero", []item{{"a", 0}, {"b", math.Copysign(0, -1)}, {"c", 0}, {"d", math.Copysign(0, -1)}}, []string{"a", "b", "c", "d"}},
+		{"IDsDoNotMatterAcrossCreatedAt", []item{{"a", 2}, {"b", 1}, {"😀", 0}}, []string{"😀", "b", "a"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := s.env(t)
+			w := e.acquire("thread").Writer
+			for _, it := range tc.items {
+				c := cp(it.id, "thread", "")
+				c.CreatedAt = it.at
+				e.append(c, w)
+			}
+			e.wantList("thread", tc.want...)
+		})
+	}
+}
+
+func (s *suite) testBlobReferences(t *testing.T) {
+	ref := func(key string, n int64) ckptstore.BlobRef { return ckptstore.BlobRef{Key: key, References: n} }
+	t.Run("DistinctPerCheckpoint", func(t *testing.T) {
+		e := s.env(t)
+		w := e.acquire("thread").Writer
+		c := cp("c1", "thread", "")
+		c.Files = []ckptstore.Entry{file("a", 1, 1), file("b", 1, 1), dir("d"), file("d/c", 1, 1), file("e", 2, 5)}
+		c.Artifacts = []ckptstore.Artifact{artifact("x", 1), artifact("y", 1)}
+		e.append(c, w)
+		e.wantRefs(ref(artifactKey(1), 1), ref(fileKey(1), 1), ref(fileKey(2), 1))
+	})
+	t.Run("SameHexFileAndArtifact", func(t *testing.T) {
+		// A file key and an artifact key with the same digest are two keys.
+		e := s.env(t)
+		w := e.acquire("thread").Writer
+		c := cp("c1", "thread", "")
+		c.Files = []ckptstore.Entry{file("a", 7, 1)}
+		c.Artifacts = []ckptstore.Artifact{artifact("x", 7)}
+		e.append(c, w)
+		e.wantRefs(ref(artifactKey(7), 1), ref(fileKey(7), 1))
+	})
+	t.Run("DirectoriesHaveNone", func(t *testing.T) {
+		e := s.env(t)
+		w := e.acquire("thread").Writer
+		c := cp("c1", "thread", "")
+		c.Files = []ckptstore.Entry{dir("a"), dir("a/b")}
+		e.append(c, w)
+		e.wantRefs()
+	})
+	t.Run("SharedAcrossCheckpointsAndThreads", func(t *testing.T) {
+		e := s.env(t)
+		wt := e.acquire("t").Writer
+		wu := e.acquire("u").Writer
+		c1 := cp("c1", "t", "")
+		c1.Files = []ckptstore.Entry{file("a", 1, 1), file("b", 2, 1)}
+		e.append(c1, wt)
+		c2 := cp("c2", "t", "")
+		c2.Files = []ckptstore.Entry{file("a", 1, 1)}
+		c2.Artifacts = []ckptstore.Artifact{artifact("x", 3)}
+		e.append(c2, wt)
+		d1 := cp("d1", "u", "")
+		d1.Files = []ckptstore.Entry{file("z", 1, 1), file("y", 4, 1)}
+		d1.Artifacts = []ckptstore.Artifact{artifact("x", 3)}
+		e.append(d1, wu)
+		e.wantRefs(ref(artifactKey(3), 2), ref(fileKey(1), 3), ref(fileKey(2), 1), ref(fileKey(4), 1))
+
+		// Counts fall with each delete, and a key at 0 is forgotten.
+		must(t, "DeleteHead c2", e.s.DeleteHead(e.ctx, "t", "c2", wt))
+		e.wantRefs(ref(artifactKey(3), 1), ref(fileKey(1), 2), ref(fileKey(2), 1), ref(fileKey(4), 1))
+		must(t, "DeleteHead d1", e.s.DeleteHead(e.ctx, "u", "d1", wu))
+		e.wantRefs(ref(fileKey(1), 1), ref(fileKey(2), 1))
+		must(t, "DeleteHead c1", e.s.DeleteHead(e.ctx, "t", "c1", wt))
+		e.wantRefs()
+
+		// A forgotten key counts from 1 again.
+		c3 := cp("c3", "t", "")
+		c3.Files = []ckptstore.Entry{file("a", 1, 1)}
+		e.append(c3, wt)
+		e.wantRefs(ref(fileKey(1), 1))
+	})
+	t.Run("SortedByBytes", func(t *testing.T) {
+		e := s.env(t)
+		w := e.acquire("thread").Writer
+		c := cp("c1", "thread", "")
+		for i, n := range []int{0xff, 0x0a, 0x9f, 0xa0, 1, 0x10} {
+			c.Files = append(c.Files, file("f"+string(rune('a'+i)), n, 1))
+			c.Artifacts = append(c.Artifacts, artifact("x"+string(rune('a'+i)), n))
+		}
+		e.append(c, w)
+		got := e.refs()
+		for i := 1; i < len(got); i++ {
+			if got[i-1].Key >= got[i].Key {
+				t.Errorf("BlobReferences not sorted by bytes: %q before %q", got[i-1].Key, got[i].Key)
+			}
+		}
+		e.wantRecount()
+	})
+}

@@ -1,0 +1,228 @@
+// Package conformance is the test suite every ckptstore store must pass, in
+// the manner of testing/fstest.TestFS and golang.org/x/net/nettest.TestConn:
+// a store's own test calls RunStore (and RunInstanceStore for its instance
+// store) with a factory, and the suite proves, one subtest per rule of
+// SPEC.md, that the store keeps the contract.
+//
+// RunStore proves:
+//
+//   - Empty, RoundTrip, CreatedAt, Conversation: a fresh store is empty;
+//     every field comes back exactly as appended (createdAt to the bit
+//     except the sign of zero, the conversation byte for byte, files and
+//     artifacts in order).
+//   - IDs: unusual but valid ids work and threads whose ids share a prefix
+//     stay apart; empty or invalid UTF-8 ids fail with ErrInvalidID in
+//     reads as in writes.
+//   - Validation: every invalid input of SPEC.md's Validation section, each
+//     its own named case, fails with ErrInvalidEntry (ErrInvalidID for ids)
+//     and changes nothing; the valid edge cases (2^53−1, "C:foo", empty
+//     files, unicode paths…) are accepted and round-trip.
+//   - AppendOrder, DeleteHeadOrder, DeleteCheckpointsOrder, ForkOrder,
+//     AcquireWriterOrder: for each check of a method alone and for each pair
+//     of checks, inputs failing both get the earlier check's error, and every
+//     failed write leaves heads, List, Get and BlobReferences exactly as they
+//     were.
+//   - Append: the chain, unique ids across threads, id reuse after delete.
+//   - Immutability: changing an appended input or a returned value changes
+//     nothing stored.
+//   - Ordering: List sorts by createdAt (negative, fractional, ±0 equal),
+//     then by the UTF-8 bytes of the id (é, a, B, 😀 list as B a é 😀).
+//   - BlobReferences: distinct keys per checkpoint, shared keys across
+//     checkpoints and threads, keys forgotten at 0, sorted by bytes.
+//   - Leases: no waiting, threads independent, the expiry boundary to the
+//     millisecond, renew = now + duration, takeover with a higher fence,
+//     stale, released and wrong-thread writers fail every write with
+//     ErrWriterLost and change nothing, a stale Release leaves the
+//     replacement in place, option defaults.
+//   - DeleteHead, DeleteCheckpoints, Fork: their rules, including heads that
+//     name a missing or foreign checkpoint and parent cycles made by id
+//     reuse. DeleteCheckpoints and Fork run only when the store implements
+//     ckptstore.Pruner or ckptstore.Forker (else they skip, saying why).
+//   - Concurrency: 16 goroutines race to acquire and append on one thread
+//     and on many threads; at most one holder per thread at any moment,
+//     every chain stays linear and counts equal a recount.
+//   - Model: a pgregory.net/rapid state machine runs random sequences of
+//     every operation, valid and invalid, with clock moves, against the
+//     store and a plain in-package model; every result and error must match,
+//     and at the end BlobReferences equals a recount of the stored
+//     checkpoints.
+//   - Context: a cancelled context fails every method with an error wrapping
+//     context.Canceled and changes nothing.
+//
+// RunInstanceStore proves the instance store rules: Get, full-replace
+// Upsert, Delete, last write wins, no other record changes, ErrInvalidID
+// for bad keys, and copies on read and write.
+//
+// Time moves only through the Clock the suite puts in Options.Now; no test
+// sleeps. Errors are checked with errors.Is against exactly the expected
+// sentinel, the wire code of ckptstore.Code, and the absence of every other
+// sentinel. Nil and empty slices are equal, and an empty conversation equals
+// "[]", since the contract does not tell them apart.
+//
+// A store's test calls the suite with a factory that returns a fresh, empty
+// store built with the options it is given:
+//
+//	func TestConformance(t *testing.T) {
+//		conformance.RunStore(t, func(t *testing.T, opts ckptstore.Options) ckptstore.Store {
+//			return memstore.New(opts)
+//		})
+//		conformance.RunInstanceStore(t, func(t *testing.T) ckptstore.InstanceStore {
+//			return memstore.NewInstanceStore()
+//		})
+//	}
+//
+// The factory may register cleanups on the t it receives. Subtests run one
+// after another, never in parallel, so stores that share a server may reset
+// it in the factory. RunStoreWith takes Options for slow stores (fewer
+// model sequences, fewer concurrent appends); -rapid.checks, -rapid.steps
+// and -rapid.seed tune and replay the model-based test as usual.
+package conformance
+
+import (
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ckptstore/ckptstore"
+)
+
+// The lease timing the suite gives every store, as in the TypeScript suite
+// of @tanstack/ai-sandbox: short, so tests move the clock by a few
+// milliseconds, and whole milliseconds, as stores keep lease times.
+const (
+	LeaseDuration = 100 * time.Millisecond
+	RenewAfter    = 25 * time.Millisecond
+)
+
+// Start is the time every Clock of the suite starts at: a whole millisecond.
+var Start = time.UnixMilli(1_700_000_000_000)
+
+// Clock is a manual clock for Options.Now. It moves only when told to, in
+// whole milliseconds, and is safe for concurrent use.
+type Clock struct {
+	ms atomic.Int64
+}
+
+// NewClock returns a Clock showing start, which must be a whole millisecond.
+func NewClock(start time.Time) *Clock {
+	c := &Clock{}
+	c.Set(start)
+	return c
+}
+
+// Now returns the clock's time. It has the signature of Options.Now.
+func (c *Clock) Now() time.Time { return time.UnixMilli(c.ms.Load()) }
+
+// Advance moves the clock by d, which must be a whole number of
+// milliseconds (it may be negative).
+func (c *Clock) Advance(d time.Duration) {
+	if d%time.Millisecond != 0 {
+		panic(fmt.Sprintf("conformance: Clock.Advance(%v): not a whole millisecond", d))
+	}
+	c.ms.Add(d.Milliseconds())
+}
+
+// Set moves the clock to t, which must be a whole millisecond.
+func (c *Clock) Set(t time.Time) {
+	if t.Nanosecond()%int(time.Millisecond) != 0 {
+		panic(fmt.Sprintf("conformance: Clock.Set(%v): not a whole millisecond", t))
+	}
+	c.ms.Store(t.UnixMilli())
+}
+
+// Options tune how hard RunStoreWith works. The zero value is the default
+// that RunStore uses.
+type Options struct {
+	// ModelChecks caps the number of random operation sequences of the
+	// model-based test. 0 means rapid's own count: -rapid.checks (or
+	// RAPID_CHECKS), 100 unless set, a fifth of it under -short. Slow
+	// stores (a real server with injected faults) may lower it.
+	ModelChecks int
+	// ConcurrentAppends is how many checkpoints each of the 16 goroutines
+	// of the concurrency tests appends; 0 means 6.
+	ConcurrentAppends int
+}
+
+// newStoreFunc returns a fresh, empty store that uses opts for its clock
+// and lease timing. It may register cleanups on t.
+type newStoreFunc = func(t *testing.T, opts ckptstore.Options) ckptstore.Store
+
+// RunStore runs the whole checkpoint store suite, with the default Options,
+// against stores made by newStore. Each call of newStore must return a
+// fresh, empty store that uses the given options: the suite's Clock as Now,
+// LeaseDuration and RenewAfter (occasionally zero, to test the defaults).
+func RunStore(t *testing.T, newStore func(t *testing.T, opts ckptstore.Options) ckptstore.Store) {
+	t.Helper()
+	RunStoreWith(t, newStore, Options{})
+}
+
+// RunStoreWith is RunStore with tuning options.
+func RunStoreWith(t *testing.T, newStore func(t *testing.T, opts ckptstore.Options) ckptstore.Store, o Options) {
+	t.Helper()
+	if o.ConcurrentAppends <= 0 {
+		o.ConcurrentAppends = 6
+	}
+	s := &suite{newStore: newStore, opts: o}
+	for _, st := range []struct {
+		name string
+		run  func(*testing.T)
+	}{
+		{"Empty", s.testEmpty},
+		{"RoundTrip", s.testRoundTrip},
+		{"CreatedAt", s.testCreatedAt},
+		{"Conversation", s.testConversation},
+		{"IDs", s.testIDs},
+		{"Validation", s.testValidation},
+		{"AppendOrder", s.testAppendOrder},
+		{"Append", s.testAppend},
+		{"Immutability", s.testImmutability},
+		{"Ordering", s.testOrdering},
+		{"BlobReferences", s.testBlobReferences},
+		{"Leases", s.testLeases},
+		{"AcquireWriterOrder", s.testAcquireWriterOrder},
+		{"DeleteHead", s.testDeleteHead},
+		{"DeleteHeadOrder", s.testDeleteHeadOrder},
+		{"DeleteCheckpoints", s.testDeleteCheckpoints},
+		{"DeleteCheckpointsOrder", s.testDeleteCheckpointsOrder},
+		{"Fork", s.testFork},
+		{"ForkOrder", s.testForkOrder},
+		{"Context", s.testContext},
+		{"Concurrency", s.testConcurrency},
+		{"Model", s.testModel},
+	} {
+		t.Run(st.name, st.run)
+	}
+}
+
+// suite carries the factory through the subtests.
+type suite struct {
+	newStore newStoreFunc
+	opts     Options
+}
+
+// leaseOptions returns the suite's lease options on a new clock.
+func leaseOptions() (ckptstore.Options, *Clock) {
+	c := NewClock(Start)
+	return ckptstore.Options{Now: c.Now, LeaseDuration: LeaseDuration, RenewAfter: RenewAfter}, c
+}
+
+// env returns a fresh store with the suite's lease options and its clock.
+func (s *suite) env(t *testing.T) *env {
+	t.Helper()
+	opts, c := leaseOptions()
+	st := s.newStore(t, opts)
+	if st == nil {
+		t.Fatal("newStore returned nil")
+	}
+	return newEnv(t, st, c)
+}
+
+// RunInstanceStore runs the instance store suite, as subtests of one
+// subtest named InstanceStore, against stores made by newStore; each call
+// must return a fresh, empty store. The subtest keeps the names apart from
+// RunStore's when a test calls both.
+func RunInstanceStore(t *testing.T, newStore func(t *testing.T) ckptstore.InstanceStore) {
+	t.Helper()
+	t.Run("InstanceStore", func(t *testing.T) { runInstanceStore(t, newStore) })
+}

@@ -1,0 +1,202 @@
+package conformance
+
+// The instance store rules of SPEC.md: one record per key, Upsert replaces
+// the whole record (optional fields left out are cleared, never merged),
+// the last write wins, no other record changes, Delete of a missing key is
+// no error, bad keys fail with ErrInvalidID, and reads and writes copy.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/ckptstore/ckptstore"
+)
+
+func fullRecord(key string, n int) *ckptstore.InstanceRecord {
+	return &ckptstore.InstanceRecord{Key: key, Provider: fmt.Sprintf("provider-%d", n),
+		ProviderSandboxID: fmt.Sprintf("sandbox-%d", n), ThreadID: fmt.Sprintf("thread-%d", n),
+		LatestSnapshotID: fmt.Sprintf("snap-%d", n), LatestRunID: fmt.Sprintf("run-%d", n),
+		UpdatedAt: 1_700_000_000_000 + int64(n)}
+}
+
+// istore wraps an instance store under test with assertions.
+type istore struct {
+	t   *testing.T
+	ctx context.Context
+	s   ckptstore.InstanceStore
+}
+
+func (s istore) upsert(r *ckptstore.InstanceRecord) {
+	s.t.Helper()
+	must(s.t, fmt.Sprintf("Upsert(%q)", r.Key), s.s.Upsert(s.ctx, r))
+}
+
+func (s istore) want(key string, want *ckptstore.InstanceRecord) {
+	s.t.Helper()
+	got, err := s.s.Get(s.ctx, key)
+	must(s.t, fmt.Sprintf("Get(%q)", key), err)
+	switch {
+	case got == nil && want == nil:
+	case got == nil || want == nil || *got != *want:
+		s.t.Errorf("Get(%q) = %+v, want %+v", key, got, want)
+	}
+}
+
+func runInstanceStore(t *testing.T, newStore func(*testing.T) ckptstore.InstanceStore) {
+	fresh := func(t *testing.T) istore {
+		t.Helper()
+		s := newStore(t)
+		if s == nil {
+			t.Fatal("newStore returned nil")
+		}
+		return istore{t: t, ctx: context.Background(), s: s}
+	}
+	t.Run("Empty", func(t *testing.T) {
+		s := fresh(t)
+		s.want("missing", nil)
+		must(t, "Delete(missing)", s.s.Delete(s.ctx, "missing"))
+		s.want("missing", nil)
+	})
+	t.Run("RoundTrip", func(t *testing.T) {
+		s := fresh(t)
+		full := fullRecord("full", 1)
+		s.upsert(full)
+		s.want("full", fullRecord("full", 1))
+		minimal := &ckptstore.InstanceRecord{Key: "minimal", Provider: "p", ProviderSandboxID: "s", ThreadID: "t"}
+		s.upsert(minimal)
+		s.want("minimal", &ckptstore.InstanceRecord{Key: "minimal", Provider: "p", ProviderSandboxID: "s", ThreadID: "t"})
+		for i, key := range unusualIDs {
+			r := fullRecord(key, i)
+			s.upsert(r)
+			s.want(key, fullRecord(key, i))
+		}
+		for _, at := range []int64{0, -1, maxSize, -maxSize} {
+			r := fullRecord("time", 0)
+			r.UpdatedAt = at
+			s.upsert(r)
+			s.want("time", r)
+		}
+	})
+	t.Run("FullReplaceClearsOptional", func(t *testing.T) {
+		s := fresh(t)
+		s.upsert(fullRecord("k", 1))
+		next := &ckptstore.InstanceRecord{Key: "k", Provider: "p2", ProviderSandboxID: "s2", ThreadID: "t2", UpdatedAt: 5}
+		s.upsert(next)
+		s.want("k", &ckptstore.InstanceRecord{Key: "k", Provider: "p2", ProviderSandboxID: "s2", ThreadID: "t2", UpdatedAt: 5})
+		only := *next
+		only.LatestRunID = "run-only"
+		s.upsert(&only)
+		s.want("k", &only)
+	})
+	t.Run("LastWriteWins", func(t *testing.T) {
+		s := fresh(t)
+		for i := 0; i < 5; i++ {
+			s.upsert(fullRecord("k", i))
+		}
+		s.want("k", fullRecord("k", 4))
+		old := fullRecord("k", 0) // an older updatedAt still replaces: last write, not newest time
+		s.upsert(old)
+		s.want("k", fullRecord("k", 0))
+	})
+	t.Run("OtherRecordsUnchanged", func(t *testing.T) {
+		s := fresh(t)
+		keys := []string{"a", "a:b", "a\x00", "a*", "b", "ab"}
+		for i, k := range keys {
+			s.upsert(fullRecord(k, i))
+		}
+		s.upsert(fullRecord("a", 99))
+		must(t, "Delete(a:b)", s.s.Delete(s.ctx, "a:b"))
+		s.want("a", fullRecord("a", 99))
+		s.want("a:b", nil)
+		for i, k := range keys[2:] {
+			s.want(k, fullRecord(k, i+2))
+		}
+	})
+	t.Run("Delete", func(t *testing.T) {
+		s := fresh(t)
+		s.upsert(fullRecord("k", 1))
+		must(t, "Delete(k)", s.s.Delete(s.ctx, "k"))
+		s.want("k", nil)
+		must(t, "Delete(k) again", s.s.Delete(s.ctx, "k"))
+		s.upsert(&ckptstore.InstanceRecord{Key: "k", Provider: "p", ProviderSandboxID: "s", ThreadID: "t"})
+		s.want("k", &ckptstore.InstanceRecord{Key: "k", Provider: "p", ProviderSandboxID: "s", ThreadID: "t"})
+	})
+	t.Run("InvalidKey", func(t *testing.T) {
+		s := fresh(t)
+		s.upsert(fullRecord("k", 1))
+		for _, bad := range invalidIDs {
+			_, err := s.s.Get(s.ctx, bad.id)
+			wantErr(t, "Get("+bad.name+")", err, ckptstore.ErrInvalidID)
+			wantErr(t, "Upsert("+bad.name+")", s.s.Upsert(s.ctx, fullRecord(bad.id, 2)), ckptstore.ErrInvalidID)
+			wantErr(t, "Delete("+bad.name+")", s.s.Delete(s.ctx, bad.id), ckptstore.ErrInvalidID)
+		}
+		s.want("k", fullRecord("k", 1))
+	})
+	t.Run("Copies", func(t *testing.T) {
+		s := fresh(t)
+		r := fullRecord("k", 1)
+		s.upsert(r)
+		r.Provider, r.LatestRunID, r.UpdatedAt = "changed", "", 0
+		s.want("k", fullRecord("k", 1))
+		got, err := s.s.Get(s.ctx, "k")
+		must(t, "Get(k)", err)
+		got.Provider, got.Key, got.LatestSnapshotID = "changed", "other", ""
+		s.want("k", fullRecord("k", 1))
+	})
+	t.Run("Concurrent", func(t *testing.T) {
+		s := fresh(t)
+		var wg sync.WaitGroup
+		for g := 0; g < raceWorkers; g++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; i < 4; i++ {
+					if err := s.s.Upsert(s.ctx, fullRecord(fmt.Sprintf("own-%d", g), i)); err != nil {
+						t.Errorf("Upsert(own-%d): %v", g, err)
+					}
+					if err := s.s.Upsert(s.ctx, fullRecord("shared", g*10+i)); err != nil {
+						t.Errorf("Upsert(shared): %v", err)
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		for g := 0; g < raceWorkers; g++ {
+			s.want(fmt.Sprintf("own-%d", g), fullRecord(fmt.Sprintf("own-%d", g), 3))
+		}
+		got, err := s.s.Get(s.ctx, "shared")
+		must(t, "Get(shared)", err)
+		ok := false
+		for n := 0; got != nil && n < raceWorkers*10; n++ {
+			ok = ok || *got == *fullRecord("shared", n)
+		}
+		if !ok {
+			t.Errorf("Get(shared) = %+v: not one of the records written (a merge?)", got)
+		}
+	})
+	t.Run("Context", func(t *testing.T) {
+		s := fresh(t)
+		s.upsert(fullRecord("k", 1))
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		_, err := s.s.Get(ctx, "k")
+		wantCanceled(t, "Get", err)
+		wantCanceled(t, "Upsert", s.s.Upsert(ctx, fullRecord("k", 2)))
+		wantCanceled(t, "Delete", s.s.Delete(ctx, "k"))
+		s.want("k", fullRecord("k", 1))
+	})
+}
+
+// wantCanceled expects an error that wraps context.Canceled and is no
+// contract error.
+func wantCanceled(t tb, what string, err error) {
+	t.Helper()
+	if err == nil || !errors.Is(err, context.Canceled) {
+		t.Errorf("%s with a cancelled context: got %v, want an error wrapping context.Canceled", what, err)
+	} else if c := ckptstore.Code(err); c != "" {
+		t.Errorf("%s with a cancelled context: error %q has contract code %q", what, err, c)
+	}
+}

@@ -1,0 +1,289 @@
+package conformance
+
+// Writer leases: taken without waiting, one live lease per thread, expiry
+// at exactly expiresAt, renew = now + duration, fences that only grow, and
+// a writer that is not the live lease fails every write and changes
+// nothing. Time moves only through the suite's Clock.
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/ckptstore/ckptstore"
+)
+
+// checkLease checks a lease AcquireWriter just returned at the clock's now.
+func (e *env) checkLease(l *ckptstore.Lease, thread string, dur, renewAfter time.Duration) {
+	e.t.Helper()
+	if l.ThreadID != thread {
+		e.t.Errorf("lease ThreadID = %q, want %q", l.ThreadID, thread)
+	}
+	if l.OwnerToken == "" {
+		e.t.Errorf("lease of %q has an empty OwnerToken", thread)
+	}
+	if want := e.clock.Now().Add(dur); !l.ExpiresAt.Equal(want) {
+		e.t.Errorf("lease ExpiresAt = %v, want now + %v = %v", l.ExpiresAt, dur, want)
+	}
+	if l.RenewAfter != renewAfter {
+		e.t.Errorf("lease RenewAfter = %v, want %v", l.RenewAfter, renewAfter)
+	}
+}
+
+// conflict expects AcquireWriter(thread) to fail with ErrWriterConflict.
+func (e *env) conflict(what, thread string) {
+	e.t.Helper()
+	e.fails(what, ckptstore.ErrWriterConflict, func() error {
+		l, err := e.s.AcquireWriter(e.ctx, thread)
+		if err == nil && l == nil {
+			return fmt.Errorf("nil lease and nil error")
+		}
+		return err
+	})
+}
+
+// writerLost checks that w fails every write to thread with ErrWriterLost
+// and changes nothing: Append, DeleteHead, DeleteCheckpoints and
+// ForkFromCheckpoint (into thread, from the thread "fork-source", which
+// this creates when needed).
+func (e *env) writerLost(what string, w ckptstore.Writer, thread string) {
+	e.t.Helper()
+	head := e.head(thread)
+	c := cp(fmt.Sprintf("lost-%d", len(e.ids)), thread, head)
+	c.Files = []ckptstore.Entry{file("f", 77, 1)}
+	e.appendFails(what+": Append", c, head, w, ckptstore.ErrWriterLost)
+	if head != "" {
+		e.fails(what+": DeleteHead", ckptstore.ErrWriterLost, func() error {
+			return e.s.DeleteHead(e.ctx, thread, head, w)
+		})
+	}
+	if p, ok := e.s.(ckptstore.Pruner); ok {
+		e.fails(what+": DeleteCheckpoints", ckptstore.ErrWriterLost, func() error {
+			_, err := p.DeleteCheckpoints(e.ctx, thread, 1, w)
+			return err
+		})
+	}
+	if f, ok := e.s.(ckptstore.Forker); ok {
+		if e.head("fork-source") == "" {
+			// A lease on the source thread, left to expire with the others.
+			fw := e.acquire("fork-source").Writer
+			e.append(cp("fork-source-cp", "fork-source", ""), fw)
+		}
+		e.track(nil, "lost-fork")
+		e.fails(what+": ForkFromCheckpoint", ckptstore.ErrWriterLost, func() error {
+			_, err := f.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{
+				SourceThreadID: "fork-source", SourceCheckpointID: "fork-source-cp",
+				DestinationThreadID: thread, DestinationCheckpointID: "lost-fork", CreatedAt: 1, Writer: w})
+			return err
+		})
+	}
+}
+
+// works checks that w can still write to thread by appending a checkpoint.
+func (e *env) works(what string, w ckptstore.Writer, thread string) {
+	e.t.Helper()
+	c := cp(fmt.Sprintf("ok-%d", len(e.ids)), thread, "")
+	e.track(nil, c.ID)
+	head := e.head(thread)
+	c.ParentCheckpointID = head
+	if err := e.s.Append(e.ctx, c, head, w); err != nil {
+		e.t.Errorf("%s: Append with the live writer failed: %v", what, err)
+	}
+}
+
+func (s *suite) testLeases(t *testing.T) {
+	t.Run("AcquireFields", func(t *testing.T) {
+		e := s.env(t)
+		l := e.acquire("t")
+		e.checkLease(l, "t", LeaseDuration, RenewAfter)
+	})
+	t.Run("OnePerThread", func(t *testing.T) {
+		e := s.env(t)
+		l := e.acquire("t")
+		e.conflict("second AcquireWriter", "t")
+		e.works("after a refused AcquireWriter", l.Writer, "t")
+	})
+	t.Run("ThreadsIndependent", func(t *testing.T) {
+		e := s.env(t)
+		lt := e.acquire("t")
+		lu := e.acquire("u") // no waiting, though t is leased
+		e.checkLease(lu, "u", LeaseDuration, RenewAfter)
+		e.works("t", lt.Writer, "t")
+		e.works("u", lu.Writer, "u")
+		lt.Release(e.ctx)
+		e.conflict("u after t released", "u")
+		e.works("u after t released", lu.Writer, "u")
+	})
+	t.Run("ExpiryBoundary", func(t *testing.T) {
+		e := s.env(t)
+		l := e.acquire("t")
+		e.works("fresh", l.Writer, "t")
+		e.clock.Advance(LeaseDuration - time.Millisecond)
+		e.conflict("at expiresAt-1ms", "t")
+		e.works("at expiresAt-1ms", l.Writer, "t")
+		e.clock.Advance(time.Millisecond) // now == expiresAt: expired
+		e.writerLost("expired writer at expiresAt", l.Writer, "t")
+		if _, err := l.Renew(e.ctx); !wantErr(t, "Renew at expiresAt", err, ckptstore.ErrWriterLost) {
+			return
+		}
+		l2 := e.acquire("t")
+		e.checkLease(l2, "t", LeaseDuration, RenewAfter)
+		if l2.Fence <= l.Fence {
+			t.Errorf("takeover fence %d is not above the expired lease's %d", l2.Fence, l.Fence)
+		}
+		if l2.OwnerToken == l.OwnerToken {
+			t.Errorf("takeover reused owner token %q", l.OwnerToken)
+		}
+		e.writerLost("replaced writer", l.Writer, "t")
+		e.works("the new writer", l2.Writer, "t")
+	})
+	t.Run("Renew", func(t *testing.T) {
+		e := s.env(t)
+		first := e.clock.Now().Add(LeaseDuration)
+		l := e.acquire("t")
+		e.clock.Advance(30 * time.Millisecond)
+		exp, err := l.Renew(e.ctx)
+		must(t, "Renew", err)
+		want := e.clock.Now().Add(LeaseDuration)
+		if !exp.Equal(want) || !l.ExpiresAt.Equal(want) {
+			t.Errorf("Renew returned %v and set ExpiresAt %v, want now + duration = %v", exp, l.ExpiresAt, want)
+		}
+		e.clock.Set(first) // the old expiry no longer ends it
+		e.conflict("at the old expiry", "t")
+		e.works("at the old expiry", l.Writer, "t")
+		e.clock.Set(want.Add(-time.Millisecond))
+		e.conflict("at the new expiry-1ms", "t")
+		e.clock.Set(want)
+		if _, err := l.Renew(e.ctx); !wantErr(t, "Renew at the new expiry", err, ckptstore.ErrWriterLost) {
+			return
+		}
+		e.writerLost("expired after renew", l.Writer, "t")
+		l2 := e.acquire("t") // the failed Renew did not revive it
+		if l2.Fence <= l.Fence {
+			t.Errorf("fence %d after expiry is not above %d", l2.Fence, l.Fence)
+		}
+	})
+	t.Run("RenewKeepsAlive", func(t *testing.T) {
+		e := s.env(t)
+		l := e.acquire("t")
+		for i := 0; i < 12; i++ {
+			e.clock.Advance(RenewAfter)
+			_, err := l.Renew(e.ctx)
+			must(t, fmt.Sprintf("Renew %d", i), err)
+		}
+		e.conflict("after 12 renewals", "t")
+		e.works("after 12 renewals", l.Writer, "t")
+	})
+	t.Run("RenewLost", func(t *testing.T) {
+		e := s.env(t)
+		released := e.acquire("t")
+		released.Release(e.ctx)
+		_, err := released.Renew(e.ctx)
+		wantErr(t, "Renew after Release", err, ckptstore.ErrWriterLost)
+		l := e.acquire("t") // the failed Renew took nothing back
+		e.clock.Advance(LeaseDuration)
+		replacement := e.acquire("t")
+		_, err = l.Renew(e.ctx)
+		wantErr(t, "Renew of a replaced lease", err, ckptstore.ErrWriterLost)
+		e.conflict("after a replaced lease's Renew", "t")
+		e.works("the replacement", replacement.Writer, "t")
+	})
+	t.Run("Release", func(t *testing.T) {
+		e := s.env(t)
+		l := e.acquire("t")
+		e.works("before release", l.Writer, "t")
+		l.Release(e.ctx)
+		l.Release(e.ctx) // twice: no effect, no panic
+		e.writerLost("released writer", l.Writer, "t")
+		l2 := e.acquire("t") // at once, without moving the clock
+		e.checkLease(l2, "t", LeaseDuration, RenewAfter)
+		if l2.Fence <= l.Fence {
+			t.Errorf("fence %d after release is not above %d", l2.Fence, l.Fence)
+		}
+		e.writerLost("released writer after a new lease", l.Writer, "t")
+		e.works("new lease", l2.Writer, "t")
+	})
+	t.Run("StaleReleaseKeepsReplacement", func(t *testing.T) {
+		e := s.env(t)
+		l1 := e.acquire("t")
+		e.clock.Advance(LeaseDuration)
+		l2 := e.acquire("t")
+		l1.Release(e.ctx)
+		e.conflict("after the stale Release", "t")
+		e.works("replacement after the stale Release", l2.Writer, "t")
+		// A released lease's holder releasing again after a third lease.
+		l2.Release(e.ctx)
+		l3 := e.acquire("t")
+		l2.Release(e.ctx)
+		l1.Release(e.ctx)
+		e.conflict("after two stale Releases", "t")
+		e.works("third lease", l3.Writer, "t")
+	})
+	t.Run("FencesGrowTokensDiffer", func(t *testing.T) {
+		e := s.env(t)
+		var last int64
+		tokens := map[string]bool{}
+		for i := 0; i < 8; i++ {
+			l := e.acquire("t")
+			if i > 0 && l.Fence <= last {
+				t.Errorf("lease %d has fence %d, not above %d", i, l.Fence, last)
+			}
+			if tokens[l.OwnerToken] {
+				t.Errorf("lease %d reused owner token %q", i, l.OwnerToken)
+			}
+			last, tokens[l.OwnerToken] = l.Fence, true
+			if i%2 == 0 {
+				l.Release(e.ctx)
+			} else {
+				e.clock.Advance(LeaseDuration + time.Duration(i)*time.Millisecond)
+			}
+		}
+	})
+	t.Run("WrongThreadWriter", func(t *testing.T) {
+		e := s.env(t)
+		lt := e.acquire("t")
+		lu := e.acquire("u")
+		e.works("t", lt.Writer, "t")
+		e.writerLost("u's writer on t", lu.Writer, "t")
+		swapped := lt.Writer
+		swapped.ThreadID = "u"
+		e.writerLost("t's token under u's name on t", swapped, "t")
+		e.writerLost("t's token under u's name on u", swapped, "u")
+	})
+	t.Run("ForgedWriter", func(t *testing.T) {
+		e := s.env(t)
+		l := e.acquire("t")
+		e.works("t", l.Writer, "t")
+		e.writerLost("forged token", forged(l.Writer), "t")
+		w := l.Writer
+		w.Fence++
+		e.writerLost("fence+1", w, "t")
+		w.Fence -= 2
+		e.writerLost("fence-1", w, "t")
+		e.writerLost("zero writer", ckptstore.Writer{ThreadID: "t"}, "t")
+		e.writerLost("no lease at all", ckptstore.Writer{ThreadID: "never-leased", OwnerToken: l.OwnerToken, Fence: l.Fence}, "never-leased")
+	})
+	t.Run("Defaults", func(t *testing.T) {
+		for _, tc := range []struct {
+			name            string
+			dur, renewAfter time.Duration
+			wantDur, wantRA time.Duration
+		}{
+			{"zero", 0, 0, 120 * time.Second, 45 * time.Second},
+			{"only LeaseDuration", 80 * time.Millisecond, 0, 80 * time.Millisecond, 30 * time.Millisecond},
+			{"only RenewAfter", 0, 10 * time.Second, 120 * time.Second, 10 * time.Second},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				c := NewClock(Start)
+				st := s.newStore(t, ckptstore.Options{Now: c.Now, LeaseDuration: tc.dur, RenewAfter: tc.renewAfter})
+				e := newEnv(t, st, c)
+				l := e.acquire("t")
+				e.checkLease(l, "t", tc.wantDur, tc.wantRA)
+				c.Advance(tc.wantDur - time.Millisecond)
+				e.conflict("at expiresAt-1ms", "t")
+				c.Advance(time.Millisecond)
+				e.acquire("t")
+			})
+		}
+	})
+}

@@ -1,0 +1,383 @@
+package conformance
+
+// DeleteHead, DeleteCheckpoints (Pruner) and ForkFromCheckpoint (Forker):
+// what each removes or creates, the chain they follow, heads that name a
+// missing or foreign checkpoint, and the counts.
+//
+// A thread's checkpoints always form one chain from the head (appends go on
+// the head, DeleteHead takes the head, pruning takes the far end), but ids
+// may be reused once deleted, so a chain can reach another thread's
+// checkpoint or loop back to its own head. These cases are built here on
+// purpose.
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/ckptstore/ckptstore"
+)
+
+func (s *suite) testDeleteHead(t *testing.T) {
+	t.Run("MovesToParent", func(t *testing.T) {
+		e := s.env(t)
+		w := e.chain("t", nil, "a", "b", "c")
+		for _, step := range []struct{ del, head string }{{"c", "b"}, {"b", "a"}, {"a", ""}} {
+			must(t, "DeleteHead "+step.del, e.s.DeleteHead(e.ctx, "t", step.del, w))
+			e.wantHead("t", step.head)
+			if c := e.get(step.del); c != nil {
+				t.Errorf("Get(%q) after DeleteHead = %+v, want nil", step.del, c)
+			}
+			e.wantRecount()
+		}
+		e.wantList("t")
+		e.wantRefs()
+		e.fails("DeleteHead on an emptied thread", ckptstore.ErrNotHead, func() error {
+			return e.s.DeleteHead(e.ctx, "t", "a", w)
+		})
+	})
+	t.Run("EmptyThread", func(t *testing.T) {
+		e := s.env(t)
+		w := e.acquire("t").Writer
+		e.track(nil, "x")
+		e.fails("DeleteHead on a thread that never had a head", ckptstore.ErrNotHead, func() error {
+			return e.s.DeleteHead(e.ctx, "t", "x", w)
+		})
+	})
+	t.Run("HeadWithMissingParent", func(t *testing.T) {
+		e := s.env(t)
+		p := e.pruner()
+		w := e.chain("t", nil, "a", "b", "c")
+		_, err := p.DeleteCheckpoints(e.ctx, "t", 1, w)
+		must(t, "DeleteCheckpoints(keep 1)", err)
+		must(t, "DeleteHead c", e.s.DeleteHead(e.ctx, "t", "c", w))
+		// The head moved to c's parent as stored, which no longer exists.
+		e.wantHead("t", "b")
+		if c := e.get("b"); c != nil {
+			t.Errorf("Get(b) = %+v, want nil", c)
+		}
+		e.wantList("t")
+		e.fails("DeleteHead of a head that does not exist", ckptstore.ErrNotHead, func() error {
+			return e.s.DeleteHead(e.ctx, "t", "b", w)
+		})
+		e.appendFails("Append on no head", cp("d", "t", ""), "", w, ckptstore.ErrConflict)
+		must(t, "Append on the missing head", e.s.Append(e.ctx, cp("d", "t", "b"), "b", w))
+		e.wantHead("t", "d")
+		e.wantList("t", "d")
+		// The missing head's id is free again, even in its own thread.
+		e.append(cp("b", "t", ""), w)
+		e.wantList("t", "b", "d")
+	})
+	t.Run("HeadInAnotherThread", func(t *testing.T) {
+		e := s.env(t)
+		p := e.pruner()
+		wt := e.chain("t", nil, "p", "q")
+		_, err := p.DeleteCheckpoints(e.ctx, "t", 1, wt)
+		must(t, "DeleteCheckpoints(t, 1)", err)
+		wu := e.chain("u", nil, "p") // p's id, reused by u
+		must(t, "DeleteHead q", e.s.DeleteHead(e.ctx, "t", "q", wt))
+		e.wantHead("t", "p")
+		e.wantList("t")
+		e.fails("DeleteHead of t's head, which is u's checkpoint", ckptstore.ErrNotHead, func() error {
+			return e.s.DeleteHead(e.ctx, "t", "p", wt)
+		})
+		must(t, "Append on the foreign head", e.s.Append(e.ctx, cp("r", "t", "p"), "p", wt))
+		e.wantList("t", "r")
+		e.wantList("u", "p")
+		e.wantHead("u", "p")
+		must(t, "DeleteHead p in u", e.s.DeleteHead(e.ctx, "u", "p", wu))
+		e.wantHead("t", "r")
+		e.wantRecount()
+	})
+}
+
+func (s *suite) testDeleteCheckpoints(t *testing.T) {
+	t.Run("FollowsChainNotCreatedAt", func(t *testing.T) {
+		e := s.env(t)
+		p := e.pruner()
+		w := e.acquire("t").Writer
+		// createdAt falls along the chain: the newest by createdAt are the
+		// farthest from the head.
+		for i, id := range []string{"c1", "c2", "c3", "c4", "c5"} {
+			c := cp(id, "t", "")
+			c.CreatedAt = float64(10 - i)
+			c.Files = []ckptstore.Entry{file("f", i, 1), file("shared", 100, 1)}
+			e.append(c, w)
+		}
+		kept := []*ckptstore.Checkpoint{e.get("c5"), e.get("c4")}
+		deleted, err := p.DeleteCheckpoints(e.ctx, "t", 2, w)
+		must(t, "DeleteCheckpoints(keep 2)", err)
+		if want := []string{"c1", "c2", "c3"}; !slices.Equal(deleted, want) {
+			t.Errorf("deleted %q, want %q (chain order, farthest from the head first)", deleted, want)
+		}
+		e.wantList("t", "c5", "c4")
+		e.wantHead("t", "c5")
+		for _, k := range kept {
+			if d := cpDiff(e.get(k.ID), k); d != "" {
+				t.Errorf("kept checkpoint %q changed: %s", k.ID, d)
+			}
+		}
+		for _, id := range deleted {
+			if c := e.get(id); c != nil {
+				t.Errorf("Get(%q) after pruning = %+v, want nil", id, c)
+			}
+		}
+		e.wantRefs(ckptstore.BlobRef{Key: fileKey(3), References: 1}, ckptstore.BlobRef{Key: fileKey(4), References: 1},
+			ckptstore.BlobRef{Key: fileKey(100), References: 2})
+		// The pruned ids may be used again.
+		e.append(cp("c1", "t", ""), w)
+	})
+	t.Run("NothingToDelete", func(t *testing.T) {
+		e := s.env(t)
+		p := e.pruner()
+		w := e.acquire("empty").Writer
+		e.fails("DeleteCheckpoints on an empty thread", nil, func() error {
+			d, err := p.DeleteCheckpoints(e.ctx, "empty", 1, w)
+			if len(d) != 0 {
+				t.Errorf("DeleteCheckpoints on an empty thread deleted %q", d)
+			}
+			return err
+		})
+		w = e.chain("t", nil, "a", "b", "c")
+		for _, keep := range []int{3, 4, maxSize} {
+			e.fails("DeleteCheckpoints keeping the whole chain", nil, func() error {
+				d, err := p.DeleteCheckpoints(e.ctx, "t", keep, w)
+				if len(d) != 0 {
+					t.Errorf("DeleteCheckpoints(keep %d) of a 3-chain deleted %q", keep, d)
+				}
+				return err
+			})
+		}
+	})
+	t.Run("KeepOne", func(t *testing.T) {
+		e := s.env(t)
+		p := e.pruner()
+		w := e.chain("t", nil, "a", "b", "c", "d")
+		e.chain("u", nil, "other")
+		before := e.snap()
+		deleted, err := p.DeleteCheckpoints(e.ctx, "t", 1, w)
+		must(t, "DeleteCheckpoints(keep 1)", err)
+		if want := []string{"a", "b", "c"}; !slices.Equal(deleted, want) {
+			t.Errorf("deleted %q, want %q", deleted, want)
+		}
+		e.wantList("t", "d")
+		after := e.snap()
+		if d := cpDiff(after.gets["other"], before.gets["other"]); d != "" || after.heads["u"] != "other" {
+			t.Errorf("pruning t changed thread u: %s", d)
+		}
+		e.wantRecount()
+	})
+	t.Run("ForeignAncestorsStay", func(t *testing.T) {
+		// The chain walk stops at a checkpoint of another thread: t's
+		// oldest parent id is reused by u, and pruning t leaves it.
+		e := s.env(t)
+		p := e.pruner()
+		wt := e.chain("t", nil, "p", "q")
+		_, err := p.DeleteCheckpoints(e.ctx, "t", 1, wt)
+		must(t, "DeleteCheckpoints(t, 1)", err)
+		e.chain("u", nil, "p")
+		e.append(cp("r", "t", ""), wt)
+		e.append(cp("s", "t", ""), wt)
+		deleted, err := p.DeleteCheckpoints(e.ctx, "t", 1, wt)
+		must(t, "DeleteCheckpoints(t, 1) again", err)
+		if want := []string{"q", "r"}; !slices.Equal(deleted, want) {
+			t.Errorf("deleted %q, want %q", deleted, want)
+		}
+		e.wantList("t", "s")
+		e.wantList("u", "p")
+		e.wantHead("u", "p")
+		e.wantRecount()
+	})
+	t.Run("ParentCycle", func(t *testing.T) {
+		// x → y, prune x, then append a new x on y: y's parent is x again,
+		// and the chain from the head loops. The walk must stop.
+		e := s.env(t)
+		p := e.pruner()
+		w := e.chain("t", nil, "x", "y")
+		_, err := p.DeleteCheckpoints(e.ctx, "t", 1, w)
+		must(t, "DeleteCheckpoints(keep 1)", err)
+		e.append(cp("x", "t", ""), w) // parent y; y's parent is x
+		e.wantList("t", "x", "y")
+		e.fails("DeleteCheckpoints(keep 2) of a 2-cycle", nil, func() error {
+			d, err := p.DeleteCheckpoints(e.ctx, "t", 2, w)
+			if len(d) != 0 {
+				t.Errorf("keep 2 of a 2-cycle deleted %q", d)
+			}
+			return err
+		})
+		e.append(cp("z", "t", ""), w) // z → x → y → x
+		deleted, err := p.DeleteCheckpoints(e.ctx, "t", 1, w)
+		must(t, "DeleteCheckpoints(keep 1) of a cycle", err)
+		if want := []string{"y", "x"}; !slices.Equal(deleted, want) {
+			t.Errorf("deleted %q, want %q", deleted, want)
+		}
+		e.wantList("t", "z")
+		e.wantRecount()
+	})
+	t.Run("KeepNewest", func(t *testing.T) {
+		e := s.env(t)
+		e.pruner()
+		l := e.acquire("t")
+		e.chain("t", &l.Writer, "a", "b", "c")
+		e.fails("KeepNewest while the lease is held", ckptstore.ErrWriterConflict, func() error {
+			_, err := ckptstore.KeepNewest(e.ctx, e.s, "t", 1)
+			return err
+		})
+		l.Release(e.ctx)
+		deleted, err := ckptstore.KeepNewest(e.ctx, e.s, "t", 2)
+		must(t, "KeepNewest", err)
+		if want := []string{"a"}; !slices.Equal(deleted, want) {
+			t.Errorf("KeepNewest deleted %q, want %q", deleted, want)
+		}
+		e.acquire("t") // KeepNewest released its lease
+		e.wantList("t", "b", "c")
+	})
+}
+
+// wantForkRoot builds, without the store's help, the checkpoint a fork of
+// src as in must store.
+func wantForkRoot(src *ckptstore.Checkpoint, in ckptstore.ForkInput) *ckptstore.Checkpoint {
+	c := cloneCP(src)
+	c.ID, c.ThreadID, c.ParentCheckpointID = in.DestinationCheckpointID, in.DestinationThreadID, ""
+	c.CreatedAt, c.Reason, c.Label, c.SourceRunID = in.CreatedAt, ckptstore.ReasonForkRoot, "", ""
+	return c
+}
+
+func (s *suite) testFork(t *testing.T) {
+	t.Run("Root", func(t *testing.T) {
+		e := s.env(t)
+		f := e.forker()
+		ws := e.acquire("src").Writer
+		a := richCP("a", "src", "")
+		e.append(a, ws)
+		b := richCP("b", "src", "")
+		b.Files = b.Files[:2]
+		e.append(b, ws)
+		src := e.get("a")
+		wd := e.acquire("dest").Writer
+		e.track([]string{"dest"}, "f1")
+		before := e.snap()
+		in := ckptstore.ForkInput{SourceThreadID: "src", SourceCheckpointID: "a",
+			DestinationThreadID: "dest", DestinationCheckpointID: "f1", CreatedAt: -42.5, Writer: wd}
+		got, err := f.ForkFromCheckpoint(e.ctx, in)
+		must(t, "ForkFromCheckpoint", err)
+		want := wantForkRoot(src, in)
+		if d := cpDiff(got, want); d != "" {
+			t.Errorf("ForkFromCheckpoint returned: %s", d)
+		}
+		if d := cpDiff(e.get("f1"), want); d != "" {
+			t.Errorf("Get(f1): %s", d)
+		}
+		e.wantHead("dest", "f1")
+		if d := listDiff(e.list("dest"), []*ckptstore.Checkpoint{want}); d != "" {
+			t.Errorf("List(dest): %s", d)
+		}
+		after := e.snap()
+		if after.heads["src"] != before.heads["src"] || listDiff(after.lists["src"], before.lists["src"]) != "" {
+			t.Errorf("the fork changed its source thread")
+		}
+		e.wantRecount()
+		// Changing the returned root changes nothing stored.
+		scribble(got)
+		if d := cpDiff(e.get("f1"), want); d != "" {
+			t.Errorf("changing the returned fork root changed the store: %s", d)
+		}
+		// The destination goes on like any thread.
+		e.append(cp("f2", "dest", ""), wd)
+		e.wantList("dest", "f1", "f2")
+	})
+	t.Run("CountsUp", func(t *testing.T) {
+		e := s.env(t)
+		f := e.forker()
+		ws := e.acquire("src").Writer
+		c := cp("a", "src", "")
+		c.Files = []ckptstore.Entry{file("x", 1, 1), file("y", 1, 1), file("z", 2, 1), dir("d")}
+		c.Artifacts = []ckptstore.Artifact{artifact("q", 1), artifact("r", 1)}
+		e.append(c, ws)
+		for i, dest := range []string{"d1", "d2"} {
+			wd := e.acquire(dest).Writer
+			_, err := f.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{SourceThreadID: "src", SourceCheckpointID: "a",
+				DestinationThreadID: dest, DestinationCheckpointID: dest + "-root", CreatedAt: 1, Writer: wd})
+			must(t, "ForkFromCheckpoint into "+dest, err)
+			n := int64(i + 2)
+			e.wantRefs(ckptstore.BlobRef{Key: artifactKey(1), References: n},
+				ckptstore.BlobRef{Key: fileKey(1), References: n}, ckptstore.BlobRef{Key: fileKey(2), References: n})
+		}
+		must(t, "DeleteHead of the source", e.s.DeleteHead(e.ctx, "src", "a", ws))
+		e.wantRecount()
+	})
+	t.Run("IntoEmptiedThread", func(t *testing.T) {
+		// A thread whose checkpoints were all deleted has no head and is
+		// empty again.
+		e := s.env(t)
+		f := e.forker()
+		e.chain("src", nil, "a")
+		wd := e.chain("dest", nil, "old")
+		must(t, "DeleteHead old", e.s.DeleteHead(e.ctx, "dest", "old", wd))
+		_, err := f.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{SourceThreadID: "src", SourceCheckpointID: "a",
+			DestinationThreadID: "dest", DestinationCheckpointID: "old", CreatedAt: 1, Writer: wd})
+		must(t, "ForkFromCheckpoint into an emptied thread, reusing a deleted id", err)
+		e.wantList("dest", "old")
+		if c := e.get("old"); c == nil || c.Reason != ckptstore.ReasonForkRoot {
+			t.Errorf("Get(old) = %+v, want the fork root", c)
+		}
+	})
+	t.Run("ForkOfForkAndSourceLeaseNotNeeded", func(t *testing.T) {
+		e := s.env(t)
+		f := e.forker()
+		e.chain("src", nil, "a")
+		e.clock.Advance(LeaseDuration) // src's lease expired: forking needs only the destination's
+		w1 := e.acquire("d1").Writer
+		_, err := f.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{SourceThreadID: "src", SourceCheckpointID: "a",
+			DestinationThreadID: "d1", DestinationCheckpointID: "r1", CreatedAt: 1, Writer: w1})
+		must(t, "fork src → d1", err)
+		w2 := e.acquire("d2").Writer
+		in := ckptstore.ForkInput{SourceThreadID: "d1", SourceCheckpointID: "r1",
+			DestinationThreadID: "d2", DestinationCheckpointID: "r2", CreatedAt: 2, Writer: w2}
+		got, err := f.ForkFromCheckpoint(e.ctx, in)
+		must(t, "fork d1 → d2", err)
+		if d := cpDiff(got, wantForkRoot(e.get("r1"), in)); d != "" {
+			t.Errorf("fork of a fork root: %s", d)
+		}
+	})
+}
+
+func (s *suite) testContext(t *testing.T) {
+	e := s.env(t)
+	l := e.acquire("t")
+	e.chain("t", &l.Writer, "a", "b")
+	free := e.acquire("free")
+	free.Release(e.ctx)
+	e.track([]string{"dest"}, "new", "fork")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	canceled := func(what string, err error) { t.Helper(); wantCanceled(t, what, err) }
+	before := e.snap()
+	_, err := e.s.Get(ctx, "a")
+	canceled("Get", err)
+	_, err = e.s.List(ctx, "t")
+	canceled("List", err)
+	_, err = e.s.Head(ctx, "t")
+	canceled("Head", err)
+	_, err = e.s.BlobReferences(ctx)
+	canceled("BlobReferences", err)
+	canceled("Append", e.s.Append(ctx, cp("new", "t", "b"), "b", l.Writer))
+	canceled("DeleteHead", e.s.DeleteHead(ctx, "t", "b", l.Writer))
+	_, err = e.s.AcquireWriter(ctx, "free")
+	canceled("AcquireWriter", err)
+	_, err = l.Renew(ctx)
+	canceled("Renew", err)
+	if p, ok := e.s.(ckptstore.Pruner); ok {
+		_, err = p.DeleteCheckpoints(ctx, "t", 1, l.Writer)
+		canceled("DeleteCheckpoints", err)
+	}
+	if f, ok := e.s.(ckptstore.Forker); ok {
+		wd := e.acquire("dest").Writer
+		_, err = f.ForkFromCheckpoint(ctx, ckptstore.ForkInput{SourceThreadID: "t", SourceCheckpointID: "a",
+			DestinationThreadID: "dest", DestinationCheckpointID: "fork", CreatedAt: 1, Writer: wd})
+		canceled("ForkFromCheckpoint", err)
+	}
+	e.unchanged("calls with a cancelled context", before)
+	e.acquire("free") // the cancelled AcquireWriter took no lease
+	e.works("after a cancelled Renew", l.Writer, "t")
+}
