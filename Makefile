@@ -6,7 +6,7 @@ PKGS     ?= ./...
 # The race detector on a 2-core machine: keep the whole run well under CI's budget.
 TESTFLAGS ?= -race -count=1 -timeout 12m
 
-.PHONY: all run test deps vet staticcheck gotest bench fmt
+.PHONY: all run test deps vet staticcheck gotest fdbcheck bench fmt
 
 all: test
 
@@ -33,7 +33,13 @@ staticcheck:
 gotest:
 	$(GO) test $(TESTFLAGS) $(PKGS)
 
-test: deps vet staticcheck gotest
+# fdbcheck vets, lints and runs the cluster-free tests of the fdb-tagged code
+# (the FoundationDB adapter) against a stub client library, so it keeps
+# compiling on machines without FoundationDB.
+fdbcheck:
+	bash docker/check-fdb-tag.sh
+
+test: deps vet staticcheck fdbcheck gotest
 
 bench: deps
 	bash bench/run.sh

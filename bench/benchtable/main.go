@@ -1,0 +1,235 @@
+// Command benchtable renders the output of `go test ./bench -bench .` (the
+// benchstat format, as bench/run.sh saves it in docs/bench.txt) as the
+// Markdown tables of docs/benchmarks.md.
+//
+//	go run ./bench/benchtable [-summary REGEXP] docs/bench.txt > docs/benchmarks.md
+//
+// Invariants: it reads the file with golang.org/x/perf/benchfmt, as
+// benchstat does, so whatever benchstat accepts renders; a benchmark run
+// several times (-count) shows the median and its 95 % confidence range,
+// as benchstat computes them (benchmath.AssumeNothing); the file's
+// key: value lines (goos, cpu, commit, …) become the machine table.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+
+	"golang.org/x/perf/benchfmt"
+	"golang.org/x/perf/benchmath"
+	"golang.org/x/perf/benchunit"
+)
+
+func main() {
+	summary := flag.String("summary", `^Append/store=[^/]+/threads=16/`, "rows (family/sub-name) for the headline table")
+	out := flag.String("o", "", "write to this file instead of stdout")
+	flag.Usage = func() {
+		fmt.Fprintln(flag.CommandLine.Output(), "usage: benchtable [-summary REGEXP] [-o FILE] BENCH.TXT")
+		flag.PrintDefaults()
+	}
+	flag.Parse()
+	if flag.NArg() != 1 {
+		flag.Usage()
+		os.Exit(2)
+	}
+	re, err := regexp.Compile(*summary)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "benchtable: -summary: %v\n", err)
+		os.Exit(2)
+	}
+	t, err := read(flag.Arg(0))
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "benchtable: %v\n", err)
+		os.Exit(1)
+	}
+	w := io.Writer(os.Stdout)
+	if *out != "" {
+		f, err := os.Create(*out)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "benchtable: %v\n", err)
+			os.Exit(1)
+		}
+		defer f.Close()
+		w = f
+	}
+	t.render(w, flag.Arg(0), re)
+}
+
+// tables is everything read from one file.
+type tables struct {
+	config   []kv                            // file configuration, in order of first appearance
+	families []string                        // benchmark base names, in order
+	rows     map[string][]string             // family -> row names, in order
+	values   map[string]map[string][]float64 // family/row -> unit -> values
+	units    map[string][]string             // family -> units, in order
+	runs     int
+}
+
+type kv struct{ key, value string }
+
+func read(path string) (*tables, error) {
+	t := &tables{rows: map[string][]string{}, values: map[string]map[string][]float64{}, units: map[string][]string{}}
+	files := benchfmt.Files{Paths: []string{path}, AllowStdin: false}
+	for files.Scan() {
+		switch rec := files.Result().(type) {
+		case *benchfmt.SyntaxError:
+			return nil, rec
+		case *benchfmt.Result:
+			t.add(rec)
+		}
+	}
+	if err := files.Err(); err != nil {
+		return nil, err
+	}
+	if len(t.families) == 0 {
+		return nil, fmt.Errorf("%s holds no benchmark results", path)
+	}
+	return t, nil
+}
+
+func (t *tables) add(r *benchfmt.Result) {
+	for _, c := range r.Config {
+		if c.File && !slices.ContainsFunc(t.config, func(x kv) bool { return x.key == c.Key }) {
+			t.config = append(t.config, kv{c.Key, string(c.Value)})
+		}
+	}
+	base, parts := r.Name.Parts()
+	family := string(base)
+	var sub []string
+	for _, p := range parts {
+		if s, ok := strings.CutPrefix(string(p), "/"); ok {
+			sub = append(sub, s)
+		}
+	}
+	row := strings.Join(sub, "/")
+	if !slices.Contains(t.families, family) {
+		t.families = append(t.families, family)
+	}
+	key := family + "/" + row
+	if t.values[key] == nil {
+		t.values[key] = map[string][]float64{}
+		t.rows[family] = append(t.rows[family], row)
+	}
+	for _, v := range r.Values {
+		if !slices.Contains(t.units[family], v.Unit) {
+			t.units[family] = append(t.units[family], v.Unit)
+		}
+		t.values[key][v.Unit] = append(t.values[key][v.Unit], v.Value)
+		if n := len(t.values[key][v.Unit]); n > t.runs {
+			t.runs = n
+		}
+	}
+}
+
+// unitOrder puts the headline units first.
+var unitOrder = []string{"appends/s", "sec/op", "p99-sec", "rounds/op", "B/op", "allocs/op"}
+
+var unitTitle = map[string]string{"sec/op": "time/op", "p99-sec": "p99 latency"}
+
+func sortUnits(units []string) []string {
+	out := slices.Clone(units)
+	rank := func(u string) int {
+		if i := slices.Index(unitOrder, u); i >= 0 {
+			return i
+		}
+		return len(unitOrder)
+	}
+	slices.SortStableFunc(out, func(a, b string) int { return rank(a) - rank(b) })
+	return out
+}
+
+// cell formats the values of one unit: the median (one run: the value),
+// with benchstat's confidence range when there are several runs.
+func cell(vals []float64, unit string) string {
+	if len(vals) == 0 {
+		return ""
+	}
+	s := benchmath.AssumeNothing.Summary(benchmath.NewSample(vals, &benchmath.DefaultThresholds), 0.95)
+	text := benchunit.Scale(s.Center, benchunit.ClassOf(unit))
+	if strings.HasSuffix(unit, "sec") || strings.HasSuffix(unit, "sec/op") {
+		text += "s"
+	}
+	if len(vals) > 1 {
+		text += " ± " + s.PctRangeString()
+	}
+	return text
+}
+
+func (t *tables) render(w io.Writer, path string, summary *regexp.Regexp) {
+	fmt.Fprintln(w, "# Benchmarks")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Generated by `make bench` (`bench/run.sh`) from the raw `go test` output in")
+	fmt.Fprintf(w, "[`%s`](%s), which `benchstat` reads. Do not edit by hand.\n\n", baseName(path), baseName(path))
+	fmt.Fprintln(w, "| | |")
+	fmt.Fprintln(w, "| --- | --- |")
+	for _, c := range t.config {
+		fmt.Fprintf(w, "| %s | %s |\n", c.key, c.value)
+	}
+	fmt.Fprintf(w, "| runs per benchmark | %d |\n", t.runs)
+
+	var head [][2]string // family, row
+	for _, f := range t.families {
+		for _, r := range t.rows[f] {
+			if summary.MatchString(f + "/" + r) {
+				head = append(head, [2]string{f, r})
+			}
+		}
+	}
+	if len(head) > 0 {
+		fmt.Fprintf(w, "\n## Headline: `%s`\n\n", summary.String())
+		units := []string{"appends/s", "p99-sec", "rounds/op"}
+		t.table(w, head, units)
+	}
+	for _, f := range t.families {
+		fmt.Fprintf(w, "\n## %s\n\n", f)
+		var rows [][2]string
+		for _, r := range t.rows[f] {
+			rows = append(rows, [2]string{f, r})
+		}
+		t.table(w, rows, sortUnits(t.units[f]))
+	}
+}
+
+func (t *tables) table(w io.Writer, rows [][2]string, units []string) {
+	var used []string
+	for _, u := range units {
+		for _, r := range rows {
+			if len(t.values[r[0]+"/"+r[1]][u]) > 0 {
+				used = append(used, u)
+				break
+			}
+		}
+	}
+	fmt.Fprint(w, "| benchmark |")
+	for _, u := range used {
+		title := u
+		if tt, ok := unitTitle[u]; ok {
+			title = tt
+		}
+		fmt.Fprintf(w, " %s |", title)
+	}
+	fmt.Fprint(w, "\n| --- |")
+	for range used {
+		fmt.Fprint(w, " ---: |")
+	}
+	fmt.Fprintln(w)
+	for _, r := range rows {
+		fmt.Fprintf(w, "| %s |", r[1])
+		for _, u := range used {
+			fmt.Fprintf(w, " %s |", cell(t.values[r[0]+"/"+r[1]][u], u))
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+func baseName(p string) string {
+	if i := strings.LastIndexByte(p, '/'); i >= 0 {
+		return p[i+1:]
+	}
+	return p
+}

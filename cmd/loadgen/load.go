@@ -1,0 +1,336 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/blobs"
+	"github.com/ckptstore/ckptstore/internal/workload"
+)
+
+// Operation names, in the order the report lists them.
+var opOrder = []string{"acquire", "head", "get", "upload", "append", "renew", "undo", "prune", "fork", "release", "sweep"}
+
+// runner is the load phase: the workers, what they share, and the
+// counters the progress line reads.
+type runner struct {
+	cfg        *config
+	st         ckptstore.Store
+	bucket     blobs.Bucket
+	lat        *workload.Latencies
+	ns         string
+	threads    []string
+	leaseDur   time.Duration
+	renewAfter time.Duration
+
+	stop     atomic.Bool  // set at the deadline: workers end their run and leave
+	budget   atomic.Int64 // appends left when cfg.ops > 0
+	appends  atomic.Int64 // acknowledged appends
+	sessions atomic.Int64 // harness runs that held a lease
+	errs     atomic.Int64 // operations that failed
+
+	mu       sync.Mutex
+	problems workload.Problems // invariant violations seen during the load
+}
+
+// worker is one harness process: it owns threads[i] for i % workers ==
+// its number and writes only those (and the forks it makes), so within
+// one loadgen process no two workers ever contend.
+type worker struct {
+	r       *runner
+	gen     *workload.Gen
+	rng     *rand.Rand
+	threads []string
+
+	// What this worker knows happened, for --verify.
+	// acked holds the acknowledged checkpoints (id -> thread) that this
+	// worker has not deleted itself; deleting one removes it here, which
+	// keeps the map as small as the live data.
+	acked     map[string]string
+	ackedN    int64           // acknowledged appends and forks
+	deletedN  int64           // of those, deleted again by this worker
+	pruned    []string        // ids this worker's prunes removed (contention mode: published)
+	forks     []string        // fork destination threads attempted
+	uncertain map[string]bool // threads where a delete's outcome is unknown
+	fenced    int64           // stalled appends refused with WRITER_LOST, as they must be
+}
+
+func (r *runner) problemf(format string, args ...any) {
+	r.mu.Lock()
+	r.problems.Addf(format, args...)
+	r.mu.Unlock()
+}
+
+// takeBudget reserves one append, reporting false when the run is over.
+func (r *runner) takeBudget() bool {
+	if r.stop.Load() {
+		return false
+	}
+	if r.cfg.ops > 0 && r.budget.Add(-1) < 0 {
+		r.stop.Store(true)
+		return false
+	}
+	return true
+}
+
+// do runs one timed store operation.
+func (w *worker) do(op string, f func() error) error {
+	t := time.Now()
+	err := f()
+	w.r.lat.Record(op, time.Since(t), err)
+	if err != nil {
+		w.r.errs.Add(1)
+	}
+	return err
+}
+
+// run is the worker's loop: one harness run after another on its threads,
+// round robin, until the deadline or the op budget.
+func (w *worker) run(ctx context.Context) {
+	for i := 0; !w.r.stop.Load() && ctx.Err() == nil; i++ {
+		w.session(ctx, w.threads[i%len(w.threads)])
+	}
+}
+
+// leaseState is the worker's view of the lease it holds.
+type leaseState struct {
+	lease *ckptstore.Lease
+	// lastRenew is when the latest successful acquire or renew was sent:
+	// the store's expiry is at least lastRenew + lease duration (same clock).
+	lastRenew time.Time
+}
+
+// liveAt reports whether the lease was certainly live at t, allowing for
+// the store's clock being off by up to max-clock-skew.
+func (w *worker) liveAt(ls *leaseState, t time.Time) bool {
+	return t.Before(ls.lastRenew.Add(w.r.leaseDur - w.r.cfg.maxClockSkew - time.Millisecond))
+}
+
+// failed judges an error of op, taken while holding ls (nil for none). A
+// contract error other than WRITER_CONFLICT or WRITER_LOST, or a
+// WRITER_LOST while the lease was certainly live, breaks the contract for
+// this workload: the worker holds the thread's lease, so nobody else can
+// move its head, and it never reuses an id.
+func (w *worker) failed(op string, err error, ls *leaseState, at time.Time) {
+	code := ckptstore.Code(err)
+	switch {
+	case code == "":
+	case errors.Is(err, ckptstore.ErrWriterConflict):
+	case ls == nil || !w.liveAt(ls, at):
+	case errors.Is(err, ckptstore.ErrWriterLost):
+		w.r.problemf("%s lost the lease %v after it was taken or renewed, before it could expire: %v", op, at.Sub(ls.lastRenew).Round(time.Millisecond), err)
+	default:
+		w.r.problemf("%s failed under a live lease: %v", op, err)
+	}
+}
+
+// session is one harness run on thread.
+func (w *worker) session(ctx context.Context, thread string) {
+	r, st := w.r, w.r.st
+	ls := &leaseState{lastRenew: time.Now()}
+	err := w.do("acquire", func() (err error) { ls.lease, err = st.AcquireWriter(ctx, thread); return err })
+	if err != nil {
+		w.failed("acquire", err, nil, time.Now())
+		if errors.Is(err, ckptstore.ErrWriterConflict) {
+			sleep(ctx, time.Duration(w.rng.Int64N(int64(time.Millisecond)))) // another process runs it: back off a little
+		}
+		return
+	}
+	r.sessions.Add(1)
+	defer func() {
+		_ = w.do("release", func() error { return ls.lease.ReleaseErr(context.WithoutCancel(ctx)) })
+	}()
+
+	var head string
+	if err := w.do("head", func() (err error) { head, err = st.Head(ctx, thread); return err }); err != nil {
+		w.failed("head", err, ls, time.Now())
+		return
+	}
+	var prev *ckptstore.Checkpoint
+	if head != "" {
+		if err := w.do("get", func() (err error) { prev, err = st.Get(ctx, head); return err }); err != nil {
+			w.failed("get", err, ls, time.Now())
+			return
+		}
+	}
+
+	stallAt := -1
+	if w.rng.Float64() < r.cfg.stallRate {
+		stallAt = w.rng.IntN(r.cfg.appendsPerLease)
+	}
+	for i := 0; i < r.cfg.appendsPerLease && ctx.Err() == nil; i++ {
+		if !r.takeBudget() {
+			break
+		}
+		if r.cfg.think > 0 && i > 0 {
+			sleep(ctx, r.cfg.think)
+		}
+		stalled := i == stallAt
+		if stalled {
+			// A paused harness: wake after the lease is certainly over,
+			// even if the clock that granted it and the one that judges
+			// this append are max-clock-skew apart in either direction.
+			sleep(ctx, r.leaseDur+2*r.cfg.maxClockSkew+10*time.Millisecond)
+		} else if !w.keepLease(ctx, ls) {
+			return
+		}
+		id := w.gen.NewID()
+		cp, fresh := w.gen.Next(thread, id, head, prev)
+		for _, k := range fresh { // a capture uploads its blobs before it appends
+			if err := w.do("upload", func() error { return r.bucket.Put(ctx, k, bytes.NewReader(blobBody)) }); err != nil {
+				return
+			}
+		}
+		err := w.do("append", func() error { return st.Append(ctx, cp, head, ls.lease.Writer) })
+		done := time.Now()
+		switch {
+		case stalled && err == nil:
+			r.problemf("fencing: an append by a writer that stalled past its lease (%v) succeeded (thread %q, checkpoint %q)", r.leaseDur, thread, id)
+		case stalled && errors.Is(err, ckptstore.ErrWriterLost):
+			w.fenced++
+			return
+		case err != nil:
+			w.failed("append", err, ls, done)
+			return
+		}
+		w.acked[id] = thread
+		w.ackedN++
+		r.appends.Add(1)
+		if w.rng.Float64() < r.cfg.undoRate {
+			if !w.keepLease(ctx, ls) {
+				return
+			}
+			err := w.do("undo", func() error { return st.DeleteHead(ctx, thread, id, ls.lease.Writer) })
+			if err != nil {
+				if ckptstore.Code(err) == "" {
+					w.uncertain[thread] = true
+				}
+				w.failed("undo", err, ls, time.Now())
+				return
+			}
+			delete(w.acked, id)
+			w.deletedN++
+			continue // the head is the parent again
+		}
+		head, prev = id, cp
+	}
+	if ctx.Err() != nil {
+		return
+	}
+	if w.rng.Float64() < r.cfg.pruneRate {
+		w.prune(ctx, thread, ls)
+	}
+	if w.rng.Float64() < r.cfg.forkRate && prev != nil {
+		w.fork(ctx, thread, head, ls)
+	}
+}
+
+// keepLease renews the lease when RenewAfter has passed since it was taken
+// or last renewed, as a harness does; false when the lease is gone.
+func (w *worker) keepLease(ctx context.Context, ls *leaseState) bool {
+	if time.Since(ls.lastRenew) < w.r.renewAfter {
+		return true
+	}
+	sent := time.Now()
+	err := w.do("renew", func() error { _, err := ls.lease.Renew(ctx); return err })
+	if err != nil {
+		w.failed("renew", err, ls, time.Now())
+		return false
+	}
+	ls.lastRenew = sent
+	return true
+}
+
+func (w *worker) prune(ctx context.Context, thread string, ls *leaseState) {
+	p, ok := w.r.st.(ckptstore.Pruner)
+	if !ok || !w.keepLease(ctx, ls) {
+		return
+	}
+	var deleted []string
+	err := w.do("prune", func() (err error) {
+		deleted, err = p.DeleteCheckpoints(ctx, thread, w.r.cfg.keep, ls.lease.Writer)
+		return err
+	})
+	if err != nil {
+		if ckptstore.Code(err) == "" {
+			w.uncertain[thread] = true
+		}
+		w.failed("prune", err, ls, time.Now())
+		return
+	}
+	for _, id := range deleted {
+		if _, ok := w.acked[id]; ok {
+			delete(w.acked, id)
+			w.deletedN++
+		}
+	}
+	if w.r.cfg.contend > 0 { // others may have acknowledged them
+		w.pruned = append(w.pruned, deleted...)
+	}
+}
+
+// fork copies head, which the worker's live lease on thread protects, into
+// a new thread, as a user branching a conversation does.
+func (w *worker) fork(ctx context.Context, thread, head string, ls *leaseState) {
+	f, ok := w.r.st.(ckptstore.Forker)
+	if !ok || !w.keepLease(ctx, ls) {
+		return
+	}
+	destCP := w.gen.NewID()
+	dest := forkThread(w.r.ns, destCP)
+	w.forks = append(w.forks, dest)
+	dl := &leaseState{lastRenew: time.Now()}
+	if err := w.do("acquire", func() (err error) { dl.lease, err = w.r.st.AcquireWriter(ctx, dest); return err }); err != nil {
+		w.failed("acquire", err, nil, time.Now())
+		return
+	}
+	defer func() {
+		_ = w.do("release", func() error { return dl.lease.ReleaseErr(context.WithoutCancel(ctx)) })
+	}()
+	err := w.do("fork", func() error {
+		_, err := f.ForkFromCheckpoint(ctx, ckptstore.ForkInput{
+			SourceThreadID: thread, SourceCheckpointID: head,
+			DestinationThreadID: dest, DestinationCheckpointID: destCP,
+			CreatedAt: float64(time.Now().UnixMilli()), Writer: dl.lease.Writer,
+		})
+		return err
+	})
+	if err != nil {
+		// Both leases must be live for a contract error to be a violation.
+		at := time.Now()
+		if w.liveAt(ls, at) {
+			w.failed("fork", err, dl, at)
+		}
+		return
+	}
+	w.acked[destCP] = dest
+	w.ackedN++
+}
+
+// blobBody is the bytes uploaded for every blob: the store never reads
+// them, and the sweep only lists keys.
+var blobBody = []byte("ckptstore loadgen blob\n")
+
+func threadName(ns string, i int) string { return fmt.Sprintf("lg/%s/t%04d", ns, i) }
+
+func forkThread(ns, destCP string) string { return "lg/" + ns + "/f/" + destCP }
+
+// sleep waits d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}

@@ -1,0 +1,362 @@
+// Command loadgen drives a ckptstore store with the workload of sandbox
+// harness runs and reports throughput, latency percentiles and errors; with
+// --verify it ends with an invariant check. `go run ./cmd/loadgen` runs
+// ten seconds against the embedded in-memory store.
+//
+// Invariants of a run:
+//
+//   - Each worker owns a fixed set of threads (thread i belongs to worker
+//     i % workers), so a process never contends with itself; contention
+//     comes only from other processes (--contend).
+//   - A worker acts only under a lease it believes live, renews it once
+//     RenewAfter has passed since it was sent, and ends its run at the
+//     first error, re-reading the head in the next run: its view of a head
+//     is never stale except after a deliberate stall.
+//   - An append counts as acknowledged only when Append returned nil; a
+//     checkpoint may vanish afterwards only through an undo or prune that
+//     some process recorded (or a delete whose outcome is unknown, whose
+//     thread is then exempt from the lost-append check).
+//   - Every load loop is bounded by --duration or --ops; the closing
+//     barrier of contention mode by --contend-timeout.
+//
+// Exit codes: 0 success, 1 the store failed or --verify found a violation,
+// 2 a bad command line.
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"slices"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/blobs"
+	"github.com/ckptstore/ckptstore/internal/workload"
+)
+
+// quietRedis drops go-redis's own log lines (dial retries and the like):
+// loadgen reports each failure once, with its operation, in its error table.
+type quietRedis struct{}
+
+func (quietRedis) Printf(context.Context, string, ...any) {}
+
+func main() {
+	redis.SetLogger(quietRedis{})
+	// The first interrupt ends the load gracefully (the runs in flight
+	// finish, then the sweep, the check and the report run); the second
+	// aborts.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	interrupted := make(chan struct{})
+	sig := make(chan os.Signal, 2)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-sig
+		close(interrupted)
+		fmt.Fprintln(os.Stderr, "\nloadgen: interrupted: finishing the runs in flight, then reporting (interrupt again to abort)")
+		<-sig
+		cancel()
+	}()
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr, interrupted))
+}
+
+// run is the whole command; it returns the exit code. Closing interrupted
+// ends the load early.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, interrupted <-chan struct{}) int {
+	cfg, err := parseFlags(args, stderr)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case err != nil:
+		fmt.Fprintf(stderr, "loadgen: %v\nRun 'loadgen -h' for the flags.\n", err)
+		return 2
+	}
+	cfg.interrupted = interrupted
+	res, err := load(ctx, cfg, stderr)
+	if errors.Is(err, workload.ErrBadSpec) {
+		fmt.Fprintf(stderr, "loadgen: --store: %v\nRun 'loadgen -h' for the flags.\n", err)
+		return 2
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "loadgen: %v\n", err)
+		return 1
+	}
+	if cfg.json {
+		if err := writeJSON(stdout, res); err != nil {
+			fmt.Fprintf(stderr, "loadgen: %v\n", err)
+			return 1
+		}
+	} else {
+		writeTable(stdout, res)
+	}
+	if res.Verify != nil && !res.Verify.OK {
+		return 1
+	}
+	return 0
+}
+
+// load opens the store, runs the workers, closes with the barrier (in
+// contention mode), the sweep and the check, and returns the result.
+func load(ctx context.Context, cfg *config, progress io.Writer) (*result, error) {
+	ns := cfg.namespace
+	if ns == "" {
+		ns = randomHex(4)
+	}
+	proc := randomHex(4)
+	lease := ckptstore.Options{LeaseDuration: cfg.lease, RenewAfter: cfg.renewAfter}
+	open := workload.Open
+	if cfg.open != nil {
+		open = cfg.open
+	}
+	opened, err := open(ctx, cfg.store, workload.StoreConfig{
+		Lease:                  lease,
+		MemkvReadLatency:       cfg.memkvReadLatency,
+		MemkvCommitLatency:     cfg.memkvCommitLatency,
+		MemkvNotCommittedRate:  cfg.memkvNotCommitted,
+		MemkvUnknownResultRate: cfg.memkvUnknown,
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = opened.Close() }()
+	bucket, err := blobs.Open(ctx, cfg.blobURL)
+	if errors.Is(err, blobs.ErrInvalidURL) {
+		return nil, fmt.Errorf("%w: --blob-url: %v", workload.ErrBadSpec, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("--blob-url: %w", err)
+	}
+	resolved, _ := lease.Resolve() // Open validated it
+	r := &runner{
+		cfg: cfg, st: opened.Store, bucket: bucket, lat: workload.NewLatencies(), ns: ns,
+		leaseDur: resolved.LeaseDuration, renewAfter: resolved.RenewAfter,
+	}
+	r.budget.Store(cfg.ops)
+	for i := range cfg.threads {
+		r.threads = append(r.threads, threadName(ns, i))
+	}
+	if cfg.contend > 0 {
+		procs, err := arrived(ctx, r.st, ns)
+		if err != nil {
+			return nil, fmt.Errorf("read the barrier: %w", err)
+		}
+		if len(procs) >= cfg.contend {
+			return nil, fmt.Errorf("namespace %q was used by an earlier contention run (%d processes finished in it): pick a fresh --namespace", ns, len(procs))
+		}
+	}
+	gopts := workload.GenOptions{
+		Namespace: ns, Payload: cfg.payload, BlobShare: cfg.blobShare,
+		GlobalBlobs: cfg.globalBlobs, ArtifactRate: cfg.artifactRate,
+	}
+	for _, k := range workload.NewGen(gopts).GlobalKeys() {
+		if err := bucket.Put(ctx, k, bytes.NewReader(blobBody)); err != nil {
+			return nil, fmt.Errorf("upload a global blob: %w", err)
+		}
+	}
+
+	res := &result{
+		Store: opened.Desc, Kind: opened.Kind, Namespace: ns, Proc: proc,
+		Threads: cfg.threads, Workers: cfg.workers, Contend: cfg.contend,
+		Payload: cfg.payload.String(), Lease: resolved.LeaseDuration, RenewAfter: resolved.RenewAfter,
+	}
+	if !cfg.quiet {
+		fmt.Fprintf(progress, "loadgen: %s, namespace %s, %d threads, %d workers, %s\n", opened.Desc, ns, cfg.threads, cfg.workers, limitText(cfg))
+	}
+	var rounds0 int64
+	if opened.ReadRounds != nil {
+		rounds0 = opened.ReadRounds()
+	}
+	workers := make([]*worker, cfg.workers)
+	for i := range workers {
+		g := workload.NewGen(gopts)
+		workers[i] = &worker{
+			r: r, gen: g, rng: g.Rand(),
+			acked: map[string]string{}, uncertain: map[string]bool{},
+		}
+	}
+	for i, t := range r.threads {
+		w := workers[i%cfg.workers]
+		w.threads = append(w.threads, t)
+	}
+
+	start := time.Now()
+	var wg sync.WaitGroup
+	for _, w := range workers {
+		wg.Go(func() { w.run(ctx) })
+	}
+	done := make(chan struct{})
+	var pg sync.WaitGroup
+	pg.Go(func() { r.progress(ctx, start, done, progress) })
+	if cfg.duration > 0 {
+		t := time.AfterFunc(cfg.duration, func() { r.stop.Store(true) })
+		defer t.Stop()
+	}
+	if cfg.interrupted != nil {
+		go func() {
+			select {
+			case <-cfg.interrupted:
+				r.stop.Store(true)
+			case <-done:
+			}
+		}()
+	}
+	wg.Wait()
+	res.Elapsed = time.Since(start)
+	close(done)
+	pg.Wait()
+	if opened.ReadRounds != nil {
+		n := opened.ReadRounds() - rounds0
+		res.ReadRounds = &n
+	}
+	res.Appends = r.appends.Load()
+	res.Sessions = r.sessions.Load()
+
+	// What this process did, merged over its workers.
+	rep := procReport{Proc: proc}
+	acked := map[string]string{}
+	var ackedN, deletedN int64
+	gone := map[string]bool{}
+	uncertain := map[string]bool{}
+	var fenced int64
+	for _, w := range workers {
+		for id, t := range w.acked {
+			acked[id] = t
+		}
+		ackedN += w.ackedN
+		deletedN += w.deletedN
+		rep.Forks = append(rep.Forks, w.forks...)
+		rep.Pruned = append(rep.Pruned, w.pruned...)
+		for t := range w.uncertain {
+			rep.Uncertain = append(rep.Uncertain, t)
+		}
+		fenced += w.fenced
+	}
+	res.Fenced = fenced
+	reports := []procReport{rep}
+	if cfg.contend > 0 {
+		if !cfg.quiet {
+			fmt.Fprintf(progress, "loadgen: waiting for %d contending processes at the barrier\n", cfg.contend)
+		}
+		if reports, err = meet(ctx, r.st, ns, cfg.contend, rep, cfg.contendTimeout); err != nil {
+			return nil, err
+		}
+	}
+	threads := slices.Clone(r.threads)
+	for _, p := range reports {
+		threads = append(threads, p.Forks...)
+		for _, id := range p.Pruned {
+			gone[id] = true
+		}
+		for _, t := range p.Uncertain {
+			uncertain[t] = true
+		}
+	}
+
+	var sw *sweepOutcome
+	if cfg.sweep {
+		t := time.Now()
+		deleted, err := runSweep(ctx, r.st, bucket, cfg.sweepOlderThan)
+		r.lat.Record("sweep", time.Since(t), err)
+		if err != nil {
+			return nil, fmt.Errorf("sweep: %w", err)
+		}
+		sw = &sweepOutcome{deleted: deleted, olderThan: cfg.sweepOlderThan}
+		res.Swept = len(deleted)
+	}
+	res.Ops = r.lat.Summary(res.Elapsed, opOrder...)
+	for i := range res.Ops {
+		if res.Ops[i].Op == "sweep" { // once, after the load: a rate would mean nothing
+			res.Ops[i].PerSec = 0
+		}
+	}
+	if cfg.verify {
+		v, err := verify(ctx, r, threads, acked, gone, uncertain, sw, bucket)
+		if err != nil {
+			return nil, fmt.Errorf("verify: %w", err)
+		}
+		v.Acked, v.Deleted, v.Fenced = ackedN, v.Deleted+deletedN, fenced
+		res.Verify = v
+	}
+	return res, nil
+}
+
+// verify runs the closing invariant check. The store is quiescent for
+// everything it reads: this process's writes are over, other processes
+// write other namespaces (whose blob keys carry other tags) or, in
+// contention mode, have passed the barrier.
+func verify(ctx context.Context, r *runner, threads []string, acked map[string]string, gone, uncertain map[string]bool, sw *sweepOutcome, bucket blobs.Bucket) (*verifyResult, error) {
+	v := &verifyResult{}
+	p := r.problems // problems seen during the load (fencing, early lease loss, unexpected errors)
+	tag := workload.Tag(r.ns)
+	census, err := workload.CheckChains(ctx, r.st, threads, tag, &p)
+	if err != nil {
+		return nil, err
+	}
+	if err := workload.CheckRefs(ctx, r.st, tag, census, &p); err != nil {
+		return nil, err
+	}
+	v.Threads, v.Checkpoints, v.BlobKeys = census.Threads, census.Checkpoints, len(census.Refs)
+	for id, t := range acked { // what this process acknowledged and did not delete itself
+		switch {
+		case gone[id]:
+			v.Deleted++
+		case uncertain[t]:
+			v.Unchecked++
+		case census.Alive[id] != t:
+			p.Addf("lost acknowledged append: checkpoint %q of thread %q is gone, and no undo or prune removed it", id, t)
+		}
+	}
+	// The sweep saw the same quiescent store: it must have deleted only
+	// unreferenced blobs and, with no grace period, all of them.
+	if sw == nil {
+		v.Problems, v.ProblemCount, v.OK = p.List, p.Count, p.OK()
+		return v, nil
+	}
+	for _, k := range sw.deleted {
+		if census.Refs[k] > 0 {
+			p.Addf("the sweep deleted blob %q, which %d checkpoints use", k, census.Refs[k])
+		}
+	}
+	if sw.olderThan == 0 {
+		for _, prefix := range []string{workload.FilesKeyPrefix, workload.ArtifactsKeyPrefix} {
+			for o, err := range bucket.List(ctx, prefix) {
+				if err != nil {
+					return nil, fmt.Errorf("list the bucket: %w", err)
+				}
+				if workload.OwnsKey(tag, o.Key) && census.Refs[o.Key] == 0 {
+					p.Addf("the sweep left blob %q, which no checkpoint uses", o.Key)
+				}
+			}
+		}
+	}
+	v.Problems, v.ProblemCount, v.OK = p.List, p.Count, p.OK()
+	return v, nil
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // never fails (Go 1.24+)
+	return hex.EncodeToString(b)
+}
+
+func limitText(cfg *config) string {
+	switch {
+	case cfg.ops > 0 && cfg.duration > 0:
+		return fmt.Sprintf("%d appends or %v", cfg.ops, cfg.duration)
+	case cfg.ops > 0:
+		return fmt.Sprintf("%d appends", cfg.ops)
+	}
+	return cfg.duration.String()
+}

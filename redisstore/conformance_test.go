@@ -1,0 +1,50 @@
+package redisstore
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/conformance"
+	"github.com/ckptstore/ckptstore/redisstore/internal/redistest"
+)
+
+// TestConformance runs the contract's suite on miniredis (a fresh server
+// per store) and on one real redis-server, where each store gets its own
+// prefix: tenants that never see each other's keys.
+func TestConformance(t *testing.T) {
+	t.Run("miniredis", func(t *testing.T) {
+		conformance.RunStore(t, func(t *testing.T, opts ckptstore.Options) ckptstore.Store {
+			return newStore(t, miniClient(t), Options{Options: opts})
+		})
+		conformance.RunInstanceStore(t, func(t *testing.T) ckptstore.InstanceStore {
+			return NewInstanceStore(miniClient(t), "")
+		})
+	})
+	t.Run("redis-server", func(t *testing.T) {
+		c := redistest.Start(t).Client(t, nil)
+		conformance.RunStore(t, func(t *testing.T, opts ckptstore.Options) ckptstore.Store {
+			return newStore(t, c, Options{Options: opts})
+		})
+		conformance.RunInstanceStore(t, func(t *testing.T) ckptstore.InstanceStore {
+			return NewInstanceStore(c, fmt.Sprintf("inst%d", prefixSeq.Add(1)))
+		})
+	})
+}
+
+// TestConformanceThroughFaults runs the suite on a real server behind a
+// proxy that loses 2 % of replies (after the script ran) and cuts 2 % of
+// requests (before it ran). go-redis resends each such command; the suite
+// must not see a single doubled count or false error.
+func TestConformanceThroughFaults(t *testing.T) {
+	srv := redistest.Start(t)
+	c, proxy := faultyClient(t, srv.Addr)
+	proxy.SetFaults(7, 0.02, 0.02)
+	conformance.RunStoreWith(t, func(t *testing.T, opts ckptstore.Options) ckptstore.Store {
+		return newStore(t, c, Options{Options: opts})
+	}, conformance.Options{ModelChecks: 30})
+	if proxy.DroppedReplies() == 0 || proxy.DroppedRequests() == 0 {
+		t.Fatalf("the proxy lost %d replies and cut %d requests; the test needs both", proxy.DroppedReplies(), proxy.DroppedRequests())
+	}
+	t.Logf("lost replies %d, cut requests %d", proxy.DroppedReplies(), proxy.DroppedRequests())
+}

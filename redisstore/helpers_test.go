@@ -1,0 +1,130 @@
+package redisstore
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/redisstore/internal/redistest"
+)
+
+// backends runs f against miniredis and against a real redis-server (when
+// one is installed; see redistest.Start), each with a fresh server.
+func backends(t *testing.T, f func(t *testing.T, c redis.UniversalClient)) {
+	t.Run("miniredis", func(t *testing.T) { f(t, miniClient(t)) })
+	t.Run("redis-server", func(t *testing.T) { f(t, redistest.Start(t).Client(t, nil)) })
+}
+
+func miniClient(t testing.TB) *redis.Client {
+	m := miniredis.RunT(t)
+	return redistest.NewClient(t, m.Addr(), nil)
+}
+
+// clock is a settable lease clock.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newClock() *clock { return &clock{t: time.UnixMilli(1_700_000_000_000)} }
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) Add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+var prefixSeq atomic.Int64
+
+// newStore returns a store under a prefix no other store of the test run
+// uses.
+func newStore(t testing.TB, c redis.UniversalClient, o Options) *Store {
+	t.Helper()
+	if o.Prefix == "" {
+		o.Prefix = fmt.Sprintf("test%d", prefixSeq.Add(1))
+	}
+	s, err := New(c, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func blobKey(kind string, n int) string {
+	h := sha256.Sum256([]byte(fmt.Sprint(n)))
+	return "sandbox-" + kind + "/sha256/" + hex.EncodeToString(h[:])
+}
+
+// cpWith returns a checkpoint of thread with one file per blob number.
+func cpWith(id, thread, parent string, createdAt float64, blobs ...int) *ckptstore.Checkpoint {
+	cp := &ckptstore.Checkpoint{ID: id, ThreadID: thread, ParentCheckpointID: parent,
+		CreatedAt: createdAt, Reason: ckptstore.ReasonAutomatic, Conversation: []byte(`[{"role":"user"}]`)}
+	for i, n := range blobs {
+		cp.Files = append(cp.Files, ckptstore.Entry{Path: fmt.Sprintf("f%d", i), Kind: ckptstore.KindFile, BlobKey: blobKey("files", n), Size: int64(n)})
+	}
+	return cp
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func acquire(t testing.TB, s ckptstore.Store, thread string) ckptstore.Writer {
+	t.Helper()
+	l, err := s.AcquireWriter(context.Background(), thread)
+	must(t, err)
+	return l.Writer
+}
+
+// recount checks that BlobReferences equals a count over every stored
+// checkpoint of threads, and returns the references.
+func recount(t testing.TB, s ckptstore.Store, threads []string) []ckptstore.BlobRef {
+	t.Helper()
+	ctx := context.Background()
+	want := map[string]int64{}
+	for _, th := range threads {
+		cps, err := s.List(ctx, th)
+		must(t, err)
+		for _, cp := range cps {
+			for _, k := range cp.BlobKeys() {
+				want[k]++
+			}
+		}
+	}
+	refs, err := s.BlobReferences(ctx)
+	must(t, err)
+	got := map[string]int64{}
+	for i, r := range refs {
+		got[r.Key] = r.References
+		if i > 0 && refs[i-1].Key >= r.Key {
+			t.Errorf("BlobReferences not in key order at %d: %q then %q", i, refs[i-1].Key, r.Key)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("BlobReferences has %d keys, recount %d", len(got), len(want))
+	}
+	for k, n := range want {
+		if got[k] != n {
+			t.Errorf("blob %s: count %d, recount %d", k, got[k], n)
+		}
+	}
+	return refs
+}

@@ -1,0 +1,115 @@
+package redisstore
+
+// Options and the key prefix. Options are resolved once, in New; a Store
+// never changes them.
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/ckptstore/ckptstore"
+)
+
+// DefaultPrefix is the key prefix of a store whose Options.Prefix is empty.
+const DefaultPrefix = "ckptstore"
+
+// Defaults of the zero Options.
+const (
+	DefaultReplicaTimeout = time.Second
+	DefaultOpTTL          = 10 * time.Minute
+	DefaultPageSize       = 1000
+	// MaxPageSize bounds Options.PageSize: a page's keys are unpacked onto
+	// the Lua stack of the server's script, which holds about 8000 values.
+	MaxPageSize = 4096
+)
+
+// Options configure a Store. The zero value is valid: the system clock,
+// 120 s leases, prefix "ckptstore", no waiting for replicas.
+type Options struct {
+	// Options are the lease settings and the clock. Every lease decision
+	// is made with Now, read in Go and passed to the server's scripts, so
+	// tests can move time; the server's own clock is never used.
+	ckptstore.Options
+
+	// Prefix names the store's keys. Every key of the store lives under
+	// the Redis Cluster hash tag {Prefix}, so all of them hash to one slot
+	// and every script is legal on a cluster; different prefixes are
+	// separate tenants on one server. Any string is allowed ('{', '}' and
+	// '%' are escaped inside the tag). "" means DefaultPrefix.
+	Prefix string
+
+	// MinReplicas makes every write wait (WAIT) until at least this many
+	// replicas have acknowledged it. A write that is not acknowledged in
+	// time fails with an error wrapping ErrNotReplicated; it has happened
+	// on the primary, and may be lost if the primary fails over before
+	// the replicas catch up. It needs a *redis.Client (single server or
+	// Sentinel) or a *redis.ClusterClient, whose connection to the key's
+	// primary carries both the script and the WAIT. 0 means don't wait.
+	MinReplicas int
+
+	// ReplicaTimeout bounds the WAIT of a write when MinReplicas > 0. It
+	// must be shorter than the client's ReadTimeout. 0 means
+	// DefaultReplicaTimeout (1 s).
+	ReplicaTimeout time.Duration
+
+	// OpTTL is how long the server remembers the outcome of a successful
+	// write under its random operation token, so that a retry of the same
+	// call (go-redis resends a command whose reply was lost) returns that
+	// outcome instead of failing or applying twice. It must outlast the
+	// client's retries; each remembered write costs one small key for
+	// OpTTL. 0 means DefaultOpTTL (10 min).
+	OpTTL time.Duration
+
+	// PageSize is how many blob keys BlobReferences reads per round trip,
+	// at most MaxPageSize. 0 means DefaultPageSize (1000).
+	PageSize int
+}
+
+// resolve returns o with its defaults filled in, or an error wrapping
+// ckptstore.ErrInvalidOptions.
+func (o Options) resolve() (Options, error) {
+	lease, err := o.Options.Resolve()
+	if err != nil {
+		return o, err
+	}
+	o.Options = lease
+	if o.Prefix == "" {
+		o.Prefix = DefaultPrefix
+	}
+	if o.MinReplicas < 0 || o.ReplicaTimeout < 0 || o.OpTTL < 0 || o.PageSize < 0 {
+		return o, fmt.Errorf("%w: MinReplicas %d, ReplicaTimeout %v, OpTTL %v and PageSize %d must not be negative",
+			ckptstore.ErrInvalidOptions, o.MinReplicas, o.ReplicaTimeout, o.OpTTL, o.PageSize)
+	}
+	if o.PageSize > MaxPageSize {
+		return o, fmt.Errorf("%w: PageSize %d is above %d", ckptstore.ErrInvalidOptions, o.PageSize, MaxPageSize)
+	}
+	if o.ReplicaTimeout == 0 {
+		o.ReplicaTimeout = DefaultReplicaTimeout
+	}
+	if o.OpTTL == 0 {
+		o.OpTTL = DefaultOpTTL
+	}
+	if o.PageSize == 0 {
+		o.PageSize = DefaultPageSize
+	}
+	return o, nil
+}
+
+// keyBase returns "{tag}:" for prefix: the hash tag that puts every key of
+// one store in one cluster slot. Redis takes the tag from the first '{' to
+// the next '}', so both are escaped, and '%' too so that the escaping is
+// injective and two prefixes never share keys.
+func keyBase(prefix string) string {
+	if prefix == "" {
+		prefix = DefaultPrefix
+	}
+	esc := strings.NewReplacer("%", "%25", "{", "%7B", "}", "%7D").Replace(prefix)
+	return "{" + esc + "}:"
+}
+
+// ceilMillis returns d in whole milliseconds, rounded up so that a positive
+// lease never rounds to zero.
+func ceilMillis(d time.Duration) int64 {
+	return int64((d + time.Millisecond - 1) / time.Millisecond)
+}

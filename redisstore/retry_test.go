@@ -1,0 +1,132 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/redisstore/internal/redistest"
+)
+
+var allScripts = []*redis.Script{appendScript, deleteHeadScript, pruneScript, forkScript,
+	acquireScript, renewScript, releaseScript, listScript, blobPageScript, upsertInstanceScript}
+
+// loadScripts puts every script in the server's cache, so that the next
+// EVALSHA runs the script instead of answering NOSCRIPT.
+func loadScripts(t testing.TB, c redis.Scripter) {
+	t.Helper()
+	for _, sc := range allScripts {
+		must(t, sc.Load(context.Background(), c).Err())
+	}
+}
+
+// faultyClient returns a client that reaches addr through a proxy, and the
+// proxy. The client resends a command whose reply was lost, quickly.
+func faultyClient(t testing.TB, addr string) (*redis.Client, *redistest.Proxy) {
+	p := redistest.NewProxy(t, addr)
+	c := redistest.NewClient(t, p.Addr, &redis.Options{
+		MaxRetries: 20, MinRetryBackoff: time.Millisecond, MaxRetryBackoff: 2 * time.Millisecond,
+	})
+	return c, p
+}
+
+func serverAddr(c redis.UniversalClient) string {
+	return c.(*redis.Client).Options().Addr
+}
+
+// Each write whose reply is lost after it ran is resent by go-redis; the
+// resend returns the first run's result: no false error, no double count.
+func TestResentWriteAfterLostReply(t *testing.T) {
+	backends(t, func(t *testing.T, direct redis.UniversalClient) {
+		ctx := context.Background()
+		c, proxy := faultyClient(t, serverAddr(direct))
+		loadScripts(t, direct)
+		s := newStore(t, c, Options{})
+		must(t, c.Ping(ctx).Err()) // open the connection whose reply will be lost
+		lost := int64(0)
+		loseNext := func() {
+			t.Helper()
+			if got := proxy.DroppedReplies(); got != lost {
+				t.Fatalf("the proxy lost %d replies, want %d", got, lost)
+			}
+			lost++
+			proxy.DropReplies(1)
+		}
+
+		loseNext()
+		l, err := s.AcquireWriter(ctx, "t")
+		must(t, err)
+		if l.Fence != 1 {
+			t.Fatalf("fence %d after a resent AcquireWriter, want 1", l.Fence)
+		}
+		w := l.Writer
+		must(t, s.Append(ctx, cpWith("c1", "t", "", 1, 1, 2), "", w))
+		loseNext()
+		must(t, s.Append(ctx, cpWith("c2", "t", "c1", 2, 2, 3), "c1", w))
+		loseNext()
+		must(t, s.Append(ctx, cpWith("c3", "t", "c2", 3, 3, 4), "c2", w))
+		recount(t, s, []string{"t"})
+
+		loseNext()
+		must(t, s.DeleteHead(ctx, "t", "c3", w))
+		if h, err := s.Head(ctx, "t"); err != nil || h != "c2" {
+			t.Fatalf("head %q, %v after a resent DeleteHead, want c2", h, err)
+		}
+		recount(t, s, []string{"t"})
+
+		loseNext()
+		ids, err := s.DeleteCheckpoints(ctx, "t", 1, w)
+		must(t, err)
+		if !reflect.DeepEqual(ids, []string{"c1"}) {
+			t.Fatalf("resent DeleteCheckpoints returned %q, want [c1]", ids)
+		}
+
+		loseNext()
+		l2, err := s.AcquireWriter(ctx, "f")
+		must(t, err)
+		in := ckptstore.ForkInput{SourceThreadID: "t", SourceCheckpointID: "c2", DestinationThreadID: "f",
+			DestinationCheckpointID: "r", CreatedAt: 9, Writer: l2.Writer}
+		loseNext()
+		root, err := s.ForkFromCheckpoint(ctx, in)
+		must(t, err)
+		src, err := s.Get(ctx, "c2")
+		must(t, err)
+		if want := ckptstore.ForkRoot(src, in); !reflect.DeepEqual(root, want) {
+			t.Fatalf("resent fork returned %+v, want %+v", root, want)
+		}
+		refs := recount(t, s, []string{"t", "f"})
+		// c2 and r use blobs 2 and 3; c1, c3 are gone.
+		if len(refs) != 2 || refs[0].References != 2 || refs[1].References != 2 {
+			t.Fatalf("references %v, want two keys counted twice", refs)
+		}
+		if got := proxy.DroppedReplies(); got != lost {
+			t.Fatalf("the proxy lost %d replies, want %d", got, lost)
+		}
+	})
+}
+
+// A failed write records nothing: when it is resent it checks again.
+func TestResentFailureChecksAgain(t *testing.T) {
+	backends(t, func(t *testing.T, direct redis.UniversalClient) {
+		ctx := context.Background()
+		c, proxy := faultyClient(t, serverAddr(direct))
+		loadScripts(t, direct)
+		s := newStore(t, c, Options{})
+		w := acquire(t, s, "t")
+		proxy.DropReplies(1)
+		if err := s.Append(ctx, cpWith("c1", "t", "", 1), "x", w); !errors.Is(err, ckptstore.ErrConflict) {
+			t.Fatalf("Append with a stale head = %v, want ErrConflict", err)
+		}
+		if proxy.DroppedReplies() != 1 {
+			t.Fatal("no reply was lost")
+		}
+		if n, err := direct.Keys(ctx, "*:o:*").Result(); err != nil || len(n) != 0 {
+			t.Fatalf("a failed write left operation keys %q (%v)", n, err)
+		}
+	})
+}

@@ -1,0 +1,383 @@
+// Package sweep deletes the blobs that no checkpoint uses any more.
+//
+// Invariants:
+//
+//   - Only keys under blobs.ArtifactsPrefix and blobs.FilesPrefix are ever
+//     listed or deleted; a key the bucket lists outside the prefix it was
+//     asked for stops the sweep.
+//   - A key is deleted only when the store does not list it in
+//     BlobReferences (whatever count it lists it with) and its ModTime is
+//     strictly before Now() − OlderThan, taken once when Run starts: a blob
+//     uploaded by a capture that has not appended its checkpoint yet survives
+//     while it is younger than OlderThan. Just before deleting, the sweep
+//     reads the object's ModTime again and keeps it when it was re-uploaded
+//     since the listing (see blobs.Uploader.RefreshOlderThan).
+//   - Memory is constant in the number of keys: the bucket lists in ascending
+//     key order, the references come sorted by key too, and the sweep merges
+//     the two streams, holding one key of each. Stores implementing RefLister
+//     stream their references; for the others the sweep holds the slice that
+//     BlobReferences returns. Only the returned list of deleted keys grows;
+//     Options.OnDeleted avoids it.
+//   - Either stream going backwards stops the sweep with blobs.ErrUnsorted
+//     before anything is decided on the out-of-order key.
+//   - Invalid options fail before anything is listed.
+//
+// Run pruning (ckptstore.KeepNewest) first, then the sweep, so the sweep also
+// frees the bytes that only pruned checkpoints used.
+package sweep
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/blobs"
+)
+
+// DefaultConcurrency is the number of deletions in flight when
+// Options.Concurrency is 0. Deletes against S3 cost a round trip each, so
+// some parallelism pays; more mostly adds request-rate pressure.
+const DefaultConcurrency = 16
+
+// maxKeyErrors is how many per-key errors Run's error lists; the rest are
+// counted in a final line.
+const maxKeyErrors = 100
+
+// prefixes are the key prefixes the sweep lists, in ascending byte order,
+// so that the two listings form one sorted stream.
+var prefixes = [...]string{blobs.ArtifactsPrefix, blobs.FilesPrefix}
+
+// Options configures Run. The zero value deletes every unreferenced blob
+// uploaded before now, 16 at a time — including those of captures still in
+// progress: set OlderThan.
+type Options struct {
+	// OlderThan is the grace period: only blobs whose ModTime is strictly
+	// before Now() − OlderThan are deleted. It must be longer than the
+	// longest capture (upload to append). Negative is an error.
+	OlderThan time.Duration
+	// Now is the clock the grace period is measured from; nil means
+	// time.Now.
+	Now func() time.Time
+	// Concurrency is the number of deletions in flight; 0 means
+	// DefaultConcurrency. Negative is an error.
+	Concurrency int
+	// DryRun reports the keys that would be deleted without deleting them
+	// (nor re-reading their ModTime).
+	DryRun bool
+	// OnDeleted, when set, receives each deleted key (in DryRun, each key
+	// that would be), one call at a time, in no particular order, and Run
+	// returns no key list: this keeps memory constant however many keys go.
+	OnDeleted func(key string)
+	// Stats, when set, is filled with the sweep's counts before Run returns.
+	Stats *Stats
+}
+
+// Stats counts what a sweep saw and did.
+type Stats struct {
+	Examined   int64 // keys listed under the two prefixes
+	Referenced int64 // kept because a checkpoint uses them
+	Young      int64 // kept because they are not older than OlderThan
+	Deleted    int64 // deleted (in DryRun: that would be)
+	Failed     int64 // a Head or Delete failed
+}
+
+// RefLister is a Store that can stream its blob references. Stores that hold
+// many references implement it so that a sweep does not load them all.
+//
+// BlobReferencesSeq yields the same references as BlobReferences: every key
+// with a count above 0, each once, in strictly ascending byte order of the
+// key. An error ends the sequence. The sequence need not be one snapshot
+// (a store may read it in pages), but a key referenced for the whole
+// iteration must be yielded.
+//
+// The sweep relies on the order: it decides a key is unreferenced once the
+// stream has passed it, so a reference yielded out of order can let the
+// key it names be deleted before the sweep notices. It then stops with
+// blobs.ErrUnsorted (also when the disorder comes after the last blob).
+type RefLister interface {
+	BlobReferencesSeq(ctx context.Context) iter.Seq2[ckptstore.BlobRef, error]
+}
+
+// KeyError is the failure to check or delete one key.
+type KeyError struct {
+	Key string
+	Err error
+}
+
+func (e *KeyError) Error() string { return fmt.Sprintf("sweep: %s: %v", e.Key, e.Err) }
+
+// Unwrap returns the underlying error.
+func (e *KeyError) Unwrap() error { return e.Err }
+
+// Run deletes every blob under the two prefixes that refs does not reference
+// and that is older than opts.OlderThan, and returns the deleted keys in
+// ascending order. Errors on single keys do not stop the sweep: Run returns
+// them joined (each a *KeyError) with the keys it did delete. A listing or
+// store error, or a cancelled ctx, stops it; the deletions already started
+// finish and are returned.
+func Run(ctx context.Context, refs ckptstore.Store, b blobs.Bucket, opts Options) ([]string, error) {
+	if refs == nil || b == nil {
+		return nil, fmt.Errorf("%w: sweep needs a store and a bucket", ckptstore.ErrInvalidOptions)
+	}
+	if opts.OlderThan < 0 {
+		return nil, fmt.Errorf("%w: sweep OlderThan %v is negative", ckptstore.ErrInvalidOptions, opts.OlderThan)
+	}
+	if opts.Concurrency < 0 {
+		return nil, fmt.Errorf("%w: sweep Concurrency %d is negative", ckptstore.ErrInvalidOptions, opts.Concurrency)
+	}
+	if opts.Concurrency == 0 {
+		opts.Concurrency = DefaultConcurrency
+	}
+	now := time.Now
+	if opts.Now != nil {
+		now = opts.Now
+	}
+	cutoff := now().Add(-opts.OlderThan)
+
+	d := newDeleter(ctx, b, opts, cutoff)
+	fatal := merge(ctx, refs, b, cutoff, d)
+	return d.finish(fatal)
+}
+
+// merge walks the listing of both prefixes against the references and hands
+// each unreferenced, old key to d. It returns the error that stopped it.
+func merge(ctx context.Context, store ckptstore.Store, b blobs.Bucket, cutoff time.Time, d *deleter) error {
+	refs, err := refSeq(ctx, store)
+	if err != nil {
+		return err
+	}
+	next, stop := iter.Pull2(refs)
+	defer stop()
+	var (
+		ref     ckptstore.BlobRef // the smallest reference not yet passed
+		haveRef bool
+		refsEnd bool
+		lastRef string
+		started bool
+	)
+	// pull reads the next reference into ref, checking the order.
+	pull := func() error {
+		r, err, ok := next()
+		switch {
+		case !ok:
+			refsEnd = true
+		case err != nil:
+			return fmt.Errorf("sweep: blob references: %w", err)
+		case started && r.Key < lastRef:
+			return fmt.Errorf("%w: store listed reference %q after %q", blobs.ErrUnsorted, r.Key, lastRef)
+		default:
+			ref, haveRef, lastRef, started = r, true, r.Key, true
+		}
+		return nil
+	}
+	// referenced advances the references to key and reports whether key is
+	// one of them.
+	referenced := func(key string) (bool, error) {
+		for !refsEnd {
+			if !haveRef {
+				if err := pull(); err != nil {
+					return false, err
+				}
+				continue
+			}
+			if ref.Key >= key {
+				return ref.Key == key, nil
+			}
+			haveRef = false
+		}
+		return false, nil
+	}
+
+	var prev string
+	for _, prefix := range prefixes {
+		for obj, err := range b.List(ctx, prefix) {
+			if err != nil {
+				return fmt.Errorf("sweep: list %q: %w", prefix, err)
+			}
+			if !strings.HasPrefix(obj.Key, prefix) {
+				return fmt.Errorf("sweep: bucket listed %q under prefix %q", obj.Key, prefix)
+			}
+			if prev != "" && obj.Key <= prev {
+				return fmt.Errorf("%w: bucket listed %q after %q", blobs.ErrUnsorted, obj.Key, prev)
+			}
+			prev = obj.Key
+			d.stats.Examined++
+			used, err := referenced(obj.Key)
+			if err != nil {
+				return err
+			}
+			switch {
+			case used:
+				d.stats.Referenced++
+			case !obj.ModTime.Before(cutoff):
+				d.stats.Young++
+			default:
+				if err := d.submit(obj); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	// Read the references past the last key too: a stream that fails or
+	// goes backwards there was wrong all along, and the caller must know.
+	for !refsEnd {
+		if err := pull(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// refSeq returns the store's references as a sorted sequence: streamed when
+// the store is a RefLister, else from the slice, sorted if it is not.
+func refSeq(ctx context.Context, store ckptstore.Store) (iter.Seq2[ckptstore.BlobRef, error], error) {
+	if rl, ok := store.(RefLister); ok {
+		return rl.BlobReferencesSeq(ctx), nil
+	}
+	refs, err := store.BlobReferences(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("sweep: blob references: %w", err)
+	}
+	cmp := func(a, b ckptstore.BlobRef) int { return strings.Compare(a.Key, b.Key) }
+	if !slices.IsSortedFunc(refs, cmp) {
+		// Sorting costs nothing that holding the slice did not already,
+		// and a merge over unsorted input would delete referenced keys.
+		refs = slices.Clone(refs)
+		slices.SortFunc(refs, cmp)
+	}
+	return func(yield func(ckptstore.BlobRef, error) bool) {
+		for _, r := range refs {
+			if !yield(r, nil) {
+				return
+			}
+		}
+	}, nil
+}
+
+// deleter runs the deletions with bounded concurrency and collects results.
+type deleter struct {
+	ctx    context.Context
+	b      blobs.Bucket
+	opts   Options
+	cutoff time.Time
+	work   chan blobs.Object
+	wg     sync.WaitGroup
+
+	mu      sync.Mutex
+	stopped bool // a fatal error: queued deletions are dropped
+	deleted []string
+	errs    []error
+	stats   Stats // Examined, Referenced, Young: merge goroutine only
+	// refreshed counts keys found young when re-read before deletion.
+	refreshed int64
+}
+
+func newDeleter(ctx context.Context, b blobs.Bucket, opts Options, cutoff time.Time) *deleter {
+	d := &deleter{ctx: ctx, b: b, opts: opts, cutoff: cutoff}
+	if !opts.DryRun {
+		d.work = make(chan blobs.Object, opts.Concurrency)
+		for range opts.Concurrency {
+			d.wg.Go(d.worker)
+		}
+	}
+	return d
+}
+
+func (d *deleter) submit(o blobs.Object) error {
+	if d.opts.DryRun {
+		d.done(o.Key)
+		return nil
+	}
+	select {
+	case d.work <- o:
+		return nil
+	case <-d.ctx.Done():
+		return d.ctx.Err()
+	}
+}
+
+func (d *deleter) worker() {
+	for o := range d.work {
+		d.mu.Lock()
+		stopped := d.stopped
+		d.mu.Unlock()
+		if stopped || d.ctx.Err() != nil {
+			continue
+		}
+		// Re-read the object: a capture may have uploaded it again since
+		// the listing, making it young, and it must then stay.
+		h, err := d.b.Head(d.ctx, o.Key)
+		switch {
+		case errors.Is(err, blobs.ErrNotFound):
+			continue // already gone
+		case err != nil:
+			d.fail(o.Key, err)
+			continue
+		case !h.ModTime.Before(d.cutoff):
+			d.mu.Lock()
+			d.refreshed++
+			d.mu.Unlock()
+			continue
+		}
+		if err := d.b.Delete(d.ctx, o.Key); err != nil {
+			d.fail(o.Key, err)
+			continue
+		}
+		d.done(o.Key)
+	}
+}
+
+func (d *deleter) done(key string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.stats.Deleted++
+	if d.opts.OnDeleted != nil {
+		d.opts.OnDeleted(key)
+	} else {
+		d.deleted = append(d.deleted, key)
+	}
+}
+
+func (d *deleter) fail(key string, err error) {
+	if d.ctx.Err() != nil {
+		return // reported once, as the context's error
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.stats.Failed++
+	if len(d.errs) < maxKeyErrors {
+		d.errs = append(d.errs, &KeyError{Key: key, Err: err})
+	}
+}
+
+// finish waits for the deletions in flight and assembles Run's results.
+func (d *deleter) finish(fatal error) ([]string, error) {
+	if d.work != nil {
+		if fatal != nil {
+			d.mu.Lock()
+			d.stopped = true
+			d.mu.Unlock()
+		}
+		close(d.work)
+		d.wg.Wait()
+	}
+	slices.Sort(d.deleted)
+	d.stats.Young += d.refreshed
+	errs := append([]error{fatal}, d.errs...)
+	if n := d.stats.Failed - int64(len(d.errs)); n > 0 {
+		errs = append(errs, fmt.Errorf("sweep: %d more keys failed", n))
+	}
+	if d.opts.Stats != nil {
+		*d.opts.Stats = d.stats
+	}
+	return d.deleted, errors.Join(errs...)
+}
