@@ -10,8 +10,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ckptstore/ckptstore/internal/redistest"
 	"github.com/ckptstore/ckptstore/internal/workload"
-	"github.com/ckptstore/ckptstore/internal/workload/localredis"
 )
 
 // The latency model of a real FoundationDB cluster for memkv: one
@@ -105,7 +105,7 @@ func TestMain(m *testing.M) {
 // startRedis starts the run's redis-server when the binary is installed;
 // it returns the function that stops it.
 func startRedis() func() {
-	srv, err := localredis.Start()
+	srv, err := redistest.Launch()
 	if err != nil {
 		redisSkip = err.Error()
 		return func() {}

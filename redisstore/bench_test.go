@@ -14,7 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ckptstore/ckptstore"
-	"github.com/ckptstore/ckptstore/redisstore/internal/redistest"
+	"github.com/ckptstore/ckptstore/internal/redistest"
 )
 
 // rawAppendScript does the reads and writes of appendScript for a

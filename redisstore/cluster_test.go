@@ -7,7 +7,7 @@ import (
 
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/conformance"
-	"github.com/ckptstore/ckptstore/redisstore/internal/redistest"
+	"github.com/ckptstore/ckptstore/internal/redistest"
 )
 
 // TestCluster runs the suite on a three-master Redis Cluster through a

@@ -6,7 +6,7 @@ import (
 
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/conformance"
-	"github.com/ckptstore/ckptstore/redisstore/internal/redistest"
+	"github.com/ckptstore/ckptstore/internal/redistest"
 )
 
 // TestConformance runs the contract's suite on miniredis (a fresh server

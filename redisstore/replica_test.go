@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/ckptstore/ckptstore"
-	"github.com/ckptstore/ckptstore/redisstore/internal/redistest"
+	"github.com/ckptstore/ckptstore/internal/redistest"
 )
 
 // With MinReplicas, a write returns only once a replica has it; without

@@ -12,7 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ckptstore/ckptstore"
-	"github.com/ckptstore/ckptstore/redisstore/internal/redistest"
+	"github.com/ckptstore/ckptstore/internal/redistest"
 )
 
 // TestRestartKeepsAcknowledgedAppends kills a redis-server that runs with

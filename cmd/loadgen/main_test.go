@@ -4,16 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/internal/redistest"
 	"github.com/ckptstore/ckptstore/internal/workload"
-	"github.com/ckptstore/ckptstore/internal/workload/localredis"
 	"github.com/ckptstore/ckptstore/memstore"
 )
 
@@ -225,14 +223,7 @@ func TestContention(t *testing.T) {
 // namespace's threads, stall past their leases, meet at the barrier and
 // verify.
 func TestContentionRedis(t *testing.T) {
-	srv, err := localredis.Start()
-	if errors.Is(err, localredis.ErrNotInstalled) && os.Getenv("CI") != "true" {
-		t.Skip(err.Error())
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Stop)
+	srv := redistest.Start(t) // skips with the reason without redis-server, fails under CI=true
 	store := "redis://" + srv.Addr + "/0?prefix=loadgen-test"
 	var wg sync.WaitGroup
 	results := make([]*result, 2)

@@ -1,20 +1,29 @@
-// Package redistest runs real redis-server processes for tests, and a TCP
-// proxy that loses connections on purpose.
+// Package redistest runs real redis-server processes for the module's
+// tests and benchmarks, and a TCP proxy that loses connections on purpose.
 //
-// Start finds redis-server on PATH. When it is missing, a test fails under
-// CI (CI=true), where the server must have been installed (make deps), and
-// is skipped with the reason everywhere else. Each server listens on a free
-// 127.0.0.1 port, keeps its files in a temporary directory, saves no RDB
-// snapshots unless asked to, and is killed when the test ends.
+// Launch starts a server for callers that have no testing.TB (a TestMain,
+// a benchmark harness): it returns ErrNotInstalled when redis-server is
+// not on PATH, and the caller stops the server with Stop. Start is Launch
+// for a test: a missing redis-server fails the test under CI (CI=true),
+// where the server must have been installed (make deps), and skips it with
+// the reason everywhere else; the server is stopped when the test ends.
 //
-// Readiness is read from the server's own log ("Ready to accept
-// connections"), not polled; the log is drained for the server's whole
-// life so that it never blocks on a full pipe.
+// Invariants:
+//
+//   - A server listens on a free 127.0.0.1 port only, keeps its files in a
+//     temporary directory of its own, and saves no RDB snapshots unless its
+//     arguments ask for them.
+//   - Readiness is read from the server's own log ("Ready to accept
+//     connections"), not polled; the log is drained for the server's whole
+//     life so that it never blocks on a full pipe.
+//   - Kill returns only once the process has exited, and Stop also removes
+//     the directory, so neither a process nor its files outlive Stop.
 package redistest
 
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -31,11 +40,18 @@ import (
 // startTimeout bounds how long a server may take to say it is ready.
 const startTimeout = 30 * time.Second
 
-// Server is a redis-server process started by Start.
+// ErrNotInstalled means a Redis program (redis-server, redis-cli,
+// redis-benchmark) is not on PATH. The errors of Launch wrap it and name
+// the program, so callers can tell a machine without Redis from a server
+// that failed to start.
+var ErrNotInstalled = errors.New("not found on PATH")
+
+// Server is a redis-server process started by Launch or Start.
 type Server struct {
 	// Addr is host:port of the server.
 	Addr string
-	// Dir is the server's working directory (AOF and RDB files).
+	// Dir is the server's working directory (AOF and RDB files); Stop
+	// removes it.
 	Dir string
 
 	bin  string
@@ -54,59 +70,102 @@ type logWait struct {
 	ch     chan struct{}
 }
 
+// lookTool finds a Redis program on PATH, or returns an error wrapping
+// ErrNotInstalled that says how to install it.
+func lookTool(name string) (string, error) {
+	bin, err := exec.LookPath(name)
+	if err != nil {
+		return "", fmt.Errorf("redistest: %s %w (install the Debian packages redis-server and redis-tools, or run make deps): %v",
+			name, ErrNotInstalled, err)
+	}
+	return bin, nil
+}
+
+// stopTest ends t for err: a missing program skips it with the reason,
+// except under CI=true, where the program must be installed and any error
+// fails the test.
+func stopTest(t testing.TB, err error) {
+	t.Helper()
+	if errors.Is(err, ErrNotInstalled) && os.Getenv("CI") != "true" {
+		t.Skip(err.Error())
+	} else {
+		t.Fatal(err)
+	}
+}
+
 // Binary returns the path of redis-server, or fails or skips t as the
 // package doc says.
 func Binary(t testing.TB) string {
 	t.Helper()
-	return lookTool(t, "redis-server")
-}
-
-func lookTool(t testing.TB, name string) string {
-	t.Helper()
-	bin, err := exec.LookPath(name)
-	if err == nil {
-		return bin
-	}
-	msg := fmt.Sprintf("%s not found on PATH (install the Debian packages redis-server and redis-tools, or run make deps): %v", name, err)
-	if os.Getenv("CI") == "true" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
-	return ""
+	return Tool(t, "redis-server")
 }
 
 // Tool returns the path of a redis-tools program (redis-benchmark,
 // redis-cli), failing or skipping t like Binary.
 func Tool(t testing.TB, name string) string {
 	t.Helper()
-	return lookTool(t, name)
+	bin, err := lookTool(name)
+	if err != nil {
+		stopTest(t, err)
+	}
+	return bin
 }
 
-// Start runs a redis-server with the extra config arguments (as on its
-// command line: "--appendonly", "yes") and kills it when t ends.
-func Start(t testing.TB, args ...string) *Server {
-	t.Helper()
-	s := &Server{bin: Binary(t), Dir: t.TempDir(), args: args}
-	var err error
+// Launch runs a redis-server with the extra config arguments (as on its
+// command line: "--appendonly", "yes") in a new temporary directory and
+// returns once the server is ready. The caller must call Stop. The error
+// wraps ErrNotInstalled when redis-server is not on PATH; otherwise it
+// carries the server's log.
+func Launch(args ...string) (*Server, error) {
+	bin, err := lookTool("redis-server")
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "redistest-")
+	if err != nil {
+		return nil, fmt.Errorf("redistest: %w", err)
+	}
+	s := &Server{bin: bin, Dir: dir, args: args}
 	for range 5 { // another process may take the free port first
-		s.port, err = freePort()
-		if err != nil {
-			t.Fatalf("redistest: free port: %v", err)
+		if s.port, err = freePort(); err != nil {
+			err = fmt.Errorf("free port: %w", err)
+			break
 		}
 		if err = s.start(); err == nil {
 			break
 		}
 	}
 	if err != nil {
-		t.Fatalf("redistest: %v", err)
+		_ = os.RemoveAll(dir)
+		return nil, fmt.Errorf("redistest: %w", err)
 	}
 	s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port))
-	t.Cleanup(s.Kill)
+	return s, nil
+}
+
+// Start is Launch for a test: it fails or skips t as the package doc says
+// when the server cannot start, and stops the server when t ends.
+func Start(t testing.TB, args ...string) *Server {
+	t.Helper()
+	s, err := Launch(args...)
+	if err != nil {
+		stopTest(t, err)
+		return nil // only reached with a testing.TB whose Skip/Fatal return
+	}
+	t.Cleanup(s.Stop)
 	return s
 }
 
+// Stop kills the server like Kill and removes its directory, after which
+// it cannot be restarted. Stopping a stopped server does nothing.
+func (s *Server) Stop() {
+	s.Kill()
+	_ = os.RemoveAll(s.Dir)
+}
+
 // Restart starts the server again on the same port and directory, after
-// Kill. Its AOF, if enabled, is replayed.
+// Kill (not Stop, which removes the directory). Its AOF, if enabled, is
+// replayed.
 func (s *Server) Restart(t testing.TB) {
 	t.Helper()
 	if err := s.start(); err != nil {
