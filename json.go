@@ -15,6 +15,10 @@ package ckptstore
 // The exact bytes (conversation kept as given, no HTML escaping) come from
 // calling MarshalJSON directly; encoding/json compacts and HTML-escapes what
 // a MarshalJSON method returns.
+//
+// jsonValid accepts exactly what encoding/json.Valid accepts (fuzzed against
+// it in conversation_test.go); it is what every Append and Marshal pays for
+// the conversation, so it must stay linear and its stack use bounded.
 
 import (
 	"bytes"
@@ -23,9 +27,28 @@ import (
 	"math"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
-func jsonValid(b []byte) bool { return json.Valid(b) }
+// jsonValidOptions make jsontext accept what encoding/json.Valid accepts:
+// repeated object names, and invalid UTF-8 and escaped lone surrogates in
+// strings. They are the options encoding/json.Valid itself runs jsontext
+// with when it is built on it (GOEXPERIMENT=jsonv2). The nesting limit is
+// the same in both, 10,000 levels. A slice, so that passing it allocates
+// nothing.
+var jsonValidOptions = []jsontext.Options{
+	jsontext.AllowDuplicateNames(true),
+	jsontext.AllowInvalidUTF8(true),
+}
+
+// jsonValid reports whether b is exactly one JSON value, with optional
+// whitespace around it, as encoding/json.Valid does, at several times its
+// speed: jsontext scans strings in bulk where encoding/json's scanner calls
+// a function per byte. jsontext recurses per level of nesting but stops at
+// the limit (an error at level 10,001), so no input recurses deeper than
+// that, and a deeper one is rejected after its first 10,001 levels.
+func jsonValid(b []byte) bool { return jsontext.Value(b).IsValid(jsonValidOptions...) }
 
 // marshal is json.Marshal without HTML escaping, as JSON.stringify writes
 // '<', '>' and '&'.
@@ -189,7 +212,7 @@ func (cp Checkpoint) MarshalJSON() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !json.Valid(conv) {
+	if !jsonValid(conv) {
 		return nil, invalid("conversation is not valid JSON")
 	}
 	const placeholder = `"conversation":0,`
