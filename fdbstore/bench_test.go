@@ -2,10 +2,16 @@ package fdbstore_test
 
 import (
 	"fmt"
+	"runtime/metrics"
+	"slices"
+	"sync"
 	"testing"
+	"time"
 
+	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/fdbstore"
 	"github.com/ckptstore/ckptstore/fdbstore/kv/memkv"
+	"github.com/ckptstore/ckptstore/internal/workload"
 )
 
 // BenchmarkAppend appends to one thread's chain on memkv and reports the
@@ -55,4 +61,123 @@ func BenchmarkList(b *testing.B) {
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(db.Stats().ReadRounds)/float64(b.N), "rounds/op")
+}
+
+// BenchmarkAppendParallel: one writer per thread, each with its own lease,
+// all appending at once, as harness processes do; checkpoints shaped like
+// the project benchmark's (./bench: workload generator, 80 % of files
+// shared with the parent, two blobs every checkpoint references). It
+// reports throughput, latency percentiles, CPU time and the engine's
+// conflicts and retries per append. Writers on distinct threads share no
+// key but the blob counts, which they only Add to, so a conflict or a
+// retry fails the benchmark.
+//
+//	go test -run '^$' -bench AppendParallel ./fdbstore
+func BenchmarkAppendParallel(b *testing.B) {
+	for _, threads := range []int{1, 16, 64} {
+		for _, payload := range []string{"2KB", "50KB"} {
+			b.Run(fmt.Sprintf("threads=%d/payload=%s", threads, payload), func(b *testing.B) {
+				benchAppendParallel(b, threads, payload)
+			})
+		}
+	}
+}
+
+// idleTime is the time, in seconds, the runtime's Ps have spent idle: with
+// more writers than cores it stays near 0 unless goroutines wait on each
+// other (a lock convoy leaves Ps idle while the lock's next owner waits to
+// be scheduled).
+func idleTime() float64 {
+	s := []metrics.Sample{{Name: "/cpu/classes/idle:cpu-seconds"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindFloat64 {
+		return 0
+	}
+	return s[0].Value.Float64()
+}
+
+func benchAppendParallel(b *testing.B, threads int, payload string) {
+	s, db := newMemStore(b, fdbstore.Options{}, memkv.Options{})
+	gopts := workload.GenOptions{
+		Namespace: "bench", Payload: workload.MustSizeDist(payload),
+		BlobShare: 0.8, GlobalBlobs: 2, ArtifactRate: 0.25,
+	}
+	type writer struct {
+		w   ckptstore.Writer
+		cps []*ckptstore.Checkpoint
+		lat []time.Duration
+	}
+	ws := make([]*writer, threads)
+	for i := range ws {
+		thread := fmt.Sprintf("bench/append/t%d", i)
+		lease, err := s.AcquireWriter(ctx, thread)
+		must(b, err)
+		w := &writer{w: lease.Writer}
+		g := workload.NewGenSeed(gopts, uint64(i), 1)
+		head := ""
+		var prev *ckptstore.Checkpoint
+		k := b.N / threads // writer i appends k of the b.N, the first b.N%threads one more
+		if i < b.N%threads {
+			k++
+		}
+		for range k {
+			cp, _ := g.Next(thread, g.NewID(), head, prev)
+			w.cps = append(w.cps, cp)
+			head, prev = cp.ID, cp
+		}
+		w.lat = make([]time.Duration, 0, len(w.cps))
+		ws[i] = w
+	}
+	db.ResetStats()
+	b.ReportAllocs()
+	cpu0, cpuOK := cpuTime()
+	idle0 := idleTime()
+	b.ResetTimer()
+	var wg sync.WaitGroup
+	for _, w := range ws {
+		wg.Go(func() {
+			head := ""
+			for _, cp := range w.cps {
+				t := time.Now()
+				if err := s.Append(ctx, cp, head, w.w); err != nil {
+					b.Error(err)
+					return
+				}
+				w.lat = append(w.lat, time.Since(t))
+				head = cp.ID
+			}
+		})
+	}
+	wg.Wait()
+	b.StopTimer()
+	cpu1, _ := cpuTime()
+	idle := idleTime() - idle0
+	var lat []time.Duration
+	for _, w := range ws {
+		lat = append(lat, w.lat...)
+	}
+	slices.Sort(lat)
+	st := db.Stats()
+	n := float64(b.N)
+	b.ReportMetric(n/b.Elapsed().Seconds(), "appends/s")
+	if len(lat) > 0 {
+		b.ReportMetric(float64(lat[len(lat)*99/100]), "p99-ns")
+		b.ReportMetric(float64(lat[len(lat)*50/100]), "p50-ns")
+		b.ReportMetric(float64(lat[len(lat)*90/100]), "p90-ns")
+		b.ReportMetric(float64(lat[len(lat)-1]), "max-ns")
+	}
+	// CPU time (user and system, all goroutines and the collector) per
+	// append: it shows work that grows with the number of writers, which
+	// ns/op mixes up with the load other processes put on the machine.
+	if cpuOK {
+		b.ReportMetric(float64(cpu1-cpu0)/n, "cpu-ns/op")
+	}
+	b.ReportMetric(idle*1e9/n, "idle-ns/op")
+	b.ReportMetric(float64(st.Conflicts)/n, "conflicts/op")
+	b.ReportMetric(float64(st.Retries)/n, "retries/op")
+	b.ReportMetric(float64(st.ReadRounds)/n, "rounds/op")
+	b.ReportMetric(float64(st.Commits)/n, "commits/op")
+	if st.Conflicts != 0 || st.Retries != 0 {
+		b.Errorf("%d conflicts and %d retries between writers of distinct threads; want none", st.Conflicts, st.Retries)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -101,6 +102,47 @@ func TestKeyLayout(t *testing.T) {
 		key := k.op(ms, "tok")
 		if got := string(key) >= string(r.Begin) && string(key) < string(r.End); got != in {
 			t.Errorf("marker at %d ms in the cleared range: %v, want %v", ms, got, in)
+		}
+	}
+}
+
+// TestTypedKeysMatchTuples: the keys built by typed appenders into
+// presized buffers are the tuples the layout documents, for ids with
+// escaped bytes too; and the blob keys of a stored checkpoint, carved from
+// one buffer, are the ref keys and cannot overwrite each other.
+func TestTypedKeysMatchTuples(t *testing.T) {
+	k := newKeys([]byte("\x15pre"))
+	for _, id := range []string{"", "c", "a\x00b", "\x00\x00", "\xffé"} {
+		th := "th\x00" + id
+		for _, c := range []struct {
+			name      string
+			got, want []byte
+		}{
+			{"index", k.index(id), k.key(spaceIndex, id)},
+			{"head", k.head(th), k.key(spaceThread, th, threadHead)},
+			{"lease", k.lease(th), k.key(spaceThread, th, threadLease)},
+			{"link", k.link(th, id), k.key(spaceThread, th, threadLinks, id)},
+			{"ref", k.ref(id), k.key(spaceRefs, id)},
+			{"checkpoint", k.checkpointPrefix(th, -2.5, id), k.key(spaceThread, th, threadData, -2.5, id)},
+			{"chunk", k.chunk(th, 7, id, 300), k.key(spaceThread, th, threadData, 7.0, id, 300)},
+		} {
+			if !bytes.Equal(c.got, c.want) {
+				t.Errorf("%s(%q) = %x, want %x", c.name, id, c.got, c.want)
+			}
+		}
+	}
+	s := &Store{k: k}
+	cp := &ckptstore.Checkpoint{ID: "c", ThreadID: "t", Files: []ckptstore.Entry{
+		{Path: "a", Kind: ckptstore.KindFile, BlobKey: "sandbox-files/sha256/" + strings.Repeat("a", 64)},
+		{Path: "b", Kind: ckptstore.KindFile, BlobKey: "sandbox-files/sha256/" + strings.Repeat("b", 64)},
+	}}
+	st := s.newStored(cp)
+	if len(st.refKeys) != 2 {
+		t.Fatalf("%d ref keys, want 2", len(st.refKeys))
+	}
+	for i, b := range st.blobs {
+		if !bytes.Equal(st.refKeys[i], k.ref(b)) || cap(st.refKeys[i]) != len(st.refKeys[i]) {
+			t.Errorf("ref key %d = %q (capacity %d), want %q capped at its length", i, st.refKeys[i], cap(st.refKeys[i]), k.ref(b))
 		}
 	}
 }

@@ -23,23 +23,50 @@ const (
 	threadLinks = "p" // (P, "t", thread, "p", id) → parent, createdAt, sizes
 )
 
-// keys builds the keys of one prefix. Its prefix has len == cap, so every
-// append allocates and keys never share memory.
-type keys struct{ p []byte }
+// keys builds the keys of one prefix. Every key it returns is a new
+// allocation (keys never share memory). The keys of Append's hot path are
+// built by typed appenders into a buffer sized in advance, one allocation
+// per key, without boxing elements in interfaces; key() is for the others.
+type keys struct {
+	p []byte
+	// The packed prefixes of the key spaces: (P, "i"), (P, "t"), (P, "r").
+	indexSpace, threadSpace, refSpace []byte
+}
 
 func newKeys(prefix []byte) keys {
 	p := append([]byte(nil), prefix...)
-	return keys{p: p[:len(p):len(p)]}
+	k := keys{p: p[:len(p):len(p)]}
+	k.indexSpace = k.key(spaceIndex)
+	k.threadSpace = k.key(spaceThread)
+	k.refSpace = k.key(spaceRefs)
+	return k
 }
 
 func (k keys) key(elems ...any) []byte { return tuple.Append(k.p[:len(k.p):len(k.p)], elems...) }
 
-func (k keys) index(id string) []byte        { return k.key(spaceIndex, id) }
-func (k keys) head(thread string) []byte     { return k.key(spaceThread, thread, threadHead) }
-func (k keys) lease(thread string) []byte    { return k.key(spaceThread, thread, threadLease) }
-func (k keys) link(thread, id string) []byte { return k.key(spaceThread, thread, threadLinks, id) }
-func (k keys) ref(blobKey string) []byte     { return k.key(spaceRefs, blobKey) }
-func (k keys) instance(key string) []byte    { return k.key(spaceInstance, key) }
+// start returns a new buffer holding base with room for n more bytes.
+func start(base []byte, n int) []byte {
+	return append(make([]byte, 0, len(base)+n), base...)
+}
+
+// threadKey is (P, "t", thread, sub).
+func (k keys) threadKey(thread, sub string, extra int) []byte {
+	b := start(k.threadSpace, tuple.StringLen(thread)+tuple.StringLen(sub)+extra)
+	return tuple.AppendString(tuple.AppendString(b, thread), sub)
+}
+
+func (k keys) index(id string) []byte {
+	return tuple.AppendString(start(k.indexSpace, tuple.StringLen(id)), id)
+}
+func (k keys) head(thread string) []byte  { return k.threadKey(thread, threadHead, 0) }
+func (k keys) lease(thread string) []byte { return k.threadKey(thread, threadLease, 0) }
+func (k keys) link(thread, id string) []byte {
+	return tuple.AppendString(k.threadKey(thread, threadLinks, tuple.StringLen(id)), id)
+}
+func (k keys) ref(blobKey string) []byte {
+	return tuple.AppendString(start(k.refSpace, tuple.StringLen(blobKey)), blobKey)
+}
+func (k keys) instance(key string) []byte { return k.key(spaceInstance, key) }
 func (k keys) op(ms int64, token string) []byte {
 	return k.key(spaceOps, ms, token)
 }
@@ -50,15 +77,21 @@ func (k keys) dataPrefix(thread string) []byte { return k.key(spaceThread, threa
 
 // checkpointPrefix is the packed prefix of the chunks of one checkpoint.
 func (k keys) checkpointPrefix(thread string, createdAt float64, id string) []byte {
-	return k.key(spaceThread, thread, threadData, sortKey(createdAt), id)
+	return k.appendCheckpointPrefix(thread, createdAt, id, 0)
+}
+
+// appendCheckpointPrefix is checkpointPrefix with room for extra bytes.
+func (k keys) appendCheckpointPrefix(thread string, createdAt float64, id string, extra int) []byte {
+	b := k.threadKey(thread, threadData, tuple.Float64Len+tuple.StringLen(id)+extra)
+	return tuple.AppendString(tuple.AppendFloat64(b, sortKey(createdAt)), id)
 }
 
 func (k keys) chunk(thread string, createdAt float64, id string, i int) []byte {
-	return k.key(spaceThread, thread, threadData, sortKey(createdAt), id, i)
+	return tuple.AppendInt(k.appendCheckpointPrefix(thread, createdAt, id, tuple.MaxIntLen), int64(i))
 }
 
 func (k keys) linksPrefix(thread string) []byte { return k.key(spaceThread, thread, threadLinks) }
-func (k keys) refsPrefix() []byte               { return k.key(spaceRefs) }
+func (k keys) refsPrefix() []byte               { return start(k.refSpace, 0) }
 
 // opsBefore is the range of every op marker written before ms.
 func (k keys) opsBefore(ms int64) kv.KeyRange {

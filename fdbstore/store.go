@@ -135,6 +135,9 @@ type Store struct {
 	db   kv.DB
 	opts Options
 	k    keys
+	// markerCost bounds what the marker read and finish add to a
+	// transaction: the same for every write of the store.
+	markerCost int
 }
 
 var (
@@ -170,7 +173,9 @@ func New(db kv.DB, opts Options) (*Store, error) {
 	if opts.BlobPage == 0 {
 		opts.BlobPage = DefaultBlobPage
 	}
-	return &Store{db: db, opts: opts, k: newKeys([]byte(prefix))}, nil
+	s := &Store{db: db, opts: opts, k: newKeys([]byte(prefix))}
+	s.markerCost = s.computeMarkerCost()
+	return s, nil
 }
 
 func resolvePrefix(p string) (string, error) {
@@ -484,8 +489,9 @@ func (s *Store) finish(tr kv.Transaction, o *op) {
 	tr.ClearRange(s.k.opsBefore(o.start.Add(-markerTTL).UnixMilli()))
 }
 
-// markerCost bounds what the marker read and finish add to a transaction.
-func (s *Store) markerCost() int {
+// computeMarkerCost bounds what the marker read and finish add to a
+// transaction.
+func (s *Store) computeMarkerCost() int {
 	key := s.k.op(math.MaxInt64, newToken()) // the longest marker key
 	return costRead(key) + costSet(key, 1) + costRange(s.k.opsBefore(math.MaxInt64))
 }

@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/fdbstore/internal/tuple"
 	"github.com/ckptstore/ckptstore/fdbstore/kv"
 )
 
@@ -61,35 +62,60 @@ func (s *Store) checkWriter(threadID string, w ckptstore.Writer, raw []byte) err
 	return nil
 }
 
-// stored is a checkpoint ready to write: its encoding, chunk keys and
-// distinct blob keys.
+// stored is a checkpoint ready to write: its encoding, its distinct blob
+// keys and every key its insertion writes, built once for the size check
+// and every attempt of the transaction. cp is read, never modified, and not
+// kept after the write returns; what is stored is enc.
 type stored struct {
 	cp    *ckptstore.Checkpoint
 	enc   []byte
 	blobs []string
+	// Keys: one per chunk, one per blob key (in blobs order, all in one
+	// allocation, each capped at its length), and the index, link, head
+	// and lease keys.
+	chunkKeys, refKeys                   [][]byte
+	indexKey, linkKey, headKey, leaseKey []byte
 }
 
-func newStored(cp *ckptstore.Checkpoint) *stored {
-	return &stored{cp: cp, enc: encodeCheckpoint(cp), blobs: cp.BlobKeys()}
+func (s *Store) newStored(cp *ckptstore.Checkpoint) *stored {
+	st := &stored{cp: cp, enc: encodeCheckpoint(cp), blobs: cp.BlobKeys()}
+	st.chunkKeys = make([][]byte, max(1, (len(st.enc)+kv.MaxValueSize-1)/kv.MaxValueSize))
+	for i := range st.chunkKeys {
+		st.chunkKeys[i] = s.k.chunk(cp.ThreadID, cp.CreatedAt, cp.ID, i)
+	}
+	n := 0
+	for _, b := range st.blobs {
+		n += len(s.k.refSpace) + tuple.StringLen(b)
+	}
+	buf := make([]byte, 0, n)
+	st.refKeys = make([][]byte, len(st.blobs))
+	for i, b := range st.blobs {
+		from := len(buf)
+		buf = tuple.AppendString(append(buf, s.k.refSpace...), b)
+		st.refKeys[i] = buf[from:len(buf):len(buf)]
+	}
+	st.indexKey = s.k.index(cp.ID)
+	st.linkKey = s.k.link(cp.ThreadID, cp.ID)
+	st.headKey = s.k.head(cp.ThreadID)
+	st.leaseKey = s.k.lease(cp.ThreadID)
+	return st
 }
-
-func (st *stored) chunks() int { return max(1, (len(st.enc)+kv.MaxValueSize-1)/kv.MaxValueSize) }
 
 // insertCost estimates the transaction bytes of inserting st (without the
 // marker and the op's own reads).
 func (s *Store) insertCost(st *stored) int {
 	cp := st.cp
 	n := 0
-	for i := range st.chunks() {
-		n += costSet(s.k.chunk(cp.ThreadID, cp.CreatedAt, cp.ID, i), 0)
+	for _, k := range st.chunkKeys {
+		n += costSet(k, 0)
 	}
 	n += len(st.enc)
-	n += costSet(s.k.index(cp.ID), len(cp.ThreadID)+16)
-	n += costSet(s.k.link(cp.ThreadID, cp.ID), len(cp.ParentCheckpointID)+40)
-	n += costSet(s.k.head(cp.ThreadID), len(cp.ID))
-	n += costRead(s.k.index(cp.ID)) + costRead(s.k.head(cp.ThreadID)) + costRead(s.k.lease(cp.ThreadID))
-	for _, b := range st.blobs {
-		n += costAtomic(s.k.ref(b))
+	n += costSet(st.indexKey, len(cp.ThreadID)+16)
+	n += costSet(st.linkKey, len(cp.ParentCheckpointID)+40)
+	n += costSet(st.headKey, len(cp.ID))
+	n += costRead(st.indexKey) + costRead(st.headKey) + costRead(st.leaseKey)
+	for _, k := range st.refKeys {
+		n += costAtomic(k)
 	}
 	return n
 }
@@ -110,9 +136,9 @@ func (s *Store) removeCost(thread string, createdAt float64, id, parent string, 
 // deleted again, in one transaction.
 func (s *Store) checkSize(st *stored) error {
 	cp := st.cp
-	ins := s.insertCost(st) + s.markerCost()
-	del := s.removeCost(cp.ThreadID, cp.CreatedAt, cp.ID, cp.ParentCheckpointID, len(st.blobs)) + s.markerCost() +
-		costRead(s.k.lease(cp.ThreadID)) + costRead(s.k.head(cp.ThreadID))
+	ins := s.insertCost(st) + s.markerCost
+	del := s.removeCost(cp.ThreadID, cp.CreatedAt, cp.ID, cp.ParentCheckpointID, len(st.blobs)) + s.markerCost +
+		costRead(st.leaseKey) + costRead(st.headKey)
 	if n := max(ins, del); n > MaxTransactionBytes {
 		return fmt.Errorf("%w: checkpoint %q is too large for one FoundationDB transaction: about %d bytes (encoding %d bytes, %d distinct blob keys), more than fdbstore's limit of %d",
 			ckptstore.ErrInvalidEntry, cp.ID, n, len(st.enc), len(st.blobs), MaxTransactionBytes)
@@ -124,18 +150,18 @@ func (s *Store) checkSize(st *stored) error {
 // counts its blobs.
 func (s *Store) insert(tr kv.Transaction, st *stored) {
 	cp := st.cp
-	for i := range st.chunks() {
+	for i, k := range st.chunkKeys {
 		end := min(len(st.enc), (i+1)*kv.MaxValueSize)
-		tr.Set(s.k.chunk(cp.ThreadID, cp.CreatedAt, cp.ID, i), st.enc[i*kv.MaxValueSize:end])
+		tr.Set(k, st.enc[i*kv.MaxValueSize:end])
 	}
 	ca := sortKey(cp.CreatedAt)
-	tr.Set(s.k.index(cp.ID), indexValue{thread: cp.ThreadID, createdAt: ca}.encode())
-	tr.Set(s.k.link(cp.ThreadID, cp.ID), linkValue{
+	tr.Set(st.indexKey, indexValue{thread: cp.ThreadID, createdAt: ca}.encode())
+	tr.Set(st.linkKey, linkValue{
 		parent: cp.ParentCheckpointID, createdAt: ca, size: int64(len(st.enc)), blobs: int64(len(st.blobs)),
 	}.encode())
-	tr.Set(s.k.head(cp.ThreadID), []byte(cp.ID))
-	for _, b := range st.blobs {
-		tr.Add(s.k.ref(b), 1)
+	tr.Set(st.headKey, []byte(cp.ID))
+	for _, k := range st.refKeys {
+		tr.Add(k, 1)
 	}
 }
 
@@ -167,7 +193,9 @@ func (s *Store) Append(ctx context.Context, cp *ckptstore.Checkpoint, expectedHe
 	if err := ckptstore.ValidateAppend(cp, expectedHeadID, w); err != nil {
 		return err
 	}
-	st := newStored(cp.Clone())
+	// No clone of cp: st holds its encoding, and the transaction reads only
+	// cp's strings.
+	st := s.newStored(cp)
 	if err := s.checkSize(st); err != nil {
 		return err
 	}
@@ -178,9 +206,9 @@ func (s *Store) Append(ctx context.Context, cp *ckptstore.Checkpoint, expectedHe
 		if err != nil {
 			return err
 		}
-		lf := tr.Get(s.k.lease(c.ThreadID))
-		idf := tr.Get(s.k.index(c.ID))
-		hf := tr.Get(s.k.head(c.ThreadID))
+		lf := tr.Get(st.leaseKey)
+		idf := tr.Get(st.indexKey)
+		hf := tr.Get(st.headKey)
 		if done, err := committed(mf); err != nil || done {
 			return err
 		}
@@ -375,7 +403,7 @@ func (s *Store) pruneBatch(ctx context.Context, threadID string, keep int, w ckp
 		doomed := chain[keep:]
 		slices.Reverse(doomed) // farthest first
 		// As many as fit in one transaction, at least one.
-		cost := s.markerCost() + costRead(s.k.lease(threadID)) + costRead(s.k.head(threadID)) + costRange(rangeOf(linksPrefix))
+		cost := s.markerCost + costRead(s.k.lease(threadID)) + costRead(s.k.head(threadID)) + costRange(rangeOf(linksPrefix))
 		var readBytes int64
 		n := 0
 		for n < len(doomed) && n < s.opts.PruneBatch {
@@ -488,7 +516,7 @@ func (s *Store) ForkFromCheckpoint(ctx context.Context, in ckptstore.ForkInput) 
 		if src == nil {
 			return fmt.Errorf("%w: checkpoint %q is indexed but has no data", errCorrupt, in.SourceCheckpointID)
 		}
-		st := newStored(ckptstore.ForkRoot(src, in))
+		st := s.newStored(ckptstore.ForkRoot(src, in))
 		if err := s.checkSize(st); err != nil {
 			return err // the destination's ids made the copy too large
 		}

@@ -31,6 +31,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 )
 
 // Type codes of the tuple layer (design/tuple.md).
@@ -120,14 +121,37 @@ func appendBytes(dst []byte, code byte, b []byte) []byte {
 // appendString is appendBytes for a string, without copying it to a []byte.
 func appendString(dst []byte, s string) []byte {
 	dst = append(dst, codeString)
-	for i := 0; i < len(s); i++ {
-		dst = append(dst, s[i])
-		if s[i] == 0x00 {
-			dst = append(dst, escapeByte)
+	for {
+		i := strings.IndexByte(s, 0x00)
+		if i < 0 {
+			break
 		}
+		dst = append(dst, s[:i+1]...)
+		dst = append(dst, escapeByte)
+		s = s[i+1:]
 	}
+	dst = append(dst, s...)
 	return append(dst, 0x00)
 }
+
+// AppendString appends the encoding of the string element s: Append(dst, s)
+// without boxing s in an interface, for keys built on hot paths.
+func AppendString(dst []byte, s string) []byte { return appendString(dst, s) }
+
+// AppendInt appends the encoding of the integer element i.
+func AppendInt(dst []byte, i int64) []byte { return appendInt(dst, i) }
+
+// AppendFloat64 appends the encoding of the float64 element f.
+func AppendFloat64(dst []byte, f float64) []byte { return appendDouble(dst, f) }
+
+// StringLen is the length of the encoding of the string element s.
+func StringLen(s string) int { return 2 + len(s) + strings.Count(s, "\x00") }
+
+// Float64Len is the length of the encoding of a float64 element.
+const Float64Len = doubleElemLen
+
+// MaxIntLen is the longest encoding of an integer element.
+const MaxIntLen = 1 + maxIntBytes
 
 // byteLen returns how many big-endian bytes u needs (0 for 0).
 func byteLen(u uint64) int {

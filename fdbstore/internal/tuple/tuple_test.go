@@ -289,3 +289,29 @@ func sameElem(got, want any) bool {
 	}
 	return got == want
 }
+
+// The typed appenders are Append without interfaces: same bytes, and the
+// lengths they announce are exact.
+func TestTypedAppenders(t *testing.T) {
+	for _, s := range []string{"", "a", "\x00", "a\x00b\x00\x00", "héllo", "\xff\x00\xff"} {
+		got := AppendString([]byte("p"), s)
+		if want := Append([]byte("p"), s); !bytes.Equal(got, want) {
+			t.Errorf("AppendString(%q) = %x, want %x", s, got, want)
+		}
+		if n := StringLen(s); n != len(got)-1 {
+			t.Errorf("StringLen(%q) = %d, encoding has %d bytes", s, n, len(got)-1)
+		}
+	}
+	for _, i := range []int64{0, 1, -1, 255, 256, -256, math.MaxInt64, math.MinInt64} {
+		got := AppendInt(nil, i)
+		if want := Pack(i); !bytes.Equal(got, want) || len(got) > MaxIntLen {
+			t.Errorf("AppendInt(%d) = %x, want %x (at most %d bytes)", i, got, want, MaxIntLen)
+		}
+	}
+	for _, f := range []float64{0, math.Copysign(0, -1), 1.5, -1e300, math.Inf(1), math.NaN()} {
+		got := AppendFloat64(nil, f)
+		if want := Pack(f); !bytes.Equal(got, want) || len(got) != Float64Len {
+			t.Errorf("AppendFloat64(%v) = %x, want %x (%d bytes)", f, got, want, Float64Len)
+		}
+	}
+}

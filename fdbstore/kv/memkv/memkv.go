@@ -7,15 +7,31 @@
 //
 // Invariants:
 //
-//   - Committed data is a sequence of immutable snapshots, one per commit
-//     version. A snapshot is a copy-on-write clone of a B-tree
-//     (github.com/google/btree), so publishing one costs O(1) and readers
-//     never lock: a transaction holds the snapshot of the version that was
-//     latest when it began (its read version) and reads only that.
-//     Snapshots no transaction holds are reclaimed by Go's collector.
-//   - Commits are serialised by DB.mu: the conflict check, the mutations,
-//     the new snapshot and the conflict-history entry form one critical
-//     section, so version order is commit order.
+//   - Committed data is a sequence of immutable snapshots. A snapshot is a
+//     copy-on-write clone of a B-tree (github.com/google/btree), so
+//     publishing one costs O(1) and readers never lock: a transaction holds
+//     the snapshot that was latest when it began (its read version is that
+//     snapshot's version) and reads only that. Snapshots no transaction
+//     holds are reclaimed by Go's collector.
+//   - Commits are group commits, as a FoundationDB proxy batches them:
+//     committing goroutines queue their commits, and one of them at a time
+//     (the leader) runs every queued commit in queue order under DB.mu
+//     (fault draw, conflict check, mutations, conflict-history entry, one
+//     version each), then publishes one snapshot at the batch's last
+//     version, wakes the others and passes the lead to the first commit
+//     queued meanwhile. So version order is commit order, a later commit
+//     of a batch is checked against the earlier ones, and DB.mu is never
+//     handed to a goroutine that is not running (the lock convoy that a
+//     contended mutex forms). Version counts applied commits; versions
+//     inside a batch are never published, so no transaction reads at one.
+//   - Nothing but the leader takes DB.mu (and SetFaults). Begin, the end
+//     of a transaction and Version load the published (version, snapshot)
+//     pair atomically and register read versions under DB.activeMu, whose
+//     critical sections are a few map operations: a transaction's reads
+//     and buffering never wait for a commit.
+//   - A commit that carries writes yields the processor before it returns
+//     (runtime.Gosched), as the round trip to a cluster would, so that
+//     CPU-bound writers take turns per commit.
 //   - A commit fails with not_committed (1020) when a read-conflict range of
 //     the transaction (every non-snapshot read, every AddReadConflictRange)
 //     intersects the write ranges of any commit with a version above the
@@ -25,9 +41,16 @@
 //     skew and phantoms are refused.
 //   - The conflict history keeps the write ranges of every commit newer than
 //     the oldest open transaction's read version and younger than Lifetime
-//     on the engine clock. floor is the newest version dropped from it; a
-//     transaction whose read version is below floor cannot be checked and
-//     fails with transaction_too_old (1007), as on a cluster.
+//     on the engine clock, in version order. floor is the newest version
+//     dropped from it; a transaction whose read version is below floor
+//     cannot be checked and fails with transaction_too_old (1007), as on a
+//     cluster. A commit checks only the commits after its own read version
+//     (those that ran while it did, however long a slow transaction pins
+//     the rest), each by binary search: O(reads × log writes) per commit.
+//   - A read version is registered in DB.active before the batch that
+//     could drop the history it needs computes the oldest one: Begin loads
+//     the published version and registers it in one DB.activeMu section,
+//     and a batch publishes its version before it reads DB.active.
 //   - A transaction buffers its writes (read-your-writes): reads see them,
 //     atomic operations on keys of unknown value are kept as operations and
 //     applied to the value current at commit, so Add and CompareAndClear add
@@ -185,13 +208,22 @@ type counters struct {
 // nodes make commits cheaper.
 const btreeDegree = 16
 
-// item is one committed key. Its slices are never modified after insertion,
-// which is what lets snapshots share them.
+// item is one committed key. The tree holds pointers, so the nodes that a
+// commit copies after a snapshot (copy-on-write) are a sixth of the size
+// they would be with the slices inline. An item and its slices are never
+// modified once a snapshot holds them, which is what lets snapshots share
+// them; a new value is a new item.
 type item struct {
 	key, value []byte
 }
 
-func itemLess(a, b item) bool { return bytes.Compare(a.key, b.key) < 0 }
+func itemLess(a, b *item) bool { return bytes.Compare(a.key, b.key) < 0 }
+
+// published is a committed version and its snapshot, swapped as one.
+type published struct {
+	version uint64
+	snap    *btree.BTreeG[*item]
+}
 
 // commitRecord is the conflict-history entry of one commit.
 type commitRecord struct {
@@ -209,14 +241,24 @@ type DB struct {
 
 	faultCfg atomic.Pointer[Faults] // read without mu by the latency paths
 
-	mu       sync.Mutex          // the commit lock; guards the fields below
-	master   *btree.BTreeG[item] // latest data, written only under mu, never read outside it
-	snap     *btree.BTreeG[item] // published clone of master at version
-	version  uint64
-	active   map[uint64]int // read version -> open transactions at it
-	history  []commitRecord // ascending version
+	mu       sync.Mutex           // the commit lock; guards the fields below
+	master   *btree.BTreeG[*item] // latest data, written only under mu, never read outside it
+	probe    item                 // search key of master
+	version  uint64               // latest applied; published at the end of its batch
+	history  []commitRecord       // ascending version
 	floor    uint64
 	faultRNG *rand.Rand
+
+	// state is the latest committed version and a clone of master at it;
+	// stored under mu, loaded without it.
+	state atomic.Pointer[published]
+
+	activeMu sync.Mutex     // guards active only; never held while taking mu
+	active   map[uint64]int // read version -> open transactions at it
+
+	queueMu sync.Mutex   // guards the commit queue; never held while taking mu
+	queue   []*commitReq // commits waiting for the leader
+	leading bool         // a goroutine is leading: it will run the queue
 
 	backoffMu  sync.Mutex
 	backoffRNG *rand.Rand
@@ -264,7 +306,7 @@ func NewWithOptions(opts Options) (*DB, error) {
 	if db.backoffMax < db.backoffBase {
 		return nil, errors.New("memkv: BackoffMax below BackoffBase")
 	}
-	db.snap = db.master.Clone()
+	db.state.Store(&published{snap: db.master.Clone()})
 	db.backoffRNG = rand.New(rand.NewPCG(uint64(opts.Faults.Seed), 0x6d656d6b76))
 	db.setFaults(opts.Faults)
 	return db, nil
@@ -317,11 +359,7 @@ func (db *DB) ResetStats() {
 
 // Version returns the latest committed version: 0 for a new DB, +1 per
 // applied commit.
-func (db *DB) Version() uint64 {
-	db.mu.Lock()
-	defer db.mu.Unlock()
-	return db.version
-}
+func (db *DB) Version() uint64 { return db.state.Load().version }
 
 // Begin starts a transaction at the latest committed version. ctx bounds
 // its latency waits and its commit. The caller must end it with Commit or
@@ -329,12 +367,12 @@ func (db *DB) Version() uint64 {
 // Transact and ReadTransact are the usual way in; Begin is for tests that
 // interleave transactions by hand.
 func (db *DB) Begin(ctx context.Context) *Tx {
-	db.mu.Lock()
-	rv, snap := db.version, db.snap
-	db.active[rv]++
-	db.mu.Unlock()
+	db.activeMu.Lock()
+	st := db.state.Load()
+	db.active[st.version]++
+	db.activeMu.Unlock()
 	db.stats.transactions.Add(1)
-	return &Tx{db: db, ctx: ctx, rv: rv, snap: snap, start: db.now()}
+	return &Tx{db: db, ctx: ctx, rv: st.version, snap: st.snap, start: db.now()}
 }
 
 // Transact runs fn in a transaction and commits it, retrying on retryable
@@ -434,8 +472,8 @@ func sleepUntil(ctx context.Context, t time.Time) error {
 
 // release unpins a read version.
 func (db *DB) release(rv uint64) {
-	db.mu.Lock()
-	defer db.mu.Unlock()
+	db.activeMu.Lock()
+	defer db.activeMu.Unlock()
 	if db.active[rv]--; db.active[rv] <= 0 {
 		delete(db.active, rv)
 	}
@@ -450,11 +488,83 @@ type commitPlan struct {
 	entries []*wentry     // ascending key
 }
 
-// commit is the critical section: fault draw, conflict check, apply,
-// publish.
-func (db *DB) commit(p *commitPlan) error {
+// commitReq is a commit waiting in the queue. Its transaction holds it, so
+// queueing allocates nothing.
+type commitReq struct {
+	plan *commitPlan
+	// Set by a leader before wg.Done: the outcome, or lead when the
+	// request's own goroutine must lead the next batch (then err is unset).
+	err  error
+	lead bool
+	wg   sync.WaitGroup
+}
+
+// commit queues p and returns its outcome. Commits are group commits, as a
+// FoundationDB proxy batches them: one goroutine at a time, the leader,
+// runs every queued commit in order under DB.mu, publishes one snapshot
+// for the batch and wakes the others. Then it passes the lead to the
+// first commit queued meanwhile. So DB.mu is never handed to a goroutine
+// that is not running: with a plain contended mutex, which turns fair
+// (FIFO hand-off) after a waiter has waited 1 ms, every hand-off goes to a
+// goroutine that must first be scheduled, and the lock sits idle while
+// the goroutines that could run queue behind it (a lock convoy). A batch
+// also clones its snapshot once, however many commits it holds.
+func (db *DB) commit(req *commitReq) error {
+	req.wg.Add(1)
+	db.queueMu.Lock()
+	db.queue = append(db.queue, req)
+	lead := !db.leading
+	db.leading = true
+	db.queueMu.Unlock()
+	if !lead {
+		req.wg.Wait()
+		if !req.lead {
+			return req.err
+		}
+	}
+	db.lead(req)
+	return req.err
+}
+
+// lead runs the queued commits, own among them, and hands the lead on.
+func (db *DB) lead(own *commitReq) {
+	db.queueMu.Lock()
+	batch := db.queue
+	db.queue = nil
+	db.queueMu.Unlock()
+
 	db.mu.Lock()
-	defer db.mu.Unlock()
+	applied := false
+	for _, r := range batch {
+		r.err = db.commitOne(r.plan, &applied)
+	}
+	if applied {
+		db.publish()
+	}
+	db.mu.Unlock()
+
+	db.queueMu.Lock()
+	var next *commitReq
+	if len(db.queue) > 0 {
+		next = db.queue[0]
+	} else {
+		db.leading = false
+	}
+	db.queueMu.Unlock()
+	for _, r := range batch {
+		if r != own {
+			r.wg.Done()
+		}
+	}
+	if next != nil {
+		next.lead = true
+		next.wg.Done()
+	}
+}
+
+// commitOne is one commit of a batch: fault draw, conflict check, apply.
+// It sets *applied when it changed the data. Called with mu held.
+func (db *DB) commitOne(p *commitPlan, applied *bool) error {
 	if p.rv < db.floor {
 		return kv.NewError(kv.CodeTransactionTooOld)
 	}
@@ -479,11 +589,97 @@ func (db *DB) commit(p *commitPlan) error {
 		return kv.NewError(kv.CodeCommitUnknownResult)
 	}
 	db.apply(p)
+	*applied = true
 	if u < ua {
 		db.stats.faults.Add(1)
 		return kv.NewError(kv.CodeCommitUnknownResult)
 	}
 	return nil
+}
+
+func (db *DB) apply(p *commitPlan) {
+	m := db.master
+	var bytesW int64
+	var doomed []*item
+	for _, c := range p.clears {
+		doomed = doomed[:0]
+		m.AscendRange(&item{key: c.Begin}, &item{key: c.End}, func(it *item) bool {
+			doomed = append(doomed, it)
+			return true
+		})
+		for _, it := range doomed {
+			m.Delete(it)
+		}
+		bytesW += int64(len(c.Begin) + len(c.End))
+	}
+	for _, e := range p.entries {
+		if e.known {
+			bytesW += int64(len(e.key) + len(e.value))
+			if e.present {
+				m.ReplaceOrInsert(&item{key: e.key, value: e.value})
+			} else {
+				db.probe.key = e.key
+				m.Delete(&db.probe)
+			}
+			continue
+		}
+		bytesW += int64(len(e.key))
+		for _, op := range e.ops {
+			bytesW += int64(op.size())
+		}
+		// One descent: insert a new item and fill its value from the one
+		// it replaced. No snapshot holds it before publish clones master,
+		// so setting its value now keeps items immutable to readers.
+		it := &item{key: e.key}
+		old, ok := m.ReplaceOrInsert(it)
+		var base []byte
+		if ok {
+			base = old.value
+		}
+		var present bool
+		if it.value, present = applyOps(base, ok, e.ops); !present {
+			m.Delete(it)
+		}
+	}
+	db.probe.key = nil
+	db.version++
+	// Later commits of the batch check against this one: its record goes
+	// in now, and publish prunes what no open transaction needs.
+	db.history = append(db.history, commitRecord{version: db.version, at: db.now(), writes: p.writes})
+	db.stats.commits.Add(1)
+	db.stats.keysWritten.Add(int64(len(p.entries)))
+	db.stats.rangesCleared.Add(int64(len(p.clears)))
+	db.stats.bytesWritten.Add(bytesW)
+}
+
+// publish makes the commits applied so far visible to new transactions,
+// and drops the conflict history no open transaction can need: commits at
+// or below the oldest open read version, and commits older than Lifetime
+// (any transaction that could need those is too old to commit anyway).
+// The version is published before the oldest read version is read, so a
+// transaction that began at an older one is registered by then.
+func (db *DB) publish() {
+	db.state.Store(&published{version: db.version, snap: db.master.Clone()})
+	oldest := db.version
+	db.activeMu.Lock()
+	for rv := range db.active {
+		oldest = min(oldest, rv)
+	}
+	db.activeMu.Unlock()
+	now := db.now()
+	cut := 0
+	for cut < len(db.history) {
+		h := db.history[cut]
+		if h.version > oldest && now.Sub(h.at) <= Lifetime {
+			break
+		}
+		cut++
+	}
+	if cut > 0 {
+		db.floor = max(db.floor, db.history[cut-1].version)
+		clear(db.history[:cut])
+		db.history = db.history[cut:]
+	}
 }
 
 // conflicts reports whether reads intersect a write of any commit after rv.
@@ -498,72 +694,4 @@ func (db *DB) conflicts(rv uint64, reads []kv.KeyRange) bool {
 		}
 	}
 	return false
-}
-
-func (db *DB) apply(p *commitPlan) {
-	m := db.master
-	var bytesW int64
-	for _, c := range p.clears {
-		var doomed []item
-		m.AscendRange(item{key: c.Begin}, item{key: c.End}, func(it item) bool {
-			doomed = append(doomed, it)
-			return true
-		})
-		for _, it := range doomed {
-			m.Delete(it)
-		}
-		bytesW += int64(len(c.Begin) + len(c.End))
-	}
-	for _, e := range p.entries {
-		var value []byte
-		present := e.present
-		if e.known {
-			value = e.value
-			bytesW += int64(len(e.key) + len(e.value))
-		} else {
-			cur, ok := m.Get(item{key: e.key})
-			value, present = applyOps(cur.value, ok, e.ops)
-			bytesW += int64(len(e.key))
-			for _, op := range e.ops {
-				bytesW += int64(op.size())
-			}
-		}
-		if present {
-			m.ReplaceOrInsert(item{key: e.key, value: value})
-		} else {
-			m.Delete(item{key: e.key})
-		}
-	}
-	db.version++
-	db.snap = m.Clone()
-	now := db.now()
-	db.history = append(db.history, commitRecord{version: db.version, at: now, writes: p.writes})
-	db.prune(now)
-	db.stats.commits.Add(1)
-	db.stats.keysWritten.Add(int64(len(p.entries)))
-	db.stats.rangesCleared.Add(int64(len(p.clears)))
-	db.stats.bytesWritten.Add(bytesW)
-}
-
-// prune drops history no open transaction can need: commits at or below
-// the oldest open read version, and commits older than Lifetime (any
-// transaction that could need those is too old to commit anyway).
-func (db *DB) prune(now time.Time) {
-	oldest := db.version
-	for rv := range db.active {
-		oldest = min(oldest, rv)
-	}
-	cut := 0
-	for cut < len(db.history) {
-		h := db.history[cut]
-		if h.version > oldest && now.Sub(h.at) <= Lifetime {
-			break
-		}
-		cut++
-	}
-	if cut > 0 {
-		db.floor = max(db.floor, db.history[cut-1].version)
-		clear(db.history[:cut])
-		db.history = db.history[cut:]
-	}
 }

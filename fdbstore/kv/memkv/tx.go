@@ -22,6 +22,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"runtime"
 	"sort"
 	"sync"
 	"time"
@@ -47,7 +48,7 @@ type Tx struct {
 	db    *DB
 	ctx   context.Context
 	rv    uint64
-	snap  *btree.BTreeG[item]
+	snap  *btree.BTreeG[*item]
 	start time.Time // engine clock at Begin
 
 	mu       sync.Mutex
@@ -59,6 +60,9 @@ type Tx struct {
 	reads    []kv.KeyRange // read-conflict ranges, unsorted
 	size     int           // approximate transaction size, as FoundationDB counts it
 	open     *round        // batch that reads issued now join
+	probe    item          // search key of snap
+	wprobe   wentry        // search key of writes
+	req      commitReq     // this transaction in the commit queue
 }
 
 var _ kv.Transaction = (*Tx)(nil)
@@ -109,9 +113,10 @@ func applyOps(base []byte, present bool, ops []atomicOp) ([]byte, bool) {
 type wentry struct {
 	key     []byte
 	known   bool
-	present bool       // known: the key has value
-	value   []byte     // known && present
-	ops     []atomicOp // !known
+	present bool        // known: the key has value
+	value   []byte      // known && present
+	ops     []atomicOp  // !known
+	op1     [1]atomicOp // backs ops while it holds one operation, the usual case
 }
 
 func wentryLess(a, b *wentry) bool { return bytes.Compare(a.key, b.key) < 0 }
@@ -141,6 +146,17 @@ func clone(b []byte) []byte {
 
 func keyAfter(k []byte) []byte {
 	return append(append(make([]byte, 0, len(k)+1), k...), 0)
+}
+
+// pointRange returns [k, keyAfter(k)) as copies of k sharing one
+// allocation (each capped at its length, so appending to one cannot
+// reach the other).
+func pointRange(k []byte) kv.KeyRange {
+	n := len(k)
+	b := make([]byte, 2*n+1)
+	copy(b, k)
+	copy(b[n:], k)
+	return kv.KeyRange{Begin: b[:n:n], End: b[n:]}
 }
 
 // usable reports why the transaction can no longer read or commit.
@@ -211,7 +227,9 @@ func (tr *Tx) entry(k []byte) *wentry {
 	if tr.writes == nil {
 		return nil
 	}
-	e, _ := tr.writes.Get(&wentry{key: k})
+	tr.wprobe.key = k
+	e, _ := tr.writes.Get(&tr.wprobe)
+	tr.wprobe.key = nil
 	return e
 }
 
@@ -264,13 +282,19 @@ func (tr *Tx) get(key []byte, snapshot bool) kv.FutureValue {
 	if e == nil && tr.cleared(key) {
 		return &futureValue{}
 	}
-	it, ok := tr.snap.Get(item{key: key})
-	v, present := it.value, ok
+	tr.probe.key = key
+	it, ok := tr.snap.Get(&tr.probe)
+	tr.probe.key = nil
+	var v []byte
+	present := ok
+	if ok {
+		v = it.value
+	}
 	if e != nil {
 		v, present = e.resolve(v, present)
 	}
 	if !snapshot {
-		tr.addRead(kv.KeyRange{Begin: clone(key), End: keyAfter(key)})
+		tr.addRead(pointRange(key))
 	}
 	return &futureValue{waiter: waiter{tr: tr, round: tr.batch()}, val: v, present: present}
 }
@@ -367,7 +391,7 @@ func (tr *Tx) scan(r kv.KeyRange, opts kv.RangeOptions, local bool) (pairs []kv.
 		}
 		return true
 	}
-	visit := func(it item) bool {
+	visit := func(it *item) bool {
 		if !flush(it.key) {
 			return false
 		}
@@ -386,7 +410,7 @@ func (tr *Tx) scan(r kv.KeyRange, opts kv.RangeOptions, local bool) (pairs []kv.
 	}
 	if !local {
 		if rev {
-			tr.snap.DescendLessOrEqual(item{key: r.End}, func(it item) bool {
+			tr.snap.DescendLessOrEqual(&item{key: r.End}, func(it *item) bool {
 				if bytes.Equal(it.key, r.End) {
 					return true
 				}
@@ -396,7 +420,7 @@ func (tr *Tx) scan(r kv.KeyRange, opts kv.RangeOptions, local bool) (pairs []kv.
 				return visit(it)
 			})
 		} else {
-			tr.snap.AscendRange(item{key: r.Begin}, item{key: r.End}, visit)
+			tr.snap.AscendRange(&item{key: r.Begin}, &item{key: r.End}, visit)
 		}
 	}
 	if !hitLimit {
@@ -529,7 +553,8 @@ func (tr *Tx) atomic(key []byte, op atomicOp) {
 	case e == nil:
 		e = tr.entryFor(key)
 		e.known = false
-		e.ops = []atomicOp{op}
+		e.op1[0] = op
+		e.ops = e.op1[:]
 	default:
 		if n := len(e.ops); op.kind == opAdd && e.ops[n-1].kind == opAdd {
 			e.ops[n-1].delta += op.delta // two's-complement sums commute and wrap like FoundationDB's
@@ -618,7 +643,15 @@ func (tr *Tx) Commit() error {
 			return fmt.Errorf("memkv: commit abandoned: %w", err)
 		}
 	}
-	return tr.db.commit(p)
+	tr.req.plan = p
+	err := tr.db.commit(&tr.req)
+	// A commit is a round trip on a cluster: the client waits and other
+	// goroutines run. Yield here likewise, so that CPU-bound transactions
+	// take turns per commit rather than per scheduler time slice (10 ms),
+	// which would give a few of them long runs of commits and the others
+	// latencies of many slices.
+	runtime.Gosched()
+	return err
 }
 
 // plan freezes the buffered writes for the engine. Called with tr.mu held;
@@ -628,12 +661,21 @@ func (tr *Tx) plan() (*commitPlan, int) {
 	var points []kv.KeyRange
 	if tr.writes != nil {
 		p.entries = make([]*wentry, 0, tr.writes.Len())
-		points = make([]kv.KeyRange, 0, tr.writes.Len())
+		n := 0
 		tr.writes.Ascend(func(e *wentry) bool {
 			p.entries = append(p.entries, e)
-			points = append(points, kv.KeyRange{Begin: e.key, End: keyAfter(e.key)})
+			n += len(e.key) + 1
 			return true
 		})
+		// The ends of the point ranges, carved from one allocation; the
+		// history keeps them until the commit is pruned.
+		ends := make([]byte, 0, n)
+		points = make([]kv.KeyRange, len(p.entries), len(p.entries)+len(tr.clears))
+		for i, e := range p.entries {
+			from := len(ends)
+			ends = append(append(ends, e.key...), 0)
+			points[i] = kv.KeyRange{Begin: e.key, End: ends[from:len(ends):len(ends)]}
+		}
 	}
 	p.writes = mergeRanges(append(points, tr.clears...))
 	return p, tr.size
