@@ -6,18 +6,16 @@ package ckptstore_test
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/internal/testkit"
 )
 
 // fileKey and artifactKey return distinct valid blob keys for n.
-func fileKey(n int) string     { return fmt.Sprintf("sandbox-files/sha256/%064x", n) }
-func artifactKey(n int) string { return fmt.Sprintf("sandbox-artifacts/sha256/%064x", n) }
+var fileKey, artifactKey = testkit.FileKey, testkit.ArtifactKey
 
 // validCheckpoint returns a checkpoint that passes Validate and uses every
 // field, so that a test can break exactly one rule.
@@ -43,24 +41,9 @@ func validCheckpoint() *ckptstore.Checkpoint {
 }
 
 // clock is a time source that only moves when a test moves it.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
+type clock = testkit.Clock
 
-func newClock() *clock { return &clock{now: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
+func newClock() *clock { return testkit.NewClock(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)) }
 
 // wantErr fails t unless err satisfies errors.Is with want (nil: no error).
 // When contains is not empty, the message must also contain it, which is how

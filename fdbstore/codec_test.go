@@ -11,8 +11,14 @@ import (
 
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/fdbstore/internal/tuple"
+	"github.com/ckptstore/ckptstore/internal/testkit"
 )
 
+// TestCodecRoundTrip checks the value fdbstore composes from cpcodec's
+// parts (whose own round-trip, damage and fuzz tests live in
+// internal/cpcodec): exact, nil apart from empty, every truncation refused
+// with errCorrupt (a value that lost its last chunk included), and no
+// memory shared with the stored bytes.
 func TestCodecRoundTrip(t *testing.T) {
 	full := &ckptstore.Checkpoint{
 		ID: "c1", ThreadID: "t\x00é", ParentCheckpointID: "c0", CreatedAt: 1.5e12 + 0.25,
@@ -32,7 +38,8 @@ func TestCodecRoundTrip(t *testing.T) {
 		{ID: "x", ThreadID: "y", CreatedAt: math.Copysign(0, -1), Reason: ckptstore.ReasonAutomatic},                                                                         // nil slices
 		{ID: "x", ThreadID: "y", CreatedAt: -1e300, Reason: ckptstore.ReasonForkRoot, Files: []ckptstore.Entry{}, Artifacts: []ckptstore.Artifact{}, Conversation: []byte{}}, // empty, not nil
 	} {
-		enc := encodeCheckpoint(cp)
+		enc, err := encodeCheckpoint(cp)
+		testkit.Must(t, err)
 		got, err := decodeCheckpoint(enc)
 		if err != nil {
 			t.Fatal(err)
@@ -54,13 +61,27 @@ func TestCodecRoundTrip(t *testing.T) {
 		}
 	}
 	// A decoded checkpoint shares no memory with the stored bytes.
-	enc := encodeCheckpoint(full)
-	got, _ := decodeCheckpoint(enc)
+	enc, err := encodeCheckpoint(full)
+	testkit.Must(t, err)
+	got, err := decodeCheckpoint(enc)
+	testkit.Must(t, err)
 	for i := range enc {
 		enc[i] = 0
 	}
 	if !reflect.DeepEqual(got, full) {
 		t.Fatal("decoded checkpoint aliases its encoding")
+	}
+	// A value of another version is refused, not misread.
+	enc, _ = encodeCheckpoint(full)
+	enc[0]++
+	if _, err := decodeCheckpoint(enc); !errors.Is(err, errCorrupt) {
+		t.Fatalf("unknown version: %v, want errCorrupt", err)
+	}
+	// An entry the layout cannot hold exactly is refused before any write.
+	bad := full.Clone()
+	bad.Files[0].Size = 1
+	if _, err := encodeCheckpoint(bad); !errors.Is(err, ckptstore.ErrInvalidEntry) {
+		t.Fatalf("directory with a size: %v, want ErrInvalidEntry", err)
 	}
 }
 
@@ -136,7 +157,8 @@ func TestTypedKeysMatchTuples(t *testing.T) {
 		{Path: "a", Kind: ckptstore.KindFile, BlobKey: "sandbox-files/sha256/" + strings.Repeat("a", 64)},
 		{Path: "b", Kind: ckptstore.KindFile, BlobKey: "sandbox-files/sha256/" + strings.Repeat("b", 64)},
 	}}
-	st := s.newStored(cp)
+	st, err := s.newStored(cp)
+	testkit.Must(t, err)
 	if len(st.refKeys) != 2 {
 		t.Fatalf("%d ref keys, want 2", len(st.refKeys))
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/ckptstore/ckptstore/fdbstore"
 	"github.com/ckptstore/ckptstore/fdbstore/internal/storetest"
 	"github.com/ckptstore/ckptstore/fdbstore/kv/memkv"
+	"github.com/ckptstore/ckptstore/internal/testkit"
 )
 
 // newMemStore returns a Store over a fresh memkv engine.
@@ -45,7 +46,7 @@ func faults(seed int64) memkv.Faults {
 
 var ctx = context.Background()
 
-func fileKey(n int) string { return fmt.Sprintf("sandbox-files/sha256/%064x", n) }
+var fileKey = testkit.FileKey
 
 // checkpoint returns a valid checkpoint of thread with the given blob
 // numbers as files.
@@ -60,12 +61,7 @@ func checkpoint(thread, id, parent string, createdAt float64, blobs ...int) *ckp
 	return cp
 }
 
-func must(t testing.TB, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
-}
+var must = testkit.Must
 
 // chain appends n checkpoints c0..c(n-1) to thread, each sharing blob 0
 // and owning blob i+1, and returns their ids.

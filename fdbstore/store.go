@@ -13,11 +13,15 @@
 //	(P, "i", id)                             → tuple(thread, createdAt)       checkpoint index
 //	(P, "t", thread, "h")                    → head id (UTF-8 bytes)          absent = no head
 //	(P, "t", thread, "l")                    → tuple(token, fence, unixSec, nanos)  the writer lease
-//	(P, "t", thread, "c", createdAt, id, i)  → chunk i of the checkpoint's encoding (codec.go)
+//	(P, "t", thread, "c", createdAt, id, i)  → chunk i of the checkpoint's value (codec.go)
 //	(P, "t", thread, "p", id)                → tuple(parent, createdAt, size, blobs)  chain link
 //	(P, "r", blobKey)                        → reference count, int64 little endian
 //	(P, "o", wallMillis, token)              → 0x01: a write that committed (idempotency)
 //	(P, "n", key)                            → tuple(…) an InstanceRecord (instance.go)
+//
+// A checkpoint's value is built from the parts of internal/cpcodec that
+// redisstore stores too (codec.go: version, ids, header, body,
+// conversation); it keeps createdAt's exact bits.
 //
 // createdAt in keys is the float64 with -0 mapped to +0 (sortKey); the
 // tuple encoding orders doubles numerically, and strings by their UTF-8

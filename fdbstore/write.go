@@ -77,8 +77,12 @@ type stored struct {
 	indexKey, linkKey, headKey, leaseKey []byte
 }
 
-func (s *Store) newStored(cp *ckptstore.Checkpoint) *stored {
-	st := &stored{cp: cp, enc: encodeCheckpoint(cp), blobs: cp.BlobKeys()}
+func (s *Store) newStored(cp *ckptstore.Checkpoint) (*stored, error) {
+	enc, err := encodeCheckpoint(cp)
+	if err != nil {
+		return nil, err
+	}
+	st := &stored{cp: cp, enc: enc, blobs: cp.BlobKeys()}
 	st.chunkKeys = make([][]byte, max(1, (len(st.enc)+kv.MaxValueSize-1)/kv.MaxValueSize))
 	for i := range st.chunkKeys {
 		st.chunkKeys[i] = s.k.chunk(cp.ThreadID, cp.CreatedAt, cp.ID, i)
@@ -98,7 +102,7 @@ func (s *Store) newStored(cp *ckptstore.Checkpoint) *stored {
 	st.linkKey = s.k.link(cp.ThreadID, cp.ID)
 	st.headKey = s.k.head(cp.ThreadID)
 	st.leaseKey = s.k.lease(cp.ThreadID)
-	return st
+	return st, nil
 }
 
 // insertCost estimates the transaction bytes of inserting st (without the
@@ -195,7 +199,10 @@ func (s *Store) Append(ctx context.Context, cp *ckptstore.Checkpoint, expectedHe
 	}
 	// No clone of cp: st holds its encoding, and the transaction reads only
 	// cp's strings.
-	st := s.newStored(cp)
+	st, err := s.newStored(cp)
+	if err != nil {
+		return err
+	}
 	if err := s.checkSize(st); err != nil {
 		return err
 	}
@@ -516,7 +523,10 @@ func (s *Store) ForkFromCheckpoint(ctx context.Context, in ckptstore.ForkInput) 
 		if src == nil {
 			return fmt.Errorf("%w: checkpoint %q is indexed but has no data", errCorrupt, in.SourceCheckpointID)
 		}
-		st := s.newStored(ckptstore.ForkRoot(src, in))
+		st, err := s.newStored(ckptstore.ForkRoot(src, in))
+		if err != nil {
+			return err
+		}
 		if err := s.checkSize(st); err != nil {
 			return err // the destination's ids made the copy too large
 		}

@@ -163,7 +163,11 @@ func runRawBenchmark(b testing.TB, tool, addr, sha string, tmpl *ckptstore.Check
 	base := "{rawbench}:"
 	cp := *tmpl
 	cp.ID, cp.ThreadID = "bench0-000000000000", "bench0"
-	body := strings.Repeat("x", len(encodeBody(&cp)))
+	enc, err := encodeBody(&cp)
+	if err != nil {
+		b.Fatal(err)
+	}
+	body := strings.Repeat("x", len(enc))
 	header := strings.Repeat("h", len(encodeHeader(&cp)))
 	args := []string{"-h", host, "-p", port, "-c", strconv.Itoa(g), "-n", strconv.Itoa(n), "-r", "100000000", "--csv",
 		"EVALSHA", sha, "6",

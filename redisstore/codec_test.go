@@ -1,116 +1,80 @@
 package redisstore
 
+// The encoding's own round trips, damage and fuzz tests live in
+// internal/cpcodec; these check how the store composes the three strings
+// and that every failure wraps ErrCorrupt.
+
 import (
 	"errors"
 	"math"
-	"math/rand/v2"
 	"reflect"
-	"strings"
 	"testing"
 
 	"github.com/ckptstore/ckptstore"
 )
 
-func randString(rng *rand.Rand) string {
-	const alphabet = "ab/:{}\x00é😀"
-	r := []rune(alphabet)
-	var b strings.Builder
-	for range rng.IntN(6) {
-		b.WriteRune(r[rng.IntN(len(r))])
+func codecCheckpoints() []*ckptstore.Checkpoint {
+	return []*ckptstore.Checkpoint{
+		cpWith("c1", "t\x00é", "c0", 1.5e12+0.25, 1, 2),
+		{ID: "x", ThreadID: "y", CreatedAt: math.Copysign(0, -1), Reason: ckptstore.ReasonNamed, Label: "v1 ✓", SourceRunID: "run-7",
+			Files: []ckptstore.Entry{{Path: "src", Kind: ckptstore.KindDir}}, Conversation: []byte{},
+			Artifacts: []ckptstore.Artifact{{ArtifactID: "a", Name: "n", MimeType: "m", Size: ckptstore.MaxSize, BlobKey: blobKey("artifacts", 3), CreatedAt: -1e300}}},
+		{ID: "x", ThreadID: "y", Reason: ckptstore.ReasonForkRoot}, // nil slices, nil conversation
 	}
-	return b.String()
 }
 
-// randCheckpoint returns a checkpoint with random fields, nil and empty
-// slices included (the codec keeps them apart).
-func randCheckpoint(rng *rand.Rand) *ckptstore.Checkpoint {
-	cp := &ckptstore.Checkpoint{ID: "id", ThreadID: "t", CreatedAt: math.Float64frombits(rng.Uint64()),
-		Reason: ckptstore.Reason(randString(rng)), Label: randString(rng), SourceRunID: randString(rng)}
-	if rng.IntN(3) > 0 {
-		cp.Files = make([]ckptstore.Entry, rng.IntN(4))
-		for i := range cp.Files {
-			if rng.IntN(2) == 0 {
-				cp.Files[i] = ckptstore.Entry{Path: randString(rng), Kind: ckptstore.KindDir}
-			} else {
-				cp.Files[i] = ckptstore.Entry{Path: randString(rng), Kind: ckptstore.KindFile,
-					BlobKey: randString(rng), Size: rng.Int64N(ckptstore.MaxSize + 1)}
-			}
-		}
-	}
-	if rng.IntN(3) > 0 {
-		cp.Conversation = []byte(randString(rng))
-	}
-	if rng.IntN(3) > 0 {
-		cp.Artifacts = make([]ckptstore.Artifact, rng.IntN(3))
-		for i := range cp.Artifacts {
-			cp.Artifacts[i] = ckptstore.Artifact{ArtifactID: randString(rng), Name: randString(rng),
-				MimeType: randString(rng), Size: rng.Int64N(ckptstore.MaxSize + 1), BlobKey: randString(rng),
-				CreatedAt: math.Float64frombits(rng.Uint64())}
-		}
-	}
-	return cp
+// encodeStored returns the five hash fields Get reads for cp.
+func encodeStored(t *testing.T, cp *ckptstore.Checkpoint) (thread, parent, header, body, conv string) {
+	t.Helper()
+	b, err := encodeBody(cp)
+	must(t, err)
+	return cp.ThreadID, cp.ParentCheckpointID, string(encodeHeader(cp)), string(b), string(cp.Conversation)
 }
 
 func TestCodecRoundTrip(t *testing.T) {
-	rng := rand.New(rand.NewPCG(1, 1))
-	for i := range 2000 {
-		cp := randCheckpoint(rng)
-		got := &ckptstore.Checkpoint{ID: cp.ID, ThreadID: cp.ThreadID}
-		must(t, decodeHeader(got, string(encodeHeader(cp))))
-		must(t, decodeBody(got, string(encodeBody(cp)), string(cp.Conversation)))
-		// Compare bits: NaN payloads are not equal to themselves.
-		if math.Float64bits(got.CreatedAt) != math.Float64bits(cp.CreatedAt) {
-			t.Fatalf("case %d: createdAt bits %x, want %x", i, math.Float64bits(got.CreatedAt), math.Float64bits(cp.CreatedAt))
-		}
-		got.CreatedAt, cp.CreatedAt = 0, 0
-		for j := range cp.Artifacts {
-			if math.Float64bits(got.Artifacts[j].CreatedAt) != math.Float64bits(cp.Artifacts[j].CreatedAt) {
-				t.Fatalf("case %d: artifact createdAt differs", i)
-			}
-			got.Artifacts[j].CreatedAt, cp.Artifacts[j].CreatedAt = 0, 0
-		}
-		if !reflect.DeepEqual(got, cp) {
-			t.Fatalf("case %d: decoded %#v\nwant %#v", i, got, cp)
+	for _, cp := range codecCheckpoints() {
+		th, p, h, b, v := encodeStored(t, cp)
+		got, err := decodeCheckpoint(cp.ID, th, p, h, b, v)
+		must(t, err)
+		if !reflect.DeepEqual(got, cp) || math.Float64bits(got.CreatedAt) != math.Float64bits(cp.CreatedAt) {
+			t.Fatalf("round trip:\n got %#v\nwant %#v", got, cp)
 		}
 	}
 }
 
-// Every strict prefix of an encoding, and trailing bytes, fail with
-// ErrCorrupt.
+// Damaged or missing fields fail with ErrCorrupt, never a wrong checkpoint.
 func TestCodecRejectsDamage(t *testing.T) {
-	rng := rand.New(rand.NewPCG(2, 2))
-	for range 200 {
-		cp := randCheckpoint(rng)
-		h, b := string(encodeHeader(cp)), string(encodeBody(cp))
+	for _, cp := range codecCheckpoints() {
+		th, p, h, b, v := encodeStored(t, cp)
 		for n := range len(h) {
-			if err := decodeHeader(&ckptstore.Checkpoint{}, h[:n]); !errors.Is(err, ErrCorrupt) {
+			if _, err := decodeCheckpoint(cp.ID, th, p, h[:n], b, v); !errors.Is(err, ErrCorrupt) {
 				t.Fatalf("header cut to %d bytes: %v", n, err)
 			}
 		}
 		for n := range len(b) {
-			if err := decodeBody(&ckptstore.Checkpoint{}, b[:n], ""); !errors.Is(err, ErrCorrupt) {
+			if _, err := decodeCheckpoint(cp.ID, th, p, h, b[:n], v); !errors.Is(err, ErrCorrupt) {
 				t.Fatalf("body cut to %d bytes: %v", n, err)
 			}
 		}
-		if err := decodeBody(&ckptstore.Checkpoint{}, b+"x", ""); !errors.Is(err, ErrCorrupt) {
+		if _, err := decodeCheckpoint(cp.ID, th, p, h, b+"x", v); !errors.Is(err, ErrCorrupt) {
 			t.Fatalf("body with a trailing byte: %v", err)
 		}
-	}
-	if err := decodeHeader(&ckptstore.Checkpoint{}, "\x02"+strings.Repeat("\x00", 12)); !errors.Is(err, ErrCorrupt) {
-		t.Fatalf("unknown version: %v", err)
+		if _, err := decodeCheckpoint(cp.ID, th, p, h, b, nil); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("missing conversation field: %v", err)
+		}
+		if cp.Conversation == nil {
+			if _, err := decodeCheckpoint(cp.ID, th, p, h, b, "[]"); !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("bytes for a nil conversation: %v", err)
+			}
+		}
 	}
 }
 
-// FuzzDecode feeds arbitrary bytes to the decoders: they may fail, never
-// panic or allocate beyond the input.
-func FuzzDecode(f *testing.F) {
-	rng := rand.New(rand.NewPCG(3, 3))
-	for range 5 {
-		cp := randCheckpoint(rng)
-		f.Add(string(encodeHeader(cp)), string(encodeBody(cp)))
+// An entry the layout cannot hold exactly is refused before any write.
+func TestEncodeBodyRefusesInvalidEntries(t *testing.T) {
+	cp := cpWith("c", "t", "", 1, 1)
+	cp.Files[0].Kind = "link"
+	if _, err := encodeBody(cp); !errors.Is(err, ckptstore.ErrInvalidEntry) {
+		t.Fatalf("kind %q: %v, want ErrInvalidEntry", cp.Files[0].Kind, err)
 	}
-	f.Fuzz(func(t *testing.T, h, b string) {
-		_ = decodeHeader(&ckptstore.Checkpoint{}, h)
-		_ = decodeBody(&ckptstore.Checkpoint{}, b, "[]")
-	})
 }

@@ -39,6 +39,10 @@
 //	{p}:o:<op token>       a write that succeeded, for Options.OpTTL (a list of the deleted ids for DeleteCheckpoints)
 //	{p}:i:<instance key>   hash: an InstanceRecord (see instance.go)
 //
+// The header and body of a checkpoint are binary strings built from the
+// parts of internal/cpcodec, the encoding fdbstore stores too (codec.go);
+// the scripts only copy them, never parse them.
+//
 // # Order
 //
 // List reads the members sorted set: Redis orders it by score and equal

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/internal/redistest"
+	"github.com/ckptstore/ckptstore/internal/testkit"
 )
 
 // backends runs f against miniredis and against a real redis-server (when
@@ -29,25 +29,8 @@ func miniClient(t testing.TB) *redis.Client {
 	return redistest.NewClient(t, m.Addr(), nil)
 }
 
-// clock is a settable lease clock.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newClock() *clock { return &clock{t: time.UnixMilli(1_700_000_000_000)} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
+// newClock returns a settable lease clock.
+func newClock() *testkit.Clock { return testkit.NewClock(time.UnixMilli(1_700_000_000_000)) }
 
 var prefixSeq atomic.Int64
 
@@ -80,12 +63,7 @@ func cpWith(id, thread, parent string, createdAt float64, blobs ...int) *ckptsto
 	return cp
 }
 
-func must(t testing.TB, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
-}
+var must = testkit.Must
 
 func acquire(t testing.TB, s ckptstore.Store, thread string) ckptstore.Writer {
 	t.Helper()

@@ -312,12 +312,16 @@ func (s *Store) Append(ctx context.Context, cp *ckptstore.Checkpoint, expectedHe
 
 // appendValidated is Append after its pure checks.
 func (s *Store) appendValidated(ctx context.Context, cp *ckptstore.Checkpoint, expectedHeadID string, w ckptstore.Writer) error {
+	body, err := encodeBody(cp)
+	if err != nil {
+		return err
+	}
 	op := newToken()
 	res, err := s.write(ctx, appendScript,
 		[]string{s.keys.thread(cp.ThreadID), s.keys.members(cp.ThreadID), s.keys.checkpoint(cp.ID),
 			s.keys.refs, s.keys.refKeys, s.keys.op(op)},
 		s.opTTL, itoa(s.now()), w.OwnerToken, itoa(w.Fence), cp.ID, cp.ThreadID, expectedHeadID,
-		cp.ParentCheckpointID, score(cp.CreatedAt), encodeHeader(cp), encodeBody(cp), strings.Join(cp.BlobKeys(), "\n"),
+		cp.ParentCheckpointID, score(cp.CreatedAt), encodeHeader(cp), body, strings.Join(cp.BlobKeys(), "\n"),
 		[]byte(cp.Conversation))
 	if err != nil {
 		return fmt.Errorf("redisstore: append %q: %w", cp.ID, err)

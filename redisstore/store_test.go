@@ -295,13 +295,13 @@ func TestLeaseUsesOptionsClock(t *testing.T) {
 		if _, err := s.AcquireWriter(ctx, "t"); !errors.Is(err, ckptstore.ErrWriterConflict) {
 			t.Fatalf("second AcquireWriter = %v, want ErrWriterConflict", err)
 		}
-		clk.Add(time.Minute - time.Millisecond)
+		clk.Advance(time.Minute - time.Millisecond)
 		exp, err := l.Renew(ctx)
 		must(t, err)
 		if !exp.Equal(clk.Now().Add(time.Minute)) {
 			t.Fatalf("Renew = %v", exp)
 		}
-		clk.Add(time.Minute)
+		clk.Advance(time.Minute)
 		if err := s.Append(ctx, cpWith("a", "t", "", 1), "", l.Writer); !errors.Is(err, ckptstore.ErrWriterLost) {
 			t.Fatalf("Append with an expired lease = %v, want ErrWriterLost", err)
 		}

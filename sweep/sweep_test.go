@@ -24,33 +24,17 @@ import (
 	"github.com/ckptstore/ckptstore/blobs"
 	"github.com/ckptstore/ckptstore/fdbstore"
 	"github.com/ckptstore/ckptstore/fdbstore/kv/memkv"
+	"github.com/ckptstore/ckptstore/internal/testkit"
 	"github.com/ckptstore/ckptstore/memstore"
 	"github.com/ckptstore/ckptstore/redisstore"
 	"github.com/ckptstore/ckptstore/sweep"
 )
 
-// clock is a settable time source shared by a bucket and the sweep.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
+// clock is a settable time source shared by a bucket and the sweep, and
+// gofakes3's TimeSource (Now, Since).
+type clock = testkit.Clock
 
-func newClock() *clock { return &clock{t: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
-// gofakes3's TimeSource, driven by the same clock.
-func (c *clock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
+func newClock() *clock { return testkit.NewClock(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)) }
 
 type bucketKind struct {
 	name string

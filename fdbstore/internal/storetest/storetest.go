@@ -20,6 +20,7 @@ import (
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/fdbstore"
 	"github.com/ckptstore/ckptstore/fdbstore/kv"
+	"github.com/ckptstore/ckptstore/internal/testkit"
 )
 
 // Env is one test's database and the raw key prefix it may use: every key
@@ -117,28 +118,12 @@ func (d *countingDB) transactions() int64 { return d.nTransact.Load() + d.nRead.
 func (d *countingDB) commits() int64      { return d.nCommit.Load() }
 func (d *countingDB) reads() int64        { return d.nRead.Load() }
 
-// testClock is a settable clock for Options.Now.
-type testClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *testClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
 var ctx = context.Background()
 
-func fileKey(n int) string     { return fmt.Sprintf("sandbox-files/sha256/%064x", n) }
-func artifactKey(n int) string { return fmt.Sprintf("sandbox-artifacts/sha256/%064x", n) }
+var (
+	fileKey, artifactKey = testkit.FileKey, testkit.ArtifactKey
+	must                 = testkit.Must
+)
 
 // checkpoint returns a valid checkpoint of thread with the given blob
 // numbers as files.
@@ -151,13 +136,6 @@ func checkpoint(thread, id, parent string, createdAt float64, blobs ...int) *ckp
 		cp.Files = append(cp.Files, ckptstore.Entry{Path: fmt.Sprintf("f%d", i), Kind: ckptstore.KindFile, BlobKey: fileKey(b), Size: int64(b)})
 	}
 	return cp
-}
-
-func must(t testing.TB, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 // chain appends n checkpoints c0..c(n-1) to thread, each sharing blob 0
@@ -317,7 +295,7 @@ func (e *suite) testLongPrune(t *testing.T) {
 
 	// A lease lost between batches stops the prune with ErrWriterLost and
 	// returns what it deleted; the chain stays intact from the head.
-	clock := &testClock{t: time.UnixMilli(1_700_000_000_000)}
+	clock := testkit.NewClock(time.UnixMilli(1_700_000_000_000))
 	s2, hooked := e.store(t, fdbstore.Options{Options: ckptstore.Options{Now: clock.Now}, PruneBatch: 2, Prefix: e.prefix(t) + "2"})
 	lease2, err := s2.AcquireWriter(ctx, "u")
 	must(t, err)

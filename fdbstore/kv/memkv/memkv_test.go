@@ -12,27 +12,13 @@ import (
 	"time"
 
 	"github.com/ckptstore/ckptstore/fdbstore/kv"
+	"github.com/ckptstore/ckptstore/internal/testkit"
 )
 
 // clock is a settable engine clock.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
+type clock = testkit.Clock
 
-func newClock() *clock { return &clock{t: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
+func newClock() *clock { return testkit.NewClock(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)) }
 
 func newDB(t testing.TB, opts Options) *DB {
 	t.Helper()

@@ -1,0 +1,59 @@
+// Package testkit holds the test helpers that several packages of this
+// module define the same way: valid blob keys, a settable clock and a
+// fatal error check. It is for tests only (and for test-support packages
+// such as fdbstore/internal/storetest); nothing in it is part of the
+// library.
+//
+// Invariants: FileKey and ArtifactKey are valid keys of their prefixes for
+// every n ≥ 0 and distinct for distinct n; a Clock only moves when Advance
+// moves it.
+package testkit
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+)
+
+// FileKey returns a valid file blob key, sandbox-files/sha256/<64 hex>,
+// whose hex is n; distinct n give distinct keys, in the order of n.
+func FileKey(n int) string { return fmt.Sprintf("sandbox-files/sha256/%064x", n) }
+
+// ArtifactKey is FileKey for artifacts: sandbox-artifacts/sha256/<64 hex>.
+func ArtifactKey(n int) string { return fmt.Sprintf("sandbox-artifacts/sha256/%064x", n) }
+
+// Must fails t at once when err is not nil.
+func Must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Clock is a time source that moves only when a test moves it, safe for
+// concurrent use. Pass its Now method as a store's or engine's clock.
+type Clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+// NewClock returns a clock that reads start until it is advanced.
+func NewClock(start time.Time) *Clock { return &Clock{now: start} }
+
+// Now returns the clock's time.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// Advance moves the clock by d (backwards when d < 0).
+func (c *Clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// Since is Now().Sub(t), as a time source such as gofakes3's needs.
+func (c *Clock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
