@@ -147,6 +147,14 @@ var invalidEntryCases = []struct {
 	{"conversation trailing garbage", conv(`[]x`)},
 	{"conversation not JSON", conv("\xff")},
 	{"conversation object after space", conv(` {"a":[]}`)},
+	// A JSON text must be UTF-8 (RFC 8259 §8.1); json.Valid alone lets
+	// invalid bytes through inside a string.
+	{"conversation with invalid UTF-8 in a string", conv("[\"a\xffb\"]")},
+	{"conversation with a lone surrogate in WTF-8", conv("[\"\xed\xa0\x80\"]")},
+	// The edges of a-z and A-Z are drive letters too.
+	{"path a:", pathFile("a:")},
+	{"path A:", pathFile("A:")},
+	{"path Z:/x", pathFile("Z:/x")},
 }
 
 func conv(s string) mod { return func(c *ckptstore.Checkpoint) { c.Conversation = []byte(s) } }
@@ -194,6 +202,11 @@ var validEdgeCases = []struct {
 	{"conversation with inner space", conv(`[ 1 , [ ] ]`)},
 	{"createdAt negative", func(c *ckptstore.Checkpoint) { c.CreatedAt = -1e15 }},
 	{"createdAt max", func(c *ckptstore.Checkpoint) { c.CreatedAt = math.MaxFloat64 }},
+	// JSON allows whitespace around the array, and the conversation comes
+	// back byte for byte, whitespace included.
+	{"conversation with whitespace around the array", conv(" \r\n\t[1]\n ")},
+	// The characters next to the letters are not drive letters.
+	{"path @: [: `: {: (not letters)", files(file("@:", 1, 1), file("[:", 2, 1), file("`:", 3, 1), file("{:/x", 4, 1))},
 }
 
 // idCase changes an Append's checkpoint, expected head or writer.
