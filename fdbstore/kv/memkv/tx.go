@@ -441,19 +441,29 @@ func (s snapshotView) GetRange(r kv.KeyRange, opts kv.RangeOptions) kv.FutureRan
 }
 func (s snapshotView) Snapshot() kv.ReadTransaction { return s }
 
+// canWrite reports whether a write of key with value (nil for none) may be
+// buffered; an invalid key or value fails the transaction, as FoundationDB
+// defers such errors to the next read or the commit. The caller holds tr.mu.
+func (tr *Tx) canWrite(key, value []byte) bool {
+	if !tr.writable() {
+		return false
+	}
+	if code := checkWriteKey(key); code != 0 {
+		tr.fail(code)
+		return false
+	}
+	if len(value) > kv.MaxValueSize {
+		tr.fail(kv.CodeValueTooLarge)
+		return false
+	}
+	return true
+}
+
 // Set buffers key = value.
 func (tr *Tx) Set(key, value []byte) {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
-	if !tr.writable() {
-		return
-	}
-	if code := checkWriteKey(key); code != 0 {
-		tr.fail(code)
-		return
-	}
-	if len(value) > kv.MaxValueSize {
-		tr.fail(kv.CodeValueTooLarge)
+	if !tr.canWrite(key, value) {
 		return
 	}
 	e := tr.entryFor(key)
@@ -465,11 +475,7 @@ func (tr *Tx) Set(key, value []byte) {
 func (tr *Tx) Clear(key []byte) {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
-	if !tr.writable() {
-		return
-	}
-	if code := checkWriteKey(key); code != 0 {
-		tr.fail(code)
+	if !tr.canWrite(key, nil) {
 		return
 	}
 	e := tr.entryFor(key)
@@ -512,11 +518,7 @@ func (tr *Tx) ClearRange(r kv.KeyRange) {
 func (tr *Tx) Add(key []byte, delta int64) {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
-	if !tr.writable() {
-		return
-	}
-	if code := checkWriteKey(key); code != 0 {
-		tr.fail(code)
+	if !tr.canWrite(key, nil) {
 		return
 	}
 	tr.atomic(key, atomicOp{kind: opAdd, delta: delta})
@@ -526,15 +528,7 @@ func (tr *Tx) Add(key []byte, delta int64) {
 func (tr *Tx) CompareAndClear(key, value []byte) {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
-	if !tr.writable() {
-		return
-	}
-	if code := checkWriteKey(key); code != 0 {
-		tr.fail(code)
-		return
-	}
-	if len(value) > kv.MaxValueSize {
-		tr.fail(kv.CodeValueTooLarge)
+	if !tr.canWrite(key, value) {
 		return
 	}
 	tr.atomic(key, atomicOp{kind: opCompareAndClear, operand: clone(value)})
