@@ -78,37 +78,6 @@ func chain(t testing.TB, s *fdbstore.Store, w ckptstore.Writer, thread string, n
 	return ids
 }
 
-// recount returns the blob counts computed from every stored checkpoint of
-// the given threads.
-func recount(t testing.TB, s *fdbstore.Store, threads ...string) []ckptstore.BlobRef {
-	t.Helper()
-	counts := map[string]int64{}
-	for _, th := range threads {
-		cps, err := s.List(ctx, th)
-		must(t, err)
-		for _, cp := range cps {
-			for _, k := range cp.BlobKeys() {
-				counts[k]++
-			}
-		}
-	}
-	out := []ckptstore.BlobRef{}
-	for k, n := range counts {
-		out = append(out, ckptstore.BlobRef{Key: k, References: n})
-	}
-	slices.SortFunc(out, func(a, b ckptstore.BlobRef) int { return strings.Compare(a.Key, b.Key) })
-	return out
-}
-
-func checkCounts(t testing.TB, s *fdbstore.Store, threads ...string) {
-	t.Helper()
-	got, err := s.BlobReferences(ctx)
-	must(t, err)
-	if want := recount(t, s, threads...); !slices.Equal(got, want) {
-		t.Fatalf("BlobReferences = %v, recount = %v", got, want)
-	}
-}
-
 // TestStore runs the engine-independent store tests (chunking, the size
 // limit, batched prunes, BlobReferences pages, ids, prefixes) on memkv;
 // fdbkv runs them on a real cluster.
@@ -221,7 +190,7 @@ func TestWritesAreIdempotentAfterUnknownResult(t *testing.T) {
 	err = s.Append(ctx, checkpoint("t", "b", "a", 2, 2, 3), "a", w)
 	restore()
 	must(t, err)
-	checkCounts(t, s, "t")
+	testkit.CheckRefs(t, s, "t")
 	if head, _ := s.Head(ctx, "t"); head != "b" {
 		t.Fatalf("head = %q, want b", head)
 	}
@@ -238,7 +207,7 @@ func TestWritesAreIdempotentAfterUnknownResult(t *testing.T) {
 	err = s.DeleteHead(ctx, "t", "b", w)
 	restore()
 	must(t, err)
-	checkCounts(t, s, "t")
+	testkit.CheckRefs(t, s, "t")
 	if head, _ := s.Head(ctx, "t"); head != "a" {
 		t.Fatalf("head after DeleteHead = %q, want a", head)
 	}
@@ -254,7 +223,7 @@ func TestWritesAreIdempotentAfterUnknownResult(t *testing.T) {
 	if want := ids[:4]; !slices.Equal(deleted, want) {
 		t.Fatalf("DeleteCheckpoints = %v, want %v", deleted, want)
 	}
-	checkCounts(t, s, "t", "p")
+	testkit.CheckRefs(t, s, "t", "p")
 
 	// ForkFromCheckpoint: no false ErrForkDestinationNotEmpty.
 	dl, err := s.AcquireWriter(ctx, "fork")
@@ -269,7 +238,7 @@ func TestWritesAreIdempotentAfterUnknownResult(t *testing.T) {
 	if root.ID != "root" || root.ThreadID != "fork" || root.Reason != ckptstore.ReasonForkRoot || len(root.Files) != 2 {
 		t.Fatalf("fork root = %+v", root)
 	}
-	checkCounts(t, s, "t", "p", "fork")
+	testkit.CheckRefs(t, s, "t", "p", "fork")
 }
 
 // TestWritesUnderFaults drives every write through many commits with the
@@ -305,7 +274,7 @@ func TestWritesUnderFaults(t *testing.T) {
 					t.Fatalf("List = %v, want %v", got, want)
 				}
 			}
-			checkCounts(t, s, threads...)
+			testkit.CheckRefs(t, s, threads...)
 		})
 	}
 }

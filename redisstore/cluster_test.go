@@ -8,6 +8,7 @@ import (
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/conformance"
 	"github.com/ckptstore/ckptstore/internal/redistest"
+	"github.com/ckptstore/ckptstore/internal/testkit"
 )
 
 // TestCluster runs the suite on a three-master Redis Cluster through a
@@ -32,7 +33,7 @@ func TestCluster(t *testing.T) {
 			s := newStore(t, c, Options{})
 			w := acquire(t, s, "t")
 			must(t, s.Append(ctx, cpWith("a", "t", "", 1, 1), "", w))
-			recount(t, s, []string{"t"})
+			testkit.CheckRefs(t, s, "t")
 			m, err := c.MasterForKey(ctx, s.keys.refs)
 			must(t, err)
 			masters[m.Options().Addr] = true

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/internal/testkit"
 )
 
 // faultModel is what one worker knows of its threads: the live checkpoints
@@ -92,7 +93,7 @@ func TestFaultsKeepCountsAndChains(t *testing.T) {
 			}()
 		}
 		wg.Wait()
-		recount(t, sure, threads)
+		testkit.CheckRefs(t, sure, threads...)
 		if proxy.DroppedReplies() == 0 || proxy.DroppedRequests() == 0 {
 			t.Fatalf("the proxy lost %d replies and cut %d requests; the test needs both", proxy.DroppedReplies(), proxy.DroppedRequests())
 		}

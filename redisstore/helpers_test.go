@@ -71,38 +71,3 @@ func acquire(t testing.TB, s ckptstore.Store, thread string) ckptstore.Writer {
 	must(t, err)
 	return l.Writer
 }
-
-// recount checks that BlobReferences equals a count over every stored
-// checkpoint of threads, and returns the references.
-func recount(t testing.TB, s ckptstore.Store, threads []string) []ckptstore.BlobRef {
-	t.Helper()
-	ctx := context.Background()
-	want := map[string]int64{}
-	for _, th := range threads {
-		cps, err := s.List(ctx, th)
-		must(t, err)
-		for _, cp := range cps {
-			for _, k := range cp.BlobKeys() {
-				want[k]++
-			}
-		}
-	}
-	refs, err := s.BlobReferences(ctx)
-	must(t, err)
-	got := map[string]int64{}
-	for i, r := range refs {
-		got[r.Key] = r.References
-		if i > 0 && refs[i-1].Key >= r.Key {
-			t.Errorf("BlobReferences not in key order at %d: %q then %q", i, refs[i-1].Key, r.Key)
-		}
-	}
-	if len(got) != len(want) {
-		t.Errorf("BlobReferences has %d keys, recount %d", len(got), len(want))
-	}
-	for k, n := range want {
-		if got[k] != n {
-			t.Errorf("blob %s: count %d, recount %d", k, got[k], n)
-		}
-	}
-	return refs
-}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/internal/redistest"
+	"github.com/ckptstore/ckptstore/internal/testkit"
 )
 
 // TestRestartKeepsAcknowledgedAppends kills a redis-server that runs with
@@ -111,6 +112,6 @@ func TestRestartKeepsAcknowledgedAppends(t *testing.T) {
 			t.Fatalf("thread %s: head %q after the restart, want %q or the in-flight append", r.thread, head, last)
 		}
 	}
-	recount(t, s, threads)
+	testkit.CheckRefs(t, s, threads...)
 	t.Logf("%d appends acknowledged before the kill, %d in flight", acked.Load(), inFlight)
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/internal/redistest"
+	"github.com/ckptstore/ckptstore/internal/testkit"
 )
 
 var allScripts = []*redis.Script{appendScript, deleteHeadScript, pruneScript, forkScript,
@@ -70,14 +71,14 @@ func TestResentWriteAfterLostReply(t *testing.T) {
 		must(t, s.Append(ctx, cpWith("c2", "t", "c1", 2, 2, 3), "c1", w))
 		loseNext()
 		must(t, s.Append(ctx, cpWith("c3", "t", "c2", 3, 3, 4), "c2", w))
-		recount(t, s, []string{"t"})
+		testkit.CheckRefs(t, s, "t")
 
 		loseNext()
 		must(t, s.DeleteHead(ctx, "t", "c3", w))
 		if h, err := s.Head(ctx, "t"); err != nil || h != "c2" {
 			t.Fatalf("head %q, %v after a resent DeleteHead, want c2", h, err)
 		}
-		recount(t, s, []string{"t"})
+		testkit.CheckRefs(t, s, "t")
 
 		loseNext()
 		ids, err := s.DeleteCheckpoints(ctx, "t", 1, w)
@@ -99,7 +100,7 @@ func TestResentWriteAfterLostReply(t *testing.T) {
 		if want := ckptstore.ForkRoot(src, in); !reflect.DeepEqual(root, want) {
 			t.Fatalf("resent fork returned %+v, want %+v", root, want)
 		}
-		refs := recount(t, s, []string{"t", "f"})
+		refs := testkit.CheckRefs(t, s, "t", "f")
 		// c2 and r use blobs 2 and 3; c1, c3 are gone.
 		if len(refs) != 2 || refs[0].References != 2 || refs[1].References != 2 {
 			t.Fatalf("references %v, want two keys counted twice", refs)

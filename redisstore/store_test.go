@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/internal/testkit"
 )
 
 // Every finite float64 that is hard to keep: signed zeros, subnormals, the
@@ -138,7 +139,7 @@ func TestBlobReferencesPagedInKeyOrder(t *testing.T) {
 				must(t, s.Append(ctx, cp, head, w))
 				head = cp.ID
 			}
-			refs := recount(t, s, []string{"t"})
+			refs := testkit.CheckRefs(t, s, "t")
 			if len(refs) != 12+1+3 {
 				t.Fatalf("page %d: %d blob keys, want 16", page, len(refs))
 			}
@@ -246,7 +247,7 @@ func TestPruneStopsOnParentCycle(t *testing.T) {
 		if !reflect.DeepEqual(ids, []string{"b"}) {
 			t.Fatalf("pruned %q, want [b]", ids)
 		}
-		recount(t, s, []string{"t"})
+		testkit.CheckRefs(t, s, "t")
 	})
 }
 

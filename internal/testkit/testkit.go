@@ -10,10 +10,15 @@
 package testkit
 
 import (
+	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/ckptstore/ckptstore"
 )
 
 // FileKey returns a valid file blob key, sandbox-files/sha256/<64 hex>,
@@ -57,3 +62,33 @@ func (c *Clock) Advance(d time.Duration) {
 
 // Since is Now().Sub(t), as a time source such as gofakes3's needs.
 func (c *Clock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
+
+// CheckRefs fails t unless s.BlobReferences equals a recount over every
+// checkpoint that s.List returns for threads (which must be every thread
+// the store holds): each distinct blob key of a checkpoint counts once,
+// and the references come sorted by key bytes. It returns the references.
+func CheckRefs(t testing.TB, s ckptstore.Store, threads ...string) []ckptstore.BlobRef {
+	t.Helper()
+	ctx := context.Background()
+	counts := map[string]int64{}
+	for _, th := range threads {
+		cps, err := s.List(ctx, th)
+		Must(t, err)
+		for _, cp := range cps {
+			for _, k := range cp.BlobKeys() {
+				counts[k]++
+			}
+		}
+	}
+	want := make([]ckptstore.BlobRef, 0, len(counts))
+	for k, n := range counts {
+		want = append(want, ckptstore.BlobRef{Key: k, References: n})
+	}
+	slices.SortFunc(want, func(a, b ckptstore.BlobRef) int { return strings.Compare(a.Key, b.Key) })
+	got, err := s.BlobReferences(ctx)
+	Must(t, err)
+	if !slices.Equal(got, want) {
+		t.Fatalf("BlobReferences = %v, recount = %v", got, want)
+	}
+	return got
+}

@@ -153,32 +153,6 @@ func chain(t testing.TB, s *fdbstore.Store, w ckptstore.Writer, thread string, n
 	return ids
 }
 
-// checkCounts compares BlobReferences with a recount of the checkpoints
-// of the given threads (all the store holds).
-func checkCounts(t testing.TB, s *fdbstore.Store, threads ...string) {
-	t.Helper()
-	counts := map[string]int64{}
-	for _, th := range threads {
-		cps, err := s.List(ctx, th)
-		must(t, err)
-		for _, cp := range cps {
-			for _, k := range cp.BlobKeys() {
-				counts[k]++
-			}
-		}
-	}
-	want := []ckptstore.BlobRef{}
-	for k, n := range counts {
-		want = append(want, ckptstore.BlobRef{Key: k, References: n})
-	}
-	slices.SortFunc(want, func(a, b ckptstore.BlobRef) int { return strings.Compare(a.Key, b.Key) })
-	got, err := s.BlobReferences(ctx)
-	must(t, err)
-	if !slices.Equal(got, want) {
-		t.Fatalf("BlobReferences = %v, recount = %v", got, want)
-	}
-}
-
 // testChunking stores a conversation many values long and reads it back
 // byte for byte through Get and List.
 func (e *suite) testChunking(t *testing.T) {
@@ -232,7 +206,7 @@ func (e *suite) testChunking(t *testing.T) {
 	if got, err := s.Get(ctx, "big"); err != nil || got != nil {
 		t.Fatalf("Get after DeleteHead = %v, %v", got, err)
 	}
-	checkCounts(t, s, "t")
+	testkit.CheckRefs(t, s, "t")
 }
 
 // testTooLarge: a checkpoint that cannot fit in one transaction
@@ -266,7 +240,7 @@ func (e *suite) testTooLarge(t *testing.T) {
 	many.Files = many.Files[:5000]
 	must(t, s.Append(ctx, many, "", lease.Writer))
 	must(t, s.DeleteHead(ctx, "t", "many", lease.Writer))
-	checkCounts(t, s, "t")
+	testkit.CheckRefs(t, s, "t")
 }
 
 // testLongPrune: a prune longer than PruneBatch runs in
@@ -286,7 +260,7 @@ func (e *suite) testLongPrune(t *testing.T) {
 	if n := db.commits() - before; n != 4 {
 		t.Fatalf("%d transactions committed, want 4 batches of ≤ 3", n)
 	}
-	checkCounts(t, s, "t")
+	testkit.CheckRefs(t, s, "t")
 	cps, err := s.List(ctx, "t")
 	must(t, err)
 	if len(cps) != 2 || cps[0].ID != ids[10] || cps[1].ID != ids[11] {
@@ -318,7 +292,7 @@ func (e *suite) testLongPrune(t *testing.T) {
 	if len(cps) != 4 || cps[3].ID != ids2[7] || cps[0].ParentCheckpointID != ids2[3] {
 		t.Fatalf("List after the stopped prune = %v, want the 4 nearest", cps)
 	}
-	checkCounts(t, s2, "u")
+	testkit.CheckRefs(t, s2, "u")
 }
 
 // testBlobPages lists more reference keys than one page holds,
@@ -354,7 +328,7 @@ func (e *suite) testBlobPages(t *testing.T) {
 	if n := db.reads() - before; n != 2 || !slices.Equal(got, refs[:6]) {
 		t.Fatalf("BlobReferencesSeq stopped after 6 keys: %v in %d transactions, want %v in 2", got, n, refs[:6])
 	}
-	checkCounts(t, s, "t")
+	testkit.CheckRefs(t, s, "t")
 }
 
 // testLongIDs: ids too long for a FoundationDB key fail writes with
