@@ -110,6 +110,7 @@ type KeyError struct {
 	Err error
 }
 
+// Error names the key and what went wrong with it.
 func (e *KeyError) Error() string { return fmt.Sprintf("sweep: %s: %v", e.Key, e.Err) }
 
 // Unwrap returns the underlying error.

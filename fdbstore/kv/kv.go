@@ -64,6 +64,7 @@ type Error struct {
 	Message string
 }
 
+// Error formats the code and message as FoundationDB's clients print them.
 func (e *Error) Error() string { return fmt.Sprintf("fdb error %d: %s", e.Code, e.Message) }
 
 // NewError returns an *Error with FoundationDB's message for code.
