@@ -82,6 +82,7 @@ package fdbstore
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"iter"
@@ -467,7 +468,7 @@ type op struct {
 
 func (s *Store) newOp() *op {
 	now := time.Now() // the wall clock, not Options.Now: markers measure real retry time
-	return &op{key: s.k.op(now.UnixMilli(), newToken()), start: now}
+	return &op{key: s.k.op(now.UnixMilli(), rand.Text()), start: now}
 }
 
 // begin starts an attempt: it counts it, gives up when retrying for too
@@ -496,7 +497,7 @@ func (s *Store) finish(tr kv.Transaction, o *op) {
 // computeMarkerCost bounds what the marker read and finish add to a
 // transaction.
 func (s *Store) computeMarkerCost() int {
-	key := s.k.op(math.MaxInt64, newToken()) // the longest marker key
+	key := s.k.op(math.MaxInt64, rand.Text()) // the longest marker key
 	return costRead(key) + costSet(key, 1) + costRange(s.k.opsBefore(math.MaxInt64))
 }
 

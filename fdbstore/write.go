@@ -20,7 +20,6 @@ package fdbstore
 import (
 	"context"
 	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"slices"
 	"time"
@@ -29,13 +28,6 @@ import (
 	"github.com/ckptstore/ckptstore/fdbstore/internal/tuple"
 	"github.com/ckptstore/ckptstore/fdbstore/kv"
 )
-
-// newToken returns a random 128-bit token, for leases and op markers.
-func newToken() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
-	return hex.EncodeToString(b[:])
-}
 
 // checkWriter returns ErrWriterLost unless w is threadID's live lease, as
 // read from the lease key (raw may be nil).
@@ -549,7 +541,7 @@ func (s *Store) AcquireWriter(ctx context.Context, threadID string) (*ckptstore.
 	if err := ckptstore.ValidateID("thread id", threadID); err != nil {
 		return nil, err
 	}
-	token := newToken()
+	token := rand.Text()
 	o := s.newOp()
 	var taken leaseValue
 	err := s.db.Transact(ctx, func(tr kv.Transaction) error {

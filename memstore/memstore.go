@@ -19,7 +19,6 @@ package memstore
 import (
 	"context"
 	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"slices"
 	"strings"
@@ -315,7 +314,7 @@ func (s *Store) AcquireWriter(ctx context.Context, threadID string) (*ckptstore.
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	token := newToken()
+	token := rand.Text()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.opts.Now()
@@ -371,11 +370,4 @@ func (s *Store) BlobReferences(ctx context.Context) ([]ckptstore.BlobRef, error)
 	s.mu.Unlock()
 	slices.SortFunc(out, func(a, b ckptstore.BlobRef) int { return strings.Compare(a.Key, b.Key) })
 	return out, nil
-}
-
-// newToken returns a random 128-bit owner token.
-func newToken() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
-	return hex.EncodeToString(b[:])
 }

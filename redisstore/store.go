@@ -10,7 +10,6 @@ package redisstore
 import (
 	"context"
 	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -106,13 +105,6 @@ func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 // score formats f as a sorted-set score: the shortest decimal that parses
 // back to exactly f, so the order of scores is the order of createdAt.
 func score(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
-
-// newToken returns a random 128-bit token (lease owner or operation).
-func newToken() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
-	return hex.EncodeToString(b[:])
-}
 
 // write runs a write script. With MinReplicas set, the script and a WAIT
 // go down one connection in one pipeline, since WAIT counts the writes of
@@ -316,7 +308,7 @@ func (s *Store) appendValidated(ctx context.Context, cp *ckptstore.Checkpoint, e
 	if err != nil {
 		return err
 	}
-	op := newToken()
+	op := rand.Text()
 	res, err := s.write(ctx, appendScript,
 		[]string{s.keys.thread(cp.ThreadID), s.keys.members(cp.ThreadID), s.keys.checkpoint(cp.ID),
 			s.keys.refs, s.keys.refKeys, s.keys.op(op)},
@@ -343,7 +335,7 @@ func (s *Store) DeleteHead(ctx context.Context, threadID, checkpointID string, w
 	if err := writerThreadLost(threadID, w); err != nil {
 		return err
 	}
-	op := newToken()
+	op := rand.Text()
 	res, err := s.write(ctx, deleteHeadScript,
 		[]string{s.keys.thread(threadID), s.keys.members(threadID), s.keys.checkpoint(checkpointID),
 			s.keys.refs, s.keys.refKeys, s.keys.op(op)},
@@ -368,7 +360,7 @@ func (s *Store) DeleteCheckpoints(ctx context.Context, threadID string, keep int
 	if err := writerThreadLost(threadID, w); err != nil {
 		return nil, err
 	}
-	op := newToken()
+	op := rand.Text()
 	res, err := s.write(ctx, pruneScript,
 		[]string{s.keys.thread(threadID), s.keys.members(threadID), s.keys.refs, s.keys.refKeys, s.keys.op(op)},
 		s.opTTL, itoa(s.now()), w.OwnerToken, itoa(w.Fence), threadID, strconv.Itoa(keep), s.keys.cp)
@@ -403,7 +395,7 @@ func (s *Store) ForkFromCheckpoint(ctx context.Context, in ckptstore.ForkInput) 
 	if in.Writer.ThreadID == in.DestinationThreadID {
 		writerMatches = "1"
 	}
-	op := newToken()
+	op := rand.Text()
 	dst := in.DestinationThreadID
 	res, err := s.write(ctx, forkScript,
 		[]string{s.keys.checkpoint(in.SourceCheckpointID), s.keys.thread(dst), s.keys.members(dst),
@@ -437,7 +429,7 @@ func (s *Store) AcquireWriter(ctx context.Context, threadID string) (*ckptstore.
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	token := newToken()
+	token := rand.Text()
 	now := s.now()
 	res, err := acquireScript.Run(ctx, s.c, []string{s.keys.thread(threadID)}, token, itoa(now), itoa(now+s.leaseMs)).Slice()
 	if err != nil {

@@ -214,7 +214,7 @@ var mutants = []mutant{
 	one("ms-acquire-boundary", ms, `if th.lease != nil && now.Before(th.lease.expiresAt) {`, `if th.lease != nil && !now.After(th.lease.expiresAt) {`,
 		"AcquireWriter treats a lease as live at now == expiresAt"),
 	one("ms-acquire-no-fence-inc", ms, `th.fence++`, ``, "every lease gets fence 0"),
-	one("ms-acquire-fixed-token", ms, `token := newToken()`, `token := "owner"`, "every lease gets the same ownerToken"),
+	one("ms-acquire-fixed-token", ms, `token := rand.Text()`, `token := rand.Text()[:0] + "owner"`, "every lease gets the same ownerToken"),
 	one("ms-acquire-short-expiry", ms, `expiresAt: now.Add(s.opts.LeaseDuration)`, `expiresAt: now.Add(s.opts.RenewAfter)`,
 		"a new lease expires after RenewAfter instead of the lease duration"),
 	one("ms-acquire-renewafter", ms, `th.lease.expiresAt, s.opts.RenewAfter, s)`, `th.lease.expiresAt, s.opts.LeaseDuration, s)`,
