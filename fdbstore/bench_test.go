@@ -10,6 +10,7 @@ import (
 
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/fdbstore"
+	"github.com/ckptstore/ckptstore/fdbstore/internal/storetest"
 	"github.com/ckptstore/ckptstore/fdbstore/kv/memkv"
 	"github.com/ckptstore/ckptstore/internal/workload"
 )
@@ -31,7 +32,7 @@ func BenchmarkAppend(b *testing.B) {
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				id := fmt.Sprintf("c%d", i)
-				if err := s.Append(ctx, checkpoint("t", id, head, float64(i), blobs...), head, lease.Writer); err != nil {
+				if err := s.Append(ctx, storetest.Checkpoint("t", id, head, float64(i), blobs...), head, lease.Writer); err != nil {
 					b.Fatal(err)
 				}
 				head = id
@@ -50,7 +51,7 @@ func BenchmarkList(b *testing.B) {
 	s, db := newMemStore(b, fdbstore.Options{}, memkv.Options{})
 	lease, err := s.AcquireWriter(ctx, "t")
 	must(b, err)
-	chain(b, s, lease.Writer, "t", 100)
+	storetest.Chain(b, s, lease.Writer, "t", 100)
 	db.ResetStats()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {

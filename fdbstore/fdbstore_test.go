@@ -46,37 +46,7 @@ func faults(seed int64) memkv.Faults {
 
 var ctx = context.Background()
 
-var fileKey = testkit.FileKey
-
-// checkpoint returns a valid checkpoint of thread with the given blob
-// numbers as files.
-func checkpoint(thread, id, parent string, createdAt float64, blobs ...int) *ckptstore.Checkpoint {
-	cp := &ckptstore.Checkpoint{
-		ID: id, ThreadID: thread, ParentCheckpointID: parent, CreatedAt: createdAt,
-		Reason: ckptstore.ReasonAutomatic, Conversation: []byte(`[{"role":"user","content":"hi"}]`),
-	}
-	for i, b := range blobs {
-		cp.Files = append(cp.Files, ckptstore.Entry{Path: fmt.Sprintf("f%d", i), Kind: ckptstore.KindFile, BlobKey: fileKey(b), Size: int64(b)})
-	}
-	return cp
-}
-
 var must = testkit.Must
-
-// chain appends n checkpoints c0..c(n-1) to thread, each sharing blob 0
-// and owning blob i+1, and returns their ids.
-func chain(t testing.TB, s *fdbstore.Store, w ckptstore.Writer, thread string, n int) []string {
-	t.Helper()
-	var ids []string
-	head := ""
-	for i := range n {
-		id := fmt.Sprintf("%s-c%d", thread, i)
-		must(t, s.Append(ctx, checkpoint(thread, id, head, float64(i), 0, 1000+i), head, w))
-		ids = append(ids, id)
-		head = id
-	}
-	return ids
-}
 
 // TestStore runs the engine-independent store tests (chunking, the size
 // limit, batched prunes, BlobReferences pages, ids, prefixes) on memkv;
@@ -97,7 +67,7 @@ func TestAppendIsOneReadRoundAndOneCommit(t *testing.T) {
 	for i := range 5 {
 		id := fmt.Sprintf("c%d", i)
 		db.ResetStats()
-		must(t, s.Append(ctx, checkpoint("t", id, head, float64(i), i, i+1, 99), head, lease.Writer))
+		must(t, s.Append(ctx, storetest.Checkpoint("t", id, head, float64(i), i, i+1, 99), head, lease.Writer))
 		st := db.Stats()
 		if st.Transactions != 1 || st.ReadRounds != 1 || st.Commits != 1 || st.Retries != 0 {
 			t.Fatalf("Append %d: %d transactions, %d read rounds, %d commits, %d retries; want 1, 1, 1, 0",
@@ -126,7 +96,7 @@ func TestSharedBlobsDoNotConflict(t *testing.T) {
 			head := ""
 			for i := range each {
 				id := fmt.Sprintf("%s-%d", names[g], i)
-				if err := s.Append(ctx, checkpoint(names[g], id, head, float64(i), 1, 2, 3), head, lease.Writer); err != nil {
+				if err := s.Append(ctx, storetest.Checkpoint(names[g], id, head, float64(i), 1, 2, 3), head, lease.Writer); err != nil {
 					errs <- err
 					return
 				}
@@ -183,11 +153,11 @@ func TestWritesAreIdempotentAfterUnknownResult(t *testing.T) {
 
 	// Append: no false ErrDuplicateID or ErrConflict, blob counted once.
 	restore = unknownApplied(t, db)
-	err = s.Append(ctx, checkpoint("t", "a", "", 1, 1, 2), "", w)
+	err = s.Append(ctx, storetest.Checkpoint("t", "a", "", 1, 1, 2), "", w)
 	restore()
 	must(t, err)
 	restore = unknownApplied(t, db)
-	err = s.Append(ctx, checkpoint("t", "b", "a", 2, 2, 3), "a", w)
+	err = s.Append(ctx, storetest.Checkpoint("t", "b", "a", 2, 2, 3), "a", w)
 	restore()
 	must(t, err)
 	testkit.CheckRefs(t, s, "t")
@@ -196,7 +166,7 @@ func TestWritesAreIdempotentAfterUnknownResult(t *testing.T) {
 	}
 	// A different Append with a used id still fails, with the right error.
 	restore = unknownApplied(t, db)
-	err = s.Append(ctx, checkpoint("t", "a", "b", 3), "b", w)
+	err = s.Append(ctx, storetest.Checkpoint("t", "a", "b", 3), "b", w)
 	restore()
 	if !errors.Is(err, ckptstore.ErrDuplicateID) {
 		t.Fatalf("Append of a used id: %v, want ErrDuplicateID", err)
@@ -215,7 +185,7 @@ func TestWritesAreIdempotentAfterUnknownResult(t *testing.T) {
 	// DeleteCheckpoints: the deleted ids are reported, not an empty list.
 	pl, err := s.AcquireWriter(ctx, "p")
 	must(t, err)
-	ids := chain(t, s, pl.Writer, "p", 6)
+	ids := storetest.Chain(t, s, pl.Writer, "p", 6)
 	restore = unknownApplied(t, db)
 	deleted, err := s.DeleteCheckpoints(ctx, "p", 2, pl.Writer)
 	restore()
@@ -253,7 +223,7 @@ func TestWritesUnderFaults(t *testing.T) {
 			for _, th := range threads {
 				lease, err := s.AcquireWriter(ctx, th)
 				must(t, err)
-				ids := chain(t, s, lease.Writer, th, 12)
+				ids := storetest.Chain(t, s, lease.Writer, th, 12)
 				must(t, s.DeleteHead(ctx, th, ids[11], lease.Writer))
 				deleted, err := s.DeleteCheckpoints(ctx, th, 3, lease.Writer)
 				must(t, err)

@@ -125,9 +125,9 @@ var (
 	must                 = testkit.Must
 )
 
-// checkpoint returns a valid checkpoint of thread with the given blob
+// Checkpoint returns a valid checkpoint of thread with the given blob
 // numbers as files.
-func checkpoint(thread, id, parent string, createdAt float64, blobs ...int) *ckptstore.Checkpoint {
+func Checkpoint(thread, id, parent string, createdAt float64, blobs ...int) *ckptstore.Checkpoint {
 	cp := &ckptstore.Checkpoint{
 		ID: id, ThreadID: thread, ParentCheckpointID: parent, CreatedAt: createdAt,
 		Reason: ckptstore.ReasonAutomatic, Conversation: []byte(`[{"role":"user","content":"hi"}]`),
@@ -138,15 +138,15 @@ func checkpoint(thread, id, parent string, createdAt float64, blobs ...int) *ckp
 	return cp
 }
 
-// chain appends n checkpoints c0..c(n-1) to thread, each sharing blob 0
+// Chain appends n checkpoints c0..c(n-1) to thread, each sharing blob 0
 // and owning blob 1000+i, and returns their ids.
-func chain(t testing.TB, s *fdbstore.Store, w ckptstore.Writer, thread string, n int) []string {
+func Chain(t testing.TB, s *fdbstore.Store, w ckptstore.Writer, thread string, n int) []string {
 	t.Helper()
 	var ids []string
 	head := ""
 	for i := range n {
 		id := fmt.Sprintf("%s-c%d", thread, i)
-		must(t, s.Append(ctx, checkpoint(thread, id, head, float64(i), 0, 1000+i), head, w))
+		must(t, s.Append(ctx, Checkpoint(thread, id, head, float64(i), 0, 1000+i), head, w))
 		ids = append(ids, id)
 		head = id
 	}
@@ -168,7 +168,7 @@ func (e *suite) testChunking(t *testing.T) {
 		fmt.Fprintf(&b, `{"role":"assistant","content":"message %d %s"}`, i, strings.Repeat("x", i%97))
 	}
 	b.WriteString("]")
-	cp := checkpoint("t", "big", "", 1, 1, 2)
+	cp := Checkpoint("t", "big", "", 1, 1, 2)
 	cp.Conversation = []byte(b.String())
 	must(t, s.Append(ctx, cp, "", lease.Writer))
 
@@ -215,7 +215,7 @@ func (e *suite) testTooLarge(t *testing.T) {
 	s, db := e.store(t, fdbstore.Options{})
 	lease, err := s.AcquireWriter(ctx, "t")
 	must(t, err)
-	cp := checkpoint("t", "huge", "", 1, 1)
+	cp := Checkpoint("t", "huge", "", 1, 1)
 	cp.Conversation = []byte(`["` + strings.Repeat("y", fdbstore.MaxTransactionBytes) + `"]`)
 	writes := db.transactions()
 	if err := s.Append(ctx, cp, "", lease.Writer); !errors.Is(err, ckptstore.ErrInvalidEntry) || !strings.Contains(err.Error(), "too large") {
@@ -230,7 +230,7 @@ func (e *suite) testTooLarge(t *testing.T) {
 	must(t, s.DeleteHead(ctx, "t", "huge", lease.Writer))
 
 	// Many blob keys count too: each costs bytes in Append and delete.
-	many := checkpoint("t", "many", "", 2)
+	many := Checkpoint("t", "many", "", 2)
 	for i := range 20_000 {
 		many.Files = append(many.Files, ckptstore.Entry{Path: fmt.Sprintf("d/f%d", i), Kind: ckptstore.KindFile, BlobKey: fileKey(i), Size: 1})
 	}
@@ -250,7 +250,7 @@ func (e *suite) testLongPrune(t *testing.T) {
 	s, db := e.store(t, fdbstore.Options{PruneBatch: 3})
 	lease, err := s.AcquireWriter(ctx, "t")
 	must(t, err)
-	ids := chain(t, s, lease.Writer, "t", 12)
+	ids := Chain(t, s, lease.Writer, "t", 12)
 	before := db.commits()
 	deleted, err := s.DeleteCheckpoints(ctx, "t", 2, lease.Writer)
 	must(t, err)
@@ -273,7 +273,7 @@ func (e *suite) testLongPrune(t *testing.T) {
 	s2, hooked := e.store(t, fdbstore.Options{Options: ckptstore.Options{Now: clock.Now}, PruneBatch: 2, Prefix: e.prefix(t) + "2"})
 	lease2, err := s2.AcquireWriter(ctx, "u")
 	must(t, err)
-	ids2 := chain(t, s2, lease2.Writer, "u", 8)
+	ids2 := Chain(t, s2, lease2.Writer, "u", 8)
 	commits := 0
 	hooked.after = func() {
 		if commits++; commits == 2 {
@@ -301,7 +301,7 @@ func (e *suite) testBlobPages(t *testing.T) {
 	s, db := e.store(t, fdbstore.Options{BlobPage: 4})
 	lease, err := s.AcquireWriter(ctx, "t")
 	must(t, err)
-	cp := checkpoint("t", "a", "", 1)
+	cp := Checkpoint("t", "a", "", 1)
 	for i := range 17 {
 		cp.Files = append(cp.Files, ckptstore.Entry{Path: fmt.Sprintf("f%d", i), Kind: ckptstore.KindFile, BlobKey: fileKey(i * 7919 % 101), Size: 1})
 	}
@@ -342,8 +342,8 @@ func (e *suite) testLongIDs(t *testing.T) {
 	}
 	lease, err := s.AcquireWriter(ctx, okID)
 	must(t, err)
-	must(t, s.Append(ctx, checkpoint(okID, okID, "", 1, 1), "", lease.Writer))
-	if err := s.Append(ctx, checkpoint(okID, long, okID, 2), okID, lease.Writer); !errors.Is(err, ckptstore.ErrInvalidID) {
+	must(t, s.Append(ctx, Checkpoint(okID, okID, "", 1, 1), "", lease.Writer))
+	if err := s.Append(ctx, Checkpoint(okID, long, okID, 2), okID, lease.Writer); !errors.Is(err, ckptstore.ErrInvalidID) {
 		t.Fatalf("Append(long id): %v, want ErrInvalidID", err)
 	}
 	if cp, err := s.Get(ctx, long); cp != nil || err != nil {
@@ -373,7 +373,7 @@ func (e *suite) testPrefixes(t *testing.T) {
 	if _, err := ab.AcquireWriter(ctx, "t"); err != nil {
 		t.Fatalf("a lease under another prefix blocked: %v", err)
 	}
-	must(t, a.Append(ctx, checkpoint("t", "c", "", 1, 1), "", la.Writer))
+	must(t, a.Append(ctx, Checkpoint("t", "c", "", 1, 1), "", la.Writer))
 	if cps, _ := ab.List(ctx, "t"); len(cps) != 0 {
 		t.Fatal("a checkpoint leaked to another prefix")
 	}
