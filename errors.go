@@ -55,3 +55,23 @@ func Code(err error) string {
 	}
 	return ""
 }
+
+// contractErrors lists every sentinel, for ErrorFor.
+var contractErrors = []error{
+	ErrConflict, ErrParentMismatch, ErrDuplicateID, ErrNotHead,
+	ErrWriterConflict, ErrWriterLost, ErrInvalidID, ErrInvalidEntry,
+	ErrForkSourceNotFound, ErrForkSourceThreadMismatch, ErrForkDestinationNotEmpty,
+}
+
+// ErrorFor returns the sentinel whose wire code is code
+// (SANDBOX_SNAPSHOT_STALE_HEAD → ErrConflict, …), or nil for any other
+// string. It turns codes that cross a wire — from the TypeScript side, or
+// from a store's server-side script — back into errors.Is-able values.
+func ErrorFor(code string) error {
+	for _, e := range contractErrors {
+		if Code(e) == code {
+			return e
+		}
+	}
+	return nil
+}

@@ -95,3 +95,25 @@ func TestSentinelsMatchOnlyThemselves(t *testing.T) {
 		}
 	}
 }
+
+func TestErrorForInvertsCode(t *testing.T) {
+	for _, code := range []string{
+		"SANDBOX_SNAPSHOT_STALE_HEAD", "SANDBOX_SNAPSHOT_PARENT_MISMATCH",
+		"SANDBOX_SNAPSHOT_DUPLICATE_ID", "SANDBOX_SNAPSHOT_NOT_HEAD",
+		"SANDBOX_SNAPSHOT_WRITER_CONFLICT", "SANDBOX_SNAPSHOT_WRITER_LOST",
+		"SANDBOX_SNAPSHOT_INVALID_ID", "SANDBOX_SNAPSHOT_INVALID_ENTRY",
+		"SANDBOX_SNAPSHOT_FORK_SOURCE_NOT_FOUND",
+		"SANDBOX_SNAPSHOT_FORK_SOURCE_THREAD_MISMATCH",
+		"SANDBOX_SNAPSHOT_FORK_DESTINATION_NOT_EMPTY",
+	} {
+		err := ckptstore.ErrorFor(code)
+		if err == nil || ckptstore.Code(err) != code {
+			t.Errorf("ErrorFor(%q) = %v (code %q)", code, err, ckptstore.Code(err))
+		}
+	}
+	for _, code := range []string{"", "STALE_HEAD", "SANDBOX_SNAPSHOT_", "sandbox_snapshot_stale_head"} {
+		if err := ckptstore.ErrorFor(code); err != nil {
+			t.Errorf("ErrorFor(%q) = %v, want nil", code, err)
+		}
+	}
+}

@@ -6,8 +6,9 @@ package redisstore
 // everything a script needs as arguments, including the time, read from
 // Options.Now, so the server's clock never decides a lease.
 //
-// Scripts reply with an array whose first element is "ok" or the name of a
-// contract error (see scriptError); the rest is the result or details.
+// Scripts reply with an array whose first element is "ok" or the wire code
+// of a contract error without its SANDBOX_SNAPSHOT_ prefix ("STALE_HEAD",
+// "WRITER_LOST", …; see scriptError); the rest is the result or details.
 //
 // Thread hash fields (KEYS "t:<thread>"):
 //
@@ -69,7 +70,7 @@ local lost = writer_lost(KEYS[1], ARGV[3], ARGV[4], ARGV[2])
 if lost then return {'WRITER_LOST', lost} end
 if redis.call('EXISTS', KEYS[3]) == 1 then return {'DUPLICATE_ID', ''} end
 local head = redis.call('HGET', KEYS[1], 'h') or ''
-if head ~= ARGV[7] then return {'CONFLICT', head} end
+if head ~= ARGV[7] then return {'STALE_HEAD', head} end
 if ARGV[8] ~= ARGV[7] then return {'PARENT_MISMATCH', ''} end
 redis.call('HSET', KEYS[3], 't', ARGV[6], 'p', ARGV[8], 'h', ARGV[10], 'b', ARGV[11], 'k', ARGV[12], 'v', ARGV[13])
 redis.call('ZADD', KEYS[2], ARGV[9], ARGV[5])

@@ -156,27 +156,9 @@ func scriptError(res []any, format string, args ...any) error {
 		return fmt.Errorf("redisstore: empty script reply")
 	}
 	name, _ := res[0].(string)
-	var sentinel error
-	switch name {
-	case "WRITER_LOST":
-		sentinel = ckptstore.ErrWriterLost
-	case "WRITER_CONFLICT":
-		sentinel = ckptstore.ErrWriterConflict
-	case "DUPLICATE_ID":
-		sentinel = ckptstore.ErrDuplicateID
-	case "CONFLICT":
-		sentinel = ckptstore.ErrConflict
-	case "PARENT_MISMATCH":
-		sentinel = ckptstore.ErrParentMismatch
-	case "NOT_HEAD":
-		sentinel = ckptstore.ErrNotHead
-	case "FORK_SOURCE_NOT_FOUND":
-		sentinel = ckptstore.ErrForkSourceNotFound
-	case "FORK_SOURCE_THREAD_MISMATCH":
-		sentinel = ckptstore.ErrForkSourceThreadMismatch
-	case "FORK_DESTINATION_NOT_EMPTY":
-		sentinel = ckptstore.ErrForkDestinationNotEmpty
-	default:
+	// Scripts reply with the wire code less its SANDBOX_SNAPSHOT_ prefix.
+	sentinel := ckptstore.ErrorFor("SANDBOX_SNAPSHOT_" + name)
+	if sentinel == nil {
 		return fmt.Errorf("redisstore: unexpected script reply %q", res)
 	}
 	detail := ""
