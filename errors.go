@@ -12,34 +12,50 @@ type contractError struct {
 
 func (e *contractError) Error() string { return "ckptstore: " + e.msg }
 
+// The wire codes of the contract errors, shared with @tanstack/ai-sandbox
+// (the code property of its error classes).
+const (
+	CodeStaleHead                = "SANDBOX_SNAPSHOT_STALE_HEAD"
+	CodeParentMismatch           = "SANDBOX_SNAPSHOT_PARENT_MISMATCH"
+	CodeDuplicateID              = "SANDBOX_SNAPSHOT_DUPLICATE_ID"
+	CodeNotHead                  = "SANDBOX_SNAPSHOT_NOT_HEAD"
+	CodeWriterConflict           = "SANDBOX_SNAPSHOT_WRITER_CONFLICT"
+	CodeWriterLost               = "SANDBOX_SNAPSHOT_WRITER_LOST"
+	CodeInvalidID                = "SANDBOX_SNAPSHOT_INVALID_ID"
+	CodeInvalidEntry             = "SANDBOX_SNAPSHOT_INVALID_ENTRY"
+	CodeForkSourceNotFound       = "SANDBOX_SNAPSHOT_FORK_SOURCE_NOT_FOUND"
+	CodeForkSourceThreadMismatch = "SANDBOX_SNAPSHOT_FORK_SOURCE_THREAD_MISMATCH"
+	CodeForkDestinationNotEmpty  = "SANDBOX_SNAPSHOT_FORK_DESTINATION_NOT_EMPTY"
+)
+
 // Sentinel errors. Every error a store returns for a contract violation
 // satisfies errors.Is with exactly one of them; stores wrap them with
 // context (fmt.Errorf("%w: ...")).
 var (
 	// ErrConflict: the thread's head is not the expected head.
-	ErrConflict error = &contractError{"SANDBOX_SNAPSHOT_STALE_HEAD", "the thread's head is not the expected head"}
+	ErrConflict error = &contractError{CodeStaleHead, "the thread's head is not the expected head"}
 	// ErrParentMismatch: the checkpoint's parent is not the expected head.
-	ErrParentMismatch error = &contractError{"SANDBOX_SNAPSHOT_PARENT_MISMATCH", "parentCheckpointId does not equal the expected head"}
+	ErrParentMismatch error = &contractError{CodeParentMismatch, "parentCheckpointId does not equal the expected head"}
 	// ErrDuplicateID: the checkpoint id is already used by a stored checkpoint.
-	ErrDuplicateID error = &contractError{"SANDBOX_SNAPSHOT_DUPLICATE_ID", "the checkpoint id is already used"}
+	ErrDuplicateID error = &contractError{CodeDuplicateID, "the checkpoint id is already used"}
 	// ErrNotHead: the checkpoint to delete is not the thread's head.
-	ErrNotHead error = &contractError{"SANDBOX_SNAPSHOT_NOT_HEAD", "the checkpoint is not the thread's head"}
+	ErrNotHead error = &contractError{CodeNotHead, "the checkpoint is not the thread's head"}
 	// ErrWriterConflict: the thread's writer lease is held and live.
-	ErrWriterConflict error = &contractError{"SANDBOX_SNAPSHOT_WRITER_CONFLICT", "the thread's writer lease is held"}
+	ErrWriterConflict error = &contractError{CodeWriterConflict, "the thread's writer lease is held"}
 	// ErrWriterLost: the writer is not the thread's current, live lease.
-	ErrWriterLost error = &contractError{"SANDBOX_SNAPSHOT_WRITER_LOST", "the writer is not the thread's current lease"}
+	ErrWriterLost error = &contractError{CodeWriterLost, "the writer is not the thread's current lease"}
 	// ErrInvalidID: a thread or checkpoint id is empty or not valid UTF-8.
-	ErrInvalidID error = &contractError{"SANDBOX_SNAPSHOT_INVALID_ID", "invalid id"}
+	ErrInvalidID error = &contractError{CodeInvalidID, "invalid id"}
 	// ErrInvalidEntry: a checkpoint field, entry, artifact or argument is invalid.
-	ErrInvalidEntry error = &contractError{"SANDBOX_SNAPSHOT_INVALID_ENTRY", "invalid entry"}
+	ErrInvalidEntry error = &contractError{CodeInvalidEntry, "invalid entry"}
 	// ErrForkSourceNotFound: the fork's source checkpoint does not exist.
-	ErrForkSourceNotFound error = &contractError{"SANDBOX_SNAPSHOT_FORK_SOURCE_NOT_FOUND", "the fork source checkpoint does not exist"}
+	ErrForkSourceNotFound error = &contractError{CodeForkSourceNotFound, "the fork source checkpoint does not exist"}
 	// ErrForkSourceThreadMismatch: the fork source is in another thread, or
 	// source and destination threads are the same.
-	ErrForkSourceThreadMismatch error = &contractError{"SANDBOX_SNAPSHOT_FORK_SOURCE_THREAD_MISMATCH", "the fork source checkpoint is not in the source thread, or source and destination are the same thread"}
+	ErrForkSourceThreadMismatch error = &contractError{CodeForkSourceThreadMismatch, "the fork source checkpoint is not in the source thread, or source and destination are the same thread"}
 	// ErrForkDestinationNotEmpty: the destination thread has a head or a
 	// checkpoint, or the destination checkpoint id is used.
-	ErrForkDestinationNotEmpty error = &contractError{"SANDBOX_SNAPSHOT_FORK_DESTINATION_NOT_EMPTY", "the fork destination thread is not empty or the destination id is used"}
+	ErrForkDestinationNotEmpty error = &contractError{CodeForkDestinationNotEmpty, "the fork destination thread is not empty or the destination id is used"}
 )
 
 // ErrInvalidOptions reports lease options that break the rules of Options.

@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"math"
 	"slices"
 	"strings"
 )
@@ -202,3 +203,30 @@ type InstanceStore interface {
 	// Delete removes the record; a missing key is not an error.
 	Delete(ctx context.Context, key string) error
 }
+
+// EqualCheckpoints reports whether a and b hold the same checkpoint: every
+// field equal, createdAt to the bit (math.Float64bits), the conversation
+// byte for byte with an empty one equal to "[]", and nil slices equal to
+// empty ones. Import uses it to tell a resumed batch from a conflicting one.
+func EqualCheckpoints(a, b *Checkpoint) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.ID == b.ID && a.ThreadID == b.ThreadID &&
+		a.ParentCheckpointID == b.ParentCheckpointID &&
+		math.Float64bits(a.CreatedAt) == math.Float64bits(b.CreatedAt) &&
+		a.Reason == b.Reason && a.Label == b.Label && a.SourceRunID == b.SourceRunID &&
+		slices.Equal(a.Files, b.Files) && slices.Equal(a.Artifacts, b.Artifacts) &&
+		bytes.Equal(conversationBytes(a.Conversation), conversationBytes(b.Conversation))
+}
+
+func conversationBytes(c json.RawMessage) []byte {
+	if len(c) == 0 {
+		return []byte("[]")
+	}
+	return c
+}
+
+// EmptyTranscript returns "[]", what LoadThread returns for a thread with no
+// transcript, as a new slice the caller owns.
+func EmptyTranscript() json.RawMessage { return json.RawMessage("[]") }

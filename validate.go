@@ -330,3 +330,67 @@ func ValidateInstanceRecord(rec *InstanceRecord) error {
 	}
 	return nil
 }
+
+// ValidateTranscript checks a transcript for SaveThread: a JSON array, kept
+// byte for byte. Unlike a checkpoint's conversation, an empty value is not
+// "[]" but invalid (ErrInvalidEntry).
+func ValidateTranscript(messages []byte) error {
+	if len(messages) == 0 {
+		return invalid("transcript is empty, not a JSON array")
+	}
+	if err := validateConversation(messages); err != nil {
+		return invalid("transcript is not a JSON array")
+	}
+	return nil
+}
+
+// ValidateDeleteThread runs DeleteThread's id checks: the thread and the
+// writer's thread (ErrInvalidID).
+func ValidateDeleteThread(threadID string, w Writer) error {
+	if err := ValidateID("thread id", threadID); err != nil {
+		return err
+	}
+	return ValidateID("writer thread id", w.ThreadID)
+}
+
+// ValidateImport runs Import's checks that need no store state, in order:
+// every id (ErrInvalidID), then every checkpoint's content, its thread and
+// the transcript (ErrInvalidEntry).
+func ValidateImport(b ImportBatch) error {
+	if err := ValidateID("thread id", b.ThreadID); err != nil {
+		return err
+	}
+	if err := ValidateID("writer thread id", b.Writer.ThreadID); err != nil {
+		return err
+	}
+	for i, cp := range b.Checkpoints {
+		if cp == nil {
+			return invalid("import checkpoint %d is nil", i)
+		}
+		if err := validateCheckpointIDs(cp); err != nil {
+			return err
+		}
+	}
+	if b.SetHead {
+		if err := validateOptionalID("head id", b.Head); err != nil {
+			return err
+		}
+	}
+	seen := make(map[string]struct{}, len(b.Checkpoints))
+	for _, cp := range b.Checkpoints {
+		if cp.ThreadID != b.ThreadID {
+			return invalid("import checkpoint %q is of thread %q, not %q", cp.ID, cp.ThreadID, b.ThreadID)
+		}
+		if _, dup := seen[cp.ID]; dup {
+			return invalid("import batch holds checkpoint %q twice", cp.ID)
+		}
+		seen[cp.ID] = struct{}{}
+		if err := validateContent(cp); err != nil {
+			return err
+		}
+	}
+	if b.Transcript != nil {
+		return ValidateTranscript(b.Transcript)
+	}
+	return nil
+}
