@@ -10,7 +10,7 @@ import (
 	"github.com/ckptstore/ckptstore"
 )
 
-// sentinels lists every contract error with the wire code SPEC.md gives it.
+// sentinels lists every contract error with the wire code docs/contract.md gives it.
 var sentinels = []struct {
 	name string
 	err  error

@@ -118,7 +118,7 @@ func ValidatePrune(threadID string, keep int, w Writer) error {
 }
 
 // ValidateFork runs ForkFromCheckpoint's checks that need no store state,
-// in the order of SPEC.md: the five ids (ErrInvalidID), a finite createdAt
+// in the order of docs/contract.md: the five ids (ErrInvalidID), a finite createdAt
 // (ErrInvalidEntry), and distinct threads (ErrForkSourceThreadMismatch).
 func ValidateFork(in ForkInput) error {
 	for _, id := range []struct{ what, id string }{

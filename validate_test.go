@@ -10,7 +10,7 @@ import (
 	"github.com/ckptstore/ckptstore"
 )
 
-const maxSize = 1<<53 - 1 // 2^53−1, the largest size SPEC.md allows
+const maxSize = 1<<53 - 1 // 2^53−1, the largest size docs/contract.md allows
 
 func TestMaxSize(t *testing.T) {
 	if ckptstore.MaxSize != maxSize {
@@ -18,7 +18,7 @@ func TestMaxSize(t *testing.T) {
 	}
 }
 
-// TestValidate breaks one rule of SPEC.md's Validation section per case, and
+// TestValidate breaks one rule of docs/contract.md's Validation section per case, and
 // checks the valid edge next to each rule.
 func TestValidate(t *testing.T) {
 	file := func(path string) ckptstore.Entry {
@@ -204,7 +204,7 @@ func TestValidateDoesNotMutate(t *testing.T) {
 }
 
 // TestValidateOrder checks that when several checks fail, the first one in
-// SPEC.md's order decides the error.
+// docs/contract.md's order decides the error.
 func TestValidateOrder(t *testing.T) {
 	t.Run("Validate", func(t *testing.T) {
 		cp := validCheckpoint()
@@ -218,7 +218,7 @@ func TestValidateOrder(t *testing.T) {
 		wantErr(t, ckptstore.Validate(cp), ckptstore.ErrInvalidEntry, "createdAt")
 	})
 	t.Run("ValidateAppend", func(t *testing.T) {
-		// Step 1 in SPEC.md's order: checkpoint id, thread id, writer
+		// Step 1 in docs/contract.md's order: checkpoint id, thread id, writer
 		// thread id, expected head, parent; then step 2.
 		cp := validCheckpoint()
 		cp.ID, cp.ThreadID, cp.ParentCheckpointID = "", "", "\xff"
@@ -352,7 +352,7 @@ func TestValidateFork(t *testing.T) {
 	in.DestinationCheckpointID = in.SourceCheckpointID
 	wantErr(t, ckptstore.ValidateFork(in), nil, "")
 
-	// First failure wins: the five ids in SPEC.md's order, then createdAt,
+	// First failure wins: the five ids in docs/contract.md's order, then createdAt,
 	// then equal threads.
 	in = ckptstore.ForkInput{CreatedAt: math.NaN()}
 	steps := []struct {
