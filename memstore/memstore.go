@@ -2,15 +2,28 @@
 // of the contract and the embedded default. It keeps nothing across
 // restarts.
 //
+// Besides ckptstore.Store it implements every optional capability: Pruner,
+// Forker, Transcripts, ThreadDeleter, Pager, ThreadLister and Importer, and
+// it honours caller op tokens (ckptstore.WithOpToken).
+//
 // Invariants, all guarded by Store.mu:
 //
 //   - checkpoints holds every stored checkpoint by id; each is a private
 //     deep copy that is never modified and never handed out.
-//   - threads[t].members is exactly the set of ids in checkpoints whose
-//     ThreadID is t, so List and Head never look at other threads.
+//   - threads[t].cps holds exactly the checkpoints (the same pointers as in
+//     checkpoints) whose ThreadID is t, ordered by
+//     ckptstore.CompareCheckpoints, so List and ListPage read one thread in
+//     order without sorting and never look at other threads.
 //   - refs[k] equals the number of stored checkpoints whose BlobKeys contain
 //     k, and is absent rather than 0.
 //   - threads[t].fence is the highest fence ever issued for t; it only grows.
+//   - threads[t].transcript is nil until SaveThread, a fork or an import
+//     sets it, and then a private copy of a JSON array.
+//   - listed holds exactly the ids of the threads that have a head, a
+//     checkpoint or a transcript (a lease alone does not list a thread), so
+//     Threads reads one range of it per page.
+//   - ops holds the op token of every Append, DeleteHead, fork and
+//     AcquireWriter that succeeded with one in the last opTokenTTL.
 //
 // Every method validates its input, takes the lock, runs all state checks,
 // and only then mutates, so a failed call changes nothing.
@@ -19,6 +32,7 @@ package memstore
 import (
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -26,10 +40,11 @@ import (
 	"time"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/google/btree"
 )
 
-// Store is the in-memory Store, Pruner and Forker. It is safe for concurrent
-// use.
+// Store is the in-memory Store with every optional capability. It is safe
+// for concurrent use.
 type Store struct {
 	opts ckptstore.Options
 
@@ -37,14 +52,25 @@ type Store struct {
 	checkpoints map[string]*ckptstore.Checkpoint
 	threads     map[string]*thread
 	refs        map[string]int64
+	listed      *btree.BTreeG[string] // threads with a head, a checkpoint or a transcript
+	ops         opTokens
 }
 
 type thread struct {
-	head    string
-	members map[string]struct{}
-	lease   *lease // nil when released; may be expired
-	fence   int64  // highest fence issued, survives release and expiry
+	head       string
+	cps        *btree.BTreeG[*ckptstore.Checkpoint] // in List order
+	lease      *lease                               // nil when released; may be expired
+	fence      int64                                // highest fence issued, survives release and expiry
+	transcript json.RawMessage                      // nil: none saved
 }
+
+// btreeDegree is the degree of every B-tree of the store: small trees
+// (one thread's checkpoints) stay one node, big ones a few levels deep.
+const btreeDegree = 16
+
+// listLess orders a thread's checkpoints as List returns them. Ids are
+// unique, so no two stored checkpoints compare equal.
+func listLess(a, b *ckptstore.Checkpoint) bool { return ckptstore.CompareCheckpoints(a, b) < 0 }
 
 type lease struct {
 	token     string
@@ -53,10 +79,15 @@ type lease struct {
 }
 
 var (
-	_ ckptstore.Store       = (*Store)(nil)
-	_ ckptstore.Pruner      = (*Store)(nil)
-	_ ckptstore.Forker      = (*Store)(nil)
-	_ ckptstore.LeaseKeeper = (*Store)(nil)
+	_ ckptstore.Store         = (*Store)(nil)
+	_ ckptstore.Pruner        = (*Store)(nil)
+	_ ckptstore.Forker        = (*Store)(nil)
+	_ ckptstore.LeaseKeeper   = (*Store)(nil)
+	_ ckptstore.Transcripts   = (*Store)(nil)
+	_ ckptstore.ThreadDeleter = (*Store)(nil)
+	_ ckptstore.Pager         = (*Store)(nil)
+	_ ckptstore.ThreadLister  = (*Store)(nil)
+	_ ckptstore.Importer      = (*Store)(nil)
 )
 
 // New returns an empty store. It panics when opts are invalid (see
@@ -71,6 +102,8 @@ func New(opts ckptstore.Options) *Store {
 		checkpoints: make(map[string]*ckptstore.Checkpoint),
 		threads:     make(map[string]*thread),
 		refs:        make(map[string]int64),
+		listed:      btree.NewG(btreeDegree, func(a, b string) bool { return a < b }),
+		ops:         opTokens{byToken: make(map[string]*opRecord)},
 	}
 }
 
@@ -78,10 +111,21 @@ func New(opts ckptstore.Options) *Store {
 func (s *Store) thread(id string, create bool) *thread {
 	th := s.threads[id]
 	if th == nil && create {
-		th = &thread{members: make(map[string]struct{})}
+		th = &thread{cps: btree.NewG(btreeDegree, listLess)}
 		s.threads[id] = th
 	}
 	return th
+}
+
+// relist puts thread id into listed when it has a head, a checkpoint or a
+// transcript, and takes it out otherwise. Every write that changes one of
+// the three calls it. The caller holds s.mu.
+func (s *Store) relist(id string, th *thread) {
+	if th.head != "" || th.cps.Len() > 0 || th.transcript != nil {
+		s.listed.ReplaceOrInsert(id)
+	} else {
+		s.listed.Delete(id)
+	}
 }
 
 // Get implements ckptstore.Store.
@@ -109,13 +153,13 @@ func (s *Store) List(ctx context.Context, threadID string) ([]*ckptstore.Checkpo
 	th := s.threads[threadID]
 	var out []*ckptstore.Checkpoint
 	if th != nil {
-		out = make([]*ckptstore.Checkpoint, 0, len(th.members))
-		for id := range th.members {
-			out = append(out, s.checkpoints[id].Clone())
-		}
+		out = make([]*ckptstore.Checkpoint, 0, th.cps.Len())
+		th.cps.Ascend(func(c *ckptstore.Checkpoint) bool {
+			out = append(out, c.Clone())
+			return true
+		})
 	}
 	s.mu.Unlock()
-	slices.SortFunc(out, ckptstore.CompareCheckpoints)
 	if out == nil {
 		out = []*ckptstore.Checkpoint{}
 	}
@@ -167,8 +211,12 @@ func (s *Store) Append(ctx context.Context, cp *ckptstore.Checkpoint, expectedHe
 		return err
 	}
 	c := cp.Clone() // before the lock: the caller may not change cp meanwhile, but copying is the slow part
+	token, hasToken := ckptstore.OpToken(ctx)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if hasToken && s.ops.done(token, opAppend, s.opts.Now()) != nil {
+		return nil // a retry of an Append that committed
+	}
 	if err := s.checkWriter(c.ThreadID, w); err != nil {
 		return err
 	}
@@ -183,25 +231,30 @@ func (s *Store) Append(ctx context.Context, cp *ckptstore.Checkpoint, expectedHe
 		return fmt.Errorf("%w: parent %q, expected head %q", ckptstore.ErrParentMismatch, c.ParentCheckpointID, expectedHeadID)
 	}
 	s.insert(th, c)
+	th.head = c.ID
+	s.relist(c.ThreadID, th)
+	if hasToken {
+		s.ops.record(token, &opRecord{kind: opAppend}, s.opts.Now())
+	}
 	return nil
 }
 
-// insert stores c as th's head and counts its blobs. The caller holds s.mu.
+// insert stores c in th and counts its blobs; it leaves the head to the
+// caller. The caller holds s.mu and calls relist after.
 func (s *Store) insert(th *thread, c *ckptstore.Checkpoint) {
 	s.checkpoints[c.ID] = c
-	th.members[c.ID] = struct{}{}
-	th.head = c.ID
+	th.cps.ReplaceOrInsert(c)
 	for _, k := range c.BlobKeys() {
 		s.refs[k]++
 	}
 }
 
-// remove deletes the stored checkpoint id and drops its blob counts. The
-// caller holds s.mu.
+// remove deletes the stored checkpoint id of th and drops its blob counts.
+// The caller holds s.mu and calls relist after.
 func (s *Store) remove(th *thread, id string) {
 	c := s.checkpoints[id]
 	delete(s.checkpoints, id)
-	delete(th.members, id)
+	th.cps.Delete(c)
 	for _, k := range c.BlobKeys() {
 		if s.refs[k] <= 1 {
 			delete(s.refs, k)
@@ -219,8 +272,12 @@ func (s *Store) DeleteHead(ctx context.Context, threadID, checkpointID string, w
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	token, hasToken := ckptstore.OpToken(ctx)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if hasToken && s.ops.done(token, opDeleteHead, s.opts.Now()) != nil {
+		return nil // a retry of a DeleteHead that committed
+	}
 	if err := s.checkWriter(threadID, w); err != nil {
 		return err
 	}
@@ -231,6 +288,10 @@ func (s *Store) DeleteHead(ctx context.Context, threadID, checkpointID string, w
 	}
 	s.remove(th, checkpointID)
 	th.head = c.ParentCheckpointID
+	s.relist(threadID, th)
+	if hasToken {
+		s.ops.record(token, &opRecord{kind: opDeleteHead}, s.opts.Now())
+	}
 	return nil
 }
 
@@ -271,6 +332,7 @@ func (s *Store) DeleteCheckpoints(ctx context.Context, threadID string, keep int
 	for _, id := range doomed {
 		s.remove(th, id)
 	}
+	s.relist(threadID, th)
 	return doomed, nil
 }
 
@@ -282,8 +344,14 @@ func (s *Store) ForkFromCheckpoint(ctx context.Context, in ckptstore.ForkInput) 
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	token, hasToken := ckptstore.OpToken(ctx)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if hasToken {
+		if r := s.ops.done(token, opFork, s.opts.Now()); r != nil {
+			return r.root.Clone(), nil // a retry of a fork that committed
+		}
+	}
 	src, ok := s.checkpoints[in.SourceCheckpointID]
 	if !ok {
 		return nil, fmt.Errorf("%w: %q", ckptstore.ErrForkSourceNotFound, in.SourceCheckpointID)
@@ -295,14 +363,28 @@ func (s *Store) ForkFromCheckpoint(ctx context.Context, in ckptstore.ForkInput) 
 		return nil, err
 	}
 	th := s.thread(in.DestinationThreadID, true)
-	if th.head != "" || len(th.members) > 0 {
+	if th.head != "" || th.cps.Len() > 0 {
 		return nil, fmt.Errorf("%w: thread %q has checkpoints", ckptstore.ErrForkDestinationNotEmpty, in.DestinationThreadID)
+	}
+	if th.transcript != nil {
+		return nil, fmt.Errorf("%w: thread %q has a transcript", ckptstore.ErrForkDestinationNotEmpty, in.DestinationThreadID)
 	}
 	if _, used := s.checkpoints[in.DestinationCheckpointID]; used {
 		return nil, fmt.Errorf("%w: checkpoint id %q is used", ckptstore.ErrForkDestinationNotEmpty, in.DestinationCheckpointID)
 	}
 	root := ckptstore.ForkRoot(src, in)
 	s.insert(th, root)
+	th.head = root.ID
+	// The destination's transcript is the conversation it starts from,
+	// as TanStack's fork conformance expects.
+	th.transcript = slices.Clone(root.Conversation)
+	if len(th.transcript) == 0 {
+		th.transcript = ckptstore.EmptyTranscript()
+	}
+	s.relist(in.DestinationThreadID, th)
+	if hasToken {
+		s.ops.record(token, &opRecord{kind: opFork, root: root}, s.opts.Now())
+	}
 	return root.Clone(), nil
 }
 
@@ -314,10 +396,20 @@ func (s *Store) AcquireWriter(ctx context.Context, threadID string) (*ckptstore.
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	token := rand.Text()
+	// A caller's op token becomes the owner token, so that a retry can
+	// be recognised and answered with the same lease.
+	token, hasToken := ckptstore.OpToken(ctx)
+	if !hasToken {
+		token = rand.Text()
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.opts.Now()
+	if hasToken {
+		if r := s.ops.done(token, opAcquire, now); r != nil {
+			return ckptstore.NewLease(r.writer, r.expiresAt, s.opts.RenewAfter, s), nil
+		}
+	}
 	th := s.thread(threadID, true)
 	if th.lease != nil && now.Before(th.lease.expiresAt) {
 		return nil, fmt.Errorf("%w: thread %q is leased until %v", ckptstore.ErrWriterConflict, threadID, th.lease.expiresAt)
@@ -325,6 +417,9 @@ func (s *Store) AcquireWriter(ctx context.Context, threadID string) (*ckptstore.
 	th.fence++
 	th.lease = &lease{token: token, fence: th.fence, expiresAt: now.Add(s.opts.LeaseDuration)}
 	w := ckptstore.Writer{ThreadID: threadID, OwnerToken: token, Fence: th.fence}
+	if hasToken {
+		s.ops.record(token, &opRecord{kind: opAcquire, writer: w, expiresAt: th.lease.expiresAt}, now)
+	}
 	return ckptstore.NewLease(w, th.lease.expiresAt, s.opts.RenewAfter, s), nil
 }
 
