@@ -1,10 +1,13 @@
 package linz
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -73,7 +76,7 @@ func Run(t *testing.T, s ckptstore.Store, clock *testkit.Clock, opt Options) Res
 		if err := visualize(path); err != nil {
 			t.Errorf("linz: writing the visualization: %v", err)
 		}
-		t.Errorf("linz: the history of %d operations is not linearizable; porcupine's visualization: %s", len(h.ops), path)
+		t.Errorf("linz: the history of %d operations is not linearizable; porcupine's visualization: %s\n%s", len(h.ops), path, h.Explain())
 	default:
 		t.Errorf("linz: porcupine could not decide %d operations within %v", len(h.ops), h.opt.CheckTimeout)
 	}
@@ -281,4 +284,23 @@ func (w *worker) call(in input, do func() (output, error)) {
 		out = output{code: unknownCode}
 	}
 	w.ops = append(w.ops, porcupine.Operation{ClientId: w.client, Input: in, Call: callAt, Output: out, Return: retAt})
+}
+
+// Explain returns, for the first thread whose history is not
+// linearizable, its operations in call order, one per line: what a person
+// reads beside the visualization.
+func (h *History) Explain() string {
+	model := porcupineModel(h.opt.Lease.Milliseconds())
+	for _, part := range model.Partition(h.ops) {
+		if porcupine.CheckOperationsTimeout(model, part, h.opt.CheckTimeout) != porcupine.Illegal {
+			continue
+		}
+		slices.SortFunc(part, func(a, b porcupine.Operation) int { return cmp.Compare(a.Call, b.Call) })
+		var b strings.Builder
+		for _, op := range part {
+			fmt.Fprintf(&b, "c%d [%d..%d] %s\n", op.ClientId, op.Call/1000, op.Return/1000, model.DescribeOperation(op.Input, op.Output))
+		}
+		return b.String()
+	}
+	return ""
 }
