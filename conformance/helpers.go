@@ -429,23 +429,39 @@ func (e *env) wantRecount() {
 
 // snapshot is everything a read can see of the threads and ids an env
 // knows.
+// With the optional capabilities it also holds each thread's transcript
+// (Transcripts) and the whole thread listing (ThreadLister).
 type snapshot struct {
-	heads map[string]string
-	lists map[string][]*ckptstore.Checkpoint
-	gets  map[string]*ckptstore.Checkpoint
-	refs  []ckptstore.BlobRef
+	heads       map[string]string
+	lists       map[string][]*ckptstore.Checkpoint
+	gets        map[string]*ckptstore.Checkpoint
+	refs        []ckptstore.BlobRef
+	transcripts map[string]string // nil without Transcripts
+	listing     []string          // nil without ThreadLister
 }
 
 func (e *env) snap() snapshot {
 	e.t.Helper()
 	s := snapshot{heads: map[string]string{}, lists: map[string][]*ckptstore.Checkpoint{},
 		gets: map[string]*ckptstore.Checkpoint{}, refs: e.refs()}
+	tr, hasTranscripts := e.s.(ckptstore.Transcripts)
+	if hasTranscripts {
+		s.transcripts = map[string]string{}
+	}
 	for _, th := range e.threads {
 		s.heads[th] = e.head(th)
 		s.lists[th] = e.list(th)
+		if hasTranscripts {
+			m, err := tr.LoadThread(e.ctx, th)
+			must(e.t, fmt.Sprintf("LoadThread(%q)", th), err)
+			s.transcripts[th] = string(m)
+		}
 	}
 	for _, id := range e.ids {
 		s.gets[id] = e.get(id)
+	}
+	if tl, ok := e.s.(ckptstore.ThreadLister); ok {
+		s.listing = e.allThreads(tl)
 	}
 	return s
 }
@@ -470,6 +486,14 @@ func (a snapshot) diff(b snapshot) string {
 	}
 	if x := refsDiff(b.refs, a.refs); x != "" {
 		d = append(d, "BlobReferences changed: "+x)
+	}
+	for th, m := range a.transcripts {
+		if b.transcripts[th] != m {
+			d = append(d, fmt.Sprintf("LoadThread(%q) was %q, now %q", th, m, b.transcripts[th]))
+		}
+	}
+	if !slices.Equal(a.listing, b.listing) {
+		d = append(d, fmt.Sprintf("Threads was %q, now %q", a.listing, b.listing))
 	}
 	sort.Strings(d)
 	return strings.Join(d, "\n\t")

@@ -50,6 +50,7 @@ var lostWriters = []struct {
 //	u: d            n: x            w: y
 //	e: empty        o: empty (its lease is the "other" writer)
 //	p: head "p1" that no longer exists, no checkpoints (only with Pruner)
+//	s: only a transcript (only with Transcripts); t has one too
 //
 // Every thread has a live lease and a stale (released, replaced) writer.
 type fixture struct {
@@ -57,6 +58,7 @@ type fixture struct {
 	live   map[string]ckptstore.Writer
 	stale  map[string]ckptstore.Writer
 	hasP   bool
+	hasS   bool
 	before snapshot // the state after setup, which every failing write keeps
 }
 
@@ -64,7 +66,7 @@ func (s *suite) fixture(t *testing.T) *fixture {
 	t.Helper()
 	e := s.env(t)
 	f := &fixture{env: e, live: map[string]ckptstore.Writer{}, stale: map[string]ckptstore.Writer{}}
-	for _, th := range []string{"t", "u", "n", "w", "e", "o", "p"} {
+	for _, th := range []string{"t", "u", "n", "w", "e", "o", "p", "s"} {
 		old := e.acquire(th)
 		old.Release(e.ctx)
 		f.stale[th] = old.Writer
@@ -81,6 +83,11 @@ func (s *suite) fixture(t *testing.T) *fixture {
 		must(t, "DeleteCheckpoints(p, 1)", err)
 		must(t, "DeleteHead p2", e.s.DeleteHead(e.ctx, "p", "p2", f.live["p"]))
 		f.hasP = true
+	}
+	if tr, ok := e.s.(ckptstore.Transcripts); ok {
+		must(t, "SaveThread s", tr.SaveThread(e.ctx, "s", []byte(`[{"role":"user","content":"s"}]`)))
+		must(t, "SaveThread t", tr.SaveThread(e.ctx, "t", []byte(`["t"]`)))
+		f.hasS = true
 	}
 	// Ids the writes under test would create, so snapshots cover them.
 	e.track(nil, "new", "fork", "zz")
@@ -181,7 +188,7 @@ func runOrder[I any](t *testing.T, s *suite, ot orderTest[I]) {
 	attempt := func(t *testing.T, f *fixture, want error, in I) {
 		t.Helper()
 		fe := f.env.with(t)
-		ff := &fixture{env: fe, live: f.live, stale: f.stale, hasP: f.hasP}
+		ff := &fixture{env: fe, live: f.live, stale: f.stale, hasP: f.hasP, hasS: f.hasS}
 		wantErr(t, "the write", ot.run(ff, in), want)
 		after := fe.snap()
 		if d := f.before.diff(after); d != "" {
@@ -486,6 +493,10 @@ func forkOrder() orderTest[ckptstore.ForkInput] {
 					{"destination has only a head", []string{"dt"}, func(f *fixture, x *in) bool {
 						x.DestinationThreadID = "p"
 						return f.hasP
+					}},
+					{"destination has only a transcript", []string{"dt"}, func(f *fixture, x *in) bool {
+						x.DestinationThreadID = "s"
+						return f.hasS
 					}},
 					v("destination id used elsewhere", "dc", func(x *in) { x.DestinationCheckpointID = "x" }),
 					v("destination id is the source", "dc", func(x *in) { x.DestinationCheckpointID = "g" }),

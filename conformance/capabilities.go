@@ -1,0 +1,161 @@
+package conformance
+
+// Helpers for the optional capabilities of capabilities.go in the root
+// package: each getter returns the capability or skips the test, saying
+// why, as pruner and forker do.
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/ckptstore/ckptstore"
+)
+
+func (e *env) transcripts() ckptstore.Transcripts {
+	e.t.Helper()
+	x, ok := e.s.(ckptstore.Transcripts)
+	if !ok {
+		e.t.Skipf("store %T does not implement ckptstore.Transcripts", e.s)
+	}
+	return x
+}
+
+func (e *env) deleter() ckptstore.ThreadDeleter {
+	e.t.Helper()
+	x, ok := e.s.(ckptstore.ThreadDeleter)
+	if !ok {
+		e.t.Skipf("store %T does not implement ckptstore.ThreadDeleter", e.s)
+	}
+	return x
+}
+
+func (e *env) pager() ckptstore.Pager {
+	e.t.Helper()
+	x, ok := e.s.(ckptstore.Pager)
+	if !ok {
+		e.t.Skipf("store %T does not implement ckptstore.Pager", e.s)
+	}
+	return x
+}
+
+func (e *env) lister() ckptstore.ThreadLister {
+	e.t.Helper()
+	x, ok := e.s.(ckptstore.ThreadLister)
+	if !ok {
+		e.t.Skipf("store %T does not implement ckptstore.ThreadLister", e.s)
+	}
+	return x
+}
+
+func (e *env) importer() ckptstore.Importer {
+	e.t.Helper()
+	x, ok := e.s.(ckptstore.Importer)
+	if !ok {
+		e.t.Skipf("store %T does not implement ckptstore.Importer", e.s)
+	}
+	return x
+}
+
+// needs returns a skip message when the store lacks capability C, for the
+// order tests' needs.
+func needs[C any](f *fixture, name string) string {
+	if _, ok := f.s.(C); !ok {
+		return fmt.Sprintf("store %T does not implement ckptstore.%s", f.s, name)
+	}
+	return ""
+}
+
+// save stores a transcript and fails the test when it cannot.
+func (e *env) save(thread, messages string) {
+	e.t.Helper()
+	e.track([]string{thread})
+	must(e.t, fmt.Sprintf("SaveThread(%q)", thread), e.transcripts().SaveThread(e.ctx, thread, json.RawMessage(messages)))
+}
+
+// load returns a thread's transcript.
+func (e *env) load(thread string) string {
+	e.t.Helper()
+	m, err := e.transcripts().LoadThread(e.ctx, thread)
+	must(e.t, fmt.Sprintf("LoadThread(%q)", thread), err)
+	return string(m)
+}
+
+// wantTranscript checks a thread's transcript, byte for byte.
+func (e *env) wantTranscript(thread, want string) {
+	e.t.Helper()
+	if got := e.load(thread); got != want {
+		e.t.Errorf("LoadThread(%q) = %q, want %q", thread, got, want)
+	}
+}
+
+// maxPages bounds every paging loop of the suite, so that a store whose
+// cursor never advances fails instead of looping.
+const maxPages = 10_000
+
+// allThreads pages through Threads with the default limit.
+func (e *env) allThreads(tl ckptstore.ThreadLister) []string {
+	e.t.Helper()
+	out, err := pageThreads(e, tl, 0)
+	must(e.t, "Threads", err)
+	return out
+}
+
+// pageThreads returns every thread id, paging with limit, and checks that
+// each page respects it.
+func pageThreads(e *env, tl ckptstore.ThreadLister, limit int) ([]string, error) {
+	e.t.Helper()
+	want := limit
+	if want == 0 {
+		want = 100
+	}
+	out := []string{}
+	after := ""
+	for range maxPages {
+		page, next, err := tl.Threads(e.ctx, after, limit)
+		if err != nil {
+			return nil, err
+		}
+		if len(page) > want {
+			e.t.Errorf("Threads(%q, %d) returned %d ids, more than the limit", after, limit, len(page))
+		}
+		if next != "" && len(page) == 0 {
+			e.t.Fatalf("Threads(%q, %d) returned an empty page with a next cursor", after, limit)
+		}
+		out = append(out, page...)
+		if next == "" {
+			return out, nil
+		}
+		after = next
+	}
+	e.t.Fatalf("Threads: more than %d pages", maxPages)
+	return nil, nil
+}
+
+// pageAll returns every checkpoint of thread, paging with opt from its
+// cursor, and checks that each page respects the limit.
+func (e *env) pageAll(thread string, opt ckptstore.ListOptions) []*ckptstore.Checkpoint {
+	e.t.Helper()
+	p := e.pager()
+	want := opt.Limit
+	if want == 0 {
+		want = 100
+	}
+	var out []*ckptstore.Checkpoint
+	for range maxPages {
+		page, next, err := p.ListPage(e.ctx, thread, opt)
+		must(e.t, fmt.Sprintf("ListPage(%q, %+v)", thread, opt), err)
+		if len(page) > want {
+			e.t.Errorf("ListPage(%q, %+v) returned %d checkpoints, more than the limit", thread, opt, len(page))
+		}
+		if next != "" && len(page) == 0 {
+			e.t.Fatalf("ListPage(%q, %+v) returned an empty page with a next cursor", thread, opt)
+		}
+		out = append(out, page...)
+		if next == "" {
+			return out
+		}
+		opt.After = next
+	}
+	e.t.Fatalf("ListPage(%q): more than %d pages", thread, maxPages)
+	return nil
+}

@@ -1,0 +1,291 @@
+package conformance
+
+// Check orders of the optional capabilities' methods, run by runOrder on
+// the same fixture as the core methods: SaveThread, DeleteThread, Import,
+// ListPage and Threads. Every call here must fail and change nothing.
+
+import (
+	"encoding/base64"
+	"math"
+	"testing"
+
+	"github.com/ckptstore/ckptstore"
+)
+
+// ---- SaveThread ----
+
+type saveIn struct {
+	thread   string
+	messages []byte
+}
+
+func saveThreadOrder() orderTest[saveIn] {
+	v := func(name, field string, f func(in *saveIn)) variant[saveIn] {
+		return variant[saveIn]{name, []string{field}, func(_ *fixture, in *saveIn) bool { f(in); return true }}
+	}
+	msg := func(name, m string) variant[saveIn] {
+		return v(name, "messages", func(in *saveIn) { in.messages = []byte(m) })
+	}
+	return orderTest[saveIn]{
+		needs: func(f *fixture) string { return needs[ckptstore.Transcripts](f, "Transcripts") },
+		base:  func(*fixture) saveIn { return saveIn{thread: "t", messages: []byte(`[{"role":"user"}]`)} },
+		run: func(f *fixture, in saveIn) error {
+			return f.s.(ckptstore.Transcripts).SaveThread(f.ctx, in.thread, in.messages)
+		},
+		checks: []check[saveIn]{
+			{name: "ids", err: ckptstore.ErrInvalidID, variants: []variant[saveIn]{
+				v("thread id empty", "thread", func(in *saveIn) { in.thread = "" }),
+				v("thread id invalid", "thread", func(in *saveIn) { in.thread = "\xff" }),
+				v("thread id truncated", "thread", func(in *saveIn) { in.thread = "t\xc3" }),
+			}},
+			{name: "messages", err: ckptstore.ErrInvalidEntry, variants: []variant[saveIn]{
+				v("nil", "messages", func(in *saveIn) { in.messages = nil }),
+				msg("empty", ""),
+				msg("whitespace only", "  "),
+				msg("object", `{}`),
+				msg("null", `null`),
+				msg("string", `"[]"`),
+				msg("number", `1`),
+				msg("unterminated", `[`),
+				msg("trailing comma", `[1,]`),
+				msg("two arrays", `[] []`),
+				msg("invalid UTF-8 in a string", "[\"a\xffb\"]"),
+				msg("not JSON", "\xff"),
+			}},
+		},
+	}
+}
+
+func (s *suite) testSaveThreadOrder(t *testing.T) { runOrder(t, s, saveThreadOrder()) }
+
+// ---- DeleteThread ----
+
+type deleteThreadIn struct {
+	thread string
+	w      writerKind
+}
+
+func deleteThreadOrder() orderTest[deleteThreadIn] {
+	v := func(name, field string, f func(in *deleteThreadIn)) variant[deleteThreadIn] {
+		return variant[deleteThreadIn]{name, []string{field}, func(_ *fixture, in *deleteThreadIn) bool { f(in); return true }}
+	}
+	var lost []variant[deleteThreadIn]
+	for _, l := range lostWriters {
+		lost = append(lost, v(l.name, "writer", func(in *deleteThreadIn) { in.w = l.kind }))
+	}
+	return orderTest[deleteThreadIn]{
+		needs: func(f *fixture) string { return needs[ckptstore.ThreadDeleter](f, "ThreadDeleter") },
+		base:  func(*fixture) deleteThreadIn { return deleteThreadIn{thread: "t"} },
+		run: func(f *fixture, in deleteThreadIn) error {
+			n, err := f.s.(ckptstore.ThreadDeleter).DeleteThread(f.ctx, in.thread, f.writer(in.w, in.thread, "t"))
+			if err != nil && n != 0 {
+				f.t.Errorf("DeleteThread failed (%v) but reported %d deleted", err, n)
+			}
+			return err
+		},
+		checks: []check[deleteThreadIn]{
+			{name: "ids", err: ckptstore.ErrInvalidID, variants: []variant[deleteThreadIn]{
+				v("thread id empty", "thread", func(in *deleteThreadIn) { in.thread = "" }),
+				v("thread id invalid", "thread", func(in *deleteThreadIn) { in.thread = "\xff" }),
+				v("writer thread id empty", "writer", func(in *deleteThreadIn) { in.w = wBadThread }),
+			}},
+			{name: "writer", err: ckptstore.ErrWriterLost, variants: lost},
+		},
+	}
+}
+
+func (s *suite) testDeleteThreadOrder(t *testing.T) { runOrder(t, s, deleteThreadOrder()) }
+
+// ---- Import ----
+
+// importIn carries the writer kind beside the batch; run turns it into the
+// batch's writer.
+type importIn struct {
+	b ckptstore.ImportBatch
+	w writerKind
+}
+
+func importOrder() orderTest[importIn] {
+	v := func(name, field string, f func(in *importIn)) variant[importIn] {
+		return variant[importIn]{name, []string{field}, func(_ *fixture, in *importIn) bool { f(in); return true }}
+	}
+	first := func(in *importIn) *ckptstore.Checkpoint { return in.b.Checkpoints[0] }
+	var lost []variant[importIn]
+	for _, l := range lostWriters {
+		lost = append(lost, v(l.name, "writer", func(in *importIn) { in.w = l.kind }))
+	}
+	return orderTest[importIn]{
+		needs: func(f *fixture) string { return needs[ckptstore.Importer](f, "Importer") },
+		// Into t (head h): a new checkpoint off the chain, and a second
+		// one on h; the head stays h, which the import may set.
+		base: func(*fixture) importIn {
+			a := cp("new", "t", "h")
+			a.CreatedAt = 7
+			a.Files = []ckptstore.Entry{file("f", 1, 1)}
+			b := cp("zz", "t", "missing")
+			b.Artifacts = []ckptstore.Artifact{artifact("a", 2)}
+			return importIn{b: ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{a, b},
+				SetHead: true, Head: "h"}}
+		},
+		run: func(f *fixture, in importIn) error {
+			in.b.Writer = f.writer(in.w, in.b.ThreadID, "t")
+			n, err := f.s.(ckptstore.Importer).Import(f.ctx, in.b)
+			if err != nil && n != 0 {
+				f.t.Errorf("Import failed (%v) but reported %d written", err, n)
+			}
+			return err
+		},
+		checks: []check[importIn]{
+			{name: "ids", err: ckptstore.ErrInvalidID, variants: []variant[importIn]{
+				v("thread id empty", "thread", func(in *importIn) { in.b.ThreadID = "" }),
+				v("thread id invalid", "thread", func(in *importIn) { in.b.ThreadID = "\xff" }),
+				v("writer thread id empty", "writer", func(in *importIn) { in.w = wBadThread }),
+				v("checkpoint id empty", "id", func(in *importIn) { first(in).ID = "" }),
+				v("checkpoint id invalid", "id", func(in *importIn) { first(in).ID = "n\xc3" }),
+				v("second checkpoint's id invalid", "id2", func(in *importIn) { in.b.Checkpoints[1].ID = "\xed\xa0\x80" }),
+				v("checkpoint's thread invalid", "cpthread", func(in *importIn) { first(in).ThreadID = "\xff" }),
+				v("parent invalid", "parent", func(in *importIn) { first(in).ParentCheckpointID = "\xc0\x80" }),
+				v("head invalid", "head", func(in *importIn) { in.b.Head = "\xff" }),
+			}},
+			{name: "content", err: ckptstore.ErrInvalidEntry, variants: []variant[importIn]{
+				v("createdAt NaN", "content", func(in *importIn) { first(in).CreatedAt = nan }),
+				v("absolute path", "content", func(in *importIn) { first(in).Files = []ckptstore.Entry{file("/x", 1, 1)} }),
+				v("bad reason", "content", func(in *importIn) { first(in).Reason = "other" }),
+				v("conversation object", "content", func(in *importIn) { first(in).Conversation = []byte(`{}`) }),
+				v("second checkpoint invalid", "content2", func(in *importIn) { in.b.Checkpoints[1].CreatedAt = posInf }),
+				v("checkpoint of another thread", "cpthread", func(in *importIn) { first(in).ThreadID = "u" }),
+				// Fields id and id2: an id variant would undo the repeat.
+				{"the same id twice", []string{"id", "id2", "batch"}, func(_ *fixture, in *importIn) bool {
+					in.b.Checkpoints[1].ID = first(in).ID
+					return true
+				}},
+				v("transcript empty", "transcript", func(in *importIn) { in.b.Transcript = []byte{} }),
+				v("transcript not an array", "transcript", func(in *importIn) { in.b.Transcript = []byte(`{"a":1}`) }),
+			}},
+			{name: "writer", err: ckptstore.ErrWriterLost, variants: lost},
+			{name: "duplicate id", err: ckptstore.ErrDuplicateID, variants: []variant[importIn]{
+				v("id of another thread", "id", func(in *importIn) { first(in).ID = "d" }),
+				v("id of this thread, other content", "id", func(in *importIn) { first(in).ID = "g" }),
+				v("id of this thread's head, other content", "id2", func(in *importIn) { in.b.Checkpoints[1].ID = "h" }),
+			}},
+			{name: "head", err: ckptstore.ErrConflict,
+				holds: func(in *importIn) bool { return in.b.SetHead && in.b.Head != "h" },
+				variants: []variant[importIn]{
+					v("head an older checkpoint", "head", func(in *importIn) { in.b.Head = "g" }),
+					v("head none", "head", func(in *importIn) { in.b.Head = "" }),
+					v("head one of the batch", "head", func(in *importIn) { in.b.Head = "new" }),
+					v("head unknown", "head", func(in *importIn) { in.b.Head = "unknown" }),
+				}},
+		},
+	}
+}
+
+func (s *suite) testImportOrder(t *testing.T) { runOrder(t, s, importOrder()) }
+
+// ---- ListPage ----
+
+// A read fails as the writes do, first check first, and changes nothing.
+
+// badListCursors are ListPage cursors no store can have returned.
+func badListCursors() []struct{ name, cursor string } {
+	good := ckptstore.EncodeCursor(ckptstore.Position{CreatedAt: 1000, ID: "g"})
+	return []struct{ name, cursor string }{
+		{"not base64", "not a cursor!"},
+		{"a threads cursor", ckptstore.EncodeThreadCursor("t")},
+		{"truncated", good[:6]},
+		{"base64 of nothing", base64.RawURLEncoding.EncodeToString([]byte{'p'})},
+		{"standard base64 padding", good + "=="},
+		{"createdAt NaN", base64.RawURLEncoding.EncodeToString(append([]byte{'p', 0x7f, 0xf8, 0, 0, 0, 0, 0, 1}, 'g'))},
+		{"createdAt +Inf", base64.RawURLEncoding.EncodeToString(append([]byte{'p', 0x7f, 0xf0, 0, 0, 0, 0, 0, 0}, 'g'))},
+		{"id invalid UTF-8", base64.RawURLEncoding.EncodeToString(append([]byte{'p', 0x40, 0, 0, 0, 0, 0, 0, 0}, 0xff))},
+		{"garbage bytes", base64.RawURLEncoding.EncodeToString([]byte("\x00\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a"))},
+	}
+}
+
+type listPageIn struct {
+	thread string
+	opt    ckptstore.ListOptions
+}
+
+func listPageOrder() orderTest[listPageIn] {
+	v := func(name, field string, f func(in *listPageIn)) variant[listPageIn] {
+		return variant[listPageIn]{name, []string{field}, func(_ *fixture, in *listPageIn) bool { f(in); return true }}
+	}
+	var cursors []variant[listPageIn]
+	for _, c := range badListCursors() {
+		cursors = append(cursors, v(c.name, "after", func(in *listPageIn) { in.opt.After = c.cursor }))
+	}
+	return orderTest[listPageIn]{
+		needs: func(f *fixture) string { return needs[ckptstore.Pager](f, "Pager") },
+		base:  func(*fixture) listPageIn { return listPageIn{thread: "t", opt: ckptstore.ListOptions{Limit: 2}} },
+		run: func(f *fixture, in listPageIn) error {
+			page, next, err := f.s.(ckptstore.Pager).ListPage(f.ctx, in.thread, in.opt)
+			if err != nil && (len(page) > 0 || next != "") {
+				f.t.Errorf("ListPage failed (%v) but returned %d checkpoints, next %q", err, len(page), next)
+			}
+			return err
+		},
+		checks: []check[listPageIn]{
+			{name: "ids", err: ckptstore.ErrInvalidID, variants: []variant[listPageIn]{
+				v("thread id empty", "thread", func(in *listPageIn) { in.thread = "" }),
+				v("thread id invalid", "thread", func(in *listPageIn) { in.thread = "\xff" }),
+				v("thread id truncated", "thread", func(in *listPageIn) { in.thread = "t\xc3" }),
+			}},
+			{name: "limit", err: ckptstore.ErrInvalidEntry, variants: []variant[listPageIn]{
+				v("limit -1", "limit", func(in *listPageIn) { in.opt.Limit = -1 }),
+				v("limit 1001", "limit", func(in *listPageIn) { in.opt.Limit = 1001 }),
+				v("limit MinInt", "limit", func(in *listPageIn) { in.opt.Limit = math.MinInt }),
+				v("limit MaxInt", "limit", func(in *listPageIn) { in.opt.Limit = math.MaxInt }),
+			}},
+			{name: "cursor", err: ckptstore.ErrInvalidEntry, variants: cursors},
+		},
+	}
+}
+
+func (s *suite) testListPageOrder(t *testing.T) { runOrder(t, s, listPageOrder()) }
+
+// ---- Threads ----
+
+type threadsIn struct {
+	after string
+	limit int
+}
+
+func threadsOrder() orderTest[threadsIn] {
+	v := func(name, field string, f func(in *threadsIn)) variant[threadsIn] {
+		return variant[threadsIn]{name, []string{field}, func(_ *fixture, in *threadsIn) bool { f(in); return true }}
+	}
+	cursors := []variant[threadsIn]{
+		v("not base64", "after", func(in *threadsIn) { in.after = "not a cursor!" }),
+		v("a list cursor", "after", func(in *threadsIn) {
+			in.after = ckptstore.EncodeCursor(ckptstore.Position{CreatedAt: 1, ID: "t"})
+		}),
+		v("a bare thread id", "after", func(in *threadsIn) { in.after = "t" }),
+		v("base64 of nothing", "after", func(in *threadsIn) { in.after = base64.RawURLEncoding.EncodeToString([]byte{'t'}) }),
+		v("invalid UTF-8 inside", "after", func(in *threadsIn) {
+			in.after = base64.RawURLEncoding.EncodeToString([]byte("t\xff"))
+		}),
+	}
+	return orderTest[threadsIn]{
+		needs: func(f *fixture) string { return needs[ckptstore.ThreadLister](f, "ThreadLister") },
+		base:  func(*fixture) threadsIn { return threadsIn{limit: 2} },
+		run: func(f *fixture, in threadsIn) error {
+			page, next, err := f.s.(ckptstore.ThreadLister).Threads(f.ctx, in.after, in.limit)
+			if err != nil && (len(page) > 0 || next != "") {
+				f.t.Errorf("Threads failed (%v) but returned %q, next %q", err, page, next)
+			}
+			return err
+		},
+		checks: []check[threadsIn]{
+			{name: "limit", err: ckptstore.ErrInvalidEntry, variants: []variant[threadsIn]{
+				v("limit -1", "limit", func(in *threadsIn) { in.limit = -1 }),
+				v("limit 1001", "limit", func(in *threadsIn) { in.limit = 1001 }),
+				v("limit MinInt", "limit", func(in *threadsIn) { in.limit = math.MinInt }),
+				v("limit MaxInt", "limit", func(in *threadsIn) { in.limit = math.MaxInt }),
+			}},
+			{name: "cursor", err: ckptstore.ErrInvalidEntry, variants: cursors},
+		},
+	}
+}
+
+func (s *suite) testThreadsOrder(t *testing.T) { runOrder(t, s, threadsOrder()) }
