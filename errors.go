@@ -58,6 +58,12 @@ var (
 	ErrForkDestinationNotEmpty error = &contractError{CodeForkDestinationNotEmpty, "the fork destination thread is not empty or the destination id is used"}
 )
 
+// ErrCorrupt reports stored data that breaks a store's invariants: a value
+// that does not decode, a key outside its layout. It is not a contract
+// error (Code returns "" for it): no input causes it, and a store's checker
+// (Check, ckptctl check) says what is broken.
+var ErrCorrupt = errors.New("ckptstore: stored data is corrupt")
+
 // ErrInvalidOptions reports lease options that break the rules of Options.
 // It is not a contract error: Code returns "" for it.
 var ErrInvalidOptions = errors.New("ckptstore: invalid options")
