@@ -7,6 +7,7 @@ package conformance
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 
 	"github.com/ckptstore/ckptstore"
 )
@@ -159,3 +160,5 @@ func (e *env) pageAll(thread string, opt ckptstore.ListOptions) []*ckptstore.Che
 	e.t.Fatalf("ListPage(%q): more than %d pages", thread, maxPages)
 	return nil
 }
+
+func itoa(n int) string { return strconv.Itoa(n) }

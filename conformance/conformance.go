@@ -192,6 +192,8 @@ func RunStoreWith(t *testing.T, newStore func(t *testing.T, opts ckptstore.Optio
 		{"ImportOrder", s.testImportOrder},
 		{"ListPageOrder", s.testListPageOrder},
 		{"ThreadsOrder", s.testThreadsOrder},
+		{"Transcripts", s.testTranscripts},
+		{"ForkTranscript", s.testForkTranscript},
 		{"Context", s.testContext},
 		{"Concurrency", s.testConcurrency},
 		{"Model", s.testModel},

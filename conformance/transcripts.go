@@ -1,0 +1,252 @@
+package conformance
+
+// Thread transcripts (ckptstore.Transcripts): LoadThread and SaveThread,
+// byte for byte, "[]" by default, no lease needed, and the fork's use of
+// them: a destination with a transcript is not empty, and a fork writes the
+// destination's transcript in the same atomic step.
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/ckptstore/ckptstore"
+)
+
+// transcriptCases are transcripts a store must keep byte for byte.
+var transcriptCases = []struct{ name, messages string }{
+	{"Empty", `[]`},
+	{"Messages", `[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"text","text":"é"}]}]`},
+	{"Whitespace", " \r\n\t[ {\"role\":\"user\",  \"content\":\"x\"} ]\n "},
+	{"KeyOrderAndDuplicates", `[{"z":1,"a":2,"a":3,"m":{"y":[],"b":{}}}]`},
+	{"Numbers", `[1.0,1e2,-0,0.10,12345678901234567890123,1E-7]`},
+	{"Escapes", `["\u00e9","é","\ud83d\ude00","😀","\/","<&>","\u2028","\u0000"]`},
+	{"Nested", `[[[[[]]]],{"content":[{"type":"image","data":"aGk="}]}]`},
+}
+
+func (s *suite) testTranscripts(t *testing.T) {
+	t.Run("Default", func(t *testing.T) {
+		e := s.env(t)
+		e.transcripts()
+		e.wantTranscript("never-seen", "[]")
+		e.chain("t", nil, "a")
+		e.wantTranscript("t", "[]")
+	})
+	t.Run("RoundTrip", func(t *testing.T) {
+		e := s.env(t)
+		e.transcripts()
+		for _, tc := range transcriptCases {
+			e.save("t", tc.messages)
+			e.wantTranscript("t", tc.messages)
+			e.save(tc.name, tc.messages) // a thread of its own, kept too
+		}
+		for _, tc := range transcriptCases {
+			e.wantTranscript(tc.name, tc.messages)
+		}
+		e.wantTranscript("t", transcriptCases[len(transcriptCases)-1].messages)
+	})
+	t.Run("Replace", func(t *testing.T) {
+		e := s.env(t)
+		e.transcripts()
+		e.save("t", `[1,2,3]`)
+		e.save("t", `[4]`)
+		e.wantTranscript("t", `[4]`)
+		e.save("t", `[]`)
+		e.wantTranscript("t", `[]`)
+	})
+	t.Run("NoLeaseNeeded", func(t *testing.T) {
+		// SaveThread needs no lease, works while another holds one, and
+		// leaves the lease alone.
+		e := s.env(t)
+		e.transcripts()
+		l := e.acquire("t")
+		e.save("t", `["while leased"]`)
+		e.wantTranscript("t", `["while leased"]`)
+		e.conflict("after SaveThread", "t")
+		e.works("after SaveThread", l.Writer, "t")
+		e.wantTranscript("t", `["while leased"]`)
+	})
+	t.Run("ChangesNoCheckpoint", func(t *testing.T) {
+		e := s.env(t)
+		e.transcripts()
+		e.chain("t", nil, "a", "b")
+		e.chain("u", nil, "c")
+		before := e.snap()
+		e.save("t", `["x"]`)
+		after := e.snap()
+		after.transcripts, after.listing = before.transcripts, before.listing
+		if d := before.diff(after); d != "" {
+			t.Errorf("SaveThread changed checkpoints, heads or counts:\n\t%s", d)
+		}
+		e.wantTranscript("u", "[]")
+	})
+	t.Run("ThreadsApart", func(t *testing.T) {
+		e := s.env(t)
+		e.transcripts()
+		threads := []string{"t", "t:1", "t\x00", "t\x00x", "t*", "tt", "{t}"}
+		for i, th := range threads {
+			e.save(th, `[`+itoa(i)+`]`)
+		}
+		for i, th := range threads {
+			e.wantTranscript(th, `[`+itoa(i)+`]`)
+		}
+	})
+	t.Run("Refused", func(t *testing.T) {
+		e := s.env(t)
+		tr := e.transcripts()
+		e.save("t", `["kept"]`)
+		for _, bad := range []struct{ name, m string }{
+			{"empty", ""}, {"object", `{}`}, {"null", `null`}, {"string", `"x"`}, {"number", `0`},
+			{"unterminated", `[`}, {"two arrays", `[][]`}, {"garbage after", `[]x`},
+			{"invalid UTF-8 in a string", "[\"\xff\"]"}, {"lone surrogate in WTF-8", "[\"\xed\xa0\x80\"]"},
+			{"not JSON", "\xff"},
+		} {
+			for _, th := range []string{"t", "new"} {
+				e.fails("SaveThread("+th+", "+bad.name+")", ckptstore.ErrInvalidEntry, func() error {
+					return tr.SaveThread(e.ctx, th, json.RawMessage(bad.m))
+				})
+			}
+		}
+		e.fails("SaveThread(nil)", ckptstore.ErrInvalidEntry, func() error { return tr.SaveThread(e.ctx, "t", nil) })
+		for _, bad := range invalidIDs {
+			e.fails("SaveThread("+bad.name+")", ckptstore.ErrInvalidID, func() error {
+				return tr.SaveThread(e.ctx, bad.id, json.RawMessage(`[]`))
+			})
+			e.fails("SaveThread("+bad.name+", invalid messages)", ckptstore.ErrInvalidID, func() error {
+				return tr.SaveThread(e.ctx, bad.id, json.RawMessage(`{}`))
+			})
+			m, err := tr.LoadThread(e.ctx, bad.id)
+			if wantErr(t, "LoadThread("+bad.name+")", err, ckptstore.ErrInvalidID) && m != nil {
+				t.Errorf("LoadThread(%s) failed but returned %q", bad.name, m)
+			}
+		}
+		e.wantTranscript("t", `["kept"]`)
+		e.wantTranscript("new", `[]`)
+	})
+	t.Run("Immutability", func(t *testing.T) {
+		e := s.env(t)
+		tr := e.transcripts()
+		in := json.RawMessage(`["abc"]`)
+		must(t, "SaveThread", tr.SaveThread(e.ctx, "t", in))
+		copy(in, `[1234]`)
+		e.wantTranscript("t", `["abc"]`)
+		out, err := tr.LoadThread(e.ctx, "t")
+		must(t, "LoadThread", err)
+		for i := range out {
+			out[i] = ' '
+		}
+		e.wantTranscript("t", `["abc"]`)
+		def, err := tr.LoadThread(e.ctx, "none")
+		must(t, "LoadThread(none)", err)
+		if len(def) > 0 {
+			def[0] = '{'
+		}
+		e.wantTranscript("none", `[]`)
+	})
+	t.Run("SavedEmptyArrayCounts", func(t *testing.T) {
+		// A thread has a transcript once one was saved, even [].
+		e := s.env(t)
+		e.transcripts()
+		e.save("d", `[]`)
+		if tl, ok := e.s.(ckptstore.ThreadLister); ok {
+			if got := e.allThreads(tl); len(got) != 1 || got[0] != "d" {
+				t.Errorf("Threads = %q after SaveThread(d, []), want [d]", got)
+			}
+		}
+		if f, ok := e.s.(ckptstore.Forker); ok {
+			e.chain("src", nil, "a")
+			wd := e.acquire("d").Writer
+			e.track(nil, "root")
+			e.fails("ForkFromCheckpoint into a thread with the transcript []", ckptstore.ErrForkDestinationNotEmpty, func() error {
+				_, err := f.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{SourceThreadID: "src", SourceCheckpointID: "a",
+					DestinationThreadID: "d", DestinationCheckpointID: "root", CreatedAt: 1, Writer: wd})
+				return err
+			})
+		}
+	})
+}
+
+func (s *suite) testForkTranscript(t *testing.T) {
+	fork := func(e *env, f ckptstore.Forker, src, id, dest, root string) (*ckptstore.Checkpoint, error) {
+		e.t.Helper()
+		wd := e.acquire(dest).Writer
+		e.track([]string{dest}, root)
+		return f.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{SourceThreadID: src, SourceCheckpointID: id,
+			DestinationThreadID: dest, DestinationCheckpointID: root, CreatedAt: 9, Writer: wd})
+	}
+	t.Run("Writes", func(t *testing.T) {
+		e := s.env(t)
+		f := e.forker()
+		e.transcripts()
+		ws := e.acquire("src").Writer
+		a := cp("a", "src", "")
+		a.Conversation = []byte(" [ {\"role\":\"user\", \"content\":\"é\"} ]\n")
+		e.append(a, ws)
+		e.append(cp("b", "src", ""), ws) // no conversation
+		e.save("src", `["the source's own"]`)
+		_, err := fork(e, f, "src", "a", "d1", "r1")
+		must(t, "fork of a", err)
+		e.wantTranscript("d1", string(a.Conversation))
+		_, err = fork(e, f, "src", "b", "d2", "r2")
+		must(t, "fork of b", err)
+		e.wantTranscript("d2", "[]")
+		e.wantTranscript("src", `["the source's own"]`)
+		// A fork of the fork copies the root's conversation again.
+		_, err = fork(e, f, "d1", "r1", "d3", "r3")
+		must(t, "fork of the fork", err)
+		e.wantTranscript("d3", string(a.Conversation))
+	})
+	t.Run("RefusedByTranscript", func(t *testing.T) {
+		e := s.env(t)
+		f := e.forker()
+		e.transcripts()
+		e.chain("src", nil, "a")
+		e.save("d", `["existing"]`)
+		wd := e.acquire("d").Writer
+		e.track(nil, "root")
+		e.fails("ForkFromCheckpoint into a thread with a transcript", ckptstore.ErrForkDestinationNotEmpty, func() error {
+			got, err := f.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{SourceThreadID: "src", SourceCheckpointID: "a",
+				DestinationThreadID: "d", DestinationCheckpointID: "root", CreatedAt: 1, Writer: wd})
+			if err != nil && got != nil {
+				t.Errorf("the refused fork returned %+v", got)
+			}
+			return err
+		})
+		e.wantTranscript("d", `["existing"]`)
+		e.works("the destination's writer after the refused fork", wd, "d")
+	})
+	t.Run("FailedForkWritesNone", func(t *testing.T) {
+		// A fork refused for any reason leaves the destination without a
+		// transcript: the transcript is part of the fork's atomic step.
+		e := s.env(t)
+		f := e.forker()
+		e.transcripts()
+		a := cp("a", "src", "")
+		a.Conversation = []byte(`["x"]`)
+		e.append(a, e.acquire("src").Writer)
+		writers := map[string]ckptstore.Writer{"full": e.chain("full", nil, "old")}
+		for _, th := range []string{"empty1", "empty2"} {
+			writers[th] = e.acquire(th).Writer
+		}
+		for _, tc := range []struct {
+			name, dest, root string
+			forge            bool
+			want             error
+		}{
+			{"destination has checkpoints", "full", "r", false, ckptstore.ErrForkDestinationNotEmpty},
+			{"destination id used", "empty1", "a", false, ckptstore.ErrForkDestinationNotEmpty},
+			{"forged writer", "empty2", "r", true, ckptstore.ErrWriterLost},
+		} {
+			wd := writers[tc.dest]
+			if tc.forge {
+				wd = forged(wd)
+			}
+			e.track([]string{tc.dest}, tc.root)
+			e.fails(tc.name, tc.want, func() error {
+				_, err := f.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{SourceThreadID: "src", SourceCheckpointID: "a",
+					DestinationThreadID: tc.dest, DestinationCheckpointID: tc.root, CreatedAt: 1, Writer: wd})
+				return err
+			})
+			e.wantTranscript(tc.dest, "[]")
+		}
+	})
+}
