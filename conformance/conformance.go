@@ -194,6 +194,8 @@ func RunStoreWith(t *testing.T, newStore func(t *testing.T, opts ckptstore.Optio
 		{"ThreadsOrder", s.testThreadsOrder},
 		{"Transcripts", s.testTranscripts},
 		{"ForkTranscript", s.testForkTranscript},
+		{"DeleteThread", s.testDeleteThread},
+		{"DeleteThreadSweep", s.testDeleteThreadSweep},
 		{"Context", s.testContext},
 		{"Concurrency", s.testConcurrency},
 		{"Model", s.testModel},

@@ -1,0 +1,287 @@
+package conformance
+
+// DeleteThread (ckptstore.ThreadDeleter): every checkpoint of the thread,
+// on and off the head chain, its head and its transcript go; blob counts
+// drop; the lease stays and can write again; other threads keep theirs. And
+// DeleteThread followed by the sweep frees exactly the blobs that only that
+// thread used.
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/blobs"
+	"github.com/ckptstore/ckptstore/sweep"
+)
+
+// deleteThread calls DeleteThread and checks the count it reports.
+func (e *env) deleteThread(thread string, w ckptstore.Writer, want int) {
+	e.t.Helper()
+	n, err := e.deleter().DeleteThread(e.ctx, thread, w)
+	must(e.t, "DeleteThread("+thread+")", err)
+	if n != want {
+		e.t.Errorf("DeleteThread(%q) reported %d checkpoints deleted, want %d", thread, n, want)
+	}
+}
+
+// wantGone checks that thread has no head, no checkpoints, no transcript
+// and is not listed, and that none of ids is stored.
+func (e *env) wantGone(thread string, ids ...string) {
+	e.t.Helper()
+	e.wantHead(thread, "")
+	e.wantList(thread)
+	for _, id := range ids {
+		if c := e.get(id); c != nil {
+			e.t.Errorf("Get(%q) after DeleteThread = %+v, want nil", id, c)
+		}
+	}
+	if _, ok := e.s.(ckptstore.Transcripts); ok {
+		e.wantTranscript(thread, "[]")
+	}
+	if tl, ok := e.s.(ckptstore.ThreadLister); ok {
+		if got := e.allThreads(tl); slices.Contains(got, thread) {
+			e.t.Errorf("Threads = %q still lists the deleted thread %q", got, thread)
+		}
+	}
+}
+
+func (s *suite) testDeleteThread(t *testing.T) {
+	t.Run("Everything", func(t *testing.T) {
+		e := s.env(t)
+		d := e.deleter()
+		w := e.acquire("t").Writer
+		for i, id := range []string{"a", "b", "c"} {
+			c := cp(id, "t", "")
+			c.CreatedAt = float64(3 - i)
+			c.Files = []ckptstore.Entry{file("own", i, 1), file("shared", 100, 1)}
+			c.Artifacts = []ckptstore.Artifact{artifact("x", 100)}
+			e.append(c, w)
+		}
+		ids := []string{"a", "b", "c"}
+		if im, ok := e.s.(ckptstore.Importer); ok {
+			// Off the head chain: a parent that does not exist, and a
+			// second child of a.
+			x := cp("x", "t", "missing")
+			x.Files = []ckptstore.Entry{file("x", 50, 1)}
+			y := cp("y", "t", "a")
+			y.CreatedAt = -5
+			n, err := im.Import(e.ctx, ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{x, y}, Writer: w})
+			must(t, "Import of off-chain checkpoints", err)
+			if n != 2 {
+				t.Fatalf("Import wrote %d, want 2", n)
+			}
+			e.track(nil, "x", "y")
+			ids = append(ids, "x", "y")
+		} else {
+			t.Logf("store %T does not implement ckptstore.Importer: only checkpoints on the chain", e.s)
+		}
+		if _, ok := e.s.(ckptstore.Transcripts); ok {
+			e.save("t", `["the transcript"]`)
+		}
+		wu := e.acquire("u").Writer
+		u := cp("u1", "u", "")
+		u.Files = []ckptstore.Entry{file("shared", 100, 1), file("u", 200, 1)}
+		e.append(u, wu)
+		if _, ok := e.s.(ckptstore.Transcripts); ok {
+			e.save("u", `["u's"]`)
+		}
+		before := e.snap()
+
+		e.deleteThread("t", w, len(ids))
+		e.wantGone("t", ids...)
+		e.wantRefs(ckptstore.BlobRef{Key: fileKey(100), References: 1}, ckptstore.BlobRef{Key: fileKey(200), References: 1})
+		after := e.snap()
+		if d := cpDiff(after.gets["u1"], before.gets["u1"]); d != "" || after.heads["u"] != "u1" {
+			t.Errorf("DeleteThread(t) changed thread u: %s", d)
+		}
+		if _, ok := e.s.(ckptstore.Transcripts); ok {
+			e.wantTranscript("u", `["u's"]`)
+		}
+
+		// A repeat deletes nothing more.
+		e.fails("DeleteThread repeated", nil, func() error {
+			n, err := d.DeleteThread(e.ctx, "t", w)
+			if n != 0 {
+				t.Errorf("the repeated DeleteThread reported %d deleted, want 0", n)
+			}
+			return err
+		})
+		// The lease stays: no one else can take it, its holder can write.
+		e.conflict("after DeleteThread", "t")
+		e.append(cp("a", "t", ""), w) // the deleted ids are free again
+		e.wantHead("t", "a")
+		e.wantList("t", "a")
+		e.wantRecount()
+	})
+	t.Run("EmptyThread", func(t *testing.T) {
+		e := s.env(t)
+		e.deleter()
+		w := e.acquire("t").Writer
+		e.fails("DeleteThread of a thread with only a lease", nil, func() error {
+			e.deleteThread("t", w, 0)
+			return nil
+		})
+		e.works("after deleting an empty thread", w, "t")
+	})
+	t.Run("EmptiedThread", func(t *testing.T) {
+		e := s.env(t)
+		e.deleter()
+		w := e.chain("t", nil, "a")
+		must(t, "DeleteHead a", e.s.DeleteHead(e.ctx, "t", "a", w))
+		e.deleteThread("t", w, 0)
+		e.wantGone("t", "a")
+	})
+	t.Run("OnlyAHead", func(t *testing.T) {
+		// After pruning and DeleteHead, the head names a checkpoint that
+		// no longer exists: DeleteThread clears it.
+		e := s.env(t)
+		e.deleter()
+		p := e.pruner()
+		w := e.chain("t", nil, "a", "b")
+		_, err := p.DeleteCheckpoints(e.ctx, "t", 1, w)
+		must(t, "DeleteCheckpoints", err)
+		must(t, "DeleteHead b", e.s.DeleteHead(e.ctx, "t", "b", w))
+		e.wantHead("t", "a")
+		e.deleteThread("t", w, 0)
+		e.wantGone("t", "a", "b")
+		e.append(cp("c", "t", ""), w) // on no head
+		e.wantHead("t", "c")
+	})
+	t.Run("OnlyATranscript", func(t *testing.T) {
+		e := s.env(t)
+		e.deleter()
+		e.transcripts()
+		e.save("t", `[1]`)
+		w := e.acquire("t").Writer
+		e.deleteThread("t", w, 0)
+		e.wantGone("t")
+	})
+	t.Run("ForkIntoDeletedThread", func(t *testing.T) {
+		e := s.env(t)
+		e.deleter()
+		f := e.forker()
+		e.chain("src", nil, "s1")
+		w := e.chain("t", nil, "a", "b")
+		if _, ok := e.s.(ckptstore.Transcripts); ok {
+			e.save("t", `[1]`)
+		}
+		e.deleteThread("t", w, 2)
+		_, err := f.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{SourceThreadID: "src", SourceCheckpointID: "s1",
+			DestinationThreadID: "t", DestinationCheckpointID: "b", CreatedAt: 1, Writer: w})
+		must(t, "ForkFromCheckpoint into the deleted thread", err)
+		e.wantList("t", "b")
+	})
+	t.Run("WriterLost", func(t *testing.T) {
+		e := s.env(t)
+		d := e.deleter()
+		old := e.acquire("t")
+		old.Release(e.ctx)
+		l := e.acquire("t")
+		e.chain("t", &l.Writer, "a", "b")
+		if _, ok := e.s.(ckptstore.Transcripts); ok {
+			e.save("t", `["kept"]`)
+		}
+		wu := e.chain("u", nil, "c")
+		up, down := l.Writer, l.Writer
+		up.Fence++
+		down.Fence--
+		swapped := l.Writer
+		swapped.ThreadID = "u"
+		for _, tc := range []struct {
+			name string
+			w    ckptstore.Writer
+		}{
+			{"forged token", forged(l.Writer)},
+			{"fence+1", up},
+			{"fence-1", down},
+			{"released writer", old.Writer},
+			{"other thread's writer", wu},
+			{"thread id swapped", swapped},
+			{"zero writer", ckptstore.Writer{ThreadID: "t"}},
+		} {
+			e.fails("DeleteThread with "+tc.name, ckptstore.ErrWriterLost, func() error {
+				n, err := d.DeleteThread(e.ctx, "t", tc.w)
+				if n != 0 {
+					t.Errorf("DeleteThread with %s reported %d deleted", tc.name, n)
+				}
+				return err
+			})
+		}
+		e.clock.Advance(LeaseDuration) // expired at now == expiresAt
+		e.fails("DeleteThread with an expired writer", ckptstore.ErrWriterLost, func() error {
+			_, err := d.DeleteThread(e.ctx, "t", l.Writer)
+			return err
+		})
+		l2 := e.acquire("t")
+		e.fails("DeleteThread with a replaced writer", ckptstore.ErrWriterLost, func() error {
+			_, err := d.DeleteThread(e.ctx, "t", l.Writer)
+			return err
+		})
+		e.deleteThread("t", l2.Writer, 2)
+	})
+}
+
+// testDeleteThreadSweep deletes a thread and sweeps a memory bucket: the
+// sweep frees exactly the blobs that only the deleted thread used, and
+// keeps those another thread shares.
+func (s *suite) testDeleteThreadSweep(t *testing.T) {
+	e := s.env(t)
+	e.deleter()
+	ctx := context.Background()
+	bucket := blobs.NewMem(blobs.MemOptions{Now: e.clock.Now})
+	keys := []string{fileKey(1), fileKey(2), fileKey(3), fileKey(4), artifactKey(1), artifactKey(2), artifactKey(3)}
+	for _, k := range keys {
+		if err := bucket.Put(ctx, k, strings.NewReader(k)); err != nil {
+			t.Fatalf("Put(%q): %v", k, err)
+		}
+	}
+	e.clock.Advance(time.Millisecond) // every blob is older than OlderThan 0
+	// t uses files 1, 2, 3 and artifacts 1, 2; u shares file 3 and
+	// artifact 2, and uses file 4 and artifact 3 alone.
+	wt := e.acquire("t").Writer
+	t1 := cp("t1", "t", "")
+	t1.Files = []ckptstore.Entry{file("a", 1, 1), file("c", 3, 1)}
+	t1.Artifacts = []ckptstore.Artifact{artifact("x", 1)}
+	e.append(t1, wt)
+	t2 := cp("t2", "t", "")
+	t2.Files = []ckptstore.Entry{file("a", 1, 1), file("b", 2, 1)}
+	t2.Artifacts = []ckptstore.Artifact{artifact("y", 2)}
+	e.append(t2, wt)
+	wu := e.acquire("u").Writer
+	u1 := cp("u1", "u", "")
+	u1.Files = []ckptstore.Entry{file("c", 3, 1), file("d", 4, 1)}
+	u1.Artifacts = []ckptstore.Artifact{artifact("y", 2), artifact("z", 3)}
+	e.append(u1, wu)
+
+	opts := sweep.Options{OlderThan: 0, Now: e.clock.Now}
+	deleted, err := sweep.Run(ctx, e.s, bucket, opts)
+	must(t, "sweep before DeleteThread", err)
+	if len(deleted) != 0 {
+		t.Fatalf("the sweep before DeleteThread deleted %q, though every blob is used", deleted)
+	}
+	e.deleteThread("t", wt, 2)
+	deleted, err = sweep.Run(ctx, e.s, bucket, opts)
+	must(t, "sweep after DeleteThread", err)
+	want := []string{artifactKey(1), fileKey(1), fileKey(2)}
+	if !slices.Equal(deleted, want) {
+		t.Errorf("the sweep after DeleteThread deleted %q, want exactly t's unshared blobs %q", deleted, want)
+	}
+	var left []string
+	for o, err := range bucket.List(ctx, "") {
+		must(t, "List", err)
+		left = append(left, o.Key)
+	}
+	if wantLeft := []string{artifactKey(2), artifactKey(3), fileKey(3), fileKey(4)}; !slices.Equal(left, wantLeft) {
+		t.Errorf("the bucket holds %q after the sweep, want u's blobs %q", left, wantLeft)
+	}
+	// u's checkpoint is whole: every blob it names is still there.
+	for _, k := range append([]string{}, fileKey(3), fileKey(4), artifactKey(2), artifactKey(3)) {
+		if _, err := bucket.Head(ctx, k); err != nil {
+			t.Errorf("blob %q of the kept thread u: %v", k, err)
+		}
+	}
+}
