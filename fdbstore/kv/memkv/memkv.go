@@ -64,6 +64,13 @@
 //   - Faults are drawn from a seeded generator, one draw per commit that
 //     carries writes, under DB.mu: a single-goroutine run with a given seed
 //     sees the same faults every time.
+//   - Two test instruments change no semantics. The shard model
+//     (shards.go: Shards, ShardStats) counts, under DB.mu while a commit is
+//     applied, the mutations landing in each range of a key-count cut, to
+//     show where a cluster's write load would go. The BeforeCommit hook
+//     (interleave.go) runs other operations between a transaction's reads
+//     and its commit; their commits get later versions, and the hooked
+//     commit is resolved against them by the ordinary conflict check.
 package memkv
 
 import (
@@ -248,6 +255,7 @@ type DB struct {
 	history  []commitRecord       // ascending version
 	floor    uint64
 	faultRNG *rand.Rand
+	shards   *shardModel // nil: no shard model (shards.go)
 
 	// state is the latest committed version and a clone of master at it;
 	// stored under mu, loaded without it.
@@ -264,6 +272,8 @@ type DB struct {
 	backoffRNG *rand.Rand
 
 	stats counters
+
+	hook atomic.Pointer[beforeCommit] // interleave.go
 }
 
 var _ kv.DB = (*DB)(nil)
@@ -599,9 +609,13 @@ func (db *DB) commitOne(p *commitPlan, applied *bool) error {
 
 func (db *DB) apply(p *commitPlan) {
 	m := db.master
+	sm := db.shards
 	var bytesW int64
 	var doomed []*item
 	for _, c := range p.clears {
+		if sm != nil {
+			sm.countRange(c.Begin, c.End)
+		}
 		doomed = doomed[:0]
 		m.AscendRange(&item{key: c.Begin}, &item{key: c.End}, func(it *item) bool {
 			doomed = append(doomed, it)
@@ -615,6 +629,9 @@ func (db *DB) apply(p *commitPlan) {
 	for _, e := range p.entries {
 		if e.known {
 			bytesW += int64(len(e.key) + len(e.value))
+			if sm != nil {
+				sm.count(e.key, len(e.key)+len(e.value))
+			}
 			if e.present {
 				m.ReplaceOrInsert(&item{key: e.key, value: e.value})
 			} else {
@@ -623,9 +640,13 @@ func (db *DB) apply(p *commitPlan) {
 			}
 			continue
 		}
-		bytesW += int64(len(e.key))
+		n := len(e.key)
 		for _, op := range e.ops {
-			bytesW += int64(op.size())
+			n += op.size()
+		}
+		bytesW += int64(n)
+		if sm != nil {
+			sm.count(e.key, n)
 		}
 		// One descent: insert a new item and fill its value from the one
 		// it replaced. No snapshot holds it before publish clones master,

@@ -605,6 +605,7 @@ func (tr *Tx) release() {
 // commits locally and always succeeds. The transaction is finished after
 // Commit, whatever its result.
 func (tr *Tx) Commit() error {
+	tr.runHook() // interleave.go: other commits may land here, as on a cluster
 	defer tr.release()
 	tr.mu.Lock()
 	if err := tr.usable(); err != nil {
