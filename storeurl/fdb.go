@@ -1,12 +1,11 @@
 //go:build fdb
 
-package workload
+package storeurl
 
 import (
 	"context"
 	"fmt"
 
-	"github.com/ckptstore/ckptstore/fdbstore"
 	"github.com/ckptstore/ckptstore/fdbstore/kv/fdbkv"
 )
 
@@ -15,20 +14,18 @@ const FDBAvailable = true
 
 // openFDB opens fdbstore on the FoundationDB cluster of clusterFile ("" =
 // the client's default cluster file).
-func openFDB(_ context.Context, clusterFile string, cfg StoreConfig) (*Opened, error) {
+func openFDB(_ context.Context, clusterFile string, opts Options) (*Opened, error) {
 	db, err := fdbkv.Open(clusterFile)
 	if err != nil {
 		return nil, fmt.Errorf("fdb %s: %w", clusterFile, err)
 	}
-	st, err := fdbstore.New(db, fdbstore.Options{Options: cfg.Lease})
+	o, err := openFDBStore(db, opts)
 	if err != nil {
 		db.Close()
-		return nil, fmt.Errorf("%w: %v", ErrBadSpec, err)
+		return nil, err
 	}
-	return &Opened{
-		Store: st,
-		Kind:  "fdb",
-		Desc:  fmt.Sprintf("fdb %s (fdbstore on FoundationDB)", clusterFile),
-		Close: func() error { db.Close(); return nil },
-	}, nil
+	o.Kind = "fdb"
+	o.Desc = fmt.Sprintf("fdb %s (fdbstore on FoundationDB)", clusterFile)
+	o.Close = func() error { db.Close(); return nil }
+	return o, nil
 }

@@ -1,0 +1,151 @@
+package storeurl_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/storeurl"
+)
+
+func TestOpenForms(t *testing.T) {
+	ctx := context.Background()
+	for _, url := range []string{"mem", "mem://", "memkv", "memkv://"} {
+		o, err := storeurl.Open(ctx, url, storeurl.Options{})
+		if err != nil {
+			t.Fatalf("Open(%q): %v", url, err)
+		}
+		if o.Store == nil || o.Instances == nil || o.Close == nil {
+			t.Errorf("%s: incomplete Opened %+v", url, o)
+		}
+		if want := strings.TrimSuffix(url, "://"); o.Kind != want {
+			t.Errorf("%s: kind %q, want %q", url, o.Kind, want)
+		}
+		if (o.KV != nil) != (o.Kind == "memkv") || (o.ReadRounds != nil) != (o.Kind == "memkv") {
+			t.Errorf("%s: memkv hooks wrong", url)
+		}
+		if err := o.Ping(ctx); err != nil {
+			t.Errorf("%s: ping: %v", url, err)
+		}
+		_ = o.Close()
+	}
+}
+
+func TestOpenRefuses(t *testing.T) {
+	ctx := context.Background()
+	for _, url := range []string{"", "memory", "postgres://x", "mem://host", "memkv://?faults=1", "mem?x",
+		"redis://[::1", "redis://127.0.0.1:1/0?bogus=1", "unix:///tmp/x.sock?nope=2"} {
+		_, err := storeurl.Open(ctx, url, storeurl.Options{})
+		if !errors.Is(err, storeurl.ErrBadURL) {
+			t.Errorf("Open(%q) = %v, want ErrBadURL", url, err)
+			continue
+		}
+		if !strings.Contains(err.Error(), storeurl.Forms) {
+			t.Errorf("Open(%q): the error does not name the forms: %v", url, err)
+		}
+	}
+	bad := storeurl.Options{Lease: ckptstore.Options{LeaseDuration: time.Second, RenewAfter: 2 * time.Second}}
+	if _, err := storeurl.Open(ctx, "mem", bad); !errors.Is(err, storeurl.ErrBadURL) {
+		t.Errorf("bad lease options: %v", err)
+	}
+	if !storeurl.FDBAvailable {
+		if _, err := storeurl.Open(ctx, "fdb:/etc/foundationdb/fdb.cluster", storeurl.Options{}); !errors.Is(err, storeurl.ErrBadURL) || !strings.Contains(err.Error(), "-tags fdb") {
+			t.Errorf("fdb without the tag: %v", err)
+		}
+	}
+}
+
+// hostile are namespace names built to collide: NUL, braces, glob
+// characters, byte-prefixes of each other, the escape character, and names
+// that spell another name's encoded prefix.
+var hostile = []string{
+	"a", "a\x00", "a\x00\x00", "a\x00\x7f", "ab", "a}", "a{b}", "{a}", "a{", "a*", "a?", "a[b]", "a\\",
+	"a=00", "a=7D", "=", "a/ns/b", "a:b", "é", "a\xc3\xa9",
+	storeurl.RedisNamespacePrefix("", "a"), "ckptstore/ns/a=00",
+	storeurl.FDBNamespacePrefix("a"), "\x02a\x00\x00", "ckptstore.ns",
+}
+
+// TestNamespacePrefixesInjectiveAndPrefixFree checks both maps on every
+// pair of hostile names: different names give different prefixes and no
+// prefix starts another. For Redis the key base is "{prefix}:" as
+// redisstore builds it, which no '}' inside the tag can end early, since
+// the encoded name has none.
+func TestNamespacePrefixesInjectiveAndPrefixFree(t *testing.T) {
+	maps := map[string]func(string) string{
+		"fdb":   storeurl.FDBNamespacePrefix,
+		"redis": func(n string) string { return "{" + storeurl.RedisNamespacePrefix("", n) + "}:" },
+	}
+	for kind, prefix := range maps {
+		for _, a := range hostile {
+			pa := prefix(a)
+			if kind == "redis" && strings.ContainsAny(pa[1:len(pa)-2], "{}*?[]\\%") {
+				t.Errorf("redis: %q encodes to %q, with a brace or glob character", a, pa)
+			}
+			for _, b := range hostile {
+				if a == b {
+					continue
+				}
+				if pb := prefix(b); strings.HasPrefix(pb, pa) {
+					t.Errorf("%s: the prefix of %q (%q) starts the prefix of %q (%q)", kind, a, pa, b, pb)
+				}
+			}
+		}
+	}
+	// The tenants' subspace is apart from the default store's.
+	if strings.HasPrefix(storeurl.FDBNamespacePrefix("a"), "\x02ckptstore\x00") {
+		t.Error("fdb: namespaces live under the default store's prefix")
+	}
+}
+
+func TestNamespaces(t *testing.T) {
+	ctx := context.Background()
+	for _, url := range []string{"mem", "memkv"} {
+		o, err := storeurl.Open(ctx, url, storeurl.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{"", strings.Repeat("n", storeurl.MaxNamespaceBytes+1), "\xff"} {
+			if _, _, err := o.Namespace(name, ckptstore.Options{}); !errors.Is(err, storeurl.ErrBadURL) {
+				t.Errorf("%s: Namespace(%q) = %v, want ErrBadURL", url, name, err)
+			}
+		}
+		if _, _, err := o.Namespace("x", ckptstore.Options{LeaseDuration: -1}); !errors.Is(err, ckptstore.ErrInvalidOptions) {
+			t.Errorf("%s: bad lease: %v", url, err)
+		}
+		// A lease taken in one namespace leaves the same thread free in
+		// every other, and in the default store; the same name reaches it
+		// again.
+		a, ai, err := o.Namespace("a", ckptstore.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := a.AcquireWriter(ctx, "t"); err != nil {
+			t.Fatal(err)
+		}
+		if err := ai.Upsert(ctx, &ckptstore.InstanceRecord{Key: "k", Provider: "p", ProviderSandboxID: "s", ThreadID: "t", UpdatedAt: 1}); err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range hostile[1:] {
+			s, si, err := o.Namespace(name, ckptstore.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.AcquireWriter(ctx, "t"); err != nil {
+				t.Errorf("%s: namespace %q sees the lease of \"a\": %v", url, name, err)
+			}
+			if r, err := si.Get(ctx, "k"); err != nil || r != nil {
+				t.Errorf("%s: namespace %q sees the record of \"a\": %v, %v", url, name, r, err)
+			}
+		}
+		if _, err := o.Store.AcquireWriter(ctx, "t"); err != nil {
+			t.Errorf("%s: the default store sees the lease of \"a\": %v", url, err)
+		}
+		again, _, _ := o.Namespace("a", ckptstore.Options{})
+		if _, err := again.AcquireWriter(ctx, "t"); !errors.Is(err, ckptstore.ErrWriterConflict) {
+			t.Errorf("%s: namespace \"a\" reopened lost its lease: %v", url, err)
+		}
+	}
+}
