@@ -196,6 +196,8 @@ func RunStoreWith(t *testing.T, newStore func(t *testing.T, opts ckptstore.Optio
 		{"ForkTranscript", s.testForkTranscript},
 		{"DeleteThread", s.testDeleteThread},
 		{"DeleteThreadSweep", s.testDeleteThreadSweep},
+		{"ListPage", s.testListPage},
+		{"Threads", s.testThreads},
 		{"Context", s.testContext},
 		{"Concurrency", s.testConcurrency},
 		{"Model", s.testModel},
