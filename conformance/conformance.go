@@ -198,6 +198,7 @@ func RunStoreWith(t *testing.T, newStore func(t *testing.T, opts ckptstore.Optio
 		{"DeleteThreadSweep", s.testDeleteThreadSweep},
 		{"ListPage", s.testListPage},
 		{"Threads", s.testThreads},
+		{"Import", s.testImport},
 		{"Context", s.testContext},
 		{"Concurrency", s.testConcurrency},
 		{"Model", s.testModel},
