@@ -21,17 +21,18 @@ import (
 // successful append, without its decisions: the ceiling a Lua-script
 // append can reach on the server, measured with redis-benchmark.
 const rawAppendScript = `
-redis.call('EXISTS', KEYS[6])
+redis.call('EXISTS', KEYS[7])
 redis.call('HMGET', KEYS[1], 'o', 'f', 'x')
 redis.call('EXISTS', KEYS[3])
 redis.call('HGET', KEYS[1], 'h')
-redis.call('HSET', KEYS[3], 't', ARGV[6], 'p', ARGV[8], 'h', ARGV[10], 'b', ARGV[11], 'k', ARGV[12], 'v', ARGV[13])
-redis.call('ZADD', KEYS[2], ARGV[9], ARGV[5])
+redis.call('HSET', KEYS[3], 't', ARGV[6], 'p', ARGV[8], 'h', ARGV[10], 'b', ARGV[11], 'k', ARGV[12], 'v', ARGV[13], 'l', ARGV[9])
+redis.call('ZADD', KEYS[2], 0, ARGV[9])
 redis.call('HSET', KEYS[1], 'h', ARGV[5])
+redis.call('ZADD', KEYS[6], 0, ARGV[6])
 for k in string.gmatch(ARGV[12], '[^\n]+') do
   if redis.call('HINCRBY', KEYS[4], k, 1) == 1 then redis.call('ZADD', KEYS[5], 0, k) end
 end
-redis.call('SET', KEYS[6], '1', 'PX', ARGV[1])
+redis.call('SET', KEYS[7], '1', 'PX', ARGV[1])
 return {'ok'}
 `
 
@@ -170,10 +171,10 @@ func runRawBenchmark(b testing.TB, tool, addr, sha string, tmpl *ckptstore.Check
 	body := strings.Repeat("x", len(enc))
 	header := strings.Repeat("h", len(encodeHeader(&cp)))
 	args := []string{"-h", host, "-p", port, "-c", strconv.Itoa(g), "-n", strconv.Itoa(n), "-r", "100000000", "--csv",
-		"EVALSHA", sha, "6",
-		base + "t:bench0", base + "m:bench0", base + "c:__rand_int__", base + "refs", base + "refkeys", base + "o:__rand_int__",
+		"EVALSHA", sha, "7",
+		base + "t:bench0", base + "l:bench0", base + "c:__rand_int__", base + "refs", base + "refkeys", base + "threads", base + "o:__rand_int__",
 		"600000", "1700000000000", "0123456789abcdef0123456789abcdef", "1", "__rand_int__", "bench0", "bench0-prev",
-		"bench0-prev", "__rand_int__", header, body, strings.Join(cp.BlobKeys(), "\n"), string(cp.Conversation)}
+		"bench0-prev", "12345678__rand_int__", header, body, strings.Join(cp.BlobKeys(), "\n"), string(cp.Conversation)}
 	out, err := exec.Command(tool, args...).Output()
 	if err != nil {
 		b.Fatalf("redis-benchmark: %v", err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"iter"
-	"strconv"
 
 	"github.com/ckptstore/ckptstore"
 )
@@ -25,9 +24,9 @@ func (s *Store) BlobReferencesSeq(ctx context.Context) iter.Seq2[ckptstore.BlobR
 			return
 		}
 		from := "-"
-		page := strconv.Itoa(s.opts.PageSize)
+		refs, refKeys := s.keys.refsKey()
 		for {
-			res, err := blobPageScript.Run(ctx, s.c, []string{s.keys.refs, s.keys.refKeys}, from, page).Slice()
+			res, err := run(ctx, s.r, blobPageScript, blobPageArgs{Refs: refs, RefKeys: refKeys, From: from, Limit: s.opts.PageSize}, false)
 			if err != nil {
 				yield(ckptstore.BlobRef{}, fmt.Errorf("redisstore: blob references: %w", err))
 				return

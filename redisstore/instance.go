@@ -65,8 +65,10 @@ func (s *InstanceStore) Upsert(ctx context.Context, rec *ckptstore.InstanceRecor
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	err := upsertInstanceScript.Run(ctx, s.c, []string{s.base + rec.Key}, rec.Provider, rec.ProviderSandboxID,
-		rec.ThreadID, strconv.FormatInt(rec.UpdatedAt, 10), rec.LatestSnapshotID, rec.LatestRunID).Err()
+	_, err := run(ctx, runner{c: s.c}, upsertInstanceScript, upsertInstanceArgs{
+		Record: key(s.base + rec.Key), Provider: rec.Provider, SandboxID: rec.ProviderSandboxID,
+		ThreadID: rec.ThreadID, UpdatedAt: strconv.FormatInt(rec.UpdatedAt, 10),
+		LatestSnapshot: rec.LatestSnapshotID, LatestRun: rec.LatestRunID}, false)
 	if err != nil {
 		return fmt.Errorf("redisstore: upsert instance %q: %w", rec.Key, err)
 	}

@@ -19,6 +19,10 @@ const (
 	DefaultReplicaTimeout = time.Second
 	DefaultOpTTL          = 10 * time.Minute
 	DefaultPageSize       = 1000
+	DefaultBatchSize      = 256
+	// MaxBatchSize bounds Options.BatchSize: a batch is one script, and
+	// the server serves nothing else while a script runs.
+	MaxBatchSize = 4096
 	// MaxPageSize bounds Options.PageSize: a page's keys are unpacked onto
 	// the Lua stack of the server's script, which holds about 8000 values.
 	MaxPageSize = 4096
@@ -64,6 +68,14 @@ type Options struct {
 	// PageSize is how many blob keys BlobReferences reads per round trip,
 	// at most MaxPageSize. 0 means DefaultPageSize (1000).
 	PageSize int
+
+	// BatchSize is how many checkpoints one script reads or deletes when a
+	// call spans a whole thread: a page of List, a batch of DeleteThread
+	// or of a long DeleteCheckpoints, a stretch of the prune's walk of the
+	// chain. It bounds how long one call holds the server (Redis runs one
+	// script at a time) whatever the size of the thread, at most
+	// MaxBatchSize. 0 means DefaultBatchSize (256).
+	BatchSize int
 }
 
 // resolve returns o with its defaults filled in, or an error wrapping
@@ -77,12 +89,18 @@ func (o Options) resolve() (Options, error) {
 	if o.Prefix == "" {
 		o.Prefix = DefaultPrefix
 	}
-	if o.MinReplicas < 0 || o.ReplicaTimeout < 0 || o.OpTTL < 0 || o.PageSize < 0 {
-		return o, fmt.Errorf("%w: MinReplicas %d, ReplicaTimeout %v, OpTTL %v and PageSize %d must not be negative",
-			ckptstore.ErrInvalidOptions, o.MinReplicas, o.ReplicaTimeout, o.OpTTL, o.PageSize)
+	if o.MinReplicas < 0 || o.ReplicaTimeout < 0 || o.OpTTL < 0 || o.PageSize < 0 || o.BatchSize < 0 {
+		return o, fmt.Errorf("%w: MinReplicas %d, ReplicaTimeout %v, OpTTL %v, PageSize %d and BatchSize %d must not be negative",
+			ckptstore.ErrInvalidOptions, o.MinReplicas, o.ReplicaTimeout, o.OpTTL, o.PageSize, o.BatchSize)
 	}
 	if o.PageSize > MaxPageSize {
 		return o, fmt.Errorf("%w: PageSize %d is above %d", ckptstore.ErrInvalidOptions, o.PageSize, MaxPageSize)
+	}
+	if o.BatchSize > MaxBatchSize {
+		return o, fmt.Errorf("%w: BatchSize %d is above %d", ckptstore.ErrInvalidOptions, o.BatchSize, MaxBatchSize)
+	}
+	if o.BatchSize == 0 {
+		o.BatchSize = DefaultBatchSize
 	}
 	if o.ReplicaTimeout == 0 {
 		o.ReplicaTimeout = DefaultReplicaTimeout

@@ -1,16 +1,22 @@
 package redisstore
 
-// The Lua scripts. Each write is one script, so its checks and its writes
-// run as one atomic step on the server (a script that fails a check returns
-// before its first write). Go runs the pure validations first and passes
-// everything a script needs as arguments, including the time, read from
-// Options.Now, so the server's clock never decides a lease.
+// The Lua scripts. Each write is one script (or, for a thread too large
+// for one bounded step, one script per batch), so its checks and its writes
+// run as one atomic step on the server: a script that fails a check returns
+// before its first write. Go runs the pure checks first (package precheck)
+// and passes everything a script needs as arguments, including the time,
+// read from Options.Now, so the server's clock never decides a lease.
 //
-// Scripts reply with an array whose first element is "ok" or the wire code
-// of a contract error without its SANDBOX_SNAPSHOT_ prefix ("STALE_HEAD",
-// "WRITER_LOST", …; see scriptError); the rest is the result or details.
+// Each script's parameters are a struct (see lua.go): K.<name> are its
+// KEYS, A.<name> its ARGV. Scripts reply with an array whose first element
+// is "ok" or the wire code of a contract error without its
+// SANDBOX_SNAPSHOT_ prefix ("STALE_HEAD", "WRITER_LOST", …; see
+// scriptError); the rest is the result or details. Two replies are neither:
+// "walk" (prune: the chain is longer than one batch, here is part of it)
+// and "COMPARE" (import: stored checkpoints whose bytes differ from the
+// batch's, for Go to compare by content); both come before any write.
 //
-// Thread hash fields (KEYS "t:<thread>"):
+// Thread hash fields (K.thread, "t:<thread>"):
 //
 //	h  head checkpoint id (absent when none)
 //	f  highest fence ever issued (only grows; survives release and expiry)
@@ -21,19 +27,21 @@ package redisstore
 // taken. Fences are compared as the decimal strings HINCRBY stores and Go
 // formats, so no fence passes through a Lua double.
 //
-// Checkpoint hash fields (KEYS "c:<id>"): t thread, p parent ("" = none),
-// h header, b body, v conversation (see codec.go), k the blob keys,
-// '\n'-separated.
+// Checkpoint hash fields ("c:<id>"): t thread, p parent ("" = none), h
+// header, b body, v conversation (see codec.go), k the blob keys,
+// '\n'-separated, l the checkpoint's member in its thread's list index.
 //
-// Writes that change checkpoints first look for their operation key
-// ("o:<token>"). It exists only when this very call already succeeded (a
-// reply lost, the command resent); the script then returns the recorded
+// Writes first look for their operation key ("o:<token>"). It exists only
+// when this very call already succeeded (a reply lost, the command resent,
+// or a caller's op token repeated); the script then returns the recorded
 // result without checking or writing again. A failed call records nothing:
 // it changed nothing, so checking again is correct.
+//
+// Lua compares strings only with == and ~= (byte equality): its < uses the
+// server's collation locale, so every ordering is left to sorted sets.
 
-import "github.com/redis/go-redis/v9"
-
-// luaLib is prepended to every script that checks writers or counts blobs.
+// luaLib is prepended to every script that checks writers, counts blobs or
+// keeps the thread index.
 const luaLib = `
 local function writer_lost(tkey, token, fence, now)
   local l = redis.call('HMGET', tkey, 'o', 'f', 'x')
@@ -57,178 +65,438 @@ local function drop_refs(refs, rk, keys)
     end
   end
 end
+local function sync_thread(threads, tkey, lkey, vkey, id)
+  if redis.call('HEXISTS', tkey, 'h') == 1 or redis.call('ZCARD', lkey) > 0 or redis.call('EXISTS', vkey) == 1 then
+    redis.call('ZADD', threads, 0, id)
+  else
+    redis.call('ZREM', threads, id)
+  end
+end
+local function push_list(key, list, ttl)
+  for i = 1, #list, 1000 do
+    redis.call('RPUSH', key, unpack(list, i, math.min(i + 999, #list)))
+  end
+  redis.call('PEXPIRE', key, ttl)
+end
 `
 
+// appendArgs are appendScript's parameters.
+type appendArgs struct {
+	Thread, List, Checkpoint, Refs, RefKeys, Threads, Op key
+	TTL, Now, Token, Fence                               string
+	ID, ThreadID, Expected, Parent, Member, Header       string
+	Body                                                 []byte
+	Blobs                                                string
+	Conv                                                 []byte
+}
+
 // appendScript: Append steps 3–6 and the write.
-//
-// KEYS: thread, members, checkpoint, refs, refkeys, op.
-// ARGV: opTTL ms, now ms, token, fence, id, thread id, expected head,
-// parent, score, header, body, blob keys, conversation.
-var appendScript = redis.NewScript(luaLib + `
-if redis.call('EXISTS', KEYS[6]) == 1 then return {'ok'} end
-local lost = writer_lost(KEYS[1], ARGV[3], ARGV[4], ARGV[2])
+var appendScript = newScript[appendArgs]("append", true, `
+if redis.call('EXISTS', K.op) == 1 then return {'ok'} end
+local lost = writer_lost(K.thread, A.token, A.fence, A.now)
 if lost then return {'WRITER_LOST', lost} end
-if redis.call('EXISTS', KEYS[3]) == 1 then return {'DUPLICATE_ID', ''} end
-local head = redis.call('HGET', KEYS[1], 'h') or ''
-if head ~= ARGV[7] then return {'STALE_HEAD', head} end
-if ARGV[8] ~= ARGV[7] then return {'PARENT_MISMATCH', ''} end
-redis.call('HSET', KEYS[3], 't', ARGV[6], 'p', ARGV[8], 'h', ARGV[10], 'b', ARGV[11], 'k', ARGV[12], 'v', ARGV[13])
-redis.call('ZADD', KEYS[2], ARGV[9], ARGV[5])
-redis.call('HSET', KEYS[1], 'h', ARGV[5])
-add_refs(KEYS[4], KEYS[5], ARGV[12])
-redis.call('SET', KEYS[6], '1', 'PX', ARGV[1])
+if redis.call('EXISTS', K.checkpoint) == 1 then return {'DUPLICATE_ID', ''} end
+local head = redis.call('HGET', K.thread, 'h') or ''
+if head ~= A.expected then return {'STALE_HEAD', head} end
+if A.parent ~= A.expected then return {'PARENT_MISMATCH', ''} end
+redis.call('HSET', K.checkpoint, 't', A.threadid, 'p', A.parent, 'h', A.header, 'b', A.body, 'k', A.blobs, 'v', A.conv, 'l', A.member)
+redis.call('ZADD', K.list, 0, A.member)
+redis.call('HSET', K.thread, 'h', A.id)
+redis.call('ZADD', K.threads, 0, A.threadid)
+add_refs(K.refs, K.refkeys, A.blobs)
+redis.call('SET', K.op, '1', 'PX', A.ttl)
 return {'ok'}
 `)
+
+// deleteHeadArgs are deleteHeadScript's parameters.
+type deleteHeadArgs struct {
+	Thread, List, Checkpoint, Refs, RefKeys, Transcript, Threads, Op key
+	TTL, Now, Token, Fence                                           string
+	ID, ThreadID                                                     string
+}
 
 // deleteHeadScript: DeleteHead's writer and head checks and the delete.
-//
-// KEYS: thread, members, checkpoint, refs, refkeys, op.
-// ARGV: opTTL ms, now ms, token, fence, id, thread id.
-var deleteHeadScript = redis.NewScript(luaLib + `
-if redis.call('EXISTS', KEYS[6]) == 1 then return {'ok'} end
-local lost = writer_lost(KEYS[1], ARGV[3], ARGV[4], ARGV[2])
+var deleteHeadScript = newScript[deleteHeadArgs]("deleteHead", true, `
+if redis.call('EXISTS', K.op) == 1 then return {'ok'} end
+local lost = writer_lost(K.thread, A.token, A.fence, A.now)
 if lost then return {'WRITER_LOST', lost} end
-local head = redis.call('HGET', KEYS[1], 'h') or ''
-local c = redis.call('HMGET', KEYS[3], 't', 'p', 'k')
-if head ~= ARGV[5] or c[1] ~= ARGV[6] then return {'NOT_HEAD', head} end
-redis.call('DEL', KEYS[3])
-redis.call('ZREM', KEYS[2], ARGV[5])
-if c[2] == '' then redis.call('HDEL', KEYS[1], 'h') else redis.call('HSET', KEYS[1], 'h', c[2]) end
-drop_refs(KEYS[4], KEYS[5], c[3])
-redis.call('SET', KEYS[6], '1', 'PX', ARGV[1])
+local head = redis.call('HGET', K.thread, 'h') or ''
+local c = redis.call('HMGET', K.checkpoint, 't', 'p', 'k', 'l')
+if head ~= A.id or c[1] ~= A.threadid then return {'NOT_HEAD', head} end
+redis.call('DEL', K.checkpoint)
+redis.call('ZREM', K.list, c[4])
+if c[2] == '' then redis.call('HDEL', K.thread, 'h') else redis.call('HSET', K.thread, 'h', c[2]) end
+drop_refs(K.refs, K.refkeys, c[3])
+sync_thread(K.threads, K.thread, K.list, K.transcript, A.threadid)
+redis.call('SET', K.op, '1', 'PX', A.ttl)
 return {'ok'}
 `)
 
-// pruneScript: DeleteCheckpoints' writer check, the walk from the head and
-// the deletes. The chain's checkpoint keys are found while walking, so they
-// cannot be declared in KEYS; they share the store's hash tag, so the
-// script stays within one cluster slot. The walk stops at a checkpoint of
-// another thread, a missing one, or one already seen (an id reused after
-// pruning can make a parent link point forward).
+// pruneArgs are pruneScript's parameters.
+type pruneArgs struct {
+	Thread, List, Refs, RefKeys, Op key
+	TTL, Now, Token, Fence          string
+	ThreadID                        string
+	Keep                            int
+	CP                              string // checkpoint key prefix
+	From                            string // "" = the head
+	Hops                            int    // the most checkpoints to walk
+	Budget                          int    // the most to delete at once; 0 = walk only
+}
+
+// pruneScript: DeleteCheckpoints' writer check and one bounded part of
+// the walk from the head. The chain's checkpoint keys are found while
+// walking, so they cannot be declared in KEYS; they share the store's hash
+// tag, so the script stays within one cluster slot. The walk stops at a
+// checkpoint of another thread, a missing one, or one already seen (an id
+// reused after pruning can make a parent link point forward).
 //
-// KEYS: thread, members, refs, refkeys, op.
-// ARGV: opTTL ms, now ms, token, fence, thread id, keep, checkpoint key prefix.
-var pruneScript = redis.NewScript(luaLib + `
-if redis.call('EXISTS', KEYS[5]) == 1 then return redis.call('LRANGE', KEYS[5], 0, -1) end
-local lost = writer_lost(KEYS[1], ARGV[3], ARGV[4], ARGV[2])
+// When the walk starts at the head, reaches the end of the chain within
+// Hops and leaves at most Budget checkpoints to delete, the script deletes
+// them too: a small prune is one atomic step, replying {"ok", ids…}.
+// Otherwise it replies {"walk", next id ("" = the end), walked ids…} and
+// writes nothing; Go walks on and deletes with pruneBatchScript.
+var pruneScript = newScript[pruneArgs]("prune", true, `
+if redis.call('EXISTS', K.op) == 1 then return redis.call('LRANGE', K.op, 0, -1) end
+local lost = writer_lost(K.thread, A.token, A.fence, A.now)
 if lost then return {'WRITER_LOST', lost} end
-local keep = tonumber(ARGV[6])
+local keep, hops = tonumber(A.keep), tonumber(A.hops)
 local chain, seen = {}, {}
-local id = redis.call('HGET', KEYS[1], 'h') or ''
-while id ~= '' and not seen[id] do
-  local c = redis.call('HMGET', ARGV[7] .. id, 't', 'p')
-  if c[1] ~= ARGV[5] then break end
+local id = A.from
+if id == '' then id = redis.call('HGET', K.thread, 'h') or '' end
+while id ~= '' and #chain < hops do
+  local c = redis.call('HMGET', A.cp .. id, 't', 'p')
+  if c[1] ~= A.threadid or seen[id] then id = ''; break end
   seen[id] = true
   chain[#chain + 1] = id
   id = c[2]
 end
+if A.from ~= '' or id ~= '' or #chain - keep > tonumber(A.budget) then
+  local out = {'walk', id}
+  for i = 1, #chain do out[#out + 1] = chain[i] end
+  return out
+end
 local out = {'ok'}
 for i = #chain, keep + 1, -1 do
   local cid = chain[i]
-  local ck = ARGV[7] .. cid
-  local k = redis.call('HGET', ck, 'k')
+  local ck = A.cp .. cid
+  local c = redis.call('HMGET', ck, 'k', 'l')
   redis.call('DEL', ck)
-  redis.call('ZREM', KEYS[2], cid)
-  drop_refs(KEYS[3], KEYS[4], k)
+  redis.call('ZREM', K.list, c[2])
+  drop_refs(K.refs, K.refkeys, c[1])
   out[#out + 1] = cid
 end
-for i = 1, #out, 1000 do
-  redis.call('RPUSH', KEYS[5], unpack(out, i, math.min(i + 999, #out)))
-end
-redis.call('PEXPIRE', KEYS[5], ARGV[1])
+push_list(K.op, out, A.ttl)
 return out
 `)
 
+// pruneBatchArgs are pruneBatchScript's parameters.
+type pruneBatchArgs struct {
+	Thread, List, Refs, RefKeys, Op key
+	TTL, Now, Token, Fence          string
+	ThreadID                        string
+	CP                              string
+	IDs                             []any // the checkpoints to delete, farthest from the head first
+}
+
+// pruneBatchScript deletes one batch of a long prune: the checkpoints of
+// A.ids that are still stored in the thread (a repeated batch deletes
+// nothing more), after the writer check. It replies {"ok", deleted ids…}.
+var pruneBatchScript = newScript[pruneBatchArgs]("pruneBatch", true, `
+if redis.call('EXISTS', K.op) == 1 then return redis.call('LRANGE', K.op, 0, -1) end
+local lost = writer_lost(K.thread, A.token, A.fence, A.now)
+if lost then return {'WRITER_LOST', lost} end
+local out = {'ok'}
+for i = A.ids, #ARGV do
+  local cid = ARGV[i]
+  local ck = A.cp .. cid
+  local c = redis.call('HMGET', ck, 't', 'k', 'l')
+  if c[1] == A.threadid then
+    redis.call('DEL', ck)
+    redis.call('ZREM', K.list, c[3])
+    drop_refs(K.refs, K.refkeys, c[2])
+    out[#out + 1] = cid
+  end
+end
+push_list(K.op, out, A.ttl)
+return out
+`)
+
+// deleteThreadArgs are deleteThreadScript's parameters.
+type deleteThreadArgs struct {
+	Thread, List, Transcript, Refs, RefKeys, Threads, Op key
+	TTL, Now, Token, Fence                               string
+	ThreadID                                             string
+	CP                                                   string
+	Batch                                                int
+}
+
+// deleteThreadScript deletes one batch of a thread: the writer check, then
+// its Batch oldest checkpoints (by List order), and, once none is left, its
+// head and transcript. It replies {"ok", deleted count, "1" when the
+// thread is gone or "0"}. Each batch is atomic; the whole thread is
+// deleted by repeating it until it replies "1".
+var deleteThreadScript = newScript[deleteThreadArgs]("deleteThread", true, `
+if redis.call('EXISTS', K.op) == 1 then
+  local n, done = string.match(redis.call('GET', K.op), '^(%d+):(%d)$')
+  return {'ok', n, done}
+end
+local lost = writer_lost(K.thread, A.token, A.fence, A.now)
+if lost then return {'WRITER_LOST', lost} end
+local members = redis.call('ZRANGE', K.list, 0, tonumber(A.batch) - 1)
+local n = 0
+for _, m in ipairs(members) do
+  local ck = A.cp .. string.sub(m, 9)
+  local c = redis.call('HMGET', ck, 't', 'k')
+  if c[1] == A.threadid then
+    redis.call('DEL', ck)
+    drop_refs(K.refs, K.refkeys, c[2])
+    n = n + 1
+  end
+  redis.call('ZREM', K.list, m)
+end
+local done = '0'
+if redis.call('ZCARD', K.list) == 0 then
+  done = '1'
+  redis.call('HDEL', K.thread, 'h')
+  redis.call('DEL', K.transcript)
+  sync_thread(K.threads, K.thread, K.list, K.transcript, A.threadid)
+end
+redis.call('SET', K.op, n .. ':' .. done, 'PX', A.ttl)
+return {'ok', n, done}
+`)
+
+// forkArgs are forkScript's parameters.
+type forkArgs struct {
+	Source, Thread, List, Checkpoint, Refs, RefKeys, Transcript, Threads, Op key
+	TTL, Now, Token, Fence                                                   string
+	SourceThread, DestThread, DestID                                         string
+	WriterMatches                                                            bool
+	Member, Header                                                           string
+}
+
 // forkScript: ForkFromCheckpoint's checks after the pure ones, in the
-// order of SPEC.md, and the copy. The body, conversation and blob keys are
-// copied on the server; Go supplies the new header.
-//
-// KEYS: source checkpoint, thread, members, checkpoint, refs, refkeys, op.
-// ARGV: opTTL ms, now ms, token, fence, source thread, destination thread,
-// destination id, writer thread matches ("1"/"0"), score, header.
-var forkScript = redis.NewScript(luaLib + `
-if redis.call('EXISTS', KEYS[7]) == 1 then
-  local c = redis.call('HMGET', KEYS[4], 'b', 'v')
+// order of docs/contract.md, and the copy. The body, conversation and blob
+// keys are copied on the server; Go supplies the new header. The
+// destination's transcript becomes the copied conversation ("[]" for an
+// empty one), in the same step.
+var forkScript = newScript[forkArgs]("fork", true, `
+if redis.call('EXISTS', K.op) == 1 then
+  local c = redis.call('HMGET', K.checkpoint, 'b', 'v')
   return {'ok', c[1], c[2]}
 end
-local src = redis.call('HMGET', KEYS[1], 't', 'b', 'k', 'v')
+local src = redis.call('HMGET', K.source, 't', 'b', 'k', 'v')
 if not src[1] then return {'FORK_SOURCE_NOT_FOUND', ''} end
-if src[1] ~= ARGV[5] then return {'FORK_SOURCE_THREAD_MISMATCH', src[1]} end
-if ARGV[8] ~= '1' then return {'WRITER_LOST', 'the writer is for another thread'} end
-local lost = writer_lost(KEYS[2], ARGV[3], ARGV[4], ARGV[2])
+if src[1] ~= A.sourcethread then return {'FORK_SOURCE_THREAD_MISMATCH', src[1]} end
+if A.writermatches ~= '1' then return {'WRITER_LOST', 'the writer is for another thread'} end
+local lost = writer_lost(K.thread, A.token, A.fence, A.now)
 if lost then return {'WRITER_LOST', lost} end
-if (redis.call('HGET', KEYS[2], 'h') or '') ~= '' or redis.call('ZCARD', KEYS[3]) > 0 then
+if (redis.call('HGET', K.thread, 'h') or '') ~= '' or redis.call('ZCARD', K.list) > 0 then
   return {'FORK_DESTINATION_NOT_EMPTY', 'the destination thread has checkpoints'}
 end
-if redis.call('EXISTS', KEYS[4]) == 1 then
+if redis.call('EXISTS', K.transcript) == 1 then
+  return {'FORK_DESTINATION_NOT_EMPTY', 'the destination thread has a transcript'}
+end
+if redis.call('EXISTS', K.checkpoint) == 1 then
   return {'FORK_DESTINATION_NOT_EMPTY', 'the destination checkpoint id is used'}
 end
-redis.call('HSET', KEYS[4], 't', ARGV[6], 'p', '', 'h', ARGV[10], 'b', src[2], 'k', src[3], 'v', src[4])
-redis.call('ZADD', KEYS[3], ARGV[9], ARGV[7])
-redis.call('HSET', KEYS[2], 'h', ARGV[7])
-add_refs(KEYS[5], KEYS[6], src[3])
-redis.call('SET', KEYS[7], '1', 'PX', ARGV[1])
+redis.call('HSET', K.checkpoint, 't', A.destthread, 'p', '', 'h', A.header, 'b', src[2], 'k', src[3], 'v', src[4], 'l', A.member)
+redis.call('ZADD', K.list, 0, A.member)
+redis.call('HSET', K.thread, 'h', A.destid)
+local conv = src[4]
+if conv == '' then conv = '[]' end
+redis.call('SET', K.transcript, conv)
+redis.call('ZADD', K.threads, 0, A.destthread)
+add_refs(K.refs, K.refkeys, src[3])
+redis.call('SET', K.op, '1', 'PX', A.ttl)
 return {'ok', src[2], src[4]}
 `)
 
+// acquireArgs are acquireScript's parameters.
+type acquireArgs struct {
+	Thread, Op         key
+	Token, Now, Expiry string
+	TTL                string
+}
+
 // acquireScript takes a thread's lease. A retry of the same call finds its
-// own token in place and returns that lease again.
-//
-// KEYS: thread. ARGV: token, now ms, expiry ms.
-var acquireScript = redis.NewScript(`
-local l = redis.call('HMGET', KEYS[1], 'o', 'f', 'x')
-if l[1] == ARGV[1] then return {'ok', l[2], l[3]} end
-if l[1] and tonumber(ARGV[2]) < tonumber(l[3]) then return {'WRITER_CONFLICT', l[3]} end
-local f = redis.call('HINCRBY', KEYS[1], 'f', 1)
-redis.call('HSET', KEYS[1], 'o', ARGV[1], 'x', ARGV[3])
-return {'ok', f, ARGV[3]}
+// own token in place and returns that lease again; once that lease is gone
+// (released, expired, taken over), the op key still names it, so a call
+// repeated with the caller's op token reports the lease it took instead of
+// taking a second one.
+var acquireScript = newScript[acquireArgs]("acquire", false, `
+local l = redis.call('HMGET', K.thread, 'o', 'f', 'x')
+if l[1] == A.token then return {'ok', l[2], l[3]} end
+local rec = redis.call('GET', K.op)
+if rec then
+  local f, x = string.match(rec, '^(%d+):(%d+)$')
+  return {'ok', f, x}
+end
+if l[1] and tonumber(A.now) < tonumber(l[3]) then return {'WRITER_CONFLICT', l[3]} end
+local f = redis.call('HINCRBY', K.thread, 'f', 1)
+redis.call('HSET', K.thread, 'o', A.token, 'x', A.expiry)
+redis.call('SET', K.op, f .. ':' .. A.expiry, 'PX', A.ttl)
+return {'ok', f, A.expiry}
 `)
+
+// renewArgs are renewScript's parameters.
+type renewArgs struct {
+	Thread                    key
+	Token, Fence, Now, Expiry string
+}
 
 // renewScript extends the live lease of the writer. Repeating it sets the
 // same expiry again.
-//
-// KEYS: thread. ARGV: token, fence, now ms, expiry ms.
-var renewScript = redis.NewScript(luaLib + `
-local lost = writer_lost(KEYS[1], ARGV[1], ARGV[2], ARGV[3])
+var renewScript = newScript[renewArgs]("renew", true, `
+local lost = writer_lost(K.thread, A.token, A.fence, A.now)
 if lost then return {'WRITER_LOST', lost} end
-redis.call('HSET', KEYS[1], 'x', ARGV[4])
+redis.call('HSET', K.thread, 'x', A.expiry)
 return {'ok'}
 `)
+
+// releaseArgs are releaseScript's parameters.
+type releaseArgs struct {
+	Thread       key
+	Token, Fence string
+}
 
 // releaseScript ends the writer's lease if it is still the thread's lease;
 // expired or not, as memstore does. The fence stays.
-//
-// KEYS: thread. ARGV: token, fence.
-var releaseScript = redis.NewScript(`
-local l = redis.call('HMGET', KEYS[1], 'o', 'f')
-if l[1] == ARGV[1] and l[2] == ARGV[2] then redis.call('HDEL', KEYS[1], 'o', 'x') end
+var releaseScript = newScript[releaseArgs]("release", false, `
+local l = redis.call('HMGET', K.thread, 'o', 'f')
+if l[1] == A.token and l[2] == A.fence then redis.call('HDEL', K.thread, 'o', 'x') end
 return {'ok'}
 `)
 
-// listScript reads a thread's checkpoints in one atomic step, in the order
-// of the members sorted set: by score (createdAt), ties by id bytes.
-//
-// KEYS: members. ARGV: checkpoint key prefix.
-// Reply: id, parent, header, body, conversation for each checkpoint.
-var listScript = redis.NewScript(`
-local ids = redis.call('ZRANGE', KEYS[1], 0, -1)
+// saveThreadArgs are saveThreadScript's parameters.
+type saveThreadArgs struct {
+	Transcript, Threads key
+	ThreadID            string
+	Messages            []byte
+}
+
+// saveThreadScript replaces a thread's transcript and enters the thread in
+// the thread index, in one step. Repeating it writes the same state.
+var saveThreadScript = newScript[saveThreadArgs]("saveThread", false, `
+redis.call('SET', K.transcript, A.messages)
+redis.call('ZADD', K.threads, 0, A.threadid)
+return {'ok'}
+`)
+
+// importArgs are importScript's parameters.
+type importArgs struct {
+	Thread, List, Refs, RefKeys, Transcript, Threads, Op key
+	TTL, Now, Token, Fence                               string
+	ThreadID                                             string
+	CP                                                   string
+	SetHead                                              bool
+	Head                                                 string
+	HasTranscript                                        bool
+	Messages                                             []byte
+	// CPs holds importFields values per checkpoint: id, parent, header,
+	// body, blob keys, conversation, list member, and the body and
+	// conversation of a stored copy that Go found equal by content ("" and
+	// "" when none).
+	CPs []any
+}
+
+// importFields is the number of ARGV values per checkpoint of an import.
+const importFields = 9
+
+// importScript stores one import batch, after the writer check, the id
+// checks (an id stored in another thread, or stored here with other bytes)
+// and the head check. A stored checkpoint whose bytes differ from the
+// batch's may still hold equal content (nil and empty slices encode apart),
+// so instead of failing the script replies {"COMPARE", index, parent,
+// header, body, conversation, …} for Go to compare; Go repeats the batch
+// with the stored body and conversation of those it found equal. It
+// replies {"ok", newly written count}.
+var importScript = newScript[importArgs]("import", true, `
+if redis.call('EXISTS', K.op) == 1 then return {'ok', redis.call('GET', K.op)} end
+local lost = writer_lost(K.thread, A.token, A.fence, A.now)
+if lost then return {'WRITER_LOST', lost} end
+local new, cmp = {}, {'COMPARE'}
+for i = A.cps, #ARGV, 9 do
+  local id = ARGV[i]
+  local c = redis.call('HMGET', A.cp .. id, 't', 'p', 'h', 'b', 'v')
+  if c[1] then
+    if c[1] ~= A.threadid then return {'DUPLICATE_ID', id .. ' is stored in thread ' .. c[1]} end
+    local same = c[2] == ARGV[i + 1] and c[3] == ARGV[i + 2] and
+      ((c[4] == ARGV[i + 3] and c[5] == ARGV[i + 5]) or
+       (ARGV[i + 7] ~= '' and c[4] == ARGV[i + 7] and c[5] == ARGV[i + 8]))
+    if not same then
+      cmp[#cmp + 1] = (i - A.cps) / 9
+      for j = 2, 5 do cmp[#cmp + 1] = c[j] end
+    end
+  else
+    new[#new + 1] = i
+  end
+end
+if #cmp > 1 then return cmp end
+if A.sethead == '1' then
+  local head = redis.call('HGET', K.thread, 'h') or ''
+  if head ~= '' and head ~= A.head then return {'STALE_HEAD', head} end
+end
+for _, i in ipairs(new) do
+  redis.call('HSET', A.cp .. ARGV[i], 't', A.threadid, 'p', ARGV[i + 1], 'h', ARGV[i + 2], 'b', ARGV[i + 3],
+    'k', ARGV[i + 4], 'v', ARGV[i + 5], 'l', ARGV[i + 6])
+  redis.call('ZADD', K.list, 0, ARGV[i + 6])
+  add_refs(K.refs, K.refkeys, ARGV[i + 4])
+end
+if A.sethead == '1' then
+  if A.head == '' then redis.call('HDEL', K.thread, 'h') else redis.call('HSET', K.thread, 'h', A.head) end
+end
+if A.hastranscript == '1' then redis.call('SET', K.transcript, A.messages) end
+sync_thread(K.threads, K.thread, K.list, K.transcript, A.threadid)
+redis.call('SET', K.op, #new, 'PX', A.ttl)
+return {'ok', #new}
+`)
+
+// pageArgs are pageScript's parameters.
+type pageArgs struct {
+	List    key
+	CP      string
+	From    string // a ZRANGEBYLEX bound: where the page starts
+	Limit   int
+	Reverse bool
+}
+
+// pageScript reads one page of a thread's list index and the checkpoints
+// it names, in one atomic step: up to Limit members from From, forward
+// (ZRANGEBYLEX) or backward (ZREVRANGEBYLEX). A member is the 8-byte
+// position of createdAt followed by the id (see orderMember), so the
+// sorted set's byte order is List order and a cursor's position is one lex
+// bound. Reply: id, parent, header, body, conversation per checkpoint.
+var pageScript = newScript[pageArgs]("page", false, `
+local ms
+if A.reverse == '1' then
+  ms = redis.call('ZREVRANGEBYLEX', K.list, A.from, '-', 'LIMIT', 0, tonumber(A.limit))
+else
+  ms = redis.call('ZRANGEBYLEX', K.list, A.from, '+', 'LIMIT', 0, tonumber(A.limit))
+end
 local out = {}
-for _, id in ipairs(ids) do
-  local c = redis.call('HMGET', ARGV[1] .. id, 'p', 'h', 'b', 'v')
+for _, m in ipairs(ms) do
+  local id = string.sub(m, 9)
+  local c = redis.call('HMGET', A.cp .. id, 'p', 'h', 'b', 'v')
   out[#out + 1] = id
   for i = 1, 4 do out[#out + 1] = c[i] end
 end
 return out
 `)
 
-// blobPageScript reads one page of blob references: up to ARGV[2] keys
-// from ARGV[1] (a ZRANGEBYLEX bound) with their counts, in one atomic step.
-//
-// KEYS: refs, refkeys. Reply: key, count for each key.
-var blobPageScript = redis.NewScript(`
-local keys = redis.call('ZRANGEBYLEX', KEYS[2], ARGV[1], '+', 'LIMIT', 0, tonumber(ARGV[2]))
+// blobPageArgs are blobPageScript's parameters.
+type blobPageArgs struct {
+	Refs, RefKeys key
+	From          string // a ZRANGEBYLEX bound
+	Limit         int
+}
+
+// blobPageScript reads one page of blob references: up to Limit keys from
+// From with their counts, in one atomic step. Reply: key, count per key.
+var blobPageScript = newScript[blobPageArgs]("blobPage", false, `
+local keys = redis.call('ZRANGEBYLEX', K.refkeys, A.from, '+', 'LIMIT', 0, tonumber(A.limit))
 if #keys == 0 then return {} end
-local counts = redis.call('HMGET', KEYS[1], unpack(keys))
+local counts = redis.call('HMGET', K.refs, unpack(keys))
 local out = {}
 for i, k in ipairs(keys) do
   out[#out + 1] = k
@@ -237,16 +505,20 @@ end
 return out
 `)
 
+// upsertInstanceArgs are upsertInstanceScript's parameters.
+type upsertInstanceArgs struct {
+	Record                                   key
+	Provider, SandboxID, ThreadID, UpdatedAt string
+	LatestSnapshot, LatestRun                string // "" = absent
+}
+
 // upsertInstanceScript replaces an instance record: the old hash goes, so
 // optional fields left out are cleared, never merged.
-//
-// KEYS: record. ARGV: provider, providerSandboxId, threadId, updatedAt,
-// latestSnapshotId ("" = absent), latestRunId ("" = absent).
-var upsertInstanceScript = redis.NewScript(`
-redis.call('DEL', KEYS[1])
-local f = {'p', ARGV[1], 's', ARGV[2], 't', ARGV[3], 'u', ARGV[4]}
-if ARGV[5] ~= '' then f[#f + 1] = 'ls'; f[#f + 1] = ARGV[5] end
-if ARGV[6] ~= '' then f[#f + 1] = 'lr'; f[#f + 1] = ARGV[6] end
-redis.call('HSET', KEYS[1], unpack(f))
+var upsertInstanceScript = newScript[upsertInstanceArgs]("upsertInstance", false, `
+redis.call('DEL', K.record)
+local f = {'p', A.provider, 's', A.sandboxid, 't', A.threadid, 'u', A.updatedat}
+if A.latestsnapshot ~= '' then f[#f + 1] = 'ls'; f[#f + 1] = A.latestsnapshot end
+if A.latestrun ~= '' then f[#f + 1] = 'lr'; f[#f + 1] = A.latestrun end
+redis.call('HSET', K.record, unpack(f))
 return {'ok'}
 `)

@@ -1,17 +1,21 @@
 package redisstore
 
-// The Store's methods. Each one runs the pure checks of package ckptstore
-// in memstore's order, then one round trip: a read (HMGET, HGET or a
-// read-only script) or one write script (see scripts.go), whose reply is
-// either "ok" or the name of the contract error, mapped by scriptError.
-// Nothing is cached in the process: every decision is made on the server,
-// inside a script, so any number of Stores may share a prefix.
+// The Store's methods. Each one runs the pure checks of package precheck,
+// then one round trip: a read (HMGET, HGET or a read-only script) or one
+// write script (see scripts.go), whose reply is either "ok" or the name of
+// the contract error, mapped by scriptError. The calls that span a whole
+// thread (List, a long DeleteCheckpoints, DeleteThread) take one bounded
+// script per Options.BatchSize checkpoints instead. Nothing is cached in
+// the process: every decision is made on the server, inside a script, so
+// any number of Stores may share a prefix.
 
 import (
 	"context"
 	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,6 +24,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/precheck"
 )
 
 // ErrNotReplicated reports a write that happened on the primary but was not
@@ -27,24 +32,30 @@ import (
 // not a contract error: Code returns "" for it.
 var ErrNotReplicated = errors.New("redisstore: write not acknowledged by enough replicas")
 
-// Store is the Redis ckptstore.Store, Pruner and Forker. It is safe for
+// Store is the Redis ckptstore.Store, Pruner and Forker, with transcripts,
+// DeleteThread, paged lists, thread listing and import. It is safe for
 // concurrent use; it keeps no state of its own besides its options, so any
 // number of Store values (in any number of processes) may share a prefix.
 type Store struct {
 	c    redis.UniversalClient
+	r    runner
 	opts Options
 	keys keys
 
 	leaseMs int64 // lease duration, whole ms
 	opTTL   string
-	waitMs  int64
 }
 
 var (
-	_ ckptstore.Store       = (*Store)(nil)
-	_ ckptstore.Pruner      = (*Store)(nil)
-	_ ckptstore.Forker      = (*Store)(nil)
-	_ ckptstore.LeaseKeeper = (*Store)(nil)
+	_ ckptstore.Store         = (*Store)(nil)
+	_ ckptstore.Pruner        = (*Store)(nil)
+	_ ckptstore.Forker        = (*Store)(nil)
+	_ ckptstore.LeaseKeeper   = (*Store)(nil)
+	_ ckptstore.Transcripts   = (*Store)(nil)
+	_ ckptstore.ThreadDeleter = (*Store)(nil)
+	_ ckptstore.Pager         = (*Store)(nil)
+	_ ckptstore.ThreadLister  = (*Store)(nil)
+	_ ckptstore.Importer      = (*Store)(nil)
 )
 
 // New returns a store over client. It does no I/O; scripts are loaded on
@@ -68,86 +79,81 @@ func New(client redis.UniversalClient, opts Options) (*Store, error) {
 	}
 	return &Store{
 		c:       client,
+		r:       runner{c: client, minReplicas: o.MinReplicas, waitMs: ceilMillis(o.ReplicaTimeout), replicaTimeout: o.ReplicaTimeout},
 		opts:    o,
 		keys:    newKeys(o.Prefix),
 		leaseMs: ceilMillis(o.LeaseDuration),
 		opTTL:   strconv.FormatInt(ceilMillis(o.OpTTL), 10),
-		waitMs:  ceilMillis(o.ReplicaTimeout),
 	}, nil
 }
 
 // keys builds the store's key names. Every key starts with the hash tag
-// "{prefix}:" and a fixed kind ("c:", "t:", "m:", "o:", or an exact name),
-// and ids come last, so no two (kind, id) pairs share a key whatever bytes
-// the ids hold.
+// "{prefix}:" and a fixed kind ("c:", "t:", "l:", "v:", "o:", or an exact
+// name), and ids come last, so no two (kind, id) pairs share a key whatever
+// bytes the ids hold.
 type keys struct {
 	base    string
-	cp      string // + checkpoint id → hash: t, p, h, b, k
+	cp      string // + checkpoint id → hash: t, p, h, b, v, k, l
 	refs    string // hash: blob key → count > 0
 	refKeys string // sorted set, all scores 0: blob keys with a count > 0
+	threads string // sorted set, all scores 0: ids of threads with a head, a checkpoint or a transcript
 }
 
 func newKeys(prefix string) keys {
 	b := keyBase(prefix)
-	return keys{base: b, cp: b + "c:", refs: b + "refs", refKeys: b + "refkeys"}
+	return keys{base: b, cp: b + "c:", refs: b + "refs", refKeys: b + "refkeys", threads: b + "threads"}
 }
 
-func (k keys) checkpoint(id string) string { return k.cp + id }
-func (k keys) thread(id string) string     { return k.base + "t:" + id } // hash: h, f, o, x
-func (k keys) members(id string) string    { return k.base + "m:" + id } // sorted set: id scored by createdAt
-func (k keys) op(token string) string      { return k.base + "o:" + token }
+func (k keys) checkpoint(id string) key { return key(k.cp + id) }
+func (k keys) thread(id string) key     { return key(k.base + "t:" + id) } // hash: h, f, o, x
+func (k keys) list(id string) key       { return key(k.base + "l:" + id) } // sorted set: orderMember of each checkpoint
+func (k keys) transcript(id string) key { return key(k.base + "v:" + id) } // string: the transcript
+func (k keys) op(token string) key      { return key(k.base + "o:" + token) }
+func (k keys) refsKey() (key, key)      { return key(k.refs), key(k.refKeys) }
+func (k keys) threadsKey() key          { return key(k.threads) }
+func (k keys) cpPrefix() string         { return k.cp }
+
+// orderMember is a checkpoint's member in its thread's list index: the
+// 8-byte position of createdAt, then the id. Byte order of members is List
+// order: the position is the float's bits made to sort as unsigned big-
+// endian integers (sign bit flipped for positives, every bit for
+// negatives), with -0 taken as 0, since the two are equal in List order;
+// equal positions then sort by the bytes of the id, shorter first. So a
+// thread is listed with ZRANGEBYLEX, and a cursor's position (createdAt,
+// id) is exactly one lex bound: no float score is ever compared.
+func orderMember(createdAt float64, id string) string {
+	b := make([]byte, 8, 8+len(id))
+	binary.BigEndian.PutUint64(b, orderBits(createdAt))
+	return string(append(b, id...))
+}
+
+func orderBits(f float64) uint64 {
+	if f == 0 {
+		f = 0 // -0 sorts as 0
+	}
+	u := math.Float64bits(f)
+	if u>>63 == 1 {
+		return ^u
+	}
+	return u | 1<<63
+}
 
 // now returns the lease clock in ms.
 func (s *Store) now() int64 { return s.opts.Now().UnixMilli() }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
-// score formats f as a sorted-set score: the shortest decimal that parses
-// back to exactly f, so the order of scores is the order of createdAt.
-func score(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
-
-// write runs a write script. With MinReplicas set, the script and a WAIT
-// go down one connection in one pipeline, since WAIT counts the writes of
-// its own connection.
-func (s *Store) write(ctx context.Context, sc *redis.Script, keys []string, args ...any) ([]any, error) {
-	if s.opts.MinReplicas == 0 {
-		return sc.Run(ctx, s.c, keys, args...).Slice()
+// opToken returns the op token of a call: the caller's (ckptstore.OpToken)
+// when ctx carries one, else a fresh random one. A caller's token that is
+// not well formed fails with ErrInvalidEntry.
+func opToken(ctx context.Context) (string, error) {
+	if t, ok := ckptstore.OpToken(ctx); ok {
+		if !ckptstore.ValidOpToken(t) {
+			return "", fmt.Errorf("%w: op token is not 1 to %d characters of [A-Za-z0-9_-]", ckptstore.ErrInvalidEntry, ckptstore.MaxOpTokenBytes)
+		}
+		return t, nil
 	}
-	node := redis.Cmdable(s.c)
-	if cc, ok := s.c.(*redis.ClusterClient); ok {
-		m, err := cc.MasterForKey(ctx, keys[0])
-		if err != nil {
-			return nil, err
-		}
-		node = m
-	}
-	for loaded := false; ; loaded = true {
-		var ev *redis.Cmd
-		var wait *redis.Cmd
-		_, err := node.Pipelined(ctx, func(p redis.Pipeliner) error {
-			ev = p.EvalSha(ctx, sc.Hash(), keys, args...)
-			wait = p.Do(ctx, "WAIT", s.opts.MinReplicas, s.waitMs)
-			return nil
-		})
-		if err != nil && redis.HasErrorPrefix(ev.Err(), "NOSCRIPT") && !loaded {
-			if err := sc.Load(ctx, node).Err(); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		res, err := ev.Slice()
-		if err != nil || !succeeded(res) {
-			return res, err // a failed check wrote nothing: nothing to wait for
-		}
-		n, err := wait.Int64()
-		if err != nil {
-			return nil, fmt.Errorf("%w: WAIT: %w", ErrNotReplicated, err)
-		}
-		if n < int64(s.opts.MinReplicas) {
-			return nil, fmt.Errorf("%w: %d of %d replicas within %v", ErrNotReplicated, n, s.opts.MinReplicas, s.opts.ReplicaTimeout)
-		}
-		return res, nil
-	}
+	return rand.Text(), nil
 }
 
 // scriptError maps a script's error reply to the contract error.
@@ -177,13 +183,10 @@ func succeeded(res []any) bool {
 
 // Get implements ckptstore.Store.
 func (s *Store) Get(ctx context.Context, id string) (*ckptstore.Checkpoint, error) {
-	if err := ckptstore.ValidateID("checkpoint id", id); err != nil {
+	if err := precheck.Read(ctx, "checkpoint id", id); err != nil {
 		return nil, err
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	v, err := s.c.HMGet(ctx, s.keys.checkpoint(id), "t", "p", "h", "b", "v").Result()
+	v, err := s.c.HMGet(ctx, string(s.keys.checkpoint(id)), "t", "p", "h", "b", "v").Result()
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: get %q: %w", id, err)
 	}
@@ -217,41 +220,64 @@ func decodeCheckpoint(id string, thread, parent, header, body, conv any) (*ckpts
 	return cp, nil
 }
 
-// List implements ckptstore.Store. The order comes from the thread's
-// sorted set (score createdAt, ties by id bytes), read with the
-// checkpoints in one script, so the list is one consistent snapshot.
+// List implements ckptstore.Store. It reads the thread in pages of
+// Options.BatchSize checkpoints, one script each, so a thread of any size
+// never holds the server for long. A thread of at most BatchSize
+// checkpoints is read in one atomic step. A longer one is read page after
+// page by position, as ListPage reads it: every checkpoint that stays in
+// the thread during the whole call is returned exactly once, in List
+// order; one appended or deleted while the call runs may or may not be.
+// Under the contract's single writer per thread, a List that runs while no
+// write of the thread commits is exact.
 func (s *Store) List(ctx context.Context, threadID string) ([]*ckptstore.Checkpoint, error) {
-	if err := ckptstore.ValidateID("thread id", threadID); err != nil {
+	if err := precheck.Read(ctx, "thread id", threadID); err != nil {
 		return nil, err
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
+	var out []*ckptstore.Checkpoint
+	from := "-"
+	for {
+		page, more, err := s.readPage(ctx, threadID, from, s.opts.BatchSize, false)
+		if err != nil {
+			return nil, fmt.Errorf("redisstore: list %q: %w", threadID, err)
+		}
+		if out == nil {
+			out = make([]*ckptstore.Checkpoint, 0, len(page))
+		}
+		out = append(out, page...)
+		if !more {
+			return out, nil
+		}
+		last := page[len(page)-1]
+		from = "(" + orderMember(last.CreatedAt, last.ID)
 	}
-	res, err := listScript.Run(ctx, s.c, []string{s.keys.members(threadID)}, s.keys.cp).Slice()
+}
+
+// readPage reads up to limit checkpoints of a thread from the lex bound
+// from, forward or in reverse, and whether more follow (it reads limit+1).
+func (s *Store) readPage(ctx context.Context, threadID, from string, limit int, reverse bool) ([]*ckptstore.Checkpoint, bool, error) {
+	res, err := run(ctx, s.r, pageScript, pageArgs{List: s.keys.list(threadID), CP: s.keys.cpPrefix(),
+		From: from, Limit: limit + 1, Reverse: reverse}, false)
 	if err != nil {
-		return nil, fmt.Errorf("redisstore: list %q: %w", threadID, err)
+		return nil, false, err
 	}
-	out := make([]*ckptstore.Checkpoint, 0, len(res)/5)
-	for i := 0; i+4 < len(res); i += 5 {
+	out := make([]*ckptstore.Checkpoint, 0, min(len(res)/5, limit))
+	for i := 0; i+4 < len(res) && len(out) < limit; i += 5 {
 		id, _ := res[i].(string)
 		cp, err := decodeCheckpoint(id, threadID, res[i+1], res[i+2], res[i+3], res[i+4])
 		if err != nil {
-			return nil, fmt.Errorf("checkpoint %q: %w", id, err)
+			return nil, false, fmt.Errorf("checkpoint %q: %w", id, err)
 		}
 		out = append(out, cp)
 	}
-	return out, nil
+	return out, len(res)/5 > limit, nil
 }
 
 // Head implements ckptstore.Store.
 func (s *Store) Head(ctx context.Context, threadID string) (string, error) {
-	if err := ckptstore.ValidateID("thread id", threadID); err != nil {
+	if err := precheck.Read(ctx, "thread id", threadID); err != nil {
 		return "", err
 	}
-	if err := ctx.Err(); err != nil {
-		return "", err
-	}
-	h, err := s.c.HGet(ctx, s.keys.thread(threadID), "h").Result()
+	h, err := s.c.HGet(ctx, string(s.keys.thread(threadID)), "h").Result()
 	if err == redis.Nil {
 		return "", nil
 	}
@@ -261,24 +287,10 @@ func (s *Store) Head(ctx context.Context, threadID string) (string, error) {
 	return h, nil
 }
 
-// writerThreadLost is the part of the writer check that needs no state.
-func writerThreadLost(threadID string, w ckptstore.Writer) error {
-	if w.ThreadID != threadID {
-		return fmt.Errorf("%w: writer of thread %q cannot write thread %q", ckptstore.ErrWriterLost, w.ThreadID, threadID)
-	}
-	return nil
-}
-
 // Append implements ckptstore.Store. Steps 1–2 and the writer's thread run
-// here; the rest, and the write, in appendScript.
+// in precheck; the rest, and the write, in appendScript.
 func (s *Store) Append(ctx context.Context, cp *ckptstore.Checkpoint, expectedHeadID string, w ckptstore.Writer) error {
-	if err := ckptstore.ValidateAppend(cp, expectedHeadID, w); err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if err := writerThreadLost(cp.ThreadID, w); err != nil {
+	if err := precheck.Append(ctx, cp, expectedHeadID, w); err != nil {
 		return err
 	}
 	return s.appendValidated(ctx, cp, expectedHeadID, w)
@@ -286,17 +298,23 @@ func (s *Store) Append(ctx context.Context, cp *ckptstore.Checkpoint, expectedHe
 
 // appendValidated is Append after its pure checks.
 func (s *Store) appendValidated(ctx context.Context, cp *ckptstore.Checkpoint, expectedHeadID string, w ckptstore.Writer) error {
+	op, err := opToken(ctx)
+	if err != nil {
+		return err
+	}
 	body, err := encodeBody(cp)
 	if err != nil {
 		return err
 	}
-	op := rand.Text()
-	res, err := s.write(ctx, appendScript,
-		[]string{s.keys.thread(cp.ThreadID), s.keys.members(cp.ThreadID), s.keys.checkpoint(cp.ID),
-			s.keys.refs, s.keys.refKeys, s.keys.op(op)},
-		s.opTTL, itoa(s.now()), w.OwnerToken, itoa(w.Fence), cp.ID, cp.ThreadID, expectedHeadID,
-		cp.ParentCheckpointID, score(cp.CreatedAt), encodeHeader(cp), body, strings.Join(cp.BlobKeys(), "\n"),
-		[]byte(cp.Conversation))
+	refs, refKeys := s.keys.refsKey()
+	res, err := run(ctx, s.r, appendScript, appendArgs{
+		Thread: s.keys.thread(cp.ThreadID), List: s.keys.list(cp.ThreadID), Checkpoint: s.keys.checkpoint(cp.ID),
+		Refs: refs, RefKeys: refKeys, Threads: s.keys.threadsKey(), Op: s.keys.op(op),
+		TTL: s.opTTL, Now: itoa(s.now()), Token: w.OwnerToken, Fence: itoa(w.Fence),
+		ID: cp.ID, ThreadID: cp.ThreadID, Expected: expectedHeadID, Parent: cp.ParentCheckpointID,
+		Member: orderMember(cp.CreatedAt, cp.ID), Header: string(encodeHeader(cp)), Body: body,
+		Blobs: strings.Join(cp.BlobKeys(), "\n"), Conv: []byte(cp.Conversation),
+	}, true)
 	if err != nil {
 		return fmt.Errorf("redisstore: append %q: %w", cp.ID, err)
 	}
@@ -308,20 +326,20 @@ func (s *Store) appendValidated(ctx context.Context, cp *ckptstore.Checkpoint, e
 
 // DeleteHead implements ckptstore.Store.
 func (s *Store) DeleteHead(ctx context.Context, threadID, checkpointID string, w ckptstore.Writer) error {
-	if err := ckptstore.ValidateDeleteHead(threadID, checkpointID, w); err != nil {
+	if err := precheck.DeleteHead(ctx, threadID, checkpointID, w); err != nil {
 		return err
 	}
-	if err := ctx.Err(); err != nil {
+	op, err := opToken(ctx)
+	if err != nil {
 		return err
 	}
-	if err := writerThreadLost(threadID, w); err != nil {
-		return err
-	}
-	op := rand.Text()
-	res, err := s.write(ctx, deleteHeadScript,
-		[]string{s.keys.thread(threadID), s.keys.members(threadID), s.keys.checkpoint(checkpointID),
-			s.keys.refs, s.keys.refKeys, s.keys.op(op)},
-		s.opTTL, itoa(s.now()), w.OwnerToken, itoa(w.Fence), checkpointID, threadID)
+	refs, refKeys := s.keys.refsKey()
+	res, err := run(ctx, s.r, deleteHeadScript, deleteHeadArgs{
+		Thread: s.keys.thread(threadID), List: s.keys.list(threadID), Checkpoint: s.keys.checkpoint(checkpointID),
+		Refs: refs, RefKeys: refKeys, Transcript: s.keys.transcript(threadID), Threads: s.keys.threadsKey(),
+		Op: s.keys.op(op), TTL: s.opTTL, Now: itoa(s.now()), Token: w.OwnerToken, Fence: itoa(w.Fence),
+		ID: checkpointID, ThreadID: threadID,
+	}, true)
 	if err != nil {
 		return fmt.Errorf("redisstore: delete head %q: %w", checkpointID, err)
 	}
@@ -331,29 +349,97 @@ func (s *Store) DeleteHead(ctx context.Context, threadID, checkpointID string, w
 	return nil
 }
 
-// DeleteCheckpoints implements ckptstore.Pruner.
+// DeleteCheckpoints implements ckptstore.Pruner. A chain that fits in one
+// batch (at most Options.BatchSize checkpoints walked and deleted) is
+// pruned in one atomic script, as before. A longer one is walked from the
+// head in stretches of BatchSize checkpoints, then deleted in batches of
+// BatchSize from the end farthest from the head, each batch a script that
+// checks the lease; so no script holds the server for longer than one
+// batch. Deleting from the far end keeps what is left a chain from the
+// head: after a failure midway the thread is as after a smaller prune, and
+// repeating the call finishes it. While a long prune runs, its thread must
+// not be written (the lease makes that so, but for the holder itself).
 func (s *Store) DeleteCheckpoints(ctx context.Context, threadID string, keep int, w ckptstore.Writer) ([]string, error) {
-	if err := ckptstore.ValidatePrune(threadID, keep, w); err != nil {
+	if err := precheck.Prune(ctx, threadID, keep, w); err != nil {
 		return nil, err
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
+	a := pruneArgs{Thread: s.keys.thread(threadID), List: s.keys.list(threadID), ThreadID: threadID,
+		Token: w.OwnerToken, Fence: itoa(w.Fence), TTL: s.opTTL, Keep: keep, CP: s.keys.cpPrefix(),
+		Hops: s.opts.BatchSize, Budget: s.opts.BatchSize}
+	a.Refs, a.RefKeys = s.keys.refsKey()
+	var chain []string
+	seen := map[string]bool{}
+	for {
+		a.Op, a.Now = s.keys.op(rand.Text()), itoa(s.now())
+		res, err := run(ctx, s.r, pruneScript, a, true)
+		if err != nil {
+			return nil, fmt.Errorf("redisstore: delete checkpoints of %q: %w", threadID, err)
+		}
+		if succeeded(res) {
+			return idReply(threadID, res[1:])
+		}
+		if len(res) < 2 || res[0] != "walk" {
+			return nil, scriptError(res, "delete checkpoints of thread %q", threadID)
+		}
+		walked, err := idReply(threadID, res[2:])
+		if err != nil {
+			return nil, err
+		}
+		next, _ := res[1].(string)
+		end := false
+		for _, id := range walked {
+			if seen[id] { // a cycle through reused ids: the chain ends here
+				end = true
+				break
+			}
+			seen[id] = true
+			chain = append(chain, id)
+		}
+		if end || next == "" || seen[next] {
+			break
+		}
+		a.From, a.Budget = next, 0
 	}
-	if err := writerThreadLost(threadID, w); err != nil {
-		return nil, err
+	if len(chain) <= keep {
+		return []string{}, nil
 	}
-	op := rand.Text()
-	res, err := s.write(ctx, pruneScript,
-		[]string{s.keys.thread(threadID), s.keys.members(threadID), s.keys.refs, s.keys.refKeys, s.keys.op(op)},
-		s.opTTL, itoa(s.now()), w.OwnerToken, itoa(w.Fence), threadID, strconv.Itoa(keep), s.keys.cp)
-	if err != nil {
-		return nil, fmt.Errorf("redisstore: delete checkpoints of %q: %w", threadID, err)
+	doomed := chain[keep:]
+	slices.Reverse(doomed) // farthest from the head first
+	return s.pruneBatches(ctx, threadID, doomed, w)
+}
+
+// pruneBatches deletes doomed, in order, BatchSize ids per script.
+func (s *Store) pruneBatches(ctx context.Context, threadID string, doomed []string, w ckptstore.Writer) ([]string, error) {
+	a := pruneBatchArgs{Thread: s.keys.thread(threadID), List: s.keys.list(threadID), ThreadID: threadID,
+		Token: w.OwnerToken, Fence: itoa(w.Fence), TTL: s.opTTL, CP: s.keys.cpPrefix()}
+	a.Refs, a.RefKeys = s.keys.refsKey()
+	deleted := make([]string, 0, len(doomed))
+	for batch := range slices.Chunk(doomed, s.opts.BatchSize) {
+		a.Op, a.Now = s.keys.op(rand.Text()), itoa(s.now())
+		a.IDs = make([]any, len(batch))
+		for i, id := range batch {
+			a.IDs[i] = id
+		}
+		res, err := run(ctx, s.r, pruneBatchScript, a, true)
+		if err != nil {
+			return nil, fmt.Errorf("redisstore: delete checkpoints of %q (%d deleted so far): %w", threadID, len(deleted), err)
+		}
+		if !succeeded(res) {
+			return nil, scriptError(res, "delete checkpoints of thread %q (%d deleted so far)", threadID, len(deleted))
+		}
+		ids, err := idReply(threadID, res[1:])
+		if err != nil {
+			return nil, err
+		}
+		deleted = append(deleted, ids...)
 	}
-	if !succeeded(res) {
-		return nil, scriptError(res, "delete checkpoints of thread %q", threadID)
-	}
-	ids := make([]string, 0, len(res)-1)
-	for _, v := range res[1:] {
+	return deleted, nil
+}
+
+// idReply reads a script's list of ids.
+func idReply(threadID string, res []any) ([]string, error) {
+	ids := make([]string, 0, len(res))
+	for _, v := range res {
 		id, isStr := v.(string)
 		if !isStr {
 			return nil, fmt.Errorf("redisstore: delete checkpoints of %q: unexpected reply %v", threadID, v)
@@ -363,27 +449,32 @@ func (s *Store) DeleteCheckpoints(ctx context.Context, threadID string, keep int
 	return ids, nil
 }
 
-// ForkFromCheckpoint implements ckptstore.Forker.
+// ForkFromCheckpoint implements ckptstore.Forker. The destination's
+// transcript is checked with its head and checkpoints, and set to the
+// copied conversation, in the same script.
 func (s *Store) ForkFromCheckpoint(ctx context.Context, in ckptstore.ForkInput) (*ckptstore.Checkpoint, error) {
-	if err := ckptstore.ValidateFork(in); err != nil {
+	if err := precheck.Fork(ctx, in); err != nil {
 		return nil, err
 	}
-	if err := ctx.Err(); err != nil {
+	op, err := opToken(ctx)
+	if err != nil {
 		return nil, err
 	}
 	// The header depends on in alone: ForkRoot of an empty source.
 	root := ckptstore.ForkRoot(&ckptstore.Checkpoint{}, in)
-	writerMatches := "0"
-	if in.Writer.ThreadID == in.DestinationThreadID {
-		writerMatches = "1"
-	}
-	op := rand.Text()
 	dst := in.DestinationThreadID
-	res, err := s.write(ctx, forkScript,
-		[]string{s.keys.checkpoint(in.SourceCheckpointID), s.keys.thread(dst), s.keys.members(dst),
-			s.keys.checkpoint(in.DestinationCheckpointID), s.keys.refs, s.keys.refKeys, s.keys.op(op)},
-		s.opTTL, itoa(s.now()), in.Writer.OwnerToken, itoa(in.Writer.Fence), in.SourceThreadID, dst,
-		in.DestinationCheckpointID, writerMatches, score(in.CreatedAt), encodeHeader(root))
+	refs, refKeys := s.keys.refsKey()
+	res, err := run(ctx, s.r, forkScript, forkArgs{
+		Source: s.keys.checkpoint(in.SourceCheckpointID), Thread: s.keys.thread(dst), List: s.keys.list(dst),
+		Checkpoint: s.keys.checkpoint(in.DestinationCheckpointID), Refs: refs, RefKeys: refKeys,
+		Transcript: s.keys.transcript(dst), Threads: s.keys.threadsKey(), Op: s.keys.op(op),
+		TTL: s.opTTL, Now: itoa(s.now()), Token: in.Writer.OwnerToken, Fence: itoa(in.Writer.Fence),
+		SourceThread: in.SourceThreadID, DestThread: dst, DestID: in.DestinationCheckpointID,
+		// The writer's thread is checked after the source, in the script's
+		// order; precheck.WriterThread is that check.
+		WriterMatches: precheck.WriterThread(in.Writer, dst) == nil,
+		Member:        orderMember(in.CreatedAt, in.DestinationCheckpointID), Header: string(encodeHeader(root)),
+	}, true)
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: fork %q: %w", in.SourceCheckpointID, err)
 	}
@@ -394,7 +485,7 @@ func (s *Store) ForkFromCheckpoint(ctx context.Context, in ckptstore.ForkInput) 
 	body, isStr := res[1].(string)
 	conv, isStr2 := res[2].(string)
 	if !isStr || !isStr2 {
-		// Only a resent call whose fork root was deleted in between.
+		// Only a repeated call whose fork root was deleted in between.
 		return nil, fmt.Errorf("redisstore: fork %q: done, but the new checkpoint %q was deleted before it could be read", in.SourceCheckpointID, in.DestinationCheckpointID)
 	}
 	if err := decodeBody(root, body, conv); err != nil {
@@ -403,17 +494,20 @@ func (s *Store) ForkFromCheckpoint(ctx context.Context, in ckptstore.ForkInput) 
 	return root, nil
 }
 
-// AcquireWriter implements ckptstore.Store.
+// AcquireWriter implements ckptstore.Store. With a caller's op token
+// (ckptstore.WithOpToken) the token is the lease's owner token, and a
+// repeated call reports the lease the first one took.
 func (s *Store) AcquireWriter(ctx context.Context, threadID string) (*ckptstore.Lease, error) {
-	if err := ckptstore.ValidateID("thread id", threadID); err != nil {
+	if err := precheck.AcquireWriter(ctx, threadID); err != nil {
 		return nil, err
 	}
-	if err := ctx.Err(); err != nil {
+	token, err := opToken(ctx)
+	if err != nil {
 		return nil, err
 	}
-	token := rand.Text()
 	now := s.now()
-	res, err := acquireScript.Run(ctx, s.c, []string{s.keys.thread(threadID)}, token, itoa(now), itoa(now+s.leaseMs)).Slice()
+	res, err := run(ctx, s.r, acquireScript, acquireArgs{Thread: s.keys.thread(threadID), Op: s.keys.op(token),
+		Token: token, Now: itoa(now), Expiry: itoa(now + s.leaseMs), TTL: s.opTTL}, false)
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: acquire writer of %q: %w", threadID, err)
 	}
@@ -443,15 +537,13 @@ func intReply(v any) (int64, error) {
 
 // RenewWriter implements ckptstore.LeaseKeeper.
 func (s *Store) RenewWriter(ctx context.Context, w ckptstore.Writer) (time.Time, error) {
-	if err := ckptstore.ValidateID("writer thread id", w.ThreadID); err != nil {
-		return time.Time{}, err
-	}
-	if err := ctx.Err(); err != nil {
+	if err := precheck.RenewWriter(ctx, w); err != nil {
 		return time.Time{}, err
 	}
 	now := s.now()
 	exp := now + s.leaseMs
-	res, err := renewScript.Run(ctx, s.c, []string{s.keys.thread(w.ThreadID)}, w.OwnerToken, itoa(w.Fence), itoa(now), itoa(exp)).Slice()
+	res, err := run(ctx, s.r, renewScript, renewArgs{Thread: s.keys.thread(w.ThreadID), Token: w.OwnerToken,
+		Fence: itoa(w.Fence), Now: itoa(now), Expiry: itoa(exp)}, false)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("redisstore: renew writer of %q: %w", w.ThreadID, err)
 	}
@@ -463,10 +555,11 @@ func (s *Store) RenewWriter(ctx context.Context, w ckptstore.Writer) (time.Time,
 
 // ReleaseWriter implements ckptstore.LeaseKeeper.
 func (s *Store) ReleaseWriter(ctx context.Context, w ckptstore.Writer) error {
-	if ckptstore.ValidateID("writer thread id", w.ThreadID) != nil {
-		return nil // no such lease can exist
+	if ok, err := precheck.ReleaseWriter(ctx, w); !ok || err != nil {
+		return err // !ok: no such lease can exist
 	}
-	err := releaseScript.Run(ctx, s.c, []string{s.keys.thread(w.ThreadID)}, w.OwnerToken, itoa(w.Fence)).Err()
+	_, err := run(ctx, s.r, releaseScript, releaseArgs{Thread: s.keys.thread(w.ThreadID), Token: w.OwnerToken,
+		Fence: itoa(w.Fence)}, false)
 	if err != nil {
 		return fmt.Errorf("redisstore: release writer of %q: %w", w.ThreadID, err)
 	}
