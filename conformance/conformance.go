@@ -199,6 +199,7 @@ func RunStoreWith(t *testing.T, newStore func(t *testing.T, opts ckptstore.Optio
 		{"ListPage", s.testListPage},
 		{"Threads", s.testThreads},
 		{"Import", s.testImport},
+		{"OpTokens", s.testOpTokens},
 		{"Context", s.testContext},
 		{"Concurrency", s.testConcurrency},
 		{"Model", s.testModel},

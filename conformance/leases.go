@@ -263,6 +263,41 @@ func (s *suite) testLeases(t *testing.T) {
 		e.writerLost("zero writer", ckptstore.Writer{ThreadID: "t"}, "t")
 		e.writerLost("no lease at all", ckptstore.Writer{ThreadID: "never-leased", OwnerToken: l.OwnerToken, Fence: l.Fence}, "never-leased")
 	})
+	t.Run("ForgedReleaseAndRenew", func(t *testing.T) {
+		// A Release with a forged token or a fence one off changes
+		// nothing, and a Renew with them fails and extends nothing.
+		e := s.env(t)
+		l := e.acquire("t")
+		e.works("t", l.Writer, "t")
+		forge := func(f func(w *ckptstore.Writer)) *ckptstore.Lease {
+			x := *l // the same keeper (the store), another writer
+			f(&x.Writer)
+			return &x
+		}
+		for _, x := range []struct {
+			name  string
+			lease *ckptstore.Lease
+		}{
+			{"forged token", forge(func(w *ckptstore.Writer) { *w = forged(*w) })},
+			{"fence+1", forge(func(w *ckptstore.Writer) { w.Fence++ })},
+			{"fence-1", forge(func(w *ckptstore.Writer) { w.Fence-- })},
+			{"empty token", forge(func(w *ckptstore.Writer) { w.OwnerToken = "" })},
+			{"another thread", forge(func(w *ckptstore.Writer) { w.ThreadID = "u" })},
+		} {
+			x.lease.Release(e.ctx)
+			e.conflict("after a Release with "+x.name, "t")
+			e.works("after a Release with "+x.name, l.Writer, "t")
+			e.clock.Advance(time.Millisecond)
+			_, err := x.lease.Renew(e.ctx)
+			wantErr(t, "Renew with "+x.name, err, ckptstore.ErrWriterLost)
+		}
+		// No Renew extended the lease: it ends when it always would.
+		e.clock.Set(l.ExpiresAt.Add(-time.Millisecond))
+		e.conflict("at expiresAt-1ms", "t")
+		e.clock.Set(l.ExpiresAt)
+		e.writerLost("the lease at its first expiry", l.Writer, "t")
+		e.acquire("t")
+	})
 	t.Run("Defaults", func(t *testing.T) {
 		for _, tc := range []struct {
 			name            string

@@ -210,8 +210,11 @@ func (s *Store) Append(ctx context.Context, cp *ckptstore.Checkpoint, expectedHe
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	token, hasToken, err := opToken(ctx)
+	if err != nil {
+		return err
+	}
 	c := cp.Clone() // before the lock: the caller may not change cp meanwhile, but copying is the slow part
-	token, hasToken := ckptstore.OpToken(ctx)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if hasToken && s.ops.done(token, opAppend, s.opts.Now()) != nil {
@@ -272,7 +275,10 @@ func (s *Store) DeleteHead(ctx context.Context, threadID, checkpointID string, w
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	token, hasToken := ckptstore.OpToken(ctx)
+	token, hasToken, err := opToken(ctx)
+	if err != nil {
+		return err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if hasToken && s.ops.done(token, opDeleteHead, s.opts.Now()) != nil {
@@ -344,7 +350,10 @@ func (s *Store) ForkFromCheckpoint(ctx context.Context, in ckptstore.ForkInput) 
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	token, hasToken := ckptstore.OpToken(ctx)
+	token, hasToken, err := opToken(ctx)
+	if err != nil {
+		return nil, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if hasToken {
@@ -398,7 +407,10 @@ func (s *Store) AcquireWriter(ctx context.Context, threadID string) (*ckptstore.
 	}
 	// A caller's op token becomes the owner token, so that a retry can
 	// be recognised and answered with the same lease.
-	token, hasToken := ckptstore.OpToken(ctx)
+	token, hasToken, err := opToken(ctx)
+	if err != nil {
+		return nil, err
+	}
 	if !hasToken {
 		token = rand.Text()
 	}
