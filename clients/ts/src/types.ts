@@ -1,0 +1,146 @@
+// The @tanstack/ai-sandbox JSON shapes, as the server reads and writes them
+// (docs/http-api.md; the Go root package's json.go). `M` is the type of one
+// conversation message: opaque to the store, kept byte for byte, so a
+// harness picks it (TanStack's ModelMessage) and TypeScript infers it from
+// where the store is put.
+
+/** A file of a checkpoint: its bytes live in the bucket under blobKey. */
+export interface CheckpointFileEntry {
+  path: string
+  kind: 'file'
+  /** sandbox-files/sha256/<64 lowercase hex> */
+  blobKey: string
+  size: number
+}
+
+/** A directory of a checkpoint; it has no blob. */
+export interface CheckpointDirEntry {
+  path: string
+  kind: 'dir'
+}
+
+/** One entry of a checkpoint's files. */
+export type CheckpointEntry = CheckpointFileEntry | CheckpointDirEntry
+
+/** An artifact a run produced; its bytes live under blobKey. */
+export interface CheckpointArtifact {
+  artifactId: string
+  name: string
+  mimeType: string
+  size: number
+  /** sandbox-artifacts/sha256/<64 lowercase hex> */
+  blobKey: string
+  createdAt: number
+}
+
+/** Why a checkpoint was taken. */
+export type CheckpointReason = 'automatic' | 'named' | 'fork-root'
+
+/** A checkpoint as the store returns it. */
+export interface Checkpoint<M = unknown> {
+  id: string
+  threadId: string
+  /** null for the first checkpoint of a thread (and a fork root). */
+  parentCheckpointId: string | null
+  /** Epoch milliseconds; finite. */
+  createdAt: number
+  reason: CheckpointReason
+  label?: string
+  sourceRunId?: string
+  files: CheckpointEntry[]
+  conversation: M[]
+  artifacts: CheckpointArtifact[]
+}
+
+/**
+ * A checkpoint as append takes it: a missing parentCheckpointId counts as
+ * null, and a missing conversation as [].
+ */
+export interface CheckpointInput<M = unknown>
+  extends Omit<Checkpoint<M>, 'parentCheckpointId' | 'conversation'> {
+  parentCheckpointId?: string | null
+  conversation?: M[]
+}
+
+/** What every write carries: the thread's writer lease. */
+export interface CheckpointWriter {
+  threadId: string
+  ownerToken: string
+  fence: number
+}
+
+/**
+ * The lease acquireWriter returns. It is the writer itself: pass it as
+ * `writer` to append, deleteHead, deleteCheckpoints, forkFromCheckpoint and
+ * deleteThread.
+ */
+export interface CheckpointWriterLease extends CheckpointWriter {
+  /** Epoch milliseconds; renew() moves it. */
+  expiresAt: number
+  /** Renew after this many milliseconds; shorter than the lease. */
+  renewAfterMs: number
+  /** Moves expiresAt to now + the lease duration; SandboxCheckpointWriterLostError when the lease expired or was replaced. */
+  renew(): Promise<{ expiresAt: number }>
+  /** Ends the lease; does nothing when a newer lease replaced it, and never throws. */
+  release(): Promise<void>
+}
+
+/** One blob key and the number of checkpoints that use it (above 0). */
+export interface BlobReference {
+  blobKey: string
+  count: number
+}
+
+/** The input of forkFromCheckpoint. */
+export interface ForkFromCheckpointInput {
+  sourceThreadId: string
+  sourceCheckpointId: string
+  destinationThreadId: string
+  destinationCheckpointId: string
+  createdAt: number
+  /** The destination thread's writer lease. */
+  writer: CheckpointWriter
+}
+
+/** One page of listPage. */
+export interface CheckpointPage<M = unknown> {
+  checkpoints: Checkpoint<M>[]
+  /** The cursor of the next page (pass it as `after`), null at the end. */
+  next: string | null
+}
+
+/** Options of listPage. */
+export interface ListPageOptions {
+  /** A cursor from a previous page's `next`; absent or null = from the start. */
+  after?: string | null
+  /** 1…1000; absent = 100. */
+  limit?: number
+  /** Newest first. */
+  reverse?: boolean
+}
+
+/** One page of threads. */
+export interface ThreadPage {
+  threads: string[]
+  next: string | null
+}
+
+/** Options of threads. */
+export interface ThreadsOptions {
+  /** A cursor from a previous page's `next`. */
+  after?: string | null
+  /** 1…1000; absent = 100. */
+  limit?: number
+}
+
+/** The record of one sandbox instance (TanStack's SandboxRecord). */
+export interface InstanceRecord {
+  key: string
+  provider: string
+  providerSandboxId: string
+  latestSnapshotId?: string
+  threadId: string
+  latestRunId?: string
+  /** Epoch milliseconds. */
+  updatedAt: number
+}
