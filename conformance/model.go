@@ -10,8 +10,14 @@ package conformance
 //
 // The model knows whether an input is invalid because the test builds it
 // that way (one chosen defect), not by running a validator.
+//
+// The optional capabilities join the actions when the store has them:
+// SaveThread and LoadThread, DeleteThread, ListPage, Threads and Import;
+// and writes with caller op tokens, repeated later, must report success
+// and change nothing.
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"math"
@@ -32,11 +38,12 @@ type model struct {
 }
 
 type mThread struct {
-	head   string
-	lease  *ckptstore.Writer // the last lease granted; nil once released
-	expiry time.Time
-	fence  int64 // the highest fence granted
-	tokens map[string]bool
+	head       string
+	lease      *ckptstore.Writer // the last lease granted; nil once released
+	expiry     time.Time
+	fence      int64 // the highest fence granted
+	tokens     map[string]bool
+	transcript *string // nil: none saved
 }
 
 func (m *model) thread(id string) *mThread {
@@ -73,7 +80,33 @@ func (m *model) list(thread string) []*ckptstore.Checkpoint {
 	return out
 }
 
-func (m *model) empty(thread string) bool { return m.head(thread) == "" && len(m.list(thread)) == 0 }
+// empty reports whether thread has no head, no checkpoint and no
+// transcript: a fork may go there, and Threads does not list it.
+func (m *model) empty(thread string) bool {
+	th := m.threads[thread]
+	return m.head(thread) == "" && len(m.list(thread)) == 0 && (th == nil || th.transcript == nil)
+}
+
+// transcript is what LoadThread must return.
+func (m *model) transcript(thread string) string {
+	if th := m.threads[thread]; th != nil && th.transcript != nil {
+		return *th.transcript
+	}
+	return "[]"
+}
+
+// listed is what Threads must list: every thread that is not empty, in
+// byte order.
+func (m *model) listed() []string {
+	var out []string
+	for id := range m.threads {
+		if !m.empty(id) {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
 
 func (m *model) all() []*ckptstore.Checkpoint {
 	var out []*ckptstore.Checkpoint
@@ -102,15 +135,21 @@ func (m *model) chain(thread string) []string {
 
 // machine runs one random sequence against a store and the model.
 type machine struct {
-	s      ckptstore.Store
-	pruner ckptstore.Pruner
-	forker ckptstore.Forker
-	clock  *Clock
-	m      *model
-	leases []*ckptstore.Lease // every lease the store granted
-	ids    []string           // every checkpoint id ever used, so ids get reused
-	fresh  int
-	stats  map[string]int // outcome counts over all runs, for the log
+	s           ckptstore.Store
+	pruner      ckptstore.Pruner
+	forker      ckptstore.Forker
+	transcripts ckptstore.Transcripts
+	deleter     ckptstore.ThreadDeleter
+	pager       ckptstore.Pager
+	lister      ckptstore.ThreadLister
+	importer    ckptstore.Importer
+	repeats     []func(*rapid.T) // repeat a write that committed with an op token
+	clock       *Clock
+	m           *model
+	leases      []*ckptstore.Lease // every lease the store granted
+	ids         []string           // every checkpoint id ever used, so ids get reused
+	fresh       int
+	stats       map[string]int // outcome counts over all runs, for the log
 }
 
 var (
@@ -176,6 +215,30 @@ func (s *suite) modelRun(t *testing.T, rt *rapid.T, stats map[string]int) {
 	if mc.forker != nil {
 		actions["Fork"] = mc.fork
 	}
+	mc.transcripts, _ = st.(ckptstore.Transcripts)
+	mc.deleter, _ = st.(ckptstore.ThreadDeleter)
+	mc.pager, _ = st.(ckptstore.Pager)
+	mc.lister, _ = st.(ckptstore.ThreadLister)
+	mc.importer, _ = st.(ckptstore.Importer)
+	if mc.transcripts != nil {
+		actions["SaveThread"] = mc.saveThread
+		actions["LoadThread"] = mc.loadThread
+	}
+	if mc.deleter != nil {
+		actions["DeleteThread"] = mc.deleteThread
+	}
+	if mc.pager != nil {
+		actions["ListPage"] = mc.listPage
+	}
+	if mc.lister != nil {
+		actions["Threads"] = mc.threadsPage
+	}
+	if mc.importer != nil {
+		actions["Import"] = mc.importBatch
+		actions["Import2"] = mc.importBatch // many outcomes to reach
+	}
+	actions["WithOpToken"] = mc.withOpToken
+	actions["RepeatOpToken"] = mc.repeatOpToken
 	rt.Repeat(actions)
 	mc.checkAll(rt)
 }
@@ -384,7 +447,11 @@ func (mc *machine) acquire(t *rapid.T) { mc.doAcquire(t, mc.drawThread(t, "threa
 // doAcquire calls AcquireWriter and checks it against the model; it
 // returns the lease when one was granted.
 func (mc *machine) doAcquire(t *rapid.T, th string) *ckptstore.Lease {
-	l, err := mc.s.AcquireWriter(t.Context(), th)
+	return mc.doAcquireCtx(t.Context(), t, th)
+}
+
+func (mc *machine) doAcquireCtx(ctx context.Context, t *rapid.T, th string) *ckptstore.Lease {
+	l, err := mc.s.AcquireWriter(ctx, th)
 	switch {
 	case !validID(th):
 		mc.agree(t, "AcquireWriter", "AcquireWriter", err, ckptstore.ErrInvalidID)
@@ -471,7 +538,7 @@ func (mc *machine) appendAny(t *rapid.T) {
 		c.ParentCheckpointID = mc.drawRef(t, "parent")
 	}
 	bad := mc.drawContent(t, c, true)
-	mc.doAppend(t, c, expected, mc.drawWriter(t, th), bad)
+	mc.doAppend(t.Context(), t, c, expected, mc.drawWriter(t, th), bad)
 }
 
 func (mc *machine) appendOnHead(t *rapid.T) {
@@ -480,12 +547,14 @@ func (mc *machine) appendOnHead(t *rapid.T) {
 	c := &ckptstore.Checkpoint{ID: fmt.Sprintf("c%d", mc.fresh), ThreadID: th, ParentCheckpointID: mc.m.head(th)}
 	mc.drawContent(t, c, false)
 	w, _ := mc.liveWriter(t, th)
-	mc.doAppend(t, c, c.ParentCheckpointID, w, false)
+	mc.doAppend(t.Context(), t, c, c.ParentCheckpointID, w, false)
 }
 
-func (mc *machine) doAppend(t *rapid.T, c *ckptstore.Checkpoint, expected string, w ckptstore.Writer, bad bool) {
+// doAppend calls Append and checks it against the model; it reports
+// whether the append was stored.
+func (mc *machine) doAppend(ctx context.Context, t *rapid.T, c *ckptstore.Checkpoint, expected string, w ckptstore.Writer, bad bool) bool {
 	stored := cloneCP(c)
-	err := mc.s.Append(t.Context(), c, expected, w)
+	err := mc.s.Append(ctx, c, expected, w)
 	var want error
 	switch {
 	case anyInvalid(c.ID, c.ThreadID, w.ThreadID) || optInvalid(expected, c.ParentCheckpointID):
@@ -507,6 +576,7 @@ func (mc *machine) doAppend(t *rapid.T, c *ckptstore.Checkpoint, expected string
 		mc.m.thread(c.ThreadID).head = c.ID
 		mc.use(c.ID)
 	}
+	return want == nil
 }
 
 func (mc *machine) deleteHead(t *rapid.T) {
@@ -623,6 +693,10 @@ func (mc *machine) fork(t *rapid.T) {
 	mc.m.cps[root.ID] = root
 	mc.m.thread(root.ThreadID).head = root.ID
 	mc.use(root.ID)
+	if mc.transcripts != nil {
+		tr := string(convBytes(root.Conversation))
+		mc.m.thread(root.ThreadID).transcript = &tr
+	}
 }
 
 func (mc *machine) get(t *rapid.T) {
@@ -693,6 +767,22 @@ func (mc *machine) checkAll(t *rapid.T) {
 		mc.agree(t, "final read", "Get", err, nil)
 		if d := cpDiff(c, mc.m.cps[id]); d != "" {
 			t.Fatalf("at the end: Get(%q): %s", id, d)
+		}
+	}
+	for _, th := range modelThreads {
+		if mc.transcripts != nil {
+			m, err := mc.transcripts.LoadThread(t.Context(), th)
+			mc.agree(t, "final read", "LoadThread", err, nil)
+			if want := mc.m.transcript(th); string(m) != want {
+				t.Fatalf("at the end: LoadThread(%q) = %q, model says %q", th, m, want)
+			}
+		}
+	}
+	if mc.lister != nil {
+		got, next, err := mc.lister.Threads(t.Context(), "", 0)
+		mc.agree(t, "final read", "Threads", err, nil)
+		if want := mc.m.listed(); !slices.Equal(got, want) && len(got)+len(want) > 0 || next != "" {
+			t.Fatalf("at the end: Threads = %q (next %q), model says %q", got, next, want)
 		}
 	}
 	got, err := mc.s.BlobReferences(t.Context())
