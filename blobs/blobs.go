@@ -1,7 +1,16 @@
 // Package blobs stores the bytes of checkpoint files and artifacts in a
-// bucket: an in-process memory bucket (mem://), a directory (file:///dir) or
-// an S3-compatible object store such as AWS S3, Cloudflare R2 or MinIO
-// (s3://bucket?endpoint=…&region=…).
+// bucket: an in-process memory bucket (mem://), a directory (file:///dir) or,
+// through a driver package that registers its scheme with Register, another
+// store: package blobs/s3blob adds S3-compatible object stores such as AWS
+// S3, Cloudflare R2 or MinIO (s3://bucket?endpoint=…&region=…). This package
+// itself depends on nothing outside the module but a B-tree, so a program
+// that uses only mem and file buckets does not link the AWS SDK.
+//
+// Two optional capabilities, found by type assertion like io.WriterTo,
+// make a sweep safe while captures run (docs/sweep.md): Toucher freshens an
+// object a capture reuses, and OlderDeleter deletes an object only if it is
+// still old, in one step. The mem and file buckets implement both; so does
+// s3blob (DeleteOlder is one step only on a versioned bucket).
 //
 // Invariants every Bucket keeps, proven by the conformance suite in
 // blobs/blobstest:
@@ -28,7 +37,9 @@ import (
 	"io"
 	"iter"
 	"net/url"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 )
@@ -37,9 +48,10 @@ import (
 type Object struct {
 	Key  string
 	Size int64
-	// ModTime is when the object's current bytes were uploaded. The sweep
-	// compares it with its grace period, so a bucket must never report a
-	// time later than the upload finished by more than its clock skew.
+	// ModTime is when the object's current bytes were uploaded or, later,
+	// touched (Toucher). The sweep compares it with its grace period, so a
+	// bucket must never report a time later than the upload or touch
+	// finished by more than its clock skew.
 	ModTime time.Time
 }
 
@@ -118,6 +130,66 @@ func ValidateKey(key string) error {
 	return nil
 }
 
+// Toucher is implemented by a Bucket that can freshen an object: set its
+// ModTime to the bucket's current time without changing its bytes. It is
+// the primitive that makes a sweep safe while captures run (see
+// docs/sweep.md): a capture that reuses an old object touches it, so the
+// sweep's grace period starts again.
+//
+// Touch of a missing key fails with ErrNotFound and never creates the
+// object. A bucket that cannot touch one object (S3 cannot copy an object
+// over 5 GiB onto itself in one request) fails with an error wrapping
+// errors.ErrUnsupported; Uploader then uploads the content again, which
+// freshens it too.
+type Toucher interface {
+	Touch(ctx context.Context, key string) error
+}
+
+// OlderDeleter is implemented by a Bucket that can delete an object only if
+// it is old, in one step that no Put or Touch of the same key can split:
+// DeleteOlder deletes key when its ModTime is strictly before before and
+// reports whether it did. A missing key is (false, nil).
+//
+// The sweep uses it for its final decision. Without it the sweep reads the
+// ModTime with Head and then calls Delete, and a capture that freshens the
+// object between the two calls loses it; see docs/sweep.md.
+type OlderDeleter interface {
+	DeleteOlder(ctx context.Context, key string, before time.Time) (bool, error)
+}
+
+// URLOpener opens the bucket a URL names. Drivers register one per scheme
+// with Register.
+type URLOpener func(ctx context.Context, u *url.URL) (Bucket, error)
+
+var (
+	registryMu sync.RWMutex
+	registry   = map[string]URLOpener{}
+)
+
+// Register makes Open hand URLs of the given scheme to open. Drivers call
+// it from an init function, as gocloud's drivers do, so that importing the
+// driver package (often with a blank import) is what enables its scheme:
+//
+//	import _ "github.com/ckptstore/ckptstore/blobs/s3blob" // s3://
+//
+// Register panics when the scheme is empty, built in (mem, file) or
+// already registered: two drivers claiming one scheme is a program error.
+func Register(scheme string, open URLOpener) {
+	if scheme == "" || scheme == "mem" || scheme == "file" || open == nil {
+		panic(fmt.Sprintf("blobs: Register(%q): scheme empty or built in, or opener nil", scheme))
+	}
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	if _, dup := registry[scheme]; dup {
+		panic(fmt.Sprintf("blobs: Register(%q): scheme already registered", scheme))
+	}
+	registry[scheme] = open
+}
+
+// knownDrivers names the import path of each driver in this module, so
+// that Open can say what to import for a scheme nobody registered.
+var knownDrivers = map[string]string{"s3": "github.com/ckptstore/ckptstore/blobs/s3blob"}
+
 // Open opens the bucket that url names:
 //
 //   - mem:// or mem://NAME — a new, empty in-memory bucket (MemBucket). Each
@@ -127,9 +199,11 @@ func ValidateKey(key string) error {
 //   - file:///abs/dir — the directory /abs/dir, which must exist (FileBucket,
 //     see OpenFile for its layout). Query: create=true makes the directory
 //     when it is missing; nosync=true skips fsync (tests and benchmarks only).
-//   - s3://BUCKET?endpoint=…&region=…&use_path_style=true — an S3-compatible
-//     bucket (S3Bucket; see OpenS3URL for every parameter). Credentials come
-//     from the standard AWS chain: environment, shared config, SSO, IMDS.
+//   - any scheme a driver registered with Register, such as
+//     s3://BUCKET?endpoint=…&region=…&use_path_style=true once package
+//     github.com/ckptstore/ckptstore/blobs/s3blob is imported. The mem and
+//     file buckets need no third-party code; the S3 driver brings the AWS
+//     SDK, so only programs that import it pay for it.
 //
 // Unknown schemes and query parameters fail with ErrInvalidURL, so a typo
 // cannot silently open a different bucket.
@@ -146,24 +220,25 @@ func Open(ctx context.Context, rawURL string) (Bucket, error) {
 		return NewMem(MemOptions{}), nil
 	case "file":
 		return openFileURL(u)
-	case "s3":
-		return OpenS3URL(ctx, u)
-	default:
-		return nil, fmt.Errorf("%w: %q: scheme must be mem, file or s3", ErrInvalidURL, rawURL)
 	}
+	registryMu.RLock()
+	open := registry[u.Scheme]
+	registryMu.RUnlock()
+	if open != nil {
+		return open(ctx, u)
+	}
+	if pkg, ok := knownDrivers[u.Scheme]; ok {
+		return nil, fmt.Errorf("%w: %q: scheme %s is not registered; import _ %q", ErrInvalidURL, rawURL, u.Scheme, pkg)
+	}
+	return nil, fmt.Errorf("%w: %q: scheme must be mem, file or a registered one", ErrInvalidURL, rawURL)
 }
 
-// checkQuery fails when q holds a parameter not in known, or one given twice.
-func checkQuery(q url.Values, known ...string) error {
+// CheckQuery fails with ErrInvalidURL when q holds a parameter not in
+// known, or one given twice. Drivers use it so that a mistyped parameter
+// is an error everywhere.
+func CheckQuery(q url.Values, known ...string) error {
 	for k, vs := range q {
-		ok := false
-		for _, n := range known {
-			if k == n {
-				ok = true
-				break
-			}
-		}
-		if !ok {
+		if !slices.Contains(known, k) {
 			return fmt.Errorf("%w: unknown query parameter %q (known: %s)", ErrInvalidURL, k, strings.Join(known, ", "))
 		}
 		if len(vs) != 1 {
@@ -173,8 +248,9 @@ func checkQuery(q url.Values, known ...string) error {
 	return nil
 }
 
-// boolParam parses an optional boolean query parameter ("" = false).
-func boolParam(q url.Values, name string) (bool, error) {
+// BoolParam parses an optional boolean query parameter ("" = false),
+// failing with ErrInvalidURL on anything but true, false, 1 and 0.
+func BoolParam(q url.Values, name string) (bool, error) {
 	switch v := q.Get(name); v {
 	case "", "false", "0":
 		return false, nil
@@ -184,6 +260,11 @@ func boolParam(q url.Values, name string) (bool, error) {
 		return false, fmt.Errorf("%w: %s=%q: want true or false", ErrInvalidURL, name, v)
 	}
 }
+
+// ContextReader returns a reader that fails once ctx is done, so that
+// copying a long stream into a bucket stops when the caller gives up
+// instead of running to the end.
+func ContextReader(ctx context.Context, r io.Reader) io.Reader { return ctxReader{ctx, r} }
 
 // ctxReader fails reads once ctx is done, so that copying a long stream into
 // a bucket stops when the caller gives up instead of running to the end.
@@ -199,15 +280,17 @@ func (c ctxReader) Read(p []byte) (int, error) {
 	return c.r.Read(p)
 }
 
-// errSeq is a listing that yields only err.
-func errSeq(err error) iter.Seq2[Object, error] {
+// ErrSeq is a listing that yields only err: what List returns for
+// arguments it rejects before listing anything.
+func ErrSeq(err error) iter.Seq2[Object, error] {
 	return func(yield func(Object, error) bool) { yield(Object{}, err) }
 }
 
-// validatePrefix rejects list prefixes that no valid key can start with in a
-// way that matters: bytes a key may not hold. Other prefixes that match no
-// key (such as "a//") simply list nothing.
-func validatePrefix(prefix string) error {
+// ValidatePrefix rejects list prefixes that no valid key can start with in
+// a way that matters: bytes a key may not hold, with an error wrapping
+// ErrInvalidKey. Other prefixes that match no key (such as "a//") simply
+// list nothing. Every driver's List calls it first.
+func ValidatePrefix(prefix string) error {
 	if len(prefix) > MaxKeyLen || !utf8.ValidString(prefix) {
 		return fmt.Errorf("%w: list prefix %q", ErrInvalidKey, prefix)
 	}

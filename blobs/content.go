@@ -3,6 +3,11 @@ package blobs
 // Content-addressed uploads. Invariants: the key is the SHA-256 of exactly
 // the bytes stored under it; the upload is skipped when Head finds the key
 // with the same size; memory stays constant whatever the content's size.
+// Freshening: when the object found is older than FreshenAfter it is
+// touched (Toucher) or, on a bucket that cannot touch, uploaded again, so
+// that once PutFile returns the object's ModTime is at least the time of
+// its Head minus FreshenAfter. That bound is what the sweep's safety
+// condition builds on (docs/sweep.md).
 //
 // The key must be known before the upload starts, so the content is read
 // twice. A reader that can seek (an *os.File on a regular file, a
@@ -72,49 +77,68 @@ type PutResult struct {
 	// Uploaded is false when the object was already stored and the upload
 	// was skipped.
 	Uploaded bool
+	// Freshened is true when the object was already stored but older than
+	// FreshenAfter, and was touched instead of uploaded.
+	Freshened bool
 }
 
+// DefaultFreshenAfter is the freshen threshold F of PutFile, PutArtifact
+// and an Uploader whose FreshenAfter is 0: one hour, 1/24 of the 24-hour
+// grace period docs/sweep.md recommends. With it, a sweep is safe while
+// captures run when its OlderThan exceeds one hour plus the longest
+// capture (plus clock skew); see docs/sweep.md.
+const DefaultFreshenAfter = time.Hour
+
 // Uploader puts content under its SHA-256 key. The zero value, with Bucket
-// set, spools to os.TempDir and never re-uploads an existing object.
+// set, spools to os.TempDir and freshens existing objects older than
+// DefaultFreshenAfter.
 type Uploader struct {
 	Bucket Bucket
 	// TempDir holds the temporary copy of a reader that cannot seek; ""
 	// means os.TempDir().
 	TempDir string
-	// RefreshOlderThan, when positive, uploads the content again when the
-	// existing object is older than this, so that its ModTime is fresh.
+	// FreshenAfter is the freshen threshold F: an existing object whose
+	// ModTime is more than F before Now is freshened instead of skipped.
+	// 0 means DefaultFreshenAfter; negative turns freshening off, which is
+	// safe only when no sweep runs while captures do.
 	//
-	// Why: the sweep deletes unreferenced objects older than its OlderThan.
-	// A capture that finds an old, currently unreferenced object (its last
-	// checkpoint was pruned) and skips the upload would lose it to a sweep
-	// that runs before the capture's checkpoint is appended. Setting
-	// RefreshOlderThan to at most the sweep's OlderThan minus the longest a
-	// capture takes closes that window. 0 skips every existing object.
-	RefreshOlderThan time.Duration
-	// Now is the clock for RefreshOlderThan; nil means time.Now.
+	// Why: the sweep deletes unreferenced objects older than its
+	// OlderThan. A capture that finds an old, currently unreferenced
+	// object (its last checkpoint was pruned) and only skips the upload
+	// would lose it to a sweep that runs before the capture's checkpoint
+	// is appended. Freshening restarts the object's grace period; a sweep
+	// whose OlderThan exceeds F plus the longest capture then never deletes
+	// what a capture reused. Smaller F costs more touches: each reused
+	// object is touched at most once per F.
+	FreshenAfter time.Duration
+	// Now is the clock FreshenAfter is measured with; nil means time.Now.
+	// It should be the bucket's clock, since ModTime comes from there.
 	Now func() time.Time
 }
 
 // PutFile stores r's content under FileKey of its SHA-256, unless an object
-// of the same size is already there. b's memory use is constant.
+// of the same size is already there, which it freshens when it is older
+// than DefaultFreshenAfter. b's memory use is constant.
 func PutFile(ctx context.Context, b Bucket, r io.Reader) (PutResult, error) {
 	return (&Uploader{Bucket: b}).PutFile(ctx, r)
 }
 
 // PutArtifact stores r's content under ArtifactKey of its SHA-256, unless an
-// object of the same size is already there.
+// object of the same size is already there, which it freshens when it is
+// older than DefaultFreshenAfter.
 func PutArtifact(ctx context.Context, b Bucket, r io.Reader) (PutResult, error) {
 	return (&Uploader{Bucket: b}).PutArtifact(ctx, r)
 }
 
 // PutFile stores r's content under FileKey of its SHA-256, unless it is
-// already stored.
+// already stored; an old stored object is freshened (see FreshenAfter).
 func (u *Uploader) PutFile(ctx context.Context, r io.Reader) (PutResult, error) {
 	return u.put(ctx, FileKey, r)
 }
 
 // PutArtifact stores r's content under ArtifactKey of its SHA-256, unless
-// it is already stored.
+// it is already stored; an old stored object is freshened (see
+// FreshenAfter).
 func (u *Uploader) PutArtifact(ctx context.Context, r io.Reader) (PutResult, error) {
 	return u.put(ctx, ArtifactKey, r)
 }
@@ -131,11 +155,19 @@ func (u *Uploader) put(ctx context.Context, keyOf func([sha256.Size]byte) string
 	res := PutResult{Key: keyOf(sum), Size: size}
 	obj, err := u.Bucket.Head(ctx, res.Key)
 	switch {
-	case err == nil && obj.Size == size && !u.stale(obj):
-		return res, nil
+	case err == nil && obj.Size == size:
+		if !u.stale(obj) {
+			return res, nil
+		}
+		fresh, err := u.freshen(ctx, res.Key)
+		if err != nil || fresh {
+			res.Freshened = fresh
+			return res, err
+		}
+		// Deleted since the Head (a sweep), or not touchable: upload.
 	case err == nil, errors.Is(err, ErrNotFound):
-		// Missing, stale, or of the wrong size (damaged by something that
-		// is not this package): upload.
+		// Missing, or of the wrong size (damaged by something that is not
+		// this package): upload.
 	default:
 		return PutResult{}, err
 	}
@@ -147,15 +179,37 @@ func (u *Uploader) put(ctx context.Context, keyOf func([sha256.Size]byte) string
 	return res, nil
 }
 
+// freshen touches key and reports whether it did; false without an error
+// means the caller must upload instead: the bucket cannot touch, or the
+// object is gone (a sweep deleted it after the Head).
+func (u *Uploader) freshen(ctx context.Context, key string) (bool, error) {
+	t, ok := u.Bucket.(Toucher)
+	if !ok {
+		return false, nil
+	}
+	switch err := t.Touch(ctx, key); {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, ErrNotFound), errors.Is(err, errors.ErrUnsupported):
+		return false, nil
+	default:
+		return false, err
+	}
+}
+
 func (u *Uploader) stale(o Object) bool {
-	if u.RefreshOlderThan <= 0 {
+	f := u.FreshenAfter
+	switch {
+	case f < 0:
 		return false
+	case f == 0:
+		f = DefaultFreshenAfter
 	}
 	now := time.Now
 	if u.Now != nil {
 		now = u.Now
 	}
-	return now().Sub(o.ModTime) > u.RefreshOlderThan
+	return now().Sub(o.ModTime) > f
 }
 
 // hash reads r once and returns a reader of the same bytes for the upload

@@ -8,7 +8,7 @@ package blobs
 //
 //	sandbox-files/sha256/3fa9…  →  d/sandbox-files/d/sha256/o/3366/3fa9…
 //	readme                      →  o/7265/readme
-//	tmp/…                          uploads in flight
+//	tmp/…                          uploads in flight, deletions deciding
 //	ckptstore-bucket               marker naming the layout
 //
 // Objects and key directories live in separate trees (o/ and d/), so a key
@@ -29,6 +29,10 @@ package blobs
 // so no key, symlink or ".." can reach outside the bucket directory.
 // Emptied directories are kept: removing them would race with a Put that
 // just created them, and they cost only an inode each.
+//
+// Freshness. Touch sets the file's mtime; DeleteOlder moves the file to
+// tmp/<random>.<escaped path>.del with one rename, checks the moved file's
+// mtime, and removes it or links it back (see DeleteOlder).
 
 import (
 	"context"
@@ -137,7 +141,7 @@ func (b *FileBucket) init() error {
 	if err := b.root.MkdirAll(fileTmpDir, 0o777); err != nil {
 		return fmt.Errorf("blobs: create file bucket: %w", err)
 	}
-	return nil
+	return b.recoverTrash()
 }
 
 func openFileURL(u *url.URL) (*FileBucket, error) {
@@ -148,15 +152,15 @@ func openFileURL(u *url.URL) (*FileBucket, error) {
 		return nil, fmt.Errorf("%w: file URL %q needs an absolute path: file:///abs/dir", ErrInvalidURL, u.String())
 	}
 	q := u.Query()
-	if err := checkQuery(q, "create", "nosync"); err != nil {
+	if err := CheckQuery(q, "create", "nosync"); err != nil {
 		return nil, err
 	}
 	var opts FileOptions
 	var err error
-	if opts.Create, err = boolParam(q, "create"); err != nil {
+	if opts.Create, err = BoolParam(q, "create"); err != nil {
 		return nil, err
 	}
-	if opts.NoSync, err = boolParam(q, "nosync"); err != nil {
+	if opts.NoSync, err = BoolParam(q, "nosync"); err != nil {
 		return nil, err
 	}
 	p := u.Path
@@ -330,8 +334,8 @@ func (b *FileBucket) Delete(ctx context.Context, key string) error {
 
 // List implements Bucket.
 func (b *FileBucket) List(ctx context.Context, prefix string) iter.Seq2[Object, error] {
-	if err := validatePrefix(prefix); err != nil {
-		return errSeq(err)
+	if err := ValidatePrefix(prefix); err != nil {
+		return ErrSeq(err)
 	}
 	return func(yield func(Object, error) bool) {
 		w := fileWalk{b: b, ctx: ctx, prefix: prefix, yield: yield}
@@ -450,4 +454,158 @@ func (w *fileWalk) walk(dir, keyPrefix string) error {
 		}
 	}
 	return descend("", true)
+}
+
+// now is the time Put and Touch stamp objects with when FileOptions.Now
+// is unset: the file system's own clock for Put, this one for Touch, which
+// are the same clock on a local disk.
+func (b *FileBucket) now() time.Time {
+	if b.opts.Now != nil {
+		return b.opts.Now()
+	}
+	return time.Now()
+}
+
+// Touch implements Toucher by setting the file's modification time. Unless
+// NoSync is set, it fsyncs the file so that the new time survives a crash:
+// a checkpoint appended after a touch must not find its blob old again.
+func (b *FileBucket) Touch(ctx context.Context, key string) error {
+	p, err := objectPath(key)
+	if err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	t := b.now()
+	if err := b.root.Chtimes(p, t, t); err != nil {
+		if isMissing(err) {
+			return ErrNotFound
+		}
+		return fmt.Errorf("blobs: touch %q: %w", key, err)
+	}
+	if !b.opts.NoSync {
+		f, err := b.root.Open(p)
+		if isMissing(err) {
+			return ErrNotFound // deleted right after the touch
+		}
+		if err != nil {
+			return fmt.Errorf("blobs: touch %q: %w", key, err)
+		}
+		defer f.Close()
+		if err := f.Sync(); err != nil {
+			return fmt.Errorf("blobs: touch %q: %w", key, err)
+		}
+	}
+	return nil
+}
+
+// fileTrashSuffix ends the names under tmp/ of objects DeleteOlder took
+// away and has not decided on yet.
+const fileTrashSuffix = ".del"
+
+// trashName is the tmp/ name DeleteOlder moves the object at path p to: a
+// random part, then p escaped when that fits in a file name, so that
+// OpenFile can put back an object whose deletion a crash interrupted.
+func trashName(p string) string {
+	name := rand.Text() + "." + url.PathEscape(filepath.ToSlash(p)) + fileTrashSuffix
+	if len(name) > maxSegmentLen {
+		name = rand.Text() + fileTrashSuffix // too long to record: not recoverable
+	}
+	return filepath.Join(fileTmpDir, name)
+}
+
+// DeleteOlder implements OlderDeleter. POSIX has no "unlink if older", so
+// it moves the object out of its name with one rename, which no Put
+// (itself a rename onto the name) and no Touch (a chtimes of the name) can
+// split: a Touch before the rename shows in the moved file's time, a Touch
+// after it fails with ErrNotFound and makes the uploader put the content
+// again. When the moved file is not old it is linked back, unless a Put
+// has meanwhile stored the same content under the name.
+//
+// While the file is away (two system calls), Get and Head of the key
+// report ErrNotFound; only keys the sweep found unreferenced and old are
+// ever moved. A crash in that window leaves the file in tmp/, and the next
+// OpenFile puts it back.
+func (b *FileBucket) DeleteOlder(ctx context.Context, key string, before time.Time) (bool, error) {
+	p, err := objectPath(key)
+	if err != nil {
+		return false, err
+	}
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	trash := trashName(p)
+	if err := b.root.Rename(p, trash); err != nil {
+		if isMissing(err) {
+			return false, nil
+		}
+		return false, fmt.Errorf("blobs: delete %q: %w", key, err)
+	}
+	fi, err := b.root.Stat(trash)
+	if err == nil && fi.ModTime().Before(before) {
+		if err := b.root.Remove(trash); err != nil && !isMissing(err) {
+			return true, fmt.Errorf("blobs: delete %q: remove %s: %w", key, trash, err)
+		}
+		return true, nil
+	}
+	if isMissing(err) {
+		return false, nil // another OpenFile of this directory put it back
+	}
+	if rerr := b.restore(trash, p); rerr != nil {
+		return false, fmt.Errorf("blobs: delete %q: put back: %w", key, rerr)
+	}
+	if err != nil {
+		return false, fmt.Errorf("blobs: delete %q: %w", key, err)
+	}
+	return false, nil
+}
+
+// restore links the moved object trash back to p, unless p holds a newer
+// Put (same key, so same content), and removes trash.
+func (b *FileBucket) restore(trash, p string) error {
+	if err := b.root.Link(trash, p); err != nil && !errors.Is(err, fs.ErrExist) && !isMissing(err) {
+		return err
+	}
+	if !b.opts.NoSync {
+		if err := b.syncDir(filepath.Dir(p)); err != nil {
+			return err
+		}
+	}
+	if err := b.root.Remove(trash); err != nil && !isMissing(err) {
+		return err
+	}
+	return nil
+}
+
+// recoverTrash puts back every object a DeleteOlder interrupted by a crash
+// left in tmp/. Putting back is always safe: at worst a later sweep deletes
+// the object again.
+func (b *FileBucket) recoverTrash() error {
+	f, err := b.root.Open(fileTmpDir)
+	if err != nil {
+		return err
+	}
+	names, err := f.Readdirnames(-1)
+	f.Close()
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
+		rest, ok := strings.CutSuffix(name, fileTrashSuffix)
+		if !ok {
+			continue
+		}
+		trash := filepath.Join(fileTmpDir, name)
+		_, esc, ok := strings.Cut(rest, ".")
+		p, err := url.PathUnescape(esc)
+		if !ok || err != nil || !filepath.IsLocal(filepath.FromSlash(p)) {
+			b.root.Remove(trash) // not recoverable: finish the deletion
+			continue
+		}
+		if err := b.restore(trash, filepath.FromSlash(p)); err != nil {
+			return fmt.Errorf("blobs: put back %s: %w", p, err)
+		}
+	}
+	return nil
 }

@@ -6,6 +6,8 @@ package blobs
 // holds the lock only while it copies one page of at most memListPage
 // entries, never while it yields: the consumer may Put or Delete (the sweep
 // deletes while it lists) without deadlocking, and memory stays bounded.
+// Put, Touch, Delete and DeleteOlder change the tree only under the write
+// lock, so DeleteOlder's check and deletion are one step for the others.
 
 import (
 	"bytes"
@@ -130,8 +132,8 @@ func (m *MemBucket) Delete(ctx context.Context, key string) error {
 
 // List implements Bucket.
 func (m *MemBucket) List(ctx context.Context, prefix string) iter.Seq2[Object, error] {
-	if err := validatePrefix(prefix); err != nil {
-		return errSeq(err)
+	if err := ValidatePrefix(prefix); err != nil {
+		return ErrSeq(err)
 	}
 	return func(yield func(Object, error) bool) {
 		page := make([]Object, 0, memListPage)
@@ -177,4 +179,44 @@ func (m *MemBucket) Len() int {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	return m.tree.Len()
+}
+
+// Touch implements Toucher: it stamps the object with the bucket's clock.
+// The object is replaced by a copy with the new time, never changed in
+// place, because List and Head hand out what they read without a lock.
+func (m *MemBucket) Touch(ctx context.Context, key string) error {
+	if err := ValidateKey(key); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	now := m.now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	o, ok := m.tree.Get(&memObject{key: key})
+	if !ok {
+		return ErrNotFound
+	}
+	m.tree.ReplaceOrInsert(&memObject{key: key, data: o.data, modTime: now})
+	return nil
+}
+
+// DeleteOlder implements OlderDeleter: the ModTime check and the deletion
+// happen under one hold of the lock that Put and Touch take.
+func (m *MemBucket) DeleteOlder(ctx context.Context, key string, before time.Time) (bool, error) {
+	if err := ValidateKey(key); err != nil {
+		return false, err
+	}
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	o, ok := m.tree.Get(&memObject{key: key})
+	if !ok || !o.modTime.Before(before) {
+		return false, nil
+	}
+	m.tree.Delete(o)
+	return true, nil
 }

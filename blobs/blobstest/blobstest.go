@@ -2,7 +2,9 @@
 //
 // It checks the promises of the blobs package documentation: the key rules,
 // atomic Put, ErrNotFound, idempotent Delete, List order across pages and
-// under concurrent deletes, and the content-addressed helpers. It assumes
+// under concurrent deletes, the content-addressed helpers and their
+// freshening, and the optional capabilities Toucher and OlderDeleter
+// (a Touch racing a DeleteOlder never both succeeds and is deleted). It assumes
 // only what the Bucket interface promises, so a new bucket type is
 // conformant when RunBucket passes against it.
 package blobstest
@@ -34,6 +36,14 @@ type Options struct {
 	// ManyKeys is the number of keys of the paging tests; 0 means 1,100,
 	// more than one page of every bucket (S3 pages hold 1,000 keys).
 	ManyKeys int
+	// NewClockedBucket, when set, returns a new, empty bucket whose ModTimes
+	// (of Put and Touch) come from now. The Toucher tests need it to see a
+	// touch move ModTime without sleeping; without it they skip.
+	NewClockedBucket func(t *testing.T, now func() time.Time) blobs.Bucket
+	// DeleteOlderNotAtomic says the bucket's DeleteOlder is a check and a
+	// delete that a Touch can come between (s3blob on an unversioned
+	// bucket), which skips the race test that would otherwise catch it.
+	DeleteOlderNotAtomic bool
 }
 
 // RunBucket runs the conformance suite. newBucket returns a new, empty
@@ -58,6 +68,9 @@ func RunBucket(t *testing.T, newBucket func(t *testing.T) blobs.Bucket, opts Opt
 	t.Run("ConcurrentPutsAreAtomic", s.concurrentPuts)
 	t.Run("ContentAddressed", s.contentAddressed)
 	t.Run("ContentChangedDuringUpload", s.contentChanged)
+	t.Run("Touch", s.touch)
+	t.Run("DeleteOlder", s.deleteOlder)
+	t.Run("TouchVersusDeleteOlder", s.touchVersusDelete)
 }
 
 type suite struct {
@@ -543,16 +556,202 @@ func (s suite) contentAddressed(t *testing.T) {
 	if got := get(t, b, healed.Key); string(got) != "healed" {
 		t.Errorf("damaged object not replaced: %q", got)
 	}
-	// Refreshing: an existing object older than RefreshOlderThan is uploaded again.
-	u := blobs.Uploader{Bucket: b, RefreshOlderThan: time.Hour, Now: func() time.Time { return time.Now().Add(2 * time.Hour) }}
+	// Freshening: an existing object older than FreshenAfter is touched,
+	// or uploaded again by a bucket that cannot touch.
+	u := blobs.Uploader{Bucket: b, FreshenAfter: time.Hour, Now: func() time.Time { return time.Now().Add(2 * time.Hour) }}
 	ref, err := u.PutFile(ctx, bytes.NewReader(data))
-	if err != nil || !ref.Uploaded {
-		t.Errorf("PutFile with a stale object = %+v, %v; want an upload", ref, err)
+	_, touches := b.(blobs.Toucher)
+	if err != nil || ref.Uploaded == touches || ref.Freshened != touches {
+		t.Errorf("PutFile with a stale object = %+v, %v; want it freshened (bucket is a Toucher: %v)", ref, err, touches)
+	}
+	if got := get(t, b, res.Key); !bytes.Equal(got, data) {
+		t.Error("freshening changed the content")
 	}
 	u.Now = nil
-	if ref, err := u.PutFile(ctx, bytes.NewReader(data)); err != nil || ref.Uploaded {
+	if ref, err := u.PutFile(ctx, bytes.NewReader(data)); err != nil || ref.Uploaded || ref.Freshened {
 		t.Errorf("PutFile with a fresh object = %+v, %v; want it skipped", ref, err)
 	}
+	u.FreshenAfter = -1
+	u.Now = func() time.Time { return time.Now().Add(1000 * time.Hour) }
+	if ref, err := u.PutFile(ctx, bytes.NewReader(data)); err != nil || ref.Uploaded || ref.Freshened {
+		t.Errorf("PutFile with freshening off = %+v, %v; want it skipped", ref, err)
+	}
+}
+
+// touchKeys are keys whose spelling a copy-onto-itself must encode right.
+var touchKeys = []string{"sandbox-files/sha256/" + strings.Repeat("ab", 32), "t/plus+and space", "t/日本/%2F~'()*&=:@$"}
+
+func (s suite) touch(t *testing.T) {
+	if s.opts.NewClockedBucket == nil {
+		t.Skip("no Options.NewClockedBucket: Touch needs a clock to show a new ModTime")
+	}
+	start := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	c := &clock{now: start}
+	b := s.opts.NewClockedBucket(t, c.Now)
+	tb, ok := b.(blobs.Toucher)
+	if !ok {
+		t.Skip("bucket does not implement blobs.Toucher")
+	}
+	ctx := context.Background()
+	for _, k := range touchKeys {
+		put(t, b, k, []byte(k))
+	}
+	c.Advance(3 * time.Hour)
+	for _, k := range touchKeys {
+		if err := tb.Touch(ctx, k); err != nil {
+			t.Fatalf("Touch(%q): %v", k, err)
+		}
+		o, err := b.Head(ctx, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.checkModTime(t, "Head after Touch("+k+")", o.ModTime, c.Now(), c.Now())
+		if got := get(t, b, k); string(got) != k || o.Size != int64(len(k)) {
+			t.Errorf("Touch(%q) changed the content to %q (size %d)", k, got, o.Size)
+		}
+	}
+	for _, o := range list(t, b, "") {
+		s.checkModTime(t, "List after Touch("+o.Key+")", o.ModTime, c.Now(), c.Now())
+	}
+	if err := tb.Touch(ctx, "t/missing"); !errors.Is(err, blobs.ErrNotFound) {
+		t.Errorf("Touch(missing) = %v, want ErrNotFound", err)
+	}
+	if _, err := b.Head(ctx, "t/missing"); !errors.Is(err, blobs.ErrNotFound) {
+		t.Errorf("Touch of a missing key created it: Head = %v", err)
+	}
+	if err := tb.Touch(ctx, "a//b"); !errors.Is(err, blobs.ErrInvalidKey) {
+		t.Errorf("Touch(invalid) = %v, want ErrInvalidKey", err)
+	}
+}
+
+func (s suite) deleteOlder(t *testing.T) {
+	b := s.newBucket(t)
+	od, ok := b.(blobs.OlderDeleter)
+	if !ok {
+		t.Skip("bucket does not implement blobs.OlderDeleter")
+	}
+	ctx := context.Background()
+	put(t, b, "old", []byte("x"))
+	put(t, b, "keep", []byte("y"))
+	o, err := b.Head(ctx, "keep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Strictly before: an object exactly at the bound stays.
+	if gone, err := od.DeleteOlder(ctx, "keep", o.ModTime); err != nil || gone {
+		t.Errorf("DeleteOlder(keep, its own ModTime) = %v, %v; want kept", gone, err)
+	}
+	if gone, err := od.DeleteOlder(ctx, "keep", o.ModTime.Add(-time.Hour)); err != nil || gone {
+		t.Errorf("DeleteOlder(keep, an hour before it) = %v, %v; want kept", gone, err)
+	}
+	if got := get(t, b, "keep"); string(got) != "y" {
+		t.Errorf("a kept object reads %q", got)
+	}
+	future := time.Now().Add(time.Hour)
+	if gone, err := od.DeleteOlder(ctx, "old", future); err != nil || !gone {
+		t.Errorf("DeleteOlder(old) = %v, %v; want deleted", gone, err)
+	}
+	if _, err := b.Head(ctx, "old"); !errors.Is(err, blobs.ErrNotFound) {
+		t.Errorf("Head after DeleteOlder = %v, want ErrNotFound", err)
+	}
+	if gone, err := od.DeleteOlder(ctx, "old", future); err != nil || gone {
+		t.Errorf("DeleteOlder(missing) = %v, %v; want false, nil", gone, err)
+	}
+	if _, err := od.DeleteOlder(ctx, "../x", future); !errors.Is(err, blobs.ErrInvalidKey) {
+		t.Errorf("DeleteOlder(invalid) = %v, want ErrInvalidKey", err)
+	}
+	if keys := keysOf(list(t, b, "")); !slices.Equal(keys, []string{"keep"}) {
+		t.Errorf("after DeleteOlder the bucket lists %q, want [keep]", keys)
+	}
+}
+
+// touchVersusDelete races Touch against DeleteOlder on many old keys: for
+// every key, either the touch came first and the object survives with a
+// fresh ModTime, or the delete came first and the touch reports
+// ErrNotFound. Never both a successful touch and a deletion: that is the
+// lost freshen that would let a sweep delete a blob a capture reuses.
+func (s suite) touchVersusDelete(t *testing.T) {
+	if s.opts.NewClockedBucket == nil {
+		t.Skip("no Options.NewClockedBucket")
+	}
+	c := &clock{now: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)}
+	b := s.opts.NewClockedBucket(t, c.Now)
+	tb, ok1 := b.(blobs.Toucher)
+	od, ok2 := b.(blobs.OlderDeleter)
+	if !ok1 || !ok2 {
+		t.Skip("bucket is not both a Toucher and an OlderDeleter")
+	}
+	if s.opts.DeleteOlderNotAtomic {
+		t.Skip("Options.DeleteOlderNotAtomic: this bucket's DeleteOlder is not one step")
+	}
+	ctx := context.Background()
+	const n = 200
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("race/%03d", i)
+		put(t, b, keys[i], []byte{byte(i)})
+	}
+	c.Advance(time.Hour)
+	cutoff := c.Now().Add(-time.Minute) // every object is older than this
+	touched := make([]error, n)
+	deleted := make([]bool, n)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for i, k := range keys {
+			touched[i] = tb.Touch(ctx, k)
+		}
+	})
+	wg.Go(func() {
+		// In reverse, so that the two meet in the middle whatever their
+		// relative speed, and each wins on some keys.
+		for i, k := range slices.Backward(keys) {
+			gone, err := od.DeleteOlder(ctx, k, cutoff)
+			if err != nil {
+				t.Errorf("DeleteOlder(%q): %v", k, err)
+			}
+			deleted[i] = gone
+		}
+	})
+	wg.Wait()
+	lost, gone := 0, 0
+	for i, k := range keys {
+		_, herr := b.Head(ctx, k)
+		switch {
+		case touched[i] != nil && !errors.Is(touched[i], blobs.ErrNotFound):
+			t.Errorf("Touch(%q): %v", k, touched[i])
+		case touched[i] == nil && errors.Is(herr, blobs.ErrNotFound):
+			lost++ // the touch succeeded, yet the old object was deleted
+		case herr != nil && !errors.Is(herr, blobs.ErrNotFound):
+			t.Errorf("Head(%q): %v", k, herr)
+		}
+		if deleted[i] {
+			gone++
+		}
+	}
+	t.Logf("%d of %d keys deleted before their touch", gone, n)
+	if lost > 0 {
+		t.Errorf("%d of %d keys were touched and then deleted as old", lost, n)
+	}
+}
+
+// clock is a settable time source for NewClockedBucket.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+// Now returns the clock's time.
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// Advance moves the clock forward.
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
 }
 
 // mutatingReader is a ReadSeeker whose content changes after its first

@@ -6,6 +6,7 @@ import (
 
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/blobs"
+	_ "github.com/ckptstore/ckptstore/blobs/s3blob" // --blob-url s3://…
 	"github.com/ckptstore/ckptstore/sweep"
 )
 
