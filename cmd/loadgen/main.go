@@ -178,6 +178,7 @@ func load(ctx context.Context, cfg *config, progress io.Writer) (*result, error)
 	if opened.ReadRounds != nil {
 		rounds0 = opened.ReadRounds()
 	}
+	hot := startShardWatch(opened.KV) // memkv only (hotrange.go)
 	workers := make([]*worker, cfg.workers)
 	for i := range workers {
 		g := workload.NewGen(gopts)
@@ -219,6 +220,9 @@ func load(ctx context.Context, cfg *config, progress io.Writer) (*result, error)
 	if opened.ReadRounds != nil {
 		n := opened.ReadRounds() - rounds0
 		res.ReadRounds = &n
+	}
+	if r := hot.finish(); r != nil {
+		res.HotRange, res.HotRangeShare = r.String(), &r.HottestShare
 	}
 	res.Appends = r.appends.Load()
 	res.Sessions = r.sessions.Load()

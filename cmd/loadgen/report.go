@@ -38,6 +38,12 @@ type result struct {
 	Fenced              int64    `json:"fencedAppends"`
 	Swept               int      `json:"sweptBlobs"`
 
+	// HotRange is memkv's shard-model summary ("hottest range: X % of
+	// writes ...") and HotRangeShare that fraction, of the last full
+	// window of the load (hotrange.go).
+	HotRange      string   `json:"hottestRange,omitempty"`
+	HotRangeShare *float64 `json:"hottestRangeShare,omitempty"`
+
 	Ops    []workload.OpSummary `json:"ops"`
 	Verify *verifyResult        `json:"verify,omitempty"`
 }
@@ -86,6 +92,9 @@ func writeTable(out io.Writer, r *result) {
 		r.Elapsed.Round(time.Millisecond), group(r.Appends), group(int64(r.AppendsPerSec)), group(r.Sessions))
 	if r.ReadRoundsPerAppend != nil {
 		fmt.Fprintf(out, "memkv       %s read rounds during the load, %.2f per append (all operations counted)\n", group(*r.ReadRounds), *r.ReadRoundsPerAppend)
+	}
+	if r.HotRange != "" {
+		fmt.Fprintf(out, "shards      %s\n", r.HotRange)
 	}
 	fmt.Fprintln(out)
 
