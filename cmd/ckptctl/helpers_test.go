@@ -1,0 +1,239 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/blobs"
+	"github.com/ckptstore/ckptstore/internal/testkit"
+	"github.com/ckptstore/ckptstore/memstore"
+)
+
+var must = testkit.Must
+
+func init() { redis.SetLogger(quietRedis{}) }
+
+// syncBuffer is a bytes.Buffer safe for a command running in another
+// goroutine.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// harness runs ckptctl commands in process against named stores: a URL
+// "test:NAME" opens the store registered under NAME, any other URL goes
+// to the real opener.
+type harness struct {
+	t       testing.TB
+	stores  map[string]ckptstore.Store
+	buckets map[string]blobs.Bucket
+	stdin   string
+	// afterBatch is copied into each command's env.
+	afterBatch func() error
+}
+
+func newHarness(t testing.TB) *harness {
+	return &harness{t: t, stores: map[string]ckptstore.Store{}, buckets: map[string]blobs.Bucket{}}
+}
+
+func (h *harness) add(name string, s ckptstore.Store) string {
+	h.stores[name] = s
+	return "test:" + name
+}
+
+// result is what one command printed and returned.
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+func (r result) String() string {
+	return fmt.Sprintf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+}
+
+func (h *harness) env(stdout, stderr *syncBuffer) *env {
+	e := defaultEnv(strings.NewReader(h.stdin), stdout, stderr)
+	e.open = func(ctx context.Context, url string) (*store, error) {
+		if name, ok := strings.CutPrefix(url, "test:"); ok {
+			s, ok := h.stores[name]
+			if !ok {
+				return nil, usageErr("no test store %q", name)
+			}
+			return &store{Store: s, desc: url}, nil
+		}
+		return openStore(ctx, url)
+	}
+	e.openBucket = func(ctx context.Context, url string) (blobs.Bucket, error) {
+		if b, ok := h.buckets[url]; ok {
+			return b, nil
+		}
+		return blobs.Open(ctx, url)
+	}
+	e.poll = time.Millisecond
+	e.afterBatch = h.afterBatch
+	return e
+}
+
+func (h *harness) runCtx(ctx context.Context, args ...string) result {
+	h.t.Helper()
+	var out, errb syncBuffer
+	code := run(ctx, args, h.env(&out, &errb))
+	return result{code, out.String(), errb.String()}
+}
+
+func (h *harness) run(args ...string) result {
+	h.t.Helper()
+	return h.runCtx(context.Background(), args...)
+}
+
+// ok runs a command that must succeed.
+func (h *harness) ok(args ...string) result {
+	h.t.Helper()
+	r := h.run(args...)
+	if r.code != 0 {
+		h.t.Fatalf("ckptctl %s: %v", strings.Join(args, " "), r)
+	}
+	return r
+}
+
+// fails runs a command that must exit with code and print want on stderr.
+func (h *harness) fails(code int, want string, args ...string) result {
+	h.t.Helper()
+	r := h.run(args...)
+	if r.code != code || !strings.Contains(r.stderr, want) {
+		h.t.Fatalf("ckptctl %s: want exit %d and %q on stderr, got %v", strings.Join(args, " "), code, want, r)
+	}
+	return r
+}
+
+func newMem() *memstore.Store { return memstore.New(ckptstore.Options{}) }
+
+// mkcp is a valid checkpoint with one file per key number.
+func mkcp(thread, id, parent string, createdAt float64, keys ...int) *ckptstore.Checkpoint {
+	cp := &ckptstore.Checkpoint{
+		ID: id, ThreadID: thread, ParentCheckpointID: parent, CreatedAt: createdAt,
+		Reason: ckptstore.ReasonAutomatic,
+	}
+	for i, k := range keys {
+		cp.Files = append(cp.Files, ckptstore.Entry{
+			Path: fmt.Sprintf("src/f%d.go", i), Kind: ckptstore.KindFile, BlobKey: testkit.FileKey(k), Size: int64(k),
+		})
+	}
+	return cp
+}
+
+// importAll writes a thread into s exactly, through Import under a lease.
+func importAll(t testing.TB, s ckptstore.Store, thread, head string, transcript json.RawMessage, cps ...*ckptstore.Checkpoint) {
+	t.Helper()
+	ctx := context.Background()
+	l, err := s.AcquireWriter(ctx, thread)
+	must(t, err)
+	defer l.Release(ctx)
+	_, err = s.(ckptstore.Importer).Import(ctx, ckptstore.ImportBatch{
+		ThreadID: thread, Checkpoints: cps, SetHead: head != "", Head: head, Transcript: transcript, Writer: l.Writer,
+	})
+	must(t, err)
+}
+
+// appendChain appends n checkpoints to thread with Append, the way a
+// harness does: each shares one blob with its parent and has a fresh one.
+func appendChain(t testing.TB, s ckptstore.Store, thread string, n, keyBase int) {
+	t.Helper()
+	ctx := context.Background()
+	l, err := s.AcquireWriter(ctx, thread)
+	must(t, err)
+	defer l.Release(ctx)
+	head, err := s.Head(ctx, thread)
+	must(t, err)
+	for i := range n {
+		id := fmt.Sprintf("%s-%04d", thread, i)
+		cp := mkcp(thread, id, head, 1_700_000_000_000+float64(i)*1.25, keyBase, keyBase+1+i)
+		cp.Conversation = json.RawMessage(fmt.Sprintf(`[{"role":"user","content":"step %d"}]`, i))
+		must(t, s.Append(ctx, cp, head, l.Writer))
+		head = id
+	}
+}
+
+// seed fills s with the shapes a migration must reproduce and returns the
+// thread ids and the number of checkpoints:
+//
+//   - chain: an appended chain with a transcript;
+//   - odd: imported checkpoints off the chain, createdAt -0, 0, a
+//     subnormal and ties, a parent and a head that do not exist, a
+//     conversation with raw newlines, HTML characters and non-ASCII text;
+//   - only-transcript: a transcript with raw newlines and no checkpoint;
+//   - empty-transcript: a saved "[]" and nothing else;
+//   - many: enough checkpoints for several batches.
+func seed(t testing.TB, s ckptstore.Store, many int) (threads []string, cps int) {
+	t.Helper()
+	ctx := context.Background()
+	tr := s.(ckptstore.Transcripts)
+	appendChain(t, s, "chain", 12, 1000)
+	must(t, tr.SaveThread(ctx, "chain", json.RawMessage(`[{"role":"user","content":"hi"}]`)))
+
+	negZero := math.Copysign(0, -1)
+	odd := []*ckptstore.Checkpoint{
+		mkcp("odd", "o-a", "", negZero, 1, 2),
+		mkcp("odd", "o-b", "o-a", 0, 2, 3),
+		mkcp("odd", "o-c", "o-a", 5e-324, 3),
+		mkcp("odd", "o-d", "missing-parent", 7, 4),
+		mkcp("odd", "o-e", "o-d", 7, 1),
+	}
+	odd[1].Reason = ckptstore.ReasonNamed
+	odd[1].Label = "named <&>"
+	odd[1].SourceRunID = "run-1"
+	odd[2].Conversation = json.RawMessage("[\n  {\"role\": \"user\", \"content\": \"h\u00e9llo <b>&amp;</b>\"},\n  {\"x\": [1, 2.50, 1e3]}\n]")
+	odd[3].Files = append([]ckptstore.Entry{{Path: "src", Kind: ckptstore.KindDir}}, odd[3].Files...)
+	odd[4].Artifacts = []ckptstore.Artifact{{
+		ArtifactID: "art", Name: "report.pdf", MimeType: "application/pdf", Size: 9, BlobKey: testkit.ArtifactKey(1), CreatedAt: 0.1,
+	}}
+	importAll(t, s, "odd", "gone", nil, odd...)
+	must(t, tr.SaveThread(ctx, "only-transcript", json.RawMessage("[\n\t{\"role\":\"assistant\"} ]")))
+	must(t, tr.SaveThread(ctx, "empty-transcript", json.RawMessage("[]")))
+	var big []*ckptstore.Checkpoint
+	parent := ""
+	for i := range many {
+		id := fmt.Sprintf("m-%05d", i)
+		big = append(big, mkcp("many", id, parent, float64(i), 5000, 5001+i%7))
+		parent = id
+	}
+	if many > 0 {
+		importAll(t, s, "many", parent, json.RawMessage(`["done"]`), big...)
+	}
+	threads = []string{"chain", "empty-transcript", "many", "odd", "only-transcript"}
+	return threads, 12 + len(odd) + many
+}
+
+// countAll returns how many checkpoints s holds in threads.
+func countAll(t testing.TB, s ckptstore.Store, threads []string) int {
+	t.Helper()
+	n := 0
+	for _, th := range threads {
+		cps, err := s.List(context.Background(), th)
+		must(t, err)
+		n += len(cps)
+	}
+	return n
+}

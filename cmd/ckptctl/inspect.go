@@ -1,0 +1,308 @@
+package main
+
+// The read-only commands: threads, list, get, head, refs, check; and the
+// paging helpers the migration commands share.
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"iter"
+	"reflect"
+	"strconv"
+
+	"github.com/ckptstore/ckptstore"
+)
+
+// threadSeq yields every thread id of s in byte order, one Threads page at
+// a time.
+func threadSeq(ctx context.Context, s *store) (iter.Seq2[string, error], error) {
+	tl, ok := s.Store.(ckptstore.ThreadLister)
+	if !ok {
+		return nil, fmt.Errorf("%s cannot list its threads (no ThreadLister)", s.desc)
+	}
+	return func(yield func(string, error) bool) {
+		after := ""
+		for {
+			ids, next, err := tl.Threads(ctx, after, ckptstore.MaxPageLimit)
+			if err != nil {
+				yield("", err)
+				return
+			}
+			for _, id := range ids {
+				if !yield(id, nil) {
+					return
+				}
+			}
+			if next == "" {
+				return
+			}
+			after = next
+		}
+	}, nil
+}
+
+// checkpointSeq yields the checkpoints of thread in List order (or its
+// reverse), a page of pageSize at a time through ListPage; a store without
+// Pager is read with one List.
+func checkpointSeq(ctx context.Context, s ckptstore.Store, thread string, pageSize int, reverse bool) iter.Seq2[*ckptstore.Checkpoint, error] {
+	return func(yield func(*ckptstore.Checkpoint, error) bool) {
+		p, ok := s.(ckptstore.Pager)
+		if !ok {
+			cps, err := s.List(ctx, thread)
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			if reverse {
+				for i, j := 0, len(cps)-1; i < j; i, j = i+1, j-1 {
+					cps[i], cps[j] = cps[j], cps[i]
+				}
+			}
+			for _, cp := range cps {
+				if !yield(cp, nil) {
+					return
+				}
+			}
+			return
+		}
+		opt := ckptstore.ListOptions{Limit: pageSize, Reverse: reverse}
+		for {
+			cps, next, err := p.ListPage(ctx, thread, opt)
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			for _, cp := range cps {
+				if !yield(cp, nil) {
+					return
+				}
+			}
+			if next == "" {
+				return
+			}
+			opt.After = next
+		}
+	}
+}
+
+func runThreads(ctx context.Context, e *env, args []string) error {
+	f := newFlags(e, "threads")
+	url := f.String("store", "", "the store URL")
+	if _, err := f.parse(args, 0); err != nil {
+		return err
+	}
+	s, err := openFlag(ctx, e, "store", *url)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	seq, err := threadSeq(ctx, s)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(e.stdout)
+	defer w.Flush()
+	for id, err := range seq {
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(w, id)
+	}
+	return nil
+}
+
+func runList(ctx context.Context, e *env, args []string) error {
+	f := newFlags(e, "list")
+	url := f.String("store", "", "the store URL")
+	asJSON := f.Bool("json", false, "print each checkpoint as one line of JSON (the @tanstack/ai-sandbox shape)")
+	reverse := f.Bool("reverse", false, "newest first")
+	page := f.Int("page", ckptstore.DefaultPageLimit, "checkpoints read per ListPage call (1.."+strconv.Itoa(ckptstore.MaxPageLimit)+")")
+	pos, err := f.parse(args, 1)
+	if err != nil {
+		return err
+	}
+	if _, err := ckptstore.PageLimit(*page); err != nil || *page == 0 {
+		return usageErr("--page must be in 1..%d, got %d", ckptstore.MaxPageLimit, *page)
+	}
+	s, err := openFlag(ctx, e, "store", *url)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	w := bufio.NewWriter(e.stdout)
+	defer w.Flush()
+	if !*asJSON {
+		fmt.Fprintln(w, "ID\tCREATED_AT\tREASON\tPARENT\tFILES\tARTIFACTS\tLABEL")
+	}
+	for cp, err := range checkpointSeq(ctx, s, pos[0], *page, *reverse) {
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			b, err := cp.MarshalJSON()
+			if err != nil {
+				return err
+			}
+			w.Write(b)
+			w.WriteByte('\n')
+			continue
+		}
+		parent := cp.ParentCheckpointID
+		if parent == "" {
+			parent = "-"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%d\t%s\n", cp.ID, strconv.FormatFloat(cp.CreatedAt, 'f', -1, 64),
+			cp.Reason, parent, len(cp.Files), len(cp.Artifacts), cp.Label)
+	}
+	return nil
+}
+
+func runGet(ctx context.Context, e *env, args []string) error {
+	f := newFlags(e, "get")
+	url := f.String("store", "", "the store URL")
+	pos, err := f.parse(args, 1)
+	if err != nil {
+		return err
+	}
+	s, err := openFlag(ctx, e, "store", *url)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	cp, err := s.Get(ctx, pos[0])
+	if err != nil {
+		return err
+	}
+	if cp == nil {
+		return fmt.Errorf("no checkpoint %q", pos[0])
+	}
+	b, err := cp.MarshalJSON()
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(e.stdout, "%s\n", b)
+	return err
+}
+
+func runHead(ctx context.Context, e *env, args []string) error {
+	f := newFlags(e, "head")
+	url := f.String("store", "", "the store URL")
+	pos, err := f.parse(args, 1)
+	if err != nil {
+		return err
+	}
+	s, err := openFlag(ctx, e, "store", *url)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	head, err := s.Head(ctx, pos[0])
+	if err != nil || head == "" {
+		return err
+	}
+	_, err = fmt.Fprintln(e.stdout, head)
+	return err
+}
+
+func runRefs(ctx context.Context, e *env, args []string) error {
+	f := newFlags(e, "refs")
+	url := f.String("store", "", "the store URL")
+	if _, err := f.parse(args, 0); err != nil {
+		return err
+	}
+	s, err := openFlag(ctx, e, "store", *url)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	refs, err := s.BlobReferences(ctx)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(e.stdout)
+	defer w.Flush()
+	for _, r := range refs {
+		fmt.Fprintf(w, "%s\t%d\n", r.Key, r.References)
+	}
+	return nil
+}
+
+// runCheck calls the store's Check(ctx) when it has one. The checkers of
+// fdbstore and redisstore are written alongside this command, so the call
+// goes through reflection and accepts the shapes a checker can reasonably
+// have: Check(ctx) error, or Check(ctx) (problems, error) where problems is
+// a slice (one problem per element) or any other value printed as is.
+func runCheck(ctx context.Context, e *env, args []string) error {
+	f := newFlags(e, "check")
+	url := f.String("store", "", "the store URL")
+	if _, err := f.parse(args, 0); err != nil {
+		return err
+	}
+	s, err := openFlag(ctx, e, "store", *url)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	problems, err := callCheck(ctx, s.Store)
+	if err != nil {
+		return fmt.Errorf("%s: %w", s.desc, err)
+	}
+	for _, p := range problems {
+		fmt.Fprintln(e.stdout, p)
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("%s: %d broken invariants", s.desc, len(problems))
+	}
+	fmt.Fprintf(e.stdout, "%s: no broken invariant\n", s.desc)
+	return nil
+}
+
+var (
+	contextType = reflect.TypeFor[context.Context]()
+	errorType   = reflect.TypeFor[error]()
+)
+
+// errNoChecker is callCheck's answer for a store without a checker.
+var errNoChecker = fmt.Errorf("this store has no checker")
+
+// callCheck runs st.Check(ctx) and returns the problems it reported, one
+// string each.
+func callCheck(ctx context.Context, st ckptstore.Store) ([]string, error) {
+	m := reflect.ValueOf(st).MethodByName("Check")
+	if !m.IsValid() {
+		return nil, errNoChecker
+	}
+	t := m.Type()
+	if t.NumIn() != 1 || !contextType.AssignableTo(t.In(0)) || t.NumOut() < 1 || t.NumOut() > 2 || t.Out(t.NumOut()-1) != errorType {
+		return nil, fmt.Errorf("%w (its Check method is %v)", errNoChecker, t)
+	}
+	out := m.Call([]reflect.Value{reflect.ValueOf(ctx)})
+	var problems []string
+	if len(out) == 2 {
+		v := out[0]
+		switch {
+		case v.Kind() == reflect.Slice:
+			for i := range v.Len() {
+				problems = append(problems, fmt.Sprint(v.Index(i).Interface()))
+			}
+		case !v.IsZero():
+			problems = append(problems, fmt.Sprintf("%+v", v.Interface()))
+		}
+	}
+	if errV := out[len(out)-1]; !errV.IsNil() {
+		err := errV.Interface().(error)
+		if len(out) == 1 {
+			// A checker that returns only an error reports its findings
+			// there: one per line of a joined error.
+			if u, ok := err.(interface{ Unwrap() []error }); ok {
+				for _, e := range u.Unwrap() {
+					problems = append(problems, e.Error())
+				}
+				return problems, nil
+			}
+		}
+		return problems, err
+	}
+	return problems, nil
+}

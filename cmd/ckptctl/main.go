@@ -1,0 +1,292 @@
+// Command ckptctl is the operator's tool for a ckptstore store: it lists
+// threads and checkpoints, deletes and prunes threads, sweeps blobs,
+// exports a store to JSON Lines, imports such a stream, copies one store
+// into another (a migration from Redis to FoundationDB, say) and runs a
+// store's consistency checker. docs/ckptctl.md is the manual.
+//
+// Invariants:
+//
+//   - Every write takes the thread's writer lease first and releases it on
+//     the way out, also when the command is interrupted (the release runs
+//     on a context that outlives the cancelled one), so an interrupted
+//     import or copy can be rerun at once.
+//   - import and copy write only through Importer, which is idempotent by
+//     content: a rerun after any interruption sends the missing
+//     checkpoints again and nothing is stored twice. A destination thread
+//     is first compared with the source, and one that differs (a
+//     checkpoint the source does not hold or holds otherwise, another
+//     non-empty head, another transcript) is refused before anything is
+//     written to it.
+//   - Checkpoint bytes go through Checkpoint.MarshalJSON and UnmarshalJSON
+//     only (never a re-encoding), so conversations and transcripts keep
+//     their bytes; the stream reader reads JSON values, not lines, so a
+//     conversation stored with raw newlines in its whitespace survives.
+//
+// Exit codes: 0 success; 1 the store failed, was unreachable, refused the
+// write, or a comparison found a difference; 2 bad input (command line,
+// ids, a malformed import stream).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/blobs"
+	"github.com/ckptstore/ckptstore/storeurl"
+)
+
+// quietRedis drops go-redis's own log lines: ckptctl reports each failure
+// once, with its command.
+type quietRedis struct{}
+
+func (quietRedis) Printf(context.Context, string, ...any) {}
+
+func main() {
+	redis.SetLogger(quietRedis{})
+	// An interrupt cancels the context: the command in flight stops after
+	// its current store call and releases its lease.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], defaultEnv(os.Stdin, os.Stdout, os.Stderr))
+	stop()
+	os.Exit(code)
+}
+
+// env is what a command runs against: its streams, how it opens stores
+// and buckets, and the knobs tests turn.
+type env struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	// open opens the store a --store, --from or --to URL names.
+	open func(ctx context.Context, url string) (*store, error)
+	// openBucket opens a --bucket URL.
+	openBucket func(ctx context.Context, url string) (blobs.Bucket, error)
+	// poll is how long --wait sleeps between two lease attempts.
+	poll time.Duration
+	// afterBatch, when set, runs after every committed import batch; an
+	// error it returns stops the import as a store error would. Tests use
+	// it to interrupt a copy at a chosen point.
+	afterBatch func() error
+	// now is the clock of progress lines and throughput figures.
+	now func() time.Time
+}
+
+func defaultEnv(stdin io.Reader, stdout, stderr io.Writer) *env {
+	return &env{
+		stdin: stdin, stdout: stdout, stderr: stderr,
+		open:       openStore,
+		openBucket: blobs.Open,
+		poll:       250 * time.Millisecond,
+		now:        time.Now,
+	}
+}
+
+// store is an open store and how to close it.
+type store struct {
+	ckptstore.Store
+	// desc names the store in messages, without credentials.
+	desc  string
+	close func() error
+}
+
+// openStore opens a store through storeurl, the opener loadgen and
+// ckptserver share.
+func openStore(ctx context.Context, url string) (*store, error) {
+	o, err := storeurl.Open(ctx, url, storeurl.Options{})
+	if err != nil {
+		if errors.Is(err, storeurl.ErrBadURL) {
+			return nil, usageErr("%v", err)
+		}
+		return nil, err
+	}
+	return &store{Store: o.Store, desc: o.Desc, close: o.Close}, nil
+}
+
+// usageError is input that cannot run (a bad flag, a malformed stream);
+// run exits 2 for it.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usageErr(format string, args ...any) error {
+	return &usageError{fmt.Sprintf(format, args...)}
+}
+
+// command is one subcommand.
+type command struct {
+	name, args, summary string
+	run                 func(ctx context.Context, e *env, args []string) error
+}
+
+var commands []command
+
+func init() {
+	// Filled in init, because the usage text of each command reads the
+	// table.
+	commands = []command{
+		{"threads", "--store URL", "list the store's thread ids, in byte order", runThreads},
+		{"list", "--store URL [--json] [--reverse] [--page N] THREAD", "list a thread's checkpoints, page by page", runList},
+		{"get", "--store URL ID", "print one checkpoint as JSON", runGet},
+		{"head", "--store URL THREAD", "print a thread's head id (nothing when it has none)", runHead},
+		{"refs", "--store URL", "print every blob key with its reference count", runRefs},
+		{"delete-thread", "--store URL [--wait] THREAD", "delete a whole thread under its writer lease", runDeleteThread},
+		{"prune", "--store URL --keep N [--wait] THREAD", "keep the head and the N-1 checkpoints before it", runPrune},
+		{"sweep", "--store URL --bucket URL --older-than D [--dry-run]", "delete the blobs no checkpoint uses", runSweep},
+		{"export", "--store URL [--out FILE] [--thread T]…", "write the store (or some threads) as JSON Lines", runExport},
+		{"import", "--store URL [--in FILE] [--wait]", "read an export stream into the store", runImport},
+		{"copy", "--from URL --to URL [--verify] [--wait]", "copy every thread of one store into another", runCopy},
+		{"check", "--store URL", "run the store's consistency checker", runCheck},
+	}
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintf(w, "ckptctl operates a ckptstore store.\n\nUsage: ckptctl COMMAND [flags] [args]\n\nCommands:\n")
+	for _, c := range commands {
+		fmt.Fprintf(w, "  %-14s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintf(w, "\nStores (--store, --from, --to): %s\nRun 'ckptctl COMMAND -h' for a command's flags; docs/ckptctl.md is the manual.\n", storeurl.Forms)
+}
+
+// run is the whole command; it returns the exit code.
+func run(ctx context.Context, args []string, e *env) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(e.stderr)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	i := slices.IndexFunc(commands, func(c command) bool { return c.name == args[0] })
+	if i < 0 {
+		fmt.Fprintf(e.stderr, "ckptctl: unknown command %q\n\n", args[0])
+		usage(e.stderr)
+		return 2
+	}
+	c := commands[i]
+	err := c.run(ctx, e, args[1:])
+	if err == nil || errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	code := exitCode(err)
+	msg := err.Error()
+	if wire := ckptstore.Code(err); wire != "" && !strings.Contains(msg, wire) {
+		msg += " (" + wire + ")"
+	}
+	if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+		msg += " (interrupted; rerun the command to resume)"
+	}
+	fmt.Fprintf(e.stderr, "ckptctl %s: %s\n", c.name, msg)
+	if code == 2 {
+		if _, ok := errors.AsType[*usageError](err); ok {
+			fmt.Fprintf(e.stderr, "Usage: ckptctl %s %s\n", c.name, c.args)
+		}
+	}
+	return code
+}
+
+// exitCode is 2 for bad input, 1 for everything else.
+func exitCode(err error) int {
+	if _, ok := errors.AsType[*usageError](err); ok {
+		return 2
+	}
+	for _, bad := range []error{ckptstore.ErrInvalidID, ckptstore.ErrInvalidEntry, ckptstore.ErrInvalidOptions, blobs.ErrInvalidURL} {
+		if errors.Is(err, bad) {
+			return 2
+		}
+	}
+	return 1
+}
+
+// flags is a command's flag set with the flags every command shares.
+type flags struct {
+	*flag.FlagSet
+	cmd string
+}
+
+func newFlags(e *env, name string) *flags {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	f := &flags{FlagSet: fs, cmd: name}
+	fs.Usage = func() {
+		i := slices.IndexFunc(commands, func(c command) bool { return c.name == name })
+		fmt.Fprintf(e.stderr, "Usage: ckptctl %s %s\n\n%s.\n\nFlags:\n", name, commands[i].args, commands[i].summary)
+		fs.PrintDefaults()
+	}
+	return f
+}
+
+// parse parses args, flags and positional arguments in any order ("--"
+// ends the flags), and checks that exactly nargs positional arguments
+// came. It returns them.
+func (f *flags) parse(args []string, nargs int) ([]string, error) {
+	flagArgs, tail := args, []string(nil)
+	if i := slices.Index(args, "--"); i >= 0 {
+		flagArgs, tail = args[:i], args[i+1:]
+	}
+	pos, err := f.parseInterspersed(flagArgs)
+	if err != nil {
+		return nil, err
+	}
+	pos = append(pos, tail...)
+	if len(pos) != nargs {
+		switch {
+		case nargs == 0:
+			return nil, usageErr("unexpected argument %q", pos[0])
+		case len(pos) < nargs:
+			return nil, usageErr("missing argument")
+		default:
+			return nil, usageErr("unexpected argument %q", pos[nargs])
+		}
+	}
+	return pos, nil
+}
+
+func (f *flags) parseInterspersed(args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := f.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, &usageError{err.Error()}
+		}
+		args = f.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
+// openFlag opens the store of a required URL flag.
+func openFlag(ctx context.Context, e *env, name, url string) (*store, error) {
+	if url == "" {
+		return nil, usageErr("--%s is required (%s)", name, storeurl.Forms)
+	}
+	s, err := e.open(ctx, url)
+	if err != nil {
+		if _, ok := errors.AsType[*usageError](err); ok {
+			return nil, usageErr("--%s: %v", name, err)
+		}
+		return nil, fmt.Errorf("--%s: %w", name, err)
+	}
+	return s, nil
+}
+
+func (s *store) Close() {
+	if s.close != nil {
+		_ = s.close()
+	}
+}

@@ -1,0 +1,787 @@
+package main
+
+// export, import and copy. A migration reads threads from a source (a
+// store, or an export stream) and writes each into the destination with
+// importThread: under the destination thread's lease, after comparing
+// what the destination already holds, in batches through Importer.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/ckptstore/ckptstore"
+)
+
+// Batch limits. FoundationDB refuses a transaction above 10 MB and
+// degrades well before; fdbstore keeps its own writes under 9 MB. A batch
+// of 1 MiB of checkpoint JSON (plus its blob count keys, which the size
+// estimate counts) stays far below that on every store.
+const (
+	defaultBatchCount = 256
+	defaultBatchBytes = 1 << 20
+	maxBatchCount     = 10_000
+	maxBatchBytes     = 4 << 20
+)
+
+// blobKeyCost is what one distinct blob key of a checkpoint adds to a
+// batch beyond the checkpoint's JSON: its count key and value.
+const blobKeyCost = 32
+
+// sized is a checkpoint with the bytes it adds to a batch.
+type sized struct {
+	cp   *ckptstore.Checkpoint
+	size int
+}
+
+// srcThread is one thread of a migration source.
+type srcThread struct {
+	id   string
+	head string // "" = none
+	// transcript is nil when the thread has none to copy.
+	transcript json.RawMessage
+	// cps yields the thread's checkpoints. A store source yields them in
+	// List order and can be read again (reiterable); a stream yields them
+	// in stream order, once.
+	cps        func() iter.Seq2[sized, error]
+	reiterable bool
+}
+
+// batchCost is the bytes cp adds to a batch, given its JSON length.
+func batchCost(cp *ckptstore.Checkpoint, jsonLen int) int {
+	n := jsonLen
+	for _, k := range cp.BlobKeys() {
+		n += len(k) + blobKeyCost
+	}
+	return n
+}
+
+// jsonLenEstimate is about the length of cp's JSON, without encoding it.
+func jsonLenEstimate(cp *ckptstore.Checkpoint) int {
+	n := 200 + len(cp.ID) + len(cp.ThreadID) + len(cp.ParentCheckpointID) + len(cp.Label) + len(cp.SourceRunID) + len(cp.Conversation)
+	for _, f := range cp.Files {
+		n += 60 + len(f.Path) + len(f.BlobKey)
+	}
+	for _, a := range cp.Artifacts {
+		n += 120 + len(a.ArtifactID) + len(a.Name) + len(a.MimeType) + len(a.BlobKey)
+	}
+	return n
+}
+
+// storeThread reads the header of thread id from s: its head and its
+// transcript. LoadThread cannot tell "[]" saved from no transcript; the
+// two differ only for a thread without head and checkpoints (which
+// Threads lists only because it has a transcript), so "[]" is kept
+// exactly there and dropped elsewhere, where a destination without it
+// behaves the same.
+func storeThread(ctx context.Context, s ckptstore.Store, id string) (*srcThread, error) {
+	head, err := s.Head(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	th := &srcThread{id: id, head: head, reiterable: true}
+	if tr, ok := s.(ckptstore.Transcripts); ok {
+		t, err := tr.LoadThread(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if !bytes.Equal(t, []byte("[]")) {
+			th.transcript = t
+		} else if head == "" {
+			empty := true
+			for _, err := range checkpointSeq(ctx, s, id, 1, false) {
+				if err != nil {
+					return nil, err
+				}
+				empty = false
+				break
+			}
+			if empty {
+				th.transcript = t
+			}
+		}
+	}
+	th.cps = func() iter.Seq2[sized, error] {
+		return func(yield func(sized, error) bool) {
+			for cp, err := range checkpointSeq(ctx, s, id, ckptstore.MaxPageLimit, false) {
+				if err != nil {
+					yield(sized{}, err)
+					return
+				}
+				if !yield(sized{cp, batchCost(cp, jsonLenEstimate(cp))}, nil) {
+					return
+				}
+			}
+		}
+	}
+	return th, nil
+}
+
+// options of a migration.
+type migrateOptions struct {
+	batchCount, batchBytes int
+	wait                   bool
+	progressEvery          time.Duration
+	verb                   string // "import" or "copy", for messages
+}
+
+func (o *migrateOptions) register(f *flags, verb string) {
+	o.verb = verb
+	f.IntVar(&o.batchCount, "batch", defaultBatchCount, "most checkpoints per import batch (one atomic write)")
+	f.IntVar(&o.batchBytes, "batch-bytes", defaultBatchBytes, "most bytes per import batch (checkpoint JSON plus blob count keys; at most 4 MiB)")
+	f.BoolVar(&o.wait, "wait", false, "wait while another writer holds a destination thread's lease, instead of skipping the thread")
+	f.DurationVar(&o.progressEvery, "progress", 2*time.Second, "interval of the progress lines on stderr (0 = none)")
+}
+
+func (o *migrateOptions) validate() error {
+	switch {
+	case o.batchCount < 1 || o.batchCount > maxBatchCount:
+		return usageErr("--batch must be in 1..%d, got %d", maxBatchCount, o.batchCount)
+	case o.batchBytes < 1024 || o.batchBytes > maxBatchBytes:
+		return usageErr("--batch-bytes must be in 1024..%d, got %d", maxBatchBytes, o.batchBytes)
+	case o.progressEvery < 0:
+		return usageErr("--progress must not be negative")
+	}
+	return nil
+}
+
+// migrator writes source threads into dst and keeps the counts.
+type migrator struct {
+	e    *env
+	opts migrateOptions
+	dst  *store
+	imp  ckptstore.Importer
+
+	start, lastProgress time.Time
+	threads             int // threads handled (written, complete or failed)
+	complete            int // threads that needed nothing
+	written             int // checkpoints newly written
+	present             int // checkpoints the destination already held
+	batches             int
+	failed              []error // refused or skipped threads
+}
+
+func newMigrator(e *env, dst *store, opts migrateOptions) (*migrator, error) {
+	imp, ok := dst.Store.(ckptstore.Importer)
+	if !ok {
+		return nil, fmt.Errorf("%s cannot import (no Importer)", dst.desc)
+	}
+	now := e.now()
+	return &migrator{e: e, opts: opts, dst: dst, imp: imp, start: now, lastProgress: now}, nil
+}
+
+// threadFailure is a thread the migration did not write: refused because
+// the destination differs, or held by another writer.
+type threadFailure struct {
+	thread, reason string
+	err            error
+}
+
+func (f *threadFailure) Error() string {
+	return fmt.Sprintf("thread %q: %s", f.thread, f.reason)
+}
+
+func (f *threadFailure) Unwrap() error { return f.err }
+
+func refuse(thread, format string, args ...any) error {
+	return &threadFailure{thread: thread, reason: "refused: " + fmt.Sprintf(format, args...)}
+}
+
+// thread migrates one thread. A *threadFailure is recorded and the
+// migration goes on; any other error stops it.
+func (m *migrator) thread(ctx context.Context, th *srcThread) error {
+	err := m.importThread(ctx, th)
+	m.threads++
+	if f, ok := errors.AsType[*threadFailure](err); ok {
+		m.failed = append(m.failed, f)
+		fmt.Fprintf(m.e.stderr, "ckptctl %s: %v\n", m.opts.verb, f)
+		err = nil
+	}
+	m.progress(th.id)
+	return err
+}
+
+func (m *migrator) importThread(ctx context.Context, th *srcThread) error {
+	l, err := acquire(ctx, m.e, m.dst, th.id, m.opts.wait, waitNote(m.e, th.id))
+	if errors.Is(err, ckptstore.ErrWriterConflict) {
+		return &threadFailure{thread: th.id, reason: "skipped: another writer holds its lease (rerun, with --wait to wait for it)", err: err}
+	}
+	if err != nil {
+		return err
+	}
+	defer release(ctx, l)
+	k := newKeeper(l, m.e.now)
+
+	// What the destination holds decides what is left to write, or that
+	// the thread must be refused.
+	dstHead, err := m.dst.Head(ctx, th.id)
+	if err != nil {
+		return err
+	}
+	if dstHead != "" && dstHead != th.head {
+		return refuse(th.id, "the destination's head is %q, the source's %q", dstHead, th.head)
+	}
+	dstTranscript := ckptstore.EmptyTranscript()
+	if tr, ok := m.dst.Store.(ckptstore.Transcripts); ok {
+		if dstTranscript, err = tr.LoadThread(ctx, th.id); err != nil {
+			return err
+		}
+	} else if th.transcript != nil {
+		return fmt.Errorf("thread %q has a transcript, but %s keeps none", th.id, m.dst.desc)
+	}
+	srcTranscript := th.transcript
+	if srcTranscript == nil {
+		srcTranscript = ckptstore.EmptyTranscript()
+	}
+	if !bytes.Equal(dstTranscript, []byte("[]")) && !bytes.Equal(dstTranscript, srcTranscript) {
+		return refuse(th.id, "the destination's transcript differs from the source's")
+	}
+	dstEmpty := true
+	for _, err := range checkpointSeq(ctx, m.dst, th.id, 1, false) {
+		if err != nil {
+			return err
+		}
+		dstEmpty = false
+		break
+	}
+	src := th.cps()
+	present := map[string]bool{}
+	if !dstEmpty {
+		if !th.reiterable {
+			// A stream is read once: keep the thread to read it twice,
+			// in List order as the comparison needs.
+			var all []sized
+			for sc, err := range src {
+				if err != nil {
+					return err
+				}
+				all = append(all, sc)
+			}
+			slices.SortFunc(all, func(a, b sized) int { return ckptstore.ComparePosition(a.cp, ckptstore.PositionOf(b.cp)) })
+			src = func(yield func(sized, error) bool) {
+				for _, sc := range all {
+					if !yield(sc, nil) {
+						return
+					}
+				}
+			}
+		}
+		if present, err = m.compare(ctx, th.id, src); err != nil {
+			return err
+		}
+	}
+
+	var (
+		batch []*ckptstore.Checkpoint
+		size  int
+	)
+	flush := func(final bool) error {
+		b := ckptstore.ImportBatch{ThreadID: th.id, Checkpoints: batch, Writer: l.Writer}
+		if final {
+			b.SetHead, b.Head = th.head != "", th.head
+			b.Transcript = th.transcript
+		}
+		if err := k.maybeRenew(ctx); err != nil {
+			return err
+		}
+		n, err := m.imp.Import(ctx, b)
+		if errors.Is(err, ckptstore.ErrDuplicateID) || errors.Is(err, ckptstore.ErrConflict) {
+			return &threadFailure{thread: th.id, reason: "refused by the destination: " + err.Error(), err: err}
+		}
+		if err != nil {
+			return err
+		}
+		m.batches++
+		m.written += n
+		m.present += len(batch) - n
+		batch, size = batch[:0], 0
+		m.progress(th.id)
+		if m.e.afterBatch != nil {
+			return m.e.afterBatch()
+		}
+		return nil
+	}
+	for sc, err := range src {
+		if err != nil {
+			return err
+		}
+		if sc.cp.ThreadID != th.id {
+			return usageErr("thread %q: checkpoint %q belongs to thread %q", th.id, sc.cp.ID, sc.cp.ThreadID)
+		}
+		if present[sc.cp.ID] {
+			m.present++
+			continue
+		}
+		if len(batch) > 0 && (len(batch) >= m.opts.batchCount || size+sc.size > m.opts.batchBytes) {
+			if err := flush(false); err != nil {
+				return err
+			}
+		}
+		batch = append(batch, sc.cp)
+		size += sc.size
+	}
+	needHead := th.head != "" && dstHead != th.head
+	needTranscript := th.transcript != nil && !bytes.Equal(dstTranscript, th.transcript)
+	if needTranscript && len(batch) > 0 && size+len(th.transcript) > m.opts.batchBytes {
+		if err := flush(false); err != nil {
+			return err
+		}
+	}
+	if len(batch) == 0 && !needHead && !needTranscript {
+		if len(present) > 0 || dstEmpty {
+			m.complete++
+		}
+		return nil
+	}
+	return flush(true)
+}
+
+// compare walks the destination's checkpoints of thread against the
+// source's, both in List order, and returns the ids the destination
+// already holds. A destination checkpoint that the source does not hold,
+// or holds with other content, refuses the thread.
+func (m *migrator) compare(ctx context.Context, thread string, src iter.Seq2[sized, error]) (map[string]bool, error) {
+	next, stop := iter.Pull2(src)
+	defer stop()
+	cur, curErr, ok := next()
+	present := map[string]bool{}
+	for d, err := range checkpointSeq(ctx, m.dst, thread, ckptstore.MaxPageLimit, false) {
+		if err != nil {
+			return nil, err
+		}
+		pos := ckptstore.PositionOf(d)
+		for ok && curErr == nil && ckptstore.ComparePosition(cur.cp, pos) < 0 {
+			cur, curErr, ok = next()
+		}
+		if curErr != nil {
+			return nil, curErr
+		}
+		if !ok || ckptstore.ComparePosition(cur.cp, pos) != 0 {
+			return nil, refuse(thread, "the destination holds checkpoint %q, which the source does not", d.ID)
+		}
+		if !ckptstore.EqualCheckpoints(cur.cp, d) {
+			return nil, refuse(thread, "the destination's checkpoint %q differs from the source's", d.ID)
+		}
+		present[d.ID] = true
+	}
+	return present, nil
+}
+
+// progress prints a progress line when the interval has passed.
+func (m *migrator) progress(thread string) {
+	if m.opts.progressEvery <= 0 {
+		return
+	}
+	now := m.e.now()
+	if now.Sub(m.lastProgress) < m.opts.progressEvery {
+		return
+	}
+	m.lastProgress = now
+	fmt.Fprintf(m.e.stderr, "%s: %d threads, %d checkpoints written, %d already present, %.0f checkpoints/s; at thread %q\n",
+		m.opts.verb, m.threads, m.written, m.present, rate(m.written+m.present, now.Sub(m.start)), thread)
+}
+
+func rate(n int, d time.Duration) float64 {
+	if d <= 0 {
+		return 0
+	}
+	return float64(n) / d.Seconds()
+}
+
+// summary prints what the migration did, and returns an error when a
+// thread failed.
+func (m *migrator) summary(w io.Writer) error {
+	d := m.e.now().Sub(m.start)
+	fmt.Fprintf(w, "%s: %d threads (%d already complete), %d checkpoints written, %d already present, %d batches, %v, %.0f checkpoints/s\n",
+		m.opts.verb, m.threads, m.complete, m.written, m.present, m.batches, d.Round(time.Millisecond), rate(m.written+m.present, d))
+	if len(m.failed) > 0 {
+		return fmt.Errorf("%d threads not written (listed above): %w", len(m.failed), errors.Join(m.failed...))
+	}
+	return nil
+}
+
+// ---- export ----
+
+func runExport(ctx context.Context, e *env, args []string) error {
+	f := newFlags(e, "export")
+	url := f.String("store", "", "the store URL")
+	out := f.String("out", "-", "the file to write (- = stdout)")
+	var only []string
+	f.Func("thread", "export only this thread (repeatable; default: every thread)", func(s string) error {
+		only = append(only, s)
+		return nil
+	})
+	if _, err := f.parse(args, 0); err != nil {
+		return err
+	}
+	for _, id := range only {
+		if err := ckptstore.ValidateID("thread id", id); err != nil {
+			return err
+		}
+	}
+	s, err := openFlag(ctx, e, "store", *url)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	var ids iter.Seq2[string, error]
+	if len(only) > 0 {
+		ids = func(yield func(string, error) bool) {
+			for _, id := range only {
+				if !yield(id, nil) {
+					return
+				}
+			}
+		}
+	} else if ids, err = threadSeq(ctx, s); err != nil {
+		return err
+	}
+	w := e.stdout
+	if *out != "-" {
+		file, err := os.Create(*out)
+		if err != nil {
+			return usageErr("--out: %v", err)
+		}
+		defer file.Close()
+		w = file
+	}
+	bw := bufio.NewWriterSize(w, 1<<20)
+	threads, cps := 0, 0
+	start, last := e.now(), e.now()
+	for id, err := range ids {
+		if err != nil {
+			return err
+		}
+		th, err := storeThread(ctx, s, id)
+		if err != nil {
+			return err
+		}
+		writeHeader(bw, th)
+		for sc, err := range th.cps() {
+			if err != nil {
+				return err
+			}
+			b, err := sc.cp.MarshalJSON()
+			if err != nil {
+				return err
+			}
+			bw.Write(b)
+			bw.WriteByte('\n')
+			cps++
+		}
+		threads++
+		if now := e.now(); now.Sub(last) >= 2*time.Second {
+			last = now
+			fmt.Fprintf(e.stderr, "export: %d threads, %d checkpoints\n", threads, cps)
+		}
+	}
+	if err := bw.Flush(); err != nil {
+		return err
+	}
+	if file, ok := w.(*os.File); ok && *out != "-" {
+		if err := file.Close(); err != nil {
+			return err
+		}
+	}
+	d := e.now().Sub(start)
+	fmt.Fprintf(e.stderr, "export: %d threads, %d checkpoints, %v, %.0f checkpoints/s\n", threads, cps, d.Round(time.Millisecond), rate(cps, d))
+	return nil
+}
+
+// writeHeader writes the header line of th:
+// {"thread":ID,"head":ID|null,"transcript":[…]|null}. The transcript goes
+// out as its stored bytes.
+func writeHeader(w *bufio.Writer, th *srcThread) {
+	w.WriteString(`{"thread":`)
+	w.WriteString(jsonString(th.id))
+	w.WriteString(`,"head":`)
+	if th.head == "" {
+		w.WriteString("null")
+	} else {
+		w.WriteString(jsonString(th.head))
+	}
+	w.WriteString(`,"transcript":`)
+	if th.transcript == nil {
+		w.WriteString("null")
+	} else {
+		w.Write(th.transcript)
+	}
+	w.WriteString("}\n")
+}
+
+// jsonString quotes a valid UTF-8 string for JSON, without HTML escapes.
+func jsonString(s string) string {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s) // a string always encodes
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// ---- the stream reader ----
+
+// streamReader reads an export stream: a sequence of JSON values (one per
+// line as export writes them, but any whitespace between them is fine),
+// each a thread header — an object whose first member is "thread" — or a
+// checkpoint of the last header's thread.
+type streamReader struct {
+	dec  *jsontext.Decoder
+	n    int // values read
+	peek jsontext.Value
+	seen map[string]bool
+	// cur is the thread whose checkpoints are being read.
+	cur string
+}
+
+func newStreamReader(r io.Reader) *streamReader {
+	return &streamReader{
+		// The options accept what a stored conversation may hold, as
+		// ckptstore's own validation does.
+		dec:  jsontext.NewDecoder(r, jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true)),
+		seen: map[string]bool{},
+	}
+}
+
+// value returns the next value (a copy), or nil at the end.
+func (r *streamReader) value() (jsontext.Value, error) {
+	if r.peek != nil {
+		v := r.peek
+		r.peek = nil
+		return v, nil
+	}
+	v, err := r.dec.ReadValue()
+	if err == io.EOF {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, usageErr("input value %d: %v", r.n+1, err)
+	}
+	r.n++
+	return bytes.Clone(v), nil
+}
+
+// isHeader reports whether v is an object whose first member is "thread".
+func isHeader(v jsontext.Value) bool {
+	b := bytes.TrimLeft(v, " \t\r\n")
+	if len(b) == 0 || b[0] != '{' {
+		return false
+	}
+	b = bytes.TrimLeft(b[1:], " \t\r\n")
+	if !bytes.HasPrefix(b, []byte(`"thread"`)) {
+		return false
+	}
+	b = bytes.TrimLeft(b[len(`"thread"`):], " \t\r\n")
+	return len(b) > 0 && b[0] == ':'
+}
+
+// nextThread skips what is left of the current thread's checkpoints and
+// returns the next thread, or nil at the end of the stream.
+func (r *streamReader) nextThread() (*srcThread, error) {
+	for {
+		v, err := r.value()
+		if err != nil || v == nil {
+			return nil, err
+		}
+		if isHeader(v) {
+			return r.header(v)
+		}
+		if r.cur == "" {
+			return nil, usageErr("input value %d: a checkpoint before the first thread header", r.n)
+		}
+	}
+}
+
+func (r *streamReader) header(v jsontext.Value) (*srcThread, error) {
+	var h struct {
+		Thread     *string         `json:"thread"`
+		Head       *string         `json:"head"`
+		Transcript json.RawMessage `json:"transcript"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(v))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&h); err != nil {
+		return nil, usageErr("input value %d: a thread header must be {\"thread\": ID, \"head\": ID|null, \"transcript\": [...]|null}: %v", r.n, err)
+	}
+	if h.Thread == nil {
+		return nil, usageErr("input value %d: thread header without a thread id", r.n)
+	}
+	if err := ckptstore.ValidateID("thread id", *h.Thread); err != nil {
+		return nil, usageErr("input value %d: %v", r.n, err)
+	}
+	th := &srcThread{id: *h.Thread}
+	if r.seen[th.id] {
+		return nil, usageErr("input value %d: thread %q comes twice", r.n, th.id)
+	}
+	r.seen[th.id] = true
+	r.cur = th.id
+	if h.Head != nil {
+		if err := ckptstore.ValidateID("head id", *h.Head); err != nil {
+			return nil, usageErr("input value %d: %v", r.n, err)
+		}
+		th.head = *h.Head
+	}
+	if len(h.Transcript) > 0 && !bytes.Equal(h.Transcript, []byte("null")) {
+		if h.Transcript[0] != '[' {
+			return nil, usageErr("input value %d: thread %q: the transcript is not a JSON array", r.n, th.id)
+		}
+		th.transcript = h.Transcript
+	}
+	// The checkpoints follow the header, up to the next header.
+	th.cps = func() iter.Seq2[sized, error] {
+		return func(yield func(sized, error) bool) {
+			for {
+				if r.cur != th.id {
+					return
+				}
+				v, err := r.value()
+				if err != nil {
+					yield(sized{}, err)
+					return
+				}
+				if v == nil {
+					r.cur = ""
+					return
+				}
+				if isHeader(v) {
+					r.peek = v
+					r.cur = ""
+					return
+				}
+				cp := new(ckptstore.Checkpoint)
+				if err := cp.UnmarshalJSON(v); err != nil {
+					yield(sized{}, fmt.Errorf("input value %d: %w", r.n, err))
+					return
+				}
+				if cp.ThreadID != th.id {
+					yield(sized{}, usageErr("input value %d: checkpoint %q of thread %q under the header of thread %q", r.n, cp.ID, cp.ThreadID, th.id))
+					return
+				}
+				if !yield(sized{cp, batchCost(cp, len(v))}, nil) {
+					return
+				}
+			}
+		}
+	}
+	return th, nil
+}
+
+// ---- import ----
+
+func runImport(ctx context.Context, e *env, args []string) error {
+	f := newFlags(e, "import")
+	url := f.String("store", "", "the destination store URL")
+	in := f.String("in", "-", "the export stream to read (- = stdin)")
+	var opts migrateOptions
+	opts.register(f, "import")
+	if _, err := f.parse(args, 0); err != nil {
+		return err
+	}
+	if err := opts.validate(); err != nil {
+		return err
+	}
+	r := e.stdin
+	if *in != "-" {
+		file, err := os.Open(*in)
+		if err != nil {
+			return usageErr("--in: %v", err)
+		}
+		defer file.Close()
+		r = file
+	}
+	s, err := openFlag(ctx, e, "store", *url)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	m, err := newMigrator(e, s, opts)
+	if err != nil {
+		return err
+	}
+	sr := newStreamReader(bufio.NewReaderSize(r, 1<<20))
+	for {
+		th, err := sr.nextThread()
+		if err != nil {
+			return err
+		}
+		if th == nil {
+			break
+		}
+		if err := m.thread(ctx, th); err != nil {
+			return err
+		}
+	}
+	return m.summary(e.stdout)
+}
+
+// ---- copy ----
+
+func runCopy(ctx context.Context, e *env, args []string) error {
+	f := newFlags(e, "copy")
+	from := f.String("from", "", "the source store URL")
+	to := f.String("to", "", "the destination store URL")
+	verify := f.Bool("verify", false, "compare the two stores at the end: threads, heads, transcripts, every checkpoint, blob counts")
+	var opts migrateOptions
+	opts.register(f, "copy")
+	if _, err := f.parse(args, 0); err != nil {
+		return err
+	}
+	if err := opts.validate(); err != nil {
+		return err
+	}
+	if *from != "" && *from == *to {
+		return usageErr("--from and --to name the same store")
+	}
+	src, err := openFlag(ctx, e, "from", *from)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	dst, err := openFlag(ctx, e, "to", *to)
+	if err != nil {
+		return err
+	}
+	defer dst.Close()
+	if err := copyStores(ctx, e, src, dst, opts); err != nil {
+		return err
+	}
+	if *verify {
+		return verifyStores(ctx, e, src, dst)
+	}
+	return nil
+}
+
+// copyStores copies every thread of src into dst and prints the summary.
+func copyStores(ctx context.Context, e *env, src, dst *store, opts migrateOptions) error {
+	m, err := newMigrator(e, dst, opts)
+	if err != nil {
+		return err
+	}
+	ids, err := threadSeq(ctx, src)
+	if err != nil {
+		return err
+	}
+	for id, err := range ids {
+		if err != nil {
+			return fmt.Errorf("source: %w", err)
+		}
+		th, err := storeThread(ctx, src, id)
+		if err != nil {
+			return fmt.Errorf("source thread %q: %w", id, err)
+		}
+		if err := m.thread(ctx, th); err != nil {
+			return err
+		}
+	}
+	return m.summary(e.stdout)
+}

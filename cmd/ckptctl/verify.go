@@ -1,0 +1,202 @@
+package main
+
+// copy --verify: compare two stores in full.
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"iter"
+	"strings"
+
+	"github.com/ckptstore/ckptstore"
+)
+
+// maxReported is how many differences verify prints before it only counts.
+const maxReported = 20
+
+type verifier struct {
+	e     *env
+	diffs int
+}
+
+func (v *verifier) diff(format string, args ...any) {
+	v.diffs++
+	if v.diffs <= maxReported {
+		fmt.Fprintf(v.e.stderr, "verify: "+format+"\n", args...)
+	}
+}
+
+// verifyStores compares a (the source) and b (the destination): the same
+// threads, and for each the same head, transcript and checkpoints
+// (ckptstore.EqualCheckpoints, in List order), and the same blob
+// references. It prints each difference (the first maxReported) and fails
+// when there is any.
+func verifyStores(ctx context.Context, e *env, a, b *store) error {
+	v := &verifier{e: e}
+	ta, err := threadSeq(ctx, a)
+	if err != nil {
+		return err
+	}
+	tb, err := threadSeq(ctx, b)
+	if err != nil {
+		return err
+	}
+	threads, cps := 0, 0
+	err = mergeSeqs(ta, tb, strings.Compare, func(x, y *string) error {
+		switch {
+		case y == nil:
+			v.diff("thread %q is only in the source", *x)
+			return nil
+		case x == nil:
+			v.diff("thread %q is only in the destination", *y)
+			return nil
+		}
+		threads++
+		n, err := v.thread(ctx, a, b, *x)
+		cps += n
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	ra, err := a.BlobReferences(ctx)
+	if err != nil {
+		return err
+	}
+	rb, err := b.BlobReferences(ctx)
+	if err != nil {
+		return err
+	}
+	err = mergeSeqs(sliceSeq(ra), sliceSeq(rb), func(x, y ckptstore.BlobRef) int { return strings.Compare(x.Key, y.Key) },
+		func(x, y *ckptstore.BlobRef) error {
+			switch {
+			case y == nil:
+				v.diff("blob %s: %d references in the source, none in the destination", x.Key, x.References)
+			case x == nil:
+				v.diff("blob %s: none in the source, %d references in the destination", y.Key, y.References)
+			case x.References != y.References:
+				v.diff("blob %s: %d references in the source, %d in the destination", x.Key, x.References, y.References)
+			}
+			return nil
+		})
+	if err != nil {
+		return err
+	}
+	if v.diffs > 0 {
+		return fmt.Errorf("verify: %d differences between %s and %s", v.diffs, a.desc, b.desc)
+	}
+	fmt.Fprintf(e.stdout, "verify: equal: %d threads, %d checkpoints, %d blob keys\n", threads, cps, len(ra))
+	return nil
+}
+
+// thread compares one thread of both stores and returns how many
+// checkpoints the source holds.
+func (v *verifier) thread(ctx context.Context, a, b *store, id string) (int, error) {
+	ha, err := a.Head(ctx, id)
+	if err != nil {
+		return 0, err
+	}
+	hb, err := b.Head(ctx, id)
+	if err != nil {
+		return 0, err
+	}
+	if ha != hb {
+		v.diff("thread %q: head %q in the source, %q in the destination", id, ha, hb)
+	}
+	tra, err := transcript(ctx, a, id)
+	if err != nil {
+		return 0, err
+	}
+	trb, err := transcript(ctx, b, id)
+	if err != nil {
+		return 0, err
+	}
+	if !bytes.Equal(tra, trb) {
+		v.diff("thread %q: the transcripts differ (%d bytes in the source, %d in the destination)", id, len(tra), len(trb))
+	}
+	n := 0
+	byPos := func(x, y *ckptstore.Checkpoint) int { return ckptstore.ComparePosition(x, ckptstore.PositionOf(y)) }
+	err = mergeSeqs(checkpointSeq(ctx, a, id, ckptstore.MaxPageLimit, false), checkpointSeq(ctx, b, id, ckptstore.MaxPageLimit, false), byPos,
+		func(x, y **ckptstore.Checkpoint) error {
+			switch {
+			case y == nil:
+				n++
+				v.diff("thread %q: checkpoint %q is only in the source", id, (*x).ID)
+			case x == nil:
+				v.diff("thread %q: checkpoint %q is only in the destination", id, (*y).ID)
+			default:
+				n++
+				if !ckptstore.EqualCheckpoints(*x, *y) {
+					v.diff("thread %q: checkpoint %q differs", id, (*x).ID)
+				}
+			}
+			return nil
+		})
+	return n, err
+}
+
+// transcript is the thread's transcript, "[]" for a store without them.
+func transcript(ctx context.Context, s *store, id string) ([]byte, error) {
+	tr, ok := s.Store.(ckptstore.Transcripts)
+	if !ok {
+		return []byte("[]"), nil
+	}
+	return tr.LoadThread(ctx, id)
+}
+
+func sliceSeq[T any](s []T) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		for _, x := range s {
+			if !yield(x, nil) {
+				return
+			}
+		}
+	}
+}
+
+// mergeSeqs walks two sorted sequences side by side and calls f with the
+// elements at each position: both when they compare equal, else the
+// smaller one with nil for the other side.
+func mergeSeqs[T any](a, b iter.Seq2[T, error], compare func(T, T) int, f func(x, y *T) error) error {
+	na, stopA := iter.Pull2(a)
+	defer stopA()
+	nb, stopB := iter.Pull2(b)
+	defer stopB()
+	x, errA, okA := na()
+	y, errB, okB := nb()
+	for okA || okB {
+		if errA != nil {
+			return errA
+		}
+		if errB != nil {
+			return errB
+		}
+		var c int
+		switch {
+		case !okA:
+			c = 1
+		case !okB:
+			c = -1
+		default:
+			c = compare(x, y)
+		}
+		var err error
+		switch {
+		case c < 0:
+			err = f(&x, nil)
+			x, errA, okA = na()
+		case c > 0:
+			err = f(nil, &y)
+			y, errB, okB = nb()
+		default:
+			err = f(&x, &y)
+			x, errA, okA = na()
+			y, errB, okB = nb()
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,196 @@
+package main
+
+// The commands that change one thread or the bucket: delete-thread, prune,
+// sweep; and the lease handling every write shares.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/sweep"
+)
+
+// releaseTimeout bounds the release of a lease on the way out, which runs
+// also after the command's context was cancelled.
+const releaseTimeout = 5 * time.Second
+
+// acquire takes thread's writer lease. With wait, a lease held by someone
+// else (WRITER_CONFLICT) is retried every e.poll until it frees or ctx
+// ends; onWait is called once, before the first wait, so the operator
+// knows why nothing happens.
+func acquire(ctx context.Context, e *env, s ckptstore.Store, thread string, wait bool, onWait func()) (*ckptstore.Lease, error) {
+	for first := true; ; first = false {
+		l, err := s.AcquireWriter(ctx, thread)
+		if err == nil {
+			return l, nil
+		}
+		if !wait || !errors.Is(err, ckptstore.ErrWriterConflict) {
+			return nil, err
+		}
+		if first && onWait != nil {
+			onWait()
+		}
+		t := time.NewTimer(e.poll)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("waiting for the lease of thread %q: %w", thread, ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+// release ends l even when ctx was cancelled.
+func release(ctx context.Context, l *ckptstore.Lease) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	defer cancel()
+	l.Release(rctx)
+}
+
+// keeper renews a lease once RenewAfter has passed since it was taken or
+// last renewed, between the batches of a long import.
+type keeper struct {
+	l       *ckptstore.Lease
+	now     func() time.Time
+	renewed time.Time
+}
+
+func newKeeper(l *ckptstore.Lease, now func() time.Time) *keeper {
+	return &keeper{l: l, now: now, renewed: now()}
+}
+
+func (k *keeper) maybeRenew(ctx context.Context) error {
+	if k.now().Sub(k.renewed) < k.l.RenewAfter {
+		return nil
+	}
+	t := k.now()
+	if _, err := k.l.Renew(ctx); err != nil {
+		return err
+	}
+	k.renewed = t
+	return nil
+}
+
+func waitNote(e *env, thread string) func() {
+	return func() {
+		fmt.Fprintf(e.stderr, "ckptctl: thread %q is held by another writer; waiting for its lease (--wait)\n", thread)
+	}
+}
+
+func runDeleteThread(ctx context.Context, e *env, args []string) error {
+	f := newFlags(e, "delete-thread")
+	url := f.String("store", "", "the store URL")
+	wait := f.Bool("wait", false, "wait while another writer holds the thread's lease, instead of failing with WRITER_CONFLICT")
+	pos, err := f.parse(args, 1)
+	if err != nil {
+		return err
+	}
+	s, err := openFlag(ctx, e, "store", *url)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	td, ok := s.Store.(ckptstore.ThreadDeleter)
+	if !ok {
+		return fmt.Errorf("%s cannot delete threads (no ThreadDeleter)", s.desc)
+	}
+	thread := pos[0]
+	if err := ckptstore.ValidateID("thread id", thread); err != nil {
+		return err
+	}
+	l, err := acquire(ctx, e, s, thread, *wait, waitNote(e, thread))
+	if err != nil {
+		return err
+	}
+	defer release(ctx, l)
+	n, err := td.DeleteThread(ctx, thread, l.Writer)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(e.stdout, "deleted thread %s: %d checkpoints\n", thread, n)
+	return err
+}
+
+func runPrune(ctx context.Context, e *env, args []string) error {
+	f := newFlags(e, "prune")
+	url := f.String("store", "", "the store URL")
+	keep := f.Int("keep", 0, "checkpoints to keep on the head chain, the head included (at least 1)")
+	wait := f.Bool("wait", false, "wait while another writer holds the thread's lease, instead of failing with WRITER_CONFLICT")
+	pos, err := f.parse(args, 1)
+	if err != nil {
+		return err
+	}
+	if *keep < 1 {
+		return usageErr("--keep must be at least 1, got %d", *keep)
+	}
+	s, err := openFlag(ctx, e, "store", *url)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	p, ok := s.Store.(ckptstore.Pruner)
+	if !ok {
+		return fmt.Errorf("%s cannot prune (no Pruner)", s.desc)
+	}
+	thread := pos[0]
+	if err := ckptstore.ValidateID("thread id", thread); err != nil {
+		return err
+	}
+	l, err := acquire(ctx, e, s, thread, *wait, waitNote(e, thread))
+	if err != nil {
+		return err
+	}
+	defer release(ctx, l)
+	ids, err := p.DeleteCheckpoints(ctx, thread, *keep, l.Writer)
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		fmt.Fprintln(e.stdout, id)
+	}
+	fmt.Fprintf(e.stderr, "pruned thread %s: %d checkpoints deleted\n", thread, len(ids))
+	return nil
+}
+
+func runSweep(ctx context.Context, e *env, args []string) error {
+	f := newFlags(e, "sweep")
+	url := f.String("store", "", "the store URL")
+	bucketURL := f.String("bucket", "", "the blob bucket: mem://, file:///dir or s3://bucket?endpoint=…&region=…")
+	olderThan := f.Duration("older-than", -1, "grace period: only blobs older than this are deleted; longer than the longest capture (required)")
+	dryRun := f.Bool("dry-run", false, "print what would be deleted, delete nothing")
+	if _, err := f.parse(args, 0); err != nil {
+		return err
+	}
+	if *bucketURL == "" {
+		return usageErr("--bucket is required")
+	}
+	if *olderThan < 0 {
+		return usageErr("--older-than is required and must not be negative (e.g. 24h)")
+	}
+	s, err := openFlag(ctx, e, "store", *url)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	b, err := e.openBucket(ctx, *bucketURL)
+	if err != nil {
+		return fmt.Errorf("--bucket: %w", err)
+	}
+	var st sweep.Stats
+	_, err = sweep.Run(ctx, s.Store, b, sweep.Options{
+		OlderThan: *olderThan,
+		DryRun:    *dryRun,
+		Stats:     &st,
+		OnDeleted: func(key string) { fmt.Fprintln(e.stdout, key) },
+	})
+	verb := "deleted"
+	if *dryRun {
+		verb = "would delete"
+	}
+	fmt.Fprintf(e.stderr, "sweep: %d blobs examined, %d referenced, %d younger than %v, %s %d, %d failed\n",
+		st.Examined, st.Referenced, st.Young, *olderThan, verb, st.Deleted, st.Failed)
+	return err
+}
