@@ -39,6 +39,11 @@ func (s *suite) testOpTokens(t *testing.T) {
 		e.fails("the same Append with another token", ckptstore.ErrDuplicateID, func() error {
 			return e.s.Append(tok("append-2"), c, "a", w)
 		})
+		// The token is recognised before any check: a repeat that comes
+		// after the writer lost its lease still reports the success.
+		e.clock.Advance(LeaseDuration)
+		e.acquire("t")
+		e.fails("the Append repeated after its lease was taken over", nil, func() error { return e.s.Append(ctx, c, "a", w) })
 	})
 	t.Run("FailedAppendRunsAgain", func(t *testing.T) {
 		e := s.env(t)
@@ -61,6 +66,8 @@ func (s *suite) testOpTokens(t *testing.T) {
 		e.fails("DeleteHead of the deleted head with another token", ckptstore.ErrNotHead, func() error {
 			return e.s.DeleteHead(tok("delete-2"), "t", "c", w)
 		})
+		e.clock.Advance(LeaseDuration)
+		e.fails("the DeleteHead repeated after its lease expired", nil, func() error { return e.s.DeleteHead(ctx, "t", "c", w) })
 	})
 	t.Run("Fork", func(t *testing.T) {
 		e := s.env(t)
@@ -85,9 +92,13 @@ func (s *suite) testOpTokens(t *testing.T) {
 				if d := cpDiff(again, want); d != "" {
 					t.Errorf("the repeated fork returned: %s", d)
 				}
+				scribble(again) // the caller's own copy
 			}
 			return err
 		})
+		if d := cpDiff(e.get("root"), want); d != "" {
+			t.Errorf("changing what the repeated fork returned changed the store: %s", d)
+		}
 		e.wantRecount()
 		e.fails("the same fork with another token", ckptstore.ErrForkDestinationNotEmpty, func() error {
 			_, err := f.ForkFromCheckpoint(tok("fork-2"), in)

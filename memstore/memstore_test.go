@@ -1,7 +1,10 @@
 package memstore_test
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -55,6 +58,89 @@ func TestNewAcceptsValidOptions(t *testing.T) {
 	} {
 		if memstore.New(opts) == nil {
 			t.Errorf("New(%+v) = nil", opts)
+		}
+	}
+}
+
+// The conformance suite cannot know how long a store remembers op tokens;
+// memstore remembers them for opTokenTTL of its clock.
+func TestOpTokenTTL(t *testing.T) {
+	clock := conformance.NewClock(conformance.Start)
+	s := memstore.New(ckptstore.Options{Now: clock.Now, LeaseDuration: time.Hour})
+	ctx := ckptstore.WithOpToken(context.Background(), "ttl-token")
+	bg := context.Background()
+	l, err := s.AcquireWriter(bg, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &ckptstore.Checkpoint{ID: "a", ThreadID: "t", CreatedAt: 1, Reason: ckptstore.ReasonAutomatic}
+	if err := s.Append(ctx, a, "", l.Writer); err != nil {
+		t.Fatal(err)
+	}
+	b := &ckptstore.Checkpoint{ID: "b", ThreadID: "t", ParentCheckpointID: "a", CreatedAt: 2, Reason: ckptstore.ReasonAutomatic}
+	if err := s.Append(bg, b, "a", l.Writer); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(10*time.Minute - time.Millisecond)
+	if err := s.Append(ctx, a, "", l.Writer); err != nil {
+		t.Errorf("repeat 1 ms before the TTL: %v, want the first call's success", err)
+	}
+	clock.Advance(time.Millisecond)
+	if err := s.Append(ctx, a, "", l.Writer); !errors.Is(err, ckptstore.ErrDuplicateID) {
+		t.Errorf("repeat at the TTL: %v, want ErrDuplicateID (the token is forgotten, the call runs again)", err)
+	}
+}
+
+// A recorded token outlives later ones: recording forgets only the expired.
+func TestOpTokensKeptWhileLive(t *testing.T) {
+	clock := conformance.NewClock(conformance.Start)
+	s := memstore.New(ckptstore.Options{Now: clock.Now, LeaseDuration: time.Hour})
+	bg := context.Background()
+	l, err := s.AcquireWriter(bg, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := ""
+	var ctxs []context.Context
+	for i := range 5 {
+		ctx := ckptstore.WithOpToken(bg, fmt.Sprintf("tok-%d", i))
+		c := &ckptstore.Checkpoint{ID: fmt.Sprint(i), ThreadID: "t", ParentCheckpointID: head, CreatedAt: 1, Reason: ckptstore.ReasonAutomatic}
+		if err := s.Append(ctx, c, head, l.Writer); err != nil {
+			t.Fatal(err)
+		}
+		ctxs = append(ctxs, ctx)
+		head = c.ID
+		clock.Advance(time.Minute)
+	}
+	for i, ctx := range ctxs {
+		c := &ckptstore.Checkpoint{ID: fmt.Sprint(i), ThreadID: "t", CreatedAt: 1, Reason: ckptstore.ReasonAutomatic}
+		if err := s.Append(ctx, c, "", l.Writer); err != nil {
+			t.Errorf("repeat of append %d: %v, want success", i, err)
+		}
+	}
+}
+
+func TestMalformedOpToken(t *testing.T) {
+	s := memstore.New(ckptstore.Options{})
+	for _, tok := range []string{"has space", "ü", strings.Repeat("x", ckptstore.MaxOpTokenBytes+1), "a/b"} {
+		ctx := ckptstore.WithOpToken(context.Background(), tok)
+		if _, err := s.AcquireWriter(ctx, "t"); !errors.Is(err, ckptstore.ErrInvalidEntry) {
+			t.Errorf("AcquireWriter with op token %q: %v, want ErrInvalidEntry", tok, err)
+		}
+		l, err := s.AcquireWriter(context.Background(), "u-"+tok)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := &ckptstore.Checkpoint{ID: "c-" + tok, ThreadID: "u-" + tok, CreatedAt: 1, Reason: ckptstore.ReasonAutomatic}
+		if err := s.Append(ctx, c, "", l.Writer); !errors.Is(err, ckptstore.ErrInvalidEntry) {
+			t.Errorf("Append with op token %q: %v, want ErrInvalidEntry", tok, err)
+		}
+		if err := s.DeleteHead(ctx, "u-"+tok, "x", l.Writer); !errors.Is(err, ckptstore.ErrInvalidEntry) {
+			t.Errorf("DeleteHead with op token %q: %v, want ErrInvalidEntry", tok, err)
+		}
+		if _, err := s.ForkFromCheckpoint(ctx, ckptstore.ForkInput{SourceThreadID: "a", SourceCheckpointID: "b",
+			DestinationThreadID: "c", DestinationCheckpointID: "d", Writer: ckptstore.Writer{ThreadID: "c"}}); !errors.Is(err, ckptstore.ErrInvalidEntry) {
+			t.Errorf("ForkFromCheckpoint with op token %q: %v, want ErrInvalidEntry", tok, err)
 		}
 	}
 }
