@@ -1,0 +1,462 @@
+package httpstore
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ckptstore/ckptstore"
+)
+
+// Backend opens the store of a namespace. *storeurl.Opened is one.
+type Backend interface {
+	// Namespace returns the store and instance store of the tenant name,
+	// built with the lease options lease. The handler calls it once per
+	// name and keeps the result.
+	Namespace(name string, lease ckptstore.Options) (ckptstore.Store, ckptstore.InstanceStore, error)
+}
+
+// DefaultMaxBodyBytes is the request-body limit of a zero
+// HandlerOptions.MaxBodyBytes: several times the largest checkpoint
+// fdbstore accepts (9 MB encoded), whose JSON is larger than its encoding.
+const DefaultMaxBodyBytes = 64 << 20
+
+// MaxNamespaceBytes is the longest namespace name.
+const MaxNamespaceBytes = 256
+
+// DefaultNamespace is the namespace of a --dev request without a
+// Ckpt-Namespace header.
+const DefaultNamespace = "default"
+
+// HandlerOptions configure NewHandler.
+type HandlerOptions struct {
+	// Dev turns on development mode: no authentication, the client names
+	// its namespace (Ckpt-Namespace), sets the lease options of a namespace
+	// it creates and may send its own clock (Ckpt-Now). Outside Dev those
+	// headers are refused, and Tokens maps bearer tokens to namespaces.
+	Dev bool
+	// Tokens maps each bearer token to its namespace (outside Dev). Tokens
+	// are compared in constant time.
+	Tokens map[string]string
+	// Lease is the lease options of every namespace outside Dev (and of a
+	// Dev namespace whose creator sends none).
+	Lease ckptstore.Options
+	// MaxBodyBytes bounds a request body (413 above it); 0 means
+	// DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+	// Logger receives one record per request (Debug; Warn for server-side
+	// failures); nil discards them.
+	Logger *slog.Logger
+	// Registerer, when not nil, gets the handler's Prometheus metrics:
+	// requests by method and status code, latency histograms by method,
+	// requests in flight.
+	Registerer prometheus.Registerer
+}
+
+// NewHandler returns the http.Handler that serves the stores of b over the
+// protocol of docs/http-api.md, under /v1/. It keeps no state but a cache
+// of the namespaces it opened (and, in Dev, the clock of the requests in
+// flight), so any number of handlers may serve one backend. It panics when
+// opts are invalid (a token mapped to an empty namespace, invalid lease
+// options, metrics that cannot be registered): they are a program's
+// configuration, checked once.
+func NewHandler(b Backend, opts HandlerOptions) http.Handler {
+	if _, err := opts.Lease.Resolve(); err != nil {
+		panic(fmt.Sprintf("httpstore: %v", err))
+	}
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	h := &handler{b: b, opts: opts, log: log, metrics: newMetrics(opts.Registerer)}
+	for tok, ns := range opts.Tokens {
+		if err := checkNamespace(ns); err != nil {
+			panic(fmt.Sprintf("httpstore: the namespace of a token: %v", err))
+		}
+		h.tokens = append(h.tokens, token{digest: sha256.Sum256([]byte(tok)), namespace: ns})
+	}
+	return h
+}
+
+type handler struct {
+	b       Backend
+	opts    HandlerOptions
+	log     *slog.Logger
+	metrics *metrics
+	tokens  []token
+
+	mu         sync.Mutex
+	namespaces sync.Map // name → *namespace
+}
+
+// token is a bearer token by its SHA-256 digest: comparing digests of a
+// fixed length in constant time leaks neither a token's bytes nor its
+// length.
+type token struct {
+	digest    [sha256.Size]byte
+	namespace string
+}
+
+// namespace is an opened tenant.
+type namespace struct {
+	store ckptstore.Store
+	inst  ckptstore.InstanceStore
+
+	// clock is the Dev clock: while a request that carries Ckpt-Now runs,
+	// it holds mu exclusively and sets nowSet and now; other requests hold
+	// mu shared and see the system clock.
+	mu     sync.RWMutex
+	nowSet atomic.Bool
+	now    atomic.Int64 // ns since the epoch
+}
+
+func (n *namespace) clock() time.Time {
+	if n.nowSet.Load() {
+		return time.Unix(0, n.now.Load())
+	}
+	return time.Now()
+}
+
+// checkNamespace reports whether name can be a namespace.
+func checkNamespace(name string) error {
+	if name == "" || len(name) > MaxNamespaceBytes || !utf8.ValidString(name) {
+		return fmt.Errorf("namespace %q: want 1 to %d bytes of valid UTF-8", name, MaxNamespaceBytes)
+	}
+	return nil
+}
+
+// requestError is a failure of the request itself, with its wire code.
+type requestError struct {
+	code string
+	msg  string
+}
+
+func (e *requestError) Error() string { return e.msg }
+
+func reqErr(code, format string, args ...any) error {
+	return &requestError{code: code, msg: fmt.Sprintf(format, args...)}
+}
+
+// call is one request being served.
+type call struct {
+	ctx  context.Context
+	ns   *namespace
+	in   fields
+	out  object
+	done bool // out holds a whole reply (acquireWriter's lease)
+
+	setsClock bool  // a --dev request with Ckpt-Now
+	now       int64 // its clock, ns since the epoch
+}
+
+// route is one method of the protocol.
+type route struct {
+	name  string
+	serve func(h *handler, c *call) error
+	m     *routeMetrics
+}
+
+var routes = map[string]*route{}
+
+func init() {
+	for name, fn := range map[string]func(*handler, *call) error{
+		"get": (*handler).get, "list": (*handler).list, "listPage": (*handler).listPage,
+		"getHead": (*handler).getHead, "append": (*handler).append, "deleteHead": (*handler).deleteHead,
+		"acquireWriter": (*handler).acquireWriter, "renewWriter": (*handler).renewWriter,
+		"releaseWriter": (*handler).releaseWriter, "listBlobReferences": (*handler).listBlobReferences,
+		"deleteCheckpoints": (*handler).deleteCheckpoints, "forkFromCheckpoint": (*handler).fork,
+		"deleteThread": (*handler).deleteThread, "threads": (*handler).threads,
+		"loadThread": (*handler).loadThread, "saveThread": (*handler).saveThread, "import": (*handler).importBatch,
+		"instanceGet": (*handler).instanceGet, "instanceUpsert": (*handler).instanceUpsert,
+		"instanceDelete": (*handler).instanceDelete, "capabilities": (*handler).capabilities,
+	} {
+		routes[name] = &route{name: name, serve: fn}
+	}
+}
+
+// bufPool holds the buffers of request bodies and replies; one larger than
+// maxPooledBuffer (a rare huge checkpoint) is left to the collector.
+var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+const maxPooledBuffer = 1 << 20
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	name, ok := strings.CutPrefix(r.URL.Path, "/v1/")
+	rt := routes[name]
+	routeName := name
+	if !ok || rt == nil {
+		routeName = "unknown"
+	}
+	rm := h.metrics.route(routeName)
+	rm.inFlight.Inc()
+	status, code, err := h.serve(w, r, rt)
+	rm.inFlight.Dec()
+	d := time.Since(start)
+	rm.observe(status, d)
+	if status >= 500 {
+		h.log.Warn("request failed", "method", routeName, "status", status, "code", code, "duration", d, "err", err)
+	} else if h.log.Enabled(r.Context(), slog.LevelDebug) {
+		h.log.Debug("request", "method", routeName, "status", status, "code", code, "duration", d)
+	}
+}
+
+// serve handles one request and returns its status and, for a failure,
+// its code and error.
+func (h *handler) serve(w http.ResponseWriter, r *http.Request, rt *route) (int, string, error) {
+	buf := bufPool.Get().(*bytes.Buffer)
+	defer func() {
+		if buf.Cap() <= maxPooledBuffer {
+			bufPool.Put(buf)
+		}
+	}()
+	buf.Reset()
+	c := &call{}
+	c.out.b = buf.Bytes()[:0]
+	err := h.prepare(w, r, rt, c, buf)
+	if err == nil {
+		c.out.start()
+		err = h.run(rt, c)
+	}
+	if err != nil {
+		code := errorCode(err)
+		status := statusOf(code)
+		c.out.start()
+		c.out.str("code", code)
+		c.out.str("message", err.Error())
+		writeReply(w, status, c.out.end())
+		return status, code, err
+	}
+	reply := c.out.b
+	if !c.done {
+		reply = c.out.end()
+	}
+	writeReply(w, http.StatusOK, reply)
+	return http.StatusOK, "", nil
+}
+
+func writeReply(w http.ResponseWriter, status int, body []byte) {
+	hd := w.Header()
+	hd["Content-Type"] = jsonContentType
+	hd["Content-Length"] = []string{strconv.Itoa(len(body))}
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+var jsonContentType = []string{"application/json"}
+
+// prepare checks the request line and headers, resolves the namespace,
+// and reads and decodes the body into c.
+func (h *handler) prepare(w http.ResponseWriter, r *http.Request, rt *route, c *call, buf *bytes.Buffer) error {
+	if rt == nil {
+		return reqErr(CodeNotFound, "no method %q: the methods are POST /v1/<method>", r.URL.Path)
+	}
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		return reqErr(CodeMethodNotAllowed, "%s %s: use POST", r.Method, r.URL.Path)
+	}
+	if ct := r.Header.Get("Content-Type"); !isJSON(ct) {
+		return reqErr(CodeUnsupportedMedia, "Content-Type %q: want application/json", ct)
+	}
+	ns, err := h.namespaceOf(r)
+	if err != nil {
+		return err
+	}
+	c.ns = ns
+	c.ctx = r.Context()
+	if v := r.Header.Get(HeaderNow); v != "" { // only --dev gets here with one
+		if c.now, err = millis(v); err != nil {
+			return reqErr(CodeBadRequest, "%s %q is not a number of epoch milliseconds", HeaderNow, v)
+		}
+		c.setsClock = true
+	}
+	if key := r.Header.Get(HeaderIdempotencyKey); key != "" {
+		if !ckptstore.ValidOpToken(key) {
+			return reqErr(CodeBadRequest, "%s must be 1 to %d characters of [A-Za-z0-9_-]", HeaderIdempotencyKey, ckptstore.MaxOpTokenBytes)
+		}
+		c.ctx = ckptstore.WithOpToken(c.ctx, key)
+	}
+	if r.ContentLength > h.opts.MaxBodyBytes {
+		return reqErr(CodePayloadTooLarge, "the body is %d bytes, more than the limit of %d", r.ContentLength, h.opts.MaxBodyBytes)
+	}
+	if r.ContentLength > 0 {
+		buf.Grow(int(r.ContentLength))
+	}
+	if _, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes)); err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return reqErr(CodePayloadTooLarge, "the body is more than the limit of %d bytes", h.opts.MaxBodyBytes)
+		}
+		return reqErr(CodeBadRequest, "reading the body: %v", err)
+	}
+	if c.in, err = decodeFields(buf.Bytes()); err != nil {
+		return reqErr(CodeBadRequest, "%v", err)
+	}
+	// The reply is built in the same buffer's storage after the body:
+	// decodeFields copied what it keeps.
+	c.out.b = buf.Bytes()[len(buf.Bytes()):]
+	return nil
+}
+
+// isJSON reports whether a Content-Type is application/json (parameters
+// such as charset allowed). Requiring it keeps browsers from posting to a
+// --dev server from a web page without a CORS preflight.
+func isJSON(ct string) bool {
+	mt, _, _ := strings.Cut(ct, ";")
+	return strings.EqualFold(strings.TrimSpace(mt), "application/json")
+}
+
+// run serves c, holding the namespace's Dev clock when the request sets it.
+func (h *handler) run(rt *route, c *call) error {
+	if !h.opts.Dev {
+		return rt.serve(h, c)
+	}
+	if !c.setsClock {
+		c.ns.mu.RLock()
+		defer c.ns.mu.RUnlock()
+		return rt.serve(h, c)
+	}
+	c.ns.mu.Lock()
+	defer c.ns.mu.Unlock()
+	c.ns.now.Store(c.now)
+	c.ns.nowSet.Store(true)
+	defer c.ns.nowSet.Store(false)
+	return rt.serve(h, c)
+}
+
+// namespaceOf authenticates r and returns its namespace, opening it on
+// first use.
+func (h *handler) namespaceOf(r *http.Request) (*namespace, error) {
+	hd := r.Header
+	if !h.opts.Dev {
+		for _, name := range []string{HeaderNow, HeaderLeaseDuration, HeaderRenewAfter} {
+			if hd.Get(name) != "" {
+				return nil, reqErr(CodeBadRequest, "%s is accepted by a --dev server only", name)
+			}
+		}
+		name, ok := h.authenticate(hd.Get("Authorization"))
+		if !ok {
+			return nil, reqErr(CodeUnauthorized, "a missing or unknown bearer token")
+		}
+		if v := hd.Get(HeaderNamespace); v != "" {
+			if got, err := url.PathUnescape(v); err != nil || got != name {
+				return nil, reqErr(CodeBadRequest, "%s names another namespace than the token's (it is accepted by a --dev server only)", HeaderNamespace)
+			}
+		}
+		return h.open(name, h.opts.Lease, false)
+	}
+	name := DefaultNamespace
+	if v := hd.Get(HeaderNamespace); v != "" {
+		var err error
+		if name, err = url.PathUnescape(v); err != nil {
+			return nil, reqErr(CodeBadRequest, "%s: %v", HeaderNamespace, err)
+		}
+	}
+	if err := checkNamespace(name); err != nil {
+		return nil, reqErr(CodeBadRequest, "%s: %v", HeaderNamespace, err)
+	}
+	if ns, ok := h.namespaces.Load(name); ok {
+		return ns.(*namespace), nil
+	}
+	lease := h.opts.Lease
+	for _, f := range []struct {
+		header string
+		dst    *time.Duration
+	}{{HeaderLeaseDuration, &lease.LeaseDuration}, {HeaderRenewAfter, &lease.RenewAfter}} {
+		if v := hd.Get(f.header); v != "" {
+			ns, err := millis(v)
+			if err != nil || ns < 0 {
+				return nil, reqErr(CodeBadRequest, "%s %q is not a number of milliseconds ≥ 0", f.header, v)
+			}
+			*f.dst = time.Duration(ns)
+		}
+	}
+	return h.open(name, lease, true)
+}
+
+// open returns the namespace name, opening it with lease when it is new.
+func (h *handler) open(name string, lease ckptstore.Options, dev bool) (*namespace, error) {
+	if ns, ok := h.namespaces.Load(name); ok {
+		return ns.(*namespace), nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if ns, ok := h.namespaces.Load(name); ok {
+		return ns.(*namespace), nil
+	}
+	ns := &namespace{}
+	if dev {
+		lease.Now = ns.clock
+	}
+	if _, err := lease.Resolve(); err != nil {
+		return nil, reqErr(CodeBadRequest, "lease options: %v", err)
+	}
+	st, inst, err := h.b.Namespace(name, lease)
+	if err != nil {
+		if errors.Is(err, ckptstore.ErrInvalidOptions) {
+			return nil, reqErr(CodeBadRequest, "namespace %q: %v", name, err)
+		}
+		return nil, reqErr(CodeUnavailable, "opening namespace %q: %v", name, err)
+	}
+	ns.store, ns.inst = st, inst
+	h.namespaces.Store(name, ns)
+	return ns, nil
+}
+
+// authenticate returns the namespace of the bearer token in auth. Every
+// token is compared, by digest and in constant time, so the time taken
+// tells nothing about which token (if any) matched.
+func (h *handler) authenticate(auth string) (string, bool) {
+	scheme, tok, ok := strings.Cut(auth, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || tok == "" {
+		return "", false
+	}
+	d := sha256.Sum256([]byte(tok))
+	found := -1
+	for i := range h.tokens {
+		if subtle.ConstantTimeCompare(d[:], h.tokens[i].digest[:]) == 1 {
+			found = i
+		}
+	}
+	if found < 0 {
+		return "", false
+	}
+	return h.tokens[found].namespace, true
+}
+
+// errorCode is the wire code of err.
+func errorCode(err error) string {
+	if c := ckptstore.Code(err); c != "" {
+		return c
+	}
+	var re *requestError
+	switch {
+	case errors.As(err, &re):
+		return re.code
+	case errors.Is(err, errors.ErrUnsupported):
+		return CodeUnsupported
+	case errors.Is(err, ckptstore.ErrInvalidOptions):
+		return CodeBadRequest
+	}
+	// A store that cannot be reached, a timeout, a cancelled request: the
+	// outcome of a write is unknown, and a retry with the same
+	// Idempotency-Key is what resolves it.
+	return CodeUnavailable
+}

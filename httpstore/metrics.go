@@ -1,0 +1,95 @@
+package httpstore
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the handler's Prometheus collectors; a nil *metrics (no
+// Registerer) records nothing.
+type metrics struct {
+	requests *prometheus.CounterVec
+	latency  *prometheus.HistogramVec
+	inFlight *prometheus.GaugeVec
+	routes   map[string]*routeMetrics
+}
+
+// routeMetrics are one method's collectors, resolved once, so that a
+// request costs no label lookups but its status code's.
+type routeMetrics struct {
+	name     string
+	m        *metrics
+	latency  prometheus.Observer
+	inFlight gauge
+	byStatus map[int]prometheus.Counter
+}
+
+type gauge interface {
+	Inc()
+	Dec()
+}
+
+type noGauge struct{}
+
+func (noGauge) Inc() {}
+func (noGauge) Dec() {}
+
+var noRoute = &routeMetrics{inFlight: noGauge{}}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	if reg == nil {
+		return nil
+	}
+	m := &metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "ckptstore", Subsystem: "http", Name: "requests_total",
+			Help: "Requests served, by method and HTTP status code.",
+		}, []string{"method", "code"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: "ckptstore", Subsystem: "http", Name: "request_duration_seconds",
+			Help:    "Time from the request's arrival to its reply, by method.",
+			Buckets: []float64{.00005, .0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
+		}, []string{"method"}),
+		inFlight: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: "ckptstore", Subsystem: "http", Name: "requests_in_flight",
+			Help: "Requests being served, by method.",
+		}, []string{"method"}),
+		routes: map[string]*routeMetrics{},
+	}
+	reg.MustRegister(m.requests, m.latency, m.inFlight)
+	for name := range routes {
+		m.routes[name] = m.newRoute(name)
+	}
+	m.routes["unknown"] = m.newRoute("unknown")
+	return m
+}
+
+func (m *metrics) newRoute(name string) *routeMetrics {
+	rm := &routeMetrics{name: name, m: m, latency: m.latency.WithLabelValues(name),
+		inFlight: m.inFlight.WithLabelValues(name), byStatus: map[int]prometheus.Counter{}}
+	for _, s := range []int{200, 400, 401, 404, 405, 409, 413, 415, 500, 501, 503} {
+		rm.byStatus[s] = m.requests.WithLabelValues(name, strconv.Itoa(s))
+	}
+	return rm
+}
+
+func (m *metrics) route(name string) *routeMetrics {
+	if m == nil {
+		return noRoute
+	}
+	return m.routes[name]
+}
+
+func (rm *routeMetrics) observe(status int, d time.Duration) {
+	if rm.m == nil {
+		return
+	}
+	rm.latency.Observe(d.Seconds())
+	if c, ok := rm.byStatus[status]; ok {
+		c.Inc()
+		return
+	}
+	rm.m.requests.WithLabelValues(rm.name, strconv.Itoa(status)).Inc()
+}

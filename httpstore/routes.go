@@ -1,0 +1,471 @@
+package httpstore
+
+// One function per method of docs/http-api.md. Each decodes its fields
+// (ids strictly, ErrInvalidID before any other error), runs the method's
+// pure checks (package precheck) and calls the store, which runs the state
+// checks. Writing the reply into c.out is all that is left.
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/precheck"
+)
+
+func unsupported(what string) error {
+	return fmt.Errorf("%w: the server's store has no %s", errors.ErrUnsupported, what)
+}
+
+func (h *handler) get(c *call) error {
+	id, err := c.in.str("id", ckptstore.ErrInvalidID)
+	if err != nil {
+		return err
+	}
+	if err := precheck.Read(c.ctx, "checkpoint id", id); err != nil {
+		return err
+	}
+	cp, err := c.ns.store.Get(c.ctx, id)
+	if err != nil {
+		return err
+	}
+	return c.out.checkpoint("checkpoint", cp)
+}
+
+func (h *handler) threadID(c *call) (string, error) {
+	id, err := c.in.str("threadId", ckptstore.ErrInvalidID)
+	if err != nil {
+		return "", err
+	}
+	return id, precheck.Read(c.ctx, "thread id", id)
+}
+
+func (h *handler) list(c *call) error {
+	id, err := h.threadID(c)
+	if err != nil {
+		return err
+	}
+	cps, err := c.ns.store.List(c.ctx, id)
+	if err != nil {
+		return err
+	}
+	return c.out.checkpoints("checkpoints", cps)
+}
+
+func (h *handler) listPage(c *call) error {
+	p, ok := c.ns.store.(ckptstore.Pager)
+	if !ok {
+		return unsupported("ListPage")
+	}
+	id, idErr := c.in.str("threadId", ckptstore.ErrInvalidID)
+	after, afterErr := c.in.str("after", ckptstore.ErrInvalidEntry)
+	limit, limitErr := c.in.int("limit")
+	reverse, revErr := c.in.bool("reverse")
+	if err := firstIDError(idErr, limitErr, afterErr, revErr); err != nil {
+		return err
+	}
+	opt := ckptstore.ListOptions{After: after, Limit: int(limit), Reverse: reverse}
+	if _, err := precheck.ListPage(c.ctx, id, opt); err != nil {
+		return err
+	}
+	cps, next, err := p.ListPage(c.ctx, id, opt)
+	if err != nil {
+		return err
+	}
+	if err := c.out.checkpoints("checkpoints", cps); err != nil {
+		return err
+	}
+	c.out.strOrNull("next", next)
+	return nil
+}
+
+func (h *handler) getHead(c *call) error {
+	id, err := h.threadID(c)
+	if err != nil {
+		return err
+	}
+	head, err := c.ns.store.Head(c.ctx, id)
+	if err != nil {
+		return err
+	}
+	c.out.strOrNull("headId", head)
+	return nil
+}
+
+func (h *handler) append(c *call) error {
+	cp, cpErr := c.in.checkpoint("checkpoint")
+	if cpErr == nil && cp == nil {
+		cpErr = fmt.Errorf("%w: append needs a checkpoint", ckptstore.ErrInvalidID)
+	}
+	expected, expErr := c.in.str("expectedHeadId", ckptstore.ErrInvalidID)
+	w, wErr := c.in.writer("writer")
+	if err := firstIDError(cpErr, expErr, wErr); err != nil {
+		return err
+	}
+	if err := precheck.Append(c.ctx, cp, expected, w); err != nil {
+		return err
+	}
+	if err := c.ns.store.Append(c.ctx, cp, expected, w); err != nil {
+		return err
+	}
+	c.out.str("headId", cp.ID)
+	return nil
+}
+
+func (h *handler) deleteHead(c *call) error {
+	thread, tErr := c.in.str("threadId", ckptstore.ErrInvalidID)
+	id, idErr := c.in.str("checkpointId", ckptstore.ErrInvalidID)
+	w, wErr := c.in.writer("writer")
+	if err := firstIDError(tErr, idErr, wErr); err != nil {
+		return err
+	}
+	if err := precheck.DeleteHead(c.ctx, thread, id, w); err != nil {
+		return err
+	}
+	return c.ns.store.DeleteHead(c.ctx, thread, id, w)
+}
+
+func (h *handler) acquireWriter(c *call) error {
+	id, err := c.in.str("threadId", ckptstore.ErrInvalidID)
+	if err != nil {
+		return err
+	}
+	if err := precheck.AcquireWriter(c.ctx, id); err != nil {
+		return err
+	}
+	l, err := c.ns.store.AcquireWriter(c.ctx, id)
+	if err != nil {
+		return err
+	}
+	b, err := l.MarshalJSON()
+	if err != nil {
+		return err
+	}
+	c.out.b = append(c.out.b[:0], b...)
+	c.done = true
+	return nil
+}
+
+func (h *handler) keeper(c *call) (ckptstore.LeaseKeeper, error) {
+	k, ok := c.ns.store.(ckptstore.LeaseKeeper)
+	if !ok {
+		return nil, unsupported("RenewWriter and ReleaseWriter (LeaseKeeper)")
+	}
+	return k, nil
+}
+
+func (h *handler) renewWriter(c *call) error {
+	k, err := h.keeper(c)
+	if err != nil {
+		return err
+	}
+	w, err := c.in.writer("writer")
+	if err != nil {
+		return err
+	}
+	if err := precheck.RenewWriter(c.ctx, w); err != nil {
+		return err
+	}
+	t, err := k.RenewWriter(c.ctx, w)
+	if err != nil {
+		return err
+	}
+	c.out.name("expiresAt")
+	c.out.b = ckptstore.AppendMillis(c.out.b, t.UnixNano())
+	return nil
+}
+
+func (h *handler) releaseWriter(c *call) error {
+	k, err := h.keeper(c)
+	if err != nil {
+		return err
+	}
+	w, err := c.in.writer("writer")
+	if errors.Is(err, ckptstore.ErrInvalidID) {
+		return nil // a writer of no valid thread matches no lease: nothing to release
+	}
+	if err != nil {
+		return err
+	}
+	ok, err := precheck.ReleaseWriter(c.ctx, w)
+	if err != nil || !ok {
+		return err
+	}
+	return k.ReleaseWriter(c.ctx, w)
+}
+
+func (h *handler) listBlobReferences(c *call) error {
+	if err := c.ctx.Err(); err != nil {
+		return err
+	}
+	refs, err := c.ns.store.BlobReferences(c.ctx)
+	if err != nil {
+		return err
+	}
+	c.out.name("references")
+	c.out.b = append(c.out.b, '[')
+	for i, r := range refs {
+		if i > 0 {
+			c.out.b = append(c.out.b, ',')
+		}
+		c.out.b = append(c.out.b, `{"blobKey":`...)
+		c.out.b = appendString(c.out.b, r.Key)
+		c.out.b = append(c.out.b, `,"count":`...)
+		c.out.b = fmt.Appendf(c.out.b, "%d}", r.References)
+	}
+	c.out.b = append(c.out.b, ']')
+	return nil
+}
+
+func (h *handler) deleteCheckpoints(c *call) error {
+	p, ok := c.ns.store.(ckptstore.Pruner)
+	if !ok {
+		return unsupported("DeleteCheckpoints")
+	}
+	thread, tErr := c.in.str("threadId", ckptstore.ErrInvalidID)
+	keep, kErr := c.in.int("keep")
+	w, wErr := c.in.writer("writer")
+	if err := firstIDError(tErr, wErr, kErr); err != nil {
+		return err
+	}
+	if err := precheck.Prune(c.ctx, thread, int(keep), w); err != nil {
+		return err
+	}
+	ids, err := p.DeleteCheckpoints(c.ctx, thread, int(keep), w)
+	if err != nil {
+		return err
+	}
+	c.out.strings("deleted", ids)
+	return nil
+}
+
+func (h *handler) fork(c *call) error {
+	f, ok := c.ns.store.(ckptstore.Forker)
+	if !ok {
+		return unsupported("ForkFromCheckpoint")
+	}
+	var in ckptstore.ForkInput
+	var errs [6]error
+	in.SourceThreadID, errs[0] = c.in.str("sourceThreadId", ckptstore.ErrInvalidID)
+	in.SourceCheckpointID, errs[1] = c.in.str("sourceCheckpointId", ckptstore.ErrInvalidID)
+	in.DestinationThreadID, errs[2] = c.in.str("destinationThreadId", ckptstore.ErrInvalidID)
+	in.DestinationCheckpointID, errs[3] = c.in.str("destinationCheckpointId", ckptstore.ErrInvalidID)
+	in.Writer, errs[4] = c.in.writer("writer")
+	if c.in.isNull("createdAt") {
+		errs[5] = fmt.Errorf("%w: createdAt is missing", ckptstore.ErrInvalidEntry)
+	} else {
+		in.CreatedAt, errs[5] = c.in.float("createdAt")
+	}
+	if err := firstIDError(errs[:]...); err != nil {
+		return err
+	}
+	if err := precheck.Fork(c.ctx, in); err != nil {
+		return err
+	}
+	cp, err := f.ForkFromCheckpoint(c.ctx, in)
+	if err != nil {
+		return err
+	}
+	return c.out.checkpoint("checkpoint", cp)
+}
+
+func (h *handler) deleteThread(c *call) error {
+	d, ok := c.ns.store.(ckptstore.ThreadDeleter)
+	if !ok {
+		return unsupported("DeleteThread")
+	}
+	thread, tErr := c.in.str("threadId", ckptstore.ErrInvalidID)
+	w, wErr := c.in.writer("writer")
+	if err := firstIDError(tErr, wErr); err != nil {
+		return err
+	}
+	if err := precheck.DeleteThread(c.ctx, thread, w); err != nil {
+		return err
+	}
+	n, err := d.DeleteThread(c.ctx, thread, w)
+	if err != nil {
+		return err
+	}
+	c.out.int("deleted", int64(n))
+	return nil
+}
+
+func (h *handler) threads(c *call) error {
+	l, ok := c.ns.store.(ckptstore.ThreadLister)
+	if !ok {
+		return unsupported("Threads")
+	}
+	after, aErr := c.in.str("after", ckptstore.ErrInvalidEntry)
+	limit, lErr := c.in.int("limit")
+	if err := firstIDError(lErr, aErr); err != nil {
+		return err
+	}
+	if _, err := precheck.Threads(c.ctx, after, int(limit)); err != nil {
+		return err
+	}
+	ids, next, err := l.Threads(c.ctx, after, int(limit))
+	if err != nil {
+		return err
+	}
+	c.out.strings("threads", ids)
+	c.out.strOrNull("next", next)
+	return nil
+}
+
+func (h *handler) transcripts(c *call) (ckptstore.Transcripts, error) {
+	t, ok := c.ns.store.(ckptstore.Transcripts)
+	if !ok {
+		return nil, unsupported("thread transcripts (LoadThread, SaveThread)")
+	}
+	return t, nil
+}
+
+func (h *handler) loadThread(c *call) error {
+	t, err := h.transcripts(c)
+	if err != nil {
+		return err
+	}
+	id, err := c.in.str("threadId", ckptstore.ErrInvalidID)
+	if err != nil {
+		return err
+	}
+	if err := precheck.LoadThread(c.ctx, id); err != nil {
+		return err
+	}
+	msgs, err := t.LoadThread(c.ctx, id)
+	if err != nil {
+		return err
+	}
+	if len(msgs) == 0 {
+		msgs = ckptstore.EmptyTranscript()
+	}
+	c.out.raw("messages", msgs)
+	return nil
+}
+
+func (h *handler) saveThread(c *call) error {
+	t, err := h.transcripts(c)
+	if err != nil {
+		return err
+	}
+	id, err := c.in.str("threadId", ckptstore.ErrInvalidID)
+	if err != nil {
+		return err
+	}
+	msgs := json.RawMessage(c.in["messages"])
+	if err := precheck.SaveThread(c.ctx, id, msgs); err != nil {
+		return err
+	}
+	return t.SaveThread(c.ctx, id, msgs)
+}
+
+func (h *handler) importBatch(c *call) error {
+	im, ok := c.ns.store.(ckptstore.Importer)
+	if !ok {
+		return unsupported("Import")
+	}
+	var b ckptstore.ImportBatch
+	var errs [5]error
+	b.ThreadID, errs[0] = c.in.str("threadId", ckptstore.ErrInvalidID)
+	b.Writer, errs[1] = c.in.writer("writer")
+	b.Checkpoints, errs[2] = c.in.checkpoints("checkpoints")
+	b.Head, errs[3] = c.in.str("head", ckptstore.ErrInvalidID)
+	b.SetHead, errs[4] = c.in.bool("setHead")
+	if err := firstIDError(errs[:]...); err != nil {
+		return err
+	}
+	if !c.in.isNull("transcript") {
+		b.Transcript = json.RawMessage(c.in["transcript"])
+	}
+	if err := precheck.Import(c.ctx, b); err != nil {
+		return err
+	}
+	n, err := im.Import(c.ctx, b)
+	if err != nil {
+		return err
+	}
+	c.out.int("written", int64(n))
+	return nil
+}
+
+func (h *handler) instanceKey(c *call) (string, error) {
+	key, err := c.in.str("key", ckptstore.ErrInvalidID)
+	if err != nil {
+		return "", err
+	}
+	return key, precheck.InstanceKey(c.ctx, key)
+}
+
+func (h *handler) instanceGet(c *call) error {
+	key, err := h.instanceKey(c)
+	if err != nil {
+		return err
+	}
+	rec, err := c.ns.inst.Get(c.ctx, key)
+	if err != nil {
+		return err
+	}
+	if rec == nil {
+		c.out.raw("record", []byte("null"))
+		return nil
+	}
+	b, err := rec.MarshalJSON()
+	if err != nil {
+		return err
+	}
+	c.out.raw("record", b)
+	return nil
+}
+
+func (h *handler) instanceUpsert(c *call) error {
+	if c.in.isNull("record") {
+		return fmt.Errorf("%w: instanceUpsert needs a record", ckptstore.ErrInvalidID)
+	}
+	var rec ckptstore.InstanceRecord
+	if err := rec.UnmarshalJSON(c.in["record"]); err != nil {
+		return err
+	}
+	if err := precheck.InstanceUpsert(c.ctx, &rec); err != nil {
+		return err
+	}
+	return c.ns.inst.Upsert(c.ctx, &rec)
+}
+
+func (h *handler) instanceDelete(c *call) error {
+	key, err := h.instanceKey(c)
+	if err != nil {
+		return err
+	}
+	return c.ns.inst.Delete(c.ctx, key)
+}
+
+// Capabilities lists the optional capabilities of st, by the names of the
+// capabilities method.
+func Capabilities(st ckptstore.Store) []string {
+	caps := []string{}
+	for _, c := range []struct {
+		name string
+		ok   bool
+	}{
+		{CapPrune, is[ckptstore.Pruner](st)}, {CapFork, is[ckptstore.Forker](st)},
+		{CapTranscripts, is[ckptstore.Transcripts](st)}, {CapDeleteThread, is[ckptstore.ThreadDeleter](st)},
+		{CapListPage, is[ckptstore.Pager](st)}, {CapThreads, is[ckptstore.ThreadLister](st)},
+		{CapImport, is[ckptstore.Importer](st)},
+	} {
+		if c.ok {
+			caps = append(caps, c.name)
+		}
+	}
+	return caps
+}
+
+func is[T any](v any) bool { _, ok := v.(T); return ok }
+
+func (h *handler) capabilities(c *call) error {
+	if err := c.ctx.Err(); err != nil {
+		return err
+	}
+	c.out.strings("capabilities", Capabilities(c.ns.store))
+	return nil
+}
