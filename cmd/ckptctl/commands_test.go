@@ -56,7 +56,6 @@ func TestThreadsHeadGetRefs(t *testing.T) {
 	}
 }
 
-
 func mustGet(t testing.TB, s ckptstore.Store, id string) *ckptstore.Checkpoint {
 	t.Helper()
 	cp, err := s.Get(context.Background(), id)

@@ -42,10 +42,20 @@ func threadSeq(ctx context.Context, s *store) (iter.Seq2[string, error], error) 
 	}, nil
 }
 
+// unwrap returns the store a *store wraps, whose optional capabilities a
+// type assertion can see (the wrapper has only Store's methods).
+func unwrap(s ckptstore.Store) ckptstore.Store {
+	if w, ok := s.(*store); ok {
+		return w.Store
+	}
+	return s
+}
+
 // checkpointSeq yields the checkpoints of thread in List order (or its
 // reverse), a page of pageSize at a time through ListPage; a store without
 // Pager is read with one List.
 func checkpointSeq(ctx context.Context, s ckptstore.Store, thread string, pageSize int, reverse bool) iter.Seq2[*ckptstore.Checkpoint, error] {
+	s = unwrap(s)
 	return func(yield func(*ckptstore.Checkpoint, error) bool) {
 		p, ok := s.(ckptstore.Pager)
 		if !ok {

@@ -86,6 +86,7 @@ func jsonLenEstimate(cp *ckptstore.Checkpoint) int {
 // exactly there and dropped elsewhere, where a destination without it
 // behaves the same.
 func storeThread(ctx context.Context, s ckptstore.Store, id string) (*srcThread, error) {
+	s = unwrap(s)
 	head, err := s.Head(ctx, id)
 	if err != nil {
 		return nil, err
@@ -332,7 +333,9 @@ func (m *migrator) importThread(ctx context.Context, th *srcThread) error {
 		size += sc.size
 	}
 	needHead := th.head != "" && dstHead != th.head
-	needTranscript := th.transcript != nil && !bytes.Equal(dstTranscript, th.transcript)
+	// A saved "[]" reads like no transcript at all, so it is always sent
+	// (it only comes for a thread that has nothing else).
+	needTranscript := th.transcript != nil && (!bytes.Equal(dstTranscript, th.transcript) || bytes.Equal(th.transcript, []byte("[]")))
 	if needTranscript && len(batch) > 0 && size+len(th.transcript) > m.opts.batchBytes {
 		if err := flush(false); err != nil {
 			return err
@@ -617,7 +620,7 @@ func (r *streamReader) header(v jsontext.Value) (*srcThread, error) {
 		return nil, usageErr("input value %d: thread header without a thread id", r.n)
 	}
 	if err := ckptstore.ValidateID("thread id", *h.Thread); err != nil {
-		return nil, usageErr("input value %d: %v", r.n, err)
+		return nil, fmt.Errorf("input value %d: %w", r.n, err)
 	}
 	th := &srcThread{id: *h.Thread}
 	if r.seen[th.id] {
@@ -627,7 +630,7 @@ func (r *streamReader) header(v jsontext.Value) (*srcThread, error) {
 	r.cur = th.id
 	if h.Head != nil {
 		if err := ckptstore.ValidateID("head id", *h.Head); err != nil {
-			return nil, usageErr("input value %d: %v", r.n, err)
+			return nil, fmt.Errorf("input value %d: %w", r.n, err)
 		}
 		th.head = *h.Head
 	}
