@@ -317,6 +317,7 @@ type acquireArgs struct {
 	Thread, Op         key
 	Token, Now, Expiry string
 	TTL                string
+	ThreadID           string // recorded with the lease, for Check
 }
 
 // acquireScript takes a thread's lease. A retry of the same call finds its
@@ -329,13 +330,13 @@ local l = redis.call('HMGET', K.thread, 'o', 'f', 'x')
 if l[1] == A.token then return {'ok', l[2], l[3]} end
 local rec = redis.call('GET', K.op)
 if rec then
-  local f, x = string.match(rec, '^(%d+):(%d+)$')
+  local f, x = string.match(rec, '^(%d+):(%d+):')
   return {'ok', f, x}
 end
 if l[1] and tonumber(A.now) < tonumber(l[3]) then return {'WRITER_CONFLICT', l[3]} end
 local f = redis.call('HINCRBY', K.thread, 'f', 1)
 redis.call('HSET', K.thread, 'o', A.token, 'x', A.expiry)
-redis.call('SET', K.op, f .. ':' .. A.expiry, 'PX', A.ttl)
+redis.call('SET', K.op, f .. ':' .. A.expiry .. ':' .. A.threadid, 'PX', A.ttl)
 return {'ok', f, A.expiry}
 `)
 

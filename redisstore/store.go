@@ -108,10 +108,12 @@ func (k keys) checkpoint(id string) key { return key(k.cp + id) }
 func (k keys) thread(id string) key     { return key(k.base + "t:" + id) } // hash: h, f, o, x
 func (k keys) list(id string) key       { return key(k.base + "l:" + id) } // sorted set: orderMember of each checkpoint
 func (k keys) transcript(id string) key { return key(k.base + "v:" + id) } // string: the transcript
-func (k keys) op(token string) key      { return key(k.base + "o:" + token) }
-func (k keys) refsKey() (key, key)      { return key(k.refs), key(k.refKeys) }
-func (k keys) threadsKey() key          { return key(k.threads) }
-func (k keys) cpPrefix() string         { return k.cp }
+func (k keys) op(kind byte, token string) key {
+	return key(k.base + "o:" + string(kind) + ":" + token)
+}
+func (k keys) refsKey() (key, key) { return key(k.refs), key(k.refKeys) }
+func (k keys) threadsKey() key     { return key(k.threads) }
+func (k keys) cpPrefix() string    { return k.cp }
 
 // orderMember is a checkpoint's member in its thread's list index: the
 // 8-byte position of createdAt, then the id. Byte order of members is List
@@ -137,6 +139,18 @@ func orderBits(f float64) uint64 {
 	}
 	return u | 1<<63
 }
+
+// The kinds of op keys: a token is recognised only by the kind of write
+// that recorded it.
+const (
+	opAppend       = 'a'
+	opDeleteHead   = 'd'
+	opPrune        = 'p'
+	opFork         = 'f'
+	opAcquire      = 'w'
+	opDeleteThread = 'x'
+	opImport       = 'i'
+)
 
 // now returns the lease clock in ms.
 func (s *Store) now() int64 { return s.opts.Now().UnixMilli() }
@@ -309,7 +323,7 @@ func (s *Store) appendValidated(ctx context.Context, cp *ckptstore.Checkpoint, e
 	refs, refKeys := s.keys.refsKey()
 	res, err := run(ctx, s.r, appendScript, appendArgs{
 		Thread: s.keys.thread(cp.ThreadID), List: s.keys.list(cp.ThreadID), Checkpoint: s.keys.checkpoint(cp.ID),
-		Refs: refs, RefKeys: refKeys, Threads: s.keys.threadsKey(), Op: s.keys.op(op),
+		Refs: refs, RefKeys: refKeys, Threads: s.keys.threadsKey(), Op: s.keys.op(opAppend, op),
 		TTL: s.opTTL, Now: itoa(s.now()), Token: w.OwnerToken, Fence: itoa(w.Fence),
 		ID: cp.ID, ThreadID: cp.ThreadID, Expected: expectedHeadID, Parent: cp.ParentCheckpointID,
 		Member: orderMember(cp.CreatedAt, cp.ID), Header: string(encodeHeader(cp)), Body: body,
@@ -337,7 +351,7 @@ func (s *Store) DeleteHead(ctx context.Context, threadID, checkpointID string, w
 	res, err := run(ctx, s.r, deleteHeadScript, deleteHeadArgs{
 		Thread: s.keys.thread(threadID), List: s.keys.list(threadID), Checkpoint: s.keys.checkpoint(checkpointID),
 		Refs: refs, RefKeys: refKeys, Transcript: s.keys.transcript(threadID), Threads: s.keys.threadsKey(),
-		Op: s.keys.op(op), TTL: s.opTTL, Now: itoa(s.now()), Token: w.OwnerToken, Fence: itoa(w.Fence),
+		Op: s.keys.op(opDeleteHead, op), TTL: s.opTTL, Now: itoa(s.now()), Token: w.OwnerToken, Fence: itoa(w.Fence),
 		ID: checkpointID, ThreadID: threadID,
 	}, true)
 	if err != nil {
@@ -370,7 +384,7 @@ func (s *Store) DeleteCheckpoints(ctx context.Context, threadID string, keep int
 	var chain []string
 	seen := map[string]bool{}
 	for {
-		a.Op, a.Now = s.keys.op(rand.Text()), itoa(s.now())
+		a.Op, a.Now = s.keys.op(opPrune, rand.Text()), itoa(s.now())
 		res, err := run(ctx, s.r, pruneScript, a, true)
 		if err != nil {
 			return nil, fmt.Errorf("redisstore: delete checkpoints of %q: %w", threadID, err)
@@ -415,7 +429,7 @@ func (s *Store) pruneBatches(ctx context.Context, threadID string, doomed []stri
 	a.Refs, a.RefKeys = s.keys.refsKey()
 	deleted := make([]string, 0, len(doomed))
 	for batch := range slices.Chunk(doomed, s.opts.BatchSize) {
-		a.Op, a.Now = s.keys.op(rand.Text()), itoa(s.now())
+		a.Op, a.Now = s.keys.op(opPrune, rand.Text()), itoa(s.now())
 		a.IDs = make([]any, len(batch))
 		for i, id := range batch {
 			a.IDs[i] = id
@@ -467,7 +481,7 @@ func (s *Store) ForkFromCheckpoint(ctx context.Context, in ckptstore.ForkInput) 
 	res, err := run(ctx, s.r, forkScript, forkArgs{
 		Source: s.keys.checkpoint(in.SourceCheckpointID), Thread: s.keys.thread(dst), List: s.keys.list(dst),
 		Checkpoint: s.keys.checkpoint(in.DestinationCheckpointID), Refs: refs, RefKeys: refKeys,
-		Transcript: s.keys.transcript(dst), Threads: s.keys.threadsKey(), Op: s.keys.op(op),
+		Transcript: s.keys.transcript(dst), Threads: s.keys.threadsKey(), Op: s.keys.op(opFork, op),
 		TTL: s.opTTL, Now: itoa(s.now()), Token: in.Writer.OwnerToken, Fence: itoa(in.Writer.Fence),
 		SourceThread: in.SourceThreadID, DestThread: dst, DestID: in.DestinationCheckpointID,
 		// The writer's thread is checked after the source, in the script's
@@ -506,8 +520,8 @@ func (s *Store) AcquireWriter(ctx context.Context, threadID string) (*ckptstore.
 		return nil, err
 	}
 	now := s.now()
-	res, err := run(ctx, s.r, acquireScript, acquireArgs{Thread: s.keys.thread(threadID), Op: s.keys.op(token),
-		Token: token, Now: itoa(now), Expiry: itoa(now + s.leaseMs), TTL: s.opTTL}, false)
+	res, err := run(ctx, s.r, acquireScript, acquireArgs{Thread: s.keys.thread(threadID), Op: s.keys.op(opAcquire, token),
+		Token: token, Now: itoa(now), Expiry: itoa(now + s.leaseMs), TTL: s.opTTL, ThreadID: threadID}, false)
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: acquire writer of %q: %w", threadID, err)
 	}

@@ -65,7 +65,7 @@ func (s *Store) DeleteThread(ctx context.Context, threadID string, w ckptstore.W
 	for {
 		// Each batch has its own op token: a resent batch reports its own
 		// count, and a repeated call deletes (and counts) only what is left.
-		a.Op, a.Now = s.keys.op(rand.Text()), itoa(s.now())
+		a.Op, a.Now = s.keys.op(opDeleteThread, rand.Text()), itoa(s.now())
 		res, err := run(ctx, s.r, deleteThreadScript, a, true)
 		if err != nil {
 			return total, fmt.Errorf("redisstore: delete thread %q (%d checkpoints deleted so far): %w", threadID, total, err)
@@ -149,7 +149,7 @@ func (s *Store) Import(ctx context.Context, b ckptstore.ImportBatch) (int, error
 		return 0, err
 	}
 	a := importArgs{Thread: s.keys.thread(b.ThreadID), List: s.keys.list(b.ThreadID),
-		Transcript: s.keys.transcript(b.ThreadID), Threads: s.keys.threadsKey(), Op: s.keys.op(rand.Text()),
+		Transcript: s.keys.transcript(b.ThreadID), Threads: s.keys.threadsKey(), Op: s.keys.op(opImport, rand.Text()),
 		TTL: s.opTTL, Token: b.Writer.OwnerToken, Fence: itoa(b.Writer.Fence), ThreadID: b.ThreadID,
 		CP: s.keys.cpPrefix(), SetHead: b.SetHead, Head: b.Head,
 		HasTranscript: b.Transcript != nil, Messages: b.Transcript}

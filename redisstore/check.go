@@ -1,0 +1,378 @@
+package redisstore
+
+// Check, the consistency checker: it reads the whole keyspace of a store
+// and reports every broken invariant of the package doc. It is for tests
+// and operators (ckptctl check), not for hot paths: it scans every key
+// under the prefix and keeps the checkpoints' metadata in memory.
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ckptstore/ckptstore"
+)
+
+// Problem is one broken invariant: the key where it shows and what is
+// wrong.
+type Problem struct {
+	Key  string
+	What string
+}
+
+func (p Problem) String() string { return fmt.Sprintf("%q: %s", p.Key, p.What) }
+
+// storedCP is what Check reads of one checkpoint hash.
+type storedCP struct {
+	thread, member, blobs string
+}
+
+// Check reads every key of the store and returns the broken invariants,
+// sorted by key; none for a consistent store. It finds:
+//
+//   - a checkpoint hash with missing fields, that does not decode, whose
+//     blob keys or list member do not match its content, or that is not in
+//     its thread's list index;
+//   - a list index entry without its checkpoint, or naming a checkpoint of
+//     another thread, or with a score other than 0;
+//   - a blob count at 0 or below, one that differs from a recount of the
+//     stored checkpoints, a key used by a checkpoint and not counted, and
+//     refkeys differing from the keys of refs;
+//   - a lease without a fence or expiry, a fence that is not a positive
+//     integer, and a fence that went down: one below the fence an
+//     AcquireWriter still on record (its op key) issued for that thread;
+//   - a thread index that differs from the threads with a head, a
+//     checkpoint or a transcript;
+//   - a transcript that is not a JSON array;
+//   - an op key without an expiry or with one beyond Options.OpTTL (it
+//     would outlive its TTL);
+//   - a key of no kind this package writes.
+//
+// Heads are not checked against checkpoints: the contract lets a head
+// name a pruned checkpoint whose id was then reused, in this thread or in
+// another, so a head naming another thread's checkpoint is a state the API
+// reaches (the conformance suite does), not a broken invariant.
+//
+// The store should be quiet while Check runs: a write between its reads
+// can show as a problem that is not one.
+func (s *Store) Check(ctx context.Context) ([]Problem, error) {
+	c := &checker{s: s, cps: map[string]storedCP{}, lists: map[string]map[string]bool{},
+		heads: map[string]string{}, fences: map[string]int64{}, transcripts: map[string]bool{}}
+	node, err := s.node(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.scan(ctx, node); err != nil {
+		return nil, fmt.Errorf("redisstore: check: %w", err)
+	}
+	if err := c.crossCheck(ctx, node); err != nil {
+		return nil, fmt.Errorf("redisstore: check: %w", err)
+	}
+	slices.SortFunc(c.problems, func(a, b Problem) int {
+		return strings.Compare(a.Key+"\x00"+a.What, b.Key+"\x00"+b.What)
+	})
+	return c.problems, nil
+}
+
+// node is the server that holds the store's keys: on a cluster, the
+// master of the store's slot (every key shares one hash tag).
+func (s *Store) node(ctx context.Context) (redis.Cmdable, error) {
+	if cc, ok := s.c.(*redis.ClusterClient); ok {
+		return cc.MasterForKey(ctx, s.keys.refs)
+	}
+	return s.c, nil
+}
+
+type checker struct {
+	s           *Store
+	problems    []Problem
+	cps         map[string]storedCP        // checkpoint id →
+	lists       map[string]map[string]bool // thread → members of its list index
+	heads       map[string]string          // thread → head
+	fences      map[string]int64           // thread → f
+	transcripts map[string]bool
+	acquired    []acquired // AcquireWriter records
+	refs        map[string]string
+	refKeys     []string
+	threads     []string
+}
+
+type acquired struct {
+	key, thread string
+	fence       int64
+}
+
+func (c *checker) add(key, format string, args ...any) {
+	c.problems = append(c.problems, Problem{Key: key, What: fmt.Sprintf(format, args...)})
+}
+
+// scan reads every key under the prefix, by kind.
+func (c *checker) scan(ctx context.Context, node redis.Cmdable) error {
+	base := c.s.keys.base
+	pattern := strings.NewReplacer(`\`, `\\`, "*", `\*`, "?", `\?`, "[", `\[`, "]", `\]`).Replace(base) + "*"
+	var cursor uint64
+	for {
+		keys, next, err := node.Scan(ctx, cursor, pattern, 1000).Result()
+		if err != nil {
+			return err
+		}
+		for _, k := range keys {
+			if err := c.read(ctx, node, k, strings.TrimPrefix(k, base)); err != nil {
+				return err
+			}
+		}
+		if next == 0 {
+			return nil
+		}
+		cursor = next
+	}
+}
+
+// read reads one key; rest is the key after the prefix.
+func (c *checker) read(ctx context.Context, node redis.Cmdable, k, rest string) error {
+	kind, id, _ := strings.Cut(rest, ":")
+	switch {
+	case rest == "refs":
+		m, err := node.HGetAll(ctx, k).Result()
+		c.refs = m
+		return err
+	case rest == "refkeys":
+		return c.zeroScored(ctx, node, k, &c.refKeys)
+	case rest == "threads":
+		return c.zeroScored(ctx, node, k, &c.threads)
+	case kind == "c":
+		return c.readCheckpoint(ctx, node, k, id)
+	case kind == "l":
+		var ms []string
+		if err := c.zeroScored(ctx, node, k, &ms); err != nil {
+			return err
+		}
+		set := make(map[string]bool, len(ms))
+		for _, m := range ms {
+			set[m] = true
+		}
+		c.lists[id] = set
+	case kind == "t":
+		return c.readThread(ctx, node, k, id)
+	case kind == "v":
+		v, err := node.Get(ctx, k).Bytes()
+		if err != nil {
+			return err
+		}
+		c.transcripts[id] = true
+		if ckptstore.ValidateTranscript(v) != nil {
+			c.add(k, "the transcript is not a JSON array")
+		}
+	case kind == "o":
+		return c.readOp(ctx, node, k, id)
+	case kind == "i":
+		// Instance records: InstanceStore's, checked by its own reads.
+	default:
+		c.add(k, "a key of no kind this package writes")
+	}
+	return nil
+}
+
+// zeroScored reads a sorted set whose scores must all be 0.
+func (c *checker) zeroScored(ctx context.Context, node redis.Cmdable, k string, into *[]string) error {
+	zs, err := node.ZRangeWithScores(ctx, k, 0, -1).Result()
+	if err != nil {
+		return err
+	}
+	for _, z := range zs {
+		m, _ := z.Member.(string)
+		if z.Score != 0 {
+			c.add(k, "member %q has score %v, not 0: the set would not sort by bytes", m, z.Score)
+		}
+		*into = append(*into, m)
+	}
+	return nil
+}
+
+func (c *checker) readCheckpoint(ctx context.Context, node redis.Cmdable, k, id string) error {
+	v, err := node.HMGet(ctx, k, "t", "p", "h", "b", "v", "k", "l").Result()
+	if err != nil {
+		return err
+	}
+	for i, f := range []string{"t", "p", "h", "b", "v", "k", "l"} {
+		if v[i] == nil {
+			c.add(k, "the checkpoint has no field %s", f)
+			return nil
+		}
+	}
+	cp, err := decodeCheckpoint(id, v[0], v[1], v[2], v[3], v[4])
+	if err != nil {
+		c.add(k, "the checkpoint does not decode: %v", err)
+		return nil
+	}
+	st := storedCP{thread: v[0].(string), blobs: v[5].(string), member: v[6].(string)}
+	if want := strings.Join(cp.BlobKeys(), "\n"); st.blobs != want {
+		c.add(k, "blob keys %q, but the content uses %q", st.blobs, want)
+	}
+	if want := orderMember(cp.CreatedAt, id); st.member != want {
+		c.add(k, "list member %q, but createdAt and id make %q", st.member, want)
+	}
+	c.cps[id] = st
+	return nil
+}
+
+func (c *checker) readThread(ctx context.Context, node redis.Cmdable, k, id string) error {
+	m, err := node.HGetAll(ctx, k).Result()
+	if err != nil {
+		return err
+	}
+	if h, ok := m["h"]; ok {
+		c.heads[id] = h
+	}
+	f, hasF := m["f"]
+	_, hasO := m["o"]
+	_, hasX := m["x"]
+	if hasF {
+		n, err := strconv.ParseInt(f, 10, 64)
+		if err != nil || n < 1 {
+			c.add(k, "fence %q is not a positive integer", f)
+		}
+		c.fences[id] = n
+	}
+	switch {
+	case hasO && !hasF:
+		c.add(k, "a lease without a fence")
+	case hasO != hasX:
+		c.add(k, "a lease owner token and expiry must come together (o %v, x %v)", hasO, hasX)
+	}
+	for f := range m {
+		if f != "h" && f != "f" && f != "o" && f != "x" {
+			c.add(k, "unknown thread field %q", f)
+		}
+	}
+	return nil
+}
+
+func (c *checker) readOp(ctx context.Context, node redis.Cmdable, k, rest string) error {
+	ttl, err := node.PTTL(ctx, k).Result()
+	if err != nil {
+		return err
+	}
+	switch {
+	case ttl < 0: // -1: no expiry (-2, gone meanwhile, is fine)
+		if ttl == -1 {
+			c.add(k, "an op key without an expiry: it outlives Options.OpTTL")
+		}
+	case ttl > c.s.opts.OpTTL:
+		c.add(k, "an op key expiring in %v, beyond Options.OpTTL %v", ttl, c.s.opts.OpTTL)
+	}
+	if strings.HasPrefix(rest, string(opAcquire)+":") {
+		v, err := node.Get(ctx, k).Result()
+		if err == redis.Nil {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		parts := strings.SplitN(v, ":", 3)
+		f, ferr := strconv.ParseInt(parts[0], 10, 64)
+		if len(parts) != 3 || ferr != nil {
+			c.add(k, "an AcquireWriter record %q is not fence:expiry:thread", v)
+			return nil
+		}
+		c.acquired = append(c.acquired, acquired{key: k, thread: parts[2], fence: f})
+	}
+	return nil
+}
+
+// crossCheck compares what scan read: indexes against checkpoints, counts
+// against a recount, heads, fences and the thread index.
+func (c *checker) crossCheck(ctx context.Context, node redis.Cmdable) error {
+	k := c.s.keys
+	recount := map[string]int64{}
+	for id, cp := range c.cps {
+		for _, b := range strings.Split(cp.blobs, "\n") {
+			if b != "" {
+				recount[b]++
+			}
+		}
+		if !c.lists[cp.thread][cp.member] {
+			c.add(string(k.checkpoint(id)), "not in the list index of its thread %q", cp.thread)
+		}
+	}
+	for thread, ms := range c.lists {
+		for m := range ms {
+			if len(m) < 8 {
+				c.add(string(k.list(thread)), "member %q is too short to hold a position", m)
+				continue
+			}
+			id := m[8:]
+			switch cp, ok := c.cps[id]; {
+			case !ok:
+				c.add(string(k.list(thread)), "an entry for checkpoint %q, which is not stored", id)
+			case cp.thread != thread:
+				c.add(string(k.list(thread)), "an entry for checkpoint %q of thread %q", id, cp.thread)
+			case cp.member != m:
+				c.add(string(k.list(thread)), "an entry for checkpoint %q at another position", id)
+			}
+		}
+	}
+	for key, n := range c.refs {
+		count, err := strconv.ParseInt(n, 10, 64)
+		switch {
+		case err != nil:
+			c.add(k.refs, "blob %q has count %q, not an integer", key, n)
+		case count <= 0:
+			c.add(k.refs, "blob %q has count %d: a count at 0 or below must be removed", key, count)
+		case count != recount[key]:
+			c.add(k.refs, "blob %q has count %d, a recount %d", key, count, recount[key])
+		}
+	}
+	for key, n := range recount {
+		if _, ok := c.refs[key]; !ok {
+			c.add(k.refs, "blob %q is used by %d checkpoints and not counted", key, n)
+		}
+	}
+	if want := slices.Sorted(maps.Keys(c.refs)); !slices.Equal(c.refKeys, want) && len(c.refKeys)+len(want) > 0 {
+		c.add(k.refKeys, "refkeys holds %d keys, refs %d: they must be the same", len(c.refKeys), len(want))
+	}
+	for _, a := range c.acquired {
+		if f, ok := c.fences[a.thread]; !ok || f < a.fence {
+			c.add(string(k.thread(a.thread)), "fence %d went down: AcquireWriter issued %d (%s)", f, a.fence, a.key)
+		}
+	}
+	var want []string
+	for thread := range c.heads {
+		want = append(want, thread)
+	}
+	for thread, ms := range c.lists {
+		if len(ms) > 0 {
+			want = append(want, thread)
+		}
+	}
+	for thread := range c.transcripts {
+		want = append(want, thread)
+	}
+	slices.Sort(want)
+	want = slices.Compact(want)
+	threads := slices.Clone(c.threads)
+	slices.Sort(threads)
+	for _, th := range diff(want, threads) {
+		c.add(k.threads, "thread %q has a head, a checkpoint or a transcript but is not in the thread index", th)
+	}
+	for _, th := range diff(threads, want) {
+		c.add(k.threads, "thread %q is in the thread index but has no head, checkpoint or transcript", th)
+	}
+	return ctx.Err()
+}
+
+// diff returns the elements of sorted a that sorted b lacks.
+func diff(a, b []string) []string {
+	var out []string
+	for _, x := range a {
+		if _, found := slices.BinarySearch(b, x); !found {
+			out = append(out, x)
+		}
+	}
+	return out
+}

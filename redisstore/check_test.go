@@ -1,0 +1,73 @@
+package redisstore
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// checkStore fails t with every problem Check reports.
+func checkStore(t testing.TB, s *Store) {
+	t.Helper()
+	problems, err := s.Check(context.Background())
+	must(t, err)
+	for _, p := range problems {
+		t.Errorf("Check: %s", p)
+	}
+}
+
+// Each corruption of a consistent keyspace is reported, and names the
+// key it broke.
+func TestCheckFindsCorruption(t *testing.T) {
+	backends(t, func(t *testing.T, c redis.UniversalClient) {
+		ctx := context.Background()
+		for _, tc := range []struct {
+			name    string
+			corrupt func(s *Store)
+			want    string
+		}{
+			{"count at zero", func(s *Store) { c.HSet(ctx, s.keys.refs, blobKey("files", 1), 0) }, "at 0 or below"},
+			{"count off by one", func(s *Store) { c.HIncrBy(ctx, s.keys.refs, blobKey("files", 1), 1) }, "a recount"},
+			{"count gone", func(s *Store) { c.HDel(ctx, s.keys.refs, blobKey("files", 2)) }, "not counted"},
+			{"refkeys apart", func(s *Store) { c.ZAdd(ctx, s.keys.refKeys, redis.Z{Member: "x"}) }, "refkeys"},
+			{"index without data", func(s *Store) { c.Del(ctx, string(s.keys.checkpoint("b"))) }, "not stored"},
+			{"data without index", func(s *Store) { c.ZRem(ctx, string(s.keys.list("t")), orderMember(2, "b")) }, "not in the list index"},
+			{"link without checkpoint", func(s *Store) {
+				c.ZAdd(ctx, string(s.keys.list("t")), redis.Z{Member: orderMember(9, "ghost")})
+			}, "not stored"},
+			{"fence went down", func(s *Store) { c.HSet(ctx, string(s.keys.thread("t")), "f", 0) }, "went down"},
+			{"op key forever", func(s *Store) { c.Set(ctx, string(s.keys.op(opAppend, "stale")), "1", 0) }, "without an expiry"},
+			{"thread index misses", func(s *Store) { c.ZRem(ctx, s.keys.threads, "t") }, "not in the thread index"},
+			{"thread index extra", func(s *Store) { c.ZAdd(ctx, s.keys.threads, redis.Z{Member: "nobody"}) }, "has no head"},
+			{"bad transcript", func(s *Store) { c.Set(ctx, string(s.keys.transcript("t")), "{}", 0) }, "not a JSON array"},
+			{"undecodable checkpoint", func(s *Store) { c.HSet(ctx, string(s.keys.checkpoint("a")), "b", "junk") }, "does not decode"},
+			{"stranger key", func(s *Store) { c.Set(ctx, s.keys.base+"zz", "1", 0) }, "no kind"},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				s := newStore(t, c, Options{})
+				w := acquire(t, s, "t")
+				must(t, s.Append(ctx, cpWith("a", "t", "", 1, 1, 2), "", w))
+				must(t, s.Append(ctx, cpWith("b", "t", "a", 2, 1), "a", w))
+				must(t, s.SaveThread(ctx, "t", []byte("[]")))
+				wo := acquire(t, s, "o")
+				must(t, s.Append(ctx, cpWith("o1", "o", "", 1, 3), "", wo))
+				if _, err := s.DeleteCheckpoints(ctx, "o", 1, wo); err != nil {
+					t.Fatal(err)
+				}
+				checkStore(t, s)
+				tc.corrupt(s)
+				problems, err := s.Check(ctx)
+				must(t, err)
+				found := false
+				for _, p := range problems {
+					found = found || strings.Contains(p.What, tc.want)
+				}
+				if !found {
+					t.Fatalf("Check = %v, want a problem saying %q", problems, tc.want)
+				}
+			})
+		}
+	})
+}
