@@ -86,22 +86,29 @@ func TestCodecRoundTrip(t *testing.T) {
 }
 
 // TestKeyLayout pins the documented key layout to exact bytes: tuple-layer
-// keys under the raw prefix.
+// keys under the raw prefix, index and thread keys led by the id's bucket.
 func TestKeyLayout(t *testing.T) {
 	k := newKeys([]byte("P"))
+	bk := func(id string) string { return string(tuple.Pack(bucket(id))) }
+	th := "P\x02t\x00" + bk("t") + "\x02t\x00"
 	for _, c := range []struct {
 		name string
 		got  []byte
 		want string
 	}{
-		{"index", k.index("c1"), "P\x02i\x00\x02c1\x00"},
-		{"head", k.head("t\x00"), "P\x02t\x00\x02t\x00\xff\x00\x02h\x00"},
-		{"lease", k.lease("t"), "P\x02t\x00\x02t\x00\x02l\x00"},
-		{"chunk", k.chunk("t", 1, "c", 2), "P\x02t\x00\x02t\x00\x02c\x00\x21\xbf\xf0\x00\x00\x00\x00\x00\x00\x02c\x00\x15\x02"},
-		{"chunk at -0", k.chunk("t", math.Copysign(0, -1), "c", 0), "P\x02t\x00\x02t\x00\x02c\x00\x21\x80\x00\x00\x00\x00\x00\x00\x00\x02c\x00\x14"},
-		{"link", k.link("t", "c"), "P\x02t\x00\x02t\x00\x02p\x00\x02c\x00"},
+		{"index", k.index("c1"), "P\x02i\x00" + bk("c1") + "\x02c1\x00"},
+		{"copy chunk", k.copyChunk("c1", 1), "P\x02i\x00" + bk("c1") + "\x02c1\x00\x15\x01"},
+		{"head", k.head("t\x00"), "P\x02t\x00" + bk("t\x00") + "\x02t\x00\xff\x00\x02h\x00"},
+		{"lease", k.lease("t"), th + "\x02l\x00"},
+		{"chunk", k.chunk("t", 1, "c", 2), th + "\x02c\x00\x21\xbf\xf0\x00\x00\x00\x00\x00\x00\x02c\x00\x15\x02"},
+		{"chunk at -0", k.chunk("t", math.Copysign(0, -1), "c", 0), th + "\x02c\x00\x21\x80\x00\x00\x00\x00\x00\x00\x00\x02c\x00\x14"},
+		{"link", k.link("t", "c"), th + "\x02p\x00\x02c\x00"},
+		{"transcript", k.transcriptChunk("t", 0), th + "\x02m\x00\x14"},
+		{"marker", k.opMarker("t", "tok"), th + "\x02o\x00\x02tok\x00"},
+		{"marker queue", k.opQueued("t", 256, "tok"), th + "\x02q\x00\x16\x01\x00\x02tok\x00"},
+		{"listed", k.listed("t"), "P\x02x\x00\x02t\x00"},
 		{"ref", k.ref("sandbox-files/x"), "P\x02r\x00\x02sandbox-files/x\x00"},
-		{"op", k.op(256, "tok"), "P\x02o\x00\x16\x01\x00\x02tok\x00"},
+		{"legacy op", k.legacyOp(256, "tok"), "P\x02o\x00\x16\x01\x00\x02tok\x00"},
 		{"instance", k.instance("k"), "P\x02n\x00\x02k\x00"},
 	} {
 		if string(c.got) != c.want {
@@ -111,18 +118,36 @@ func TestKeyLayout(t *testing.T) {
 	if DefaultPrefix != string(tuple.Pack("ckptstore")) {
 		t.Errorf("DefaultPrefix = %q, want the packed tuple (\"ckptstore\")", DefaultPrefix)
 	}
+	// The bucket is pinned: it is part of the stored layout.
+	for id, want := range map[string]int64{"": 33052, "c1": 34857, "thread-1": 7547} {
+		if got := bucket(id); got != want {
+			t.Errorf("bucket(%q) = %d, want %d", id, got, want)
+		}
+	}
 	// Keys never share memory with the prefix or each other.
 	a, b := k.index("a"), k.index("b")
 	a[len(a)-2] = 'z'
-	if string(b) != "P\x02i\x00\x02b\x00" || string(k.p) != "P" {
+	if string(b) != "P\x02i\x00"+bk("b")+"\x02b\x00" || string(k.p) != "P" {
 		t.Fatal("keys share memory")
 	}
-	// Old op markers are in the range the writes clear; new ones are not.
-	r := k.opsBefore(1000)
-	for ms, in := range map[int64]bool{0: true, 999: true, 1000: false, 5000: false} {
-		key := k.op(ms, "tok")
-		if got := string(key) >= string(r.Begin) && string(key) < string(r.End); got != in {
-			t.Errorf("marker at %d ms in the cleared range: %v, want %v", ms, got, in)
+	// Queued markers before the cutoff are in the range a write reads to
+	// expire them; later ones are not, nor are the markers themselves.
+	r := k.opsQueuedBefore("t", 1000)
+	in := func(key []byte) bool { return string(key) >= string(r.Begin) && string(key) < string(r.End) }
+	for ms, want := range map[int64]bool{0: true, 999: true, 1000: false, 5000: false} {
+		if got := in(k.opQueued("t", ms, "tok")); got != want {
+			t.Errorf("queued marker at %d ms in the expiry range: %v, want %v", ms, got, want)
+		}
+	}
+	if in(k.opMarker("t", "tok")) || in(k.opQueued("u", 0, "tok")) {
+		t.Error("the expiry range holds a marker or another thread's queue")
+	}
+	// The id range holds the index key and its copy, not a longer id's.
+	idr := k.idRange("a")
+	for key, want := range map[string]bool{string(k.index("a")): true, string(k.copyChunk("a", 3)): true,
+		string(k.index("a\x00")): false, string(k.copyChunk("a\x00", 0)): false} {
+		if got := key >= string(idr.Begin) && key < string(idr.End); got != want && bucket("a") == bucket("a\x00") {
+			t.Errorf("key %q in idRange(a): %v, want %v", key, got, want)
 		}
 	}
 }
@@ -139,13 +164,18 @@ func TestTypedKeysMatchTuples(t *testing.T) {
 			name      string
 			got, want []byte
 		}{
-			{"index", k.index(id), k.key(spaceIndex, id)},
-			{"head", k.head(th), k.key(spaceThread, th, threadHead)},
-			{"lease", k.lease(th), k.key(spaceThread, th, threadLease)},
-			{"link", k.link(th, id), k.key(spaceThread, th, threadLinks, id)},
+			{"index", k.index(id), k.key(spaceIndex, bucket(id), id)},
+			{"copy", k.copyChunk(id, 2), k.key(spaceIndex, bucket(id), id, 2)},
+			{"head", k.head(th), k.key(spaceThread, bucket(th), th, threadHead)},
+			{"lease", k.lease(th), k.key(spaceThread, bucket(th), th, threadLease)},
+			{"link", k.link(th, id), k.key(spaceThread, bucket(th), th, threadLinks, id)},
 			{"ref", k.ref(id), k.key(spaceRefs, id)},
-			{"checkpoint", k.checkpointPrefix(th, -2.5, id), k.key(spaceThread, th, threadData, -2.5, id)},
-			{"chunk", k.chunk(th, 7, id, 300), k.key(spaceThread, th, threadData, 7.0, id, 300)},
+			{"listed", k.listed(th), k.key(spaceListed, th)},
+			{"transcript", k.transcriptChunk(th, 300), k.key(spaceThread, bucket(th), th, threadTranscript, 300)},
+			{"marker", k.opMarker(th, id), k.key(spaceThread, bucket(th), th, threadOps, id)},
+			{"queued", k.opQueued(th, 1234567, id), k.key(spaceThread, bucket(th), th, threadOpQueue, 1234567, id)},
+			{"checkpoint", k.checkpointPrefix(th, -2.5, id), k.key(spaceThread, bucket(th), th, threadData, -2.5, id)},
+			{"chunk", k.chunk(th, 7, id, 300), k.key(spaceThread, bucket(th), th, threadData, 7.0, id, 300)},
 		} {
 			if !bytes.Equal(c.got, c.want) {
 				t.Errorf("%s(%q) = %x, want %x", c.name, id, c.got, c.want)
@@ -179,9 +209,21 @@ func TestValueEncodings(t *testing.T) {
 	if got, err := decodeLink(lv.encode()); err != nil || got != lv {
 		t.Fatalf("link round trip: %+v, %v", got, err)
 	}
-	iv := indexValue{thread: "t", createdAt: 2}
-	if got, err := decodeIndex(iv.encode()); err != nil || got != iv {
-		t.Fatalf("index round trip: %+v, %v", got, err)
+	for _, iv := range []indexValue{{thread: "t", createdAt: 2}, {thread: "u", createdAt: -1, copied: true}} {
+		if got, err := decodeIndex(iv.encode()); err != nil || got != iv {
+			t.Fatalf("index round trip: %+v, %v", got, err)
+		}
+	}
+	for _, v := range []int64{0, 1234567890123} {
+		m := append(tuple.Pack(v), "result"...)
+		if ms, rest, err := decodeMarker(m); err != nil || ms != v || string(rest) != "result" {
+			t.Fatalf("decodeMarker(%x) = %d, %q, %v", m, ms, rest, err)
+		}
+	}
+	for _, bad := range [][]byte{nil, {0x02, 'x', 0}, {0x16, 1}} {
+		if _, _, err := decodeMarker(bad); !errors.Is(err, errCorrupt) {
+			t.Errorf("decodeMarker(%x): %v", bad, err)
+		}
 	}
 	for _, bad := range [][]byte{nil, {0x02, 'x'}, l.encode()[:5], lv.encode()[:3]} {
 		if _, err := decodeLease(bad); !errors.Is(err, errCorrupt) {

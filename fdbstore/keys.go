@@ -11,17 +11,41 @@ import (
 
 // Key space names, the second element of every key (see the package doc).
 const (
-	spaceIndex    = "i" // (P, "i", id) → the checkpoint's thread and createdAt
-	spaceThread   = "t" // (P, "t", thread, …) → everything of one thread
+	spaceIndex    = "i" // (P, "i", bucket(id), id[, chunk]) → the checkpoint's location [and a copy of its value]
+	spaceThread   = "t" // (P, "t", bucket(thread), thread, …) → everything of one thread
+	spaceListed   = "x" // (P, "x", thread) → "": the thread has a head, a checkpoint or a transcript
 	spaceRefs     = "r" // (P, "r", blobKey) → reference count
-	spaceOps      = "o" // (P, "o", wallMillis, token) → a committed write
+	spaceOps      = "o" // (P, "o", wallMillis, token) → the old, global op markers (legacyMarkers only)
 	spaceInstance = "n" // (P, "n", key) → an instance record
 
-	threadHead  = "h" // (P, "t", thread, "h") → head id
-	threadLease = "l" // (P, "t", thread, "l") → lease
-	threadData  = "c" // (P, "t", thread, "c", createdAt, id, chunk) → encoding chunk
-	threadLinks = "p" // (P, "t", thread, "p", id) → parent, createdAt, sizes
+	threadHead       = "h" // (…, "h") → head id
+	threadLease      = "l" // (…, "l") → lease
+	threadData       = "c" // (…, "c", createdAt, id, chunk) → encoding chunk
+	threadLinks      = "p" // (…, "p", id) → parent, createdAt, sizes
+	threadTranscript = "m" // (…, "m", chunk) → transcript chunk
+	threadOps        = "o" // (…, "o", token) → tuple(wallMillis, result…): a write that committed
+	threadOpQueue    = "q" // (…, "q", wallMillis, token) → "": the markers in expiry order
 )
+
+// bucketBits is the width of the hash bucket that leads index and thread
+// keys. Ids that callers make in time order (ULIDs, UUIDv7, counters)
+// would otherwise put every new key at one end of the key space, in one
+// shard; the bucket spreads them over 2^16 places whatever their shape.
+const bucketBits = 16
+
+// bucket is the hash bucket of an id: FNV-1a, 32 bits, top bucketBits.
+// It is part of the stored key layout and must never change.
+func bucket(id string) int64 {
+	h := uint32(2166136261)
+	for i := 0; i < len(id); i++ {
+		h ^= uint32(id[i])
+		h *= 16777619
+	}
+	return int64(h >> (32 - bucketBits))
+}
+
+// bucketLen bounds the encoding of a bucket element.
+const bucketLen = 3
 
 // keys builds the keys of one prefix. Every key it returns is a new
 // allocation (keys never share memory). The keys of Append's hot path are
@@ -29,8 +53,9 @@ const (
 // per key, without boxing elements in interfaces; key() is for the others.
 type keys struct {
 	p []byte
-	// The packed prefixes of the key spaces: (P, "i"), (P, "t"), (P, "r").
-	indexSpace, threadSpace, refSpace []byte
+	// The packed prefixes of the key spaces: (P, "i"), (P, "t"), (P, "r"),
+	// (P, "x").
+	indexSpace, threadSpace, refSpace, listedSpace []byte
 }
 
 func newKeys(prefix []byte) keys {
@@ -39,6 +64,7 @@ func newKeys(prefix []byte) keys {
 	k.indexSpace = k.key(spaceIndex)
 	k.threadSpace = k.key(spaceThread)
 	k.refSpace = k.key(spaceRefs)
+	k.listedSpace = k.key(spaceListed)
 	return k
 }
 
@@ -49,15 +75,40 @@ func start(base []byte, n int) []byte {
 	return append(make([]byte, 0, len(base)+n), base...)
 }
 
-// threadKey is (P, "t", thread, sub).
-func (k keys) threadKey(thread, sub string, extra int) []byte {
-	b := start(k.threadSpace, tuple.StringLen(thread)+tuple.StringLen(sub)+extra)
-	return tuple.AppendString(tuple.AppendString(b, thread), sub)
+// threadBase is (P, "t", bucket(thread), thread) with room for extra bytes.
+func (k keys) threadBase(thread string, extra int) []byte {
+	b := start(k.threadSpace, bucketLen+tuple.StringLen(thread)+extra)
+	return tuple.AppendString(tuple.AppendInt(b, bucket(thread)), thread)
 }
 
-func (k keys) index(id string) []byte {
-	return tuple.AppendString(start(k.indexSpace, tuple.StringLen(id)), id)
+// threadKey is (P, "t", bucket(thread), thread, sub).
+func (k keys) threadKey(thread, sub string, extra int) []byte {
+	return tuple.AppendString(k.threadBase(thread, tuple.StringLen(sub)+extra), sub)
 }
+
+// index is (P, "i", bucket(id), id): the checkpoint's location. The copy
+// of its value, when kept, is under it: (P, "i", bucket(id), id, chunk).
+func (k keys) index(id string) []byte { return k.indexExtra(id, 0) }
+
+func (k keys) indexExtra(id string, extra int) []byte {
+	b := start(k.indexSpace, bucketLen+tuple.StringLen(id)+extra)
+	return tuple.AppendString(tuple.AppendInt(b, bucket(id)), id)
+}
+
+// copyChunk is chunk i of the copy of a checkpoint's value under its index.
+func (k keys) copyChunk(id string, i int) []byte {
+	return tuple.AppendInt(k.indexExtra(id, tuple.MaxIntLen), int64(i))
+}
+
+// idRange is the index key of id and every chunk of its copy: the one
+// range Get reads. It ends before the keys of ids that extend id with
+// NUL bytes, whose next byte is 0xff.
+func (k keys) idRange(id string) kv.KeyRange {
+	b := k.index(id)
+	_, e := tuple.Range(b)
+	return kv.KeyRange{Begin: b, End: e}
+}
+
 func (k keys) head(thread string) []byte  { return k.threadKey(thread, threadHead, 0) }
 func (k keys) lease(thread string) []byte { return k.threadKey(thread, threadLease, 0) }
 func (k keys) link(thread, id string) []byte {
@@ -67,13 +118,51 @@ func (k keys) ref(blobKey string) []byte {
 	return tuple.AppendString(start(k.refSpace, tuple.StringLen(blobKey)), blobKey)
 }
 func (k keys) instance(key string) []byte { return k.key(spaceInstance, key) }
-func (k keys) op(ms int64, token string) []byte {
-	return k.key(spaceOps, ms, token)
+
+// listed is (P, "x", thread), present while the thread has a head, a
+// checkpoint or a transcript.
+func (k keys) listed(thread string) []byte {
+	return tuple.AppendString(start(k.listedSpace, tuple.StringLen(thread)), thread)
+}
+
+// listedRange is every listed key.
+func (k keys) listedRange() kv.KeyRange { return rangeOf(k.listedSpace) }
+
+// transcriptPrefix is the packed prefix of the thread's transcript chunks.
+func (k keys) transcriptPrefix(thread string) []byte { return k.threadKey(thread, threadTranscript, 0) }
+
+func (k keys) transcriptChunk(thread string, i int) []byte {
+	return tuple.AppendInt(k.threadKey(thread, threadTranscript, tuple.MaxIntLen), int64(i))
+}
+
+// opMarker is the marker of a write of thread with token.
+func (k keys) opMarker(thread, token string) []byte {
+	return tuple.AppendString(k.threadKey(thread, threadOps, tuple.StringLen(token)), token)
+}
+
+// opQueued is the expiry-queue entry of that marker.
+func (k keys) opQueued(thread string, ms int64, token string) []byte {
+	b := k.threadKey(thread, threadOpQueue, tuple.MaxIntLen+tuple.StringLen(token))
+	return tuple.AppendString(tuple.AppendInt(b, ms), token)
+}
+
+// opsQueuedBefore is the range of the thread's queue entries before ms.
+func (k keys) opsQueuedBefore(thread string, ms int64) kv.KeyRange {
+	b := k.threadKey(thread, threadOpQueue, 0)
+	return kv.KeyRange{Begin: b, End: tuple.AppendInt(append([]byte(nil), b...), ms)}
+}
+
+// legacyOp is the old, global marker key (P, "o", wallMillis, token).
+func (k keys) legacyOp(ms int64, token string) []byte { return k.key(spaceOps, ms, token) }
+
+// legacyOpsBefore is the range of every old marker written before ms.
+func (k keys) legacyOpsBefore(ms int64) kv.KeyRange {
+	return kv.KeyRange{Begin: k.key(spaceOps), End: k.key(spaceOps, ms)}
 }
 
 // dataPrefix is the packed prefix of every chunk of every checkpoint of
 // the thread; List reads its range.
-func (k keys) dataPrefix(thread string) []byte { return k.key(spaceThread, thread, threadData) }
+func (k keys) dataPrefix(thread string) []byte { return k.threadKey(thread, threadData, 0) }
 
 // checkpointPrefix is the packed prefix of the chunks of one checkpoint.
 func (k keys) checkpointPrefix(thread string, createdAt float64, id string) []byte {
@@ -90,13 +179,8 @@ func (k keys) chunk(thread string, createdAt float64, id string, i int) []byte {
 	return tuple.AppendInt(k.appendCheckpointPrefix(thread, createdAt, id, tuple.MaxIntLen), int64(i))
 }
 
-func (k keys) linksPrefix(thread string) []byte { return k.key(spaceThread, thread, threadLinks) }
+func (k keys) linksPrefix(thread string) []byte { return k.threadKey(thread, threadLinks, 0) }
 func (k keys) refsPrefix() []byte               { return start(k.refSpace, 0) }
-
-// opsBefore is the range of every op marker written before ms.
-func (k keys) opsBefore(ms int64) kv.KeyRange {
-	return kv.KeyRange{Begin: k.key(spaceOps), End: k.key(spaceOps, ms)}
-}
 
 // rangeOf is the range of every key longer than the packed tuple p that
 // starts with it.
@@ -127,21 +211,30 @@ func suffix(key, p []byte) (tuple.Tuple, error) {
 	return t, nil
 }
 
-// indexValue is the value at (P, "i", id): where the checkpoint's data is.
+// indexValue is the value at (P, "i", bucket(id), id): where the
+// checkpoint's data is, and whether a copy of it follows the index key.
 type indexValue struct {
 	thread    string
 	createdAt float64 // sortKey form
+	copied    bool    // the value is also under the index key (Get's one round)
 }
 
-func (v indexValue) encode() []byte { return tuple.Pack(v.thread, v.createdAt) }
+func (v indexValue) encode() []byte {
+	c := int64(0)
+	if v.copied {
+		c = 1
+	}
+	return tuple.Pack(v.thread, v.createdAt, c)
+}
 
 func decodeIndex(b []byte) (indexValue, error) {
 	t, err := tuple.Unpack(b)
-	if err == nil && len(t) == 2 {
+	if err == nil && len(t) == 3 {
 		th, ok1 := t[0].(string)
 		ca, ok2 := t[1].(float64)
-		if ok1 && ok2 {
-			return indexValue{thread: th, createdAt: ca}, nil
+		c, ok3 := t[2].(int64)
+		if ok1 && ok2 && ok3 && (c == 0 || c == 1) {
+			return indexValue{thread: th, createdAt: ca, copied: c == 1}, nil
 		}
 	}
 	return indexValue{}, fmt.Errorf("%w: index value %x", errCorrupt, b)

@@ -82,16 +82,14 @@ package fdbstore
 
 import (
 	"context"
-	"crypto/rand"
-	"errors"
 	"fmt"
 	"iter"
-	"math"
-	"time"
+	"slices"
 
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/fdbstore/internal/tuple"
 	"github.com/ckptstore/ckptstore/fdbstore/kv"
+	"github.com/ckptstore/ckptstore/precheck"
 )
 
 // Limits; see the package documentation.
@@ -131,6 +129,14 @@ type Options struct {
 	// BlobPage is how many reference keys one BlobReferences transaction
 	// reads; 0 means DefaultBlobPage.
 	BlobPage int
+
+	// legacyMarkers puts op markers in the old global range (P, "o",
+	// wallMillis, token) with one blind range clear per write, as before
+	// they moved under the thread. It exists only as a test fixture: the
+	// hot-range test shows that layout concentrating every write's marker
+	// in one key range. Caller op tokens are not recognised across calls
+	// in it (the marker key holds the call's start time).
+	legacyMarkers bool
 }
 
 // Store is the FoundationDB Store, Pruner and Forker. It is safe for
@@ -140,16 +146,18 @@ type Store struct {
 	db   kv.DB
 	opts Options
 	k    keys
-	// markerCost bounds what the marker read and finish add to a
-	// transaction: the same for every write of the store.
-	markerCost int
 }
 
 var (
-	_ ckptstore.Store       = (*Store)(nil)
-	_ ckptstore.Pruner      = (*Store)(nil)
-	_ ckptstore.Forker      = (*Store)(nil)
-	_ ckptstore.LeaseKeeper = (*Store)(nil)
+	_ ckptstore.Store         = (*Store)(nil)
+	_ ckptstore.Pruner        = (*Store)(nil)
+	_ ckptstore.Forker        = (*Store)(nil)
+	_ ckptstore.LeaseKeeper   = (*Store)(nil)
+	_ ckptstore.Transcripts   = (*Store)(nil)
+	_ ckptstore.ThreadDeleter = (*Store)(nil)
+	_ ckptstore.Pager         = (*Store)(nil)
+	_ ckptstore.ThreadLister  = (*Store)(nil)
+	_ ckptstore.Importer      = (*Store)(nil)
 )
 
 // New returns a Store over db. It fails, with an error wrapping
@@ -178,9 +186,7 @@ func New(db kv.DB, opts Options) (*Store, error) {
 	if opts.BlobPage == 0 {
 		opts.BlobPage = DefaultBlobPage
 	}
-	s := &Store{db: db, opts: opts, k: newKeys([]byte(prefix))}
-	s.markerCost = s.computeMarkerCost()
-	return s, nil
+	return &Store{db: db, opts: opts, k: newKeys([]byte(prefix))}, nil
 }
 
 func resolvePrefix(p string) (string, error) {
@@ -215,39 +221,87 @@ type idArg struct{ what, id string }
 
 func named(what, id string) idArg { return idArg{what, id} }
 
-// Get implements ckptstore.Store: two reads, the index and then the chunks.
+// Get implements ckptstore.Store: one range read, of the id's index key
+// and the copy of the value under it. A checkpoint too large to be stored
+// twice in one transaction has no copy; its Get reads the chunks under its
+// thread in a second round.
 func (s *Store) Get(ctx context.Context, id string) (*ckptstore.Checkpoint, error) {
-	if err := ckptstore.ValidateID("checkpoint id", id); err != nil {
+	if err := precheck.Read(ctx, "checkpoint id", id); err != nil {
 		return nil, err
 	}
 	if len(id) > MaxIDBytes {
-		return nil, ctx.Err() // never stored: writes reject it
+		return nil, nil // never stored: writes reject it
 	}
 	var out *ckptstore.Checkpoint
 	err := s.db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
-		out = nil
-		raw, err := tr.Get(s.k.index(id)).Get()
-		if err != nil || raw == nil {
-			return err
-		}
-		idx, err := decodeIndex(raw)
-		if err != nil {
-			return err
-		}
-		cp, err := s.readCheckpoint(tr, idx.thread, idx.createdAt, id).get()
-		if err != nil {
-			return err
-		}
-		if cp == nil {
-			return fmt.Errorf("%w: checkpoint %q is indexed but has no data", errCorrupt, id)
-		}
-		out = cp
-		return nil
+		var err error
+		out, _, err = s.readByID(tr, id, s.startByID(tr, id))
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// startByID starts reading the index key of id and its copy.
+func (s *Store) startByID(tr kv.ReadTransaction, id string) kv.FutureRange {
+	return tr.GetRange(s.k.idRange(id), kv.RangeOptions{})
+}
+
+// readByID waits for what startByID started and returns the checkpoint
+// and its index, nil when id is not stored. Without a copy it reads the
+// chunks under the thread, a second round.
+func (s *Store) readByID(tr kv.ReadTransaction, id string, f kv.FutureRange) (*ckptstore.Checkpoint, *indexValue, error) {
+	kvs, err := f.Get()
+	if err != nil || len(kvs) == 0 {
+		return nil, nil, err
+	}
+	ik := s.k.index(id)
+	if string(kvs[0].Key) != string(ik) {
+		return nil, nil, fmt.Errorf("%w: copy of checkpoint %q without its index", errCorrupt, id)
+	}
+	idx, err := decodeIndex(kvs[0].Value)
+	if err != nil {
+		return nil, nil, err
+	}
+	var cp *ckptstore.Checkpoint
+	if idx.copied {
+		chunks := kvs[1:]
+		if err := checkChunks(id, chunks, ik); err != nil {
+			return nil, nil, err
+		}
+		if len(chunks) == 0 {
+			return nil, nil, fmt.Errorf("%w: checkpoint %q has an empty copy", errCorrupt, id)
+		}
+		cp, err = assemble(id, chunks)
+	} else {
+		cp, err = s.readCheckpoint(tr, idx.thread, idx.createdAt, id).get()
+		if err == nil && cp == nil {
+			err = fmt.Errorf("%w: checkpoint %q is indexed but has no data", errCorrupt, id)
+		}
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	if cp.ThreadID != idx.thread {
+		return nil, nil, fmt.Errorf("%w: checkpoint %q is indexed in thread %q but holds %q", errCorrupt, id, idx.thread, cp.ThreadID)
+	}
+	return cp, &idx, nil
+}
+
+// checkChunks checks that chunks are the keys (p, 0), (p, 1), … in order.
+func checkChunks(id string, chunks []kv.KeyValue, p []byte) error {
+	for i, c := range chunks {
+		t, err := suffix(c.Key, p)
+		if err != nil {
+			return err
+		}
+		if n, ok := elem[int64](t, 0, 1); !ok || n != int64(i) {
+			return fmt.Errorf("%w: checkpoint %q: chunk %d has key %x", errCorrupt, id, i, c.Key)
+		}
+	}
+	return nil
 }
 
 // pendingCheckpoint is a checkpoint being read: the range future of its
@@ -270,14 +324,8 @@ func (pc pendingCheckpoint) get() (*ckptstore.Checkpoint, error) {
 	if err != nil || len(kvs) == 0 {
 		return nil, err
 	}
-	for i, p := range kvs {
-		t, err := suffix(p.Key, pc.prefix)
-		if err != nil {
-			return nil, err
-		}
-		if n, ok := elem[int64](t, 0, 1); !ok || n != int64(i) {
-			return nil, fmt.Errorf("%w: checkpoint %q: chunk %d has key %x", errCorrupt, pc.id, i, p.Key)
-		}
+	if err := checkChunks(pc.id, kvs, pc.prefix); err != nil {
+		return nil, err
 	}
 	return assemble(pc.id, kvs)
 }
@@ -308,13 +356,10 @@ func assemble(id string, chunks []kv.KeyValue) (*ckptstore.Checkpoint, error) {
 // List implements ckptstore.Store: one range read of the thread's chunks,
 // which the key layout keeps in List order.
 func (s *Store) List(ctx context.Context, threadID string) ([]*ckptstore.Checkpoint, error) {
-	if err := ckptstore.ValidateID("thread id", threadID); err != nil {
+	if err := precheck.Read(ctx, "thread id", threadID); err != nil {
 		return nil, err
 	}
 	if len(threadID) > MaxIDBytes {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
 		return []*ckptstore.Checkpoint{}, nil
 	}
 	p := s.k.dataPrefix(threadID)
@@ -327,36 +372,82 @@ func (s *Store) List(ctx context.Context, threadID string) ([]*ckptstore.Checkpo
 	if err != nil {
 		return nil, err
 	}
-	out := []*ckptstore.Checkpoint{}
-	// Keys are (createdAt, id, chunk) after p; the chunks of one
-	// checkpoint are adjacent and numbered from 0. (Grouping must compare
-	// parsed ids: the key of id "a" is a byte prefix of the key of "a\x00".)
-	start, startID := 0, ""
-	for i, p2 := range kvs {
-		t, err := suffix(p2.Key, p)
+	groups, err := groupChunks(kvs, p, false)
+	if err != nil {
+		return nil, err
+	}
+	return decodeGroups(groups)
+}
+
+// chunkGroup is the chunks of one checkpoint in a range read of a
+// thread's data, in chunk order.
+type chunkGroup struct {
+	createdAt float64 // sortKey form
+	id        string
+	chunks    []kv.KeyValue
+	// complete is false when the read may have stopped inside the
+	// checkpoint: for the last group of a read that hit its limit.
+	complete  bool
+	lastChunk int64 // the number of the chunk read last
+}
+
+// groupChunks splits a range read of the thread data under p (forward or
+// reverse) into checkpoints. Keys are (createdAt, id, chunk) after p; the
+// chunks of one checkpoint are adjacent and numbered from 0. Grouping
+// compares parsed ids: the key of id "a" is a byte prefix of the key of
+// "a\x00". The last group is marked complete only when it provably is (in
+// reverse, its chunk 0 was read); the caller decides from the read's limit.
+func groupChunks(kvs []kv.KeyValue, p []byte, reverse bool) ([]chunkGroup, error) {
+	var out []chunkGroup
+	for _, kvp := range kvs {
+		t, err := suffix(kvp.Key, p)
 		if err != nil {
 			return nil, err
 		}
+		ca, ok0 := elem[float64](t, 0, 3)
 		id, ok1 := elem[string](t, 1, 3)
 		n, ok2 := elem[int64](t, 2, 3)
-		if !ok1 || !ok2 {
-			return nil, fmt.Errorf("%w: checkpoint key %x", errCorrupt, p2.Key)
+		if !ok0 || !ok1 || !ok2 {
+			return nil, fmt.Errorf("%w: checkpoint key %x", errCorrupt, kvp.Key)
 		}
-		if n == 0 {
-			if i > start {
-				cp, err := assemble(startID, kvs[start:i])
-				if err != nil {
-					return nil, err
-				}
-				out = append(out, cp)
+		last := len(out) - 1
+		if last < 0 || out[last].id != id || out[last].createdAt != ca {
+			if last >= 0 && !out[last].complete && reverse {
+				return nil, fmt.Errorf("%w: checkpoint %q lacks its first chunk", errCorrupt, out[last].id)
 			}
-			start, startID = i, id
-		} else if id != startID || n != int64(i-start) {
-			return nil, fmt.Errorf("%w: checkpoint key %x out of sequence", errCorrupt, p2.Key)
+			if !reverse && n != 0 {
+				return nil, fmt.Errorf("%w: checkpoint key %x out of sequence", errCorrupt, kvp.Key)
+			}
+			out = append(out, chunkGroup{createdAt: ca, id: id, complete: !reverse})
+			last++
+		} else {
+			want := out[last].lastChunk + 1
+			if reverse {
+				want = out[last].lastChunk - 1
+			}
+			if n != want {
+				return nil, fmt.Errorf("%w: checkpoint key %x out of sequence", errCorrupt, kvp.Key)
+			}
+		}
+		out[last].chunks = append(out[last].chunks, kvp)
+		out[last].lastChunk = n
+		if reverse && n == 0 {
+			out[last].complete = true
 		}
 	}
-	if len(kvs) > start {
-		cp, err := assemble(startID, kvs[start:])
+	if reverse {
+		for i := range out {
+			slices.Reverse(out[i].chunks)
+		}
+	}
+	return out, nil
+}
+
+// decodeGroups decodes complete groups into checkpoints.
+func decodeGroups(groups []chunkGroup) ([]*ckptstore.Checkpoint, error) {
+	out := make([]*ckptstore.Checkpoint, 0, len(groups))
+	for _, g := range groups {
+		cp, err := assemble(g.id, g.chunks)
 		if err != nil {
 			return nil, err
 		}
@@ -377,11 +468,11 @@ func elem[T any](t tuple.Tuple, i, n int) (T, bool) {
 
 // Head implements ckptstore.Store.
 func (s *Store) Head(ctx context.Context, threadID string) (string, error) {
-	if err := ckptstore.ValidateID("thread id", threadID); err != nil {
+	if err := precheck.Read(ctx, "thread id", threadID); err != nil {
 		return "", err
 	}
 	if len(threadID) > MaxIDBytes {
-		return "", ctx.Err()
+		return "", nil
 	}
 	var head []byte
 	err := s.db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
@@ -390,6 +481,63 @@ func (s *Store) Head(ctx context.Context, threadID string) (string, error) {
 		return err
 	})
 	return string(head), err
+}
+
+// Restore returns the thread's head and the head's checkpoint, as one
+// transaction, which is what a harness does to resume a thread: Head, then
+// Get of the head. The checkpoint is nil when the thread has no head, or
+// when the head names a checkpoint that is no longer in the thread (after
+// pruning, or when another thread reused its id). Check order: thread id
+// (ErrInvalidID).
+//
+// It takes one read round when the head is also the thread's newest
+// checkpoint in List order and fits in one value, which is the case a
+// harness makes (each checkpoint is newer than its parent): the round reads
+// the head key and, in reverse, the last key of the thread's data. Any
+// other head takes a second round, by id.
+func (s *Store) Restore(ctx context.Context, threadID string) (headID string, cp *ckptstore.Checkpoint, err error) {
+	if err := precheck.Read(ctx, "thread id", threadID); err != nil {
+		return "", nil, err
+	}
+	if len(threadID) > MaxIDBytes {
+		return "", nil, nil
+	}
+	p := s.k.dataPrefix(threadID)
+	err = s.db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
+		headID, cp = "", nil
+		hf := tr.Get(s.k.head(threadID))
+		lastf := tr.GetRange(rangeOf(p), kv.RangeOptions{Limit: 1, Reverse: true})
+		h, err := hf.Get()
+		if err != nil {
+			return err
+		}
+		last, err := lastf.Get()
+		if err != nil || h == nil {
+			return err
+		}
+		headID = string(h)
+		groups, err := groupChunks(last, p, true)
+		if err != nil {
+			return err
+		}
+		if len(groups) == 1 && groups[0].id == headID && groups[0].complete {
+			cp, err = assemble(headID, groups[0].chunks)
+			return err
+		}
+		if len(headID) > MaxIDBytes {
+			return nil
+		}
+		got, idx, err := s.readByID(tr, headID, s.startByID(tr, headID))
+		if err != nil || idx == nil || idx.thread != threadID {
+			return err
+		}
+		cp = got
+		return nil
+	})
+	if err != nil {
+		return "", nil, err
+	}
+	return headID, cp, nil
 }
 
 // BlobReferences implements ckptstore.Store. It reads Options.BlobPage
@@ -449,62 +597,3 @@ func (s *Store) BlobReferencesSeq(ctx context.Context) iter.Seq2[ckptstore.BlobR
 		}
 	}
 }
-
-// errGaveUp ends a write that kept failing for half the marker lifetime: a
-// later retry could no longer tell whether an earlier attempt committed.
-var errGaveUp = errors.New("fdbstore: gave up retrying a write; an earlier attempt may or may not have committed")
-
-// markerTTL is how long op markers are kept. A write that has retried for
-// markerTTL/2 gives up (errGaveUp), so its marker is always still there
-// when it looks. Writers' wall clocks must agree to well within markerTTL/2.
-const markerTTL = 10 * time.Minute
-
-// op is one write call's identity across the retries of its transaction.
-type op struct {
-	key      []byte
-	start    time.Time
-	attempts int
-}
-
-func (s *Store) newOp() *op {
-	now := time.Now() // the wall clock, not Options.Now: markers measure real retry time
-	return &op{key: s.k.op(now.UnixMilli(), rand.Text()), start: now}
-}
-
-// begin starts an attempt: it counts it, gives up when retrying for too
-// long, and starts reading the marker.
-func (o *op) begin(tr kv.Transaction) (kv.FutureValue, error) {
-	o.attempts++
-	if o.attempts > 1 && time.Since(o.start) > markerTTL/2 {
-		return nil, errGaveUp
-	}
-	return tr.Get(o.key), nil
-}
-
-// committed waits for the marker: true when an earlier attempt of this
-// call committed.
-func committed(f kv.FutureValue) (bool, error) {
-	v, err := f.Get()
-	return v != nil, err
-}
-
-// finish writes the marker and clears the markers older than markerTTL.
-func (s *Store) finish(tr kv.Transaction, o *op) {
-	tr.Set(o.key, []byte{1})
-	tr.ClearRange(s.k.opsBefore(o.start.Add(-markerTTL).UnixMilli()))
-}
-
-// computeMarkerCost bounds what the marker read and finish add to a
-// transaction.
-func (s *Store) computeMarkerCost() int {
-	key := s.k.op(math.MaxInt64, rand.Text()) // the longest marker key
-	return costRead(key) + costSet(key, 1) + costRange(s.k.opsBefore(math.MaxInt64))
-}
-
-// Transaction size estimates, upper bounds of FoundationDB's accounting
-// (mutation keys and values, plus read and write conflict ranges).
-func costSet(key []byte, valueLen int) int { return 3*len(key) + valueLen + 1 }
-func costAtomic(key []byte) int            { return 3*len(key) + 9 }
-func costClear(key []byte) int             { return 4*len(key) + 2 }
-func costRead(key []byte) int              { return 2*len(key) + 1 }
-func costRange(r kv.KeyRange) int          { return 2 * (len(r.Begin) + len(r.End)) }

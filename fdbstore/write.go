@@ -3,10 +3,11 @@ package fdbstore
 // The writes. Each is one serializable transaction (DeleteCheckpoints: one
 // per batch) shaped the same way:
 //
-//  1. validate the arguments without the database (shared validators, so
+//  1. check the arguments without the database (package precheck, so
 //     every store fails the same input the same way);
-//  2. start every read as a future — the op marker first — and only then
-//     wait, so one read round serves all the checks;
+//  2. start every read as a future — the write round of markers.go first:
+//     the op marker, the thread's lease and head — and only then wait, so
+//     one read round serves all the checks;
 //  3. when the marker exists, an earlier attempt of this call committed:
 //     return its result;
 //  4. run the contract's checks in the contract's order on what was read;
@@ -19,7 +20,6 @@ package fdbstore
 
 import (
 	"context"
-	"crypto/rand"
 	"fmt"
 	"slices"
 	"time"
@@ -27,6 +27,7 @@ import (
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/fdbstore/internal/tuple"
 	"github.com/ckptstore/ckptstore/fdbstore/kv"
+	"github.com/ckptstore/ckptstore/precheck"
 )
 
 // checkWriter returns ErrWriterLost unless w is threadID's live lease, as
@@ -62,10 +63,13 @@ type stored struct {
 	cp    *ckptstore.Checkpoint
 	enc   []byte
 	blobs []string
-	// Keys: one per chunk, one per blob key (in blobs order, all in one
-	// allocation, each capped at its length), and the index, link, head
-	// and lease keys.
-	chunkKeys, refKeys                   [][]byte
+	// copied: the encoding is also stored under the index key, so that Get
+	// reads it in one round (fit decides).
+	copied bool
+	// Keys: one per chunk and per chunk of the copy, one per blob key (in
+	// blobs order, all in one allocation, each capped at its length), and
+	// the index, link, head and lease keys.
+	chunkKeys, copyKeys, refKeys         [][]byte
 	indexKey, linkKey, headKey, leaseKey []byte
 }
 
@@ -75,15 +79,18 @@ func (s *Store) newStored(cp *ckptstore.Checkpoint) (*stored, error) {
 		return nil, err
 	}
 	st := &stored{cp: cp, enc: enc, blobs: cp.BlobKeys()}
-	st.chunkKeys = make([][]byte, max(1, (len(st.enc)+kv.MaxValueSize-1)/kv.MaxValueSize))
-	for i := range st.chunkKeys {
+	n := chunks(len(st.enc))
+	st.chunkKeys = make([][]byte, n)
+	st.copyKeys = make([][]byte, n)
+	for i := range n {
 		st.chunkKeys[i] = s.k.chunk(cp.ThreadID, cp.CreatedAt, cp.ID, i)
+		st.copyKeys[i] = s.k.copyChunk(cp.ID, i)
 	}
-	n := 0
+	size := 0
 	for _, b := range st.blobs {
-		n += len(s.k.refSpace) + tuple.StringLen(b)
+		size += len(s.k.refSpace) + tuple.StringLen(b)
 	}
-	buf := make([]byte, 0, n)
+	buf := make([]byte, 0, size)
 	st.refKeys = make([][]byte, len(st.blobs))
 	for i, b := range st.blobs {
 		from := len(buf)
@@ -97,65 +104,25 @@ func (s *Store) newStored(cp *ckptstore.Checkpoint) (*stored, error) {
 	return st, nil
 }
 
-// insertCost estimates the transaction bytes of inserting st (without the
-// marker and the op's own reads).
-func (s *Store) insertCost(st *stored) int {
-	cp := st.cp
-	n := 0
-	for _, k := range st.chunkKeys {
-		n += costSet(k, 0)
-	}
-	n += len(st.enc)
-	n += costSet(st.indexKey, len(cp.ThreadID)+16)
-	n += costSet(st.linkKey, len(cp.ParentCheckpointID)+40)
-	n += costSet(st.headKey, len(cp.ID))
-	n += costRead(st.indexKey) + costRead(st.headKey) + costRead(st.leaseKey)
-	for _, k := range st.refKeys {
-		n += costAtomic(k)
-	}
-	return n
-}
-
-// removeCost estimates the transaction bytes of deleting one checkpoint of
-// thread with the given ids and number of blob keys.
-func (s *Store) removeCost(thread string, createdAt float64, id, parent string, blobs int) int {
-	r := rangeOf(s.k.checkpointPrefix(thread, createdAt, id))
-	n := 2*costRange(r) + costClear(s.k.index(id)) + costClear(s.k.link(thread, id)) +
-		costRead(s.k.index(id)) + costSet(s.k.head(thread), len(parent))
-	// Blob keys all have the same length as the longest kind
-	// (sandbox-artifacts/sha256/<64 hex>): −1 and compare-and-clear each.
-	ref := s.k.ref("sandbox-artifacts/sha256/0000000000000000000000000000000000000000000000000000000000000000")
-	return n + blobs*2*costAtomic(ref)
-}
-
-// checkSize returns ErrInvalidEntry when st could not be appended, or not
-// deleted again, in one transaction.
-func (s *Store) checkSize(st *stored) error {
-	cp := st.cp
-	ins := s.insertCost(st) + s.markerCost
-	del := s.removeCost(cp.ThreadID, cp.CreatedAt, cp.ID, cp.ParentCheckpointID, len(st.blobs)) + s.markerCost +
-		costRead(st.leaseKey) + costRead(st.headKey)
-	if n := max(ins, del); n > MaxTransactionBytes {
-		return fmt.Errorf("%w: checkpoint %q is too large for one FoundationDB transaction: about %d bytes (encoding %d bytes, %d distinct blob keys), more than fdbstore's limit of %d",
-			ckptstore.ErrInvalidEntry, cp.ID, n, len(st.enc), len(st.blobs), MaxTransactionBytes)
-	}
-	return nil
-}
-
-// insert writes st as a stored checkpoint and the head of its thread, and
-// counts its blobs.
-func (s *Store) insert(tr kv.Transaction, st *stored) {
+// insert writes st as a stored checkpoint, and as the head of its thread
+// when setHead, and counts its blobs.
+func (s *Store) insert(tr kv.Transaction, st *stored, setHead bool) {
 	cp := st.cp
 	for i, k := range st.chunkKeys {
-		end := min(len(st.enc), (i+1)*kv.MaxValueSize)
-		tr.Set(k, st.enc[i*kv.MaxValueSize:end])
+		part := st.enc[i*kv.MaxValueSize : min(len(st.enc), (i+1)*kv.MaxValueSize)]
+		tr.Set(k, part)
+		if st.copied {
+			tr.Set(st.copyKeys[i], part)
+		}
 	}
 	ca := sortKey(cp.CreatedAt)
-	tr.Set(st.indexKey, indexValue{thread: cp.ThreadID, createdAt: ca}.encode())
+	tr.Set(st.indexKey, indexValue{thread: cp.ThreadID, createdAt: ca, copied: st.copied}.encode())
 	tr.Set(st.linkKey, linkValue{
 		parent: cp.ParentCheckpointID, createdAt: ca, size: int64(len(st.enc)), blobs: int64(len(st.blobs)),
 	}.encode())
-	tr.Set(st.headKey, []byte(cp.ID))
+	if setHead {
+		tr.Set(st.headKey, []byte(cp.ID))
+	}
 	for _, k := range st.refKeys {
 		tr.Add(k, 1)
 	}
@@ -163,11 +130,11 @@ func (s *Store) insert(tr kv.Transaction, st *stored) {
 
 var zeroCount = kv.EncodeInt64(0)
 
-// remove deletes a stored checkpoint and drops its blob counts; a count
-// that reaches 0 is cleared. It does not touch the head.
+// remove deletes a stored checkpoint and its copy and drops its blob
+// counts; a count that reaches 0 is cleared. It does not touch the head.
 func (s *Store) remove(tr kv.Transaction, cp *ckptstore.Checkpoint) {
 	tr.ClearRange(rangeOf(s.k.checkpointPrefix(cp.ThreadID, cp.CreatedAt, cp.ID)))
-	tr.Clear(s.k.index(cp.ID))
+	tr.ClearRange(s.k.idRange(cp.ID))
 	tr.Clear(s.k.link(cp.ThreadID, cp.ID))
 	for _, b := range cp.BlobKeys() {
 		k := s.k.ref(b)
@@ -176,8 +143,10 @@ func (s *Store) remove(tr kv.Transaction, cp *ckptstore.Checkpoint) {
 	}
 }
 
-// Append implements ckptstore.Store: one read round (marker, lease,
-// index, head), then the commit.
+// Append implements ckptstore.Store: one read round (marker, lease, head,
+// index), then the commit. Check order: ids (ErrInvalidID), entries
+// (ErrInvalidEntry), writer (ErrWriterLost), id unused (ErrDuplicateID),
+// head (ErrConflict), parent (ErrParentMismatch).
 func (s *Store) Append(ctx context.Context, cp *ckptstore.Checkpoint, expectedHeadID string, w ckptstore.Writer) error {
 	if cp != nil {
 		if err := checkIDLengths(named("checkpoint id", cp.ID), named("thread id", cp.ThreadID),
@@ -186,7 +155,11 @@ func (s *Store) Append(ctx context.Context, cp *ckptstore.Checkpoint, expectedHe
 			return err
 		}
 	}
-	if err := ckptstore.ValidateAppend(cp, expectedHeadID, w); err != nil {
+	if err := precheck.Append(ctx, cp, expectedHeadID, w); err != nil {
+		return err
+	}
+	o, err := s.callerOp(ctx, cp.ThreadID)
+	if err != nil {
 		return err
 	}
 	// No clone of cp: st holds its encoding, and the transaction reads only
@@ -195,27 +168,20 @@ func (s *Store) Append(ctx context.Context, cp *ckptstore.Checkpoint, expectedHe
 	if err != nil {
 		return err
 	}
-	if err := s.checkSize(st); err != nil {
+	if err := s.fit(st, 0); err != nil {
 		return err
 	}
 	c := st.cp
-	o := s.newOp()
 	return s.db.Transact(ctx, func(tr kv.Transaction) error {
-		mf, err := o.begin(tr)
+		r, err := s.startRound(tr, o, readLease|readHead)
 		if err != nil {
 			return err
 		}
-		lf := tr.Get(st.leaseKey)
 		idf := tr.Get(st.indexKey)
-		hf := tr.Get(st.headKey)
-		if done, err := committed(mf); err != nil || done {
+		if done, _, err := r.done(); err != nil || done {
 			return err
 		}
-		lease, err := lf.Get()
-		if err != nil {
-			return err
-		}
-		if err := s.checkWriter(c.ThreadID, w, lease); err != nil {
+		if err := r.checkWriter(w); err != nil {
 			return err
 		}
 		if idx, err := idf.Get(); err != nil {
@@ -223,86 +189,102 @@ func (s *Store) Append(ctx context.Context, cp *ckptstore.Checkpoint, expectedHe
 		} else if idx != nil {
 			return fmt.Errorf("%w: %q", ckptstore.ErrDuplicateID, c.ID)
 		}
-		head, err := hf.Get()
+		head, err := r.headID()
 		if err != nil {
 			return err
 		}
-		if string(head) != expectedHeadID {
+		if head != expectedHeadID {
 			return fmt.Errorf("%w: head of thread %q is %q, expected %q", ckptstore.ErrConflict, c.ThreadID, head, expectedHeadID)
 		}
 		if c.ParentCheckpointID != expectedHeadID {
 			return fmt.Errorf("%w: parent %q, expected head %q", ckptstore.ErrParentMismatch, c.ParentCheckpointID, expectedHeadID)
 		}
-		s.insert(tr, st)
-		s.finish(tr, o)
-		return nil
+		s.insert(tr, st, true)
+		if head == "" {
+			// The thread may have been empty: list it. With a head it is
+			// listed already.
+			tr.Set(s.k.listed(c.ThreadID), nil)
+		}
+		return r.finish(tr, nil)
 	})
 }
 
-// DeleteHead implements ckptstore.Store: a read round for the checks, one
-// for the checkpoint's blob keys and parent, then the commit.
+// DeleteHead implements ckptstore.Store: one read round (marker, lease,
+// head, and the checkpoint's copy under its index), then the commit; a
+// second round when the checkpoint has no copy, or is the thread's root
+// (to tell whether the thread is now empty). Check order: ids
+// (ErrInvalidID), writer (ErrWriterLost), head (ErrNotHead).
 func (s *Store) DeleteHead(ctx context.Context, threadID, checkpointID string, w ckptstore.Writer) error {
 	if err := checkIDLengths(named("thread id", threadID), named("checkpoint id", checkpointID),
 		named("writer thread id", w.ThreadID)); err != nil {
 		return err
 	}
-	if err := ckptstore.ValidateDeleteHead(threadID, checkpointID, w); err != nil {
+	if err := precheck.DeleteHead(ctx, threadID, checkpointID, w); err != nil {
 		return err
 	}
-	o := s.newOp()
+	o, err := s.callerOp(ctx, threadID)
+	if err != nil {
+		return err
+	}
 	return s.db.Transact(ctx, func(tr kv.Transaction) error {
-		mf, err := o.begin(tr)
+		r, err := s.startRound(tr, o, readLease|readHead)
 		if err != nil {
 			return err
 		}
-		lf := tr.Get(s.k.lease(threadID))
-		hf := tr.Get(s.k.head(threadID))
-		idf := tr.Get(s.k.index(checkpointID))
-		if done, err := committed(mf); err != nil || done {
+		idf := s.startByID(tr, checkpointID)
+		if done, _, err := r.done(); err != nil || done {
 			return err
 		}
-		lease, err := lf.Get()
-		if err != nil {
+		if err := r.checkWriter(w); err != nil {
 			return err
 		}
-		if err := s.checkWriter(threadID, w, lease); err != nil {
-			return err
-		}
-		head, err := hf.Get()
-		if err != nil {
-			return err
-		}
-		rawIdx, err := idf.Get()
+		head, err := r.headID()
 		if err != nil {
 			return err
 		}
 		notHead := fmt.Errorf("%w: %q is not the head of thread %q", ckptstore.ErrNotHead, checkpointID, threadID)
-		if string(head) != checkpointID || rawIdx == nil {
+		if head != checkpointID {
 			return notHead
 		}
-		idx, err := decodeIndex(rawIdx)
+		cp, idx, err := s.readByID(tr, checkpointID, idf)
 		if err != nil {
 			return err
 		}
-		if idx.thread != threadID {
-			return notHead // the head names an id that another thread reused
-		}
-		cp, err := s.readCheckpoint(tr, threadID, idx.createdAt, checkpointID).get()
-		if err != nil {
-			return err
-		}
-		if cp == nil {
-			return fmt.Errorf("%w: checkpoint %q is indexed but has no data", errCorrupt, checkpointID)
+		if idx == nil || idx.thread != threadID {
+			return notHead // the head names a pruned id, or one another thread reused
 		}
 		s.remove(tr, cp)
-		if cp.ParentCheckpointID == "" {
-			tr.Clear(s.k.head(threadID))
-		} else {
+		if cp.ParentCheckpointID != "" {
 			tr.Set(s.k.head(threadID), []byte(cp.ParentCheckpointID))
+		} else {
+			tr.Clear(s.k.head(threadID))
+			if err := s.unlistIfEmpty(tr, threadID); err != nil {
+				return err
+			}
 		}
-		s.finish(tr, o)
-		return nil
+		return r.finish(tr, nil)
 	})
+}
+
+// unlistIfEmpty clears the thread's listed key when, after this
+// transaction's writes, which cleared its head, the thread has no
+// checkpoint and no transcript. The reads conflict with any write that
+// would make it non-empty meanwhile, so the listed key stays exact.
+func (s *Store) unlistIfEmpty(tr kv.Transaction, threadID string) error {
+	lf := tr.GetRange(rangeOf(s.k.linksPrefix(threadID)), kv.RangeOptions{Limit: 1})
+	mf := tr.GetRange(rangeOf(s.k.transcriptPrefix(threadID)), kv.RangeOptions{Limit: 1})
+	links, err := lf.Get()
+	if err != nil {
+		return err
+	}
+	msgs, err := mf.Get()
+	if err != nil {
+		return err
+	}
+	if len(links) == 0 && len(msgs) == 0 {
+		tr.Clear(s.k.listed(threadID))
+	}
+	return nil
 }
 
 // DeleteCheckpoints implements ckptstore.Pruner. It deletes in batches of
@@ -311,12 +293,13 @@ func (s *Store) DeleteHead(ctx context.Context, threadID, checkpointID string, w
 // head, deleting the farthest checkpoints first; so a prune that fits in
 // one batch is atomic, and a longer one that fails part way leaves an
 // intact chain and can be repeated. On such a failure it returns the ids
-// deleted so far with the error.
+// deleted so far with the error. Check order: ids (ErrInvalidID), keep
+// (ErrInvalidEntry), writer (ErrWriterLost).
 func (s *Store) DeleteCheckpoints(ctx context.Context, threadID string, keep int, w ckptstore.Writer) ([]string, error) {
 	if err := checkIDLengths(named("thread id", threadID), named("writer thread id", w.ThreadID)); err != nil {
 		return nil, err
 	}
-	if err := ckptstore.ValidatePrune(threadID, keep, w); err != nil {
+	if err := precheck.Prune(ctx, threadID, keep, w); err != nil {
 		return nil, err
 	}
 	deleted := []string{}
@@ -339,27 +322,21 @@ func (s *Store) DeleteCheckpoints(ctx context.Context, threadID string, keep int
 // farthest checkpoints of the chain beyond keep, as many as fit, and
 // reports whether more remain.
 func (s *Store) pruneBatch(ctx context.Context, threadID string, keep int, w ckptstore.Writer) (ids []string, more bool, err error) {
-	o := s.newOp()
+	o := s.newOp(threadID)
 	linksPrefix := s.k.linksPrefix(threadID)
 	err = s.db.Transact(ctx, func(tr kv.Transaction) error {
-		mf, err := o.begin(tr)
+		r, err := s.startRound(tr, o, readLease|readHead)
 		if err != nil {
 			return err
 		}
-		lf := tr.Get(s.k.lease(threadID))
-		hf := tr.Get(s.k.head(threadID))
 		linksf := tr.GetRange(rangeOf(linksPrefix), kv.RangeOptions{})
-		if done, err := committed(mf); err != nil || done {
+		if done, _, err := r.done(); err != nil || done {
 			return err // ids and more are those of the attempt that committed
 		}
-		lease, err := lf.Get()
-		if err != nil {
+		if err := r.checkWriter(w); err != nil {
 			return err
 		}
-		if err := s.checkWriter(threadID, w, lease); err != nil {
-			return err
-		}
-		head, err := hf.Get()
+		head, err := r.headID()
 		if err != nil {
 			return err
 		}
@@ -367,55 +344,18 @@ func (s *Store) pruneBatch(ctx context.Context, threadID string, keep int, w ckp
 		if err != nil {
 			return err
 		}
-		links := make(map[string]linkValue, len(linkKVs))
-		for _, p := range linkKVs {
-			t, err := suffix(p.Key, linksPrefix)
-			if err != nil {
-				return err
-			}
-			id, ok := elem[string](t, 0, 1)
-			if !ok {
-				return fmt.Errorf("%w: link key %x", errCorrupt, p.Key)
-			}
-			if links[id], err = decodeLink(p.Value); err != nil {
-				return err
-			}
+		links, err := decodeLinks(linkKVs, linksPrefix)
+		if err != nil {
+			return err
 		}
-		// The chain from the head, through checkpoints of this thread.
-		// An id may be reused after its checkpoint was pruned, so a parent
-		// id can name a newer checkpoint and close a loop: stop there.
-		var chain []string
-		seen := make(map[string]bool)
-		for id := string(head); id != "" && !seen[id]; {
-			l, ok := links[id]
-			if !ok {
-				break
-			}
-			seen[id] = true
-			chain = append(chain, id)
-			id = l.parent
-		}
+		chain := chainFrom(head, links)
 		if len(chain) <= keep {
 			ids, more = []string{}, false
 			return nil
 		}
 		doomed := chain[keep:]
 		slices.Reverse(doomed) // farthest first
-		// As many as fit in one transaction, at least one.
-		cost := s.markerCost + costRead(s.k.lease(threadID)) + costRead(s.k.head(threadID)) + costRange(rangeOf(linksPrefix))
-		var readBytes int64
-		n := 0
-		for n < len(doomed) && n < s.opts.PruneBatch {
-			l := links[doomed[n]]
-			c := s.removeCost(threadID, l.createdAt, doomed[n], "", int(l.blobs))
-			if n > 0 && (cost+c > MaxTransactionBytes || readBytes+l.size > maxPruneReadBytes) {
-				break
-			}
-			cost += c
-			readBytes += l.size
-			n++
-		}
-		batch := doomed[:n]
+		batch := doomed[:s.pruneBatchSize(threadID, doomed, links)]
 		pending := make([]pendingCheckpoint, len(batch))
 		for i, id := range batch {
 			pending[i] = s.readCheckpoint(tr, threadID, links[id].createdAt, id)
@@ -430,8 +370,10 @@ func (s *Store) pruneBatch(ctx context.Context, threadID string, keep int, w ckp
 			}
 			s.remove(tr, cp)
 		}
-		s.finish(tr, o)
-		ids, more = slices.Clone(batch), n < len(doomed)
+		if err := r.finish(tr, nil); err != nil {
+			return err
+		}
+		ids, more = slices.Clone(batch), len(batch) < len(doomed)
 		return nil
 	})
 	if err != nil {
@@ -440,59 +382,131 @@ func (s *Store) pruneBatch(ctx context.Context, threadID string, keep int, w ckp
 	return ids, more, nil
 }
 
-// maxPruneReadBytes bounds the checkpoint bytes one prune transaction
-// reads, to stay well inside FoundationDB's five-second transaction life.
+// decodeLinks reads a range of the thread's link keys under p into a map
+// by checkpoint id.
+func decodeLinks(kvs []kv.KeyValue, p []byte) (map[string]linkValue, error) {
+	links := make(map[string]linkValue, len(kvs))
+	for _, kvp := range kvs {
+		t, err := suffix(kvp.Key, p)
+		if err != nil {
+			return nil, err
+		}
+		id, ok := elem[string](t, 0, 1)
+		if !ok {
+			return nil, fmt.Errorf("%w: link key %x", errCorrupt, kvp.Key)
+		}
+		if links[id], err = decodeLink(kvp.Value); err != nil {
+			return nil, err
+		}
+	}
+	return links, nil
+}
+
+// chainFrom is the chain from head, nearest first, through the checkpoints
+// of links (this thread's). An id may be reused after its checkpoint was
+// pruned, so a parent id can name a newer checkpoint and close a loop: the
+// chain stops there, as it stops at a parent that is not in links.
+func chainFrom(head string, links map[string]linkValue) []string {
+	var chain []string
+	seen := make(map[string]bool)
+	for id := head; id != "" && !seen[id]; {
+		l, ok := links[id]
+		if !ok {
+			break
+		}
+		seen[id] = true
+		chain = append(chain, id)
+		id = l.parent
+	}
+	return chain
+}
+
+// pruneBatchSize is how many of doomed (farthest first) one prune
+// transaction deletes: at least one, at most Options.PruneBatch, and no
+// more than fit in MaxTransactionBytes and in maxPruneReadBytes of
+// checkpoint reads.
+func (s *Store) pruneBatchSize(threadID string, doomed []string, links map[string]linkValue) int {
+	cost := s.markerCost(threadID) + costRead(s.k.lease(threadID)) + costRead(s.k.head(threadID)) +
+		costRange(rangeOf(s.k.linksPrefix(threadID)))
+	var readBytes int64
+	n := 0
+	for n < len(doomed) && n < s.opts.PruneBatch {
+		l := links[doomed[n]]
+		c := s.removeCost(threadID, l.createdAt, doomed[n], "", int(l.blobs))
+		if n > 0 && (cost+c > MaxTransactionBytes || readBytes+l.size > maxPruneReadBytes) {
+			break
+		}
+		cost += c
+		readBytes += l.size
+		n++
+	}
+	return n
+}
+
+// maxPruneReadBytes bounds the checkpoint bytes one prune or DeleteThread
+// transaction reads, to stay well inside FoundationDB's five-second
+// transaction life.
 const maxPruneReadBytes = 32 << 20
 
-// ForkFromCheckpoint implements ckptstore.Forker: a read round for the
-// checks, one for the source checkpoint, then the commit.
+// ForkFromCheckpoint implements ckptstore.Forker: one read round (marker,
+// the destination's lease, head, first link and transcript, the source's
+// and the destination id's index and copy), then the commit; a second
+// round when the source has no copy. It writes the destination's
+// transcript, the root's conversation ("[]" when empty), in the same
+// transaction. Check order: ids (ErrInvalidID), createdAt
+// (ErrInvalidEntry), threads distinct (ErrForkSourceThreadMismatch),
+// source exists (ErrForkSourceNotFound), source in the source thread
+// (ErrForkSourceThreadMismatch), writer (ErrWriterLost), destination empty
+// of head, checkpoints and transcript, and the id unused
+// (ErrForkDestinationNotEmpty).
 func (s *Store) ForkFromCheckpoint(ctx context.Context, in ckptstore.ForkInput) (*ckptstore.Checkpoint, error) {
 	if err := checkIDLengths(named("source thread id", in.SourceThreadID), named("source checkpoint id", in.SourceCheckpointID),
 		named("destination thread id", in.DestinationThreadID), named("destination checkpoint id", in.DestinationCheckpointID),
 		named("writer thread id", in.Writer.ThreadID)); err != nil {
 		return nil, err
 	}
-	if err := ckptstore.ValidateFork(in); err != nil {
+	if err := precheck.Fork(ctx, in); err != nil {
 		return nil, err
 	}
 	dst := in.DestinationThreadID
-	o := s.newOp()
+	o, err := s.callerOp(ctx, dst)
+	if err != nil {
+		return nil, err
+	}
 	var root *ckptstore.Checkpoint
-	err := s.db.Transact(ctx, func(tr kv.Transaction) error {
-		mf, err := o.begin(tr)
+	err = s.db.Transact(ctx, func(tr kv.Transaction) error {
+		r, err := s.startRound(tr, o, readLease|readHead)
 		if err != nil {
 			return err
 		}
-		srcf := tr.Get(s.k.index(in.SourceCheckpointID))
-		lf := tr.Get(s.k.lease(dst))
-		hf := tr.Get(s.k.head(dst))
+		srcf := s.startByID(tr, in.SourceCheckpointID)
 		anyf := tr.GetRange(rangeOf(s.k.linksPrefix(dst)), kv.RangeOptions{Limit: 1})
-		dstf := tr.Get(s.k.index(in.DestinationCheckpointID))
-		if done, err := committed(mf); err != nil || done {
+		msgf := tr.GetRange(rangeOf(s.k.transcriptPrefix(dst)), kv.RangeOptions{Limit: 1})
+		dstf := s.startByID(tr, in.DestinationCheckpointID)
+		if done, _, err := r.done(); err != nil || done {
+			if err == nil && root == nil {
+				// A caller's repeat of a fork that committed: its root.
+				root, err = s.forkRoot(tr, in, dstf, srcf)
+			}
 			return err
 		}
-		rawSrc, err := srcf.Get()
+		src, srcIdx, err := s.readByID(tr, in.SourceCheckpointID, srcf)
 		if err != nil {
 			return err
 		}
-		if rawSrc == nil {
+		if srcIdx == nil {
 			return fmt.Errorf("%w: %q", ckptstore.ErrForkSourceNotFound, in.SourceCheckpointID)
-		}
-		srcIdx, err := decodeIndex(rawSrc)
-		if err != nil {
-			return err
 		}
 		if srcIdx.thread != in.SourceThreadID {
 			return fmt.Errorf("%w: checkpoint %q is in thread %q, not %q", ckptstore.ErrForkSourceThreadMismatch, in.SourceCheckpointID, srcIdx.thread, in.SourceThreadID)
 		}
-		lease, err := lf.Get()
-		if err != nil {
+		if err := precheck.WriterThread(in.Writer, dst); err != nil {
 			return err
 		}
-		if err := s.checkWriter(dst, in.Writer, lease); err != nil {
+		if err := r.checkWriter(in.Writer); err != nil {
 			return err
 		}
-		head, err := hf.Get()
+		head, err := r.headID()
 		if err != nil {
 			return err
 		}
@@ -500,30 +514,36 @@ func (s *Store) ForkFromCheckpoint(ctx context.Context, in ckptstore.ForkInput) 
 		if err != nil {
 			return err
 		}
-		if len(head) != 0 || len(members) != 0 {
-			return fmt.Errorf("%w: thread %q has checkpoints", ckptstore.ErrForkDestinationNotEmpty, dst)
-		}
-		if used, err := dstf.Get(); err != nil {
-			return err
-		} else if used != nil {
-			return fmt.Errorf("%w: checkpoint id %q is used", ckptstore.ErrForkDestinationNotEmpty, in.DestinationCheckpointID)
-		}
-		src, err := s.readCheckpoint(tr, in.SourceThreadID, srcIdx.createdAt, in.SourceCheckpointID).get()
+		msgs, err := msgf.Get()
 		if err != nil {
 			return err
 		}
-		if src == nil {
-			return fmt.Errorf("%w: checkpoint %q is indexed but has no data", errCorrupt, in.SourceCheckpointID)
+		if head != "" || len(members) != 0 {
+			return fmt.Errorf("%w: thread %q has checkpoints", ckptstore.ErrForkDestinationNotEmpty, dst)
+		}
+		if len(msgs) != 0 {
+			return fmt.Errorf("%w: thread %q has a transcript", ckptstore.ErrForkDestinationNotEmpty, dst)
+		}
+		if used, err := dstf.Get(); err != nil {
+			return err
+		} else if len(used) != 0 {
+			return fmt.Errorf("%w: checkpoint id %q is used", ckptstore.ErrForkDestinationNotEmpty, in.DestinationCheckpointID)
 		}
 		st, err := s.newStored(ckptstore.ForkRoot(src, in))
 		if err != nil {
 			return err
 		}
-		if err := s.checkSize(st); err != nil {
+		transcript := transcriptOf(st.cp)
+		extra := s.transcriptCost(dst, len(transcript)) + costRange(s.k.idRange(in.SourceCheckpointID)) +
+			2*costRange(rangeOf(s.k.linksPrefix(dst)))
+		if err := s.fit(st, extra); err != nil {
 			return err // the destination's ids made the copy too large
 		}
-		s.insert(tr, st)
-		s.finish(tr, o)
+		s.insert(tr, st, true)
+		s.writeTranscript(tr, dst, transcript)
+		if err := r.finish(tr, nil); err != nil {
+			return err
+		}
 		root = st.cp
 		return nil
 	})
@@ -533,27 +553,64 @@ func (s *Store) ForkFromCheckpoint(ctx context.Context, in ckptstore.ForkInput) 
 	return root.Clone(), nil
 }
 
-// AcquireWriter implements ckptstore.Store.
+// transcriptOf is the transcript a fork gives its destination: the root's
+// conversation, "[]" when it has none.
+func transcriptOf(cp *ckptstore.Checkpoint) []byte {
+	if len(cp.Conversation) == 0 {
+		return ckptstore.EmptyTranscript()
+	}
+	return cp.Conversation
+}
+
+// forkRoot is the root a fork that committed made, for a caller that
+// repeats the fork with its op token: the destination checkpoint as
+// stored, or, when it is gone since, the root rebuilt from the source.
+func (s *Store) forkRoot(tr kv.Transaction, in ckptstore.ForkInput, dstf, srcf kv.FutureRange) (*ckptstore.Checkpoint, error) {
+	cp, idx, err := s.readByID(tr, in.DestinationCheckpointID, dstf)
+	if err != nil {
+		return nil, err
+	}
+	if idx != nil && idx.thread == in.DestinationThreadID {
+		return cp, nil
+	}
+	src, srcIdx, err := s.readByID(tr, in.SourceCheckpointID, srcf)
+	if err != nil {
+		return nil, err
+	}
+	if srcIdx == nil {
+		return nil, fmt.Errorf("fdbstore: the fork with this op token committed, but its root and its source were deleted since")
+	}
+	return ckptstore.ForkRoot(src, in), nil
+}
+
+// AcquireWriter implements ckptstore.Store. The lease's owner token is the
+// op token: the caller's (ckptstore.WithOpToken), so that a repeat of a
+// call that committed returns the same lease, or a fresh random one. Check
+// order: id (ErrInvalidID), no live lease (ErrWriterConflict).
 func (s *Store) AcquireWriter(ctx context.Context, threadID string) (*ckptstore.Lease, error) {
 	if err := checkIDLengths(named("thread id", threadID)); err != nil {
 		return nil, err
 	}
-	if err := ckptstore.ValidateID("thread id", threadID); err != nil {
+	if err := precheck.AcquireWriter(ctx, threadID); err != nil {
 		return nil, err
 	}
-	token := rand.Text()
-	o := s.newOp()
+	o, err := s.callerOp(ctx, threadID)
+	if err != nil {
+		return nil, err
+	}
 	var taken leaseValue
-	err := s.db.Transact(ctx, func(tr kv.Transaction) error {
-		mf, err := o.begin(tr)
+	err = s.db.Transact(ctx, func(tr kv.Transaction) error {
+		r, err := s.startRound(tr, o, readLease)
 		if err != nil {
 			return err
 		}
-		lf := tr.Get(s.k.lease(threadID))
-		if done, err := committed(mf); err != nil || done {
+		if done, result, err := r.done(); err != nil || done {
+			if err == nil {
+				taken, err = decodeTaken(o.token, result)
+			}
 			return err
 		}
-		raw, err := lf.Get()
+		raw, err := r.lease.Get()
 		if err != nil {
 			return err
 		}
@@ -569,9 +626,11 @@ func (s *Store) AcquireWriter(ctx context.Context, threadID string) (*ckptstore.
 			}
 			fence = cur.fence
 		}
-		l := leaseValue{token: token, fence: fence + 1, expires: now.Add(s.opts.LeaseDuration)}
+		l := leaseValue{token: o.token, fence: fence + 1, expires: now.Add(s.opts.LeaseDuration)}
 		tr.Set(s.k.lease(threadID), l.encode())
-		s.finish(tr, o)
+		if err := r.finish(tr, tuple.Pack(l.fence, l.expires.Unix(), int64(l.expires.Nanosecond()))); err != nil {
+			return err
+		}
 		taken = l
 		return nil
 	})
@@ -582,6 +641,20 @@ func (s *Store) AcquireWriter(ctx context.Context, threadID string) (*ckptstore.
 	return ckptstore.NewLease(w, taken.expires, s.opts.RenewAfter, s), nil
 }
 
+// decodeTaken reads the lease an AcquireWriter marker stores.
+func decodeTaken(token string, result []byte) (leaseValue, error) {
+	t, err := tuple.Unpack(result)
+	if err == nil && len(t) == 3 {
+		fence, ok1 := t[0].(int64)
+		sec, ok2 := t[1].(int64)
+		nsec, ok3 := t[2].(int64)
+		if ok1 && ok2 && ok3 {
+			return leaseValue{token: token, fence: fence, expires: time.Unix(sec, nsec)}, nil
+		}
+	}
+	return leaseValue{}, fmt.Errorf("%w: AcquireWriter marker result %x", errCorrupt, result)
+}
+
 // RenewWriter implements ckptstore.LeaseKeeper. It needs no marker: a
 // retry after an applied commit finds its own live lease and renews it
 // again.
@@ -589,7 +662,7 @@ func (s *Store) RenewWriter(ctx context.Context, w ckptstore.Writer) (time.Time,
 	if err := checkIDLengths(named("writer thread id", w.ThreadID)); err != nil {
 		return time.Time{}, err
 	}
-	if err := ckptstore.ValidateID("writer thread id", w.ThreadID); err != nil {
+	if err := precheck.RenewWriter(ctx, w); err != nil {
 		return time.Time{}, err
 	}
 	var expires time.Time
@@ -615,8 +688,11 @@ func (s *Store) RenewWriter(ctx context.Context, w ckptstore.Writer) (time.Time,
 // w's lease and keeps the fence, when the lease is still w's. It is
 // idempotent by itself.
 func (s *Store) ReleaseWriter(ctx context.Context, w ckptstore.Writer) error {
-	if w.ThreadID == "" || len(w.ThreadID) > MaxIDBytes {
+	if len(w.ThreadID) > MaxIDBytes {
 		return nil // no such lease can exist
+	}
+	if ok, err := precheck.ReleaseWriter(ctx, w); !ok || err != nil {
+		return err
 	}
 	return s.db.Transact(ctx, func(tr kv.Transaction) error {
 		raw, err := tr.Get(s.k.lease(w.ThreadID)).Get()

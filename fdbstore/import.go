@@ -1,0 +1,128 @@
+package fdbstore
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+
+	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/fdbstore/kv"
+	"github.com/ckptstore/ckptstore/precheck"
+)
+
+// Import implements ckptstore.Importer: one transaction per batch, with
+// one read round (marker, lease, head, and each checkpoint's index and
+// copy) and a second only for stored checkpoints without a copy. A stored
+// checkpoint of the batch's thread whose content is equal
+// (ckptstore.EqualCheckpoints, on the decoded stored value) is skipped, so
+// a batch that committed repeats as a no-op. A batch whose transaction
+// would pass MaxTransactionBytes fails with ErrInvalidEntry before
+// anything is written: callers send smaller batches (a few MB of
+// checkpoint encodings). Check order: ids (ErrInvalidID), content
+// (ErrInvalidEntry), writer (ErrWriterLost), ids stored elsewhere or with
+// other content (ErrDuplicateID), head (ErrConflict).
+func (s *Store) Import(ctx context.Context, b ckptstore.ImportBatch) (int, error) {
+	ids := []idArg{named("thread id", b.ThreadID), named("writer thread id", b.Writer.ThreadID)}
+	for _, cp := range b.Checkpoints {
+		if cp != nil {
+			ids = append(ids, named("checkpoint id", cp.ID), named("thread id", cp.ThreadID), named("parentCheckpointId", cp.ParentCheckpointID))
+		}
+	}
+	if b.SetHead {
+		ids = append(ids, named("head id", b.Head))
+	}
+	if err := checkIDLengths(ids...); err != nil {
+		return 0, err
+	}
+	if err := precheck.Import(ctx, b); err != nil {
+		return 0, err
+	}
+	sts := make([]*stored, len(b.Checkpoints))
+	cost := s.markerCost(b.ThreadID) + costRead(s.k.lease(b.ThreadID)) + costRead(s.k.head(b.ThreadID))
+	for i, cp := range b.Checkpoints {
+		st, err := s.newStored(cp)
+		if err != nil {
+			return 0, err
+		}
+		if err := s.fit(st, 0); err != nil {
+			return 0, err
+		}
+		sts[i] = st
+		cost += s.insertCost(st)
+	}
+	transcript := bytes.Clone(b.Transcript)
+	if transcript != nil {
+		cost += s.transcriptCost(b.ThreadID, len(transcript))
+	}
+	if cost > MaxTransactionBytes {
+		return 0, fmt.Errorf("%w: import batch of %d checkpoints is too large for one FoundationDB transaction: about %d bytes, more than fdbstore's limit of %d; send smaller batches",
+			ckptstore.ErrInvalidEntry, len(sts), cost, MaxTransactionBytes)
+	}
+	o := s.newOp(b.ThreadID)
+	written := 0
+	err := s.db.Transact(ctx, func(tr kv.Transaction) error {
+		r, err := s.startRound(tr, o, readLease|readHead)
+		if err != nil {
+			return err
+		}
+		fs := make([]kv.FutureRange, len(sts))
+		for i, st := range sts {
+			fs[i] = s.startByID(tr, st.cp.ID)
+		}
+		if done, _, err := r.done(); err != nil || done {
+			return err // written is that of the attempt that committed
+		}
+		if err := r.checkWriter(b.Writer); err != nil {
+			return err
+		}
+		var fresh []*stored
+		for i, st := range sts {
+			cur, idx, err := s.readByID(tr, st.cp.ID, fs[i])
+			if err != nil {
+				return err
+			}
+			switch {
+			case idx == nil:
+				fresh = append(fresh, st)
+			case idx.thread != b.ThreadID:
+				return fmt.Errorf("%w: checkpoint %q is stored in thread %q", ckptstore.ErrDuplicateID, st.cp.ID, idx.thread)
+			case !ckptstore.EqualCheckpoints(cur, st.cp):
+				return fmt.Errorf("%w: checkpoint %q is stored with other content", ckptstore.ErrDuplicateID, st.cp.ID)
+			}
+		}
+		head, err := r.headID()
+		if err != nil {
+			return err
+		}
+		if b.SetHead && head != "" && head != b.Head {
+			return fmt.Errorf("%w: head of thread %q is %q, not %q", ckptstore.ErrConflict, b.ThreadID, head, b.Head)
+		}
+		if len(fresh) == 0 && (!b.SetHead || head == b.Head) && transcript == nil {
+			// All stored already: a read-only transaction, nothing to
+			// mark, as there is no commit whose result could be unknown.
+			written = 0
+			return nil
+		}
+		for _, st := range fresh {
+			s.insert(tr, st, false)
+		}
+		if b.SetHead && head != b.Head {
+			tr.Set(s.k.head(b.ThreadID), []byte(b.Head)) // head is "": b.Head is not
+		}
+		if transcript != nil {
+			s.writeTranscript(tr, b.ThreadID, transcript)
+		}
+		if len(fresh) > 0 || (b.SetHead && b.Head != "") {
+			tr.Set(s.k.listed(b.ThreadID), nil)
+		}
+		if err := r.finish(tr, nil); err != nil {
+			return err
+		}
+		written = len(fresh)
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	return written, nil
+}

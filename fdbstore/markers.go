@@ -1,0 +1,230 @@
+package fdbstore
+
+// Op markers and the read round every write starts with.
+//
+// A write's transaction may be run again after commit_unknown_result, and
+// a caller may send a write again after losing its reply (with the same
+// ckptstore.WithOpToken). Either way the write must recognise that an
+// earlier run committed, and report that success rather than fail checks
+// its own write now fails. So every write of the contract stores a marker
+// under its thread, (P, "t", …, thread, "o", token) → tuple(wallMillis,
+// result…), in the transaction that does the write, and every run first
+// reads its marker.
+//
+// The marker lives under the thread, not in one global range: every write
+// already touches its thread's keys, so the markers add no key range that
+// all writers share (the old global (P, "o", wallMillis, token) range grew
+// at its end and put every write's marker on one storage team). Expiry
+// needs an order by time, so each marker has an entry in the thread's
+// queue, (…, "q", wallMillis, token); every write reads, as a snapshot and
+// in its one read round, the thread's two oldest queue entries older than
+// markerTTL, and clears them and their markers. Each write adds one marker
+// and clears up to two expired ones, so a thread keeps about as many
+// markers as it wrote in the last markerTTL.
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/fdbstore/internal/tuple"
+	"github.com/ckptstore/ckptstore/fdbstore/kv"
+)
+
+// errGaveUp ends a write that kept failing for half the marker lifetime: a
+// later retry could no longer tell whether an earlier attempt committed.
+var errGaveUp = errors.New("fdbstore: gave up retrying a write; an earlier attempt may or may not have committed")
+
+// markerTTL is how long op markers are kept. A write that has retried for
+// markerTTL/2 gives up (errGaveUp), so its marker is always still there
+// when it looks; a caller that repeats a write with its op token is
+// recognised for markerTTL after the first call committed. Writers' wall
+// clocks must agree to well within markerTTL/2.
+const markerTTL = 10 * time.Minute
+
+// expiredPerWrite is how many expired markers one write clears at most.
+const expiredPerWrite = 2
+
+// op is one write call's identity across the retries of its transaction.
+type op struct {
+	thread   string // whose subspace holds the marker
+	token    string
+	ms       int64 // wall-clock milliseconds at the call's start
+	start    time.Time
+	attempts int
+	marker   []byte // the marker key
+}
+
+// newOp returns the op of a write of thread with a fresh random token.
+func (s *Store) newOp(thread string) *op { return s.opWithToken(thread, rand.Text()) }
+
+// callerOp returns the op of a write of thread that honours the caller's
+// op token (ckptstore.WithOpToken): Append, DeleteHead, ForkFromCheckpoint
+// and AcquireWriter. A token that is not well formed fails with
+// ErrInvalidEntry; without one the op gets a fresh token.
+func (s *Store) callerOp(ctx context.Context, thread string) (*op, error) {
+	t, ok := ckptstore.OpToken(ctx)
+	if !ok {
+		return s.newOp(thread), nil
+	}
+	if !ckptstore.ValidOpToken(t) {
+		return nil, fmt.Errorf("%w: op token is not 1 to %d characters of [A-Za-z0-9_-]", ckptstore.ErrInvalidEntry, ckptstore.MaxOpTokenBytes)
+	}
+	return s.opWithToken(thread, t), nil
+}
+
+func (s *Store) opWithToken(thread, token string) *op {
+	now := time.Now() // the wall clock, not Options.Now: markers measure real retry time
+	o := &op{thread: thread, token: token, ms: now.UnixMilli(), start: now}
+	if s.opts.legacyMarkers {
+		o.marker = s.k.legacyOp(o.ms, token)
+	} else {
+		o.marker = s.k.opMarker(thread, token)
+	}
+	return o
+}
+
+// writeRound is the reads every write starts before any other: its
+// marker, the expired markers of its thread, and the thread's lease and
+// head when the write needs them. The write then starts its own reads and
+// waits, so that all of them take one round trip.
+type writeRound struct {
+	s       *Store
+	o       *op
+	marker  kv.FutureValue
+	expired kv.FutureRange // nil with legacyMarkers
+	lease   kv.FutureValue // nil unless asked for
+	head    kv.FutureValue // nil unless asked for
+}
+
+// Which thread keys a write round reads besides the marker.
+const (
+	readLease = 1 << iota
+	readHead
+)
+
+// startRound counts an attempt of o, gives up when o has retried for too
+// long, and starts the round's reads.
+func (s *Store) startRound(tr kv.Transaction, o *op, reads int) (*writeRound, error) {
+	o.attempts++
+	if o.attempts > 1 && time.Since(o.start) > markerTTL/2 {
+		return nil, errGaveUp
+	}
+	r := &writeRound{s: s, o: o, marker: tr.Get(o.marker)}
+	if !s.opts.legacyMarkers {
+		cutoff := time.Now().Add(-markerTTL).UnixMilli()
+		// A snapshot read: expired markers are nobody's to conflict on.
+		r.expired = tr.Snapshot().GetRange(s.k.opsQueuedBefore(o.thread, cutoff), kv.RangeOptions{Limit: expiredPerWrite})
+	}
+	if reads&readLease != 0 {
+		r.lease = tr.Get(s.k.lease(o.thread))
+	}
+	if reads&readHead != 0 {
+		r.head = tr.Get(s.k.head(o.thread))
+	}
+	return r, nil
+}
+
+// done waits for the marker: true, with the result the committed run
+// stored, when an earlier run of this op committed.
+func (r *writeRound) done() (bool, []byte, error) {
+	v, err := r.marker.Get()
+	if err != nil || v == nil {
+		return false, nil, err
+	}
+	if r.s.opts.legacyMarkers {
+		return true, v[min(1, len(v)):], nil
+	}
+	_, rest, err := decodeMarker(v)
+	return true, rest, err
+}
+
+// checkWriter waits for the lease and checks that w is the thread's live
+// lease (ErrWriterLost).
+func (r *writeRound) checkWriter(w ckptstore.Writer) error {
+	raw, err := r.lease.Get()
+	if err != nil {
+		return err
+	}
+	return r.s.checkWriter(r.o.thread, w, raw)
+}
+
+// headID waits for the head: "" when the thread has none.
+func (r *writeRound) headID() (string, error) {
+	h, err := r.head.Get()
+	return string(h), err
+}
+
+// finish writes the marker, with result for a caller that repeats the
+// write, and clears the expired markers the round found.
+func (r *writeRound) finish(tr kv.Transaction, result []byte) error {
+	o := r.o
+	if r.s.opts.legacyMarkers {
+		tr.Set(o.marker, append([]byte{1}, result...))
+		tr.ClearRange(r.s.k.legacyOpsBefore(o.start.Add(-markerTTL).UnixMilli()))
+		return nil
+	}
+	tr.Set(o.marker, append(tuple.Pack(o.ms), result...))
+	tr.Set(r.s.k.opQueued(o.thread, o.ms, o.token), nil)
+	old, err := r.expired.Get()
+	if err != nil {
+		return err
+	}
+	qp := r.s.k.threadKey(o.thread, threadOpQueue, 0)
+	for _, p := range old {
+		t, err := suffix(p.Key, qp)
+		if err != nil {
+			return err
+		}
+		token, ok := elem[string](t, 1, 2)
+		if !ok {
+			return fmt.Errorf("%w: op queue key %x", errCorrupt, p.Key)
+		}
+		tr.Clear(p.Key)
+		tr.Clear(r.s.k.opMarker(o.thread, token))
+	}
+	return nil
+}
+
+// decodeMarker splits a marker value into its time and the result bytes
+// that follow the packed time.
+func decodeMarker(v []byte) (ms int64, result []byte, err error) {
+	if len(v) < 1 {
+		return 0, nil, fmt.Errorf("%w: empty op marker", errCorrupt)
+	}
+	// The value starts with one packed int element: its code gives its length.
+	n := 1 + int(v[0]) - 0x14
+	if v[0] < 0x14 || v[0] > 0x1c || len(v) < n {
+		return 0, nil, fmt.Errorf("%w: op marker %x", errCorrupt, v)
+	}
+	t, err := tuple.Unpack(v[:n])
+	if err != nil || len(t) != 1 {
+		return 0, nil, fmt.Errorf("%w: op marker %x", errCorrupt, v)
+	}
+	ms, ok := t[0].(int64)
+	if !ok {
+		return 0, nil, fmt.Errorf("%w: op marker %x", errCorrupt, v)
+	}
+	return ms, v[n:], nil
+}
+
+// markerCost bounds what a write round's marker reads and finish add to a
+// transaction, for a thread id of threadLen bytes and the longest token.
+func (s *Store) markerCost(thread string) int {
+	tok := string(make([]byte, ckptstore.MaxOpTokenBytes))
+	if s.opts.legacyMarkers {
+		key := s.k.legacyOp(1<<62, tok)
+		return costRead(key) + costSet(key, 1+maxResultBytes) + costRange(s.k.legacyOpsBefore(1<<62))
+	}
+	marker := s.k.opMarker(thread, tok)
+	queued := s.k.opQueued(thread, 1<<62, tok)
+	return costRead(marker) + costRange(s.k.opsQueuedBefore(thread, 1<<62)) +
+		costSet(marker, tuple.MaxIntLen+maxResultBytes) + costSet(queued, 0) +
+		expiredPerWrite*(costClear(queued)+costClear(marker))
+}
+
+// maxResultBytes bounds the result a marker stores (AcquireWriter's lease).
+const maxResultBytes = 3 * tuple.MaxIntLen
