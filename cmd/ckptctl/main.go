@@ -68,8 +68,12 @@ func main() {
 type env struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
-	// open opens the store a --store, --from or --to URL names.
-	open func(ctx context.Context, url string) (*store, error)
+	// open opens the store a --store, --from or --to URL names, with the
+	// lease options of --lease.
+	open func(ctx context.Context, url string, lease ckptstore.Options) (*store, error)
+	// lease is the duration of the leases the command takes (--lease; 0 =
+	// the contract's default).
+	lease time.Duration
 	// openBucket opens a --bucket URL.
 	openBucket func(ctx context.Context, url string) (blobs.Bucket, error)
 	// poll is how long --wait sleeps between two lease attempts.
@@ -102,8 +106,8 @@ type store struct {
 
 // openStore opens a store through storeurl, the opener loadgen and
 // ckptserver share.
-func openStore(ctx context.Context, url string) (*store, error) {
-	o, err := storeurl.Open(ctx, url, storeurl.Options{})
+func openStore(ctx context.Context, url string, lease ckptstore.Options) (*store, error) {
+	o, err := storeurl.Open(ctx, url, storeurl.Options{Lease: lease})
 	if err != nil {
 		if errors.Is(err, storeurl.ErrBadURL) {
 			return nil, usageErr("%v", err)
@@ -218,6 +222,7 @@ func newFlags(e *env, name string) *flags {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
 	f := &flags{FlagSet: fs, cmd: name}
+	fs.DurationVar(&e.lease, "lease", 0, "duration of the writer leases this command takes (default 120s); a run killed\nwithout a chance to release its lease blocks the thread this long")
 	fs.Usage = func() {
 		i := slices.IndexFunc(commands, func(c command) bool { return c.name == name })
 		fmt.Fprintf(e.stderr, "Usage: ckptctl %s %s\n\n%s.\n\nFlags:\n", name, commands[i].args, commands[i].summary)
@@ -275,7 +280,10 @@ func openFlag(ctx context.Context, e *env, name, url string) (*store, error) {
 	if url == "" {
 		return nil, usageErr("--%s is required (%s)", name, storeurl.Forms)
 	}
-	s, err := e.open(ctx, url)
+	if e.lease < 0 {
+		return nil, usageErr("--lease must not be negative")
+	}
+	s, err := e.open(ctx, url, ckptstore.Options{LeaseDuration: e.lease})
 	if err != nil {
 		if _, ok := errors.AsType[*usageError](err); ok {
 			return nil, usageErr("--%s: %v", name, err)

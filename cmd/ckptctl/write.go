@@ -179,11 +179,9 @@ func runSweep(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("--bucket: %w", err)
 	}
-	var st sweep.Stats
-	_, err = sweep.Run(ctx, s.Store, b, sweep.Options{
+	_, st, err := sweep.RunStats(ctx, s.Store, b, sweep.Options{
 		OlderThan: *olderThan,
 		DryRun:    *dryRun,
-		Stats:     &st,
 		OnDeleted: func(key string) { fmt.Fprintln(e.stdout, key) },
 	})
 	verb := "deleted"

@@ -1,0 +1,297 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/fdbstore"
+	"github.com/ckptstore/ckptstore/fdbstore/kv/memkv"
+	"github.com/ckptstore/ckptstore/internal/redistest"
+	"github.com/ckptstore/ckptstore/internal/testkit"
+	"github.com/ckptstore/ckptstore/internal/workload"
+	"github.com/ckptstore/ckptstore/storeurl"
+)
+
+// faults is the fault mix of the fdbstore tests: 20 % not_committed and
+// 10 % commit_unknown_result, half of those applied.
+func faults(seed int64) memkv.Faults {
+	return memkv.Faults{Seed: seed, NotCommittedRate: 0.20, UnknownResultAppliedRate: 0.05, UnknownResultNotAppliedRate: 0.05}
+}
+
+// newMemkvStore is fdbstore on a memkv engine with faults.
+func newMemkvStore(t testing.TB, f memkv.Faults) (*fdbstore.Store, *memkv.DB) {
+	t.Helper()
+	db, err := memkv.NewWithOptions(memkv.Options{Faults: f})
+	must(t, err)
+	st, err := fdbstore.New(db, fdbstore.Options{})
+	must(t, err)
+	if _, ok := ckptstore.Store(st).(ckptstore.Importer); !ok {
+		t.Skip("fdbstore has no Importer in this build")
+	}
+	return st, db
+}
+
+// openURL opens a store URL the way ckptctl does, for seeding and
+// checking.
+func openURL(t testing.TB, url string) ckptstore.Store {
+	t.Helper()
+	o, err := storeurl.Open(context.Background(), url, storeurl.Options{})
+	must(t, err)
+	t.Cleanup(func() { _ = o.Close() })
+	return o.Store
+}
+
+// checkStore runs the store's own consistency checker when it has one.
+func checkStore(t testing.TB, s ckptstore.Store, what string) {
+	t.Helper()
+	problems, err := callCheck(context.Background(), s)
+	if errors.Is(err, errNoChecker) {
+		t.Logf("%s: no checker in this build", what)
+		return
+	}
+	must(t, err)
+	if len(problems) > 0 {
+		t.Errorf("%s: the checker found %q", what, problems)
+	}
+}
+
+// TestCopyRedisToMemkvAndBack copies a Redis store into fdbstore on a
+// memkv engine that injects commit faults, interrupts the copy halfway,
+// resumes it, verifies, and copies the result back into Redis under
+// another prefix.
+func TestCopyRedisToMemkvAndBack(t *testing.T) {
+	srv := redistest.Start(t)
+	srcURL := "redis://" + srv.Addr + "/0?prefix=src"
+	backURL := "redis://" + srv.Addr + "/0?prefix=back"
+	src := openURL(t, srcURL)
+	threads, n := seed(t, src, 200)
+
+	h := newHarness(t)
+	mk, db := newMemkvStore(t, faults(1))
+	mkURL := h.add("memkv", mk)
+
+	// Interrupt after the fourth batch.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	batches := 0
+	h.afterBatch = func() error {
+		if batches++; batches == 4 {
+			cancel()
+		}
+		return nil
+	}
+	r := h.runCtx(ctx, "copy", "--from", srcURL, "--to", mkURL, "--batch", "16")
+	if r.code != 1 || !strings.Contains(r.stderr, "interrupted") {
+		t.Fatalf("interrupted copy: %v", r)
+	}
+	first := countAll(t, mk, threads)
+	if first == 0 || first >= n {
+		t.Fatalf("the interrupted copy left %d of %d checkpoints", first, n)
+	}
+	testkit.CheckRefs(t, mk, threads...)
+
+	h.afterBatch = nil
+	r = h.ok("copy", "--from", srcURL, "--to", mkURL, "--batch", "16", "--verify")
+	s := parseSummary(t, r.stdout)
+	// A commit_unknown_result that was applied makes fdbstore's retry find
+	// its checkpoints stored, so they count as present, not written: the
+	// sum is what is exact.
+	if s.written+s.present != n || s.present < first {
+		t.Errorf("resumed copy: %+v, after %d of %d were copied", s, first, n)
+	}
+	if !strings.Contains(r.stdout, fmt.Sprintf("verify: equal: %d threads, %d checkpoints", len(threads), n)) {
+		t.Errorf("verify: %v", r)
+	}
+	if db.Stats().InjectedFaults == 0 {
+		t.Error("memkv injected no fault")
+	}
+	if got := countAll(t, mk, threads); got != n {
+		t.Errorf("memkv holds %d checkpoints, the source %d", got, n)
+	}
+	testkit.CheckRefs(t, src, threads...)
+	testkit.CheckRefs(t, mk, threads...)
+	checkStore(t, mk, "memkv")
+
+	// And back, with the faults still on.
+	r = h.ok("copy", "--from", mkURL, "--to", backURL, "--batch", "64", "--verify")
+	if s := parseSummary(t, r.stdout); s.written != n || s.present != 0 {
+		t.Errorf("copy back: %+v", s)
+	}
+	back := openURL(t, backURL)
+	equalStores(t, src, back)
+	testkit.CheckRefs(t, back, threads...)
+	checkStore(t, src, "redis src")
+	checkStore(t, back, "redis back")
+	if r := h.run("check", "--store", backURL); r.code != 0 && !strings.Contains(r.stderr, "no checker") {
+		t.Errorf("ckptctl check on the copy: %v", r)
+	}
+}
+
+// TestCopyKilledBinaryResumes runs the ckptctl binary, kills it with
+// SIGKILL in the middle of a Redis-to-Redis copy (so it cannot release
+// the lease of the thread it was writing), and reruns it with --wait: the
+// rerun waits out that lease (--lease 1s), writes the rest, and verifies.
+func TestCopyKilledBinaryResumes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	srv := redistest.Start(t)
+	srcURL := "redis://" + srv.Addr + "/0?prefix=ksrc"
+	dstURL := "redis://" + srv.Addr + "/0?prefix=kdst"
+	src := openURL(t, srcURL)
+	threads, n := seed(t, src, 3000)
+	bin := buildBinary(t)
+
+	args := []string{"copy", "--from", srcURL, "--to", dstURL, "--batch", "2", "--progress", "1ns", "--lease", "1s"}
+	cmd, stderr := startBinary(t, bin, args...)
+	// Kill once the progress lines show a good part written.
+	deadline := time.After(time.Minute)
+	for {
+		if p := lastWritten(stderr.String()); p > 200 {
+			break
+		}
+		select {
+		case <-deadline:
+			t.Fatalf("no progress from the copy:\n%s", stderr.String())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	must(t, cmd.Process.Kill())
+	_ = cmd.Wait()
+	dst := openURL(t, dstURL)
+	first := countAll(t, dst, threads)
+	if first == 0 || first >= n {
+		t.Fatalf("the killed copy left %d of %d checkpoints", first, n)
+	}
+	testkit.CheckRefs(t, dst, threads...)
+
+	out, err := runBinary(t, bin, "copy", "--from", srcURL, "--to", dstURL, "--wait", "--verify", "--lease", "1s")
+	if err != nil {
+		t.Fatalf("resumed copy: %v\n%s", err, out)
+	}
+	s := parseSummary(t, out)
+	if s.written+s.present != n || s.present != first {
+		t.Errorf("resumed copy: %+v, the killed one had left %d of %d", s, first, n)
+	}
+	if !strings.Contains(out, fmt.Sprintf("verify: equal: %d threads, %d checkpoints", len(threads), n)) {
+		t.Errorf("verify: %s", out)
+	}
+	t.Logf("killed after %d of %d checkpoints; the rerun wrote %d and found %d present", first, n, s.written, s.present)
+	testkit.CheckRefs(t, src, threads...)
+	testkit.CheckRefs(t, dst, threads...)
+	checkStore(t, dst, "redis dst")
+}
+
+// lastWritten is the checkpoints-written count of the last progress line.
+func lastWritten(stderr string) int {
+	i := strings.LastIndex(stderr, " checkpoints written")
+	if i < 0 {
+		return 0
+	}
+	j := strings.LastIndex(stderr[:i], " ")
+	v, _ := strconv.Atoi(stderr[j+1 : i])
+	return v
+}
+
+// BenchmarkCopyRedisToMemkv measures copy throughput from redisstore on a
+// local redis-server into fdbstore on memkv (no latency, no faults), for
+// checkpoints shaped like loadgen's (2 KB, a dozen files). Set
+// CKPTCTL_BENCH_CHECKPOINTS for a larger store (default 2000).
+func BenchmarkCopyRedisToMemkv(b *testing.B) {
+	total := 2000
+	if v, err := strconv.Atoi(os.Getenv("CKPTCTL_BENCH_CHECKPOINTS")); err == nil && v > 0 {
+		total = v
+	}
+	srv := redistest.Start(b)
+	srcURL := "redis://" + srv.Addr + "/0?prefix=bench"
+	src := openURL(b, srcURL)
+	const perThread = 100
+	threads := seedWorkload(b, src, total, perThread)
+	b.ResetTimer()
+	var copied int
+	for b.Loop() {
+		b.StopTimer()
+		mk, _ := newMemkvStore(b, memkv.Faults{})
+		h := newHarness(b)
+		mkURL := h.add("memkv", mk)
+		b.StartTimer()
+		r := h.ok("copy", "--from", srcURL, "--to", mkURL)
+		copied += parseSummary(b, r.stdout).written
+	}
+	b.ReportMetric(float64(copied)/b.Elapsed().Seconds(), "checkpoints/s")
+	_ = threads
+}
+
+// seedWorkload fills s with total checkpoints of workload.Gen's shape, in
+// threads of perThread, through Import.
+func seedWorkload(t testing.TB, s ckptstore.Store, total, perThread int) []string {
+	t.Helper()
+	dist, err := workload.ParseSizeDist("2KB")
+	must(t, err)
+	g := workload.NewGenSeed(workload.GenOptions{Payload: dist, BlobShare: 0.8, GlobalBlobs: 2, ArtifactRate: 0.25}, 1, 2)
+	var threads []string
+	for i := 0; i*perThread < total; i++ {
+		th := fmt.Sprintf("bench-%04d", i)
+		threads = append(threads, th)
+		var cps []*ckptstore.Checkpoint
+		var prev *ckptstore.Checkpoint
+		for j := 0; j < perThread && i*perThread+j < total; j++ {
+			parent := ""
+			if prev != nil {
+				parent = prev.ID
+			}
+			cp, _ := g.Next(th, g.NewID(), parent, prev)
+			cps = append(cps, cp)
+			prev = cp
+		}
+		importAll(t, s, th, prev.ID, nil, cps...)
+	}
+	return threads
+}
+
+// buildBinary builds ckptctl into a temporary directory.
+func buildBinary(t testing.TB) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "ckptctl")
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skipf("no go command on PATH to build ckptctl: %v", err)
+	}
+	out, err := exec.Command(gobin, "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// startBinary starts bin with args; its stderr collects in the buffer.
+func startBinary(t testing.TB, bin string, args ...string) (*exec.Cmd, *syncBuffer) {
+	t.Helper()
+	var stderr syncBuffer
+	cmd := exec.Command(bin, args...)
+	cmd.Stderr = &stderr
+	must(t, cmd.Start())
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	})
+	return cmd, &stderr
+}
+
+// runBinary runs bin to its end and returns stdout and stderr together.
+func runBinary(t testing.TB, bin string, args ...string) (string, error) {
+	t.Helper()
+	out, err := exec.Command(bin, args...).CombinedOutput()
+	return string(out), err
+}
