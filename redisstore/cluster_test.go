@@ -19,7 +19,7 @@ func TestCluster(t *testing.T) {
 	c := cl.Client(t)
 	t.Run("Conformance", func(t *testing.T) {
 		conformance.RunStoreWith(t, func(t *testing.T, opts ckptstore.Options) ckptstore.Store {
-			return newStore(t, c, Options{Options: opts})
+			return checkedStore(t, c, Options{Options: opts})
 		}, conformance.Options{ModelChecks: 20})
 		conformance.RunInstanceStore(t, func(t *testing.T) ckptstore.InstanceStore {
 			return NewInstanceStore(c, "inst")

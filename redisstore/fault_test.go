@@ -37,7 +37,8 @@ func TestFaultsKeepCountsAndChains(t *testing.T) {
 		c, proxy := faultyClient(t, serverAddr(direct))
 		proxy.SetFaults(42, 0.05, 0.03)
 		clk := newClock() // never moves: leases never expire
-		o := Options{Options: ckptstore.Options{Now: clk.Now}, Prefix: "fault"}
+		// Batches of 3: long prunes and Lists take several scripts.
+		o := Options{Options: ckptstore.Options{Now: clk.Now}, Prefix: "fault", BatchSize: 3}
 		faulty := newStore(t, c, o)
 		sure := newStore(t, direct, o) // for leases and for looking up outcomes
 
@@ -94,6 +95,7 @@ func TestFaultsKeepCountsAndChains(t *testing.T) {
 		}
 		wg.Wait()
 		testkit.CheckRefs(t, sure, threads...)
+		checkStore(t, sure)
 		if proxy.DroppedReplies() == 0 || proxy.DroppedRequests() == 0 {
 			t.Fatalf("the proxy lost %d replies and cut %d requests; the test needs both", proxy.DroppedReplies(), proxy.DroppedRequests())
 		}

@@ -131,3 +131,67 @@ func TestResentFailureChecksAgain(t *testing.T) {
 		}
 	})
 }
+
+// The new writes, and every batch of the long ones, answer a resend after
+// a lost reply with the first run's result: Import reports what it wrote,
+// a long prune and DeleteThread report each checkpoint once.
+func TestResentNewWritesAfterLostReply(t *testing.T) {
+	backends(t, func(t *testing.T, direct redis.UniversalClient) {
+		ctx := context.Background()
+		c, proxy := faultyClient(t, serverAddr(direct))
+		loadScripts(t, direct)
+		s := newStore(t, c, Options{BatchSize: 2})
+		sure := newStore(t, direct, Options{Prefix: s.opts.Prefix, BatchSize: 2})
+		must(t, c.Ping(ctx).Err())
+		w := acquire(t, sure, "t")
+		lost := int64(0)
+		lose := func(n int) {
+			t.Helper()
+			if got := proxy.DroppedReplies(); got != lost {
+				t.Fatalf("the proxy lost %d replies, want %d", got, lost)
+			}
+			lost += int64(n)
+			proxy.DropReplies(n)
+		}
+
+		lose(1)
+		must(t, s.SaveThread(ctx, "s", []byte(`[1]`)))
+		lose(1)
+		n, err := s.Import(ctx, ckptstore.ImportBatch{ThreadID: "t", Writer: w, SetHead: true, Head: "i1",
+			Checkpoints: []*ckptstore.Checkpoint{cpWith("i0", "t", "", 0, 1), cpWith("i1", "t", "i0", 1, 2)}})
+		must(t, err)
+		if n != 2 {
+			t.Fatalf("a resent Import reported %d written, want 2", n)
+		}
+		ids := append([]string{"i0", "i1"}, chainOf(t, sure, "t", w, 7)...)
+		lose(4) // the first walk, the first delete batches
+		deleted, err := s.DeleteCheckpoints(ctx, "t", 2, w)
+		must(t, err)
+		if want := ids[:7]; !reflect.DeepEqual(deleted, want) {
+			t.Fatalf("a resent long prune deleted %q, want %q", deleted, want)
+		}
+		testkit.CheckRefs(t, sure, "t")
+
+		wf := acquire(t, sure, "f")
+		lose(1)
+		_, err = s.ForkFromCheckpoint(ctx, ckptstore.ForkInput{SourceThreadID: "t", SourceCheckpointID: ids[8],
+			DestinationThreadID: "f", DestinationCheckpointID: "root", CreatedAt: 1, Writer: wf})
+		must(t, err)
+		if tr, err := sure.LoadThread(ctx, "f"); err != nil || string(tr) != `[{"role":"user"}]` {
+			t.Fatalf("the fork's transcript is %s (%v)", tr, err)
+		}
+		chainOf(t, sure, "t", w, 3)
+		lose(3)
+		n, err = s.DeleteThread(ctx, "t", w)
+		must(t, err)
+		if n != 5 {
+			t.Fatalf("a resent DeleteThread reported %d, want 5", n)
+		}
+		wantEmptyThread(t, sure, "t")
+		testkit.CheckRefs(t, sure, "t", "f")
+		checkStore(t, sure)
+		if proxy.DroppedReplies() != lost {
+			t.Fatalf("the proxy lost %d replies, want %d", proxy.DroppedReplies(), lost)
+		}
+	})
+}
