@@ -1,0 +1,320 @@
+// Command ckptserver serves a ckptstore store over HTTP (docs/http-api.md),
+// for harnesses in any language: the TypeScript client @ckptstore/client
+// (clients/ts) and the Go client httpstore.Client speak its protocol.
+//
+//	ckptserver --listen 127.0.0.1:0 --store mem --dev
+//	ckptserver --listen :7070 --store 'redis://…' --tokens tokens.txt [--tls-cert c --tls-key k]
+//
+// It prints "listening on http://HOST:PORT" on one line once it accepts
+// connections. The server keeps no state of its own — leases, op tokens
+// and data live in the store — so several servers may run behind one load
+// balancer over one Redis or FoundationDB. Besides /v1/ it serves /healthz
+// (the process is up), /readyz (the store answers) and /metrics
+// (Prometheus). SIGTERM or SIGINT drains the requests in flight, then
+// exits.
+//
+// Exit codes: 0 after a clean shutdown, 1 when serving fails, 2 for a bad
+// command line.
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/httpstore"
+	"github.com/ckptstore/ckptstore/storeurl"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// config is the parsed command line.
+type config struct {
+	listen, store, tokens, tlsCert, tlsKey string
+	dev                                    bool
+	lease, renewAfter                      time.Duration
+	maxBody                                int64
+	readHeaderTimeout, readTimeout         time.Duration
+	writeTimeout, idleTimeout              time.Duration
+	shutdownTimeout                        time.Duration
+	logLevel, logFormat                    string
+}
+
+// usageError is a command line that cannot run.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usage(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
+
+func parseFlags(args []string, out io.Writer) (*config, error) {
+	c := &config{}
+	fs := flag.NewFlagSet("ckptserver", flag.ContinueOnError)
+	fs.SetOutput(out)
+	fs.Usage = func() {
+		fmt.Fprintf(out, "ckptserver serves a ckptstore store over HTTP (docs/http-api.md).\n\nUsage: ckptserver --store URL (--tokens FILE | --dev) [flags]\n\nStores: %s\n\nFlags:\n", storeurl.Forms)
+		fs.PrintDefaults()
+	}
+	fs.StringVar(&c.listen, "listen", "127.0.0.1:7070", "address to listen on; port 0 picks a free one (the bound address is printed)")
+	fs.StringVar(&c.store, "store", "mem", "the store URL: "+storeurl.Forms)
+	fs.StringVar(&c.tokens, "tokens", "", "file of bearer tokens: one `token namespace` per line (# comments); required outside --dev")
+	fs.StringVar(&c.tlsCert, "tls-cert", "", "TLS certificate file (PEM); with --tls-key, serve HTTPS")
+	fs.StringVar(&c.tlsKey, "tls-key", "", "TLS private key file (PEM)")
+	fs.BoolVar(&c.dev, "dev", false, "development mode: no auth, client-named namespaces (Ckpt-Namespace), client clock and lease options; loopback addresses only")
+	fs.DurationVar(&c.lease, "lease", 0, "writer lease duration of every namespace (0 = 120s; in --dev a client may set its own)")
+	fs.DurationVar(&c.renewAfter, "renew-after", 0, "renew-after of every namespace (0 = 45s, or 3/8 of --lease)")
+	fs.Int64Var(&c.maxBody, "max-body-bytes", httpstore.DefaultMaxBodyBytes, "largest request body; larger ones get 413")
+	fs.DurationVar(&c.readHeaderTimeout, "read-header-timeout", 10*time.Second, "time to read a request's headers")
+	fs.DurationVar(&c.readTimeout, "read-timeout", 2*time.Minute, "time to read a whole request")
+	fs.DurationVar(&c.writeTimeout, "write-timeout", 2*time.Minute, "time from the end of a request's headers to the end of its reply")
+	fs.DurationVar(&c.idleTimeout, "idle-timeout", 2*time.Minute, "how long an idle keep-alive connection stays open")
+	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long SIGTERM waits for requests in flight")
+	fs.StringVar(&c.logLevel, "log-level", "info", "debug (one line per request) | info | warn | error")
+	fs.StringVar(&c.logFormat, "log-format", "json", "json | text")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, usage("unexpected arguments %q", fs.Args())
+	}
+	switch {
+	case c.dev && c.tokens != "":
+		return nil, usage("--dev and --tokens exclude each other: --dev has no auth")
+	case !c.dev && c.tokens == "":
+		return nil, usage("--tokens FILE is required outside --dev")
+	case (c.tlsCert == "") != (c.tlsKey == ""):
+		return nil, usage("--tls-cert and --tls-key go together")
+	case c.maxBody <= 0:
+		return nil, usage("--max-body-bytes must be positive")
+	case c.logFormat != "json" && c.logFormat != "text":
+		return nil, usage("--log-format must be json or text")
+	}
+	if c.dev {
+		if err := checkLoopback(c.listen); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// checkLoopback refuses a --dev listen address that is reachable from
+// other machines: --dev has no auth.
+func checkLoopback(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return usage("--listen %q: %v", addr, err)
+	}
+	if host == "localhost" {
+		return nil
+	}
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	if ip == nil || !ip.IsLoopback() {
+		return usage("--dev has no auth, so it listens on a loopback address only (127.0.0.1, ::1, localhost), not %q", addr)
+	}
+	return nil
+}
+
+// readTokens reads a tokens file: each line "token namespace", blank lines
+// and lines starting with # ignored. A token is at least 16 bytes, without
+// spaces; the namespace is the rest of the line.
+func readTokens(path string) (map[string]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	tokens := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		tok, ns, ok := strings.Cut(line, " ")
+		if !ok {
+			tok, ns, ok = strings.Cut(line, "\t")
+		}
+		ns = strings.TrimSpace(ns)
+		switch {
+		case !ok || ns == "":
+			return nil, fmt.Errorf("%s:%d: want `token namespace`", path, n)
+		case len(tok) < 16:
+			return nil, fmt.Errorf("%s:%d: a token must be at least 16 bytes", path, n)
+		case len(ns) > httpstore.MaxNamespaceBytes:
+			return nil, fmt.Errorf("%s:%d: the namespace is longer than %d bytes", path, n, httpstore.MaxNamespaceBytes)
+		}
+		if _, dup := tokens[tok]; dup {
+			return nil, fmt.Errorf("%s:%d: a repeated token", path, n)
+		}
+		tokens[tok] = ns
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	if len(tokens) == 0 {
+		return nil, fmt.Errorf("%s: no tokens", path)
+	}
+	return tokens, nil
+}
+
+func newLogger(c *config, w io.Writer) (*slog.Logger, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(c.logLevel)); err != nil {
+		return nil, usage("--log-level: %v", err)
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	if c.logFormat == "text" {
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	}
+	return slog.New(slog.NewJSONHandler(w, opts)), nil
+}
+
+// run is the whole command; it returns the exit code. Cancelling ctx (the
+// signals, in main) shuts the server down gracefully.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	c, err := parseFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	var log *slog.Logger
+	if err == nil {
+		log, err = newLogger(c, stderr)
+	}
+	var tokens map[string]string
+	if err == nil && c.tokens != "" {
+		if tokens, err = readTokens(c.tokens); err != nil {
+			err = usage("--tokens: %v", err)
+		}
+	}
+	var lease ckptstore.Options
+	if err == nil {
+		lease = ckptstore.Options{LeaseDuration: c.lease, RenewAfter: c.renewAfter}
+		if _, lerr := lease.Resolve(); lerr != nil {
+			err = usage("--lease, --renew-after: %v", lerr)
+		}
+	}
+	var ue *usageError
+	if errors.As(err, &ue) {
+		fmt.Fprintf(stderr, "ckptserver: %v\nRun 'ckptserver -h' for the flags.\n", err)
+		return 2
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "ckptserver: %v\n", err)
+		return 2
+	}
+	if err := serve(ctx, c, tokens, lease, log, stdout); err != nil {
+		log.Error("ckptserver failed", "err", err)
+		if errors.Is(err, storeurl.ErrBadURL) {
+			return 2
+		}
+		return 1
+	}
+	return 0
+}
+
+func serve(ctx context.Context, c *config, tokens map[string]string, lease ckptstore.Options, log *slog.Logger, stdout io.Writer) error {
+	openCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	opened, err := storeurl.Open(openCtx, c.store, storeurl.Options{Lease: lease})
+	cancel()
+	if err != nil {
+		return fmt.Errorf("--store: %w", err)
+	}
+	defer func() { _ = opened.Close() }()
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	api := httpstore.NewHandler(opened, httpstore.HandlerOptions{
+		Dev: c.dev, Tokens: tokens, Lease: lease, MaxBodyBytes: c.maxBody, Logger: log, Registerer: reg,
+	})
+	var draining atomic.Bool
+	mux := http.NewServeMux()
+	mux.Handle("/v1/", api)
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, "ok\n")
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		if draining.Load() {
+			http.Error(w, "shutting down", http.StatusServiceUnavailable)
+			return
+		}
+		pctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		if err := opened.Ping(pctx); err != nil {
+			http.Error(w, "the store does not answer: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = io.WriteString(w, "ok\n")
+	})
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+
+	srv := &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: c.readHeaderTimeout,
+		ReadTimeout:       c.readTimeout,
+		WriteTimeout:      c.writeTimeout,
+		IdleTimeout:       c.idleTimeout,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	scheme := "http"
+	if c.tlsCert != "" {
+		cert, err := tls.LoadX509KeyPair(c.tlsCert, c.tlsKey)
+		if err != nil {
+			return fmt.Errorf("--tls-cert, --tls-key: %w", err)
+		}
+		srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+		scheme = "https"
+	}
+	ln, err := net.Listen("tcp", c.listen)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "listening on %s://%s\n", scheme, ln.Addr())
+	log.Info("listening", "addr", ln.Addr().String(), "tls", scheme == "https", "store", opened.Desc, "dev", c.dev, "namespaces", len(tokens))
+
+	errc := make(chan error, 1)
+	go func() {
+		if scheme == "https" {
+			errc <- srv.ServeTLS(ln, "", "")
+		} else {
+			errc <- srv.Serve(ln)
+		}
+	}()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	// Drain: /readyz turns 503 so a load balancer stops sending, the
+	// listener closes, and the requests in flight finish.
+	draining.Store(true)
+	log.Info("shutting down: draining requests in flight", "timeout", c.shutdownTimeout)
+	sctx, cancel := context.WithTimeout(context.Background(), c.shutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	log.Info("shut down")
+	return nil
+}

@@ -1,0 +1,307 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/httpstore"
+)
+
+// server is a ckptserver run in process.
+type server struct {
+	url  string
+	stop context.CancelFunc
+	code chan int
+	errs *strings.Builder
+}
+
+// start runs ckptserver with args and waits for its "listening on" line.
+func start(t *testing.T, args ...string) *server {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	s := &server{stop: cancel, code: make(chan int, 1), errs: &strings.Builder{}}
+	go func() {
+		s.code <- run(ctx, args, pw, io.Discard)
+		pw.Close()
+	}()
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	if err != nil {
+		cancel()
+		t.Fatalf("ckptserver %v: no address line (exit %d): %v", args, <-s.code, err)
+	}
+	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	url, ok := strings.CutPrefix(strings.TrimSpace(line), "listening on ")
+	if !ok {
+		t.Fatalf("first line %q", line)
+	}
+	s.url = url
+	t.Cleanup(func() {
+		cancel()
+		<-s.code
+	})
+	return s
+}
+
+func post(t *testing.T, hc *http.Client, url, body string, header ...string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func TestFlagsRefused(t *testing.T) {
+	dir := t.TempDir()
+	weak := filepath.Join(dir, "weak")
+	_ = os.WriteFile(weak, []byte("short ns\n"), 0o600)
+	for _, args := range [][]string{
+		{"--dev", "--listen", "0.0.0.0:0"},
+		{"--dev", "--listen", ":0"},
+		{"--dev", "--listen", "192.0.2.1:0"},
+		{"--listen", "127.0.0.1:0"}, // neither --dev nor --tokens
+		{"--dev", "--tokens", weak},
+		{"--tokens", weak},
+		{"--tokens", filepath.Join(dir, "missing")},
+		{"--dev", "--listen", "127.0.0.1:0", "--tls-cert", "c"},
+		{"--dev", "--listen", "127.0.0.1:0", "--store", "postgres://x"},
+		{"--dev", "--listen", "127.0.0.1:0", "--lease", "1s", "--renew-after", "2s"},
+		{"--dev", "extra"},
+	} {
+		var stderr strings.Builder
+		if code := run(context.Background(), args, io.Discard, &stderr); code != 2 {
+			t.Errorf("ckptserver %q: exit %d, want 2 (%s)", args, code, stderr.String())
+		}
+	}
+}
+
+func TestDevServer(t *testing.T) {
+	s := start(t, "--dev", "--listen", "127.0.0.1:0", "--store", "mem", "--log-level", "debug")
+	ctx := context.Background()
+	c, err := httpstore.NewClient(s.url, httpstore.ClientOptions{Namespace: "dev-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := c.AcquireWriter(ctx, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := &ckptstore.Checkpoint{ID: "c1", ThreadID: "t", CreatedAt: 1, Reason: ckptstore.ReasonAutomatic}
+	if err := c.Append(ctx, cp, "", l.Writer); err != nil {
+		t.Fatal(err)
+	}
+	if h, err := c.Head(ctx, "t"); err != nil || h != "c1" {
+		t.Fatalf("Head = %q, %v", h, err)
+	}
+	for path, want := range map[string]string{"/healthz": "ok", "/readyz": "ok"} {
+		if code, body := get(t, s.url+path); code != 200 || !strings.Contains(body, want) {
+			t.Errorf("%s: %d %q", path, code, body)
+		}
+	}
+	code, body := get(t, s.url+"/metrics")
+	for _, want := range []string{
+		`ckptstore_http_requests_total{code="200",method="append"} 1`,
+		`ckptstore_http_request_duration_seconds_bucket{method="append"`,
+		`ckptstore_http_requests_in_flight{method="append"} 0`,
+	} {
+		if code != 200 || !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	// A second namespace is another, empty store.
+	other, _ := httpstore.NewClient(s.url, httpstore.ClientOptions{Namespace: "dev-test-2"})
+	if h, err := other.Head(ctx, "t"); err != nil || h != "" {
+		t.Errorf("another namespace sees head %q, %v", h, err)
+	}
+}
+
+// TestDrain sends half a request, shuts the server down, then sends the
+// rest: the request in flight is served, and the server exits cleanly.
+func TestDrain(t *testing.T) {
+	s := start(t, "--dev", "--listen", "127.0.0.1:0")
+	pr, pw := io.Pipe()
+	req, _ := http.NewRequest(http.MethodPost, s.url+"/v1/getHead", pr)
+	req.Header.Set("Content-Type", "application/json")
+	type result struct {
+		code int
+		body string
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			done <- result{err: err}
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		done <- result{code: resp.StatusCode, body: string(b)}
+	}()
+	if _, err := pw.Write([]byte(`{"threadId":`)); err != nil {
+		t.Fatal(err)
+	}
+	// The server has the request once /metrics counts it in flight.
+	for {
+		_, m := get(t, s.url+"/metrics")
+		if strings.Contains(m, `ckptstore_http_requests_in_flight{method="getHead"} 1`) {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	s.stop()
+	// The listener closes: new connections are refused.
+	for {
+		conn, err := net.Dial("tcp", strings.TrimPrefix(s.url, "http://"))
+		if err != nil {
+			break
+		}
+		conn.Close()
+		time.Sleep(time.Millisecond)
+	}
+	if _, err := pw.Write([]byte(`"t"}`)); err != nil {
+		t.Fatal(err)
+	}
+	pw.Close()
+	r := <-done
+	if r.err != nil || r.code != 200 || r.body != `{"headId":null}` {
+		t.Errorf("the request in flight: %d %q %v", r.code, r.body, r.err)
+	}
+	if code := <-s.code; code != 0 {
+		t.Errorf("exit %d after a drain", code)
+	}
+	s.code <- 0 // for the cleanup
+}
+
+func TestTokens(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "tokens")
+	const tokA, tokB = "token-a-0123456789abcdef", "token-b-0123456789abcdef"
+	_ = os.WriteFile(file, []byte("# tenants\n"+tokA+" tenant a\n\n"+tokB+"\ttenant}b\n"), 0o600)
+	s := start(t, "--tokens", file, "--listen", "127.0.0.1:0", "--max-body-bytes", "4096")
+	ctx := context.Background()
+	a, _ := httpstore.NewClient(s.url, httpstore.ClientOptions{Token: tokA})
+	b, _ := httpstore.NewClient(s.url, httpstore.ClientOptions{Token: tokB})
+	la, err := a.AcquireWriter(ctx, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.AcquireWriter(ctx, "t"); err != nil {
+		t.Errorf("tenant b sees tenant a's lease: %v", err)
+	}
+	if _, err := a.AcquireWriter(ctx, "t"); !errors.Is(err, ckptstore.ErrWriterConflict) {
+		t.Errorf("tenant a's own lease: %v", err)
+	}
+	hc := http.DefaultClient
+	for _, tc := range []struct {
+		name   string
+		header []string
+		status int
+		code   string
+	}{
+		{"no token", nil, 401, "UNAUTHORIZED"},
+		{"unknown token", []string{"Authorization", "Bearer token-c-0123456789abcdef"}, 401, "UNAUTHORIZED"},
+		{"a token's prefix", []string{"Authorization", "Bearer " + tokA[:20]}, 401, "UNAUTHORIZED"},
+		{"basic auth", []string{"Authorization", "Basic " + tokA}, 401, "UNAUTHORIZED"},
+		{"client clock", []string{"Authorization", "Bearer " + tokA, "Ckpt-Now", "1"}, 400, "BAD_REQUEST"},
+		{"lease option", []string{"Authorization", "Bearer " + tokA, "Ckpt-Lease-Duration-Ms", "1000"}, 400, "BAD_REQUEST"},
+		{"renew option", []string{"Authorization", "Bearer " + tokA, "Ckpt-Renew-After-Ms", "10"}, 400, "BAD_REQUEST"},
+		{"another namespace", []string{"Authorization", "Bearer " + tokA, "Ckpt-Namespace", "tenant%7Db"}, 400, "BAD_REQUEST"},
+		{"its own namespace", []string{"Authorization", "Bearer " + tokA, "Ckpt-Namespace", "tenant%20a"}, 200, ""},
+	} {
+		status, body := post(t, hc, s.url+"/v1/getHead", `{"threadId":"t"}`, tc.header...)
+		if status != tc.status || !strings.Contains(body, tc.code) {
+			t.Errorf("%s: %d %s, want %d %s", tc.name, status, body, tc.status, tc.code)
+		}
+	}
+	// The body limit: 413 above --max-body-bytes, nothing written.
+	big := &ckptstore.Checkpoint{ID: "big", ThreadID: "t", CreatedAt: 1, Reason: ckptstore.ReasonAutomatic,
+		Conversation: []byte(`["` + strings.Repeat("x", 5000) + `"]`)}
+	var he *httpstore.Error
+	if err := a.Append(ctx, big, "", la.Writer); !errors.As(err, &he) || he.Status != 413 || he.Code != "PAYLOAD_TOO_LARGE" {
+		t.Errorf("a body above the limit: %v", err)
+	}
+	if h, err := a.Head(ctx, "t"); err != nil || h != "" {
+		t.Errorf("after a refused body, head %q, %v", h, err)
+	}
+}
+
+func TestTLS(t *testing.T) {
+	dir := t.TempDir()
+	certFile, keyFile, pool := selfSigned(t, dir)
+	s := start(t, "--dev", "--listen", "127.0.0.1:0", "--tls-cert", certFile, "--tls-key", keyFile)
+	if !strings.HasPrefix(s.url, "https://") {
+		t.Fatalf("TLS server at %s", s.url)
+	}
+	tr := httpstore.NewTransport()
+	tr.TLSClientConfig = &tls.Config{RootCAs: pool}
+	c, err := httpstore.NewClient(s.url, httpstore.ClientOptions{HTTPClient: &http.Client{Transport: tr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h, err := c.Head(context.Background(), "t"); err != nil || h != "" {
+		t.Errorf("over TLS: %q, %v", h, err)
+	}
+}
+
+func selfSigned(t *testing.T, dir string) (certFile, keyFile string, pool *x509.CertPool) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "ckptserver test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, BasicConstraintsValid: true, IsCA: true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kb, _ := x509.MarshalECPrivateKey(key)
+	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	_ = os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600)
+	_ = os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600)
+	cert, _ := x509.ParseCertificate(der)
+	pool = x509.NewCertPool()
+	pool.AddCert(cert)
+	return certFile, keyFile, pool
+}
