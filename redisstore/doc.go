@@ -1,24 +1,37 @@
 // Package redisstore is the ckptstore contract on Redis: a Store (with
-// Pruner and Forker) and an InstanceStore over a go-redis
-// redis.UniversalClient — a single server, Sentinel (a failover client) or
-// Cluster.
+// Pruner, Forker, Transcripts, ThreadDeleter, Pager, ThreadLister and
+// Importer) and an InstanceStore over a go-redis redis.UniversalClient — a
+// single server, Sentinel (a failover client) or Cluster. The rules are
+// docs/contract.md's.
 //
 // # Invariants
 //
 // Every write is one Lua script (EVALSHA, falling back to EVAL on
-// NOSCRIPT) that runs all of its state checks, in the order of SPEC.md,
-// and then all of its writes, atomically; a script that fails a check
-// returns before its first write, so a failed call changes nothing. The
-// pure checks (ids, entries, keep) run in Go first, with the shared
-// validators of package ckptstore, exactly as memstore runs them.
+// NOSCRIPT) that runs all of its state checks, in the order of
+// docs/contract.md, and then all of its writes, atomically; a script that
+// fails a check returns before its first write, so a failed call changes
+// nothing. The pure checks (ids, entries, keep, limits, cursors, the
+// writer's thread) run in Go first, with package precheck, as in every
+// store. Three calls span a whole thread and are one script per batch of
+// Options.BatchSize checkpoints instead, so that no script holds the
+// server (which runs one at a time) for longer than a batch: List (see
+// Order), a long DeleteCheckpoints and DeleteThread (see Batches).
 //
-//   - A thread's members sorted set holds exactly the ids of the stored
-//     checkpoints of that thread, scored by createdAt.
+//   - A thread's list index holds exactly one member per stored
+//     checkpoint of that thread: its position and id (see Order), also
+//     kept in the checkpoint's l field.
 //   - The refs hash maps each blob key to the number of stored checkpoints
 //     that use it; a key whose count reaches 0 is removed from it and from
 //     the refkeys sorted set, which holds exactly the keys of refs.
+//   - The threads sorted set holds exactly the ids of the threads that
+//     have a head, a checkpoint or a transcript; every script that adds or
+//     removes one of them updates it.
 //   - A thread's fence f only grows; the current lease's fence is f.
 //   - Stored checkpoints are never modified: only created and deleted.
+//
+// Store.Check reads the whole keyspace and reports every broken invariant;
+// the package's own tests run it after every conformance, fault and
+// cluster run.
 //
 // # Keys
 //
@@ -31,28 +44,64 @@
 // comes a fixed kind and then the id, so ids may hold any bytes (':', '{',
 // NUL) without two keys colliding:
 //
-//	{p}:c:<checkpoint id>  hash: t thread, p parent, h header, b body, v conversation, k blob keys
+//	{p}:c:<checkpoint id>  hash: t thread, p parent, h header, b body, v conversation, k blob keys, l list member
 //	{p}:t:<thread id>      hash: h head, f highest fence, o lease owner token, x lease expiry (ms)
-//	{p}:m:<thread id>      sorted set: checkpoint ids scored by createdAt
+//	{p}:l:<thread id>      sorted set, all scores 0: the list member of each checkpoint of the thread
+//	{p}:v:<thread id>      string: the thread's transcript, byte for byte
+//	{p}:threads            sorted set, all scores 0: ids of the threads with a head, a checkpoint or a transcript
 //	{p}:refs               hash: blob key → reference count (> 0)
 //	{p}:refkeys            sorted set, all scores 0: the keys of refs, in byte order
-//	{p}:o:<op token>       a write that succeeded, for Options.OpTTL (a list of the deleted ids for DeleteCheckpoints)
+//	{p}:o:<kind>:<token>   a write that succeeded, for Options.OpTTL (see Retries)
 //	{p}:i:<instance key>   hash: an InstanceRecord (see instance.go)
 //
 // The header and body of a checkpoint are binary strings built from the
 // parts of internal/cpcodec, the encoding fdbstore stores too (codec.go);
-// the scripts only copy them, never parse them.
+// the scripts only copy or compare them, never parse them.
+//
+// This layout replaced one whose thread index was a sorted set scored by
+// createdAt ("{p}:m:<thread>"); a store written by that version reads as
+// empty threads (Check reports its checkpoints as not indexed).
 //
 // # Order
 //
-// List reads the members sorted set: Redis orders it by score and equal
-// scores by the bytes of the member, which is exactly createdAt, then id
-// bytes (-0 and 0 are equal scores). The score is the shortest decimal that
-// parses back to the same float64, so no two createdAt values collapse;
+// A list member is the 8-byte position of createdAt followed by the id:
+// the float's bits made to sort as unsigned big-endian integers, with -0
+// taken as 0 (see orderMember). Members of equal score sort by their bytes,
+// so the list index sorts exactly as List does, createdAt and then id
+// bytes, and no float score is ever compared (a score keeps every float64,
+// but a position (createdAt, id) is not a score range: ties need the id).
 // createdAt itself is kept as its IEEE-754 bits in the header, so it
-// round-trips exactly. BlobReferences pages through refkeys with
-// ZRANGEBYLEX (equal scores again sort by bytes), PageSize keys per round
-// trip; BlobReferencesSeq streams them.
+// round-trips exactly.
+//
+// ListPage is one script with one ZRANGEBYLEX (ZREVRANGEBYLEX in
+// reverse) of Limit+1 members, starting at the exclusive bound "(" +
+// member of the cursor's position, and an HMGET per checkpoint: a cursor
+// names a position, so a page starts exactly after it whether or not the
+// checkpoint it came from is still stored. Threads is one ZRANGEBYLEX of
+// the threads set. BlobReferences pages through refkeys the same way,
+// PageSize keys per round trip; BlobReferencesSeq streams them.
+//
+// List reads BatchSize checkpoints per script, page after page by
+// position as ListPage does. A thread of at most BatchSize checkpoints is
+// read in one atomic step. For a longer one, List promises what a paged
+// read can: every checkpoint that stays in the thread for the whole call is
+// returned exactly once, all in List order; one appended or deleted during
+// the call may or may not be returned. Under the contract's single writer
+// per thread, a List that no commit of its thread overlaps is exact.
+//
+// # Batches
+//
+// DeleteThread deletes the BatchSize oldest checkpoints (in List order)
+// per script, each script checking the lease; the script that leaves the
+// list empty also removes the head and the transcript. DeleteCheckpoints
+// walks the chain from the head: a chain that fits in one batch is walked
+// and pruned in one atomic script; a longer one is walked BatchSize
+// checkpoints per script (each checking the lease, writing nothing), then
+// deleted BatchSize per script from the end farthest from the head, so
+// what is left is always a chain from the head. Either call, stopped by an
+// error midway, leaves a state that is a smaller delete of the same
+// thread, and finishes when called again. Import is one script per batch,
+// whatever its size: the caller sizes its batches.
 //
 // # Leases and time
 //
@@ -65,16 +114,23 @@
 //
 // go-redis resends a command when the connection breaks before the reply
 // arrives (the client's redis.Options.MaxRetries), and the script may or
-// may not have run.
-// Each write carries a random operation token; a script that succeeds sets
-// {p}:o:<token> (holding the deleted ids, for DeleteCheckpoints) for OpTTL, and a
-// resent script that finds it returns that result without checking or
-// writing again. So a resend never counts twice and never reports a false
-// error (ErrDuplicateID, ErrConflict, ErrNotHead…) for its own success.
-// AcquireWriter needs no key: a resend finds its own owner token in place
-// and returns that lease. Renew and Release are idempotent as they are.
-// When every resend fails too, the call returns the network error and the
-// outcome is unknown; read the head to learn it.
+// may not have run. Each write carries an operation token: the caller's
+// (ckptstore.WithOpToken) for Append, DeleteHead, ForkFromCheckpoint and
+// AcquireWriter when the context carries one, else a random one (and a
+// random one per batch for the batched writes and Import). A script that
+// succeeds sets {p}:o:<kind>:<token> for OpTTL, holding its result (the
+// deleted ids of a prune batch, the count of a DeleteThread batch or an
+// Import, the lease of an AcquireWriter), and a resent or repeated script
+// that finds it returns that result without checking or writing again. So
+// a resend never counts twice and never reports a false error
+// (ErrDuplicateID, ErrConflict, ErrNotHead…) for its own success, and a
+// caller's repeated call reports the first one's success. AcquireWriter
+// with a caller's token uses it as the owner token; its repeat returns the
+// lease the first call took, even once that lease has ended. The kind in
+// the key keeps one write's token from answering another kind of write.
+// Renew, Release and SaveThread are idempotent as they are. When every
+// resend fails too, the call returns the network error and the outcome is
+// unknown; read the head to learn it.
 //
 // # Durability
 //
@@ -103,7 +159,11 @@
 // go test ./redisstore/... runs the conformance suite on miniredis and on
 // real redis-server processes (a single server, the same server behind a
 // proxy that loses replies and cuts requests, and a three-master cluster),
-// plus the fault, restart (AOF, kill -9) and replica tests. The real
+// with Check after each store, plus the fault, restart (AOF, kill -9),
+// replica, batching and checker tests. TestBigThread reports the longest
+// script (from the server's SLOWLOG) of List, ListPage, a prune and
+// DeleteThread of a long thread; REDISSTORE_BIG=1 makes it 10,000
+// checkpoints. The real
 // servers need redis-server and redis-cli on PATH (Debian: redis-server,
 // redis-tools; make deps installs them); without them those tests skip,
 // and fail under CI=true. BenchmarkAppend compares Append with
