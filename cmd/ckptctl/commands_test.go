@@ -283,9 +283,11 @@ func TestBadInputExits2(t *testing.T) {
 }
 
 func TestUnreachableStoreExits1(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
-	// Port 1 on loopback refuses connections.
-	r := h.fails(1, "--store: redis", "threads", "--store", "redis://127.0.0.1:1/0")
+	// Port 1 on loopback refuses connections; max_retries=-1 makes go-redis
+	// give up at the first refusal.
+	r := h.fails(1, "--store: redis", "threads", "--store", "redis://127.0.0.1:1/0?max_retries=-1")
 	if strings.Contains(r.stderr, "Usage:") {
 		t.Errorf("an unreachable store printed usage: %v", r)
 	}
