@@ -161,12 +161,19 @@ type runner struct {
 	minReplicas    int
 	waitMs         int64
 	replicaTimeout time.Duration
+
+	// before, when set (by tests), runs before each script is sent, with
+	// the script's name: after the Go-side checks, before the script's.
+	before func(script string)
 }
 
 // run runs a script with the parameters a. A write (write set) waits for
 // the replicas, so that it honours Options.MinReplicas.
 func run[A any](ctx context.Context, r runner, sc *luaScript[A], a A, write bool) ([]any, error) {
 	keys, args := build(a)
+	if r.before != nil {
+		r.before(sc.name)
+	}
 	return r.eval(ctx, sc.sc, keys, args, write)
 }
 
