@@ -31,15 +31,17 @@ func (m mutant) file() string {
 }
 
 const (
-	ms   = "memstore/memstore.go"
-	inst = "memstore/instance.go"
-	val  = "validate.go"
-	typ  = "types.go"
-	opt  = "options.go"
-	prn  = "prune.go"
-	lse  = "lease.go"
-	errs = "errors.go"
-	jsn  = "json.go"
+	ms    = "memstore/memstore.go"
+	mscap = "memstore/capabilities.go"
+	msop  = "memstore/optokens.go"
+	inst  = "memstore/instance.go"
+	val   = "validate.go"
+	typ   = "types.go"
+	opt   = "options.go"
+	prn   = "prune.go"
+	lse   = "lease.go"
+	errs  = "errors.go"
+	jsn   = "json.go"
 )
 
 func one(id, file, old, new, desc string) mutant {
@@ -61,7 +63,8 @@ const (
 	forkMismatch = `if src.ThreadID != in.SourceThreadID { return nil, fmt.Errorf("%w: checkpoint %q is in thread %q, not %q", ckptstore.ErrForkSourceThreadMismatch, src.ID, src.ThreadID, in.SourceThreadID) }`
 	forkWriter   = `if err := s.checkWriter(in.DestinationThreadID, in.Writer); err != nil { return nil, err }`
 	forkDest     = `th := s.thread(in.DestinationThreadID, true)
-	if th.head != "" || len(th.members) > 0 { return nil, fmt.Errorf("%w: thread %q has checkpoints", ckptstore.ErrForkDestinationNotEmpty, in.DestinationThreadID) }
+	if th.head != "" || th.cps.Len() > 0 { return nil, fmt.Errorf("%w: thread %q has checkpoints", ckptstore.ErrForkDestinationNotEmpty, in.DestinationThreadID) }
+	if th.transcript != nil { return nil, fmt.Errorf("%w: thread %q has a transcript", ckptstore.ErrForkDestinationNotEmpty, in.DestinationThreadID) }
 	if _, used := s.checkpoints[in.DestinationCheckpointID]; used { return nil, fmt.Errorf("%w: checkpoint id %q is used", ckptstore.ErrForkDestinationNotEmpty, in.DestinationCheckpointID) }`
 
 	forkIDsLoop = `for _, id := range []struct{ what, id string }{ {"source thread id", in.SourceThreadID}, {"source checkpoint id", in.SourceCheckpointID}, {"destination thread id", in.DestinationThreadID}, {"destination checkpoint id", in.DestinationCheckpointID}, {"writer thread id", in.Writer.ThreadID}, } { if err := ValidateID(id.what, id.id); err != nil { return err } }`
@@ -118,7 +121,12 @@ var mutants = []mutant{
 	one("ms-append-swap-head-parent", ms, appendHead+" "+appendParent, appendParent+"\n"+appendHead,
 		"Append checks parent (6) before expected head (5)"),
 	one("ms-append-no-clone", ms, `c := cp.Clone()`, `c := cp`, "Append stores the caller's checkpoint, not a copy"),
-	one("ms-append-no-ctx", ms, `if err := ctx.Err(); err != nil { return err } c := cp.Clone()`, `c := cp.Clone()`,
+	one("ms-append-no-ctx", ms, `if err := ctx.Err(); err != nil { return err } token, hasToken, err := opToken(ctx) if err != nil { return err } c := cp.Clone()`,
+		`token, hasToken, err := opToken(ctx)
+	if err != nil {
+		return err
+	}
+	c := cp.Clone()`,
 		"Append ignores a cancelled context"),
 	one("ms-insert-no-refs", ms, `s.refs[k]++`, `_ = k`, "Append/Fork do not count blob references"),
 
@@ -162,7 +170,7 @@ var mutants = []mutant{
 	one("ms-remove-no-drop", ms, `if s.refs[k] <= 1 { delete(s.refs, k) } else { s.refs[k]-- }`, `_ = k`,
 		"deleting a checkpoint does not drop its blob counts"),
 	one("ms-remove-drop-at-two", ms, `if s.refs[k] <= 1 {`, `if s.refs[k] <= 2 {`, "a count of 2 is forgotten instead of becoming 1"),
-	one("ms-remove-keep-member", ms, `delete(th.members, id)`, ``, "a deleted checkpoint stays a member of its thread"),
+	one("ms-remove-keep-member", ms, `th.cps.Delete(c)`, ``, "a deleted checkpoint stays a member of its thread"),
 	one("ms-remove-keep-checkpoint", ms, `delete(s.checkpoints, id)`, ``, "a deleted checkpoint stays readable (and its id used)"),
 
 	// ---- memstore: DeleteCheckpoints (prune) ----
@@ -176,19 +184,18 @@ var mutants = []mutant{
 	one("ms-prune-cross-thread", ms, `if !ok || c.ThreadID != threadID {`, `if !ok {`, "prune follows the chain through other threads' checkpoints"),
 	one("ms-prune-by-createdat", ms, `for id := th.head; id != "" && !seen[id]; { c, ok := s.checkpoints[id] if !ok || c.ThreadID != threadID { break } seen[id] = true chain = append(chain, id) id = c.ParentCheckpointID }`,
 		`_ = seen
-	for id := range th.members {
-		chain = append(chain, id)
-	}
-	slices.SortFunc(chain, func(a, b string) int { return ckptstore.CompareCheckpoints(s.checkpoints[b], s.checkpoints[a]) })`,
+	th.cps.Descend(func(c *ckptstore.Checkpoint) bool {
+		chain = append(chain, c.ID)
+		return true
+	})`,
 		"prune keeps the newest by createdAt (all members) instead of following the parent chain"),
 	one("ms-prune-no-cycle-stop", ms, `id != "" && !seen[id];`, `id != "";`, "prune loops forever on a parent cycle made by id reuse"),
 
 	// ---- memstore: ForkFromCheckpoint ----
 	one("ms-fork-skip-writer", ms, forkWriter, ``, "Fork skips the writer check"),
-	one("ms-fork-skip-dest-empty", ms, `if th.head != "" || len(th.members) > 0 {`, `if false {`, "Fork into a thread that has checkpoints"),
-	equiv(one("ms-fork-dest-head-only", ms, `if th.head != "" || len(th.members) > 0 {`, `if th.head != "" {`, "Fork checks only the destination head"),
-		"a thread with an empty head has no checkpoints: the head becomes \"\" only by DeleteHead of a checkpoint without parent, "+
-			"which was appended (or forked) onto an empty thread and so was its only member while it was head"),
+	one("ms-fork-skip-dest-empty", ms, `if th.head != "" || th.cps.Len() > 0 {`, `if false {`, "Fork into a thread that has checkpoints"),
+	one("ms-fork-dest-head-only", ms, `if th.head != "" || th.cps.Len() > 0 {`, `if th.head != "" {`,
+		"Fork checks only the destination head (Import can store checkpoints under no head)"),
 	one("ms-fork-skip-dest-id", ms, `if _, used := s.checkpoints[in.DestinationCheckpointID]; used {`, `if _, used := s.checkpoints[in.DestinationCheckpointID]; used && false {`,
 		"Fork reuses a destination id already used in another thread"),
 	equiv(one("ms-fork-swap-notfound-mismatch", ms, forkNotFound+" "+forkMismatch,
@@ -214,7 +221,7 @@ var mutants = []mutant{
 	one("ms-acquire-boundary", ms, `if th.lease != nil && now.Before(th.lease.expiresAt) {`, `if th.lease != nil && !now.After(th.lease.expiresAt) {`,
 		"AcquireWriter treats a lease as live at now == expiresAt"),
 	one("ms-acquire-no-fence-inc", ms, `th.fence++`, ``, "every lease gets fence 0"),
-	one("ms-acquire-fixed-token", ms, `token := rand.Text()`, `token := rand.Text()[:0] + "owner"`, "every lease gets the same ownerToken"),
+	one("ms-acquire-fixed-token", ms, `token = rand.Text()`, `token = rand.Text()[:0] + "owner"`, "every lease gets the same ownerToken"),
 	one("ms-acquire-short-expiry", ms, `expiresAt: now.Add(s.opts.LeaseDuration)`, `expiresAt: now.Add(s.opts.RenewAfter)`,
 		"a new lease expires after RenewAfter instead of the lease duration"),
 	one("ms-acquire-renewafter", ms, `th.lease.expiresAt, s.opts.RenewAfter, s)`, `th.lease.expiresAt, s.opts.LeaseDuration, s)`,
@@ -242,10 +249,11 @@ var mutants = []mutant{
 
 	// ---- memstore: reads ----
 	one("ms-get-shared", ms, `return s.checkpoints[id].Clone(), nil`, `return s.checkpoints[id], nil`, "Get returns the stored pointer"),
-	one("ms-list-shared", ms, `out = append(out, s.checkpoints[id].Clone())`, `out = append(out, s.checkpoints[id])`, "List returns the stored pointers"),
-	one("ms-list-unsorted", ms, `slices.SortFunc(out, ckptstore.CompareCheckpoints)`, ``, "List in map order"),
-	one("ms-list-desc", ms, `slices.SortFunc(out, ckptstore.CompareCheckpoints)`,
-		`slices.SortFunc(out, func(a, b *ckptstore.Checkpoint) int { return ckptstore.CompareCheckpoints(b, a) })`, "List newest first"),
+	one("ms-list-shared", ms, `out = append(out, c.Clone())`, `out = append(out, c)`, "List returns the stored pointers"),
+	one("ms-list-unsorted", ms, `func listLess(a, b *ckptstore.Checkpoint) bool { return ckptstore.CompareCheckpoints(a, b) < 0 }`,
+		`func listLess(a, b *ckptstore.Checkpoint) bool { return a.ID < b.ID }`, "a thread's checkpoints are kept (and listed) in id order"),
+	one("ms-list-desc", ms, `th.cps.Ascend(func(c *ckptstore.Checkpoint) bool { out = append(out, c.Clone())`,
+		`th.cps.Descend(func(c *ckptstore.Checkpoint) bool { out = append(out, c.Clone())`, "List newest first"),
 	one("ms-blobrefs-unsorted", ms, `slices.SortFunc(out, func(a, b ckptstore.BlobRef) int { return strings.Compare(a.Key, b.Key) })`,
 		`_ = strings.Compare`, "BlobReferences in map order"),
 	one("ms-get-no-validate", ms, `if err := ckptstore.ValidateID("checkpoint id", id); err != nil { return nil, err }`, ``,
@@ -254,6 +262,191 @@ var mutants = []mutant{
 		`func (s *Store) List(ctx context.Context, threadID string) ([]*ckptstore.Checkpoint, error) {`, "List accepts invalid ids"),
 	one("ms-head-no-validate", ms, `if err := ckptstore.ValidateID("thread id", threadID); err != nil { return "", err }`, ``,
 		"Head accepts invalid ids"),
+
+	// ---- memstore: transcripts ----
+	one("ms-load-no-validate", mscap, `if err := precheck.LoadThread(ctx, threadID); err != nil { return nil, err }`, ``,
+		"LoadThread accepts invalid thread ids"),
+	one("ms-load-shared", mscap, `return slices.Clone(th.transcript), nil`, `return th.transcript, nil`, "LoadThread returns the stored bytes"),
+	one("ms-load-default-empty", mscap, `return ckptstore.EmptyTranscript(), nil`, `return json.RawMessage{}, nil`,
+		"LoadThread of a thread without a transcript returns an empty value, not []"),
+	one("ms-save-no-validate", mscap, `if err := precheck.SaveThread(ctx, threadID, messages); err != nil { return err }`,
+		`if err := precheck.LoadThread(ctx, threadID); err != nil { return err }`, "SaveThread accepts anything as messages"),
+	one("ms-save-ids-only", mscap, `if err := precheck.SaveThread(ctx, threadID, messages); err != nil { return err }`,
+		`if err := ckptstore.ValidateTranscript(messages); err != nil { return err }
+	if err := precheck.LoadThread(ctx, threadID); err != nil { return err }`, "SaveThread checks the messages before the thread id"),
+	one("ms-save-no-clone", mscap, `m := slices.Clone(messages)`, `m := messages`, "SaveThread keeps the caller's slice"),
+	one("ms-save-empty-is-none", mscap, `th.transcript = m`, `th.transcript = m
+	if string(m) == "[]" {
+		th.transcript = nil
+	}`, "a saved [] does not count as a transcript"),
+	one("ms-save-no-relist", mscap, `th.transcript = m s.relist(threadID, th)`, `th.transcript = m`,
+		"a thread with only a transcript is not listed"),
+
+	// ---- memstore: fork and transcripts ----
+	one("ms-fork-skip-transcript", ms, `if th.transcript != nil {`, `if false {`, "Fork into a thread that has a transcript"),
+	one("ms-fork-no-transcript", ms, `th.transcript = slices.Clone(root.Conversation) if len(th.transcript) == 0 { th.transcript = ckptstore.EmptyTranscript() }`, ``,
+		"Fork does not write the destination's transcript"),
+	one("ms-fork-transcript-empty", ms, `th.transcript = slices.Clone(root.Conversation)`, `th.transcript = nil`,
+		"Fork writes [] as the destination's transcript, whatever the conversation"),
+	one("ms-fork-transcript-none-if-empty", ms, `if len(th.transcript) == 0 { th.transcript = ckptstore.EmptyTranscript() }`, ``,
+		"a fork of a checkpoint without conversation leaves the destination without a transcript"),
+	one("ms-fork-transcript-shared", ms, `th.transcript = slices.Clone(root.Conversation)`, `th.transcript = root.Conversation`,
+		"the fork's transcript shares the root's conversation bytes"),
+
+	// ---- memstore: DeleteThread ----
+	one("ms-delthread-no-validate", mscap, `if err := precheck.DeleteThread(ctx, threadID, w); err != nil { return 0, err }`, ``,
+		"DeleteThread skips its pure checks (ids)"),
+	one("ms-delthread-skip-writer", mscap, `if err := s.checkWriter(threadID, w); err != nil { return 0, err } th := s.threads[threadID]`,
+		`th := s.thread(threadID, true)`, "DeleteThread skips the writer check"),
+	one("ms-delthread-keep-head", mscap, `th.head = "" th.transcript = nil`, `th.transcript = nil`, "DeleteThread leaves the head"),
+	one("ms-delthread-keep-transcript", mscap, `th.head = "" th.transcript = nil`, `th.head = ""`, "DeleteThread leaves the transcript"),
+	one("ms-delthread-count", mscap, `return len(doomed), nil`, `return th.cps.Len(), nil`, "DeleteThread reports 0 deleted"),
+	one("ms-delthread-no-refs", mscap, `for _, id := range doomed { s.remove(th, id) } th.head = ""`,
+		`for _, id := range doomed {
+		delete(s.checkpoints, id)
+	}
+	th.cps.Clear(false)
+	th.head = ""`, "DeleteThread does not drop blob counts"),
+	one("ms-delthread-ends-lease", mscap, `th.head = "" th.transcript = nil`, `th.head = ""
+	th.transcript = nil
+	th.lease = nil`, "DeleteThread ends the lease"),
+	one("ms-delthread-chain-only", mscap, `th.cps.Ascend(func(c *ckptstore.Checkpoint) bool { doomed = append(doomed, c.ID) return true })`,
+		`for id := th.head; id != ""; {
+		c, ok := s.checkpoints[id]
+		if !ok || c.ThreadID != threadID || slices.Contains(doomed, id) {
+			break
+		}
+		doomed = append(doomed, id)
+		id = c.ParentCheckpointID
+	}`, "DeleteThread deletes only the head chain, not the checkpoints off it"),
+	one("ms-delthread-no-relist", mscap, `th.transcript = nil s.relist(threadID, th)`, `th.transcript = nil`, "a deleted thread stays listed"),
+
+	// ---- memstore: ListPage ----
+	one("ms-page-no-validate", mscap, `p, err := precheck.ListPage(ctx, threadID, opt) if err != nil { return nil, "", err }`,
+		`p, _ := precheck.ListPage(ctx, "t", ckptstore.ListOptions{Limit: opt.Limit, Reverse: opt.Reverse})
+	if p.Limit == 0 {
+		p.Limit = 100
+	}`, "ListPage accepts invalid ids, limits and cursors (and ignores the cursor)"),
+	one("ms-page-repeat-cursor", mscap, `if !p.Includes(c) { return true // the checkpoint at the cursor's own position }`, ``,
+		"ListPage returns the checkpoint at the cursor again"),
+	one("ms-page-no-more", mscap, `more = true return false } page = append(page, c.Clone())`, `return false }
+	page = append(page, c.Clone())`, "ListPage's next is always empty"),
+	one("ms-page-limit-plus-one", mscap, `if len(page) == p.Limit { more = true return false } page = append(page, c.Clone())`,
+		`if len(page) == p.Limit+1 { more = true; return false }; page = append(page, c.Clone())`, "ListPage returns one more than the limit"),
+	one("ms-page-next-always", mscap, `th.cps.DescendLessOrEqual(pivot(*p.After), visit) } return page, p.Next(page, more), nil`,
+		`th.cps.DescendLessOrEqual(pivot(*p.After), visit)
+	}
+	return page, p.Next(page, more || len(page) > 0), nil`,
+		"ListPage returns a next cursor after the last page too"),
+	one("ms-page-reverse-ignored", mscap, `case p.After == nil: th.cps.Descend(visit)`, `case p.After == nil: th.cps.Ascend(visit)`,
+		"ListPage from the start ignores Reverse"),
+	one("ms-page-reverse-cursor", mscap, `th.cps.DescendLessOrEqual(pivot(*p.After), visit)`, `th.cps.Descend(visit)`,
+		"a reverse ListPage with a cursor starts from the end again (relying on the filter)"),
+	one("ms-page-shared", mscap, `page = append(page, c.Clone())`, `page = append(page, c)`, "ListPage returns the stored pointers"),
+	one("ms-page-pivot-zero", mscap, `return &ckptstore.Checkpoint{CreatedAt: pos.CreatedAt, ID: pos.ID}`,
+		`return &ckptstore.Checkpoint{ID: pos.ID}`, "the seek ignores the cursor's createdAt"),
+	equiv(one("ms-page-forward-from-start", mscap, `th.cps.AscendGreaterOrEqual(pivot(*p.After), visit)`, `th.cps.Ascend(visit)`,
+		"a forward ListPage with a cursor scans from the start"),
+		"Includes drops everything up to the cursor, so the page is the same; only slower"),
+
+	// ---- memstore: Threads and what is listed ----
+	one("ms-threads-no-validate", mscap, `p, err := precheck.Threads(ctx, after, limit) if err != nil { return nil, "", err }`,
+		`p, _ := precheck.Threads(ctx, "", limit)
+	if p.Limit == 0 {
+		p.Limit = 100
+	}`, "Threads accepts invalid limits and cursors (and ignores the cursor)"),
+	one("ms-threads-repeat-cursor", mscap, `if id == p.After { return true // the cursor's own thread ("" is never listed) }`, ``,
+		"Threads returns the thread at the cursor again"),
+	one("ms-threads-no-more", mscap, `more = true return false } page = append(page, id)`, `return false }
+	page = append(page, id)`, "Threads' next is always empty"),
+	one("ms-threads-limit-minus-one", mscap, `if len(page) == p.Limit { more = true return false } page = append(page, id)`,
+		`if len(page) == p.Limit-1 { more = true; return false }; page = append(page, id)`, "Threads returns one less than the limit"),
+	one("ms-relist-all", ms, `if th.head != "" || th.cps.Len() > 0 || th.transcript != nil {`, `if true {`,
+		"an emptied thread stays listed"),
+	one("ms-relist-no-transcript", ms, `if th.head != "" || th.cps.Len() > 0 || th.transcript != nil {`, `if th.head != "" || th.cps.Len() > 0 {`,
+		"a thread with only a transcript is not listed"),
+	one("ms-relist-no-head", ms, `if th.head != "" || th.cps.Len() > 0 || th.transcript != nil {`, `if th.cps.Len() > 0 || th.transcript != nil {`,
+		"a thread with only a head (naming a pruned checkpoint) is not listed"),
+	one("ms-relist-no-checkpoints", ms, `if th.head != "" || th.cps.Len() > 0 || th.transcript != nil {`, `if th.head != "" || th.transcript != nil {`,
+		"a thread with checkpoints but no head is not listed"),
+	one("ms-append-no-relist", ms, `s.relist(c.ThreadID, th)`, ``, "Append does not list a new thread"),
+	one("ms-deletehead-no-relist", ms, `s.relist(threadID, th) if hasToken { s.ops.record(token, &opRecord{kind: opDeleteHead}, s.opts.Now()) }`,
+		`if hasToken { s.ops.record(token, &opRecord{kind: opDeleteHead}, s.opts.Now()) }`, "a thread emptied by DeleteHead stays listed"),
+	one("ms-fork-no-relist", ms, `s.relist(in.DestinationThreadID, th)`, ``, "a fork's destination is not listed"),
+	one("ms-import-no-relist", mscap, `th.transcript = transcript } s.relist(b.ThreadID, th)`, `th.transcript = transcript }`,
+		"an imported thread is not listed"),
+
+	// ---- memstore: Import ----
+	one("ms-import-no-validate", mscap, `if err := precheck.Import(ctx, b); err != nil { return 0, err }`, `if err := ctx.Err(); err != nil { return 0, err }
+	for _, c := range b.Checkpoints { if c == nil { return 0, ckptstore.ErrInvalidEntry } }`,
+		"Import skips its pure checks (ids, content, the writer's thread)"),
+	one("ms-import-skip-writer", mscap, `if err := s.checkWriter(b.ThreadID, b.Writer); err != nil { return 0, err } var fresh []*ckptstore.Checkpoint`,
+		`var fresh []*ckptstore.Checkpoint`, "Import skips the writer check"),
+	equiv(one("ms-import-dup-thread-unchecked", mscap, `case old.ThreadID != b.ThreadID: return 0, fmt.Errorf("%w: %q is stored in thread %q", ckptstore.ErrDuplicateID, c.ID, old.ThreadID)`, ``,
+		"Import does not compare the stored checkpoint's thread"),
+		"each checkpoint of the batch is of b.ThreadID (checked before), so a stored one of another thread differs in ThreadID "+
+			"and EqualCheckpoints refuses it with the same ErrDuplicateID"),
+	one("ms-import-other-content", mscap, `case !ckptstore.EqualCheckpoints(old, c):`, `case false:`,
+		"Import skips a stored checkpoint with other content instead of refusing it"),
+	one("ms-import-zero-sign", mscap, `case !ckptstore.EqualCheckpoints(old, c):`,
+		`case !ckptstore.EqualCheckpoints(old, func() *ckptstore.Checkpoint { x := *c; if x.CreatedAt == old.CreatedAt { x.CreatedAt = old.CreatedAt }; return &x }()):`,
+		"Import treats createdAt -0 and +0 as equal content"),
+	one("ms-import-no-head-check", mscap, `if b.SetHead && th.head != "" && th.head != b.Head {`, `if false {`,
+		"Import overwrites another head"),
+	one("ms-import-head-empty-conflict", mscap, `if b.SetHead && th.head != "" && th.head != b.Head {`, `if b.SetHead && th.head != b.Head {`,
+		"Import refuses to set the head of a thread without one"),
+	one("ms-import-head-always", mscap, `if b.SetHead { th.head = b.Head }`, `th.head = b.Head`, "Import sets the head without SetHead"),
+	one("ms-import-head-never", mscap, `if b.SetHead { th.head = b.Head }`, ``, "Import never sets the head"),
+	one("ms-import-transcript-ignored", mscap, `if transcript != nil { th.transcript = transcript }`, `_ = transcript`, "Import ignores the transcript"),
+	one("ms-import-transcript-nil-clears", mscap, `if transcript != nil { th.transcript = transcript }`, `th.transcript = transcript`,
+		"an Import without a transcript clears the thread's"),
+	one("ms-import-count-all", mscap, `return len(fresh), nil`, `return len(cps), nil`, "Import reports the batch size, not what it wrote"),
+	one("ms-import-no-clone", mscap, `cps[i] = c.Clone()`, `cps[i] = c`, "Import stores the caller's checkpoints"),
+	one("ms-import-rewrite", mscap, `case !ok: fresh = append(fresh, c)`, `case !ok || ckptstore.EqualCheckpoints(old, c): fresh = append(fresh, c)`,
+		"Import writes again (and counts again) a checkpoint stored with equal content"),
+	one("ms-import-partial", mscap, `case !ok: fresh = append(fresh, c)`, `case !ok: s.insert(s.thread(b.ThreadID, true), c)`,
+		"Import writes each new checkpoint before checking the rest of the batch"),
+	one("ms-import-swap-writer-dup", mscap, `if err := s.checkWriter(b.ThreadID, b.Writer); err != nil { return 0, err } var fresh []*ckptstore.Checkpoint`,
+		`var fresh []*ckptstore.Checkpoint
+	for _, c := range cps {
+		if old, ok := s.checkpoints[c.ID]; ok && !ckptstore.EqualCheckpoints(old, c) {
+			return 0, ckptstore.ErrDuplicateID
+		}
+	}
+	if err := s.checkWriter(b.ThreadID, b.Writer); err != nil { return 0, err }`, "Import checks ids before the writer"),
+	one("ms-import-swap-dup-head", mscap, `var fresh []*ckptstore.Checkpoint`, `if th := s.threads[b.ThreadID]; b.SetHead && th.head != "" && th.head != b.Head {
+		return 0, ckptstore.ErrConflict
+	}
+	var fresh []*ckptstore.Checkpoint`, "Import checks the head before the ids"),
+
+	// ---- memstore: op tokens ----
+	one("ms-optoken-append-ignored", ms, `if hasToken && s.ops.done(token, opAppend, s.opts.Now()) != nil {`, `if false {`,
+		"a repeated Append with its op token runs again"),
+	one("ms-optoken-deletehead-ignored", ms, `if hasToken && s.ops.done(token, opDeleteHead, s.opts.Now()) != nil {`, `if false {`,
+		"a repeated DeleteHead with its op token runs again"),
+	one("ms-optoken-fork-ignored", ms, `if r := s.ops.done(token, opFork, s.opts.Now()); r != nil {`, `if r := s.ops.done(token, opFork, s.opts.Now()); r != nil && false {`,
+		"a repeated fork with its op token runs again"),
+	one("ms-optoken-fork-shared", ms, `return r.root.Clone(), nil`, `return r.root, nil`, "a repeated fork returns the stored root"),
+	one("ms-optoken-acquire-ignored", ms, `if r := s.ops.done(token, opAcquire, now); r != nil {`, `if r := s.ops.done(token, opAcquire, now); r != nil && false {`,
+		"a repeated AcquireWriter with its op token runs again"),
+	one("ms-optoken-acquire-random-owner", ms, `if !hasToken { token = rand.Text() }`, `token = rand.Text()`,
+		"the lease's owner token is not the op token"),
+	one("ms-optoken-append-after-writer", ms, `if hasToken && s.ops.done(token, opAppend, s.opts.Now()) != nil { return nil // a retry of an Append that committed } if err := s.checkWriter(c.ThreadID, w); err != nil { return err }`,
+		`if err := s.checkWriter(c.ThreadID, w); err != nil { return err }
+	if hasToken && s.ops.done(token, opAppend, s.opts.Now()) != nil { return nil }`, "a repeated Append checks the writer before its op token"),
+	one("ms-optoken-record-failed", ms, `if hasToken && s.ops.done(token, opAppend, s.opts.Now()) != nil { return nil // a retry of an Append that committed }`,
+		`if hasToken && s.ops.done(token, opAppend, s.opts.Now()) != nil { return nil }
+	if hasToken { s.ops.record(token, &opRecord{kind: opAppend}, s.opts.Now()) }`, "an Append's op token is remembered before its checks"),
+	equiv(one("ms-optoken-kind-ignored", msop, `if r == nil || r.kind != kind || !now.Before(r.expires) {`, `if r == nil || !now.Before(r.expires) {`,
+		"an op token answers a retry of another method"),
+		"a token names one logical write and no other (ckptstore.WithOpToken), so no contract call reuses it for another method"),
+	one("ms-optoken-ttl-zero", msop, `r.expires = now.Add(opTokenTTL)`, `r.expires = now`, "op tokens are forgotten at once"),
+	one("ms-optoken-ttl-forever", msop, `if r == nil || r.kind != kind || !now.Before(r.expires) {`, `if r == nil || r.kind != kind {`,
+		"op tokens are never forgotten"),
+	one("ms-optoken-ttl-boundary", msop, `if r == nil || r.kind != kind || !now.Before(r.expires) {`, `if r == nil || r.kind != kind || now.After(r.expires) {`,
+		"an op token is still remembered at its expiry"),
+	one("ms-optoken-purge-live", msop, `if old != nil && now.Before(old.expires) { break }`, `_ = old`, "recording a token forgets the live ones"),
+	one("ms-optoken-malformed", msop, `if ok && !ckptstore.ValidOpToken(t) {`, `if false {`, "a malformed op token is used"),
 
 	// ---- memstore: instance store ----
 	one("inst-merge", inst, `s.records[rec.Key] = *rec`, `r := *rec
