@@ -278,7 +278,7 @@ func (m *migrator) importThread(ctx context.Context, th *srcThread) error {
 				}
 			}
 		}
-		if present, err = m.compare(ctx, th.id, src); err != nil {
+		if present, err = m.compare(ctx, th.id, src, k); err != nil {
 			return err
 		}
 	}
@@ -296,14 +296,13 @@ func (m *migrator) importThread(ctx context.Context, th *srcThread) error {
 		if err := k.maybeRenew(ctx); err != nil {
 			return err
 		}
-		n, err := m.imp.Import(ctx, b)
+		n, err := m.importBatch(ctx, b)
 		if errors.Is(err, ckptstore.ErrDuplicateID) || errors.Is(err, ckptstore.ErrConflict) {
 			return &threadFailure{thread: th.id, reason: "refused by the destination: " + err.Error(), err: err}
 		}
 		if err != nil {
 			return err
 		}
-		m.batches++
 		m.written += n
 		m.present += len(batch) - n
 		batch, size = batch[:0], 0
@@ -350,17 +349,47 @@ func (m *migrator) importThread(ctx context.Context, th *srcThread) error {
 	return flush(true)
 }
 
+// importBatch imports b. A batch the destination refuses as invalid is
+// imported in two halves, recursively: a store may find a batch too large
+// for one transaction (fdbstore's limit counts its own encoding, which
+// the size estimate only approximates), and a checkpoint that is itself
+// invalid still fails, alone. The head and the transcript go with the
+// last part, so they are set only once every checkpoint is in.
+func (m *migrator) importBatch(ctx context.Context, b ckptstore.ImportBatch) (int, error) {
+	n, err := m.imp.Import(ctx, b)
+	if err == nil {
+		m.batches++
+		return n, nil
+	}
+	if !errors.Is(err, ckptstore.ErrInvalidEntry) || len(b.Checkpoints) < 2 || ctx.Err() != nil {
+		return 0, err
+	}
+	half := len(b.Checkpoints) / 2
+	first, second := b, b
+	first.Checkpoints, second.Checkpoints = b.Checkpoints[:half:half], b.Checkpoints[half:]
+	first.SetHead, first.Head, first.Transcript = false, "", nil
+	n1, err := m.importBatch(ctx, first)
+	if err != nil {
+		return n1, err
+	}
+	n2, err := m.importBatch(ctx, second)
+	return n1 + n2, err
+}
+
 // compare walks the destination's checkpoints of thread against the
 // source's, both in List order, and returns the ids the destination
 // already holds. A destination checkpoint that the source does not hold,
 // or holds with other content, refuses the thread.
-func (m *migrator) compare(ctx context.Context, thread string, src iter.Seq2[sized, error]) (map[string]bool, error) {
+func (m *migrator) compare(ctx context.Context, thread string, src iter.Seq2[sized, error], k *keeper) (map[string]bool, error) {
 	next, stop := iter.Pull2(src)
 	defer stop()
 	cur, curErr, ok := next()
 	present := map[string]bool{}
 	for d, err := range checkpointSeq(ctx, m.dst, thread, ckptstore.MaxPageLimit, false) {
 		if err != nil {
+			return nil, err
+		}
+		if err := k.maybeRenew(ctx); err != nil { // a long thread takes a while
 			return nil, err
 		}
 		pos := ckptstore.PositionOf(d)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/internal/testkit"
+	"github.com/ckptstore/ckptstore/memstore"
 )
 
 // summaryRE reads the counts of a copy or import summary line.
@@ -292,4 +293,41 @@ func mustLease(t testing.TB, s ckptstore.Store, thread string) ckptstore.Writer 
 	must(t, err)
 	t.Cleanup(func() { l.Release(context.Background()) })
 	return l.Writer
+}
+
+// smallBatches is a memstore that refuses, as invalid, an import batch of
+// more than max checkpoints, as fdbstore refuses one too large for a
+// transaction.
+type smallBatches struct {
+	*memstore.Store
+	max     int
+	refused int
+}
+
+func (s *smallBatches) Import(ctx context.Context, b ckptstore.ImportBatch) (int, error) {
+	if len(b.Checkpoints) > s.max {
+		s.refused++
+		return 0, fmt.Errorf("%w: batch of %d is too large", ckptstore.ErrInvalidEntry, len(b.Checkpoints))
+	}
+	return s.Store.Import(ctx, b)
+}
+
+func TestImportSplitsABatchTheStoreFindsTooLarge(t *testing.T) {
+	src := newMem()
+	threads, n := seed(t, src, 40)
+	dst := &smallBatches{Store: newMem(), max: 5}
+	h := newHarness(t)
+	r := h.ok("copy", "--from", h.add("src", src), "--to", h.add("dst", dst), "--batch", "32", "--verify")
+	if s := parseSummary(t, r.stdout); s.written != n || dst.refused == 0 {
+		t.Errorf("copy into a store of small batches: %+v, %d refused", s, dst.refused)
+	}
+	testkit.CheckRefs(t, dst, threads...)
+
+	// A checkpoint that is invalid on its own still fails, alone, with
+	// nothing of its thread's head set.
+	bad := &smallBatches{Store: newMem(), max: 0}
+	h.fails(2, "INVALID_ENTRY", "copy", "--from", h.add("src2", src), "--to", h.add("bad", bad))
+	if head, err := bad.Head(context.Background(), "chain"); err != nil || head != "" {
+		t.Errorf("head after a refused copy = %q, %v", head, err)
+	}
 }
