@@ -76,7 +76,7 @@ func (s *Store) removeCost(thread string, createdAt float64, id, parent string, 
 // transcript with n bytes: the range clear, every chunk and the listed key.
 func (s *Store) transcriptCost(thread string, n int) int {
 	return costRange(rangeOf(s.k.transcriptPrefix(thread))) +
-		chunks(n)*costSet(s.k.transcriptChunk(thread, 0), 0) + n +
+		chunks(n)*costSet(s.k.transcriptChunk(thread, maxChunksPerCheckpoint), 0) + n +
 		costSet(s.k.listed(thread), 0)
 }
 

@@ -110,20 +110,30 @@ func deleteReadLimit(pruneBatch int) int {
 
 // deleteBatchSize is how many of cps (oldest first) one DeleteThread
 // transaction deletes: at least one when there is one, at most
-// Options.PruneBatch, and no more than fit in MaxTransactionBytes with the
-// batch's reads and the final clears.
+// Options.PruneBatch, and no more than fit in MaxTransactionBytes
+// (deleteCost).
 func (s *Store) deleteBatchSize(threadID string, cps []*ckptstore.Checkpoint) int {
-	cost := s.markerCost(threadID) + costRead(s.k.lease(threadID)) + costRange(rangeOf(s.k.dataPrefix(threadID))) +
-		costClear(s.k.head(threadID)) + costRange(rangeOf(s.k.transcriptPrefix(threadID))) + costClear(s.k.listed(threadID))
+	cost := s.deleteCost(threadID, nil)
 	n := 0
 	for n < len(cps) && n < s.opts.PruneBatch {
-		cp := cps[n]
-		c := s.removeCost(threadID, cp.CreatedAt, cp.ID, "", len(cp.BlobKeys()))
+		c := s.removeCost(threadID, cps[n].CreatedAt, cps[n].ID, "", len(cps[n].BlobKeys()))
 		if n > 0 && cost+c > MaxTransactionBytes {
 			break
 		}
 		cost += c
 		n++
+	}
+	return n
+}
+
+// deleteCost estimates the transaction bytes of one DeleteThread batch
+// that deletes cps: the marker, the reads of the lease and the data, the
+// removals, and the clears of the head, transcript and listed key.
+func (s *Store) deleteCost(threadID string, cps []*ckptstore.Checkpoint) int {
+	n := s.markerCost(threadID) + costRead(s.k.lease(threadID)) + costRange(rangeOf(s.k.dataPrefix(threadID))) +
+		costClear(s.k.head(threadID)) + costRange(rangeOf(s.k.transcriptPrefix(threadID))) + costClear(s.k.listed(threadID))
+	for _, cp := range cps {
+		n += s.removeCost(threadID, cp.CreatedAt, cp.ID, "", len(cp.BlobKeys()))
 	}
 	return n
 }

@@ -38,7 +38,6 @@ func (s *Store) Import(ctx context.Context, b ckptstore.ImportBatch) (int, error
 		return 0, err
 	}
 	sts := make([]*stored, len(b.Checkpoints))
-	cost := s.markerCost(b.ThreadID) + costRead(s.k.lease(b.ThreadID)) + costRead(s.k.head(b.ThreadID))
 	for i, cp := range b.Checkpoints {
 		st, err := s.newStored(cp)
 		if err != nil {
@@ -48,13 +47,9 @@ func (s *Store) Import(ctx context.Context, b ckptstore.ImportBatch) (int, error
 			return 0, err
 		}
 		sts[i] = st
-		cost += s.insertCost(st)
 	}
 	transcript := bytes.Clone(b.Transcript)
-	if transcript != nil {
-		cost += s.transcriptCost(b.ThreadID, len(transcript))
-	}
-	if cost > MaxTransactionBytes {
+	if cost := s.importCost(b.ThreadID, sts, transcript); cost > MaxTransactionBytes {
 		return 0, fmt.Errorf("%w: import batch of %d checkpoints is too large for one FoundationDB transaction: about %d bytes, more than fdbstore's limit of %d; send smaller batches",
 			ckptstore.ErrInvalidEntry, len(sts), cost, MaxTransactionBytes)
 	}
@@ -125,4 +120,18 @@ func (s *Store) Import(ctx context.Context, b ckptstore.ImportBatch) (int, error
 		return 0, err
 	}
 	return written, nil
+}
+
+// importCost estimates the transaction bytes of an Import of sts and the
+// transcript (nil = none) into thread: the marker, the reads of the lease
+// and head, and each insertion with its reads.
+func (s *Store) importCost(thread string, sts []*stored, transcript []byte) int {
+	n := s.markerCost(thread) + costRead(s.k.lease(thread)) + costRead(s.k.head(thread))
+	for _, st := range sts {
+		n += s.insertCost(st)
+	}
+	if transcript != nil {
+		n += s.transcriptCost(thread, len(transcript))
+	}
+	return n
 }

@@ -534,9 +534,7 @@ func (s *Store) ForkFromCheckpoint(ctx context.Context, in ckptstore.ForkInput) 
 			return err
 		}
 		transcript := transcriptOf(st.cp)
-		extra := s.transcriptCost(dst, len(transcript)) + costRange(s.k.idRange(in.SourceCheckpointID)) +
-			2*costRange(rangeOf(s.k.linksPrefix(dst)))
-		if err := s.fit(st, extra); err != nil {
+		if err := s.fit(st, s.forkExtraCost(in, len(transcript))); err != nil {
 			return err // the destination's ids made the copy too large
 		}
 		s.insert(tr, st, true)
@@ -551,6 +549,15 @@ func (s *Store) ForkFromCheckpoint(ctx context.Context, in ckptstore.ForkInput) 
 		return nil, err
 	}
 	return root.Clone(), nil
+}
+
+// forkExtraCost estimates what a fork adds to the insertion of its root:
+// the destination's transcript of n bytes and the reads of the source,
+// the destination's links and transcript.
+func (s *Store) forkExtraCost(in ckptstore.ForkInput, n int) int {
+	dst := in.DestinationThreadID
+	return s.transcriptCost(dst, n) + costRange(s.k.idRange(in.SourceCheckpointID)) +
+		costRange(rangeOf(s.k.linksPrefix(dst))) + costRange(rangeOf(s.k.transcriptPrefix(dst)))
 }
 
 // transcriptOf is the transcript a fork gives its destination: the root's
