@@ -6,7 +6,7 @@ PKGS     ?= ./...
 # The race detector on a 2-core machine: keep the whole run well under CI's budget.
 TESTFLAGS ?= -race -count=1 -timeout 12m
 
-.PHONY: all run test deps vet staticcheck gotest fdbcheck benchsmoke bench fmt
+.PHONY: all run test deps vet staticcheck gotest fdbcheck benchsmoke bench fmt tstest
 
 all: test
 
@@ -44,7 +44,14 @@ fdbcheck:
 benchsmoke:
 	$(GO) test ./bench -run '^$$' -bench . -benchtime 1x
 
-test: deps vet staticcheck fdbcheck gotest benchsmoke
+# tstest builds ckptserver and runs the TypeScript client's tests against it
+# (clients/ts: npm ci, then npm test: build, type-check, node:test on memstore
+# and on redis-server).
+tstest:
+	$(GO) build -o bin/ckptserver ./cmd/ckptserver
+	cd clients/ts && npm ci --no-audit --no-fund && CKPTSERVER_BIN=$(CURDIR)/bin/ckptserver npm test
+
+test: deps vet staticcheck fdbcheck gotest benchsmoke tstest
 
 bench: deps
 	bash bench/run.sh
