@@ -185,7 +185,7 @@ func TestFitDropsTheCopy(t *testing.T) {
 func TestChainFrom(t *testing.T) {
 	links := map[string]linkValue{
 		"c3": {parent: "c2"}, "c2": {parent: "c1"}, "c1": {parent: ""},
-		"x": {parent: "c1"}, // off the chain
+		"x":  {parent: "c1"},                       // off the chain
 		"l1": {parent: "l2"}, "l2": {parent: "l1"}, // a loop through a reused id
 		"g1": {parent: "gone"}, // a parent that was pruned
 	}
