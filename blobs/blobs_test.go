@@ -3,7 +3,6 @@ package blobs_test
 import (
 	"context"
 	"errors"
-	"io"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -272,39 +271,23 @@ func TestFreshenFallsBackToUpload(t *testing.T) {
 	}
 }
 
-// TestFileDeleteOlderCrashRecovery leaves an object where a DeleteOlder
-// interrupted by a crash would, in tmp/, and checks that opening the
-// bucket puts it back.
-func TestFileDeleteOlderCrashRecovery(t *testing.T) {
-	dir := t.TempDir()
-	b := openFile(t, dir, blobs.FileOptions{})
-	ctx := context.Background()
-	key := "sandbox-files/sha256/" + strings.Repeat("cd", 32)
-	if err := b.Put(ctx, key, strings.NewReader("kept")); err != nil {
-		t.Fatal(err)
-	}
-	rel := filepath.Join("d", "sandbox-files", "d", "sha256", "o", "6364", strings.Repeat("cd", 32))
-	trash := filepath.Join(dir, "tmp", "RANDOM."+url.PathEscape(filepath.ToSlash(rel))+".del")
-	if err := os.Rename(filepath.Join(dir, rel), trash); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "tmp", "junk.del"), []byte("x"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := b.Head(ctx, key); !errors.Is(err, blobs.ErrNotFound) {
-		t.Fatalf("setup: object still in place: %v", err)
-	}
-	b2 := openFile(t, dir, blobs.FileOptions{})
-	rc, err := b2.Get(ctx, key)
-	if err != nil {
-		t.Fatalf("after reopening, Get = %v; want the object put back", err)
-	}
-	data, _ := io.ReadAll(rc)
-	rc.Close()
-	if string(data) != "kept" {
-		t.Errorf("put-back object reads %q", data)
-	}
-	if ents, _ := os.ReadDir(filepath.Join(dir, "tmp")); len(ents) != 0 {
-		t.Errorf("tmp/ holds %d entries after recovery, want none", len(ents))
-	}
+// twoHandles is one file bucket directory opened twice, as by two
+// processes: Touch goes through one handle, everything else through the
+// other, so the suite's race of Touch against DeleteOlder checks that the
+// lock holds across open files, not only within one FileBucket.
+type twoHandles struct {
+	*blobs.FileBucket
+	toucher *blobs.FileBucket
+}
+
+func (h twoHandles) Touch(ctx context.Context, key string) error { return h.toucher.Touch(ctx, key) }
+
+func TestFileBucketTwoHandles(t *testing.T) {
+	blobstest.RunBucket(t, func(t *testing.T) blobs.Bucket {
+		dir := t.TempDir()
+		return twoHandles{openFile(t, dir, blobs.FileOptions{}), openFile(t, dir, blobs.FileOptions{})}
+	}, blobstest.Options{ManyKeys: 10, NewClockedBucket: func(t *testing.T, now func() time.Time) blobs.Bucket {
+		dir := t.TempDir()
+		return twoHandles{openFile(t, dir, blobs.FileOptions{Now: now}), openFile(t, dir, blobs.FileOptions{Now: now})}
+	}})
 }

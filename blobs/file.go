@@ -8,7 +8,8 @@ package blobs
 //
 //	sandbox-files/sha256/3fa9…  →  d/sandbox-files/d/sha256/o/3366/3fa9…
 //	readme                      →  o/7265/readme
-//	tmp/…                          uploads in flight, deletions deciding
+//	tmp/…                          uploads in flight
+//	locks/00 … locks/15            lock files of Put, Touch and DeleteOlder
 //	ckptstore-bucket               marker naming the layout
 //
 // Objects and key directories live in separate trees (o/ and d/), so a key
@@ -30,9 +31,11 @@ package blobs
 // Emptied directories are kept: removing them would race with a Put that
 // just created them, and they cost only an inode each.
 //
-// Freshness. Touch sets the file's mtime; DeleteOlder moves the file to
-// tmp/<random>.<escaped path>.del with one rename, checks the moved file's
-// mtime, and removes it or links it back (see DeleteOlder).
+// Freshness. Touch sets the file's mtime. POSIX has no "unlink if older",
+// so DeleteOlder's stat and unlink, Touch, and Put's rename into place take
+// the key's lock (a flock on locks/NN by a hash of the key, and a mutex
+// within the process): a touch comes before the check, and keeps the
+// object, or after the unlink, and fails with ErrNotFound.
 
 import (
 	"context"
@@ -40,6 +43,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"io/fs"
 	"iter"
@@ -50,6 +54,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -74,8 +79,8 @@ type FileOptions struct {
 	// crash may then lose or truncate recent objects. For tests and
 	// benchmarks only.
 	NoSync bool
-	// Now, when set, stamps each Put's ModTime (the file's mtime) instead
-	// of the file system's clock. Tests pass their own clock to make
+	// Now, when set, stamps each Put's and Touch's ModTime (the file's
+	// mtime); nil means time.Now. Tests pass their own clock to make
 	// objects old without sleeping.
 	Now func() time.Time
 }
@@ -83,9 +88,10 @@ type FileOptions struct {
 // FileBucket is a Bucket kept in a local directory. Create one with
 // OpenFile; Close releases its directory handle.
 type FileBucket struct {
-	root *os.Root
-	dir  string
-	opts FileOptions
+	root    *os.Root
+	dir     string
+	opts    FileOptions
+	stripes [fileLockStripes]lockStripe
 }
 
 // OpenFile opens the file bucket in dir. An empty directory becomes a new
@@ -138,10 +144,12 @@ func (b *FileBucket) init() error {
 	default:
 		return err
 	}
-	if err := b.root.MkdirAll(fileTmpDir, 0o777); err != nil {
-		return fmt.Errorf("blobs: create file bucket: %w", err)
+	for _, dir := range []string{fileTmpDir, fileLockDir} {
+		if err := b.root.MkdirAll(dir, 0o777); err != nil {
+			return fmt.Errorf("blobs: create file bucket: %w", err)
+		}
 	}
-	return b.recoverTrash()
+	return nil
 }
 
 func openFileURL(u *url.URL) (*FileBucket, error) {
@@ -173,8 +181,20 @@ func openFileURL(u *url.URL) (*FileBucket, error) {
 // Dir returns the bucket's absolute directory.
 func (b *FileBucket) Dir() string { return b.dir }
 
-// Close releases the bucket's directory handle. Calls after Close fail.
-func (b *FileBucket) Close() error { return b.root.Close() }
+// Close releases the bucket's directory handle and lock files. Calls after
+// Close fail.
+func (b *FileBucket) Close() error {
+	for i := range b.stripes {
+		st := &b.stripes[i]
+		st.mu.Lock()
+		if st.f != nil {
+			st.f.Close()
+			st.f = nil
+		}
+		st.mu.Unlock()
+	}
+	return b.root.Close()
+}
 
 // fanOut names the o/ subdirectory of an object whose last segment is name.
 func fanOut(name string) string {
@@ -285,17 +305,11 @@ func (b *FileBucket) Put(ctx context.Context, key string, r io.Reader) (err erro
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if b.opts.Now != nil {
-		t := b.opts.Now()
-		if err := b.root.Chtimes(tmp, t, t); err != nil {
-			return fmt.Errorf("blobs: put %q: %w", key, err)
-		}
-	}
 	dir := filepath.Dir(p)
 	if err := b.root.MkdirAll(dir, 0o777); err != nil {
 		return fmt.Errorf("blobs: put %q: %w", key, err)
 	}
-	if err := b.root.Rename(tmp, p); err != nil {
+	if err := b.publish(key, tmp, p); err != nil {
 		return fmt.Errorf("blobs: put %q: %w", key, err)
 	}
 	published = true
@@ -306,6 +320,25 @@ func (b *FileBucket) Put(ctx context.Context, key string, r io.Reader) (err erro
 		}
 	}
 	return nil
+}
+
+// publish renames the finished upload tmp to p under the key's lock,
+// stamping it first with the time of publication, not of the last write:
+// an upload that wrote early and published late must not set back the
+// ModTime of an object a capture has freshened meanwhile (see
+// MemBucket.stamp), and under the lock the stamps follow the order of the
+// renames and touches.
+func (b *FileBucket) publish(key, tmp, p string) error {
+	unlock, err := b.lock(key)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	t := b.now()
+	if err := b.root.Chtimes(tmp, t, t); err != nil {
+		return err
+	}
+	return b.root.Rename(tmp, p)
 }
 
 func (b *FileBucket) syncDir(dir string) error {
@@ -456,9 +489,7 @@ func (w *fileWalk) walk(dir, keyPrefix string) error {
 	return descend("", true)
 }
 
-// now is the time Put and Touch stamp objects with when FileOptions.Now
-// is unset: the file system's own clock for Put, this one for Touch, which
-// are the same clock on a local disk.
+// now is the time Put and Touch stamp objects with.
 func (b *FileBucket) now() time.Time {
 	if b.opts.Now != nil {
 		return b.opts.Now()
@@ -477,6 +508,11 @@ func (b *FileBucket) Touch(ctx context.Context, key string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	unlock, err := b.lock(key)
+	if err != nil {
+		return fmt.Errorf("blobs: touch %q: %w", key, err)
+	}
+	defer unlock()
 	t := b.now()
 	if err := b.root.Chtimes(p, t, t); err != nil {
 		if isMissing(err) {
@@ -500,33 +536,13 @@ func (b *FileBucket) Touch(ctx context.Context, key string) error {
 	return nil
 }
 
-// fileTrashSuffix ends the names under tmp/ of objects DeleteOlder took
-// away and has not decided on yet.
-const fileTrashSuffix = ".del"
-
-// trashName is the tmp/ name DeleteOlder moves the object at path p to: a
-// random part, then p escaped when that fits in a file name, so that
-// OpenFile can put back an object whose deletion a crash interrupted.
-func trashName(p string) string {
-	name := rand.Text() + "." + url.PathEscape(filepath.ToSlash(p)) + fileTrashSuffix
-	if len(name) > maxSegmentLen {
-		name = rand.Text() + fileTrashSuffix // too long to record: not recoverable
-	}
-	return filepath.Join(fileTmpDir, name)
-}
-
-// DeleteOlder implements OlderDeleter. POSIX has no "unlink if older", so
-// it moves the object out of its name with one rename, which no Put
-// (itself a rename onto the name) and no Touch (a chtimes of the name) can
-// split: a Touch before the rename shows in the moved file's time, a Touch
-// after it fails with ErrNotFound and makes the uploader put the content
-// again. When the moved file is not old it is linked back, unless a Put
-// has meanwhile stored the same content under the name.
-//
-// While the file is away (two system calls), Get and Head of the key
-// report ErrNotFound; only keys the sweep found unreferenced and old are
-// ever moved. A crash in that window leaves the file in tmp/, and the next
-// OpenFile puts it back.
+// DeleteOlder implements OlderDeleter: the ModTime check and the unlink
+// happen under the key's lock, which Put (around its rename into place)
+// and Touch take too, so neither can come between them. The lock is a
+// flock on one of the bucket's lock files (locks/NN), so it holds across
+// processes sharing the directory, plus a mutex for this process's
+// goroutines. Readers take no lock: unlink and rename are atomic, so they
+// see the object or its absence, never anything between.
 func (b *FileBucket) DeleteOlder(ctx context.Context, key string, before time.Time) (bool, error) {
 	p, err := objectPath(key)
 	if err != nil {
@@ -535,77 +551,63 @@ func (b *FileBucket) DeleteOlder(ctx context.Context, key string, before time.Ti
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
-	trash := trashName(p)
-	if err := b.root.Rename(p, trash); err != nil {
+	unlock, err := b.lock(key)
+	if err != nil {
+		return false, fmt.Errorf("blobs: delete %q: %w", key, err)
+	}
+	defer unlock()
+	fi, err := b.root.Stat(p)
+	switch {
+	case isMissing(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("blobs: delete %q: %w", key, err)
+	case !fi.Mode().IsRegular() || !fi.ModTime().Before(before):
+		return false, nil
+	}
+	if err := b.root.Remove(p); err != nil {
 		if isMissing(err) {
 			return false, nil
 		}
 		return false, fmt.Errorf("blobs: delete %q: %w", key, err)
 	}
-	fi, err := b.root.Stat(trash)
-	if err == nil && fi.ModTime().Before(before) {
-		if err := b.root.Remove(trash); err != nil && !isMissing(err) {
-			return true, fmt.Errorf("blobs: delete %q: remove %s: %w", key, trash, err)
-		}
-		return true, nil
-	}
-	if isMissing(err) {
-		return false, nil // another OpenFile of this directory put it back
-	}
-	if rerr := b.restore(trash, p); rerr != nil {
-		return false, fmt.Errorf("blobs: delete %q: put back: %w", key, rerr)
-	}
-	if err != nil {
-		return false, fmt.Errorf("blobs: delete %q: %w", key, err)
-	}
-	return false, nil
+	return true, nil
 }
 
-// restore links the moved object trash back to p, unless p holds a newer
-// Put (same key, so same content), and removes trash.
-func (b *FileBucket) restore(trash, p string) error {
-	if err := b.root.Link(trash, p); err != nil && !errors.Is(err, fs.ErrExist) && !isMissing(err) {
-		return err
-	}
-	if !b.opts.NoSync {
-		if err := b.syncDir(filepath.Dir(p)); err != nil {
-			return err
-		}
-	}
-	if err := b.root.Remove(trash); err != nil && !isMissing(err) {
-		return err
-	}
-	return nil
+// fileLockStripes is how many lock files a bucket spreads its keys over:
+// enough that unrelated keys rarely wait on each other, few enough that a
+// bucket holds few file descriptors.
+const fileLockStripes = 16
+
+// fileLockDir holds the lock files.
+const fileLockDir = "locks"
+
+// lockStripe serializes the writers of the keys that hash to it.
+type lockStripe struct {
+	mu sync.Mutex
+	f  *os.File // opened on first use
 }
 
-// recoverTrash puts back every object a DeleteOlder interrupted by a crash
-// left in tmp/. Putting back is always safe: at worst a later sweep deletes
-// the object again.
-func (b *FileBucket) recoverTrash() error {
-	f, err := b.root.Open(fileTmpDir)
-	if err != nil {
-		return err
-	}
-	names, err := f.Readdirnames(-1)
-	f.Close()
-	if err != nil {
-		return err
-	}
-	for _, name := range names {
-		rest, ok := strings.CutSuffix(name, fileTrashSuffix)
-		if !ok {
-			continue
+// lock takes key's lock and returns its release.
+func (b *FileBucket) lock(key string) (func(), error) {
+	h := fnv.New32a()
+	h.Write([]byte(key))
+	st := &b.stripes[h.Sum32()%fileLockStripes]
+	st.mu.Lock()
+	if st.f == nil {
+		f, err := b.root.OpenFile(filepath.Join(fileLockDir, fmt.Sprintf("%02d", h.Sum32()%fileLockStripes)), os.O_RDWR|os.O_CREATE, 0o666)
+		if err != nil {
+			st.mu.Unlock()
+			return nil, err
 		}
-		trash := filepath.Join(fileTmpDir, name)
-		_, esc, ok := strings.Cut(rest, ".")
-		p, err := url.PathUnescape(esc)
-		if !ok || err != nil || !filepath.IsLocal(filepath.FromSlash(p)) {
-			b.root.Remove(trash) // not recoverable: finish the deletion
-			continue
-		}
-		if err := b.restore(trash, filepath.FromSlash(p)); err != nil {
-			return fmt.Errorf("blobs: put back %s: %w", p, err)
-		}
+		st.f = f
 	}
-	return nil
+	if err := flock(st.f); err != nil {
+		st.mu.Unlock()
+		return nil, err
+	}
+	return func() {
+		funlock(st.f)
+		st.mu.Unlock()
+	}, nil
 }

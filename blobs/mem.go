@@ -109,11 +109,25 @@ func (m *MemBucket) Put(ctx context.Context, key string, r io.Reader) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	o := &memObject{key: key, data: data, modTime: m.now()}
 	m.mu.Lock()
-	m.tree.ReplaceOrInsert(o)
-	m.mu.Unlock()
+	defer m.mu.Unlock()
+	m.tree.ReplaceOrInsert(&memObject{key: key, data: data, modTime: m.stamp(key)})
 	return nil
+}
+
+// stamp is the ModTime of a Put or Touch of key published now; the caller
+// holds the write lock. The clock is read under the lock, so stamps follow
+// the order in which objects are published, and never below the object's
+// current ModTime: a Put that read the clock early and published late
+// would otherwise set back an object that a capture had just freshened,
+// and the sweep's safety condition (docs/sweep.md) relies on a ModTime
+// never going down.
+func (m *MemBucket) stamp(key string) time.Time {
+	now := m.now()
+	if o, ok := m.tree.Get(&memObject{key: key}); ok && o.modTime.After(now) {
+		return o.modTime
+	}
+	return now
 }
 
 // Delete implements Bucket.
@@ -191,14 +205,13 @@ func (m *MemBucket) Touch(ctx context.Context, key string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	now := m.now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	o, ok := m.tree.Get(&memObject{key: key})
 	if !ok {
 		return ErrNotFound
 	}
-	m.tree.ReplaceOrInsert(&memObject{key: key, data: o.data, modTime: now})
+	m.tree.ReplaceOrInsert(&memObject{key: key, data: o.data, modTime: m.stamp(key)})
 	return nil
 }
 

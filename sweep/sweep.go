@@ -7,11 +7,24 @@
 //     asked for stops the sweep.
 //   - A key is deleted only when the store does not list it in
 //     BlobReferences (whatever count it lists it with) and its ModTime is
-//     strictly before Now() − OlderThan, taken once when Run starts: a blob
-//     uploaded by a capture that has not appended its checkpoint yet survives
-//     while it is younger than OlderThan. Just before deleting, the sweep
-//     reads the object's ModTime again and keeps it when it was re-uploaded
-//     since the listing (see blobs.Uploader.RefreshOlderThan).
+//     strictly before the cutoff Now() − OlderThan, taken once when Run
+//     starts, before any reference is read: a blob uploaded by a capture
+//     that has not appended its checkpoint yet survives while it is younger
+//     than OlderThan. The final check of the ModTime and the deletion are
+//     one step on a bucket that implements blobs.OlderDeleter (mem, file,
+//     S3 with versioning); on others the sweep reads the ModTime with Head
+//     and then deletes. Either way a blob touched or re-uploaded since the
+//     listing stays.
+//   - Safe while captures run: captures that reuse blobs through
+//     blobs.PutFile / blobs.PutArtifact freshen those older than the
+//     freshen threshold F (blobs.Uploader.FreshenAfter, default
+//     blobs.DefaultFreshenAfter = 1 h). A sweep whose OlderThan exceeds
+//     F + the longest capture (from its first PutFile to its Append) + the
+//     clock skew between the bucket, the captures and the sweep, on a
+//     bucket that is an OlderDeleter with an atomic DeleteOlder, never
+//     deletes a blob a capture chose to reuse, and a checkpoint never
+//     references a missing blob. docs/sweep.md has the proof and the
+//     residual window on buckets without the atomic step.
 //   - Memory is constant in the number of keys: the bucket lists in ascending
 //     key order, the references come sorted by key too, and the sweep merges
 //     the two streams, holding one key of each. Stores implementing RefLister
@@ -55,11 +68,14 @@ var prefixes = [...]string{blobs.ArtifactsPrefix, blobs.FilesPrefix}
 
 // Options configures Run. The zero value deletes every unreferenced blob
 // uploaded before now, 16 at a time — including those of captures still in
-// progress: set OlderThan.
+// progress: set OlderThan (24 h is the recommended value; see
+// docs/sweep.md for the condition it must meet).
 type Options struct {
 	// OlderThan is the grace period: only blobs whose ModTime is strictly
-	// before Now() − OlderThan are deleted. It must be longer than the
-	// longest capture (upload to append). Negative is an error.
+	// before Now() − OlderThan are deleted. For a sweep that may run while
+	// captures do, it must exceed the captures' freshen threshold
+	// (blobs.DefaultFreshenAfter unless they set another) plus the longest
+	// capture plus clock skew. Negative is an error.
 	OlderThan time.Duration
 	// Now is the clock the grace period is measured from; nil means
 	// time.Now.
@@ -68,13 +84,16 @@ type Options struct {
 	// DefaultConcurrency. Negative is an error.
 	Concurrency int
 	// DryRun reports the keys that would be deleted without deleting them
-	// (nor re-reading their ModTime).
+	// (nor checking their ModTime again).
 	DryRun bool
 	// OnDeleted, when set, receives each deleted key (in DryRun, each key
 	// that would be), one call at a time, in no particular order, and Run
 	// returns no key list: this keeps memory constant however many keys go.
 	OnDeleted func(key string)
 	// Stats, when set, is filled with the sweep's counts before Run returns.
+	//
+	// Deprecated: use RunStats, which returns the counts; an output does
+	// not belong in the options.
 	Stats *Stats
 }
 
@@ -82,9 +101,13 @@ type Options struct {
 type Stats struct {
 	Examined   int64 // keys listed under the two prefixes
 	Referenced int64 // kept because a checkpoint uses them
-	Young      int64 // kept because they are not older than OlderThan
-	Deleted    int64 // deleted (in DryRun: that would be)
-	Failed     int64 // a Head or Delete failed
+	Young      int64 // kept because they are not older than OlderThan, at the listing or at the final check (touched or re-uploaded since)
+	// Spared counts, among Young, the keys that were old at the listing
+	// but not at the final check: touched or re-uploaded since (or deleted
+	// by someone else), what a capture reusing them does.
+	Spared  int64
+	Deleted int64 // deleted (in DryRun: that would be)
+	Failed  int64 // a Head or Delete failed
 }
 
 // RefLister is a Store that can stream its blob references. Stores that hold
@@ -121,16 +144,24 @@ func (e *KeyError) Unwrap() error { return e.Err }
 // ascending order. Errors on single keys do not stop the sweep: Run returns
 // them joined (each a *KeyError) with the keys it did delete. A listing or
 // store error, or a cancelled ctx, stops it; the deletions already started
-// finish and are returned.
+// finish and are returned. RunStats does the same and also returns the
+// counts.
 func Run(ctx context.Context, refs ckptstore.Store, b blobs.Bucket, opts Options) ([]string, error) {
+	deleted, _, err := RunStats(ctx, refs, b, opts)
+	return deleted, err
+}
+
+// RunStats is Run that also returns what the sweep saw and did. The counts
+// cover the whole run, also when an error stopped it early.
+func RunStats(ctx context.Context, refs ckptstore.Store, b blobs.Bucket, opts Options) ([]string, Stats, error) {
 	if refs == nil || b == nil {
-		return nil, fmt.Errorf("%w: sweep needs a store and a bucket", ckptstore.ErrInvalidOptions)
+		return nil, Stats{}, fmt.Errorf("%w: sweep needs a store and a bucket", ckptstore.ErrInvalidOptions)
 	}
 	if opts.OlderThan < 0 {
-		return nil, fmt.Errorf("%w: sweep OlderThan %v is negative", ckptstore.ErrInvalidOptions, opts.OlderThan)
+		return nil, Stats{}, fmt.Errorf("%w: sweep OlderThan %v is negative", ckptstore.ErrInvalidOptions, opts.OlderThan)
 	}
 	if opts.Concurrency < 0 {
-		return nil, fmt.Errorf("%w: sweep Concurrency %d is negative", ckptstore.ErrInvalidOptions, opts.Concurrency)
+		return nil, Stats{}, fmt.Errorf("%w: sweep Concurrency %d is negative", ckptstore.ErrInvalidOptions, opts.Concurrency)
 	}
 	if opts.Concurrency == 0 {
 		opts.Concurrency = DefaultConcurrency
@@ -139,6 +170,9 @@ func Run(ctx context.Context, refs ckptstore.Store, b blobs.Bucket, opts Options
 	if opts.Now != nil {
 		now = opts.Now
 	}
+	// The cutoff is taken before any reference is read: the safety
+	// condition in docs/sweep.md relies on every reference the sweep reads
+	// being at least as new as the cutoff's clock reading.
 	cutoff := now().Add(-opts.OlderThan)
 
 	d := newDeleter(ctx, b, opts, cutoff)
@@ -314,27 +348,41 @@ func (d *deleter) worker() {
 		if stopped || d.ctx.Err() != nil {
 			continue
 		}
-		// Re-read the object: a capture may have uploaded it again since
-		// the listing, making it young, and it must then stay.
-		h, err := d.b.Head(d.ctx, o.Key)
+		gone, err := d.deleteOld(o.Key)
 		switch {
-		case errors.Is(err, blobs.ErrNotFound):
-			continue // already gone
 		case err != nil:
 			d.fail(o.Key, err)
-			continue
-		case !h.ModTime.Before(d.cutoff):
+		case gone:
+			d.done(o.Key)
+		default:
 			d.mu.Lock()
 			d.refreshed++
 			d.mu.Unlock()
-			continue
 		}
-		if err := d.b.Delete(d.ctx, o.Key); err != nil {
-			d.fail(o.Key, err)
-			continue
-		}
-		d.done(o.Key)
 	}
+}
+
+// deleteOld deletes key if it is still older than the cutoff: a capture
+// may have touched or uploaded it again since the listing, making it
+// young, and it must then stay. The check and the deletion are one step on
+// an OlderDeleter; otherwise a Head reads the ModTime again first.
+func (d *deleter) deleteOld(key string) (bool, error) {
+	if od, ok := d.b.(blobs.OlderDeleter); ok {
+		return od.DeleteOlder(d.ctx, key, d.cutoff)
+	}
+	h, err := d.b.Head(d.ctx, key)
+	switch {
+	case errors.Is(err, blobs.ErrNotFound):
+		return false, nil // already gone
+	case err != nil:
+		return false, err
+	case !h.ModTime.Before(d.cutoff):
+		return false, nil
+	}
+	if err := d.b.Delete(d.ctx, key); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 func (d *deleter) done(key string) {
@@ -361,7 +409,7 @@ func (d *deleter) fail(key string, err error) {
 }
 
 // finish waits for the deletions in flight and assembles Run's results.
-func (d *deleter) finish(fatal error) ([]string, error) {
+func (d *deleter) finish(fatal error) ([]string, Stats, error) {
 	if d.work != nil {
 		if fatal != nil {
 			d.mu.Lock()
@@ -373,6 +421,7 @@ func (d *deleter) finish(fatal error) ([]string, error) {
 	}
 	slices.Sort(d.deleted)
 	d.stats.Young += d.refreshed
+	d.stats.Spared = d.refreshed
 	errs := append([]error{fatal}, d.errs...)
 	if n := d.stats.Failed - int64(len(d.errs)); n > 0 {
 		errs = append(errs, fmt.Errorf("sweep: %d more keys failed", n))
@@ -380,5 +429,5 @@ func (d *deleter) finish(fatal error) ([]string, error) {
 	if d.opts.Stats != nil {
 		*d.opts.Stats = d.stats
 	}
-	return d.deleted, errors.Join(errs...)
+	return d.deleted, d.stats, errors.Join(errs...)
 }

@@ -6,9 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"net/http/httptest"
-	"net/url"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -16,12 +13,11 @@ import (
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
-	"github.com/johannesboyne/gofakes3"
-	"github.com/johannesboyne/gofakes3/backend/s3mem"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/blobs"
+	"github.com/ckptstore/ckptstore/blobs/s3blob/s3blobtest"
 	"github.com/ckptstore/ckptstore/fdbstore"
 	"github.com/ckptstore/ckptstore/fdbstore/kv/memkv"
 	"github.com/ckptstore/ckptstore/internal/testkit"
@@ -30,8 +26,7 @@ import (
 	"github.com/ckptstore/ckptstore/sweep"
 )
 
-// clock is a settable time source shared by a bucket and the sweep, and
-// gofakes3's TimeSource (Now, Since).
+// clock is a settable time source shared by a bucket and the sweep.
 type clock = testkit.Clock
 
 func newClock() *clock { return testkit.NewClock(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)) }
@@ -55,24 +50,9 @@ var bucketKinds = []bucketKind{
 		return b
 	}},
 	{"s3", func(t *testing.T, c *clock) blobs.Bucket {
-		t.Setenv("AWS_ACCESS_KEY_ID", "test-key")
-		t.Setenv("AWS_SECRET_ACCESS_KEY", "test-secret")
-		t.Setenv("AWS_CONFIG_FILE", filepath.Join(t.TempDir(), "none"))
-		t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(t.TempDir(), "none"))
-		t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
-		backend := s3mem.New(s3mem.WithTimeSource(c))
-		if err := backend.CreateBucket("ckpt"); err != nil {
-			t.Fatal(err)
-		}
-		// The server's request-signature check uses the same clock, so
-		// allow any skew from the real time the SDK signs with.
-		srv := httptest.NewServer(gofakes3.New(backend, gofakes3.WithTimeSource(c), gofakes3.WithTimeSkewLimit(0)).Server())
-		t.Cleanup(srv.Close)
-		b, err := blobs.Open(context.Background(), "s3://ckpt?region=us-east-1&use_path_style=true&endpoint="+url.QueryEscape(srv.URL))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
+		// Unversioned, so that the sweep's DeleteOlder is the Head-then-
+		// Delete fallback; the versioned bucket runs in concurrent_test.go.
+		return s3blobtest.NewServer(t, s3blobtest.Options{Now: c.Now}).Open(t)
 	}},
 }
 
@@ -218,8 +198,7 @@ func TestSweep(t *testing.T) {
 		putKeys(t, b, capturing, capturingArt)
 		c.Advance(time.Minute)
 
-		var stats sweep.Stats
-		deleted, err := sweep.Run(ctx, s, b, sweep.Options{OlderThan: 10 * time.Minute, Now: c.Now, Stats: &stats})
+		deleted, stats, err := sweep.RunStats(ctx, s, b, sweep.Options{OlderThan: 10 * time.Minute, Now: c.Now})
 		if err != nil {
 			t.Fatalf("Run: %v", err)
 		}
@@ -450,8 +429,12 @@ func TestKeyErrorsAreReported(t *testing.T) {
 	boom := errors.New("permission denied")
 	spy := &spyBucket{Bucket: mem, failDelete: map[string]error{keys[3]: boom, keys[40]: boom}}
 	c.Advance(time.Hour)
-	var stats sweep.Stats
-	deleted, err := sweep.Run(context.Background(), memstore.New(ckptstore.Options{}), spy, sweep.Options{Now: c.Now, Concurrency: 4, Stats: &stats})
+	// Options.Stats is deprecated but still filled, for old callers.
+	var old sweep.Stats
+	deleted, stats, err := sweep.RunStats(context.Background(), memstore.New(ckptstore.Options{}), spy, sweep.Options{Now: c.Now, Concurrency: 4, Stats: &old})
+	if old != stats {
+		t.Errorf("Options.Stats = %+v, RunStats returned %+v", old, stats)
+	}
 	want := slices.Delete(slices.Clone(keys), 40, 41)
 	want = slices.Delete(want, 3, 4)
 	if !slices.Equal(deleted, want) {
