@@ -449,6 +449,7 @@ func runExport(ctx context.Context, e *env, args []string) error {
 	f := newFlags(e, "export")
 	url := f.String("store", "", "the store URL")
 	out := f.String("out", "-", "the file to write (- = stdout)")
+	every := f.Duration("progress", 2*time.Second, "interval of the progress lines on stderr (0 = none)")
 	var only []string
 	f.Func("thread", "export only this thread (repeatable; default: every thread)", func(s string) error {
 		only = append(only, s)
@@ -513,7 +514,7 @@ func runExport(ctx context.Context, e *env, args []string) error {
 			cps++
 		}
 		threads++
-		if now := e.now(); now.Sub(last) >= 2*time.Second {
+		if now := e.now(); *every > 0 && now.Sub(last) >= *every {
 			last = now
 			fmt.Fprintf(e.stderr, "export: %d threads, %d checkpoints\n", threads, cps)
 		}
