@@ -303,6 +303,28 @@ func (s *suite) testImport(t *testing.T) {
 		})
 		e.doImport("SetHead to the appended head", set("z"), 0)
 	})
+	t.Run("NoHeadIsNotEmpty", func(t *testing.T) {
+		// Checkpoints imported without a head still make the thread
+		// non-empty: a fork into it is refused.
+		e := s.env(t)
+		e.importer()
+		f := e.forker()
+		e.chain("src", nil, "s1")
+		w := e.acquire("t").Writer
+		e.doImport("Import without a head", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{cp("x", "t", "y")}, Writer: w}, 1)
+		e.wantHead("t", "")
+		e.track(nil, "root")
+		e.fails("ForkFromCheckpoint into a thread with checkpoints and no head", ckptstore.ErrForkDestinationNotEmpty, func() error {
+			_, err := f.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{SourceThreadID: "src", SourceCheckpointID: "s1",
+				DestinationThreadID: "t", DestinationCheckpointID: "root", CreatedAt: 1, Writer: w})
+			return err
+		})
+		if tl, ok := e.s.(ckptstore.ThreadLister); ok {
+			if got := e.allThreads(tl); len(got) != 2 || got[1] != "t" {
+				t.Errorf("Threads = %q, want [src t]: checkpoints without a head make a thread", got)
+			}
+		}
+	})
 	t.Run("Transcript", func(t *testing.T) {
 		e := s.env(t)
 		e.importer()
