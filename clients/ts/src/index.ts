@@ -191,7 +191,7 @@ export function createCheckpointStore<M = any>(options: ClientOptions): Checkpoi
       const r = await t.call('listPage', body, 'read')
       return {
         checkpoints: field<Checkpoint<M>[]>(r, 'listPage', 'checkpoints'),
-        next: field<string | null>(r, 'listPage', 'next') || null,
+        next: field<string | null>(r, 'listPage', 'next'),
       }
     },
     async threads(opts = {}) {
@@ -201,7 +201,7 @@ export function createCheckpointStore<M = any>(options: ClientOptions): Checkpoi
       const r = await t.call('threads', body, 'read')
       return {
         threads: field<string[]>(r, 'threads', 'threads'),
-        next: field<string | null>(r, 'threads', 'next') || null,
+        next: field<string | null>(r, 'threads', 'next'),
       }
     },
   }
