@@ -189,9 +189,17 @@ export function checkpoint(
   }
 }
 
+/** The status docs/http-api.md gives each contract code. */
+function statusOf(code: string): number {
+  if (code === 'SANDBOX_SNAPSHOT_INVALID_ID' || code === 'SANDBOX_SNAPSHOT_INVALID_ENTRY') return 400
+  if (code === 'SANDBOX_SNAPSHOT_FORK_SOURCE_NOT_FOUND') return 404
+  return 409
+}
+
 /**
  * rejects asserts that p rejects with the contract error of code: an Error
- * of class ctor, with that code and TanStack's class name.
+ * of class ctor, with that code, TanStack's class name and the status of
+ * the code.
  */
 export async function rejects(p: Promise<unknown>, ctor: abstract new (...a: never[]) => Error, code: string): Promise<void> {
   await assert.rejects(p, (err: unknown) => {
@@ -199,6 +207,7 @@ export async function rejects(p: Promise<unknown>, ctor: abstract new (...a: nev
     assert.ok(err instanceof ctor, `an instance of ${ctor.name}, got ${(err as Error).name}: ${(err as Error).message}`)
     assert.equal(err.name, ctor.name)
     assert.equal((err as Error & { code?: string }).code, code)
+    assert.equal((err as Error & { status?: number }).status, statusOf(code), `the HTTP status of ${code} (docs/http-api.md, Errors)`)
     return true
   })
 }
