@@ -86,7 +86,7 @@ type PutResult struct {
 // and an Uploader whose FreshenAfter is 0: one hour, 1/24 of the 24-hour
 // grace period docs/sweep.md recommends. With it, a sweep is safe while
 // captures run when its OlderThan exceeds one hour plus the longest
-// capture (plus clock skew); see docs/sweep.md.
+// capture, plus the terms docs/sweep.md gives for S3 and clock skew.
 const DefaultFreshenAfter = time.Hour
 
 // Uploader puts content under its SHA-256 key. The zero value, with Bucket
@@ -107,7 +107,8 @@ type Uploader struct {
 	// object (its last checkpoint was pruned) and only skips the upload
 	// would lose it to a sweep that runs before the capture's checkpoint
 	// is appended. Freshening restarts the object's grace period; a sweep
-	// whose OlderThan exceeds F plus the longest capture then never deletes
+	// whose OlderThan exceeds F plus the longest capture (plus the terms
+	// docs/sweep.md adds for S3 uploads and clock skew) then never deletes
 	// what a capture reused. Smaller F costs more touches: each reused
 	// object is touched at most once per F.
 	FreshenAfter time.Duration

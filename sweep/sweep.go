@@ -15,16 +15,19 @@
 //     S3 with versioning); on others the sweep reads the ModTime with Head
 //     and then deletes. Either way a blob touched or re-uploaded since the
 //     listing stays.
-//   - Safe while captures run: captures that reuse blobs through
+//   - Safe while captures run. Captures that reuse blobs through
 //     blobs.PutFile / blobs.PutArtifact freshen those older than the
 //     freshen threshold F (blobs.Uploader.FreshenAfter, default
-//     blobs.DefaultFreshenAfter = 1 h). A sweep whose OlderThan exceeds
-//     F + the longest capture (from its first PutFile to its Append) + the
-//     clock skew between the bucket, the captures and the sweep, on a
-//     bucket that is an OlderDeleter with an atomic DeleteOlder, never
-//     deletes a blob a capture chose to reuse, and a checkpoint never
-//     references a missing blob. docs/sweep.md has the proof and the
-//     residual window on buckets without the atomic step.
+//     blobs.DefaultFreshenAfter = 1 h). Exactly: with G = OlderThan, D the
+//     longest time from a capture's PutFile of a blob to the end of the
+//     Append that references it, U the longest upload where the bucket
+//     stamps ModTime at an upload's start (S3; 0 for mem and file), and ε
+//     the largest skew between the bucket's, the uploader's and the
+//     sweep's clocks, a sweep with G > F + D + U + 2ε, on a bucket whose
+//     blobs.OlderDeleter is one step (mem, file on Unix, S3 with
+//     versioning), never deletes a blob between a capture's PutFile of it
+//     and the end of its Append, so no stored checkpoint references a
+//     missing blob. docs/sweep.md has the proof and where it stops.
 //   - Memory is constant in the number of keys: the bucket lists in ascending
 //     key order, the references come sorted by key too, and the sweep merges
 //     the two streams, holding one key of each. Stores implementing RefLister

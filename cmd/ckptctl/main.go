@@ -44,6 +44,7 @@ import (
 
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/blobs"
+	_ "github.com/ckptstore/ckptstore/blobs/s3blob" // --bucket s3://…
 	"github.com/ckptstore/ckptstore/storeurl"
 )
 
