@@ -17,6 +17,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -164,6 +165,8 @@ type migrator struct {
 	dst  *store
 	imp  ckptstore.Importer
 
+	// mu guards what follows: copy --parallel runs threads concurrently.
+	mu                  sync.Mutex
 	start, lastProgress time.Time
 	threads             int // threads handled (written, complete or failed)
 	complete            int // threads that needed nothing
@@ -203,13 +206,14 @@ func refuse(thread, format string, args ...any) error {
 // migration goes on; any other error stops it.
 func (m *migrator) thread(ctx context.Context, th *srcThread) error {
 	err := m.importThread(ctx, th)
-	m.threads++
-	if f, ok := errors.AsType[*threadFailure](err); ok {
-		m.failed = append(m.failed, f)
-		fmt.Fprintf(m.e.stderr, "ckptctl %s: %v\n", m.opts.verb, f)
-		err = nil
-	}
-	m.progress(th.id)
+	m.update(th.id, func() {
+		m.threads++
+		if f, ok := errors.AsType[*threadFailure](err); ok {
+			m.failed = append(m.failed, f)
+			fmt.Fprintf(m.e.stderr, "ckptctl %s: %v\n", m.opts.verb, f)
+			err = nil
+		}
+	})
 	return err
 }
 
@@ -303,14 +307,15 @@ func (m *migrator) importThread(ctx context.Context, th *srcThread) error {
 		if err != nil {
 			return err
 		}
-		m.written += n
-		m.present += len(batch) - n
-		batch, size = batch[:0], 0
-		m.progress(th.id)
-		if m.e.afterBatch != nil {
-			return m.e.afterBatch()
-		}
-		return nil
+		m.update(th.id, func() {
+			m.written += n
+			m.present += len(b.Checkpoints) - n
+			if m.e.afterBatch != nil {
+				err = m.e.afterBatch()
+			}
+		})
+		batch, size = nil, 0
+		return err
 	}
 	for sc, err := range src {
 		if err != nil {
@@ -320,7 +325,7 @@ func (m *migrator) importThread(ctx context.Context, th *srcThread) error {
 			return usageErr("thread %q: checkpoint %q belongs to thread %q", th.id, sc.cp.ID, sc.cp.ThreadID)
 		}
 		if present[sc.cp.ID] {
-			m.present++
+			m.update(th.id, func() { m.present++ })
 			continue
 		}
 		if len(batch) > 0 && (len(batch) >= m.opts.batchCount || size+sc.size > m.opts.batchBytes) {
@@ -342,7 +347,7 @@ func (m *migrator) importThread(ctx context.Context, th *srcThread) error {
 	}
 	if len(batch) == 0 && !needHead && !needTranscript {
 		if len(present) > 0 || dstEmpty {
-			m.complete++
+			m.update(th.id, func() { m.complete++ })
 		}
 		return nil
 	}
@@ -358,7 +363,7 @@ func (m *migrator) importThread(ctx context.Context, th *srcThread) error {
 func (m *migrator) importBatch(ctx context.Context, b ckptstore.ImportBatch) (int, error) {
 	n, err := m.imp.Import(ctx, b)
 	if err == nil {
-		m.batches++
+		m.update(b.ThreadID, func() { m.batches++ })
 		return n, nil
 	}
 	if !errors.Is(err, ckptstore.ErrInvalidEntry) || len(b.Checkpoints) < 2 || ctx.Err() != nil {
@@ -410,8 +415,12 @@ func (m *migrator) compare(ctx context.Context, thread string, src iter.Seq2[siz
 	return present, nil
 }
 
-// progress prints a progress line when the interval has passed.
-func (m *migrator) progress(thread string) {
+// update runs f under the lock, then prints a progress line when the
+// interval has passed.
+func (m *migrator) update(thread string, f func()) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	f()
 	if m.opts.progressEvery <= 0 {
 		return
 	}
@@ -764,6 +773,7 @@ func runCopy(ctx context.Context, e *env, args []string) error {
 	from := f.String("from", "", "the source store URL")
 	to := f.String("to", "", "the destination store URL")
 	verify := f.Bool("verify", false, "compare the two stores at the end: threads, heads, transcripts, every checkpoint, blob counts")
+	parallel := f.Int("parallel", 8, "threads copied at the same time (1..64)")
 	var opts migrateOptions
 	opts.register(f, "copy")
 	if _, err := f.parse(args, 0); err != nil {
@@ -771,6 +781,9 @@ func runCopy(ctx context.Context, e *env, args []string) error {
 	}
 	if err := opts.validate(); err != nil {
 		return err
+	}
+	if *parallel < 1 || *parallel > 64 {
+		return usageErr("--parallel must be in 1..64, got %d", *parallel)
 	}
 	if *from != "" && *from == *to {
 		return usageErr("--from and --to name the same store")
@@ -785,7 +798,7 @@ func runCopy(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer dst.Close()
-	if err := copyStores(ctx, e, src, dst, opts); err != nil {
+	if err := copyStores(ctx, e, src, dst, opts, *parallel); err != nil {
 		return err
 	}
 	if *verify {
@@ -794,8 +807,11 @@ func runCopy(ctx context.Context, e *env, args []string) error {
 	return nil
 }
 
-// copyStores copies every thread of src into dst and prints the summary.
-func copyStores(ctx context.Context, e *env, src, dst *store, opts migrateOptions) error {
+// copyStores copies every thread of src into dst, parallel threads at a
+// time, and prints the summary. The first error that is not a thread's
+// own failure stops every worker (each releases its lease) and is
+// returned.
+func copyStores(ctx context.Context, e *env, src, dst *store, opts migrateOptions, parallel int) error {
 	m, err := newMigrator(e, dst, opts)
 	if err != nil {
 		return err
@@ -804,17 +820,44 @@ func copyStores(ctx context.Context, e *env, src, dst *store, opts migrateOption
 	if err != nil {
 		return err
 	}
-	for id, err := range ids {
-		if err != nil {
-			return fmt.Errorf("source: %w", err)
+	wctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	work := make(chan string)
+	var wg sync.WaitGroup
+	for range parallel {
+		wg.Go(func() {
+			for id := range work {
+				th, err := storeThread(wctx, src, id)
+				if err != nil {
+					cancel(fmt.Errorf("source thread %q: %w", id, err))
+					continue // drain: the feeder stops at the cancel
+				}
+				if err := m.thread(wctx, th); err != nil {
+					cancel(err)
+				}
+			}
+		})
+	}
+	feedErr := func() error {
+		defer close(work)
+		for id, err := range ids {
+			if err != nil {
+				return fmt.Errorf("source: %w", err)
+			}
+			select {
+			case work <- id:
+			case <-wctx.Done():
+				return nil
+			}
 		}
-		th, err := storeThread(ctx, src, id)
-		if err != nil {
-			return fmt.Errorf("source thread %q: %w", id, err)
-		}
-		if err := m.thread(ctx, th); err != nil {
-			return err
-		}
+		return nil
+	}()
+	wg.Wait()
+	if feedErr != nil {
+		return feedErr
+	}
+	if err := context.Cause(wctx); err != nil && wctx.Err() != nil {
+		return err
 	}
 	return m.summary(e.stdout)
 }

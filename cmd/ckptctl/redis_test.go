@@ -204,8 +204,11 @@ func lastWritten(stderr string) int {
 }
 
 // BenchmarkCopyRedisToMemkv measures copy throughput from redisstore on a
-// local redis-server into fdbstore on memkv (no latency, no faults), for
-// checkpoints shaped like loadgen's (2 KB, a dozen files). Set
+// local redis-server into fdbstore on memkv, for checkpoints shaped like
+// loadgen's (2 KB, a dozen files), in threads of 100 ("threads=100") and
+// of 5 ("threads=5", where the per-thread lease and reads dominate). The
+// "latency" cases (CKPTCTL_BENCH_LATENCY=1) give memkv loadgen's model of
+// a real cluster: 1 ms per read round, 3 ms per commit. Set
 // CKPTCTL_BENCH_CHECKPOINTS for a larger store (default 2000).
 func BenchmarkCopyRedisToMemkv(b *testing.B) {
 	total := 2000
@@ -213,23 +216,35 @@ func BenchmarkCopyRedisToMemkv(b *testing.B) {
 		total = v
 	}
 	srv := redistest.Start(b)
-	srcURL := "redis://" + srv.Addr + "/0?prefix=bench"
-	src := openURL(b, srcURL)
-	const perThread = 100
-	threads := seedWorkload(b, src, total, perThread)
-	b.ResetTimer()
-	var copied int
-	for b.Loop() {
-		b.StopTimer()
-		mk, _ := newMemkvStore(b, memkv.Faults{})
-		h := newHarness(b)
-		mkURL := h.add("memkv", mk)
-		b.StartTimer()
-		r := h.ok("copy", "--from", srcURL, "--to", mkURL)
-		copied += parseSummary(b, r.stdout).written
+	for _, perThread := range []int{100, 5} {
+		srcURL := fmt.Sprintf("redis://%s/0?prefix=bench%d", srv.Addr, perThread)
+		seedWorkload(b, openURL(b, srcURL), total, perThread)
+		for _, latency := range []bool{false, true} {
+			for _, parallel := range []int{1, 8} {
+				name := fmt.Sprintf("threads=%d/latency=%v/parallel=%d", perThread, latency, parallel)
+				b.Run(name, func(b *testing.B) {
+					if latency && os.Getenv("CKPTCTL_BENCH_LATENCY") == "" {
+						b.Skip("the cluster latency model takes seconds per iteration: set CKPTCTL_BENCH_LATENCY=1")
+					}
+					var f memkv.Faults
+					if latency {
+						f.ReadLatency, f.CommitLatency = time.Millisecond, 3*time.Millisecond
+					}
+					var copied int
+					for b.Loop() {
+						b.StopTimer()
+						mk, _ := newMemkvStore(b, f)
+						h := newHarness(b)
+						mkURL := h.add("memkv", mk)
+						b.StartTimer()
+						r := h.ok("copy", "--from", srcURL, "--to", mkURL, "--parallel", strconv.Itoa(parallel))
+						copied += parseSummary(b, r.stdout).written
+					}
+					b.ReportMetric(float64(copied)/b.Elapsed().Seconds(), "checkpoints/s")
+				})
+			}
+		}
 	}
-	b.ReportMetric(float64(copied)/b.Elapsed().Seconds(), "checkpoints/s")
-	_ = threads
 }
 
 // seedWorkload fills s with total checkpoints of workload.Gen's shape, in
