@@ -8,6 +8,8 @@
 // fork conformance takes. Members are declared as function-typed properties
 // (as 0.2.4's SandboxStore is), so parameters are checked contravariantly
 // under strictFunctionTypes, the stricter of the two ways to declare them.
+// It is checked twice: strict with exactOptionalPropertyTypes and the DOM
+// lib only (a Workers-like harness), and strict with @types/node and no DOM.
 
 import {
   CkptstoreError,
