@@ -11,7 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ckptstore/ckptstore/internal/redistest"
-	"github.com/ckptstore/ckptstore/internal/workload"
+	"github.com/ckptstore/ckptstore/storeurl"
 )
 
 // The latency model of a real FoundationDB cluster for memkv: one
@@ -26,29 +26,29 @@ const (
 // returns an empty store and a function that frees its data.
 type backend struct {
 	name string
-	open func(b *testing.B) (*workload.Opened, func())
+	open func(b *testing.B) (*storeurl.Opened, func())
 }
 
 // backends lists every store this machine can run, in table order.
 func backends() []backend {
 	bs := []backend{
-		{"mem", openSpec("mem", workload.StoreConfig{})},
-		{"memkv", openSpec("memkv", workload.StoreConfig{})},
-		{"memkv-lat", openSpec("memkv", workload.StoreConfig{
+		{"mem", openSpec("mem", storeurl.Options{})},
+		{"memkv", openSpec("memkv", storeurl.Options{})},
+		{"memkv-lat", openSpec("memkv", storeurl.Options{
 			MemkvReadLatency: clusterReadLatency, MemkvCommitLatency: clusterCommitLatency,
 		})},
 		{"redis", openRedis},
 	}
-	if file := os.Getenv("FDB_CLUSTER_FILE"); workload.FDBAvailable && file != "" {
-		bs = append(bs, backend{"fdb", openSpec("fdb:"+file, workload.StoreConfig{})})
+	if file := os.Getenv("FDB_CLUSTER_FILE"); storeurl.FDBAvailable && file != "" {
+		bs = append(bs, backend{"fdb", openSpec("fdb:"+file, storeurl.Options{})})
 	}
 	return bs
 }
 
 // openSpec returns a constructor of the store spec names.
-func openSpec(spec string, cfg workload.StoreConfig) func(b *testing.B) (*workload.Opened, func()) {
-	return func(b *testing.B) (*workload.Opened, func()) {
-		o, err := workload.Open(context.Background(), spec, cfg)
+func openSpec(spec string, cfg storeurl.Options) func(b *testing.B) (*storeurl.Opened, func()) {
+	return func(b *testing.B) (*storeurl.Opened, func()) {
+		o, err := storeurl.Open(context.Background(), spec, cfg)
 		if err != nil {
 			b.Fatalf("open %s: %v", spec, err)
 		}
@@ -67,13 +67,13 @@ var (
 
 // openRedis opens redisstore on the run's server under a fresh prefix;
 // freeing it flushes the server (it serves this process alone).
-func openRedis(b *testing.B) (*workload.Opened, func()) {
+func openRedis(b *testing.B) (*storeurl.Opened, func()) {
 	if redisAddr == "" {
 		b.Skip(redisSkip)
 	}
 	prefixSeq++
 	spec := fmt.Sprintf("redis://%s/0?prefix=bench%d", redisAddr, prefixSeq)
-	o, err := workload.Open(context.Background(), spec, workload.StoreConfig{})
+	o, err := storeurl.Open(context.Background(), spec, storeurl.Options{})
 	if err != nil {
 		b.Fatalf("open %s: %v", spec, err)
 	}
@@ -94,7 +94,7 @@ func TestMain(m *testing.M) {
 	if redisSkip != "" {
 		fmt.Fprintf(os.Stderr, "ckptstore bench — redis skipped: %s\n", redisSkip)
 	}
-	if !workload.FDBAvailable || os.Getenv("FDB_CLUSTER_FILE") == "" {
+	if !storeurl.FDBAvailable || os.Getenv("FDB_CLUSTER_FILE") == "" {
 		fmt.Fprintln(os.Stderr, "ckptstore bench — fdb skipped: needs -tags fdb and FDB_CLUSTER_FILE naming a cluster file")
 	}
 	code := m.Run()

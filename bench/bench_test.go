@@ -27,6 +27,7 @@ import (
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/blobs"
 	"github.com/ckptstore/ckptstore/internal/workload"
+	"github.com/ckptstore/ckptstore/storeurl"
 	"github.com/ckptstore/ckptstore/sweep"
 )
 
@@ -64,7 +65,8 @@ type metrics struct {
 
 func newMetrics() *metrics { return &metrics{hist: workload.NewHistogram()} }
 
-func (m *metrics) report(b *testing.B, o *workload.Opened, rate string) {
+func (m *metrics) report(b *testing.B, o *storeurl.Opened, rate string) {
+	b.ReportMetric(float64(m.hist.ValueAtQuantile(50)), "p50-ns")
 	b.ReportMetric(float64(m.hist.ValueAtQuantile(99)), "p99-ns")
 	if rate != "" && m.elapsed > 0 {
 		b.ReportMetric(float64(b.N)/m.elapsed.Seconds(), rate)
@@ -74,14 +76,14 @@ func (m *metrics) report(b *testing.B, o *workload.Opened, rate string) {
 	}
 }
 
-func readRounds(o *workload.Opened) int64 {
+func readRounds(o *storeurl.Opened) int64 {
 	if o.ReadRounds == nil {
 		return 0
 	}
 	return o.ReadRounds()
 }
 
-func latency(b *testing.B, o *workload.Opened, on bool) {
+func latency(b *testing.B, o *storeurl.Opened, on bool) {
 	if o.SetLatency != nil {
 		if err := o.SetLatency(on); err != nil {
 			b.Fatal(err)
@@ -136,7 +138,7 @@ func benchAppend(b *testing.B, be backend, threads int, payload string) {
 	for i := range hists {
 		hists[i] = workload.NewHistogram()
 	}
-	var last *workload.Opened
+	var last *storeurl.Opened
 	b.ReportAllocs()
 	b.StopTimer()
 	b.ResetTimer()

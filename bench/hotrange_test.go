@@ -19,6 +19,7 @@ import (
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/fdbstore/kv/memkv"
 	"github.com/ckptstore/ckptstore/internal/workload"
+	"github.com/ckptstore/ckptstore/storeurl"
 )
 
 const (
@@ -31,7 +32,7 @@ func BenchmarkHotRange(b *testing.B) {
 	nest(b, fmt.Sprintf("store=memkv/threads=%d", hotThreads), func(b *testing.B) {
 		for _, global := range []int{0, 2} {
 			b.Run(fmt.Sprintf("globalblobs=%d", global), func(b *testing.B) {
-				o, free := openSpec("memkv", workload.StoreConfig{})(b)
+				o, free := openSpec("memkv", storeurl.Options{})(b)
 				defer free()
 				db, ok := o.KV.(*memkv.DB)
 				if !ok {

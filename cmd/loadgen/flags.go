@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/ckptstore/ckptstore/internal/workload"
+	"github.com/ckptstore/ckptstore/storeurl"
 )
 
 // config is a parsed, validated command line.
@@ -41,9 +43,11 @@ type config struct {
 	blobURL        string
 	sweepOlderThan time.Duration
 
-	namespace      string
-	contend        int
-	contendTimeout time.Duration
+	namespace string
+
+	token, serverNamespace string // --store http://…
+	contend                int
+	contendTimeout         time.Duration
 
 	verify bool
 	json   bool
@@ -52,9 +56,9 @@ type config struct {
 	memkvReadLatency, memkvCommitLatency time.Duration
 	memkvNotCommitted, memkvUnknown      float64
 
-	// open replaces workload.Open in tests, which share one store between
+	// open replaces storeurl.Open in tests, which share one store between
 	// two runs or wrap it to break it on purpose.
-	open func(context.Context, string, workload.StoreConfig) (*workload.Opened, error)
+	open func(context.Context, string, storeurl.Options) (*storeurl.Opened, error)
 	// interrupted, when closed, ends the load early (the first Ctrl-C).
 	interrupted <-chan struct{}
 }
@@ -81,6 +85,9 @@ Stores (--store):
   memkv                          fdbstore on memkv, the in-process FoundationDB engine
   redis://host:port/db?prefix=P  redisstore on a Redis server (a go-redis URL)
   fdb:<cluster file>             fdbstore on a FoundationDB cluster (build with -tags fdb)
+  http://host:port               a ckptserver, through the Go client (httpstore);
+                                 --token for a server with --tokens, else --lease
+                                 and --renew-after go to the --dev server
 
 Several processes may target one store: each uses its own random namespace
 by default. With --contend N --namespace NAME, N processes share the threads
@@ -101,7 +108,9 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 		fs.PrintDefaults()
 	}
 	var payload string
-	fs.StringVar(&c.store, "store", "mem", "the store: "+workload.Specs)
+	fs.StringVar(&c.store, "store", "mem", "the store: "+storeurl.Forms+" | http[s]://host:port (a ckptserver)")
+	fs.StringVar(&c.token, "token", os.Getenv("CKPT_TOKEN"), "bearer token of a ckptserver --store (default $CKPT_TOKEN; none for a --dev server)")
+	fs.StringVar(&c.serverNamespace, "server-namespace", "", "namespace on a --dev ckptserver (default: the server's default namespace)")
 	fs.IntVar(&c.threads, "threads", 64, "threads (sandbox conversations) to write")
 	fs.IntVar(&c.workers, "workers", 16, "concurrent harness runs; each owns threads[i] with i % workers == its number")
 	fs.DurationVar(&c.duration, "duration", 10*time.Second, "how long to run (0 = until --ops)")

@@ -44,6 +44,7 @@ import (
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/blobs"
 	"github.com/ckptstore/ckptstore/internal/workload"
+	"github.com/ckptstore/ckptstore/storeurl"
 )
 
 // quietRedis drops go-redis's own log lines (dial retries and the like):
@@ -85,7 +86,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, interrupt
 	}
 	cfg.interrupted = interrupted
 	res, err := load(ctx, cfg, stderr)
-	if errors.Is(err, workload.ErrBadSpec) {
+	if errors.Is(err, storeurl.ErrBadURL) {
 		fmt.Fprintf(stderr, "loadgen: --store: %v\nRun 'loadgen -h' for the flags.\n", err)
 		return 2
 	}
@@ -116,11 +117,16 @@ func load(ctx context.Context, cfg *config, progress io.Writer) (*result, error)
 	}
 	proc := randomHex(4)
 	lease := ckptstore.Options{LeaseDuration: cfg.lease, RenewAfter: cfg.renewAfter}
-	open := workload.Open
+	open := storeurl.Open
+	if isHTTP(cfg.store) {
+		open = func(ctx context.Context, url string, opts storeurl.Options) (*storeurl.Opened, error) {
+			return openHTTP(ctx, url, cfg.token, cfg.serverNamespace, opts)
+		}
+	}
 	if cfg.open != nil {
 		open = cfg.open
 	}
-	opened, err := open(ctx, cfg.store, workload.StoreConfig{
+	opened, err := open(ctx, cfg.store, storeurl.Options{
 		Lease:                  lease,
 		MemkvReadLatency:       cfg.memkvReadLatency,
 		MemkvCommitLatency:     cfg.memkvCommitLatency,
@@ -133,7 +139,7 @@ func load(ctx context.Context, cfg *config, progress io.Writer) (*result, error)
 	defer func() { _ = opened.Close() }()
 	bucket, err := blobs.Open(ctx, cfg.blobURL)
 	if errors.Is(err, blobs.ErrInvalidURL) {
-		return nil, fmt.Errorf("%w: --blob-url: %v", workload.ErrBadSpec, err)
+		return nil, fmt.Errorf("%w: --blob-url: %v", storeurl.ErrBadURL, err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("--blob-url: %w", err)

@@ -13,6 +13,7 @@ import (
 	"github.com/ckptstore/ckptstore/internal/redistest"
 	"github.com/ckptstore/ckptstore/internal/workload"
 	"github.com/ckptstore/ckptstore/memstore"
+	"github.com/ckptstore/ckptstore/storeurl"
 )
 
 func TestBadFlagsExit2(t *testing.T) {
@@ -32,7 +33,7 @@ func TestBadFlagsExit2(t *testing.T) {
 		{[]string{"--renew-after", "10s", "--lease", "5s"}, "--renew-after"},
 		{[]string{"--memkv-read-latency", "1ms"}, "applies only to --store memkv"},
 		{[]string{"extra"}, "unexpected argument"},
-		{[]string{"--store", "postgres://x"}, "is not one of"},
+		{[]string{"--store", "postgres://x"}, "the forms are"},
 		{[]string{"--store", "redis://127.0.0.1:1/0?bogus=1", "--ops", "1"}, "--store"},
 		{[]string{"--blob-url", "ftp://x", "--ops", "1"}, "--blob-url"},
 	} {
@@ -153,9 +154,9 @@ func (m miscount) BlobReferences(ctx context.Context) ([]ckptstore.BlobRef, erro
 	return refs, err
 }
 
-func openWith(s ckptstore.Store) func(context.Context, string, workload.StoreConfig) (*workload.Opened, error) {
-	return func(context.Context, string, workload.StoreConfig) (*workload.Opened, error) {
-		return &workload.Opened{Store: s, Kind: "mem", Desc: "test", Close: func() error { return nil }}, nil
+func openWith(s ckptstore.Store) func(context.Context, string, storeurl.Options) (*storeurl.Opened, error) {
+	return func(context.Context, string, storeurl.Options) (*storeurl.Opened, error) {
+		return &storeurl.Opened{Store: s, Kind: "mem", Desc: "test", Close: func() error { return nil }}, nil
 	}
 }
 
@@ -182,10 +183,10 @@ func TestContention(t *testing.T) {
 		once   sync.Once
 		shared *memstore.Store
 	)
-	open := func(_ context.Context, _ string, sc workload.StoreConfig) (*workload.Opened, error) {
+	open := func(_ context.Context, _ string, sc storeurl.Options) (*storeurl.Opened, error) {
 		// Both processes pass the same lease options, so one store serves both.
 		once.Do(func() { shared = memstore.New(sc.Lease) })
-		return &workload.Opened{Store: shared, Kind: "mem", Desc: "shared", Close: func() error { return nil }}, nil
+		return &storeurl.Opened{Store: shared, Kind: "mem", Desc: "shared", Close: func() error { return nil }}, nil
 	}
 	var wg sync.WaitGroup
 	results := make([]*result, 2)
