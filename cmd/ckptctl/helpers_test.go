@@ -52,6 +52,8 @@ type harness struct {
 	stdin   string
 	// afterBatch is copied into each command's env.
 	afterBatch func() error
+	// now, when set, is the commands' clock.
+	now func() time.Time
 }
 
 func newHarness(t testing.TB) *harness {
@@ -93,6 +95,9 @@ func (h *harness) env(stdout, stderr *syncBuffer) *env {
 	}
 	e.poll = time.Millisecond
 	e.afterBatch = h.afterBatch
+	if h.now != nil {
+		e.now = h.now
+	}
 	return e
 }
 

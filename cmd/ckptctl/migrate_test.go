@@ -3,13 +3,16 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/internal/testkit"
@@ -219,8 +222,9 @@ func TestImportSkipsAThreadHeldByAWriter(t *testing.T) {
 func TestCopyInterruptedAndResumed(t *testing.T) {
 	src := newMem()
 	threads, n := seed(t, src, 50)
-	for _, stopAfter := range []int{1, 3, 6, 9} {
-		t.Run(fmt.Sprint(stopAfter), func(t *testing.T) {
+	for _, c := range []struct{ stopAfter, parallel int }{{1, 1}, {3, 1}, {6, 1}, {9, 1}, {2, 8}, {5, 8}} {
+		stopAfter := c.stopAfter
+		t.Run(fmt.Sprintf("after=%d/parallel=%d", c.stopAfter, c.parallel), func(t *testing.T) {
 			h := newHarness(t)
 			dst := newMem()
 			srcURL, dstURL := h.add("src", src), h.add("dst", dst)
@@ -233,12 +237,14 @@ func TestCopyInterruptedAndResumed(t *testing.T) {
 				}
 				return nil
 			}
-			r := h.runCtx(ctx, "copy", "--from", srcURL, "--to", dstURL, "--batch", "8")
+			r := h.runCtx(ctx, "copy", "--from", srcURL, "--to", dstURL, "--batch", "8", "--parallel", strconv.Itoa(c.parallel))
 			if r.code != 1 || !strings.Contains(r.stderr, "interrupted") {
 				t.Fatalf("interrupted copy: %v", r)
 			}
 			first := countAll(t, dst, threads)
-			if first == 0 || first >= n {
+			// In parallel, the batches that came first may have been those
+			// of threads without checkpoints.
+			if (first == 0 && c.parallel == 1) || first >= n {
 				t.Fatalf("the interrupted copy wrote %d of %d checkpoints", first, n)
 			}
 			testkit.CheckRefs(t, dst, threads...)
@@ -329,5 +335,67 @@ func TestImportSplitsABatchTheStoreFindsTooLarge(t *testing.T) {
 	h.fails(2, "INVALID_ENTRY", "copy", "--from", h.add("src2", src), "--to", h.add("bad", bad))
 	if head, err := bad.Head(context.Background(), "chain"); err != nil || head != "" {
 		t.Errorf("head after a refused copy = %q, %v", head, err)
+	}
+}
+
+// TestCopyRenewsTheLease copies a thread of many batches into a store
+// whose lease would expire halfway without renewal: the clock moves by
+// more than RenewAfter at each batch, so only renewing keeps the lease.
+func TestCopyRenewsTheLease(t *testing.T) {
+	clock := testkit.NewClock(time.Unix(1_700_000_000, 0))
+	src := newMem()
+	seed(t, src, 60)
+	dst := memstore.New(ckptstore.Options{Now: clock.Now, LeaseDuration: 10 * time.Second, RenewAfter: 4 * time.Second})
+	h := newHarness(t)
+	h.now = clock.Now
+	h.afterBatch = func() error { clock.Advance(5 * time.Second); return nil }
+	r := h.ok("copy", "--from", h.add("src", src), "--to", h.add("dst", dst), "--batch", "4", "--parallel", "1", "--verify")
+	if s := parseSummary(t, r.stdout); s.batches < 15 {
+		t.Errorf("want a thread of many batches: %+v", s)
+	}
+}
+
+// failingImport is a memstore whose Import fails, as an unreachable store
+// does, from the failAt-th call on.
+type failingImport struct {
+	*memstore.Store
+	mu     sync.Mutex
+	calls  int
+	failAt int
+}
+
+func (s *failingImport) Import(ctx context.Context, b ckptstore.ImportBatch) (int, error) {
+	s.mu.Lock()
+	s.calls++
+	fail := s.calls >= s.failAt
+	s.mu.Unlock()
+	if fail {
+		return 0, errors.New("connection refused")
+	}
+	return s.Store.Import(ctx, b)
+}
+
+// TestCopyStopsAtAStoreErrorAndReleasesEveryLease: a store error ends a
+// parallel copy with exit 1, and every worker releases its lease on the
+// way out, so a rerun can start at once.
+func TestCopyStopsAtAStoreErrorAndReleasesEveryLease(t *testing.T) {
+	ctx := context.Background()
+	src := newMem()
+	threads, n := seed(t, src, 40)
+	dst := &failingImport{Store: newMem(), failAt: 4}
+	h := newHarness(t)
+	srcURL, dstURL := h.add("src", src), h.add("dst", dst)
+	h.fails(1, "connection refused", "copy", "--from", srcURL, "--to", dstURL, "--batch", "8", "--parallel", "4")
+	for _, th := range threads {
+		l, err := dst.AcquireWriter(ctx, th)
+		if err != nil {
+			t.Fatalf("thread %s after the failed copy: %v", th, err)
+		}
+		l.Release(ctx)
+	}
+	dst.failAt = 1 << 30
+	r := h.ok("copy", "--from", srcURL, "--to", dstURL, "--verify")
+	if s := parseSummary(t, r.stdout); s.written+s.present != n {
+		t.Errorf("rerun: %+v", s)
 	}
 }

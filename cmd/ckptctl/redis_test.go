@@ -136,60 +136,73 @@ func TestCopyRedisToMemkvAndBack(t *testing.T) {
 	}
 }
 
-// TestCopyKilledBinaryResumes runs the ckptctl binary, kills it with
-// SIGKILL in the middle of a Redis-to-Redis copy (so it cannot release
-// the lease of the thread it was writing), and reruns it with --wait: the
-// rerun waits out that lease (--lease 1s), writes the rest, and verifies.
+// TestCopyKilledBinaryResumes runs the ckptctl binary on a Redis-to-Redis
+// copy and stops it in the middle, then reruns it:
+//
+//   - sigkill: killed with SIGKILL, it cannot release the lease of the
+//     thread it was writing; the rerun, with --wait, waits that lease out
+//     (--lease 1s), writes the rest and verifies;
+//   - sigint: interrupted, it releases its leases on the way out (on a
+//     context that outlives the cancelled one), so a rerun without --wait
+//     skips no thread.
 func TestCopyKilledBinaryResumes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
 	t.Parallel()
 	srv := redistest.Start(t)
-	srcURL := "redis://" + srv.Addr + "/0?prefix=ksrc"
-	dstURL := "redis://" + srv.Addr + "/0?prefix=kdst"
-	src := openURL(t, srcURL)
-	threads, n := seed(t, src, 1000)
 	bin := buildBinary(t)
+	for _, c := range []struct {
+		name string
+		sig  os.Signal
+		wait []string
+	}{{"sigkill", os.Kill, []string{"--wait"}}, {"sigint", os.Interrupt, nil}} {
+		t.Run(c.name, func(t *testing.T) {
+			srcURL := "redis://" + srv.Addr + "/0?prefix=" + c.name + "-src"
+			dstURL := "redis://" + srv.Addr + "/0?prefix=" + c.name + "-dst"
+			src := openURL(t, srcURL)
+			threads, n := seed(t, src, 1000)
 
-	args := []string{"copy", "--from", srcURL, "--to", dstURL, "--batch", "2", "--progress", "1ns", "--lease", "1s"}
-	cmd, stderr := startBinary(t, bin, args...)
-	// Kill once the progress lines show a good part written.
-	deadline := time.After(time.Minute)
-	for {
-		if p := lastWritten(stderr.String()); p > 100 {
-			break
-		}
-		select {
-		case <-deadline:
-			t.Fatalf("no progress from the copy:\n%s", stderr.String())
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
-	must(t, cmd.Process.Kill())
-	_ = cmd.Wait()
-	dst := openURL(t, dstURL)
-	first := countAll(t, dst, threads)
-	if first == 0 || first >= n {
-		t.Fatalf("the killed copy left %d of %d checkpoints", first, n)
-	}
-	testkit.CheckRefs(t, dst, threads...)
+			args := []string{"copy", "--from", srcURL, "--to", dstURL, "--batch", "2", "--progress", "1ns", "--lease", "1s"}
+			cmd, stderr := startBinary(t, bin, args...)
+			// Stop it once the progress lines show a good part written.
+			deadline := time.After(time.Minute)
+			for lastWritten(stderr.String()) <= 100 {
+				select {
+				case <-deadline:
+					t.Fatalf("no progress from the copy:\n%s", stderr.String())
+				case <-time.After(5 * time.Millisecond):
+				}
+			}
+			must(t, cmd.Process.Signal(c.sig))
+			err := cmd.Wait()
+			if c.sig == os.Interrupt && (err == nil || !strings.Contains(stderr.String(), "interrupted; rerun the command to resume")) {
+				t.Errorf("interrupted copy: %v\n%s", err, stderr.String())
+			}
+			dst := openURL(t, dstURL)
+			first := countAll(t, dst, threads)
+			if first == 0 || first >= n {
+				t.Fatalf("the stopped copy left %d of %d checkpoints", first, n)
+			}
+			testkit.CheckRefs(t, dst, threads...)
 
-	out, err := runBinary(t, bin, "copy", "--from", srcURL, "--to", dstURL, "--wait", "--verify", "--lease", "1s")
-	if err != nil {
-		t.Fatalf("resumed copy: %v\n%s", err, out)
+			out, err := runBinary(t, bin, append([]string{"copy", "--from", srcURL, "--to", dstURL, "--verify", "--lease", "1s"}, c.wait...)...)
+			if err != nil {
+				t.Fatalf("resumed copy: %v\n%s", err, out)
+			}
+			s := parseSummary(t, out)
+			if s.written+s.present != n || s.present != first {
+				t.Errorf("resumed copy: %+v, the stopped one had left %d of %d", s, first, n)
+			}
+			if !strings.Contains(out, fmt.Sprintf("verify: equal: %d threads, %d checkpoints", len(threads), n)) {
+				t.Errorf("verify: %s", out)
+			}
+			t.Logf("%s after %d of %d checkpoints; the rerun wrote %d and found %d present", c.name, first, n, s.written, s.present)
+			testkit.CheckRefs(t, src, threads...)
+			testkit.CheckRefs(t, dst, threads...)
+			checkStore(t, dst, "redis dst")
+		})
 	}
-	s := parseSummary(t, out)
-	if s.written+s.present != n || s.present != first {
-		t.Errorf("resumed copy: %+v, the killed one had left %d of %d", s, first, n)
-	}
-	if !strings.Contains(out, fmt.Sprintf("verify: equal: %d threads, %d checkpoints", len(threads), n)) {
-		t.Errorf("verify: %s", out)
-	}
-	t.Logf("killed after %d of %d checkpoints; the rerun wrote %d and found %d present", first, n, s.written, s.present)
-	testkit.CheckRefs(t, src, threads...)
-	testkit.CheckRefs(t, dst, threads...)
-	checkStore(t, dst, "redis dst")
 }
 
 // lastWritten is the checkpoints-written count of the last progress line.
