@@ -160,6 +160,18 @@ func (e *ilEnv) interleaveAny(op func(), write func() error) {
 	e.must(err)
 }
 
+// repeated checks that write, with the same call (the same op token)
+// committed first, as a caller that lost the reply and sent it again
+// meanwhile: the write must recognise the committed call, succeed and
+// change nothing more.
+func (e *ilEnv) repeated(call func(ctx context.Context) error) {
+	e.t.Helper()
+	ctx := ckptstore.WithOpToken(e.ctx, "interleave-token-1")
+	afterOp, err := e.interleave(func() { e.must(call(ctx)) }, func() error { return call(ctx) })
+	e.must(err)
+	e.sameAs(afterOp)
+}
+
 // refused checks that write, with op interleaved, fails with want and
 // leaves the keyspace exactly as op left it.
 func (e *ilEnv) refused(op func(), write func() error, want error) {
@@ -218,6 +230,49 @@ func (e *ilEnv) fork(srcThread, srcID, dst, dstID string, w ckptstore.Writer) fu
 			DestinationThreadID: dst, DestinationCheckpointID: dstID, Writer: w,
 		})
 		e.must(err)
+	}
+}
+
+// importOp imports cps into thread without setting its head.
+func (e *ilEnv) importOp(thread string, w ckptstore.Writer, cps ...*ckptstore.Checkpoint) func() {
+	return func() {
+		im, ok := any(e.s).(ckptstore.Importer)
+		if !ok {
+			e.t.Skip("fdbstore does not implement ckptstore.Importer yet")
+		}
+		_, err := im.Import(e.ctx, ckptstore.ImportBatch{ThreadID: thread, Checkpoints: cps, Writer: w})
+		e.must(err)
+	}
+}
+
+// saveOp saves a one-message transcript of thread.
+func (e *ilEnv) saveOp(thread string) func() {
+	return func() {
+		tx, ok := any(e.s).(ckptstore.Transcripts)
+		if !ok {
+			e.t.Skip("fdbstore does not implement ckptstore.Transcripts yet")
+		}
+		e.must(tx.SaveThread(e.ctx, thread, []byte(`[{"role":"user","content":"saved"}]`)))
+	}
+}
+
+// listed reports whether Threads lists thread.
+func (e *ilEnv) listed(thread string) bool {
+	e.t.Helper()
+	tl, ok := any(e.s).(ckptstore.ThreadLister)
+	if !ok {
+		e.t.Skip("fdbstore does not implement ckptstore.ThreadLister yet")
+	}
+	for after := ""; ; {
+		ids, next, err := tl.Threads(e.ctx, after, ckptstore.MaxPageLimit)
+		e.must(err)
+		if slices.Contains(ids, thread) {
+			return true
+		}
+		if next == "" {
+			return false
+		}
+		after = next
 	}
 }
 
@@ -294,6 +349,11 @@ func TestInterleaveAppend(t *testing.T) {
 			first := func() error { return e.s.Append(e.ctx, ilCheckpoint("e", "e-c0", "", 0, 1), "", e.we) }
 			e.refused(e.fork("a", "a-c2", "e", "e-root", e.we), first, ckptstore.ErrConflict)
 		}},
+		{"SameOpTokenRepeated", func(e *ilEnv) {
+			e.repeated(func(ctx context.Context) error {
+				return e.s.Append(ctx, ilCheckpoint("a", "a-c3", "a-c2", 3, 0, 7), "a-c2", e.wa)
+			})
+		}},
 		{"LeaseRenewed", func(e *ilEnv) {
 			// The lease key changed, so the append must retry; the lease is
 			// still the writer's, so the retry succeeds.
@@ -317,6 +377,30 @@ func TestInterleaveDeleteHead(t *testing.T) {
 			e.refused(e.appendOp(ilCheckpoint("a", "a-c3", "a-c2", 3, 0), "a-c2", e.wa), del(e), ckptstore.ErrNotHead)
 		}},
 		{"HeadDeleted", func(e *ilEnv) { e.refused(e.deleteHead("a", "a-c2", e.wa), del(e), ckptstore.ErrNotHead) }},
+		{"SameOpTokenRepeated", func(e *ilEnv) {
+			e.repeated(func(ctx context.Context) error { return e.s.DeleteHead(ctx, "a", "a-c2", e.wa) })
+		}},
+		{"LastCheckpointWhileTranscriptSaved", func(e *ilEnv) {
+			// Deleting a thread's only checkpoint unlists the thread unless
+			// it keeps a transcript: a transcript saved meanwhile keeps it
+			// listed.
+			e.appendOp(ilCheckpoint("e", "e-c0", "", 0, 1), "", e.we)()
+			_, err := e.interleave(e.saveOp("e"), func() error { return e.s.DeleteHead(e.ctx, "e", "e-c0", e.we) })
+			e.must(err)
+			if !e.listed("e") {
+				e.t.Fatal("thread e has a transcript but Threads no longer lists it")
+			}
+		}},
+		{"LastCheckpointWhileImported", func(e *ilEnv) {
+			// Likewise a checkpoint imported off the chain meanwhile.
+			e.appendOp(ilCheckpoint("e", "e-c0", "", 0, 1), "", e.we)()
+			_, err := e.interleave(e.importOp("e", e.we, ilCheckpoint("e", "e-x", "", 5, 2)),
+				func() error { return e.s.DeleteHead(e.ctx, "e", "e-c0", e.we) })
+			e.must(err)
+			if !e.listed("e") || !slices.Equal(e.listIDs("e"), []string{"e-x"}) {
+				e.t.Fatalf("thread e holds %q, listed %v; want e-x and listed", e.listIDs("e"), e.listed("e"))
+			}
+		}},
 		{"ChainPrunedBelowHead", func(e *ilEnv) {
 			// A prune keeps the head, so it commutes with deleting it: both
 			// succeed, whatever the order, and the head moves to the pruned
@@ -368,6 +452,18 @@ func TestInterleaveDeleteCheckpoints(t *testing.T) {
 			sameIDs(e.t, "left", e.listIDs("a"), []string{"a-c1"})
 			testkit.CheckRefs(e.t, e.s, "a", "b")
 		}},
+		{"PrunedAncestorImportedAgain", func(e *ilEnv) {
+			// a-c0 is pruned, then imported again (its parent link still
+			// names it): the chain is a-c2, a-c1, a-c0 once more, so keeping
+			// one deletes both of the others.
+			e.prune("a", 2, e.wa)()
+			var ids []string
+			_, err := e.interleave(e.importOp("a", e.wa, ilCheckpoint("a", "a-c0", "", 0, 0, 1000)), prune(e, &ids))
+			e.must(err)
+			sameIDs(e.t, "deleted", ids, []string{"a-c0", "a-c1"})
+			sameIDs(e.t, "left", e.listIDs("a"), []string{"a-c2"})
+			testkit.CheckRefs(e.t, e.s, "a", "b")
+		}},
 		{"SameChainPruned", func(e *ilEnv) {
 			var ids []string
 			afterOp, err := e.interleave(e.prune("a", 1, e.wa), prune(e, &ids))
@@ -407,6 +503,21 @@ func TestInterleaveFork(t *testing.T) {
 			e.refused(e.prune("a", 1, e.wa), forkFrom(e, "a-c1"), ckptstore.ErrForkSourceNotFound)
 		}},
 		{"SourceDeleted", func(e *ilEnv) { e.refused(e.deleteHead("a", "a-c2", e.wa), fork(e), ckptstore.ErrForkSourceNotFound) }},
+		{"SameOpTokenRepeated", func(e *ilEnv) {
+			e.repeated(func(ctx context.Context) error {
+				_, err := e.s.ForkFromCheckpoint(ctx, ckptstore.ForkInput{
+					SourceThreadID: "a", SourceCheckpointID: "a-c2",
+					DestinationThreadID: "d", DestinationCheckpointID: "d-root", Writer: e.wd,
+				})
+				return err
+			})
+		}},
+		{"TranscriptSaved", func(e *ilEnv) {
+			e.refused(e.saveOp("d"), fork(e), ckptstore.ErrForkDestinationNotEmpty)
+		}},
+		{"CheckpointImportedWithoutHead", func(e *ilEnv) {
+			e.refused(e.importOp("d", e.wd, ilCheckpoint("d", "d-x", "", 0, 3)), fork(e), ckptstore.ErrForkDestinationNotEmpty)
+		}},
 		{"HeadOnlySetByImport", func(e *ilEnv) {
 			// Only the destination's head changes (no checkpoint, as after
 			// importing a pruned thread): the fork's read of the head alone
@@ -440,6 +551,23 @@ func TestInterleaveAcquireWriter(t *testing.T) {
 			e.refused(func() { e.acquire("a") }, acquire(e, "a"), ckptstore.ErrWriterConflict)
 			if l := e.lease("a"); l.fence != e.wa.Fence+1 {
 				e.t.Fatalf("fence %d, want %d", l.fence, e.wa.Fence+1)
+			}
+		}},
+		{"SameOpTokenRepeated", func(e *ilEnv) {
+			// Both calls must return the one lease that was stored.
+			var got []ckptstore.Writer
+			e.repeated(func(ctx context.Context) error {
+				l, err := e.s.AcquireWriter(ctx, "new")
+				if err == nil {
+					got = append(got, l.Writer)
+				}
+				return err
+			})
+			l := e.lease("new")
+			for _, w := range got {
+				if w.OwnerToken != l.token || w.Fence != l.fence || l.fence != 1 {
+					e.t.Fatalf("writers %+v; the stored lease is %q fence %d (want fence 1)", got, l.token, l.fence)
+				}
 			}
 		}},
 		{"ExpiredLeaseTakenFirst", func(e *ilEnv) {
