@@ -85,8 +85,10 @@ func jsonLenEstimate(cp *ckptstore.Checkpoint) int {
 // two differ only for a thread without head and checkpoints (which
 // Threads lists only because it has a transcript), so "[]" is kept
 // exactly there and dropped elsewhere, where a destination without it
-// behaves the same.
-func storeThread(ctx context.Context, s ckptstore.Store, id string) (*srcThread, error) {
+// behaves the same. listed says that Threads returned id; a thread named
+// by the operator (export --thread) that has nothing may not exist at
+// all, so it gets no "[]" either.
+func storeThread(ctx context.Context, s ckptstore.Store, id string, listed bool) (*srcThread, error) {
 	s = unwrap(s)
 	head, err := s.Head(ctx, id)
 	if err != nil {
@@ -100,7 +102,7 @@ func storeThread(ctx context.Context, s ckptstore.Store, id string) (*srcThread,
 		}
 		if !bytes.Equal(t, []byte("[]")) {
 			th.transcript = t
-		} else if head == "" {
+		} else if head == "" && listed {
 			empty := true
 			for _, err := range checkpointSeq(ctx, s, id, 1, false) {
 				if err != nil {
@@ -505,7 +507,7 @@ func runExport(ctx context.Context, e *env, args []string) error {
 		if err != nil {
 			return err
 		}
-		th, err := storeThread(ctx, s, id)
+		th, err := storeThread(ctx, s, id, len(only) == 0)
 		if err != nil {
 			return err
 		}
@@ -827,7 +829,7 @@ func copyStores(ctx context.Context, e *env, src, dst *store, opts migrateOption
 	for range parallel {
 		wg.Go(func() {
 			for id := range work {
-				th, err := storeThread(wctx, src, id)
+				th, err := storeThread(wctx, src, id, true)
 				if err != nil {
 					cancel(fmt.Errorf("source thread %q: %w", id, err))
 					continue // drain: the feeder stops at the cancel

@@ -105,6 +105,11 @@ func TestExportOneThreadToAFile(t *testing.T) {
 	if !strings.HasPrefix(string(b), `{"thread":"odd",`) || strings.Contains(string(b), `"thread":"chain"`) {
 		t.Errorf("export --thread odd wrote %q", b)
 	}
+	// A named thread that does not exist exports as an empty header, and
+	// imports as nothing (no transcript is made up for it).
+	if r := h.ok("export", "--store", srcURL, "--thread", "nobody"); r.stdout != `{"thread":"nobody","head":null,"transcript":null}`+"\n" {
+		t.Errorf("export of a missing thread: %q", r.stdout)
+	}
 	h.ok("import", "--store", dstURL, "--in", file)
 	if got := lines(h.ok("threads", "--store", dstURL).stdout); len(got) != 1 || got[0] != "odd" {
 		t.Errorf("threads after importing odd: %q", got)
