@@ -131,6 +131,14 @@ func TestCopyRedisToMemkvAndBack(t *testing.T) {
 	testkit.CheckRefs(t, back, threads...)
 	checkStore(t, src, "redis src")
 	checkStore(t, back, "redis back")
+	// All three stores export to the same bytes: every checkpoint, head
+	// and transcript as the source held them.
+	want := h.ok("export", "--store", srcURL).stdout
+	for _, url := range []string{mkURL, backURL} {
+		if got := h.ok("export", "--store", url).stdout; got != want {
+			t.Errorf("export of %s differs from the source's", url)
+		}
+	}
 	if r := h.run("check", "--store", backURL); r.code != 0 && !strings.Contains(r.stderr, "no checker") {
 		t.Errorf("ckptctl check on the copy: %v", r)
 	}
