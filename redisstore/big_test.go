@@ -95,7 +95,7 @@ func TestBigThread(t *testing.T) {
 			t.Fatalf("the one-script List returned %d values", len(res))
 		}
 	})
-	t.Logf("List of %d in one script (before): %v, longest script %v", n, took, longestScript)
+	t.Logf("List of %d in one script (before): %v, %d script, longest %v", n, took, scripts, longestScript)
 
 	pages := 0
 	took, scripts, longestScript = longest(func() {
