@@ -34,10 +34,10 @@ type Fate = 'forward' | 'drop' | '503-after-commit'
  * committed) and then either destroys the client's connection without a
  * byte of it, or answers 503 instead.
  */
-async function startProxy(upstream: string, fate: (method: string, nth: number) => Fate) {
+async function startProxy(upstream: string | ((method: string, nth: number) => string), fate: (method: string, nth: number) => Fate) {
   const seen: Seen[] = []
   const counts = new Map<string, number>()
-  const target = new URL(upstream)
+  const route = typeof upstream === 'string' ? () => upstream : upstream
   const proxy: Server = createServer((req, res) => {
     const chunks: Buffer[] = []
     req.on('data', (c: Buffer) => chunks.push(c))
@@ -47,6 +47,7 @@ async function startProxy(upstream: string, fate: (method: string, nth: number) 
       counts.set(method, nth)
       seen.push({ method, key: header(req.headers, 'idempotency-key') })
       const f = fate(method, nth)
+      const target = new URL(route(method, nth))
       const up = request(
         { host: target.hostname, port: target.port, method: req.method, path: req.url, headers: req.headers },
         (upRes) => {
@@ -231,6 +232,43 @@ lostResponse('mem', () => server)
       await redis?.stop()
     })
     lostResponse('redis', () => onRedis)
+
+    describe('redis: two servers over one store', () => {
+      let second: Running
+      before(async () => {
+        second = await startServer(`${redis.url}?prefix=tsretry`)
+      })
+      after(async () => second?.stop())
+
+      test('a lease taken through one server conflicts through the other', async () => {
+        const a = createCheckpointStore({ url: onRedis.url })
+        const b = createCheckpointStore({ url: second.url, namespace: a.namespace! })
+        const w = await a.acquireWriter('t')
+        await rejects(b.acquireWriter('t'), SandboxCheckpointWriterConflictError, 'SANDBOX_SNAPSHOT_WRITER_CONFLICT')
+        await b.append({ checkpoint: checkpoint('c1', 't', null, 1), expectedHeadId: null, writer: w })
+        assert.equal(await a.getHead('t'), 'c1')
+      })
+
+      test('a retry that reaches the other server is recognised: {headId}, written once', async () => {
+        // The first append goes to one server, which commits and loses the
+        // reply; the retry goes to the other.
+        const proxy = await startProxy(
+          (m, n) => (m === 'append' && n > 1 ? second.url : onRedis.url),
+          (m, n) => (m === 'append' && n === 1 ? 'drop' : 'forward'),
+        )
+        try {
+          const store = createCheckpointStore({ url: proxy.url })
+          const w = await store.acquireWriter('t')
+          assert.deepEqual(await store.append({ checkpoint: checkpoint('c1', 't', null, 1, [4]), expectedHeadId: null, writer: w }), { headId: 'c1' })
+          assert.equal(proxy.of('append').length, 2)
+          const direct = createCheckpointStore({ url: second.url, namespace: store.namespace! })
+          assert.deepEqual((await direct.list('t')).map((c) => c.id), ['c1'])
+          assert.deepEqual(await direct.listBlobReferences(), [{ blobKey: fileKey(4), count: 1 }])
+        } finally {
+          await proxy.close()
+        }
+      })
+    })
   }
 }
 
