@@ -332,3 +332,34 @@ func runBinary(t testing.TB, bin string, args ...string) (string, error) {
 	out, err := exec.Command(bin, args...).CombinedOutput()
 	return string(out), err
 }
+
+// TestCheckOnRedis runs ckptctl check on a consistent redisstore, then on
+// one with a key redisstore never writes.
+func TestCheckOnRedis(t *testing.T) {
+	srv := redistest.Start(t)
+	url := "redis://" + srv.Addr + "/0?prefix=chk"
+	s := openURL(t, url)
+	if _, err := callCheck(context.Background(), s); errors.Is(err, errNoChecker) {
+		t.Skip("redisstore has no checker in this build")
+	}
+	seed(t, s, 10)
+	h := newHarness(t)
+	if r := h.ok("check", "--store", url); !strings.Contains(r.stdout, "no broken invariant") {
+		t.Fatalf("check on a consistent store: %v", r)
+	}
+	// The thread index key ends in "threads"; a sibling key of no kind is
+	// a broken invariant.
+	c := srv.Client(t, nil)
+	ctx := context.Background()
+	keys, err := c.Keys(ctx, "*threads").Result()
+	must(t, err)
+	if len(keys) != 1 {
+		t.Fatalf("want one thread index key, got %q", keys)
+	}
+	junk := strings.TrimSuffix(keys[0], "threads") + "junk"
+	must(t, c.Set(ctx, junk, "x", 0).Err())
+	r := h.fails(1, "1 broken invariants", "check", "--store", url)
+	if !strings.Contains(r.stdout, junk) {
+		t.Errorf("check did not name %q: %v", junk, r)
+	}
+}
