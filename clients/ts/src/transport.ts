@@ -28,14 +28,14 @@ export interface ClientOptions {
   renewAfterMs?: number
   /** Timeout of one attempt in ms; default 30 000. */
   timeoutMs?: number
-  /** Attempts of one call, the first included (reads and writes alike); default 5, at least 1. */
+  /** Attempts of one call, the first included (reads and writes alike); default 6 (5 retries, as the Go client), at least 1. */
   maxAttempts?: number
 }
 
 const defaultTimeoutMs = 30_000
-const defaultMaxAttempts = 5
-const firstBackoffMs = 50
-const maxBackoffMs = 1_000
+const defaultMaxAttempts = 6
+const firstBackoffMs = 20
+const maxBackoffMs = 2_000
 
 /**
  * randomToken returns 128 random bits as 22 characters of base64url: the
