@@ -77,7 +77,7 @@ func (s *Store) callerOp(ctx context.Context, thread string) (*op, error) {
 }
 
 func (s *Store) opWithToken(thread, token string) *op {
-	now := time.Now() // the wall clock, not Options.Now: markers measure real retry time
+	now := s.wallNow() // the wall clock, not Options.Now: markers measure real retry time
 	o := &op{thread: thread, token: token, ms: now.UnixMilli(), start: now}
 	if s.opts.legacyMarkers {
 		o.marker = s.k.legacyOp(o.ms, token)
@@ -85,6 +85,14 @@ func (s *Store) opWithToken(thread, token string) *op {
 		o.marker = s.k.opMarker(thread, token)
 	}
 	return o
+}
+
+// wallNow is the wall clock of markers: time.Now, or the test's clock.
+func (s *Store) wallNow() time.Time {
+	if s.opts.wallClock != nil {
+		return s.opts.wallClock()
+	}
+	return time.Now()
 }
 
 // writeRound is the reads every write starts before any other: its
@@ -110,12 +118,12 @@ const (
 // long, and starts the round's reads.
 func (s *Store) startRound(tr kv.Transaction, o *op, reads int) (*writeRound, error) {
 	o.attempts++
-	if o.attempts > 1 && time.Since(o.start) > markerTTL/2 {
+	if o.attempts > 1 && s.wallNow().Sub(o.start) > markerTTL/2 {
 		return nil, errGaveUp
 	}
 	r := &writeRound{s: s, o: o, marker: tr.Get(o.marker)}
 	if !s.opts.legacyMarkers {
-		cutoff := time.Now().Add(-markerTTL).UnixMilli()
+		cutoff := s.wallNow().Add(-markerTTL).UnixMilli()
 		// A snapshot read: expired markers are nobody's to conflict on.
 		r.expired = tr.Snapshot().GetRange(s.k.opsQueuedBefore(o.thread, cutoff), kv.RangeOptions{Limit: expiredPerWrite})
 	}

@@ -85,6 +85,7 @@ import (
 	"fmt"
 	"iter"
 	"slices"
+	"time"
 
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/fdbstore/internal/tuple"
@@ -137,6 +138,9 @@ type Options struct {
 	// in one key range. Caller op tokens are not recognised across calls
 	// in it (the marker key holds the call's start time).
 	legacyMarkers bool
+	// wallClock replaces time.Now for op markers in tests, which cannot
+	// wait markerTTL; nil = time.Now.
+	wallClock func() time.Time
 }
 
 // Store is the FoundationDB Store, Pruner and Forker. It is safe for

@@ -1,0 +1,123 @@
+package fdbstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/fdbstore/kv"
+	"github.com/ckptstore/ckptstore/fdbstore/kv/memkv"
+	"github.com/ckptstore/ckptstore/internal/testkit"
+)
+
+// countRange is the number of keys in r.
+func countRange(t *testing.T, db kv.DB, r kv.KeyRange) int {
+	t.Helper()
+	var n int
+	testkit.Must(t, db.ReadTransact(context.Background(), func(tr kv.ReadTransaction) error {
+		kvs, err := tr.GetRange(r, kv.RangeOptions{}).Get()
+		n = len(kvs)
+		return err
+	}))
+	return n
+}
+
+func markerCheckpoint(thread, id, parent string, createdAt float64) *ckptstore.Checkpoint {
+	return &ckptstore.Checkpoint{ID: id, ThreadID: thread, ParentCheckpointID: parent, CreatedAt: createdAt, Reason: ckptstore.ReasonAutomatic}
+}
+
+// TestMarkersExpirePerThread: each write leaves one marker and one queue
+// entry under its thread, and once they are older than markerTTL the
+// thread's later writes clear them, two per write, so the markers of a
+// thread stay about as many as it wrote in one markerTTL.
+func TestMarkersExpirePerThread(t *testing.T) {
+	ctx := context.Background()
+	clock := testkit.NewClock(time.Unix(1_800_000_000, 0))
+	db := memkv.New()
+	s, err := New(db, Options{wallClock: clock.Now})
+	testkit.Must(t, err)
+	markers := func() (int, int) {
+		return countRange(t, db, rangeOf(s.k.threadKey("t", threadOps, 0))), countRange(t, db, rangeOf(s.k.threadKey("t", threadOpQueue, 0)))
+	}
+	lease, err := s.AcquireWriter(ctx, "t")
+	testkit.Must(t, err)
+	head := ""
+	appendN := func(n int) {
+		for range n {
+			id := fmt.Sprintf("c%d", clock.Now().UnixNano())
+			testkit.Must(t, s.Append(ctx, markerCheckpoint("t", id, head, 1), head, lease.Writer))
+			head = id
+			clock.Advance(time.Millisecond)
+		}
+	}
+	appendN(9)
+	if m, q := markers(); m != 10 || q != 10 {
+		t.Fatalf("after 10 writes: %d markers, %d queued; want 10 and 10", m, q)
+	}
+	// Another thread's writes clear none of them.
+	other, err := s.AcquireWriter(ctx, "u")
+	testkit.Must(t, err)
+	clock.Advance(markerTTL + time.Second)
+	testkit.Must(t, s.Append(ctx, markerCheckpoint("u", "u1", "", 1), "", other.Writer))
+	if m, q := markers(); m != 10 || q != 10 {
+		t.Fatalf("after another thread's write: %d markers, %d queued; want 10 and 10", m, q)
+	}
+	// Each write of t adds one and clears two expired.
+	appendN(1)
+	if m, q := markers(); m != 9 || q != 9 {
+		t.Fatalf("after one write past the lifetime: %d markers, %d queued; want 9 and 9", m, q)
+	}
+	appendN(9)
+	if m, q := markers(); m != 10 || q != 10 {
+		t.Fatalf("after the old ones expired: %d markers, %d queued; want the 10 recent ones", m, q)
+	}
+}
+
+// TestCallerTokenWindow: a caller's op token is recognised while its
+// marker lives, and a repeat after the marker expired runs as a new write.
+func TestCallerTokenWindow(t *testing.T) {
+	ctx := context.Background()
+	clock := testkit.NewClock(time.Unix(1_800_000_000, 0))
+	s, err := New(memkv.New(), Options{wallClock: clock.Now, Options: ckptstore.Options{LeaseDuration: time.Hour}})
+	testkit.Must(t, err)
+	lease, err := s.AcquireWriter(ctx, "t")
+	testkit.Must(t, err)
+	tok := ckptstore.WithOpToken(ctx, "append-a")
+	cp := markerCheckpoint("t", "a", "", 1)
+	testkit.Must(t, s.Append(tok, cp, "", lease.Writer))
+	clock.Advance(markerTTL - time.Second)
+	testkit.Must(t, s.Append(tok, cp, "", lease.Writer)) // recognised
+	clock.Advance(2 * time.Second)
+	testkit.Must(t, s.Append(ctx, markerCheckpoint("t", "b", "a", 2), "a", lease.Writer)) // expires the marker
+	if err := s.Append(tok, cp, "", lease.Writer); !errors.Is(err, ckptstore.ErrDuplicateID) {
+		t.Fatalf("repeat after the marker expired: %v, want ErrDuplicateID (a new write)", err)
+	}
+	if err := s.Append(ckptstore.WithOpToken(ctx, "not a token"), cp, "", lease.Writer); !errors.Is(err, ckptstore.ErrInvalidEntry) {
+		t.Fatalf("a malformed op token: %v, want ErrInvalidEntry", err)
+	}
+}
+
+// TestLegacyMarkersStayIdempotent: the old layout, kept as the hot-range
+// test's fixture, still makes retries after commit_unknown_result report
+// success, and writes no marker under the thread.
+func TestLegacyMarkersStayIdempotent(t *testing.T) {
+	ctx := context.Background()
+	db := memkv.New()
+	s, err := New(db, Options{legacyMarkers: true})
+	testkit.Must(t, err)
+	testkit.Must(t, db.SetFaults(memkv.Faults{UnknownResultAppliedRate: 1}))
+	lease, err := s.AcquireWriter(ctx, "t")
+	testkit.Must(t, err)
+	testkit.Must(t, s.Append(ctx, markerCheckpoint("t", "a", "", 1), "", lease.Writer))
+	testkit.Must(t, s.DeleteHead(ctx, "t", "a", lease.Writer))
+	testkit.Must(t, db.SetFaults(memkv.Faults{}))
+	if n := countRange(t, db, rangeOf(s.k.key(spaceOps))); n != 3 {
+		t.Fatalf("%d global markers, want 3", n)
+	}
+	if n := countRange(t, db, rangeOf(s.k.threadKey("t", threadOps, 0))); n != 0 {
+		t.Fatalf("%d per-thread markers in the old layout", n)
+	}
+}
