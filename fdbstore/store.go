@@ -1,23 +1,30 @@
-// Package fdbstore is the FoundationDB ckptstore: Store, Pruner, Forker
-// and an InstanceStore, written against the transaction interface of
-// package kv, so the same code runs on a real cluster (kv/fdbkv, build tag
-// fdb) and on kv/memkv, the in-process engine the tests use.
+// Package fdbstore is the FoundationDB ckptstore: Store, Pruner, Forker,
+// Transcripts, ThreadDeleter, Pager, ThreadLister and Importer, and an
+// InstanceStore, written against the transaction interface of package kv,
+// so the same code runs on a real cluster (kv/fdbkv, build tag fdb) and on
+// kv/memkv, the in-process engine the tests use. docs/contract.md gives
+// the rules and the check order of every method.
 //
 // # Key layout
 //
 // Every key is a FoundationDB tuple-layer key under the raw prefix P
 // (Options.Prefix; the zero value is the tuple ("ckptstore")), encoded by
 // internal/tuple, byte for byte as the official tuple package, so that
-// subspace.FromBytes(P).Unpack reads them back:
+// subspace.FromBytes(P).Unpack reads them back. B(x) is the bucket of an id
+// (16 bits of its FNV-1a hash, keys.go), and T is (P, "t", B(thread), thread):
 //
-//	(P, "i", id)                             → tuple(thread, createdAt)       checkpoint index
-//	(P, "t", thread, "h")                    → head id (UTF-8 bytes)          absent = no head
-//	(P, "t", thread, "l")                    → tuple(token, fence, unixSec, nanos)  the writer lease
-//	(P, "t", thread, "c", createdAt, id, i)  → chunk i of the checkpoint's value (codec.go)
-//	(P, "t", thread, "p", id)                → tuple(parent, createdAt, size, blobs)  chain link
-//	(P, "r", blobKey)                        → reference count, int64 little endian
-//	(P, "o", wallMillis, token)              → 0x01: a write that committed (idempotency)
-//	(P, "n", key)                            → tuple(…) an InstanceRecord (instance.go)
+//	(P, "i", B(id), id)              → tuple(thread, createdAt, copied)      checkpoint index
+//	(P, "i", B(id), id, i)           → chunk i of the checkpoint's value     the copy (when copied = 1)
+//	(T, "c", createdAt, id, i)       → chunk i of the checkpoint's value     (codec.go)
+//	(T, "p", id)                     → tuple(parent, createdAt, size, blobs) chain link
+//	(T, "h")                         → head id (UTF-8 bytes)                 absent = no head
+//	(T, "l")                         → tuple(token, fence, unixSec, nanos)   the writer lease
+//	(T, "m", i)                      → chunk i of the thread's transcript    absent = none ("[]")
+//	(T, "o", token)                  → tuple(wallMillis) + result            a write that committed
+//	(T, "q", wallMillis, token)      → ""                                    the markers in expiry order
+//	(P, "x", thread)                 → ""                                    the thread is listed
+//	(P, "r", blobKey)                → reference count, int64 little endian
+//	(P, "n", key)                    → tuple(…) an InstanceRecord (instance.go)
 //
 // A checkpoint's value is built from the parts of internal/cpcodec that
 // redisstore stores too (codec.go: version, ids, header, body,
@@ -25,15 +32,66 @@
 //
 // createdAt in keys is the float64 with -0 mapped to +0 (sortKey); the
 // tuple encoding orders doubles numerically, and strings by their UTF-8
-// bytes, so the range (P, "t", thread, "c") holds the thread's checkpoints
-// in List order, and List is one range read.
+// bytes, so the range (T, "c") holds the thread's checkpoints in List
+// order: List is one range read, and a ListPage is one range read of
+// Limit+1 pairs from its cursor's position.
+//
+// # Read rounds
+//
+// The value of a checkpoint is stored twice: under its thread, where List
+// and ListPage read it in order, and under its index key, where Get reads
+// it by id. That doubles the bytes of an Append (a 2 KB checkpoint writes
+// about 5.3 KB instead of 2.9 KB) and is the price of one read round for
+// Get: with one copy, Get must read the index before it knows where the
+// chunks are. A checkpoint whose copy would not fit in the transaction
+// (an encoding above about 4.4 MB) is stored once (copied = 0), and its Get
+// takes a second round. Rounds per operation, asserted in the tests:
+//
+//	Get, ListPage, Threads, LoadThread, Head, List         1
+//	Restore (Head + Get of the head)                       1 when the head is the thread's newest checkpoint
+//	                                                       and one value, as a harness makes it; else 2
+//	Append, DeleteHead (of a non-root), ForkFromCheckpoint,
+//	AcquireWriter, Import, one batch of DeleteThread       1, then the commit
+//
+// # No key range that every writer shares
+//
+// FoundationDB splits the key space into shards by key ranges; a range
+// that every write touches lands on one storage team and caps the whole
+// store's write rate. So:
+//
+//   - Op markers live under their thread (T, "o", token), with their
+//     expiry queue (T, "q", …); a thread's writes clear its own expired
+//     markers (markers.go). The old global range (P, "o", wallMillis,
+//     token), which grew at its end in time order, is kept only as a test
+//     fixture (Options.legacyMarkers), so that the hot-range test can show
+//     it failing.
+//   - Index and thread keys start with the id's bucket, so that ids made
+//     in time order (ULIDs, UUIDv7, counters) spread over the key space
+//     instead of piling up at its end.
+//   - The listed key (P, "x", thread) is ordered by thread id, because
+//     Threads pages in byte order; it is written only when a thread goes
+//     from empty to not empty and back (the first Append, SaveThread,
+//     fork, import; DeleteHead of the root, DeleteThread), never on the
+//     Append path of a thread that has a head.
+//   - A blob count (P, "r", blobKey) is shared by every thread whose
+//     checkpoints hold that blob: a blob in every thread's checkpoints is
+//     one key that every Append moves. That is inherent to sharing
+//     content; the counts change only by atomic Add and CompareAndClear,
+//     which take no read conflict, so the key is hot for its storage team
+//     but never a source of conflicts. Content-hash keys spread the
+//     counts of unshared blobs uniformly.
 //
 // # Invariants
 //
 //   - A checkpoint id has an index key iff the checkpoint is stored; then
 //     its chunks and its link key exist under the indexed thread and
-//     createdAt, and no other thread has them. Chunks are numbered from 0
+//     createdAt, and no other thread has them; with copied = 1 its value is
+//     under the index key too, chunk for chunk. Chunks are numbered from 0
 //     without gaps; each is at most kv.MaxValueSize bytes.
+//   - A thread's listed key exists iff the thread has a head, a checkpoint
+//     or a transcript. Every write that can change one of the three keeps
+//     it exact in the same transaction (DeleteHead of a root reads the
+//     thread's first link and transcript chunk to know).
 //   - The reference count of a blob key equals the number of stored
 //     checkpoints whose BlobKeys contain it, and the key is absent rather
 //     than 0. Counts change only by Add(±1) followed, on −1, by
@@ -42,40 +100,47 @@
 //   - The fence in a thread's lease value only grows (an absent lease key
 //     is fence 0): a release keeps it with an empty token, an expired
 //     lease keeps it until replaced, and a new lease takes fence + 1.
+//     DeleteThread leaves the lease, and the thread's markers, in place.
 //   - Every write of the contract (Append, DeleteHead, one transaction of
-//     DeleteCheckpoints, ForkFromCheckpoint, AcquireWriter) reads and checks
-//     everything it depends on inside one serializable transaction, and
-//     writes an op marker (P, "o", ms, token) in that same transaction. The
-//     token is fresh per call, so when a retry after commit_unknown_result
-//     finds its marker, the earlier attempt committed and the call reports
-//     that success instead of re-running checks that its own write would
-//     now fail (ErrDuplicateID, ErrConflict, ErrNotHead, ErrWriterConflict,
-//     ErrForkDestinationNotEmpty). Markers are cleared by later writes once
-//     older than markerTTL, with one blind range clear: no reads, no extra
-//     round trip. Renew and Release are idempotent by themselves.
-//   - Append costs one read round (marker, lease, index, head as parallel
-//     futures) and the commit.
+//     DeleteCheckpoints or DeleteThread, ForkFromCheckpoint,
+//     AcquireWriter, Import) reads and checks everything it depends on
+//     inside one serializable transaction, and writes an op marker under
+//     its thread in that same transaction. The token is fresh per call, or
+//     the caller's (ckptstore.WithOpToken) for Append, DeleteHead,
+//     ForkFromCheckpoint and AcquireWriter, whose lease then has the token
+//     as its owner token. When a retry after commit_unknown_result, or a
+//     caller's repeat within markerTTL, finds its marker, the earlier
+//     attempt committed and the call reports that success instead of
+//     re-running checks that its own write would now fail
+//     (ErrDuplicateID, ErrConflict, ErrNotHead, ErrWriterConflict,
+//     ErrForkDestinationNotEmpty). SaveThread, Renew and Release are blind
+//     or self-checking writes, idempotent by themselves.
 //
 // # Limits
 //
-// A checkpoint must fit in one transaction: its Append (all chunks, index,
-// link, head, +1 per distinct blob key) and its deletion (−1 and
-// compare-and-clear per blob key) must each stay under MaxTransactionBytes,
-// 9,000,000 of FoundationDB's 10,000,000, counting keys, values and
-// conflict ranges. In practice that is an encoding (conversation, files
-// and artifacts together) of up to about 8.9 MB less about 0.35 KB per
-// distinct blob key, and at most about 13,000 distinct blob keys; larger
-// checkpoints fail with ErrInvalidEntry before any write. Thread and
-// checkpoint ids and instance keys are limited to MaxIDBytes bytes, so that
-// every key stays under FoundationDB's 10,000 bytes; a longer id fails with
-// ErrInvalidID in writes and is simply not found by reads.
+// A checkpoint must fit in one transaction: its Append (all chunks, the
+// copy when kept, index, link, head, +1 per distinct blob key) and its
+// deletion (−1 and compare-and-clear per blob key) must each stay under
+// MaxTransactionBytes, 9,000,000 of FoundationDB's 10,000,000, counting
+// keys, values and conflict ranges (cost.go). In practice that is an
+// encoding (conversation, files and artifacts together) of up to about
+// 8.9 MB less about 0.35 KB per distinct blob key, and at most about
+// 13,000 distinct blob keys; larger checkpoints fail with ErrInvalidEntry
+// before any write. A transcript must fit in one transaction too. Thread
+// and checkpoint ids and instance keys are limited to MaxIDBytes bytes, so
+// that every key stays under FoundationDB's 10,000 bytes; a longer id
+// fails with ErrInvalidID in writes and is simply not found by reads.
 //
 // DeleteCheckpoints deletes in transactions of at most Options.PruneBatch
 // checkpoints (and MaxTransactionBytes). A prune that fits in one
 // transaction is atomic; a longer one deletes from the far end of the
 // chain, each transaction checking the lease again and recomputing the
 // chain, so after a failure the chain is intact from the head and the
-// call can simply be repeated. BlobReferences reads
+// call can simply be repeated. DeleteThread deletes from the oldest end in
+// the same batches, and the batch that finds nothing left clears the head
+// and the transcript. An Import batch is one transaction: a batch that
+// would pass MaxTransactionBytes fails with ErrInvalidEntry before any
+// write, so importers send batches of a few MB. BlobReferences reads
 // Options.BlobPage keys per transaction, so it is not a snapshot of one
 // instant when there are more keys than that.
 package fdbstore
@@ -389,8 +454,10 @@ type chunkGroup struct {
 	createdAt float64 // sortKey form
 	id        string
 	chunks    []kv.KeyValue
-	// complete is false when the read may have stopped inside the
-	// checkpoint: for the last group of a read that hit its limit.
+	// complete: the group provably holds every chunk. Forward groups are
+	// marked complete (a later group proves it, or the caller knows from
+	// the read's limit whether the last one may be cut); a reverse group
+	// is complete once its chunk 0 was read.
 	complete  bool
 	lastChunk int64 // the number of the chunk read last
 }
