@@ -126,7 +126,10 @@
 // encoding (conversation, files and artifacts together) of up to about
 // 8.9 MB less about 0.35 KB per distinct blob key, and at most about
 // 13,000 distinct blob keys; larger checkpoints fail with ErrInvalidEntry
-// before any write. A transcript must fit in one transaction too. Thread
+// before any write. A transcript must fit in one transaction too, and so
+// must a fork, which writes the conversation twice (the root and the
+// destination's transcript): a checkpoint whose encoding is above about
+// 4.4 MB cannot be forked (ErrInvalidEntry, nothing written). Thread
 // and checkpoint ids and instance keys are limited to MaxIDBytes bytes, so
 // that every key stays under FoundationDB's 10,000 bytes; a longer id
 // fails with ErrInvalidID in writes and is simply not found by reads.

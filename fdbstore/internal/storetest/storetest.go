@@ -45,6 +45,11 @@ func Run(t *testing.T, newEnv func(t *testing.T) Env) {
 		{"BlobPages", e.testBlobPages},
 		{"LongIDs", e.testLongIDs},
 		{"Prefixes", e.testPrefixes},
+		{"ChunkedTranscripts", e.testChunkedTranscripts},
+		{"PagesOfBigCheckpoints", e.testPagesOfBigCheckpoints},
+		{"LongDeleteThread", e.testLongDeleteThread},
+		{"ImportTooLarge", e.testImportTooLarge},
+		{"UncopiedCheckpoint", e.testUncopiedCheckpoint},
 	} {
 		t.Run(tc.name, tc.run)
 	}
@@ -389,4 +394,233 @@ func (e *suite) testPrefixes(t *testing.T) {
 	if err != nil || rec == nil || rec.Provider != "p" || rec.UpdatedAt != 5 {
 		t.Fatalf("instance record = %+v, %v", rec, err)
 	}
+}
+
+// conversation returns a JSON array of at least n bytes with varied content.
+func conversation(n int) []byte {
+	var b strings.Builder
+	b.WriteString("[")
+	for i := 0; b.Len() < n; i++ {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, `{"role":"assistant","content":"message %d %s"}`, i, strings.Repeat("z", i%89))
+	}
+	b.WriteString("]")
+	return []byte(b.String())
+}
+
+// testChunkedTranscripts: a transcript of several values comes back byte
+// for byte, a saved "[]" counts as a transcript, and one too large for a
+// transaction fails before any write.
+func (e *suite) testChunkedTranscripts(t *testing.T) {
+	s, db := e.store(t, fdbstore.Options{})
+	msgs := conversation(3*kv.MaxValueSize + 777)
+	must(t, s.SaveThread(ctx, "t", msgs))
+	got, err := s.LoadThread(ctx, "t")
+	must(t, err)
+	if !bytes.Equal(got, msgs) {
+		t.Fatalf("LoadThread returned %d bytes, want the %d saved", len(got), len(msgs))
+	}
+	short := []byte(`[1]`)
+	must(t, s.SaveThread(ctx, "t", short)) // replaces every chunk
+	if got, _ := s.LoadThread(ctx, "t"); !bytes.Equal(got, short) {
+		t.Fatalf("LoadThread after a shorter save = %d bytes", len(got))
+	}
+	must(t, s.SaveThread(ctx, "u", []byte("[]")))
+	threads, _, err := s.Threads(ctx, "", 0)
+	must(t, err)
+	if !slices.Equal(threads, []string{"t", "u"}) {
+		t.Fatalf("Threads = %v, want [t u]: a saved [] counts", threads)
+	}
+	huge := []byte(`["` + strings.Repeat("y", fdbstore.MaxTransactionBytes) + `"]`)
+	before := db.transactions()
+	if err := s.SaveThread(ctx, "t", huge); !errors.Is(err, ckptstore.ErrInvalidEntry) {
+		t.Fatalf("SaveThread of %d bytes: %v, want ErrInvalidEntry", len(huge), err)
+	}
+	if db.transactions() != before {
+		t.Fatal("a refused SaveThread ran a transaction")
+	}
+}
+
+// testPagesOfBigCheckpoints pages through checkpoints of several chunks:
+// pages may hold fewer than the limit but never skip or repeat one, in
+// both directions, and a limit of 1 over a checkpoint of 3 chunks works.
+func (e *suite) testPagesOfBigCheckpoints(t *testing.T) {
+	s, _ := e.store(t, fdbstore.Options{})
+	lease, err := s.AcquireWriter(ctx, "t")
+	must(t, err)
+	var want []string
+	head := ""
+	for i := range 7 {
+		cp := Checkpoint("t", fmt.Sprintf("c%d", i), head, float64(i), i)
+		if i%2 == 1 {
+			cp.Conversation = conversation((i/2 + 1) * kv.MaxValueSize) // 2, 3 and 4 chunks
+		}
+		must(t, s.Append(ctx, cp, head, lease.Writer))
+		want = append(want, cp.ID)
+		head = cp.ID
+	}
+	for _, limit := range []int{1, 2, 3, 100} {
+		for _, reverse := range []bool{false, true} {
+			var got []string
+			cursor := ""
+			for pages := 0; ; pages++ {
+				if pages > 20 {
+					t.Fatalf("limit %d: more than 20 pages", limit)
+				}
+				cps, next, err := s.ListPage(ctx, "t", ckptstore.ListOptions{After: cursor, Limit: limit, Reverse: reverse})
+				must(t, err)
+				if len(cps) == 0 || len(cps) > limit {
+					t.Fatalf("limit %d, reverse %v: a page of %d checkpoints", limit, reverse, len(cps))
+				}
+				for _, cp := range cps {
+					got = append(got, cp.ID)
+				}
+				if cursor = next; cursor == "" {
+					break
+				}
+			}
+			w := slices.Clone(want)
+			if reverse {
+				slices.Reverse(w)
+			}
+			if !slices.Equal(got, w) {
+				t.Fatalf("limit %d, reverse %v: paged %v, want %v", limit, reverse, got, w)
+			}
+		}
+	}
+}
+
+// testLongDeleteThread deletes a thread of big and small checkpoints, on
+// and off the chain, in several batches, each checking the lease; a lease
+// lost between batches stops it, and repeating it finishes the job.
+func (e *suite) testLongDeleteThread(t *testing.T) {
+	clock := testkit.NewClock(time.UnixMilli(1_700_000_000_000))
+	s, db := e.store(t, fdbstore.Options{Options: ckptstore.Options{Now: clock.Now}, PruneBatch: 3})
+	lease, err := s.AcquireWriter(ctx, "t")
+	must(t, err)
+	ids := Chain(t, s, lease.Writer, "t", 8)
+	must(t, s.DeleteHead(ctx, "t", ids[7], lease.Writer))
+	big := Checkpoint("t", "big", ids[6], 100, 5)
+	big.Conversation = conversation(2 * kv.MaxValueSize)
+	must(t, s.Append(ctx, big, ids[6], lease.Writer))
+	must(t, s.SaveThread(ctx, "t", []byte(`["m"]`)))
+	commits := 0
+	db.after = func() {
+		if commits++; commits == 2 {
+			clock.Advance(time.Hour) // the lease expires after the second batch
+		}
+	}
+	n, err := s.DeleteThread(ctx, "t", lease.Writer)
+	if !errors.Is(err, ckptstore.ErrWriterLost) || n != 6 {
+		t.Fatalf("DeleteThread with the lease lost after two batches: %d, %v; want 6, ErrWriterLost", n, err)
+	}
+	db.after = nil
+	cps, err := s.List(ctx, "t")
+	must(t, err)
+	if len(cps) != 2 || cps[0].ID != ids[6] || cps[1].ID != "big" {
+		t.Fatalf("List after the stopped delete = %v, want the 2 newest", cps)
+	}
+	testkit.CheckRefs(t, s, "t")
+	l2, err := s.AcquireWriter(ctx, "t")
+	must(t, err)
+	before := db.commits()
+	n, err = s.DeleteThread(ctx, "t", l2.Writer)
+	must(t, err)
+	if n != 2 || db.commits()-before != 1 {
+		t.Fatalf("the repeated DeleteThread: %d deleted in %d transactions, want 2 in 1", n, db.commits()-before)
+	}
+	if head, _ := s.Head(ctx, "t"); head != "" {
+		t.Fatalf("head after DeleteThread = %q", head)
+	}
+	if m, _ := s.LoadThread(ctx, "t"); string(m) != "[]" {
+		t.Fatalf("transcript after DeleteThread = %s", m)
+	}
+	if threads, _, _ := s.Threads(ctx, "", 0); len(threads) != 0 {
+		t.Fatalf("Threads after DeleteThread = %v", threads)
+	}
+	testkit.CheckRefs(t, s, "t")
+	if n, err := s.DeleteThread(ctx, "t", l2.Writer); err != nil || n != 0 {
+		t.Fatalf("DeleteThread of the empty thread = %d, %v", n, err)
+	}
+}
+
+// testImportTooLarge: a batch too large for one transaction fails with
+// ErrInvalidEntry before any transaction; its halves go through.
+func (e *suite) testImportTooLarge(t *testing.T) {
+	s, db := e.store(t, fdbstore.Options{})
+	lease, err := s.AcquireWriter(ctx, "t")
+	must(t, err)
+	var cps []*ckptstore.Checkpoint
+	for i := range 6 {
+		cp := Checkpoint("t", fmt.Sprintf("c%d", i), "", float64(i), i)
+		cp.Conversation = conversation(kv.MaxValueSize * 9 / 10 * 10) // about 0.9 MB, copied: 1.8 MB a checkpoint
+		cps = append(cps, cp)
+	}
+	before := db.transactions()
+	if _, err := s.Import(ctx, ckptstore.ImportBatch{ThreadID: "t", Checkpoints: cps, Writer: lease.Writer}); !errors.Is(err, ckptstore.ErrInvalidEntry) {
+		t.Fatalf("Import of about 11 MB in one batch: %v, want ErrInvalidEntry", err)
+	}
+	if db.transactions() != before {
+		t.Fatal("a refused Import ran a transaction")
+	}
+	for _, half := range [][]*ckptstore.Checkpoint{cps[:3], cps[3:]} {
+		n, err := s.Import(ctx, ckptstore.ImportBatch{ThreadID: "t", Checkpoints: half, Writer: lease.Writer})
+		must(t, err)
+		if n != 3 {
+			t.Fatalf("Import of half the batch wrote %d, want 3", n)
+		}
+	}
+	testkit.CheckRefs(t, s, "t")
+}
+
+// testUncopiedCheckpoint: a checkpoint too large to be stored twice is
+// stored once; Get, Restore, fork and Import still read it (by its thread).
+func (e *suite) testUncopiedCheckpoint(t *testing.T) {
+	s, _ := e.store(t, fdbstore.Options{})
+	lease, err := s.AcquireWriter(ctx, "t")
+	must(t, err)
+	cp := Checkpoint("t", "huge", "", 1, 1)
+	cp.Conversation = conversation(5_000_000)
+	must(t, s.Append(ctx, cp, "", lease.Writer))
+	got, err := s.Get(ctx, "huge")
+	must(t, err)
+	if got == nil || !bytes.Equal(got.Conversation, cp.Conversation) {
+		t.Fatal("Get of an uncopied checkpoint returned another conversation")
+	}
+	if head, got, err := s.Restore(ctx, "t"); err != nil || head != "huge" || got == nil || !bytes.Equal(got.Conversation, cp.Conversation) {
+		t.Fatalf("Restore = %q, %v", head, err)
+	}
+	fl, err := s.AcquireWriter(ctx, "f")
+	must(t, err)
+	// A fork writes the conversation twice (the root and the transcript):
+	// 10 MB do not fit in one transaction, and the fork changes nothing.
+	_, err = s.ForkFromCheckpoint(ctx, ckptstore.ForkInput{SourceThreadID: "t", SourceCheckpointID: "huge",
+		DestinationThreadID: "f", DestinationCheckpointID: "root", CreatedAt: 2, Writer: fl.Writer})
+	if !errors.Is(err, ckptstore.ErrInvalidEntry) || !strings.Contains(err.Error(), "too large") {
+		t.Fatalf("fork of a 5 MB checkpoint: %v, want ErrInvalidEntry (too large)", err)
+	}
+	if m, _ := s.LoadThread(ctx, "f"); string(m) != "[]" {
+		t.Fatal("the refused fork wrote a transcript")
+	}
+	if head, _ := s.Head(ctx, "f"); head != "" {
+		t.Fatal("the refused fork wrote a head")
+	}
+	// A smaller one (stored with a copy) forks in one transaction.
+	small := Checkpoint("t", "small", "huge", 3, 2)
+	small.Conversation = conversation(2_000_000)
+	must(t, s.Append(ctx, small, "huge", lease.Writer))
+	root, err := s.ForkFromCheckpoint(ctx, ckptstore.ForkInput{SourceThreadID: "t", SourceCheckpointID: "small",
+		DestinationThreadID: "f", DestinationCheckpointID: "root", CreatedAt: 4, Writer: fl.Writer})
+	must(t, err)
+	if m, _ := s.LoadThread(ctx, "f"); !bytes.Equal(m, small.Conversation) || !bytes.Equal(root.Conversation, small.Conversation) {
+		t.Fatal("the fork lost its conversation")
+	}
+	must(t, s.DeleteHead(ctx, "t", "small", lease.Writer))
+	if n, err := s.Import(ctx, ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{cp}, Writer: lease.Writer}); err != nil || n != 0 {
+		t.Fatalf("re-import of the stored checkpoint = %d, %v; want 0, nil", n, err)
+	}
+	must(t, s.DeleteHead(ctx, "t", "huge", lease.Writer))
+	testkit.CheckRefs(t, s, "t", "f")
 }
