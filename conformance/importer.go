@@ -170,8 +170,9 @@ func (s *suite) testImport(t *testing.T) {
 			name string
 			mod  func(c *ckptstore.Checkpoint)
 		}{
-			{"createdAt +0 for -0", func(c *ckptstore.Checkpoint) { c.ID, c.CreatedAt = "r1", 0 }},
-			{"createdAt one ulp off", func(c *ckptstore.Checkpoint) { c.ID, c.CreatedAt = "r3", math.Nextafter(1e300, 0) }},
+			// Each case is a stored checkpoint with one field changed.
+			{"createdAt +0 for -0", func(c *ckptstore.Checkpoint) { *c = *cloneCP(h[0]); c.CreatedAt = 0 }},
+			{"createdAt one ulp off", func(c *ckptstore.Checkpoint) { *c = *cloneCP(h[2]); c.CreatedAt = math.Nextafter(1e300, 0) }},
 			{"another parent", func(c *ckptstore.Checkpoint) { *c = *cloneCP(h[3]); c.ParentCheckpointID = "r2" }},
 			{"another label", func(c *ckptstore.Checkpoint) { *c = *cloneCP(h[3]); c.Label = "other" }},
 			{"another reason", func(c *ckptstore.Checkpoint) { *c = *cloneCP(h[2]); c.Reason = ckptstore.ReasonNamed }},
@@ -189,6 +190,7 @@ func (s *suite) testImport(t *testing.T) {
 				c.Artifacts[0].CreatedAt++
 			}},
 			{"id of another thread", func(c *ckptstore.Checkpoint) { c.ID = "u1" }},
+			{"id of another thread, its content", func(c *ckptstore.Checkpoint) { *c = *cloneCP(e.get("u1")); c.ThreadID = "t" }},
 		} {
 			fresh := cp("fresh", "t", "r3") // would be new: the batch is all or nothing
 			c := cp("x", "t", "")

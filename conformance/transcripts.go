@@ -7,6 +7,7 @@ package conformance
 
 import (
 	"encoding/json"
+	"slices"
 	"testing"
 
 	"github.com/ckptstore/ckptstore"
@@ -166,12 +167,14 @@ func (s *suite) testTranscripts(t *testing.T) {
 }
 
 func (s *suite) testForkTranscript(t *testing.T) {
-	fork := func(e *env, f ckptstore.Forker, src, id, dest, root string) (*ckptstore.Checkpoint, error) {
+	// fork forks into dest with a new lease of dest, which it returns.
+	fork := func(e *env, f ckptstore.Forker, src, id, dest, root string) (ckptstore.Writer, error) {
 		e.t.Helper()
 		wd := e.acquire(dest).Writer
 		e.track([]string{dest}, root)
-		return f.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{SourceThreadID: src, SourceCheckpointID: id,
+		_, err := f.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{SourceThreadID: src, SourceCheckpointID: id,
 			DestinationThreadID: dest, DestinationCheckpointID: root, CreatedAt: 9, Writer: wd})
+		return wd, err
 	}
 	t.Run("Writes", func(t *testing.T) {
 		e := s.env(t)
@@ -186,9 +189,22 @@ func (s *suite) testForkTranscript(t *testing.T) {
 		_, err := fork(e, f, "src", "a", "d1", "r1")
 		must(t, "fork of a", err)
 		e.wantTranscript("d1", string(a.Conversation))
-		_, err = fork(e, f, "src", "b", "d2", "r2")
+		w2, err := fork(e, f, "src", "b", "d2", "r2")
 		must(t, "fork of b", err)
 		e.wantTranscript("d2", "[]")
+		// That [] is a transcript: once the root is gone, d2 is still not
+		// empty.
+		must(t, "DeleteHead r2", e.s.DeleteHead(e.ctx, "d2", "r2", w2))
+		if tl, ok := e.s.(ckptstore.ThreadLister); ok {
+			if got := e.allThreads(tl); !slices.Contains(got, "d2") {
+				t.Errorf("Threads = %q: d2 has the transcript [] from its fork and must be listed", got)
+			}
+		}
+		e.fails("fork into d2, whose transcript is the fork's []", ckptstore.ErrForkDestinationNotEmpty, func() error {
+			_, err := f.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{SourceThreadID: "src", SourceCheckpointID: "b",
+				DestinationThreadID: "d2", DestinationCheckpointID: "r2", CreatedAt: 9, Writer: w2})
+			return err
+		})
 		e.wantTranscript("src", `["the source's own"]`)
 		// A fork of the fork copies the root's conversation again.
 		_, err = fork(e, f, "d1", "r1", "d3", "r3")
