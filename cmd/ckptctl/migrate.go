@@ -219,6 +219,10 @@ func (m *migrator) thread(ctx context.Context, th *srcThread) error {
 	return err
 }
 
+// importThread writes th into the destination under the destination
+// thread's lease: it reads what the destination holds, refuses a thread
+// that differs (before writing anything), and sends the missing
+// checkpoints in batches, the last with the head and the transcript.
 func (m *migrator) importThread(ctx context.Context, th *srcThread) error {
 	l, err := acquire(ctx, m.e, m.dst, th.id, m.opts.wait, waitNote(m.e, th.id))
 	if errors.Is(err, ckptstore.ErrWriterConflict) {
