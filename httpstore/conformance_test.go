@@ -3,7 +3,9 @@ package httpstore_test
 import (
 	"context"
 	"crypto/rand"
+	"net/http"
 	"net/http/httptest"
+	"os"
 	"testing"
 
 	"github.com/ckptstore/ckptstore"
@@ -27,10 +29,40 @@ func serve(t testing.TB, url string, opts storeurl.Options) (string, *storeurl.O
 	return srv.URL, o
 }
 
+// inProcess is an http.RoundTripper that serves each request with a
+// handler in the calling goroutine: the whole protocol (headers, bodies,
+// both sides' encoding and checks) without TCP, for suites that make many
+// thousands of calls under the race detector.
+type inProcess struct{ h http.Handler }
+
+func (p inProcess) RoundTrip(req *http.Request) (*http.Response, error) {
+	rec := httptest.NewRecorder()
+	p.h.ServeHTTP(rec, req)
+	return rec.Result(), nil
+}
+
+// serveInProcess is serve with an in-process transport: the "address"
+// it returns is only the client's base URL, and the transport is the
+// server.
+func serveInProcess(t testing.TB, url string, opts storeurl.Options) (*http.Client, *storeurl.Opened) {
+	t.Helper()
+	o, err := storeurl.Open(context.Background(), url, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = o.Close() })
+	return &http.Client{Transport: inProcess{httpstore.NewHandler(o, httpstore.HandlerOptions{Dev: true})}}, o
+}
+
 // client returns a client of a fresh namespace of the server at addr.
 func client(t testing.TB, addr string, lease ckptstore.Options) *httpstore.Client {
+	return clientVia(t, addr, nil, lease)
+}
+
+// clientVia is client over hc (nil = the default transport).
+func clientVia(t testing.TB, addr string, hc *http.Client, lease ckptstore.Options) *httpstore.Client {
 	t.Helper()
-	c, err := httpstore.NewClient(addr, httpstore.ClientOptions{Namespace: "t-" + rand.Text(), Lease: lease})
+	c, err := httpstore.NewClient(addr, httpstore.ClientOptions{Namespace: "t-" + rand.Text(), Lease: lease, HTTPClient: hc})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,33 +70,64 @@ func client(t testing.TB, addr string, lease ckptstore.Options) *httpstore.Clien
 }
 
 // runConformance runs both suites through clients of the server at addr,
-// each store a fresh namespace.
-func runConformance(t *testing.T, addr string) {
-	conformance.RunStore(t, func(t *testing.T, opts ckptstore.Options) ckptstore.Store {
-		return narrow(t, client(t, addr, opts))
-	})
+// each store a fresh namespace. Every call is a loopback round trip, so
+// the model-based test runs 10 sequences (a fifth of them under -short)
+// unless CKPT_HTTP_LONG is set, which runs rapid's full count.
+func runConformance(t *testing.T, addr string) { runConformanceVia(t, addr, nil) }
+
+func runConformanceVia(t *testing.T, addr string, hc *http.Client) {
+	o := conformance.Options{ModelChecks: 10, ConcurrentAppends: 4}
+	if testing.Short() {
+		o.ModelChecks = 2
+	}
+	if os.Getenv("CKPT_HTTP_LONG") != "" {
+		o = conformance.Options{}
+	} else {
+		t.Log("the model-based test runs few sequences through HTTP; CKPT_HTTP_LONG=1 runs rapid's full count")
+	}
+	conformance.RunStoreWith(t, func(t *testing.T, opts ckptstore.Options) ckptstore.Store {
+		return narrow(t, clientVia(t, addr, hc, opts))
+	}, o)
 	conformance.RunInstanceStore(t, func(t *testing.T) ckptstore.InstanceStore {
-		return client(t, addr, ckptstore.Options{}).Instances()
+		return clientVia(t, addr, hc, ckptstore.Options{}).Instances()
 	})
 }
 
+// TestConformanceMem runs the suites on memstore over a real loopback
+// TCP server (in process under the race detector, where TCP makes the
+// suite several times slower; the isolation, two-server and ckptserver
+// tests cover TCP there).
 func TestConformanceMem(t *testing.T) {
+	if raceEnabled {
+		hc, _ := serveInProcess(t, "mem", storeurl.Options{})
+		runConformanceVia(t, "http://in-process", hc)
+		return
+	}
 	addr, _ := serve(t, "mem", storeurl.Options{})
 	runConformance(t, addr)
 }
 
 // TestConformanceMemkvFaults runs the suites on fdbstore over memkv with
-// not_committed and commit_unknown_result faults on a fifth of the commits.
+// not_committed and commit_unknown_result faults on a fifth of the commits,
+// through an in-process transport (TestConformanceMem covers real TCP).
 func TestConformanceMemkvFaults(t *testing.T) {
-	addr, o := serve(t, "memkv", storeurl.Options{MemkvNotCommittedRate: 0.1, MemkvUnknownResultRate: 0.1})
-	runConformance(t, addr)
-	_ = o
+	hc, o := serveInProcess(t, "memkv", storeurl.Options{MemkvNotCommittedRate: 0.1, MemkvUnknownResultRate: 0.1})
+	r0 := o.ReadRounds()
+	runConformanceVia(t, "http://in-process", hc)
+	if o.ReadRounds() == r0 {
+		t.Fatal("the suite did not reach memkv")
+	}
 }
 
+// TestConformanceRedis runs the suites on redisstore over a real
+// redis-server, through an in-process transport.
 func TestConformanceRedis(t *testing.T) {
+	if raceEnabled && os.Getenv("CKPT_HTTP_LONG") == "" {
+		t.Skip("under the race detector this suite takes minutes; redisstore's own package runs it with -race, and TestIsolationRedis and TestTwoServersRedis cover redis through HTTP; CKPT_HTTP_LONG=1 runs it")
+	}
 	srv := redistest.Start(t)
-	addr, _ := serve(t, "redis://"+srv.Addr, storeurl.Options{})
-	runConformance(t, addr)
+	hc, _ := serveInProcess(t, "redis://"+srv.Addr, storeurl.Options{})
+	runConformanceVia(t, "http://in-process", hc)
 }
 
 // baseStore is a Client seen as a store with only the capabilities every

@@ -170,7 +170,6 @@ type call struct {
 type route struct {
 	name  string
 	serve func(h *handler, c *call) error
-	m     *routeMetrics
 }
 
 var routes = map[string]*route{}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package httpstore_test
+
+const raceEnabled = false
