@@ -47,7 +47,7 @@ func TestFileBucket(t *testing.T) {
 		t.Cleanup(func() { b.(*blobs.FileBucket).Close() })
 		return b
 	}, blobstest.Options{NewClockedBucket: func(t *testing.T, now func() time.Time) blobs.Bucket {
-		return openFile(t, t.TempDir(), blobs.FileOptions{Now: now})
+		return openFile(t, t.TempDir(), blobs.FileOptions{Now: now, NoSync: true})
 	}})
 }
 
@@ -288,6 +288,6 @@ func TestFileBucketTwoHandles(t *testing.T) {
 		return twoHandles{openFile(t, dir, blobs.FileOptions{}), openFile(t, dir, blobs.FileOptions{})}
 	}, blobstest.Options{ManyKeys: 10, NewClockedBucket: func(t *testing.T, now func() time.Time) blobs.Bucket {
 		dir := t.TempDir()
-		return twoHandles{openFile(t, dir, blobs.FileOptions{Now: now}), openFile(t, dir, blobs.FileOptions{Now: now})}
+		return twoHandles{openFile(t, dir, blobs.FileOptions{Now: now, NoSync: true}), openFile(t, dir, blobs.FileOptions{Now: now, NoSync: true})}
 	}})
 }

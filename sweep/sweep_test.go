@@ -576,3 +576,41 @@ func TestCancelled(t *testing.T) {
 		t.Error("a cancelled sweep deleted")
 	}
 }
+
+// touchingBucket touches one key just before the sweep's DeleteOlder of
+// it, as a capture reusing that blob would.
+type touchingBucket struct {
+	*blobs.MemBucket
+	key string
+}
+
+func (b touchingBucket) DeleteOlder(ctx context.Context, key string, before time.Time) (bool, error) {
+	if key == b.key {
+		if err := b.Touch(ctx, key); err != nil {
+			return false, err
+		}
+	}
+	return b.MemBucket.DeleteOlder(ctx, key, before)
+}
+
+// TestTouchedBeforeFinalCheckIsSpared: on an OlderDeleter the sweep's final
+// decision is DeleteOlder's, and a key touched before it stays, counted as
+// spared.
+func TestTouchedBeforeFinalCheckIsSpared(t *testing.T) {
+	c := newClock()
+	mem := blobs.NewMem(blobs.MemOptions{Now: c.Now})
+	touched, stale := fileKey("touched"), fileKey("stale")
+	putKeys(t, mem, touched, stale)
+	c.Advance(time.Hour)
+	deleted, st, err := sweep.RunStats(context.Background(), memstore.New(ckptstore.Options{}), touchingBucket{mem, touched},
+		sweep.Options{OlderThan: time.Minute, Now: c.Now})
+	if err != nil || !slices.Equal(deleted, []string{stale}) {
+		t.Errorf("RunStats = %q, %v; want only %q deleted", deleted, err, stale)
+	}
+	if want := (sweep.Stats{Examined: 2, Young: 1, Spared: 1, Deleted: 1}); st != want {
+		t.Errorf("stats = %+v, want %+v", st, want)
+	}
+	if _, err := mem.Head(context.Background(), touched); err != nil {
+		t.Errorf("the touched key was deleted: %v", err)
+	}
+}

@@ -42,6 +42,8 @@ func TestS3VersionedBucket(t *testing.T) {
 	blobstest.RunBucket(t, func(t *testing.T) blobs.Bucket {
 		return open(t, s3blobtest.Options{Versioned: true})
 	}, blobstest.Options{
+		// Paging is the same code with versioning on; TestS3Bucket pages.
+		ManyKeys: 10,
 		NewClockedBucket: func(t *testing.T, now func() time.Time) blobs.Bucket {
 			return open(t, s3blobtest.Options{Now: now, Versioned: true})
 		},
