@@ -114,7 +114,7 @@ func (c *checker) add(key, format string, args ...any) {
 // scan reads every key under the prefix, by kind.
 func (c *checker) scan(ctx context.Context, node redis.Cmdable) error {
 	base := c.s.keys.base
-	pattern := strings.NewReplacer(`\`, `\\`, "*", `\*`, "?", `\?`, "[", `\[`, "]", `\]`).Replace(base) + "*"
+	pattern := globEscape(base) + "*"
 	var cursor uint64
 	for {
 		keys, next, err := node.Scan(ctx, cursor, pattern, 1000).Result()
@@ -170,6 +170,8 @@ func (c *checker) read(ctx context.Context, node redis.Cmdable, k, rest string) 
 		}
 	case kind == "o":
 		return c.readOp(ctx, node, k, id)
+	case kind == "m":
+		c.add(k, "a thread of the first layout: run Upgrade")
 	case kind == "i":
 		// Instance records: InstanceStore's, checked by its own reads.
 	default:

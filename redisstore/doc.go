@@ -59,8 +59,10 @@
 // the scripts only copy or compare them, never parse them.
 //
 // This layout replaced one whose thread index was a sorted set scored by
-// createdAt ("{p}:m:<thread>"); a store written by that version reads as
-// empty threads (Check reports its checkpoints as not indexed).
+// createdAt ("{p}:m:<thread>"), without list members, transcripts or a
+// thread index. This version reads a keyspace of that layout as empty
+// threads (Check reports it): run Store.Upgrade once, with the writers
+// stopped, to move it.
 //
 // # Order
 //

@@ -1,0 +1,70 @@
+package redisstore
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// toFirstLayout rewrites a keyspace of the present layout as the first
+// one wrote it: members sets scored by createdAt, no list members, no list
+// index, no thread index.
+func toFirstLayout(t *testing.T, c redis.UniversalClient, s *Store, threads ...string) {
+	t.Helper()
+	ctx := context.Background()
+	for _, th := range threads {
+		list, err := s.List(ctx, th)
+		must(t, err)
+		for _, cp := range list {
+			must(t, c.HDel(ctx, string(s.keys.checkpoint(cp.ID)), "l").Err())
+			must(t, c.ZAdd(ctx, s.keys.base+"m:"+th, redis.Z{Score: cp.CreatedAt, Member: cp.ID}).Err())
+		}
+		must(t, c.Del(ctx, string(s.keys.list(th))).Err())
+	}
+	must(t, c.Del(ctx, s.keys.threads).Err())
+}
+
+// Upgrade turns a first-layout keyspace into one that Check passes and
+// that lists, pages and enumerates as before; run again, it moves nothing.
+func TestUpgradeFromFirstLayout(t *testing.T) {
+	backends(t, func(t *testing.T, c redis.UniversalClient) {
+		ctx := context.Background()
+		s := newStore(t, c, Options{BatchSize: 3})
+		want := idsOf(tieThread(t, s, "t", 11))
+		w := acquire(t, s, "p")
+		chainOf(t, s, "p", w, 1)
+		must(t, s.DeleteHead(ctx, "p", "p-000", w)) // "p" keeps no head, no checkpoint: not a thread
+		wq := acquire(t, s, "q")
+		chainOf(t, s, "q", wq, 3)
+		_, err := s.DeleteCheckpoints(ctx, "q", 1, wq)
+		must(t, err)
+		toFirstLayout(t, c, s, "t", "q")
+		if problems, err := s.Check(ctx); err != nil || len(problems) == 0 {
+			t.Fatalf("Check of the first layout = %v, %v; want problems", problems, err)
+		}
+		moved, err := s.Upgrade(ctx)
+		must(t, err)
+		if moved != 12 {
+			t.Fatalf("Upgrade moved %d checkpoints, want 12", moved)
+		}
+		checkStore(t, s)
+		list, err := s.List(ctx, "t")
+		must(t, err)
+		if got := idsOf(list); !slices.Equal(got, want) {
+			t.Fatalf("List after Upgrade = %q, want %q", got, want)
+		}
+		threads, _, err := s.Threads(ctx, "", 0)
+		must(t, err)
+		if !slices.Equal(threads, []string{"q", "t"}) {
+			t.Fatalf("Threads after Upgrade = %q, want [q t]", threads)
+		}
+		again, err := s.Upgrade(ctx)
+		must(t, err)
+		if again != 0 {
+			t.Fatalf("a second Upgrade moved %d", again)
+		}
+		checkStore(t, s)
+	})
+}
