@@ -290,14 +290,16 @@ func (c *checker) readOp(ctx context.Context, node redis.Cmdable, k, rest string
 // crossCheck compares what scan read: indexes against checkpoints, counts
 // against a recount, heads, fences and the thread index.
 func (c *checker) crossCheck(ctx context.Context, node redis.Cmdable) error {
+	c.checkLists()
+	c.checkCounts()
+	c.checkThreads()
+	return ctx.Err()
+}
+
+// checkLists compares the list indexes with the checkpoints.
+func (c *checker) checkLists() {
 	k := c.s.keys
-	recount := map[string]int64{}
 	for id, cp := range c.cps {
-		for _, b := range strings.Split(cp.blobs, "\n") {
-			if b != "" {
-				recount[b]++
-			}
-		}
 		if !c.lists[cp.thread][cp.member] {
 			c.add(string(k.checkpoint(id)), "not in the list index of its thread %q", cp.thread)
 		}
@@ -316,6 +318,19 @@ func (c *checker) crossCheck(ctx context.Context, node redis.Cmdable) error {
 				c.add(string(k.list(thread)), "an entry for checkpoint %q of thread %q", id, cp.thread)
 			case cp.member != m:
 				c.add(string(k.list(thread)), "an entry for checkpoint %q at another position", id)
+			}
+		}
+	}
+}
+
+// checkCounts compares the blob counts with a recount of the checkpoints.
+func (c *checker) checkCounts() {
+	k := c.s.keys
+	recount := map[string]int64{}
+	for _, cp := range c.cps {
+		for _, b := range strings.Split(cp.blobs, "\n") {
+			if b != "" {
+				recount[b]++
 			}
 		}
 	}
@@ -338,6 +353,12 @@ func (c *checker) crossCheck(ctx context.Context, node redis.Cmdable) error {
 	if want := slices.Sorted(maps.Keys(c.refs)); !slices.Equal(c.refKeys, want) && len(c.refKeys)+len(want) > 0 {
 		c.add(k.refKeys, "refkeys holds %d keys, refs %d: they must be the same", len(c.refKeys), len(want))
 	}
+}
+
+// checkThreads checks the fences against the leases on record and the
+// thread index against the threads.
+func (c *checker) checkThreads() {
+	k := c.s.keys
 	for _, a := range c.acquired {
 		if f, ok := c.fences[a.thread]; !ok || f < a.fence {
 			c.add(string(k.thread(a.thread)), "fence %d went down: AcquireWriter issued %d (%s)", f, a.fence, a.key)
@@ -365,7 +386,6 @@ func (c *checker) crossCheck(ctx context.Context, node redis.Cmdable) error {
 	for _, th := range diff(threads, want) {
 		c.add(k.threads, "thread %q is in the thread index but has no head, checkpoint or transcript", th)
 	}
-	return ctx.Err()
 }
 
 // diff returns the elements of sorted a that sorted b lacks.

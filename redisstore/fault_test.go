@@ -69,6 +69,8 @@ func TestFaultsKeepCountsAndChains(t *testing.T) {
 						err = faultDeleteHead(ctx, faulty, sure, m, main, writers[main])
 					case r == 7:
 						err = faultPrune(ctx, faulty, sure, m, main, writers[main])
+					case r == 8:
+						err = faultDeleteThread(ctx, faulty, sure, m, main, writers[main])
 					default:
 						dst := "f" + id
 						var l *ckptstore.Lease
@@ -189,6 +191,32 @@ func faultPrune(ctx context.Context, s, sure *Store, m *faultModel, th string, w
 		return fmt.Errorf("prune deleted %q, want %q", ids, doomed)
 	}
 	m.chain[th] = chain[len(doomed):]
+	return nil
+}
+
+// faultDeleteThread deletes the whole thread, several batches of 3 when
+// it is long. A network error leaves part of it deleted: the call is then
+// repeated through the direct client, as the contract allows, and the
+// counts of the two calls together are the thread's size.
+func faultDeleteThread(ctx context.Context, s, sure *Store, m *faultModel, th string, w ckptstore.Writer) error {
+	want := len(m.chain[th])
+	n, err := s.DeleteThread(ctx, th, w)
+	if unknown(err) {
+		var more int
+		more, err = sure.DeleteThread(ctx, th, w)
+		if n+more > want {
+			return fmt.Errorf("delete thread %s: %d then %d deleted, the thread held %d", th, n, more, want)
+		}
+		n = want
+	}
+	if err != nil {
+		return fmt.Errorf("delete thread %s: %w", th, err)
+	}
+	if n != want {
+		return fmt.Errorf("delete thread %s: %d deleted, the thread held %d", th, n, want)
+	}
+	m.chain[th] = nil
+	m.head[th] = ""
 	return nil
 }
 
