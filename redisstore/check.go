@@ -70,7 +70,7 @@ func (s *Store) Check(ctx context.Context) ([]Problem, error) {
 	if err := c.scan(ctx, node); err != nil {
 		return nil, fmt.Errorf("redisstore: check: %w", err)
 	}
-	if err := c.crossCheck(ctx, node); err != nil {
+	if err := c.crossCheck(ctx); err != nil {
 		return nil, fmt.Errorf("redisstore: check: %w", err)
 	}
 	slices.SortFunc(c.problems, func(a, b Problem) int {
@@ -121,10 +121,23 @@ func (c *checker) scan(ctx context.Context, node redis.Cmdable) error {
 		if err != nil {
 			return err
 		}
+		// Checkpoints, the bulk of the keys, are read in one pipeline
+		// per page; the rest one by one.
+		var cps []string
 		for _, k := range keys {
-			if err := c.read(ctx, node, k, strings.TrimPrefix(k, base)); err != nil {
+			if strings.HasPrefix(k, c.s.keys.cp) {
+				cps = append(cps, k)
+				continue
+			}
+			switch err := c.read(ctx, node, k, strings.TrimPrefix(k, base)); {
+			case redis.HasErrorPrefix(err, "WRONGTYPE"):
+				c.add(k, "a key of the wrong type for its kind")
+			case err != nil:
 				return err
 			}
+		}
+		if err := c.readCheckpoints(ctx, node, cps); err != nil {
+			return err
 		}
 		if next == 0 {
 			return nil
@@ -145,8 +158,6 @@ func (c *checker) read(ctx context.Context, node redis.Cmdable, k, rest string) 
 		return c.zeroScored(ctx, node, k, &c.refKeys)
 	case rest == "threads":
 		return c.zeroScored(ctx, node, k, &c.threads)
-	case kind == "c":
-		return c.readCheckpoint(ctx, node, k, id)
 	case kind == "l":
 		var ms []string
 		if err := c.zeroScored(ctx, node, k, &ms); err != nil {
@@ -196,21 +207,44 @@ func (c *checker) zeroScored(ctx context.Context, node redis.Cmdable, k string, 
 	return nil
 }
 
-func (c *checker) readCheckpoint(ctx context.Context, node redis.Cmdable, k, id string) error {
-	v, err := node.HMGet(ctx, k, "t", "p", "h", "b", "v", "k", "l").Result()
-	if err != nil {
-		return err
+// readCheckpoints reads the checkpoint hashes keys in one pipeline.
+func (c *checker) readCheckpoints(ctx context.Context, node redis.Cmdable, keys []string) error {
+	if len(keys) == 0 {
+		return nil
 	}
+	cmds := make([]*redis.SliceCmd, len(keys))
+	// The pipeline's error is its first command's; each is looked at.
+	_, _ = node.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, k := range keys {
+			cmds[i] = p.HMGet(ctx, k, "t", "p", "h", "b", "v", "k", "l")
+		}
+		return nil
+	})
+	for i, k := range keys {
+		switch err := cmds[i].Err(); {
+		case redis.HasErrorPrefix(err, "WRONGTYPE"):
+			c.add(k, "a checkpoint key that is not a hash")
+		case err != nil:
+			return err
+		default:
+			c.checkCheckpoint(k, strings.TrimPrefix(k, c.s.keys.cp), cmds[i].Val())
+		}
+	}
+	return nil
+}
+
+// checkCheckpoint checks one checkpoint hash's fields v and records it.
+func (c *checker) checkCheckpoint(k, id string, v []any) {
 	for i, f := range []string{"t", "p", "h", "b", "v", "k", "l"} {
 		if v[i] == nil {
 			c.add(k, "the checkpoint has no field %s", f)
-			return nil
+			return
 		}
 	}
 	cp, err := decodeCheckpoint(id, v[0], v[1], v[2], v[3], v[4])
 	if err != nil {
 		c.add(k, "the checkpoint does not decode: %v", err)
-		return nil
+		return
 	}
 	st := storedCP{thread: v[0].(string), blobs: v[5].(string), member: v[6].(string)}
 	if want := strings.Join(cp.BlobKeys(), "\n"); st.blobs != want {
@@ -220,7 +254,6 @@ func (c *checker) readCheckpoint(ctx context.Context, node redis.Cmdable, k, id 
 		c.add(k, "list member %q, but createdAt and id make %q", st.member, want)
 	}
 	c.cps[id] = st
-	return nil
 }
 
 func (c *checker) readThread(ctx context.Context, node redis.Cmdable, k, id string) error {
@@ -289,7 +322,7 @@ func (c *checker) readOp(ctx context.Context, node redis.Cmdable, k, rest string
 
 // crossCheck compares what scan read: indexes against checkpoints, counts
 // against a recount, heads, fences and the thread index.
-func (c *checker) crossCheck(ctx context.Context, node redis.Cmdable) error {
+func (c *checker) crossCheck(ctx context.Context) error {
 	c.checkLists()
 	c.checkCounts()
 	c.checkThreads()

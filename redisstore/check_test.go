@@ -43,6 +43,8 @@ func TestCheckFindsCorruption(t *testing.T) {
 			{"thread index extra", func(s *Store) { c.ZAdd(ctx, s.keys.threads, redis.Z{Member: "nobody"}) }, "has no head"},
 			{"bad transcript", func(s *Store) { c.Set(ctx, string(s.keys.transcript("t")), "{}", 0) }, "not a JSON array"},
 			{"undecodable checkpoint", func(s *Store) { c.HSet(ctx, string(s.keys.checkpoint("a")), "b", "junk") }, "does not decode"},
+			{"checkpoint not a hash", func(s *Store) { c.Set(ctx, string(s.keys.checkpoint("zz")), "1", 0) }, "not a hash"},
+			{"thread not a hash", func(s *Store) { c.Set(ctx, string(s.keys.thread("zz")), "1", 0) }, "wrong type"},
 			{"stranger key", func(s *Store) { c.Set(ctx, s.keys.base+"zz", "1", 0) }, "no kind"},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
