@@ -116,11 +116,13 @@ func (c *checker) scan(ctx context.Context, node redis.Cmdable) error {
 	base := c.s.keys.base
 	pattern := globEscape(base) + "*"
 	var cursor uint64
+	seen := map[string]bool{} // SCAN may return a key twice
 	for {
 		keys, next, err := node.Scan(ctx, cursor, pattern, 1000).Result()
 		if err != nil {
 			return err
 		}
+		keys = slices.DeleteFunc(keys, func(k string) bool { dup := seen[k]; seen[k] = true; return dup })
 		// Checkpoints, the bulk of the keys, are read in one pipeline
 		// per page; the rest one by one.
 		var cps []string
