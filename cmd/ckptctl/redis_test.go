@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -361,5 +362,64 @@ func TestCheckOnRedis(t *testing.T) {
 	r := h.fails(1, "1 broken invariants", "check", "--store", url)
 	if !strings.Contains(r.stdout, junk) {
 		t.Errorf("check did not name %q: %v", junk, r)
+	}
+}
+
+// TestCopyLongRun is the kill-and-resume test at scale, behind
+// CKPTCTL_LONG=1 (CKPTCTL_LONG_CHECKPOINTS, default 50,000): a Redis store
+// of loadgen-shaped checkpoints is copied into fdbstore on a faulty memkv,
+// interrupted after a random number of batches again and again until a
+// run finishes; then --verify, CheckRefs on both sides and the export
+// bytes must agree.
+func TestCopyLongRun(t *testing.T) {
+	if os.Getenv("CKPTCTL_LONG") == "" {
+		t.Skip("a long copy: set CKPTCTL_LONG=1 (and CKPTCTL_LONG_CHECKPOINTS=N, default 50000)")
+	}
+	total := 50_000
+	if v, err := strconv.Atoi(os.Getenv("CKPTCTL_LONG_CHECKPOINTS")); err == nil && v > 0 {
+		total = v
+	}
+	srv := redistest.Start(t)
+	srcURL := "redis://" + srv.Addr + "/0?prefix=long"
+	src := openURL(t, srcURL)
+	threads := seedWorkload(t, src, total, 250)
+	mk, db := newMemkvStore(t, faults(7))
+	h := newHarness(t)
+	mkURL := h.add("memkv", mk)
+	rng := rand.New(rand.NewPCG(7, 7))
+	runs := 0
+	for {
+		runs++
+		ctx, cancel := context.WithCancel(context.Background())
+		stopAfter, batches := 1+rng.IntN(60), 0
+		h.afterBatch = func() error {
+			if batches++; batches == stopAfter {
+				cancel()
+			}
+			return nil
+		}
+		start := time.Now()
+		r := h.runCtx(ctx, "copy", "--from", srcURL, "--to", mkURL, "--progress", "0")
+		cancel()
+		if r.code == 0 {
+			t.Logf("run %d finished: %s", runs, strings.TrimSpace(r.stdout))
+			break
+		}
+		if !strings.Contains(r.stderr, "interrupted") {
+			t.Fatalf("run %d: %v", runs, r)
+		}
+		t.Logf("run %d interrupted after %d batches, %v; %d checkpoints copied so far", runs, stopAfter, time.Since(start).Round(time.Millisecond), countAll(t, mk, threads))
+	}
+	h.afterBatch = nil
+	r := h.ok("copy", "--from", srcURL, "--to", mkURL, "--verify")
+	if s := parseSummary(t, r.stdout); s.written != 0 || s.present != total {
+		t.Errorf("a final copy after completion: %+v", s)
+	}
+	t.Logf("%d runs, %d injected faults; %s", runs, db.Stats().InjectedFaults, strings.TrimSpace(r.stdout))
+	testkit.CheckRefs(t, src, threads...)
+	testkit.CheckRefs(t, mk, threads...)
+	checkStore(t, mk, "memkv")
+	if h.ok("export", "--store", srcURL).stdout != h.ok("export", "--store", mkURL).stdout {
+		t.Error("the exports differ")
 	}
 }
