@@ -11,10 +11,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"slices"
 	"math"
 	"net/http"
 	"strconv"
-	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -180,11 +181,7 @@ func (o *object) appendCheckpoint(cp *ckptstore.Checkpoint) error {
 		o.b = append(o.b, "null"...)
 		return nil
 	}
-	b, err := cp.MarshalJSON()
-	if err != nil {
-		return err
-	}
-	o.b = append(o.b, b...)
+	o.b = appendCheckpointJSON(o.b, cp)
 	return nil
 }
 
@@ -217,90 +214,60 @@ func (o *object) strings(n string, ss []string) {
 
 func (o *object) end() []byte { return append(o.b, '}') }
 
-// appendString appends s as a JSON string. Valid UTF-8 is kept as is (only
-// '"', '\\' and control characters are escaped, as JSON.stringify does);
-// invalid bytes become U+FFFD, as encoding/json writes them — the client
-// checks ids before it sends them, so only fields whose bytes do not
-// matter (an owner token) can carry them.
-func appendString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < 0x80 {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&15])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, "\ufffd"...)
-			i++
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
-}
-
-// appendFloat appends f as JSON.stringify writes a finite number (the
-// shortest repr that reads back exactly); callers pass finite values.
-func appendFloat(b []byte, f float64) []byte {
-	if f == math.Trunc(f) && math.Abs(f) < 1e21 {
-		return strconv.AppendFloat(b, f, 'f', -1, 64)
-	}
-	abs := math.Abs(f)
-	if abs >= 1e-6 && abs < 1e21 {
-		return strconv.AppendFloat(b, f, 'f', -1, 64)
-	}
-	return strconv.AppendFloat(b, f, 'e', -1, 64)
-}
-
 // fields is a decoded request or reply object: field names matched
 // exactly, a repeated name keeping its last value, as in JSON.parse.
 type fields map[string]json.RawMessage
 
-// decodeFields decodes body, which must be one JSON object. The values of
-// transcript fields (messages, transcript) keep the whitespace around them,
-// as a transcript is kept byte for byte; every other value is the bare
-// JSON value. decodeFields copies what it keeps: body may be reused.
+// decodeFields decodes body, which must be one JSON object, into its
+// fields: names matched exactly, the last of a repeated name kept, every
+// value its bare JSON bytes — but the values of transcript fields
+// (messages, transcript), which keep the whitespace around them, as a
+// transcript is kept byte for byte. decodeFields copies what it keeps, so
+// body may be reused. It reads body once, with jsontext (as fast as
+// encoding/json's validity scan alone).
 func decodeFields(body []byte) (fields, error) {
-	var f fields
-	if err := json.Unmarshal(body, &f); err != nil {
-		return nil, fmt.Errorf("the body is not a JSON object: %v", err)
-	}
-	if f == nil {
+	dec := jsontext.NewDecoder(bytes.NewBuffer(body), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+	if t, err := dec.ReadToken(); err != nil || t.Kind() != '{' {
 		return nil, errors.New("the body is not a JSON object")
 	}
-	for _, name := range paddedFields {
-		if _, ok := f[name]; ok {
-			if p, ok := paddedValue(body, name); ok {
-				f[name] = p
-			}
+	f := make(fields, 8)
+	for dec.PeekKind() == '"' {
+		name, err := dec.ReadToken()
+		if err != nil {
+			return nil, fmt.Errorf("the body is not a JSON object: %v", err)
 		}
+		key := name.String() // before the next read voids name
+		from := int(dec.InputOffset())
+		v, err := dec.ReadValue()
+		if err != nil {
+			return nil, fmt.Errorf("the body is not a JSON object: %v", err)
+		}
+		if slices.Contains(paddedFields, key) {
+			f[key] = padded(body, from, int(dec.InputOffset()))
+			continue
+		}
+		f[key] = bytes.Clone(v)
+	}
+	if t, err := dec.ReadToken(); err != nil || t.Kind() != '}' {
+		return nil, errors.New("the body is not a JSON object")
+	}
+	if _, err := dec.ReadToken(); err != io.EOF {
+		return nil, errors.New("the body is more than one JSON object")
 	}
 	return f, nil
+}
+
+// padded returns a copy of obj[from:end] — a name's end to its value's
+// end — from after the ':' to the ',' or '}' that follows: the value with
+// the whitespace around it.
+func padded(obj []byte, from, end int) json.RawMessage {
+	for from < end && obj[from] != ':' {
+		from++
+	}
+	for end < len(obj) && isSpace(obj[end]) {
+		end++
+	}
+	return bytes.Clone(obj[from+1 : end])
 }
 
 // paddedFields are the fields whose whitespace counts.
@@ -311,11 +278,11 @@ var paddedFields = []string{"messages", "transcript"}
 // the ',' or '}' that follows. encoding/json and jsontext strip it, but a
 // conversation or transcript is stored byte for byte, whitespace included.
 func paddedValue(obj []byte, name string) (json.RawMessage, bool) {
-	dec := jsontext.NewDecoder(bytes.NewReader(obj), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+	dec := jsontext.NewDecoder(bytes.NewBuffer(obj), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
 	if t, err := dec.ReadToken(); err != nil || t.Kind() != '{' {
 		return nil, false
 	}
-	var out []byte
+	var out json.RawMessage
 	found := false
 	for dec.PeekKind() == '"' {
 		t, err := dec.ReadToken()
@@ -328,20 +295,13 @@ func paddedValue(obj []byte, name string) (json.RawMessage, bool) {
 			}
 			continue
 		}
-		i := int(dec.InputOffset())
+		from := int(dec.InputOffset())
 		if _, err := dec.ReadValue(); err != nil {
 			return nil, false
 		}
-		end := int(dec.InputOffset())
-		for i < end && obj[i] != ':' {
-			i++
-		}
-		for end < len(obj) && isSpace(obj[end]) {
-			end++
-		}
-		out, found = obj[i+1:end], true
+		out, found = padded(obj, from, int(dec.InputOffset())), true
 	}
-	return bytes.Clone(out), found
+	return out, found
 }
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
