@@ -12,9 +12,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 
 	"github.com/go-json-experiment/json/jsontext"
