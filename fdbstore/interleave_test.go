@@ -51,8 +51,16 @@ type ilEnv struct {
 
 func newILEnv(t *testing.T) *ilEnv {
 	t.Helper()
-	e := &ilEnv{t: t, ctx: context.Background(), db: memkv.New(),
-		clock: testkit.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))}
+	// The engine's clock stands still: a hooked transaction on a loaded
+	// machine must not outlive memkv.Lifetime and fail with
+	// transaction_too_old instead of the conflict each case asserts. The
+	// lease clock is the test's own.
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	db, err := memkv.NewWithOptions(memkv.Options{Now: func() time.Time { return start }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &ilEnv{t: t, ctx: context.Background(), db: db, clock: testkit.NewClock(start)}
 	s, err := New(e.db, Options{Options: ckptstore.Options{Now: e.clock.Now, LeaseDuration: ilLease}})
 	e.must(err)
 	e.s = s
