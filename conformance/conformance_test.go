@@ -44,6 +44,13 @@ var mutants = map[string][]string{
 	"lax-read-ids":       {"IDs", "Model"},
 	"prune-newest-first": {"DeleteCheckpoints", "Model"},
 	"fork-keeps-label":   {"Fork", "Model"},
+	// The optional capabilities and op tokens.
+	"page-repeats-cursor":            {"ListPage", "Model"},
+	"threads-need-checkpoints":       {"Threads", "Transcripts", "Model"},
+	"delete-thread-keeps-transcript": {"DeleteThread", "Model"},
+	"import-skips-other-content":     {"Import", "ImportOrder", "Model"},
+	"fork-transcript-empty":          {"ForkTranscript", "Model"},
+	"op-tokens-ignored":              {"OpTokens", "Model"},
 }
 
 func TestMutants(t *testing.T) {
@@ -62,6 +69,7 @@ func TestMutants(t *testing.T) {
 	})
 	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel() // child processes: as many at once as -test.parallel allows
 			for _, sub := range mutants[name] {
 				cmd := exec.Command(os.Args[0], "-test.run=^TestMutantChild$/^"+sub+"$",
 					"-rapid.nofailfile", "-rapid.shrinktime=1s", "-rapid.checks=300")
@@ -167,8 +175,17 @@ func (m *mutant) Head(ctx context.Context, thread string) (string, error) {
 	return m.Store.Head(ctx, thread)
 }
 
+// ctx drops the caller's op token for the op-tokens-ignored mutant.
+func (m *mutant) ctx(ctx context.Context) context.Context {
+	if m.kind == "op-tokens-ignored" {
+		return ckptstore.WithOpToken(ctx, "")
+	}
+	return ctx
+}
+
 func (m *mutant) Append(ctx context.Context, c *ckptstore.Checkpoint, expected string, w ckptstore.Writer) error {
 	defer m.written()
+	ctx = m.ctx(ctx)
 	m.mu.Lock()
 	if c != nil {
 		m.threads[c.ThreadID] = true
@@ -192,6 +209,7 @@ func (m *mutant) Append(ctx context.Context, c *ckptstore.Checkpoint, expected s
 
 func (m *mutant) DeleteHead(ctx context.Context, thread, id string, w ckptstore.Writer) error {
 	defer m.written()
+	ctx = m.ctx(ctx)
 	if m.kind == "not-head-first" && ckptstore.ValidateDeleteHead(thread, id, w) == nil {
 		if h, _ := m.Store.Head(ctx, thread); h != id {
 			return fmt.Errorf("%w: %q", ckptstore.ErrNotHead, id)
@@ -217,10 +235,14 @@ func (m *mutant) DeleteCheckpoints(ctx context.Context, thread string, keep int,
 
 func (m *mutant) ForkFromCheckpoint(ctx context.Context, in ckptstore.ForkInput) (*ckptstore.Checkpoint, error) {
 	defer m.written()
+	ctx = m.ctx(ctx)
 	m.mu.Lock()
 	m.threads[in.DestinationThreadID] = true
 	m.mu.Unlock()
 	c, err := m.Store.ForkFromCheckpoint(ctx, in)
+	if err == nil && m.kind == "fork-transcript-empty" {
+		_ = m.Store.SaveThread(ctx, in.DestinationThreadID, []byte("[]"))
+	}
 	if err == nil && m.kind == "fork-keeps-label" {
 		if src, _ := m.Store.Get(ctx, in.SourceCheckpointID); src != nil {
 			c.Label = src.Label
@@ -231,7 +253,7 @@ func (m *mutant) ForkFromCheckpoint(ctx context.Context, in ckptstore.ForkInput)
 }
 
 func (m *mutant) AcquireWriter(ctx context.Context, thread string) (*ckptstore.Lease, error) {
-	l, err := m.Store.AcquireWriter(ctx, thread)
+	l, err := m.Store.AcquireWriter(m.ctx(ctx), thread)
 	if err != nil {
 		return l, err
 	}
@@ -308,4 +330,60 @@ func (m *mutant) BlobReferences(ctx context.Context) ([]ckptstore.BlobRef, error
 		slices.SortFunc(refs, func(a, b ckptstore.BlobRef) int { return strings.Compare(a.Key, b.Key) })
 	}
 	return refs, nil
+}
+
+func (m *mutant) ListPage(ctx context.Context, thread string, opt ckptstore.ListOptions) ([]*ckptstore.Checkpoint, string, error) {
+	page, next, err := m.Store.ListPage(ctx, thread, opt)
+	if err != nil || m.kind != "page-repeats-cursor" || opt.After == "" {
+		return page, next, err
+	}
+	// The page starts at the cursor's checkpoint instead of after it.
+	pos, _ := ckptstore.DecodeCursor(opt.After)
+	if c, _ := m.Store.Get(ctx, pos.ID); c != nil && c.ThreadID == thread && c.CreatedAt == pos.CreatedAt {
+		page = append([]*ckptstore.Checkpoint{c}, page...)
+		if limit := cmp.Or(opt.Limit, 100); len(page) > limit {
+			page = page[:limit]
+		}
+	}
+	return page, next, nil
+}
+
+func (m *mutant) Threads(ctx context.Context, after string, limit int) ([]string, string, error) {
+	ids, next, err := m.Store.Threads(ctx, after, limit)
+	if err != nil || m.kind != "threads-need-checkpoints" {
+		return ids, next, err
+	}
+	// Only threads with a head or a checkpoint, not those with only a
+	// transcript.
+	return slices.DeleteFunc(ids, func(id string) bool {
+		h, _ := m.Store.Head(ctx, id)
+		l, _ := m.Store.List(ctx, id)
+		return h == "" && len(l) == 0
+	}), next, nil
+}
+
+func (m *mutant) DeleteThread(ctx context.Context, thread string, w ckptstore.Writer) (int, error) {
+	defer m.written()
+	if m.kind != "delete-thread-keeps-transcript" {
+		return m.Store.DeleteThread(ctx, thread, w)
+	}
+	tr, _ := m.Store.LoadThread(ctx, thread)
+	n, err := m.Store.DeleteThread(ctx, thread, w)
+	if err == nil && string(tr) != "[]" {
+		_ = m.Store.SaveThread(ctx, thread, tr)
+	}
+	return n, err
+}
+
+func (m *mutant) Import(ctx context.Context, b ckptstore.ImportBatch) (int, error) {
+	defer m.written()
+	if m.kind == "import-skips-other-content" && ckptstore.ValidateImport(b) == nil {
+		// A checkpoint stored in the thread is skipped whatever its
+		// content.
+		b.Checkpoints = slices.DeleteFunc(slices.Clone(b.Checkpoints), func(c *ckptstore.Checkpoint) bool {
+			old, _ := m.Store.Get(ctx, c.ID)
+			return old != nil && old.ThreadID == b.ThreadID
+		})
+	}
+	return m.Store.Import(ctx, b)
 }

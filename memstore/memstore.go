@@ -25,7 +25,8 @@
 //   - ops holds the op token of every Append, DeleteHead, fork and
 //     AcquireWriter that succeeded with one in the last opTokenTTL.
 //
-// Every method validates its input, takes the lock, runs all state checks,
+// Every method validates its input, takes the lock, answers a repeat of a
+// committed call by its op token, runs all state checks in contract order,
 // and only then mutates, so a failed call changes nothing.
 package memstore
 

@@ -42,7 +42,7 @@ const (
 type opRecord struct {
 	kind      opKind
 	expires   time.Time
-	root      *ckptstore.Checkpoint // opFork; a private copy
+	root      *ckptstore.Checkpoint // opFork: the stored root, never modified (retries get clones)
 	writer    ckptstore.Writer      // opAcquire
 	expiresAt time.Time             // opAcquire: the lease's expiry as granted
 }
