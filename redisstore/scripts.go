@@ -102,7 +102,8 @@ if A.parent ~= A.expected then return {'PARENT_MISMATCH', ''} end
 redis.call('HSET', K.checkpoint, 't', A.threadid, 'p', A.parent, 'h', A.header, 'b', A.body, 'k', A.blobs, 'v', A.conv, 'l', A.member)
 redis.call('ZADD', K.list, 0, A.member)
 redis.call('HSET', K.thread, 'h', A.id)
-redis.call('ZADD', K.threads, 0, A.threadid)
+-- A thread with a head is in the thread index already.
+if head == '' then redis.call('ZADD', K.threads, 0, A.threadid) end
 add_refs(K.refs, K.refkeys, A.blobs)
 redis.call('SET', K.op, '1', 'PX', A.ttl)
 return {'ok'}
