@@ -6,7 +6,7 @@ package bench
 //     leases taken and fixtures built with the timer stopped, so ns/op and
 //     allocs/op are the store's (and its client's).
 //   - Every timed operation is also recorded in an HDR histogram, whose
-//     99th percentile is reported as p99-ns.
+//     50th and 99th percentiles are reported as p50-ns and p99-ns.
 //   - An in-process store never holds more than about roundBytes of
 //     appended checkpoints: Append runs in rounds, each on a fresh store,
 //     so a fast store's large b.N cannot exhaust memory.

@@ -127,9 +127,9 @@ func (t *tables) add(r *benchfmt.Result) {
 }
 
 // unitOrder puts the headline units first.
-var unitOrder = []string{"appends/s", "sec/op", "p99-sec", "rounds/op", "B/op", "allocs/op"}
+var unitOrder = []string{"appends/s", "sec/op", "p50-sec", "p99-sec", "rounds/op", "B/op", "allocs/op"}
 
-var unitTitle = map[string]string{"sec/op": "time/op", "p99-sec": "p99 latency"}
+var unitTitle = map[string]string{"sec/op": "time/op", "p50-sec": "p50 latency", "p99-sec": "p99 latency"}
 
 func sortUnits(units []string) []string {
 	out := slices.Clone(units)
