@@ -488,8 +488,23 @@ func (mc *machine) pickLease(t *rapid.T) *ckptstore.Lease {
 	return mc.leases[i]
 }
 
+// forge returns a copy of l (with the same store behind it) whose writer
+// is usually l's, sometimes with the fence one off or another token.
+func forge(t *rapid.T, l *ckptstore.Lease) *ckptstore.Lease {
+	x := *l
+	switch pick(t, "forged?", 8, 1, 1, 1) {
+	case 1:
+		x.Fence++
+	case 2:
+		x.Fence--
+	case 3:
+		x.OwnerToken += "x"
+	}
+	return &x
+}
+
 func (mc *machine) renew(t *rapid.T) {
-	l := mc.pickLease(t)
+	l := forge(t, mc.pickLease(t))
 	w := l.Writer
 	exp, err := l.Renew(t.Context())
 	if !mc.m.current(w.ThreadID, w) {
@@ -505,7 +520,7 @@ func (mc *machine) renew(t *rapid.T) {
 }
 
 func (mc *machine) release(t *rapid.T) {
-	l := mc.pickLease(t)
+	l := forge(t, mc.pickLease(t))
 	l.Release(t.Context())
 	if th := mc.m.threads[l.ThreadID]; th != nil && th.lease != nil && *th.lease == l.Writer {
 		th.lease = nil
