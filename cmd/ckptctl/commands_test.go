@@ -12,6 +12,7 @@ import (
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/blobs"
 	"github.com/ckptstore/ckptstore/internal/testkit"
+	"github.com/ckptstore/ckptstore/memstore"
 )
 
 func lines(s string) []string { return strings.Split(strings.TrimSuffix(s, "\n"), "\n") }
@@ -290,5 +291,38 @@ func TestUnreachableStoreExits1(t *testing.T) {
 	r := h.fails(1, "--store: redis", "threads", "--store", "redis://127.0.0.1:1/0?max_retries=-1")
 	if strings.Contains(r.stderr, "Usage:") {
 		t.Errorf("an unreachable store printed usage: %v", r)
+	}
+}
+
+// lostAcquire is a memstore whose AcquireWriter takes the lease and then
+// reports the caller's context error, as when an interrupt lands between
+// the commit and its reply.
+type lostAcquire struct {
+	*memstore.Store
+	lose bool
+}
+
+func (s *lostAcquire) AcquireWriter(ctx context.Context, thread string) (*ckptstore.Lease, error) {
+	l, err := s.Store.AcquireWriter(ctx, thread)
+	if err == nil && s.lose {
+		s.lose = false
+		return nil, context.Canceled
+	}
+	return l, err
+}
+
+func TestALeaseTakenByAFailedAcquireIsReleased(t *testing.T) {
+	ctx := context.Background()
+	s := &lostAcquire{Store: newMem(), lose: true}
+	appendChain(t, s.Store, "chain", 3, 1)
+	h := newHarness(t)
+	h.fails(1, "context canceled", "delete-thread", "--store", h.add("s", s), "chain")
+	l, err := s.AcquireWriter(ctx, "chain")
+	if err != nil {
+		t.Fatalf("the lease the failed command took is still held: %v", err)
+	}
+	l.Release(ctx)
+	if n := countAll(t, s, []string{"chain"}); n != 3 {
+		t.Errorf("%d of 3 checkpoints left", n)
 	}
 }

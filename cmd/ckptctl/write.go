@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"time"
@@ -21,13 +22,26 @@ const releaseTimeout = 5 * time.Second
 // else (WRITER_CONFLICT) is retried every e.poll until it frees or ctx
 // ends; onWait is called once, before the first wait, so the operator
 // knows why nothing happens.
+//
+// Each attempt carries an op token (it becomes the lease's owner token).
+// An attempt that fails for another reason — the context cancelled by an
+// interrupt, a lost connection — may still have taken the lease, which
+// would then block the thread until it expires; the same token asked
+// again reports that lease (or takes one), which is released at once.
 func acquire(ctx context.Context, e *env, s ckptstore.Store, thread string, wait bool, onWait func()) (*ckptstore.Lease, error) {
 	for first := true; ; first = false {
-		l, err := s.AcquireWriter(ctx, thread)
+		token := rand.Text()
+		l, err := s.AcquireWriter(ckptstore.WithOpToken(ctx, token), thread)
 		if err == nil {
 			return l, nil
 		}
-		if !wait || !errors.Is(err, ckptstore.ErrWriterConflict) {
+		if !errors.Is(err, ckptstore.ErrWriterConflict) {
+			if !errors.Is(err, ckptstore.ErrInvalidID) {
+				abandon(ctx, s, thread, token)
+			}
+			return nil, err
+		}
+		if !wait {
 			return nil, err
 		}
 		if first && onWait != nil {
@@ -40,6 +54,16 @@ func acquire(ctx context.Context, e *env, s ckptstore.Store, thread string, wait
 			return nil, fmt.Errorf("waiting for the lease of thread %q: %w", thread, ctx.Err())
 		case <-t.C:
 		}
+	}
+}
+
+// abandon releases the lease a failed AcquireWriter with token may have
+// taken, on a context that outlives ctx.
+func abandon(ctx context.Context, s ckptstore.Store, thread, token string) {
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	defer cancel()
+	if l, err := s.AcquireWriter(ckptstore.WithOpToken(actx, token), thread); err == nil {
+		l.Release(actx)
 	}
 }
 
