@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -161,5 +162,39 @@ func TestCapabilitiesUnderFaults(t *testing.T) {
 			}
 			testkit.CheckRefs(t, s, "src", "dst")
 		})
+	}
+}
+
+// TestRenewReportsTheCommittedRenewal: a Renew whose commit was applied
+// but reported unknown returns the expiry it committed, and does not renew
+// a second time on a later clock reading.
+func TestRenewReportsTheCommittedRenewal(t *testing.T) {
+	var mu sync.Mutex
+	now := time.UnixMilli(1_700_000_000_000)
+	tick := func() time.Time { // every reading is 1 ms later
+		mu.Lock()
+		defer mu.Unlock()
+		now = now.Add(time.Millisecond)
+		return now
+	}
+	s, db := newMemStore(t, fdbstore.Options{Options: ckptstore.Options{Now: tick, LeaseDuration: time.Minute}}, memkv.Options{})
+	lease, err := s.AcquireWriter(ctx, "t")
+	must(t, err)
+	restore := unknownApplied(t, db)
+	db.ResetStats()
+	exp, err := lease.Renew(ctx)
+	st := db.Stats()
+	restore()
+	must(t, err)
+	// One renewal applied: a retry that renewed again would have moved the
+	// expiry a second time, after other clients saw the first one.
+	if st.Commits != 1 || st.Retries == 0 {
+		t.Fatalf("Renew: %d commits applied, %d retries; want 1 and at least 1", st.Commits, st.Retries)
+	}
+	if !exp.Equal(lease.ExpiresAt) {
+		t.Fatalf("Renew returned %v but the lease records %v", exp, lease.ExpiresAt)
+	}
+	if _, err := s.AcquireWriter(ctx, "t"); !errors.Is(err, ckptstore.ErrWriterConflict) {
+		t.Fatalf("AcquireWriter after the renewal: %v, want ErrWriterConflict", err)
 	}
 }

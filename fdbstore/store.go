@@ -103,7 +103,7 @@
 //     DeleteThread leaves the lease, and the thread's markers, in place.
 //   - Every write of the contract (Append, DeleteHead, one transaction of
 //     DeleteCheckpoints or DeleteThread, ForkFromCheckpoint,
-//     AcquireWriter, Import) reads and checks everything it depends on
+//     AcquireWriter, RenewWriter, Import) reads and checks everything it depends on
 //     inside one serializable transaction, and writes an op marker under
 //     its thread in that same transaction. The token is fresh per call, or
 //     the caller's (ckptstore.WithOpToken) for Append, DeleteHead,
@@ -113,7 +113,10 @@
 //     attempt committed and the call reports that success instead of
 //     re-running checks that its own write would now fail
 //     (ErrDuplicateID, ErrConflict, ErrNotHead, ErrWriterConflict,
-//     ErrForkDestinationNotEmpty). SaveThread, Renew and Release are blind
+//     ErrForkDestinationNotEmpty). Renew writes a marker with its new
+//     expiry too, so that a retry reports the renewal that committed
+//     rather than renewing again (which no single renewal explains, as
+//     the linearizability test found). SaveThread and Release are blind
 //     or self-checking writes, idempotent by themselves.
 //
 // # Limits

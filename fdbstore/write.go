@@ -662,9 +662,13 @@ func decodeTaken(token string, result []byte) (leaseValue, error) {
 	return leaseValue{}, fmt.Errorf("%w: AcquireWriter marker result %x", errCorrupt, result)
 }
 
-// RenewWriter implements ckptstore.LeaseKeeper. It needs no marker: a
-// retry after an applied commit finds its own live lease and renews it
-// again.
+// RenewWriter implements ckptstore.LeaseKeeper: one read round (marker
+// and lease), then the commit. It writes a marker with the new expiry: a
+// retry after commit_unknown_result that renewed again would move the
+// expiry a second time and report a later one than the commit that other
+// clients saw (or fail, once the first renewal's lease expired), which no
+// single renewal explains. Check order: writer thread id (ErrInvalidID),
+// writer live (ErrWriterLost).
 func (s *Store) RenewWriter(ctx context.Context, w ckptstore.Writer) (time.Time, error) {
 	if err := checkIDLengths(named("writer thread id", w.ThreadID)); err != nil {
 		return time.Time{}, err
@@ -672,17 +676,30 @@ func (s *Store) RenewWriter(ctx context.Context, w ckptstore.Writer) (time.Time,
 	if err := precheck.RenewWriter(ctx, w); err != nil {
 		return time.Time{}, err
 	}
+	o := s.newOp(w.ThreadID)
 	var expires time.Time
 	err := s.db.Transact(ctx, func(tr kv.Transaction) error {
-		raw, err := tr.Get(s.k.lease(w.ThreadID)).Get()
+		r, err := s.startRound(tr, o, readLease)
 		if err != nil {
 			return err
 		}
-		if err := s.checkWriter(w.ThreadID, w, raw); err != nil {
+		if done, result, err := r.done(); err != nil || done {
+			if err == nil {
+				var l leaseValue
+				l, err = decodeTaken(w.OwnerToken, result)
+				expires = l.expires
+			}
 			return err
 		}
-		expires = s.opts.Now().Add(s.opts.LeaseDuration)
-		tr.Set(s.k.lease(w.ThreadID), leaseValue{token: w.OwnerToken, fence: w.Fence, expires: expires}.encode())
+		if err := r.checkWriter(w); err != nil {
+			return err
+		}
+		exp := s.opts.Now().Add(s.opts.LeaseDuration)
+		tr.Set(s.k.lease(w.ThreadID), leaseValue{token: w.OwnerToken, fence: w.Fence, expires: exp}.encode())
+		if err := r.finish(tr, tuple.Pack(w.Fence, exp.Unix(), int64(exp.Nanosecond()))); err != nil {
+			return err
+		}
+		expires = exp
 		return nil
 	})
 	if err != nil {
