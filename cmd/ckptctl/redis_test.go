@@ -370,10 +370,11 @@ func TestCheckOnRedis(t *testing.T) {
 // of loadgen-shaped checkpoints is copied into fdbstore on a faulty memkv,
 // interrupted after a random number of batches again and again until a
 // run finishes; then --verify, CheckRefs on both sides and the export
-// bytes must agree.
+// bytes must agree. CKPTCTL_LONG_SEED seeds the faults and the
+// interruption points.
 func TestCopyLongRun(t *testing.T) {
 	if os.Getenv("CKPTCTL_LONG") == "" {
-		t.Skip("a long copy: set CKPTCTL_LONG=1 (and CKPTCTL_LONG_CHECKPOINTS=N, default 50000)")
+		t.Skip("a long copy: set CKPTCTL_LONG=1 (and CKPTCTL_LONG_CHECKPOINTS=N, default 50000; CKPTCTL_LONG_SEED=S)")
 	}
 	total := 50_000
 	if v, err := strconv.Atoi(os.Getenv("CKPTCTL_LONG_CHECKPOINTS")); err == nil && v > 0 {
@@ -383,10 +384,14 @@ func TestCopyLongRun(t *testing.T) {
 	srcURL := "redis://" + srv.Addr + "/0?prefix=long"
 	src := openURL(t, srcURL)
 	threads := seedWorkload(t, src, total, 250)
-	mk, db := newMemkvStore(t, faults(7))
+	seed := int64(7)
+	if v, err := strconv.ParseInt(os.Getenv("CKPTCTL_LONG_SEED"), 10, 64); err == nil {
+		seed = v
+	}
+	mk, db := newMemkvStore(t, faults(seed))
 	h := newHarness(t)
 	mkURL := h.add("memkv", mk)
-	rng := rand.New(rand.NewPCG(7, 7))
+	rng := rand.New(rand.NewPCG(uint64(seed), 7))
 	runs := 0
 	for {
 		runs++
