@@ -13,6 +13,7 @@ import (
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/fdbstore/internal/tuple"
 	"github.com/ckptstore/ckptstore/fdbstore/kv"
+	"github.com/ckptstore/ckptstore/precheck"
 )
 
 // InstanceStore is the FoundationDB ckptstore.InstanceStore. It is safe for
@@ -38,11 +39,11 @@ func NewInstanceStore(db kv.DB, prefix string) *InstanceStore {
 
 // Get implements ckptstore.InstanceStore.
 func (s *InstanceStore) Get(ctx context.Context, key string) (*ckptstore.InstanceRecord, error) {
-	if err := ckptstore.ValidateInstanceKey(key); err != nil {
+	if err := precheck.InstanceKey(ctx, key); err != nil {
 		return nil, err
 	}
 	if len(key) > MaxIDBytes {
-		return nil, ctx.Err() // never stored: Upsert rejects it
+		return nil, nil // never stored: Upsert rejects it
 	}
 	var raw []byte
 	err := s.db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
@@ -64,7 +65,7 @@ func (s *InstanceStore) Upsert(ctx context.Context, rec *ckptstore.InstanceRecor
 			return err
 		}
 	}
-	if err := ckptstore.ValidateInstanceRecord(rec); err != nil {
+	if err := precheck.InstanceUpsert(ctx, rec); err != nil {
 		return err
 	}
 	v := tuple.Pack(rec.Provider, rec.ProviderSandboxID, rec.ThreadID, rec.LatestSnapshotID, rec.LatestRunID, rec.UpdatedAt)
@@ -80,11 +81,11 @@ func (s *InstanceStore) Upsert(ctx context.Context, rec *ckptstore.InstanceRecor
 
 // Delete implements ckptstore.InstanceStore.
 func (s *InstanceStore) Delete(ctx context.Context, key string) error {
-	if err := ckptstore.ValidateInstanceKey(key); err != nil {
+	if err := precheck.InstanceKey(ctx, key); err != nil {
 		return err
 	}
 	if len(key) > MaxIDBytes {
-		return ctx.Err() // never stored
+		return nil // never stored
 	}
 	k := s.k.instance(key)
 	return s.db.Transact(ctx, func(tr kv.Transaction) error {
