@@ -182,3 +182,44 @@ func benchAppendParallel(b *testing.B, threads int, payload string) {
 		b.Errorf("%d conflicts and %d retries between writers of distinct threads; want none", st.Conflicts, st.Retries)
 	}
 }
+
+// BenchmarkReads measures Get, Restore and ListPage under memkv's 1 ms
+// read latency, the cost of a round trip that the one-round layouts save:
+// each op should take about one latency, not two.
+//
+//	go test -run '^$' -bench Reads ./fdbstore
+func BenchmarkReads(b *testing.B) {
+	s, db := newMemStore(b, fdbstore.Options{}, memkv.Options{})
+	lease, err := s.AcquireWriter(ctx, "t")
+	must(b, err)
+	ids := storetest.Chain(b, s, lease.Writer, "t", 300)
+	must(b, db.SetFaults(memkv.Faults{ReadLatency: time.Millisecond}))
+	for _, c := range []struct {
+		name string
+		op   func(i int) error
+	}{
+		{"Get", func(i int) error { _, err := s.Get(ctx, ids[i%len(ids)]); return err }},
+		{"Restore", func(int) error { _, _, err := s.Restore(ctx, "t"); return err }},
+		{"HeadThenGet", func(int) error {
+			h, err := s.Head(ctx, "t")
+			if err == nil {
+				_, err = s.Get(ctx, h)
+			}
+			return err
+		}},
+		{"ListPage100", func(int) error {
+			_, _, err := s.ListPage(ctx, "t", ckptstore.ListOptions{Limit: 100})
+			return err
+		}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			db.ResetStats()
+			for i := 0; i < b.N; i++ {
+				if err := c.op(i); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(db.Stats().ReadRounds)/float64(b.N), "rounds/op")
+		})
+	}
+}
