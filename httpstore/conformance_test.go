@@ -54,12 +54,8 @@ func serveInProcess(t testing.TB, url string, opts storeurl.Options) (*http.Clie
 	return &http.Client{Transport: inProcess{httpstore.NewHandler(o, httpstore.HandlerOptions{Dev: true})}}, o
 }
 
-// client returns a client of a fresh namespace of the server at addr.
-func client(t testing.TB, addr string, lease ckptstore.Options) *httpstore.Client {
-	return clientVia(t, addr, nil, lease)
-}
-
-// clientVia is client over hc (nil = the default transport).
+// clientVia returns a client of a fresh namespace of the server at addr,
+// over hc (nil = the default transport).
 func clientVia(t testing.TB, addr string, hc *http.Client, lease ckptstore.Options) *httpstore.Client {
 	t.Helper()
 	c, err := httpstore.NewClient(addr, httpstore.ClientOptions{Namespace: "t-" + rand.Text(), Lease: lease, HTTPClient: hc})
