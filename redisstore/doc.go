@@ -130,7 +130,9 @@
 // with a caller's token uses it as the owner token; its repeat returns the
 // lease the first call took, even once that lease has ended. The kind in
 // the key keeps one write's token from answering another kind of write.
-// Renew, Release and SaveThread are idempotent as they are. When every
+// Renew records its op key too: a resent renewal that arrives after the
+// renewed lease expired and was taken over reports the renewal it made,
+// not ErrWriterLost. Release and SaveThread are idempotent as they are. When every
 // resend fails too, the call returns the network error and the outcome is
 // unknown; read the head to learn it.
 //
@@ -165,7 +167,9 @@
 // replica, batching and checker tests. TestBigThread reports the longest
 // script (from the server's SLOWLOG) of List, ListPage, a prune and
 // DeleteThread of a long thread; REDISSTORE_BIG=1 makes it 10,000
-// checkpoints. The real
+// checkpoints. TestLinearizableThroughFaults checks concurrent histories
+// through the fault proxy with porcupine (internal/linz); LINZ_RUNS sets
+// how many. The real
 // servers need redis-server and redis-cli on PATH (Debian: redis-server,
 // redis-tools; make deps installs them); without them those tests skip,
 // and fail under CI=true. BenchmarkAppend compares Append with

@@ -195,3 +195,36 @@ func TestResentNewWritesAfterLostReply(t *testing.T) {
 		}
 	})
 }
+
+// A renewal whose reply is lost, resent only after the renewed lease
+// expired and was taken over, still reports the renewal: an
+// ErrWriterLost would tell the caller that its lease ended before it did.
+// (The linearizability run found this.) The resend is the same script
+// with the same arguments, as go-redis sends it again.
+func TestRenewResentAfterTakeover(t *testing.T) {
+	backends(t, func(t *testing.T, c redis.UniversalClient) {
+		ctx := context.Background()
+		clk := newClock()
+		s := newStore(t, c, Options{Options: ckptstore.Options{Now: clk.Now}})
+		w := acquire(t, s, "t")
+		now := s.now()
+		a := renewArgs{Thread: s.keys.thread("t"), Op: s.keys.op(opRenew, "lost-reply"), Token: w.OwnerToken,
+			Fence: itoa(w.Fence), Now: itoa(now), Expiry: itoa(now + s.leaseMs), TTL: s.opTTL}
+		res, err := run(ctx, s.r, renewScript, a, false)
+		must(t, err)
+		if !succeeded(res) {
+			t.Fatalf("renew = %v", res)
+		}
+		clk.Advance(time.Duration(s.leaseMs+1) * time.Millisecond)
+		acquire(t, s, "t")
+		res, err = run(ctx, s.r, renewScript, a, false)
+		must(t, err)
+		if !succeeded(res) {
+			t.Fatalf("the resent renew = %v, want the renewal it made", res)
+		}
+		// A new renewal of the replaced lease fails as it must.
+		if _, err := s.RenewWriter(ctx, w); !errors.Is(err, ckptstore.ErrWriterLost) {
+			t.Fatalf("renewing the replaced lease = %v, want ErrWriterLost", err)
+		}
+	})
+}

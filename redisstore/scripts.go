@@ -343,16 +343,22 @@ return {'ok', f, A.expiry}
 
 // renewArgs are renewScript's parameters.
 type renewArgs struct {
-	Thread                    key
+	Thread, Op                key
 	Token, Fence, Now, Expiry string
+	TTL                       string
 }
 
-// renewScript extends the live lease of the writer. Repeating it sets the
-// same expiry again.
+// renewScript extends the live lease of the writer. It records its op
+// key: a resend that arrives once the renewed lease has expired and been
+// taken over must still report the renewal that happened, not
+// ErrWriterLost (which would tell the caller the lease could be taken
+// earlier than it could).
 var renewScript = newScript[renewArgs]("renew", true, `
+if redis.call('EXISTS', K.op) == 1 then return {'ok'} end
 local lost = writer_lost(K.thread, A.token, A.fence, A.now)
 if lost then return {'WRITER_LOST', lost} end
 redis.call('HSET', K.thread, 'x', A.expiry)
+redis.call('SET', K.op, '1', 'PX', A.ttl)
 return {'ok'}
 `)
 

@@ -148,6 +148,7 @@ const (
 	opPrune        = 'p'
 	opFork         = 'f'
 	opAcquire      = 'w'
+	opRenew        = 'r'
 	opDeleteThread = 'x'
 	opImport       = 'i'
 )
@@ -556,8 +557,8 @@ func (s *Store) RenewWriter(ctx context.Context, w ckptstore.Writer) (time.Time,
 	}
 	now := s.now()
 	exp := now + s.leaseMs
-	res, err := run(ctx, s.r, renewScript, renewArgs{Thread: s.keys.thread(w.ThreadID), Token: w.OwnerToken,
-		Fence: itoa(w.Fence), Now: itoa(now), Expiry: itoa(exp)}, false)
+	res, err := run(ctx, s.r, renewScript, renewArgs{Thread: s.keys.thread(w.ThreadID), Op: s.keys.op(opRenew, rand.Text()),
+		Token: w.OwnerToken, Fence: itoa(w.Fence), Now: itoa(now), Expiry: itoa(exp), TTL: s.opTTL}, false)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("redisstore: renew writer of %q: %w", w.ThreadID, err)
 	}
