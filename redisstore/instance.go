@@ -5,24 +5,33 @@ package redisstore
 // decimal) and, when present, ls (latestSnapshotId) and lr (latestRunId).
 // Every record has u, so a hash without u does not exist. An Upsert
 // replaces the hash in one script (DEL, then HSET), so fields left out are
-// cleared and no reader sees half a record.
+// cleared and no reader sees half a record. Upsert and Delete record an op
+// key for DefaultOpTTL ("{prefix}:o:n:<token>"), so that a command go-redis
+// resends after a lost reply does not write again over a later write.
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"strconv"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/precheck"
 )
 
 // InstanceStore is the Redis ckptstore.InstanceStore. It is safe for
 // concurrent use.
 type InstanceStore struct {
-	c    redis.UniversalClient
-	base string
+	c     redis.UniversalClient
+	base  string // + key: a record
+	ops   string // + token: the op key of a write, so that a resend does not write again
+	opTTL string
 }
+
+// op returns a fresh op key.
+func (s *InstanceStore) op() key { return key(s.ops + rand.Text()) }
 
 var _ ckptstore.InstanceStore = (*InstanceStore)(nil)
 
@@ -30,15 +39,13 @@ var _ ckptstore.InstanceStore = (*InstanceStore)(nil)
 // DefaultPrefix), with the same hash tag and escaping as a Store of that
 // prefix; the two never share a key.
 func NewInstanceStore(client redis.UniversalClient, prefix string) *InstanceStore {
-	return &InstanceStore{c: client, base: keyBase(prefix) + "i:"}
+	return &InstanceStore{c: client, base: keyBase(prefix) + "i:", ops: keyBase(prefix) + "o:" + string(rune(opInstance)) + ":",
+		opTTL: strconv.FormatInt(ceilMillis(DefaultOpTTL), 10)}
 }
 
 // Get implements ckptstore.InstanceStore.
 func (s *InstanceStore) Get(ctx context.Context, key string) (*ckptstore.InstanceRecord, error) {
-	if err := ckptstore.ValidateInstanceKey(key); err != nil {
-		return nil, err
-	}
-	if err := ctx.Err(); err != nil {
+	if err := precheck.InstanceKey(ctx, key); err != nil {
 		return nil, err
 	}
 	v, err := s.c.HMGet(ctx, s.base+key, "p", "s", "t", "u", "ls", "lr").Result()
@@ -59,14 +66,11 @@ func (s *InstanceStore) Get(ctx context.Context, key string) (*ckptstore.Instanc
 
 // Upsert implements ckptstore.InstanceStore.
 func (s *InstanceStore) Upsert(ctx context.Context, rec *ckptstore.InstanceRecord) error {
-	if err := ckptstore.ValidateInstanceRecord(rec); err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
+	if err := precheck.InstanceUpsert(ctx, rec); err != nil {
 		return err
 	}
 	_, err := run(ctx, runner{c: s.c}, upsertInstanceScript, upsertInstanceArgs{
-		Record: key(s.base + rec.Key), Provider: rec.Provider, SandboxID: rec.ProviderSandboxID,
+		Record: key(s.base + rec.Key), Op: s.op(), TTL: s.opTTL, Provider: rec.Provider, SandboxID: rec.ProviderSandboxID,
 		ThreadID: rec.ThreadID, UpdatedAt: strconv.FormatInt(rec.UpdatedAt, 10),
 		LatestSnapshot: rec.LatestSnapshotID, LatestRun: rec.LatestRunID}, false)
 	if err != nil {
@@ -76,15 +80,13 @@ func (s *InstanceStore) Upsert(ctx context.Context, rec *ckptstore.InstanceRecor
 }
 
 // Delete implements ckptstore.InstanceStore.
-func (s *InstanceStore) Delete(ctx context.Context, key string) error {
-	if err := ckptstore.ValidateInstanceKey(key); err != nil {
+func (s *InstanceStore) Delete(ctx context.Context, k string) error {
+	if err := precheck.InstanceKey(ctx, k); err != nil {
 		return err
 	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if err := s.c.Del(ctx, s.base+key).Err(); err != nil {
-		return fmt.Errorf("redisstore: delete instance %q: %w", key, err)
+	_, err := run(ctx, runner{c: s.c}, deleteInstanceScript, deleteInstanceArgs{Record: key(s.base + k), Op: s.op(), TTL: s.opTTL}, false)
+	if err != nil {
+		return fmt.Errorf("redisstore: delete instance %q: %w", k, err)
 	}
 	return nil
 }

@@ -228,3 +228,48 @@ func TestRenewResentAfterTakeover(t *testing.T) {
 		}
 	})
 }
+
+// A SaveThread, instance Upsert or instance Delete resent after a later
+// write of the same key (the same script with the same arguments, as
+// go-redis sends it again) does not write again over that later write.
+func TestLastWriteResentAfterLaterWrite(t *testing.T) {
+	backends(t, func(t *testing.T, c redis.UniversalClient) {
+		ctx := context.Background()
+		s := newStore(t, c, Options{})
+		save := saveThreadArgs{Transcript: s.keys.transcript("t"), Threads: s.keys.threadsKey(),
+			Op: s.keys.op(opSaveThread, "lost"), ThreadID: "t", Messages: []byte(`["first"]`), TTL: s.opTTL}
+		_, err := run(ctx, s.r, saveThreadScript, save, true)
+		must(t, err)
+		must(t, s.SaveThread(ctx, "t", []byte(`["later"]`)))
+		_, err = run(ctx, s.r, saveThreadScript, save, true)
+		must(t, err)
+		if tr, err := s.LoadThread(ctx, "t"); err != nil || string(tr) != `["later"]` {
+			t.Fatalf("after the resend the transcript is %s (%v), want the later one", tr, err)
+		}
+
+		in := NewInstanceStore(c, s.opts.Prefix)
+		rec := &ckptstore.InstanceRecord{Key: "k", Provider: "p", ProviderSandboxID: "sb", ThreadID: "t", UpdatedAt: 1}
+		up := upsertInstanceArgs{Record: key(in.base + "k"), Op: key(in.ops + "lost-upsert"), TTL: in.opTTL,
+			Provider: "p", SandboxID: "old", ThreadID: "t", UpdatedAt: "1"}
+		_, err = run(ctx, runner{c: c}, upsertInstanceScript, up, false)
+		must(t, err)
+		must(t, in.Upsert(ctx, rec))
+		_, err = run(ctx, runner{c: c}, upsertInstanceScript, up, false)
+		must(t, err)
+		got, err := in.Get(ctx, "k")
+		must(t, err)
+		if got == nil || got.ProviderSandboxID != "sb" {
+			t.Fatalf("after the resent Upsert the record is %+v, want the later one", got)
+		}
+		del := deleteInstanceArgs{Record: key(in.base + "k"), Op: key(in.ops + "lost-delete"), TTL: in.opTTL}
+		_, err = run(ctx, runner{c: c}, deleteInstanceScript, del, false)
+		must(t, err)
+		must(t, in.Upsert(ctx, rec))
+		_, err = run(ctx, runner{c: c}, deleteInstanceScript, del, false)
+		must(t, err)
+		if got, err := in.Get(ctx, "k"); err != nil || got == nil {
+			t.Fatalf("the resent Delete deleted the later record (%v)", err)
+		}
+		checkStore(t, s)
+	})
+}

@@ -378,16 +378,21 @@ return {'ok'}
 
 // saveThreadArgs are saveThreadScript's parameters.
 type saveThreadArgs struct {
-	Transcript, Threads key
-	ThreadID            string
-	Messages            []byte
+	Transcript, Threads, Op key
+	ThreadID                string
+	Messages                []byte
+	TTL                     string
 }
 
 // saveThreadScript replaces a thread's transcript and enters the thread in
-// the thread index, in one step. Repeating it writes the same state.
+// the thread index, in one step. Its op key keeps a resend from writing
+// again: a resend that came after another SaveThread would put the older
+// transcript back over the newer one.
 var saveThreadScript = newScript[saveThreadArgs]("saveThread", false, `
+if redis.call('EXISTS', K.op) == 1 then return {'ok'} end
 redis.call('SET', K.transcript, A.messages)
 redis.call('ZADD', K.threads, 0, A.threadid)
+redis.call('SET', K.op, '1', 'PX', A.ttl)
 return {'ok'}
 `)
 
@@ -515,18 +520,37 @@ return out
 
 // upsertInstanceArgs are upsertInstanceScript's parameters.
 type upsertInstanceArgs struct {
-	Record                                   key
+	Record, Op                               key
 	Provider, SandboxID, ThreadID, UpdatedAt string
 	LatestSnapshot, LatestRun                string // "" = absent
+	TTL                                      string
 }
 
 // upsertInstanceScript replaces an instance record: the old hash goes, so
-// optional fields left out are cleared, never merged.
+// optional fields left out are cleared, never merged. Its op key keeps a
+// resend from writing again over a later Upsert or Delete.
 var upsertInstanceScript = newScript[upsertInstanceArgs]("upsertInstance", false, `
+if redis.call('EXISTS', K.op) == 1 then return {'ok'} end
+redis.call('SET', K.op, '1', 'PX', A.ttl)
 redis.call('DEL', K.record)
 local f = {'p', A.provider, 's', A.sandboxid, 't', A.threadid, 'u', A.updatedat}
 if A.latestsnapshot ~= '' then f[#f + 1] = 'ls'; f[#f + 1] = A.latestsnapshot end
 if A.latestrun ~= '' then f[#f + 1] = 'lr'; f[#f + 1] = A.latestrun end
 redis.call('HSET', K.record, unpack(f))
+return {'ok'}
+`)
+
+// deleteInstanceArgs are deleteInstanceScript's parameters.
+type deleteInstanceArgs struct {
+	Record, Op key
+	TTL        string
+}
+
+// deleteInstanceScript deletes an instance record, once: a resend that
+// came after a later Upsert must not delete that record.
+var deleteInstanceScript = newScript[deleteInstanceArgs]("deleteInstance", false, `
+if redis.call('EXISTS', K.op) == 1 then return {'ok'} end
+redis.call('DEL', K.record)
+redis.call('SET', K.op, '1', 'PX', A.ttl)
 return {'ok'}
 `)

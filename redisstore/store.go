@@ -149,6 +149,8 @@ const (
 	opFork         = 'f'
 	opAcquire      = 'w'
 	opRenew        = 'r'
+	opSaveThread   = 's'
+	opInstance     = 'n' // InstanceStore's Upsert and Delete
 	opDeleteThread = 'x'
 	opImport       = 'i'
 )

@@ -41,7 +41,8 @@ func (s *Store) SaveThread(ctx context.Context, threadID string, messages json.R
 		return err
 	}
 	_, err := run(ctx, s.r, saveThreadScript, saveThreadArgs{Transcript: s.keys.transcript(threadID),
-		Threads: s.keys.threadsKey(), ThreadID: threadID, Messages: messages}, true)
+		Threads: s.keys.threadsKey(), Op: s.keys.op(opSaveThread, rand.Text()), ThreadID: threadID,
+		Messages: messages, TTL: s.opTTL}, true)
 	if err != nil {
 		return fmt.Errorf("redisstore: save thread %q: %w", threadID, err)
 	}
