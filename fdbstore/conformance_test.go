@@ -1,6 +1,7 @@
 package fdbstore_test
 
 import (
+	"context"
 	"sync"
 	"testing"
 	"time"
@@ -14,7 +15,7 @@ import (
 func TestConformance(t *testing.T) {
 	conformance.RunStore(t, func(t *testing.T, opts ckptstore.Options) ckptstore.Store {
 		s, _ := newMemStore(t, fdbstore.Options{Options: opts}, memkv.Options{})
-		return s
+		return checked(t, s)
 	})
 	conformance.RunInstanceStore(t, func(t *testing.T) ckptstore.InstanceStore {
 		return fdbstore.NewInstanceStore(memkv.New(), "")
@@ -52,7 +53,7 @@ func TestConformanceWithFaults(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return s
+		return checked(t, s)
 	})
 	conformance.RunInstanceStore(t, func(t *testing.T) ckptstore.InstanceStore {
 		return fdbstore.NewInstanceStore(engine(t), "")
@@ -69,4 +70,19 @@ func TestConformanceWithFaults(t *testing.T) {
 	if stats.InjectedFaults < stats.Commits/10 {
 		t.Fatalf("only %d injected faults for %d commits", stats.InjectedFaults, stats.Commits)
 	}
+}
+
+// checked runs Check on s when the test ends: a store that passes the
+// suite but breaks an invariant of its keyspace fails too.
+func checked(t *testing.T, s *fdbstore.Store) *fdbstore.Store {
+	t.Cleanup(func() {
+		problems, err := s.Check(context.Background())
+		if err != nil {
+			t.Errorf("Check: %v", err)
+		}
+		for _, p := range problems {
+			t.Errorf("Check: %v", p)
+		}
+	})
+	return s
 }
