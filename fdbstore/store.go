@@ -26,6 +26,10 @@
 //	(P, "r", blobKey)                → reference count, int64 little endian
 //	(P, "n", key)                    → tuple(…) an InstanceRecord (instance.go)
 //
+// This layout (buckets, copies, per-thread markers, listed keys) replaced
+// the first one, which had none of them; this package does not read a
+// store written in the first layout: copy it with ckptctl copy.
+//
 // A checkpoint's value is built from the parts of internal/cpcodec that
 // redisstore stores too (codec.go: version, ids, header, body,
 // conversation); it keeps createdAt's exact bits.
