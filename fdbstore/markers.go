@@ -106,6 +106,10 @@ type writeRound struct {
 	expired kv.FutureRange // nil with legacyMarkers
 	lease   kv.FutureValue // nil unless asked for
 	head    kv.FutureValue // nil unless asked for
+	// now is the lease clock of this attempt, read once: every lease
+	// decision of the attempt (live or not, the new expiry) uses it, so a
+	// renew cannot check at one instant and extend from a later one.
+	now time.Time
 }
 
 // Which thread keys a write round reads besides the marker.
@@ -121,7 +125,7 @@ func (s *Store) startRound(tr kv.Transaction, o *op, reads int) (*writeRound, er
 	if o.attempts > 1 && s.wallNow().Sub(o.start) > markerTTL/2 {
 		return nil, errGaveUp
 	}
-	r := &writeRound{s: s, o: o, marker: tr.Get(o.marker)}
+	r := &writeRound{s: s, o: o, marker: tr.Get(o.marker), now: s.opts.Now()}
 	if !s.opts.legacyMarkers {
 		cutoff := s.wallNow().Add(-markerTTL).UnixMilli()
 		// A snapshot read: expired markers are nobody's to conflict on.
@@ -157,7 +161,7 @@ func (r *writeRound) checkWriter(w ckptstore.Writer) error {
 	if err != nil {
 		return err
 	}
-	return r.s.checkWriter(r.o.thread, w, raw)
+	return r.s.checkWriter(r.o.thread, w, raw, r.now)
 }
 
 // headID waits for the head: "" when the thread has none.

@@ -30,9 +30,9 @@ import (
 	"github.com/ckptstore/ckptstore/precheck"
 )
 
-// checkWriter returns ErrWriterLost unless w is threadID's live lease, as
-// read from the lease key (raw may be nil).
-func (s *Store) checkWriter(threadID string, w ckptstore.Writer, raw []byte) error {
+// checkWriter returns ErrWriterLost unless w is threadID's live lease at
+// now, as read from the lease key (raw may be nil).
+func (s *Store) checkWriter(threadID string, w ckptstore.Writer, raw []byte, now time.Time) error {
 	if w.ThreadID != threadID {
 		return fmt.Errorf("%w: writer of thread %q cannot write thread %q", ckptstore.ErrWriterLost, w.ThreadID, threadID)
 	}
@@ -49,7 +49,7 @@ func (s *Store) checkWriter(threadID string, w ckptstore.Writer, raw []byte) err
 	if l.token != w.OwnerToken || l.fence != w.Fence {
 		return fmt.Errorf("%w: thread %q has a newer lease (fence %d, writer has %d)", ckptstore.ErrWriterLost, threadID, l.fence, w.Fence)
 	}
-	if !s.opts.Now().Before(l.expires) {
+	if !now.Before(l.expires) {
 		return fmt.Errorf("%w: the lease of thread %q expired at %v", ckptstore.ErrWriterLost, threadID, l.expires)
 	}
 	return nil
@@ -621,7 +621,7 @@ func (s *Store) AcquireWriter(ctx context.Context, threadID string) (*ckptstore.
 		if err != nil {
 			return err
 		}
-		now := s.opts.Now()
+		now := r.now
 		var fence int64
 		if raw != nil {
 			cur, err := decodeLease(raw)
@@ -694,7 +694,7 @@ func (s *Store) RenewWriter(ctx context.Context, w ckptstore.Writer) (time.Time,
 		if err := r.checkWriter(w); err != nil {
 			return err
 		}
-		exp := s.opts.Now().Add(s.opts.LeaseDuration)
+		exp := r.now.Add(s.opts.LeaseDuration)
 		tr.Set(s.k.lease(w.ThreadID), leaseValue{token: w.OwnerToken, fence: w.Fence, expires: exp}.encode())
 		if err := r.finish(tr, tuple.Pack(w.Fence, exp.Unix(), int64(exp.Nanosecond()))); err != nil {
 			return err

@@ -287,18 +287,47 @@ func (w *worker) call(in input, do func() (output, error)) {
 }
 
 // Explain returns, for the first thread whose history is not
-// linearizable, its operations in call order, one per line: what a person
-// reads beside the visualization.
+// linearizable, its operations in call order, one per line, then the end
+// of porcupine's longest partial linearization and the operations it could
+// not place: what a person reads beside the visualization.
 func (h *History) Explain() string {
 	model := porcupineModel(h.opt.Lease.Milliseconds())
 	for _, part := range model.Partition(h.ops) {
-		if porcupine.CheckOperationsTimeout(model, part, h.opt.CheckTimeout) != porcupine.Illegal {
+		verdict, info := porcupine.CheckOperationsVerbose(model, part, h.opt.CheckTimeout)
+		if verdict != porcupine.Illegal {
 			continue
 		}
 		slices.SortFunc(part, func(a, b porcupine.Operation) int { return cmp.Compare(a.Call, b.Call) })
 		var b strings.Builder
-		for _, op := range part {
+		line := func(op porcupine.Operation) {
 			fmt.Fprintf(&b, "c%d [%d..%d] %s\n", op.ClientId, op.Call/1000, op.Return/1000, model.DescribeOperation(op.Input, op.Output))
+		}
+		for _, op := range part {
+			line(op)
+		}
+		var longest []porcupine.Operation
+		for _, parts := range info.PartialLinearizationsOperations() {
+			for _, lin := range parts {
+				if len(lin) > len(longest) {
+					longest = lin
+				}
+			}
+		}
+		fmt.Fprintf(&b, "longest linearization: %d of %d operations; it ends with:\n", len(longest), len(part))
+		for _, op := range longest[max(0, len(longest)-6):] {
+			line(op)
+		}
+		placed := make(map[int64]bool)
+		for _, op := range longest {
+			placed[op.Call] = true
+		}
+		b.WriteString("first operations it could not place:\n")
+		n := 0
+		for _, op := range part {
+			if !placed[op.Call] && n < 6 {
+				line(op)
+				n++
+			}
 		}
 		return b.String()
 	}
