@@ -76,9 +76,11 @@ func TestBigThread(t *testing.T) {
 		}
 		return took, scripts, longestRun
 	}
-	w := build("t")
+	var w ckptstore.Writer
+	took, scripts, longestScript := longest(func() { w = build("t") })
+	t.Logf("Import of %d in batches of 500: %v, %d scripts, longest %v", n, took, scripts, longestScript)
 	var list []*ckptstore.Checkpoint
-	took, scripts, longestScript := longest(func() {
+	took, scripts, longestScript = longest(func() {
 		var err error
 		list, err = s.List(ctx, "t")
 		must(t, err)
