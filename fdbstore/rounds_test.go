@@ -77,13 +77,21 @@ func TestReadRounds(t *testing.T) {
 	}
 	// DeleteHead of a checkpoint that is not the root: one round.
 	wantRounds(t, "DeleteHead", rounds(t, db, func() error { return s.DeleteHead(ctx, "t", "c", w) }), 1, -1)
-	// A head of several chunks is found by id, in a second round.
-	wantRounds(t, "Restore of a 4-chunk head", rounds(t, db, func() (err error) { head, got, err = s.Restore(ctx, "t"); return }), 2, 3)
+	// A head of up to four chunks comes with the first round too,
+	wantRounds(t, "Restore of a 4-chunk head", rounds(t, db, func() (err error) { head, got, err = s.Restore(ctx, "t"); return }), 1, 2)
 	if head != "big" || got == nil || string(got.Conversation) != string(big.Conversation) {
 		t.Fatalf("Restore = %q, %v", head, got != nil)
 	}
+	// a larger one is found by id, in a second round.
+	huge := storetest.Checkpoint("t", "huge", "big", 2.5, 2)
+	huge.Conversation = bigConversation(5 * kv.MaxValueSize)
+	must(t, s.Append(ctx, huge, "big", w))
+	wantRounds(t, "Restore of a 6-chunk head", rounds(t, db, func() (err error) { head, got, err = s.Restore(ctx, "t"); return }), 2, 3)
+	if head != "huge" || got == nil || string(got.Conversation) != string(huge.Conversation) {
+		t.Fatalf("Restore = %q, %v", head, got != nil)
+	}
 	// A head that is not the newest checkpoint (an older createdAt) too.
-	must(t, s.Append(ctx, storetest.Checkpoint("t", "old", "big", 0.5, 3), "big", w))
+	must(t, s.Append(ctx, storetest.Checkpoint("t", "old", "huge", 0.5, 3), "huge", w))
 	wantRounds(t, "Restore of a head older than its parent", rounds(t, db, func() (err error) { head, got, err = s.Restore(ctx, "t"); return }), 2, 3)
 	if head != "old" || got == nil || got.ID != "old" {
 		t.Fatalf("Restore = %q, %+v", head, got)
