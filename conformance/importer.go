@@ -209,6 +209,9 @@ func (s *suite) testImport(t *testing.T) {
 	t.Run("InvalidRefused", func(t *testing.T) {
 		e := s.env(t)
 		im := e.importer()
+		old := e.acquire("t")
+		old.Release(e.ctx)
+		stale := old.Writer
 		w := e.chain("t", nil, "a")
 		wu := e.acquire("u").Writer
 		_, transcripts := e.s.(ckptstore.Transcripts)
@@ -222,8 +225,9 @@ func (s *suite) testImport(t *testing.T) {
 			return []*ckptstore.Checkpoint{cp("fine", "t", ""), c}
 		}
 		e.track(nil, "new", "fine")
-		up := w
+		up, down := w, w
 		up.Fence++
+		down.Fence--
 		for _, tc := range []struct {
 			name string
 			b    ckptstore.ImportBatch
@@ -234,6 +238,9 @@ func (s *suite) testImport(t *testing.T) {
 			{"writer thread id invalid", ckptstore.ImportBatch{ThreadID: "t", Writer: ckptstore.Writer{ThreadID: "\xc3", OwnerToken: w.OwnerToken, Fence: w.Fence}}, ckptstore.ErrInvalidID},
 			{"checkpoint id invalid", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: bad(func(c *ckptstore.Checkpoint) { c.ID = "\xff" }), Writer: w}, ckptstore.ErrInvalidID},
 			{"parent invalid", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: bad(func(c *ckptstore.Checkpoint) { c.ParentCheckpointID = "\xff" }), Writer: w}, ckptstore.ErrInvalidID},
+			{"checkpoint's thread invalid", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: bad(func(c *ckptstore.Checkpoint) { c.ThreadID = "\xc3" }), Writer: w}, ckptstore.ErrInvalidID},
+			{"stale writer", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{ok()}, Writer: stale}, ckptstore.ErrWriterLost},
+			{"fence-1", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{ok()}, Writer: down}, ckptstore.ErrWriterLost},
 			{"head invalid", ckptstore.ImportBatch{ThreadID: "t", SetHead: true, Head: "\xff", Writer: w}, ckptstore.ErrInvalidID},
 			{"ids before content", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: bad(func(c *ckptstore.Checkpoint) { c.ID, c.CreatedAt = "\xff", nan }), Writer: w}, ckptstore.ErrInvalidID},
 			{"nil checkpoint", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{ok(), nil}, Writer: w}, ckptstore.ErrInvalidEntry},

@@ -27,8 +27,9 @@ func saveThreadOrder() orderTest[saveIn] {
 		return v(name, "messages", func(in *saveIn) { in.messages = []byte(m) })
 	}
 	return orderTest[saveIn]{
-		needs: func(f *fixture) string { return needs[ckptstore.Transcripts](f, "Transcripts") },
-		base:  func(*fixture) saveIn { return saveIn{thread: "t", messages: []byte(`[{"role":"user"}]`)} },
+		needs:       func(f *fixture) string { return needs[ckptstore.Transcripts](f, "Transcripts") },
+		transcripts: true,
+		base:        func(*fixture) saveIn { return saveIn{thread: "t", messages: []byte(`[{"role":"user"}]`)} },
 		run: func(f *fixture, in saveIn) error {
 			return f.s.(ckptstore.Transcripts).SaveThread(f.ctx, in.thread, in.messages)
 		},
@@ -36,21 +37,14 @@ func saveThreadOrder() orderTest[saveIn] {
 			{name: "ids", err: ckptstore.ErrInvalidID, variants: []variant[saveIn]{
 				v("thread id empty", "thread", func(in *saveIn) { in.thread = "" }),
 				v("thread id invalid", "thread", func(in *saveIn) { in.thread = "\xff" }),
-				v("thread id truncated", "thread", func(in *saveIn) { in.thread = "t\xc3" }),
 			}},
 			{name: "messages", err: ckptstore.ErrInvalidEntry, variants: []variant[saveIn]{
 				v("nil", "messages", func(in *saveIn) { in.messages = nil }),
 				msg("empty", ""),
-				msg("whitespace only", "  "),
 				msg("object", `{}`),
 				msg("null", `null`),
-				msg("string", `"[]"`),
-				msg("number", `1`),
-				msg("unterminated", `[`),
-				msg("trailing comma", `[1,]`),
 				msg("two arrays", `[] []`),
 				msg("invalid UTF-8 in a string", "[\"a\xffb\"]"),
-				msg("not JSON", "\xff"),
 			}},
 		},
 	}
@@ -74,8 +68,9 @@ func deleteThreadOrder() orderTest[deleteThreadIn] {
 		lost = append(lost, v(l.name, "writer", func(in *deleteThreadIn) { in.w = l.kind }))
 	}
 	return orderTest[deleteThreadIn]{
-		needs: func(f *fixture) string { return needs[ckptstore.ThreadDeleter](f, "ThreadDeleter") },
-		base:  func(*fixture) deleteThreadIn { return deleteThreadIn{thread: "t"} },
+		needs:       func(f *fixture) string { return needs[ckptstore.ThreadDeleter](f, "ThreadDeleter") },
+		transcripts: true,
+		base:        func(*fixture) deleteThreadIn { return deleteThreadIn{thread: "t"} },
 		run: func(f *fixture, in deleteThreadIn) error {
 			n, err := f.s.(ckptstore.ThreadDeleter).DeleteThread(f.ctx, in.thread, f.writer(in.w, in.thread, "t"))
 			if err != nil && n != 0 {
@@ -105,6 +100,9 @@ type importIn struct {
 	w writerKind
 }
 
+// importOrder keeps a few variants per check: Validation proves the
+// content rules on Append, and Import shares them; every pair costs a
+// snapshot, which counts on a store behind a faulty network.
 func importOrder() orderTest[importIn] {
 	v := func(name, field string, f func(in *importIn)) variant[importIn] {
 		return variant[importIn]{name, []string{field}, func(_ *fixture, in *importIn) bool { f(in); return true }}
@@ -112,20 +110,29 @@ func importOrder() orderTest[importIn] {
 	first := func(in *importIn) *ckptstore.Checkpoint { return in.b.Checkpoints[0] }
 	var lost []variant[importIn]
 	for _, l := range lostWriters {
-		lost = append(lost, v(l.name, "writer", func(in *importIn) { in.w = l.kind }))
+		if l.kind == wForged || l.kind == wFenceDown || l.kind == wThreadSwap { // InvalidRefused has the others
+			lost = append(lost, v(l.name, "writer", func(in *importIn) { in.w = l.kind }))
+		}
 	}
 	return orderTest[importIn]{
-		needs: func(f *fixture) string { return needs[ckptstore.Importer](f, "Importer") },
+		needs:       func(f *fixture) string { return needs[ckptstore.Importer](f, "Importer") },
+		transcripts: true,
 		// Into t (head h): a new checkpoint off the chain, and a second
 		// one on h; the head stays h, which the import may set.
-		base: func(*fixture) importIn {
+		base: func(f *fixture) importIn {
 			a := cp("new", "t", "h")
 			a.CreatedAt = 7
 			a.Files = []ckptstore.Entry{file("f", 1, 1)}
 			b := cp("zz", "t", "missing")
 			b.Artifacts = []ckptstore.Artifact{artifact("a", 2)}
-			return importIn{b: ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{a, b},
+			// A transcript too (when the store keeps them), which no
+			// failed import may write.
+			in := importIn{b: ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{a, b},
 				SetHead: true, Head: "h"}}
+			if f.hasS {
+				in.b.Transcript = []byte(`["imported"]`)
+			}
+			return in
 		},
 		run: func(f *fixture, in importIn) error {
 			in.b.Writer = f.writer(in.w, in.b.ThreadID, "t")
@@ -138,20 +145,14 @@ func importOrder() orderTest[importIn] {
 		checks: []check[importIn]{
 			{name: "ids", err: ckptstore.ErrInvalidID, variants: []variant[importIn]{
 				v("thread id empty", "thread", func(in *importIn) { in.b.ThreadID = "" }),
-				v("thread id invalid", "thread", func(in *importIn) { in.b.ThreadID = "\xff" }),
 				v("writer thread id empty", "writer", func(in *importIn) { in.w = wBadThread }),
-				v("checkpoint id empty", "id", func(in *importIn) { first(in).ID = "" }),
 				v("checkpoint id invalid", "id", func(in *importIn) { first(in).ID = "n\xc3" }),
 				v("second checkpoint's id invalid", "id2", func(in *importIn) { in.b.Checkpoints[1].ID = "\xed\xa0\x80" }),
 				v("checkpoint's thread invalid", "cpthread", func(in *importIn) { first(in).ThreadID = "\xff" }),
-				v("parent invalid", "parent", func(in *importIn) { first(in).ParentCheckpointID = "\xc0\x80" }),
 				v("head invalid", "head", func(in *importIn) { in.b.Head = "\xff" }),
 			}},
 			{name: "content", err: ckptstore.ErrInvalidEntry, variants: []variant[importIn]{
 				v("createdAt NaN", "content", func(in *importIn) { first(in).CreatedAt = nan }),
-				v("absolute path", "content", func(in *importIn) { first(in).Files = []ckptstore.Entry{file("/x", 1, 1)} }),
-				v("bad reason", "content", func(in *importIn) { first(in).Reason = "other" }),
-				v("conversation object", "content", func(in *importIn) { first(in).Conversation = []byte(`{}`) }),
 				v("second checkpoint invalid", "content2", func(in *importIn) { in.b.Checkpoints[1].CreatedAt = posInf }),
 				v("checkpoint of another thread", "cpthread", func(in *importIn) { first(in).ThreadID = "u" }),
 				// Fields id and id2: an id variant would undo the repeat.
@@ -159,7 +160,6 @@ func importOrder() orderTest[importIn] {
 					in.b.Checkpoints[1].ID = first(in).ID
 					return true
 				}},
-				v("transcript empty", "transcript", func(in *importIn) { in.b.Transcript = []byte{} }),
 				v("transcript not an array", "transcript", func(in *importIn) { in.b.Transcript = []byte(`{"a":1}`) }),
 			}},
 			{name: "writer", err: ckptstore.ErrWriterLost, variants: lost},
@@ -217,6 +217,7 @@ func listPageOrder() orderTest[listPageIn] {
 	}
 	return orderTest[listPageIn]{
 		needs: func(f *fixture) string { return needs[ckptstore.Pager](f, "Pager") },
+		read:  true,
 		base:  func(*fixture) listPageIn { return listPageIn{thread: "t", opt: ckptstore.ListOptions{Limit: 2}} },
 		run: func(f *fixture, in listPageIn) error {
 			page, next, err := f.s.(ckptstore.Pager).ListPage(f.ctx, in.thread, in.opt)
@@ -235,7 +236,6 @@ func listPageOrder() orderTest[listPageIn] {
 				v("limit -1", "limit", func(in *listPageIn) { in.opt.Limit = -1 }),
 				v("limit 1001", "limit", func(in *listPageIn) { in.opt.Limit = 1001 }),
 				v("limit MinInt", "limit", func(in *listPageIn) { in.opt.Limit = math.MinInt }),
-				v("limit MaxInt", "limit", func(in *listPageIn) { in.opt.Limit = math.MaxInt }),
 			}},
 			{name: "cursor", err: ckptstore.ErrInvalidEntry, variants: cursors},
 		},
@@ -268,6 +268,7 @@ func threadsOrder() orderTest[threadsIn] {
 	}
 	return orderTest[threadsIn]{
 		needs: func(f *fixture) string { return needs[ckptstore.ThreadLister](f, "ThreadLister") },
+		read:  true,
 		base:  func(*fixture) threadsIn { return threadsIn{limit: 2} },
 		run: func(f *fixture, in threadsIn) error {
 			page, next, err := f.s.(ckptstore.ThreadLister).Threads(f.ctx, in.after, in.limit)
@@ -281,7 +282,6 @@ func threadsOrder() orderTest[threadsIn] {
 				v("limit -1", "limit", func(in *threadsIn) { in.limit = -1 }),
 				v("limit 1001", "limit", func(in *threadsIn) { in.limit = 1001 }),
 				v("limit MinInt", "limit", func(in *threadsIn) { in.limit = math.MinInt }),
-				v("limit MaxInt", "limit", func(in *threadsIn) { in.limit = math.MaxInt }),
 			}},
 			{name: "cursor", err: ckptstore.ErrInvalidEntry, variants: cursors},
 		},

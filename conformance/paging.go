@@ -16,23 +16,49 @@ import (
 	"github.com/ckptstore/ckptstore"
 )
 
-// fill appends n checkpoints to thread with w, on its head, with createdAt
-// values that List order shuffles (and some ties), and returns their ids.
+// fill adds n checkpoints to thread with w, a chain on its head, with
+// createdAt values that List order shuffles (and some ties), and returns
+// their ids. Beyond a few, a store with Import gets them in batches of 100:
+// a thousand appends through a faulty network would dominate the suite.
 func (e *env) fill(thread string, w ckptstore.Writer, prefix string, n int) []string {
 	e.t.Helper()
 	head := e.head(thread)
 	out := make([]string, 0, n)
+	im, batched := e.s.(ckptstore.Importer)
+	// Import sets a head only on a thread without one (or the same), so
+	// the first batch sets the last id as the head, ahead of its checkpoint.
+	batched = batched && n > 100 && head == ""
+	last := fmt.Sprintf("%s%04d", prefix, n-1)
+	var batch []*ckptstore.Checkpoint
+	flush := func() {
+		if len(batch) > 0 {
+			first := len(out) <= 100
+			_, err := im.Import(e.ctx, ckptstore.ImportBatch{ThreadID: thread, Checkpoints: batch, SetHead: first, Head: last, Writer: w})
+			must(e.t, "Import of a batch to fill "+thread, err)
+			batch = nil
+		}
+	}
 	for i := range n {
 		c := cp(fmt.Sprintf("%s%04d", prefix, i), thread, head)
 		c.CreatedAt = float64((i * 7919) % (n/2 + 1)) // two of most values: ties by id
 		if i%5 == 0 {
 			c.Files = []ckptstore.Entry{file("f", i, 1)}
 		}
-		must(e.t, "Append "+c.ID, e.s.Append(e.ctx, c, head, w))
+		if batched {
+			if len(batch) == 100 {
+				flush()
+			}
+			batch = append(batch, c)
+		} else {
+			must(e.t, "Append "+c.ID, e.s.Append(e.ctx, c, head, w))
+		}
 		head = c.ID
 		out = append(out, c.ID)
 	}
-	e.track([]string{thread}, out...)
+	flush()
+	// Only the thread: List covers its checkpoints in snapshots, and a
+	// Get for each of a thousand ids would make every snapshot slow.
+	e.track([]string{thread})
 	return out
 }
 
@@ -108,10 +134,10 @@ func (s *suite) testListPage(t *testing.T) {
 			}
 		}
 		for _, limit := range []int{1001, -1, -1000, 1 << 31} {
-			e.fails(fmt.Sprintf("ListPage(limit %d)", limit), ckptstore.ErrInvalidEntry, func() error {
-				_, _, err := e.pager().ListPage(e.ctx, "t", ckptstore.ListOptions{Limit: limit})
-				return err
-			})
+			page, next, err := e.pager().ListPage(e.ctx, "t", ckptstore.ListOptions{Limit: limit})
+			if wantErr(t, fmt.Sprintf("ListPage(limit %d)", limit), err, ckptstore.ErrInvalidEntry) && (len(page) > 0 || next != "") {
+				t.Errorf("ListPage(limit %d) failed but returned %d checkpoints, next %q", limit, len(page), next)
+			}
 		}
 	})
 	t.Run("Order", func(t *testing.T) {

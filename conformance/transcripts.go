@@ -96,7 +96,7 @@ func (s *suite) testTranscripts(t *testing.T) {
 		tr := e.transcripts()
 		e.save("t", `["kept"]`)
 		for _, bad := range []struct{ name, m string }{
-			{"empty", ""}, {"object", `{}`}, {"null", `null`}, {"string", `"x"`}, {"number", `0`},
+			{"empty", ""}, {"whitespace only", " \n"}, {"object", `{}`}, {"null", `null`}, {"string", `"x"`}, {"number", `0`},
 			{"unterminated", `[`}, {"two arrays", `[][]`}, {"garbage after", `[]x`},
 			{"invalid UTF-8 in a string", "[\"\xff\"]"}, {"lone surrogate in WTF-8", "[\"\xed\xa0\x80\"]"},
 			{"not JSON", "\xff"},
