@@ -43,7 +43,7 @@ func (s *Store) DeleteThread(ctx context.Context, threadID string, w ckptstore.W
 // deleteThreadBatch is one transaction of DeleteThread: one read round
 // (marker, lease, the oldest chunks of the thread), then the commit.
 func (s *Store) deleteThreadBatch(ctx context.Context, threadID string, w ckptstore.Writer) (n int, more bool, err error) {
-	o := s.newOp(threadID)
+	o := s.newOp(opDeleteThread, threadID)
 	p := s.k.dataPrefix(threadID)
 	limit := deleteReadLimit(s.opts.PruneBatch)
 	err = s.db.Transact(ctx, func(tr kv.Transaction) error {

@@ -53,7 +53,7 @@ func (s *Store) Import(ctx context.Context, b ckptstore.ImportBatch) (int, error
 		return 0, fmt.Errorf("%w: import batch of %d checkpoints is too large for one FoundationDB transaction: about %d bytes, more than fdbstore's limit of %d; send smaller batches",
 			ckptstore.ErrInvalidEntry, len(sts), cost, MaxTransactionBytes)
 	}
-	o := s.newOp(b.ThreadID)
+	o := s.newOp(opImport, b.ThreadID)
 	written := 0
 	err := s.db.Transact(ctx, func(tr kv.Transaction) error {
 		r, err := s.startRound(tr, o, readLease|readHead)

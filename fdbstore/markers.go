@@ -48,8 +48,25 @@ const markerTTL = 10 * time.Minute
 // expiredPerWrite is how many expired markers one write clears at most.
 const expiredPerWrite = 2
 
+// opKind names the write a marker is of, so that a caller who reuses an op
+// token for another kind of write gets that write run, not the other's
+// result.
+type opKind byte
+
+const (
+	opAppend       opKind = 'a'
+	opDeleteHead   opKind = 'd'
+	opPrune        opKind = 'p'
+	opFork         opKind = 'f'
+	opAcquire      opKind = 'w'
+	opRenew        opKind = 'r'
+	opDeleteThread opKind = 't'
+	opImport       opKind = 'i'
+)
+
 // op is one write call's identity across the retries of its transaction.
 type op struct {
+	kind     opKind
 	thread   string // whose subspace holds the marker
 	token    string
 	ms       int64 // wall-clock milliseconds at the call's start
@@ -59,26 +76,28 @@ type op struct {
 }
 
 // newOp returns the op of a write of thread with a fresh random token.
-func (s *Store) newOp(thread string) *op { return s.opWithToken(thread, rand.Text()) }
+func (s *Store) newOp(kind opKind, thread string) *op {
+	return s.opWithToken(kind, thread, rand.Text())
+}
 
 // callerOp returns the op of a write of thread that honours the caller's
 // op token (ckptstore.WithOpToken): Append, DeleteHead, ForkFromCheckpoint
 // and AcquireWriter. A token that is not well formed fails with
 // ErrInvalidEntry; without one the op gets a fresh token.
-func (s *Store) callerOp(ctx context.Context, thread string) (*op, error) {
+func (s *Store) callerOp(ctx context.Context, kind opKind, thread string) (*op, error) {
 	t, ok := ckptstore.OpToken(ctx)
 	if !ok {
-		return s.newOp(thread), nil
+		return s.newOp(kind, thread), nil
 	}
 	if !ckptstore.ValidOpToken(t) {
 		return nil, fmt.Errorf("%w: op token is not 1 to %d characters of [A-Za-z0-9_-]", ckptstore.ErrInvalidEntry, ckptstore.MaxOpTokenBytes)
 	}
-	return s.opWithToken(thread, t), nil
+	return s.opWithToken(kind, thread, t), nil
 }
 
-func (s *Store) opWithToken(thread, token string) *op {
+func (s *Store) opWithToken(kind opKind, thread, token string) *op {
 	now := s.wallNow() // the wall clock, not Options.Now: markers measure real retry time
-	o := &op{thread: thread, token: token, ms: now.UnixMilli(), start: now}
+	o := &op{kind: kind, thread: thread, token: token, ms: now.UnixMilli(), start: now}
 	if s.opts.legacyMarkers {
 		o.marker = s.k.legacyOp(o.ms, token)
 	} else {
@@ -141,17 +160,26 @@ func (s *Store) startRound(tr kv.Transaction, o *op, reads int) (*writeRound, er
 }
 
 // done waits for the marker: true, with the result the committed run
-// stored, when an earlier run of this op committed.
+// stored, when an earlier run of this op committed. A marker of another
+// kind of write (a caller's token reused) does not count.
 func (r *writeRound) done() (bool, []byte, error) {
 	v, err := r.marker.Get()
 	if err != nil || v == nil {
 		return false, nil, err
 	}
-	if r.s.opts.legacyMarkers {
-		return true, v[min(1, len(v)):], nil
+	rest := v[min(1, len(v)):]
+	if !r.s.opts.legacyMarkers {
+		if _, rest, err = decodeMarker(v); err != nil {
+			return false, nil, err
+		}
 	}
-	_, rest, err := decodeMarker(v)
-	return true, rest, err
+	if len(rest) == 0 {
+		return false, nil, fmt.Errorf("%w: op marker %x without its kind", errCorrupt, v)
+	}
+	if opKind(rest[0]) != r.o.kind {
+		return false, nil, nil
+	}
+	return true, rest[1:], nil
 }
 
 // checkWriter waits for the lease and checks that w is the thread's live
@@ -174,6 +202,7 @@ func (r *writeRound) headID() (string, error) {
 // write, and clears the expired markers the round found.
 func (r *writeRound) finish(tr kv.Transaction, result []byte) error {
 	o := r.o
+	result = append([]byte{byte(o.kind)}, result...)
 	if r.s.opts.legacyMarkers {
 		tr.Set(o.marker, append([]byte{1}, result...))
 		tr.ClearRange(r.s.k.legacyOpsBefore(o.start.Add(-markerTTL).UnixMilli()))
@@ -238,5 +267,6 @@ func (s *Store) markerCost(thread string) int {
 		expiredPerWrite*(costClear(queued)+costClear(marker))
 }
 
-// maxResultBytes bounds the result a marker stores (AcquireWriter's lease).
-const maxResultBytes = 3 * tuple.MaxIntLen
+// maxResultBytes bounds the result a marker stores: its kind and
+// AcquireWriter's or RenewWriter's lease.
+const maxResultBytes = 1 + 3*tuple.MaxIntLen

@@ -121,3 +121,21 @@ func TestLegacyMarkersStayIdempotent(t *testing.T) {
 		t.Fatalf("%d per-thread markers in the old layout", n)
 	}
 }
+
+// TestTokenReusedForAnotherWrite: a caller token reused for another kind
+// of write runs that write, rather than reporting the first one's result.
+func TestTokenReusedForAnotherWrite(t *testing.T) {
+	ctx := context.Background()
+	s, err := New(memkv.New(), Options{})
+	testkit.Must(t, err)
+	tok := ckptstore.WithOpToken(ctx, "reused")
+	lease, err := s.AcquireWriter(tok, "t")
+	testkit.Must(t, err)
+	testkit.Must(t, s.Append(tok, markerCheckpoint("t", "a", "", 1), "", lease.Writer))
+	if head, _ := s.Head(ctx, "t"); head != "a" {
+		t.Fatalf("head = %q: the Append under a token of AcquireWriter did not run", head)
+	}
+	if err := s.DeleteHead(tok, "t", "b", lease.Writer); !errors.Is(err, ckptstore.ErrNotHead) {
+		t.Fatalf("DeleteHead of a non-head under a token of Append: %v, want ErrNotHead", err)
+	}
+}

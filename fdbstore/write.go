@@ -158,7 +158,7 @@ func (s *Store) Append(ctx context.Context, cp *ckptstore.Checkpoint, expectedHe
 	if err := precheck.Append(ctx, cp, expectedHeadID, w); err != nil {
 		return err
 	}
-	o, err := s.callerOp(ctx, cp.ThreadID)
+	o, err := s.callerOp(ctx, opAppend, cp.ThreadID)
 	if err != nil {
 		return err
 	}
@@ -222,7 +222,7 @@ func (s *Store) DeleteHead(ctx context.Context, threadID, checkpointID string, w
 	if err := precheck.DeleteHead(ctx, threadID, checkpointID, w); err != nil {
 		return err
 	}
-	o, err := s.callerOp(ctx, threadID)
+	o, err := s.callerOp(ctx, opDeleteHead, threadID)
 	if err != nil {
 		return err
 	}
@@ -322,7 +322,7 @@ func (s *Store) DeleteCheckpoints(ctx context.Context, threadID string, keep int
 // farthest checkpoints of the chain beyond keep, as many as fit, and
 // reports whether more remain.
 func (s *Store) pruneBatch(ctx context.Context, threadID string, keep int, w ckptstore.Writer) (ids []string, more bool, err error) {
-	o := s.newOp(threadID)
+	o := s.newOp(opPrune, threadID)
 	linksPrefix := s.k.linksPrefix(threadID)
 	err = s.db.Transact(ctx, func(tr kv.Transaction) error {
 		r, err := s.startRound(tr, o, readLease|readHead)
@@ -469,7 +469,7 @@ func (s *Store) ForkFromCheckpoint(ctx context.Context, in ckptstore.ForkInput) 
 		return nil, err
 	}
 	dst := in.DestinationThreadID
-	o, err := s.callerOp(ctx, dst)
+	o, err := s.callerOp(ctx, opFork, dst)
 	if err != nil {
 		return nil, err
 	}
@@ -601,7 +601,7 @@ func (s *Store) AcquireWriter(ctx context.Context, threadID string) (*ckptstore.
 	if err := precheck.AcquireWriter(ctx, threadID); err != nil {
 		return nil, err
 	}
-	o, err := s.callerOp(ctx, threadID)
+	o, err := s.callerOp(ctx, opAcquire, threadID)
 	if err != nil {
 		return nil, err
 	}
@@ -676,7 +676,7 @@ func (s *Store) RenewWriter(ctx context.Context, w ckptstore.Writer) (time.Time,
 	if err := precheck.RenewWriter(ctx, w); err != nil {
 		return time.Time{}, err
 	}
-	o := s.newOp(w.ThreadID)
+	o := s.newOp(opRenew, w.ThreadID)
 	var expires time.Time
 	err := s.db.Transact(ctx, func(tr kv.Transaction) error {
 		r, err := s.startRound(tr, o, readLease)
