@@ -1,15 +1,16 @@
 package fdbstore
 
-// The writes. Each is one serializable transaction (DeleteCheckpoints: one
-// per batch) shaped the same way:
+// The writes. Each is one serializable transaction (DeleteCheckpoints and
+// DeleteThread: one per batch; deletethread.go, import.go and
+// transcripts.go hold the capability writes) shaped the same way:
 //
 //  1. check the arguments without the database (package precheck, so
 //     every store fails the same input the same way);
 //  2. start every read as a future — the write round of markers.go first:
 //     the op marker, the thread's lease and head — and only then wait, so
 //     one read round serves all the checks;
-//  3. when the marker exists, an earlier attempt of this call committed:
-//     return its result;
+//  3. when the marker exists, an earlier attempt of this call (or, with the
+//     caller's op token, an earlier call) committed: return its result;
 //  4. run the contract's checks in the contract's order on what was read;
 //  5. write, including the marker.
 //
