@@ -309,6 +309,9 @@ func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\
 // decodeCheckpoint decodes one checkpoint, keeping the whitespace around
 // its conversation.
 func decodeCheckpoint(raw []byte) (*ckptstore.Checkpoint, error) {
+	if cp, ok := decodeCheckpointFast(raw); ok {
+		return cp, nil
+	}
 	cp := new(ckptstore.Checkpoint)
 	if err := cp.UnmarshalJSON(raw); err != nil {
 		return nil, err
