@@ -567,6 +567,7 @@ func (c *Client) Capabilities(ctx context.Context) ([]string, error) {
 // instances is the instance store of a Client's namespace.
 type instances struct{ c *Client }
 
+// Get implements ckptstore.InstanceStore.
 func (s instances) Get(ctx context.Context, key string) (*ckptstore.InstanceRecord, error) {
 	if err := precheck.InstanceKey(ctx, key); err != nil {
 		return nil, err
@@ -585,6 +586,7 @@ func (s instances) Get(ctx context.Context, key string) (*ckptstore.InstanceReco
 	return rec, nil
 }
 
+// Upsert implements ckptstore.InstanceStore.
 func (s instances) Upsert(ctx context.Context, rec *ckptstore.InstanceRecord) error {
 	if err := precheck.InstanceUpsert(ctx, rec); err != nil {
 		return err
@@ -597,6 +599,7 @@ func (s instances) Upsert(ctx context.Context, rec *ckptstore.InstanceRecord) er
 	return err
 }
 
+// Delete implements ckptstore.InstanceStore.
 func (s instances) Delete(ctx context.Context, key string) error {
 	if err := precheck.InstanceKey(ctx, key); err != nil {
 		return err

@@ -196,6 +196,7 @@ var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 const maxPooledBuffer = 1 << 20
 
+// ServeHTTP serves one request and records its metrics and log line.
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	name, ok := strings.CutPrefix(r.URL.Path, "/v1/")

@@ -64,6 +64,7 @@ type Error struct {
 	Message string // the server's message
 }
 
+// Error returns the status, the code and the server's message.
 func (e *Error) Error() string {
 	return fmt.Sprintf("httpstore: %d %s: %s", e.Status, e.Code, e.Message)
 }
