@@ -47,8 +47,8 @@ const checkPage = 10_000
 //   - a lease or index value that does not decode;
 //   - a transcript whose chunks are not numbered from 0 or that is not a
 //     JSON array;
-//   - a marker without its queue entry or the other way round, or whose
-//     times differ; a global (old layout) marker unless legacyMarkers;
+//   - a marker that does not decode, of another epoch than its time, or of
+//     no kind of write; a global (old layout) marker unless legacyMarkers;
 //   - a listed key for a thread with no head, checkpoint or transcript, or
 //     a thread with one of them and no listed key;
 //   - a blob count at 0 or below, one that differs from a recount of the
@@ -115,9 +115,6 @@ type checkedThread struct {
 	cps                    map[string]checkedCP
 	transcriptChunks       [][]byte
 	transcriptKey          []byte
-	markers                map[string]int64 // token → ms
-	queued                 map[string]int64 // token → ms
-	markerKeys             map[string][]byte
 }
 
 type checkedCP struct {
@@ -143,8 +140,7 @@ func (c *checker) bad(key []byte, format string, args ...any) {
 func (c *checker) thread(id string) *checkedThread {
 	th := c.threads[id]
 	if th == nil {
-		th = &checkedThread{links: map[string]linkValue{}, linkKeys: map[string][]byte{}, cps: map[string]checkedCP{},
-			markers: map[string]int64{}, queued: map[string]int64{}, markerKeys: map[string][]byte{}}
+		th = &checkedThread{links: map[string]linkValue{}, linkKeys: map[string][]byte{}, cps: map[string]checkedCP{}}
 		c.threads[id] = th
 	}
 	return th
@@ -280,21 +276,17 @@ func (c *checker) threadKey(p kv.KeyValue, t tuple.Tuple) {
 		}
 		th.transcriptChunks = append(th.transcriptChunks, p.Value)
 	case threadOps:
-		tok, ok := elem[string](rest, 0, 1)
-		ms, _, err := decodeMarker(p.Value)
-		if !ok || err != nil {
+		epoch, ok := elem[int64](rest, 0, 2)
+		_, ok2 := elem[string](rest, 1, 2)
+		ms, result, err := decodeMarker(p.Value)
+		switch {
+		case !ok || !ok2 || err != nil:
 			c.bad(p.Key, "malformed marker: %v", err)
-			return
+		case epoch != ms/markerTTL.Milliseconds():
+			c.bad(p.Key, "marker of epoch %d written at %d ms", epoch, ms)
+		case len(result) == 0 || !strings.ContainsRune(opKinds, rune(result[0])):
+			c.bad(p.Key, "marker of no kind of write")
 		}
-		th.markers[tok], th.markerKeys[tok] = ms, p.Key
-	case threadOpQueue:
-		ms, ok1 := elem[int64](rest, 0, 2)
-		tok, ok2 := elem[string](rest, 1, 2)
-		if !ok1 || !ok2 || len(p.Value) != 0 {
-			c.bad(p.Key, "malformed marker queue entry")
-			return
-		}
-		th.queued[tok] = ms
 	default:
 		c.bad(p.Key, "not a key of this package")
 	}
@@ -396,16 +388,6 @@ func (c *checker) crossCheck() {
 			th.transcript = true
 			if err := ckptstore.ValidateTranscript(bytes.Join(th.transcriptChunks, nil)); err != nil {
 				c.bad(th.transcriptKey, "transcript: %v", err)
-			}
-		}
-		for tok, ms := range th.markers {
-			if q, ok := th.queued[tok]; !ok || q != ms {
-				c.bad(th.markerKeys[tok], "marker without its queue entry at %d ms", ms)
-			}
-		}
-		for tok, ms := range th.queued {
-			if _, ok := th.markers[tok]; !ok {
-				c.bad(c.s.k.opQueued(id, ms, tok), "queued marker without its marker")
 			}
 		}
 		nonEmpty := th.head || th.data || th.transcript

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/fdbstore/internal/tuple"
 	"github.com/ckptstore/ckptstore/fdbstore/kv"
 	"github.com/ckptstore/ckptstore/fdbstore/kv/memkv"
 	"github.com/ckptstore/ckptstore/internal/testkit"
@@ -68,8 +69,11 @@ func TestCheckFindsBrokenInvariants(t *testing.T) {
 			tr.ClearRange(rangeOf(s.k.checkpointPrefix("t", 2, "c")))
 			tr.Clear(s.k.link("t", "c"))
 		}},
-		{"queue entry dropped", "without its queue entry", func(s *Store, tr kv.Transaction) {
-			tr.ClearRange(rangeOf(s.k.threadKey("t", threadOpQueue, 0)))
+		{"marker in another epoch", "marker of epoch", func(s *Store, tr kv.Transaction) {
+			tr.Set(s.k.opMarker("t", 3, "tok"), append(tuple.Pack(int64(1)), byte(opAppend)))
+		}},
+		{"marker of no kind", "no kind", func(s *Store, tr kv.Transaction) {
+			tr.Set(s.k.opMarker("t", 0, "tok"), append(tuple.Pack(int64(1)), 'z'))
 		}},
 		{"bad transcript", "transcript", func(s *Store, tr kv.Transaction) { tr.Set(s.k.transcriptChunk("m", 0), []byte("{}")) }},
 		{"foreign key", "not a key of this package", func(s *Store, tr kv.Transaction) { tr.Set(s.k.key("zz", "x"), nil) }},

@@ -104,8 +104,7 @@ func TestKeyLayout(t *testing.T) {
 		{"chunk at -0", k.chunk("t", math.Copysign(0, -1), "c", 0), th + "\x02c\x00\x21\x80\x00\x00\x00\x00\x00\x00\x00\x02c\x00\x14"},
 		{"link", k.link("t", "c"), th + "\x02p\x00\x02c\x00"},
 		{"transcript", k.transcriptChunk("t", 0), th + "\x02m\x00\x14"},
-		{"marker", k.opMarker("t", "tok"), th + "\x02o\x00\x02tok\x00"},
-		{"marker queue", k.opQueued("t", 256, "tok"), th + "\x02q\x00\x16\x01\x00\x02tok\x00"},
+		{"marker", k.opMarker("t", 256, "tok"), th + "\x02o\x00\x16\x01\x00\x02tok\x00"},
 		{"listed", k.listed("t"), "P\x02x\x00\x02t\x00"},
 		{"ref", k.ref("sandbox-files/x"), "P\x02r\x00\x02sandbox-files/x\x00"},
 		{"legacy op", k.legacyOp(256, "tok"), "P\x02o\x00\x16\x01\x00\x02tok\x00"},
@@ -130,17 +129,17 @@ func TestKeyLayout(t *testing.T) {
 	if string(b) != "P\x02i\x00"+bk("b")+"\x02b\x00" || string(k.p) != "P" {
 		t.Fatal("keys share memory")
 	}
-	// Queued markers before the cutoff are in the range a write reads to
-	// expire them; later ones are not, nor are the markers themselves.
-	r := k.opsQueuedBefore("t", 1000)
+	// Markers of epochs before the cutoff are in the range a write clears;
+	// later ones are not, nor another thread's.
+	r := k.opsBefore("t", 1000)
 	in := func(key []byte) bool { return string(key) >= string(r.Begin) && string(key) < string(r.End) }
-	for ms, want := range map[int64]bool{0: true, 999: true, 1000: false, 5000: false} {
-		if got := in(k.opQueued("t", ms, "tok")); got != want {
-			t.Errorf("queued marker at %d ms in the expiry range: %v, want %v", ms, got, want)
+	for epoch, want := range map[int64]bool{0: true, 999: true, 1000: false, 5000: false} {
+		if got := in(k.opMarker("t", epoch, "tok")); got != want {
+			t.Errorf("marker of epoch %d in the cleared range: %v, want %v", epoch, got, want)
 		}
 	}
-	if in(k.opMarker("t", "tok")) || in(k.opQueued("u", 0, "tok")) {
-		t.Error("the expiry range holds a marker or another thread's queue")
+	if in(k.opMarker("u", 0, "tok")) || in(k.lease("t")) || in(k.head("t")) {
+		t.Error("the cleared range holds another thread's marker or another key")
 	}
 	// The id range holds the index key and its copy, not a longer id's.
 	idr := k.idRange("a")
@@ -172,8 +171,7 @@ func TestTypedKeysMatchTuples(t *testing.T) {
 			{"ref", k.ref(id), k.key(spaceRefs, id)},
 			{"listed", k.listed(th), k.key(spaceListed, th)},
 			{"transcript", k.transcriptChunk(th, 300), k.key(spaceThread, bucket(th), th, threadTranscript, 300)},
-			{"marker", k.opMarker(th, id), k.key(spaceThread, bucket(th), th, threadOps, id)},
-			{"queued", k.opQueued(th, 1234567, id), k.key(spaceThread, bucket(th), th, threadOpQueue, 1234567, id)},
+			{"marker", k.opMarker(th, 1234567, id), k.key(spaceThread, bucket(th), th, threadOps, 1234567, id)},
 			{"checkpoint", k.checkpointPrefix(th, -2.5, id), k.key(spaceThread, bucket(th), th, threadData, -2.5, id)},
 			{"chunk", k.chunk(th, 7, id, 300), k.key(spaceThread, bucket(th), th, threadData, 7.0, id, 300)},
 		} {

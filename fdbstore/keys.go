@@ -23,8 +23,7 @@ const (
 	threadData       = "c" // (…, "c", createdAt, id, chunk) → encoding chunk
 	threadLinks      = "p" // (…, "p", id) → parent, createdAt, sizes
 	threadTranscript = "m" // (…, "m", chunk) → transcript chunk
-	threadOps        = "o" // (…, "o", token) → tuple(wallMillis, result…): a write that committed
-	threadOpQueue    = "q" // (…, "q", wallMillis, token) → "": the markers in expiry order
+	threadOps        = "o" // (…, "o", epoch, token) → tuple(wallMillis) kind result: a write that committed
 )
 
 // bucketBits is the width of the hash bucket that leads index and thread
@@ -135,21 +134,16 @@ func (k keys) transcriptChunk(thread string, i int) []byte {
 	return tuple.AppendInt(k.threadKey(thread, threadTranscript, tuple.MaxIntLen), int64(i))
 }
 
-// opMarker is the marker of a write of thread with token.
-func (k keys) opMarker(thread, token string) []byte {
-	return tuple.AppendString(k.threadKey(thread, threadOps, tuple.StringLen(token)), token)
+// opMarker is the marker of a write of thread with token in epoch.
+func (k keys) opMarker(thread string, epoch int64, token string) []byte {
+	b := k.threadKey(thread, threadOps, tuple.MaxIntLen+tuple.StringLen(token))
+	return tuple.AppendString(tuple.AppendInt(b, epoch), token)
 }
 
-// opQueued is the expiry-queue entry of that marker.
-func (k keys) opQueued(thread string, ms int64, token string) []byte {
-	b := k.threadKey(thread, threadOpQueue, tuple.MaxIntLen+tuple.StringLen(token))
-	return tuple.AppendString(tuple.AppendInt(b, ms), token)
-}
-
-// opsQueuedBefore is the range of the thread's queue entries before ms.
-func (k keys) opsQueuedBefore(thread string, ms int64) kv.KeyRange {
-	b := k.threadKey(thread, threadOpQueue, 0)
-	return kv.KeyRange{Begin: b, End: tuple.AppendInt(append([]byte(nil), b...), ms)}
+// opsBefore is the range of the thread's markers of epochs before epoch.
+func (k keys) opsBefore(thread string, epoch int64) kv.KeyRange {
+	b := k.threadKey(thread, threadOps, 0)
+	return kv.KeyRange{Begin: b, End: tuple.AppendInt(append([]byte(nil), b...), epoch)}
 }
 
 // legacyOp is the old, global marker key (P, "o", wallMillis, token).

@@ -14,13 +14,19 @@ package fdbstore
 // The marker lives under the thread, not in one global range: every write
 // already touches its thread's keys, so the markers add no key range that
 // all writers share (the old global (P, "o", wallMillis, token) range grew
-// at its end and put every write's marker on one storage team). Expiry
-// needs an order by time, so each marker has an entry in the thread's
-// queue, (…, "q", wallMillis, token); every write reads, as a snapshot and
-// in its one read round, the thread's two oldest queue entries older than
-// markerTTL, and clears them and their markers. Each write adds one marker
-// and clears up to two expired ones, so a thread keeps about as many
-// markers as it wrote in the last markerTTL.
+// at its end and put every write's marker on one storage team). The key is
+// (T, "o", epoch, token), where the epoch is the write's start time in
+// whole markerTTLs. A caller's repeat does not know when the first call
+// ran, so a write looks its token up in its epoch and the one before (two
+// point reads in its one read round); and every write clears, blind, its
+// thread's markers of the epochs before those two. So markers live
+// between one and two markerTTLs, and a thread keeps the markers of its
+// writes of the last two epochs.
+//
+// A thread that stops writing keeps its last markers (about 80 bytes per
+// write of its last two epochs), and DeleteThread leaves them: they make
+// its own batches and the writes before it idempotent. They go with the
+// thread's next write.
 
 import (
 	"context"
@@ -45,9 +51,6 @@ var errGaveUp = errors.New("fdbstore: gave up retrying a write; an earlier attem
 // clocks must agree to well within markerTTL/2.
 const markerTTL = 10 * time.Minute
 
-// expiredPerWrite is how many expired markers one write clears at most.
-const expiredPerWrite = 2
-
 // opKind names the write a marker is of, so that a caller who reuses an op
 // token for another kind of write gets that write run, not the other's
 // result.
@@ -63,6 +66,9 @@ const (
 	opDeleteThread opKind = 't'
 	opImport       opKind = 'i'
 )
+
+// opKinds holds every opKind, for Check.
+const opKinds = "adpfwrti"
 
 // op is one write call's identity across the retries of its transaction.
 type op struct {
@@ -101,7 +107,7 @@ func (s *Store) opWithToken(kind opKind, thread, token string) *op {
 	if s.opts.legacyMarkers {
 		o.marker = s.k.legacyOp(o.ms, token)
 	} else {
-		o.marker = s.k.opMarker(thread, token)
+		o.marker = s.k.opMarker(thread, epochOf(now), token)
 	}
 	return o
 }
@@ -119,12 +125,13 @@ func (s *Store) wallNow() time.Time {
 // head when the write needs them. The write then starts its own reads and
 // waits, so that all of them take one round trip.
 type writeRound struct {
-	s       *Store
-	o       *op
-	marker  kv.FutureValue
-	expired kv.FutureRange // nil with legacyMarkers
-	lease   kv.FutureValue // nil unless asked for
-	head    kv.FutureValue // nil unless asked for
+	s      *Store
+	o      *op
+	marker kv.FutureValue
+	prev   kv.FutureValue // the token in the epoch before; nil with legacyMarkers
+	epoch  int64          // the marker epoch of this attempt
+	lease  kv.FutureValue // nil unless asked for
+	head   kv.FutureValue // nil unless asked for
 	// now is the lease clock of this attempt, read once: every lease
 	// decision of the attempt (live or not, the new expiry) uses it, so a
 	// renew cannot check at one instant and extend from a later one.
@@ -138,17 +145,16 @@ const (
 )
 
 // startRound counts an attempt of o, gives up when o has retried for too
-// long, and starts the round's reads.
+// long, and starts the round's reads: o's marker in its epoch and in the
+// one before, where a caller's earlier call may have left it.
 func (s *Store) startRound(tr kv.Transaction, o *op, reads int) (*writeRound, error) {
 	o.attempts++
 	if o.attempts > 1 && s.wallNow().Sub(o.start) > markerTTL/2 {
 		return nil, errGaveUp
 	}
-	r := &writeRound{s: s, o: o, marker: tr.Get(o.marker), now: s.opts.Now()}
+	r := &writeRound{s: s, o: o, marker: tr.Get(o.marker), epoch: epochOf(s.wallNow()), now: s.opts.Now()}
 	if !s.opts.legacyMarkers {
-		cutoff := s.wallNow().Add(-markerTTL).UnixMilli()
-		// A snapshot read: expired markers are nobody's to conflict on.
-		r.expired = tr.Snapshot().GetRange(s.k.opsQueuedBefore(o.thread, cutoff), kv.RangeOptions{Limit: expiredPerWrite})
+		r.prev = tr.Get(s.k.opMarker(o.thread, epochOf(o.start)-1, o.token))
 	}
 	if reads&readLease != 0 {
 		r.lease = tr.Get(s.k.lease(o.thread))
@@ -164,8 +170,16 @@ func (s *Store) startRound(tr kv.Transaction, o *op, reads int) (*writeRound, er
 // kind of write (a caller's token reused) does not count.
 func (r *writeRound) done() (bool, []byte, error) {
 	v, err := r.marker.Get()
-	if err != nil || v == nil {
+	if err != nil {
 		return false, nil, err
+	}
+	if v == nil && r.prev != nil {
+		if v, err = r.prev.Get(); err != nil {
+			return false, nil, err
+		}
+	}
+	if v == nil {
+		return false, nil, nil
 	}
 	rest := v[min(1, len(v)):]
 	if !r.s.opts.legacyMarkers {
@@ -199,7 +213,7 @@ func (r *writeRound) headID() (string, error) {
 }
 
 // finish writes the marker, with result for a caller that repeats the
-// write, and clears the expired markers the round found.
+// write, and clears the thread's expired markers.
 func (r *writeRound) finish(tr kv.Transaction, result []byte) error {
 	o := r.o
 	result = append([]byte{byte(o.kind)}, result...)
@@ -209,26 +223,13 @@ func (r *writeRound) finish(tr kv.Transaction, result []byte) error {
 		return nil
 	}
 	tr.Set(o.marker, append(tuple.Pack(o.ms), result...))
-	tr.Set(r.s.k.opQueued(o.thread, o.ms, o.token), nil)
-	old, err := r.expired.Get()
-	if err != nil {
-		return err
-	}
-	qp := r.s.k.threadKey(o.thread, threadOpQueue, 0)
-	for _, p := range old {
-		t, err := suffix(p.Key, qp)
-		if err != nil {
-			return err
-		}
-		token, ok := elem[string](t, 1, 2)
-		if !ok {
-			return fmt.Errorf("%w: op queue key %x", errCorrupt, p.Key)
-		}
-		tr.Clear(p.Key)
-		tr.Clear(r.s.k.opMarker(o.thread, token))
-	}
+	// Blind: the epochs before the two that lookups read.
+	tr.ClearRange(r.s.k.opsBefore(o.thread, r.epoch-1))
 	return nil
 }
+
+// epochOf is the marker epoch of t: whole markerTTLs since the Unix epoch.
+func epochOf(t time.Time) int64 { return t.UnixMilli() / markerTTL.Milliseconds() }
 
 // decodeMarker splits a marker value into its time and the result bytes
 // that follow the packed time.
@@ -253,18 +254,15 @@ func decodeMarker(v []byte) (ms int64, result []byte, err error) {
 }
 
 // markerCost bounds what a write round's marker reads and finish add to a
-// transaction, for a thread id of threadLen bytes and the longest token.
+// transaction of thread, for the longest token.
 func (s *Store) markerCost(thread string) int {
 	tok := string(make([]byte, ckptstore.MaxOpTokenBytes))
 	if s.opts.legacyMarkers {
 		key := s.k.legacyOp(1<<62, tok)
 		return costRead(key) + costSet(key, 1+maxResultBytes) + costRange(s.k.legacyOpsBefore(1<<62))
 	}
-	marker := s.k.opMarker(thread, tok)
-	queued := s.k.opQueued(thread, 1<<62, tok)
-	return costRead(marker) + costRange(s.k.opsQueuedBefore(thread, 1<<62)) +
-		costSet(marker, tuple.MaxIntLen+maxResultBytes) + costSet(queued, 0) +
-		expiredPerWrite*(costClear(queued)+costClear(marker))
+	marker := s.k.opMarker(thread, 1<<62, tok)
+	return 2*costRead(marker) + costSet(marker, tuple.MaxIntLen+maxResultBytes) + costRange(s.k.opsBefore(thread, 1<<62))
 }
 
 // maxResultBytes bounds the result a marker stores: its kind and

@@ -29,19 +29,16 @@ func markerCheckpoint(thread, id, parent string, createdAt float64) *ckptstore.C
 	return &ckptstore.Checkpoint{ID: id, ThreadID: thread, ParentCheckpointID: parent, CreatedAt: createdAt, Reason: ckptstore.ReasonAutomatic}
 }
 
-// TestMarkersExpirePerThread: each write leaves one marker and one queue
-// entry under its thread, and once they are older than markerTTL the
-// thread's later writes clear them, two per write, so the markers of a
-// thread stay about as many as it wrote in one markerTTL.
+// TestMarkersExpirePerThread: each write leaves one marker under its
+// thread, and the thread's writes clear, blind, the markers of the epochs
+// before the last two; another thread's writes clear none.
 func TestMarkersExpirePerThread(t *testing.T) {
 	ctx := context.Background()
-	clock := testkit.NewClock(time.Unix(1_800_000_000, 0))
+	clock := testkit.NewClock(time.UnixMilli(1_800_000_000_000 / markerTTL.Milliseconds() * markerTTL.Milliseconds()))
 	db := memkv.New()
-	s, err := New(db, Options{wallClock: clock.Now})
+	s, err := New(db, Options{wallClock: clock.Now, Options: ckptstore.Options{LeaseDuration: time.Hour}})
 	testkit.Must(t, err)
-	markers := func() (int, int) {
-		return countRange(t, db, rangeOf(s.k.threadKey("t", threadOps, 0))), countRange(t, db, rangeOf(s.k.threadKey("t", threadOpQueue, 0)))
-	}
+	markers := func() int { return countRange(t, db, rangeOf(s.k.threadKey("t", threadOps, 0))) }
 	lease, err := s.AcquireWriter(ctx, "t")
 	testkit.Must(t, err)
 	head := ""
@@ -53,26 +50,25 @@ func TestMarkersExpirePerThread(t *testing.T) {
 			clock.Advance(time.Millisecond)
 		}
 	}
-	appendN(9)
-	if m, q := markers(); m != 10 || q != 10 {
-		t.Fatalf("after 10 writes: %d markers, %d queued; want 10 and 10", m, q)
+	appendN(9) // epoch e
+	if m := markers(); m != 10 {
+		t.Fatalf("after 10 writes: %d markers, want 10", m)
 	}
-	// Another thread's writes clear none of them.
+	clock.Advance(markerTTL) // epoch e+1: the markers of e stay
+	appendN(3)
+	if m := markers(); m != 13 {
+		t.Fatalf("one epoch later: %d markers, want 13", m)
+	}
 	other, err := s.AcquireWriter(ctx, "u")
 	testkit.Must(t, err)
-	clock.Advance(markerTTL + time.Second)
+	clock.Advance(markerTTL) // epoch e+2: e goes with t's next write, not u's
 	testkit.Must(t, s.Append(ctx, markerCheckpoint("u", "u1", "", 1), "", other.Writer))
-	if m, q := markers(); m != 10 || q != 10 {
-		t.Fatalf("after another thread's write: %d markers, %d queued; want 10 and 10", m, q)
+	if m := markers(); m != 13 {
+		t.Fatalf("after another thread's write: %d markers, want 13", m)
 	}
-	// Each write of t adds one and clears two expired.
 	appendN(1)
-	if m, q := markers(); m != 9 || q != 9 {
-		t.Fatalf("after one write past the lifetime: %d markers, %d queued; want 9 and 9", m, q)
-	}
-	appendN(9)
-	if m, q := markers(); m != 10 || q != 10 {
-		t.Fatalf("after the old ones expired: %d markers, %d queued; want the 10 recent ones", m, q)
+	if m := markers(); m != 4 {
+		t.Fatalf("two epochs later: %d markers, want the 3 of e+1 and the new one", m)
 	}
 }
 
@@ -88,10 +84,16 @@ func TestCallerTokenWindow(t *testing.T) {
 	tok := ckptstore.WithOpToken(ctx, "append-a")
 	cp := markerCheckpoint("t", "a", "", 1)
 	testkit.Must(t, s.Append(tok, cp, "", lease.Writer))
-	clock.Advance(markerTTL - time.Second)
-	testkit.Must(t, s.Append(tok, cp, "", lease.Writer)) // recognised
-	clock.Advance(2 * time.Second)
-	testkit.Must(t, s.Append(ctx, markerCheckpoint("t", "b", "a", 2), "a", lease.Writer)) // expires the marker
+	// Recognised for at least markerTTL, across an epoch boundary too,
+	// whatever other writes of the thread did meanwhile.
+	for range 4 {
+		clock.Advance(markerTTL/4 - time.Second)
+		testkit.Must(t, s.Append(tok, cp, "", lease.Writer))
+	}
+	testkit.Must(t, s.Append(ctx, markerCheckpoint("t", "b", "a", 2), "a", lease.Writer))
+	testkit.Must(t, s.Append(tok, cp, "", lease.Writer))
+	clock.Advance(2 * markerTTL)
+	testkit.Must(t, s.Append(ctx, markerCheckpoint("t", "c", "b", 3), "b", lease.Writer)) // clears the marker
 	if err := s.Append(tok, cp, "", lease.Writer); !errors.Is(err, ckptstore.ErrDuplicateID) {
 		t.Fatalf("repeat after the marker expired: %v, want ErrDuplicateID (a new write)", err)
 	}

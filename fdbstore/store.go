@@ -20,8 +20,7 @@
 //	(T, "h")                         → head id (UTF-8 bytes)                 absent = no head
 //	(T, "l")                         → tuple(token, fence, unixSec, nanos)   the writer lease
 //	(T, "m", i)                      → chunk i of the thread's transcript    absent = none ("[]")
-//	(T, "o", token)                  → tuple(wallMillis) + result            a write that committed
-//	(T, "q", wallMillis, token)      → ""                                    the markers in expiry order
+//	(T, "o", epoch, token)           → tuple(wallMillis) kind result         a write that committed
 //	(P, "x", thread)                 → ""                                    the thread is listed
 //	(P, "r", blobKey)                → reference count, int64 little endian
 //	(P, "n", key)                    → tuple(…) an InstanceRecord (instance.go)
@@ -63,9 +62,9 @@
 // that every write touches lands on one storage team and caps the whole
 // store's write rate. So:
 //
-//   - Op markers live under their thread (T, "o", token), with their
-//     expiry queue (T, "q", …); a thread's writes clear its own expired
-//     markers (markers.go). The old global range (P, "o", wallMillis,
+//   - Op markers live under their thread, (T, "o", epoch, token); a
+//     thread's writes clear its own expired markers with one blind range
+//     clear (markers.go). The old global range (P, "o", wallMillis,
 //     token), which grew at its end in time order, is kept only as a test
 //     fixture (Options.legacyMarkers), so that the hot-range test can show
 //     it failing.
