@@ -11,8 +11,10 @@ import (
 
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/blobs"
+	"github.com/ckptstore/ckptstore/fdbstore"
 	"github.com/ckptstore/ckptstore/internal/testkit"
 	"github.com/ckptstore/ckptstore/memstore"
+	"github.com/ckptstore/ckptstore/redisstore"
 )
 
 func lines(s string) []string { return strings.Split(strings.TrimSuffix(s, "\n"), "\n") }
@@ -243,22 +245,22 @@ func TestCheckWithoutChecker(t *testing.T) {
 	h.fails(1, "this store has no checker", "check", "--store", url)
 }
 
-// sliceChecker and cleanChecker have the checker shape
-// Check(ctx) ([]string, error).
-type sliceChecker struct{ ckptstore.Store }
+// badChecker and cleanChecker have redisstore's and fdbstore's checker
+// shapes over a memstore.
+type badChecker struct{ *memstore.Store }
 
-func (sliceChecker) Check(context.Context) ([]string, error) {
-	return []string{"count key x at 0", "chunk gap in y"}, nil
+func (badChecker) Check(context.Context) ([]redisstore.Problem, error) {
+	return []redisstore.Problem{{Key: "x", What: "count at 0"}, {Key: "y", What: "chunk gap"}}, nil
 }
 
-type cleanChecker struct{ ckptstore.Store }
+type cleanChecker struct{ *memstore.Store }
 
-func (cleanChecker) Check(context.Context) ([]string, error) { return nil, nil }
+func (cleanChecker) Check(context.Context) ([]fdbstore.Problem, error) { return nil, nil }
 
 func TestCheckCallsTheStoresChecker(t *testing.T) {
 	h := newHarness(t)
-	r := h.fails(1, "2 broken invariants", "check", "--store", h.add("bad", sliceChecker{newMem()}))
-	if r.stdout != "count key x at 0\nchunk gap in y\n" {
+	r := h.fails(1, "2 broken invariants", "check", "--store", h.add("bad", badChecker{newMem()}))
+	if r.stdout != "\"x\": count at 0\n\"y\": chunk gap\n" {
 		t.Errorf("check printed %q", r.stdout)
 	}
 	if r := h.ok("check", "--store", h.add("good", cleanChecker{newMem()})); !strings.Contains(r.stdout, "no broken invariant") {

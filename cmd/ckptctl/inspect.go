@@ -6,12 +6,14 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"iter"
-	"reflect"
 	"strconv"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/fdbstore"
+	"github.com/ckptstore/ckptstore/redisstore"
 )
 
 // threadSeq yields every thread id of s in byte order, one Threads page at
@@ -238,11 +240,8 @@ func runRefs(ctx context.Context, e *env, args []string) error {
 	return nil
 }
 
-// runCheck calls the store's Check(ctx) when it has one. The checkers of
-// fdbstore and redisstore are written alongside this command, so the call
-// goes through reflection and accepts the shapes a checker can reasonably
-// have: Check(ctx) error, or Check(ctx) (problems, error) where problems is
-// a slice (one problem per element) or any other value printed as is.
+// runCheck calls the store's consistency checker, Check(ctx), when it has
+// one (fdbstore and redisstore), and prints each broken invariant.
 func runCheck(ctx context.Context, e *env, args []string) error {
 	f := newFlags(e, "check")
 	url := f.String("store", "", "the store URL")
@@ -268,51 +267,36 @@ func runCheck(ctx context.Context, e *env, args []string) error {
 	return nil
 }
 
-var (
-	contextType = reflect.TypeFor[context.Context]()
-	errorType   = reflect.TypeFor[error]()
+// errNoChecker is callCheck's answer for a store without a checker.
+var errNoChecker = errors.New("this store has no checker")
+
+// A checker is a store with Check(ctx) returning its problems; each store
+// package has its own Problem type, so there is one interface per package.
+type (
+	fdbChecker interface {
+		Check(context.Context) ([]fdbstore.Problem, error)
+	}
+	redisChecker interface {
+		Check(context.Context) ([]redisstore.Problem, error)
+	}
 )
 
-// errNoChecker is callCheck's answer for a store without a checker.
-var errNoChecker = fmt.Errorf("this store has no checker")
-
-// callCheck runs st.Check(ctx) and returns the problems it reported, one
+// callCheck runs st's checker and returns the problems it reported, one
 // string each.
 func callCheck(ctx context.Context, st ckptstore.Store) ([]string, error) {
-	m := reflect.ValueOf(st).MethodByName("Check")
-	if !m.IsValid() {
-		return nil, errNoChecker
+	switch c := unwrap(st).(type) {
+	case fdbChecker:
+		return problemStrings(c.Check(ctx))
+	case redisChecker:
+		return problemStrings(c.Check(ctx))
 	}
-	t := m.Type()
-	if t.NumIn() != 1 || !contextType.AssignableTo(t.In(0)) || t.NumOut() < 1 || t.NumOut() > 2 || t.Out(t.NumOut()-1) != errorType {
-		return nil, fmt.Errorf("%w (its Check method is %v)", errNoChecker, t)
+	return nil, errNoChecker
+}
+
+func problemStrings[P fmt.Stringer](ps []P, err error) ([]string, error) {
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = p.String()
 	}
-	out := m.Call([]reflect.Value{reflect.ValueOf(ctx)})
-	var problems []string
-	if len(out) == 2 {
-		v := out[0]
-		switch {
-		case v.Kind() == reflect.Slice:
-			for i := range v.Len() {
-				problems = append(problems, fmt.Sprint(v.Index(i).Interface()))
-			}
-		case !v.IsZero():
-			problems = append(problems, fmt.Sprintf("%+v", v.Interface()))
-		}
-	}
-	if errV := out[len(out)-1]; !errV.IsNil() {
-		err := errV.Interface().(error)
-		if len(out) == 1 {
-			// A checker that returns only an error reports its findings
-			// there: one per line of a joined error.
-			if u, ok := err.(interface{ Unwrap() []error }); ok {
-				for _, e := range u.Unwrap() {
-					problems = append(problems, e.Error())
-				}
-				return problems, nil
-			}
-		}
-		return problems, err
-	}
-	return problems, nil
+	return out, err
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/fdbstore"
+	"github.com/ckptstore/ckptstore/fdbstore/kv"
 	"github.com/ckptstore/ckptstore/fdbstore/kv/memkv"
 	"github.com/ckptstore/ckptstore/internal/redistest"
 	"github.com/ckptstore/ckptstore/internal/testkit"
@@ -142,6 +143,20 @@ func TestCopyRedisToMemkvAndBack(t *testing.T) {
 	}
 	if r := h.run("check", "--store", backURL); r.code != 0 && !strings.Contains(r.stderr, "no checker") {
 		t.Errorf("ckptctl check on the copy: %v", r)
+	}
+
+	// ckptctl check on memkv: clean, then with a key fdbstore never writes.
+	if _, err := callCheck(context.Background(), mk); errors.Is(err, errNoChecker) {
+		return
+	}
+	h.ok("check", "--store", mkURL)
+	must(t, db.SetFaults(memkv.Faults{}))
+	must(t, db.Transact(context.Background(), func(tr kv.Transaction) error {
+		tr.Set([]byte(fdbstore.DefaultPrefix+"\x02stray\x00"), []byte("x"))
+		return nil
+	}))
+	if r := h.fails(1, "1 broken invariants", "check", "--store", mkURL); !strings.Contains(r.stdout, "stray") {
+		t.Errorf("check did not name the stray key: %v", r)
 	}
 }
 
