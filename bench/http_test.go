@@ -1,7 +1,8 @@
 package bench
 
 // BenchmarkHTTPHop: the cost of the HTTP hop. The same Append workload as
-// BenchmarkAppend (16 writers, each on its own thread under its own lease,
+// BenchmarkAppend (16 writers — and 1, for the latency of the hop alone —
+// each on its own thread under its own lease,
 // 2 KB checkpoints) runs on a store in process (via=process) and on the
 // same kind of store behind an httpstore handler on a loopback TCP
 // listener, through the Go client (via=http): appends/s side by side, and
@@ -10,6 +11,7 @@ package bench
 // metrics on.
 
 import (
+	"fmt"
 	"net/http/httptest"
 	"testing"
 
@@ -26,8 +28,12 @@ func BenchmarkHTTPHop(b *testing.B) {
 	}
 	for _, be := range inner {
 		b.Run("store="+be.name, func(b *testing.B) {
-			b.Run("via=process", func(b *testing.B) { benchAppend(b, be, 16, "2KB") })
-			b.Run("via=http", func(b *testing.B) { benchAppend(b, viaHTTP(be), 16, "2KB") })
+			for _, writers := range []int{16, 1} {
+				b.Run(fmt.Sprintf("writers=%d", writers), func(b *testing.B) {
+					b.Run("via=process", func(b *testing.B) { benchAppend(b, be, writers, "2KB") })
+					b.Run("via=http", func(b *testing.B) { benchAppend(b, viaHTTP(be), writers, "2KB") })
+				})
+			}
 		})
 	}
 }
