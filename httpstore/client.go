@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ckptstore/ckptstore"
@@ -138,16 +139,42 @@ func (c *Client) Instances() ckptstore.InstanceStore { return instances{c} }
 
 var bodyPool = sync.Pool{New: func() any { return new(object) }}
 
+// pooledBody is a request body from bodyPool, shared by the attempts of one
+// call. The transport may still read an attempt's body after RoundTrip
+// returned (a server that answers before reading all of it, as a 413
+// does), and says it is done by closing it; the buffer goes back to the
+// pool when the call and every attempt's body are done with it.
+type pooledBody struct {
+	o    *object
+	refs atomic.Int32
+}
+
+func (p *pooledBody) release() {
+	if p.refs.Add(-1) == 0 && cap(p.o.b) <= maxPooledBuffer {
+		bodyPool.Put(p.o)
+	}
+}
+
+// attemptBody is one attempt's reader of a pooledBody.
+type attemptBody struct {
+	*bytes.Reader
+	p    *pooledBody
+	once sync.Once
+}
+
+func (b *attemptBody) Close() error {
+	b.once.Do(b.p.release)
+	return nil
+}
+
 // do sends one call: method, the body built by build, and decodes the
 // reply object into fields. A write carries a fresh Idempotency-Key, the
 // same on each retry.
 func (c *Client) do(ctx context.Context, method string, write bool, build func(o *object) error) (fields, error) {
 	o := bodyPool.Get().(*object)
-	defer func() {
-		if cap(o.b) <= maxPooledBuffer {
-			bodyPool.Put(o)
-		}
-	}()
+	pb := &pooledBody{o: o}
+	pb.refs.Store(1)
+	defer pb.release()
 	o.start()
 	if build != nil {
 		if err := build(o); err != nil {
@@ -168,7 +195,7 @@ func (c *Client) do(ctx context.Context, method string, write bool, build func(o
 	}
 	wait := c.backoff
 	for attempt := 0; ; attempt++ {
-		f, retry, err := c.send(ctx, method, body, key)
+		f, retry, err := c.send(ctx, method, pb, body, key)
 		if !retry || attempt >= c.retries || ctx.Err() != nil {
 			return f, err
 		}
@@ -186,11 +213,15 @@ func (c *Client) do(ctx context.Context, method string, write bool, build func(o
 
 // send makes one attempt; retry says whether another may succeed (a
 // network error or 503).
-func (c *Client) send(ctx context.Context, method string, body []byte, key string) (fields, bool, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+method, bytes.NewReader(body))
+func (c *Client) send(ctx context.Context, method string, pb *pooledBody, body []byte, key string) (fields, bool, error) {
+	pb.refs.Add(1)
+	rd := &attemptBody{Reader: bytes.NewReader(body), p: pb}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+method, rd)
 	if err != nil {
+		rd.Close()
 		return nil, false, err
 	}
+	req.ContentLength = int64(len(body))
 	for k, v := range c.headers {
 		req.Header[k] = v
 	}

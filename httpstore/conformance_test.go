@@ -38,6 +38,9 @@ type inProcess struct{ h http.Handler }
 func (p inProcess) RoundTrip(req *http.Request) (*http.Response, error) {
 	rec := httptest.NewRecorder()
 	p.h.ServeHTTP(rec, req)
+	if req.Body != nil {
+		req.Body.Close() // a RoundTripper closes the request body
+	}
 	return rec.Result(), nil
 }
 

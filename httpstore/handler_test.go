@@ -317,3 +317,42 @@ func TestNewClientRefuses(t *testing.T) {
 		t.Error("an invalid namespace accepted")
 	}
 }
+
+// TestTooLargeWhileReused: the server refuses bodies above its limit
+// before reading them, so the transport may still be sending one after the
+// reply; concurrent calls reuse body buffers meanwhile (the race detector
+// watches), and every small call still succeeds.
+func TestTooLargeWhileReused(t *testing.T) {
+	o, err := storeurl.Open(context.Background(), "mem", storeurl.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(httpstore.NewHandler(o, httpstore.HandlerOptions{Dev: true, MaxBodyBytes: 64 << 10}))
+	defer srv.Close()
+	c, _ := httpstore.NewClient(srv.URL, httpstore.ClientOptions{Namespace: "big"})
+	ctx := context.Background()
+	big := []byte(`["` + strings.Repeat("x", 1<<20) + `"]`)
+	done := make(chan error, 8)
+	for i := range 8 {
+		go func() {
+			th := fmt.Sprintf("t%d", i)
+			for range 5 {
+				var he *httpstore.Error
+				if err := c.SaveThread(ctx, th, big); !errors.As(err, &he) || he.Status != 413 {
+					done <- fmt.Errorf("a body above the limit: %v", err)
+					return
+				}
+				if err := c.SaveThread(ctx, th, []byte(`["small"]`)); err != nil {
+					done <- err
+					return
+				}
+			}
+			done <- nil
+		}()
+	}
+	for range 8 {
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}
+}
