@@ -7,6 +7,7 @@ package ckptstore
 // that take ids out of other JSON objects (httpstore's request bodies).
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -157,11 +158,29 @@ func parseDecimalMillis(s string) (int64, bool) {
 	return n, true
 }
 
-// DecodeJSONString decodes raw, a JSON value, as a string the way the
+// DecodeJSONString decodes raw, one valid JSON value as a decoder returns
+// it (encoding/json's RawMessage, jsontext's Value), as a string the way the
 // checkpoint decoder takes ids: ok is false when raw is absent or null; a
 // value that is not a string, or a string that is not well-formed Unicode
 // (invalid UTF-8, a lone surrogate escape), fails with an error wrapping
 // sentinel and naming what.
 func DecodeJSONString(raw json.RawMessage, what string, sentinel error) (s string, ok bool, err error) {
-	return jsonObject{"": raw}.str(what, "", sentinel)
+	// jsonObject.str without the map, as this is called for every id of
+	// every request.
+	if isNull(raw) {
+		return "", false, nil
+	}
+	if raw[0] != '"' || len(raw) < 2 || raw[len(raw)-1] != '"' {
+		return "", false, fmt.Errorf("%w: %s is not a string", sentinel, what)
+	}
+	if !wellFormedString(raw) {
+		return "", false, fmt.Errorf("%w: %s is not well-formed Unicode", sentinel, what)
+	}
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return string(raw[1 : len(raw)-1]), true, nil
+	}
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return "", false, fmt.Errorf("%w: %s: %v", sentinel, what, err)
+	}
+	return s, true, nil
 }
