@@ -24,59 +24,68 @@ import (
 	"github.com/ckptstore/ckptstore"
 )
 
-// objectFields reads the JSON object at raw (already known to be valid
-// JSON or not: any syntax fault ends it) and calls field with each name and
-// the value's bounds in raw: [from, end) is the value without whitespace,
-// and nameEnd the offset after the name. The last of a repeated name is
-// the one that counts, so field must overwrite.
-func objectFields(raw []byte, field func(name string, nameEnd, from, end int) bool) bool {
-	dec := jsontext.NewDecoder(bytes.NewBuffer(raw), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
-	if t, err := dec.ReadToken(); err != nil || t.Kind() != '{' {
-		return false
-	}
-	for dec.PeekKind() == '"' {
-		t, err := dec.ReadToken()
-		if err != nil {
-			return false
-		}
-		name := t.String()
-		nameEnd := int(dec.InputOffset())
-		v, err := dec.ReadValue()
-		if err != nil {
-			return false
-		}
-		end := int(dec.InputOffset())
-		if !field(name, nameEnd, end-len(v), end) {
-			return false
-		}
-	}
-	if t, err := dec.ReadToken(); err != nil || t.Kind() != '}' {
-		return false
-	}
-	_, err := dec.ReadToken()
-	return err == io.EOF // nothing after the object
+// reader walks one checkpoint object with a single jsontext decoder:
+// values are taken as slices of raw by the decoder's offsets, nothing is
+// copied until the checkpoint is built.
+type reader struct {
+	raw []byte
+	dec *jsontext.Decoder
 }
 
-// arrayElements calls elem with the bounds of each element of the JSON
-// array raw.
-func arrayElements(raw []byte, elem func(from, end int) bool) bool {
-	dec := jsontext.NewDecoder(bytes.NewBuffer(raw), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
-	if t, err := dec.ReadToken(); err != nil || t.Kind() != '[' {
+// value reads the next value and returns its bytes in raw.
+func (r *reader) value() ([]byte, bool) {
+	v, err := r.dec.ReadValue()
+	if err != nil {
+		return nil, false
+	}
+	end := int(r.dec.InputOffset())
+	return r.raw[end-len(v) : end], true
+}
+
+// object reads an object, calling field for each name; field reads (or
+// skips) the value itself. The last of a repeated name is the one that
+// counts, so field must overwrite.
+func (r *reader) object(field func(name string, nameEnd int) bool) bool {
+	if t, err := r.dec.ReadToken(); err != nil || t.Kind() != '{' {
 		return false
 	}
-	for dec.PeekKind() != ']' {
-		v, err := dec.ReadValue()
+	for r.dec.PeekKind() == '"' {
+		t, err := r.dec.ReadToken()
 		if err != nil {
 			return false
 		}
-		end := int(dec.InputOffset())
-		if !elem(end-len(v), end) {
+		if !field(t.String(), int(r.dec.InputOffset())) {
 			return false
 		}
 	}
-	_, err := dec.ReadToken()
-	return err == nil
+	t, err := r.dec.ReadToken()
+	return err == nil && t.Kind() == '}'
 }
+
+// array reads an array, calling elem for each element; elem reads it.
+// null is no array (nil, true); any other kind fails.
+func (r *reader) array(elem func() bool) (isArray, ok bool) {
+	switch r.dec.PeekKind() {
+	case 'n':
+		_, err := r.dec.ReadToken()
+		return false, err == nil
+	case '[':
+	default:
+		return false, false
+	}
+	if _, err := r.dec.ReadToken(); err != nil {
+		return false, false
+	}
+	for r.dec.PeekKind() != ']' {
+		if r.dec.PeekKind() == 0 || !elem() {
+			return false, false
+		}
+	}
+	_, err := r.dec.ReadToken()
+	return true, err == nil
+}
+
+func (r *reader) skip() bool { return r.dec.SkipValue() == nil }
 
 // plainString decodes a JSON string that is well-formed; ok is false for
 // anything else (null included).
@@ -112,44 +121,67 @@ func plainSafeInt(raw []byte) (int64, bool) {
 // it leaves it to Checkpoint.UnmarshalJSON. The conversation keeps the
 // whitespace around it (see decodeCheckpoint).
 func decodeCheckpointFast(raw []byte) (*ckptstore.Checkpoint, bool) {
+	r := &reader{raw: raw, dec: jsontext.NewDecoder(bytes.NewBuffer(raw), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))}
 	var v struct {
-		id, thread, parent, createdAt, reason, label, run, files, artifacts []byte
-		conv                                                                []byte // padded
-		convSet                                                             bool
+		id, thread, parent, createdAt, reason, label, run, conv []byte
 	}
-	ok := objectFields(raw, func(name string, nameEnd, from, end int) bool {
-		val := raw[from:end]
+	cp := new(ckptstore.Checkpoint)
+	ok := r.object(func(name string, nameEnd int) bool {
+		var ok bool
 		switch name {
 		case "id":
-			v.id = val
+			v.id, ok = r.value()
 		case "threadId":
-			v.thread = val
+			v.thread, ok = r.value()
 		case "parentCheckpointId":
-			v.parent = val
+			v.parent, ok = r.value()
 		case "createdAt":
-			v.createdAt = val
+			v.createdAt, ok = r.value()
 		case "reason":
-			v.reason = val
+			v.reason, ok = r.value()
 		case "label":
-			v.label = val
+			v.label, ok = r.value()
 		case "sourceRunId":
-			v.run = val
-		case "files":
-			v.files = val
-		case "artifacts":
-			v.artifacts = val
+			v.run, ok = r.value()
 		case "conversation":
-			v.conv, v.convSet = val, true
-			if !isJSONNull(val) {
-				v.conv = padded(raw, nameEnd, end)
+			if v.conv, ok = r.value(); ok && !isJSONNull(v.conv) {
+				v.conv = padded(raw, nameEnd, int(r.dec.InputOffset()))
 			}
+		case "files":
+			files := []ckptstore.Entry{}
+			var isArray bool
+			isArray, ok = r.array(func() bool {
+				e, ok := r.entry()
+				files = append(files, e)
+				return ok
+			})
+			cp.Files = nil
+			if isArray {
+				cp.Files = files
+			}
+		case "artifacts":
+			arts := []ckptstore.Artifact{}
+			var isArray bool
+			isArray, ok = r.array(func() bool {
+				a, ok := r.artifact()
+				arts = append(arts, a)
+				return ok
+			})
+			cp.Artifacts = nil
+			if isArray {
+				cp.Artifacts = arts
+			}
+		default:
+			ok = r.skip()
 		}
-		return true
+		return ok
 	})
 	if !ok {
 		return nil, false
 	}
-	cp := new(ckptstore.Checkpoint)
+	if _, err := r.dec.ReadToken(); err != io.EOF {
+		return nil, false
+	}
 	if cp.ID, ok = plainString(v.id); !ok {
 		return nil, false
 	}
@@ -169,23 +201,13 @@ func decodeCheckpointFast(raw []byte) (*ckptstore.Checkpoint, bool) {
 		return nil, false
 	}
 	cp.Reason = ckptstore.Reason(reason)
-	for _, f := range []struct {
-		raw []byte
-		dst *string
-	}{{v.label, &cp.Label}, {v.run, &cp.SourceRunID}} {
-		if !isJSONNull(f.raw) {
-			if *f.dst, ok = plainString(f.raw); !ok {
-				return nil, false
-			}
+	if !isJSONNull(v.label) {
+		if cp.Label, ok = plainString(v.label); !ok {
+			return nil, false
 		}
 	}
-	if !isJSONNull(v.files) {
-		cp.Files = []ckptstore.Entry{}
-		if !arrayElements(v.files, func(from, end int) bool {
-			e, ok := plainEntry(v.files[from:end])
-			cp.Files = append(cp.Files, e)
-			return ok
-		}) {
+	if !isJSONNull(v.run) {
+		if cp.SourceRunID, ok = plainString(v.run); !ok {
 			return nil, false
 		}
 	}
@@ -195,33 +217,27 @@ func decodeCheckpointFast(raw []byte) (*ckptstore.Checkpoint, bool) {
 		}
 		cp.Conversation = json.RawMessage(v.conv)
 	}
-	if !isJSONNull(v.artifacts) {
-		cp.Artifacts = []ckptstore.Artifact{}
-		if !arrayElements(v.artifacts, func(from, end int) bool {
-			a, ok := plainArtifact(v.artifacts[from:end])
-			cp.Artifacts = append(cp.Artifacts, a)
-			return ok
-		}) {
-			return nil, false
-		}
-	}
 	return cp, true
 }
 
-func plainEntry(raw []byte) (ckptstore.Entry, bool) {
+// entry reads a file entry object.
+func (r *reader) entry() (ckptstore.Entry, bool) {
 	var path, kind, blobKey, size []byte
-	if !objectFields(raw, func(name string, _, from, end int) bool {
+	if !r.object(func(name string, _ int) bool {
+		var ok bool
 		switch name {
 		case "path":
-			path = raw[from:end]
+			path, ok = r.value()
 		case "kind":
-			kind = raw[from:end]
+			kind, ok = r.value()
 		case "blobKey":
-			blobKey = raw[from:end]
+			blobKey, ok = r.value()
 		case "size":
-			size = raw[from:end]
+			size, ok = r.value()
+		default:
+			ok = r.skip()
 		}
-		return true
+		return ok
 	}) {
 		return ckptstore.Entry{}, false
 	}
@@ -248,30 +264,34 @@ func plainEntry(raw []byte) (ckptstore.Entry, bool) {
 	return e, false
 }
 
-func plainArtifact(raw []byte) (ckptstore.Artifact, bool) {
+// artifact reads an artifact object.
+func (r *reader) artifact() (ckptstore.Artifact, bool) {
 	var id, name, mime, blobKey, size, createdAt []byte
-	if !objectFields(raw, func(n string, _, from, end int) bool {
+	if !r.object(func(n string, _ int) bool {
+		var ok bool
 		switch n {
 		case "artifactId":
-			id = raw[from:end]
+			id, ok = r.value()
 		case "name":
-			name = raw[from:end]
+			name, ok = r.value()
 		case "mimeType":
-			mime = raw[from:end]
+			mime, ok = r.value()
 		case "blobKey":
-			blobKey = raw[from:end]
+			blobKey, ok = r.value()
 		case "size":
-			size = raw[from:end]
+			size, ok = r.value()
 		case "createdAt":
-			createdAt = raw[from:end]
+			createdAt, ok = r.value()
+		default:
+			ok = r.skip()
 		}
-		return true
+		return ok
 	}) {
 		return ckptstore.Artifact{}, false
 	}
 	var a ckptstore.Artifact
 	var ok bool
-	for _, f := range []struct {
+	for _, f := range [...]struct {
 		raw []byte
 		dst *string
 	}{{id, &a.ArtifactID}, {name, &a.Name}, {mime, &a.MimeType}, {blobKey, &a.BlobKey}} {
