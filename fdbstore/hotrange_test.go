@@ -226,6 +226,11 @@ func hotStore(t *testing.T, opts Options) (*memkv.DB, *Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() {
+		if problems, err := s.Check(context.Background()); err != nil || len(problems) > 0 {
+			t.Errorf("Check: %v %v", problems, err)
+		}
+	})
 	return db, s
 }
 

@@ -38,6 +38,7 @@ func TestLinearizableWithFaults(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		checked(t, s)
 		r := linz.Run(t, s, clock, opt)
 		total.Operations += r.Operations
 		total.Open += r.Open
