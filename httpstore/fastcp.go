@@ -305,3 +305,41 @@ func (r *reader) artifact() (ckptstore.Artifact, bool) {
 	a.CreatedAt, ok = plainFloat(createdAt)
 	return a, ok
 }
+
+// decodeWriterFast decodes a writer object whose fields are plain (a
+// well-formed threadId and ownerToken, an integer fence), or reports that
+// it leaves it to Writer.UnmarshalJSON.
+func decodeWriterFast(raw []byte) (ckptstore.Writer, bool) {
+	r := &reader{raw: raw, dec: jsontext.NewDecoder(bytes.NewBuffer(raw), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))}
+	var thread, token, fence []byte
+	if !r.object(func(name string, _ int) bool {
+		var ok bool
+		switch name {
+		case "threadId":
+			thread, ok = r.value()
+		case "ownerToken":
+			token, ok = r.value()
+		case "fence":
+			fence, ok = r.value()
+		default:
+			ok = r.skip()
+		}
+		return ok
+	}) {
+		return ckptstore.Writer{}, false
+	}
+	var w ckptstore.Writer
+	var ok bool
+	if w.ThreadID, ok = plainString(thread); !ok {
+		return w, false
+	}
+	if w.OwnerToken, ok = plainString(token); !ok {
+		return w, false
+	}
+	f, ok := plainFloat(fence)
+	if !ok || f != math.Trunc(f) || math.Abs(f) > ckptstore.MaxSize {
+		return w, false
+	}
+	w.Fence = int64(f)
+	return w, true
+}

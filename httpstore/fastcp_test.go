@@ -135,3 +135,28 @@ func TestFastCheckpointDecoderTakesThePlainCase(t *testing.T) {
 		t.Fatalf("fast path: %v %+v", ok, got)
 	}
 }
+
+// TestFastWriterDecoderAgrees: what the fast writer decoder accepts, the
+// root decoder accepts with the same result.
+func TestFastWriterDecoderAgrees(t *testing.T) {
+	base := `{"threadId":"t","ownerToken":"o","fence":3}`
+	for _, m := range []struct{ from, to string }{
+		{``, ``}, {`"t"`, `"\ud800"`}, {`"t"`, `5`}, {`"o"`, `null`}, {`"o"`, `"\udc00"`}, {`"o"`, "\"\xff\""},
+		{`3}`, `3.5}`}, {`3}`, `-3}`}, {`3}`, `1e300}`}, {`3}`, `"3"}`}, {`3}`, `9007199254740992}`},
+		{`{`, `{"fence":1,`}, {`}`, `,"threadId":"u"}`}, {`"threadId"`, `"thread\u0049d"`}, {`{`, `{"x":[{}],`},
+	} {
+		raw := []byte(strings.Replace(base, m.from, m.to, 1))
+		var want ckptstore.Writer
+		werr := want.UnmarshalJSON(raw)
+		got, ok := decodeWriterFast(raw)
+		if !ok {
+			continue
+		}
+		if werr != nil || got != want {
+			t.Errorf("%s: fast %+v, root %+v (%v)", raw, got, want, werr)
+		}
+	}
+	if _, ok := decodeWriterFast([]byte(base)); !ok {
+		t.Error("the fast path refuses a plain writer")
+	}
+}

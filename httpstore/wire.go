@@ -388,6 +388,9 @@ func (f fields) writer(name string) (ckptstore.Writer, error) {
 	if f.isNull(name) {
 		return w, fmt.Errorf("%w: %s is missing", ckptstore.ErrInvalidID, name)
 	}
+	if w, ok := decodeWriterFast(f[name]); ok {
+		return w, nil
+	}
 	err := w.UnmarshalJSON(f[name])
 	return w, err
 }
