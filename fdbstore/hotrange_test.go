@@ -228,7 +228,7 @@ func hotStore(t *testing.T, opts Options) (*memkv.DB, *Store) {
 	}
 	t.Cleanup(func() {
 		if problems, err := s.Check(context.Background()); err != nil || len(problems) > 0 {
-			t.Errorf("Check: %v %v", problems, err)
+			t.Errorf("Check: %v; %d problems, the first: %v", err, len(problems), problems[:min(3, len(problems))])
 		}
 	})
 	return db, s
