@@ -109,6 +109,15 @@ func TestReadRounds(t *testing.T) {
 		t.Fatalf("Restore(u) = %q, %+v, %v; want the head and no checkpoint (its id is t's now)", head, got, err)
 	}
 
+	// DeleteHead of a root, which empties its thread: one round too.
+	rl, err := s.AcquireWriter(ctx, "r")
+	must(t, err)
+	must(t, s.Append(ctx, storetest.Checkpoint("r", "r0", "", 1, 1), "", rl.Writer))
+	wantRounds(t, "DeleteHead of a root", rounds(t, db, func() error { return s.DeleteHead(ctx, "r", "r0", rl.Writer) }), 1, -1)
+	if ids, _, err := s.Threads(ctx, "", 0); err != nil || slices.Contains(ids, "r") {
+		t.Fatalf("Threads = %v, %v: the emptied thread is still listed", ids, err)
+	}
+
 	// Fork: one round for the checks, the source and the destination.
 	fl, err := s.AcquireWriter(ctx, "f")
 	must(t, err)

@@ -53,7 +53,7 @@
 //	Get, ListPage, Threads, LoadThread, Head, List         1
 //	Restore (Head + Get of the head)                       1 when the head is the thread's newest checkpoint
 //	                                                       (as a harness makes it) of at most 400 KB; else 2
-//	Append, DeleteHead (of a non-root), ForkFromCheckpoint,
+//	Append, DeleteHead, ForkFromCheckpoint,
 //	AcquireWriter, Import, one batch of DeleteThread       1, then the commit
 //
 // # No key range that every writer shares
@@ -93,8 +93,9 @@
 //     without gaps; each is at most kv.MaxValueSize bytes.
 //   - A thread's listed key exists iff the thread has a head, a checkpoint
 //     or a transcript. Every write that can change one of the three keeps
-//     it exact in the same transaction (DeleteHead of a root reads the
-//     thread's first link and transcript chunk to know).
+//     it exact in the same transaction (DeleteHead reads the thread's
+//     first links and transcript chunk to know whether deleting a root
+//     empties it).
 //   - The reference count of a blob key equals the number of stored
 //     checkpoints whose BlobKeys contain it, and the key is absent rather
 //     than 0. Counts change only by Add(±1) followed, on −1, by

@@ -211,9 +211,10 @@ func (s *Store) Append(ctx context.Context, cp *ckptstore.Checkpoint, expectedHe
 }
 
 // DeleteHead implements ckptstore.Store: one read round (marker, lease,
-// head, and the checkpoint's copy under its index), then the commit; a
-// second round when the checkpoint has no copy, or is the thread's root
-// (to tell whether the thread is now empty). Check order: ids
+// head, the checkpoint's copy under its index, and the thread's first
+// links and transcript chunk, to tell whether deleting a root empties
+// it), then the commit; a second round only when the checkpoint has no
+// copy. Check order: ids
 // (ErrInvalidID), writer (ErrWriterLost), head (ErrNotHead).
 func (s *Store) DeleteHead(ctx context.Context, threadID, checkpointID string, w ckptstore.Writer) error {
 	if err := checkIDLengths(named("thread id", threadID), named("checkpoint id", checkpointID),
@@ -233,6 +234,11 @@ func (s *Store) DeleteHead(ctx context.Context, threadID, checkpointID string, w
 			return err
 		}
 		idf := s.startByID(tr, checkpointID)
+		// Whether the thread is empty once a root is deleted: read now, as
+		// snapshots, so that a root costs no second round; unlistIfEmpty
+		// adds their conflict ranges when it uses them.
+		lf := tr.Snapshot().GetRange(rangeOf(s.k.linksPrefix(threadID)), kv.RangeOptions{Limit: 2})
+		mf := tr.Snapshot().GetRange(rangeOf(s.k.transcriptPrefix(threadID)), kv.RangeOptions{Limit: 1})
 		if done, _, err := r.done(); err != nil || done {
 			return err
 		}
@@ -259,7 +265,7 @@ func (s *Store) DeleteHead(ctx context.Context, threadID, checkpointID string, w
 			tr.Set(s.k.head(threadID), []byte(cp.ParentCheckpointID))
 		} else {
 			tr.Clear(s.k.head(threadID))
-			if err := s.unlistIfEmpty(tr, threadID); err != nil {
+			if err := s.unlistIfEmpty(tr, threadID, checkpointID, lf, mf); err != nil {
 				return err
 			}
 		}
@@ -267,22 +273,31 @@ func (s *Store) DeleteHead(ctx context.Context, threadID, checkpointID string, w
 	})
 }
 
-// unlistIfEmpty clears the thread's listed key when, after this
-// transaction's writes, which cleared its head, the thread has no
-// checkpoint and no transcript. The reads conflict with any write that
-// would make it non-empty meanwhile, so the listed key stays exact.
-func (s *Store) unlistIfEmpty(tr kv.Transaction, threadID string) error {
-	lf := tr.GetRange(rangeOf(s.k.linksPrefix(threadID)), kv.RangeOptions{Limit: 1})
-	mf := tr.GetRange(rangeOf(s.k.transcriptPrefix(threadID)), kv.RangeOptions{Limit: 1})
-	links, err := lf.Get()
+// unlistIfEmpty clears the thread's listed key when, once this
+// transaction deletes checkpoint id and the head, the thread has no
+// checkpoint and no transcript. links (the first two link keys) and msgs
+// (the first transcript chunk) are snapshot reads issued with the write's
+// round; their conflict ranges are added here, so that a write making the
+// thread non-empty meanwhile conflicts, and the listed key stays exact.
+func (s *Store) unlistIfEmpty(tr kv.Transaction, threadID, id string, links, msgs kv.FutureRange) error {
+	lr, mr := rangeOf(s.k.linksPrefix(threadID)), rangeOf(s.k.transcriptPrefix(threadID))
+	tr.AddReadConflictRange(lr)
+	tr.AddReadConflictRange(mr)
+	ls, err := links.Get()
 	if err != nil {
 		return err
 	}
-	msgs, err := mf.Get()
+	ms, err := msgs.Get()
 	if err != nil {
 		return err
 	}
-	if len(links) == 0 && len(msgs) == 0 {
+	own := string(s.k.link(threadID, id))
+	for _, l := range ls {
+		if string(l.Key) != own {
+			return nil // another checkpoint stays
+		}
+	}
+	if len(ms) == 0 {
 		tr.Clear(s.k.listed(threadID))
 	}
 	return nil
