@@ -22,6 +22,15 @@ func TestConformance(t *testing.T) {
 	})
 }
 
+// TestConformanceSingleCopy runs the store suite on stores that keep no
+// copy under the index, so that every read takes the by-thread path.
+func TestConformanceSingleCopy(t *testing.T) {
+	conformance.RunStore(t, func(t *testing.T, opts ckptstore.Options) ckptstore.Store {
+		s, _ := newMemStore(t, fdbstore.Options{Options: opts, SingleCopy: true}, memkv.Options{})
+		return checked(t, s)
+	})
+}
+
 // TestConformanceWithFaults runs the whole suite with faults on every
 // write transaction; the suite's model and concurrency tests compare the
 // reference counts with a recount. Small batch and page sizes make prunes

@@ -83,15 +83,16 @@ func (s *Store) transcriptCost(thread string, n int) int {
 // fit decides whether st keeps a copy under its index and checks that it
 // can be inserted, with extra bytes of the write's own, and deleted again,
 // each in one transaction: ErrInvalidEntry otherwise. The copy is kept
-// when it fits, which is every checkpoint up to about 4.4 MB.
+// when it fits, which is every checkpoint up to about 4.4 MB, unless
+// Options.SingleCopy.
 func (s *Store) fit(st *stored, extra int) error {
 	cp := st.cp
 	del := s.removeCost(cp.ThreadID, cp.CreatedAt, cp.ID, cp.ParentCheckpointID, len(st.blobs)) +
 		s.markerCost(cp.ThreadID) + costRead(st.leaseKey) + costRead(st.headKey)
 	base := extra + s.markerCost(cp.ThreadID)
-	st.copied = true
+	st.copied = !s.opts.SingleCopy
 	ins := s.insertCost(st) + base
-	if ins > MaxTransactionBytes {
+	if st.copied && ins > MaxTransactionBytes {
 		st.copied = false
 		ins = s.insertCost(st) + base
 	}
