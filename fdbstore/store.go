@@ -48,7 +48,9 @@
 // Get: with one copy, Get must read the index before it knows where the
 // chunks are. A checkpoint whose copy would not fit in the transaction
 // (an encoding above about 4.4 MB) is stored once (copied = 0), and its Get
-// takes a second round. Rounds per operation, asserted in the tests:
+// takes a second round; Options.SingleCopy stores every checkpoint once,
+// for deployments that would rather save the write bytes than the round.
+// Rounds per operation, asserted in the tests:
 //
 //	Get, ListPage, Threads, LoadThread, Head, List         1
 //	Restore (Head + Get of the head)                       1 when the head is the thread's newest checkpoint
