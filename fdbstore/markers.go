@@ -121,8 +121,8 @@ func (s *Store) wallNow() time.Time {
 }
 
 // writeRound is the reads every write starts before any other: its
-// marker, the expired markers of its thread, and the thread's lease and
-// head when the write needs them. The write then starts its own reads and
+// marker (in the op's epoch and the one before), and the thread's lease
+// and head when the write needs them. The write then starts its own reads and
 // waits, so that all of them take one round trip.
 type writeRound struct {
 	s      *Store
