@@ -50,7 +50,7 @@ func (s *Store) DeleteThread(ctx context.Context, threadID string, w ckptstore.W
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.checkWriter(threadID, w); err != nil {
+	if err := s.checkWriter(w, s.opts.Now()); err != nil {
 		return 0, err
 	}
 	th := s.threads[threadID] // not nil: it has a lease
@@ -153,7 +153,7 @@ func (s *Store) Import(ctx context.Context, b ckptstore.ImportBatch) (int, error
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.checkWriter(b.ThreadID, b.Writer); err != nil {
+	if err := s.checkWriter(b.Writer, s.opts.Now()); err != nil {
 		return 0, err
 	}
 	var fresh []*ckptstore.Checkpoint

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/precheck"
 )
 
 // InstanceStore is the in-memory ckptstore.InstanceStore. It is safe for
@@ -23,10 +24,7 @@ func NewInstanceStore() *InstanceStore {
 
 // Get implements ckptstore.InstanceStore.
 func (s *InstanceStore) Get(ctx context.Context, key string) (*ckptstore.InstanceRecord, error) {
-	if err := ckptstore.ValidateInstanceKey(key); err != nil {
-		return nil, err
-	}
-	if err := ctx.Err(); err != nil {
+	if err := precheck.InstanceKey(ctx, key); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
@@ -40,10 +38,7 @@ func (s *InstanceStore) Get(ctx context.Context, key string) (*ckptstore.Instanc
 
 // Upsert implements ckptstore.InstanceStore.
 func (s *InstanceStore) Upsert(ctx context.Context, rec *ckptstore.InstanceRecord) error {
-	if err := ckptstore.ValidateInstanceRecord(rec); err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
+	if err := precheck.InstanceUpsert(ctx, rec); err != nil {
 		return err
 	}
 	s.mu.Lock()
@@ -54,10 +49,7 @@ func (s *InstanceStore) Upsert(ctx context.Context, rec *ckptstore.InstanceRecor
 
 // Delete implements ckptstore.InstanceStore.
 func (s *InstanceStore) Delete(ctx context.Context, key string) error {
-	if err := ckptstore.ValidateInstanceKey(key); err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
+	if err := precheck.InstanceKey(ctx, key); err != nil {
 		return err
 	}
 	s.mu.Lock()

@@ -25,9 +25,12 @@
 //   - ops holds the op token of every Append, DeleteHead, fork and
 //     AcquireWriter that succeeded with one in the last opTokenTTL.
 //
-// Every method validates its input, takes the lock, answers a repeat of a
-// committed call by its op token, runs all state checks in contract order,
-// and only then mutates, so a failed call changes nothing.
+// Every method runs its pure checks in package precheck (ids, entries,
+// limits, the writer's thread, ctx), takes the lock, reads the clock once,
+// answers a repeat of a committed call by its op token, runs its state
+// checks in the order of docs/contract.md, and only then mutates, so a
+// failed call changes nothing. One clock reading per call means every
+// lease and op-token decision of the call is made at the same instant.
 package memstore
 
 import (
@@ -41,6 +44,7 @@ import (
 	"time"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/precheck"
 	"github.com/google/btree"
 )
 
@@ -131,10 +135,7 @@ func (s *Store) relist(id string, th *thread) {
 
 // Get implements ckptstore.Store.
 func (s *Store) Get(ctx context.Context, id string) (*ckptstore.Checkpoint, error) {
-	if err := ckptstore.ValidateID("checkpoint id", id); err != nil {
-		return nil, err
-	}
-	if err := ctx.Err(); err != nil {
+	if err := precheck.Read(ctx, "checkpoint id", id); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
@@ -144,10 +145,7 @@ func (s *Store) Get(ctx context.Context, id string) (*ckptstore.Checkpoint, erro
 
 // List implements ckptstore.Store.
 func (s *Store) List(ctx context.Context, threadID string) ([]*ckptstore.Checkpoint, error) {
-	if err := ckptstore.ValidateID("thread id", threadID); err != nil {
-		return nil, err
-	}
-	if err := ctx.Err(); err != nil {
+	if err := precheck.Read(ctx, "thread id", threadID); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
@@ -169,10 +167,7 @@ func (s *Store) List(ctx context.Context, threadID string) ([]*ckptstore.Checkpo
 
 // Head implements ckptstore.Store.
 func (s *Store) Head(ctx context.Context, threadID string) (string, error) {
-	if err := ckptstore.ValidateID("thread id", threadID); err != nil {
-		return "", err
-	}
-	if err := ctx.Err(); err != nil {
+	if err := precheck.Read(ctx, "thread id", threadID); err != nil {
 		return "", err
 	}
 	s.mu.Lock()
@@ -183,12 +178,12 @@ func (s *Store) Head(ctx context.Context, threadID string) (string, error) {
 	return "", nil
 }
 
-// checkWriter returns ErrWriterLost unless w is threadID's live lease.
-// The caller holds s.mu.
-func (s *Store) checkWriter(threadID string, w ckptstore.Writer) error {
-	if w.ThreadID != threadID {
-		return fmt.Errorf("%w: writer of thread %q cannot write thread %q", ckptstore.ErrWriterLost, w.ThreadID, threadID)
-	}
+// checkWriter returns ErrWriterLost unless w is its thread's live lease at
+// now, the clock reading of the call. The writer's thread against the
+// write's thread is a pure check, done before by precheck. The caller holds
+// s.mu.
+func (s *Store) checkWriter(w ckptstore.Writer, now time.Time) error {
+	threadID := w.ThreadID
 	th := s.threads[threadID]
 	if th == nil || th.lease == nil {
 		return fmt.Errorf("%w: thread %q has no lease", ckptstore.ErrWriterLost, threadID)
@@ -197,7 +192,7 @@ func (s *Store) checkWriter(threadID string, w ckptstore.Writer) error {
 	if l.token != w.OwnerToken || l.fence != w.Fence {
 		return fmt.Errorf("%w: thread %q has a newer lease (fence %d, writer has %d)", ckptstore.ErrWriterLost, threadID, l.fence, w.Fence)
 	}
-	if !s.opts.Now().Before(l.expiresAt) {
+	if !now.Before(l.expiresAt) {
 		return fmt.Errorf("%w: the lease of thread %q expired at %v", ckptstore.ErrWriterLost, threadID, l.expiresAt)
 	}
 	return nil
@@ -205,10 +200,7 @@ func (s *Store) checkWriter(threadID string, w ckptstore.Writer) error {
 
 // Append implements ckptstore.Store.
 func (s *Store) Append(ctx context.Context, cp *ckptstore.Checkpoint, expectedHeadID string, w ckptstore.Writer) error {
-	if err := ckptstore.ValidateAppend(cp, expectedHeadID, w); err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
+	if err := precheck.Append(ctx, cp, expectedHeadID, w); err != nil {
 		return err
 	}
 	token, hasToken, err := opToken(ctx)
@@ -218,10 +210,11 @@ func (s *Store) Append(ctx context.Context, cp *ckptstore.Checkpoint, expectedHe
 	c := cp.Clone() // before the lock: the caller may not change cp meanwhile, but copying is the slow part
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if hasToken && s.ops.done(token, opAppend, s.opts.Now()) != nil {
+	now := s.opts.Now()
+	if hasToken && s.ops.done(token, opAppend, now) != nil {
 		return nil // a retry of an Append that committed
 	}
-	if err := s.checkWriter(c.ThreadID, w); err != nil {
+	if err := s.checkWriter(w, now); err != nil {
 		return err
 	}
 	if _, dup := s.checkpoints[c.ID]; dup {
@@ -238,7 +231,7 @@ func (s *Store) Append(ctx context.Context, cp *ckptstore.Checkpoint, expectedHe
 	th.head = c.ID
 	s.relist(c.ThreadID, th)
 	if hasToken {
-		s.ops.record(token, &opRecord{kind: opAppend}, s.opts.Now())
+		s.ops.record(token, &opRecord{kind: opAppend}, now)
 	}
 	return nil
 }
@@ -270,10 +263,7 @@ func (s *Store) remove(th *thread, id string) {
 
 // DeleteHead implements ckptstore.Store.
 func (s *Store) DeleteHead(ctx context.Context, threadID, checkpointID string, w ckptstore.Writer) error {
-	if err := ckptstore.ValidateDeleteHead(threadID, checkpointID, w); err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
+	if err := precheck.DeleteHead(ctx, threadID, checkpointID, w); err != nil {
 		return err
 	}
 	token, hasToken, err := opToken(ctx)
@@ -282,10 +272,11 @@ func (s *Store) DeleteHead(ctx context.Context, threadID, checkpointID string, w
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if hasToken && s.ops.done(token, opDeleteHead, s.opts.Now()) != nil {
+	now := s.opts.Now()
+	if hasToken && s.ops.done(token, opDeleteHead, now) != nil {
 		return nil // a retry of a DeleteHead that committed
 	}
-	if err := s.checkWriter(threadID, w); err != nil {
+	if err := s.checkWriter(w, now); err != nil {
 		return err
 	}
 	th := s.threads[threadID]
@@ -297,22 +288,19 @@ func (s *Store) DeleteHead(ctx context.Context, threadID, checkpointID string, w
 	th.head = c.ParentCheckpointID
 	s.relist(threadID, th)
 	if hasToken {
-		s.ops.record(token, &opRecord{kind: opDeleteHead}, s.opts.Now())
+		s.ops.record(token, &opRecord{kind: opDeleteHead}, now)
 	}
 	return nil
 }
 
 // DeleteCheckpoints implements ckptstore.Pruner.
 func (s *Store) DeleteCheckpoints(ctx context.Context, threadID string, keep int, w ckptstore.Writer) ([]string, error) {
-	if err := ckptstore.ValidatePrune(threadID, keep, w); err != nil {
-		return nil, err
-	}
-	if err := ctx.Err(); err != nil {
+	if err := precheck.Prune(ctx, threadID, keep, w); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.checkWriter(threadID, w); err != nil {
+	if err := s.checkWriter(w, s.opts.Now()); err != nil {
 		return nil, err
 	}
 	th := s.threads[threadID]
@@ -345,10 +333,7 @@ func (s *Store) DeleteCheckpoints(ctx context.Context, threadID string, keep int
 
 // ForkFromCheckpoint implements ckptstore.Forker.
 func (s *Store) ForkFromCheckpoint(ctx context.Context, in ckptstore.ForkInput) (*ckptstore.Checkpoint, error) {
-	if err := ckptstore.ValidateFork(in); err != nil {
-		return nil, err
-	}
-	if err := ctx.Err(); err != nil {
+	if err := precheck.Fork(ctx, in); err != nil {
 		return nil, err
 	}
 	token, hasToken, err := opToken(ctx)
@@ -357,8 +342,9 @@ func (s *Store) ForkFromCheckpoint(ctx context.Context, in ckptstore.ForkInput) 
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	now := s.opts.Now()
 	if hasToken {
-		if r := s.ops.done(token, opFork, s.opts.Now()); r != nil {
+		if r := s.ops.done(token, opFork, now); r != nil {
 			return r.root.Clone(), nil // a retry of a fork that committed
 		}
 	}
@@ -369,7 +355,10 @@ func (s *Store) ForkFromCheckpoint(ctx context.Context, in ckptstore.ForkInput) 
 	if src.ThreadID != in.SourceThreadID {
 		return nil, fmt.Errorf("%w: checkpoint %q is in thread %q, not %q", ckptstore.ErrForkSourceThreadMismatch, src.ID, src.ThreadID, in.SourceThreadID)
 	}
-	if err := s.checkWriter(in.DestinationThreadID, in.Writer); err != nil {
+	if err := precheck.WriterThread(in.Writer, in.DestinationThreadID); err != nil {
+		return nil, err
+	}
+	if err := s.checkWriter(in.Writer, now); err != nil {
 		return nil, err
 	}
 	th := s.thread(in.DestinationThreadID, true)
@@ -393,17 +382,14 @@ func (s *Store) ForkFromCheckpoint(ctx context.Context, in ckptstore.ForkInput) 
 	}
 	s.relist(in.DestinationThreadID, th)
 	if hasToken {
-		s.ops.record(token, &opRecord{kind: opFork, root: root}, s.opts.Now())
+		s.ops.record(token, &opRecord{kind: opFork, root: root}, now)
 	}
 	return root.Clone(), nil
 }
 
 // AcquireWriter implements ckptstore.Store.
 func (s *Store) AcquireWriter(ctx context.Context, threadID string) (*ckptstore.Lease, error) {
-	if err := ckptstore.ValidateID("thread id", threadID); err != nil {
-		return nil, err
-	}
-	if err := ctx.Err(); err != nil {
+	if err := precheck.AcquireWriter(ctx, threadID); err != nil {
 		return nil, err
 	}
 	// A caller's op token becomes the owner token, so that a retry can
@@ -438,24 +424,27 @@ func (s *Store) AcquireWriter(ctx context.Context, threadID string) (*ckptstore.
 
 // RenewWriter implements ckptstore.LeaseKeeper.
 func (s *Store) RenewWriter(ctx context.Context, w ckptstore.Writer) (time.Time, error) {
-	if err := ckptstore.ValidateID("writer thread id", w.ThreadID); err != nil {
-		return time.Time{}, err
-	}
-	if err := ctx.Err(); err != nil {
+	if err := precheck.RenewWriter(ctx, w); err != nil {
 		return time.Time{}, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.checkWriter(w.ThreadID, w); err != nil {
+	// One reading for both decisions: a renew checked live at one instant
+	// must not extend from a later one (nor a lease expire in between).
+	now := s.opts.Now()
+	if err := s.checkWriter(w, now); err != nil {
 		return time.Time{}, err
 	}
 	l := s.threads[w.ThreadID].lease
-	l.expiresAt = s.opts.Now().Add(s.opts.LeaseDuration)
+	l.expiresAt = now.Add(s.opts.LeaseDuration)
 	return l.expiresAt, nil
 }
 
 // ReleaseWriter implements ckptstore.LeaseKeeper.
-func (s *Store) ReleaseWriter(_ context.Context, w ckptstore.Writer) error {
+func (s *Store) ReleaseWriter(ctx context.Context, w ckptstore.Writer) error {
+	if ok, err := precheck.ReleaseWriter(ctx, w); !ok || err != nil {
+		return err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	th := s.threads[w.ThreadID]
