@@ -52,7 +52,7 @@ func TestRenewExtendsFromTheInstantItChecked(t *testing.T) {
 		t.Fatal(err)
 	}
 	expiry := t0.Add(d)
-	checked := expiry.Add(-time.Millisecond) // still live
+	checked := expiry.Add(-time.Millisecond)  // still live
 	clock.set(checked, expiry.Add(time.Hour)) // any second reading is long past the expiry
 	got, err := s.RenewWriter(ctx, l.Writer)
 	if err != nil {
