@@ -12,7 +12,8 @@ import (
 
 // Import implements ckptstore.Importer: one transaction per batch, with
 // one read round (marker, lease, head, and each checkpoint's index and
-// copy) and a second only for stored checkpoints without a copy. A stored
+// copy) and a second, for all of them at once, only for stored
+// checkpoints without a copy. A stored
 // checkpoint of the batch's thread whose content is equal
 // (ckptstore.EqualCheckpoints, on the decoded stored value) is skipped, so
 // a batch that committed repeats as a no-op. A batch whose transaction
@@ -70,12 +71,17 @@ func (s *Store) Import(ctx context.Context, b ckptstore.ImportBatch) (int, error
 		if err := r.checkWriter(b.Writer); err != nil {
 			return err
 		}
+		ids := make([]string, len(sts))
+		for i, st := range sts {
+			ids[i] = st.cp.ID
+		}
+		curs, idxs, err := s.readByIDs(tr, ids, fs)
+		if err != nil {
+			return err
+		}
 		var fresh []*stored
 		for i, st := range sts {
-			cur, idx, err := s.readByID(tr, st.cp.ID, fs[i])
-			if err != nil {
-				return err
-			}
+			cur, idx := curs[i], idxs[i]
 			switch {
 			case idx == nil:
 				fresh = append(fresh, st)

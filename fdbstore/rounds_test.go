@@ -214,6 +214,20 @@ func TestSingleCopy(t *testing.T) {
 			t.Fatalf("SingleCopy %v: Get returned another checkpoint", single)
 		}
 		wantRounds(t, fmt.Sprintf("Restore, SingleCopy %v", single), rounds(t, db, func() (err error) { _, got, err = s.Restore(ctx, "t"); return }), 1, 2)
+		// Re-importing stored checkpoints reads them all in one more round
+		// at most, whatever their number.
+		b := ckptstore.ImportBatch{ThreadID: "t", Writer: lease.Writer, Checkpoints: []*ckptstore.Checkpoint{cp}}
+		for i := range 4 {
+			c := storetest.Checkpoint("t", fmt.Sprintf("x%d", i), "", float64(10+i), i)
+			b.Checkpoints = append(b.Checkpoints, c)
+		}
+		_, err = s.Import(ctx, b)
+		must(t, err)
+		var n int
+		wantRounds(t, fmt.Sprintf("re-Import, SingleCopy %v", single), rounds(t, db, func() (err error) { n, err = s.Import(ctx, b); return }), want, -1)
+		if n != 0 {
+			t.Fatalf("re-Import wrote %d", n)
+		}
 	}
 	if 10*written[true] > 6*written[false] {
 		t.Fatalf("an Append wrote %d bytes with SingleCopy, %d without; want about half", written[true], written[false])

@@ -342,20 +342,40 @@ func (s *Store) startByID(tr kv.ReadTransaction, id string) kv.FutureRange {
 // and its index, nil when id is not stored. Without a copy it reads the
 // chunks under the thread, a second round.
 func (s *Store) readByID(tr kv.ReadTransaction, id string, f kv.FutureRange) (*ckptstore.Checkpoint, *indexValue, error) {
-	kvs, err := f.Get()
-	if err != nil || len(kvs) == 0 {
-		return nil, nil, err
-	}
-	ik := s.k.index(id)
-	if string(kvs[0].Key) != string(ik) {
-		return nil, nil, fmt.Errorf("%w: copy of checkpoint %q without its index", errCorrupt, id)
-	}
-	idx, err := decodeIndex(kvs[0].Value)
+	cps, idxs, err := s.readByIDs(tr, []string{id}, []kv.FutureRange{f})
 	if err != nil {
 		return nil, nil, err
 	}
-	var cp *ckptstore.Checkpoint
-	if idx.copied {
+	return cps[0], idxs[0], nil
+}
+
+// readByIDs is readByID for several ids at once: the checkpoints stored
+// without a copy are read under their threads in one second round.
+func (s *Store) readByIDs(tr kv.ReadTransaction, ids []string, fs []kv.FutureRange) ([]*ckptstore.Checkpoint, []*indexValue, error) {
+	cps := make([]*ckptstore.Checkpoint, len(ids))
+	idxs := make([]*indexValue, len(ids))
+	pending := map[int]pendingCheckpoint{}
+	for i, id := range ids {
+		kvs, err := fs[i].Get()
+		if err != nil {
+			return nil, nil, err
+		}
+		if len(kvs) == 0 {
+			continue
+		}
+		ik := s.k.index(id)
+		if string(kvs[0].Key) != string(ik) {
+			return nil, nil, fmt.Errorf("%w: copy of checkpoint %q without its index", errCorrupt, id)
+		}
+		idx, err := decodeIndex(kvs[0].Value)
+		if err != nil {
+			return nil, nil, err
+		}
+		idxs[i] = &idx
+		if !idx.copied {
+			pending[i] = s.readCheckpoint(tr, idx.thread, idx.createdAt, id)
+			continue
+		}
 		chunks := kvs[1:]
 		if err := checkChunks(id, chunks, ik); err != nil {
 			return nil, nil, err
@@ -363,20 +383,26 @@ func (s *Store) readByID(tr kv.ReadTransaction, id string, f kv.FutureRange) (*c
 		if len(chunks) == 0 {
 			return nil, nil, fmt.Errorf("%w: checkpoint %q has an empty copy", errCorrupt, id)
 		}
-		cp, err = assemble(id, chunks)
-	} else {
-		cp, err = s.readCheckpoint(tr, idx.thread, idx.createdAt, id).get()
-		if err == nil && cp == nil {
-			err = fmt.Errorf("%w: checkpoint %q is indexed but has no data", errCorrupt, id)
+		if cps[i], err = assemble(id, chunks); err != nil {
+			return nil, nil, err
 		}
 	}
-	if err != nil {
-		return nil, nil, err
+	for i, pc := range pending {
+		cp, err := pc.get()
+		if err != nil {
+			return nil, nil, err
+		}
+		if cp == nil {
+			return nil, nil, fmt.Errorf("%w: checkpoint %q is indexed but has no data", errCorrupt, ids[i])
+		}
+		cps[i] = cp
 	}
-	if cp.ThreadID != idx.thread {
-		return nil, nil, fmt.Errorf("%w: checkpoint %q is indexed in thread %q but holds %q", errCorrupt, id, idx.thread, cp.ThreadID)
+	for i, cp := range cps {
+		if cp != nil && cp.ThreadID != idxs[i].thread {
+			return nil, nil, fmt.Errorf("%w: checkpoint %q is indexed in thread %q but holds %q", errCorrupt, ids[i], idxs[i].thread, cp.ThreadID)
+		}
 	}
-	return cp, &idx, nil
+	return cps, idxs, nil
 }
 
 // checkChunks checks that chunks are the keys (p, 0), (p, 1), … in order.
