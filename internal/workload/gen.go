@@ -12,7 +12,7 @@ import (
 	"github.com/ckptstore/ckptstore"
 )
 
-// Key prefixes of the contract (SPEC.md, "Validation").
+// Key prefixes of the contract (docs/contract.md, "Validation").
 const (
 	FilesKeyPrefix     = "sandbox-files/sha256/"
 	ArtifactsKeyPrefix = "sandbox-artifacts/sha256/"
