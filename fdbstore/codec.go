@@ -18,16 +18,18 @@ package fdbstore
 // conversation.
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/internal/cpcodec"
 )
 
-// errCorrupt is wrapped by every decoding error: stored bytes that this
-// package did not write.
-var errCorrupt = errors.New("fdbstore: corrupt stored value")
+// ErrCorrupt is wrapped by every error that reports stored bytes this
+// package did not write: a value that does not decode, a key outside the
+// layout, an index without its data. It is ckptstore.ErrCorrupt itself, so
+// errors.Is(err, ckptstore.ErrCorrupt) holds for the corruption errors of
+// every store; each Problem of Check wraps it too.
+var ErrCorrupt = ckptstore.ErrCorrupt
 
 // encodeCheckpoint returns the stored form of cp, which must have passed
 // ckptstore validation (anything else fails with ErrInvalidEntry).
@@ -56,7 +58,7 @@ func encodeCheckpoint(cp *ckptstore.Checkpoint) ([]byte, error) {
 // decodeCheckpoint parses the stored form of a checkpoint into a new value
 // that shares no memory with b.
 func decodeCheckpoint(b []byte) (*ckptstore.Checkpoint, error) {
-	d := cpcodec.NewDecoder(b, errCorrupt)
+	d := cpcodec.NewDecoder(b, ErrCorrupt)
 	d.Version("checkpoint value")
 	cp := &ckptstore.Checkpoint{}
 	cp.ID = d.String("id")

@@ -17,7 +17,7 @@ import (
 // TestCodecRoundTrip checks the value fdbstore composes from cpcodec's
 // parts (whose own round-trip, damage and fuzz tests live in
 // internal/cpcodec): exact, nil apart from empty, every truncation refused
-// with errCorrupt (a value that lost its last chunk included), and no
+// with ErrCorrupt (a value that lost its last chunk included), and no
 // memory shared with the stored bytes.
 func TestCodecRoundTrip(t *testing.T) {
 	full := &ckptstore.Checkpoint{
@@ -52,12 +52,12 @@ func TestCodecRoundTrip(t *testing.T) {
 		}
 		// Every strict prefix of the encoding is rejected, not misread.
 		for i := 0; i < len(enc); i++ {
-			if _, err := decodeCheckpoint(enc[:i]); !errors.Is(err, errCorrupt) {
-				t.Fatalf("prefix of %d bytes: %v, want errCorrupt", i, err)
+			if _, err := decodeCheckpoint(enc[:i]); !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("prefix of %d bytes: %v, want ErrCorrupt", i, err)
 			}
 		}
-		if _, err := decodeCheckpoint(append(enc[:len(enc):len(enc)], 0)); !errors.Is(err, errCorrupt) {
-			t.Fatalf("trailing byte: %v, want errCorrupt", err)
+		if _, err := decodeCheckpoint(append(enc[:len(enc):len(enc)], 0)); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("trailing byte: %v, want ErrCorrupt", err)
 		}
 	}
 	// A decoded checkpoint shares no memory with the stored bytes.
@@ -74,8 +74,8 @@ func TestCodecRoundTrip(t *testing.T) {
 	// A value of another version is refused, not misread.
 	enc, _ = encodeCheckpoint(full)
 	enc[0]++
-	if _, err := decodeCheckpoint(enc); !errors.Is(err, errCorrupt) {
-		t.Fatalf("unknown version: %v, want errCorrupt", err)
+	if _, err := decodeCheckpoint(enc); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("unknown version: %v, want ErrCorrupt", err)
 	}
 	// An entry the layout cannot hold exactly is refused before any write.
 	bad := full.Clone()
@@ -219,18 +219,18 @@ func TestValueEncodings(t *testing.T) {
 		}
 	}
 	for _, bad := range [][]byte{nil, {0x02, 'x', 0}, {0x16, 1}} {
-		if _, _, err := decodeMarker(bad); !errors.Is(err, errCorrupt) {
+		if _, _, err := decodeMarker(bad); !errors.Is(err, ErrCorrupt) {
 			t.Errorf("decodeMarker(%x): %v", bad, err)
 		}
 	}
 	for _, bad := range [][]byte{nil, {0x02, 'x'}, l.encode()[:5], lv.encode()[:3]} {
-		if _, err := decodeLease(bad); !errors.Is(err, errCorrupt) {
+		if _, err := decodeLease(bad); !errors.Is(err, ErrCorrupt) {
 			t.Errorf("decodeLease(%x): %v", bad, err)
 		}
-		if _, err := decodeLink(bad); !errors.Is(err, errCorrupt) {
+		if _, err := decodeLink(bad); !errors.Is(err, ErrCorrupt) {
 			t.Errorf("decodeLink(%x): %v", bad, err)
 		}
-		if _, err := decodeIndex(bad); !errors.Is(err, errCorrupt) {
+		if _, err := decodeIndex(bad); !errors.Is(err, ErrCorrupt) {
 			t.Errorf("decodeIndex(%x): %v", bad, err)
 		}
 	}

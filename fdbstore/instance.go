@@ -110,5 +110,5 @@ func decodeInstance(key string, raw []byte) (*ckptstore.InstanceRecord, error) {
 			return &r, nil
 		}
 	}
-	return nil, fmt.Errorf("%w: instance record %q", errCorrupt, key)
+	return nil, fmt.Errorf("%w: instance record %q", ErrCorrupt, key)
 }

@@ -196,11 +196,11 @@ func sortKey(createdAt float64) float64 {
 // suffix unpacks the elements of key after the packed prefix p.
 func suffix(key, p []byte) (tuple.Tuple, error) {
 	if len(key) < len(p) || string(key[:len(p)]) != string(p) {
-		return nil, fmt.Errorf("%w: key %x is outside %x", errCorrupt, key, p)
+		return nil, fmt.Errorf("%w: key %x is outside %x", ErrCorrupt, key, p)
 	}
 	t, err := tuple.Unpack(key[len(p):])
 	if err != nil {
-		return nil, fmt.Errorf("%w: key %x: %v", errCorrupt, key, err)
+		return nil, fmt.Errorf("%w: key %x: %v", ErrCorrupt, key, err)
 	}
 	return t, nil
 }
@@ -231,7 +231,7 @@ func decodeIndex(b []byte) (indexValue, error) {
 			return indexValue{thread: th, createdAt: ca, copied: c == 1}, nil
 		}
 	}
-	return indexValue{}, fmt.Errorf("%w: index value %x", errCorrupt, b)
+	return indexValue{}, fmt.Errorf("%w: index value %x", ErrCorrupt, b)
 }
 
 // linkValue is the value at (P, "t", thread, "p", id): what pruning needs
@@ -256,7 +256,7 @@ func decodeLink(b []byte) (linkValue, error) {
 			return linkValue{parent: p, createdAt: ca, size: size, blobs: blobs}, nil
 		}
 	}
-	return linkValue{}, fmt.Errorf("%w: link value %x", errCorrupt, b)
+	return linkValue{}, fmt.Errorf("%w: link value %x", ErrCorrupt, b)
 }
 
 // leaseValue is the value at (P, "t", thread, "l"). A released lease keeps
@@ -282,5 +282,5 @@ func decodeLease(b []byte) (leaseValue, error) {
 			return leaseValue{token: tok, fence: fence, expires: time.Unix(sec, nsec)}, nil
 		}
 	}
-	return leaseValue{}, fmt.Errorf("%w: lease value %x", errCorrupt, b)
+	return leaseValue{}, fmt.Errorf("%w: lease value %x", ErrCorrupt, b)
 }

@@ -188,7 +188,7 @@ func (r *writeRound) done() (bool, []byte, error) {
 		}
 	}
 	if len(rest) == 0 {
-		return false, nil, fmt.Errorf("%w: op marker %x without its kind", errCorrupt, v)
+		return false, nil, fmt.Errorf("%w: op marker %x without its kind", ErrCorrupt, v)
 	}
 	if opKind(rest[0]) != r.o.kind {
 		return false, nil, nil
@@ -235,20 +235,20 @@ func epochOf(t time.Time) int64 { return t.UnixMilli() / markerTTL.Milliseconds(
 // that follow the packed time.
 func decodeMarker(v []byte) (ms int64, result []byte, err error) {
 	if len(v) < 1 {
-		return 0, nil, fmt.Errorf("%w: empty op marker", errCorrupt)
+		return 0, nil, fmt.Errorf("%w: empty op marker", ErrCorrupt)
 	}
 	// The value starts with one packed int element: its code gives its length.
 	n := 1 + int(v[0]) - 0x14
 	if v[0] < 0x14 || v[0] > 0x1c || len(v) < n {
-		return 0, nil, fmt.Errorf("%w: op marker %x", errCorrupt, v)
+		return 0, nil, fmt.Errorf("%w: op marker %x", ErrCorrupt, v)
 	}
 	t, err := tuple.Unpack(v[:n])
 	if err != nil || len(t) != 1 {
-		return 0, nil, fmt.Errorf("%w: op marker %x", errCorrupt, v)
+		return 0, nil, fmt.Errorf("%w: op marker %x", ErrCorrupt, v)
 	}
 	ms, ok := t[0].(int64)
 	if !ok {
-		return 0, nil, fmt.Errorf("%w: op marker %x", errCorrupt, v)
+		return 0, nil, fmt.Errorf("%w: op marker %x", ErrCorrupt, v)
 	}
 	return ms, v[n:], nil
 }

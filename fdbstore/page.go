@@ -71,7 +71,7 @@ func (s *Store) readPage(tr kv.ReadTransaction, p []byte, r kv.KeyRange, pg prec
 	switch {
 	case !full:
 		if n := len(groups); n > 0 && !groups[n-1].complete {
-			return nil, false, fmt.Errorf("%w: checkpoint %q lacks its first chunk", errCorrupt, groups[n-1].id)
+			return nil, false, fmt.Errorf("%w: checkpoint %q lacks its first chunk", ErrCorrupt, groups[n-1].id)
 		}
 		out, err := decodeGroups(groups)
 		return out, false, err
@@ -143,7 +143,7 @@ func (s *Store) Threads(ctx context.Context, after string, limit int) ([]string,
 		}
 		id, ok := elem[string](t, 0, 1)
 		if !ok {
-			return nil, "", fmt.Errorf("%w: listed key %x", errCorrupt, kvp.Key)
+			return nil, "", fmt.Errorf("%w: listed key %x", ErrCorrupt, kvp.Key)
 		}
 		ids = append(ids, id)
 	}

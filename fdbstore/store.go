@@ -365,7 +365,7 @@ func (s *Store) readByIDs(tr kv.ReadTransaction, ids []string, fs []kv.FutureRan
 		}
 		ik := s.k.index(id)
 		if string(kvs[0].Key) != string(ik) {
-			return nil, nil, fmt.Errorf("%w: copy of checkpoint %q without its index", errCorrupt, id)
+			return nil, nil, fmt.Errorf("%w: copy of checkpoint %q without its index", ErrCorrupt, id)
 		}
 		idx, err := decodeIndex(kvs[0].Value)
 		if err != nil {
@@ -381,7 +381,7 @@ func (s *Store) readByIDs(tr kv.ReadTransaction, ids []string, fs []kv.FutureRan
 			return nil, nil, err
 		}
 		if len(chunks) == 0 {
-			return nil, nil, fmt.Errorf("%w: checkpoint %q has an empty copy", errCorrupt, id)
+			return nil, nil, fmt.Errorf("%w: checkpoint %q has an empty copy", ErrCorrupt, id)
 		}
 		if cps[i], err = assemble(id, chunks); err != nil {
 			return nil, nil, err
@@ -393,13 +393,13 @@ func (s *Store) readByIDs(tr kv.ReadTransaction, ids []string, fs []kv.FutureRan
 			return nil, nil, err
 		}
 		if cp == nil {
-			return nil, nil, fmt.Errorf("%w: checkpoint %q is indexed but has no data", errCorrupt, ids[i])
+			return nil, nil, fmt.Errorf("%w: checkpoint %q is indexed but has no data", ErrCorrupt, ids[i])
 		}
 		cps[i] = cp
 	}
 	for i, cp := range cps {
 		if cp != nil && cp.ThreadID != idxs[i].thread {
-			return nil, nil, fmt.Errorf("%w: checkpoint %q is indexed in thread %q but holds %q", errCorrupt, ids[i], idxs[i].thread, cp.ThreadID)
+			return nil, nil, fmt.Errorf("%w: checkpoint %q is indexed in thread %q but holds %q", ErrCorrupt, ids[i], idxs[i].thread, cp.ThreadID)
 		}
 	}
 	return cps, idxs, nil
@@ -413,7 +413,7 @@ func checkChunks(id string, chunks []kv.KeyValue, p []byte) error {
 			return err
 		}
 		if n, ok := elem[int64](t, 0, 1); !ok || n != int64(i) {
-			return fmt.Errorf("%w: checkpoint %q: chunk %d has key %x", errCorrupt, id, i, c.Key)
+			return fmt.Errorf("%w: checkpoint %q: chunk %d has key %x", ErrCorrupt, id, i, c.Key)
 		}
 	}
 	return nil
@@ -463,7 +463,7 @@ func assemble(id string, chunks []kv.KeyValue) (*ckptstore.Checkpoint, error) {
 		return nil, fmt.Errorf("checkpoint %q: %w", id, err)
 	}
 	if cp.ID != id {
-		return nil, fmt.Errorf("%w: the data of checkpoint %q holds %q", errCorrupt, id, cp.ID)
+		return nil, fmt.Errorf("%w: the data of checkpoint %q holds %q", ErrCorrupt, id, cp.ID)
 	}
 	return cp, nil
 }
@@ -525,15 +525,15 @@ func groupChunks(kvs []kv.KeyValue, p []byte, reverse bool) ([]chunkGroup, error
 		id, ok1 := elem[string](t, 1, 3)
 		n, ok2 := elem[int64](t, 2, 3)
 		if !ok0 || !ok1 || !ok2 {
-			return nil, fmt.Errorf("%w: checkpoint key %x", errCorrupt, kvp.Key)
+			return nil, fmt.Errorf("%w: checkpoint key %x", ErrCorrupt, kvp.Key)
 		}
 		last := len(out) - 1
 		if last < 0 || out[last].id != id || out[last].createdAt != ca {
 			if last >= 0 && !out[last].complete && reverse {
-				return nil, fmt.Errorf("%w: checkpoint %q lacks its first chunk", errCorrupt, out[last].id)
+				return nil, fmt.Errorf("%w: checkpoint %q lacks its first chunk", ErrCorrupt, out[last].id)
 			}
 			if !reverse && n != 0 {
-				return nil, fmt.Errorf("%w: checkpoint key %x out of sequence", errCorrupt, kvp.Key)
+				return nil, fmt.Errorf("%w: checkpoint key %x out of sequence", ErrCorrupt, kvp.Key)
 			}
 			out = append(out, chunkGroup{createdAt: ca, id: id, complete: !reverse})
 			last++
@@ -543,7 +543,7 @@ func groupChunks(kvs []kv.KeyValue, p []byte, reverse bool) ([]chunkGroup, error
 				want = out[last].lastChunk - 1
 			}
 			if n != want {
-				return nil, fmt.Errorf("%w: checkpoint key %x out of sequence", errCorrupt, kvp.Key)
+				return nil, fmt.Errorf("%w: checkpoint key %x out of sequence", ErrCorrupt, kvp.Key)
 			}
 		}
 		out[last].chunks = append(out[last].chunks, kvp)
@@ -706,7 +706,7 @@ func (s *Store) BlobReferencesSeq(ctx context.Context) iter.Seq2[ckptstore.BlobR
 				}
 				key, ok := elem[string](t, 0, 1)
 				if !ok {
-					yield(ckptstore.BlobRef{}, fmt.Errorf("%w: reference key %x", errCorrupt, kvp.Key))
+					yield(ckptstore.BlobRef{}, fmt.Errorf("%w: reference key %x", ErrCorrupt, kvp.Key))
 					return
 				}
 				if n := kv.DecodeInt64(kvp.Value); n > 0 {

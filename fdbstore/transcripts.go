@@ -60,7 +60,7 @@ func (s *Store) readTranscript(f kv.FutureRange, threadID string) ([]byte, error
 			return nil, err
 		}
 		if k, ok := elem[int64](t, 0, 1); !ok || k != int64(i) {
-			return nil, fmt.Errorf("%w: transcript of thread %q: chunk %d has key %x", errCorrupt, threadID, i, c.Key)
+			return nil, fmt.Errorf("%w: transcript of thread %q: chunk %d has key %x", ErrCorrupt, threadID, i, c.Key)
 		}
 		n += len(c.Value)
 	}

@@ -382,7 +382,7 @@ func (s *Store) pruneBatch(ctx context.Context, threadID string, keep int, w ckp
 				return err
 			}
 			if cp == nil {
-				return fmt.Errorf("%w: checkpoint %q is linked but has no data", errCorrupt, pc.id)
+				return fmt.Errorf("%w: checkpoint %q is linked but has no data", ErrCorrupt, pc.id)
 			}
 			s.remove(tr, cp)
 		}
@@ -409,7 +409,7 @@ func decodeLinks(kvs []kv.KeyValue, p []byte) (map[string]linkValue, error) {
 		}
 		id, ok := elem[string](t, 0, 1)
 		if !ok {
-			return nil, fmt.Errorf("%w: link key %x", errCorrupt, kvp.Key)
+			return nil, fmt.Errorf("%w: link key %x", ErrCorrupt, kvp.Key)
 		}
 		if links[id], err = decodeLink(kvp.Value); err != nil {
 			return nil, err
@@ -675,7 +675,7 @@ func decodeTaken(token string, result []byte) (leaseValue, error) {
 			return leaseValue{token: token, fence: fence, expires: time.Unix(sec, nsec)}, nil
 		}
 	}
-	return leaseValue{}, fmt.Errorf("%w: AcquireWriter marker result %x", errCorrupt, result)
+	return leaseValue{}, fmt.Errorf("%w: AcquireWriter marker result %x", ErrCorrupt, result)
 }
 
 // RenewWriter implements ckptstore.LeaseKeeper: one read round (marker

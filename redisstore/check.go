@@ -19,13 +19,22 @@ import (
 )
 
 // Problem is one broken invariant: the key where it shows and what is
-// wrong.
+// wrong. It is also an error that wraps ckptstore.ErrCorrupt (as
+// fdbstore.Problem is), so that a caller can join the problems into one
+// error (errors.Join) that errors.Is recognises.
 type Problem struct {
 	Key  string
 	What string
 }
 
+// String is the key, quoted, and what is wrong.
 func (p Problem) String() string { return fmt.Sprintf("%q: %s", p.Key, p.What) }
+
+// Error is String: a Problem is an error too.
+func (p Problem) Error() string { return p.String() }
+
+// Unwrap returns ckptstore.ErrCorrupt.
+func (p Problem) Unwrap() error { return ckptstore.ErrCorrupt }
 
 // storedCP is what Check reads of one checkpoint hash.
 type storedCP struct {

@@ -18,7 +18,6 @@ package redisstore
 // and fails with ErrCorrupt instead of panicking.
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/ckptstore/ckptstore"
@@ -26,8 +25,11 @@ import (
 )
 
 // ErrCorrupt reports stored data this package cannot decode: keys under the
-// store's prefix written by something else, or by a newer version.
-var ErrCorrupt = errors.New("redisstore: corrupt stored checkpoint")
+// store's prefix written by something else, or by a newer version. It is
+// ckptstore.ErrCorrupt itself (kept under this name, which callers already
+// use), so errors.Is(err, ckptstore.ErrCorrupt) holds for the corruption
+// errors of every store; each Problem of Check wraps it too.
+var ErrCorrupt = ckptstore.ErrCorrupt
 
 // encodeHeader returns the header of cp.
 func encodeHeader(cp *ckptstore.Checkpoint) []byte {

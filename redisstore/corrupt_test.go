@@ -1,0 +1,37 @@
+package redisstore
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ckptstore/ckptstore"
+)
+
+// A stored checkpoint that no longer decodes fails Get and List with an
+// error that is ckptstore.ErrCorrupt (the value every store wraps), and
+// Check's problem for it wraps the same value.
+func TestCorruptValueIsErrCorrupt(t *testing.T) {
+	ctx := context.Background()
+	c := miniClient(t)
+	s := newStore(t, c, Options{})
+	w := acquire(t, s, "t")
+	require.NoError(t, s.Append(ctx, cpWith("a", "t", "", 1, 1), "", w))
+	require.NoError(t, c.HSet(ctx, string(s.keys.checkpoint("a")), "b", "junk").Err())
+
+	_, err := s.Get(ctx, "a")
+	assert.ErrorIs(t, err, ckptstore.ErrCorrupt, "Get")
+	assert.ErrorIs(t, err, ErrCorrupt, "Get: redisstore.ErrCorrupt is the same value")
+	_, err = s.List(ctx, "t")
+	assert.ErrorIs(t, err, ckptstore.ErrCorrupt, "List")
+	assert.Empty(t, ckptstore.Code(err), "a corrupt value is no contract error")
+
+	problems, err := s.Check(ctx)
+	require.NoError(t, err)
+	require.NotEmpty(t, problems)
+	for _, p := range problems {
+		assert.ErrorIs(t, p, ckptstore.ErrCorrupt, "Check problem %s", p)
+	}
+}
