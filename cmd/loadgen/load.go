@@ -29,6 +29,7 @@ type runner struct {
 	threads    []string
 	leaseDur   time.Duration
 	renewAfter time.Duration
+	gen        workload.GenOptions // every worker's generator's
 
 	stop     atomic.Bool  // set at the deadline: workers end their run and leave
 	budget   atomic.Int64 // appends left when cfg.ops > 0
@@ -133,34 +134,71 @@ func (w *worker) failed(op string, err error, ls *leaseState, at time.Time) {
 
 // session is one harness run on thread.
 func (w *worker) session(ctx context.Context, thread string) {
-	r, st := w.r, w.r.st
-	ls := &leaseState{lastRenew: time.Now()}
-	err := w.do("acquire", func() (err error) { ls.lease, err = st.AcquireWriter(ctx, thread); return err })
+	ls, err := w.acquire(ctx, thread)
 	if err != nil {
-		w.failed("acquire", err, nil, time.Now())
 		if errors.Is(err, ckptstore.ErrWriterConflict) {
 			sleep(ctx, time.Duration(w.rng.Int64N(int64(time.Millisecond)))) // another process runs it: back off a little
 		}
 		return
 	}
-	r.sessions.Add(1)
-	defer func() {
-		_ = w.do("release", func() error { return ls.lease.ReleaseErr(context.WithoutCancel(ctx)) })
-	}()
+	w.r.sessions.Add(1)
+	defer w.release(ctx, ls)
+	head, prev, ok := w.readHead(ctx, thread, ls)
+	if !ok {
+		return
+	}
+	if head, prev, ok = w.appendRun(ctx, thread, ls, head, prev); !ok || ctx.Err() != nil {
+		return
+	}
+	if w.rng.Float64() < w.r.cfg.pruneRate {
+		w.prune(ctx, thread, ls)
+	}
+	if w.rng.Float64() < w.r.cfg.forkRate && prev != nil {
+		w.fork(ctx, thread, head, ls)
+	}
+}
 
+// acquire takes thread's lease; a failure is judged (failed) here.
+func (w *worker) acquire(ctx context.Context, thread string) (*leaseState, error) {
+	ls := &leaseState{lastRenew: time.Now()}
+	err := w.do("acquire", func() (err error) { ls.lease, err = w.r.st.AcquireWriter(ctx, thread); return err })
+	if err != nil {
+		w.failed("acquire", err, nil, time.Now())
+		return nil, err
+	}
+	return ls, nil
+}
+
+// release ends ls, also when ctx was cancelled.
+func (w *worker) release(ctx context.Context, ls *leaseState) {
+	_ = w.do("release", func() error { return ls.lease.ReleaseErr(context.WithoutCancel(ctx)) })
+}
+
+// readHead reads thread's head and its checkpoint (nil for none), the
+// state a harness run starts from; false when a read failed.
+func (w *worker) readHead(ctx context.Context, thread string, ls *leaseState) (string, *ckptstore.Checkpoint, bool) {
+	st := w.r.st
 	var head string
 	if err := w.do("head", func() (err error) { head, err = st.Head(ctx, thread); return err }); err != nil {
 		w.failed("head", err, ls, time.Now())
-		return
+		return "", nil, false
 	}
 	var prev *ckptstore.Checkpoint
 	if head != "" {
 		if err := w.do("get", func() (err error) { prev, err = st.Get(ctx, head); return err }); err != nil {
 			w.failed("get", err, ls, time.Now())
-			return
+			return "", nil, false
 		}
 	}
+	return head, prev, true
+}
 
+// appendRun is a run's appends on thread, from head (whose checkpoint is
+// prev): up to appends-per-lease, one of them maybe stalled past the
+// lease, each maybe undone. It returns the head it leaves; false when the
+// run ended at a failure or a fenced stall, which ends the session.
+func (w *worker) appendRun(ctx context.Context, thread string, ls *leaseState, head string, prev *ckptstore.Checkpoint) (string, *ckptstore.Checkpoint, bool) {
+	r := w.r
 	stallAt := -1
 	if w.rng.Float64() < r.cfg.stallRate {
 		stallAt = w.rng.IntN(r.cfg.appendsPerLease)
@@ -172,64 +210,75 @@ func (w *worker) session(ctx context.Context, thread string) {
 		if r.cfg.think > 0 && i > 0 {
 			sleep(ctx, r.cfg.think)
 		}
-		stalled := i == stallAt
-		if stalled {
-			// A paused harness: wake after the lease is certainly over,
-			// even if the clock that granted it and the one that judges
-			// this append are max-clock-skew apart in either direction.
-			sleep(ctx, r.leaseDur+2*r.cfg.maxClockSkew+10*time.Millisecond)
-		} else if !w.keepLease(ctx, ls) {
-			return
+		id, cp, ok := w.appendOne(ctx, thread, ls, head, prev, i == stallAt)
+		if !ok {
+			return head, prev, false
 		}
-		id := w.gen.NewID()
-		cp, fresh := w.gen.Next(thread, id, head, prev)
-		for _, k := range fresh { // a capture uploads its blobs before it appends
-			if err := w.do("upload", func() error { return r.bucket.Put(ctx, k, bytes.NewReader(blobBody)) }); err != nil {
-				return
-			}
-		}
-		err := w.do("append", func() error { return st.Append(ctx, cp, head, ls.lease.Writer) })
-		done := time.Now()
-		switch {
-		case stalled && err == nil:
-			r.problemf("fencing: an append by a writer that stalled past its lease (%v) succeeded (thread %q, checkpoint %q)", r.leaseDur, thread, id)
-		case stalled && errors.Is(err, ckptstore.ErrWriterLost):
-			w.fenced++
-			return
-		case err != nil:
-			w.failed("append", err, ls, done)
-			return
-		}
-		w.acked[id] = thread
-		w.ackedN++
-		r.appends.Add(1)
 		if w.rng.Float64() < r.cfg.undoRate {
-			if !w.keepLease(ctx, ls) {
-				return
+			if !w.undo(ctx, thread, id, ls) {
+				return head, prev, false
 			}
-			err := w.do("undo", func() error { return st.DeleteHead(ctx, thread, id, ls.lease.Writer) })
-			if err != nil {
-				if ckptstore.Code(err) == "" {
-					w.uncertain[thread] = true
-				}
-				w.failed("undo", err, ls, time.Now())
-				return
-			}
-			delete(w.acked, id)
-			w.deletedN++
 			continue // the head is the parent again
 		}
 		head, prev = id, cp
 	}
-	if ctx.Err() != nil {
-		return
+	return head, prev, true
+}
+
+// appendOne captures and appends one checkpoint on head, after a pause
+// past the lease when stalled; false when the session must end.
+func (w *worker) appendOne(ctx context.Context, thread string, ls *leaseState, head string, prev *ckptstore.Checkpoint, stalled bool) (string, *ckptstore.Checkpoint, bool) {
+	r, st := w.r, w.r.st
+	if stalled {
+		// A paused harness: wake after the lease is certainly over,
+		// even if the clock that granted it and the one that judges
+		// this append are max-clock-skew apart in either direction.
+		sleep(ctx, r.leaseDur+2*r.cfg.maxClockSkew+10*time.Millisecond)
+	} else if !w.keepLease(ctx, ls) {
+		return "", nil, false
 	}
-	if w.rng.Float64() < r.cfg.pruneRate {
-		w.prune(ctx, thread, ls)
+	id := w.gen.NewID()
+	cp, fresh := w.gen.Next(thread, id, head, prev)
+	for _, k := range fresh { // a capture uploads its blobs before it appends
+		if err := w.do("upload", func() error { return r.bucket.Put(ctx, k, bytes.NewReader(blobBody)) }); err != nil {
+			return "", nil, false
+		}
 	}
-	if w.rng.Float64() < r.cfg.forkRate && prev != nil {
-		w.fork(ctx, thread, head, ls)
+	err := w.do("append", func() error { return st.Append(ctx, cp, head, ls.lease.Writer) })
+	done := time.Now()
+	switch {
+	case stalled && err == nil:
+		r.problemf("fencing: an append by a writer that stalled past its lease (%v) succeeded (thread %q, checkpoint %q)", r.leaseDur, thread, id)
+	case stalled && errors.Is(err, ckptstore.ErrWriterLost):
+		w.fenced++
+		return "", nil, false
+	case err != nil:
+		w.failed("append", err, ls, done)
+		return "", nil, false
 	}
+	w.acked[id] = thread
+	w.ackedN++
+	r.appends.Add(1)
+	return id, cp, true
+}
+
+// undo deletes id, the head just appended, as a user undoing a turn does;
+// false when the session must end.
+func (w *worker) undo(ctx context.Context, thread, id string, ls *leaseState) bool {
+	if !w.keepLease(ctx, ls) {
+		return false
+	}
+	err := w.do("undo", func() error { return w.r.st.DeleteHead(ctx, thread, id, ls.lease.Writer) })
+	if err != nil {
+		if ckptstore.Code(err) == "" {
+			w.uncertain[thread] = true
+		}
+		w.failed("undo", err, ls, time.Now())
+		return false
+	}
+	delete(w.acked, id)
+	w.deletedN++
+	return true
 }
 
 // keepLease renews the lease when RenewAfter has passed since it was taken
@@ -286,15 +335,12 @@ func (w *worker) fork(ctx context.Context, thread, head string, ls *leaseState) 
 	destCP := w.gen.NewID()
 	dest := forkThread(w.r.ns, destCP)
 	w.forks = append(w.forks, dest)
-	dl := &leaseState{lastRenew: time.Now()}
-	if err := w.do("acquire", func() (err error) { dl.lease, err = w.r.st.AcquireWriter(ctx, dest); return err }); err != nil {
-		w.failed("acquire", err, nil, time.Now())
+	dl, err := w.acquire(ctx, dest)
+	if err != nil {
 		return
 	}
-	defer func() {
-		_ = w.do("release", func() error { return dl.lease.ReleaseErr(context.WithoutCancel(ctx)) })
-	}()
-	err := w.do("fork", func() error {
+	defer w.release(ctx, dl)
+	err = w.do("fork", func() error {
 		_, err := f.ForkFromCheckpoint(ctx, ckptstore.ForkInput{
 			SourceThreadID: thread, SourceCheckpointID: head,
 			DestinationThreadID: dest, DestinationCheckpointID: destCP,

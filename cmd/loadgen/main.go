@@ -116,6 +116,55 @@ func load(ctx context.Context, cfg *config, progress io.Writer) (*result, error)
 		ns = randomHex(4)
 	}
 	proc := randomHex(4)
+	r, opened, err := openRunner(ctx, cfg, ns)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = opened.Close() }()
+	if err := r.prepare(ctx); err != nil {
+		return nil, err
+	}
+	res := &result{
+		Store: opened.Desc, Kind: opened.Kind, Namespace: ns, Proc: proc,
+		Threads: cfg.threads, Workers: cfg.workers, Contend: cfg.contend,
+		Payload: cfg.payload.String(), Lease: r.leaseDur, RenewAfter: r.renewAfter,
+	}
+	if !cfg.quiet {
+		fmt.Fprintf(progress, "loadgen: %s, namespace %s, %d threads, %d workers, %s\n", opened.Desc, ns, cfg.threads, cfg.workers, limitText(cfg))
+	}
+	workers := r.drive(ctx, opened, res, progress)
+	o, err := r.gather(ctx, workers, proc, progress)
+	if err != nil {
+		return nil, err
+	}
+	res.Fenced = o.fenced
+	if cfg.sweep {
+		if o.sweep, err = r.closingSweep(ctx); err != nil {
+			return nil, err
+		}
+		res.Swept = len(o.sweep.deleted)
+	}
+	res.Ops = r.lat.Summary(res.Elapsed, opOrder...)
+	for i := range res.Ops {
+		if res.Ops[i].Op == "sweep" { // once, after the load: a rate would mean nothing
+			res.Ops[i].PerSec = 0
+		}
+	}
+	if cfg.verify {
+		v, err := verify(ctx, r, o)
+		if err != nil {
+			return nil, fmt.Errorf("verify: %w", err)
+		}
+		v.Acked, v.Deleted, v.Fenced = o.ackedN, v.Deleted+o.deletedN, o.fenced
+		res.Verify = v
+	}
+	return res, nil
+}
+
+// openRunner opens the store and the bucket --store and --blob-url name,
+// and returns the runner of namespace ns over them; the caller closes the
+// store.
+func openRunner(ctx context.Context, cfg *config, ns string) (*runner, *storeurl.Opened, error) {
 	lease := ckptstore.Options{LeaseDuration: cfg.lease, RenewAfter: cfg.renewAfter}
 	open := storeurl.Open
 	if isHTTP(cfg.store) {
@@ -134,52 +183,58 @@ func load(ctx context.Context, cfg *config, progress io.Writer) (*result, error)
 		MemkvUnknownResultRate: cfg.memkvUnknown,
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	defer func() { _ = opened.Close() }()
 	bucket, err := blobs.Open(ctx, cfg.blobURL)
-	if errors.Is(err, blobs.ErrInvalidURL) {
-		return nil, fmt.Errorf("%w: --blob-url: %v", storeurl.ErrBadURL, err)
-	}
 	if err != nil {
-		return nil, fmt.Errorf("--blob-url: %w", err)
+		_ = opened.Close()
+		if errors.Is(err, blobs.ErrInvalidURL) {
+			return nil, nil, fmt.Errorf("%w: --blob-url: %v", storeurl.ErrBadURL, err)
+		}
+		return nil, nil, fmt.Errorf("--blob-url: %w", err)
 	}
 	resolved, _ := lease.Resolve() // Open validated it
 	r := &runner{
 		cfg: cfg, st: opened.Store, bucket: bucket, lat: workload.NewLatencies(), ns: ns,
 		leaseDur: resolved.LeaseDuration, renewAfter: resolved.RenewAfter,
+		gen: workload.GenOptions{
+			Namespace: ns, Payload: cfg.payload, BlobShare: cfg.blobShare,
+			GlobalBlobs: cfg.globalBlobs, ArtifactRate: cfg.artifactRate,
+		},
 	}
 	r.budget.Store(cfg.ops)
 	for i := range cfg.threads {
 		r.threads = append(r.threads, threadName(ns, i))
 	}
-	if cfg.contend > 0 {
-		procs, err := arrived(ctx, r.st, ns)
-		if err != nil {
-			return nil, fmt.Errorf("read the barrier: %w", err)
-		}
-		if len(procs) >= cfg.contend {
-			return nil, fmt.Errorf("namespace %q was used by an earlier contention run (%d processes finished in it): pick a fresh --namespace", ns, len(procs))
-		}
-	}
-	gopts := workload.GenOptions{
-		Namespace: ns, Payload: cfg.payload, BlobShare: cfg.blobShare,
-		GlobalBlobs: cfg.globalBlobs, ArtifactRate: cfg.artifactRate,
-	}
-	for _, k := range workload.NewGen(gopts).GlobalKeys() {
-		if err := bucket.Put(ctx, k, bytes.NewReader(blobBody)); err != nil {
-			return nil, fmt.Errorf("upload a global blob: %w", err)
-		}
-	}
+	return r, opened, nil
+}
 
-	res := &result{
-		Store: opened.Desc, Kind: opened.Kind, Namespace: ns, Proc: proc,
-		Threads: cfg.threads, Workers: cfg.workers, Contend: cfg.contend,
-		Payload: cfg.payload.String(), Lease: resolved.LeaseDuration, RenewAfter: resolved.RenewAfter,
+// prepare readies the store for the load: in contention mode it checks
+// that the namespace's barrier is not already complete, and it uploads the
+// blobs every thread shares.
+func (r *runner) prepare(ctx context.Context) error {
+	if r.cfg.contend > 0 {
+		procs, err := arrived(ctx, r.st, r.ns)
+		if err != nil {
+			return fmt.Errorf("read the barrier: %w", err)
+		}
+		if len(procs) >= r.cfg.contend {
+			return fmt.Errorf("namespace %q was used by an earlier contention run (%d processes finished in it): pick a fresh --namespace", r.ns, len(procs))
+		}
 	}
-	if !cfg.quiet {
-		fmt.Fprintf(progress, "loadgen: %s, namespace %s, %d threads, %d workers, %s\n", opened.Desc, ns, cfg.threads, cfg.workers, limitText(cfg))
+	for _, k := range workload.NewGen(r.gen).GlobalKeys() {
+		if err := r.bucket.Put(ctx, k, bytes.NewReader(blobBody)); err != nil {
+			return fmt.Errorf("upload a global blob: %w", err)
+		}
 	}
+	return nil
+}
+
+// drive runs the load phase: the workers until --duration, --ops or the
+// first interrupt, with the progress line. It fills in res what the load
+// measured and returns the workers, for gather.
+func (r *runner) drive(ctx context.Context, opened *storeurl.Opened, res *result, progress io.Writer) []*worker {
+	cfg := r.cfg
 	var rounds0 int64
 	if opened.ReadRounds != nil {
 		rounds0 = opened.ReadRounds()
@@ -187,7 +242,7 @@ func load(ctx context.Context, cfg *config, progress io.Writer) (*result, error)
 	hot := startShardWatch(opened.KV) // memkv only (hotrange.go)
 	workers := make([]*worker, cfg.workers)
 	for i := range workers {
-		g := workload.NewGen(gopts)
+		g := workload.NewGen(r.gen)
 		workers[i] = &worker{
 			r: r, gen: g, rng: g.Rand(),
 			acked: map[string]string{}, uncertain: map[string]bool{},
@@ -227,90 +282,93 @@ func load(ctx context.Context, cfg *config, progress io.Writer) (*result, error)
 		n := opened.ReadRounds() - rounds0
 		res.ReadRounds = &n
 	}
-	if r := hot.finish(); r != nil {
-		res.HotRange, res.HotRangeShare = r.String(), &r.HottestShare
+	if h := hot.finish(); h != nil {
+		res.HotRange, res.HotRangeShare = h.String(), &h.HottestShare
 	}
 	res.Appends = r.appends.Load()
 	res.Sessions = r.sessions.Load()
+	return workers
+}
 
-	// What this process did, merged over its workers.
+// outcome is what the load did, as verify checks it: this process's
+// workers merged, and (in contention mode) what every process reported.
+type outcome struct {
+	// threads are every thread written: the load's and every fork's.
+	threads []string
+	// acked holds the acknowledged checkpoints (id -> thread) that their
+	// own worker did not delete.
+	acked map[string]string
+	// ackedN, deletedN and fenced are the workers' counts.
+	ackedN, deletedN, fenced int64
+	// gone holds the ids some process's prunes removed.
+	gone map[string]bool
+	// uncertain holds the threads where a delete's outcome is unknown.
+	uncertain map[string]bool
+	// sweep is what the closing sweep did, nil without --sweep.
+	sweep *sweepOutcome
+}
+
+// gather merges what the workers of process proc did and, in contention
+// mode, meets the other processes at the barrier to add their reports.
+func (r *runner) gather(ctx context.Context, workers []*worker, proc string, progress io.Writer) (*outcome, error) {
 	rep := procReport{Proc: proc}
-	acked := map[string]string{}
-	var ackedN, deletedN int64
-	gone := map[string]bool{}
-	uncertain := map[string]bool{}
-	var fenced int64
+	o := &outcome{acked: map[string]string{}, gone: map[string]bool{}, uncertain: map[string]bool{}}
 	for _, w := range workers {
 		for id, t := range w.acked {
-			acked[id] = t
+			o.acked[id] = t
 		}
-		ackedN += w.ackedN
-		deletedN += w.deletedN
+		o.ackedN += w.ackedN
+		o.deletedN += w.deletedN
 		rep.Forks = append(rep.Forks, w.forks...)
 		rep.Pruned = append(rep.Pruned, w.pruned...)
 		for t := range w.uncertain {
 			rep.Uncertain = append(rep.Uncertain, t)
 		}
-		fenced += w.fenced
+		o.fenced += w.fenced
 	}
-	res.Fenced = fenced
 	reports := []procReport{rep}
-	if cfg.contend > 0 {
-		if !cfg.quiet {
-			fmt.Fprintf(progress, "loadgen: waiting for %d contending processes at the barrier\n", cfg.contend)
+	if r.cfg.contend > 0 {
+		if !r.cfg.quiet {
+			fmt.Fprintf(progress, "loadgen: waiting for %d contending processes at the barrier\n", r.cfg.contend)
 		}
-		if reports, err = meet(ctx, r.st, ns, cfg.contend, rep, cfg.contendTimeout); err != nil {
+		var err error
+		if reports, err = meet(ctx, r.st, r.ns, r.cfg.contend, rep, r.cfg.contendTimeout); err != nil {
 			return nil, err
 		}
 	}
-	threads := slices.Clone(r.threads)
+	o.threads = slices.Clone(r.threads)
 	for _, p := range reports {
-		threads = append(threads, p.Forks...)
+		o.threads = append(o.threads, p.Forks...)
 		for _, id := range p.Pruned {
-			gone[id] = true
+			o.gone[id] = true
 		}
 		for _, t := range p.Uncertain {
-			uncertain[t] = true
+			o.uncertain[t] = true
 		}
 	}
+	return o, nil
+}
 
-	var sw *sweepOutcome
-	if cfg.sweep {
-		t := time.Now()
-		deleted, err := runSweep(ctx, r.st, bucket, cfg.sweepOlderThan)
-		r.lat.Record("sweep", time.Since(t), err)
-		if err != nil {
-			return nil, fmt.Errorf("sweep: %w", err)
-		}
-		sw = &sweepOutcome{deleted: deleted, olderThan: cfg.sweepOlderThan}
-		res.Swept = len(deleted)
+// closingSweep runs the sweep of --sweep, timed as the operation "sweep".
+func (r *runner) closingSweep(ctx context.Context) (*sweepOutcome, error) {
+	t := time.Now()
+	deleted, err := runSweep(ctx, r.st, r.bucket, r.cfg.sweepOlderThan)
+	r.lat.Record("sweep", time.Since(t), err)
+	if err != nil {
+		return nil, fmt.Errorf("sweep: %w", err)
 	}
-	res.Ops = r.lat.Summary(res.Elapsed, opOrder...)
-	for i := range res.Ops {
-		if res.Ops[i].Op == "sweep" { // once, after the load: a rate would mean nothing
-			res.Ops[i].PerSec = 0
-		}
-	}
-	if cfg.verify {
-		v, err := verify(ctx, r, threads, acked, gone, uncertain, sw, bucket)
-		if err != nil {
-			return nil, fmt.Errorf("verify: %w", err)
-		}
-		v.Acked, v.Deleted, v.Fenced = ackedN, v.Deleted+deletedN, fenced
-		res.Verify = v
-	}
-	return res, nil
+	return &sweepOutcome{deleted: deleted, olderThan: r.cfg.sweepOlderThan}, nil
 }
 
 // verify runs the closing invariant check. The store is quiescent for
 // everything it reads: this process's writes are over, other processes
 // write other namespaces (whose blob keys carry other tags) or, in
 // contention mode, have passed the barrier.
-func verify(ctx context.Context, r *runner, threads []string, acked map[string]string, gone, uncertain map[string]bool, sw *sweepOutcome, bucket blobs.Bucket) (*verifyResult, error) {
+func verify(ctx context.Context, r *runner, o *outcome) (*verifyResult, error) {
 	v := &verifyResult{}
 	p := r.problems // problems seen during the load (fencing, early lease loss, unexpected errors)
 	tag := workload.Tag(r.ns)
-	census, err := workload.CheckChains(ctx, r.st, threads, tag, &p)
+	census, err := workload.CheckChains(ctx, r.st, o.threads, tag, &p)
 	if err != nil {
 		return nil, err
 	}
@@ -318,41 +376,48 @@ func verify(ctx context.Context, r *runner, threads []string, acked map[string]s
 		return nil, err
 	}
 	v.Threads, v.Checkpoints, v.BlobKeys = census.Threads, census.Checkpoints, len(census.Refs)
-	for id, t := range acked { // what this process acknowledged and did not delete itself
+	for id, t := range o.acked { // what this process acknowledged and did not delete itself
 		switch {
-		case gone[id]:
+		case o.gone[id]:
 			v.Deleted++
-		case uncertain[t]:
+		case o.uncertain[t]:
 			v.Unchecked++
 		case census.Alive[id] != t:
 			p.Addf("lost acknowledged append: checkpoint %q of thread %q is gone, and no undo or prune removed it", id, t)
 		}
 	}
-	// The sweep saw the same quiescent store: it must have deleted only
-	// unreferenced blobs and, with no grace period, all of them.
-	if sw == nil {
-		v.Problems, v.ProblemCount, v.OK = p.List, p.Count, p.OK()
-		return v, nil
+	if o.sweep != nil {
+		if err := checkSweep(ctx, r.bucket, tag, census, o.sweep, &p); err != nil {
+			return nil, err
+		}
 	}
+	v.Problems, v.ProblemCount, v.OK = p.List, p.Count, p.OK()
+	return v, nil
+}
+
+// checkSweep checks the closing sweep, which saw the same quiescent store
+// as verify: it must have deleted only unreferenced blobs and, with no
+// grace period, all of them.
+func checkSweep(ctx context.Context, bucket blobs.Bucket, tag string, census *workload.Census, sw *sweepOutcome, p *workload.Problems) error {
 	for _, k := range sw.deleted {
 		if census.Refs[k] > 0 {
 			p.Addf("the sweep deleted blob %q, which %d checkpoints use", k, census.Refs[k])
 		}
 	}
-	if sw.olderThan == 0 {
-		for _, prefix := range []string{workload.FilesKeyPrefix, workload.ArtifactsKeyPrefix} {
-			for o, err := range bucket.List(ctx, prefix) {
-				if err != nil {
-					return nil, fmt.Errorf("list the bucket: %w", err)
-				}
-				if workload.OwnsKey(tag, o.Key) && census.Refs[o.Key] == 0 {
-					p.Addf("the sweep left blob %q, which no checkpoint uses", o.Key)
-				}
+	if sw.olderThan != 0 {
+		return nil
+	}
+	for _, prefix := range []string{workload.FilesKeyPrefix, workload.ArtifactsKeyPrefix} {
+		for o, err := range bucket.List(ctx, prefix) {
+			if err != nil {
+				return fmt.Errorf("list the bucket: %w", err)
+			}
+			if workload.OwnsKey(tag, o.Key) && census.Refs[o.Key] == 0 {
+				p.Addf("the sweep left blob %q, which no checkpoint uses", o.Key)
 			}
 		}
 	}
-	v.Problems, v.ProblemCount, v.OK = p.List, p.Count, p.OK()
-	return v, nil
+	return nil
 }
 
 func randomHex(n int) string {
