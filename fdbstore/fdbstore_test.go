@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/fdbstore"
 	"github.com/ckptstore/ckptstore/fdbstore/internal/storetest"
@@ -262,14 +265,36 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		if _, err := fdbstore.New(db, o); !errors.Is(err, ckptstore.ErrInvalidOptions) {
 			t.Errorf("%s: New returned %v, want ErrInvalidOptions", name, err)
 		}
+		_, err := fdbstore.NewInstances(db, o)
+		assert.ErrorIs(t, err, ckptstore.ErrInvalidOptions, "%s: NewInstances", name)
 	}
 	if _, err := fdbstore.New(nil, fdbstore.Options{}); err == nil {
 		t.Error("New(nil db) succeeded")
 	}
+	_, err := fdbstore.NewInstances(nil, fdbstore.Options{})
+	assert.ErrorIs(t, err, ckptstore.ErrInvalidOptions, "NewInstances(nil db)")
+	assert.Panics(t, func() { fdbstore.NewInstanceStore(db, "\xffx") }, "the shorthand panics on a system prefix")
 	s, err := fdbstore.New(db, fdbstore.Options{})
 	must(t, err)
 	if o := s.Options(); o.Prefix != fdbstore.DefaultPrefix || o.PruneBatch != fdbstore.DefaultPruneBatch ||
 		o.BlobPage != fdbstore.DefaultBlobPage || o.LeaseDuration != ckptstore.DefaultLeaseDuration {
 		t.Errorf("defaults: %+v", o)
 	}
+}
+
+// NewInstances takes the Store's Options: records written under
+// Options.Prefix are the ones NewInstanceStore(db, Prefix) reads, and
+// another prefix does not see them.
+func TestNewInstancesTakesStoreOptions(t *testing.T) {
+	db := memkv.New()
+	in, err := fdbstore.NewInstances(db, fdbstore.Options{Prefix: "tenant/"})
+	require.NoError(t, err)
+	rec := &ckptstore.InstanceRecord{Key: "k", Provider: "p", ThreadID: "t", UpdatedAt: 5}
+	require.NoError(t, in.Upsert(ctx, rec))
+	got, err := fdbstore.NewInstanceStore(db, "tenant/").Get(ctx, "k")
+	require.NoError(t, err)
+	assert.Equal(t, rec, got, "the shorthand with the same prefix reads the record")
+	got, err = fdbstore.NewInstanceStore(db, "").Get(ctx, "k")
+	require.NoError(t, err)
+	assert.Nil(t, got, "the default prefix does not see it")
 }

@@ -25,16 +25,31 @@ type InstanceStore struct {
 
 var _ ckptstore.InstanceStore = (*InstanceStore)(nil)
 
-// NewInstanceStore returns an InstanceStore over db with keys under the raw
-// prefix ("" = DefaultPrefix; a Store may share it, their keys do not
-// overlap). It panics when prefix starts with 0xff or is longer than
-// MaxPrefixBytes, as a programming error.
+// NewInstances returns the InstanceStore that goes with New(db, opts):
+// its keys under opts.Prefix (a Store may share the prefix; their keys do
+// not overlap). It checks opts as New does, so one Options value serves
+// both; an error wraps ckptstore.ErrInvalidOptions. Only the prefix
+// matters to the records: the lease and batch options are checked but
+// unused.
+func NewInstances(db kv.DB, opts Options) (*InstanceStore, error) {
+	st, err := New(db, opts) // the one place that checks Options
+	if err != nil {
+		return nil, err
+	}
+	return &InstanceStore{db: db, k: st.k}, nil
+}
+
+// NewInstanceStore is the shorthand of NewInstances(db,
+// Options{Prefix: prefix}) ("" = DefaultPrefix). Unlike NewInstances it
+// panics, as on a programming error, when prefix starts with 0xff or is
+// longer than MaxPrefixBytes, or db is nil; use NewInstances for a prefix
+// that comes from configuration.
 func NewInstanceStore(db kv.DB, prefix string) *InstanceStore {
-	p, err := resolvePrefix(prefix)
+	s, err := NewInstances(db, Options{Prefix: prefix})
 	if err != nil {
 		panic(err)
 	}
-	return &InstanceStore{db: db, k: newKeys([]byte(p))}
+	return s
 }
 
 // Get implements ckptstore.InstanceStore.

@@ -6,7 +6,7 @@ package redisstore
 // Every record has u, so a hash without u does not exist. An Upsert
 // replaces the hash in one script (DEL, then HSET), so fields left out are
 // cleared and no reader sees half a record. Upsert and Delete record an op
-// key for DefaultOpTTL ("{prefix}:o:n:<token>"), so that a command go-redis
+// key for Options.OpTTL ("{prefix}:o:n:<token>"), so that a command go-redis
 // resends after a lost reply does not write again over a later write.
 
 import (
@@ -14,6 +14,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -24,7 +25,7 @@ import (
 // InstanceStore is the Redis ckptstore.InstanceStore. It is safe for
 // concurrent use.
 type InstanceStore struct {
-	c     redis.UniversalClient
+	r     runner // the client, and the replicas a write waits for
 	base  string // + key: a record
 	ops   string // + token: the op key of a write, so that a resend does not write again
 	opTTL string
@@ -35,12 +36,35 @@ func (s *InstanceStore) op() key { return key(s.ops + rand.Text()) }
 
 var _ ckptstore.InstanceStore = (*InstanceStore)(nil)
 
-// NewInstanceStore returns the instance store under prefix ("" means
-// DefaultPrefix), with the same hash tag and escaping as a Store of that
-// prefix; the two never share a key.
+// NewInstances returns the instance store that goes with New(client,
+// opts): its keys under opts.Prefix, with the same hash tag and escaping
+// as the Store's (the two never share a key), its op keys kept for
+// opts.OpTTL, and each Upsert and Delete waiting for opts.MinReplicas
+// replicas as a Store's writes do (ErrNotReplicated). It checks opts as
+// New does, so one Options value serves both; an error wraps
+// ckptstore.ErrInvalidOptions. The lease, page and batch options are
+// checked but unused.
+func NewInstances(client redis.UniversalClient, opts Options) (*InstanceStore, error) {
+	o, r, err := resolveClient(client, opts)
+	if err != nil {
+		return nil, err
+	}
+	return newInstanceStore(r, o.Prefix, o.OpTTL), nil
+}
+
+// NewInstanceStore is the shorthand of NewInstances(client,
+// Options{Prefix: prefix}): the instance store under prefix ("" means
+// DefaultPrefix), with DefaultOpTTL and no waiting for replicas. Every
+// prefix is valid, so it has no error to return; use NewInstances to
+// share a Store's Options.
 func NewInstanceStore(client redis.UniversalClient, prefix string) *InstanceStore {
-	return &InstanceStore{c: client, base: keyBase(prefix) + "i:", ops: keyBase(prefix) + "o:" + string(rune(opInstance)) + ":",
-		opTTL: strconv.FormatInt(ceilMillis(DefaultOpTTL), 10)}
+	return newInstanceStore(runner{c: client}, prefix, DefaultOpTTL)
+}
+
+func newInstanceStore(r runner, prefix string, opTTL time.Duration) *InstanceStore {
+	base := keyBase(prefix)
+	return &InstanceStore{r: r, base: base + "i:", ops: base + "o:" + string(rune(opInstance)) + ":",
+		opTTL: strconv.FormatInt(ceilMillis(opTTL), 10)}
 }
 
 // Get implements ckptstore.InstanceStore.
@@ -48,7 +72,7 @@ func (s *InstanceStore) Get(ctx context.Context, key string) (*ckptstore.Instanc
 	if err := precheck.InstanceKey(ctx, key); err != nil {
 		return nil, err
 	}
-	v, err := s.c.HMGet(ctx, s.base+key, "p", "s", "t", "u", "ls", "lr").Result()
+	v, err := s.r.c.HMGet(ctx, s.base+key, "p", "s", "t", "u", "ls", "lr").Result()
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: get instance %q: %w", key, err)
 	}
@@ -69,10 +93,10 @@ func (s *InstanceStore) Upsert(ctx context.Context, rec *ckptstore.InstanceRecor
 	if err := precheck.InstanceUpsert(ctx, rec); err != nil {
 		return err
 	}
-	_, err := run(ctx, runner{c: s.c}, upsertInstanceScript, upsertInstanceArgs{
+	_, err := run(ctx, s.r, upsertInstanceScript, upsertInstanceArgs{
 		Record: key(s.base + rec.Key), Op: s.op(), TTL: s.opTTL, Provider: rec.Provider, SandboxID: rec.ProviderSandboxID,
 		ThreadID: rec.ThreadID, UpdatedAt: strconv.FormatInt(rec.UpdatedAt, 10),
-		LatestSnapshot: rec.LatestSnapshotID, LatestRun: rec.LatestRunID}, false)
+		LatestSnapshot: rec.LatestSnapshotID, LatestRun: rec.LatestRunID}, true)
 	if err != nil {
 		return fmt.Errorf("redisstore: upsert instance %q: %w", rec.Key, err)
 	}
@@ -84,7 +108,7 @@ func (s *InstanceStore) Delete(ctx context.Context, k string) error {
 	if err := precheck.InstanceKey(ctx, k); err != nil {
 		return err
 	}
-	_, err := run(ctx, runner{c: s.c}, deleteInstanceScript, deleteInstanceArgs{Record: key(s.base + k), Op: s.op(), TTL: s.opTTL}, false)
+	_, err := run(ctx, s.r, deleteInstanceScript, deleteInstanceArgs{Record: key(s.base + k), Op: s.op(), TTL: s.opTTL}, true)
 	if err != nil {
 		return fmt.Errorf("redisstore: delete instance %q: %w", k, err)
 	}

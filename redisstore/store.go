@@ -61,12 +61,30 @@ var (
 // New returns a store over client. It does no I/O; scripts are loaded on
 // first use. An error wraps ckptstore.ErrInvalidOptions.
 func New(client redis.UniversalClient, opts Options) (*Store, error) {
+	o, r, err := resolveClient(client, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Store{
+		c:       client,
+		r:       r,
+		opts:    o,
+		keys:    newKeys(o.Prefix),
+		leaseMs: ceilMillis(o.LeaseDuration),
+		opTTL:   strconv.FormatInt(ceilMillis(o.OpTTL), 10),
+	}, nil
+}
+
+// resolveClient checks client and opts for New and NewInstances, and
+// returns opts with their defaults filled in and the runner of the
+// client's scripts; an error wraps ckptstore.ErrInvalidOptions.
+func resolveClient(client redis.UniversalClient, opts Options) (Options, runner, error) {
 	if client == nil {
-		return nil, fmt.Errorf("%w: nil client", ckptstore.ErrInvalidOptions)
+		return opts, runner{}, fmt.Errorf("%w: nil client", ckptstore.ErrInvalidOptions)
 	}
 	o, err := opts.resolve()
 	if err != nil {
-		return nil, err
+		return opts, runner{}, err
 	}
 	if o.MinReplicas > 0 {
 		// WAIT counts the writes of its own connection: the script and the
@@ -74,17 +92,10 @@ func New(client redis.UniversalClient, opts Options) (*Store, error) {
 		switch client.(type) {
 		case *redis.Client, *redis.ClusterClient:
 		default:
-			return nil, fmt.Errorf("%w: MinReplicas needs a *redis.Client (single server or Sentinel) or a *redis.ClusterClient, not %T", ckptstore.ErrInvalidOptions, client)
+			return opts, runner{}, fmt.Errorf("%w: MinReplicas needs a *redis.Client (single server or Sentinel) or a *redis.ClusterClient, not %T", ckptstore.ErrInvalidOptions, client)
 		}
 	}
-	return &Store{
-		c:       client,
-		r:       runner{c: client, minReplicas: o.MinReplicas, waitMs: ceilMillis(o.ReplicaTimeout), replicaTimeout: o.ReplicaTimeout},
-		opts:    o,
-		keys:    newKeys(o.Prefix),
-		leaseMs: ceilMillis(o.LeaseDuration),
-		opTTL:   strconv.FormatInt(ceilMillis(o.OpTTL), 10),
-	}, nil
+	return o, runner{c: client, minReplicas: o.MinReplicas, waitMs: ceilMillis(o.ReplicaTimeout), replicaTimeout: o.ReplicaTimeout}, nil
 }
 
 // keys builds the store's key names. Every key starts with the hash tag

@@ -50,22 +50,32 @@ func openMemkv(opts Options) (*Opened, error) {
 // openFDBStore opens fdbstore on db, at the default prefix, with namespaces
 // at FDBNamespacePrefix. Kind and Desc are the caller's.
 func openFDBStore(db kv.DB, opts Options) (*Opened, error) {
-	st, err := fdbstore.New(db, fdbstore.Options{Options: opts.Lease})
+	st, in, err := openFDBPrefix(db, opts.Lease, "")
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadURL, err)
 	}
 	return &Opened{
 		Store:     st,
-		Instances: fdbstore.NewInstanceStore(db, ""),
+		Instances: in,
 		Close:     func() error { return nil },
 		KV:        db,
 		namespace: func(name string, lease ckptstore.Options) (ckptstore.Store, ckptstore.InstanceStore, error) {
-			p := FDBNamespacePrefix(name)
-			st, err := fdbstore.New(db, fdbstore.Options{Options: lease, Prefix: p})
-			if err != nil {
-				return nil, nil, err
-			}
-			return st, fdbstore.NewInstanceStore(db, p), nil
+			return openFDBPrefix(db, lease, FDBNamespacePrefix(name))
 		},
 	}, nil
+}
+
+// openFDBPrefix opens the store and the instance store of one prefix of
+// db, with one Options value for both.
+func openFDBPrefix(db kv.DB, lease ckptstore.Options, prefix string) (*fdbstore.Store, *fdbstore.InstanceStore, error) {
+	o := fdbstore.Options{Options: lease, Prefix: prefix}
+	st, err := fdbstore.New(db, o)
+	if err != nil {
+		return nil, nil, err
+	}
+	in, err := fdbstore.NewInstances(db, o)
+	if err != nil {
+		return nil, nil, err
+	}
+	return st, in, nil
 }

@@ -30,7 +30,7 @@ func openRedis(ctx context.Context, spec string, opts Options) (*Opened, error) 
 		return nil, badURL("%s: %v", u.Redacted(), err)
 	}
 	client := redis.NewClient(ropts)
-	st, err := redisstore.New(client, redisstore.Options{Options: opts.Lease, Prefix: prefix})
+	st, in, err := openRedisPrefix(client, opts.Lease, prefix)
 	if err != nil {
 		_ = client.Close()
 		return nil, fmt.Errorf("%w: %v", ErrBadURL, err)
@@ -45,18 +45,28 @@ func openRedis(ctx context.Context, spec string, opts Options) (*Opened, error) 
 	}
 	return &Opened{
 		Store:     st,
-		Instances: redisstore.NewInstanceStore(client, prefix),
+		Instances: in,
 		Kind:      "redis",
 		Desc:      fmt.Sprintf("redis %s (redisstore, prefix %q)", u.Redacted(), shown),
 		Close:     client.Close,
 		Redis:     client,
 		namespace: func(name string, lease ckptstore.Options) (ckptstore.Store, ckptstore.InstanceStore, error) {
-			p := RedisNamespacePrefix(prefix, name)
-			st, err := redisstore.New(client, redisstore.Options{Options: lease, Prefix: p})
-			if err != nil {
-				return nil, nil, err
-			}
-			return st, redisstore.NewInstanceStore(client, p), nil
+			return openRedisPrefix(client, lease, RedisNamespacePrefix(prefix, name))
 		},
 	}, nil
+}
+
+// openRedisPrefix opens the store and the instance store of one prefix,
+// with one Options value for both.
+func openRedisPrefix(client redis.UniversalClient, lease ckptstore.Options, prefix string) (*redisstore.Store, *redisstore.InstanceStore, error) {
+	o := redisstore.Options{Options: lease, Prefix: prefix}
+	st, err := redisstore.New(client, o)
+	if err != nil {
+		return nil, nil, err
+	}
+	in, err := redisstore.NewInstances(client, o)
+	if err != nil {
+		return nil, nil, err
+	}
+	return st, in, nil
 }
