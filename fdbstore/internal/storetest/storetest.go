@@ -3,6 +3,12 @@
 // BlobReferences pages, id limits and prefixes. fdbstore's own tests run
 // them on memkv, and fdbkv's (build tag fdb) on a real cluster, which
 // checks the transaction-size estimates against FoundationDB's own limit.
+//
+// The suite has the shape of every suite of this module
+// (conformance.RunStore, blobstest.RunBucket, kvtest.Run): Run takes a
+// factory that each subtest calls once, with its own *testing.T, for a
+// fresh Env (the same type as kvtest's); the factory registers any cleanup
+// with t.Cleanup.
 package storetest
 
 import (
@@ -12,7 +18,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,69 +25,56 @@ import (
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/fdbstore"
 	"github.com/ckptstore/ckptstore/fdbstore/kv"
+	"github.com/ckptstore/ckptstore/fdbstore/kv/kvtest"
 	"github.com/ckptstore/ckptstore/internal/testkit"
 )
 
-// Env is one test's database and the raw key prefix it may use: every key
-// the test writes starts with it (stores use it and longer prefixes).
-type Env struct {
-	DB     kv.DB
-	Prefix string
-}
+// Env is one subtest's database and the raw key prefix it may use: every
+// key the subtest writes starts with it (stores use it and longer
+// prefixes; "" means fdbstore.DefaultPrefix).
+type Env = kvtest.Env
 
 // Run runs the suite; newEnv returns a database and an unused prefix for
-// each test, and clears the prefix when the test ends if it must.
+// each subtest, and clears the prefix when the subtest ends if it must.
 func Run(t *testing.T, newEnv func(t *testing.T) Env) {
 	t.Helper()
-	e := &suite{newEnv: newEnv, envs: map[*testing.T]Env{}}
 	for _, tc := range []struct {
 		name string
-		run  func(*testing.T)
+		run  func(*suite, *testing.T)
 	}{
-		{"Chunking", e.testChunking},
-		{"TooLarge", e.testTooLarge},
-		{"LongPrune", e.testLongPrune},
-		{"BlobPages", e.testBlobPages},
-		{"LongIDs", e.testLongIDs},
-		{"Prefixes", e.testPrefixes},
-		{"ChunkedTranscripts", e.testChunkedTranscripts},
-		{"PagesOfBigCheckpoints", e.testPagesOfBigCheckpoints},
-		{"LongDeleteThread", e.testLongDeleteThread},
-		{"ImportTooLarge", e.testImportTooLarge},
-		{"UncopiedCheckpoint", e.testUncopiedCheckpoint},
+		{"Chunking", (*suite).testChunking},
+		{"TooLarge", (*suite).testTooLarge},
+		{"LongPrune", (*suite).testLongPrune},
+		{"BlobPages", (*suite).testBlobPages},
+		{"LongIDs", (*suite).testLongIDs},
+		{"Prefixes", (*suite).testPrefixes},
+		{"ChunkedTranscripts", (*suite).testChunkedTranscripts},
+		{"PagesOfBigCheckpoints", (*suite).testPagesOfBigCheckpoints},
+		{"LongDeleteThread", (*suite).testLongDeleteThread},
+		{"ImportTooLarge", (*suite).testImportTooLarge},
+		{"UncopiedCheckpoint", (*suite).testUncopiedCheckpoint},
 	} {
-		t.Run(tc.name, tc.run)
+		t.Run(tc.name, func(t *testing.T) {
+			env := newEnv(t)
+			if env.Prefix == "" {
+				env.Prefix = fdbstore.DefaultPrefix
+			}
+			tc.run(&suite{env: env}, t)
+		})
 	}
 }
 
-type suite struct {
-	newEnv func(t *testing.T) Env
-	mu     sync.Mutex
-	envs   map[*testing.T]Env
-}
+// suite is one subtest's state: its Env.
+type suite struct{ env Env }
 
-func (e *suite) env(t *testing.T) Env {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	env, ok := e.envs[t]
-	if !ok {
-		env = e.newEnv(t)
-		if env.Prefix == "" {
-			env.Prefix = fdbstore.DefaultPrefix
-		}
-		e.envs[t] = env
-	}
-	return env
-}
-
-// prefix is the test's key prefix.
-func (e *suite) prefix(t *testing.T) string { return e.env(t).Prefix }
+// prefix is the subtest's key prefix.
+func (e *suite) prefix() string { return e.env.Prefix }
 
 // store returns a store with opts under the test's prefix (unless opts
 // names one) over a counting view of the test's database.
 func (e *suite) store(t *testing.T, opts fdbstore.Options) (*fdbstore.Store, *countingDB) {
 	t.Helper()
-	env := e.env(t)
+	env := e.env
 	if opts.Prefix == "" {
 		opts.Prefix = env.Prefix
 	}
@@ -191,7 +183,7 @@ func (e *suite) testChunking(t *testing.T) {
 	// several of them.
 	var chunks int
 	must(t, db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
-		kvs, err := tr.GetRange(kv.PrefixRange([]byte(e.prefix(t))), kv.RangeOptions{}).Get()
+		kvs, err := tr.GetRange(kv.PrefixRange([]byte(e.prefix())), kv.RangeOptions{}).Get()
 		chunks = 0
 		for _, p := range kvs {
 			if len(p.Value) > kv.MaxValueSize {
@@ -275,7 +267,7 @@ func (e *suite) testLongPrune(t *testing.T) {
 	// A lease lost between batches stops the prune with ErrWriterLost and
 	// returns what it deleted; the chain stays intact from the head.
 	clock := testkit.NewClock(time.UnixMilli(1_700_000_000_000))
-	s2, hooked := e.store(t, fdbstore.Options{Options: ckptstore.Options{Now: clock.Now}, PruneBatch: 2, Prefix: e.prefix(t) + "2"})
+	s2, hooked := e.store(t, fdbstore.Options{Options: ckptstore.Options{Now: clock.Now}, PruneBatch: 2, Prefix: e.prefix() + "2"})
 	lease2, err := s2.AcquireWriter(ctx, "u")
 	must(t, err)
 	ids2 := Chain(t, s2, lease2.Writer, "u", 8)
@@ -360,7 +352,7 @@ func (e *suite) testLongIDs(t *testing.T) {
 	if cp, err := s.Get(ctx, okID); cp == nil || err != nil {
 		t.Fatalf("Get(longest id) = %v, %v", cp, err)
 	}
-	is := fdbstore.NewInstanceStore(db, e.prefix(t)+"instances")
+	is := fdbstore.NewInstanceStore(db, e.prefix()+"instances")
 	if err := is.Upsert(ctx, &ckptstore.InstanceRecord{Key: long}); !errors.Is(err, ckptstore.ErrInvalidID) {
 		t.Fatalf("Upsert(long key): %v, want ErrInvalidID", err)
 	}
@@ -369,7 +361,7 @@ func (e *suite) testLongIDs(t *testing.T) {
 // testPrefixes: stores under different prefixes of one
 // database share nothing, and a store and an instance store may share one.
 func (e *suite) testPrefixes(t *testing.T) {
-	p := e.prefix(t)
+	p := e.prefix()
 	a, db := e.store(t, fdbstore.Options{Prefix: p + "a"})
 	ab, err := fdbstore.New(db, fdbstore.Options{Prefix: p + "ab"})
 	must(t, err)

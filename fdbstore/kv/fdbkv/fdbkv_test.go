@@ -57,7 +57,7 @@ func testPrefix(t *testing.T, db *fdbkv.DB) []byte {
 // TestKV holds the adapter to the same kv semantics suite as memkv.
 func TestKV(t *testing.T) {
 	db := openCluster(t)
-	kvtest.Run(t, db, testPrefix(t, db))
+	kvtest.Run(t, func(t *testing.T) kvtest.Env { return kvtest.Env{DB: db, Prefix: string(testPrefix(t, db))} })
 }
 
 // TestConformance runs the store suites against the real cluster, each

@@ -4,10 +4,15 @@
 // real cluster through fdbkv (build tag fdb), so the two engines are held
 // to the same behaviour.
 //
-// Every key the suite writes starts with the prefix it is given, which
-// must be empty when Run starts; the caller clears it afterwards. No test
-// sleeps or measures time: interleavings are forced by running a second
-// transaction inside the first one's function.
+// The suite has the shape of every suite of this module
+// (conformance.RunStore, blobstest.RunBucket, fdbstore's storetest): Run
+// takes a factory that each subtest calls once, with its own *testing.T,
+// for a fresh Env; the factory registers any cleanup with t.Cleanup.
+//
+// Every key a subtest writes starts with its Env's prefix, which must be
+// empty when the factory returns it. No test sleeps or measures time:
+// interleavings are forced by running a second transaction inside the
+// first one's function.
 package kvtest
 
 import (
@@ -21,22 +26,33 @@ import (
 	"github.com/ckptstore/ckptstore/fdbstore/kv"
 )
 
-// Run runs every test of the suite against db, with keys under prefix.
-func Run(t *testing.T, db kv.DB, prefix []byte) {
+// Env is one subtest's database and the raw key prefix it may use: every
+// key the subtest writes starts with Prefix ("" = the whole database, for
+// a fresh in-process one).
+type Env struct {
+	DB     kv.DB
+	Prefix string
+}
+
+// Run runs every test of the suite, each against the Env newEnv returns
+// for it.
+func Run(t *testing.T, newEnv func(t *testing.T) Env) {
 	t.Helper()
-	s := &suite{db: db, p: append([]byte(nil), prefix...)}
 	for _, tc := range []struct {
 		name string
-		run  func(*testing.T)
+		run  func(*suite, *testing.T)
 	}{
-		{"ReadYourWrites", s.testReadYourWrites},
-		{"Ranges", s.testRanges},
-		{"Atomic", s.testAtomic},
-		{"Conflicts", s.testConflicts},
-		{"Errors", s.testErrors},
-		{"Context", s.testContext},
+		{"ReadYourWrites", (*suite).testReadYourWrites},
+		{"Ranges", (*suite).testRanges},
+		{"Atomic", (*suite).testAtomic},
+		{"Conflicts", (*suite).testConflicts},
+		{"Errors", (*suite).testErrors},
+		{"Context", (*suite).testContext},
 	} {
-		t.Run(tc.name, tc.run)
+		t.Run(tc.name, func(t *testing.T) {
+			env := newEnv(t)
+			tc.run(&suite{db: env.DB, p: []byte(env.Prefix)}, t)
+		})
 	}
 }
 

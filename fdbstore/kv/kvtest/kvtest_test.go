@@ -10,5 +10,5 @@ import (
 // TestMemKV holds memkv to the suite that fdbkv runs against a real
 // cluster (build tag fdb).
 func TestMemKV(t *testing.T) {
-	kvtest.Run(t, memkv.New(), []byte("kvtest/"))
+	kvtest.Run(t, func(t *testing.T) kvtest.Env { return kvtest.Env{DB: memkv.New(), Prefix: "kvtest/"} })
 }
