@@ -17,15 +17,16 @@ import (
 )
 
 func TestMemBucket(t *testing.T) {
-	blobstest.RunBucket(t, func(t *testing.T) blobs.Bucket {
+	blobstest.RunBucket(t, func(t *testing.T, now func() time.Time) blobs.Bucket {
+		if now != nil {
+			return blobs.NewMem(blobs.MemOptions{Now: now})
+		}
 		b, err := blobs.Open(context.Background(), "mem://conformance")
 		if err != nil {
 			t.Fatal(err)
 		}
 		return b
-	}, blobstest.Options{NewClockedBucket: func(t *testing.T, now func() time.Time) blobs.Bucket {
-		return blobs.NewMem(blobs.MemOptions{Now: now})
-	}})
+	}, blobstest.Options{})
 }
 
 func openFile(t *testing.T, dir string, opts blobs.FileOptions) *blobs.FileBucket {
@@ -39,16 +40,17 @@ func openFile(t *testing.T, dir string, opts blobs.FileOptions) *blobs.FileBucke
 }
 
 func TestFileBucket(t *testing.T) {
-	blobstest.RunBucket(t, func(t *testing.T) blobs.Bucket {
+	blobstest.RunBucket(t, func(t *testing.T, now func() time.Time) blobs.Bucket {
+		if now != nil {
+			return openFile(t, t.TempDir(), blobs.FileOptions{Now: now, NoSync: true})
+		}
 		b, err := blobs.Open(context.Background(), "file://"+filepath.ToSlash(t.TempDir())+"/bucket?create=true")
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { b.(*blobs.FileBucket).Close() })
 		return b
-	}, blobstest.Options{NewClockedBucket: func(t *testing.T, now func() time.Time) blobs.Bucket {
-		return openFile(t, t.TempDir(), blobs.FileOptions{Now: now, NoSync: true})
-	}})
+	}, blobstest.Options{})
 }
 
 func TestOpenRejects(t *testing.T) {
@@ -283,11 +285,9 @@ type twoHandles struct {
 func (h twoHandles) Touch(ctx context.Context, key string) error { return h.toucher.Touch(ctx, key) }
 
 func TestFileBucketTwoHandles(t *testing.T) {
-	blobstest.RunBucket(t, func(t *testing.T) blobs.Bucket {
+	blobstest.RunBucket(t, func(t *testing.T, now func() time.Time) blobs.Bucket {
 		dir := t.TempDir()
-		return twoHandles{openFile(t, dir, blobs.FileOptions{}), openFile(t, dir, blobs.FileOptions{})}
-	}, blobstest.Options{ManyKeys: 10, NewClockedBucket: func(t *testing.T, now func() time.Time) blobs.Bucket {
-		dir := t.TempDir()
-		return twoHandles{openFile(t, dir, blobs.FileOptions{Now: now, NoSync: true}), openFile(t, dir, blobs.FileOptions{Now: now, NoSync: true})}
-	}})
+		o := blobs.FileOptions{Now: now, NoSync: now != nil} // the clocked tests need no fsync
+		return twoHandles{openFile(t, dir, o), openFile(t, dir, o)}
+	}, blobstest.Options{ManyKeys: 10})
 }

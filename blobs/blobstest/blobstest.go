@@ -7,6 +7,12 @@
 // (a Touch racing a DeleteOlder never both succeeds and is deleted). It assumes
 // only what the Bucket interface promises, so a new bucket type is
 // conformant when RunBucket passes against it.
+//
+// The suite has the shape of every suite of this module
+// (conformance.RunStore, fdbstore's storetest, kvtest.Run): RunBucket
+// takes a factory that each subtest calls once, with its own *testing.T
+// and the clock it needs, for a new, empty bucket; the factory registers
+// any cleanup with t.Cleanup.
 package blobstest
 
 import (
@@ -24,6 +30,7 @@ import (
 	"time"
 
 	"github.com/ckptstore/ckptstore/blobs"
+	"github.com/ckptstore/ckptstore/internal/testkit"
 )
 
 // Options tunes RunBucket for a bucket type. The zero value suits every
@@ -36,10 +43,10 @@ type Options struct {
 	// ManyKeys is the number of keys of the paging tests; 0 means 1,100,
 	// more than one page of every bucket (S3 pages hold 1,000 keys).
 	ManyKeys int
-	// NewClockedBucket, when set, returns a new, empty bucket whose ModTimes
-	// (of Put and Touch) come from now. The Toucher tests need it to see a
-	// touch move ModTime without sleeping; without it they skip.
-	NewClockedBucket func(t *testing.T, now func() time.Time) blobs.Bucket
+	// NoClock says the bucket cannot take the suite's clock (its factory
+	// ignores now), which skips the Toucher tests: they need one to see a
+	// touch move ModTime without sleeping.
+	NoClock bool
 	// DeleteOlderNotAtomic says the bucket's DeleteOlder is a check and a
 	// delete that a Touch can come between (s3blob on an unversioned
 	// bucket), which skips the race test that would otherwise catch it.
@@ -47,8 +54,11 @@ type Options struct {
 }
 
 // RunBucket runs the conformance suite. newBucket returns a new, empty
-// bucket for each subtest; it registers any cleanup with t.Cleanup.
-func RunBucket(t *testing.T, newBucket func(t *testing.T) blobs.Bucket, opts Options) {
+// bucket for each subtest, whose ModTimes (of Put and Touch) come from now;
+// now is nil when the subtest wants the bucket's own clock (as a nil
+// ckptstore.Options.Now means time.Now). It registers any cleanup with
+// t.Cleanup.
+func RunBucket(t *testing.T, newBucket func(t *testing.T, now func() time.Time) blobs.Bucket, opts Options) {
 	if opts.ModTimeSlack == 0 {
 		opts.ModTimeSlack = 2 * time.Second
 	}
@@ -75,7 +85,20 @@ func RunBucket(t *testing.T, newBucket func(t *testing.T) blobs.Bucket, opts Opt
 
 type suite struct {
 	opts      Options
-	newBucket func(t *testing.T) blobs.Bucket
+	newBucket func(t *testing.T, now func() time.Time) blobs.Bucket
+}
+
+// bucket returns the subtest's bucket, on its own clock.
+func (s suite) bucket(t *testing.T) blobs.Bucket { return s.newBucket(t, nil) }
+
+// clockedBucket returns the subtest's bucket on a clock the subtest moves,
+// or skips when the bucket cannot take one.
+func (s suite) clockedBucket(t *testing.T) (blobs.Bucket, *testkit.Clock) {
+	if s.opts.NoClock {
+		t.Skip("Options.NoClock: this test needs the bucket on the suite's clock")
+	}
+	c := testkit.NewClock(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
+	return s.newBucket(t, c.Now), c
 }
 
 func put(t *testing.T, b blobs.Bucket, key string, data []byte) {
@@ -120,7 +143,7 @@ func keysOf(objs []blobs.Object) []string {
 }
 
 func (s suite) invalidKeys(t *testing.T) {
-	b := s.newBucket(t)
+	b := s.bucket(t)
 	ctx := context.Background()
 	bad := []string{
 		"", "/a", "a/", "a//b", ".", "..", "./a", "a/.", "../a", "a/../b", "a/..",
@@ -169,7 +192,7 @@ func (s suite) checkModTime(t *testing.T, what string, got, before, after time.T
 }
 
 func (s suite) putGetHead(t *testing.T) {
-	b := s.newBucket(t)
+	b := s.bucket(t)
 	ctx := context.Background()
 	big := make([]byte, 1<<20+7)
 	for i := range big {
@@ -207,7 +230,7 @@ func (s suite) putGetHead(t *testing.T) {
 }
 
 func (s suite) missing(t *testing.T) {
-	b := s.newBucket(t)
+	b := s.bucket(t)
 	ctx := context.Background()
 	put(t, b, "a/b", []byte("x"))
 	for _, key := range []string{"nope", "a", "a/b/c", "a/bb", "b/a"} {
@@ -233,7 +256,7 @@ func (s suite) missing(t *testing.T) {
 }
 
 func (s suite) overwrite(t *testing.T) {
-	b := s.newBucket(t)
+	b := s.bucket(t)
 	put(t, b, "k", []byte("first, longer content"))
 	put(t, b, "k", []byte("second"))
 	if got := get(t, b, "k"); string(got) != "second" {
@@ -265,7 +288,7 @@ func (f *failingReader) Read(p []byte) (int, error) {
 }
 
 func (s suite) failedPut(t *testing.T) {
-	b := s.newBucket(t)
+	b := s.bucket(t)
 	ctx := context.Background()
 	if err := b.Put(ctx, "new", &failingReader{n: 100 << 10}); err == nil {
 		t.Fatal("Put with a failing reader succeeded")
@@ -304,7 +327,7 @@ var orderKeys = []string{
 }
 
 func (s suite) listOrder(t *testing.T) {
-	b := s.newBucket(t)
+	b := s.bucket(t)
 	ctx := context.Background()
 	keys := slices.Clone(orderKeys)
 	rand.Shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
@@ -372,7 +395,7 @@ func (s suite) putMany(t *testing.T, b blobs.Bucket, prefix string) []string {
 }
 
 func (s suite) listWhileDeleting(t *testing.T) {
-	b := s.newBucket(t)
+	b := s.bucket(t)
 	ctx := context.Background()
 	keys := s.putMany(t, b, "many/")
 	put(t, b, "many", []byte("outside the prefix"))
@@ -398,7 +421,7 @@ func (s suite) listWhileDeleting(t *testing.T) {
 }
 
 func (s suite) listStopsEarly(t *testing.T) {
-	b := s.newBucket(t)
+	b := s.bucket(t)
 	for _, k := range []string{"k1", "k2", "k3", "k4"} {
 		put(t, b, k, nil)
 	}
@@ -421,7 +444,7 @@ func (s suite) listStopsEarly(t *testing.T) {
 }
 
 func (s suite) listCancelled(t *testing.T) {
-	b := s.newBucket(t)
+	b := s.bucket(t)
 	put(t, b, "k", nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -440,7 +463,7 @@ func (s suite) listCancelled(t *testing.T) {
 }
 
 func (s suite) concurrentPuts(t *testing.T) {
-	b := s.newBucket(t)
+	b := s.bucket(t)
 	ctx := context.Background()
 	const size = 64 << 10
 	content := func(v byte) []byte { return bytes.Repeat([]byte{v}, size+int(v)) }
@@ -493,7 +516,7 @@ type onceReader struct{ r io.Reader }
 func (o onceReader) Read(p []byte) (int, error) { return o.r.Read(p) }
 
 func (s suite) contentAddressed(t *testing.T) {
-	b := s.newBucket(t)
+	b := s.bucket(t)
 	ctx := context.Background()
 	data := bytes.Repeat([]byte("file content "), 10000)
 	sum := sha256.Sum256(data)
@@ -582,12 +605,7 @@ func (s suite) contentAddressed(t *testing.T) {
 var touchKeys = []string{"sandbox-files/sha256/" + strings.Repeat("ab", 32), "t/plus+and space", "t/日本/%2F~'()*&=:@$"}
 
 func (s suite) touch(t *testing.T) {
-	if s.opts.NewClockedBucket == nil {
-		t.Skip("no Options.NewClockedBucket: Touch needs a clock to show a new ModTime")
-	}
-	start := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
-	c := &clock{now: start}
-	b := s.opts.NewClockedBucket(t, c.Now)
+	b, c := s.clockedBucket(t)
 	tb, ok := b.(blobs.Toucher)
 	if !ok {
 		t.Skip("bucket does not implement blobs.Toucher")
@@ -625,7 +643,7 @@ func (s suite) touch(t *testing.T) {
 }
 
 func (s suite) deleteOlder(t *testing.T) {
-	b := s.newBucket(t)
+	b := s.bucket(t)
 	od, ok := b.(blobs.OlderDeleter)
 	if !ok {
 		t.Skip("bucket does not implement blobs.OlderDeleter")
@@ -671,11 +689,7 @@ func (s suite) deleteOlder(t *testing.T) {
 // ErrNotFound. Never both a successful touch and a deletion: that is the
 // lost freshen that would let a sweep delete a blob a capture reuses.
 func (s suite) touchVersusDelete(t *testing.T) {
-	if s.opts.NewClockedBucket == nil {
-		t.Skip("no Options.NewClockedBucket")
-	}
-	c := &clock{now: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)}
-	b := s.opts.NewClockedBucket(t, c.Now)
+	b, c := s.clockedBucket(t)
 	tb, ok1 := b.(blobs.Toucher)
 	od, ok2 := b.(blobs.OlderDeleter)
 	if !ok1 || !ok2 {
@@ -734,26 +748,6 @@ func (s suite) touchVersusDelete(t *testing.T) {
 	}
 }
 
-// clock is a settable time source for NewClockedBucket.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-// Now returns the clock's time.
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-// Advance moves the clock forward.
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
 // mutatingReader is a ReadSeeker whose content changes after its first
 // full read, like a file written to while it is captured.
 type mutatingReader struct {
@@ -787,7 +781,7 @@ func (m *mutatingReader) Seek(off int64, whence int) (int64, error) {
 }
 
 func (s suite) contentChanged(t *testing.T) {
-	b := s.newBucket(t)
+	b := s.bucket(t)
 	ctx := context.Background()
 	for _, size := range []int{10, 300 << 10} {
 		m := &mutatingReader{data: bytes.Repeat([]byte{'a'}, size)}

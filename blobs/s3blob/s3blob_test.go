@@ -27,26 +27,20 @@ func open(t *testing.T, opts s3blobtest.Options) blobs.Bucket {
 }
 
 func TestS3Bucket(t *testing.T) {
-	blobstest.RunBucket(t, func(t *testing.T) blobs.Bucket {
-		return open(t, s3blobtest.Options{})
+	blobstest.RunBucket(t, func(t *testing.T, now func() time.Time) blobs.Bucket {
+		return open(t, s3blobtest.Options{Now: now})
 	}, blobstest.Options{
-		NewClockedBucket: func(t *testing.T, now func() time.Time) blobs.Bucket {
-			return open(t, s3blobtest.Options{Now: now})
-		},
 		// Unversioned: DeleteOlder is HeadObject then DeleteObject.
 		DeleteOlderNotAtomic: true,
 	})
 }
 
 func TestS3VersionedBucket(t *testing.T) {
-	blobstest.RunBucket(t, func(t *testing.T) blobs.Bucket {
-		return open(t, s3blobtest.Options{Versioned: true})
+	blobstest.RunBucket(t, func(t *testing.T, now func() time.Time) blobs.Bucket {
+		return open(t, s3blobtest.Options{Now: now, Versioned: true})
 	}, blobstest.Options{
 		// Paging is the same code with versioning on; TestS3Bucket pages.
 		ManyKeys: 10,
-		NewClockedBucket: func(t *testing.T, now func() time.Time) blobs.Bucket {
-			return open(t, s3blobtest.Options{Now: now, Versioned: true})
-		},
 	})
 }
 
