@@ -117,64 +117,75 @@ func plainSafeInt(raw []byte) (int64, bool) {
 	return int64(f), true
 }
 
+// rawField is a field of an object whose raw value a decoder keeps.
+type rawField struct {
+	name string
+	raw  *[]byte
+}
+
+// field reads the value of the field called name into its rawField of
+// fs, overwriting an earlier one of the same name, or skips it when fs has
+// none.
+func (r *reader) field(name string, fs []rawField) bool {
+	for _, f := range fs {
+		if f.name == name {
+			var ok bool
+			*f.raw, ok = r.value()
+			return ok
+		}
+	}
+	return r.skip()
+}
+
+// fields reads an object, keeping the raw value of each field of fs.
+func (r *reader) fields(fs ...rawField) bool {
+	return r.object(func(name string, _ int) bool { return r.field(name, fs) })
+}
+
+// stringInto decodes raw, a plain string, into dst. (A pointer per call,
+// not a table of them: a table's pointers would escape with the raw values
+// plainString keeps, moving every entry to the heap.)
+func stringInto(dst *string, raw []byte) bool {
+	s, ok := plainString(raw)
+	*dst = s
+	return ok
+}
+
+// nullableInto is stringInto that also takes null or an absent value,
+// which leave dst "".
+func nullableInto(dst *string, raw []byte) bool {
+	return isJSONNull(raw) || stringInto(dst, raw)
+}
+
 // decodeCheckpointFast decodes raw, a checkpoint object, or reports that
 // it leaves it to Checkpoint.UnmarshalJSON. The conversation keeps the
 // whitespace around it (see decodeCheckpoint).
 func decodeCheckpointFast(raw []byte) (*ckptstore.Checkpoint, bool) {
 	r := &reader{raw: raw, dec: jsontext.NewDecoder(bytes.NewBuffer(raw), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))}
-	var v struct {
-		id, thread, parent, createdAt, reason, label, run, conv []byte
+	var id, thread, parent, createdAt, reason, label, run, conv []byte
+	scalars := []rawField{
+		{"id", &id}, {"threadId", &thread}, {"parentCheckpointId", &parent}, {"createdAt", &createdAt},
+		{"reason", &reason}, {"label", &label}, {"sourceRunId", &run},
 	}
 	cp := new(ckptstore.Checkpoint)
 	ok := r.object(func(name string, nameEnd int) bool {
-		var ok bool
 		switch name {
-		case "id":
-			v.id, ok = r.value()
-		case "threadId":
-			v.thread, ok = r.value()
-		case "parentCheckpointId":
-			v.parent, ok = r.value()
-		case "createdAt":
-			v.createdAt, ok = r.value()
-		case "reason":
-			v.reason, ok = r.value()
-		case "label":
-			v.label, ok = r.value()
-		case "sourceRunId":
-			v.run, ok = r.value()
 		case "conversation":
-			if v.conv, ok = r.value(); ok && !isJSONNull(v.conv) {
-				v.conv = padded(raw, nameEnd, int(r.dec.InputOffset()))
+			var ok bool
+			if conv, ok = r.value(); ok && !isJSONNull(conv) {
+				conv = padded(raw, nameEnd, int(r.dec.InputOffset()))
 			}
+			return ok
 		case "files":
-			files := []ckptstore.Entry{}
-			var isArray bool
-			isArray, ok = r.array(func() bool {
-				e, ok := r.entry()
-				files = append(files, e)
-				return ok
-			})
-			cp.Files = nil
-			if isArray {
-				cp.Files = files
-			}
+			var ok bool
+			cp.Files, ok = arrayOf(r, (*reader).entry)
+			return ok
 		case "artifacts":
-			arts := []ckptstore.Artifact{}
-			var isArray bool
-			isArray, ok = r.array(func() bool {
-				a, ok := r.artifact()
-				arts = append(arts, a)
-				return ok
-			})
-			cp.Artifacts = nil
-			if isArray {
-				cp.Artifacts = arts
-			}
-		default:
-			ok = r.skip()
+			var ok bool
+			cp.Artifacts, ok = arrayOf(r, (*reader).artifact)
+			return ok
 		}
-		return ok
+		return r.field(name, scalars)
 	})
 	if !ok {
 		return nil, false
@@ -182,82 +193,54 @@ func decodeCheckpointFast(raw []byte) (*ckptstore.Checkpoint, bool) {
 	if _, err := r.dec.ReadToken(); err != io.EOF {
 		return nil, false
 	}
-	if cp.ID, ok = plainString(v.id); !ok {
+	if !stringInto(&cp.ID, id) || !stringInto(&cp.ThreadID, thread) || !nullableInto(&cp.ParentCheckpointID, parent) ||
+		!stringInto((*string)(&cp.Reason), reason) || !nullableInto(&cp.Label, label) || !nullableInto(&cp.SourceRunID, run) {
 		return nil, false
 	}
-	if cp.ThreadID, ok = plainString(v.thread); !ok {
+	if cp.CreatedAt, ok = plainFloat(createdAt); !ok {
 		return nil, false
 	}
-	if !isJSONNull(v.parent) {
-		if cp.ParentCheckpointID, ok = plainString(v.parent); !ok {
+	if !isJSONNull(conv) {
+		if ckptstore.ValidateTranscript(conv) != nil {
 			return nil, false
 		}
-	}
-	if cp.CreatedAt, ok = plainFloat(v.createdAt); !ok {
-		return nil, false
-	}
-	reason, ok := plainString(v.reason)
-	if !ok {
-		return nil, false
-	}
-	cp.Reason = ckptstore.Reason(reason)
-	if !isJSONNull(v.label) {
-		if cp.Label, ok = plainString(v.label); !ok {
-			return nil, false
-		}
-	}
-	if !isJSONNull(v.run) {
-		if cp.SourceRunID, ok = plainString(v.run); !ok {
-			return nil, false
-		}
-	}
-	if !isJSONNull(v.conv) {
-		if ckptstore.ValidateTranscript(v.conv) != nil {
-			return nil, false
-		}
-		cp.Conversation = json.RawMessage(v.conv)
+		cp.Conversation = json.RawMessage(conv)
 	}
 	return cp, true
+}
+
+// arrayOf reads an array whose elements elem reads: nil for null (the
+// last of a repeated name counts, so a null after an array clears it), a
+// non-nil slice for an array.
+func arrayOf[T any](r *reader, elem func(*reader) (T, bool)) ([]T, bool) {
+	out := []T{}
+	isArray, ok := r.array(func() bool {
+		v, ok := elem(r)
+		out = append(out, v)
+		return ok
+	})
+	if !isArray {
+		return nil, ok
+	}
+	return out, ok
 }
 
 // entry reads a file entry object.
 func (r *reader) entry() (ckptstore.Entry, bool) {
 	var path, kind, blobKey, size []byte
-	if !r.object(func(name string, _ int) bool {
-		var ok bool
-		switch name {
-		case "path":
-			path, ok = r.value()
-		case "kind":
-			kind, ok = r.value()
-		case "blobKey":
-			blobKey, ok = r.value()
-		case "size":
-			size, ok = r.value()
-		default:
-			ok = r.skip()
-		}
-		return ok
-	}) {
-		return ckptstore.Entry{}, false
-	}
 	var e ckptstore.Entry
-	var ok bool
-	if e.Path, ok = plainString(path); !ok {
+	if !r.fields(rawField{"path", &path}, rawField{"kind", &kind}, rawField{"blobKey", &blobKey}, rawField{"size", &size}) ||
+		!stringInto(&e.Path, path) || !stringInto((*string)(&e.Kind), kind) {
 		return e, false
 	}
-	k, ok := plainString(kind)
-	if !ok {
-		return e, false
-	}
-	e.Kind = ckptstore.EntryKind(k)
 	switch e.Kind {
 	case ckptstore.KindDir:
 		return e, isJSONNull(blobKey) && isJSONNull(size)
 	case ckptstore.KindFile:
-		if e.BlobKey, ok = plainString(blobKey); !ok {
+		if !stringInto(&e.BlobKey, blobKey) {
 			return e, false
 		}
+		var ok bool
 		e.Size, ok = plainSafeInt(size)
 		return e, ok
 	}
@@ -267,38 +250,13 @@ func (r *reader) entry() (ckptstore.Entry, bool) {
 // artifact reads an artifact object.
 func (r *reader) artifact() (ckptstore.Artifact, bool) {
 	var id, name, mime, blobKey, size, createdAt []byte
-	if !r.object(func(n string, _ int) bool {
-		var ok bool
-		switch n {
-		case "artifactId":
-			id, ok = r.value()
-		case "name":
-			name, ok = r.value()
-		case "mimeType":
-			mime, ok = r.value()
-		case "blobKey":
-			blobKey, ok = r.value()
-		case "size":
-			size, ok = r.value()
-		case "createdAt":
-			createdAt, ok = r.value()
-		default:
-			ok = r.skip()
-		}
-		return ok
-	}) {
-		return ckptstore.Artifact{}, false
-	}
 	var a ckptstore.Artifact
-	var ok bool
-	for _, f := range [...]struct {
-		raw []byte
-		dst *string
-	}{{id, &a.ArtifactID}, {name, &a.Name}, {mime, &a.MimeType}, {blobKey, &a.BlobKey}} {
-		if *f.dst, ok = plainString(f.raw); !ok {
-			return a, false
-		}
+	if !r.fields(rawField{"artifactId", &id}, rawField{"name", &name}, rawField{"mimeType", &mime},
+		rawField{"blobKey", &blobKey}, rawField{"size", &size}, rawField{"createdAt", &createdAt}) ||
+		!stringInto(&a.ArtifactID, id) || !stringInto(&a.Name, name) || !stringInto(&a.MimeType, mime) || !stringInto(&a.BlobKey, blobKey) {
+		return a, false
 	}
+	var ok bool
 	if a.Size, ok = plainSafeInt(size); !ok {
 		return a, false
 	}
@@ -312,28 +270,9 @@ func (r *reader) artifact() (ckptstore.Artifact, bool) {
 func decodeWriterFast(raw []byte) (ckptstore.Writer, bool) {
 	r := &reader{raw: raw, dec: jsontext.NewDecoder(bytes.NewBuffer(raw), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))}
 	var thread, token, fence []byte
-	if !r.object(func(name string, _ int) bool {
-		var ok bool
-		switch name {
-		case "threadId":
-			thread, ok = r.value()
-		case "ownerToken":
-			token, ok = r.value()
-		case "fence":
-			fence, ok = r.value()
-		default:
-			ok = r.skip()
-		}
-		return ok
-	}) {
-		return ckptstore.Writer{}, false
-	}
 	var w ckptstore.Writer
-	var ok bool
-	if w.ThreadID, ok = plainString(thread); !ok {
-		return w, false
-	}
-	if w.OwnerToken, ok = plainString(token); !ok {
+	if !r.fields(rawField{"threadId", &thread}, rawField{"ownerToken", &token}, rawField{"fence", &fence}) ||
+		!stringInto(&w.ThreadID, thread) || !stringInto(&w.OwnerToken, token) {
 		return w, false
 	}
 	f, ok := plainFloat(fence)

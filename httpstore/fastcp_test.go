@@ -12,18 +12,7 @@ import (
 
 // rootDecode is what decodeCheckpoint did before the fast path: the root
 // decoder, with the conversation's whitespace kept.
-func rootDecode(raw []byte) (*ckptstore.Checkpoint, error) {
-	cp := new(ckptstore.Checkpoint)
-	if err := cp.UnmarshalJSON(raw); err != nil {
-		return nil, err
-	}
-	if cp.Conversation != nil {
-		if p, ok := paddedValue(raw, "conversation"); ok && len(p) != len(cp.Conversation) {
-			cp.Conversation = p
-		}
-	}
-	return cp, nil
-}
+func rootDecode(raw []byte) (*ckptstore.Checkpoint, error) { return decodeCheckpointRoot(raw) }
 
 // mutations turn a checkpoint's JSON into near misses of every kind the
 // root decoder refuses or treats specially.

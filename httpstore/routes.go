@@ -18,6 +18,17 @@ func unsupported(what string) error {
 	return fmt.Errorf("%w: the server's store has no %s", errors.ErrUnsupported, what)
 }
 
+// capability returns the namespace's store as the optional capability T,
+// or ErrUnsupported naming what it lacks; a method checks it before it
+// decodes anything.
+func capability[T any](c *call, what string) (T, error) {
+	t, ok := c.ns.store.(T)
+	if !ok {
+		return t, unsupported(what)
+	}
+	return t, nil
+}
+
 func (h *handler) get(c *call) error {
 	id, err := c.in.str("id", ckptstore.ErrInvalidID)
 	if err != nil {
@@ -54,9 +65,9 @@ func (h *handler) list(c *call) error {
 }
 
 func (h *handler) listPage(c *call) error {
-	p, ok := c.ns.store.(ckptstore.Pager)
-	if !ok {
-		return unsupported("ListPage")
+	p, err := capability[ckptstore.Pager](c, "ListPage")
+	if err != nil {
+		return err
 	}
 	id, idErr := c.in.str("threadId", ckptstore.ErrInvalidID)
 	after, afterErr := c.in.str("after", ckptstore.ErrInvalidEntry)
@@ -148,11 +159,7 @@ func (h *handler) acquireWriter(c *call) error {
 }
 
 func (h *handler) keeper(c *call) (ckptstore.LeaseKeeper, error) {
-	k, ok := c.ns.store.(ckptstore.LeaseKeeper)
-	if !ok {
-		return nil, unsupported("RenewWriter and ReleaseWriter (LeaseKeeper)")
-	}
-	return k, nil
+	return capability[ckptstore.LeaseKeeper](c, "RenewWriter and ReleaseWriter (LeaseKeeper)")
 }
 
 func (h *handler) renewWriter(c *call) error {
@@ -219,9 +226,9 @@ func (h *handler) listBlobReferences(c *call) error {
 }
 
 func (h *handler) deleteCheckpoints(c *call) error {
-	p, ok := c.ns.store.(ckptstore.Pruner)
-	if !ok {
-		return unsupported("DeleteCheckpoints")
+	p, err := capability[ckptstore.Pruner](c, "DeleteCheckpoints")
+	if err != nil {
+		return err
 	}
 	thread, tErr := c.in.str("threadId", ckptstore.ErrInvalidID)
 	keep, kErr := c.in.int("keep")
@@ -241,9 +248,9 @@ func (h *handler) deleteCheckpoints(c *call) error {
 }
 
 func (h *handler) fork(c *call) error {
-	f, ok := c.ns.store.(ckptstore.Forker)
-	if !ok {
-		return unsupported("ForkFromCheckpoint")
+	f, err := capability[ckptstore.Forker](c, "ForkFromCheckpoint")
+	if err != nil {
+		return err
 	}
 	var in ckptstore.ForkInput
 	var errs [6]error
@@ -271,9 +278,9 @@ func (h *handler) fork(c *call) error {
 }
 
 func (h *handler) deleteThread(c *call) error {
-	d, ok := c.ns.store.(ckptstore.ThreadDeleter)
-	if !ok {
-		return unsupported("DeleteThread")
+	d, err := capability[ckptstore.ThreadDeleter](c, "DeleteThread")
+	if err != nil {
+		return err
 	}
 	thread, tErr := c.in.str("threadId", ckptstore.ErrInvalidID)
 	w, wErr := c.in.writer("writer")
@@ -292,9 +299,9 @@ func (h *handler) deleteThread(c *call) error {
 }
 
 func (h *handler) threads(c *call) error {
-	l, ok := c.ns.store.(ckptstore.ThreadLister)
-	if !ok {
-		return unsupported("Threads")
+	l, err := capability[ckptstore.ThreadLister](c, "Threads")
+	if err != nil {
+		return err
 	}
 	after, aErr := c.in.str("after", ckptstore.ErrInvalidEntry)
 	limit, lErr := c.in.int("limit")
@@ -313,20 +320,19 @@ func (h *handler) threads(c *call) error {
 	return nil
 }
 
-func (h *handler) transcripts(c *call) (ckptstore.Transcripts, error) {
-	t, ok := c.ns.store.(ckptstore.Transcripts)
-	if !ok {
-		return nil, unsupported("thread transcripts (LoadThread, SaveThread)")
+// transcriptThread is the start of loadThread and saveThread: the
+// capability, then the thread id.
+func (h *handler) transcriptThread(c *call) (ckptstore.Transcripts, string, error) {
+	t, err := capability[ckptstore.Transcripts](c, "thread transcripts (LoadThread, SaveThread)")
+	if err != nil {
+		return nil, "", err
 	}
-	return t, nil
+	id, err := c.in.str("threadId", ckptstore.ErrInvalidID)
+	return t, id, err
 }
 
 func (h *handler) loadThread(c *call) error {
-	t, err := h.transcripts(c)
-	if err != nil {
-		return err
-	}
-	id, err := c.in.str("threadId", ckptstore.ErrInvalidID)
+	t, id, err := h.transcriptThread(c)
 	if err != nil {
 		return err
 	}
@@ -345,11 +351,7 @@ func (h *handler) loadThread(c *call) error {
 }
 
 func (h *handler) saveThread(c *call) error {
-	t, err := h.transcripts(c)
-	if err != nil {
-		return err
-	}
-	id, err := c.in.str("threadId", ckptstore.ErrInvalidID)
+	t, id, err := h.transcriptThread(c)
 	if err != nil {
 		return err
 	}
@@ -361,9 +363,9 @@ func (h *handler) saveThread(c *call) error {
 }
 
 func (h *handler) importBatch(c *call) error {
-	im, ok := c.ns.store.(ckptstore.Importer)
-	if !ok {
-		return unsupported("Import")
+	im, err := capability[ckptstore.Importer](c, "Import")
+	if err != nil {
+		return err
 	}
 	var b ckptstore.ImportBatch
 	var errs [5]error
