@@ -70,7 +70,8 @@ func (s *Store) DeleteThread(ctx context.Context, threadID string, w ckptstore.W
 
 // ListPage implements ckptstore.Pager. It reads the page from the thread's
 // ordered tree, starting at the cursor, and one checkpoint more to learn
-// whether another page follows.
+// whether another page follows, then copies the page in one batch
+// (cloneAll).
 func (s *Store) ListPage(ctx context.Context, threadID string, opt ckptstore.ListOptions) ([]*ckptstore.Checkpoint, string, error) {
 	p, err := precheck.ListPage(ctx, threadID, opt)
 	if err != nil {
@@ -86,7 +87,7 @@ func (s *Store) ListPage(ctx context.Context, threadID string, opt ckptstore.Lis
 			more = true
 			return false
 		}
-		page = append(page, c.Clone())
+		page = append(page, c)
 		return true
 	}
 	s.mu.Lock()
@@ -105,6 +106,7 @@ func (s *Store) ListPage(ctx context.Context, threadID string, opt ckptstore.Lis
 	default:
 		th.cps.DescendLessOrEqual(pivot(*p.After), visit)
 	}
+	cloneAll(page)
 	return page, p.Next(page, more), nil
 }
 

@@ -14,8 +14,9 @@
 //     checkpoints) whose ThreadID is t, ordered by
 //     ckptstore.CompareCheckpoints, so List and ListPage read one thread in
 //     order without sorting and never look at other threads.
-//   - refs[k] equals the number of stored checkpoints whose BlobKeys contain
-//     k, and is absent rather than 0.
+//   - refs counts, for each key k, the stored checkpoints whose BlobKeys
+//     contain k; a key at 0 is absent. It keeps the keys in byte order as
+//     they come and go, so BlobReferences never sorts.
 //   - threads[t].fence is the highest fence ever issued for t; it only grows.
 //   - threads[t].transcript is nil until SaveThread, a fork or an import
 //     sets it, and then a private copy of a JSON array.
@@ -39,7 +40,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -56,7 +56,7 @@ type Store struct {
 	mu          sync.Mutex
 	checkpoints map[string]*ckptstore.Checkpoint
 	threads     map[string]*thread
-	refs        map[string]int64
+	refs        blobRefs
 	listed      *btree.BTreeG[string] // threads with a head, a checkpoint or a transcript
 	ops         opTokens
 }
@@ -106,7 +106,7 @@ func New(opts ckptstore.Options) *Store {
 		opts:        o,
 		checkpoints: make(map[string]*ckptstore.Checkpoint),
 		threads:     make(map[string]*thread),
-		refs:        make(map[string]int64),
+		refs:        newBlobRefs(),
 		listed:      btree.NewG(btreeDegree, func(a, b string) bool { return a < b }),
 		ops:         opTokens{byToken: make(map[string]*opRecord)},
 	}
@@ -150,18 +150,16 @@ func (s *Store) List(ctx context.Context, threadID string) ([]*ckptstore.Checkpo
 	}
 	s.mu.Lock()
 	th := s.threads[threadID]
-	var out []*ckptstore.Checkpoint
+	out := []*ckptstore.Checkpoint{}
 	if th != nil {
 		out = make([]*ckptstore.Checkpoint, 0, th.cps.Len())
 		th.cps.Ascend(func(c *ckptstore.Checkpoint) bool {
-			out = append(out, c.Clone())
+			out = append(out, c)
 			return true
 		})
 	}
 	s.mu.Unlock()
-	if out == nil {
-		out = []*ckptstore.Checkpoint{}
-	}
+	cloneAll(out) // outside the lock: stored checkpoints never change
 	return out, nil
 }
 
@@ -241,9 +239,7 @@ func (s *Store) Append(ctx context.Context, cp *ckptstore.Checkpoint, expectedHe
 func (s *Store) insert(th *thread, c *ckptstore.Checkpoint) {
 	s.checkpoints[c.ID] = c
 	th.cps.ReplaceOrInsert(c)
-	for _, k := range c.BlobKeys() {
-		s.refs[k]++
-	}
+	s.refs.add(c)
 }
 
 // remove deletes the stored checkpoint id of th and drops its blob counts.
@@ -252,13 +248,7 @@ func (s *Store) remove(th *thread, id string) {
 	c := s.checkpoints[id]
 	delete(s.checkpoints, id)
 	th.cps.Delete(c)
-	for _, k := range c.BlobKeys() {
-		if s.refs[k] <= 1 {
-			delete(s.refs, k)
-		} else {
-			s.refs[k]--
-		}
-	}
+	s.refs.drop(c)
 }
 
 // DeleteHead implements ckptstore.Store.
@@ -460,11 +450,6 @@ func (s *Store) BlobReferences(ctx context.Context) ([]ckptstore.BlobRef, error)
 		return nil, err
 	}
 	s.mu.Lock()
-	out := make([]ckptstore.BlobRef, 0, len(s.refs))
-	for k, n := range s.refs {
-		out = append(out, ckptstore.BlobRef{Key: k, References: n})
-	}
-	s.mu.Unlock()
-	slices.SortFunc(out, func(a, b ckptstore.BlobRef) int { return strings.Compare(a.Key, b.Key) })
-	return out, nil
+	defer s.mu.Unlock()
+	return s.refs.list(), nil
 }
