@@ -99,12 +99,8 @@ func checkpointSeq(ctx context.Context, s ckptstore.Store, thread string, pageSi
 }
 
 func runThreads(ctx context.Context, e *env, args []string) error {
-	f := newFlags(e, "threads")
-	url := f.String("store", "", "the store URL")
-	if _, err := f.parse(args, 0); err != nil {
-		return err
-	}
-	s, err := openFlag(ctx, e, "store", *url)
+	f := newStoreFlags(e, "threads", "the store URL")
+	_, s, err := f.parseOpen(ctx, args, 0)
 	if err != nil {
 		return err
 	}
@@ -125,8 +121,7 @@ func runThreads(ctx context.Context, e *env, args []string) error {
 }
 
 func runList(ctx context.Context, e *env, args []string) error {
-	f := newFlags(e, "list")
-	url := f.String("store", "", "the store URL")
+	f := newStoreFlags(e, "list", "the store URL")
 	asJSON := f.Bool("json", false, "print each checkpoint as one line of JSON (the @tanstack/ai-sandbox shape)")
 	reverse := f.Bool("reverse", false, "newest first")
 	page := f.Int("page", ckptstore.DefaultPageLimit, "checkpoints read per ListPage call (1.."+strconv.Itoa(ckptstore.MaxPageLimit)+")")
@@ -137,7 +132,7 @@ func runList(ctx context.Context, e *env, args []string) error {
 	if _, err := ckptstore.PageLimit(*page); err != nil || *page == 0 {
 		return usageErr("--page must be in 1..%d, got %d", ckptstore.MaxPageLimit, *page)
 	}
-	s, err := openFlag(ctx, e, "store", *url)
+	s, err := f.openStore(ctx)
 	if err != nil {
 		return err
 	}
@@ -171,13 +166,8 @@ func runList(ctx context.Context, e *env, args []string) error {
 }
 
 func runGet(ctx context.Context, e *env, args []string) error {
-	f := newFlags(e, "get")
-	url := f.String("store", "", "the store URL")
-	pos, err := f.parse(args, 1)
-	if err != nil {
-		return err
-	}
-	s, err := openFlag(ctx, e, "store", *url)
+	f := newStoreFlags(e, "get", "the store URL")
+	pos, s, err := f.parseOpen(ctx, args, 1)
 	if err != nil {
 		return err
 	}
@@ -198,13 +188,8 @@ func runGet(ctx context.Context, e *env, args []string) error {
 }
 
 func runHead(ctx context.Context, e *env, args []string) error {
-	f := newFlags(e, "head")
-	url := f.String("store", "", "the store URL")
-	pos, err := f.parse(args, 1)
-	if err != nil {
-		return err
-	}
-	s, err := openFlag(ctx, e, "store", *url)
+	f := newStoreFlags(e, "head", "the store URL")
+	pos, s, err := f.parseOpen(ctx, args, 1)
 	if err != nil {
 		return err
 	}
@@ -218,12 +203,8 @@ func runHead(ctx context.Context, e *env, args []string) error {
 }
 
 func runRefs(ctx context.Context, e *env, args []string) error {
-	f := newFlags(e, "refs")
-	url := f.String("store", "", "the store URL")
-	if _, err := f.parse(args, 0); err != nil {
-		return err
-	}
-	s, err := openFlag(ctx, e, "store", *url)
+	f := newStoreFlags(e, "refs", "the store URL")
+	_, s, err := f.parseOpen(ctx, args, 0)
 	if err != nil {
 		return err
 	}
@@ -243,12 +224,8 @@ func runRefs(ctx context.Context, e *env, args []string) error {
 // runCheck calls the store's consistency checker, Check(ctx), when it has
 // one (fdbstore and redisstore), and prints each broken invariant.
 func runCheck(ctx context.Context, e *env, args []string) error {
-	f := newFlags(e, "check")
-	url := f.String("store", "", "the store URL")
-	if _, err := f.parse(args, 0); err != nil {
-		return err
-	}
-	s, err := openFlag(ctx, e, "store", *url)
+	f := newStoreFlags(e, "check", "the store URL")
+	_, s, err := f.parseOpen(ctx, args, 0)
 	if err != nil {
 		return err
 	}

@@ -217,12 +217,42 @@ func exitCode(err error) int {
 type flags struct {
 	*flag.FlagSet
 	cmd string
+	e   *env
+	// store is the --store URL of a command on one store (newStoreFlags).
+	store *string
+}
+
+// newStoreFlags is newFlags with --store, described as usage: the flags
+// of a command on one store.
+func newStoreFlags(e *env, name, usage string) *flags {
+	f := newFlags(e, name)
+	f.store = f.String("store", "", usage)
+	return f
+}
+
+// openStore opens the --store of a newStoreFlags command.
+func (f *flags) openStore(ctx context.Context) (*store, error) {
+	return openFlag(ctx, f.e, "store", *f.store)
+}
+
+// parseOpen is parse, then openStore: the start of a command that checks
+// no flag value of its own.
+func (f *flags) parseOpen(ctx context.Context, args []string, nargs int) ([]string, *store, error) {
+	pos, err := f.parse(args, nargs)
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := f.openStore(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	return pos, s, nil
 }
 
 func newFlags(e *env, name string) *flags {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
-	f := &flags{FlagSet: fs, cmd: name}
+	f := &flags{FlagSet: fs, cmd: name, e: e}
 	fs.DurationVar(&e.lease, "lease", 0, "duration of the writer leases this command takes (default 120s); a run killed\nwithout a chance to release its lease blocks the thread this long")
 	fs.Usage = func() {
 		i := slices.IndexFunc(commands, func(c command) bool { return c.name == name })

@@ -461,8 +461,7 @@ func (m *migrator) summary(w io.Writer) error {
 // ---- export ----
 
 func runExport(ctx context.Context, e *env, args []string) error {
-	f := newFlags(e, "export")
-	url := f.String("store", "", "the store URL")
+	f := newStoreFlags(e, "export", "the store URL")
 	out := f.String("out", "-", "the file to write (- = stdout)")
 	every := f.Duration("progress", 2*time.Second, "interval of the progress lines on stderr (0 = none)")
 	var only []string
@@ -478,7 +477,7 @@ func runExport(ctx context.Context, e *env, args []string) error {
 			return err
 		}
 	}
-	s, err := openFlag(ctx, e, "store", *url)
+	s, err := f.openStore(ctx)
 	if err != nil {
 		return err
 	}
@@ -727,8 +726,7 @@ func (r *streamReader) header(v jsontext.Value) (*srcThread, error) {
 // ---- import ----
 
 func runImport(ctx context.Context, e *env, args []string) error {
-	f := newFlags(e, "import")
-	url := f.String("store", "", "the destination store URL")
+	f := newStoreFlags(e, "import", "the destination store URL")
 	in := f.String("in", "-", "the export stream to read (- = stdin)")
 	var opts migrateOptions
 	opts.register(f, "import")
@@ -747,7 +745,7 @@ func runImport(ctx context.Context, e *env, args []string) error {
 		defer file.Close()
 		r = file
 	}
-	s, err := openFlag(ctx, e, "store", *url)
+	s, err := f.openStore(ctx)
 	if err != nil {
 		return err
 	}

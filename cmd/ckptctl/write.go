@@ -104,15 +104,30 @@ func waitNote(e *env, thread string) func() {
 	}
 }
 
-func runDeleteThread(ctx context.Context, e *env, args []string) error {
-	f := newFlags(e, "delete-thread")
-	url := f.String("store", "", "the store URL")
-	wait := f.Bool("wait", false, "wait while another writer holds the thread's lease, instead of failing with WRITER_CONFLICT")
-	pos, err := f.parse(args, 1)
+// waitFlag is the --wait of a command that writes one thread.
+func waitFlag(f *flags) *bool {
+	return f.Bool("wait", false, "wait while another writer holds the thread's lease, instead of failing with WRITER_CONFLICT")
+}
+
+// underLease checks thread's id, takes its lease (waiting for it with
+// wait) and runs write under it, releasing the lease after: the frame of
+// delete-thread and prune.
+func underLease(ctx context.Context, e *env, s *store, thread string, wait bool, write func(ckptstore.Writer) error) error {
+	if err := ckptstore.ValidateID("thread id", thread); err != nil {
+		return err
+	}
+	l, err := acquire(ctx, e, s, thread, wait, waitNote(e, thread))
 	if err != nil {
 		return err
 	}
-	s, err := openFlag(ctx, e, "store", *url)
+	defer release(ctx, l)
+	return write(l.Writer)
+}
+
+func runDeleteThread(ctx context.Context, e *env, args []string) error {
+	f := newStoreFlags(e, "delete-thread", "the store URL")
+	wait := waitFlag(f)
+	pos, s, err := f.parseOpen(ctx, args, 1)
 	if err != nil {
 		return err
 	}
@@ -122,27 +137,20 @@ func runDeleteThread(ctx context.Context, e *env, args []string) error {
 		return fmt.Errorf("%s cannot delete threads (no ThreadDeleter)", s.desc)
 	}
 	thread := pos[0]
-	if err := ckptstore.ValidateID("thread id", thread); err != nil {
+	return underLease(ctx, e, s, thread, *wait, func(w ckptstore.Writer) error {
+		n, err := td.DeleteThread(ctx, thread, w)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(e.stdout, "deleted thread %s: %d checkpoints\n", thread, n)
 		return err
-	}
-	l, err := acquire(ctx, e, s, thread, *wait, waitNote(e, thread))
-	if err != nil {
-		return err
-	}
-	defer release(ctx, l)
-	n, err := td.DeleteThread(ctx, thread, l.Writer)
-	if err != nil {
-		return err
-	}
-	_, err = fmt.Fprintf(e.stdout, "deleted thread %s: %d checkpoints\n", thread, n)
-	return err
+	})
 }
 
 func runPrune(ctx context.Context, e *env, args []string) error {
-	f := newFlags(e, "prune")
-	url := f.String("store", "", "the store URL")
+	f := newStoreFlags(e, "prune", "the store URL")
 	keep := f.Int("keep", 0, "checkpoints to keep on the head chain, the head included (at least 1)")
-	wait := f.Bool("wait", false, "wait while another writer holds the thread's lease, instead of failing with WRITER_CONFLICT")
+	wait := waitFlag(f)
 	pos, err := f.parse(args, 1)
 	if err != nil {
 		return err
@@ -150,7 +158,7 @@ func runPrune(ctx context.Context, e *env, args []string) error {
 	if *keep < 1 {
 		return usageErr("--keep must be at least 1, got %d", *keep)
 	}
-	s, err := openFlag(ctx, e, "store", *url)
+	s, err := f.openStore(ctx)
 	if err != nil {
 		return err
 	}
@@ -160,28 +168,21 @@ func runPrune(ctx context.Context, e *env, args []string) error {
 		return fmt.Errorf("%s cannot prune (no Pruner)", s.desc)
 	}
 	thread := pos[0]
-	if err := ckptstore.ValidateID("thread id", thread); err != nil {
-		return err
-	}
-	l, err := acquire(ctx, e, s, thread, *wait, waitNote(e, thread))
-	if err != nil {
-		return err
-	}
-	defer release(ctx, l)
-	ids, err := p.DeleteCheckpoints(ctx, thread, *keep, l.Writer)
-	if err != nil {
-		return err
-	}
-	for _, id := range ids {
-		fmt.Fprintln(e.stdout, id)
-	}
-	fmt.Fprintf(e.stderr, "pruned thread %s: %d checkpoints deleted\n", thread, len(ids))
-	return nil
+	return underLease(ctx, e, s, thread, *wait, func(w ckptstore.Writer) error {
+		ids, err := p.DeleteCheckpoints(ctx, thread, *keep, w)
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			fmt.Fprintln(e.stdout, id)
+		}
+		fmt.Fprintf(e.stderr, "pruned thread %s: %d checkpoints deleted\n", thread, len(ids))
+		return nil
+	})
 }
 
 func runSweep(ctx context.Context, e *env, args []string) error {
-	f := newFlags(e, "sweep")
-	url := f.String("store", "", "the store URL")
+	f := newStoreFlags(e, "sweep", "the store URL")
 	bucketURL := f.String("bucket", "", "the blob bucket: mem://, file:///dir or s3://bucket?endpoint=…&region=…")
 	olderThan := f.Duration("older-than", -1, "grace period: only blobs older than this are deleted; longer than the longest capture (required)")
 	dryRun := f.Bool("dry-run", false, "print what would be deleted, delete nothing")
@@ -194,7 +195,7 @@ func runSweep(ctx context.Context, e *env, args []string) error {
 	if *olderThan < 0 {
 		return usageErr("--older-than is required and must not be negative (e.g. 24h)")
 	}
-	s, err := openFlag(ctx, e, "store", *url)
+	s, err := f.openStore(ctx)
 	if err != nil {
 		return err
 	}
