@@ -12,6 +12,7 @@ import (
 	"github.com/ckptstore/ckptstore/fdbstore"
 	"github.com/ckptstore/ckptstore/fdbstore/internal/storetest"
 	"github.com/ckptstore/ckptstore/fdbstore/kv/memkv"
+	"github.com/ckptstore/ckptstore/internal/testkit"
 	"github.com/ckptstore/ckptstore/internal/workload"
 )
 
@@ -32,7 +33,7 @@ func BenchmarkAppend(b *testing.B) {
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				id := fmt.Sprintf("c%d", i)
-				if err := s.Append(ctx, storetest.Checkpoint("t", id, head, float64(i), blobs...), head, lease.Writer); err != nil {
+				if err := s.Append(ctx, testkit.Checkpoint("t", id, head, float64(i), blobs...), head, lease.Writer); err != nil {
 					b.Fatal(err)
 				}
 				head = id

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -29,7 +28,7 @@ func TestCapabilitiesIdempotentAfterUnknownResult(t *testing.T) {
 	il, err := s.AcquireWriter(ctx, "imp")
 	must(t, err)
 	batch := ckptstore.ImportBatch{ThreadID: "imp", Writer: il.Writer, SetHead: true, Head: "i1",
-		Checkpoints: []*ckptstore.Checkpoint{storetest.Checkpoint("imp", "i0", "", 1, 0, 7), storetest.Checkpoint("imp", "i1", "i0", 2, 7)},
+		Checkpoints: []*ckptstore.Checkpoint{testkit.Checkpoint("imp", "i0", "", 1, 0, 7), testkit.Checkpoint("imp", "i1", "i0", 2, 7)},
 		Transcript:  []byte(`[{"role":"user"}]`)}
 	restore := unknownApplied(t, db)
 	n, err := s.Import(ctx, batch)
@@ -67,7 +66,7 @@ func TestCapabilitiesIdempotentAfterUnknownResult(t *testing.T) {
 		t.Fatalf("Threads = %v, %v; want [imp]", threads, err)
 	}
 	// The lease stays: the thread can be written again.
-	must(t, s.Append(ctx, storetest.Checkpoint("t", "again", "", 1), "", w))
+	must(t, s.Append(ctx, testkit.Checkpoint("t", "again", "", 1), "", w))
 
 	// Caller op tokens across calls, with unknown results inside the
 	// first call too.
@@ -169,14 +168,8 @@ func TestCapabilitiesUnderFaults(t *testing.T) {
 // but reported unknown returns the expiry it committed, and does not renew
 // a second time on a later clock reading.
 func TestRenewReportsTheCommittedRenewal(t *testing.T) {
-	var mu sync.Mutex
-	now := time.UnixMilli(1_700_000_000_000)
-	tick := func() time.Time { // every reading is 1 ms later
-		mu.Lock()
-		defer mu.Unlock()
-		now = now.Add(time.Millisecond)
-		return now
-	}
+	clock := testkit.NewClock(time.UnixMilli(1_700_000_000_000))
+	tick := func() time.Time { return clock.Tick(time.Millisecond) } // every reading is 1 ms later
 	s, db := newMemStore(t, fdbstore.Options{Options: ckptstore.Options{Now: tick, LeaseDuration: time.Minute}}, memkv.Options{})
 	lease, err := s.AcquireWriter(ctx, "t")
 	must(t, err)

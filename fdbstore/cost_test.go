@@ -81,8 +81,8 @@ func (d *sizingDB) last() int {
 
 // sizedCheckpoint has conv bytes of conversation and blobs distinct files.
 func sizedCheckpoint(thread, id, parent string, createdAt float64, conv, blobs int) *ckptstore.Checkpoint {
-	cp := &ckptstore.Checkpoint{ID: id, ThreadID: thread, ParentCheckpointID: parent, CreatedAt: createdAt,
-		Reason: ckptstore.ReasonAutomatic, Conversation: []byte(`["` + strings.Repeat("x", conv) + `"]`)}
+	cp := testkit.Checkpoint(thread, id, parent, createdAt)
+	cp.Conversation = []byte(`["` + strings.Repeat("x", conv) + `"]`)
 	for i := range blobs {
 		cp.Files = append(cp.Files, ckptstore.Entry{Path: fmt.Sprintf("f%d", i), Kind: ckptstore.KindFile, BlobKey: testkit.FileKey(i), Size: 1})
 	}

@@ -70,7 +70,7 @@ func TestAppendIsOneReadRoundAndOneCommit(t *testing.T) {
 	for i := range 5 {
 		id := fmt.Sprintf("c%d", i)
 		db.ResetStats()
-		must(t, s.Append(ctx, storetest.Checkpoint("t", id, head, float64(i), i, i+1, 99), head, lease.Writer))
+		must(t, s.Append(ctx, testkit.Checkpoint("t", id, head, float64(i), i, i+1, 99), head, lease.Writer))
 		st := db.Stats()
 		if st.Transactions != 1 || st.ReadRounds != 1 || st.Commits != 1 || st.Retries != 0 {
 			t.Fatalf("Append %d: %d transactions, %d read rounds, %d commits, %d retries; want 1, 1, 1, 0",
@@ -99,7 +99,7 @@ func TestSharedBlobsDoNotConflict(t *testing.T) {
 			head := ""
 			for i := range each {
 				id := fmt.Sprintf("%s-%d", names[g], i)
-				if err := s.Append(ctx, storetest.Checkpoint(names[g], id, head, float64(i), 1, 2, 3), head, lease.Writer); err != nil {
+				if err := s.Append(ctx, testkit.Checkpoint(names[g], id, head, float64(i), 1, 2, 3), head, lease.Writer); err != nil {
 					errs <- err
 					return
 				}
@@ -156,11 +156,11 @@ func TestWritesAreIdempotentAfterUnknownResult(t *testing.T) {
 
 	// Append: no false ErrDuplicateID or ErrConflict, blob counted once.
 	restore = unknownApplied(t, db)
-	err = s.Append(ctx, storetest.Checkpoint("t", "a", "", 1, 1, 2), "", w)
+	err = s.Append(ctx, testkit.Checkpoint("t", "a", "", 1, 1, 2), "", w)
 	restore()
 	must(t, err)
 	restore = unknownApplied(t, db)
-	err = s.Append(ctx, storetest.Checkpoint("t", "b", "a", 2, 2, 3), "a", w)
+	err = s.Append(ctx, testkit.Checkpoint("t", "b", "a", 2, 2, 3), "a", w)
 	restore()
 	must(t, err)
 	testkit.CheckRefs(t, s, "t")
@@ -169,7 +169,7 @@ func TestWritesAreIdempotentAfterUnknownResult(t *testing.T) {
 	}
 	// A different Append with a used id still fails, with the right error.
 	restore = unknownApplied(t, db)
-	err = s.Append(ctx, storetest.Checkpoint("t", "a", "b", 3), "b", w)
+	err = s.Append(ctx, testkit.Checkpoint("t", "a", "b", 3), "b", w)
 	restore()
 	if !errors.Is(err, ckptstore.ErrDuplicateID) {
 		t.Fatalf("Append of a used id: %v, want ErrDuplicateID", err)

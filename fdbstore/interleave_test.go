@@ -28,6 +28,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/fdbstore/kv"
 	"github.com/ckptstore/ckptstore/fdbstore/kv/memkv"
@@ -68,7 +70,7 @@ func newILEnv(t *testing.T) *ilEnv {
 	head := ""
 	for i := range 3 {
 		id := fmt.Sprintf("a-c%d", i)
-		e.must(s.Append(e.ctx, ilCheckpoint("a", id, head, float64(i), 0, 1000+i), head, e.wa))
+		e.must(s.Append(e.ctx, testkit.Checkpoint("a", id, head, float64(i), 0, 1000+i), head, e.wa))
 		e.chain = append(e.chain, id)
 		head = id
 	}
@@ -87,18 +89,6 @@ func (e *ilEnv) acquire(thread string) ckptstore.Writer {
 	l, err := e.s.AcquireWriter(e.ctx, thread)
 	e.must(err)
 	return l.Writer
-}
-
-// ilCheckpoint is a valid checkpoint with one file per blob number.
-func ilCheckpoint(thread, id, parent string, createdAt float64, blobs ...int) *ckptstore.Checkpoint {
-	cp := &ckptstore.Checkpoint{
-		ID: id, ThreadID: thread, ParentCheckpointID: parent, CreatedAt: createdAt,
-		Reason: ckptstore.ReasonAutomatic, Conversation: []byte(`[{"role":"user","content":"hi"}]`),
-	}
-	for i, n := range blobs {
-		cp.Files = append(cp.Files, ckptstore.Entry{Path: fmt.Sprintf("f%d", i), Kind: ckptstore.KindFile, BlobKey: testkit.FileKey(n), Size: int64(n)})
-	}
-	return cp
 }
 
 // dump is every key and value of the database, in key order.
@@ -316,16 +306,6 @@ func (e *ilEnv) lease(thread string) leaseValue {
 	return l
 }
 
-func sameIDs(t *testing.T, what string, got, want []string) {
-	t.Helper()
-	g, w := slices.Clone(got), slices.Clone(want)
-	slices.Sort(g)
-	slices.Sort(w)
-	if !slices.Equal(g, w) {
-		t.Fatalf("%s: %q, want %q", what, got, want)
-	}
-}
-
 type ilCase struct {
 	name string
 	run  func(e *ilEnv)
@@ -340,26 +320,26 @@ func runILCases(t *testing.T, cases []ilCase) {
 
 func TestInterleaveAppend(t *testing.T) {
 	next := func(e *ilEnv) func() error {
-		return func() error { return e.s.Append(e.ctx, ilCheckpoint("a", "a-c3", "a-c2", 3, 0, 7), "a-c2", e.wa) }
+		return func() error { return e.s.Append(e.ctx, testkit.Checkpoint("a", "a-c3", "a-c2", 3, 0, 7), "a-c2", e.wa) }
 	}
 	runILCases(t, []ilCase{
 		{"LeaseReleased", func(e *ilEnv) { e.refused(e.release(e.wa), next(e), ckptstore.ErrWriterLost) }},
 		{"LeaseTakenOver", func(e *ilEnv) { e.refused(e.takeover("a"), next(e), ckptstore.ErrWriterLost) }},
 		{"AppendOnSameHead", func(e *ilEnv) {
-			e.refused(e.appendOp(ilCheckpoint("a", "a-other", "a-c2", 3, 0), "a-c2", e.wa), next(e), ckptstore.ErrConflict)
+			e.refused(e.appendOp(testkit.Checkpoint("a", "a-other", "a-c2", 3, 0), "a-c2", e.wa), next(e), ckptstore.ErrConflict)
 		}},
 		{"SameIDInAnotherThread", func(e *ilEnv) {
-			e.refused(e.appendOp(ilCheckpoint("b", "a-c3", "", 1, 5), "", e.wb), next(e), ckptstore.ErrDuplicateID)
+			e.refused(e.appendOp(testkit.Checkpoint("b", "a-c3", "", 1, 5), "", e.wb), next(e), ckptstore.ErrDuplicateID)
 		}},
 		{"HeadDeleted", func(e *ilEnv) { e.refused(e.deleteHead("a", "a-c2", e.wa), next(e), ckptstore.ErrConflict) }},
 		{"ForkIntoSameThread", func(e *ilEnv) {
 			// e is empty: an append of its first checkpoint races a fork into it.
-			first := func() error { return e.s.Append(e.ctx, ilCheckpoint("e", "e-c0", "", 0, 1), "", e.we) }
+			first := func() error { return e.s.Append(e.ctx, testkit.Checkpoint("e", "e-c0", "", 0, 1), "", e.we) }
 			e.refused(e.fork("a", "a-c2", "e", "e-root", e.we), first, ckptstore.ErrConflict)
 		}},
 		{"SameOpTokenRepeated", func(e *ilEnv) {
 			e.repeated(func(ctx context.Context) error {
-				return e.s.Append(ctx, ilCheckpoint("a", "a-c3", "a-c2", 3, 0, 7), "a-c2", e.wa)
+				return e.s.Append(ctx, testkit.Checkpoint("a", "a-c3", "a-c2", 3, 0, 7), "a-c2", e.wa)
 			})
 		}},
 		{"LeaseRenewed", func(e *ilEnv) {
@@ -382,7 +362,7 @@ func TestInterleaveDeleteHead(t *testing.T) {
 		{"LeaseReleased", func(e *ilEnv) { e.refused(e.release(e.wa), del(e), ckptstore.ErrWriterLost) }},
 		{"LeaseTakenOver", func(e *ilEnv) { e.refused(e.takeover("a"), del(e), ckptstore.ErrWriterLost) }},
 		{"AppendOnSameHead", func(e *ilEnv) {
-			e.refused(e.appendOp(ilCheckpoint("a", "a-c3", "a-c2", 3, 0), "a-c2", e.wa), del(e), ckptstore.ErrNotHead)
+			e.refused(e.appendOp(testkit.Checkpoint("a", "a-c3", "a-c2", 3, 0), "a-c2", e.wa), del(e), ckptstore.ErrNotHead)
 		}},
 		{"HeadDeleted", func(e *ilEnv) { e.refused(e.deleteHead("a", "a-c2", e.wa), del(e), ckptstore.ErrNotHead) }},
 		{"SameOpTokenRepeated", func(e *ilEnv) {
@@ -392,7 +372,7 @@ func TestInterleaveDeleteHead(t *testing.T) {
 			// Deleting a thread's only checkpoint unlists the thread unless
 			// it keeps a transcript: a transcript saved meanwhile keeps it
 			// listed.
-			e.appendOp(ilCheckpoint("e", "e-c0", "", 0, 1), "", e.we)()
+			e.appendOp(testkit.Checkpoint("e", "e-c0", "", 0, 1), "", e.we)()
 			_, err := e.interleave(e.saveOp("e"), func() error { return e.s.DeleteHead(e.ctx, "e", "e-c0", e.we) })
 			e.must(err)
 			if !e.listed("e") {
@@ -401,8 +381,8 @@ func TestInterleaveDeleteHead(t *testing.T) {
 		}},
 		{"LastCheckpointWhileImported", func(e *ilEnv) {
 			// Likewise a checkpoint imported off the chain meanwhile.
-			e.appendOp(ilCheckpoint("e", "e-c0", "", 0, 1), "", e.we)()
-			_, err := e.interleave(e.importOp("e", e.we, ilCheckpoint("e", "e-x", "", 5, 2)),
+			e.appendOp(testkit.Checkpoint("e", "e-c0", "", 0, 1), "", e.we)()
+			_, err := e.interleave(e.importOp("e", e.we, testkit.Checkpoint("e", "e-x", "", 5, 2)),
 				func() error { return e.s.DeleteHead(e.ctx, "e", "e-c0", e.we) })
 			e.must(err)
 			if !e.listed("e") || !slices.Equal(e.listIDs("e"), []string{"e-x"}) {
@@ -424,7 +404,7 @@ func TestInterleaveDeleteHead(t *testing.T) {
 			// key of a moved, and the id now names b's checkpoint.
 			op := func() {
 				e.deleteHead("a", "a-c2", e.wa)()
-				e.appendOp(ilCheckpoint("b", "a-c2", "", 1, 5), "", e.wb)()
+				e.appendOp(testkit.Checkpoint("b", "a-c2", "", 1, 5), "", e.wb)()
 			}
 			e.refused(op, del(e), ckptstore.ErrNotHead)
 		}},
@@ -445,10 +425,10 @@ func TestInterleaveDeleteCheckpoints(t *testing.T) {
 		{"AppendOnSameHead", func(e *ilEnv) {
 			// The chain grew: keeping one now deletes a-c2 as well.
 			var ids []string
-			_, err := e.interleave(e.appendOp(ilCheckpoint("a", "a-c3", "a-c2", 3, 0), "a-c2", e.wa), prune(e, &ids))
+			_, err := e.interleave(e.appendOp(testkit.Checkpoint("a", "a-c3", "a-c2", 3, 0), "a-c2", e.wa), prune(e, &ids))
 			e.must(err)
-			sameIDs(e.t, "deleted", ids, []string{"a-c0", "a-c1", "a-c2"})
-			sameIDs(e.t, "left", e.listIDs("a"), []string{"a-c3"})
+			require.ElementsMatch(e.t, []string{"a-c0", "a-c1", "a-c2"}, ids, "deleted")
+			require.ElementsMatch(e.t, []string{"a-c3"}, e.listIDs("a"), "left")
 			testkit.CheckRefs(e.t, e.s, "a", "b")
 		}},
 		{"HeadDeleted", func(e *ilEnv) {
@@ -456,8 +436,8 @@ func TestInterleaveDeleteCheckpoints(t *testing.T) {
 			var ids []string
 			_, err := e.interleave(e.deleteHead("a", "a-c2", e.wa), prune(e, &ids))
 			e.must(err)
-			sameIDs(e.t, "deleted", ids, []string{"a-c0"})
-			sameIDs(e.t, "left", e.listIDs("a"), []string{"a-c1"})
+			require.ElementsMatch(e.t, []string{"a-c0"}, ids, "deleted")
+			require.ElementsMatch(e.t, []string{"a-c1"}, e.listIDs("a"), "left")
 			testkit.CheckRefs(e.t, e.s, "a", "b")
 		}},
 		{"PrunedAncestorImportedAgain", func(e *ilEnv) {
@@ -466,10 +446,10 @@ func TestInterleaveDeleteCheckpoints(t *testing.T) {
 			// one deletes both of the others.
 			e.prune("a", 2, e.wa)()
 			var ids []string
-			_, err := e.interleave(e.importOp("a", e.wa, ilCheckpoint("a", "a-c0", "", 0, 0, 1000)), prune(e, &ids))
+			_, err := e.interleave(e.importOp("a", e.wa, testkit.Checkpoint("a", "a-c0", "", 0, 0, 1000)), prune(e, &ids))
 			e.must(err)
-			sameIDs(e.t, "deleted", ids, []string{"a-c0", "a-c1"})
-			sameIDs(e.t, "left", e.listIDs("a"), []string{"a-c2"})
+			require.ElementsMatch(e.t, []string{"a-c0", "a-c1"}, ids, "deleted")
+			require.ElementsMatch(e.t, []string{"a-c2"}, e.listIDs("a"), "left")
 			testkit.CheckRefs(e.t, e.s, "a", "b")
 		}},
 		{"SameChainPruned", func(e *ilEnv) {
@@ -502,10 +482,10 @@ func TestInterleaveFork(t *testing.T) {
 			e.refused(e.fork("a", "a-c1", "d", "d-other", e.wd), fork(e), ckptstore.ErrForkDestinationNotEmpty)
 		}},
 		{"AppendOnDestination", func(e *ilEnv) {
-			e.refused(e.appendOp(ilCheckpoint("d", "d-c0", "", 0, 3), "", e.wd), fork(e), ckptstore.ErrForkDestinationNotEmpty)
+			e.refused(e.appendOp(testkit.Checkpoint("d", "d-c0", "", 0, 3), "", e.wd), fork(e), ckptstore.ErrForkDestinationNotEmpty)
 		}},
 		{"SameIDInAnotherThread", func(e *ilEnv) {
-			e.refused(e.appendOp(ilCheckpoint("b", "d-root", "", 0, 3), "", e.wb), fork(e), ckptstore.ErrForkDestinationNotEmpty)
+			e.refused(e.appendOp(testkit.Checkpoint("b", "d-root", "", 0, 3), "", e.wb), fork(e), ckptstore.ErrForkDestinationNotEmpty)
 		}},
 		{"SourceChainPruned", func(e *ilEnv) {
 			e.refused(e.prune("a", 1, e.wa), forkFrom(e, "a-c1"), ckptstore.ErrForkSourceNotFound)
@@ -524,7 +504,7 @@ func TestInterleaveFork(t *testing.T) {
 			e.refused(e.saveOp("d"), fork(e), ckptstore.ErrForkDestinationNotEmpty)
 		}},
 		{"CheckpointImportedWithoutHead", func(e *ilEnv) {
-			e.refused(e.importOp("d", e.wd, ilCheckpoint("d", "d-x", "", 0, 3)), fork(e), ckptstore.ErrForkDestinationNotEmpty)
+			e.refused(e.importOp("d", e.wd, testkit.Checkpoint("d", "d-x", "", 0, 3)), fork(e), ckptstore.ErrForkDestinationNotEmpty)
 		}},
 		{"HeadOnlySetByImport", func(e *ilEnv) {
 			// Only the destination's head changes (no checkpoint, as after
@@ -646,7 +626,7 @@ func TestInterleaveDeleteThread(t *testing.T) {
 		{"AppendOnSameHead", func(e *ilEnv) {
 			// The appended checkpoint is deleted with the others, not orphaned.
 			var n int
-			_, err := e.interleave(e.appendOp(ilCheckpoint("a", "a-c3", "a-c2", 3, 0, 9), "a-c2", e.wa), del(e, &n))
+			_, err := e.interleave(e.appendOp(testkit.Checkpoint("a", "a-c3", "a-c2", 3, 0, 9), "a-c2", e.wa), del(e, &n))
 			e.must(err)
 			if n != 4 || len(e.listIDs("a")) != 0 || e.head("a") != "" {
 				e.t.Fatalf("deleted %d, left %q, head %q; want 4, none, none", n, e.listIDs("a"), e.head("a"))
@@ -754,7 +734,7 @@ func TestInterleaveImport(t *testing.T) {
 			*n, err = any(e.s).(ckptstore.Importer).Import(e.ctx, ckptstore.ImportBatch{
 				ThreadID: "e",
 				Checkpoints: []*ckptstore.Checkpoint{
-					ilCheckpoint("e", "e-c0", "", 0, 0, 20), ilCheckpoint("e", "e-c1", "e-c0", 1, 0, 21),
+					testkit.Checkpoint("e", "e-c0", "", 0, 0, 20), testkit.Checkpoint("e", "e-c1", "e-c0", 1, 0, 21),
 				},
 				SetHead: true, Head: "e-c1", Writer: e.we,
 			})
@@ -765,10 +745,10 @@ func TestInterleaveImport(t *testing.T) {
 		{"LeaseReleased", func(e *ilEnv) { e.refused(e.release(e.we), imp(e, new(int)), ckptstore.ErrWriterLost) }},
 		{"LeaseTakenOver", func(e *ilEnv) { e.refused(e.takeover("e"), imp(e, new(int)), ckptstore.ErrWriterLost) }},
 		{"SameIDInAnotherThread", func(e *ilEnv) {
-			e.refused(e.appendOp(ilCheckpoint("b", "e-c1", "", 0, 3), "", e.wb), imp(e, new(int)), ckptstore.ErrDuplicateID)
+			e.refused(e.appendOp(testkit.Checkpoint("b", "e-c1", "", 0, 3), "", e.wb), imp(e, new(int)), ckptstore.ErrDuplicateID)
 		}},
 		{"AppendOnSameHead", func(e *ilEnv) {
-			e.refused(e.appendOp(ilCheckpoint("e", "e-x", "", 0, 3), "", e.we), imp(e, new(int)), ckptstore.ErrConflict)
+			e.refused(e.appendOp(testkit.Checkpoint("e", "e-x", "", 0, 3), "", e.we), imp(e, new(int)), ckptstore.ErrConflict)
 		}},
 		{"SameBatchImported", func(e *ilEnv) {
 			// The same batch committed first: the retry finds it stored

@@ -25,10 +25,6 @@ func countRange(t *testing.T, db kv.DB, r kv.KeyRange) int {
 	return n
 }
 
-func markerCheckpoint(thread, id, parent string, createdAt float64) *ckptstore.Checkpoint {
-	return &ckptstore.Checkpoint{ID: id, ThreadID: thread, ParentCheckpointID: parent, CreatedAt: createdAt, Reason: ckptstore.ReasonAutomatic}
-}
-
 // TestMarkersExpirePerThread: each write leaves one marker under its
 // thread, and the thread's writes clear, blind, the markers of the epochs
 // before the last two; another thread's writes clear none.
@@ -45,7 +41,7 @@ func TestMarkersExpirePerThread(t *testing.T) {
 	appendN := func(n int) {
 		for range n {
 			id := fmt.Sprintf("c%d", clock.Now().UnixNano())
-			testkit.Must(t, s.Append(ctx, markerCheckpoint("t", id, head, 1), head, lease.Writer))
+			testkit.Must(t, s.Append(ctx, testkit.Checkpoint("t", id, head, 1), head, lease.Writer))
 			head = id
 			clock.Advance(time.Millisecond)
 		}
@@ -62,7 +58,7 @@ func TestMarkersExpirePerThread(t *testing.T) {
 	other, err := s.AcquireWriter(ctx, "u")
 	testkit.Must(t, err)
 	clock.Advance(markerTTL) // epoch e+2: e goes with t's next write, not u's
-	testkit.Must(t, s.Append(ctx, markerCheckpoint("u", "u1", "", 1), "", other.Writer))
+	testkit.Must(t, s.Append(ctx, testkit.Checkpoint("u", "u1", "", 1), "", other.Writer))
 	if m := markers(); m != 13 {
 		t.Fatalf("after another thread's write: %d markers, want 13", m)
 	}
@@ -82,7 +78,7 @@ func TestCallerTokenWindow(t *testing.T) {
 	lease, err := s.AcquireWriter(ctx, "t")
 	testkit.Must(t, err)
 	tok := ckptstore.WithOpToken(ctx, "append-a")
-	cp := markerCheckpoint("t", "a", "", 1)
+	cp := testkit.Checkpoint("t", "a", "", 1)
 	testkit.Must(t, s.Append(tok, cp, "", lease.Writer))
 	// Recognised for at least markerTTL, across an epoch boundary too,
 	// whatever other writes of the thread did meanwhile.
@@ -90,10 +86,10 @@ func TestCallerTokenWindow(t *testing.T) {
 		clock.Advance(markerTTL/4 - time.Second)
 		testkit.Must(t, s.Append(tok, cp, "", lease.Writer))
 	}
-	testkit.Must(t, s.Append(ctx, markerCheckpoint("t", "b", "a", 2), "a", lease.Writer))
+	testkit.Must(t, s.Append(ctx, testkit.Checkpoint("t", "b", "a", 2), "a", lease.Writer))
 	testkit.Must(t, s.Append(tok, cp, "", lease.Writer))
 	clock.Advance(2 * markerTTL)
-	testkit.Must(t, s.Append(ctx, markerCheckpoint("t", "c", "b", 3), "b", lease.Writer)) // clears the marker
+	testkit.Must(t, s.Append(ctx, testkit.Checkpoint("t", "c", "b", 3), "b", lease.Writer)) // clears the marker
 	if err := s.Append(tok, cp, "", lease.Writer); !errors.Is(err, ckptstore.ErrDuplicateID) {
 		t.Fatalf("repeat after the marker expired: %v, want ErrDuplicateID (a new write)", err)
 	}
@@ -113,7 +109,7 @@ func TestLegacyMarkersStayIdempotent(t *testing.T) {
 	testkit.Must(t, db.SetFaults(memkv.Faults{UnknownResultAppliedRate: 1}))
 	lease, err := s.AcquireWriter(ctx, "t")
 	testkit.Must(t, err)
-	testkit.Must(t, s.Append(ctx, markerCheckpoint("t", "a", "", 1), "", lease.Writer))
+	testkit.Must(t, s.Append(ctx, testkit.Checkpoint("t", "a", "", 1), "", lease.Writer))
 	testkit.Must(t, s.DeleteHead(ctx, "t", "a", lease.Writer))
 	testkit.Must(t, db.SetFaults(memkv.Faults{}))
 	if n := countRange(t, db, rangeOf(s.k.key(spaceOps))); n != 3 {
@@ -133,7 +129,7 @@ func TestTokenReusedForAnotherWrite(t *testing.T) {
 	tok := ckptstore.WithOpToken(ctx, "reused")
 	lease, err := s.AcquireWriter(tok, "t")
 	testkit.Must(t, err)
-	testkit.Must(t, s.Append(tok, markerCheckpoint("t", "a", "", 1), "", lease.Writer))
+	testkit.Must(t, s.Append(tok, testkit.Checkpoint("t", "a", "", 1), "", lease.Writer))
 	if head, _ := s.Head(ctx, "t"); head != "a" {
 		t.Fatalf("head = %q: the Append under a token of AcquireWriter did not run", head)
 	}

@@ -12,9 +12,9 @@ import (
 
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/fdbstore"
-	"github.com/ckptstore/ckptstore/fdbstore/internal/storetest"
 	"github.com/ckptstore/ckptstore/fdbstore/kv"
 	"github.com/ckptstore/ckptstore/fdbstore/kv/memkv"
+	"github.com/ckptstore/ckptstore/internal/testkit"
 )
 
 // rounds runs op on a fresh count and returns the engine's stats for it.
@@ -44,11 +44,11 @@ func TestReadRounds(t *testing.T) {
 	lease, err := s.AcquireWriter(ctx, "t")
 	must(t, err)
 	w := lease.Writer
-	must(t, s.Append(ctx, storetest.Checkpoint("t", "a", "", 1, 1), "", w))
-	big := storetest.Checkpoint("t", "big", "a", 2, 2)
+	must(t, s.Append(ctx, testkit.Checkpoint("t", "a", "", 1, 1), "", w))
+	big := testkit.Checkpoint("t", "big", "a", 2, 2)
 	big.Conversation = bigConversation(3 * kv.MaxValueSize)
 	must(t, s.Append(ctx, big, "a", w))
-	must(t, s.Append(ctx, storetest.Checkpoint("t", "c", "big", 3, 3), "big", w))
+	must(t, s.Append(ctx, testkit.Checkpoint("t", "c", "big", 3, 3), "big", w))
 
 	var got *ckptstore.Checkpoint
 	wantRounds(t, "Get", rounds(t, db, func() (err error) { got, err = s.Get(ctx, "c"); return }), 1, 1)
@@ -83,7 +83,7 @@ func TestReadRounds(t *testing.T) {
 		t.Fatalf("Restore = %q, %v", head, got != nil)
 	}
 	// a larger one is found by id, in a second round.
-	huge := storetest.Checkpoint("t", "huge", "big", 2.5, 2)
+	huge := testkit.Checkpoint("t", "huge", "big", 2.5, 2)
 	huge.Conversation = bigConversation(5 * kv.MaxValueSize)
 	must(t, s.Append(ctx, huge, "big", w))
 	wantRounds(t, "Restore of a 6-chunk head", rounds(t, db, func() (err error) { head, got, err = s.Restore(ctx, "t"); return }), 2, 3)
@@ -91,7 +91,7 @@ func TestReadRounds(t *testing.T) {
 		t.Fatalf("Restore = %q, %v", head, got != nil)
 	}
 	// A head that is not the newest checkpoint (an older createdAt) too.
-	must(t, s.Append(ctx, storetest.Checkpoint("t", "old", "huge", 0.5, 3), "huge", w))
+	must(t, s.Append(ctx, testkit.Checkpoint("t", "old", "huge", 0.5, 3), "huge", w))
 	wantRounds(t, "Restore of a head older than its parent", rounds(t, db, func() (err error) { head, got, err = s.Restore(ctx, "t"); return }), 2, 3)
 	if head != "old" || got == nil || got.ID != "old" {
 		t.Fatalf("Restore = %q, %+v", head, got)
@@ -99,12 +99,12 @@ func TestReadRounds(t *testing.T) {
 	// A head that names a checkpoint of another thread: no checkpoint.
 	ul, err := s.AcquireWriter(ctx, "u")
 	must(t, err)
-	must(t, s.Append(ctx, storetest.Checkpoint("u", "u0", "", 1), "", ul.Writer))
-	must(t, s.Append(ctx, storetest.Checkpoint("u", "u1", "u0", 2), "u0", ul.Writer))
+	must(t, s.Append(ctx, testkit.Checkpoint("u", "u0", "", 1), "", ul.Writer))
+	must(t, s.Append(ctx, testkit.Checkpoint("u", "u1", "u0", 2), "u0", ul.Writer))
 	_, err = s.DeleteCheckpoints(ctx, "u", 1, ul.Writer)
 	must(t, err)
 	must(t, s.DeleteHead(ctx, "u", "u1", ul.Writer)) // head = u0, pruned
-	must(t, s.Append(ctx, storetest.Checkpoint("t", "u0", "old", 9), "old", w))
+	must(t, s.Append(ctx, testkit.Checkpoint("t", "u0", "old", 9), "old", w))
 	if head, got, err = s.Restore(ctx, "u"); err != nil || head != "u0" || got != nil {
 		t.Fatalf("Restore(u) = %q, %+v, %v; want the head and no checkpoint (its id is t's now)", head, got, err)
 	}
@@ -112,7 +112,7 @@ func TestReadRounds(t *testing.T) {
 	// DeleteHead of a root, which empties its thread: one round too.
 	rl, err := s.AcquireWriter(ctx, "r")
 	must(t, err)
-	must(t, s.Append(ctx, storetest.Checkpoint("r", "r0", "", 1, 1), "", rl.Writer))
+	must(t, s.Append(ctx, testkit.Checkpoint("r", "r0", "", 1, 1), "", rl.Writer))
 	wantRounds(t, "DeleteHead of a root", rounds(t, db, func() error { return s.DeleteHead(ctx, "r", "r0", rl.Writer) }), 1, -1)
 	if ids, _, err := s.Threads(ctx, "", 0); err != nil || slices.Contains(ids, "r") {
 		t.Fatalf("Threads = %v, %v: the emptied thread is still listed", ids, err)
@@ -154,7 +154,7 @@ func TestListPageOfALongThread(t *testing.T) {
 			if i > 0 {
 				parent = fmt.Sprintf("c%05d", i-1)
 			}
-			batch.Checkpoints = append(batch.Checkpoints, storetest.Checkpoint("t", id, parent, float64(i), i%7))
+			batch.Checkpoints = append(batch.Checkpoints, testkit.Checkpoint("t", id, parent, float64(i), i%7))
 			want = append(want, id)
 		}
 		_, err := s.Import(ctx, batch)
@@ -199,7 +199,7 @@ func TestSingleCopy(t *testing.T) {
 		s, db := newMemStore(t, fdbstore.Options{SingleCopy: single}, memkv.Options{})
 		lease, err := s.AcquireWriter(ctx, "t")
 		must(t, err)
-		cp := storetest.Checkpoint("t", "a", "", 1, 1)
+		cp := testkit.Checkpoint("t", "a", "", 1, 1)
 		cp.Conversation = bigConversation(2000)
 		db.ResetStats()
 		must(t, s.Append(ctx, cp, "", lease.Writer))
@@ -218,7 +218,7 @@ func TestSingleCopy(t *testing.T) {
 		// at most, whatever their number.
 		b := ckptstore.ImportBatch{ThreadID: "t", Writer: lease.Writer, Checkpoints: []*ckptstore.Checkpoint{cp}}
 		for i := range 4 {
-			c := storetest.Checkpoint("t", fmt.Sprintf("x%d", i), "", float64(10+i), i)
+			c := testkit.Checkpoint("t", fmt.Sprintf("x%d", i), "", float64(10+i), i)
 			b.Checkpoints = append(b.Checkpoints, c)
 		}
 		_, err = s.Import(ctx, b)

@@ -1,12 +1,13 @@
 // Package testkit holds the test helpers that several packages of this
-// module define the same way: valid blob keys, a settable clock and a
-// fatal error check. It is for tests only (and for test-support packages
+// module define the same way: valid blob keys, a valid checkpoint, a
+// settable clock, a fatal error check and a blob reference recount. It is for tests only (and for test-support packages
 // such as fdbstore/internal/storetest); nothing in it is part of the
 // library.
 //
 // Invariants: FileKey and ArtifactKey are valid keys of their prefixes for
-// every n ≥ 0 and distinct for distinct n; a Clock only moves when Advance
-// moves it.
+// every n ≥ 0 and distinct for distinct n; Checkpoint passes
+// ckptstore.Validate for valid ids and createdAt; a Clock only moves when
+// Advance or Tick moves it.
 package testkit
 
 import (
@@ -27,6 +28,34 @@ func FileKey(n int) string { return fmt.Sprintf("sandbox-files/sha256/%064x", n)
 
 // ArtifactKey is FileKey for artifacts: sandbox-artifacts/sha256/<64 hex>.
 func ArtifactKey(n int) string { return fmt.Sprintf("sandbox-artifacts/sha256/%064x", n) }
+
+// Conversation is the conversation of every Checkpoint: one short message.
+const Conversation = `[{"role":"user","content":"hi"}]`
+
+// Checkpoint returns a valid checkpoint of thread: id, parent ("" = a
+// root), createdAt, ReasonAutomatic, the conversation Conversation, and one
+// file per blob number n, path "f<i>" (i its position), blob FileKey(n)
+// and size n. A fresh value each call, for the test to change.
+func Checkpoint(thread, id, parent string, createdAt float64, blobs ...int) *ckptstore.Checkpoint {
+	cp := &ckptstore.Checkpoint{
+		ID: id, ThreadID: thread, ParentCheckpointID: parent, CreatedAt: createdAt,
+		Reason: ckptstore.ReasonAutomatic, Conversation: []byte(Conversation),
+	}
+	for i, n := range blobs {
+		cp.Files = append(cp.Files, ckptstore.Entry{Path: fmt.Sprintf("f%d", i), Kind: ckptstore.KindFile, BlobKey: FileKey(n), Size: int64(n)})
+	}
+	return cp
+}
+
+// IDs returns the ids of cps, in order: what a test compares when the
+// order of a list or a page is the point.
+func IDs(cps []*ckptstore.Checkpoint) []string {
+	ids := make([]string, len(cps))
+	for i, cp := range cps {
+		ids[i] = cp.ID
+	}
+	return ids
+}
 
 // Must fails t at once when err is not nil.
 func Must(t testing.TB, err error) {
@@ -58,6 +87,16 @@ func (c *Clock) Advance(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.now = c.now.Add(d)
+}
+
+// Tick moves the clock by d and returns the new time, in one step: as a
+// time source (func() time.Time { return c.Tick(time.Millisecond) }) every
+// reading is later than the one before, even across goroutines.
+func (c *Clock) Tick(d time.Duration) time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+	return c.now
 }
 
 // Since is Now().Sub(t), as a time source such as gofakes3's needs.

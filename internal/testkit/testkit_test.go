@@ -4,6 +4,10 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/internal/testkit"
@@ -51,4 +55,32 @@ func TestCheckRefs(t *testing.T) {
 	if r.msg == "" {
 		t.Fatal("CheckRefs accepted counts one too high")
 	}
+}
+
+// Checkpoint is valid, with one file per blob number, and a fresh value
+// each call.
+func TestCheckpoint(t *testing.T) {
+	cp := testkit.Checkpoint("t", "b", "a", 2, 7, 3)
+	require.NoError(t, ckptstore.Validate(cp))
+	assert.Equal(t, []ckptstore.Entry{
+		{Path: "f0", Kind: ckptstore.KindFile, BlobKey: testkit.FileKey(7), Size: 7},
+		{Path: "f1", Kind: ckptstore.KindFile, BlobKey: testkit.FileKey(3), Size: 3},
+	}, cp.Files)
+	assert.Equal(t, testkit.Conversation, string(cp.Conversation))
+	assert.Equal(t, [3]string{"t", "b", "a"}, [3]string{cp.ThreadID, cp.ID, cp.ParentCheckpointID})
+	assert.Equal(t, []string{"b", "c"}, testkit.IDs([]*ckptstore.Checkpoint{cp, testkit.Checkpoint("t", "c", "b", 3)}))
+	cp.Files[0].Path = "changed"
+	assert.Equal(t, "f0", testkit.Checkpoint("t", "b", "a", 2, 7).Files[0].Path, "a fresh value each call")
+}
+
+// A Clock moves only by Advance and Tick; Tick returns the new time.
+func TestClock(t *testing.T) {
+	start := time.Unix(100, 0)
+	c := testkit.NewClock(start)
+	assert.Equal(t, start, c.Now())
+	c.Advance(time.Second)
+	assert.Equal(t, start.Add(time.Second), c.Now())
+	assert.Equal(t, start.Add(time.Second+time.Millisecond), c.Tick(time.Millisecond))
+	assert.Equal(t, start.Add(time.Second+time.Millisecond), c.Now(), "Now after Tick reads what Tick returned")
+	assert.Equal(t, 2*time.Second+time.Millisecond, c.Since(start.Add(-time.Second)))
 }

@@ -22,6 +22,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/fdbstore"
 	"github.com/ckptstore/ckptstore/fdbstore/kv"
@@ -122,20 +125,7 @@ var (
 	must                 = testkit.Must
 )
 
-// Checkpoint returns a valid checkpoint of thread with the given blob
-// numbers as files.
-func Checkpoint(thread, id, parent string, createdAt float64, blobs ...int) *ckptstore.Checkpoint {
-	cp := &ckptstore.Checkpoint{
-		ID: id, ThreadID: thread, ParentCheckpointID: parent, CreatedAt: createdAt,
-		Reason: ckptstore.ReasonAutomatic, Conversation: []byte(`[{"role":"user","content":"hi"}]`),
-	}
-	for i, b := range blobs {
-		cp.Files = append(cp.Files, ckptstore.Entry{Path: fmt.Sprintf("f%d", i), Kind: ckptstore.KindFile, BlobKey: fileKey(b), Size: int64(b)})
-	}
-	return cp
-}
-
-// Chain appends n checkpoints c0..c(n-1) to thread, each sharing blob 0
+// Chain appends n checkpoints (testkit.Checkpoint) c0..c(n-1) to thread, each sharing blob 0
 // and owning blob 1000+i, and returns their ids.
 func Chain(t testing.TB, s *fdbstore.Store, w ckptstore.Writer, thread string, n int) []string {
 	t.Helper()
@@ -143,7 +133,7 @@ func Chain(t testing.TB, s *fdbstore.Store, w ckptstore.Writer, thread string, n
 	head := ""
 	for i := range n {
 		id := fmt.Sprintf("%s-c%d", thread, i)
-		must(t, s.Append(ctx, Checkpoint(thread, id, head, float64(i), 0, 1000+i), head, w))
+		must(t, s.Append(ctx, testkit.Checkpoint(thread, id, head, float64(i), 0, 1000+i), head, w))
 		ids = append(ids, id)
 		head = id
 	}
@@ -165,7 +155,7 @@ func (e *suite) testChunking(t *testing.T) {
 		fmt.Fprintf(&b, `{"role":"assistant","content":"message %d %s"}`, i, strings.Repeat("x", i%97))
 	}
 	b.WriteString("]")
-	cp := Checkpoint("t", "big", "", 1, 1, 2)
+	cp := testkit.Checkpoint("t", "big", "", 1, 1, 2)
 	cp.Conversation = []byte(b.String())
 	must(t, s.Append(ctx, cp, "", lease.Writer))
 
@@ -212,7 +202,7 @@ func (e *suite) testTooLarge(t *testing.T) {
 	s, db := e.store(t, fdbstore.Options{})
 	lease, err := s.AcquireWriter(ctx, "t")
 	must(t, err)
-	cp := Checkpoint("t", "huge", "", 1, 1)
+	cp := testkit.Checkpoint("t", "huge", "", 1, 1)
 	cp.Conversation = []byte(`["` + strings.Repeat("y", fdbstore.MaxTransactionBytes) + `"]`)
 	writes := db.transactions()
 	if err := s.Append(ctx, cp, "", lease.Writer); !errors.Is(err, ckptstore.ErrInvalidEntry) || !strings.Contains(err.Error(), "too large") {
@@ -227,7 +217,7 @@ func (e *suite) testTooLarge(t *testing.T) {
 	must(t, s.DeleteHead(ctx, "t", "huge", lease.Writer))
 
 	// Many blob keys count too: each costs bytes in Append and delete.
-	many := Checkpoint("t", "many", "", 2)
+	many := testkit.Checkpoint("t", "many", "", 2)
 	for i := range 20_000 {
 		many.Files = append(many.Files, ckptstore.Entry{Path: fmt.Sprintf("d/f%d", i), Kind: ckptstore.KindFile, BlobKey: fileKey(i), Size: 1})
 	}
@@ -250,19 +240,13 @@ func (e *suite) testLongPrune(t *testing.T) {
 	ids := Chain(t, s, lease.Writer, "t", 12)
 	before := db.commits()
 	deleted, err := s.DeleteCheckpoints(ctx, "t", 2, lease.Writer)
-	must(t, err)
-	if want := ids[:10]; !slices.Equal(deleted, want) { // farthest first
-		t.Fatalf("deleted %v, want %v", deleted, want)
-	}
-	if n := db.commits() - before; n != 4 {
-		t.Fatalf("%d transactions committed, want 4 batches of ≤ 3", n)
-	}
+	require.NoError(t, err)
+	require.Equal(t, ids[:10], deleted, "deleted, farthest first")
+	require.Equal(t, int64(4), db.commits()-before, "transactions committed: 4 batches of ≤ 3")
 	testkit.CheckRefs(t, s, "t")
 	cps, err := s.List(ctx, "t")
-	must(t, err)
-	if len(cps) != 2 || cps[0].ID != ids[10] || cps[1].ID != ids[11] {
-		t.Fatalf("List after prune = %v", cps)
-	}
+	require.NoError(t, err)
+	require.Equal(t, ids[10:], testkit.IDs(cps), "List after prune")
 
 	// A lease lost between batches stops the prune with ErrWriterLost and
 	// returns what it deleted; the chain stays intact from the head.
@@ -278,17 +262,12 @@ func (e *suite) testLongPrune(t *testing.T) {
 		}
 	}
 	deleted, err = s2.DeleteCheckpoints(ctx, "u", 1, lease2.Writer)
-	if !errors.Is(err, ckptstore.ErrWriterLost) {
-		t.Fatalf("prune with a lease lost mid-way: %v, want ErrWriterLost", err)
-	}
-	if !slices.Equal(deleted, ids2[:4]) {
-		t.Fatalf("prune stopped after deleting %v, want the 4 farthest %v", deleted, ids2[:4])
-	}
+	require.ErrorIs(t, err, ckptstore.ErrWriterLost, "prune with a lease lost mid-way")
+	require.Equal(t, ids2[:4], deleted, "the prune stops after deleting the 4 farthest")
 	cps, err = s2.List(ctx, "u")
-	must(t, err)
-	if len(cps) != 4 || cps[3].ID != ids2[7] || cps[0].ParentCheckpointID != ids2[3] {
-		t.Fatalf("List after the stopped prune = %v, want the 4 nearest", cps)
-	}
+	require.NoError(t, err)
+	require.Equal(t, ids2[4:], testkit.IDs(cps), "List after the stopped prune: the 4 nearest")
+	assert.Equal(t, ids2[3], cps[0].ParentCheckpointID, "the oldest left keeps its parent")
 	testkit.CheckRefs(t, s2, "u")
 }
 
@@ -298,7 +277,7 @@ func (e *suite) testBlobPages(t *testing.T) {
 	s, db := e.store(t, fdbstore.Options{BlobPage: 4})
 	lease, err := s.AcquireWriter(ctx, "t")
 	must(t, err)
-	cp := Checkpoint("t", "a", "", 1)
+	cp := testkit.Checkpoint("t", "a", "", 1)
 	for i := range 17 {
 		cp.Files = append(cp.Files, ckptstore.Entry{Path: fmt.Sprintf("f%d", i), Kind: ckptstore.KindFile, BlobKey: fileKey(i * 7919 % 101), Size: 1})
 	}
@@ -322,9 +301,8 @@ func (e *suite) testBlobPages(t *testing.T) {
 			break
 		}
 	}
-	if n := db.reads() - before; n != 2 || !slices.Equal(got, refs[:6]) {
-		t.Fatalf("BlobReferencesSeq stopped after 6 keys: %v in %d transactions, want %v in 2", got, n, refs[:6])
-	}
+	assert.Equal(t, refs[:6], got, "BlobReferencesSeq stopped after 6 keys")
+	assert.Equal(t, int64(2), db.reads()-before, "transactions of the 6 keys")
 	testkit.CheckRefs(t, s, "t")
 }
 
@@ -339,8 +317,8 @@ func (e *suite) testLongIDs(t *testing.T) {
 	}
 	lease, err := s.AcquireWriter(ctx, okID)
 	must(t, err)
-	must(t, s.Append(ctx, Checkpoint(okID, okID, "", 1, 1), "", lease.Writer))
-	if err := s.Append(ctx, Checkpoint(okID, long, okID, 2), okID, lease.Writer); !errors.Is(err, ckptstore.ErrInvalidID) {
+	must(t, s.Append(ctx, testkit.Checkpoint(okID, okID, "", 1, 1), "", lease.Writer))
+	if err := s.Append(ctx, testkit.Checkpoint(okID, long, okID, 2), okID, lease.Writer); !errors.Is(err, ckptstore.ErrInvalidID) {
 		t.Fatalf("Append(long id): %v, want ErrInvalidID", err)
 	}
 	if cp, err := s.Get(ctx, long); cp != nil || err != nil {
@@ -370,7 +348,7 @@ func (e *suite) testPrefixes(t *testing.T) {
 	if _, err := ab.AcquireWriter(ctx, "t"); err != nil {
 		t.Fatalf("a lease under another prefix blocked: %v", err)
 	}
-	must(t, a.Append(ctx, Checkpoint("t", "c", "", 1, 1), "", la.Writer))
+	must(t, a.Append(ctx, testkit.Checkpoint("t", "c", "", 1, 1), "", la.Writer))
 	if cps, _ := ab.List(ctx, "t"); len(cps) != 0 {
 		t.Fatal("a checkpoint leaked to another prefix")
 	}
@@ -422,10 +400,8 @@ func (e *suite) testChunkedTranscripts(t *testing.T) {
 	}
 	must(t, s.SaveThread(ctx, "u", []byte("[]")))
 	threads, _, err := s.Threads(ctx, "", 0)
-	must(t, err)
-	if !slices.Equal(threads, []string{"t", "u"}) {
-		t.Fatalf("Threads = %v, want [t u]: a saved [] counts", threads)
-	}
+	require.NoError(t, err)
+	require.Equal(t, []string{"t", "u"}, threads, "Threads: a saved [] counts")
 	huge := []byte(`["` + strings.Repeat("y", fdbstore.MaxTransactionBytes) + `"]`)
 	before := db.transactions()
 	if err := s.SaveThread(ctx, "t", huge); !errors.Is(err, ckptstore.ErrInvalidEntry) {
@@ -446,7 +422,7 @@ func (e *suite) testPagesOfBigCheckpoints(t *testing.T) {
 	var want []string
 	head := ""
 	for i := range 7 {
-		cp := Checkpoint("t", fmt.Sprintf("c%d", i), head, float64(i), i)
+		cp := testkit.Checkpoint("t", fmt.Sprintf("c%d", i), head, float64(i), i)
 		if i%2 == 1 {
 			cp.Conversation = conversation((i/2 + 1) * kv.MaxValueSize) // 2, 3 and 4 chunks
 		}
@@ -478,9 +454,7 @@ func (e *suite) testPagesOfBigCheckpoints(t *testing.T) {
 			if reverse {
 				slices.Reverse(w)
 			}
-			if !slices.Equal(got, w) {
-				t.Fatalf("limit %d, reverse %v: paged %v, want %v", limit, reverse, got, w)
-			}
+			require.Equal(t, w, got, "limit %d, reverse %v: the ids paged", limit, reverse)
 		}
 	}
 }
@@ -495,7 +469,7 @@ func (e *suite) testLongDeleteThread(t *testing.T) {
 	must(t, err)
 	ids := Chain(t, s, lease.Writer, "t", 8)
 	must(t, s.DeleteHead(ctx, "t", ids[7], lease.Writer))
-	big := Checkpoint("t", "big", ids[6], 100, 5)
+	big := testkit.Checkpoint("t", "big", ids[6], 100, 5)
 	big.Conversation = conversation(2 * kv.MaxValueSize)
 	must(t, s.Append(ctx, big, ids[6], lease.Writer))
 	must(t, s.SaveThread(ctx, "t", []byte(`["m"]`)))
@@ -506,15 +480,12 @@ func (e *suite) testLongDeleteThread(t *testing.T) {
 		}
 	}
 	n, err := s.DeleteThread(ctx, "t", lease.Writer)
-	if !errors.Is(err, ckptstore.ErrWriterLost) || n != 6 {
-		t.Fatalf("DeleteThread with the lease lost after two batches: %d, %v; want 6, ErrWriterLost", n, err)
-	}
+	require.ErrorIs(t, err, ckptstore.ErrWriterLost, "DeleteThread with the lease lost after two batches")
+	require.Equal(t, 6, n, "deleted before the lease was lost")
 	db.after = nil
 	cps, err := s.List(ctx, "t")
-	must(t, err)
-	if len(cps) != 2 || cps[0].ID != ids[6] || cps[1].ID != "big" {
-		t.Fatalf("List after the stopped delete = %v, want the 2 newest", cps)
-	}
+	require.NoError(t, err)
+	require.Equal(t, []string{ids[6], "big"}, testkit.IDs(cps), "List after the stopped delete: the 2 newest")
 	testkit.CheckRefs(t, s, "t")
 	l2, err := s.AcquireWriter(ctx, "t")
 	must(t, err)
@@ -547,7 +518,7 @@ func (e *suite) testImportTooLarge(t *testing.T) {
 	must(t, err)
 	var cps []*ckptstore.Checkpoint
 	for i := range 6 {
-		cp := Checkpoint("t", fmt.Sprintf("c%d", i), "", float64(i), i)
+		cp := testkit.Checkpoint("t", fmt.Sprintf("c%d", i), "", float64(i), i)
 		cp.Conversation = conversation(kv.MaxValueSize * 9 / 10 * 10) // about 0.9 MB, copied: 1.8 MB a checkpoint
 		cps = append(cps, cp)
 	}
@@ -574,7 +545,7 @@ func (e *suite) testUncopiedCheckpoint(t *testing.T) {
 	s, _ := e.store(t, fdbstore.Options{})
 	lease, err := s.AcquireWriter(ctx, "t")
 	must(t, err)
-	cp := Checkpoint("t", "huge", "", 1, 1)
+	cp := testkit.Checkpoint("t", "huge", "", 1, 1)
 	cp.Conversation = conversation(5_000_000)
 	must(t, s.Append(ctx, cp, "", lease.Writer))
 	got, err := s.Get(ctx, "huge")
@@ -601,7 +572,7 @@ func (e *suite) testUncopiedCheckpoint(t *testing.T) {
 		t.Fatal("the refused fork wrote a head")
 	}
 	// A smaller one (stored with a copy) forks in one transaction.
-	small := Checkpoint("t", "small", "huge", 3, 2)
+	small := testkit.Checkpoint("t", "small", "huge", 3, 2)
 	small.Conversation = conversation(2_000_000)
 	must(t, s.Append(ctx, small, "huge", lease.Writer))
 	root, err := s.ForkFromCheckpoint(ctx, ckptstore.ForkInput{SourceThreadID: "t", SourceCheckpointID: "small",
