@@ -13,8 +13,7 @@ import (
 // changes when a key appears or goes; most appends share their keys with
 // the parent and touch no tree.
 type blobRef struct {
-	key string
-	n   int64
+	n int64
 	// seen is the last change that counted this key: a checkpoint names a
 	// key once however many of its entries hold it, so a change skips a
 	// key it has seen (instead of sorting the checkpoint's keys to dedupe).
@@ -25,14 +24,22 @@ type blobRef struct {
 // The caller holds Store.mu.
 type blobRefs struct {
 	byKey   map[string]*blobRef
-	ordered *btree.BTreeG[*blobRef] // the values of byKey, by key bytes
-	change  uint64                  // numbers the changes, for blobRef.seen
+	ordered *btree.BTreeG[refItem] // the values of byKey, by key bytes
+	change  uint64                 // numbers the changes, for blobRef.seen
+}
+
+// refItem is an entry of blobRefs.ordered. It holds the key itself, not
+// only the blobRef, so that the tree's comparisons read the key in place
+// instead of chasing a pointer first.
+type refItem struct {
+	key string
+	ref *blobRef
 }
 
 func newBlobRefs() blobRefs {
 	return blobRefs{
 		byKey:   make(map[string]*blobRef),
-		ordered: btree.NewG(btreeDegree, func(a, b *blobRef) bool { return a.key < b.key }),
+		ordered: btree.NewG(btreeDegree, func(a, b refItem) bool { return a.key < b.key }),
 	}
 }
 
@@ -53,9 +60,9 @@ func (r *blobRefs) add(c *ckptstore.Checkpoint) {
 func (r *blobRefs) inc(k string) {
 	b := r.byKey[k]
 	if b == nil {
-		b = &blobRef{key: k}
+		b = &blobRef{}
 		r.byKey[k] = b
-		r.ordered.ReplaceOrInsert(b)
+		r.ordered.ReplaceOrInsert(refItem{k, b})
 	}
 	if b.seen != r.change {
 		b.seen = r.change
@@ -85,15 +92,15 @@ func (r *blobRefs) dec(k string) {
 	b.seen = r.change
 	if b.n--; b.n == 0 {
 		delete(r.byKey, k)
-		r.ordered.Delete(b)
+		r.ordered.Delete(refItem{key: k})
 	}
 }
 
 // list returns every count in key byte order.
 func (r *blobRefs) list() []ckptstore.BlobRef {
 	out := make([]ckptstore.BlobRef, 0, r.ordered.Len())
-	r.ordered.Ascend(func(b *blobRef) bool {
-		out = append(out, ckptstore.BlobRef{Key: b.key, References: b.n})
+	r.ordered.Ascend(func(it refItem) bool {
+		out = append(out, ckptstore.BlobRef{Key: it.key, References: it.ref.n})
 		return true
 	})
 	return out

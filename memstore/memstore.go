@@ -63,14 +63,14 @@ type Store struct {
 
 type thread struct {
 	head       string
-	cps        *btree.BTreeG[*ckptstore.Checkpoint] // in List order
-	lease      *lease                               // nil when released; may be expired
-	fence      int64                                // highest fence issued, survives release and expiry
-	transcript json.RawMessage                      // nil: none saved
+	cps        cpList          // in List order
+	lease      *lease          // nil when released; may be expired
+	fence      int64           // highest fence issued, survives release and expiry
+	transcript json.RawMessage // nil: none saved
 }
 
-// btreeDegree is the degree of every B-tree of the store: small trees
-// (one thread's checkpoints) stay one node, big ones a few levels deep.
+// btreeDegree is the degree of the store's B-trees (the listed threads, the
+// blob keys): a few levels deep at a million entries.
 const btreeDegree = 16
 
 // listLess orders a thread's checkpoints as List returns them. Ids are
@@ -116,7 +116,7 @@ func New(opts ckptstore.Options) *Store {
 func (s *Store) thread(id string, create bool) *thread {
 	th := s.threads[id]
 	if th == nil && create {
-		th = &thread{cps: btree.NewG(btreeDegree, listLess)}
+		th = &thread{}
 		s.threads[id] = th
 	}
 	return th
