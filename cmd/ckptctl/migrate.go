@@ -233,96 +233,15 @@ func (m *migrator) importThread(ctx context.Context, th *srcThread) error {
 	}
 	defer release(ctx, l)
 	k := newKeeper(l, m.e.now)
-
-	// What the destination holds decides what is left to write, or that
-	// the thread must be refused.
-	dstHead, err := m.dst.Head(ctx, th.id)
+	d, err := m.readDestination(ctx, th)
 	if err != nil {
 		return err
 	}
-	if dstHead != "" && dstHead != th.head {
-		return refuse(th.id, "the destination's head is %q, the source's %q", dstHead, th.head)
-	}
-	dstTranscript := ckptstore.EmptyTranscript()
-	if tr, ok := m.dst.Store.(ckptstore.Transcripts); ok {
-		if dstTranscript, err = tr.LoadThread(ctx, th.id); err != nil {
-			return err
-		}
-	} else if th.transcript != nil {
-		return fmt.Errorf("thread %q has a transcript, but %s keeps none", th.id, m.dst.desc)
-	}
-	srcTranscript := th.transcript
-	if srcTranscript == nil {
-		srcTranscript = ckptstore.EmptyTranscript()
-	}
-	if !bytes.Equal(dstTranscript, []byte("[]")) && !bytes.Equal(dstTranscript, srcTranscript) {
-		return refuse(th.id, "the destination's transcript differs from the source's")
-	}
-	dstEmpty := true
-	for _, err := range checkpointSeq(ctx, m.dst, th.id, 1, false) {
-		if err != nil {
-			return err
-		}
-		dstEmpty = false
-		break
-	}
-	src := th.cps()
-	present := map[string]bool{}
-	if !dstEmpty {
-		if !th.reiterable {
-			// A stream is read once: keep the thread to read it twice,
-			// in List order as the comparison needs.
-			var all []sized
-			for sc, err := range src {
-				if err != nil {
-					return err
-				}
-				all = append(all, sc)
-			}
-			slices.SortFunc(all, func(a, b sized) int { return ckptstore.ComparePosition(a.cp, ckptstore.PositionOf(b.cp)) })
-			src = func(yield func(sized, error) bool) {
-				for _, sc := range all {
-					if !yield(sc, nil) {
-						return
-					}
-				}
-			}
-		}
-		if present, err = m.compare(ctx, th.id, src, k); err != nil {
-			return err
-		}
-	}
-
-	var (
-		batch []*ckptstore.Checkpoint
-		size  int
-	)
-	flush := func(final bool) error {
-		b := ckptstore.ImportBatch{ThreadID: th.id, Checkpoints: batch, Writer: l.Writer}
-		if final {
-			b.SetHead, b.Head = th.head != "", th.head
-			b.Transcript = th.transcript
-		}
-		if err := k.maybeRenew(ctx); err != nil {
-			return err
-		}
-		n, err := m.importBatch(ctx, b)
-		if errors.Is(err, ckptstore.ErrDuplicateID) || errors.Is(err, ckptstore.ErrConflict) {
-			return &threadFailure{thread: th.id, reason: "refused by the destination: " + err.Error(), err: err}
-		}
-		if err != nil {
-			return err
-		}
-		m.update(th.id, func() {
-			m.written += n
-			m.present += len(b.Checkpoints) - n
-			if m.e.afterBatch != nil {
-				err = m.e.afterBatch()
-			}
-		})
-		batch, size = nil, 0
+	src, present, err := m.presentIn(ctx, th, d, k)
+	if err != nil {
 		return err
 	}
+	b := &threadBatches{m: m, th: th, w: l.Writer, k: k}
 	for sc, err := range src {
 		if err != nil {
 			return err
@@ -334,30 +253,150 @@ func (m *migrator) importThread(ctx context.Context, th *srcThread) error {
 			m.update(th.id, func() { m.present++ })
 			continue
 		}
-		if len(batch) > 0 && (len(batch) >= m.opts.batchCount || size+sc.size > m.opts.batchBytes) {
-			if err := flush(false); err != nil {
+		if len(b.batch) > 0 && (len(b.batch) >= m.opts.batchCount || b.size+sc.size > m.opts.batchBytes) {
+			if err := b.flush(ctx, false); err != nil {
 				return err
 			}
 		}
-		batch = append(batch, sc.cp)
-		size += sc.size
+		b.batch = append(b.batch, sc.cp)
+		b.size += sc.size
 	}
-	needHead := th.head != "" && dstHead != th.head
+	needHead := th.head != "" && d.head != th.head
 	// A saved "[]" reads like no transcript at all, so it is always sent
 	// (it only comes for a thread that has nothing else).
-	needTranscript := th.transcript != nil && (!bytes.Equal(dstTranscript, th.transcript) || bytes.Equal(th.transcript, []byte("[]")))
-	if needTranscript && len(batch) > 0 && size+len(th.transcript) > m.opts.batchBytes {
-		if err := flush(false); err != nil {
+	needTranscript := th.transcript != nil && (!bytes.Equal(d.transcript, th.transcript) || bytes.Equal(th.transcript, []byte("[]")))
+	if needTranscript && len(b.batch) > 0 && b.size+len(th.transcript) > m.opts.batchBytes {
+		if err := b.flush(ctx, false); err != nil {
 			return err
 		}
 	}
-	if len(batch) == 0 && !needHead && !needTranscript {
-		if len(present) > 0 || dstEmpty {
+	if len(b.batch) == 0 && !needHead && !needTranscript {
+		if len(present) > 0 || d.empty {
 			m.update(th.id, func() { m.complete++ })
 		}
 		return nil
 	}
-	return flush(true)
+	return b.flush(ctx, true)
+}
+
+// destination is what the destination holds of a thread before the
+// migration writes to it.
+type destination struct {
+	head       string
+	transcript json.RawMessage // "[]" when none
+	empty      bool            // no checkpoint
+}
+
+// readDestination reads what the destination holds of th, and refuses th
+// when the destination's head or transcript is neither empty nor the
+// source's.
+func (m *migrator) readDestination(ctx context.Context, th *srcThread) (*destination, error) {
+	head, err := m.dst.Head(ctx, th.id)
+	if err != nil {
+		return nil, err
+	}
+	if head != "" && head != th.head {
+		return nil, refuse(th.id, "the destination's head is %q, the source's %q", head, th.head)
+	}
+	d := &destination{head: head, transcript: ckptstore.EmptyTranscript(), empty: true}
+	if tr, ok := m.dst.Store.(ckptstore.Transcripts); ok {
+		if d.transcript, err = tr.LoadThread(ctx, th.id); err != nil {
+			return nil, err
+		}
+	} else if th.transcript != nil {
+		return nil, fmt.Errorf("thread %q has a transcript, but %s keeps none", th.id, m.dst.desc)
+	}
+	srcTranscript := th.transcript
+	if srcTranscript == nil {
+		srcTranscript = ckptstore.EmptyTranscript()
+	}
+	if !bytes.Equal(d.transcript, []byte("[]")) && !bytes.Equal(d.transcript, srcTranscript) {
+		return nil, refuse(th.id, "the destination's transcript differs from the source's")
+	}
+	for _, err := range checkpointSeq(ctx, m.dst, th.id, 1, false) {
+		if err != nil {
+			return nil, err
+		}
+		d.empty = false
+		break
+	}
+	return d, nil
+}
+
+// presentIn returns th's checkpoints to send and the ids of those the
+// destination d already holds. A destination with checkpoints is compared
+// with the source first (compare), which refuses th on a difference; a
+// source that is a stream is then kept in memory, to be read twice.
+func (m *migrator) presentIn(ctx context.Context, th *srcThread, d *destination, k *keeper) (iter.Seq2[sized, error], map[string]bool, error) {
+	src := th.cps()
+	if d.empty {
+		return src, map[string]bool{}, nil
+	}
+	if !th.reiterable {
+		// A stream is read once: keep the thread to read it twice,
+		// in List order as the comparison needs.
+		var all []sized
+		for sc, err := range src {
+			if err != nil {
+				return nil, nil, err
+			}
+			all = append(all, sc)
+		}
+		slices.SortFunc(all, func(a, b sized) int { return ckptstore.ComparePosition(a.cp, ckptstore.PositionOf(b.cp)) })
+		src = func(yield func(sized, error) bool) {
+			for _, sc := range all {
+				if !yield(sc, nil) {
+					return
+				}
+			}
+		}
+	}
+	present, err := m.compare(ctx, th.id, src, k)
+	if err != nil {
+		return nil, nil, err
+	}
+	return src, present, nil
+}
+
+// threadBatches gathers the checkpoints of one thread into import
+// batches, written under the lease of w.
+type threadBatches struct {
+	m     *migrator
+	th    *srcThread
+	w     ckptstore.Writer
+	k     *keeper
+	batch []*ckptstore.Checkpoint
+	size  int // the estimated bytes of batch
+}
+
+// flush imports the batch gathered so far; the final one sets the head
+// and the transcript. A batch the destination refuses fails the thread.
+func (b *threadBatches) flush(ctx context.Context, final bool) error {
+	m, th := b.m, b.th
+	ib := ckptstore.ImportBatch{ThreadID: th.id, Checkpoints: b.batch, Writer: b.w}
+	if final {
+		ib.SetHead, ib.Head = th.head != "", th.head
+		ib.Transcript = th.transcript
+	}
+	if err := b.k.maybeRenew(ctx); err != nil {
+		return err
+	}
+	n, err := m.importBatch(ctx, ib)
+	if errors.Is(err, ckptstore.ErrDuplicateID) || errors.Is(err, ckptstore.ErrConflict) {
+		return &threadFailure{thread: th.id, reason: "refused by the destination: " + err.Error(), err: err}
+	}
+	if err != nil {
+		return err
+	}
+	m.update(th.id, func() {
+		m.written += n
+		m.present += len(ib.Checkpoints) - n
+		if m.e.afterBatch != nil {
+			err = m.e.afterBatch()
+		}
+	})
+	b.batch, b.size = nil, 0
+	return err
 }
 
 // importBatch imports b. A batch the destination refuses as invalid is
@@ -482,61 +521,25 @@ func runExport(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer s.Close()
-	var ids iter.Seq2[string, error]
-	if len(only) > 0 {
-		ids = func(yield func(string, error) bool) {
-			for _, id := range only {
-				if !yield(id, nil) {
-					return
-				}
-			}
-		}
-	} else if ids, err = threadSeq(ctx, s); err != nil {
+	ids, err := exportIDs(ctx, s, only)
+	if err != nil {
 		return err
 	}
 	w := e.stdout
+	var file *os.File
 	if *out != "-" {
-		file, err := os.Create(*out)
-		if err != nil {
+		if file, err = os.Create(*out); err != nil {
 			return usageErr("--out: %v", err)
 		}
 		defer file.Close()
 		w = file
 	}
-	bw := bufio.NewWriterSize(w, 1<<20)
-	threads, cps := 0, 0
-	start, last := e.now(), e.now()
-	for id, err := range ids {
-		if err != nil {
-			return err
-		}
-		th, err := storeThread(ctx, s, id, len(only) == 0)
-		if err != nil {
-			return err
-		}
-		writeHeader(bw, th)
-		for sc, err := range th.cps() {
-			if err != nil {
-				return err
-			}
-			b, err := sc.cp.MarshalJSON()
-			if err != nil {
-				return err
-			}
-			bw.Write(b)
-			bw.WriteByte('\n')
-			cps++
-		}
-		threads++
-		if now := e.now(); *every > 0 && now.Sub(last) >= *every {
-			last = now
-			fmt.Fprintf(e.stderr, "export: %d threads, %d checkpoints\n", threads, cps)
-		}
-	}
-	if err := bw.Flush(); err != nil {
+	start := e.now()
+	threads, cps, err := writeExport(ctx, e, s, ids, len(only) == 0, w, *every)
+	if err != nil {
 		return err
 	}
-	if file, ok := w.(*os.File); ok && *out != "-" {
+	if file != nil {
 		if err := file.Close(); err != nil {
 			return err
 		}
@@ -544,6 +547,58 @@ func runExport(ctx context.Context, e *env, args []string) error {
 	d := e.now().Sub(start)
 	fmt.Fprintf(e.stderr, "export: %d threads, %d checkpoints, %v, %.0f checkpoints/s\n", threads, cps, d.Round(time.Millisecond), rate(cps, d))
 	return nil
+}
+
+// exportIDs is the threads an export writes: only, or every thread of s
+// when only is empty.
+func exportIDs(ctx context.Context, s *store, only []string) (iter.Seq2[string, error], error) {
+	if len(only) == 0 {
+		return threadSeq(ctx, s)
+	}
+	return func(yield func(string, error) bool) {
+		for _, id := range only {
+			if !yield(id, nil) {
+				return
+			}
+		}
+	}, nil
+}
+
+// writeExport writes the threads of s that ids names to w as an export
+// stream, each a header line and then its checkpoints, one line each, with
+// a progress line on stderr every interval; it returns the counts. all
+// tells storeThread that ids came from the store itself.
+func writeExport(ctx context.Context, e *env, s *store, ids iter.Seq2[string, error], all bool, w io.Writer, every time.Duration) (threads, cps int, err error) {
+	bw := bufio.NewWriterSize(w, 1<<20)
+	last := e.now()
+	for id, err := range ids {
+		if err != nil {
+			return threads, cps, err
+		}
+		th, err := storeThread(ctx, s, id, all)
+		if err != nil {
+			return threads, cps, err
+		}
+		writeHeader(bw, th)
+		for sc, err := range th.cps() {
+			if err != nil {
+				return threads, cps, err
+			}
+			b, err := sc.cp.MarshalJSON()
+			if err != nil {
+				return threads, cps, err
+			}
+			bw.Write(b)
+			bw.WriteByte('\n')
+			cps++
+		}
+		threads++
+		if now := e.now(); every > 0 && now.Sub(last) >= every {
+			last = now
+			fmt.Fprintf(e.stderr, "export: %d threads, %d checkpoints\n", threads, cps)
+		}
+	}
+	return threads, cps, bw.Flush()
 }
 
 // writeHeader writes the header line of th:

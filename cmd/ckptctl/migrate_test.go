@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -312,12 +313,12 @@ func mustLease(t testing.TB, s ckptstore.Store, thread string) ckptstore.Writer 
 type smallBatches struct {
 	*memstore.Store
 	max     int
-	refused int
+	refused atomic.Int64 // copy runs threads in parallel
 }
 
 func (s *smallBatches) Import(ctx context.Context, b ckptstore.ImportBatch) (int, error) {
 	if len(b.Checkpoints) > s.max {
-		s.refused++
+		s.refused.Add(1)
 		return 0, fmt.Errorf("%w: batch of %d is too large", ckptstore.ErrInvalidEntry, len(b.Checkpoints))
 	}
 	return s.Store.Import(ctx, b)
@@ -329,8 +330,8 @@ func TestImportSplitsABatchTheStoreFindsTooLarge(t *testing.T) {
 	dst := &smallBatches{Store: newMem(), max: 5}
 	h := newHarness(t)
 	r := h.ok("copy", "--from", h.add("src", src), "--to", h.add("dst", dst), "--batch", "32", "--verify")
-	if s := parseSummary(t, r.stdout); s.written != n || dst.refused == 0 {
-		t.Errorf("copy into a store of small batches: %+v, %d refused", s, dst.refused)
+	if s := parseSummary(t, r.stdout); s.written != n || dst.refused.Load() == 0 {
+		t.Errorf("copy into a store of small batches: %+v, %d refused", s, dst.refused.Load())
 	}
 	testkit.CheckRefs(t, dst, threads...)
 
