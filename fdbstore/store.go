@@ -237,17 +237,7 @@ type Store struct {
 	k    keys
 }
 
-var (
-	_ ckptstore.Store         = (*Store)(nil)
-	_ ckptstore.Pruner        = (*Store)(nil)
-	_ ckptstore.Forker        = (*Store)(nil)
-	_ ckptstore.LeaseKeeper   = (*Store)(nil)
-	_ ckptstore.Transcripts   = (*Store)(nil)
-	_ ckptstore.ThreadDeleter = (*Store)(nil)
-	_ ckptstore.Pager         = (*Store)(nil)
-	_ ckptstore.ThreadLister  = (*Store)(nil)
-	_ ckptstore.Importer      = (*Store)(nil)
-)
+var _ ckptstore.FullStore = (*Store)(nil)
 
 // New returns a Store over db. It fails, with an error wrapping
 // ckptstore.ErrInvalidOptions, when the lease options or the prefix are

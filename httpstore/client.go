@@ -64,17 +64,7 @@ type Client struct {
 	backoff time.Duration
 }
 
-var (
-	_ ckptstore.Store         = (*Client)(nil)
-	_ ckptstore.Pruner        = (*Client)(nil)
-	_ ckptstore.Forker        = (*Client)(nil)
-	_ ckptstore.LeaseKeeper   = (*Client)(nil)
-	_ ckptstore.Transcripts   = (*Client)(nil)
-	_ ckptstore.ThreadDeleter = (*Client)(nil)
-	_ ckptstore.Pager         = (*Client)(nil)
-	_ ckptstore.ThreadLister  = (*Client)(nil)
-	_ ckptstore.Importer      = (*Client)(nil)
-)
+var _ ckptstore.FullStore = (*Client)(nil)
 
 // NewClient returns a client of the server at baseURL (http:// or
 // https://, without the /v1 path). It does no I/O. Invalid lease options

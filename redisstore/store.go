@@ -46,17 +46,7 @@ type Store struct {
 	opTTL   string
 }
 
-var (
-	_ ckptstore.Store         = (*Store)(nil)
-	_ ckptstore.Pruner        = (*Store)(nil)
-	_ ckptstore.Forker        = (*Store)(nil)
-	_ ckptstore.LeaseKeeper   = (*Store)(nil)
-	_ ckptstore.Transcripts   = (*Store)(nil)
-	_ ckptstore.ThreadDeleter = (*Store)(nil)
-	_ ckptstore.Pager         = (*Store)(nil)
-	_ ckptstore.ThreadLister  = (*Store)(nil)
-	_ ckptstore.Importer      = (*Store)(nil)
-)
+var _ ckptstore.FullStore = (*Store)(nil)
 
 // New returns a store over client. It does no I/O; scripts are loaded on
 // first use. An error wraps ckptstore.ErrInvalidOptions.
