@@ -535,7 +535,8 @@ func runExport(ctx context.Context, e *env, args []string) error {
 		w = file
 	}
 	start := e.now()
-	threads, cps, err := writeExport(ctx, e, s, ids, len(only) == 0, w, *every)
+	x := exporter{e: e, s: s, listed: len(only) == 0, every: *every}
+	threads, cps, err := x.write(ctx, ids, w)
 	if err != nil {
 		return err
 	}
@@ -564,18 +565,29 @@ func exportIDs(ctx context.Context, s *store, only []string) (iter.Seq2[string, 
 	}, nil
 }
 
-// writeExport writes the threads of s that ids names to w as an export
-// stream, each a header line and then its checkpoints, one line each, with
-// a progress line on stderr every interval; it returns the counts. all
-// tells storeThread that ids came from the store itself.
-func writeExport(ctx context.Context, e *env, s *store, ids iter.Seq2[string, error], all bool, w io.Writer, every time.Duration) (threads, cps int, err error) {
+// exporter writes an export stream of s.
+type exporter struct {
+	e *env
+	s *store
+	// listed says that the thread ids come from the store's Threads (see
+	// storeThread).
+	listed bool
+	// every is the interval of the progress lines (0 = none).
+	every time.Duration
+}
+
+// write writes the threads ids names to w as an export stream, each a
+// header line and then its checkpoints, one line each, and returns the
+// counts.
+func (x exporter) write(ctx context.Context, ids iter.Seq2[string, error], w io.Writer) (threads, cps int, err error) {
+	e, s, every := x.e, x.s, x.every
 	bw := bufio.NewWriterSize(w, 1<<20)
 	last := e.now()
 	for id, err := range ids {
 		if err != nil {
 			return threads, cps, err
 		}
-		th, err := storeThread(ctx, s, id, all)
+		th, err := storeThread(ctx, s, id, x.listed)
 		if err != nil {
 			return threads, cps, err
 		}
