@@ -33,6 +33,7 @@ func (m mutant) file() string {
 const (
 	ms    = "memstore/memstore.go"
 	mscap = "memstore/capabilities.go"
+	pre   = "precheck/precheck.go"
 	msop  = "memstore/optokens.go"
 	inst  = "memstore/instance.go"
 	val   = "validate.go"
@@ -52,7 +53,7 @@ func equiv(m mutant, why string) mutant { m.equivalent = why; return m }
 
 // Blocks of memstore's Append, reused by the swap mutants.
 const (
-	appendWriter = `if err := s.checkWriter(c.ThreadID, w); err != nil { return err }`
+	appendWriter = `if err := s.checkWriter(w, now); err != nil { return err }`
 	appendDup    = `if _, dup := s.checkpoints[c.ID]; dup { return fmt.Errorf("%w: %q", ckptstore.ErrDuplicateID, c.ID) }`
 	appendThread = `th := s.thread(c.ThreadID, true)`
 	appendHead   = `if th.head != expectedHeadID { return fmt.Errorf("%w: head of thread %q is %q, expected %q", ckptstore.ErrConflict, c.ThreadID, th.head, expectedHeadID) }`
@@ -61,8 +62,9 @@ const (
 	forkNotFound = `src, ok := s.checkpoints[in.SourceCheckpointID]
 	if !ok { return nil, fmt.Errorf("%w: %q", ckptstore.ErrForkSourceNotFound, in.SourceCheckpointID) }`
 	forkMismatch = `if src.ThreadID != in.SourceThreadID { return nil, fmt.Errorf("%w: checkpoint %q is in thread %q, not %q", ckptstore.ErrForkSourceThreadMismatch, src.ID, src.ThreadID, in.SourceThreadID) }`
-	forkWriter   = `if err := s.checkWriter(in.DestinationThreadID, in.Writer); err != nil { return nil, err }`
-	forkDest     = `th := s.thread(in.DestinationThreadID, true)
+	forkWriter   = `if err := precheck.WriterThread(in.Writer, in.DestinationThreadID); err != nil { return nil, err }
+	if err := s.checkWriter(in.Writer, now); err != nil { return nil, err }`
+	forkDest = `th := s.thread(in.DestinationThreadID, true)
 	if th.head != "" || th.cps.Len() > 0 { return nil, fmt.Errorf("%w: thread %q has checkpoints", ckptstore.ErrForkDestinationNotEmpty, in.DestinationThreadID) }
 	if th.transcript != nil { return nil, fmt.Errorf("%w: thread %q has a transcript", ckptstore.ErrForkDestinationNotEmpty, in.DestinationThreadID) }
 	if _, used := s.checkpoints[in.DestinationCheckpointID]; used { return nil, fmt.Errorf("%w: checkpoint id %q is used", ckptstore.ErrForkDestinationNotEmpty, in.DestinationCheckpointID) }`
@@ -99,20 +101,20 @@ func compareUTF16(a, b string) int {
 
 var mutants = []mutant{
 	// ---- memstore: Append and its check order ----
-	one("ms-append-no-validate", ms, `if err := ckptstore.ValidateAppend(cp, expectedHeadID, w); err != nil { return err }`, ``,
+	one("ms-append-no-validate", ms, `if err := precheck.Append(ctx, cp, expectedHeadID, w); err != nil { return err }`, ``,
 		"Append skips checks 1 and 2 (ids, entries)"),
-	one("ms-append-skip-writer", ms, appendWriter, ``, "Append skips check 3 (writer)"),
+	one("ms-append-skip-writer", ms, appendWriter+" "+appendDup, appendDup, "Append skips check 3 (writer)"),
 	one("ms-append-skip-dup", ms, appendDup, ``, "Append skips check 4 (duplicate id)"),
 	one("ms-append-skip-head", ms, `if th.head != expectedHeadID {`, `if false {`, "Append skips check 5 (expected head)"),
 	one("ms-append-skip-parent", ms, `if c.ParentCheckpointID != expectedHeadID {`, `if false {`, "Append skips check 6 (parent)"),
 	{id: "ms-append-swap-validate-writer", desc: "Append checks the writer (3) before ids and entries (1, 2)", edits: []edit{
-		{ms, `if err := ckptstore.ValidateAppend(cp, expectedHeadID, w); err != nil { return err }`, `if cp == nil { return ckptstore.ErrInvalidEntry }`},
-		{ms, appendWriter, appendWriter + "\n\tif err := ckptstore.ValidateAppend(cp, expectedHeadID, w); err != nil { return err }\n"},
+		{ms, `if err := precheck.Append(ctx, cp, expectedHeadID, w); err != nil { return err }`, `if cp == nil { return ckptstore.ErrInvalidEntry }`},
+		{ms, appendWriter + " " + appendDup, appendWriter + "\n\tif err := precheck.Append(ctx, cp, expectedHeadID, w); err != nil { return err }\n" + appendDup},
 	}},
 	{id: "ms-append-swap-entries-writer", desc: "Append checks the writer (3) before entries (2)", edits: []edit{
 		{val, `if err := validateOptionalID("parentCheckpointId", cp.ParentCheckpointID); err != nil { return err } return validateContent(cp)`,
 			`if err := validateOptionalID("parentCheckpointId", cp.ParentCheckpointID); err != nil { return err }; return nil`},
-		{ms, appendWriter, appendWriter + "\n\tif err := ckptstore.Validate(cp); err != nil { return err }\n"},
+		{ms, appendWriter + " " + appendDup, appendWriter + "\n\tif err := ckptstore.Validate(cp); err != nil { return err }\n" + appendDup},
 	}},
 	one("ms-append-swap-writer-dup", ms, appendWriter+" "+appendDup, appendDup+"\n"+appendWriter,
 		"Append checks duplicate id (4) before writer (3)"),
@@ -121,38 +123,34 @@ var mutants = []mutant{
 	one("ms-append-swap-head-parent", ms, appendHead+" "+appendParent, appendParent+"\n"+appendHead,
 		"Append checks parent (6) before expected head (5)"),
 	one("ms-append-no-clone", ms, `c := cp.Clone()`, `c := cp`, "Append stores the caller's checkpoint, not a copy"),
-	one("ms-append-no-ctx", ms, `if err := ctx.Err(); err != nil { return err } token, hasToken, err := opToken(ctx) if err != nil { return err } c := cp.Clone()`,
-		`token, hasToken, err := opToken(ctx)
-	if err != nil {
-		return err
-	}
-	c := cp.Clone()`,
+	one("ms-append-no-ctx", ms, `if err := precheck.Append(ctx, cp, expectedHeadID, w); err != nil { return err }`,
+		`if err := precheck.Append(context.Background(), cp, expectedHeadID, w); err != nil { return err }`,
 		"Append ignores a cancelled context"),
 	one("ms-insert-no-refs", ms, `s.refs[k]++`, `_ = k`, "Append/Fork do not count blob references"),
 
 	// ---- memstore: the writer check ----
-	one("ms-writer-any-thread", ms, `if w.ThreadID != threadID {`, `if false {`, "a writer of another thread may write"),
+	one("pre-writer-any-thread", pre, `if w.ThreadID != threadID {`, `if false {`, "a writer of another thread may write (precheck.WriterThread)"),
 	one("ms-writer-no-token", ms, `if l.token != w.OwnerToken || l.fence != w.Fence {`, `if l.fence != w.Fence {`,
 		"the writer's ownerToken is not checked"),
 	one("ms-writer-no-fence", ms, `if l.token != w.OwnerToken || l.fence != w.Fence {`, `if l.token != w.OwnerToken {`,
 		"the writer's fence is not checked"),
-	one("ms-writer-expiry-boundary", ms, `if !s.opts.Now().Before(l.expiresAt) {`, `if s.opts.Now().After(l.expiresAt) {`,
+	one("ms-writer-expiry-boundary", ms, `if !now.Before(l.expiresAt) {`, `if now.After(l.expiresAt) {`,
 		"a lease is still live at now == expiresAt"),
-	one("ms-writer-no-expiry", ms, `if !s.opts.Now().Before(l.expiresAt) {`, `if false {`, "an expired lease may still write"),
+	one("ms-writer-no-expiry", ms, `if !now.Before(l.expiresAt) {`, `if false {`, "an expired lease may still write"),
 	one("ms-writer-released-panics", ms, `if th == nil || th.lease == nil {`, `if th == nil {`,
 		"a released lease is dereferenced (panic)"),
 
 	// ---- memstore: DeleteHead ----
-	one("ms-deletehead-skip-writer", ms, `if err := s.checkWriter(threadID, w); err != nil { return err } th := s.threads[threadID] c, ok := s.checkpoints[checkpointID]`,
+	one("ms-deletehead-skip-writer", ms, `if err := s.checkWriter(w, now); err != nil { return err } th := s.threads[threadID] c, ok := s.checkpoints[checkpointID]`,
 		`th := s.threads[threadID]; if th == nil { th = &thread{} }; c, ok := s.checkpoints[checkpointID]`, "DeleteHead skips the writer check"),
 	one("ms-deletehead-swap-writer-nothead", ms,
-		`if err := s.checkWriter(threadID, w); err != nil { return err } th := s.threads[threadID] c, ok := s.checkpoints[checkpointID] if th.head != checkpointID || !ok || c.ThreadID != threadID { return fmt.Errorf("%w: %q is not the head of thread %q", ckptstore.ErrNotHead, checkpointID, threadID) }`,
+		`if err := s.checkWriter(w, now); err != nil { return err } th := s.threads[threadID] c, ok := s.checkpoints[checkpointID] if th.head != checkpointID || !ok || c.ThreadID != threadID { return fmt.Errorf("%w: %q is not the head of thread %q", ckptstore.ErrNotHead, checkpointID, threadID) }`,
 		`th := s.threads[threadID]
 	c, ok := s.checkpoints[checkpointID]
 	if th == nil || th.head != checkpointID || !ok || c.ThreadID != threadID {
 		return fmt.Errorf("%w: %q is not the head of thread %q", ckptstore.ErrNotHead, checkpointID, threadID)
 	}
-	if err := s.checkWriter(threadID, w); err != nil {
+	if err := s.checkWriter(w, now); err != nil {
 		return err
 	}`, "DeleteHead checks not-head before the writer"),
 	one("ms-deletehead-any", ms, `if th.head != checkpointID || !ok || c.ThreadID != threadID {`, `if !ok || c.ThreadID != threadID {`,
@@ -174,7 +172,7 @@ var mutants = []mutant{
 	one("ms-remove-keep-checkpoint", ms, `delete(s.checkpoints, id)`, ``, "a deleted checkpoint stays readable (and its id used)"),
 
 	// ---- memstore: DeleteCheckpoints (prune) ----
-	one("ms-prune-skip-writer", ms, `if err := s.checkWriter(threadID, w); err != nil { return nil, err } th := s.threads[threadID]`,
+	one("ms-prune-skip-writer", ms, `if err := s.checkWriter(w, s.opts.Now()); err != nil { return nil, err } th := s.threads[threadID]`,
 		`th := s.threads[threadID]; if th == nil { th = &thread{} }`, "DeleteCheckpoints skips the writer check"),
 	one("ms-prune-keep-plus-one", ms, `doomed := chain[keep:]`, `doomed := chain[keep+1:]`, "prune keeps one checkpoint too many"),
 	one("ms-prune-keep-minus-one", ms, `doomed := chain[keep:]`, `doomed := chain[keep-1:]`, "prune keeps one checkpoint too few"),
@@ -192,7 +190,9 @@ var mutants = []mutant{
 	one("ms-prune-no-cycle-stop", ms, `id != "" && !seen[id];`, `id != "";`, "prune loops forever on a parent cycle made by id reuse"),
 
 	// ---- memstore: ForkFromCheckpoint ----
-	one("ms-fork-skip-writer", ms, forkWriter, ``, "Fork skips the writer check"),
+	one("ms-fork-skip-writer", ms, `if err := s.checkWriter(in.Writer, now); err != nil { return nil, err }`, ``, "Fork skips the writer check"),
+	one("ms-fork-skip-writer-thread", ms, `if err := precheck.WriterThread(in.Writer, in.DestinationThreadID); err != nil { return nil, err }`, ``,
+		"Fork takes a live writer of another thread as the destination's"),
 	one("ms-fork-skip-dest-empty", ms, `if th.head != "" || th.cps.Len() > 0 {`, `if false {`, "Fork into a thread that has checkpoints"),
 	one("ms-fork-dest-head-only", ms, `if th.head != "" || th.cps.Len() > 0 {`, `if th.head != "" {`,
 		"Fork checks only the destination head (Import can store checkpoints under no head)"),
@@ -226,23 +226,23 @@ var mutants = []mutant{
 		"a new lease expires after RenewAfter instead of the lease duration"),
 	one("ms-acquire-renewafter", ms, `th.lease.expiresAt, s.opts.RenewAfter, s)`, `th.lease.expiresAt, s.opts.LeaseDuration, s)`,
 		"Lease.RenewAfter is the lease duration"),
-	one("ms-acquire-no-validate", ms, `func (s *Store) AcquireWriter(ctx context.Context, threadID string) (*ckptstore.Lease, error) { if err := ckptstore.ValidateID("thread id", threadID); err != nil { return nil, err }`,
-		`func (s *Store) AcquireWriter(ctx context.Context, threadID string) (*ckptstore.Lease, error) {`, "AcquireWriter accepts invalid thread ids"),
+	one("ms-acquire-no-validate", ms, `if err := precheck.AcquireWriter(ctx, threadID); err != nil { return nil, err }`,
+		`if err := ctx.Err(); err != nil { return nil, err }`, "AcquireWriter accepts invalid thread ids"),
 	one("ms-release-reset-fence", ms, `th.lease = nil`, `th.lease = nil; th.fence = 0`, "Release resets the fence, so the next lease reuses fence 1"),
 	one("ms-release-any", ms, `if th != nil && th.lease != nil && th.lease.token == w.OwnerToken && th.lease.fence == w.Fence {`,
 		`if th != nil && th.lease != nil {`, "a stale Release ends the newer lease"),
 	one("ms-release-noop", ms, `th.lease = nil`, `_ = th`, "Release does nothing"),
 	one("ms-release-token-only", ms, `th.lease.token == w.OwnerToken && th.lease.fence == w.Fence {`, `th.lease.token == w.OwnerToken {`,
 		"Release compares only the token (a forged fence with the live token ends the lease)"),
-	one("ms-renew-expired", ms, `if err := s.checkWriter(w.ThreadID, w); err != nil { return time.Time{}, err }`,
+	one("ms-renew-expired", ms, `if err := s.checkWriter(w, now); err != nil { return time.Time{}, err }`,
 		`if th := s.threads[w.ThreadID]; th == nil || th.lease == nil || th.lease.token != w.OwnerToken { return time.Time{}, ckptstore.ErrWriterLost }`,
 		"Renew revives an expired lease"),
-	one("ms-renew-any", ms, `if err := s.checkWriter(w.ThreadID, w); err != nil { return time.Time{}, err }`,
+	one("ms-renew-any", ms, `if err := s.checkWriter(w, now); err != nil { return time.Time{}, err }`,
 		`if th := s.threads[w.ThreadID]; th == nil || th.lease == nil { return time.Time{}, ckptstore.ErrWriterLost }`,
 		"Renew of a replaced or expired lease extends whatever lease the thread has"),
-	one("ms-renew-from-old-expiry", ms, `l.expiresAt = s.opts.Now().Add(s.opts.LeaseDuration)`, `l.expiresAt = l.expiresAt.Add(s.opts.LeaseDuration)`,
+	one("ms-renew-from-old-expiry", ms, `l.expiresAt = now.Add(s.opts.LeaseDuration)`, `l.expiresAt = l.expiresAt.Add(s.opts.LeaseDuration)`,
 		"Renew adds the duration to the old expiry instead of to now"),
-	one("ms-renew-no-update", ms, `l.expiresAt = s.opts.Now().Add(s.opts.LeaseDuration)`, `_ = s.opts.Now()`,
+	one("ms-renew-no-update", ms, `l.expiresAt = now.Add(s.opts.LeaseDuration)`, `_ = now`,
 		"Renew succeeds without extending the lease"),
 
 	// ---- memstore: reads ----
@@ -254,11 +254,11 @@ var mutants = []mutant{
 		`th.cps.Descend(func(c *ckptstore.Checkpoint) bool { out = append(out, c.Clone())`, "List newest first"),
 	one("ms-blobrefs-unsorted", ms, `slices.SortFunc(out, func(a, b ckptstore.BlobRef) int { return strings.Compare(a.Key, b.Key) })`,
 		`_ = strings.Compare`, "BlobReferences in map order"),
-	one("ms-get-no-validate", ms, `if err := ckptstore.ValidateID("checkpoint id", id); err != nil { return nil, err }`, ``,
+	one("ms-get-no-validate", ms, `if err := precheck.Read(ctx, "checkpoint id", id); err != nil { return nil, err }`, ``,
 		"Get accepts invalid ids"),
-	one("ms-list-no-validate", ms, `func (s *Store) List(ctx context.Context, threadID string) ([]*ckptstore.Checkpoint, error) { if err := ckptstore.ValidateID("thread id", threadID); err != nil { return nil, err }`,
+	one("ms-list-no-validate", ms, `func (s *Store) List(ctx context.Context, threadID string) ([]*ckptstore.Checkpoint, error) { if err := precheck.Read(ctx, "thread id", threadID); err != nil { return nil, err }`,
 		`func (s *Store) List(ctx context.Context, threadID string) ([]*ckptstore.Checkpoint, error) {`, "List accepts invalid ids"),
-	one("ms-head-no-validate", ms, `if err := ckptstore.ValidateID("thread id", threadID); err != nil { return "", err }`, ``,
+	one("ms-head-no-validate", ms, `if err := precheck.Read(ctx, "thread id", threadID); err != nil { return "", err }`, ``,
 		"Head accepts invalid ids"),
 
 	// ---- memstore: transcripts ----
@@ -296,7 +296,7 @@ var mutants = []mutant{
 	// ---- memstore: DeleteThread ----
 	one("ms-delthread-no-validate", mscap, `if err := precheck.DeleteThread(ctx, threadID, w); err != nil { return 0, err }`, ``,
 		"DeleteThread skips its pure checks (ids)"),
-	one("ms-delthread-skip-writer", mscap, `if err := s.checkWriter(threadID, w); err != nil { return 0, err } th := s.threads[threadID]`,
+	one("ms-delthread-skip-writer", mscap, `if err := s.checkWriter(w, s.opts.Now()); err != nil { return 0, err } th := s.threads[threadID]`,
 		`th := s.thread(threadID, true)`, "DeleteThread skips the writer check"),
 	one("ms-delthread-keep-head", mscap, `th.head = "" th.transcript = nil`, `th.transcript = nil`, "DeleteThread leaves the head"),
 	one("ms-delthread-keep-transcript", mscap, `th.head = "" th.transcript = nil`, `th.head = ""`, "DeleteThread leaves the transcript"),
@@ -371,8 +371,8 @@ var mutants = []mutant{
 	one("ms-relist-no-checkpoints", ms, `if th.head != "" || th.cps.Len() > 0 || th.transcript != nil {`, `if th.head != "" || th.transcript != nil {`,
 		"a thread with checkpoints but no head is not listed"),
 	one("ms-append-no-relist", ms, `s.relist(c.ThreadID, th)`, ``, "Append does not list a new thread"),
-	one("ms-deletehead-no-relist", ms, `s.relist(threadID, th) if hasToken { s.ops.record(token, &opRecord{kind: opDeleteHead}, s.opts.Now()) }`,
-		`if hasToken { s.ops.record(token, &opRecord{kind: opDeleteHead}, s.opts.Now()) }`, "a thread emptied by DeleteHead stays listed"),
+	one("ms-deletehead-no-relist", ms, `s.relist(threadID, th) if hasToken { s.ops.record(token, &opRecord{kind: opDeleteHead}, now) }`,
+		`if hasToken { s.ops.record(token, &opRecord{kind: opDeleteHead}, now) }`, "a thread emptied by DeleteHead stays listed"),
 	one("ms-fork-no-relist", ms, `s.relist(in.DestinationThreadID, th)`, ``, "a fork's destination is not listed"),
 	one("ms-import-no-relist", mscap, `th.transcript = transcript } s.relist(b.ThreadID, th)`, `th.transcript = transcript }`,
 		"an imported thread is not listed"),
@@ -381,7 +381,7 @@ var mutants = []mutant{
 	one("ms-import-no-validate", mscap, `if err := precheck.Import(ctx, b); err != nil { return 0, err }`, `if err := ctx.Err(); err != nil { return 0, err }
 	for _, c := range b.Checkpoints { if c == nil { return 0, ckptstore.ErrInvalidEntry } }`,
 		"Import skips its pure checks (ids, content, the writer's thread)"),
-	one("ms-import-skip-writer", mscap, `if err := s.checkWriter(b.ThreadID, b.Writer); err != nil { return 0, err } var fresh []*ckptstore.Checkpoint`,
+	one("ms-import-skip-writer", mscap, `if err := s.checkWriter(b.Writer, s.opts.Now()); err != nil { return 0, err } var fresh []*ckptstore.Checkpoint`,
 		`var fresh []*ckptstore.Checkpoint`, "Import skips the writer check"),
 	equiv(one("ms-import-dup-thread-unchecked", mscap, `case old.ThreadID != b.ThreadID: return 0, fmt.Errorf("%w: %q is stored in thread %q", ckptstore.ErrDuplicateID, c.ID, old.ThreadID)`, ``,
 		"Import does not compare the stored checkpoint's thread"),
@@ -407,37 +407,37 @@ var mutants = []mutant{
 		"Import writes again (and counts again) a checkpoint stored with equal content"),
 	one("ms-import-partial", mscap, `case !ok: fresh = append(fresh, c)`, `case !ok: s.insert(s.thread(b.ThreadID, true), c)`,
 		"Import writes each new checkpoint before checking the rest of the batch"),
-	one("ms-import-swap-writer-dup", mscap, `if err := s.checkWriter(b.ThreadID, b.Writer); err != nil { return 0, err } var fresh []*ckptstore.Checkpoint`,
+	one("ms-import-swap-writer-dup", mscap, `if err := s.checkWriter(b.Writer, s.opts.Now()); err != nil { return 0, err } var fresh []*ckptstore.Checkpoint`,
 		`var fresh []*ckptstore.Checkpoint
 	for _, c := range cps {
 		if old, ok := s.checkpoints[c.ID]; ok && !ckptstore.EqualCheckpoints(old, c) {
 			return 0, ckptstore.ErrDuplicateID
 		}
 	}
-	if err := s.checkWriter(b.ThreadID, b.Writer); err != nil { return 0, err }`, "Import checks ids before the writer"),
+	if err := s.checkWriter(b.Writer, s.opts.Now()); err != nil { return 0, err }`, "Import checks ids before the writer"),
 	one("ms-import-swap-dup-head", mscap, `var fresh []*ckptstore.Checkpoint`, `if th := s.threads[b.ThreadID]; b.SetHead && th.head != "" && th.head != b.Head {
 		return 0, ckptstore.ErrConflict
 	}
 	var fresh []*ckptstore.Checkpoint`, "Import checks the head before the ids"),
 
 	// ---- memstore: op tokens ----
-	one("ms-optoken-append-ignored", ms, `if hasToken && s.ops.done(token, opAppend, s.opts.Now()) != nil {`, `if false {`,
+	one("ms-optoken-append-ignored", ms, `if hasToken && s.ops.done(token, opAppend, now) != nil {`, `if false {`,
 		"a repeated Append with its op token runs again"),
-	one("ms-optoken-deletehead-ignored", ms, `if hasToken && s.ops.done(token, opDeleteHead, s.opts.Now()) != nil {`, `if false {`,
+	one("ms-optoken-deletehead-ignored", ms, `if hasToken && s.ops.done(token, opDeleteHead, now) != nil {`, `if false {`,
 		"a repeated DeleteHead with its op token runs again"),
-	one("ms-optoken-fork-ignored", ms, `if r := s.ops.done(token, opFork, s.opts.Now()); r != nil {`, `if r := s.ops.done(token, opFork, s.opts.Now()); r != nil && false {`,
+	one("ms-optoken-fork-ignored", ms, `if r := s.ops.done(token, opFork, now); r != nil {`, `if r := s.ops.done(token, opFork, now); r != nil && false {`,
 		"a repeated fork with its op token runs again"),
 	one("ms-optoken-fork-shared", ms, `return r.root.Clone(), nil`, `return r.root, nil`, "a repeated fork returns the stored root"),
 	one("ms-optoken-acquire-ignored", ms, `if r := s.ops.done(token, opAcquire, now); r != nil {`, `if r := s.ops.done(token, opAcquire, now); r != nil && false {`,
 		"a repeated AcquireWriter with its op token runs again"),
 	one("ms-optoken-acquire-random-owner", ms, `if !hasToken { token = rand.Text() }`, `token = rand.Text()`,
 		"the lease's owner token is not the op token"),
-	one("ms-optoken-append-after-writer", ms, `if hasToken && s.ops.done(token, opAppend, s.opts.Now()) != nil { return nil // a retry of an Append that committed } if err := s.checkWriter(c.ThreadID, w); err != nil { return err }`,
-		`if err := s.checkWriter(c.ThreadID, w); err != nil { return err }
-	if hasToken && s.ops.done(token, opAppend, s.opts.Now()) != nil { return nil }`, "a repeated Append checks the writer before its op token"),
-	one("ms-optoken-record-failed", ms, `if hasToken && s.ops.done(token, opAppend, s.opts.Now()) != nil { return nil // a retry of an Append that committed }`,
-		`if hasToken && s.ops.done(token, opAppend, s.opts.Now()) != nil { return nil }
-	if hasToken { s.ops.record(token, &opRecord{kind: opAppend}, s.opts.Now()) }`, "an Append's op token is remembered before its checks"),
+	one("ms-optoken-append-after-writer", ms, `if hasToken && s.ops.done(token, opAppend, now) != nil { return nil // a retry of an Append that committed } if err := s.checkWriter(w, now); err != nil { return err }`,
+		`if err := s.checkWriter(w, now); err != nil { return err }
+	if hasToken && s.ops.done(token, opAppend, now) != nil { return nil }`, "a repeated Append checks the writer before its op token"),
+	one("ms-optoken-record-failed", ms, `if hasToken && s.ops.done(token, opAppend, now) != nil { return nil // a retry of an Append that committed }`,
+		`if hasToken && s.ops.done(token, opAppend, now) != nil { return nil }
+	if hasToken { s.ops.record(token, &opRecord{kind: opAppend}, now) }`, "an Append's op token is remembered before its checks"),
 	equiv(one("ms-optoken-kind-ignored", msop, `if r == nil || r.kind != kind || !now.Before(r.expires) {`, `if r == nil || !now.Before(r.expires) {`,
 		"an op token answers a retry of another method"),
 		"a token names one logical write and no other (ckptstore.WithOpToken), so no contract call reuses it for another method"),
@@ -461,11 +461,11 @@ var mutants = []mutant{
 	}
 	s.records[rec.Key] = r`, "Upsert merges optional fields instead of replacing the record"),
 	one("inst-delete-noop", inst, `delete(s.records, key)`, `_ = key`, "instance Delete does nothing"),
-	one("inst-upsert-no-validate", inst, `if err := ckptstore.ValidateInstanceRecord(rec); err != nil { return err }`,
+	one("inst-upsert-no-validate", inst, `if err := precheck.InstanceUpsert(ctx, rec); err != nil { return err }`,
 		`if rec == nil { return ckptstore.ErrInvalidEntry }`, "Upsert accepts invalid keys and fields"),
-	one("inst-get-no-validate", inst, `if err := ckptstore.ValidateInstanceKey(key); err != nil { return nil, err }`, ``,
+	one("inst-get-no-validate", inst, `if err := precheck.InstanceKey(ctx, key); err != nil { return nil, err }`, ``,
 		"instance Get accepts invalid keys"),
-	one("inst-delete-no-validate", inst, `if err := ckptstore.ValidateInstanceKey(key); err != nil { return err }`, ``,
+	one("inst-delete-no-validate", inst, `if err := precheck.InstanceKey(ctx, key); err != nil { return err }`, ``,
 		"instance Delete accepts invalid keys"),
 
 	// ---- root: ids and check order in validation ----
