@@ -192,46 +192,7 @@ func merge(ctx context.Context, store ckptstore.Store, b blobs.Bucket, cutoff ti
 	}
 	next, stop := iter.Pull2(refs)
 	defer stop()
-	var (
-		ref     ckptstore.BlobRef // the smallest reference not yet passed
-		haveRef bool
-		refsEnd bool
-		lastRef string
-		started bool
-	)
-	// pull reads the next reference into ref, checking the order.
-	pull := func() error {
-		r, err, ok := next()
-		switch {
-		case !ok:
-			refsEnd = true
-		case err != nil:
-			return fmt.Errorf("sweep: blob references: %w", err)
-		case started && r.Key < lastRef:
-			return fmt.Errorf("%w: store listed reference %q after %q", blobs.ErrUnsorted, r.Key, lastRef)
-		default:
-			ref, haveRef, lastRef, started = r, true, r.Key, true
-		}
-		return nil
-	}
-	// referenced advances the references to key and reports whether key is
-	// one of them.
-	referenced := func(key string) (bool, error) {
-		for !refsEnd {
-			if !haveRef {
-				if err := pull(); err != nil {
-					return false, err
-				}
-				continue
-			}
-			if ref.Key >= key {
-				return ref.Key == key, nil
-			}
-			haveRef = false
-		}
-		return false, nil
-	}
-
+	rc := &refCursor{next: next}
 	var prev string
 	for _, prefix := range prefixes {
 		for obj, err := range b.List(ctx, prefix) {
@@ -246,7 +207,7 @@ func merge(ctx context.Context, store ckptstore.Store, b blobs.Bucket, cutoff ti
 			}
 			prev = obj.Key
 			d.stats.Examined++
-			used, err := referenced(obj.Key)
+			used, err := rc.referenced(obj.Key)
 			if err != nil {
 				return err
 			}
@@ -267,12 +228,57 @@ func merge(ctx context.Context, store ckptstore.Store, b blobs.Bucket, cutoff ti
 	}
 	// Read the references past the last key too: a stream that fails or
 	// goes backwards there was wrong all along, and the caller must know.
-	for !refsEnd {
-		if err := pull(); err != nil {
+	for !rc.end {
+		if err := rc.pull(); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// refCursor walks the store's references, in key order, alongside the
+// bucket listing, checking the order as it goes.
+type refCursor struct {
+	next    func() (ckptstore.BlobRef, error, bool)
+	ref     ckptstore.BlobRef // the smallest reference not yet passed
+	haveRef bool              // ref holds one
+	end     bool              // the references are over
+	last    string            // the key of the last reference read
+	started bool              // one was read
+}
+
+// pull reads the next reference into ref, checking the order.
+func (c *refCursor) pull() error {
+	r, err, ok := c.next()
+	switch {
+	case !ok:
+		c.end = true
+	case err != nil:
+		return fmt.Errorf("sweep: blob references: %w", err)
+	case c.started && r.Key < c.last:
+		return fmt.Errorf("%w: store listed reference %q after %q", blobs.ErrUnsorted, r.Key, c.last)
+	default:
+		c.ref, c.haveRef, c.last, c.started = r, true, r.Key, true
+	}
+	return nil
+}
+
+// referenced advances the references to key and reports whether key is
+// one of them.
+func (c *refCursor) referenced(key string) (bool, error) {
+	for !c.end {
+		if !c.haveRef {
+			if err := c.pull(); err != nil {
+				return false, err
+			}
+			continue
+		}
+		if c.ref.Key >= key {
+			return c.ref.Key == key, nil
+		}
+		c.haveRef = false
+	}
+	return false, nil
 }
 
 // refSeq returns the store's references as a sorted sequence: streamed when
