@@ -15,6 +15,7 @@ import (
 
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/internal/redistest"
+	"github.com/ckptstore/ckptstore/internal/testkit"
 )
 
 // rawAppendScript does the reads and writes of appendScript for a
@@ -49,9 +50,9 @@ func benchCheckpoint(convBytes int) *ckptstore.Checkpoint {
 		conv.WriteString(msg)
 	}
 	conv.WriteByte(']')
-	cp := cpWith("", "", "", 0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19)
+	cp := testkit.Checkpoint("", "", "", 0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19)
 	cp.Conversation = conv.Bytes()
-	cp.Artifacts = []ckptstore.Artifact{{ArtifactID: "a", Name: "out.txt", MimeType: "text/plain", Size: 10, BlobKey: blobKey("artifacts", 1)}}
+	cp.Artifacts = []ckptstore.Artifact{{ArtifactID: "a", Name: "out.txt", MimeType: "text/plain", Size: 10, BlobKey: testkit.ArtifactKey(1)}}
 	return cp
 }
 

@@ -49,7 +49,7 @@ func TestBigThread(t *testing.T) {
 			var cps []*ckptstore.Checkpoint
 			for i := range 500 {
 				id := fmt.Sprintf("%s-%05d", thread, b*500+i)
-				cps = append(cps, cpWith(id, thread, head, float64((b*500+i)/3), i%20, b))
+				cps = append(cps, testkit.Checkpoint(thread, id, head, float64((b*500+i)/3), i%20, b))
 				head = id
 			}
 			_, err := s.Import(ctx, ckptstore.ImportBatch{ThreadID: thread, Checkpoints: cps, SetHead: b == n/500-1, Head: head, Writer: w})

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/ckptstore/ckptstore/internal/testkit"
 )
 
 // checkStore fails t with every problem Check reports.
@@ -28,9 +30,9 @@ func TestCheckFindsCorruption(t *testing.T) {
 			corrupt func(s *Store)
 			want    string
 		}{
-			{"count at zero", func(s *Store) { c.HSet(ctx, s.keys.refs, blobKey("files", 1), 0) }, "at 0 or below"},
-			{"count off by one", func(s *Store) { c.HIncrBy(ctx, s.keys.refs, blobKey("files", 1), 1) }, "a recount"},
-			{"count gone", func(s *Store) { c.HDel(ctx, s.keys.refs, blobKey("files", 2)) }, "not counted"},
+			{"count at zero", func(s *Store) { c.HSet(ctx, s.keys.refs, testkit.FileKey(1), 0) }, "at 0 or below"},
+			{"count off by one", func(s *Store) { c.HIncrBy(ctx, s.keys.refs, testkit.FileKey(1), 1) }, "a recount"},
+			{"count gone", func(s *Store) { c.HDel(ctx, s.keys.refs, testkit.FileKey(2)) }, "not counted"},
 			{"refkeys apart", func(s *Store) { c.ZAdd(ctx, s.keys.refKeys, redis.Z{Member: "x"}) }, "refkeys"},
 			{"index without data", func(s *Store) { c.Del(ctx, string(s.keys.checkpoint("b"))) }, "not stored"},
 			{"data without index", func(s *Store) { c.ZRem(ctx, string(s.keys.list("t")), orderMember(2, "b")) }, "not in the list index"},
@@ -50,11 +52,11 @@ func TestCheckFindsCorruption(t *testing.T) {
 			t.Run(tc.name, func(t *testing.T) {
 				s := newStore(t, c, Options{})
 				w := acquire(t, s, "t")
-				must(t, s.Append(ctx, cpWith("a", "t", "", 1, 1, 2), "", w))
-				must(t, s.Append(ctx, cpWith("b", "t", "a", 2, 1), "a", w))
+				must(t, s.Append(ctx, testkit.Checkpoint("t", "a", "", 1, 1, 2), "", w))
+				must(t, s.Append(ctx, testkit.Checkpoint("t", "b", "a", 2, 1), "a", w))
 				must(t, s.SaveThread(ctx, "t", []byte("[]")))
 				wo := acquire(t, s, "o")
-				must(t, s.Append(ctx, cpWith("o1", "o", "", 1, 3), "", wo))
+				must(t, s.Append(ctx, testkit.Checkpoint("o", "o1", "", 1, 3), "", wo))
 				if _, err := s.DeleteCheckpoints(ctx, "o", 1, wo); err != nil {
 					t.Fatal(err)
 				}

@@ -32,7 +32,7 @@ func TestCluster(t *testing.T) {
 		for i := 0; len(masters) < 3 && i < 64; i++ {
 			s := newStore(t, c, Options{})
 			w := acquire(t, s, "t")
-			must(t, s.Append(ctx, cpWith("a", "t", "", 1, 1), "", w))
+			must(t, s.Append(ctx, testkit.Checkpoint("t", "a", "", 1, 1), "", w))
 			testkit.CheckRefs(t, s, "t")
 			m, err := c.MasterForKey(ctx, s.keys.refs)
 			must(t, err)
@@ -48,7 +48,7 @@ func TestCluster(t *testing.T) {
 		ctx := context.Background()
 		s := newStore(t, c, Options{MinReplicas: 1})
 		w := acquire(t, s, "t")
-		if err := s.Append(ctx, cpWith("a", "t", "", 1), "", w); !errors.Is(err, ErrNotReplicated) {
+		if err := s.Append(ctx, testkit.Checkpoint("t", "a", "", 1), "", w); !errors.Is(err, ErrNotReplicated) {
 			t.Fatalf("Append = %v, want ErrNotReplicated", err)
 		}
 		if h, err := s.Head(ctx, "t"); err != nil || h != "a" {

@@ -11,14 +11,15 @@ import (
 	"testing"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/internal/testkit"
 )
 
 func codecCheckpoints() []*ckptstore.Checkpoint {
 	return []*ckptstore.Checkpoint{
-		cpWith("c1", "t\x00é", "c0", 1.5e12+0.25, 1, 2),
+		testkit.Checkpoint("t\x00é", "c1", "c0", 1.5e12+0.25, 1, 2),
 		{ID: "x", ThreadID: "y", CreatedAt: math.Copysign(0, -1), Reason: ckptstore.ReasonNamed, Label: "v1 ✓", SourceRunID: "run-7",
 			Files: []ckptstore.Entry{{Path: "src", Kind: ckptstore.KindDir}}, Conversation: []byte{},
-			Artifacts: []ckptstore.Artifact{{ArtifactID: "a", Name: "n", MimeType: "m", Size: ckptstore.MaxSize, BlobKey: blobKey("artifacts", 3), CreatedAt: -1e300}}},
+			Artifacts: []ckptstore.Artifact{{ArtifactID: "a", Name: "n", MimeType: "m", Size: ckptstore.MaxSize, BlobKey: testkit.ArtifactKey(3), CreatedAt: -1e300}}},
 		{ID: "x", ThreadID: "y", Reason: ckptstore.ReasonForkRoot}, // nil slices, nil conversation
 	}
 }
@@ -72,7 +73,7 @@ func TestCodecRejectsDamage(t *testing.T) {
 
 // An entry the layout cannot hold exactly is refused before any write.
 func TestEncodeBodyRefusesInvalidEntries(t *testing.T) {
-	cp := cpWith("c", "t", "", 1, 1)
+	cp := testkit.Checkpoint("t", "c", "", 1, 1)
 	cp.Files[0].Kind = "link"
 	if _, err := encodeBody(cp); !errors.Is(err, ckptstore.ErrInvalidEntry) {
 		t.Fatalf("kind %q: %v, want ErrInvalidEntry", cp.Files[0].Kind, err)

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/internal/testkit"
 )
 
 // A stored checkpoint that no longer decodes fails Get and List with an
@@ -18,7 +19,7 @@ func TestCorruptValueIsErrCorrupt(t *testing.T) {
 	c := miniClient(t)
 	s := newStore(t, c, Options{})
 	w := acquire(t, s, "t")
-	require.NoError(t, s.Append(ctx, cpWith("a", "t", "", 1, 1), "", w))
+	require.NoError(t, s.Append(ctx, testkit.Checkpoint("t", "a", "", 1, 1), "", w))
 	require.NoError(t, c.HSet(ctx, string(s.keys.checkpoint("a")), "b", "junk").Err())
 
 	_, err := s.Get(ctx, "a")

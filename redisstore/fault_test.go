@@ -114,7 +114,7 @@ func unknown(err error) bool {
 func faultAppend(ctx context.Context, s, sure *Store, m *faultModel, th, id string, w ckptstore.Writer, rng *rand.Rand) error {
 	head := m.head[th]
 	blobs := []int{rng.IntN(20), rng.IntN(20), rng.IntN(20)}
-	err := s.Append(ctx, cpWith(id, th, head, float64(rng.IntN(5)), blobs...), head, w)
+	err := s.Append(ctx, testkit.Checkpoint(th, id, head, float64(rng.IntN(5)), blobs...), head, w)
 	if unknown(err) {
 		h, herr := sure.Head(ctx, th)
 		if herr != nil {

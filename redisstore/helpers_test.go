@@ -2,8 +2,6 @@ package redisstore
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"sync/atomic"
 	"testing"
@@ -46,21 +44,6 @@ func newStore(t testing.TB, c redis.UniversalClient, o Options) *Store {
 		t.Fatal(err)
 	}
 	return s
-}
-
-func blobKey(kind string, n int) string {
-	h := sha256.Sum256([]byte(fmt.Sprint(n)))
-	return "sandbox-" + kind + "/sha256/" + hex.EncodeToString(h[:])
-}
-
-// cpWith returns a checkpoint of thread with one file per blob number.
-func cpWith(id, thread, parent string, createdAt float64, blobs ...int) *ckptstore.Checkpoint {
-	cp := &ckptstore.Checkpoint{ID: id, ThreadID: thread, ParentCheckpointID: parent,
-		CreatedAt: createdAt, Reason: ckptstore.ReasonAutomatic, Conversation: []byte(`[{"role":"user"}]`)}
-	for i, n := range blobs {
-		cp.Files = append(cp.Files, ckptstore.Entry{Path: fmt.Sprintf("f%d", i), Kind: ckptstore.KindFile, BlobKey: blobKey("files", n), Size: int64(n)})
-	}
-	return cp
 }
 
 var must = testkit.Must

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/internal/testkit"
 )
 
 // ienv is one interleaving: s is the store under test, whose hook runs
@@ -34,7 +35,7 @@ func (e *ienv) lease(thread string) ckptstore.Writer {
 
 func (e *ienv) add(thread, id, parent string) {
 	e.t.Helper()
-	must(e.t, e.o.Append(e.ctx, cpWith(id, thread, parent, 1, 1), parent, e.w[thread]))
+	must(e.t, e.o.Append(e.ctx, testkit.Checkpoint(thread, id, parent, 1, 1), parent, e.w[thread]))
 }
 
 // takeover lets the thread's lease expire and takes a new one in o.
@@ -59,16 +60,16 @@ type interleaving struct {
 var interleavings = []interleaving{
 	{"Append/release", "append", func(e *ienv) { e.lease("t"); e.add("t", "a", "") },
 		func(e *ienv) { must(e.t, e.o.ReleaseWriter(e.ctx, e.w["t"])) },
-		func(e *ienv) error { return e.s.Append(e.ctx, cpWith("b", "t", "a", 2), "a", e.w["t"]) }, ckptstore.ErrWriterLost},
+		func(e *ienv) error { return e.s.Append(e.ctx, testkit.Checkpoint("t", "b", "a", 2), "a", e.w["t"]) }, ckptstore.ErrWriterLost},
 	{"Append/takeover", "append", func(e *ienv) { e.lease("t"); e.add("t", "a", "") },
 		func(e *ienv) { e.takeover("t") },
-		func(e *ienv) error { return e.s.Append(e.ctx, cpWith("b", "t", "a", 2), "a", e.w["t"]) }, ckptstore.ErrWriterLost},
+		func(e *ienv) error { return e.s.Append(e.ctx, testkit.Checkpoint("t", "b", "a", 2), "a", e.w["t"]) }, ckptstore.ErrWriterLost},
 	{"Append/same head", "append", func(e *ienv) { e.lease("t"); e.add("t", "a", "") },
 		func(e *ienv) { e.add("t", "c", "a") },
-		func(e *ienv) error { return e.s.Append(e.ctx, cpWith("b", "t", "a", 2), "a", e.w["t"]) }, ckptstore.ErrConflict},
+		func(e *ienv) error { return e.s.Append(e.ctx, testkit.Checkpoint("t", "b", "a", 2), "a", e.w["t"]) }, ckptstore.ErrConflict},
 	{"Append/same id elsewhere", "append", func(e *ienv) { e.lease("t"); e.lease("u"); e.add("t", "a", "") },
 		func(e *ienv) { e.add("u", "b", "") },
-		func(e *ienv) error { return e.s.Append(e.ctx, cpWith("b", "t", "a", 2), "a", e.w["t"]) }, ckptstore.ErrDuplicateID},
+		func(e *ienv) error { return e.s.Append(e.ctx, testkit.Checkpoint("t", "b", "a", 2), "a", e.w["t"]) }, ckptstore.ErrDuplicateID},
 	{"DeleteHead/takeover", "deleteHead", func(e *ienv) { e.lease("t"); e.add("t", "a", "") },
 		func(e *ienv) { e.takeover("t") },
 		func(e *ienv) error { return e.s.DeleteHead(e.ctx, "t", "a", e.w["t"]) }, ckptstore.ErrWriterLost},
@@ -131,7 +132,7 @@ func forkIn(e *ienv, id string) ckptstore.ForkInput {
 
 // importOne imports checkpoint id (content unlike what add stores) into t.
 func importOne(e *ienv, id, parent string, setHead bool) error {
-	cp := cpWith(id, "t", parent, 7, 9)
+	cp := testkit.Checkpoint("t", id, parent, 7, 9)
 	_, err := e.s.Import(e.ctx, ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{cp},
 		SetHead: setHead, Head: id, Writer: e.w["t"]})
 	return err

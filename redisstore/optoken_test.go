@@ -8,6 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/internal/testkit"
 )
 
 // An AcquireWriter repeated with the caller's op token after its lease
@@ -26,7 +27,7 @@ func TestAcquireWriterOpTokenAfterRelease(t *testing.T) {
 		if again.Writer != l.Writer || !again.ExpiresAt.Equal(l.ExpiresAt) {
 			t.Fatalf("the repeat returned %+v, want the first lease %+v", again.Writer, l.Writer)
 		}
-		if err := s.Append(context.Background(), cpWith("a", "t", "", 1), "", again.Writer); !errors.Is(err, ckptstore.ErrWriterLost) {
+		if err := s.Append(context.Background(), testkit.Checkpoint("t", "a", "", 1), "", again.Writer); !errors.Is(err, ckptstore.ErrWriterLost) {
 			t.Fatalf("Append with the released lease = %v, want ErrWriterLost", err)
 		}
 		fresh, err := s.AcquireWriter(context.Background(), "t")
@@ -39,7 +40,7 @@ func TestAcquireWriterOpTokenAfterRelease(t *testing.T) {
 		if _, err := s.AcquireWriter(bad, "u"); !errors.Is(err, ckptstore.ErrInvalidEntry) {
 			t.Fatalf("AcquireWriter with a malformed op token = %v, want ErrInvalidEntry", err)
 		}
-		if err := s.Append(bad, cpWith("a", "t", "", 1), "", fresh.Writer); !errors.Is(err, ckptstore.ErrInvalidEntry) {
+		if err := s.Append(bad, testkit.Checkpoint("t", "a", "", 1), "", fresh.Writer); !errors.Is(err, ckptstore.ErrInvalidEntry) {
 			t.Fatalf("Append with a malformed op token = %v, want ErrInvalidEntry", err)
 		}
 		if after := keyspace(t, c, s); len(after) != len(before) {

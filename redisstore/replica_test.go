@@ -9,6 +9,7 @@ import (
 
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/internal/redistest"
+	"github.com/ckptstore/ckptstore/internal/testkit"
 )
 
 // With MinReplicas, a write returns only once a replica has it; without
@@ -32,7 +33,7 @@ func TestMinReplicasWaitsForReplica(t *testing.T) {
 	head := ""
 	for i := range 20 { // the first one loads the script inside the pipeline
 		id := "c" + strconv.Itoa(i)
-		must(t, s.Append(ctx, cpWith(id, "t", head, float64(i), i), head, w))
+		must(t, s.Append(ctx, testkit.Checkpoint("t", id, head, float64(i), i), head, w))
 		head = id
 		// WAIT returned: the replica has applied the write.
 		got, err := onReplica.Get(ctx, id)
@@ -43,7 +44,7 @@ func TestMinReplicasWaitsForReplica(t *testing.T) {
 	}
 
 	two := newStore(t, pc, Options{Prefix: s.opts.Prefix, MinReplicas: 2, ReplicaTimeout: 50 * time.Millisecond})
-	err := two.Append(ctx, cpWith("x", "t", head, 99), head, w)
+	err := two.Append(ctx, testkit.Checkpoint("t", "x", head, 99), head, w)
 	if !errors.Is(err, ErrNotReplicated) || ckptstore.Code(err) != "" {
 		t.Fatalf("Append with MinReplicas 2 and one replica = %v, want ErrNotReplicated", err)
 	}
@@ -59,14 +60,14 @@ func TestMinReplicasWithoutReplicas(t *testing.T) {
 	c := miniClient(t)
 	s := newStore(t, c, Options{MinReplicas: 1})
 	w := acquire(t, s, "t")
-	if err := s.Append(ctx, cpWith("a", "t", "", 1), "", w); !errors.Is(err, ErrNotReplicated) {
+	if err := s.Append(ctx, testkit.Checkpoint("t", "a", "", 1), "", w); !errors.Is(err, ErrNotReplicated) {
 		t.Fatalf("Append = %v, want ErrNotReplicated", err)
 	}
 	if _, err := s.DeleteCheckpoints(ctx, "t", 1, w); !errors.Is(err, ErrNotReplicated) {
 		t.Fatalf("DeleteCheckpoints = %v, want ErrNotReplicated", err)
 	}
 	// A contract error is reported as such, replicas or not.
-	if err := s.Append(ctx, cpWith("b", "t", "", 1), "", w); !errors.Is(err, ckptstore.ErrConflict) {
+	if err := s.Append(ctx, testkit.Checkpoint("t", "b", "", 1), "", w); !errors.Is(err, ckptstore.ErrConflict) {
 		t.Fatalf("Append with a stale head = %v, want ErrConflict", err)
 	}
 }

@@ -3,13 +3,13 @@ package redisstore
 import (
 	"context"
 	"fmt"
-	"reflect"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
 
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/internal/redistest"
@@ -59,7 +59,7 @@ func TestRestartKeepsAcknowledgedAppends(t *testing.T) {
 			}
 			head := ""
 			for n := range maxOps {
-				cp := cpWith(fmt.Sprintf("%s-%d", r.thread, n), r.thread, head, float64(n), n%50, wi)
+				cp := testkit.Checkpoint(r.thread, fmt.Sprintf("%s-%d", r.thread, n), head, float64(n), n%50, wi)
 				if err := s.Append(ctx, cp, head, l.Writer); err != nil {
 					if ckptstore.Code(err) != "" {
 						t.Errorf("append %s: %v", cp.ID, err)
@@ -98,9 +98,7 @@ func TestRestartKeepsAcknowledgedAppends(t *testing.T) {
 		for _, want := range r.ok {
 			got, err := s.Get(ctx, want.ID)
 			must(t, err)
-			if !reflect.DeepEqual(got, want) {
-				t.Fatalf("after the restart %s = %+v, want %+v", want.ID, got, want)
-			}
+			require.Equal(t, want, got, "%s after the restart", want.ID)
 		}
 		head, err := s.Head(ctx, r.thread)
 		must(t, err)

@@ -3,11 +3,11 @@ package redisstore
 import (
 	"context"
 	"errors"
-	"reflect"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
 
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/internal/redistest"
@@ -63,11 +63,11 @@ func TestResentWriteAfterLostReply(t *testing.T) {
 			t.Fatalf("fence %d after a resent AcquireWriter, want 1", l.Fence)
 		}
 		w := l.Writer
-		must(t, s.Append(ctx, cpWith("c1", "t", "", 1, 1, 2), "", w))
+		must(t, s.Append(ctx, testkit.Checkpoint("t", "c1", "", 1, 1, 2), "", w))
 		loseNext()
-		must(t, s.Append(ctx, cpWith("c2", "t", "c1", 2, 2, 3), "c1", w))
+		must(t, s.Append(ctx, testkit.Checkpoint("t", "c2", "c1", 2, 2, 3), "c1", w))
 		loseNext()
-		must(t, s.Append(ctx, cpWith("c3", "t", "c2", 3, 3, 4), "c2", w))
+		must(t, s.Append(ctx, testkit.Checkpoint("t", "c3", "c2", 3, 3, 4), "c2", w))
 		testkit.CheckRefs(t, s, "t")
 
 		loseNext()
@@ -80,9 +80,7 @@ func TestResentWriteAfterLostReply(t *testing.T) {
 		loseNext()
 		ids, err := s.DeleteCheckpoints(ctx, "t", 1, w)
 		must(t, err)
-		if !reflect.DeepEqual(ids, []string{"c1"}) {
-			t.Fatalf("resent DeleteCheckpoints returned %q, want [c1]", ids)
-		}
+		require.Equal(t, []string{"c1"}, ids, "resent DeleteCheckpoints")
 
 		loseNext()
 		l2, err := s.AcquireWriter(ctx, "f")
@@ -94,9 +92,7 @@ func TestResentWriteAfterLostReply(t *testing.T) {
 		must(t, err)
 		src, err := s.Get(ctx, "c2")
 		must(t, err)
-		if want := ckptstore.ForkRoot(src, in); !reflect.DeepEqual(root, want) {
-			t.Fatalf("resent fork returned %+v, want %+v", root, want)
-		}
+		require.Equal(t, ckptstore.ForkRoot(src, in), root, "resent fork")
 		refs := testkit.CheckRefs(t, s, "t", "f")
 		// c2 and r use blobs 2 and 3; c1, c3 are gone.
 		if len(refs) != 2 || refs[0].References != 2 || refs[1].References != 2 {
@@ -120,7 +116,7 @@ func TestResentFailureChecksAgain(t *testing.T) {
 		before, err := direct.Keys(ctx, "*:o:*").Result()
 		must(t, err)
 		proxy.DropReplies(1)
-		if err := s.Append(ctx, cpWith("c1", "t", "", 1), "x", w); !errors.Is(err, ckptstore.ErrConflict) {
+		if err := s.Append(ctx, testkit.Checkpoint("t", "c1", "", 1), "x", w); !errors.Is(err, ckptstore.ErrConflict) {
 			t.Fatalf("Append with a stale head = %v, want ErrConflict", err)
 		}
 		if proxy.DroppedReplies() != 1 {
@@ -158,7 +154,7 @@ func TestResentNewWritesAfterLostReply(t *testing.T) {
 		must(t, s.SaveThread(ctx, "s", []byte(`[1]`)))
 		lose(1)
 		n, err := s.Import(ctx, ckptstore.ImportBatch{ThreadID: "t", Writer: w, SetHead: true, Head: "i1",
-			Checkpoints: []*ckptstore.Checkpoint{cpWith("i0", "t", "", 0, 1), cpWith("i1", "t", "i0", 1, 2)}})
+			Checkpoints: []*ckptstore.Checkpoint{testkit.Checkpoint("t", "i0", "", 0, 1), testkit.Checkpoint("t", "i1", "i0", 1, 2)}})
 		must(t, err)
 		if n != 2 {
 			t.Fatalf("a resent Import reported %d written, want 2", n)
@@ -167,9 +163,7 @@ func TestResentNewWritesAfterLostReply(t *testing.T) {
 		lose(4) // the first walk, the first delete batches
 		deleted, err := s.DeleteCheckpoints(ctx, "t", 2, w)
 		must(t, err)
-		if want := ids[:7]; !reflect.DeepEqual(deleted, want) {
-			t.Fatalf("a resent long prune deleted %q, want %q", deleted, want)
-		}
+		require.Equal(t, ids[:7], deleted, "a resent long prune")
 		testkit.CheckRefs(t, sure, "t")
 
 		wf := acquire(t, sure, "f")
@@ -177,7 +171,7 @@ func TestResentNewWritesAfterLostReply(t *testing.T) {
 		_, err = s.ForkFromCheckpoint(ctx, ckptstore.ForkInput{SourceThreadID: "t", SourceCheckpointID: ids[8],
 			DestinationThreadID: "f", DestinationCheckpointID: "root", CreatedAt: 1, Writer: wf})
 		must(t, err)
-		if tr, err := sure.LoadThread(ctx, "f"); err != nil || string(tr) != `[{"role":"user"}]` {
+		if tr, err := sure.LoadThread(ctx, "f"); err != nil || string(tr) != testkit.Conversation {
 			t.Fatalf("the fork's transcript is %s (%v)", tr, err)
 		}
 		chainOf(t, sure, "t", w, 3)

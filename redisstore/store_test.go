@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"reflect"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
 
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/internal/testkit"
@@ -67,9 +67,9 @@ func TestCreatedAtRoundTripsExactly(t *testing.T) {
 			if i == len(hardFloats) {
 				checkList()
 			}
-			cp := cpWith(fmt.Sprintf("c%03d", i), "t", head, f)
+			cp := testkit.Checkpoint("t", fmt.Sprintf("c%03d", i), head, f)
 			cp.Artifacts = []ckptstore.Artifact{{ArtifactID: "a", Name: "n", MimeType: "m",
-				BlobKey: blobKey("artifacts", i), CreatedAt: -f}}
+				BlobKey: testkit.ArtifactKey(i), CreatedAt: -f}}
 			must(t, s.Append(ctx, cp, head, w))
 			head = cp.ID
 			want = append(want, cp)
@@ -103,7 +103,7 @@ func TestListTiesSortByIDBytes(t *testing.T) {
 			if i%3 == 2 {
 				at = 0
 			}
-			cp := cpWith(id, thread, head, at)
+			cp := testkit.Checkpoint(thread, id, head, at)
 			must(t, s.Append(ctx, cp, head, w))
 			head = id
 		}
@@ -134,8 +134,8 @@ func TestBlobReferencesPagedInKeyOrder(t *testing.T) {
 			w := acquire(t, s, "t")
 			head := ""
 			for i := range 10 {
-				cp := cpWith(fmt.Sprint("c", i), "t", head, float64(i), i, i+1, i+2, 100)
-				cp.Artifacts = []ckptstore.Artifact{{ArtifactID: "a", Name: "n", MimeType: "m", BlobKey: blobKey("artifacts", i%3)}}
+				cp := testkit.Checkpoint("t", fmt.Sprint("c", i), head, float64(i), i, i+1, i+2, 100)
+				cp.Artifacts = []ckptstore.Artifact{{ArtifactID: "a", Name: "n", MimeType: "m", BlobKey: testkit.ArtifactKey(i % 3)}}
 				must(t, s.Append(ctx, cp, head, w))
 				head = cp.ID
 			}
@@ -176,7 +176,7 @@ func TestPrefixesIsolateAndShareOneHashTag(t *testing.T) {
 		b := newStore(t, c, Options{Prefix: "a}:c:{b%"})
 		for _, s := range []*Store{a, b} {
 			w := acquire(t, s, "t")
-			must(t, s.Append(ctx, cpWith("x", "t", "", 1, 1), "", w))
+			must(t, s.Append(ctx, testkit.Checkpoint("t", "x", "", 1, 1), "", w))
 		}
 		inst := NewInstanceStore(c, "a")
 		must(t, inst.Upsert(ctx, &ckptstore.InstanceRecord{Key: "x", UpdatedAt: 1}))
@@ -234,19 +234,15 @@ func TestPruneStopsOnParentCycle(t *testing.T) {
 		ctx := context.Background()
 		s := newStore(t, c, Options{})
 		w := acquire(t, s, "t")
-		must(t, s.Append(ctx, cpWith("a", "t", "", 1, 1), "", w))
-		must(t, s.Append(ctx, cpWith("b", "t", "a", 2, 2), "a", w))
+		must(t, s.Append(ctx, testkit.Checkpoint("t", "a", "", 1, 1), "", w))
+		must(t, s.Append(ctx, testkit.Checkpoint("t", "b", "a", 2, 2), "a", w))
 		ids, err := s.DeleteCheckpoints(ctx, "t", 1, w)
 		must(t, err)
-		if !reflect.DeepEqual(ids, []string{"a"}) {
-			t.Fatalf("pruned %q, want [a]", ids)
-		}
-		must(t, s.Append(ctx, cpWith("a", "t", "b", 3, 3), "b", w)) // a → b → a
+		require.Equal(t, []string{"a"}, ids, "pruned")
+		must(t, s.Append(ctx, testkit.Checkpoint("t", "a", "b", 3, 3), "b", w)) // a → b → a
 		ids, err = s.DeleteCheckpoints(ctx, "t", 1, w)
 		must(t, err)
-		if !reflect.DeepEqual(ids, []string{"b"}) {
-			t.Fatalf("pruned %q, want [b]", ids)
-		}
+		require.Equal(t, []string{"b"}, ids, "pruned")
 		testkit.CheckRefs(t, s, "t")
 	})
 }
@@ -260,16 +256,12 @@ func TestInstanceUpsertClearsOmittedFields(t *testing.T) {
 		must(t, s.Upsert(ctx, full))
 		got, err := s.Get(ctx, full.Key)
 		must(t, err)
-		if !reflect.DeepEqual(got, full) {
-			t.Fatalf("Get = %+v, want %+v", got, full)
-		}
+		require.Equal(t, full, got, "Get")
 		bare := &ckptstore.InstanceRecord{Key: full.Key, UpdatedAt: math.MaxInt64}
 		must(t, s.Upsert(ctx, bare))
 		got, err = s.Get(ctx, full.Key)
 		must(t, err)
-		if !reflect.DeepEqual(got, bare) {
-			t.Fatalf("after a bare upsert Get = %+v, want %+v", got, bare)
-		}
+		require.Equal(t, bare, got, "Get after a bare upsert")
 		must(t, s.Delete(ctx, full.Key))
 		must(t, s.Delete(ctx, full.Key))
 		if got, err := s.Get(ctx, full.Key); err != nil || got != nil {
@@ -303,7 +295,7 @@ func TestLeaseUsesOptionsClock(t *testing.T) {
 			t.Fatalf("Renew = %v", exp)
 		}
 		clk.Advance(time.Minute)
-		if err := s.Append(ctx, cpWith("a", "t", "", 1), "", l.Writer); !errors.Is(err, ckptstore.ErrWriterLost) {
+		if err := s.Append(ctx, testkit.Checkpoint("t", "a", "", 1), "", l.Writer); !errors.Is(err, ckptstore.ErrWriterLost) {
 			t.Fatalf("Append with an expired lease = %v, want ErrWriterLost", err)
 		}
 		l2, err := s.AcquireWriter(ctx, "t")
@@ -312,9 +304,9 @@ func TestLeaseUsesOptionsClock(t *testing.T) {
 			t.Fatalf("takeover fence %d, want 2", l2.Fence)
 		}
 		l.Release(ctx) // replaced: does nothing
-		must(t, s.Append(ctx, cpWith("a", "t", "", 1), "", l2.Writer))
+		must(t, s.Append(ctx, testkit.Checkpoint("t", "a", "", 1), "", l2.Writer))
 		l2.Release(ctx)
-		if err := s.Append(ctx, cpWith("b", "t", "a", 1), "a", l2.Writer); !errors.Is(err, ckptstore.ErrWriterLost) {
+		if err := s.Append(ctx, testkit.Checkpoint("t", "b", "a", 1), "a", l2.Writer); !errors.Is(err, ckptstore.ErrWriterLost) {
 			t.Fatalf("Append after Release = %v, want ErrWriterLost", err)
 		}
 		l3, err := s.AcquireWriter(ctx, "t")
@@ -334,15 +326,13 @@ func TestGetReturnsExactCheckpoint(t *testing.T) {
 		cp := &ckptstore.Checkpoint{ID: "x", ThreadID: "t", CreatedAt: 1.5, Reason: ckptstore.ReasonNamed,
 			Label: "lbl", SourceRunID: "run",
 			Files: []ckptstore.Entry{{Path: "d", Kind: ckptstore.KindDir},
-				{Path: "d/f", Kind: ckptstore.KindFile, BlobKey: blobKey("files", 1), Size: ckptstore.MaxSize}},
+				{Path: "d/f", Kind: ckptstore.KindFile, BlobKey: testkit.FileKey(1), Size: ckptstore.MaxSize}},
 			Conversation: []byte(" [ {\"a\" : 1} ]\n"),
 			Artifacts:    []ckptstore.Artifact{}}
 		must(t, s.Append(ctx, cp, "", w))
 		got, err := s.Get(ctx, "x")
 		must(t, err)
-		if !reflect.DeepEqual(got, cp) {
-			t.Fatalf("Get = %+v\nwant %+v", got, cp)
-		}
+		require.Equal(t, cp, got, "Get")
 		for _, f := range []func() error{
 			func() error { _, err := s.Get(ctx, ""); return err },
 			func() error { _, err := s.List(ctx, "\xff"); return err },

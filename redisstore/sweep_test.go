@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ckptstore/ckptstore/blobs"
+	"github.com/ckptstore/ckptstore/internal/testkit"
 	"github.com/ckptstore/ckptstore/sweep"
 )
 
@@ -21,16 +22,16 @@ func TestSweepStreamsReferences(t *testing.T) {
 	b, err := blobs.Open(ctx, "mem://")
 	must(t, err)
 	for i := range 9 {
-		must(t, b.Put(ctx, blobKey("files", i), strings.NewReader("x")))
+		must(t, b.Put(ctx, testkit.FileKey(i), strings.NewReader("x")))
 	}
 	w := acquire(t, s, "t")
-	must(t, s.Append(ctx, cpWith("a", "t", "", 1, 0, 2, 4), "", w))
-	must(t, s.Append(ctx, cpWith("b", "t", "a", 2, 4, 6, 8), "a", w))
+	must(t, s.Append(ctx, testkit.Checkpoint("t", "a", "", 1, 0, 2, 4), "", w))
+	must(t, s.Append(ctx, testkit.Checkpoint("t", "b", "a", 2, 4, 6, 8), "a", w))
 	deleted, err := sweep.Run(ctx, s, b, sweep.Options{Now: func() time.Time { return time.Now().Add(time.Hour) }})
 	must(t, err)
 	var want []string
 	for _, i := range []int{1, 3, 5, 7} {
-		want = append(want, blobKey("files", i))
+		want = append(want, testkit.FileKey(i))
 	}
 	slices.Sort(want)
 	slices.Sort(deleted)

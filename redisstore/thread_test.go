@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
 
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/internal/testkit"
@@ -57,7 +59,7 @@ func tieThread(t *testing.T, s *Store, thread string, n int) []*ckptstore.Checkp
 	head := ""
 	var out []*ckptstore.Checkpoint
 	for i := range n {
-		cp := cpWith(ids[i%len(ids)]+strings.Repeat("x", i/len(ids)), thread, head, ats[(i/2)%len(ats)], i%5)
+		cp := testkit.Checkpoint(thread, ids[i%len(ids)]+strings.Repeat("x", i/len(ids)), head, ats[(i/2)%len(ats)], i%5)
 		if cp.ID == "" {
 			cp.ID = "z"
 		}
@@ -69,14 +71,6 @@ func tieThread(t *testing.T, s *Store, thread string, n int) []*ckptstore.Checkp
 	return out
 }
 
-func idsOf(cps []*ckptstore.Checkpoint) []string {
-	out := make([]string, len(cps))
-	for i, c := range cps {
-		out[i] = c.ID
-	}
-	return out
-}
-
 // Paging through ties, forward and in reverse, at every page size, gives
 // List; a cursor at a position that holds no checkpoint starts exactly
 // after it.
@@ -84,12 +78,10 @@ func TestListPageTies(t *testing.T) {
 	backends(t, func(t *testing.T, c redis.UniversalClient) {
 		ctx := context.Background()
 		s := newStore(t, c, Options{BatchSize: 4})
-		want := idsOf(tieThread(t, s, "t", 40))
+		want := testkit.IDs(tieThread(t, s, "t", 40))
 		list, err := s.List(ctx, "t")
 		must(t, err)
-		if got := idsOf(list); !slices.Equal(got, want) {
-			t.Fatalf("List (in pages of 4) = %q, want %q", got, want)
-		}
+		require.Equal(t, want, testkit.IDs(list), "List (in pages of 4)")
 		rev := slices.Clone(want)
 		slices.Reverse(rev)
 		for _, limit := range []int{1, 2, 3, 7, 40, 41} {
@@ -100,7 +92,7 @@ func TestListPageTies(t *testing.T) {
 					page, next, err := s.ListPage(ctx, "t", ckptstore.ListOptions{After: after, Limit: limit, Reverse: reverse})
 					must(t, err)
 					pages++
-					got = append(got, idsOf(page)...)
+					got = append(got, testkit.IDs(page)...)
 					if next == "" {
 						break
 					}
@@ -110,18 +102,14 @@ func TestListPageTies(t *testing.T) {
 				if reverse {
 					w = rev
 				}
-				if !slices.Equal(got, w) {
-					t.Fatalf("limit %d reverse %v: pages give %q, want %q", limit, reverse, got, w)
-				}
-				if wantPages := max(1, (len(w)+limit-1)/limit); pages != wantPages {
-					t.Fatalf("limit %d: %d pages, want %d", limit, pages, wantPages)
-				}
+				require.Equal(t, w, got, "limit %d reverse %v: the ids of the pages", limit, reverse)
+				require.Equal(t, max(1, (len(w)+limit-1)/limit), pages, "limit %d: pages", limit)
 			}
 		}
 		// Positions between stored checkpoints.
 		for _, pos := range []ckptstore.Position{{CreatedAt: 0, ID: "a\x00\x00"}, {CreatedAt: math.Copysign(0, -1), ID: "a"},
 			{CreatedAt: 1, ID: "\x00"}, {CreatedAt: 0.5, ID: "zzz"}, {CreatedAt: -math.MaxFloat64, ID: "\x00"}, {CreatedAt: math.MaxFloat64, ID: "\x00"}} {
-			var fwd, back []string
+			fwd, back := []string{}, []string{} // IDs of an empty page is empty, not nil
 			for _, cp := range list {
 				if c := ckptstore.ComparePosition(cp, pos); c > 0 {
 					fwd = append(fwd, cp.ID)
@@ -131,14 +119,10 @@ func TestListPageTies(t *testing.T) {
 			}
 			page, _, err := s.ListPage(ctx, "t", ckptstore.ListOptions{After: ckptstore.EncodeCursor(pos), Limit: 1000})
 			must(t, err)
-			if got := idsOf(page); !slices.Equal(got, fwd) && !(len(got) == 0 && len(fwd) == 0) {
-				t.Fatalf("after %v: %q, want %q", pos, got, fwd)
-			}
+			require.Equal(t, fwd, testkit.IDs(page), "after %v", pos)
 			page, _, err = s.ListPage(ctx, "t", ckptstore.ListOptions{After: ckptstore.EncodeCursor(pos), Limit: 1000, Reverse: true})
 			must(t, err)
-			if got := idsOf(page); !slices.Equal(got, back) && !(len(got) == 0 && len(back) == 0) {
-				t.Fatalf("reverse after %v: %q, want %q", pos, got, back)
-			}
+			require.Equal(t, back, testkit.IDs(page), "reverse after %v", pos)
 		}
 	})
 }
@@ -153,7 +137,7 @@ func chainOf(t *testing.T, s *Store, thread string, w ckptstore.Writer, n int) [
 	var ids []string
 	for i := range n {
 		id := fmt.Sprintf("%s-%03d", thread, i)
-		must(t, s.Append(ctx, cpWith(id, thread, head, float64(i%3), i%4, 100+i), head, w))
+		must(t, s.Append(ctx, testkit.Checkpoint(thread, id, head, float64(i%3), i%4, 100+i), head, w))
 		head = id
 		ids = append(ids, id)
 	}
@@ -177,7 +161,7 @@ func TestLongThreadsInBatches(t *testing.T) {
 		}
 		list, err := s.List(ctx, "t")
 		must(t, err)
-		if got := idsOf(list); len(got) != 4 {
+		if got := testkit.IDs(list); len(got) != 4 {
 			t.Fatalf("List after prune = %q, want the 4 kept", got)
 		}
 		testkit.CheckRefs(t, s, "t", "o")
@@ -201,7 +185,7 @@ func TestLongThreadsInBatches(t *testing.T) {
 			t.Fatalf("Threads = %q, want [o]", threads)
 		}
 		// The lease stays: the holder writes the thread again.
-		must(t, s.Append(ctx, cpWith("again", "t", "", 1), "", w))
+		must(t, s.Append(ctx, testkit.Checkpoint("t", "again", "", 1), "", w))
 		checkStore(t, s)
 	})
 }
@@ -216,7 +200,7 @@ func wantEmptyThread(t *testing.T, s *Store, thread string) {
 	tr, err := s.LoadThread(ctx, thread)
 	must(t, err)
 	if len(list) != 0 || head != "" || string(tr) != "[]" {
-		t.Fatalf("thread %q holds %q, head %q, transcript %s; want nothing", thread, idsOf(list), head, tr)
+		t.Fatalf("thread %q holds %q, head %q, transcript %s; want nothing", thread, testkit.IDs(list), head, tr)
 	}
 }
 
@@ -300,9 +284,9 @@ func TestImportComparesByContent(t *testing.T) {
 		ctx := context.Background()
 		s := newStore(t, c, Options{})
 		w := acquire(t, s, "t")
-		a := cpWith("a", "t", "", 1, 1)
+		a := testkit.Checkpoint("t", "a", "", 1, 1)
 		a.Artifacts, a.Conversation = nil, nil
-		b := cpWith("b", "t", "a", 2)
+		b := testkit.Checkpoint("t", "b", "a", 2)
 		b.Files = nil
 		n, err := s.Import(ctx, ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{a, b}, SetHead: true, Head: "b", Writer: w})
 		must(t, err)
@@ -312,7 +296,7 @@ func TestImportComparesByContent(t *testing.T) {
 		a2, b2 := a.Clone(), b.Clone()
 		a2.Artifacts, a2.Conversation = []ckptstore.Artifact{}, []byte("[]")
 		b2.Files = []ckptstore.Entry{}
-		c3 := cpWith("c", "t", "b", 3, 2)
+		c3 := testkit.Checkpoint("t", "c", "b", 3, 2)
 		n, err = s.Import(ctx, ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{a2, b2, c3}, SetHead: true, Head: "b", Writer: w})
 		must(t, err)
 		if n != 1 {
@@ -322,7 +306,7 @@ func TestImportComparesByContent(t *testing.T) {
 		differs := b.Clone()
 		differs.Label = "other"
 		before := keyspace(t, c, s)
-		if _, err := s.Import(ctx, ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{cpWith("d", "t", "", 4), differs}, Writer: w}); !errors.Is(err, ckptstore.ErrDuplicateID) {
+		if _, err := s.Import(ctx, ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{testkit.Checkpoint("t", "d", "", 4), differs}, Writer: w}); !errors.Is(err, ckptstore.ErrDuplicateID) {
 			t.Fatalf("Import of other content = %v, want ErrDuplicateID", err)
 		}
 		wo := acquire(t, s, "o")
@@ -331,9 +315,7 @@ func TestImportComparesByContent(t *testing.T) {
 		if _, err := s.Import(ctx, ckptstore.ImportBatch{ThreadID: "o", Checkpoints: []*ckptstore.Checkpoint{elsewhere}, Writer: wo}); !errors.Is(err, ckptstore.ErrDuplicateID) {
 			t.Fatalf("Import of an id of another thread = %v, want ErrDuplicateID", err)
 		}
-		if after := keyspace(t, c, s); !equalKeyspace(before, after, s) {
-			t.Fatalf("refused imports changed the store")
-		}
+		require.Equal(t, withoutLeasesAndOps(before, s), withoutLeasesAndOps(keyspace(t, c, s), s), "refused imports changed the store")
 		checkStore(t, s)
 	})
 }
@@ -373,23 +355,13 @@ func dumpKey(t *testing.T, c redis.UniversalClient, k string) string {
 	return fmt.Sprintf("%s %v", typ, v)
 }
 
-func equalKeyspace(a, b map[string]string, s *Store) bool {
-	for _, m := range []map[string]string{a, b} {
-		for k := range m {
-			if strings.HasPrefix(k, s.keys.base+"o:") || strings.HasPrefix(k, s.keys.base+"t:") {
-				delete(m, k)
-			}
-		}
-	}
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
+// withoutLeasesAndOps is keyspace m without the thread hashes (leases,
+// fences) and op keys, which a refused write may leave behind.
+func withoutLeasesAndOps(m map[string]string, s *Store) map[string]string {
+	maps.DeleteFunc(m, func(k, _ string) bool {
+		return strings.HasPrefix(k, s.keys.base+"o:") || strings.HasPrefix(k, s.keys.base+"t:")
+	})
+	return m
 }
 
 // The thread index holds exactly the threads with a head, a checkpoint or
@@ -408,13 +380,13 @@ func TestThreadIndexIsExact(t *testing.T) {
 		}
 		w := acquire(t, s, "a")
 		want()
-		must(t, s.Append(ctx, cpWith("a1", "a", "", 1), "", w))
+		must(t, s.Append(ctx, testkit.Checkpoint("a", "a1", "", 1), "", w))
 		must(t, s.SaveThread(ctx, "s", []byte("[]")))
 		want("a", "s")
 		must(t, s.DeleteHead(ctx, "a", "a1", w))
 		want("s")
 		wf := acquire(t, s, "f")
-		must(t, s.Append(ctx, cpWith("a2", "a", "", 1), "", w))
+		must(t, s.Append(ctx, testkit.Checkpoint("a", "a2", "", 1), "", w))
 		_, err := s.ForkFromCheckpoint(ctx, ckptstore.ForkInput{SourceThreadID: "a", SourceCheckpointID: "a2",
 			DestinationThreadID: "f", DestinationCheckpointID: "f1", CreatedAt: 2, Writer: wf})
 		must(t, err)

@@ -2,10 +2,12 @@ package redisstore
 
 import (
 	"context"
-	"slices"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ckptstore/ckptstore/internal/testkit"
 )
 
 // toFirstLayout rewrites a keyspace of the present layout as the first
@@ -32,7 +34,7 @@ func TestUpgradeFromFirstLayout(t *testing.T) {
 	backends(t, func(t *testing.T, c redis.UniversalClient) {
 		ctx := context.Background()
 		s := newStore(t, c, Options{BatchSize: 3})
-		want := idsOf(tieThread(t, s, "t", 11))
+		want := testkit.IDs(tieThread(t, s, "t", 11))
 		w := acquire(t, s, "p")
 		chainOf(t, s, "p", w, 1)
 		must(t, s.DeleteHead(ctx, "p", "p-000", w)) // "p" keeps no head, no checkpoint: not a thread
@@ -52,14 +54,10 @@ func TestUpgradeFromFirstLayout(t *testing.T) {
 		checkStore(t, s)
 		list, err := s.List(ctx, "t")
 		must(t, err)
-		if got := idsOf(list); !slices.Equal(got, want) {
-			t.Fatalf("List after Upgrade = %q, want %q", got, want)
-		}
+		require.Equal(t, want, testkit.IDs(list), "List after Upgrade")
 		threads, _, err := s.Threads(ctx, "", 0)
-		must(t, err)
-		if !slices.Equal(threads, []string{"q", "t"}) {
-			t.Fatalf("Threads after Upgrade = %q, want [q t]", threads)
-		}
+		require.NoError(t, err)
+		require.Equal(t, []string{"q", "t"}, threads, "Threads after Upgrade")
 		again, err := s.Upgrade(ctx)
 		must(t, err)
 		if again != 0 {
