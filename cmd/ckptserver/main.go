@@ -224,7 +224,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "ckptserver: %v\n", err)
 		return 2
 	}
-	if err := serve(ctx, c, tokens, lease, log, stdout); err != nil {
+	if err := serve(ctx, &setup{c: c, tokens: tokens, lease: lease, log: log}, stdout); err != nil {
 		log.Error("ckptserver failed", "err", err)
 		if errors.Is(err, storeurl.ErrBadURL) {
 			return 2
@@ -234,21 +234,76 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func serve(ctx context.Context, c *config, tokens map[string]string, lease ckptstore.Options, log *slog.Logger, stdout io.Writer) error {
+// setup is what run read and checked before serving.
+type setup struct {
+	c      *config
+	tokens map[string]string // --tokens; nil for none
+	lease  ckptstore.Options
+	log    *slog.Logger
+}
+
+func serve(ctx context.Context, s *setup, stdout io.Writer) error {
+	c, log := s.c, s.log
 	openCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	opened, err := storeurl.Open(openCtx, c.store, storeurl.Options{Lease: lease})
+	opened, err := storeurl.Open(openCtx, c.store, storeurl.Options{Lease: s.lease})
 	cancel()
 	if err != nil {
 		return fmt.Errorf("--store: %w", err)
 	}
 	defer func() { _ = opened.Close() }()
 
+	var draining atomic.Bool
+	srv, err := s.newServer(opened, &draining)
+	if err != nil {
+		return err
+	}
+	scheme := "http"
+	if srv.TLSConfig != nil {
+		scheme = "https"
+	}
+	ln, err := net.Listen("tcp", c.listen)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "listening on %s://%s\n", scheme, ln.Addr())
+	log.Info("listening", "addr", ln.Addr().String(), "tls", scheme == "https", "store", opened.Desc, "dev", c.dev, "namespaces", len(s.tokens))
+
+	errc := make(chan error, 1)
+	go func() {
+		if scheme == "https" {
+			errc <- srv.ServeTLS(ln, "", "")
+		} else {
+			errc <- srv.Serve(ln)
+		}
+	}()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	// Drain: /readyz turns 503 so a load balancer stops sending, the
+	// listener closes, and the requests in flight finish.
+	draining.Store(true)
+	log.Info("shutting down: draining requests in flight", "timeout", c.shutdownTimeout)
+	sctx, cancel := context.WithTimeout(context.Background(), c.shutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	log.Info("shut down")
+	return nil
+}
+
+// newServer returns the HTTP server of opened: the protocol under /v1/,
+// /healthz, /readyz (503 once draining is set, or while the store does not
+// answer) and /metrics, with TLS when --tls-cert is set.
+func (s *setup) newServer(opened *storeurl.Opened, draining *atomic.Bool) (*http.Server, error) {
+	c := s.c
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	api := httpstore.NewHandler(opened, httpstore.HandlerOptions{
-		Dev: c.dev, Tokens: tokens, Lease: lease, MaxBodyBytes: c.maxBody, Logger: log, Registerer: reg,
+		Dev: c.dev, Tokens: s.tokens, Lease: s.lease, MaxBodyBytes: c.maxBody, Logger: s.log, Registerer: reg,
 	})
-	var draining atomic.Bool
 	mux := http.NewServeMux()
 	mux.Handle("/v1/", api)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -275,46 +330,14 @@ func serve(ctx context.Context, c *config, tokens map[string]string, lease ckpts
 		ReadTimeout:       c.readTimeout,
 		WriteTimeout:      c.writeTimeout,
 		IdleTimeout:       c.idleTimeout,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
-	scheme := "http"
 	if c.tlsCert != "" {
 		cert, err := tls.LoadX509KeyPair(c.tlsCert, c.tlsKey)
 		if err != nil {
-			return fmt.Errorf("--tls-cert, --tls-key: %w", err)
+			return nil, fmt.Errorf("--tls-cert, --tls-key: %w", err)
 		}
 		srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
-		scheme = "https"
 	}
-	ln, err := net.Listen("tcp", c.listen)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "listening on %s://%s\n", scheme, ln.Addr())
-	log.Info("listening", "addr", ln.Addr().String(), "tls", scheme == "https", "store", opened.Desc, "dev", c.dev, "namespaces", len(tokens))
-
-	errc := make(chan error, 1)
-	go func() {
-		if scheme == "https" {
-			errc <- srv.ServeTLS(ln, "", "")
-		} else {
-			errc <- srv.Serve(ln)
-		}
-	}()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	// Drain: /readyz turns 503 so a load balancer stops sending, the
-	// listener closes, and the requests in flight finish.
-	draining.Store(true)
-	log.Info("shutting down: draining requests in flight", "timeout", c.shutdownTimeout)
-	sctx, cancel := context.WithTimeout(context.Background(), c.shutdownTimeout)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		return fmt.Errorf("shutdown: %w", err)
-	}
-	log.Info("shut down")
-	return nil
+	return srv, nil
 }
