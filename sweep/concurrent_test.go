@@ -28,29 +28,23 @@ import (
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/blobs"
 	"github.com/ckptstore/ckptstore/blobs/s3blob/s3blobtest"
+	"github.com/ckptstore/ckptstore/internal/testkit"
 	"github.com/ckptstore/ckptstore/memstore"
 	"github.com/ckptstore/ckptstore/sweep"
 )
 
-// gatedClock is a virtual clock that captures can hold still.
+// gatedClock is a virtual clock (testkit.Clock) that captures can hold
+// still.
 type gatedClock struct {
 	gate sync.RWMutex // Advance holds it for writing, Hold for reading
-	mu   sync.Mutex
-	now  time.Time
+	*testkit.Clock
 }
 
-func (c *gatedClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
+// Advance waits until no capture holds the clock, then moves it.
 func (c *gatedClock) Advance(d time.Duration) {
 	c.gate.Lock()
 	defer c.gate.Unlock()
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
+	c.Clock.Advance(d)
 }
 
 // Hold runs f while the clock cannot move.
@@ -111,7 +105,7 @@ func TestSweepWhileCapturing(t *testing.T) {
 			captures = override
 		}
 		t.Run(bk.name, func(t *testing.T) {
-			c := &gatedClock{now: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)}
+			c := &gatedClock{Clock: testkit.NewClock(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))}
 			b := bk.open(t, c.Now)
 			s := memstore.New(ckptstore.Options{})
 			f := runConcurrent(t, s, b, c, captures)
@@ -209,8 +203,7 @@ func capture(t *testing.T, s *memstore.Store, b blobs.Bucket, up *blobs.Uploader
 	head := ""
 	for i := range n {
 		start := c.Now()
-		cp := &ckptstore.Checkpoint{ID: fmt.Sprintf("%s-cp%d", thread, i), ThreadID: thread, ParentCheckpointID: head,
-			CreatedAt: float64(i), Reason: ckptstore.ReasonAutomatic}
+		cp := testkit.Checkpoint(thread, fmt.Sprintf("%s-cp%d", thread, i), head, float64(i))
 		for j := range perCapture {
 			res, err := up.PutFile(ctx, strings.NewReader(poolContent(rng.IntN(poolSize))))
 			if err != nil {

@@ -14,6 +14,8 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/blobs"
@@ -129,10 +131,7 @@ func newThread(t *testing.T, s ckptstore.Store, id string) *thread {
 func (th *thread) append(keys ...string) string {
 	th.t.Helper()
 	th.n++
-	cp := &ckptstore.Checkpoint{
-		ID: fmt.Sprintf("%s-cp%d", th.id, th.n), ThreadID: th.id, ParentCheckpointID: th.head,
-		CreatedAt: float64(th.n), Reason: ckptstore.ReasonAutomatic,
-	}
+	cp := testkit.Checkpoint(th.id, fmt.Sprintf("%s-cp%d", th.id, th.n), th.head, float64(th.n))
 	for i, k := range keys {
 		if strings.HasPrefix(k, blobs.FilesPrefix) {
 			cp.Files = append(cp.Files, ckptstore.Entry{Path: fmt.Sprintf("f%d", i), Kind: ckptstore.KindFile, BlobKey: k, Size: int64(len(k))})
@@ -199,21 +198,11 @@ func TestSweep(t *testing.T) {
 		c.Advance(time.Minute)
 
 		deleted, stats, err := sweep.RunStats(ctx, s, b, sweep.Options{OlderThan: 10 * time.Minute, Now: c.Now})
-		if err != nil {
-			t.Fatalf("Run: %v", err)
-		}
-		want := sorted(gone, goneArt, orphan, "sandbox-files/not-a-hash")
-		if !slices.Equal(deleted, want) {
-			t.Errorf("deleted %q\nwant %q", deleted, want)
-		}
+		require.NoError(t, err, "Run")
+		assert.Equal(t, sorted(gone, goneArt, orphan, "sandbox-files/not-a-hash"), deleted, "deleted")
 		left := sorted(append([]string{used, usedArt, shared, capturing, capturingArt}, outside...)...)
-		if got := listAll(t, b); !slices.Equal(got, left) {
-			t.Errorf("bucket holds %q\nwant %q", got, left)
-		}
-		wantStats := sweep.Stats{Examined: 9, Referenced: 3, Young: 2, Deleted: 4}
-		if stats != wantStats {
-			t.Errorf("stats = %+v, want %+v", stats, wantStats)
-		}
+		assert.Equal(t, left, listAll(t, b), "the bucket holds")
+		assert.Equal(t, sweep.Stats{Examined: 9, Referenced: 3, Young: 2, Deleted: 4}, stats, "stats")
 
 		// The capture appends its checkpoint; later sweeps keep its blobs.
 		th.append(capturing, capturingArt)
@@ -312,20 +301,12 @@ func TestEndToEndPrune(t *testing.T) {
 		oth.lease.Release(ctx)
 
 		pruned, err := ckptstore.KeepNewest(ctx, s, "main", 2)
-		if err != nil {
-			t.Fatalf("KeepNewest: %v", err)
-		}
-		if !slices.Equal(pruned, []string{"main-cp1", "main-cp2"}) {
-			t.Fatalf("KeepNewest pruned %q", pruned)
-		}
+		require.NoError(t, err, "KeepNewest")
+		require.Equal(t, []string{"main-cp1", "main-cp2"}, pruned, "KeepNewest pruned")
 		c.Advance(time.Hour)
 		deleted, err := sweep.Run(ctx, s, b, sweep.Options{OlderThan: 30 * time.Minute, Now: c.Now})
-		if err != nil {
-			t.Fatalf("Run: %v", err)
-		}
-		if want := sorted(v1, v2, log1); !slices.Equal(deleted, want) {
-			t.Errorf("deleted %q\nwant %q", deleted, want)
-		}
+		require.NoError(t, err, "Run")
+		assert.Equal(t, sorted(v1, v2, log1), deleted, "deleted")
 		var freed, wantFreed int64
 		for _, k := range deleted {
 			freed += sizes[k]
