@@ -2,14 +2,11 @@ package httpstore_test
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http/httptest"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,6 +14,7 @@ import (
 	"github.com/ckptstore/ckptstore/fdbstore/kv"
 	"github.com/ckptstore/ckptstore/httpstore"
 	"github.com/ckptstore/ckptstore/internal/redistest"
+	"github.com/ckptstore/ckptstore/internal/testkit"
 	"github.com/ckptstore/ckptstore/storeurl"
 )
 
@@ -86,12 +84,6 @@ func tolerate(t *testing.T, what string, err error) {
 	}
 }
 
-// blobKey is a blob key of its own for namespace i.
-func blobKey(kind string, i int) string {
-	sum := sha256.Sum256([]byte(fmt.Sprint(i)))
-	return "sandbox-" + kind + "/sha256/" + hex.EncodeToString(sum[:])
-}
-
 // everyRequest runs every method of the protocol in c's namespace with the
 // same ids in every namespace (a collision would be a duplicate id, a held
 // lease or a foreign head), and content of namespace i.
@@ -101,8 +93,8 @@ func everyRequest(t *testing.T, c *httpstore.Client, i int) {
 	cp := func(id, parent string, at float64) *ckptstore.Checkpoint {
 		return &ckptstore.Checkpoint{ID: id, ThreadID: "t", ParentCheckpointID: parent, CreatedAt: at,
 			Reason: ckptstore.ReasonNamed, Label: label,
-			Files:     []ckptstore.Entry{{Path: "f", Kind: ckptstore.KindFile, BlobKey: blobKey("files", i), Size: 1}},
-			Artifacts: []ckptstore.Artifact{{ArtifactID: "a", Name: "n", MimeType: "text/plain", BlobKey: blobKey("artifacts", i), Size: 1, CreatedAt: at}}}
+			Files:     []ckptstore.Entry{{Path: "f", Kind: ckptstore.KindFile, BlobKey: testkit.FileKey(i), Size: 1}},
+			Artifacts: []ckptstore.Artifact{{ArtifactID: "a", Name: "n", MimeType: "text/plain", BlobKey: testkit.ArtifactKey(i), Size: 1, CreatedAt: at}}}
 	}
 	l, err := c.AcquireWriter(ctx, "t")
 	if err != nil {
@@ -204,7 +196,7 @@ func checkOwn(t *testing.T, c *httpstore.Client, i int) {
 		t.Fatal(err)
 	}
 	for _, r := range refs {
-		if r.Key != blobKey("files", i) && r.Key != blobKey("artifacts", i) {
+		if r.Key != testkit.FileKey(i) && r.Key != testkit.ArtifactKey(i) {
 			t.Errorf("namespace %d sees blob key %s", i, r.Key)
 		}
 	}
@@ -272,18 +264,12 @@ func TestIsolationRedis(t *testing.T) {
 	testIsolation(t, addr, redisKeyspace(o))
 }
 
-// testClock is a clock both clients of a two-server test share.
-type testClock struct{ ms atomic.Int64 }
-
-func (c *testClock) Now() time.Time { return time.UnixMilli(c.ms.Load()) }
-
 // testTwoServers runs two handlers over one store and crosses every lease
 // decision between them: the servers keep nothing, so what one grants the
 // other enforces.
 func testTwoServers(t *testing.T, a, b storeurl.Opened) {
 	ctx := context.Background()
-	clock := &testClock{}
-	clock.ms.Store(1_700_000_000_000)
+	clock := testkit.NewClock(time.UnixMilli(1_700_000_000_000)) // both clients' clock
 	lease := ckptstore.Options{Now: clock.Now, LeaseDuration: 10 * time.Second}
 	ns := "two-" + fmt.Sprint(time.Now().UnixNano())
 	var clients [2]*httpstore.Client
@@ -318,16 +304,16 @@ func testTwoServers(t *testing.T, a, b storeurl.Opened) {
 		t.Fatalf("a stale head through A: %v", err)
 	}
 	// Renewed through B, the lease outlives its first expiry on A.
-	clock.ms.Add(9_000)
+	clock.Advance(9 * time.Second)
 	if _, err := cb.RenewWriter(ctx, la.Writer); err != nil {
 		t.Fatal(err)
 	}
-	clock.ms.Add(9_000)
+	clock.Advance(9 * time.Second)
 	if _, err := ca.AcquireWriter(ctx, "t"); !errors.Is(err, ckptstore.ErrWriterConflict) {
 		t.Fatalf("server A ignored the renewal through B: %v", err)
 	}
 	// Expired, it is taken over through B; A's writer is lost on A.
-	clock.ms.Add(10_000)
+	clock.Advance(10 * time.Second)
 	lb, err := cb.AcquireWriter(ctx, "t")
 	if err != nil {
 		t.Fatal(err)
