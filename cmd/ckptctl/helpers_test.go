@@ -135,20 +135,6 @@ func (h *harness) fails(code int, want string, args ...string) result {
 
 func newMem() *memstore.Store { return memstore.New(ckptstore.Options{}) }
 
-// mkcp is a valid checkpoint with one file per key number.
-func mkcp(thread, id, parent string, createdAt float64, keys ...int) *ckptstore.Checkpoint {
-	cp := &ckptstore.Checkpoint{
-		ID: id, ThreadID: thread, ParentCheckpointID: parent, CreatedAt: createdAt,
-		Reason: ckptstore.ReasonAutomatic,
-	}
-	for i, k := range keys {
-		cp.Files = append(cp.Files, ckptstore.Entry{
-			Path: fmt.Sprintf("src/f%d.go", i), Kind: ckptstore.KindFile, BlobKey: testkit.FileKey(k), Size: int64(k),
-		})
-	}
-	return cp
-}
-
 // importAll writes a thread into s exactly, through Import under a lease.
 func importAll(t testing.TB, s ckptstore.Store, thread, head string, transcript json.RawMessage, cps ...*ckptstore.Checkpoint) {
 	t.Helper()
@@ -174,7 +160,7 @@ func appendChain(t testing.TB, s ckptstore.Store, thread string, n, keyBase int)
 	must(t, err)
 	for i := range n {
 		id := fmt.Sprintf("%s-%04d", thread, i)
-		cp := mkcp(thread, id, head, 1_700_000_000_000+float64(i)*1.25, keyBase, keyBase+1+i)
+		cp := testkit.Checkpoint(thread, id, head, 1_700_000_000_000+float64(i)*1.25, keyBase, keyBase+1+i)
 		cp.Conversation = json.RawMessage(fmt.Sprintf(`[{"role":"user","content":"step %d"}]`, i))
 		must(t, s.Append(ctx, cp, head, l.Writer))
 		head = id
@@ -186,8 +172,9 @@ func appendChain(t testing.TB, s ckptstore.Store, thread string, n, keyBase int)
 //
 //   - chain: an appended chain with a transcript;
 //   - odd: imported checkpoints off the chain, createdAt -0, 0, a
-//     subnormal and ties, a parent and a head that do not exist, a
-//     conversation with raw newlines, HTML characters and non-ASCII text;
+//     subnormal and ties, a parent and a head that do not exist, no
+//     conversation, and one with raw newlines, HTML characters and
+//     non-ASCII text;
 //   - only-transcript: a transcript with raw newlines and no checkpoint;
 //   - empty-transcript: a saved "[]" and nothing else;
 //   - many: enough checkpoints for several batches.
@@ -200,12 +187,13 @@ func seed(t testing.TB, s ckptstore.Store, many int) (threads []string, cps int)
 
 	negZero := math.Copysign(0, -1)
 	odd := []*ckptstore.Checkpoint{
-		mkcp("odd", "o-a", "", negZero, 1, 2),
-		mkcp("odd", "o-b", "o-a", 0, 2, 3),
-		mkcp("odd", "o-c", "o-a", 5e-324, 3),
-		mkcp("odd", "o-d", "missing-parent", 7, 4),
-		mkcp("odd", "o-e", "o-d", 7, 1),
+		testkit.Checkpoint("odd", "o-a", "", negZero, 1, 2),
+		testkit.Checkpoint("odd", "o-b", "o-a", 0, 2, 3),
+		testkit.Checkpoint("odd", "o-c", "o-a", 5e-324, 3),
+		testkit.Checkpoint("odd", "o-d", "missing-parent", 7, 4),
+		testkit.Checkpoint("odd", "o-e", "o-d", 7, 1),
 	}
+	odd[0].Conversation = nil // a checkpoint without one
 	odd[1].Reason = ckptstore.ReasonNamed
 	odd[1].Label = "named <&>"
 	odd[1].SourceRunID = "run-1"
@@ -221,7 +209,7 @@ func seed(t testing.TB, s ckptstore.Store, many int) (threads []string, cps int)
 	parent := ""
 	for i := range many {
 		id := fmt.Sprintf("m-%05d", i)
-		big = append(big, mkcp("many", id, parent, float64(i), 5000, 5001+i%7))
+		big = append(big, testkit.Checkpoint("many", id, parent, float64(i), 5000, 5001+i%7))
 		parent = id
 	}
 	if many > 0 {

@@ -158,10 +158,10 @@ func TestImportRefusesADifferentDestination(t *testing.T) {
 		prepare    func(t *testing.T, dst ckptstore.Store)
 	}{
 		{"extra checkpoint", `the destination holds checkpoint "intruder", which the source does not`, func(t *testing.T, dst ckptstore.Store) {
-			importAll(t, dst, "odd", "", nil, mkcp("odd", "intruder", "", 3, 9))
+			importAll(t, dst, "odd", "", nil, testkit.Checkpoint("odd", "intruder", "", 3, 9))
 		}},
 		{"other content", `the destination's checkpoint "o-b" differs from the source's`, func(t *testing.T, dst ckptstore.Store) {
-			cp := mkcp("odd", "o-b", "o-a", 0, 2, 3)
+			cp := testkit.Checkpoint("odd", "o-b", "o-a", 0, 2, 3)
 			importAll(t, dst, "odd", "", nil, cp) // not named, no label: differs
 		}},
 		{"other head", `the destination's head is "elsewhere"`, func(t *testing.T, dst ckptstore.Store) {
@@ -171,7 +171,7 @@ func TestImportRefusesADifferentDestination(t *testing.T) {
 			must(t, dst.(ckptstore.Transcripts).SaveThread(ctx, "odd", json.RawMessage(`["mine"]`)))
 		}},
 		{"id in another thread", "refused by the destination", func(t *testing.T, dst ckptstore.Store) {
-			importAll(t, dst, "elsewhere", "", nil, mkcp("elsewhere", "o-c", "", 1, 1))
+			importAll(t, dst, "elsewhere", "", nil, testkit.Checkpoint("elsewhere", "o-c", "", 1, 1))
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
