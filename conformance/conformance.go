@@ -2,7 +2,7 @@
 // the manner of testing/fstest.TestFS and golang.org/x/net/nettest.TestConn:
 // a store's own test calls RunStore (and RunInstanceStore for its instance
 // store) with a factory, and the suite proves, one subtest per rule of
-// SPEC.md, that the store keeps the contract.
+// docs/contract.md, that the store keeps the contract.
 //
 // RunStore proves:
 //
@@ -13,7 +13,7 @@
 //   - IDs: unusual but valid ids work and threads whose ids share a prefix
 //     stay apart; empty or invalid UTF-8 ids fail with ErrInvalidID in
 //     reads as in writes.
-//   - Validation: every invalid input of SPEC.md's Validation section, each
+//   - Validation: every invalid input of docs/contract.md's Validation section, each
 //     its own named case, fails with ErrInvalidEntry (ErrInvalidID for ids)
 //     and changes nothing; the valid edge cases (2^53−1, "C:foo", empty
 //     files, unicode paths…) are accepted and round-trip.

@@ -1,6 +1,6 @@
 package conformance
 
-// The instance store rules of SPEC.md: one record per key, Upsert replaces
+// The instance store rules of docs/contract.md: one record per key, Upsert replaces
 // the whole record (optional fields left out are cleared, never merged),
 // the last write wins, no other record changes, Delete of a missing key is
 // no error, bad keys fail with ErrInvalidID, and reads and writes copy.

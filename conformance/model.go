@@ -1,7 +1,7 @@
 package conformance
 
 // The model-based test. A plain model of the contract — maps and slices,
-// written from SPEC.md and sharing no code with any store — runs beside the
+// written from docs/contract.md and sharing no code with any store — runs beside the
 // store under random sequences of every operation (valid and invalid
 // inputs, stale and forged writers, clock moves) drawn by pgregory.net/rapid.
 // Every result and every error must match the model's, and at the end of

@@ -1,6 +1,6 @@
 package conformance
 
-// Check order. SPEC.md fixes the order of every write's checks; the first
+// Check order. docs/contract.md fixes the order of every write's checks; the first
 // failing check decides the error. For each method the suite lists its
 // checks, each with inputs ("variants") that fail it, and runs every variant
 // alone and every pair of variants of two different checks that touch

@@ -1,6 +1,6 @@
 package conformance
 
-// Every rule of SPEC.md's Validation section as its own named case: inputs
+// Every rule of docs/contract.md's Validation section as its own named case: inputs
 // that must fail (and change nothing), and edge cases that must be accepted
 // and come back unchanged.
 
