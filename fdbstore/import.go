@@ -23,31 +23,9 @@ import (
 // (ErrInvalidEntry), writer (ErrWriterLost), ids stored elsewhere or with
 // other content (ErrDuplicateID), head (ErrConflict).
 func (s *Store) Import(ctx context.Context, b ckptstore.ImportBatch) (int, error) {
-	ids := []idArg{named("thread id", b.ThreadID), named("writer thread id", b.Writer.ThreadID)}
-	for _, cp := range b.Checkpoints {
-		if cp != nil {
-			ids = append(ids, named("checkpoint id", cp.ID), named("thread id", cp.ThreadID), named("parentCheckpointId", cp.ParentCheckpointID))
-		}
-	}
-	if b.SetHead {
-		ids = append(ids, named("head id", b.Head))
-	}
-	if err := checkIDLengths(ids...); err != nil {
+	sts, err := s.importStored(ctx, b)
+	if err != nil {
 		return 0, err
-	}
-	if err := precheck.Import(ctx, b); err != nil {
-		return 0, err
-	}
-	sts := make([]*stored, len(b.Checkpoints))
-	for i, cp := range b.Checkpoints {
-		st, err := s.newStored(cp)
-		if err != nil {
-			return 0, err
-		}
-		if err := s.fit(st, 0); err != nil {
-			return 0, err
-		}
-		sts[i] = st
 	}
 	transcript := bytes.Clone(b.Transcript)
 	if cost := s.importCost(b.ThreadID, sts, transcript); cost > MaxTransactionBytes {
@@ -56,7 +34,7 @@ func (s *Store) Import(ctx context.Context, b ckptstore.ImportBatch) (int, error
 	}
 	o := s.newOp(opImport, b.ThreadID)
 	written := 0
-	err := s.db.Transact(ctx, func(tr kv.Transaction) error {
+	err = s.db.Transact(ctx, func(tr kv.Transaction) error {
 		r, err := s.startRound(tr, o, readLease|readHead)
 		if err != nil {
 			return err
@@ -71,25 +49,9 @@ func (s *Store) Import(ctx context.Context, b ckptstore.ImportBatch) (int, error
 		if err := r.checkWriter(b.Writer); err != nil {
 			return err
 		}
-		ids := make([]string, len(sts))
-		for i, st := range sts {
-			ids[i] = st.cp.ID
-		}
-		curs, idxs, err := s.readByIDs(tr, ids, fs)
+		fresh, err := s.freshImports(tr, b.ThreadID, sts, fs)
 		if err != nil {
 			return err
-		}
-		var fresh []*stored
-		for i, st := range sts {
-			cur, idx := curs[i], idxs[i]
-			switch {
-			case idx == nil:
-				fresh = append(fresh, st)
-			case idx.thread != b.ThreadID:
-				return fmt.Errorf("%w: checkpoint %q is stored in thread %q", ckptstore.ErrDuplicateID, st.cp.ID, idx.thread)
-			case !ckptstore.EqualCheckpoints(cur, st.cp):
-				return fmt.Errorf("%w: checkpoint %q is stored with other content", ckptstore.ErrDuplicateID, st.cp.ID)
-			}
 		}
 		head, err := r.headID()
 		if err != nil {
@@ -104,18 +66,7 @@ func (s *Store) Import(ctx context.Context, b ckptstore.ImportBatch) (int, error
 			written = 0
 			return nil
 		}
-		for _, st := range fresh {
-			s.insert(tr, st, false)
-		}
-		if b.SetHead && head != b.Head {
-			tr.Set(s.k.head(b.ThreadID), []byte(b.Head)) // head is "": b.Head is not
-		}
-		if transcript != nil {
-			s.writeTranscript(tr, b.ThreadID, transcript)
-		}
-		if len(fresh) > 0 || (b.SetHead && b.Head != "") {
-			tr.Set(s.k.listed(b.ThreadID), nil)
-		}
+		s.writeImport(tr, b, fresh, head, transcript)
 		if err := r.finish(tr, nil); err != nil {
 			return err
 		}
@@ -126,6 +77,83 @@ func (s *Store) Import(ctx context.Context, b ckptstore.ImportBatch) (int, error
 		return 0, err
 	}
 	return written, nil
+}
+
+// importStored runs Import's pure checks (the id lengths fdbstore's keys
+// allow among them) and encodes every checkpoint of b.
+func (s *Store) importStored(ctx context.Context, b ckptstore.ImportBatch) ([]*stored, error) {
+	ids := []idArg{named("thread id", b.ThreadID), named("writer thread id", b.Writer.ThreadID)}
+	for _, cp := range b.Checkpoints {
+		if cp != nil {
+			ids = append(ids, named("checkpoint id", cp.ID), named("thread id", cp.ThreadID), named("parentCheckpointId", cp.ParentCheckpointID))
+		}
+	}
+	if b.SetHead {
+		ids = append(ids, named("head id", b.Head))
+	}
+	if err := checkIDLengths(ids...); err != nil {
+		return nil, err
+	}
+	if err := precheck.Import(ctx, b); err != nil {
+		return nil, err
+	}
+	sts := make([]*stored, len(b.Checkpoints))
+	for i, cp := range b.Checkpoints {
+		st, err := s.newStored(cp)
+		if err != nil {
+			return nil, err
+		}
+		if err := s.fit(st, 0); err != nil {
+			return nil, err
+		}
+		sts[i] = st
+	}
+	return sts, nil
+}
+
+// freshImports reads what is stored under the ids of sts (fs, the index
+// reads started for them) and returns the checkpoints not stored yet. One
+// stored in another thread or with other content fails with
+// ErrDuplicateID.
+func (s *Store) freshImports(tr kv.Transaction, thread string, sts []*stored, fs []kv.FutureRange) ([]*stored, error) {
+	ids := make([]string, len(sts))
+	for i, st := range sts {
+		ids[i] = st.cp.ID
+	}
+	curs, idxs, err := s.readByIDs(tr, ids, fs)
+	if err != nil {
+		return nil, err
+	}
+	var fresh []*stored
+	for i, st := range sts {
+		cur, idx := curs[i], idxs[i]
+		switch {
+		case idx == nil:
+			fresh = append(fresh, st)
+		case idx.thread != thread:
+			return nil, fmt.Errorf("%w: checkpoint %q is stored in thread %q", ckptstore.ErrDuplicateID, st.cp.ID, idx.thread)
+		case !ckptstore.EqualCheckpoints(cur, st.cp):
+			return nil, fmt.Errorf("%w: checkpoint %q is stored with other content", ckptstore.ErrDuplicateID, st.cp.ID)
+		}
+	}
+	return fresh, nil
+}
+
+// writeImport writes an Import batch's fresh checkpoints, its head (over
+// head, the thread's current one) and its transcript, and lists the thread.
+func (s *Store) writeImport(tr kv.Transaction, b ckptstore.ImportBatch, fresh []*stored, head string, transcript []byte) {
+	for _, st := range fresh {
+		s.insert(tr, st, false)
+	}
+	if b.SetHead && head != b.Head {
+		tr.Set(s.k.head(b.ThreadID), []byte(b.Head)) // head is "": b.Head is not
+	}
+	if transcript != nil {
+		s.writeTranscript(tr, b.ThreadID, transcript)
+	}
+	if len(fresh) > 0 || (b.SetHead && b.Head != "") {
+		tr.Set(s.k.listed(b.ThreadID), nil)
+	}
 }
 
 // importCost estimates the transaction bytes of an Import of sts and the

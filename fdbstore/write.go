@@ -506,15 +506,9 @@ func (s *Store) ForkFromCheckpoint(ctx context.Context, in ckptstore.ForkInput) 
 			}
 			return err
 		}
-		src, srcIdx, err := s.readByID(tr, in.SourceCheckpointID, srcf)
+		src, err := s.forkSource(tr, in, srcf)
 		if err != nil {
 			return err
-		}
-		if srcIdx == nil {
-			return fmt.Errorf("%w: %q", ckptstore.ErrForkSourceNotFound, in.SourceCheckpointID)
-		}
-		if srcIdx.thread != in.SourceThreadID {
-			return fmt.Errorf("%w: checkpoint %q is in thread %q, not %q", ckptstore.ErrForkSourceThreadMismatch, in.SourceCheckpointID, srcIdx.thread, in.SourceThreadID)
 		}
 		if err := precheck.WriterThread(in.Writer, dst); err != nil {
 			return err
@@ -522,28 +516,8 @@ func (s *Store) ForkFromCheckpoint(ctx context.Context, in ckptstore.ForkInput) 
 		if err := r.checkWriter(in.Writer); err != nil {
 			return err
 		}
-		head, err := r.headID()
-		if err != nil {
+		if err := forkDestinationEmpty(r, in, anyf, msgf, dstf); err != nil {
 			return err
-		}
-		members, err := anyf.Get()
-		if err != nil {
-			return err
-		}
-		msgs, err := msgf.Get()
-		if err != nil {
-			return err
-		}
-		if head != "" || len(members) != 0 {
-			return fmt.Errorf("%w: thread %q has checkpoints", ckptstore.ErrForkDestinationNotEmpty, dst)
-		}
-		if len(msgs) != 0 {
-			return fmt.Errorf("%w: thread %q has a transcript", ckptstore.ErrForkDestinationNotEmpty, dst)
-		}
-		if used, err := dstf.Get(); err != nil {
-			return err
-		} else if len(used) != 0 {
-			return fmt.Errorf("%w: checkpoint id %q is used", ckptstore.ErrForkDestinationNotEmpty, in.DestinationCheckpointID)
 		}
 		st, err := s.newStored(ckptstore.ForkRoot(src, in))
 		if err != nil {
@@ -565,6 +539,56 @@ func (s *Store) ForkFromCheckpoint(ctx context.Context, in ckptstore.ForkInput) 
 		return nil, err
 	}
 	return root.Clone(), nil
+}
+
+// forkSource reads the fork's source checkpoint (srcf, its index read):
+// ErrForkSourceNotFound when there is none, ErrForkSourceThreadMismatch
+// when it is in another thread than the input names.
+func (s *Store) forkSource(tr kv.Transaction, in ckptstore.ForkInput, srcf kv.FutureRange) (*ckptstore.Checkpoint, error) {
+	src, srcIdx, err := s.readByID(tr, in.SourceCheckpointID, srcf)
+	if err != nil {
+		return nil, err
+	}
+	if srcIdx == nil {
+		return nil, fmt.Errorf("%w: %q", ckptstore.ErrForkSourceNotFound, in.SourceCheckpointID)
+	}
+	if srcIdx.thread != in.SourceThreadID {
+		return nil, fmt.Errorf("%w: checkpoint %q is in thread %q, not %q", ckptstore.ErrForkSourceThreadMismatch, in.SourceCheckpointID, srcIdx.thread, in.SourceThreadID)
+	}
+	return src, nil
+}
+
+// forkDestinationEmpty checks, from the round r and the reads started for
+// the destination (its first link, first transcript chunk and the
+// destination id's index), that the fork's destination has no head, no
+// checkpoint and no transcript, and that its id is unused:
+// ErrForkDestinationNotEmpty otherwise.
+func forkDestinationEmpty(r *writeRound, in ckptstore.ForkInput, anyf, msgf, dstf kv.FutureRange) error {
+	dst := in.DestinationThreadID
+	head, err := r.headID()
+	if err != nil {
+		return err
+	}
+	members, err := anyf.Get()
+	if err != nil {
+		return err
+	}
+	msgs, err := msgf.Get()
+	if err != nil {
+		return err
+	}
+	if head != "" || len(members) != 0 {
+		return fmt.Errorf("%w: thread %q has checkpoints", ckptstore.ErrForkDestinationNotEmpty, dst)
+	}
+	if len(msgs) != 0 {
+		return fmt.Errorf("%w: thread %q has a transcript", ckptstore.ErrForkDestinationNotEmpty, dst)
+	}
+	if used, err := dstf.Get(); err != nil {
+		return err
+	} else if len(used) != 0 {
+		return fmt.Errorf("%w: checkpoint id %q is used", ckptstore.ErrForkDestinationNotEmpty, in.DestinationCheckpointID)
+	}
+	return nil
 }
 
 // forkExtraCost estimates what a fork adds to the insertion of its root:
