@@ -284,88 +284,132 @@ func (s *Store) confirm(ctx context.Context, scanned []Problem, lim checkLimits)
 // ok = false when they pass lim.confirmBytes or the reads lim.txTime.
 func (s *Store) readSubject(ctx context.Context, threads, ids map[string]bool, lim checkLimits) (pairs []kv.KeyValue, ok bool, err error) {
 	err = s.db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
-		pairs, ok = pairs[:0], true
-		start, size := time.Now(), 0
-		over := func() bool { return size > lim.confirmBytes || time.Since(start) > lim.txTime }
-		seenT, seenI := map[string]bool{}, map[string]bool{}
-		pendT, pendI := slices.Sorted(maps.Keys(threads)), slices.Sorted(maps.Keys(ids))
-		for len(pendT)+len(pendI) > 0 {
-			if len(pendT) > 0 {
-				th := pendT[0]
-				pendT = pendT[1:]
-				if seenT[th] {
-					continue
-				}
-				seenT[th] = true
-				dp := s.k.dataPrefix(th)
-				r := rangeOf(s.k.threadBase(th, 0))
-				for {
-					kvs, err := tr.GetRange(r, kv.RangeOptions{Limit: lim.rangeKeys}).Get()
-					if err != nil {
-						return err
-					}
-					for _, p := range kvs {
-						size += len(p.Key) + len(p.Value)
-						pairs = append(pairs, p)
-						if t, err := suffix(p.Key, dp); err == nil {
-							if id, ok := elem[string](t, 1, 3); ok && !seenI[id] {
-								pendI = append(pendI, id)
-							}
-						}
-					}
-					if over() {
-						ok = false
-						return nil
-					}
-					if len(kvs) < lim.rangeKeys {
-						break
-					}
-					r.Begin = append(append([]byte(nil), kvs[len(kvs)-1].Key...), 0x00)
-				}
-				v, err := tr.Get(s.k.listed(th)).Get()
-				if err != nil {
-					return err
-				}
-				if v != nil {
-					pairs = append(pairs, kv.KeyValue{Key: s.k.listed(th), Value: v})
-				}
-				continue
-			}
-			// The index ranges of the pending ids, read together (each at
-			// most one checkpoint's index and copy, under 10 MB).
-			var ids []string
-			var fs []kv.FutureRange
-			for _, id := range pendI[:min(len(pendI), lim.rangeKeys)] {
-				if !seenI[id] {
-					seenI[id] = true
-					ids = append(ids, id)
-					fs = append(fs, tr.GetRange(s.k.idRange(id), kv.RangeOptions{}))
-				}
-			}
-			pendI = pendI[min(len(pendI), lim.rangeKeys):]
-			for i, f := range fs {
-				kvs, err := f.Get()
-				if err != nil {
-					return err
-				}
-				ixKey := s.k.index(ids[i])
-				for _, p := range kvs {
-					size += len(p.Key) + len(p.Value)
-					pairs = append(pairs, p)
-					if v, err := decodeIndex(p.Value); err == nil && bytes.Equal(p.Key, ixKey) && !seenT[v.thread] {
-						pendT = append(pendT, v.thread)
-					}
-				}
-			}
-			if over() {
-				ok = false
-				return nil
-			}
+		sr := &subjectReader{
+			s: s, tr: tr, lim: lim, pairs: pairs[:0], start: time.Now(),
+			seenT: map[string]bool{}, seenI: map[string]bool{},
+			pendT: slices.Sorted(maps.Keys(threads)), pendI: slices.Sorted(maps.Keys(ids)),
 		}
-		return nil
+		ok, err = sr.read()
+		pairs = sr.pairs
+		return err
 	})
 	slices.SortFunc(pairs, func(a, b kv.KeyValue) int { return bytes.Compare(a.Key, b.Key) })
 	return pairs, ok, err
+}
+
+// subjectReader is one attempt of readSubject's transaction.
+type subjectReader struct {
+	s            *Store
+	tr           kv.ReadTransaction
+	lim          checkLimits
+	pairs        []kv.KeyValue
+	start        time.Time
+	size         int             // the bytes of pairs
+	seenT, seenI map[string]bool // threads and ids read
+	pendT, pendI []string        // threads and ids named, to read
+}
+
+// over reports that the reads passed the limits.
+func (sr *subjectReader) over() bool {
+	return sr.size > sr.lim.confirmBytes || time.Since(sr.start) > sr.lim.txTime
+}
+
+func (sr *subjectReader) add(p kv.KeyValue) {
+	sr.size += len(p.Key) + len(p.Value)
+	sr.pairs = append(sr.pairs, p)
+}
+
+// read reads until nothing new is named; false when over the limits.
+func (sr *subjectReader) read() (bool, error) {
+	for len(sr.pendT)+len(sr.pendI) > 0 {
+		if len(sr.pendT) > 0 {
+			th := sr.pendT[0]
+			sr.pendT = sr.pendT[1:]
+			if sr.seenT[th] {
+				continue
+			}
+			sr.seenT[th] = true
+			if ok, err := sr.readThread(th); err != nil || !ok {
+				return ok, err
+			}
+			continue
+		}
+		if err := sr.readIDs(); err != nil {
+			return false, err
+		}
+		if sr.over() {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// readThread reads every key of thread th, naming the ids of its
+// checkpoints, and its listed key; false when over the limits.
+func (sr *subjectReader) readThread(th string) (bool, error) {
+	s, lim := sr.s, sr.lim
+	dp := s.k.dataPrefix(th)
+	r := rangeOf(s.k.threadBase(th, 0))
+	for {
+		kvs, err := sr.tr.GetRange(r, kv.RangeOptions{Limit: lim.rangeKeys}).Get()
+		if err != nil {
+			return false, err
+		}
+		for _, p := range kvs {
+			sr.add(p)
+			if t, err := suffix(p.Key, dp); err == nil {
+				if id, ok := elem[string](t, 1, 3); ok && !sr.seenI[id] {
+					sr.pendI = append(sr.pendI, id)
+				}
+			}
+		}
+		if sr.over() {
+			return false, nil
+		}
+		if len(kvs) < lim.rangeKeys {
+			break
+		}
+		r.Begin = append(append([]byte(nil), kvs[len(kvs)-1].Key...), 0x00)
+	}
+	v, err := sr.tr.Get(s.k.listed(th)).Get()
+	if err != nil {
+		return false, err
+	}
+	if v != nil {
+		sr.pairs = append(sr.pairs, kv.KeyValue{Key: s.k.listed(th), Value: v})
+	}
+	return true, nil
+}
+
+// readIDs reads the index ranges of the pending ids, together (each at
+// most one checkpoint's index and copy, under 10 MB), naming the threads
+// their indexes name.
+func (sr *subjectReader) readIDs() error {
+	s, n := sr.s, min(len(sr.pendI), sr.lim.rangeKeys)
+	var ids []string
+	var fs []kv.FutureRange
+	for _, id := range sr.pendI[:n] {
+		if !sr.seenI[id] {
+			sr.seenI[id] = true
+			ids = append(ids, id)
+			fs = append(fs, sr.tr.GetRange(s.k.idRange(id), kv.RangeOptions{}))
+		}
+	}
+	sr.pendI = sr.pendI[n:]
+	for i, f := range fs {
+		kvs, err := f.Get()
+		if err != nil {
+			return err
+		}
+		ixKey := s.k.index(ids[i])
+		for _, p := range kvs {
+			sr.add(p)
+			if v, err := decodeIndex(p.Value); err == nil && bytes.Equal(p.Key, ixKey) && !sr.seenT[v.thread] {
+				sr.pendT = append(sr.pendT, v.thread)
+			}
+		}
+	}
+	return nil
 }
 
 // subject is the thread and checkpoint of a problem.
