@@ -131,9 +131,11 @@ func main() {
 		}
 		return
 	}
-	if out, ok, _ := r.test(); !ok {
-		fmt.Printf("the unmutated tests fail; fix them first:\n%s\n", tailOf(out, 4000))
-		os.Exit(2)
+	for _, b := range r.baselines(sel) {
+		if out, ok, _ := r.test(b); !ok {
+			fmt.Printf("the unmutated tests of %s fail; fix them first:\n%s\n", strings.Join(b.args(), " "), tailOf(out, 4000))
+			os.Exit(2)
+		}
 	}
 	fmt.Printf("baseline passes (%v)\n\n", time.Since(start).Round(time.Second))
 
@@ -185,6 +187,7 @@ func report(w io.Writer, results []result, total time.Duration) float64 {
 		len(results), k, count[timedOut], count[survived], count[equivalent], count[invalid], count[stale])
 	fmt.Fprintf(w, "kill rate: %d/%d = %.1f%% of the mutants that change behaviour   (runtime %v)\n",
 		k, counted, 100*rate, total.Round(time.Second))
+	reportByPackage(w, results)
 	for _, r := range results {
 		switch r.st {
 		case survived:
@@ -224,14 +227,15 @@ func (r *runner) run(m mutant) (res result) {
 		res.st, res.detail = stale, err.Error()
 		return res
 	}
-	if out, err := r.goCmd(context.Background(), "build", r.pkgs...); err != nil {
+	ts := r.selectionOf(m)
+	if out, err := r.goCmd(context.Background(), "build", ts.pkgs...); err != nil {
 		res.st, res.detail = invalid, "does not compile: "+compileError(out)
 		return res
 	}
 	if r.check {
 		return res
 	}
-	out, ok, timeout := r.test()
+	out, ok, timeout := r.testWidening(ts)
 	res.failing = failingTests(out)
 	switch {
 	case timeout:
@@ -300,14 +304,14 @@ func replaceOnce(b []byte, old, new string) ([]byte, error) {
 	return append(out, b[locs[0][1]:]...), nil
 }
 
-// test runs the tests of r.pkgs; ok means they passed.
-func (r *runner) test() (out []byte, ok, timeout bool) {
+// test runs the tests of ts; ok means they passed.
+func (r *runner) test(ts testSel) (out []byte, ok, timeout bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
 	defer cancel()
 	// Flags go after the packages: go test stops parsing its own flags at
 	// the first one it does not know and hands the rest, packages
 	// included, to the test binary.
-	args := append([]string{"-count=1", "-timeout", (r.timeout - 10*time.Second).String()}, r.pkgs...)
+	args := append([]string{"-count=1", "-timeout", (r.timeout - 10*time.Second).String()}, ts.args()...)
 	args = append(args, r.flags...)
 	out, err := r.goCmd(ctx, "test", args...)
 	if ctx.Err() != nil {
