@@ -167,6 +167,7 @@ import (
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/fdbstore/internal/tuple"
 	"github.com/ckptstore/ckptstore/fdbstore/kv"
+	"github.com/ckptstore/ckptstore/internal/seqs"
 	"github.com/ckptstore/ckptstore/precheck"
 )
 
@@ -659,14 +660,7 @@ func (s *Store) Restore(ctx context.Context, threadID string) (headID string, cp
 // keys per transaction, each page starting after the last key of the one
 // before, so any number of keys can be listed.
 func (s *Store) BlobReferences(ctx context.Context) ([]ckptstore.BlobRef, error) {
-	out := []ckptstore.BlobRef{}
-	for ref, err := range s.BlobReferencesSeq(ctx) {
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, ref)
-	}
-	return out, nil
+	return seqs.Collect(s.BlobReferencesSeq(ctx))
 }
 
 // BlobReferencesSeq yields what BlobReferences returns, one page of

@@ -24,6 +24,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/internal/seqs"
 	"github.com/ckptstore/ckptstore/precheck"
 )
 
@@ -588,12 +589,5 @@ func (s *Store) ReleaseWriter(ctx context.Context, w ckptstore.Writer) error {
 // round trip; each page is consistent, the whole list is not one snapshot
 // (see BlobReferencesSeq).
 func (s *Store) BlobReferences(ctx context.Context) ([]ckptstore.BlobRef, error) {
-	out := []ckptstore.BlobRef{}
-	for ref, err := range s.BlobReferencesSeq(ctx) {
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, ref)
-	}
-	return slices.Clip(out), nil
+	return seqs.Collect(s.BlobReferencesSeq(ctx))
 }

@@ -1,0 +1,34 @@
+package seqs
+
+import (
+	"errors"
+	"slices"
+	"testing"
+)
+
+func pairs(vs []int, failAt int) func(func(int, error) bool) {
+	return func(yield func(int, error) bool) {
+		for i, v := range vs {
+			if i == failAt {
+				yield(0, errors.New("boom"))
+				return
+			}
+			if !yield(v, nil) {
+				return
+			}
+		}
+	}
+}
+
+func TestCollect(t *testing.T) {
+	got, err := Collect(pairs([]int{1, 2, 3}, -1))
+	if err != nil || !slices.Equal(got, []int{1, 2, 3}) || cap(got) != len(got) {
+		t.Errorf("Collect = %v (cap %d), %v; want [1 2 3] without spare capacity", got, cap(got), err)
+	}
+	if got, err := Collect(pairs(nil, -1)); err != nil || got == nil || len(got) != 0 {
+		t.Errorf("Collect of nothing = %#v, %v; want an empty, non-nil slice", got, err)
+	}
+	if got, err := Collect(pairs([]int{1, 2, 3}, 1)); err == nil || got != nil {
+		t.Errorf("Collect past an error = %v, %v; want nil and the error", got, err)
+	}
+}
