@@ -147,15 +147,25 @@ func (w *worker) session(ctx context.Context, thread string) {
 	if !ok {
 		return
 	}
-	if head, prev, ok = w.appendRun(ctx, thread, ls, head, prev); !ok || ctx.Err() != nil {
+	sr := &sessionRun{thread: thread, ls: ls, head: head, prev: prev}
+	if !w.appendRun(ctx, sr) || ctx.Err() != nil {
 		return
 	}
 	if w.rng.Float64() < w.r.cfg.pruneRate {
 		w.prune(ctx, thread, ls)
 	}
-	if w.rng.Float64() < w.r.cfg.forkRate && prev != nil {
-		w.fork(ctx, thread, head, ls)
+	if w.rng.Float64() < w.r.cfg.forkRate && sr.prev != nil {
+		w.fork(ctx, thread, sr.head, ls)
 	}
+}
+
+// sessionRun is a harness run in progress: its thread, the lease it holds
+// and the head it has written up to.
+type sessionRun struct {
+	thread string
+	ls     *leaseState
+	head   string
+	prev   *ckptstore.Checkpoint // the head's checkpoint, nil for none
 }
 
 // acquire takes thread's lease; a failure is judged (failed) here.
@@ -193,11 +203,11 @@ func (w *worker) readHead(ctx context.Context, thread string, ls *leaseState) (s
 	return head, prev, true
 }
 
-// appendRun is a run's appends on thread, from head (whose checkpoint is
-// prev): up to appends-per-lease, one of them maybe stalled past the
-// lease, each maybe undone. It returns the head it leaves; false when the
-// run ended at a failure or a fenced stall, which ends the session.
-func (w *worker) appendRun(ctx context.Context, thread string, ls *leaseState, head string, prev *ckptstore.Checkpoint) (string, *ckptstore.Checkpoint, bool) {
+// appendRun is a run's appends from sr's head: up to appends-per-lease,
+// one of them maybe stalled past the lease, each maybe undone, moving sr's
+// head; false when the run ended at a failure or a fenced stall, which
+// ends the session.
+func (w *worker) appendRun(ctx context.Context, sr *sessionRun) bool {
 	r := w.r
 	stallAt := -1
 	if w.rng.Float64() < r.cfg.stallRate {
@@ -210,25 +220,25 @@ func (w *worker) appendRun(ctx context.Context, thread string, ls *leaseState, h
 		if r.cfg.think > 0 && i > 0 {
 			sleep(ctx, r.cfg.think)
 		}
-		id, cp, ok := w.appendOne(ctx, thread, ls, head, prev, i == stallAt)
+		id, cp, ok := w.appendOne(ctx, sr, i == stallAt)
 		if !ok {
-			return head, prev, false
+			return false
 		}
 		if w.rng.Float64() < r.cfg.undoRate {
-			if !w.undo(ctx, thread, id, ls) {
-				return head, prev, false
+			if !w.undo(ctx, sr, id) {
+				return false
 			}
 			continue // the head is the parent again
 		}
-		head, prev = id, cp
+		sr.head, sr.prev = id, cp
 	}
-	return head, prev, true
+	return true
 }
 
-// appendOne captures and appends one checkpoint on head, after a pause
-// past the lease when stalled; false when the session must end.
-func (w *worker) appendOne(ctx context.Context, thread string, ls *leaseState, head string, prev *ckptstore.Checkpoint, stalled bool) (string, *ckptstore.Checkpoint, bool) {
-	r, st := w.r, w.r.st
+// appendOne captures and appends one checkpoint on sr's head, after a
+// pause past the lease when stalled; false when the session must end.
+func (w *worker) appendOne(ctx context.Context, sr *sessionRun, stalled bool) (string, *ckptstore.Checkpoint, bool) {
+	r, st, thread, ls := w.r, w.r.st, sr.thread, sr.ls
 	if stalled {
 		// A paused harness: wake after the lease is certainly over,
 		// even if the clock that granted it and the one that judges
@@ -238,13 +248,13 @@ func (w *worker) appendOne(ctx context.Context, thread string, ls *leaseState, h
 		return "", nil, false
 	}
 	id := w.gen.NewID()
-	cp, fresh := w.gen.Next(thread, id, head, prev)
+	cp, fresh := w.gen.Next(thread, id, sr.head, sr.prev)
 	for _, k := range fresh { // a capture uploads its blobs before it appends
 		if err := w.do("upload", func() error { return r.bucket.Put(ctx, k, bytes.NewReader(blobBody)) }); err != nil {
 			return "", nil, false
 		}
 	}
-	err := w.do("append", func() error { return st.Append(ctx, cp, head, ls.lease.Writer) })
+	err := w.do("append", func() error { return st.Append(ctx, cp, sr.head, ls.lease.Writer) })
 	done := time.Now()
 	switch {
 	case stalled && err == nil:
@@ -262,9 +272,10 @@ func (w *worker) appendOne(ctx context.Context, thread string, ls *leaseState, h
 	return id, cp, true
 }
 
-// undo deletes id, the head just appended, as a user undoing a turn does;
-// false when the session must end.
-func (w *worker) undo(ctx context.Context, thread, id string, ls *leaseState) bool {
+// undo deletes id, the checkpoint just appended on sr's head, as a user
+// undoing a turn does; false when the session must end.
+func (w *worker) undo(ctx context.Context, sr *sessionRun, id string) bool {
+	thread, ls := sr.thread, sr.ls
 	if !w.keepLease(ctx, ls) {
 		return false
 	}

@@ -387,7 +387,7 @@ func verify(ctx context.Context, r *runner, o *outcome) (*verifyResult, error) {
 		}
 	}
 	if o.sweep != nil {
-		if err := checkSweep(ctx, r.bucket, tag, census, o.sweep, &p); err != nil {
+		if err := r.checkSweep(ctx, census, o.sweep, &p); err != nil {
 			return nil, err
 		}
 	}
@@ -398,7 +398,8 @@ func verify(ctx context.Context, r *runner, o *outcome) (*verifyResult, error) {
 // checkSweep checks the closing sweep, which saw the same quiescent store
 // as verify: it must have deleted only unreferenced blobs and, with no
 // grace period, all of them.
-func checkSweep(ctx context.Context, bucket blobs.Bucket, tag string, census *workload.Census, sw *sweepOutcome, p *workload.Problems) error {
+func (r *runner) checkSweep(ctx context.Context, census *workload.Census, sw *sweepOutcome, p *workload.Problems) error {
+	tag := workload.Tag(r.ns)
 	for _, k := range sw.deleted {
 		if census.Refs[k] > 0 {
 			p.Addf("the sweep deleted blob %q, which %d checkpoints use", k, census.Refs[k])
@@ -408,7 +409,7 @@ func checkSweep(ctx context.Context, bucket blobs.Bucket, tag string, census *wo
 		return nil
 	}
 	for _, prefix := range []string{workload.FilesKeyPrefix, workload.ArtifactsKeyPrefix} {
-		for o, err := range bucket.List(ctx, prefix) {
+		for o, err := range r.bucket.List(ctx, prefix) {
 			if err != nil {
 				return fmt.Errorf("list the bucket: %w", err)
 			}
