@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/ckptstore/ckptstore/fdbstore/kv"
 	"github.com/ckptstore/ckptstore/internal/testkit"
 )
@@ -91,13 +93,6 @@ func read(t *testing.T, db *DB, key string) string {
 	return string(v)
 }
 
-func equal(t *testing.T, got, want []string) {
-	t.Helper()
-	if strings.Join(got, ",") != strings.Join(want, ",") || len(got) != len(want) {
-		t.Fatalf("got %q, want %q", got, want)
-	}
-}
-
 func TestReadYourWrites(t *testing.T) {
 	db := New()
 	put(t, db, "a", "1", "b", "2", "c", "3", "n", string(kv.EncodeInt64(40)))
@@ -131,8 +126,7 @@ func TestReadYourWrites(t *testing.T) {
 	if got := mustGet(t, tr, "c"); got != nil {
 		t.Fatalf("c = %q after matching CompareAndClear", got)
 	}
-	equal(t, mustRange(t, tr, "a", "z", kv.RangeOptions{}),
-		[]string{"a=one", "empty=", "fresh=" + string(kv.EncodeInt64(3)), "n=" + string(kv.EncodeInt64(42))})
+	require.Equal(t, []string{"a=one", "empty=", "fresh=" + string(kv.EncodeInt64(3)), "n=" + string(kv.EncodeInt64(42))}, mustRange(t, tr, "a", "z", kv.RangeOptions{}))
 
 	// A future sees the writes made before it was issued, not after.
 	f := tr.Get(b("a"))
@@ -163,11 +157,10 @@ func TestClearRange(t *testing.T) {
 	tr.Set(b("c"), b("new"))           // written after the clear: survives
 	tr.Add(b("bz"), 7)                 // over a cleared key: base is absent
 	tr.CompareAndClear(b("c2"), b("")) // absent stays absent
-	equal(t, mustRange(t, tr, "a", "z", kv.RangeOptions{}),
-		[]string{"a=1", "bz=" + string(kv.EncodeInt64(7)), "c=new", "d=4", "e=5"})
+	require.Equal(t, []string{"a=1", "bz=" + string(kv.EncodeInt64(7)), "c=new", "d=4", "e=5"}, mustRange(t, tr, "a", "z", kv.RangeOptions{}))
 	// Reads wholly inside the cleared range need no round trip.
 	before := db.Stats().ReadRounds
-	equal(t, mustRange(t, tr, "b", "bzz", kv.RangeOptions{}), []string{"bz=" + string(kv.EncodeInt64(7))})
+	require.Equal(t, []string{"bz=" + string(kv.EncodeInt64(7))}, mustRange(t, tr, "b", "bzz", kv.RangeOptions{}))
 	if mustGet(t, tr, "b") != nil {
 		t.Fatal("cleared key b visible")
 	}
@@ -179,8 +172,7 @@ func TestClearRange(t *testing.T) {
 	}
 	tr2 := db.Begin(context.Background())
 	defer tr2.Cancel()
-	equal(t, mustRange(t, tr2, "", "\xff", kv.RangeOptions{}),
-		[]string{"a=1", "bz=" + string(kv.EncodeInt64(7)), "c=new", "d=4", "e=5"})
+	require.Equal(t, []string{"a=1", "bz=" + string(kv.EncodeInt64(7)), "c=new", "d=4", "e=5"}, mustRange(t, tr2, "", "\xff", kv.RangeOptions{}))
 }
 
 func TestRangeReadsReverseAndLimit(t *testing.T) {
@@ -202,12 +194,12 @@ func TestRangeReadsReverseAndLimit(t *testing.T) {
 		{kv.RangeOptions{Limit: 100}, []string{"k1=1", "k2=2", "k25=w", "k3=3", "k5=5"}},
 	}
 	for _, c := range cases {
-		equal(t, mustRange(t, tr, "k", "l", c.opts), c.want)
+		require.Equal(t, c.want, mustRange(t, tr, "k", "l", c.opts))
 	}
 	// End is exclusive, Begin inclusive, in both directions.
-	equal(t, mustRange(t, tr, "k2", "k5", kv.RangeOptions{}), []string{"k2=2", "k25=w", "k3=3"})
-	equal(t, mustRange(t, tr, "k2", "k5", kv.RangeOptions{Reverse: true}), []string{"k3=3", "k25=w", "k2=2"})
-	equal(t, mustRange(t, tr, "k3", "k3", kv.RangeOptions{}), nil)
+	require.Equal(t, []string{"k2=2", "k25=w", "k3=3"}, mustRange(t, tr, "k2", "k5", kv.RangeOptions{}))
+	require.Equal(t, []string{"k3=3", "k25=w", "k2=2"}, mustRange(t, tr, "k2", "k5", kv.RangeOptions{Reverse: true}))
+	require.Empty(t, mustRange(t, tr, "k3", "k3", kv.RangeOptions{}))
 	_, err := tr.GetRange(kv.KeyRange{Begin: b("a"), End: b("b")}, kv.RangeOptions{Limit: -1}).Get()
 	wantCode(t, err, kv.CodeRangeLimitsInvalid)
 }
@@ -260,7 +252,7 @@ func TestSnapshotIsolationOfReads(t *testing.T) {
 	if got := string(mustGet(t, tr, "k")); got != "old" {
 		t.Fatalf("read at read version saw %q", got)
 	}
-	equal(t, mustRange(t, tr, "k", "l", kv.RangeOptions{}), []string{"k=old"})
+	require.Equal(t, []string{"k=old"}, mustRange(t, tr, "k", "l", kv.RangeOptions{}))
 }
 
 func TestLostUpdatePrevented(t *testing.T) {
@@ -338,9 +330,9 @@ func TestPhantomInsertCaught(t *testing.T) {
 
 	// A limited read conflicts only up to the last key it returned.
 	t5, t6, t7 := db.Begin(context.Background()), db.Begin(context.Background()), db.Begin(context.Background())
-	equal(t, mustRange(t, t5, "items/", "items0", kv.RangeOptions{Limit: 1}), []string{"items/1=a"})
+	require.Equal(t, []string{"items/1=a"}, mustRange(t, t5, "items/", "items0", kv.RangeOptions{Limit: 1}))
 	t5.Set(b("first"), b("1"))
-	equal(t, mustRange(t, t6, "items/", "items0", kv.RangeOptions{Limit: 1}), []string{"items/1=a"})
+	require.Equal(t, []string{"items/1=a"}, mustRange(t, t6, "items/", "items0", kv.RangeOptions{Limit: 1}))
 	t6.Set(b("first2"), b("1"))
 	t7.Set(b("items/4"), b("d"))   // beyond the limited read
 	t7.Set(b("items/0"), b("new")) // before it: conflicts with both
@@ -351,7 +343,7 @@ func TestPhantomInsertCaught(t *testing.T) {
 	wantCode(t, t6.Commit(), kv.CodeNotCommitted)
 
 	t8, t9 := db.Begin(context.Background()), db.Begin(context.Background())
-	equal(t, mustRange(t, t8, "items/", "items0", kv.RangeOptions{Limit: 1, Reverse: true}), []string{"items/4=d"})
+	require.Equal(t, []string{"items/4=d"}, mustRange(t, t8, "items/", "items0", kv.RangeOptions{Limit: 1, Reverse: true}))
 	t8.Set(b("last"), b("1"))
 	t9.Set(b("items/00"), b("below")) // before the reverse read's last key: no conflict
 	if err := t9.Commit(); err != nil {

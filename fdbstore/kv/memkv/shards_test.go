@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/ckptstore/ckptstore/fdbstore/kv"
 )
 
@@ -38,8 +40,8 @@ func TestShardCutIsKeyCountQuantiles(t *testing.T) {
 		t.Fatalf("empty database: %+v, want one empty range", r)
 	}
 	keysN(t, db, 100)
-	equal(t, quoted(db.Shards(4)), []string{"k025", "k050", "k075"})
-	equal(t, quoted(db.Shards(3)), []string{"k033", "k066"})
+	require.Equal(t, []string{"k025", "k050", "k075"}, quoted(db.Shards(4)))
+	require.Equal(t, []string{"k033", "k066"}, quoted(db.Shards(3)))
 	r := db.ShardStats()
 	if len(r.Shards) != 3 || r.Shards[0].Keys != 33 || r.Shards[1].Keys != 33 || r.Shards[2].Keys != 34 {
 		t.Fatalf("3 ranges of 100 keys: %+v", r.Shards)
@@ -50,7 +52,7 @@ func TestShardCutIsKeyCountQuantiles(t *testing.T) {
 
 	small := New()
 	keysN(t, small, 3)
-	equal(t, quoted(small.Shards(10)), []string{"k000", "k001", "k002"}[1:])
+	require.Equal(t, []string{"k000", "k001", "k002"}[1:], quoted(small.Shards(10)))
 	if r := small.ShardStats(); len(r.Shards) != 3 {
 		t.Fatalf("3 keys in 10 ranges: %d ranges, want 3 (no empty ones)", len(r.Shards))
 	}
