@@ -221,9 +221,7 @@ func (e *suite) testTooLarge(t *testing.T) {
 	for i := range 20_000 {
 		many.Files = append(many.Files, ckptstore.Entry{Path: fmt.Sprintf("d/f%d", i), Kind: ckptstore.KindFile, BlobKey: fileKey(i), Size: 1})
 	}
-	if err := s.Append(ctx, many, "", lease.Writer); !errors.Is(err, ckptstore.ErrInvalidEntry) {
-		t.Fatalf("Append with 20,000 blob keys: %v, want ErrInvalidEntry", err)
-	}
+	require.ErrorIs(t, s.Append(ctx, many, "", lease.Writer), ckptstore.ErrInvalidEntry, "Append with 20,000 blob keys")
 	many.Files = many.Files[:5000]
 	must(t, s.Append(ctx, many, "", lease.Writer))
 	must(t, s.DeleteHead(ctx, "t", "many", lease.Writer))
@@ -312,15 +310,12 @@ func (e *suite) testLongIDs(t *testing.T) {
 	s, db := e.store(t, fdbstore.Options{})
 	long := strings.Repeat("\x00", fdbstore.MaxIDBytes+1) // NUL doubles in a tuple key: the worst case
 	okID := strings.Repeat("\x00", fdbstore.MaxIDBytes)
-	if _, err := s.AcquireWriter(ctx, long); !errors.Is(err, ckptstore.ErrInvalidID) {
-		t.Fatalf("AcquireWriter(long id): %v, want ErrInvalidID", err)
-	}
+	_, err := s.AcquireWriter(ctx, long)
+	require.ErrorIs(t, err, ckptstore.ErrInvalidID, "AcquireWriter(long id)")
 	lease, err := s.AcquireWriter(ctx, okID)
 	must(t, err)
 	must(t, s.Append(ctx, testkit.Checkpoint(okID, okID, "", 1, 1), "", lease.Writer))
-	if err := s.Append(ctx, testkit.Checkpoint(okID, long, okID, 2), okID, lease.Writer); !errors.Is(err, ckptstore.ErrInvalidID) {
-		t.Fatalf("Append(long id): %v, want ErrInvalidID", err)
-	}
+	require.ErrorIs(t, s.Append(ctx, testkit.Checkpoint(okID, long, okID, 2), okID, lease.Writer), ckptstore.ErrInvalidID, "Append(long id)")
 	if cp, err := s.Get(ctx, long); cp != nil || err != nil {
 		t.Fatalf("Get(long id) = %v, %v; want nil, nil", cp, err)
 	}
@@ -331,9 +326,7 @@ func (e *suite) testLongIDs(t *testing.T) {
 		t.Fatalf("Get(longest id) = %v, %v", cp, err)
 	}
 	is := fdbstore.NewInstanceStore(db, e.prefix()+"instances")
-	if err := is.Upsert(ctx, &ckptstore.InstanceRecord{Key: long}); !errors.Is(err, ckptstore.ErrInvalidID) {
-		t.Fatalf("Upsert(long key): %v, want ErrInvalidID", err)
-	}
+	require.ErrorIs(t, is.Upsert(ctx, &ckptstore.InstanceRecord{Key: long}), ckptstore.ErrInvalidID, "Upsert(long key)")
 }
 
 // testPrefixes: stores under different prefixes of one
@@ -523,9 +516,8 @@ func (e *suite) testImportTooLarge(t *testing.T) {
 		cps = append(cps, cp)
 	}
 	before := db.transactions()
-	if _, err := s.Import(ctx, ckptstore.ImportBatch{ThreadID: "t", Checkpoints: cps, Writer: lease.Writer}); !errors.Is(err, ckptstore.ErrInvalidEntry) {
-		t.Fatalf("Import of about 11 MB in one batch: %v, want ErrInvalidEntry", err)
-	}
+	_, err = s.Import(ctx, ckptstore.ImportBatch{ThreadID: "t", Checkpoints: cps, Writer: lease.Writer})
+	require.ErrorIs(t, err, ckptstore.ErrInvalidEntry, "Import of about 11 MB in one batch")
 	if db.transactions() != before {
 		t.Fatal("a refused Import ran a transaction")
 	}
