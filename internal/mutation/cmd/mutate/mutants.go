@@ -35,6 +35,7 @@ const (
 	mscap = "memstore/capabilities.go"
 	pre   = "precheck/precheck.go"
 	msop  = "memstore/optokens.go"
+	msref = "memstore/blobrefs.go"
 	inst  = "memstore/instance.go"
 	val   = "validate.go"
 	typ   = "types.go"
@@ -126,7 +127,7 @@ var mutants = []mutant{
 	one("ms-append-no-ctx", ms, `if err := precheck.Append(ctx, cp, expectedHeadID, w); err != nil { return err }`,
 		`if err := precheck.Append(context.Background(), cp, expectedHeadID, w); err != nil { return err }`,
 		"Append ignores a cancelled context"),
-	one("ms-insert-no-refs", ms, `s.refs[k]++`, `_ = k`, "Append/Fork do not count blob references"),
+	one("ms-insert-no-refs", ms, `s.refs.add(c)`, ``, "Append/Fork do not count blob references"),
 
 	// ---- memstore: the writer check ----
 	one("pre-writer-any-thread", pre, `if w.ThreadID != threadID {`, `if false {`, "a writer of another thread may write (precheck.WriterThread)"),
@@ -163,11 +164,15 @@ var mutants = []mutant{
 	one("ms-deletehead-head-stays", ms, `th.head = c.ParentCheckpointID`, `_ = c`, "DeleteHead leaves the head naming the deleted checkpoint"),
 
 	// ---- memstore: blob counts on delete ----
-	one("ms-remove-keep-zero", ms, `if s.refs[k] <= 1 { delete(s.refs, k) } else { s.refs[k]-- }`, `s.refs[k]--`,
+	one("ms-remove-keep-zero", msref, `if b.n--; b.n == 0 { delete(r.byKey, k) r.ordered.Delete(refItem{key: k}) }`, `b.n--`,
 		"a count that reaches 0 is kept at 0, not forgotten"),
-	one("ms-remove-no-drop", ms, `if s.refs[k] <= 1 { delete(s.refs, k) } else { s.refs[k]-- }`, `_ = k`,
+	one("ms-remove-no-drop", ms, `s.refs.drop(c)`, ``,
 		"deleting a checkpoint does not drop its blob counts"),
-	one("ms-remove-drop-at-two", ms, `if s.refs[k] <= 1 {`, `if s.refs[k] <= 2 {`, "a count of 2 is forgotten instead of becoming 1"),
+	one("ms-remove-drop-at-two", msref, `if b.n--; b.n == 0 {`, `if b.n--; b.n <= 1 {`, "a count of 2 is forgotten instead of becoming 1"),
+	one("ms-refs-per-entry", msref, `if b.seen != r.change { b.seen = r.change b.n++ }`, `b.n++`,
+		"a checkpoint counts a key once per entry that holds it, not once"),
+	one("ms-refs-drop-per-entry", msref, `if b == nil || b.seen == r.change { return }`, `if b == nil { return }`,
+		"deleting a checkpoint drops a key once per entry that holds it"),
 	one("ms-remove-keep-member", ms, `th.cps.Delete(c)`, ``, "a deleted checkpoint stays a member of its thread"),
 	one("ms-remove-keep-checkpoint", ms, `delete(s.checkpoints, id)`, ``, "a deleted checkpoint stays readable (and its id used)"),
 
@@ -247,13 +252,15 @@ var mutants = []mutant{
 
 	// ---- memstore: reads ----
 	one("ms-get-shared", ms, `return s.checkpoints[id].Clone(), nil`, `return s.checkpoints[id], nil`, "Get returns the stored pointer"),
-	one("ms-list-shared", ms, `out = append(out, c.Clone())`, `out = append(out, c)`, "List returns the stored pointers"),
+	one("ms-list-shared", ms, `cloneAll(out)`, ``, "List returns the stored pointers"),
 	one("ms-list-unsorted", ms, `func listLess(a, b *ckptstore.Checkpoint) bool { return ckptstore.CompareCheckpoints(a, b) < 0 }`,
 		`func listLess(a, b *ckptstore.Checkpoint) bool { return a.ID < b.ID }`, "a thread's checkpoints are kept (and listed) in id order"),
-	one("ms-list-desc", ms, `th.cps.Ascend(func(c *ckptstore.Checkpoint) bool { out = append(out, c.Clone())`,
-		`th.cps.Descend(func(c *ckptstore.Checkpoint) bool { out = append(out, c.Clone())`, "List newest first"),
-	one("ms-blobrefs-unsorted", ms, `slices.SortFunc(out, func(a, b ckptstore.BlobRef) int { return strings.Compare(a.Key, b.Key) })`,
-		`_ = strings.Compare`, "BlobReferences in map order"),
+	one("ms-list-desc", ms, `th.cps.Ascend(func(c *ckptstore.Checkpoint) bool { out = append(out, c)`,
+		`th.cps.Descend(func(c *ckptstore.Checkpoint) bool { out = append(out, c)`, "List newest first"),
+	one("ms-blobrefs-unsorted", msref, `r.ordered.Ascend(func(it refItem) bool { out = append(out, ckptstore.BlobRef{Key: it.key, References: it.ref.n}) return true })`,
+		`for k, b := range r.byKey {
+		out = append(out, ckptstore.BlobRef{Key: k, References: b.n})
+	}`, "BlobReferences in map order"),
 	one("ms-get-no-validate", ms, `if err := precheck.Read(ctx, "checkpoint id", id); err != nil { return nil, err }`, ``,
 		"Get accepts invalid ids"),
 	one("ms-list-no-validate", ms, `func (s *Store) List(ctx context.Context, threadID string) ([]*ckptstore.Checkpoint, error) { if err := precheck.Read(ctx, "thread id", threadID); err != nil { return nil, err }`,
@@ -303,9 +310,10 @@ var mutants = []mutant{
 	one("ms-delthread-count", mscap, `return len(doomed), nil`, `return th.cps.Len(), nil`, "DeleteThread reports 0 deleted"),
 	one("ms-delthread-no-refs", mscap, `for _, id := range doomed { s.remove(th, id) } th.head = ""`,
 		`for _, id := range doomed {
+		c := s.checkpoints[id]
 		delete(s.checkpoints, id)
+		th.cps.Delete(c)
 	}
-	th.cps.Clear(false)
 	th.head = ""`, "DeleteThread does not drop blob counts"),
 	one("ms-delthread-ends-lease", mscap, `th.head = "" th.transcript = nil`, `th.head = ""
 	th.transcript = nil
@@ -329,21 +337,19 @@ var mutants = []mutant{
 	}`, "ListPage accepts invalid ids, limits and cursors (and ignores the cursor)"),
 	one("ms-page-repeat-cursor", mscap, `if !p.Includes(c) { return true // the checkpoint at the cursor's own position }`, ``,
 		"ListPage returns the checkpoint at the cursor again"),
-	one("ms-page-no-more", mscap, `more = true return false } page = append(page, c.Clone())`, `return false }
-	page = append(page, c.Clone())`, "ListPage's next is always empty"),
-	one("ms-page-limit-plus-one", mscap, `if len(page) == p.Limit { more = true return false } page = append(page, c.Clone())`,
-		`if len(page) == p.Limit+1 { more = true; return false }; page = append(page, c.Clone())`, "ListPage returns one more than the limit"),
-	one("ms-page-next-always", mscap, `th.cps.DescendLessOrEqual(pivot(*p.After), visit) } return page, p.Next(page, more), nil`,
-		`th.cps.DescendLessOrEqual(pivot(*p.After), visit)
-	}
-	return page, p.Next(page, more || len(page) > 0), nil`,
-		"ListPage returns a next cursor after the last page too"),
+	one("ms-page-no-more", mscap, `more = true return false } page = append(page, c)`, `return false }
+	page = append(page, c)`, "ListPage's next is always empty"),
+	one("ms-page-limit-plus-one", mscap, `if len(page) == p.Limit { more = true return false } page = append(page, c)`,
+		`if len(page) == p.Limit+1 { more = true; return false }; page = append(page, c)`, "ListPage returns one more than the limit"),
+	one("ms-page-next-always", mscap, `cloneAll(page) return page, p.Next(page, more), nil`,
+		`cloneAll(page)
+	return page, p.Next(page, more || len(page) > 0), nil`, "ListPage returns a next cursor after the last page too"),
 	one("ms-page-reverse-ignored", mscap, `case p.After == nil: th.cps.Descend(visit)`, `case p.After == nil: th.cps.Ascend(visit)`,
 		"ListPage from the start ignores Reverse"),
 	equiv(one("ms-page-reverse-cursor", mscap, `th.cps.DescendLessOrEqual(pivot(*p.After), visit)`, `th.cps.Descend(visit)`,
 		"a reverse ListPage with a cursor scans from the end"),
 		"Includes drops everything from the end down to the cursor, so the page is the same; only slower"),
-	one("ms-page-shared", mscap, `page = append(page, c.Clone())`, `page = append(page, c)`, "ListPage returns the stored pointers"),
+	one("ms-page-shared", mscap, `cloneAll(page)`, ``, "ListPage returns the stored pointers"),
 	one("ms-page-pivot-zero", mscap, `return &ckptstore.Checkpoint{CreatedAt: pos.CreatedAt, ID: pos.ID}`,
 		`return &ckptstore.Checkpoint{ID: pos.ID}`, "the seek ignores the cursor's createdAt"),
 	equiv(one("ms-page-forward-from-start", mscap, `th.cps.AscendGreaterOrEqual(pivot(*p.After), visit)`, `th.cps.Ascend(visit)`,
