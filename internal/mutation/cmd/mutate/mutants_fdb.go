@@ -119,15 +119,18 @@ func init() {
 		fdb("fdb-insert-no-count", fdbWrite, `for _, k := range st.refKeys {
 		tr.Add(k, 1)
 	}`, ``, "storing a checkpoint counts no blobs"),
-		fdb("fdb-blobrefs-zero", fdbStore, `if n := kv.DecodeInt64(kvp.Value); n > 0 {`, `if n := kv.DecodeInt64(kvp.Value); n >= 0 {`,
+		equiv(fdb("fdb-blobrefs-zero", fdbStore, `if n := kv.DecodeInt64(kvp.Value); n > 0 {`, `if n := kv.DecodeInt64(kvp.Value); n >= 0 {`,
 			"BlobReferences reports counts at 0"),
+			"a count that reaches 0 is cleared in the same transaction (CompareAndClear), so no stored count is 0"),
 
 		// ---- the writer check ----
-		fdb("fdb-writer-no-thread", fdbWrite, `if w.ThreadID != threadID {
+		equiv(fdb("fdb-writer-no-thread", fdbWrite, `if w.ThreadID != threadID {
 		return fmt.Errorf("%w: writer of thread %q cannot write thread %q", ckptstore.ErrWriterLost, w.ThreadID, threadID)
 	}`, ``, "checkWriter accepts a writer of another thread"),
-		fdb("fdb-writer-released-ok", fdbWrite, `if l.token == "" {`, `if false {`,
+			"every write runs precheck.WriterThread before (Append, DeleteHead, Prune, Fork, DeleteThread, Import), and RenewWriter reads the lease of w.ThreadID itself"),
+		equiv(fdb("fdb-writer-released-ok", fdbWrite, `if l.token == "" {`, `if false {`,
 			"checkWriter skips its released-lease check"),
+			"a released lease keeps expires at the Unix epoch, so the expiry check then fails it with the same error"),
 		fdb("fdb-writer-no-token", fdbWrite, `if l.token != w.OwnerToken || l.fence != w.Fence {`, `if l.fence != w.Fence {`, "checkWriter ignores the owner token"),
 		fdb("fdb-writer-no-fence", fdbWrite, `if l.token != w.OwnerToken || l.fence != w.Fence {`, `if l.token != w.OwnerToken {`, "checkWriter ignores the fence"),
 		fdb("fdb-writer-expiry-edge", fdbWrite, `if !now.Before(l.expires) {`, `if now.After(l.expires) {`, "checkWriter accepts a lease at now == expiry"),

@@ -152,8 +152,9 @@ sync_thread(K.threads, K.thread, K.list, K.transcript, A.threadid)`, `drop_refs(
 local keep, hops`, `local keep, hops`, "DeleteCheckpoints skips the writer check"),
 		rs("rs-prune-other-thread", rsScripts, `if c[1] ~= A.threadid or seen[id] then id = ''; break end`, `if not c[1] or seen[id] then id = ''; break end`,
 			"the prune walk follows parents into another thread"),
-		rs("rs-prune-no-seen", rsScripts, `if c[1] ~= A.threadid or seen[id] then id = ''; break end`, `if c[1] ~= A.threadid then id = ''; break end`,
+		equiv(rs("rs-prune-no-seen", rsScripts, `if c[1] ~= A.threadid or seen[id] then id = ''; break end`, `if c[1] ~= A.threadid then id = ''; break end`,
 			"the prune walk does not stop at a parent cycle"),
+			"a cycle then fills the walk to Hops, so the script replies walk and Go's own seen set ends the chain at the same id; only the number of scripts changes"),
 		rs("rs-prune-keep-plus-one", rsScripts, `for i = #chain, keep + 1, -1 do`, `for i = #chain, keep + 2, -1 do`,
 			"a one-step prune keeps one checkpoint too many"),
 		rs("rs-prune-keep-minus-one", rsScripts, `for i = #chain, keep + 1, -1 do`, `for i = #chain, keep, -1 do`,
@@ -177,9 +178,10 @@ local members = redis.call('ZRANGE', K.list, 0, tonumber(A.batch) - 1)`, `local 
 			"DeleteThread skips the writer check"),
 		rs("rs-dt-no-refs", rsScripts, `drop_refs(K.refs, K.refkeys, c[2])
     n = n + 1`, `n = n + 1`, "DeleteThread drops no blob references"),
-		rs("rs-dt-other-thread", rsScripts, `local c = redis.call('HMGET', ck, 't', 'k')
+		equiv(rs("rs-dt-other-thread", rsScripts, `local c = redis.call('HMGET', ck, 't', 'k')
   if c[1] == A.threadid then`, `local c = redis.call('HMGET', ck, 't', 'k')
   if c[1] then`, "DeleteThread deletes a listed id that another thread reused"),
+			"every script that deletes a checkpoint removes its list member in the same step, so a listed id never names a checkpoint of another thread"),
 		rs("rs-dt-keep-transcript", rsScripts, `redis.call('DEL', K.transcript)`, ``, "DeleteThread keeps the transcript"),
 		rs("rs-dt-keep-head", rsScripts, `done = '1'
   redis.call('HDEL', K.thread, 'h')`, `done = '1'`, "DeleteThread keeps the head"),

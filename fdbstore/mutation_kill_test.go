@@ -1,0 +1,94 @@
+package fdbstore
+
+// Tests that kill mutants of internal/mutation (mutants_fdb.go) which the
+// rest of the suite let through. Each names its mutant.
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/fdbstore/kv/memkv"
+	"github.com/ckptstore/ckptstore/internal/testkit"
+)
+
+// TestDeleteHeadConflictsWithADeleteThreadBatch: a DeleteThread batch that
+// deletes a thread's head without being its last batch (the head is the
+// thread's oldest checkpoint in List order, and more follow) touches
+// neither the head key nor the lease. So the only read of DeleteHead that
+// such a batch changes is the head checkpoint by id: read as a snapshot
+// (mutant fdb-dh-snapshot-index), DeleteHead commits the removal of a
+// checkpoint already removed, and its blob counts drop twice.
+func TestDeleteHeadConflictsWithADeleteThreadBatch(t *testing.T) {
+	ctx := context.Background()
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	db, err := memkv.NewWithOptions(memkv.Options{Now: func() time.Time { return start }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := testkit.NewClock(start)
+	s, err := New(db, Options{Options: ckptstore.Options{Now: clock.Now, LeaseDuration: time.Minute}, PruneBatch: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := s.AcquireWriter(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := l.Writer
+	// The root a-1 (createdAt 1), then the head a-0 (createdAt 0): the
+	// head is first in List order, so DeleteThread's first batch of one
+	// deletes it and leaves a-1. Both use blob 7, so a count dropped twice
+	// shows.
+	if err := s.Append(ctx, testkit.Checkpoint("a", "a-1", "", 1, 7), "", w); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Append(ctx, testkit.Checkpoint("a", "a-0", "a-1", 0, 7), "a-1", w); err != nil {
+		t.Fatal(err)
+	}
+
+	ran := false
+	remove := db.BeforeCommit(func(*memkv.Tx) {
+		if ran {
+			return
+		}
+		ran = true
+		n, more, err := s.deleteThreadBatch(ctx, "a", w)
+		if err != nil || n != 1 || !more {
+			t.Errorf("the DeleteThread batch: %d deleted, more %v, error %v; want 1, true, nil", n, more, err)
+		}
+	})
+	before := db.Stats()
+	err = s.DeleteHead(ctx, "a", "a-0", w)
+	remove()
+	if !ran {
+		t.Fatalf("DeleteHead committed nothing, so nothing was interleaved (error %v)", err)
+	}
+	if c := db.Stats().Conflicts - before.Conflicts; c != 1 {
+		t.Errorf("DeleteHead's commit conflicted %d times with the DeleteThread batch, want 1 (its read of the checkpoint must take a read conflict)", c)
+	}
+	// In the order the batch committed first, a-0 is gone while the head
+	// still names it: DeleteHead finds no head checkpoint to delete.
+	if !errors.Is(err, ckptstore.ErrNotHead) {
+		t.Fatalf("DeleteHead after the batch deleted the head checkpoint: error %v, want ErrNotHead", err)
+	}
+	if h, err := s.Head(ctx, "a"); err != nil || h != "a-0" {
+		t.Errorf("head %q (error %v), want a-0: the failed DeleteHead changed it", h, err)
+	}
+	refs, err := s.BlobReferences(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(refs) != 1 || refs[0].References != 1 {
+		t.Errorf("blob references %v, want blob 7 once (a-1)", refs)
+	}
+	problems, err := s.Check(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("Check: %v", p)
+	}
+}
