@@ -164,8 +164,8 @@ var mutants = []mutant{
 	one("ms-deletehead-head-stays", ms, `th.head = c.ParentCheckpointID`, `_ = c`, "DeleteHead leaves the head naming the deleted checkpoint"),
 
 	// ---- memstore: blob counts on delete ----
-	one("ms-remove-keep-zero", msref, `if b.n--; b.n == 0 { delete(r.byKey, k) r.ordered.Delete(refItem{key: k}) }`, `b.n--`,
-		"a count that reaches 0 is kept at 0, not forgotten"),
+	one("ms-remove-keep-zero", msref, `if it.ref.n > 0 { out = append(out, it) }`, `out = append(out, it)`,
+		"a count that reaches 0 is kept (listed at 0), not forgotten"),
 	one("ms-remove-no-drop", ms, `s.refs.drop(c)`, ``,
 		"deleting a checkpoint does not drop its blob counts"),
 	one("ms-remove-drop-at-two", msref, `if b.n--; b.n == 0 {`, `if b.n--; b.n <= 1 {`, "a count of 2 is forgotten instead of becoming 1"),
@@ -257,10 +257,9 @@ var mutants = []mutant{
 		`func listLess(a, b *ckptstore.Checkpoint) bool { return a.ID < b.ID }`, "a thread's checkpoints are kept (and listed) in id order"),
 	one("ms-list-desc", ms, `th.cps.Ascend(func(c *ckptstore.Checkpoint) bool { out = append(out, c)`,
 		`th.cps.Descend(func(c *ckptstore.Checkpoint) bool { out = append(out, c)`, "List newest first"),
-	one("ms-blobrefs-unsorted", msref, `r.ordered.Ascend(func(it refItem) bool { out = append(out, ckptstore.BlobRef{Key: it.key, References: it.ref.n}) return true })`,
-		`for k, b := range r.byKey {
-		out = append(out, ckptstore.BlobRef{Key: k, References: b.n})
-	}`, "BlobReferences in map order"),
+	one("ms-blobrefs-unsorted", msref, `slices.SortFunc(r.pending, func(a, b refItem) int { return strings.Compare(a.key, b.key) })`,
+		`_, _ = slices.SortFunc[[]refItem], strings.Compare`,
+		"new blob keys merge into the sorted run unsorted"),
 	one("ms-get-no-validate", ms, `if err := precheck.Read(ctx, "checkpoint id", id); err != nil { return nil, err }`, ``,
 		"Get accepts invalid ids"),
 	one("ms-list-no-validate", ms, `func (s *Store) List(ctx context.Context, threadID string) ([]*ckptstore.Checkpoint, error) { if err := precheck.Read(ctx, "thread id", threadID); err != nil { return nil, err }`,
