@@ -1,6 +1,7 @@
 package memstore
 
 import (
+	"bytes"
 	"unsafe"
 
 	"github.com/ckptstore/ckptstore"
@@ -9,7 +10,7 @@ import (
 // chunkBytes is about how much memory one chunk of a batch copy holds. Small
 // enough that a copy the caller keeps holds little else alive, and that no
 // allocation is so large that the runtime must fault in fresh pages for it;
-// big enough that a List of 10,000 checkpoints is some hundreds of
+// big enough that a List of 10,000 checkpoints is some tens of
 // allocations, not 32,000.
 const chunkBytes = 256 << 10
 
@@ -29,23 +30,52 @@ const chunkBytes = 256 << 10
 // Stored checkpoints are never modified, so the caller may run cloneAll
 // after releasing Store.mu, on pointers it read under the lock.
 func cloneAll(cps []*ckptstore.Checkpoint) {
-	var nFiles, nArts, nConv int
+	var nFiles, nArts int
 	for _, c := range cps {
 		nFiles += len(c.Files)
 		nArts += len(c.Artifacts)
-		nConv += len(c.Conversation)
 	}
 	vals := newChunks[ckptstore.Checkpoint](len(cps))
 	files := newChunks[ckptstore.Entry](nFiles)
 	arts := newChunks[ckptstore.Artifact](nArts)
-	conv := newChunks[byte](nConv)
 	for i, c := range cps {
-		v := vals.put(*c)
+		v := vals.put(*c) // its Conversation still reads the stored bytes: copyConversations replaces it
 		v.Files = files.copyOf(c.Files)
 		v.Artifacts = arts.copyOf(c.Artifacts)
-		v.Conversation = conv.copyOf(c.Conversation)
 		cps[i] = v
 	}
+	copyConversations(cps)
+}
+
+// copyConversations replaces the Conversation of each checkpoint of cps by a
+// copy, joined per chunk of about chunkBytes with bytes.Join, which
+// allocates without first zeroing the memory it fills: the conversations
+// are most of a List's bytes. nil stays nil and empty stays empty (cap 0,
+// so nothing is shared).
+func copyConversations(cps []*ckptstore.Checkpoint) {
+	var parts [][]byte
+	from, size := 0, 0
+	flush := func(to int) {
+		buf := bytes.Join(parts, nil)
+		for _, v := range cps[from:to] {
+			if n := len(v.Conversation); n > 0 {
+				v.Conversation, buf = buf[:n:n], buf[n:]
+			}
+		}
+		parts, from, size = parts[:0], to, 0
+	}
+	for i, v := range cps {
+		if n := len(v.Conversation); n > 0 {
+			parts = append(parts, v.Conversation)
+			size += n
+		} else if v.Conversation != nil {
+			v.Conversation = v.Conversation[:0:0]
+		}
+		if size >= chunkBytes {
+			flush(i + 1)
+		}
+	}
+	flush(len(cps))
 }
 
 // chunks hands out copies of slices of T cut from chunks of about
