@@ -92,3 +92,33 @@ func TestDeleteHeadConflictsWithADeleteThreadBatch(t *testing.T) {
 		t.Errorf("Check: %v", p)
 	}
 }
+
+// TestCallerRepeatInTheNextMarkerEpoch: a caller's repeat that comes in
+// the marker epoch after its first call's (here one second later, across
+// the boundary) finds the marker in the epoch before. Without that second
+// lookup (mutant fdb-marker-no-prev-epoch) the repeat runs as a new write
+// and fails with ErrDuplicateID.
+func TestCallerRepeatInTheNextMarkerEpoch(t *testing.T) {
+	ctx := context.Background()
+	boundary := time.UnixMilli(1_800_000_000_000 / markerTTL.Milliseconds() * markerTTL.Milliseconds())
+	clock := testkit.NewClock(boundary.Add(-time.Second))
+	s, err := New(memkv.New(), Options{wallClock: clock.Now, Options: ckptstore.Options{LeaseDuration: time.Hour}})
+	testkit.Must(t, err)
+	lease, err := s.AcquireWriter(ctx, "t")
+	testkit.Must(t, err)
+	tok := ckptstore.WithOpToken(ctx, "append-across-epochs")
+	cp := testkit.Checkpoint("t", "a", "", 1)
+	testkit.Must(t, s.Append(tok, cp, "", lease.Writer))
+	clock.Advance(2 * time.Second)
+	if epochOf(clock.Now()) != epochOf(boundary.Add(-time.Second))+1 {
+		t.Fatalf("the clock did not cross a marker epoch")
+	}
+	if err := s.Append(tok, cp, "", lease.Writer); err != nil {
+		t.Fatalf("the repeat in the next epoch: %v, want the first call's success", err)
+	}
+	cps, err := s.List(ctx, "t")
+	testkit.Must(t, err)
+	if len(cps) != 1 {
+		t.Fatalf("%d checkpoints after the repeat, want 1", len(cps))
+	}
+}

@@ -234,9 +234,10 @@ func init() {
 			return fmt.Errorf("%w: %q", ckptstore.ErrForkSourceThreadMismatch, in.SourceCheckpointID)
 		}`, "a missing fork source reports a thread mismatch"),
 		fdb("fdb-fork-skip-mismatch", fdbWrite, `if srcIdx.thread != in.SourceThreadID {`, `if false {`, "ForkFromCheckpoint skips the source thread check"),
-		fdb("fdb-fork-skip-writer-thread", fdbWrite, `if err := precheck.WriterThread(in.Writer, dst); err != nil {
+		equiv(fdb("fdb-fork-skip-writer-thread", fdbWrite, `if err := precheck.WriterThread(in.Writer, dst); err != nil {
 			return err
-		}`, ``, "ForkFromCheckpoint skips the writer's thread check (checkWriter still checks it)"),
+		}`, ``, "ForkFromCheckpoint skips the writer's thread check"),
+			"checkWriter, next, makes the same check with the same error"),
 		fdb("fdb-fork-skip-writer", fdbWrite, `if err := r.checkWriter(in.Writer); err != nil {
 			return err
 		}`, ``, "ForkFromCheckpoint skips the writer check"),
@@ -256,8 +257,9 @@ func init() {
 
 		// ---- leases ----
 		fdb("fdb-acquire-ignore-live", fdbWrite, `if cur.token != "" && now.Before(cur.expires) {`, `if false {`, "AcquireWriter takes over a live lease"),
-		fdb("fdb-acquire-released-live", fdbWrite, `if cur.token != "" && now.Before(cur.expires) {`, `if now.Before(cur.expires) {`,
+		equiv(fdb("fdb-acquire-released-live", fdbWrite, `if cur.token != "" && now.Before(cur.expires) {`, `if now.Before(cur.expires) {`,
 			"AcquireWriter refuses a released lease until it would have expired"),
+			"ReleaseWriter sets expires to the Unix epoch, so a released lease is never before its expiry"),
 		fdb("fdb-acquire-fence-reset", fdbWrite, `fence = cur.fence
 		}`, `}`, "AcquireWriter restarts fences at 1"),
 		fdb("fdb-acquire-marker-lease", fdbWrite, `taken, err = decodeTaken(o.token, result)`, `taken, err = decodeTaken(o.token+"x", result)`,
@@ -266,13 +268,11 @@ func init() {
 			return err
 		}
 		exp := r.now.Add(s.opts.LeaseDuration)`, `exp := r.now.Add(s.opts.LeaseDuration)`, "RenewWriter skips the writer check"),
-		fdb("fdb-renew-no-marker", fdbWrite, `expires = l.expires
-			}
-			return err`, `expires = l.expires
-			}
-			return err
-		}
-		if false {`, "RenewWriter retried after commit_unknown_result renews again"),
+		fdb("fdb-renew-no-marker", fdbWrite, `if done, result, err := r.done(); err != nil || done {
+			if err == nil {
+				var l leaseValue`, `if done, result, err := r.done(); err != nil || (done && false) {
+			if err == nil {
+				var l leaseValue`, "RenewWriter retried after commit_unknown_result renews again"),
 		fdb("fdb-renew-half", fdbWrite, `exp := r.now.Add(s.opts.LeaseDuration)`, `exp := r.now.Add(s.opts.LeaseDuration / 2)`, "RenewWriter extends by half a lease"),
 		fdb("fdb-release-no-fence", fdbWrite, `if l.token == "" || l.token != w.OwnerToken || l.fence != w.Fence {`, `if l.token == "" || l.token != w.OwnerToken {`,
 			"ReleaseWriter ignores the fence"),
