@@ -122,3 +122,44 @@ func TestCallerRepeatInTheNextMarkerEpoch(t *testing.T) {
 		t.Fatalf("%d checkpoints after the repeat, want 1", len(cps))
 	}
 }
+
+// TestWriteGivesUpAfterHalfTheMarkerLifetime: a write whose commits keep
+// failing stops retrying once it has retried for markerTTL/2 (errGaveUp),
+// while its marker would still be found. The wall clock here moves a third
+// of markerTTL per reading, so the second attempt gives up. Without the
+// check (mutant fdb-no-give-up) the write retries until its context ends.
+func TestWriteGivesUpAfterHalfTheMarkerLifetime(t *testing.T) {
+	db := memkv.New()
+	var (
+		now      = time.Unix(1_800_000_000, 0)
+		ticking  bool
+		readings int
+	)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	wall := func() time.Time {
+		if ticking {
+			readings++
+			now = now.Add(markerTTL / 3)
+			if readings == 12 { // far past the second attempt: stop a write that does not give up
+				cancel()
+			}
+		}
+		return now
+	}
+	s, err := New(db, Options{wallClock: wall, Options: ckptstore.Options{LeaseDuration: 1000 * time.Hour}})
+	testkit.Must(t, err)
+	lease, err := s.AcquireWriter(ctx, "t")
+	testkit.Must(t, err)
+	testkit.Must(t, db.SetFaults(memkv.Faults{NotCommittedRate: 1}))
+	ticking = true
+	err = s.Append(ctx, testkit.Checkpoint("t", "a", "", 1), "", lease.Writer)
+	if !errors.Is(err, errGaveUp) {
+		t.Fatalf("Append whose commits all fail: %v, want errGaveUp", err)
+	}
+	ticking = false
+	testkit.Must(t, db.SetFaults(memkv.Faults{}))
+	if h, err := s.Head(context.Background(), "t"); err != nil || h != "" {
+		t.Fatalf("head %q (error %v) after the write gave up, want none", h, err)
+	}
+}

@@ -303,8 +303,9 @@ func init() {
 			tr.Clear(s.k.listed(threadID))`, `tr.Clear(s.k.listed(threadID))`, "DeleteThread keeps the transcript"),
 		fdb("fdb-dt-keep-listed", fdbDelT, `tr.Clear(s.k.listed(threadID))
 		}`, `}`, "DeleteThread keeps the thread listed"),
-		fdb("fdb-dt-last-cut", fdbDelT, `last := len(batch) == len(groups) && len(kvs) < limit`, `last := len(batch) == len(groups)`,
+		equiv(fdb("fdb-dt-last-cut", fdbDelT, `last := len(batch) == len(groups) && len(kvs) < limit`, `last := len(batch) == len(groups)`,
 			"DeleteThread ends when its read was cut by the limit"),
+			"a cut read leaves its last group out of the batch, so the batch is shorter than groups anyway"),
 		fdb("fdb-dt-count", fdbDelT, `n, more = len(batch), !last`, `n, more = min(len(batch), 1), !last`, "DeleteThread counts batches, not checkpoints"),
 		fdb("fdb-import-skip-writer", fdbImport, `if err := r.checkWriter(b.Writer); err != nil {
 			return err
