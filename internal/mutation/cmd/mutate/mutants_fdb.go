@@ -310,9 +310,10 @@ func init() {
 		fdb("fdb-import-skip-writer", fdbImport, `if err := r.checkWriter(b.Writer); err != nil {
 			return err
 		}`, ``, "Import skips the writer check"),
-		fdb("fdb-import-other-thread", fdbImport, `case idx.thread != b.ThreadID:
+		equiv(fdb("fdb-import-other-thread", fdbImport, `case idx.thread != b.ThreadID:
 				return fmt.Errorf("%w: checkpoint %q is stored in thread %q", ckptstore.ErrDuplicateID, st.cp.ID, idx.thread)`, ``,
 			"Import accepts an id stored in another thread"),
+			"the stored checkpoint then differs in its thread id from the batch's, so the content check fails it with the same ErrDuplicateID"),
 		fdb("fdb-import-other-content", fdbImport, `case !ckptstore.EqualCheckpoints(cur, st.cp):`, `case cur == nil:`,
 			"Import takes a stored id with other content as the same checkpoint"),
 		fdb("fdb-import-skip-head", fdbImport, `if b.SetHead && head != "" && head != b.Head {`, `if false {`, "Import replaces a head it did not expect"),
