@@ -273,8 +273,9 @@ local new, cmp = {}, {'COMPARE'}`, `local new, cmp = {}, {'COMPARE'}`, "Import s
 		rs("rs-import-no-list", rsScripts, `redis.call('ZADD', K.list, 0, ARGV[i + 6])`, ``, "Import does not enter its checkpoints in the list index"),
 		rs("rs-import-no-transcript", rsScripts, `if A.hastranscript == '1' then redis.call('SET', K.transcript, A.messages) end`, ``,
 			"Import drops the transcript"),
-		rs("rs-import-no-clear-head", rsScripts, `if A.head == '' then redis.call('HDEL', K.thread, 'h') else`, `if A.head == '' then else`,
+		equiv(rs("rs-import-no-clear-head", rsScripts, `if A.head == '' then redis.call('HDEL', K.thread, 'h') else`, `if A.head == '' then else`,
 			"Import with SetHead and no head keeps the old head"),
+			"the head check before lets SetHead with no head through only on a thread without a head: there is nothing to clear"),
 		rs("rs-import-no-sync", rsScripts, `if A.hastranscript == '1' then redis.call('SET', K.transcript, A.messages) end
 sync_thread(K.threads, K.thread, K.list, K.transcript, A.threadid)`, `if A.hastranscript == '1' then redis.call('SET', K.transcript, A.messages) end`,
 			"Import does not update the thread index"),
