@@ -85,305 +85,323 @@ func (e *env) doImport(what string, b ckptstore.ImportBatch, want int) {
 }
 
 func (s *suite) testImport(t *testing.T) {
-	t.Run("Exact", func(t *testing.T) {
-		e := s.env(t)
-		e.importer()
-		w := e.acquire("dst").Writer
-		h := history("dst")
-		b := ckptstore.ImportBatch{ThreadID: "dst", Checkpoints: cloneAll(h), SetHead: true, Head: "r3", Writer: w}
-		_, transcripts := e.s.(ckptstore.Transcripts)
-		if transcripts {
-			b.Transcript = []byte(" [\"the transcript\"] ")
+	t.Run("Exact", s.importExact)
+	t.Run("Idempotent", s.importIdempotent)
+	t.Run("EqualContent", s.importEqualContent)
+	t.Run("OtherContentRefused", s.importOtherContentRefused)
+	t.Run("InvalidRefused", s.importInvalidRefused)
+	t.Run("Head", s.importHead)
+	t.Run("NoHeadIsNotEmpty", s.importNoHeadIsNotEmpty)
+	t.Run("Transcript", s.importTranscript)
+	t.Run("RoundTrip", s.importRoundTrip)
+}
+
+func (s *suite) importExact(t *testing.T) {
+	e := s.env(t)
+	e.importer()
+	w := e.acquire("dst").Writer
+	h := history("dst")
+	b := ckptstore.ImportBatch{ThreadID: "dst", Checkpoints: cloneAll(h), SetHead: true, Head: "r3", Writer: w}
+	_, transcripts := e.s.(ckptstore.Transcripts)
+	if transcripts {
+		b.Transcript = []byte(" [\"the transcript\"] ")
+	}
+	e.doImport("Import", b, len(h))
+	e.wantExactly("dst", h, "r3")
+	if transcripts {
+		e.wantTranscript("dst", ` ["the transcript"] `)
+	}
+	e.wantRefs(ckptstore.BlobRef{Key: artifactKey(1), References: 1}, ckptstore.BlobRef{Key: artifactKey(2), References: 1},
+		ckptstore.BlobRef{Key: artifactKey(5), References: 1},
+		ckptstore.BlobRef{Key: fileKey(1), References: 3}, ckptstore.BlobRef{Key: fileKey(2), References: 3})
+	// The thread goes on from the imported head.
+	e.append(cp("r4", "dst", ""), w)
+	e.wantHead("dst", "r4")
+	// Changing the batch after the import changes nothing stored.
+	for _, c := range b.Checkpoints {
+		scribble(c)
+	}
+	if d := cpDiff(e.get("r2"), h[1]); d != "" {
+		t.Errorf("changing the imported batch changed the store: %s", d)
+	}
+}
+
+func (s *suite) importIdempotent(t *testing.T) {
+	e := s.env(t)
+	e.importer()
+	w := e.acquire("dst").Writer
+	h := history("dst")
+	batch := func(set bool, cps ...*ckptstore.Checkpoint) ckptstore.ImportBatch {
+		b := ckptstore.ImportBatch{ThreadID: "dst", Checkpoints: cloneAll(cps), SetHead: set, Writer: w}
+		if set {
+			b.Head = "r3"
 		}
-		e.doImport("Import", b, len(h))
-		e.wantExactly("dst", h, "r3")
-		if transcripts {
-			e.wantTranscript("dst", ` ["the transcript"] `)
-		}
-		e.wantRefs(ckptstore.BlobRef{Key: artifactKey(1), References: 1}, ckptstore.BlobRef{Key: artifactKey(2), References: 1},
-			ckptstore.BlobRef{Key: artifactKey(5), References: 1},
-			ckptstore.BlobRef{Key: fileKey(1), References: 3}, ckptstore.BlobRef{Key: fileKey(2), References: 3})
-		// The thread goes on from the imported head.
-		e.append(cp("r4", "dst", ""), w)
-		e.wantHead("dst", "r4")
-		// Changing the batch after the import changes nothing stored.
-		for _, c := range b.Checkpoints {
-			scribble(c)
-		}
-		if d := cpDiff(e.get("r2"), h[1]); d != "" {
-			t.Errorf("changing the imported batch changed the store: %s", d)
-		}
-	})
-	t.Run("Idempotent", func(t *testing.T) {
-		e := s.env(t)
-		e.importer()
-		w := e.acquire("dst").Writer
-		h := history("dst")
-		batch := func(set bool, cps ...*ckptstore.Checkpoint) ckptstore.ImportBatch {
-			b := ckptstore.ImportBatch{ThreadID: "dst", Checkpoints: cloneAll(cps), SetHead: set, Writer: w}
-			if set {
-				b.Head = "r3"
+		return b
+	}
+	b1, b2, b3 := batch(false, h[0], h[1]), batch(false, h[2], h[3]), batch(true, h[4])
+	e.doImport("batch 1", b1, 2)
+	e.doImport("batch 2", b2, 2)
+	// An interrupted copy resumes by sending its batches again.
+	before := e.snap()
+	e.doImport("batch 1 again", b1, 0)
+	e.doImport("batch 2 again", b2, 0)
+	e.unchanged("repeated batches", before)
+	e.doImport("batch 3", b3, 1)
+	before = e.snap()
+	e.doImport("batch 3 again", b3, 0)
+	e.doImport("everything again", batch(true, h...), 0)
+	e.unchanged("repeated batches after the head was set", before)
+	e.wantExactly("dst", h, "r3")
+	// A batch of stored checkpoints and new ones writes the new ones.
+	n := cp("new", "dst", "r3")
+	e.doImport("stored and new", batch(false, h[0], n, h[2]), 1)
+	e.wantExactly("dst", append(h, n), "r3")
+}
+
+func (s *suite) importEqualContent(t *testing.T) {
+	// Equal content is EqualCheckpoints: an empty conversation equals
+	// [], nil slices equal empty ones.
+	e := s.env(t)
+	e.importer()
+	w := e.acquire("t").Writer
+	c := cp("c", "t", "")
+	c.Conversation = []byte(`[]`)
+	c.Files = []ckptstore.Entry{}
+	e.doImport("Import", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{c}, Writer: w}, 1)
+	again := cp("c", "t", "")
+	e.doImport("Import with an empty conversation and nil files", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{again}, Writer: w}, 0)
+	e.wantRecount()
+}
+
+func (s *suite) importOtherContentRefused(t *testing.T) {
+	e := s.env(t)
+	im := e.importer()
+	w := e.acquire("t").Writer
+	h := history("t")
+	e.doImport("Import", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: cloneAll(h), SetHead: true, Head: "r3", Writer: w}, len(h))
+	e.chain("u", nil, "u1")
+	for _, tc := range []struct {
+		name string
+		mod  func(c *ckptstore.Checkpoint)
+	}{
+		// Each case is a stored checkpoint with one field changed.
+		{"createdAt +0 for -0", func(c *ckptstore.Checkpoint) { *c = *cloneCP(h[0]); c.CreatedAt = 0 }},
+		{"createdAt one ulp off", func(c *ckptstore.Checkpoint) { *c = *cloneCP(h[2]); c.CreatedAt = math.Nextafter(1e300, 0) }},
+		{"another parent", func(c *ckptstore.Checkpoint) { *c = *cloneCP(h[3]); c.ParentCheckpointID = "r2" }},
+		{"another label", func(c *ckptstore.Checkpoint) { *c = *cloneCP(h[3]); c.Label = "other" }},
+		{"another reason", func(c *ckptstore.Checkpoint) { *c = *cloneCP(h[2]); c.Reason = ckptstore.ReasonNamed }},
+		{"another sourceRunId", func(c *ckptstore.Checkpoint) { *c = *cloneCP(h[4]); c.SourceRunID = "" }},
+		{"files in another order", func(c *ckptstore.Checkpoint) {
+			*c = *cloneCP(h[0])
+			c.Files[0], c.Files[2] = c.Files[2], c.Files[0]
+		}},
+		{"conversation with other whitespace", func(c *ckptstore.Checkpoint) {
+			*c = *cloneCP(h[1])
+			c.Conversation = []byte(`[{"role":"user","content":"é"}]`)
+		}},
+		{"an artifact's createdAt", func(c *ckptstore.Checkpoint) {
+			*c = *cloneCP(h[3])
+			c.Artifacts[0].CreatedAt++
+		}},
+		{"id of another thread", func(c *ckptstore.Checkpoint) { c.ID = "u1" }},
+		{"id of another thread, its content", func(c *ckptstore.Checkpoint) { *c = *cloneCP(e.get("u1")); c.ThreadID = "t" }},
+	} {
+		fresh := cp("fresh", "t", "r3") // would be new: the batch is all or nothing
+		c := cp("x", "t", "")
+		tc.mod(c)
+		e.track(nil, "fresh")
+		e.fails("Import of "+tc.name, ckptstore.ErrDuplicateID, func() error {
+			n, err := im.Import(e.ctx, ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{fresh, c}, Writer: w})
+			if err != nil && n != 0 {
+				t.Errorf("the refused Import reported %d written", n)
 			}
-			return b
-		}
-		b1, b2, b3 := batch(false, h[0], h[1]), batch(false, h[2], h[3]), batch(true, h[4])
-		e.doImport("batch 1", b1, 2)
-		e.doImport("batch 2", b2, 2)
-		// An interrupted copy resumes by sending its batches again.
-		before := e.snap()
-		e.doImport("batch 1 again", b1, 0)
-		e.doImport("batch 2 again", b2, 0)
-		e.unchanged("repeated batches", before)
-		e.doImport("batch 3", b3, 1)
-		before = e.snap()
-		e.doImport("batch 3 again", b3, 0)
-		e.doImport("everything again", batch(true, h...), 0)
-		e.unchanged("repeated batches after the head was set", before)
-		e.wantExactly("dst", h, "r3")
-		// A batch of stored checkpoints and new ones writes the new ones.
-		n := cp("new", "dst", "r3")
-		e.doImport("stored and new", batch(false, h[0], n, h[2]), 1)
-		e.wantExactly("dst", append(h, n), "r3")
-	})
-	t.Run("EqualContent", func(t *testing.T) {
-		// Equal content is EqualCheckpoints: an empty conversation equals
-		// [], nil slices equal empty ones.
-		e := s.env(t)
-		e.importer()
-		w := e.acquire("t").Writer
-		c := cp("c", "t", "")
-		c.Conversation = []byte(`[]`)
-		c.Files = []ckptstore.Entry{}
-		e.doImport("Import", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{c}, Writer: w}, 1)
-		again := cp("c", "t", "")
-		e.doImport("Import with an empty conversation and nil files", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{again}, Writer: w}, 0)
-		e.wantRecount()
-	})
-	t.Run("OtherContentRefused", func(t *testing.T) {
-		e := s.env(t)
-		im := e.importer()
-		w := e.acquire("t").Writer
-		h := history("t")
-		e.doImport("Import", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: cloneAll(h), SetHead: true, Head: "r3", Writer: w}, len(h))
-		e.chain("u", nil, "u1")
-		for _, tc := range []struct {
-			name string
-			mod  func(c *ckptstore.Checkpoint)
-		}{
-			// Each case is a stored checkpoint with one field changed.
-			{"createdAt +0 for -0", func(c *ckptstore.Checkpoint) { *c = *cloneCP(h[0]); c.CreatedAt = 0 }},
-			{"createdAt one ulp off", func(c *ckptstore.Checkpoint) { *c = *cloneCP(h[2]); c.CreatedAt = math.Nextafter(1e300, 0) }},
-			{"another parent", func(c *ckptstore.Checkpoint) { *c = *cloneCP(h[3]); c.ParentCheckpointID = "r2" }},
-			{"another label", func(c *ckptstore.Checkpoint) { *c = *cloneCP(h[3]); c.Label = "other" }},
-			{"another reason", func(c *ckptstore.Checkpoint) { *c = *cloneCP(h[2]); c.Reason = ckptstore.ReasonNamed }},
-			{"another sourceRunId", func(c *ckptstore.Checkpoint) { *c = *cloneCP(h[4]); c.SourceRunID = "" }},
-			{"files in another order", func(c *ckptstore.Checkpoint) {
-				*c = *cloneCP(h[0])
-				c.Files[0], c.Files[2] = c.Files[2], c.Files[0]
-			}},
-			{"conversation with other whitespace", func(c *ckptstore.Checkpoint) {
-				*c = *cloneCP(h[1])
-				c.Conversation = []byte(`[{"role":"user","content":"é"}]`)
-			}},
-			{"an artifact's createdAt", func(c *ckptstore.Checkpoint) {
-				*c = *cloneCP(h[3])
-				c.Artifacts[0].CreatedAt++
-			}},
-			{"id of another thread", func(c *ckptstore.Checkpoint) { c.ID = "u1" }},
-			{"id of another thread, its content", func(c *ckptstore.Checkpoint) { *c = *cloneCP(e.get("u1")); c.ThreadID = "t" }},
-		} {
-			fresh := cp("fresh", "t", "r3") // would be new: the batch is all or nothing
-			c := cp("x", "t", "")
-			tc.mod(c)
-			e.track(nil, "fresh")
-			e.fails("Import of "+tc.name, ckptstore.ErrDuplicateID, func() error {
-				n, err := im.Import(e.ctx, ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{fresh, c}, Writer: w})
-				if err != nil && n != 0 {
-					t.Errorf("the refused Import reported %d written", n)
-				}
-				return err
-			})
-		}
-		e.wantExactly("t", h, "r3")
-	})
-	t.Run("InvalidRefused", func(t *testing.T) {
-		e := s.env(t)
-		im := e.importer()
-		old := e.acquire("t")
-		old.Release(e.ctx)
-		stale := old.Writer
-		w := e.chain("t", nil, "a")
-		wu := e.acquire("u").Writer
-		_, transcripts := e.s.(ckptstore.Transcripts)
-		if transcripts {
-			e.save("t", `["kept"]`)
-		}
-		ok := func() *ckptstore.Checkpoint { return cp("new", "t", "a") }
-		bad := func(f func(c *ckptstore.Checkpoint)) []*ckptstore.Checkpoint {
-			c := ok()
-			f(c)
-			return []*ckptstore.Checkpoint{cp("fine", "t", ""), c}
-		}
-		e.track(nil, "new", "fine")
-		up, down := w, w
-		up.Fence++
-		down.Fence--
-		for _, tc := range []struct {
-			name string
-			b    ckptstore.ImportBatch
-			want error
-		}{
-			{"thread id empty", ckptstore.ImportBatch{Checkpoints: []*ckptstore.Checkpoint{ok()}, Writer: w}, ckptstore.ErrInvalidID},
-			{"thread id invalid", ckptstore.ImportBatch{ThreadID: "\xff", Writer: w}, ckptstore.ErrInvalidID},
-			{"writer thread id invalid", ckptstore.ImportBatch{ThreadID: "t", Writer: ckptstore.Writer{ThreadID: "\xc3", OwnerToken: w.OwnerToken, Fence: w.Fence}}, ckptstore.ErrInvalidID},
-			{"checkpoint id invalid", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: bad(func(c *ckptstore.Checkpoint) { c.ID = "\xff" }), Writer: w}, ckptstore.ErrInvalidID},
-			{"parent invalid", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: bad(func(c *ckptstore.Checkpoint) { c.ParentCheckpointID = "\xff" }), Writer: w}, ckptstore.ErrInvalidID},
-			{"checkpoint's thread invalid", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: bad(func(c *ckptstore.Checkpoint) { c.ThreadID = "\xc3" }), Writer: w}, ckptstore.ErrInvalidID},
-			{"stale writer", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{ok()}, Writer: stale}, ckptstore.ErrWriterLost},
-			{"fence-1", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{ok()}, Writer: down}, ckptstore.ErrWriterLost},
-			{"head invalid", ckptstore.ImportBatch{ThreadID: "t", SetHead: true, Head: "\xff", Writer: w}, ckptstore.ErrInvalidID},
-			{"ids before content", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: bad(func(c *ckptstore.Checkpoint) { c.ID, c.CreatedAt = "\xff", nan }), Writer: w}, ckptstore.ErrInvalidID},
-			{"nil checkpoint", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{ok(), nil}, Writer: w}, ckptstore.ErrInvalidEntry},
-			{"checkpoint of another thread", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: bad(func(c *ckptstore.Checkpoint) { c.ThreadID = "u" }), Writer: w}, ckptstore.ErrInvalidEntry},
-			{"the same id twice", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{ok(), ok()}, Writer: w}, ckptstore.ErrInvalidEntry},
-			{"createdAt NaN", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: bad(func(c *ckptstore.Checkpoint) { c.CreatedAt = nan }), Writer: w}, ckptstore.ErrInvalidEntry},
-			{"invalid file", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: bad(func(c *ckptstore.Checkpoint) { c.Files = []ckptstore.Entry{file("a/../b", 1, 1)} }), Writer: w}, ckptstore.ErrInvalidEntry},
-			{"invalid conversation", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: bad(func(c *ckptstore.Checkpoint) { c.Conversation = []byte("[\"\xff\"]") }), Writer: w}, ckptstore.ErrInvalidEntry},
-			{"transcript empty", ckptstore.ImportBatch{ThreadID: "t", Transcript: []byte{}, Writer: w}, ckptstore.ErrInvalidEntry},
-			{"transcript not an array", ckptstore.ImportBatch{ThreadID: "t", Transcript: []byte(`{}`), Writer: w}, ckptstore.ErrInvalidEntry},
-			{"content before writer", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: bad(func(c *ckptstore.Checkpoint) { c.Reason = "" }), Writer: forged(w)}, ckptstore.ErrInvalidEntry},
-			{"forged writer", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{ok()}, Writer: forged(w)}, ckptstore.ErrWriterLost},
-			{"fence+1", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{ok()}, Writer: up}, ckptstore.ErrWriterLost},
-			{"another thread's writer", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{ok()}, Writer: wu}, ckptstore.ErrWriterLost},
-			{"empty batch, forged writer", ckptstore.ImportBatch{ThreadID: "t", Writer: forged(w)}, ckptstore.ErrWriterLost},
-			{"writer before duplicate", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{cp("a", "t", "zz")}, Writer: forged(w)}, ckptstore.ErrWriterLost},
-			{"duplicate before head", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{cp("a", "t", "zz")}, SetHead: true, Head: "zz", Writer: w}, ckptstore.ErrDuplicateID},
-		} {
-			e.fails("Import, "+tc.name, tc.want, func() error {
-				n, err := im.Import(e.ctx, tc.b)
-				if err != nil && n != 0 {
-					t.Errorf("the refused Import reported %d written", n)
-				}
-				return err
-			})
-		}
-		if !transcripts {
-			e.fails("Import of a transcript into a store without transcripts", ckptstore.ErrInvalidEntry, func() error {
-				_, err := im.Import(e.ctx, ckptstore.ImportBatch{ThreadID: "t", Transcript: []byte(`[]`), Writer: w})
-				return err
-			})
-		}
-		e.clock.Advance(LeaseDuration)
-		e.fails("Import with an expired writer", ckptstore.ErrWriterLost, func() error {
-			_, err := im.Import(e.ctx, ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{ok()}, Writer: w})
 			return err
 		})
-	})
-	t.Run("Head", func(t *testing.T) {
-		e := s.env(t)
-		im := e.importer()
-		w := e.acquire("t").Writer
-		set := func(head string, cps ...*ckptstore.Checkpoint) ckptstore.ImportBatch {
-			return ckptstore.ImportBatch{ThreadID: "t", Checkpoints: cps, SetHead: true, Head: head, Writer: w}
-		}
-		e.doImport("SetHead \"\" on an empty thread", set(""), 0)
-		e.wantHead("t", "")
-		// The head may name a checkpoint that does not exist.
-		e.doImport("SetHead to a missing id", set("gone"), 0)
-		e.wantHead("t", "gone")
-		e.doImport("SetHead to the head it has", set("gone", cp("x", "t", "")), 1)
-		e.wantHead("t", "gone")
-		for _, head := range []string{"x", "", "other"} {
-			e.fails("SetHead "+head+" on a thread whose head is gone", ckptstore.ErrConflict, func() error {
-				_, err := im.Import(e.ctx, set(head, cp("y", "t", "")))
-				return err
-			})
-		}
-		// Without SetHead the head stays, whatever the batch holds.
-		e.doImport("no SetHead", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{cp("y", "t", "x")}, Head: "y", Writer: w}, 1)
-		e.wantHead("t", "gone")
-		e.wantList("t", "x", "y")
-		// Appends go on from the imported head; then SetHead must match it.
-		e.append(cp("z", "t", ""), w)
-		e.wantHead("t", "z")
-		e.fails("SetHead to the old head", ckptstore.ErrConflict, func() error {
-			_, err := im.Import(e.ctx, set("gone"))
+	}
+	e.wantExactly("t", h, "r3")
+}
+
+func (s *suite) importInvalidRefused(t *testing.T) {
+	e := s.env(t)
+	im := e.importer()
+	old := e.acquire("t")
+	old.Release(e.ctx)
+	stale := old.Writer
+	w := e.chain("t", nil, "a")
+	wu := e.acquire("u").Writer
+	_, transcripts := e.s.(ckptstore.Transcripts)
+	if transcripts {
+		e.save("t", `["kept"]`)
+	}
+	ok := func() *ckptstore.Checkpoint { return cp("new", "t", "a") }
+	bad := func(f func(c *ckptstore.Checkpoint)) []*ckptstore.Checkpoint {
+		c := ok()
+		f(c)
+		return []*ckptstore.Checkpoint{cp("fine", "t", ""), c}
+	}
+	e.track(nil, "new", "fine")
+	up, down := w, w
+	up.Fence++
+	down.Fence--
+	for _, tc := range []struct {
+		name string
+		b    ckptstore.ImportBatch
+		want error
+	}{
+		{"thread id empty", ckptstore.ImportBatch{Checkpoints: []*ckptstore.Checkpoint{ok()}, Writer: w}, ckptstore.ErrInvalidID},
+		{"thread id invalid", ckptstore.ImportBatch{ThreadID: "\xff", Writer: w}, ckptstore.ErrInvalidID},
+		{"writer thread id invalid", ckptstore.ImportBatch{ThreadID: "t", Writer: ckptstore.Writer{ThreadID: "\xc3", OwnerToken: w.OwnerToken, Fence: w.Fence}}, ckptstore.ErrInvalidID},
+		{"checkpoint id invalid", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: bad(func(c *ckptstore.Checkpoint) { c.ID = "\xff" }), Writer: w}, ckptstore.ErrInvalidID},
+		{"parent invalid", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: bad(func(c *ckptstore.Checkpoint) { c.ParentCheckpointID = "\xff" }), Writer: w}, ckptstore.ErrInvalidID},
+		{"checkpoint's thread invalid", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: bad(func(c *ckptstore.Checkpoint) { c.ThreadID = "\xc3" }), Writer: w}, ckptstore.ErrInvalidID},
+		{"stale writer", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{ok()}, Writer: stale}, ckptstore.ErrWriterLost},
+		{"fence-1", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{ok()}, Writer: down}, ckptstore.ErrWriterLost},
+		{"head invalid", ckptstore.ImportBatch{ThreadID: "t", SetHead: true, Head: "\xff", Writer: w}, ckptstore.ErrInvalidID},
+		{"ids before content", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: bad(func(c *ckptstore.Checkpoint) { c.ID, c.CreatedAt = "\xff", nan }), Writer: w}, ckptstore.ErrInvalidID},
+		{"nil checkpoint", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{ok(), nil}, Writer: w}, ckptstore.ErrInvalidEntry},
+		{"checkpoint of another thread", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: bad(func(c *ckptstore.Checkpoint) { c.ThreadID = "u" }), Writer: w}, ckptstore.ErrInvalidEntry},
+		{"the same id twice", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{ok(), ok()}, Writer: w}, ckptstore.ErrInvalidEntry},
+		{"createdAt NaN", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: bad(func(c *ckptstore.Checkpoint) { c.CreatedAt = nan }), Writer: w}, ckptstore.ErrInvalidEntry},
+		{"invalid file", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: bad(func(c *ckptstore.Checkpoint) { c.Files = []ckptstore.Entry{file("a/../b", 1, 1)} }), Writer: w}, ckptstore.ErrInvalidEntry},
+		{"invalid conversation", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: bad(func(c *ckptstore.Checkpoint) { c.Conversation = []byte("[\"\xff\"]") }), Writer: w}, ckptstore.ErrInvalidEntry},
+		{"transcript empty", ckptstore.ImportBatch{ThreadID: "t", Transcript: []byte{}, Writer: w}, ckptstore.ErrInvalidEntry},
+		{"transcript not an array", ckptstore.ImportBatch{ThreadID: "t", Transcript: []byte(`{}`), Writer: w}, ckptstore.ErrInvalidEntry},
+		{"content before writer", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: bad(func(c *ckptstore.Checkpoint) { c.Reason = "" }), Writer: forged(w)}, ckptstore.ErrInvalidEntry},
+		{"forged writer", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{ok()}, Writer: forged(w)}, ckptstore.ErrWriterLost},
+		{"fence+1", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{ok()}, Writer: up}, ckptstore.ErrWriterLost},
+		{"another thread's writer", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{ok()}, Writer: wu}, ckptstore.ErrWriterLost},
+		{"empty batch, forged writer", ckptstore.ImportBatch{ThreadID: "t", Writer: forged(w)}, ckptstore.ErrWriterLost},
+		{"writer before duplicate", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{cp("a", "t", "zz")}, Writer: forged(w)}, ckptstore.ErrWriterLost},
+		{"duplicate before head", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{cp("a", "t", "zz")}, SetHead: true, Head: "zz", Writer: w}, ckptstore.ErrDuplicateID},
+	} {
+		e.fails("Import, "+tc.name, tc.want, func() error {
+			n, err := im.Import(e.ctx, tc.b)
+			if err != nil && n != 0 {
+				t.Errorf("the refused Import reported %d written", n)
+			}
 			return err
 		})
-		e.doImport("SetHead to the appended head", set("z"), 0)
-	})
-	t.Run("NoHeadIsNotEmpty", func(t *testing.T) {
-		// Checkpoints imported without a head still make the thread
-		// non-empty: a fork into it is refused.
-		e := s.env(t)
-		e.importer()
-		f := e.forker()
-		e.chain("src", nil, "s1")
-		w := e.acquire("t").Writer
-		e.doImport("Import without a head", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{cp("x", "t", "y")}, Writer: w}, 1)
-		e.wantHead("t", "")
-		e.track(nil, "root")
-		e.fails("ForkFromCheckpoint into a thread with checkpoints and no head", ckptstore.ErrForkDestinationNotEmpty, func() error {
-			_, err := f.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{SourceThreadID: "src", SourceCheckpointID: "s1",
-				DestinationThreadID: "t", DestinationCheckpointID: "root", CreatedAt: 1, Writer: w})
+	}
+	if !transcripts {
+		e.fails("Import of a transcript into a store without transcripts", ckptstore.ErrInvalidEntry, func() error {
+			_, err := im.Import(e.ctx, ckptstore.ImportBatch{ThreadID: "t", Transcript: []byte(`[]`), Writer: w})
 			return err
 		})
-		if tl, ok := e.s.(ckptstore.ThreadLister); ok {
-			if got := e.allThreads(tl); len(got) != 2 || got[1] != "t" {
-				t.Errorf("Threads = %q, want [src t]: checkpoints without a head make a thread", got)
-			}
-		}
+	}
+	e.clock.Advance(LeaseDuration)
+	e.fails("Import with an expired writer", ckptstore.ErrWriterLost, func() error {
+		_, err := im.Import(e.ctx, ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{ok()}, Writer: w})
+		return err
 	})
-	t.Run("Transcript", func(t *testing.T) {
-		e := s.env(t)
-		e.importer()
-		e.transcripts()
-		w := e.acquire("t").Writer
-		e.save("t", `["old"]`)
-		e.doImport("no transcript", ckptstore.ImportBatch{ThreadID: "t", Writer: w}, 0)
-		e.wantTranscript("t", `["old"]`)
-		e.doImport("a transcript", ckptstore.ImportBatch{ThreadID: "t", Transcript: []byte(`[ "new" ]`), Writer: w}, 0)
-		e.wantTranscript("t", `[ "new" ]`)
-		e.doImport("the transcript []", ckptstore.ImportBatch{ThreadID: "u0", Transcript: []byte(`[]`), Writer: e.acquire("u0").Writer}, 0)
-		if tl, ok := e.s.(ckptstore.ThreadLister); ok {
-			if got := e.allThreads(tl); len(got) != 2 || got[0] != "t" || got[1] != "u0" {
-				t.Errorf("Threads = %q, want [t u0]: an imported transcript makes a thread", got)
-			}
-		}
+}
+
+func (s *suite) importHead(t *testing.T) {
+	e := s.env(t)
+	im := e.importer()
+	w := e.acquire("t").Writer
+	set := func(head string, cps ...*ckptstore.Checkpoint) ckptstore.ImportBatch {
+		return ckptstore.ImportBatch{ThreadID: "t", Checkpoints: cps, SetHead: true, Head: head, Writer: w}
+	}
+	e.doImport("SetHead \"\" on an empty thread", set(""), 0)
+	e.wantHead("t", "")
+	// The head may name a checkpoint that does not exist.
+	e.doImport("SetHead to a missing id", set("gone"), 0)
+	e.wantHead("t", "gone")
+	e.doImport("SetHead to the head it has", set("gone", cp("x", "t", "")), 1)
+	e.wantHead("t", "gone")
+	for _, head := range []string{"x", "", "other"} {
+		e.fails("SetHead "+head+" on a thread whose head is gone", ckptstore.ErrConflict, func() error {
+			_, err := im.Import(e.ctx, set(head, cp("y", "t", "")))
+			return err
+		})
+	}
+	// Without SetHead the head stays, whatever the batch holds.
+	e.doImport("no SetHead", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{cp("y", "t", "x")}, Head: "y", Writer: w}, 1)
+	e.wantHead("t", "gone")
+	e.wantList("t", "x", "y")
+	// Appends go on from the imported head; then SetHead must match it.
+	e.append(cp("z", "t", ""), w)
+	e.wantHead("t", "z")
+	e.fails("SetHead to the old head", ckptstore.ErrConflict, func() error {
+		_, err := im.Import(e.ctx, set("gone"))
+		return err
 	})
-	t.Run("RoundTrip", func(t *testing.T) {
-		// Export a thread made by the store's own writes, delete it, and
-		// import it back: the store is as it was, blob counts included.
-		e := s.env(t)
-		e.importer()
-		d := e.deleter()
-		w := e.acquire("t").Writer
-		for i, id := range []string{"a", "b", "c", "d"} {
-			c := richCP(id, "t", "")
-			c.CreatedAt = float64(10 - i)
-			c.Files = c.Files[:1+i%3]
-			e.append(c, w)
-		}
-		if p, ok := e.s.(ckptstore.Pruner); ok {
-			_, err := p.DeleteCheckpoints(e.ctx, "t", 3, w)
-			must(t, "DeleteCheckpoints", err)
-		}
-		must(t, "DeleteHead d", e.s.DeleteHead(e.ctx, "t", "d", w))
-		e.append(cp("e", "t", ""), w) // a second child of c
-		e.chain("u", nil, "u1")
-		if _, ok := e.s.(ckptstore.Transcripts); ok {
-			e.save("t", `["t's"]`)
-		}
-		before := e.snap()
-		exported, head := e.list("t"), e.head("t")
-		var transcript []byte
-		if _, ok := e.s.(ckptstore.Transcripts); ok {
-			transcript = []byte(e.load("t"))
-		}
-		_, err := d.DeleteThread(e.ctx, "t", w)
-		must(t, "DeleteThread", err)
-		e.doImport("Import of the export", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: exported, SetHead: true, Head: head,
-			Transcript: transcript, Writer: w}, len(exported))
-		e.unchanged("export, DeleteThread, import", before)
+	e.doImport("SetHead to the appended head", set("z"), 0)
+}
+
+func (s *suite) importNoHeadIsNotEmpty(t *testing.T) {
+	// Checkpoints imported without a head still make the thread
+	// non-empty: a fork into it is refused.
+	e := s.env(t)
+	e.importer()
+	f := e.forker()
+	e.chain("src", nil, "s1")
+	w := e.acquire("t").Writer
+	e.doImport("Import without a head", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{cp("x", "t", "y")}, Writer: w}, 1)
+	e.wantHead("t", "")
+	e.track(nil, "root")
+	e.fails("ForkFromCheckpoint into a thread with checkpoints and no head", ckptstore.ErrForkDestinationNotEmpty, func() error {
+		_, err := f.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{SourceThreadID: "src", SourceCheckpointID: "s1",
+			DestinationThreadID: "t", DestinationCheckpointID: "root", CreatedAt: 1, Writer: w})
+		return err
 	})
+	if tl, ok := e.s.(ckptstore.ThreadLister); ok {
+		if got := e.allThreads(tl); len(got) != 2 || got[1] != "t" {
+			t.Errorf("Threads = %q, want [src t]: checkpoints without a head make a thread", got)
+		}
+	}
+}
+
+func (s *suite) importTranscript(t *testing.T) {
+	e := s.env(t)
+	e.importer()
+	e.transcripts()
+	w := e.acquire("t").Writer
+	e.save("t", `["old"]`)
+	e.doImport("no transcript", ckptstore.ImportBatch{ThreadID: "t", Writer: w}, 0)
+	e.wantTranscript("t", `["old"]`)
+	e.doImport("a transcript", ckptstore.ImportBatch{ThreadID: "t", Transcript: []byte(`[ "new" ]`), Writer: w}, 0)
+	e.wantTranscript("t", `[ "new" ]`)
+	e.doImport("the transcript []", ckptstore.ImportBatch{ThreadID: "u0", Transcript: []byte(`[]`), Writer: e.acquire("u0").Writer}, 0)
+	if tl, ok := e.s.(ckptstore.ThreadLister); ok {
+		if got := e.allThreads(tl); len(got) != 2 || got[0] != "t" || got[1] != "u0" {
+			t.Errorf("Threads = %q, want [t u0]: an imported transcript makes a thread", got)
+		}
+	}
+}
+
+func (s *suite) importRoundTrip(t *testing.T) {
+	// Export a thread made by the store's own writes, delete it, and
+	// import it back: the store is as it was, blob counts included.
+	e := s.env(t)
+	e.importer()
+	d := e.deleter()
+	w := e.acquire("t").Writer
+	for i, id := range []string{"a", "b", "c", "d"} {
+		c := richCP(id, "t", "")
+		c.CreatedAt = float64(10 - i)
+		c.Files = c.Files[:1+i%3]
+		e.append(c, w)
+	}
+	if p, ok := e.s.(ckptstore.Pruner); ok {
+		_, err := p.DeleteCheckpoints(e.ctx, "t", 3, w)
+		must(t, "DeleteCheckpoints", err)
+	}
+	must(t, "DeleteHead d", e.s.DeleteHead(e.ctx, "t", "d", w))
+	e.append(cp("e", "t", ""), w) // a second child of c
+	e.chain("u", nil, "u1")
+	if _, ok := e.s.(ckptstore.Transcripts); ok {
+		e.save("t", `["t's"]`)
+	}
+	before := e.snap()
+	exported, head := e.list("t"), e.head("t")
+	var transcript []byte
+	if _, ok := e.s.(ckptstore.Transcripts); ok {
+		transcript = []byte(e.load("t"))
+	}
+	_, err := d.DeleteThread(e.ctx, "t", w)
+	must(t, "DeleteThread", err)
+	e.doImport("Import of the export", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: exported, SetHead: true, Head: head,
+		Transcript: transcript, Writer: w}, len(exported))
+	e.unchanged("export, DeleteThread, import", before)
 }
