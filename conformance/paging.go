@@ -77,217 +77,233 @@ func (e *env) page(thread string, opt ckptstore.ListOptions) ([]*ckptstore.Check
 }
 
 func (s *suite) testListPage(t *testing.T) {
-	t.Run("EmptyAndUnknown", func(t *testing.T) {
-		e := s.env(t)
-		e.pager()
-		e.acquire("leased")
-		cursor := ckptstore.EncodeCursor(ckptstore.Position{CreatedAt: 1, ID: "x"})
-		for _, th := range []string{"unknown", "leased"} {
-			for _, opt := range []ckptstore.ListOptions{{}, {Reverse: true}, {After: cursor}, {After: cursor, Reverse: true, Limit: 1}} {
-				page, next := e.page(th, opt)
-				if len(page) != 0 || next != "" {
-					t.Errorf("ListPage(%q, %+v) = %d checkpoints, next %q; want none", th, opt, len(page), next)
-				}
+	t.Run("EmptyAndUnknown", s.listPageEmptyAndUnknown)
+	t.Run("Limits", s.listPageLimits)
+	t.Run("Order", s.listPageOrder)
+	t.Run("CursorIsAPosition", s.listPageCursorIsAPosition)
+	t.Run("CursorFromAnotherThread", s.listPageCursorFromAnotherThread)
+	t.Run("Copies", s.listPageCopies)
+	t.Run("OffChain", s.listPageOffChain)
+	t.Run("WhileWriting", s.listPageWhileWriting)
+}
+
+func (s *suite) listPageEmptyAndUnknown(t *testing.T) {
+	e := s.env(t)
+	e.pager()
+	e.acquire("leased")
+	cursor := ckptstore.EncodeCursor(ckptstore.Position{CreatedAt: 1, ID: "x"})
+	for _, th := range []string{"unknown", "leased"} {
+		for _, opt := range []ckptstore.ListOptions{{}, {Reverse: true}, {After: cursor}, {After: cursor, Reverse: true, Limit: 1}} {
+			page, next := e.page(th, opt)
+			if len(page) != 0 || next != "" {
+				t.Errorf("ListPage(%q, %+v) = %d checkpoints, next %q; want none", th, opt, len(page), next)
 			}
 		}
-	})
-	t.Run("Limits", func(t *testing.T) {
-		e := s.env(t)
-		e.pager()
-		w := e.acquire("t").Writer
-		e.fill("t", w, "c", 1001)
-		all := e.list("t")
-		for _, tc := range []struct {
-			limit, want int
-		}{{0, 100}, {1, 1}, {2, 2}, {100, 100}, {999, 999}, {1000, 1000}} {
-			for _, rev := range []bool{false, true} {
-				page, next := e.page("t", ckptstore.ListOptions{Limit: tc.limit, Reverse: rev})
-				want := all[:tc.want]
-				if rev {
-					want = reversed(all)[:tc.want]
-				}
-				if d := listDiff(page, want); d != "" {
-					t.Errorf("ListPage(limit %d, reverse %v): %s", tc.limit, rev, d)
-				}
-				if next == "" {
-					t.Errorf("ListPage(limit %d, reverse %v) of 1001 checkpoints: next is empty", tc.limit, rev)
-				}
-			}
-		}
-		// 1000 and then the last one; then nothing follows.
+	}
+}
+
+func (s *suite) listPageLimits(t *testing.T) {
+	e := s.env(t)
+	e.pager()
+	w := e.acquire("t").Writer
+	e.fill("t", w, "c", 1001)
+	all := e.list("t")
+	for _, tc := range []struct {
+		limit, want int
+	}{{0, 100}, {1, 1}, {2, 2}, {100, 100}, {999, 999}, {1000, 1000}} {
 		for _, rev := range []bool{false, true} {
-			want := all
+			page, next := e.page("t", ckptstore.ListOptions{Limit: tc.limit, Reverse: rev})
+			want := all[:tc.want]
 			if rev {
-				want = reversed(all)
+				want = reversed(all)[:tc.want]
 			}
-			_, next := e.page("t", ckptstore.ListOptions{Limit: 1000, Reverse: rev})
-			last, end := e.page("t", ckptstore.ListOptions{After: next, Limit: 1000, Reverse: rev})
-			if d := listDiff(last, want[1000:]); d != "" || end != "" {
-				t.Errorf("the second page of 1000 (reverse %v): %s, next %q (want \"\")", rev, d, end)
+			if d := listDiff(page, want); d != "" {
+				t.Errorf("ListPage(limit %d, reverse %v): %s", tc.limit, rev, d)
 			}
-			// A page that ends exactly at the end says so: next is ""
-			// when nothing follows.
-			_, next = e.page("t", ckptstore.ListOptions{Limit: 999, Reverse: rev})
-			two, end := e.page("t", ckptstore.ListOptions{After: next, Limit: 2, Reverse: rev})
-			if d := listDiff(two, want[999:]); d != "" || end != "" {
-				t.Errorf("the last two (reverse %v): %s, next %q (want \"\")", rev, d, end)
+			if next == "" {
+				t.Errorf("ListPage(limit %d, reverse %v) of 1001 checkpoints: next is empty", tc.limit, rev)
 			}
 		}
-		for _, limit := range []int{1001, -1, -1000, 1 << 31} {
-			page, next, err := e.pager().ListPage(e.ctx, "t", ckptstore.ListOptions{Limit: limit})
-			if wantErr(t, fmt.Sprintf("ListPage(limit %d)", limit), err, ckptstore.ErrInvalidEntry) && (len(page) > 0 || next != "") {
-				t.Errorf("ListPage(limit %d) failed but returned %d checkpoints, next %q", limit, len(page), next)
-			}
+	}
+	// 1000 and then the last one; then nothing follows.
+	for _, rev := range []bool{false, true} {
+		want := all
+		if rev {
+			want = reversed(all)
 		}
-	})
-	t.Run("Order", func(t *testing.T) {
-		// Ties by the bytes of the id, -0 equal to 0, negative and
-		// fractional createdAt; every page size, both directions.
-		e := s.env(t)
-		e.pager()
-		w := e.acquire("t").Writer
-		for _, it := range []struct {
-			id string
-			at float64
-		}{
-			{"é", 5}, {"a", 5}, {"B", 5}, {"😀", 5}, {"\uff21", 5}, {"\ue000", 5},
-			{"z0", 0}, {"y0", math.Copysign(0, -1)}, {"x0", 0},
-			{"n", -1.5}, {"m", -1e300}, {"p", 0.25}, {"q", 1e300}, {"r", 5e-324}, {"s", -5e-324},
-			{"a\x00", 5}, {"ab", 5},
-		} {
-			c := cp(it.id, "t", "")
-			c.CreatedAt = it.at
-			e.append(c, w)
+		_, next := e.page("t", ckptstore.ListOptions{Limit: 1000, Reverse: rev})
+		last, end := e.page("t", ckptstore.ListOptions{After: next, Limit: 1000, Reverse: rev})
+		if d := listDiff(last, want[1000:]); d != "" || end != "" {
+			t.Errorf("the second page of 1000 (reverse %v): %s, next %q (want \"\")", rev, d, end)
 		}
-		all := e.list("t")
-		for _, limit := range []int{1, 2, 3, 7, 16, 17, 100} {
-			if d := listDiff(e.pageAll("t", ckptstore.ListOptions{Limit: limit}), all); d != "" {
-				t.Errorf("pages of %d: %s", limit, d)
-			}
-			if d := listDiff(e.pageAll("t", ckptstore.ListOptions{Limit: limit, Reverse: true}), reversed(all)); d != "" {
-				t.Errorf("reverse pages of %d: %s", limit, d)
-			}
+		// A page that ends exactly at the end says so: next is ""
+		// when nothing follows.
+		_, next = e.page("t", ckptstore.ListOptions{Limit: 999, Reverse: rev})
+		two, end := e.page("t", ckptstore.ListOptions{After: next, Limit: 2, Reverse: rev})
+		if d := listDiff(two, want[999:]); d != "" || end != "" {
+			t.Errorf("the last two (reverse %v): %s, next %q (want \"\")", rev, d, end)
 		}
-	})
-	t.Run("CursorIsAPosition", func(t *testing.T) {
-		e := s.env(t)
-		e.pager()
-		w := e.acquire("t").Writer
-		for i, id := range []string{"a", "b", "c", "d", "e"} {
-			c := cp(id, "t", "")
-			c.CreatedAt = float64(10 * (i + 1)) // a 10, b 20, …, e 50 (the head)
-			e.append(c, w)
+	}
+	for _, limit := range []int{1001, -1, -1000, 1 << 31} {
+		page, next, err := e.pager().ListPage(e.ctx, "t", ckptstore.ListOptions{Limit: limit})
+		if wantErr(t, fmt.Sprintf("ListPage(limit %d)", limit), err, ckptstore.ErrInvalidEntry) && (len(page) > 0 || next != "") {
+			t.Errorf("ListPage(limit %d) failed but returned %d checkpoints, next %q", limit, len(page), next)
 		}
-		// Reverse from the newest: the first page ends at the head, which
-		// is then deleted; the next page goes on from its position.
-		page, next := e.page("t", ckptstore.ListOptions{Limit: 1, Reverse: true})
-		if got := ids(page); !slices.Equal(got, []string{"e"}) {
-			t.Fatalf("first reverse page = %q, want [e]", got)
-		}
-		must(t, "DeleteHead e", e.s.DeleteHead(e.ctx, "t", "e", w))
-		// Added behind the cursor (newer than e): not seen. Added ahead
-		// of it: seen in its place.
-		for _, it := range []struct {
-			id string
-			at float64
-		}{{"late", 60}, {"f-at-e", 50}, {"between", 35}} {
-			c := cp(it.id, "t", "")
-			c.CreatedAt = it.at
-			e.append(c, w)
-		}
-		rest := e.pageAll("t", ckptstore.ListOptions{After: next, Limit: 2, Reverse: true})
-		// "f-at-e" has e's createdAt and sorts after "e" by id: behind
-		// the cursor in reverse.
-		if got, want := ids(rest), []string{"d", "between", "c", "b", "a"}; !slices.Equal(got, want) {
-			t.Errorf("after deleting the cursor's checkpoint, reverse paging gave %q, want %q", got, want)
-		}
-		// Forward, from a position no checkpoint has.
-		after := ckptstore.EncodeCursor(ckptstore.Position{CreatedAt: 30, ID: "zzz"})
-		if got, want := ids(e.pageAll("t", ckptstore.ListOptions{After: after, Limit: 2})), []string{"between", "d", "f-at-e", "late"}; !slices.Equal(got, want) {
-			t.Errorf("forward from (30, zzz) = %q, want %q", got, want)
-		}
-		// At a position of equal createdAt, the id decides.
-		after = ckptstore.EncodeCursor(ckptstore.Position{CreatedAt: 50, ID: "f-at-e"})
-		if got, want := ids(e.pageAll("t", ckptstore.ListOptions{After: after})), []string{"late"}; !slices.Equal(got, want) {
-			t.Errorf("forward from (50, f-at-e) = %q, want %q", got, want)
-		}
-		if got, want := ids(e.pageAll("t", ckptstore.ListOptions{After: after, Reverse: true, Limit: 3})), []string{"d", "between", "c", "b", "a"}; !slices.Equal(got, want) {
-			t.Errorf("reverse from (50, f-at-e) = %q, want %q", got, want)
-		}
-		// Forward: the first page ends at the head, which is deleted.
-		lo := cp("lo", "t", "")
-		lo.CreatedAt = 5
-		e.append(lo, w)
-		page, next = e.page("t", ckptstore.ListOptions{Limit: 1})
-		if got := ids(page); !slices.Equal(got, []string{"lo"}) {
-			t.Fatalf("first page = %q, want [lo]", got)
-		}
-		must(t, "DeleteHead lo", e.s.DeleteHead(e.ctx, "t", "lo", w))
-		if got, want := ids(e.pageAll("t", ckptstore.ListOptions{After: next, Limit: 4})), []string{"a", "b", "c", "between", "d", "f-at-e", "late"}; !slices.Equal(got, want) {
-			t.Errorf("after deleting the cursor's checkpoint, forward paging gave %q, want %q", got, want)
-		}
-		// -0 and 0 are one position.
-		after = ckptstore.EncodeCursor(ckptstore.Position{CreatedAt: math.Copysign(0, -1), ID: "a"})
-		if got := ids(e.pageAll("t", ckptstore.ListOptions{After: after, Reverse: true})); len(got) != 0 {
-			t.Errorf("reverse from (-0, a) = %q, want none", got)
-		}
-	})
-	t.Run("CursorFromAnotherThread", func(t *testing.T) {
-		e := s.env(t)
-		e.pager()
-		e.fill("t", e.acquire("t").Writer, "t", 10)
-		e.fill("u", e.acquire("u").Writer, "u", 10)
-		_, next := e.page("t", ckptstore.ListOptions{Limit: 4})
-		got := e.pageAll("u", ckptstore.ListOptions{After: next, Limit: 3})
-		t4 := e.list("t")[3]
-		var want []*ckptstore.Checkpoint
-		for _, c := range e.list("u") {
-			if c.CreatedAt > t4.CreatedAt || c.CreatedAt == t4.CreatedAt && c.ID > t4.ID {
-				want = append(want, c)
-			}
-		}
-		if d := listDiff(got, want); d != "" {
-			t.Errorf("u paged from t's cursor: %s", d)
-		}
-	})
-	t.Run("Copies", func(t *testing.T) {
-		e := s.env(t)
-		e.pager()
-		w := e.acquire("t").Writer
-		c := richCP("c1", "t", "")
-		want := cloneCP(c)
+	}
+}
+
+func (s *suite) listPageOrder(t *testing.T) {
+	// Ties by the bytes of the id, -0 equal to 0, negative and
+	// fractional createdAt; every page size, both directions.
+	e := s.env(t)
+	e.pager()
+	w := e.acquire("t").Writer
+	for _, it := range []struct {
+		id string
+		at float64
+	}{
+		{"é", 5}, {"a", 5}, {"B", 5}, {"😀", 5}, {"\uff21", 5}, {"\ue000", 5},
+		{"z0", 0}, {"y0", math.Copysign(0, -1)}, {"x0", 0},
+		{"n", -1.5}, {"m", -1e300}, {"p", 0.25}, {"q", 1e300}, {"r", 5e-324}, {"s", -5e-324},
+		{"a\x00", 5}, {"ab", 5},
+	} {
+		c := cp(it.id, "t", "")
+		c.CreatedAt = it.at
 		e.append(c, w)
-		page, _ := e.page("t", ckptstore.ListOptions{})
-		for _, x := range page {
-			scribble(x)
+	}
+	all := e.list("t")
+	for _, limit := range []int{1, 2, 3, 7, 16, 17, 100} {
+		if d := listDiff(e.pageAll("t", ckptstore.ListOptions{Limit: limit}), all); d != "" {
+			t.Errorf("pages of %d: %s", limit, d)
 		}
-		if d := cpDiff(e.get("c1"), want); d != "" {
-			t.Errorf("changing what ListPage returned changed the store: %s", d)
+		if d := listDiff(e.pageAll("t", ckptstore.ListOptions{Limit: limit, Reverse: true}), reversed(all)); d != "" {
+			t.Errorf("reverse pages of %d: %s", limit, d)
 		}
-		page, _ = e.page("t", ckptstore.ListOptions{Reverse: true})
-		if d := listDiff(page, []*ckptstore.Checkpoint{want}); d != "" {
-			t.Errorf("ListPage after scribbling: %s", d)
+	}
+}
+
+func (s *suite) listPageCursorIsAPosition(t *testing.T) {
+	e := s.env(t)
+	e.pager()
+	w := e.acquire("t").Writer
+	for i, id := range []string{"a", "b", "c", "d", "e"} {
+		c := cp(id, "t", "")
+		c.CreatedAt = float64(10 * (i + 1)) // a 10, b 20, …, e 50 (the head)
+		e.append(c, w)
+	}
+	// Reverse from the newest: the first page ends at the head, which
+	// is then deleted; the next page goes on from its position.
+	page, next := e.page("t", ckptstore.ListOptions{Limit: 1, Reverse: true})
+	if got := ids(page); !slices.Equal(got, []string{"e"}) {
+		t.Fatalf("first reverse page = %q, want [e]", got)
+	}
+	must(t, "DeleteHead e", e.s.DeleteHead(e.ctx, "t", "e", w))
+	// Added behind the cursor (newer than e): not seen. Added ahead
+	// of it: seen in its place.
+	for _, it := range []struct {
+		id string
+		at float64
+	}{{"late", 60}, {"f-at-e", 50}, {"between", 35}} {
+		c := cp(it.id, "t", "")
+		c.CreatedAt = it.at
+		e.append(c, w)
+	}
+	rest := e.pageAll("t", ckptstore.ListOptions{After: next, Limit: 2, Reverse: true})
+	// "f-at-e" has e's createdAt and sorts after "e" by id: behind
+	// the cursor in reverse.
+	if got, want := ids(rest), []string{"d", "between", "c", "b", "a"}; !slices.Equal(got, want) {
+		t.Errorf("after deleting the cursor's checkpoint, reverse paging gave %q, want %q", got, want)
+	}
+	// Forward, from a position no checkpoint has.
+	after := ckptstore.EncodeCursor(ckptstore.Position{CreatedAt: 30, ID: "zzz"})
+	if got, want := ids(e.pageAll("t", ckptstore.ListOptions{After: after, Limit: 2})), []string{"between", "d", "f-at-e", "late"}; !slices.Equal(got, want) {
+		t.Errorf("forward from (30, zzz) = %q, want %q", got, want)
+	}
+	// At a position of equal createdAt, the id decides.
+	after = ckptstore.EncodeCursor(ckptstore.Position{CreatedAt: 50, ID: "f-at-e"})
+	if got, want := ids(e.pageAll("t", ckptstore.ListOptions{After: after})), []string{"late"}; !slices.Equal(got, want) {
+		t.Errorf("forward from (50, f-at-e) = %q, want %q", got, want)
+	}
+	if got, want := ids(e.pageAll("t", ckptstore.ListOptions{After: after, Reverse: true, Limit: 3})), []string{"d", "between", "c", "b", "a"}; !slices.Equal(got, want) {
+		t.Errorf("reverse from (50, f-at-e) = %q, want %q", got, want)
+	}
+	// Forward: the first page ends at the head, which is deleted.
+	lo := cp("lo", "t", "")
+	lo.CreatedAt = 5
+	e.append(lo, w)
+	page, next = e.page("t", ckptstore.ListOptions{Limit: 1})
+	if got := ids(page); !slices.Equal(got, []string{"lo"}) {
+		t.Fatalf("first page = %q, want [lo]", got)
+	}
+	must(t, "DeleteHead lo", e.s.DeleteHead(e.ctx, "t", "lo", w))
+	if got, want := ids(e.pageAll("t", ckptstore.ListOptions{After: next, Limit: 4})), []string{"a", "b", "c", "between", "d", "f-at-e", "late"}; !slices.Equal(got, want) {
+		t.Errorf("after deleting the cursor's checkpoint, forward paging gave %q, want %q", got, want)
+	}
+	// -0 and 0 are one position.
+	after = ckptstore.EncodeCursor(ckptstore.Position{CreatedAt: math.Copysign(0, -1), ID: "a"})
+	if got := ids(e.pageAll("t", ckptstore.ListOptions{After: after, Reverse: true})); len(got) != 0 {
+		t.Errorf("reverse from (-0, a) = %q, want none", got)
+	}
+}
+
+func (s *suite) listPageCursorFromAnotherThread(t *testing.T) {
+	e := s.env(t)
+	e.pager()
+	e.fill("t", e.acquire("t").Writer, "t", 10)
+	e.fill("u", e.acquire("u").Writer, "u", 10)
+	_, next := e.page("t", ckptstore.ListOptions{Limit: 4})
+	got := e.pageAll("u", ckptstore.ListOptions{After: next, Limit: 3})
+	t4 := e.list("t")[3]
+	var want []*ckptstore.Checkpoint
+	for _, c := range e.list("u") {
+		if c.CreatedAt > t4.CreatedAt || c.CreatedAt == t4.CreatedAt && c.ID > t4.ID {
+			want = append(want, c)
 		}
-	})
-	t.Run("OffChain", func(t *testing.T) {
-		e := s.env(t)
-		e.pager()
-		im := e.importer()
-		w := e.chain("t", nil, "a", "b")
-		x := cp("x", "t", "nowhere")
-		x.CreatedAt = 1000.5
-		_, err := im.Import(e.ctx, ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{x}, Writer: w})
-		must(t, "Import", err)
-		e.track(nil, "x")
-		if got := ids(e.pageAll("t", ckptstore.ListOptions{Limit: 1})); !slices.Equal(got, []string{"a", "x", "b"}) {
-			t.Errorf("pages = %q, want [a x b] with the checkpoint off the chain", got)
-		}
-	})
-	t.Run("WhileWriting", func(t *testing.T) {
-		for _, rev := range []bool{false, true} {
-			t.Run(fmt.Sprintf("reverse=%v", rev), func(t *testing.T) { s.pageWhileWriting(t, rev) })
-		}
-	})
+	}
+	if d := listDiff(got, want); d != "" {
+		t.Errorf("u paged from t's cursor: %s", d)
+	}
+}
+
+func (s *suite) listPageCopies(t *testing.T) {
+	e := s.env(t)
+	e.pager()
+	w := e.acquire("t").Writer
+	c := richCP("c1", "t", "")
+	want := cloneCP(c)
+	e.append(c, w)
+	page, _ := e.page("t", ckptstore.ListOptions{})
+	for _, x := range page {
+		scribble(x)
+	}
+	if d := cpDiff(e.get("c1"), want); d != "" {
+		t.Errorf("changing what ListPage returned changed the store: %s", d)
+	}
+	page, _ = e.page("t", ckptstore.ListOptions{Reverse: true})
+	if d := listDiff(page, []*ckptstore.Checkpoint{want}); d != "" {
+		t.Errorf("ListPage after scribbling: %s", d)
+	}
+}
+
+func (s *suite) listPageOffChain(t *testing.T) {
+	e := s.env(t)
+	e.pager()
+	im := e.importer()
+	w := e.chain("t", nil, "a", "b")
+	x := cp("x", "t", "nowhere")
+	x.CreatedAt = 1000.5
+	_, err := im.Import(e.ctx, ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{x}, Writer: w})
+	must(t, "Import", err)
+	e.track(nil, "x")
+	if got := ids(e.pageAll("t", ckptstore.ListOptions{Limit: 1})); !slices.Equal(got, []string{"a", "x", "b"}) {
+		t.Errorf("pages = %q, want [a x b] with the checkpoint off the chain", got)
+	}
+}
+
+func (s *suite) listPageWhileWriting(t *testing.T) {
+	for _, rev := range []bool{false, true} {
+		t.Run(fmt.Sprintf("reverse=%v", rev), func(t *testing.T) { s.pageWhileWriting(t, rev) })
+	}
 }
 
 // pageWhileWriting pages through a thread while, between pages, new
