@@ -50,179 +50,193 @@ func (e *env) wantGone(thread string, ids ...string) {
 }
 
 func (s *suite) testDeleteThread(t *testing.T) {
-	t.Run("Everything", func(t *testing.T) {
-		e := s.env(t)
-		d := e.deleter()
-		w := e.acquire("t").Writer
-		for i, id := range []string{"a", "b", "c"} {
-			c := cp(id, "t", "")
-			c.CreatedAt = float64(3 - i)
-			c.Files = []ckptstore.Entry{file("own", i, 1), file("shared", 100, 1)}
-			c.Artifacts = []ckptstore.Artifact{artifact("x", 100)}
-			e.append(c, w)
-		}
-		ids := []string{"a", "b", "c"}
-		if im, ok := e.s.(ckptstore.Importer); ok {
-			// Off the head chain: a parent that does not exist, and a
-			// second child of a.
-			x := cp("x", "t", "missing")
-			x.Files = []ckptstore.Entry{file("x", 50, 1)}
-			y := cp("y", "t", "a")
-			y.CreatedAt = -5
-			n, err := im.Import(e.ctx, ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{x, y}, Writer: w})
-			must(t, "Import of off-chain checkpoints", err)
-			if n != 2 {
-				t.Fatalf("Import wrote %d, want 2", n)
-			}
-			e.track(nil, "x", "y")
-			ids = append(ids, "x", "y")
-		} else {
-			t.Logf("store %T does not implement ckptstore.Importer: only checkpoints on the chain", e.s)
-		}
-		if _, ok := e.s.(ckptstore.Transcripts); ok {
-			e.save("t", `["the transcript"]`)
-		}
-		wu := e.acquire("u").Writer
-		u := cp("u1", "u", "")
-		u.Files = []ckptstore.Entry{file("shared", 100, 1), file("u", 200, 1)}
-		e.append(u, wu)
-		if _, ok := e.s.(ckptstore.Transcripts); ok {
-			e.save("u", `["u's"]`)
-		}
-		before := e.snap()
+	t.Run("Everything", s.deleteThreadEverything)
+	t.Run("EmptyThread", s.deleteThreadEmptyThread)
+	t.Run("EmptiedThread", s.deleteThreadEmptiedThread)
+	t.Run("OnlyAHead", s.deleteThreadOnlyAHead)
+	t.Run("OnlyATranscript", s.deleteThreadOnlyATranscript)
+	t.Run("ForkIntoDeletedThread", s.deleteThreadForkIntoDeletedThread)
+	t.Run("WriterLost", s.deleteThreadWriterLost)
+}
 
-		e.deleteThread("t", w, len(ids))
-		e.wantGone("t", ids...)
-		e.wantRefs(ckptstore.BlobRef{Key: fileKey(100), References: 1}, ckptstore.BlobRef{Key: fileKey(200), References: 1})
-		after := e.snap()
-		if d := cpDiff(after.gets["u1"], before.gets["u1"]); d != "" || after.heads["u"] != "u1" {
-			t.Errorf("DeleteThread(t) changed thread u: %s", d)
+func (s *suite) deleteThreadEverything(t *testing.T) {
+	e := s.env(t)
+	d := e.deleter()
+	w := e.acquire("t").Writer
+	for i, id := range []string{"a", "b", "c"} {
+		c := cp(id, "t", "")
+		c.CreatedAt = float64(3 - i)
+		c.Files = []ckptstore.Entry{file("own", i, 1), file("shared", 100, 1)}
+		c.Artifacts = []ckptstore.Artifact{artifact("x", 100)}
+		e.append(c, w)
+	}
+	ids := []string{"a", "b", "c"}
+	if im, ok := e.s.(ckptstore.Importer); ok {
+		// Off the head chain: a parent that does not exist, and a
+		// second child of a.
+		x := cp("x", "t", "missing")
+		x.Files = []ckptstore.Entry{file("x", 50, 1)}
+		y := cp("y", "t", "a")
+		y.CreatedAt = -5
+		n, err := im.Import(e.ctx, ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{x, y}, Writer: w})
+		must(t, "Import of off-chain checkpoints", err)
+		if n != 2 {
+			t.Fatalf("Import wrote %d, want 2", n)
 		}
-		if _, ok := e.s.(ckptstore.Transcripts); ok {
-			e.wantTranscript("u", `["u's"]`)
-		}
+		e.track(nil, "x", "y")
+		ids = append(ids, "x", "y")
+	} else {
+		t.Logf("store %T does not implement ckptstore.Importer: only checkpoints on the chain", e.s)
+	}
+	if _, ok := e.s.(ckptstore.Transcripts); ok {
+		e.save("t", `["the transcript"]`)
+	}
+	wu := e.acquire("u").Writer
+	u := cp("u1", "u", "")
+	u.Files = []ckptstore.Entry{file("shared", 100, 1), file("u", 200, 1)}
+	e.append(u, wu)
+	if _, ok := e.s.(ckptstore.Transcripts); ok {
+		e.save("u", `["u's"]`)
+	}
+	before := e.snap()
 
-		// A repeat deletes nothing more.
-		e.fails("DeleteThread repeated", nil, func() error {
-			n, err := d.DeleteThread(e.ctx, "t", w)
-			if n != 0 {
-				t.Errorf("the repeated DeleteThread reported %d deleted, want 0", n)
-			}
-			return err
-		})
-		// The lease stays: no one else can take it, its holder can write.
-		e.conflict("after DeleteThread", "t")
-		e.append(cp("a", "t", ""), w) // the deleted ids are free again
-		e.wantHead("t", "a")
-		e.wantList("t", "a")
-		e.wantRecount()
+	e.deleteThread("t", w, len(ids))
+	e.wantGone("t", ids...)
+	e.wantRefs(ckptstore.BlobRef{Key: fileKey(100), References: 1}, ckptstore.BlobRef{Key: fileKey(200), References: 1})
+	after := e.snap()
+	if d := cpDiff(after.gets["u1"], before.gets["u1"]); d != "" || after.heads["u"] != "u1" {
+		t.Errorf("DeleteThread(t) changed thread u: %s", d)
+	}
+	if _, ok := e.s.(ckptstore.Transcripts); ok {
+		e.wantTranscript("u", `["u's"]`)
+	}
+
+	// A repeat deletes nothing more.
+	e.fails("DeleteThread repeated", nil, func() error {
+		n, err := d.DeleteThread(e.ctx, "t", w)
+		if n != 0 {
+			t.Errorf("the repeated DeleteThread reported %d deleted, want 0", n)
+		}
+		return err
 	})
-	t.Run("EmptyThread", func(t *testing.T) {
-		e := s.env(t)
-		e.deleter()
-		w := e.acquire("t").Writer
-		e.fails("DeleteThread of a thread with only a lease", nil, func() error {
-			e.deleteThread("t", w, 0)
-			return nil
-		})
-		e.works("after deleting an empty thread", w, "t")
-	})
-	t.Run("EmptiedThread", func(t *testing.T) {
-		e := s.env(t)
-		e.deleter()
-		w := e.chain("t", nil, "a")
-		must(t, "DeleteHead a", e.s.DeleteHead(e.ctx, "t", "a", w))
+	// The lease stays: no one else can take it, its holder can write.
+	e.conflict("after DeleteThread", "t")
+	e.append(cp("a", "t", ""), w) // the deleted ids are free again
+	e.wantHead("t", "a")
+	e.wantList("t", "a")
+	e.wantRecount()
+}
+
+func (s *suite) deleteThreadEmptyThread(t *testing.T) {
+	e := s.env(t)
+	e.deleter()
+	w := e.acquire("t").Writer
+	e.fails("DeleteThread of a thread with only a lease", nil, func() error {
 		e.deleteThread("t", w, 0)
-		e.wantGone("t", "a")
+		return nil
 	})
-	t.Run("OnlyAHead", func(t *testing.T) {
-		// After pruning and DeleteHead, the head names a checkpoint that
-		// no longer exists: DeleteThread clears it.
-		e := s.env(t)
-		e.deleter()
-		p := e.pruner()
-		w := e.chain("t", nil, "a", "b")
-		_, err := p.DeleteCheckpoints(e.ctx, "t", 1, w)
-		must(t, "DeleteCheckpoints", err)
-		must(t, "DeleteHead b", e.s.DeleteHead(e.ctx, "t", "b", w))
-		e.wantHead("t", "a")
-		e.deleteThread("t", w, 0)
-		e.wantGone("t", "a", "b")
-		e.append(cp("c", "t", ""), w) // on no head
-		e.wantHead("t", "c")
-	})
-	t.Run("OnlyATranscript", func(t *testing.T) {
-		e := s.env(t)
-		e.deleter()
-		e.transcripts()
+	e.works("after deleting an empty thread", w, "t")
+}
+
+func (s *suite) deleteThreadEmptiedThread(t *testing.T) {
+	e := s.env(t)
+	e.deleter()
+	w := e.chain("t", nil, "a")
+	must(t, "DeleteHead a", e.s.DeleteHead(e.ctx, "t", "a", w))
+	e.deleteThread("t", w, 0)
+	e.wantGone("t", "a")
+}
+
+func (s *suite) deleteThreadOnlyAHead(t *testing.T) {
+	// After pruning and DeleteHead, the head names a checkpoint that
+	// no longer exists: DeleteThread clears it.
+	e := s.env(t)
+	e.deleter()
+	p := e.pruner()
+	w := e.chain("t", nil, "a", "b")
+	_, err := p.DeleteCheckpoints(e.ctx, "t", 1, w)
+	must(t, "DeleteCheckpoints", err)
+	must(t, "DeleteHead b", e.s.DeleteHead(e.ctx, "t", "b", w))
+	e.wantHead("t", "a")
+	e.deleteThread("t", w, 0)
+	e.wantGone("t", "a", "b")
+	e.append(cp("c", "t", ""), w) // on no head
+	e.wantHead("t", "c")
+}
+
+func (s *suite) deleteThreadOnlyATranscript(t *testing.T) {
+	e := s.env(t)
+	e.deleter()
+	e.transcripts()
+	e.save("t", `[1]`)
+	w := e.acquire("t").Writer
+	e.deleteThread("t", w, 0)
+	e.wantGone("t")
+}
+
+func (s *suite) deleteThreadForkIntoDeletedThread(t *testing.T) {
+	e := s.env(t)
+	e.deleter()
+	f := e.forker()
+	e.chain("src", nil, "s1")
+	w := e.chain("t", nil, "a", "b")
+	if _, ok := e.s.(ckptstore.Transcripts); ok {
 		e.save("t", `[1]`)
-		w := e.acquire("t").Writer
-		e.deleteThread("t", w, 0)
-		e.wantGone("t")
-	})
-	t.Run("ForkIntoDeletedThread", func(t *testing.T) {
-		e := s.env(t)
-		e.deleter()
-		f := e.forker()
-		e.chain("src", nil, "s1")
-		w := e.chain("t", nil, "a", "b")
-		if _, ok := e.s.(ckptstore.Transcripts); ok {
-			e.save("t", `[1]`)
-		}
-		e.deleteThread("t", w, 2)
-		_, err := f.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{SourceThreadID: "src", SourceCheckpointID: "s1",
-			DestinationThreadID: "t", DestinationCheckpointID: "b", CreatedAt: 1, Writer: w})
-		must(t, "ForkFromCheckpoint into the deleted thread", err)
-		e.wantList("t", "b")
-	})
-	t.Run("WriterLost", func(t *testing.T) {
-		e := s.env(t)
-		d := e.deleter()
-		old := e.acquire("t")
-		old.Release(e.ctx)
-		l := e.acquire("t")
-		e.chain("t", &l.Writer, "a", "b")
-		if _, ok := e.s.(ckptstore.Transcripts); ok {
-			e.save("t", `["kept"]`)
-		}
-		wu := e.chain("u", nil, "c")
-		up, down := l.Writer, l.Writer
-		up.Fence++
-		down.Fence--
-		swapped := l.Writer
-		swapped.ThreadID = "u"
-		for _, tc := range []struct {
-			name string
-			w    ckptstore.Writer
-		}{
-			{"forged token", forged(l.Writer)},
-			{"fence+1", up},
-			{"fence-1", down},
-			{"released writer", old.Writer},
-			{"other thread's writer", wu},
-			{"thread id swapped", swapped},
-			{"zero writer", ckptstore.Writer{ThreadID: "t"}},
-		} {
-			e.fails("DeleteThread with "+tc.name, ckptstore.ErrWriterLost, func() error {
-				n, err := d.DeleteThread(e.ctx, "t", tc.w)
-				if n != 0 {
-					t.Errorf("DeleteThread with %s reported %d deleted", tc.name, n)
-				}
-				return err
-			})
-		}
-		e.clock.Advance(LeaseDuration) // expired at now == expiresAt
-		e.fails("DeleteThread with an expired writer", ckptstore.ErrWriterLost, func() error {
-			_, err := d.DeleteThread(e.ctx, "t", l.Writer)
+	}
+	e.deleteThread("t", w, 2)
+	_, err := f.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{SourceThreadID: "src", SourceCheckpointID: "s1",
+		DestinationThreadID: "t", DestinationCheckpointID: "b", CreatedAt: 1, Writer: w})
+	must(t, "ForkFromCheckpoint into the deleted thread", err)
+	e.wantList("t", "b")
+}
+
+func (s *suite) deleteThreadWriterLost(t *testing.T) {
+	e := s.env(t)
+	d := e.deleter()
+	old := e.acquire("t")
+	old.Release(e.ctx)
+	l := e.acquire("t")
+	e.chain("t", &l.Writer, "a", "b")
+	if _, ok := e.s.(ckptstore.Transcripts); ok {
+		e.save("t", `["kept"]`)
+	}
+	wu := e.chain("u", nil, "c")
+	up, down := l.Writer, l.Writer
+	up.Fence++
+	down.Fence--
+	swapped := l.Writer
+	swapped.ThreadID = "u"
+	for _, tc := range []struct {
+		name string
+		w    ckptstore.Writer
+	}{
+		{"forged token", forged(l.Writer)},
+		{"fence+1", up},
+		{"fence-1", down},
+		{"released writer", old.Writer},
+		{"other thread's writer", wu},
+		{"thread id swapped", swapped},
+		{"zero writer", ckptstore.Writer{ThreadID: "t"}},
+	} {
+		e.fails("DeleteThread with "+tc.name, ckptstore.ErrWriterLost, func() error {
+			n, err := d.DeleteThread(e.ctx, "t", tc.w)
+			if n != 0 {
+				t.Errorf("DeleteThread with %s reported %d deleted", tc.name, n)
+			}
 			return err
 		})
-		l2 := e.acquire("t")
-		e.fails("DeleteThread with a replaced writer", ckptstore.ErrWriterLost, func() error {
-			_, err := d.DeleteThread(e.ctx, "t", l.Writer)
-			return err
-		})
-		e.deleteThread("t", l2.Writer, 2)
+	}
+	e.clock.Advance(LeaseDuration) // expired at now == expiresAt
+	e.fails("DeleteThread with an expired writer", ckptstore.ErrWriterLost, func() error {
+		_, err := d.DeleteThread(e.ctx, "t", l.Writer)
+		return err
 	})
+	l2 := e.acquire("t")
+	e.fails("DeleteThread with a replaced writer", ckptstore.ErrWriterLost, func() error {
+		_, err := d.DeleteThread(e.ctx, "t", l.Writer)
+		return err
+	})
+	e.deleteThread("t", l2.Writer, 2)
 }
 
 // testDeleteThreadSweep deletes a thread and sweeps a memory bucket: the
