@@ -92,146 +92,158 @@ func (s *suite) testDeleteHead(t *testing.T) {
 }
 
 func (s *suite) testDeleteCheckpoints(t *testing.T) {
-	t.Run("FollowsChainNotCreatedAt", func(t *testing.T) {
-		e := s.env(t)
-		p := e.pruner()
-		w := e.acquire("t").Writer
-		// createdAt falls along the chain: the newest by createdAt are the
-		// farthest from the head.
-		for i, id := range []string{"c1", "c2", "c3", "c4", "c5"} {
-			c := cp(id, "t", "")
-			c.CreatedAt = float64(10 - i)
-			c.Files = []ckptstore.Entry{file("f", i, 1), file("shared", 100, 1)}
-			e.append(c, w)
+	t.Run("FollowsChainNotCreatedAt", s.deleteCheckpointsFollowsChainNotCreatedAt)
+	t.Run("NothingToDelete", s.deleteCheckpointsNothingToDelete)
+	t.Run("KeepOne", s.deleteCheckpointsKeepOne)
+	t.Run("ForeignAncestorsStay", s.deleteCheckpointsForeignAncestorsStay)
+	t.Run("ParentCycle", s.deleteCheckpointsParentCycle)
+	t.Run("KeepNewest", s.deleteCheckpointsKeepNewest)
+}
+
+func (s *suite) deleteCheckpointsFollowsChainNotCreatedAt(t *testing.T) {
+	e := s.env(t)
+	p := e.pruner()
+	w := e.acquire("t").Writer
+	// createdAt falls along the chain: the newest by createdAt are the
+	// farthest from the head.
+	for i, id := range []string{"c1", "c2", "c3", "c4", "c5"} {
+		c := cp(id, "t", "")
+		c.CreatedAt = float64(10 - i)
+		c.Files = []ckptstore.Entry{file("f", i, 1), file("shared", 100, 1)}
+		e.append(c, w)
+	}
+	kept := []*ckptstore.Checkpoint{e.get("c5"), e.get("c4")}
+	deleted, err := p.DeleteCheckpoints(e.ctx, "t", 2, w)
+	must(t, "DeleteCheckpoints(keep 2)", err)
+	if want := []string{"c1", "c2", "c3"}; !slices.Equal(deleted, want) {
+		t.Errorf("deleted %q, want %q (chain order, farthest from the head first)", deleted, want)
+	}
+	e.wantList("t", "c5", "c4")
+	e.wantHead("t", "c5")
+	for _, k := range kept {
+		if d := cpDiff(e.get(k.ID), k); d != "" {
+			t.Errorf("kept checkpoint %q changed: %s", k.ID, d)
 		}
-		kept := []*ckptstore.Checkpoint{e.get("c5"), e.get("c4")}
-		deleted, err := p.DeleteCheckpoints(e.ctx, "t", 2, w)
-		must(t, "DeleteCheckpoints(keep 2)", err)
-		if want := []string{"c1", "c2", "c3"}; !slices.Equal(deleted, want) {
-			t.Errorf("deleted %q, want %q (chain order, farthest from the head first)", deleted, want)
+	}
+	for _, id := range deleted {
+		if c := e.get(id); c != nil {
+			t.Errorf("Get(%q) after pruning = %+v, want nil", id, c)
 		}
-		e.wantList("t", "c5", "c4")
-		e.wantHead("t", "c5")
-		for _, k := range kept {
-			if d := cpDiff(e.get(k.ID), k); d != "" {
-				t.Errorf("kept checkpoint %q changed: %s", k.ID, d)
-			}
+	}
+	e.wantRefs(ckptstore.BlobRef{Key: fileKey(3), References: 1}, ckptstore.BlobRef{Key: fileKey(4), References: 1},
+		ckptstore.BlobRef{Key: fileKey(100), References: 2})
+	// The pruned ids may be used again.
+	e.append(cp("c1", "t", ""), w)
+}
+
+func (s *suite) deleteCheckpointsNothingToDelete(t *testing.T) {
+	e := s.env(t)
+	p := e.pruner()
+	w := e.acquire("empty").Writer
+	e.fails("DeleteCheckpoints on an empty thread", nil, func() error {
+		d, err := p.DeleteCheckpoints(e.ctx, "empty", 1, w)
+		if len(d) != 0 {
+			t.Errorf("DeleteCheckpoints on an empty thread deleted %q", d)
 		}
-		for _, id := range deleted {
-			if c := e.get(id); c != nil {
-				t.Errorf("Get(%q) after pruning = %+v, want nil", id, c)
-			}
-		}
-		e.wantRefs(ckptstore.BlobRef{Key: fileKey(3), References: 1}, ckptstore.BlobRef{Key: fileKey(4), References: 1},
-			ckptstore.BlobRef{Key: fileKey(100), References: 2})
-		// The pruned ids may be used again.
-		e.append(cp("c1", "t", ""), w)
+		return err
 	})
-	t.Run("NothingToDelete", func(t *testing.T) {
-		e := s.env(t)
-		p := e.pruner()
-		w := e.acquire("empty").Writer
-		e.fails("DeleteCheckpoints on an empty thread", nil, func() error {
-			d, err := p.DeleteCheckpoints(e.ctx, "empty", 1, w)
+	w = e.chain("t", nil, "a", "b", "c")
+	for _, keep := range []int{3, 4, maxSize} {
+		e.fails("DeleteCheckpoints keeping the whole chain", nil, func() error {
+			d, err := p.DeleteCheckpoints(e.ctx, "t", keep, w)
 			if len(d) != 0 {
-				t.Errorf("DeleteCheckpoints on an empty thread deleted %q", d)
+				t.Errorf("DeleteCheckpoints(keep %d) of a 3-chain deleted %q", keep, d)
 			}
 			return err
 		})
-		w = e.chain("t", nil, "a", "b", "c")
-		for _, keep := range []int{3, 4, maxSize} {
-			e.fails("DeleteCheckpoints keeping the whole chain", nil, func() error {
-				d, err := p.DeleteCheckpoints(e.ctx, "t", keep, w)
-				if len(d) != 0 {
-					t.Errorf("DeleteCheckpoints(keep %d) of a 3-chain deleted %q", keep, d)
-				}
-				return err
-			})
+	}
+}
+
+func (s *suite) deleteCheckpointsKeepOne(t *testing.T) {
+	e := s.env(t)
+	p := e.pruner()
+	w := e.chain("t", nil, "a", "b", "c", "d")
+	e.chain("u", nil, "other")
+	before := e.snap()
+	deleted, err := p.DeleteCheckpoints(e.ctx, "t", 1, w)
+	must(t, "DeleteCheckpoints(keep 1)", err)
+	if want := []string{"a", "b", "c"}; !slices.Equal(deleted, want) {
+		t.Errorf("deleted %q, want %q", deleted, want)
+	}
+	e.wantList("t", "d")
+	after := e.snap()
+	if d := cpDiff(after.gets["other"], before.gets["other"]); d != "" || after.heads["u"] != "other" {
+		t.Errorf("pruning t changed thread u: %s", d)
+	}
+	e.wantRecount()
+}
+
+func (s *suite) deleteCheckpointsForeignAncestorsStay(t *testing.T) {
+	// The chain walk stops at a checkpoint of another thread: t's
+	// oldest parent id is reused by u, and pruning t leaves it.
+	e := s.env(t)
+	p := e.pruner()
+	wt := e.chain("t", nil, "p", "q")
+	_, err := p.DeleteCheckpoints(e.ctx, "t", 1, wt)
+	must(t, "DeleteCheckpoints(t, 1)", err)
+	e.chain("u", nil, "p")
+	e.append(cp("r", "t", ""), wt)
+	e.append(cp("s", "t", ""), wt)
+	deleted, err := p.DeleteCheckpoints(e.ctx, "t", 1, wt)
+	must(t, "DeleteCheckpoints(t, 1) again", err)
+	if want := []string{"q", "r"}; !slices.Equal(deleted, want) {
+		t.Errorf("deleted %q, want %q", deleted, want)
+	}
+	e.wantList("t", "s")
+	e.wantList("u", "p")
+	e.wantHead("u", "p")
+	e.wantRecount()
+}
+
+func (s *suite) deleteCheckpointsParentCycle(t *testing.T) {
+	// x → y, prune x, then append a new x on y: y's parent is x again,
+	// and the chain from the head loops. The walk must stop.
+	e := s.env(t)
+	p := e.pruner()
+	w := e.chain("t", nil, "x", "y")
+	_, err := p.DeleteCheckpoints(e.ctx, "t", 1, w)
+	must(t, "DeleteCheckpoints(keep 1)", err)
+	e.append(cp("x", "t", ""), w) // parent y; y's parent is x
+	e.wantList("t", "x", "y")
+	e.fails("DeleteCheckpoints(keep 2) of a 2-cycle", nil, func() error {
+		d, err := p.DeleteCheckpoints(e.ctx, "t", 2, w)
+		if len(d) != 0 {
+			t.Errorf("keep 2 of a 2-cycle deleted %q", d)
 		}
+		return err
 	})
-	t.Run("KeepOne", func(t *testing.T) {
-		e := s.env(t)
-		p := e.pruner()
-		w := e.chain("t", nil, "a", "b", "c", "d")
-		e.chain("u", nil, "other")
-		before := e.snap()
-		deleted, err := p.DeleteCheckpoints(e.ctx, "t", 1, w)
-		must(t, "DeleteCheckpoints(keep 1)", err)
-		if want := []string{"a", "b", "c"}; !slices.Equal(deleted, want) {
-			t.Errorf("deleted %q, want %q", deleted, want)
-		}
-		e.wantList("t", "d")
-		after := e.snap()
-		if d := cpDiff(after.gets["other"], before.gets["other"]); d != "" || after.heads["u"] != "other" {
-			t.Errorf("pruning t changed thread u: %s", d)
-		}
-		e.wantRecount()
+	e.append(cp("z", "t", ""), w) // z → x → y → x
+	deleted, err := p.DeleteCheckpoints(e.ctx, "t", 1, w)
+	must(t, "DeleteCheckpoints(keep 1) of a cycle", err)
+	if want := []string{"y", "x"}; !slices.Equal(deleted, want) {
+		t.Errorf("deleted %q, want %q", deleted, want)
+	}
+	e.wantList("t", "z")
+	e.wantRecount()
+}
+
+func (s *suite) deleteCheckpointsKeepNewest(t *testing.T) {
+	e := s.env(t)
+	e.pruner()
+	l := e.acquire("t")
+	e.chain("t", &l.Writer, "a", "b", "c")
+	e.fails("KeepNewest while the lease is held", ckptstore.ErrWriterConflict, func() error {
+		_, err := ckptstore.KeepNewest(e.ctx, e.s, "t", 1)
+		return err
 	})
-	t.Run("ForeignAncestorsStay", func(t *testing.T) {
-		// The chain walk stops at a checkpoint of another thread: t's
-		// oldest parent id is reused by u, and pruning t leaves it.
-		e := s.env(t)
-		p := e.pruner()
-		wt := e.chain("t", nil, "p", "q")
-		_, err := p.DeleteCheckpoints(e.ctx, "t", 1, wt)
-		must(t, "DeleteCheckpoints(t, 1)", err)
-		e.chain("u", nil, "p")
-		e.append(cp("r", "t", ""), wt)
-		e.append(cp("s", "t", ""), wt)
-		deleted, err := p.DeleteCheckpoints(e.ctx, "t", 1, wt)
-		must(t, "DeleteCheckpoints(t, 1) again", err)
-		if want := []string{"q", "r"}; !slices.Equal(deleted, want) {
-			t.Errorf("deleted %q, want %q", deleted, want)
-		}
-		e.wantList("t", "s")
-		e.wantList("u", "p")
-		e.wantHead("u", "p")
-		e.wantRecount()
-	})
-	t.Run("ParentCycle", func(t *testing.T) {
-		// x → y, prune x, then append a new x on y: y's parent is x again,
-		// and the chain from the head loops. The walk must stop.
-		e := s.env(t)
-		p := e.pruner()
-		w := e.chain("t", nil, "x", "y")
-		_, err := p.DeleteCheckpoints(e.ctx, "t", 1, w)
-		must(t, "DeleteCheckpoints(keep 1)", err)
-		e.append(cp("x", "t", ""), w) // parent y; y's parent is x
-		e.wantList("t", "x", "y")
-		e.fails("DeleteCheckpoints(keep 2) of a 2-cycle", nil, func() error {
-			d, err := p.DeleteCheckpoints(e.ctx, "t", 2, w)
-			if len(d) != 0 {
-				t.Errorf("keep 2 of a 2-cycle deleted %q", d)
-			}
-			return err
-		})
-		e.append(cp("z", "t", ""), w) // z → x → y → x
-		deleted, err := p.DeleteCheckpoints(e.ctx, "t", 1, w)
-		must(t, "DeleteCheckpoints(keep 1) of a cycle", err)
-		if want := []string{"y", "x"}; !slices.Equal(deleted, want) {
-			t.Errorf("deleted %q, want %q", deleted, want)
-		}
-		e.wantList("t", "z")
-		e.wantRecount()
-	})
-	t.Run("KeepNewest", func(t *testing.T) {
-		e := s.env(t)
-		e.pruner()
-		l := e.acquire("t")
-		e.chain("t", &l.Writer, "a", "b", "c")
-		e.fails("KeepNewest while the lease is held", ckptstore.ErrWriterConflict, func() error {
-			_, err := ckptstore.KeepNewest(e.ctx, e.s, "t", 1)
-			return err
-		})
-		l.Release(e.ctx)
-		deleted, err := ckptstore.KeepNewest(e.ctx, e.s, "t", 2)
-		must(t, "KeepNewest", err)
-		if want := []string{"a"}; !slices.Equal(deleted, want) {
-			t.Errorf("KeepNewest deleted %q, want %q", deleted, want)
-		}
-		e.acquire("t") // KeepNewest released its lease
-		e.wantList("t", "b", "c")
-	})
+	l.Release(e.ctx)
+	deleted, err := ckptstore.KeepNewest(e.ctx, e.s, "t", 2)
+	must(t, "KeepNewest", err)
+	if want := []string{"a"}; !slices.Equal(deleted, want) {
+		t.Errorf("KeepNewest deleted %q, want %q", deleted, want)
+	}
+	e.acquire("t") // KeepNewest released its lease
+	e.wantList("t", "b", "c")
 }
 
 // wantForkRoot builds, without the store's help, the checkpoint a fork of
