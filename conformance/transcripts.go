@@ -25,145 +25,163 @@ var transcriptCases = []struct{ name, messages string }{
 }
 
 func (s *suite) testTranscripts(t *testing.T) {
-	t.Run("Default", func(t *testing.T) {
-		e := s.env(t)
-		e.transcripts()
-		e.wantTranscript("never-seen", "[]")
-		e.chain("t", nil, "a")
-		e.wantTranscript("t", "[]")
-	})
-	t.Run("RoundTrip", func(t *testing.T) {
-		e := s.env(t)
-		e.transcripts()
-		for _, tc := range transcriptCases {
-			e.save("t", tc.messages)
-			e.wantTranscript("t", tc.messages)
-			e.save(tc.name, tc.messages) // a thread of its own, kept too
-		}
-		for _, tc := range transcriptCases {
-			e.wantTranscript(tc.name, tc.messages)
-		}
-		e.wantTranscript("t", transcriptCases[len(transcriptCases)-1].messages)
-	})
-	t.Run("Replace", func(t *testing.T) {
-		e := s.env(t)
-		e.transcripts()
-		e.save("t", `[1,2,3]`)
-		e.save("t", `[4]`)
-		e.wantTranscript("t", `[4]`)
-		e.save("t", `[]`)
-		e.wantTranscript("t", `[]`)
-	})
-	t.Run("NoLeaseNeeded", func(t *testing.T) {
-		// SaveThread needs no lease, works while another holds one, and
-		// leaves the lease alone.
-		e := s.env(t)
-		e.transcripts()
-		l := e.acquire("t")
-		e.save("t", `["while leased"]`)
-		e.wantTranscript("t", `["while leased"]`)
-		e.conflict("after SaveThread", "t")
-		e.works("after SaveThread", l.Writer, "t")
-		e.wantTranscript("t", `["while leased"]`)
-	})
-	t.Run("ChangesNoCheckpoint", func(t *testing.T) {
-		e := s.env(t)
-		e.transcripts()
-		e.chain("t", nil, "a", "b")
-		e.chain("u", nil, "c")
-		before := e.snap()
-		e.save("t", `["x"]`)
-		after := e.snap()
-		after.transcripts, after.listing = before.transcripts, before.listing
-		if d := before.diff(after); d != "" {
-			t.Errorf("SaveThread changed checkpoints, heads or counts:\n\t%s", d)
-		}
-		e.wantTranscript("u", "[]")
-	})
-	t.Run("ThreadsApart", func(t *testing.T) {
-		e := s.env(t)
-		e.transcripts()
-		threads := []string{"t", "t:1", "t\x00", "t\x00x", "t*", "tt", "{t}"}
-		for i, th := range threads {
-			e.save(th, `[`+itoa(i)+`]`)
-		}
-		for i, th := range threads {
-			e.wantTranscript(th, `[`+itoa(i)+`]`)
-		}
-	})
-	t.Run("Refused", func(t *testing.T) {
-		e := s.env(t)
-		tr := e.transcripts()
-		e.save("t", `["kept"]`)
-		for _, bad := range []struct{ name, m string }{
-			{"empty", ""}, {"whitespace only", " \n"}, {"object", `{}`}, {"null", `null`}, {"string", `"x"`}, {"number", `0`},
-			{"unterminated", `[`}, {"two arrays", `[][]`}, {"garbage after", `[]x`},
-			{"invalid UTF-8 in a string", "[\"\xff\"]"}, {"lone surrogate in WTF-8", "[\"\xed\xa0\x80\"]"},
-			{"not JSON", "\xff"},
-		} {
-			for _, th := range []string{"t", "new"} {
-				e.fails("SaveThread("+th+", "+bad.name+")", ckptstore.ErrInvalidEntry, func() error {
-					return tr.SaveThread(e.ctx, th, json.RawMessage(bad.m))
-				})
-			}
-		}
-		e.fails("SaveThread(nil)", ckptstore.ErrInvalidEntry, func() error { return tr.SaveThread(e.ctx, "t", nil) })
-		for _, bad := range invalidIDs {
-			e.fails("SaveThread("+bad.name+")", ckptstore.ErrInvalidID, func() error {
-				return tr.SaveThread(e.ctx, bad.id, json.RawMessage(`[]`))
-			})
-			e.fails("SaveThread("+bad.name+", invalid messages)", ckptstore.ErrInvalidID, func() error {
-				return tr.SaveThread(e.ctx, bad.id, json.RawMessage(`{}`))
-			})
-			m, err := tr.LoadThread(e.ctx, bad.id)
-			if wantErr(t, "LoadThread("+bad.name+")", err, ckptstore.ErrInvalidID) && m != nil {
-				t.Errorf("LoadThread(%s) failed but returned %q", bad.name, m)
-			}
-		}
-		e.wantTranscript("t", `["kept"]`)
-		e.wantTranscript("new", `[]`)
-	})
-	t.Run("Immutability", func(t *testing.T) {
-		e := s.env(t)
-		tr := e.transcripts()
-		in := json.RawMessage(`["abc"]`)
-		must(t, "SaveThread", tr.SaveThread(e.ctx, "t", in))
-		copy(in, `[1234]`)
-		e.wantTranscript("t", `["abc"]`)
-		out, err := tr.LoadThread(e.ctx, "t")
-		must(t, "LoadThread", err)
-		for i := range out {
-			out[i] = ' '
-		}
-		e.wantTranscript("t", `["abc"]`)
-		def, err := tr.LoadThread(e.ctx, "none")
-		must(t, "LoadThread(none)", err)
-		if len(def) > 0 {
-			def[0] = '{'
-		}
-		e.wantTranscript("none", `[]`)
-	})
-	t.Run("SavedEmptyArrayCounts", func(t *testing.T) {
-		// A thread has a transcript once one was saved, even [].
-		e := s.env(t)
-		e.transcripts()
-		e.save("d", `[]`)
-		if tl, ok := e.s.(ckptstore.ThreadLister); ok {
-			if got := e.allThreads(tl); len(got) != 1 || got[0] != "d" {
-				t.Errorf("Threads = %q after SaveThread(d, []), want [d]", got)
-			}
-		}
-		if f, ok := e.s.(ckptstore.Forker); ok {
-			e.chain("src", nil, "a")
-			wd := e.acquire("d").Writer
-			e.track(nil, "root")
-			e.fails("ForkFromCheckpoint into a thread with the transcript []", ckptstore.ErrForkDestinationNotEmpty, func() error {
-				_, err := f.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{SourceThreadID: "src", SourceCheckpointID: "a",
-					DestinationThreadID: "d", DestinationCheckpointID: "root", CreatedAt: 1, Writer: wd})
-				return err
+	t.Run("Default", s.transcriptsDefault)
+	t.Run("RoundTrip", s.transcriptsRoundTrip)
+	t.Run("Replace", s.transcriptsReplace)
+	t.Run("NoLeaseNeeded", s.transcriptsNoLeaseNeeded)
+	t.Run("ChangesNoCheckpoint", s.transcriptsChangesNoCheckpoint)
+	t.Run("ThreadsApart", s.transcriptsThreadsApart)
+	t.Run("Refused", s.transcriptsRefused)
+	t.Run("Immutability", s.transcriptsImmutability)
+	t.Run("SavedEmptyArrayCounts", s.transcriptsSavedEmptyArrayCounts)
+}
+
+func (s *suite) transcriptsDefault(t *testing.T) {
+	e := s.env(t)
+	e.transcripts()
+	e.wantTranscript("never-seen", "[]")
+	e.chain("t", nil, "a")
+	e.wantTranscript("t", "[]")
+}
+
+func (s *suite) transcriptsRoundTrip(t *testing.T) {
+	e := s.env(t)
+	e.transcripts()
+	for _, tc := range transcriptCases {
+		e.save("t", tc.messages)
+		e.wantTranscript("t", tc.messages)
+		e.save(tc.name, tc.messages) // a thread of its own, kept too
+	}
+	for _, tc := range transcriptCases {
+		e.wantTranscript(tc.name, tc.messages)
+	}
+	e.wantTranscript("t", transcriptCases[len(transcriptCases)-1].messages)
+}
+
+func (s *suite) transcriptsReplace(t *testing.T) {
+	e := s.env(t)
+	e.transcripts()
+	e.save("t", `[1,2,3]`)
+	e.save("t", `[4]`)
+	e.wantTranscript("t", `[4]`)
+	e.save("t", `[]`)
+	e.wantTranscript("t", `[]`)
+}
+
+func (s *suite) transcriptsNoLeaseNeeded(t *testing.T) {
+	// SaveThread needs no lease, works while another holds one, and
+	// leaves the lease alone.
+	e := s.env(t)
+	e.transcripts()
+	l := e.acquire("t")
+	e.save("t", `["while leased"]`)
+	e.wantTranscript("t", `["while leased"]`)
+	e.conflict("after SaveThread", "t")
+	e.works("after SaveThread", l.Writer, "t")
+	e.wantTranscript("t", `["while leased"]`)
+}
+
+func (s *suite) transcriptsChangesNoCheckpoint(t *testing.T) {
+	e := s.env(t)
+	e.transcripts()
+	e.chain("t", nil, "a", "b")
+	e.chain("u", nil, "c")
+	before := e.snap()
+	e.save("t", `["x"]`)
+	after := e.snap()
+	after.transcripts, after.listing = before.transcripts, before.listing
+	if d := before.diff(after); d != "" {
+		t.Errorf("SaveThread changed checkpoints, heads or counts:\n\t%s", d)
+	}
+	e.wantTranscript("u", "[]")
+}
+
+func (s *suite) transcriptsThreadsApart(t *testing.T) {
+	e := s.env(t)
+	e.transcripts()
+	threads := []string{"t", "t:1", "t\x00", "t\x00x", "t*", "tt", "{t}"}
+	for i, th := range threads {
+		e.save(th, `[`+itoa(i)+`]`)
+	}
+	for i, th := range threads {
+		e.wantTranscript(th, `[`+itoa(i)+`]`)
+	}
+}
+
+func (s *suite) transcriptsRefused(t *testing.T) {
+	e := s.env(t)
+	tr := e.transcripts()
+	e.save("t", `["kept"]`)
+	for _, bad := range []struct{ name, m string }{
+		{"empty", ""}, {"whitespace only", " \n"}, {"object", `{}`}, {"null", `null`}, {"string", `"x"`}, {"number", `0`},
+		{"unterminated", `[`}, {"two arrays", `[][]`}, {"garbage after", `[]x`},
+		{"invalid UTF-8 in a string", "[\"\xff\"]"}, {"lone surrogate in WTF-8", "[\"\xed\xa0\x80\"]"},
+		{"not JSON", "\xff"},
+	} {
+		for _, th := range []string{"t", "new"} {
+			e.fails("SaveThread("+th+", "+bad.name+")", ckptstore.ErrInvalidEntry, func() error {
+				return tr.SaveThread(e.ctx, th, json.RawMessage(bad.m))
 			})
 		}
-	})
+	}
+	e.fails("SaveThread(nil)", ckptstore.ErrInvalidEntry, func() error { return tr.SaveThread(e.ctx, "t", nil) })
+	for _, bad := range invalidIDs {
+		e.fails("SaveThread("+bad.name+")", ckptstore.ErrInvalidID, func() error {
+			return tr.SaveThread(e.ctx, bad.id, json.RawMessage(`[]`))
+		})
+		e.fails("SaveThread("+bad.name+", invalid messages)", ckptstore.ErrInvalidID, func() error {
+			return tr.SaveThread(e.ctx, bad.id, json.RawMessage(`{}`))
+		})
+		m, err := tr.LoadThread(e.ctx, bad.id)
+		if wantErr(t, "LoadThread("+bad.name+")", err, ckptstore.ErrInvalidID) && m != nil {
+			t.Errorf("LoadThread(%s) failed but returned %q", bad.name, m)
+		}
+	}
+	e.wantTranscript("t", `["kept"]`)
+	e.wantTranscript("new", `[]`)
+}
+
+func (s *suite) transcriptsImmutability(t *testing.T) {
+	e := s.env(t)
+	tr := e.transcripts()
+	in := json.RawMessage(`["abc"]`)
+	must(t, "SaveThread", tr.SaveThread(e.ctx, "t", in))
+	copy(in, `[1234]`)
+	e.wantTranscript("t", `["abc"]`)
+	out, err := tr.LoadThread(e.ctx, "t")
+	must(t, "LoadThread", err)
+	for i := range out {
+		out[i] = ' '
+	}
+	e.wantTranscript("t", `["abc"]`)
+	def, err := tr.LoadThread(e.ctx, "none")
+	must(t, "LoadThread(none)", err)
+	if len(def) > 0 {
+		def[0] = '{'
+	}
+	e.wantTranscript("none", `[]`)
+}
+
+func (s *suite) transcriptsSavedEmptyArrayCounts(t *testing.T) {
+	// A thread has a transcript once one was saved, even [].
+	e := s.env(t)
+	e.transcripts()
+	e.save("d", `[]`)
+	if tl, ok := e.s.(ckptstore.ThreadLister); ok {
+		if got := e.allThreads(tl); len(got) != 1 || got[0] != "d" {
+			t.Errorf("Threads = %q after SaveThread(d, []), want [d]", got)
+		}
+	}
+	if f, ok := e.s.(ckptstore.Forker); ok {
+		e.chain("src", nil, "a")
+		wd := e.acquire("d").Writer
+		e.track(nil, "root")
+		e.fails("ForkFromCheckpoint into a thread with the transcript []", ckptstore.ErrForkDestinationNotEmpty, func() error {
+			_, err := f.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{SourceThreadID: "src", SourceCheckpointID: "a",
+				DestinationThreadID: "d", DestinationCheckpointID: "root", CreatedAt: 1, Writer: wd})
+			return err
+		})
+	}
 }
 
 func (s *suite) testForkTranscript(t *testing.T) {
