@@ -148,6 +148,7 @@ func TestValidateImport(t *testing.T) {
 		"twice":            {func(b *ImportBatch) { b.Checkpoints[1].ID = "a" }, ErrInvalidEntry},
 		"content":          {func(b *ImportBatch) { b.Checkpoints[1].CreatedAt = math.Inf(1) }, ErrInvalidEntry},
 		"nil checkpoint":   {func(b *ImportBatch) { b.Checkpoints[0] = nil }, ErrInvalidEntry},
+		"id before nil":    {func(b *ImportBatch) { b.Checkpoints[0] = nil; b.Checkpoints[1].ID = "" }, ErrInvalidID},
 		"transcript":       {func(b *ImportBatch) { b.Transcript = []byte("{}") }, ErrInvalidEntry},
 		"empty transcript": {func(b *ImportBatch) { b.Transcript = []byte{} }, ErrInvalidEntry},
 	} {

@@ -363,9 +363,9 @@ func ValidateImport(b ImportBatch) error {
 	if err := ValidateID("writer thread id", b.Writer.ThreadID); err != nil {
 		return err
 	}
-	for i, cp := range b.Checkpoints {
+	for _, cp := range b.Checkpoints {
 		if cp == nil {
-			return invalid("import checkpoint %d is nil", i)
+			continue // an entry error, reported after every id
 		}
 		if err := validateCheckpointIDs(cp); err != nil {
 			return err
@@ -377,7 +377,10 @@ func ValidateImport(b ImportBatch) error {
 		}
 	}
 	seen := make(map[string]struct{}, len(b.Checkpoints))
-	for _, cp := range b.Checkpoints {
+	for i, cp := range b.Checkpoints {
+		if cp == nil {
+			return invalid("import checkpoint %d is nil", i)
+		}
 		if cp.ThreadID != b.ThreadID {
 			return invalid("import checkpoint %q is of thread %q, not %q", cp.ID, cp.ThreadID, b.ThreadID)
 		}
