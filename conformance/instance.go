@@ -45,149 +45,176 @@ func (s istore) want(key string, want *ckptstore.InstanceRecord) {
 	}
 }
 
-func runInstanceStore(t *testing.T, newStore func(*testing.T) ckptstore.InstanceStore) {
-	fresh := func(t *testing.T) istore {
-		t.Helper()
-		s := newStore(t)
-		if s == nil {
-			t.Fatal("newStore returned nil")
-		}
-		return istore{t: t, ctx: context.Background(), s: s}
+// instanceFactory makes a fresh instance store for each subtest of
+// runInstanceStore.
+type instanceFactory func(*testing.T) ckptstore.InstanceStore
+
+// fresh returns a new, empty instance store wrapped with assertions.
+func (f instanceFactory) fresh(t *testing.T) istore {
+	t.Helper()
+	s := f(t)
+	if s == nil {
+		t.Fatal("newStore returned nil")
 	}
-	t.Run("Empty", func(t *testing.T) {
-		s := fresh(t)
-		s.want("missing", nil)
-		must(t, "Delete(missing)", s.s.Delete(s.ctx, "missing"))
-		s.want("missing", nil)
-	})
-	t.Run("RoundTrip", func(t *testing.T) {
-		s := fresh(t)
-		full := fullRecord("full", 1)
-		s.upsert(full)
-		s.want("full", fullRecord("full", 1))
-		minimal := &ckptstore.InstanceRecord{Key: "minimal", Provider: "p", ProviderSandboxID: "s", ThreadID: "t"}
-		s.upsert(minimal)
-		s.want("minimal", &ckptstore.InstanceRecord{Key: "minimal", Provider: "p", ProviderSandboxID: "s", ThreadID: "t"})
-		for i, key := range unusualIDs {
-			r := fullRecord(key, i)
-			s.upsert(r)
-			s.want(key, fullRecord(key, i))
-		}
-		for _, at := range []int64{0, -1, maxSize, -maxSize} {
-			r := fullRecord("time", 0)
-			r.UpdatedAt = at
-			s.upsert(r)
-			s.want("time", r)
-		}
-	})
-	t.Run("FullReplaceClearsOptional", func(t *testing.T) {
-		s := fresh(t)
-		s.upsert(fullRecord("k", 1))
-		next := &ckptstore.InstanceRecord{Key: "k", Provider: "p2", ProviderSandboxID: "s2", ThreadID: "t2", UpdatedAt: 5}
-		s.upsert(next)
-		s.want("k", &ckptstore.InstanceRecord{Key: "k", Provider: "p2", ProviderSandboxID: "s2", ThreadID: "t2", UpdatedAt: 5})
-		only := *next
-		only.LatestRunID = "run-only"
-		s.upsert(&only)
-		s.want("k", &only)
-	})
-	t.Run("LastWriteWins", func(t *testing.T) {
-		s := fresh(t)
-		for i := 0; i < 5; i++ {
-			s.upsert(fullRecord("k", i))
-		}
-		s.want("k", fullRecord("k", 4))
-		old := fullRecord("k", 0) // an older updatedAt still replaces: last write, not newest time
-		s.upsert(old)
-		s.want("k", fullRecord("k", 0))
-	})
-	t.Run("OtherRecordsUnchanged", func(t *testing.T) {
-		s := fresh(t)
-		keys := []string{"a", "a:b", "a\x00", "a*", "b", "ab"}
-		for i, k := range keys {
-			s.upsert(fullRecord(k, i))
-		}
-		s.upsert(fullRecord("a", 99))
-		must(t, "Delete(a:b)", s.s.Delete(s.ctx, "a:b"))
-		s.want("a", fullRecord("a", 99))
-		s.want("a:b", nil)
-		for i, k := range keys[2:] {
-			s.want(k, fullRecord(k, i+2))
-		}
-	})
-	t.Run("Delete", func(t *testing.T) {
-		s := fresh(t)
-		s.upsert(fullRecord("k", 1))
-		must(t, "Delete(k)", s.s.Delete(s.ctx, "k"))
-		s.want("k", nil)
-		must(t, "Delete(k) again", s.s.Delete(s.ctx, "k"))
-		s.upsert(&ckptstore.InstanceRecord{Key: "k", Provider: "p", ProviderSandboxID: "s", ThreadID: "t"})
-		s.want("k", &ckptstore.InstanceRecord{Key: "k", Provider: "p", ProviderSandboxID: "s", ThreadID: "t"})
-	})
-	t.Run("InvalidKey", func(t *testing.T) {
-		s := fresh(t)
-		s.upsert(fullRecord("k", 1))
-		for _, bad := range invalidIDs {
-			_, err := s.s.Get(s.ctx, bad.id)
-			wantErr(t, "Get("+bad.name+")", err, ckptstore.ErrInvalidID)
-			wantErr(t, "Upsert("+bad.name+")", s.s.Upsert(s.ctx, fullRecord(bad.id, 2)), ckptstore.ErrInvalidID)
-			wantErr(t, "Delete("+bad.name+")", s.s.Delete(s.ctx, bad.id), ckptstore.ErrInvalidID)
-		}
-		s.want("k", fullRecord("k", 1))
-	})
-	t.Run("Copies", func(t *testing.T) {
-		s := fresh(t)
-		r := fullRecord("k", 1)
+	return istore{t: t, ctx: context.Background(), s: s}
+}
+
+func runInstanceStore(t *testing.T, newStore func(*testing.T) ckptstore.InstanceStore) {
+	f := instanceFactory(newStore)
+	t.Run("Empty", f.instanceStoreEmpty)
+	t.Run("RoundTrip", f.instanceStoreRoundTrip)
+	t.Run("FullReplaceClearsOptional", f.instanceStoreFullReplaceClearsOptional)
+	t.Run("LastWriteWins", f.instanceStoreLastWriteWins)
+	t.Run("OtherRecordsUnchanged", f.instanceStoreOtherRecordsUnchanged)
+	t.Run("Delete", f.instanceStoreDelete)
+	t.Run("InvalidKey", f.instanceStoreInvalidKey)
+	t.Run("Copies", f.instanceStoreCopies)
+	t.Run("Concurrent", f.instanceStoreConcurrent)
+	t.Run("Context", f.instanceStoreContext)
+}
+
+func (f instanceFactory) instanceStoreEmpty(t *testing.T) {
+	s := f.fresh(t)
+	s.want("missing", nil)
+	must(t, "Delete(missing)", s.s.Delete(s.ctx, "missing"))
+	s.want("missing", nil)
+}
+
+func (f instanceFactory) instanceStoreRoundTrip(t *testing.T) {
+	s := f.fresh(t)
+	full := fullRecord("full", 1)
+	s.upsert(full)
+	s.want("full", fullRecord("full", 1))
+	minimal := &ckptstore.InstanceRecord{Key: "minimal", Provider: "p", ProviderSandboxID: "s", ThreadID: "t"}
+	s.upsert(minimal)
+	s.want("minimal", &ckptstore.InstanceRecord{Key: "minimal", Provider: "p", ProviderSandboxID: "s", ThreadID: "t"})
+	for i, key := range unusualIDs {
+		r := fullRecord(key, i)
 		s.upsert(r)
-		r.Provider, r.LatestRunID, r.UpdatedAt = "changed", "", 0
-		s.want("k", fullRecord("k", 1))
-		got, err := s.s.Get(s.ctx, "k")
-		must(t, "Get(k)", err)
-		got.Provider, got.Key, got.LatestSnapshotID = "changed", "other", ""
-		s.want("k", fullRecord("k", 1))
-	})
-	t.Run("Concurrent", func(t *testing.T) {
-		s := fresh(t)
-		var wg sync.WaitGroup
-		for g := 0; g < raceWorkers; g++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := 0; i < 4; i++ {
-					if err := s.s.Upsert(s.ctx, fullRecord(fmt.Sprintf("own-%d", g), i)); err != nil {
-						t.Errorf("Upsert(own-%d): %v", g, err)
-					}
-					if err := s.s.Upsert(s.ctx, fullRecord("shared", g*10+i)); err != nil {
-						t.Errorf("Upsert(shared): %v", err)
-					}
+		s.want(key, fullRecord(key, i))
+	}
+	for _, at := range []int64{0, -1, maxSize, -maxSize} {
+		r := fullRecord("time", 0)
+		r.UpdatedAt = at
+		s.upsert(r)
+		s.want("time", r)
+	}
+}
+
+func (f instanceFactory) instanceStoreFullReplaceClearsOptional(t *testing.T) {
+	s := f.fresh(t)
+	s.upsert(fullRecord("k", 1))
+	next := &ckptstore.InstanceRecord{Key: "k", Provider: "p2", ProviderSandboxID: "s2", ThreadID: "t2", UpdatedAt: 5}
+	s.upsert(next)
+	s.want("k", &ckptstore.InstanceRecord{Key: "k", Provider: "p2", ProviderSandboxID: "s2", ThreadID: "t2", UpdatedAt: 5})
+	only := *next
+	only.LatestRunID = "run-only"
+	s.upsert(&only)
+	s.want("k", &only)
+}
+
+func (f instanceFactory) instanceStoreLastWriteWins(t *testing.T) {
+	s := f.fresh(t)
+	for i := 0; i < 5; i++ {
+		s.upsert(fullRecord("k", i))
+	}
+	s.want("k", fullRecord("k", 4))
+	old := fullRecord("k", 0) // an older updatedAt still replaces: last write, not newest time
+	s.upsert(old)
+	s.want("k", fullRecord("k", 0))
+}
+
+func (f instanceFactory) instanceStoreOtherRecordsUnchanged(t *testing.T) {
+	s := f.fresh(t)
+	keys := []string{"a", "a:b", "a\x00", "a*", "b", "ab"}
+	for i, k := range keys {
+		s.upsert(fullRecord(k, i))
+	}
+	s.upsert(fullRecord("a", 99))
+	must(t, "Delete(a:b)", s.s.Delete(s.ctx, "a:b"))
+	s.want("a", fullRecord("a", 99))
+	s.want("a:b", nil)
+	for i, k := range keys[2:] {
+		s.want(k, fullRecord(k, i+2))
+	}
+}
+
+func (f instanceFactory) instanceStoreDelete(t *testing.T) {
+	s := f.fresh(t)
+	s.upsert(fullRecord("k", 1))
+	must(t, "Delete(k)", s.s.Delete(s.ctx, "k"))
+	s.want("k", nil)
+	must(t, "Delete(k) again", s.s.Delete(s.ctx, "k"))
+	s.upsert(&ckptstore.InstanceRecord{Key: "k", Provider: "p", ProviderSandboxID: "s", ThreadID: "t"})
+	s.want("k", &ckptstore.InstanceRecord{Key: "k", Provider: "p", ProviderSandboxID: "s", ThreadID: "t"})
+}
+
+func (f instanceFactory) instanceStoreInvalidKey(t *testing.T) {
+	s := f.fresh(t)
+	s.upsert(fullRecord("k", 1))
+	for _, bad := range invalidIDs {
+		_, err := s.s.Get(s.ctx, bad.id)
+		wantErr(t, "Get("+bad.name+")", err, ckptstore.ErrInvalidID)
+		wantErr(t, "Upsert("+bad.name+")", s.s.Upsert(s.ctx, fullRecord(bad.id, 2)), ckptstore.ErrInvalidID)
+		wantErr(t, "Delete("+bad.name+")", s.s.Delete(s.ctx, bad.id), ckptstore.ErrInvalidID)
+	}
+	s.want("k", fullRecord("k", 1))
+}
+
+func (f instanceFactory) instanceStoreCopies(t *testing.T) {
+	s := f.fresh(t)
+	r := fullRecord("k", 1)
+	s.upsert(r)
+	r.Provider, r.LatestRunID, r.UpdatedAt = "changed", "", 0
+	s.want("k", fullRecord("k", 1))
+	got, err := s.s.Get(s.ctx, "k")
+	must(t, "Get(k)", err)
+	got.Provider, got.Key, got.LatestSnapshotID = "changed", "other", ""
+	s.want("k", fullRecord("k", 1))
+}
+
+func (f instanceFactory) instanceStoreConcurrent(t *testing.T) {
+	s := f.fresh(t)
+	var wg sync.WaitGroup
+	for g := 0; g < raceWorkers; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 4; i++ {
+				if err := s.s.Upsert(s.ctx, fullRecord(fmt.Sprintf("own-%d", g), i)); err != nil {
+					t.Errorf("Upsert(own-%d): %v", g, err)
 				}
-			}()
-		}
-		wg.Wait()
-		for g := 0; g < raceWorkers; g++ {
-			s.want(fmt.Sprintf("own-%d", g), fullRecord(fmt.Sprintf("own-%d", g), 3))
-		}
-		got, err := s.s.Get(s.ctx, "shared")
-		must(t, "Get(shared)", err)
-		ok := false
-		for n := 0; got != nil && n < raceWorkers*10; n++ {
-			ok = ok || *got == *fullRecord("shared", n)
-		}
-		if !ok {
-			t.Errorf("Get(shared) = %+v: not one of the records written (a merge?)", got)
-		}
-	})
-	t.Run("Context", func(t *testing.T) {
-		s := fresh(t)
-		s.upsert(fullRecord("k", 1))
-		ctx, cancel := context.WithCancel(context.Background())
-		cancel()
-		_, err := s.s.Get(ctx, "k")
-		wantCanceled(t, "Get", err)
-		wantCanceled(t, "Upsert", s.s.Upsert(ctx, fullRecord("k", 2)))
-		wantCanceled(t, "Delete", s.s.Delete(ctx, "k"))
-		s.want("k", fullRecord("k", 1))
-	})
+				if err := s.s.Upsert(s.ctx, fullRecord("shared", g*10+i)); err != nil {
+					t.Errorf("Upsert(shared): %v", err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for g := 0; g < raceWorkers; g++ {
+		s.want(fmt.Sprintf("own-%d", g), fullRecord(fmt.Sprintf("own-%d", g), 3))
+	}
+	got, err := s.s.Get(s.ctx, "shared")
+	must(t, "Get(shared)", err)
+	ok := false
+	for n := 0; got != nil && n < raceWorkers*10; n++ {
+		ok = ok || *got == *fullRecord("shared", n)
+	}
+	if !ok {
+		t.Errorf("Get(shared) = %+v: not one of the records written (a merge?)", got)
+	}
+}
+
+func (f instanceFactory) instanceStoreContext(t *testing.T) {
+	s := f.fresh(t)
+	s.upsert(fullRecord("k", 1))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := s.s.Get(ctx, "k")
+	wantCanceled(t, "Get", err)
+	wantCanceled(t, "Upsert", s.s.Upsert(ctx, fullRecord("k", 2)))
+	wantCanceled(t, "Delete", s.s.Delete(ctx, "k"))
+	s.want("k", fullRecord("k", 1))
 }
 
 // wantCanceled expects an error that wraps context.Canceled and is no
