@@ -412,132 +412,139 @@ func (s *suite) pageWhileWriting(t *testing.T, reverse bool) {
 	}
 }
 
+// wantThreads checks that a full walk of Threads gives want.
+func wantThreads(e *env, what string, want ...string) {
+	e.t.Helper()
+	if got := e.allThreads(e.lister()); !slices.Equal(got, want) && !(len(got) == 0 && len(want) == 0) {
+		e.t.Errorf("%s: Threads = %q, want %q", what, got, want)
+	}
+}
+
 func (s *suite) testThreads(t *testing.T) {
-	threads := func(e *env) []string { e.t.Helper(); return e.allThreads(e.lister()) }
-	wantThreads := func(e *env, what string, want ...string) {
-		e.t.Helper()
-		if got := threads(e); !slices.Equal(got, want) && !(len(got) == 0 && len(want) == 0) {
-			e.t.Errorf("%s: Threads = %q, want %q", what, got, want)
+	t.Run("WhatCounts", s.threadsWhatCounts)
+	t.Run("ByteOrder", s.threadsByteOrder)
+	t.Run("Paging", s.threadsPaging)
+}
+
+func (s *suite) threadsWhatCounts(t *testing.T) {
+	e := s.env(t)
+	e.lister()
+	wantThreads(e, "empty store")
+	l := e.acquire("leased")
+	wantThreads(e, "a lease alone")
+	l.Release(e.ctx)
+	wantThreads(e, "a released lease")
+	w := e.chain("t", nil, "a")
+	wantThreads(e, "one checkpoint", "t")
+	must(t, "DeleteHead a", e.s.DeleteHead(e.ctx, "t", "a", w))
+	wantThreads(e, "emptied by DeleteHead")
+	if p, ok := e.s.(ckptstore.Pruner); ok {
+		wp := e.chain("p", nil, "p1", "p2")
+		_, err := p.DeleteCheckpoints(e.ctx, "p", 1, wp)
+		must(t, "DeleteCheckpoints", err)
+		must(t, "DeleteHead p2", e.s.DeleteHead(e.ctx, "p", "p2", wp))
+		wantThreads(e, "a head whose checkpoint is gone", "p")
+	}
+	if _, ok := e.s.(ckptstore.Transcripts); ok {
+		e.save("s", `[]`)
+		e.wantTranscript("s", `[]`)
+	}
+	if f, ok := e.s.(ckptstore.Forker); ok {
+		e.chain("src", nil, "s1")
+		wd := e.acquire("fork").Writer
+		_, err := f.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{SourceThreadID: "src", SourceCheckpointID: "s1",
+			DestinationThreadID: "fork", DestinationCheckpointID: "f1", CreatedAt: 1, Writer: wd})
+		must(t, "ForkFromCheckpoint", err)
+	}
+	var want []string
+	for _, th := range []string{"fork", "p", "s", "src"} {
+		switch th {
+		case "fork", "src":
+			if _, ok := e.s.(ckptstore.Forker); !ok {
+				continue
+			}
+		case "p":
+			if _, ok := e.s.(ckptstore.Pruner); !ok {
+				continue
+			}
+		case "s":
+			if _, ok := e.s.(ckptstore.Transcripts); !ok {
+				continue
+			}
+		}
+		want = append(want, th)
+	}
+	wantThreads(e, "after a prune, a transcript and a fork", want...)
+	if d, ok := e.s.(ckptstore.ThreadDeleter); ok {
+		wt := e.chain("tmp", nil, "tmp1")
+		if _, ok := e.s.(ckptstore.Transcripts); ok {
+			e.save("tmp", `[1]`)
+		}
+		_, err := d.DeleteThread(e.ctx, "tmp", wt)
+		must(t, "DeleteThread", err)
+		wantThreads(e, "after DeleteThread", want...)
+	}
+}
+
+func (s *suite) threadsByteOrder(t *testing.T) {
+	e := s.env(t)
+	e.lister()
+	ids := []string{"é", "a", "B", "😀", "\uff21", "\ue000", "a\x00", "ab", "a b", "A", "{x}", "t:1"}
+	for i, th := range ids {
+		e.chain(th, nil, fmt.Sprintf("c%d", i))
+	}
+	want := slices.Clone(ids)
+	sort.Strings(want) // Go compares strings by bytes
+	wantThreads(e, "byte order", want...)
+}
+
+func (s *suite) threadsPaging(t *testing.T) {
+	e := s.env(t)
+	tl := e.lister()
+	var all []string
+	writers := map[string]ckptstore.Writer{}
+	for i := range 25 {
+		th := fmt.Sprintf("t%02d", i)
+		writers[th] = e.chain(th, nil, th+"-c")
+		all = append(all, th)
+	}
+	for _, limit := range []int{1, 2, 7, 24, 25, 26, 0, 1000} {
+		got, err := pageThreads(e, tl, limit)
+		must(t, "Threads", err)
+		if !slices.Equal(got, all) {
+			t.Errorf("pages of %d: %q, want %q", limit, got, all)
 		}
 	}
-	t.Run("WhatCounts", func(t *testing.T) {
-		e := s.env(t)
-		e.lister()
-		wantThreads(e, "empty store")
-		l := e.acquire("leased")
-		wantThreads(e, "a lease alone")
-		l.Release(e.ctx)
-		wantThreads(e, "a released lease")
-		w := e.chain("t", nil, "a")
-		wantThreads(e, "one checkpoint", "t")
-		must(t, "DeleteHead a", e.s.DeleteHead(e.ctx, "t", "a", w))
-		wantThreads(e, "emptied by DeleteHead")
-		if p, ok := e.s.(ckptstore.Pruner); ok {
-			wp := e.chain("p", nil, "p1", "p2")
-			_, err := p.DeleteCheckpoints(e.ctx, "p", 1, wp)
-			must(t, "DeleteCheckpoints", err)
-			must(t, "DeleteHead p2", e.s.DeleteHead(e.ctx, "p", "p2", wp))
-			wantThreads(e, "a head whose checkpoint is gone", "p")
-		}
-		if _, ok := e.s.(ckptstore.Transcripts); ok {
-			e.save("s", `[]`)
-			e.wantTranscript("s", `[]`)
-		}
-		if f, ok := e.s.(ckptstore.Forker); ok {
-			e.chain("src", nil, "s1")
-			wd := e.acquire("fork").Writer
-			_, err := f.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{SourceThreadID: "src", SourceCheckpointID: "s1",
-				DestinationThreadID: "fork", DestinationCheckpointID: "f1", CreatedAt: 1, Writer: wd})
-			must(t, "ForkFromCheckpoint", err)
-		}
-		var want []string
-		for _, th := range []string{"fork", "p", "s", "src"} {
-			switch th {
-			case "fork", "src":
-				if _, ok := e.s.(ckptstore.Forker); !ok {
-					continue
-				}
-			case "p":
-				if _, ok := e.s.(ckptstore.Pruner); !ok {
-					continue
-				}
-			case "s":
-				if _, ok := e.s.(ckptstore.Transcripts); !ok {
-					continue
-				}
-			}
-			want = append(want, th)
-		}
-		wantThreads(e, "after a prune, a transcript and a fork", want...)
-		if d, ok := e.s.(ckptstore.ThreadDeleter); ok {
-			wt := e.chain("tmp", nil, "tmp1")
-			if _, ok := e.s.(ckptstore.Transcripts); ok {
-				e.save("tmp", `[1]`)
-			}
-			_, err := d.DeleteThread(e.ctx, "tmp", wt)
-			must(t, "DeleteThread", err)
-			wantThreads(e, "after DeleteThread", want...)
-		}
-	})
-	t.Run("ByteOrder", func(t *testing.T) {
-		e := s.env(t)
-		e.lister()
-		ids := []string{"é", "a", "B", "😀", "\uff21", "\ue000", "a\x00", "ab", "a b", "A", "{x}", "t:1"}
-		for i, th := range ids {
-			e.chain(th, nil, fmt.Sprintf("c%d", i))
-		}
-		want := slices.Clone(ids)
-		sort.Strings(want) // Go compares strings by bytes
-		wantThreads(e, "byte order", want...)
-	})
-	t.Run("Paging", func(t *testing.T) {
-		e := s.env(t)
-		tl := e.lister()
-		var all []string
-		writers := map[string]ckptstore.Writer{}
-		for i := range 25 {
-			th := fmt.Sprintf("t%02d", i)
-			writers[th] = e.chain(th, nil, th+"-c")
-			all = append(all, th)
-		}
-		for _, limit := range []int{1, 2, 7, 24, 25, 26, 0, 1000} {
-			got, err := pageThreads(e, tl, limit)
-			must(t, "Threads", err)
-			if !slices.Equal(got, all) {
-				t.Errorf("pages of %d: %q, want %q", limit, got, all)
-			}
-		}
-		page, next, err := tl.Threads(e.ctx, "", 10)
-		must(t, "Threads", err)
-		if !slices.Equal(page, all[:10]) || next == "" {
-			t.Errorf("Threads(\"\", 10) = %q, next %q; want %q and a cursor", page, next, all[:10])
-		}
-		// Between pages: a thread added before the cursor is not seen,
-		// one after it is; a thread emptied after the cursor is not, and
-		// the thread at the cursor being emptied changes nothing.
-		e.chain("t05x", nil, "early")
-		e.chain("t15x", nil, "late")
-		for _, th := range []string{"t09", "t20"} {
-			must(t, "DeleteHead", e.s.DeleteHead(e.ctx, th, th+"-c", writers[th]))
-		}
-		rest, err := pageThreadsFrom(e, tl, next, 4)
-		must(t, "Threads from the cursor", err)
-		want := append(slices.Clone(all[10:16]), "t15x")
-		want = append(want, all[16:20]...)
-		want = append(want, all[21:]...)
-		if !slices.Equal(rest, want) {
-			t.Errorf("Threads after adding between pages = %q, want %q", rest, want)
-		}
-		for _, limit := range []int{-1, 1001, math.MaxInt} {
-			e.fails(fmt.Sprintf("Threads(limit %d)", limit), ckptstore.ErrInvalidEntry, func() error {
-				_, _, err := tl.Threads(e.ctx, "", limit)
-				return err
-			})
-		}
-		e.fails("Threads with a list cursor", ckptstore.ErrInvalidEntry, func() error {
-			_, _, err := tl.Threads(e.ctx, ckptstore.EncodeCursor(ckptstore.Position{CreatedAt: 1, ID: "t"}), 1)
+	page, next, err := tl.Threads(e.ctx, "", 10)
+	must(t, "Threads", err)
+	if !slices.Equal(page, all[:10]) || next == "" {
+		t.Errorf("Threads(\"\", 10) = %q, next %q; want %q and a cursor", page, next, all[:10])
+	}
+	// Between pages: a thread added before the cursor is not seen,
+	// one after it is; a thread emptied after the cursor is not, and
+	// the thread at the cursor being emptied changes nothing.
+	e.chain("t05x", nil, "early")
+	e.chain("t15x", nil, "late")
+	for _, th := range []string{"t09", "t20"} {
+		must(t, "DeleteHead", e.s.DeleteHead(e.ctx, th, th+"-c", writers[th]))
+	}
+	rest, err := pageThreadsFrom(e, tl, next, 4)
+	must(t, "Threads from the cursor", err)
+	want := append(slices.Clone(all[10:16]), "t15x")
+	want = append(want, all[16:20]...)
+	want = append(want, all[21:]...)
+	if !slices.Equal(rest, want) {
+		t.Errorf("Threads after adding between pages = %q, want %q", rest, want)
+	}
+	for _, limit := range []int{-1, 1001, math.MaxInt} {
+		e.fails(fmt.Sprintf("Threads(limit %d)", limit), ckptstore.ErrInvalidEntry, func() error {
+			_, _, err := tl.Threads(e.ctx, "", limit)
 			return err
 		})
+	}
+	e.fails("Threads with a list cursor", ckptstore.ErrInvalidEntry, func() error {
+		_, _, err := tl.Threads(e.ctx, ckptstore.EncodeCursor(ckptstore.Position{CreatedAt: 1, ID: "t"}), 1)
+		return err
 	})
 }
 
