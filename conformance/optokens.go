@@ -15,144 +15,167 @@ import (
 	"github.com/ckptstore/ckptstore"
 )
 
+// opTokens makes the op tokens of one run of testOpTokens.
+type opTokens struct {
+	// run is unique per run, as callers must make their tokens, so
+	// that stores sharing a server never see one another's.
+	run string
+}
+
+// token returns the op token called name in this run.
+func (o opTokens) token(name string) string { return "conformance-" + name + "-" + o.run }
+
+// tok returns a context carrying the op token called name.
+func (o opTokens) tok(name string) context.Context {
+	return ckptstore.WithOpToken(context.Background(), o.token(name))
+}
+
 func (s *suite) testOpTokens(t *testing.T) {
-	// Tokens are unique per run, as callers must make them, so that
-	// stores sharing a server never see one another's.
-	run := rand.Text()
-	token := func(name string) string { return "conformance-" + name + "-" + run }
-	tok := func(name string) context.Context { return ckptstore.WithOpToken(context.Background(), token(name)) }
-	t.Run("Append", func(t *testing.T) {
-		e := s.env(t)
-		w := e.chain("t", nil, "a")
-		ctx := tok("append")
-		c := cp("b", "t", "a")
-		c.Files = []ckptstore.Entry{file("f", 1, 1)}
-		e.track(nil, "b")
-		must(t, "Append with an op token", e.s.Append(ctx, c, "a", w))
-		e.fails("the repeated Append", nil, func() error { return e.s.Append(ctx, c, "a", w) })
-		// Still a success once the head has moved on.
-		e.append(cp("c", "t", ""), w)
-		e.fails("the Append repeated after the head moved", nil, func() error { return e.s.Append(ctx, c, "a", w) })
-		e.wantList("t", "a", "b", "c")
-		e.wantRecount()
-		// Another token is another write, refused as usual.
-		e.fails("the same Append with another token", ckptstore.ErrDuplicateID, func() error {
-			return e.s.Append(tok("append-2"), c, "a", w)
-		})
-		// The token is recognised before any check: a repeat that comes
-		// after the writer lost its lease still reports the success.
-		e.clock.Advance(LeaseDuration)
-		e.acquire("t")
-		e.fails("the Append repeated after its lease was taken over", nil, func() error { return e.s.Append(ctx, c, "a", w) })
+	o := opTokens{run: rand.Text()}
+	t.Run("Append", func(t *testing.T) { s.opTokensAppend(t, o) })
+	t.Run("FailedAppendRunsAgain", func(t *testing.T) { s.opTokensFailedAppendRunsAgain(t, o) })
+	t.Run("DeleteHead", func(t *testing.T) { s.opTokensDeleteHead(t, o) })
+	t.Run("Fork", func(t *testing.T) { s.opTokensFork(t, o) })
+	t.Run("AcquireWriter", func(t *testing.T) { s.opTokensAcquireWriter(t, o) })
+	t.Run("TokensApart", func(t *testing.T) { s.opTokensTokensApart(t, o) })
+}
+
+func (s *suite) opTokensAppend(t *testing.T, o opTokens) {
+	e := s.env(t)
+	w := e.chain("t", nil, "a")
+	ctx := o.tok("append")
+	c := cp("b", "t", "a")
+	c.Files = []ckptstore.Entry{file("f", 1, 1)}
+	e.track(nil, "b")
+	must(t, "Append with an op token", e.s.Append(ctx, c, "a", w))
+	e.fails("the repeated Append", nil, func() error { return e.s.Append(ctx, c, "a", w) })
+	// Still a success once the head has moved on.
+	e.append(cp("c", "t", ""), w)
+	e.fails("the Append repeated after the head moved", nil, func() error { return e.s.Append(ctx, c, "a", w) })
+	e.wantList("t", "a", "b", "c")
+	e.wantRecount()
+	// Another token is another write, refused as usual.
+	e.fails("the same Append with another token", ckptstore.ErrDuplicateID, func() error {
+		return e.s.Append(o.tok("append-2"), c, "a", w)
 	})
-	t.Run("FailedAppendRunsAgain", func(t *testing.T) {
-		e := s.env(t)
-		w := e.chain("t", nil, "a")
-		ctx := tok("append-failed")
-		e.appendFailsCtx(ctx, "Append on a stale head", cp("b", "t", ""), "", w, ckptstore.ErrConflict)
-		e.appendFailsCtx(ctx, "Append on a stale head, repeated", cp("b", "t", ""), "", w, ckptstore.ErrConflict)
-		e.appendFailsCtx(tok("append-forged"), "Append with a forged writer", cp("b", "t", "a"), "a", forged(w), ckptstore.ErrWriterLost)
-		e.appendFailsCtx(tok("append-forged"), "Append with a forged writer, repeated", cp("b", "t", "a"), "a", forged(w), ckptstore.ErrWriterLost)
+	// The token is recognised before any check: a repeat that comes
+	// after the writer lost its lease still reports the success.
+	e.clock.Advance(LeaseDuration)
+	e.acquire("t")
+	e.fails("the Append repeated after its lease was taken over", nil, func() error { return e.s.Append(ctx, c, "a", w) })
+}
+
+func (s *suite) opTokensFailedAppendRunsAgain(t *testing.T, o opTokens) {
+	e := s.env(t)
+	w := e.chain("t", nil, "a")
+	ctx := o.tok("append-failed")
+	e.appendFailsCtx(ctx, "Append on a stale head", cp("b", "t", ""), "", w, ckptstore.ErrConflict)
+	e.appendFailsCtx(ctx, "Append on a stale head, repeated", cp("b", "t", ""), "", w, ckptstore.ErrConflict)
+	e.appendFailsCtx(o.tok("append-forged"), "Append with a forged writer", cp("b", "t", "a"), "a", forged(w), ckptstore.ErrWriterLost)
+	e.appendFailsCtx(o.tok("append-forged"), "Append with a forged writer, repeated", cp("b", "t", "a"), "a", forged(w), ckptstore.ErrWriterLost)
+}
+
+func (s *suite) opTokensDeleteHead(t *testing.T, o opTokens) {
+	e := s.env(t)
+	w := e.chain("t", nil, "a", "b", "c")
+	ctx := o.tok("delete")
+	must(t, "DeleteHead with an op token", e.s.DeleteHead(ctx, "t", "c", w))
+	e.fails("the repeated DeleteHead", nil, func() error { return e.s.DeleteHead(ctx, "t", "c", w) })
+	e.wantHead("t", "b")
+	e.wantList("t", "a", "b")
+	e.wantRecount()
+	e.fails("DeleteHead of the deleted head with another token", ckptstore.ErrNotHead, func() error {
+		return e.s.DeleteHead(o.tok("delete-2"), "t", "c", w)
 	})
-	t.Run("DeleteHead", func(t *testing.T) {
-		e := s.env(t)
-		w := e.chain("t", nil, "a", "b", "c")
-		ctx := tok("delete")
-		must(t, "DeleteHead with an op token", e.s.DeleteHead(ctx, "t", "c", w))
-		e.fails("the repeated DeleteHead", nil, func() error { return e.s.DeleteHead(ctx, "t", "c", w) })
-		e.wantHead("t", "b")
-		e.wantList("t", "a", "b")
-		e.wantRecount()
-		e.fails("DeleteHead of the deleted head with another token", ckptstore.ErrNotHead, func() error {
-			return e.s.DeleteHead(tok("delete-2"), "t", "c", w)
-		})
-		e.clock.Advance(LeaseDuration)
-		e.fails("the DeleteHead repeated after its lease expired", nil, func() error { return e.s.DeleteHead(ctx, "t", "c", w) })
-	})
-	t.Run("Fork", func(t *testing.T) {
-		e := s.env(t)
-		f := e.forker()
-		ws := e.acquire("src").Writer
-		a := richCP("a", "src", "")
-		e.append(a, ws)
-		wd := e.acquire("dest").Writer
-		e.track([]string{"dest"}, "root")
-		in := ckptstore.ForkInput{SourceThreadID: "src", SourceCheckpointID: "a",
-			DestinationThreadID: "dest", DestinationCheckpointID: "root", CreatedAt: 3, Writer: wd}
-		ctx := tok("fork")
-		first, err := f.ForkFromCheckpoint(ctx, in)
-		must(t, "ForkFromCheckpoint with an op token", err)
-		want := wantForkRoot(e.get("a"), in)
-		if d := cpDiff(first, want); d != "" {
-			t.Errorf("ForkFromCheckpoint returned: %s", d)
-		}
-		e.fails("the repeated fork", nil, func() error {
-			again, err := f.ForkFromCheckpoint(ctx, in)
-			if err == nil {
-				if d := cpDiff(again, want); d != "" {
-					t.Errorf("the repeated fork returned: %s", d)
-				}
-				scribble(again) // the caller's own copy
+	e.clock.Advance(LeaseDuration)
+	e.fails("the DeleteHead repeated after its lease expired", nil, func() error { return e.s.DeleteHead(ctx, "t", "c", w) })
+}
+
+func (s *suite) opTokensFork(t *testing.T, o opTokens) {
+	e := s.env(t)
+	f := e.forker()
+	ws := e.acquire("src").Writer
+	a := richCP("a", "src", "")
+	e.append(a, ws)
+	wd := e.acquire("dest").Writer
+	e.track([]string{"dest"}, "root")
+	in := ckptstore.ForkInput{SourceThreadID: "src", SourceCheckpointID: "a",
+		DestinationThreadID: "dest", DestinationCheckpointID: "root", CreatedAt: 3, Writer: wd}
+	ctx := o.tok("fork")
+	first, err := f.ForkFromCheckpoint(ctx, in)
+	must(t, "ForkFromCheckpoint with an op token", err)
+	want := wantForkRoot(e.get("a"), in)
+	if d := cpDiff(first, want); d != "" {
+		t.Errorf("ForkFromCheckpoint returned: %s", d)
+	}
+	e.fails("the repeated fork", nil, func() error {
+		again, err := f.ForkFromCheckpoint(ctx, in)
+		if err == nil {
+			if d := cpDiff(again, want); d != "" {
+				t.Errorf("the repeated fork returned: %s", d)
 			}
-			return err
-		})
-		if d := cpDiff(e.get("root"), want); d != "" {
-			t.Errorf("changing what the repeated fork returned changed the store: %s", d)
+			scribble(again) // the caller's own copy
 		}
-		e.wantRecount()
-		e.fails("the same fork with another token", ckptstore.ErrForkDestinationNotEmpty, func() error {
-			_, err := f.ForkFromCheckpoint(tok("fork-2"), in)
-			return err
-		})
+		return err
 	})
-	t.Run("AcquireWriter", func(t *testing.T) {
-		e := s.env(t)
-		ctx := tok("acquire")
-		l, err := e.s.AcquireWriter(ctx, "t")
-		must(t, "AcquireWriter with an op token", err)
-		e.track([]string{"t"})
-		if l.OwnerToken != token("acquire") {
-			t.Errorf("the lease's owner token is %q, want the op token", l.OwnerToken)
-		}
-		e.checkLease(l, "t", LeaseDuration, RenewAfter)
-		e.clock.Advance(10 * time.Millisecond) // the repeat comes later; the lease is the same
-		again, err := e.s.AcquireWriter(ctx, "t")
-		must(t, "the repeated AcquireWriter", err)
-		if again.Writer != l.Writer || !again.ExpiresAt.Equal(l.ExpiresAt) {
-			t.Errorf("the repeated AcquireWriter returned %+v expiring %v, want the first lease %+v expiring %v",
-				again.Writer, again.ExpiresAt, l.Writer, l.ExpiresAt)
-		}
-		e.conflict("AcquireWriter without the token", "t")
-		e.works("the first lease", l.Writer, "t")
-		e.works("the repeated call's lease", again.Writer, "t")
-		// Another token while the lease is held fails, and its repeat,
-		// once the lease is free, takes a new lease with that token.
-		ctx2 := tok("acquire-2")
-		e.fails("AcquireWriter with another token while leased", ckptstore.ErrWriterConflict, func() error {
-			_, err := e.s.AcquireWriter(ctx2, "t")
-			return err
-		})
-		l.Release(e.ctx)
-		l2, err := e.s.AcquireWriter(ctx2, "t")
-		must(t, "AcquireWriter with the second token after release", err)
-		if l2.OwnerToken != token("acquire-2") || l2.Fence <= l.Fence {
-			t.Errorf("the second lease is %+v, want owner token %q and a fence above %d", l2.Writer, token("acquire-2"), l.Fence)
-		}
-		e.writerLost("the released first lease", l.Writer, "t")
-		e.works("the second lease", l2.Writer, "t")
+	if d := cpDiff(e.get("root"), want); d != "" {
+		t.Errorf("changing what the repeated fork returned changed the store: %s", d)
+	}
+	e.wantRecount()
+	e.fails("the same fork with another token", ckptstore.ErrForkDestinationNotEmpty, func() error {
+		_, err := f.ForkFromCheckpoint(o.tok("fork-2"), in)
+		return err
 	})
-	t.Run("TokensApart", func(t *testing.T) {
-		// One token per write: tokens of other writes change nothing.
-		e := s.env(t)
-		w := e.chain("t", nil, "a")
-		must(t, "Append b", e.s.Append(tok("x1"), cp("b", "t", "a"), "a", w))
-		must(t, "Append c", e.s.Append(tok("x2"), cp("c", "t", "b"), "b", w))
-		must(t, "DeleteHead c", e.s.DeleteHead(tok("x3"), "t", "c", w))
-		must(t, "DeleteHead b", e.s.DeleteHead(tok("x4"), "t", "b", w))
-		e.track(nil, "b", "c")
-		e.wantList("t", "a")
-		e.wantHead("t", "a")
+}
+
+func (s *suite) opTokensAcquireWriter(t *testing.T, o opTokens) {
+	e := s.env(t)
+	ctx := o.tok("acquire")
+	l, err := e.s.AcquireWriter(ctx, "t")
+	must(t, "AcquireWriter with an op token", err)
+	e.track([]string{"t"})
+	if l.OwnerToken != o.token("acquire") {
+		t.Errorf("the lease's owner token is %q, want the op token", l.OwnerToken)
+	}
+	e.checkLease(l, "t", LeaseDuration, RenewAfter)
+	e.clock.Advance(10 * time.Millisecond) // the repeat comes later; the lease is the same
+	again, err := e.s.AcquireWriter(ctx, "t")
+	must(t, "the repeated AcquireWriter", err)
+	if again.Writer != l.Writer || !again.ExpiresAt.Equal(l.ExpiresAt) {
+		t.Errorf("the repeated AcquireWriter returned %+v expiring %v, want the first lease %+v expiring %v",
+			again.Writer, again.ExpiresAt, l.Writer, l.ExpiresAt)
+	}
+	e.conflict("AcquireWriter without the token", "t")
+	e.works("the first lease", l.Writer, "t")
+	e.works("the repeated call's lease", again.Writer, "t")
+	// Another token while the lease is held fails, and its repeat,
+	// once the lease is free, takes a new lease with that token.
+	ctx2 := o.tok("acquire-2")
+	e.fails("AcquireWriter with another token while leased", ckptstore.ErrWriterConflict, func() error {
+		_, err := e.s.AcquireWriter(ctx2, "t")
+		return err
 	})
+	l.Release(e.ctx)
+	l2, err := e.s.AcquireWriter(ctx2, "t")
+	must(t, "AcquireWriter with the second token after release", err)
+	if l2.OwnerToken != o.token("acquire-2") || l2.Fence <= l.Fence {
+		t.Errorf("the second lease is %+v, want owner token %q and a fence above %d", l2.Writer, o.token("acquire-2"), l.Fence)
+	}
+	e.writerLost("the released first lease", l.Writer, "t")
+	e.works("the second lease", l2.Writer, "t")
+}
+
+func (s *suite) opTokensTokensApart(t *testing.T, o opTokens) {
+	// One token per write: tokens of other writes change nothing.
+	e := s.env(t)
+	w := e.chain("t", nil, "a")
+	must(t, "Append b", e.s.Append(o.tok("x1"), cp("b", "t", "a"), "a", w))
+	must(t, "Append c", e.s.Append(o.tok("x2"), cp("c", "t", "b"), "b", w))
+	must(t, "DeleteHead c", e.s.DeleteHead(o.tok("x3"), "t", "c", w))
+	must(t, "DeleteHead b", e.s.DeleteHead(o.tok("x4"), "t", "b", w))
+	e.track(nil, "b", "c")
+	e.wantList("t", "a")
+	e.wantHead("t", "a")
 }
 
 // appendFailsCtx is appendFails with the context ctx.
