@@ -256,102 +256,110 @@ func wantForkRoot(src *ckptstore.Checkpoint, in ckptstore.ForkInput) *ckptstore.
 }
 
 func (s *suite) testFork(t *testing.T) {
-	t.Run("Root", func(t *testing.T) {
-		e := s.env(t)
-		f := e.forker()
-		ws := e.acquire("src").Writer
-		a := richCP("a", "src", "")
-		e.append(a, ws)
-		b := richCP("b", "src", "")
-		b.Files = b.Files[:2]
-		e.append(b, ws)
-		src := e.get("a")
-		wd := e.acquire("dest").Writer
-		e.track([]string{"dest"}, "f1")
-		before := e.snap()
-		in := ckptstore.ForkInput{SourceThreadID: "src", SourceCheckpointID: "a",
-			DestinationThreadID: "dest", DestinationCheckpointID: "f1", CreatedAt: -42.5, Writer: wd}
-		got, err := f.ForkFromCheckpoint(e.ctx, in)
-		must(t, "ForkFromCheckpoint", err)
-		want := wantForkRoot(src, in)
-		if d := cpDiff(got, want); d != "" {
-			t.Errorf("ForkFromCheckpoint returned: %s", d)
-		}
-		if d := cpDiff(e.get("f1"), want); d != "" {
-			t.Errorf("Get(f1): %s", d)
-		}
-		e.wantHead("dest", "f1")
-		if d := listDiff(e.list("dest"), []*ckptstore.Checkpoint{want}); d != "" {
-			t.Errorf("List(dest): %s", d)
-		}
-		after := e.snap()
-		if after.heads["src"] != before.heads["src"] || listDiff(after.lists["src"], before.lists["src"]) != "" {
-			t.Errorf("the fork changed its source thread")
-		}
-		e.wantRecount()
-		// Changing the returned root changes nothing stored.
-		scribble(got)
-		if d := cpDiff(e.get("f1"), want); d != "" {
-			t.Errorf("changing the returned fork root changed the store: %s", d)
-		}
-		// The destination goes on like any thread.
-		e.append(cp("f2", "dest", ""), wd)
-		e.wantList("dest", "f1", "f2")
-	})
-	t.Run("CountsUp", func(t *testing.T) {
-		e := s.env(t)
-		f := e.forker()
-		ws := e.acquire("src").Writer
-		c := cp("a", "src", "")
-		c.Files = []ckptstore.Entry{file("x", 1, 1), file("y", 1, 1), file("z", 2, 1), dir("d")}
-		c.Artifacts = []ckptstore.Artifact{artifact("q", 1), artifact("r", 1)}
-		e.append(c, ws)
-		for i, dest := range []string{"d1", "d2"} {
-			wd := e.acquire(dest).Writer
-			_, err := f.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{SourceThreadID: "src", SourceCheckpointID: "a",
-				DestinationThreadID: dest, DestinationCheckpointID: dest + "-root", CreatedAt: 1, Writer: wd})
-			must(t, "ForkFromCheckpoint into "+dest, err)
-			n := int64(i + 2)
-			e.wantRefs(ckptstore.BlobRef{Key: artifactKey(1), References: n},
-				ckptstore.BlobRef{Key: fileKey(1), References: n}, ckptstore.BlobRef{Key: fileKey(2), References: n})
-		}
-		must(t, "DeleteHead of the source", e.s.DeleteHead(e.ctx, "src", "a", ws))
-		e.wantRecount()
-	})
-	t.Run("IntoEmptiedThread", func(t *testing.T) {
-		// A thread whose checkpoints were all deleted has no head and is
-		// empty again.
-		e := s.env(t)
-		f := e.forker()
-		e.chain("src", nil, "a")
-		wd := e.chain("dest", nil, "old")
-		must(t, "DeleteHead old", e.s.DeleteHead(e.ctx, "dest", "old", wd))
+	t.Run("Root", s.forkRoot)
+	t.Run("CountsUp", s.forkCountsUp)
+	t.Run("IntoEmptiedThread", s.forkIntoEmptiedThread)
+	t.Run("ForkOfForkAndSourceLeaseNotNeeded", s.forkForkOfForkAndSourceLeaseNotNeeded)
+}
+
+func (s *suite) forkRoot(t *testing.T) {
+	e := s.env(t)
+	f := e.forker()
+	ws := e.acquire("src").Writer
+	a := richCP("a", "src", "")
+	e.append(a, ws)
+	b := richCP("b", "src", "")
+	b.Files = b.Files[:2]
+	e.append(b, ws)
+	src := e.get("a")
+	wd := e.acquire("dest").Writer
+	e.track([]string{"dest"}, "f1")
+	before := e.snap()
+	in := ckptstore.ForkInput{SourceThreadID: "src", SourceCheckpointID: "a",
+		DestinationThreadID: "dest", DestinationCheckpointID: "f1", CreatedAt: -42.5, Writer: wd}
+	got, err := f.ForkFromCheckpoint(e.ctx, in)
+	must(t, "ForkFromCheckpoint", err)
+	want := wantForkRoot(src, in)
+	if d := cpDiff(got, want); d != "" {
+		t.Errorf("ForkFromCheckpoint returned: %s", d)
+	}
+	if d := cpDiff(e.get("f1"), want); d != "" {
+		t.Errorf("Get(f1): %s", d)
+	}
+	e.wantHead("dest", "f1")
+	if d := listDiff(e.list("dest"), []*ckptstore.Checkpoint{want}); d != "" {
+		t.Errorf("List(dest): %s", d)
+	}
+	after := e.snap()
+	if after.heads["src"] != before.heads["src"] || listDiff(after.lists["src"], before.lists["src"]) != "" {
+		t.Errorf("the fork changed its source thread")
+	}
+	e.wantRecount()
+	// Changing the returned root changes nothing stored.
+	scribble(got)
+	if d := cpDiff(e.get("f1"), want); d != "" {
+		t.Errorf("changing the returned fork root changed the store: %s", d)
+	}
+	// The destination goes on like any thread.
+	e.append(cp("f2", "dest", ""), wd)
+	e.wantList("dest", "f1", "f2")
+}
+
+func (s *suite) forkCountsUp(t *testing.T) {
+	e := s.env(t)
+	f := e.forker()
+	ws := e.acquire("src").Writer
+	c := cp("a", "src", "")
+	c.Files = []ckptstore.Entry{file("x", 1, 1), file("y", 1, 1), file("z", 2, 1), dir("d")}
+	c.Artifacts = []ckptstore.Artifact{artifact("q", 1), artifact("r", 1)}
+	e.append(c, ws)
+	for i, dest := range []string{"d1", "d2"} {
+		wd := e.acquire(dest).Writer
 		_, err := f.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{SourceThreadID: "src", SourceCheckpointID: "a",
-			DestinationThreadID: "dest", DestinationCheckpointID: "old", CreatedAt: 1, Writer: wd})
-		must(t, "ForkFromCheckpoint into an emptied thread, reusing a deleted id", err)
-		e.wantList("dest", "old")
-		if c := e.get("old"); c == nil || c.Reason != ckptstore.ReasonForkRoot {
-			t.Errorf("Get(old) = %+v, want the fork root", c)
-		}
-	})
-	t.Run("ForkOfForkAndSourceLeaseNotNeeded", func(t *testing.T) {
-		e := s.env(t)
-		f := e.forker()
-		e.chain("src", nil, "a")
-		e.clock.Advance(LeaseDuration) // src's lease expired: forking needs only the destination's
-		w1 := e.acquire("d1").Writer
-		_, err := f.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{SourceThreadID: "src", SourceCheckpointID: "a",
-			DestinationThreadID: "d1", DestinationCheckpointID: "r1", CreatedAt: 1, Writer: w1})
-		must(t, "fork src → d1", err)
-		w2 := e.acquire("d2").Writer
-		in := ckptstore.ForkInput{SourceThreadID: "d1", SourceCheckpointID: "r1",
-			DestinationThreadID: "d2", DestinationCheckpointID: "r2", CreatedAt: 2, Writer: w2}
-		got, err := f.ForkFromCheckpoint(e.ctx, in)
-		must(t, "fork d1 → d2", err)
-		if d := cpDiff(got, wantForkRoot(e.get("r1"), in)); d != "" {
-			t.Errorf("fork of a fork root: %s", d)
-		}
-	})
+			DestinationThreadID: dest, DestinationCheckpointID: dest + "-root", CreatedAt: 1, Writer: wd})
+		must(t, "ForkFromCheckpoint into "+dest, err)
+		n := int64(i + 2)
+		e.wantRefs(ckptstore.BlobRef{Key: artifactKey(1), References: n},
+			ckptstore.BlobRef{Key: fileKey(1), References: n}, ckptstore.BlobRef{Key: fileKey(2), References: n})
+	}
+	must(t, "DeleteHead of the source", e.s.DeleteHead(e.ctx, "src", "a", ws))
+	e.wantRecount()
+}
+
+func (s *suite) forkIntoEmptiedThread(t *testing.T) {
+	// A thread whose checkpoints were all deleted has no head and is
+	// empty again.
+	e := s.env(t)
+	f := e.forker()
+	e.chain("src", nil, "a")
+	wd := e.chain("dest", nil, "old")
+	must(t, "DeleteHead old", e.s.DeleteHead(e.ctx, "dest", "old", wd))
+	_, err := f.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{SourceThreadID: "src", SourceCheckpointID: "a",
+		DestinationThreadID: "dest", DestinationCheckpointID: "old", CreatedAt: 1, Writer: wd})
+	must(t, "ForkFromCheckpoint into an emptied thread, reusing a deleted id", err)
+	e.wantList("dest", "old")
+	if c := e.get("old"); c == nil || c.Reason != ckptstore.ReasonForkRoot {
+		t.Errorf("Get(old) = %+v, want the fork root", c)
+	}
+}
+
+func (s *suite) forkForkOfForkAndSourceLeaseNotNeeded(t *testing.T) {
+	e := s.env(t)
+	f := e.forker()
+	e.chain("src", nil, "a")
+	e.clock.Advance(LeaseDuration) // src's lease expired: forking needs only the destination's
+	w1 := e.acquire("d1").Writer
+	_, err := f.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{SourceThreadID: "src", SourceCheckpointID: "a",
+		DestinationThreadID: "d1", DestinationCheckpointID: "r1", CreatedAt: 1, Writer: w1})
+	must(t, "fork src → d1", err)
+	w2 := e.acquire("d2").Writer
+	in := ckptstore.ForkInput{SourceThreadID: "d1", SourceCheckpointID: "r1",
+		DestinationThreadID: "d2", DestinationCheckpointID: "r2", CreatedAt: 2, Writer: w2}
+	got, err := f.ForkFromCheckpoint(e.ctx, in)
+	must(t, "fork d1 → d2", err)
+	if d := cpDiff(got, wantForkRoot(e.get("r1"), in)); d != "" {
+		t.Errorf("fork of a fork root: %s", d)
+	}
 }
 
 func (s *suite) testContext(t *testing.T) {
