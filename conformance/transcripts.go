@@ -184,103 +184,110 @@ func (s *suite) transcriptsSavedEmptyArrayCounts(t *testing.T) {
 	}
 }
 
+// forkLeased forks into dest with a new lease of dest, which it returns.
+func (e *env) forkLeased(f ckptstore.Forker, src, id, dest, root string) (ckptstore.Writer, error) {
+	e.t.Helper()
+	wd := e.acquire(dest).Writer
+	e.track([]string{dest}, root)
+	_, err := f.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{SourceThreadID: src, SourceCheckpointID: id,
+		DestinationThreadID: dest, DestinationCheckpointID: root, CreatedAt: 9, Writer: wd})
+	return wd, err
+}
+
 func (s *suite) testForkTranscript(t *testing.T) {
-	// fork forks into dest with a new lease of dest, which it returns.
-	fork := func(e *env, f ckptstore.Forker, src, id, dest, root string) (ckptstore.Writer, error) {
-		e.t.Helper()
-		wd := e.acquire(dest).Writer
-		e.track([]string{dest}, root)
-		_, err := f.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{SourceThreadID: src, SourceCheckpointID: id,
-			DestinationThreadID: dest, DestinationCheckpointID: root, CreatedAt: 9, Writer: wd})
-		return wd, err
+	t.Run("Writes", s.forkTranscriptWrites)
+	t.Run("RefusedByTranscript", s.forkTranscriptRefusedByTranscript)
+	t.Run("FailedForkWritesNone", s.forkTranscriptFailedForkWritesNone)
+}
+
+func (s *suite) forkTranscriptWrites(t *testing.T) {
+	e := s.env(t)
+	f := e.forker()
+	e.transcripts()
+	ws := e.acquire("src").Writer
+	a := cp("a", "src", "")
+	a.Conversation = []byte(" [ {\"role\":\"user\", \"content\":\"é\"} ]\n")
+	e.append(a, ws)
+	e.append(cp("b", "src", ""), ws) // no conversation
+	e.save("src", `["the source's own"]`)
+	_, err := e.forkLeased(f, "src", "a", "d1", "r1")
+	must(t, "fork of a", err)
+	e.wantTranscript("d1", string(a.Conversation))
+	w2, err := e.forkLeased(f, "src", "b", "d2", "r2")
+	must(t, "fork of b", err)
+	e.wantTranscript("d2", "[]")
+	// That [] is a transcript: once the root is gone, d2 is still not
+	// empty.
+	must(t, "DeleteHead r2", e.s.DeleteHead(e.ctx, "d2", "r2", w2))
+	if tl, ok := e.s.(ckptstore.ThreadLister); ok {
+		if got := e.allThreads(tl); !slices.Contains(got, "d2") {
+			t.Errorf("Threads = %q: d2 has the transcript [] from its fork and must be listed", got)
+		}
 	}
-	t.Run("Writes", func(t *testing.T) {
-		e := s.env(t)
-		f := e.forker()
-		e.transcripts()
-		ws := e.acquire("src").Writer
-		a := cp("a", "src", "")
-		a.Conversation = []byte(" [ {\"role\":\"user\", \"content\":\"é\"} ]\n")
-		e.append(a, ws)
-		e.append(cp("b", "src", ""), ws) // no conversation
-		e.save("src", `["the source's own"]`)
-		_, err := fork(e, f, "src", "a", "d1", "r1")
-		must(t, "fork of a", err)
-		e.wantTranscript("d1", string(a.Conversation))
-		w2, err := fork(e, f, "src", "b", "d2", "r2")
-		must(t, "fork of b", err)
-		e.wantTranscript("d2", "[]")
-		// That [] is a transcript: once the root is gone, d2 is still not
-		// empty.
-		must(t, "DeleteHead r2", e.s.DeleteHead(e.ctx, "d2", "r2", w2))
-		if tl, ok := e.s.(ckptstore.ThreadLister); ok {
-			if got := e.allThreads(tl); !slices.Contains(got, "d2") {
-				t.Errorf("Threads = %q: d2 has the transcript [] from its fork and must be listed", got)
-			}
+	e.fails("fork into d2, whose transcript is the fork's []", ckptstore.ErrForkDestinationNotEmpty, func() error {
+		_, err := f.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{SourceThreadID: "src", SourceCheckpointID: "b",
+			DestinationThreadID: "d2", DestinationCheckpointID: "r2", CreatedAt: 9, Writer: w2})
+		return err
+	})
+	e.wantTranscript("src", `["the source's own"]`)
+	// A fork of the fork copies the root's conversation again.
+	_, err = e.forkLeased(f, "d1", "r1", "d3", "r3")
+	must(t, "fork of the fork", err)
+	e.wantTranscript("d3", string(a.Conversation))
+}
+
+func (s *suite) forkTranscriptRefusedByTranscript(t *testing.T) {
+	e := s.env(t)
+	f := e.forker()
+	e.transcripts()
+	e.chain("src", nil, "a")
+	e.save("d", `["existing"]`)
+	wd := e.acquire("d").Writer
+	e.track(nil, "root")
+	e.fails("ForkFromCheckpoint into a thread with a transcript", ckptstore.ErrForkDestinationNotEmpty, func() error {
+		got, err := f.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{SourceThreadID: "src", SourceCheckpointID: "a",
+			DestinationThreadID: "d", DestinationCheckpointID: "root", CreatedAt: 1, Writer: wd})
+		if err != nil && got != nil {
+			t.Errorf("the refused fork returned %+v", got)
 		}
-		e.fails("fork into d2, whose transcript is the fork's []", ckptstore.ErrForkDestinationNotEmpty, func() error {
-			_, err := f.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{SourceThreadID: "src", SourceCheckpointID: "b",
-				DestinationThreadID: "d2", DestinationCheckpointID: "r2", CreatedAt: 9, Writer: w2})
+		return err
+	})
+	e.wantTranscript("d", `["existing"]`)
+	e.works("the destination's writer after the refused fork", wd, "d")
+}
+
+func (s *suite) forkTranscriptFailedForkWritesNone(t *testing.T) {
+	// A fork refused for any reason leaves the destination without a
+	// transcript: the transcript is part of the fork's atomic step.
+	e := s.env(t)
+	f := e.forker()
+	e.transcripts()
+	a := cp("a", "src", "")
+	a.Conversation = []byte(`["x"]`)
+	e.append(a, e.acquire("src").Writer)
+	writers := map[string]ckptstore.Writer{"full": e.chain("full", nil, "old")}
+	for _, th := range []string{"empty1", "empty2"} {
+		writers[th] = e.acquire(th).Writer
+	}
+	for _, tc := range []struct {
+		name, dest, root string
+		forge            bool
+		want             error
+	}{
+		{"destination has checkpoints", "full", "r", false, ckptstore.ErrForkDestinationNotEmpty},
+		{"destination id used", "empty1", "a", false, ckptstore.ErrForkDestinationNotEmpty},
+		{"forged writer", "empty2", "r", true, ckptstore.ErrWriterLost},
+	} {
+		wd := writers[tc.dest]
+		if tc.forge {
+			wd = forged(wd)
+		}
+		e.track([]string{tc.dest}, tc.root)
+		e.fails(tc.name, tc.want, func() error {
+			_, err := f.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{SourceThreadID: "src", SourceCheckpointID: "a",
+				DestinationThreadID: tc.dest, DestinationCheckpointID: tc.root, CreatedAt: 1, Writer: wd})
 			return err
 		})
-		e.wantTranscript("src", `["the source's own"]`)
-		// A fork of the fork copies the root's conversation again.
-		_, err = fork(e, f, "d1", "r1", "d3", "r3")
-		must(t, "fork of the fork", err)
-		e.wantTranscript("d3", string(a.Conversation))
-	})
-	t.Run("RefusedByTranscript", func(t *testing.T) {
-		e := s.env(t)
-		f := e.forker()
-		e.transcripts()
-		e.chain("src", nil, "a")
-		e.save("d", `["existing"]`)
-		wd := e.acquire("d").Writer
-		e.track(nil, "root")
-		e.fails("ForkFromCheckpoint into a thread with a transcript", ckptstore.ErrForkDestinationNotEmpty, func() error {
-			got, err := f.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{SourceThreadID: "src", SourceCheckpointID: "a",
-				DestinationThreadID: "d", DestinationCheckpointID: "root", CreatedAt: 1, Writer: wd})
-			if err != nil && got != nil {
-				t.Errorf("the refused fork returned %+v", got)
-			}
-			return err
-		})
-		e.wantTranscript("d", `["existing"]`)
-		e.works("the destination's writer after the refused fork", wd, "d")
-	})
-	t.Run("FailedForkWritesNone", func(t *testing.T) {
-		// A fork refused for any reason leaves the destination without a
-		// transcript: the transcript is part of the fork's atomic step.
-		e := s.env(t)
-		f := e.forker()
-		e.transcripts()
-		a := cp("a", "src", "")
-		a.Conversation = []byte(`["x"]`)
-		e.append(a, e.acquire("src").Writer)
-		writers := map[string]ckptstore.Writer{"full": e.chain("full", nil, "old")}
-		for _, th := range []string{"empty1", "empty2"} {
-			writers[th] = e.acquire(th).Writer
-		}
-		for _, tc := range []struct {
-			name, dest, root string
-			forge            bool
-			want             error
-		}{
-			{"destination has checkpoints", "full", "r", false, ckptstore.ErrForkDestinationNotEmpty},
-			{"destination id used", "empty1", "a", false, ckptstore.ErrForkDestinationNotEmpty},
-			{"forged writer", "empty2", "r", true, ckptstore.ErrWriterLost},
-		} {
-			wd := writers[tc.dest]
-			if tc.forge {
-				wd = forged(wd)
-			}
-			e.track([]string{tc.dest}, tc.root)
-			e.fails(tc.name, tc.want, func() error {
-				_, err := f.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{SourceThreadID: "src", SourceCheckpointID: "a",
-					DestinationThreadID: tc.dest, DestinationCheckpointID: tc.root, CreatedAt: 1, Writer: wd})
-				return err
-			})
-			e.wantTranscript(tc.dest, "[]")
-		}
-	})
+		e.wantTranscript(tc.dest, "[]")
+	}
 }
