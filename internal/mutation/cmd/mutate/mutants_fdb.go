@@ -228,11 +228,8 @@ func init() {
 			"the chain walk does not stop at a parent cycle (it stops after as many steps as links)"),
 
 		// ---- ForkFromCheckpoint ----
-		fdb("fdb-fork-skip-notfound", fdbWrite, `if srcIdx == nil {
-			return fmt.Errorf("%w: %q", ckptstore.ErrForkSourceNotFound, in.SourceCheckpointID)
-		}`, `if srcIdx == nil {
-			return fmt.Errorf("%w: %q", ckptstore.ErrForkSourceThreadMismatch, in.SourceCheckpointID)
-		}`, "a missing fork source reports a thread mismatch"),
+		fdb("fdb-fork-skip-notfound", fdbWrite, `return nil, fmt.Errorf("%w: %q", ckptstore.ErrForkSourceNotFound, in.SourceCheckpointID)`,
+			`return nil, fmt.Errorf("%w: %q", ckptstore.ErrForkSourceThreadMismatch, in.SourceCheckpointID)`, "a missing fork source reports a thread mismatch"),
 		fdb("fdb-fork-skip-mismatch", fdbWrite, `if srcIdx.thread != in.SourceThreadID {`, `if false {`, "ForkFromCheckpoint skips the source thread check"),
 		equiv(fdb("fdb-fork-skip-writer-thread", fdbWrite, `if err := precheck.WriterThread(in.Writer, dst); err != nil {
 			return err
@@ -310,8 +307,8 @@ func init() {
 		fdb("fdb-import-skip-writer", fdbImport, `if err := r.checkWriter(b.Writer); err != nil {
 			return err
 		}`, ``, "Import skips the writer check"),
-		equiv(fdb("fdb-import-other-thread", fdbImport, `case idx.thread != b.ThreadID:
-				return fmt.Errorf("%w: checkpoint %q is stored in thread %q", ckptstore.ErrDuplicateID, st.cp.ID, idx.thread)`, ``,
+		equiv(fdb("fdb-import-other-thread", fdbImport, `case idx.thread != thread:
+			return nil, fmt.Errorf("%w: checkpoint %q is stored in thread %q", ckptstore.ErrDuplicateID, st.cp.ID, idx.thread)`, ``,
 			"Import accepts an id stored in another thread"),
 			"the stored checkpoint then differs in its thread id from the batch's, so the content check fails it with the same ErrDuplicateID"),
 		fdb("fdb-import-other-content", fdbImport, `case !ckptstore.EqualCheckpoints(cur, st.cp):`, `case cur == nil:`,
