@@ -8,54 +8,28 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/ckptstore/ckptstore"
 )
 
-func (e *env) transcripts() ckptstore.Transcripts {
+// capability returns the store as C, or skips the subtest, saying why, when
+// the store does not implement C.
+func capability[C any](e *env) C {
 	e.t.Helper()
-	x, ok := e.s.(ckptstore.Transcripts)
+	x, ok := e.s.(C)
 	if !ok {
-		e.t.Skipf("store %T does not implement ckptstore.Transcripts", e.s)
+		var zero *C
+		e.t.Skipf("store %T does not implement %s", e.s, strings.TrimPrefix(fmt.Sprintf("%T", zero), "*"))
 	}
 	return x
 }
 
-func (e *env) deleter() ckptstore.ThreadDeleter {
-	e.t.Helper()
-	x, ok := e.s.(ckptstore.ThreadDeleter)
-	if !ok {
-		e.t.Skipf("store %T does not implement ckptstore.ThreadDeleter", e.s)
-	}
-	return x
-}
-
-func (e *env) pager() ckptstore.Pager {
-	e.t.Helper()
-	x, ok := e.s.(ckptstore.Pager)
-	if !ok {
-		e.t.Skipf("store %T does not implement ckptstore.Pager", e.s)
-	}
-	return x
-}
-
-func (e *env) lister() ckptstore.ThreadLister {
-	e.t.Helper()
-	x, ok := e.s.(ckptstore.ThreadLister)
-	if !ok {
-		e.t.Skipf("store %T does not implement ckptstore.ThreadLister", e.s)
-	}
-	return x
-}
-
-func (e *env) importer() ckptstore.Importer {
-	e.t.Helper()
-	x, ok := e.s.(ckptstore.Importer)
-	if !ok {
-		e.t.Skipf("store %T does not implement ckptstore.Importer", e.s)
-	}
-	return x
-}
+func (e *env) transcripts() ckptstore.Transcripts { return capability[ckptstore.Transcripts](e) }
+func (e *env) deleter() ckptstore.ThreadDeleter   { return capability[ckptstore.ThreadDeleter](e) }
+func (e *env) pager() ckptstore.Pager             { return capability[ckptstore.Pager](e) }
+func (e *env) lister() ckptstore.ThreadLister     { return capability[ckptstore.ThreadLister](e) }
+func (e *env) importer() ckptstore.Importer       { return capability[ckptstore.Importer](e) }
 
 // needs returns a skip message when the store lacks capability C, for the
 // order tests' needs.
