@@ -18,6 +18,7 @@ import (
 	"io"
 	"math"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -42,19 +43,21 @@ func (r *reader) value() ([]byte, bool) {
 	return r.raw[end-len(v) : end], true
 }
 
-// object reads an object, calling field for each name; field reads (or
-// skips) the value itself. The last of a repeated name is the one that
-// counts, so field must overwrite.
-func (r *reader) object(field func(name string, nameEnd int) bool) bool {
+// object reads an object, calling field for each name (unquoted); field
+// reads (or skips) the value itself. The last of a repeated name is the
+// one that counts, so field must overwrite. A name is read as a raw value,
+// not a token, so that it costs no string: a name with an escape is left
+// to the root decoder, as anything unusual is.
+func (r *reader) object(field func(name []byte, nameEnd int) bool) bool {
 	if t, err := r.dec.ReadToken(); err != nil || t.Kind() != '{' {
 		return false
 	}
 	for r.dec.PeekKind() == '"' {
-		t, err := r.dec.ReadToken()
-		if err != nil {
+		name, err := r.dec.ReadValue()
+		if err != nil || bytes.IndexByte(name, '\\') >= 0 {
 			return false
 		}
-		if !field(t.String(), int(r.dec.InputOffset())) {
+		if !field(name[1:len(name)-1], int(r.dec.InputOffset())) {
 			return false
 		}
 	}
@@ -126,9 +129,9 @@ type rawField struct {
 // field reads the value of the field called name into its rawField of
 // fs, overwriting an earlier one of the same name, or skips it when fs has
 // none.
-func (r *reader) field(name string, fs []rawField) bool {
+func (r *reader) field(name []byte, fs []rawField) bool {
 	for _, f := range fs {
-		if f.name == name {
+		if f.name == string(name) {
 			var ok bool
 			*f.raw, ok = r.value()
 			return ok
@@ -139,7 +142,7 @@ func (r *reader) field(name string, fs []rawField) bool {
 
 // fields reads an object, keeping the raw value of each field of fs.
 func (r *reader) fields(fs ...rawField) bool {
-	return r.object(func(name string, _ int) bool { return r.field(name, fs) })
+	return r.object(func(name []byte, _ int) bool { return r.field(name, fs) })
 }
 
 // stringInto decodes raw, a plain string, into dst. (A pointer per call,
@@ -151,10 +154,63 @@ func stringInto(dst *string, raw []byte) bool {
 	return ok
 }
 
-// nullableInto is stringInto that also takes null or an absent value,
-// which leave dst "".
-func nullableInto(dst *string, raw []byte) bool {
-	return isJSONNull(raw) || stringInto(dst, raw)
+// A checkpoint's strings — ids, every path and blob key — are many and
+// small: one allocation each was a third of a request's allocations. The
+// decoder appends them, decoded, to one arena and cuts them all from a
+// single string of it once the object is read. They share that string as
+// long as any of them lives, which costs nothing a copy would not: the
+// arena holds only the strings, not the conversation beside them.
+
+// span is a string in the arena: arena[off:end].
+type span struct{ off, end int }
+
+// arena collects the decoded strings of one checkpoint.
+type arena struct{ b []byte }
+
+// add appends raw, a plain string, decoded; ok is false for anything else
+// (null included). Without an escape the bytes are the string and only
+// their UTF-8 needs checking — what ckptstore.DecodeJSONString checks of
+// such a string; with one, DecodeJSONString decodes it.
+func (a *arena) add(raw []byte) (span, bool) {
+	if len(raw) < 2 || raw[0] != '"' {
+		return span{}, false
+	}
+	off := len(a.b)
+	if body := raw[1 : len(raw)-1]; bytes.IndexByte(body, '\\') < 0 {
+		if !utf8.Valid(body) {
+			return span{}, false
+		}
+		a.b = append(a.b, body...)
+	} else {
+		s, ok := plainString(raw)
+		if !ok {
+			return span{}, false
+		}
+		a.b = append(a.b, s...)
+	}
+	return span{off, len(a.b)}, true
+}
+
+// addNullable is add that also takes null or an absent value, as "".
+func (a *arena) addNullable(raw []byte) (span, bool) {
+	if isJSONNull(raw) {
+		return span{}, true
+	}
+	return a.add(raw)
+}
+
+// entrySpans is a file entry before its strings are cut.
+type entrySpans struct {
+	path, blobKey span
+	kind          ckptstore.EntryKind
+	size          int64
+}
+
+// artifactSpans is an artifact before its strings are cut.
+type artifactSpans struct {
+	id, name, mime, blobKey span
+	size                    int64
+	createdAt               float64
 }
 
 // decodeCheckpointFast decodes raw, a checkpoint object, or reports that
@@ -167,9 +223,14 @@ func decodeCheckpointFast(raw []byte) (*ckptstore.Checkpoint, bool) {
 		{"id", &id}, {"threadId", &thread}, {"parentCheckpointId", &parent}, {"createdAt", &createdAt},
 		{"reason", &reason}, {"label", &label}, {"sourceRunId", &run},
 	}
-	cp := new(ckptstore.Checkpoint)
-	ok := r.object(func(name string, nameEnd int) bool {
-		switch name {
+	// The strings are most of a small checkpoint and a sliver of one with
+	// a long conversation; the arena is copied once cut, so its spare
+	// capacity is only transient.
+	ar := arena{b: make([]byte, 0, min(len(raw), 8<<10))}
+	var files []entrySpans
+	var artifacts []artifactSpans
+	ok := r.object(func(name []byte, nameEnd int) bool {
+		switch string(name) {
 		case "conversation":
 			var ok bool
 			if conv, ok = r.value(); ok && !isJSONNull(conv) {
@@ -178,11 +239,11 @@ func decodeCheckpointFast(raw []byte) (*ckptstore.Checkpoint, bool) {
 			return ok
 		case "files":
 			var ok bool
-			cp.Files, ok = arrayOf(r, (*reader).entry)
+			files, ok = arrayOf(r, &ar, (*reader).entry)
 			return ok
 		case "artifacts":
 			var ok bool
-			cp.Artifacts, ok = arrayOf(r, (*reader).artifact)
+			artifacts, ok = arrayOf(r, &ar, (*reader).artifact)
 			return ok
 		}
 		return r.field(name, scalars)
@@ -193,10 +254,18 @@ func decodeCheckpointFast(raw []byte) (*ckptstore.Checkpoint, bool) {
 	if _, err := r.dec.ReadToken(); err != io.EOF {
 		return nil, false
 	}
-	if !stringInto(&cp.ID, id) || !stringInto(&cp.ThreadID, thread) || !nullableInto(&cp.ParentCheckpointID, parent) ||
-		!stringInto((*string)(&cp.Reason), reason) || !nullableInto(&cp.Label, label) || !nullableInto(&cp.SourceRunID, run) {
+	var sp [6]span
+	var oks [6]bool
+	sp[0], oks[0] = ar.add(id)
+	sp[1], oks[1] = ar.add(thread)
+	sp[2], oks[2] = ar.addNullable(parent)
+	sp[3], oks[3] = ar.add(reason)
+	sp[4], oks[4] = ar.addNullable(label)
+	sp[5], oks[5] = ar.addNullable(run)
+	if oks != [6]bool{true, true, true, true, true, true} {
 		return nil, false
 	}
+	cp := new(ckptstore.Checkpoint)
 	if cp.CreatedAt, ok = plainFloat(createdAt); !ok {
 		return nil, false
 	}
@@ -206,16 +275,33 @@ func decodeCheckpointFast(raw []byte) (*ckptstore.Checkpoint, bool) {
 		}
 		cp.Conversation = json.RawMessage(conv)
 	}
+	strs := string(ar.b)
+	cut := func(s span) string { return strs[s.off:s.end] }
+	cp.ID, cp.ThreadID, cp.ParentCheckpointID = cut(sp[0]), cut(sp[1]), cut(sp[2])
+	cp.Reason, cp.Label, cp.SourceRunID = ckptstore.Reason(cut(sp[3])), cut(sp[4]), cut(sp[5])
+	if files != nil {
+		cp.Files = make([]ckptstore.Entry, len(files))
+		for i, e := range files {
+			cp.Files[i] = ckptstore.Entry{Path: cut(e.path), Kind: e.kind, BlobKey: cut(e.blobKey), Size: e.size}
+		}
+	}
+	if artifacts != nil {
+		cp.Artifacts = make([]ckptstore.Artifact, len(artifacts))
+		for i, a := range artifacts {
+			cp.Artifacts[i] = ckptstore.Artifact{ArtifactID: cut(a.id), Name: cut(a.name), MimeType: cut(a.mime),
+				BlobKey: cut(a.blobKey), Size: a.size, CreatedAt: a.createdAt}
+		}
+	}
 	return cp, true
 }
 
 // arrayOf reads an array whose elements elem reads: nil for null (the
 // last of a repeated name counts, so a null after an array clears it), a
 // non-nil slice for an array.
-func arrayOf[T any](r *reader, elem func(*reader) (T, bool)) ([]T, bool) {
+func arrayOf[T any](r *reader, ar *arena, elem func(*reader, *arena) (T, bool)) ([]T, bool) {
 	out := []T{}
 	isArray, ok := r.array(func() bool {
-		v, ok := elem(r)
+		v, ok := elem(r, ar)
 		out = append(out, v)
 		return ok
 	})
@@ -225,42 +311,54 @@ func arrayOf[T any](r *reader, elem func(*reader) (T, bool)) ([]T, bool) {
 	return out, ok
 }
 
-// entry reads a file entry object.
-func (r *reader) entry() (ckptstore.Entry, bool) {
+// entry reads a file entry object. Its kind is taken only as the plain
+// strings "file" and "dir".
+func (r *reader) entry(ar *arena) (entrySpans, bool) {
 	var path, kind, blobKey, size []byte
-	var e ckptstore.Entry
-	if !r.fields(rawField{"path", &path}, rawField{"kind", &kind}, rawField{"blobKey", &blobKey}, rawField{"size", &size}) ||
-		!stringInto(&e.Path, path) || !stringInto((*string)(&e.Kind), kind) {
+	var e entrySpans
+	if !r.fields(rawField{"path", &path}, rawField{"kind", &kind}, rawField{"blobKey", &blobKey}, rawField{"size", &size}) {
 		return e, false
 	}
-	switch e.Kind {
-	case ckptstore.KindDir:
+	var ok bool
+	if e.path, ok = ar.add(path); !ok {
+		return e, false
+	}
+	switch string(kind) {
+	case `"dir"`:
+		e.kind = ckptstore.KindDir
 		return e, isJSONNull(blobKey) && isJSONNull(size)
-	case ckptstore.KindFile:
-		if !stringInto(&e.BlobKey, blobKey) {
+	case `"file"`:
+		e.kind = ckptstore.KindFile
+		if e.blobKey, ok = ar.add(blobKey); !ok {
 			return e, false
 		}
-		var ok bool
-		e.Size, ok = plainSafeInt(size)
+		e.size, ok = plainSafeInt(size)
 		return e, ok
 	}
 	return e, false
 }
 
 // artifact reads an artifact object.
-func (r *reader) artifact() (ckptstore.Artifact, bool) {
+func (r *reader) artifact(ar *arena) (artifactSpans, bool) {
 	var id, name, mime, blobKey, size, createdAt []byte
-	var a ckptstore.Artifact
+	var a artifactSpans
 	if !r.fields(rawField{"artifactId", &id}, rawField{"name", &name}, rawField{"mimeType", &mime},
-		rawField{"blobKey", &blobKey}, rawField{"size", &size}, rawField{"createdAt", &createdAt}) ||
-		!stringInto(&a.ArtifactID, id) || !stringInto(&a.Name, name) || !stringInto(&a.MimeType, mime) || !stringInto(&a.BlobKey, blobKey) {
+		rawField{"blobKey", &blobKey}, rawField{"size", &size}, rawField{"createdAt", &createdAt}) {
+		return a, false
+	}
+	var oks [4]bool
+	a.id, oks[0] = ar.add(id)
+	a.name, oks[1] = ar.add(name)
+	a.mime, oks[2] = ar.add(mime)
+	a.blobKey, oks[3] = ar.add(blobKey)
+	if oks != [4]bool{true, true, true, true} {
 		return a, false
 	}
 	var ok bool
-	if a.Size, ok = plainSafeInt(size); !ok {
+	if a.size, ok = plainSafeInt(size); !ok {
 		return a, false
 	}
-	a.CreatedAt, ok = plainFloat(createdAt)
+	a.createdAt, ok = plainFloat(createdAt)
 	return a, ok
 }
 
