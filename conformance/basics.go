@@ -9,7 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/internal/testkit"
 )
 
 func (s *suite) testEmpty(t *testing.T) {
@@ -32,18 +35,12 @@ func (s *suite) testRoundTrip(t *testing.T) {
 		c2 := richCP("c2", "thread", "c1")
 		c2.Reason = ckptstore.ReasonForkRoot // Append takes every reason
 		c2.Files = c2.Files[1:3]
-		c2.Artifacts = []ckptstore.Artifact{artifact("z", 7), artifact("a", 3)}
+		c2.Artifacts = []ckptstore.Artifact{testkit.Artifact("z", 7), testkit.Artifact("a", 3)}
 		want2 := cloneCP(c2)
 		e.append(c2, w)
-		if d := cpDiff(e.get("c1"), want1); d != "" {
-			t.Errorf("Get(c1): %s", d)
-		}
-		if d := cpDiff(e.get("c2"), want2); d != "" {
-			t.Errorf("Get(c2): %s", d)
-		}
-		if d := listDiff(e.list("thread"), []*ckptstore.Checkpoint{want1, want2}); d != "" {
-			t.Errorf("List(thread): %s", d)
-		}
+		wantCP(t, e.get("c1"), want1, "Get(c1)")
+		wantCP(t, e.get("c2"), want2, "Get(c2)")
+		wantCPs(t, e.list("thread"), []*ckptstore.Checkpoint{want1, want2}, "List(thread)")
 		e.wantHead("thread", "c2")
 	})
 	t.Run("Minimal", func(t *testing.T) {
@@ -51,24 +48,21 @@ func (s *suite) testRoundTrip(t *testing.T) {
 		// back absent.
 		e := s.env(t)
 		w := e.acquire("thread").Writer
-		c := cp("c1", "thread", "")
+		c := testkit.Checkpoint("thread", "c1", "", 1000)
+		c.Conversation = nil
+		want := cloneCP(c)
 		e.append(c, w)
-		got := e.get("c1")
-		if d := cpDiff(got, cp("c1", "thread", "")); d != "" {
-			t.Errorf("Get(c1): %s", d)
-		}
+		wantCP(t, e.get("c1"), want, "Get(c1)")
 	})
 	t.Run("OrderOfFilesAndArtifactsKept", func(t *testing.T) {
 		e := s.env(t)
 		w := e.acquire("thread").Writer
-		c := cp("c1", "thread", "")
-		c.Files = []ckptstore.Entry{file("z", 1, 1), dir("b"), file("a", 2, 2), file("b/a", 3, 3), dir("m")}
-		c.Artifacts = []ckptstore.Artifact{artifact("z", 1), artifact("a", 2), artifact("m", 3)}
+		c := testkit.Checkpoint("thread", "c1", "", 1000)
+		c.Files = []ckptstore.Entry{testkit.File("z", 1, 1), testkit.Dir("b"), testkit.File("a", 2, 2), testkit.File("b/a", 3, 3), testkit.Dir("m")}
+		c.Artifacts = []ckptstore.Artifact{testkit.Artifact("z", 1), testkit.Artifact("a", 2), testkit.Artifact("m", 3)}
 		want := cloneCP(c)
 		e.append(c, w)
-		if d := cpDiff(e.get("c1"), want); d != "" {
-			t.Errorf("Get(c1): %s", d)
-		}
+		wantCP(t, e.get("c1"), want, "Get(c1)")
 	})
 }
 
@@ -84,9 +78,9 @@ func (s *suite) testCreatedAt(t *testing.T) {
 	e := s.env(t)
 	w := e.acquire("thread").Writer
 	for i, v := range createdAtValues {
-		c := cp("c"+string(rune('a'+i)), "thread", "")
+		c := testkit.Checkpoint("thread", "c"+string(rune('a'+i)), "", 1000)
 		c.CreatedAt = v
-		c.Artifacts = []ckptstore.Artifact{artifact("a", i)}
+		c.Artifacts = []ckptstore.Artifact{testkit.Artifact("a", i)}
 		c.Artifacts[0].CreatedAt = v
 		e.append(c, w)
 		got := e.get(c.ID)
@@ -116,7 +110,7 @@ func (s *suite) testConversation(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := s.env(t)
 			w := e.acquire("thread").Writer
-			c := cp("c1", "thread", "")
+			c := testkit.Checkpoint("thread", "c1", "", 1000)
 			c.Conversation = []byte(tc.conv)
 			e.append(c, w)
 			got := e.get("c1")
@@ -133,7 +127,9 @@ func (s *suite) testConversation(t *testing.T) {
 		// An empty conversation means [], and may come back as either.
 		e := s.env(t)
 		w := e.acquire("thread").Writer
-		e.append(cp("c1", "thread", ""), w)
+		c := testkit.Checkpoint("thread", "c1", "", 1000)
+		c.Conversation = nil
+		e.append(c, w)
 		got := e.get("c1")
 		if got == nil || !(len(got.Conversation) == 0 || string(got.Conversation) == "[]") {
 			t.Errorf("absent conversation came back as %q, want empty or []", conversationOf(got))
@@ -161,13 +157,11 @@ func (s *suite) testIDs(t *testing.T) {
 		e := s.env(t)
 		for i, id := range unusualIDs {
 			w := e.acquire(id).Writer
-			c := cp(id, id, "") // a thread and a checkpoint may share an id
-			c.Files = []ckptstore.Entry{file("f", i, 1)}
+			c := testkit.Checkpoint(id, id, "", 1000) // a thread and a checkpoint may share an id
+			c.Files = []ckptstore.Entry{testkit.File("f", i, 1)}
 			want := cloneCP(c)
 			e.append(c, w)
-			if d := cpDiff(e.get(id), want); d != "" {
-				t.Errorf("Get(%q): %s", id, d)
-			}
+			wantCP(t, e.get(id), want, "Get(%q)", id)
 			e.wantHead(id, id)
 			e.wantList(id, id)
 		}
@@ -191,7 +185,7 @@ func (s *suite) testIDs(t *testing.T) {
 	t.Run("InvalidInReads", func(t *testing.T) {
 		e := s.env(t)
 		w := e.acquire("thread").Writer
-		e.append(cp("c1", "thread", ""), w)
+		e.append(testkit.Checkpoint("thread", "c1", "", 1000), w)
 		for _, bad := range invalidIDs {
 			_, err := e.s.Get(e.ctx, bad.id)
 			wantErr(t, "Get("+bad.name+")", err, ckptstore.ErrInvalidID)
@@ -224,9 +218,9 @@ func (s *suite) testAppend(t *testing.T) {
 		e.wantHead("thread", "")
 		for i, id := range []string{"a", "b", "c"} {
 			parent := e.head("thread")
-			c := cp(id, "thread", parent)
+			c := testkit.Checkpoint("thread", id, parent, 1000)
 			c.CreatedAt = float64(i)
-			must(t, "Append "+id, e.s.Append(e.ctx, c, parent, w))
+			require.NoError(t, e.s.Append(e.ctx, c, parent, w), "Append "+id)
 			e.wantHead("thread", id)
 			if got := e.get(id); got == nil || got.ParentCheckpointID != parent {
 				t.Errorf("Get(%q) = %+v, want parent %q", id, got, parent)
@@ -237,38 +231,38 @@ func (s *suite) testAppend(t *testing.T) {
 	t.Run("StaleExpectedHead", func(t *testing.T) {
 		e := s.env(t)
 		w := e.chain("thread", nil, "a", "b")
-		e.appendFails("Append on the old head", cp("c", "thread", "a"), "a", w, ckptstore.ErrConflict)
-		e.appendFails("Append on no head", cp("c", "thread", ""), "", w, ckptstore.ErrConflict)
-		e.appendFails("Append on an unknown head", cp("c", "thread", "zz"), "zz", w, ckptstore.ErrConflict)
+		e.appendFails("Append on the old head", testkit.Checkpoint("thread", "c", "a", 1000), "a", w, ckptstore.ErrConflict)
+		e.appendFails("Append on no head", testkit.Checkpoint("thread", "c", "", 1000), "", w, ckptstore.ErrConflict)
+		e.appendFails("Append on an unknown head", testkit.Checkpoint("thread", "c", "zz", 1000), "zz", w, ckptstore.ErrConflict)
 		w2 := e.acquire("empty").Writer
-		e.appendFails("Append to an empty thread expecting a head", cp("c", "empty", "a"), "a", w2, ckptstore.ErrConflict)
+		e.appendFails("Append to an empty thread expecting a head", testkit.Checkpoint("empty", "c", "a", 1000), "a", w2, ckptstore.ErrConflict)
 	})
 	t.Run("ParentMustBeExpectedHead", func(t *testing.T) {
 		e := s.env(t)
 		w := e.chain("thread", nil, "a", "b")
-		e.appendFails("parent a on head b", cp("c", "thread", "a"), "b", w, ckptstore.ErrParentMismatch)
-		e.appendFails("no parent on head b", cp("c", "thread", ""), "b", w, ckptstore.ErrParentMismatch)
+		e.appendFails("parent a on head b", testkit.Checkpoint("thread", "c", "a", 1000), "b", w, ckptstore.ErrParentMismatch)
+		e.appendFails("no parent on head b", testkit.Checkpoint("thread", "c", "", 1000), "b", w, ckptstore.ErrParentMismatch)
 		w2 := e.acquire("empty").Writer
-		e.appendFails("parent on an empty thread", cp("c", "empty", "b"), "", w2, ckptstore.ErrParentMismatch)
+		e.appendFails("parent on an empty thread", testkit.Checkpoint("empty", "c", "b", 1000), "", w2, ckptstore.ErrParentMismatch)
 	})
 	t.Run("UniqueAcrossThreads", func(t *testing.T) {
 		e := s.env(t)
 		e.chain("one", nil, "a", "b")
 		w := e.acquire("two").Writer
-		e.appendFails("id of another thread's head", cp("b", "two", ""), "", w, ckptstore.ErrDuplicateID)
-		e.appendFails("id of another thread's root", cp("a", "two", ""), "", w, ckptstore.ErrDuplicateID)
+		e.appendFails("id of another thread's head", testkit.Checkpoint("two", "b", "", 1000), "", w, ckptstore.ErrDuplicateID)
+		e.appendFails("id of another thread's root", testkit.Checkpoint("two", "a", "", 1000), "", w, ckptstore.ErrDuplicateID)
 	})
 	t.Run("ReuseAfterDelete", func(t *testing.T) {
 		e := s.env(t)
 		w := e.chain("one", nil, "a", "b")
-		must(t, "DeleteHead b", e.s.DeleteHead(e.ctx, "one", "b", w))
+		require.NoError(t, e.s.DeleteHead(e.ctx, "one", "b", w), "DeleteHead b")
 		if c := e.get("b"); c != nil {
 			t.Errorf("Get(b) after DeleteHead = %+v, want nil", c)
 		}
 		w2 := e.acquire("two").Writer
-		e.append(cp("b", "two", ""), w2) // reused in another thread
-		must(t, "DeleteHead b in two", e.s.DeleteHead(e.ctx, "two", "b", w2))
-		e.append(cp("b", "one", ""), w) // and in its own
+		e.append(testkit.Checkpoint("two", "b", "", 1000), w2) // reused in another thread
+		require.NoError(t, e.s.DeleteHead(e.ctx, "two", "b", w2), "DeleteHead b in two")
+		e.append(testkit.Checkpoint("one", "b", "", 1000), w) // and in its own
 		e.wantList("one", "a", "b")
 		e.wantHead("one", "b")
 		e.wantList("two")
@@ -281,11 +275,9 @@ func (s *suite) testImmutability(t *testing.T) {
 		w := e.acquire("thread").Writer
 		c := richCP("c1", "thread", "")
 		want := cloneCP(c)
-		must(t, "Append", e.s.Append(e.ctx, c, "", w))
+		require.NoError(t, e.s.Append(e.ctx, c, "", w), "Append")
 		scribble(c)
-		if d := cpDiff(e.get("c1"), want); d != "" {
-			t.Errorf("changing the appended checkpoint changed the stored one: %s", d)
-		}
+		wantCP(t, e.get("c1"), want, "changing the appended checkpoint changed the stored one")
 	})
 	t.Run("Get", func(t *testing.T) {
 		e := s.env(t)
@@ -294,9 +286,7 @@ func (s *suite) testImmutability(t *testing.T) {
 		want := cloneCP(c)
 		e.append(c, w)
 		scribble(e.get("c1"))
-		if d := cpDiff(e.get("c1"), want); d != "" {
-			t.Errorf("changing what Get returned changed the store: %s", d)
-		}
+		wantCP(t, e.get("c1"), want, "changing what Get returned changed the store")
 	})
 	t.Run("List", func(t *testing.T) {
 		e := s.env(t)
@@ -309,12 +299,8 @@ func (s *suite) testImmutability(t *testing.T) {
 			scribble(x)
 		}
 		l[0] = nil
-		if d := listDiff(e.list("thread"), []*ckptstore.Checkpoint{want}); d != "" {
-			t.Errorf("changing what List returned changed the store: %s", d)
-		}
-		if d := cpDiff(e.get("c1"), want); d != "" {
-			t.Errorf("changing what List returned changed Get: %s", d)
-		}
+		wantCPs(t, e.list("thread"), []*ckptstore.Checkpoint{want}, "changing what List returned changed the store")
+		wantCP(t, e.get("c1"), want, "changing what List returned changed Get")
 	})
 	t.Run("BlobReferences", func(t *testing.T) {
 		e := s.env(t)
@@ -360,7 +346,7 @@ func (s *suite) testOrdering(t *testing.T) {
 			e := s.env(t)
 			w := e.acquire("thread").Writer
 			for _, it := range tc.items {
-				c := cp(it.id, "thread", "")
+				c := testkit.Checkpoint("thread", it.id, "", 1000)
 				c.CreatedAt = it.at
 				e.append(c, w)
 			}
@@ -374,27 +360,27 @@ func (s *suite) testBlobReferences(t *testing.T) {
 	t.Run("DistinctPerCheckpoint", func(t *testing.T) {
 		e := s.env(t)
 		w := e.acquire("thread").Writer
-		c := cp("c1", "thread", "")
-		c.Files = []ckptstore.Entry{file("a", 1, 1), file("b", 1, 1), dir("d"), file("d/c", 1, 1), file("e", 2, 5)}
-		c.Artifacts = []ckptstore.Artifact{artifact("x", 1), artifact("y", 1)}
+		c := testkit.Checkpoint("thread", "c1", "", 1000)
+		c.Files = []ckptstore.Entry{testkit.File("a", 1, 1), testkit.File("b", 1, 1), testkit.Dir("d"), testkit.File("d/c", 1, 1), testkit.File("e", 2, 5)}
+		c.Artifacts = []ckptstore.Artifact{testkit.Artifact("x", 1), testkit.Artifact("y", 1)}
 		e.append(c, w)
-		e.wantRefs(ref(artifactKey(1), 1), ref(fileKey(1), 1), ref(fileKey(2), 1))
+		e.wantRefs(ref(testkit.ArtifactKey(1), 1), ref(testkit.FileKey(1), 1), ref(testkit.FileKey(2), 1))
 	})
 	t.Run("SameHexFileAndArtifact", func(t *testing.T) {
 		// A file key and an artifact key with the same digest are two keys.
 		e := s.env(t)
 		w := e.acquire("thread").Writer
-		c := cp("c1", "thread", "")
-		c.Files = []ckptstore.Entry{file("a", 7, 1)}
-		c.Artifacts = []ckptstore.Artifact{artifact("x", 7)}
+		c := testkit.Checkpoint("thread", "c1", "", 1000)
+		c.Files = []ckptstore.Entry{testkit.File("a", 7, 1)}
+		c.Artifacts = []ckptstore.Artifact{testkit.Artifact("x", 7)}
 		e.append(c, w)
-		e.wantRefs(ref(artifactKey(7), 1), ref(fileKey(7), 1))
+		e.wantRefs(ref(testkit.ArtifactKey(7), 1), ref(testkit.FileKey(7), 1))
 	})
 	t.Run("DirectoriesHaveNone", func(t *testing.T) {
 		e := s.env(t)
 		w := e.acquire("thread").Writer
-		c := cp("c1", "thread", "")
-		c.Files = []ckptstore.Entry{dir("a"), dir("a/b")}
+		c := testkit.Checkpoint("thread", "c1", "", 1000)
+		c.Files = []ckptstore.Entry{testkit.Dir("a"), testkit.Dir("a/b")}
 		e.append(c, w)
 		e.wantRefs()
 	})
@@ -402,40 +388,40 @@ func (s *suite) testBlobReferences(t *testing.T) {
 		e := s.env(t)
 		wt := e.acquire("t").Writer
 		wu := e.acquire("u").Writer
-		c1 := cp("c1", "t", "")
-		c1.Files = []ckptstore.Entry{file("a", 1, 1), file("b", 2, 1)}
+		c1 := testkit.Checkpoint("t", "c1", "", 1000)
+		c1.Files = []ckptstore.Entry{testkit.File("a", 1, 1), testkit.File("b", 2, 1)}
 		e.append(c1, wt)
-		c2 := cp("c2", "t", "")
-		c2.Files = []ckptstore.Entry{file("a", 1, 1)}
-		c2.Artifacts = []ckptstore.Artifact{artifact("x", 3)}
+		c2 := testkit.Checkpoint("t", "c2", "", 1000)
+		c2.Files = []ckptstore.Entry{testkit.File("a", 1, 1)}
+		c2.Artifacts = []ckptstore.Artifact{testkit.Artifact("x", 3)}
 		e.append(c2, wt)
-		d1 := cp("d1", "u", "")
-		d1.Files = []ckptstore.Entry{file("z", 1, 1), file("y", 4, 1)}
-		d1.Artifacts = []ckptstore.Artifact{artifact("x", 3)}
+		d1 := testkit.Checkpoint("u", "d1", "", 1000)
+		d1.Files = []ckptstore.Entry{testkit.File("z", 1, 1), testkit.File("y", 4, 1)}
+		d1.Artifacts = []ckptstore.Artifact{testkit.Artifact("x", 3)}
 		e.append(d1, wu)
-		e.wantRefs(ref(artifactKey(3), 2), ref(fileKey(1), 3), ref(fileKey(2), 1), ref(fileKey(4), 1))
+		e.wantRefs(ref(testkit.ArtifactKey(3), 2), ref(testkit.FileKey(1), 3), ref(testkit.FileKey(2), 1), ref(testkit.FileKey(4), 1))
 
 		// Counts fall with each delete, and a key at 0 is forgotten.
-		must(t, "DeleteHead c2", e.s.DeleteHead(e.ctx, "t", "c2", wt))
-		e.wantRefs(ref(artifactKey(3), 1), ref(fileKey(1), 2), ref(fileKey(2), 1), ref(fileKey(4), 1))
-		must(t, "DeleteHead d1", e.s.DeleteHead(e.ctx, "u", "d1", wu))
-		e.wantRefs(ref(fileKey(1), 1), ref(fileKey(2), 1))
-		must(t, "DeleteHead c1", e.s.DeleteHead(e.ctx, "t", "c1", wt))
+		require.NoError(t, e.s.DeleteHead(e.ctx, "t", "c2", wt), "DeleteHead c2")
+		e.wantRefs(ref(testkit.ArtifactKey(3), 1), ref(testkit.FileKey(1), 2), ref(testkit.FileKey(2), 1), ref(testkit.FileKey(4), 1))
+		require.NoError(t, e.s.DeleteHead(e.ctx, "u", "d1", wu), "DeleteHead d1")
+		e.wantRefs(ref(testkit.FileKey(1), 1), ref(testkit.FileKey(2), 1))
+		require.NoError(t, e.s.DeleteHead(e.ctx, "t", "c1", wt), "DeleteHead c1")
 		e.wantRefs()
 
 		// A forgotten key counts from 1 again.
-		c3 := cp("c3", "t", "")
-		c3.Files = []ckptstore.Entry{file("a", 1, 1)}
+		c3 := testkit.Checkpoint("t", "c3", "", 1000)
+		c3.Files = []ckptstore.Entry{testkit.File("a", 1, 1)}
 		e.append(c3, wt)
-		e.wantRefs(ref(fileKey(1), 1))
+		e.wantRefs(ref(testkit.FileKey(1), 1))
 	})
 	t.Run("SortedByBytes", func(t *testing.T) {
 		e := s.env(t)
 		w := e.acquire("thread").Writer
-		c := cp("c1", "thread", "")
+		c := testkit.Checkpoint("thread", "c1", "", 1000)
 		for i, n := range []int{0xff, 0x0a, 0x9f, 0xa0, 1, 0x10} {
-			c.Files = append(c.Files, file("f"+string(rune('a'+i)), n, 1))
-			c.Artifacts = append(c.Artifacts, artifact("x"+string(rune('a'+i)), n))
+			c.Files = append(c.Files, testkit.File("f"+string(rune('a'+i)), n, 1))
+			c.Artifacts = append(c.Artifacts, testkit.Artifact("x"+string(rune('a'+i)), n))
 		}
 		e.append(c, w)
 		got := e.refs()

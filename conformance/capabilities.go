@@ -1,14 +1,17 @@
 package conformance
 
 // Helpers for the optional capabilities of capabilities.go in the root
-// package: each getter returns the capability or skips the test, saying
-// why, as pruner and forker do.
+// package (and Pruner and Forker): each getter returns the capability or
+// skips the test, saying why.
 
 import (
 	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/ckptstore/ckptstore"
 )
@@ -25,6 +28,8 @@ func capability[C any](e *env) C {
 	return x
 }
 
+func (e *env) pruner() ckptstore.Pruner           { return capability[ckptstore.Pruner](e) }
+func (e *env) forker() ckptstore.Forker           { return capability[ckptstore.Forker](e) }
 func (e *env) transcripts() ckptstore.Transcripts { return capability[ckptstore.Transcripts](e) }
 func (e *env) deleter() ckptstore.ThreadDeleter   { return capability[ckptstore.ThreadDeleter](e) }
 func (e *env) pager() ckptstore.Pager             { return capability[ckptstore.Pager](e) }
@@ -44,23 +49,21 @@ func needs[C any](f *fixture, name string) string {
 func (e *env) save(thread, messages string) {
 	e.t.Helper()
 	e.track([]string{thread})
-	must(e.t, fmt.Sprintf("SaveThread(%q)", thread), e.transcripts().SaveThread(e.ctx, thread, json.RawMessage(messages)))
+	require.NoError(e.t, e.transcripts().SaveThread(e.ctx, thread, json.RawMessage(messages)), "SaveThread(%q)", thread)
 }
 
 // load returns a thread's transcript.
 func (e *env) load(thread string) string {
 	e.t.Helper()
 	m, err := e.transcripts().LoadThread(e.ctx, thread)
-	must(e.t, fmt.Sprintf("LoadThread(%q)", thread), err)
+	require.NoError(e.t, err, "LoadThread(%q)", thread)
 	return string(m)
 }
 
 // wantTranscript checks a thread's transcript, byte for byte.
 func (e *env) wantTranscript(thread, want string) {
 	e.t.Helper()
-	if got := e.load(thread); got != want {
-		e.t.Errorf("LoadThread(%q) = %q, want %q", thread, got, want)
-	}
+	assert.Equal(e.t, want, e.load(thread), "LoadThread(%q)", thread)
 }
 
 // maxPages bounds every paging loop of the suite, so that a store whose
@@ -71,7 +74,7 @@ const maxPages = 10_000
 func (e *env) allThreads(tl ckptstore.ThreadLister) []string {
 	e.t.Helper()
 	out, err := pageThreads(e, tl, 0)
-	must(e.t, "Threads", err)
+	require.NoError(e.t, err, "Threads")
 	return out
 }
 
@@ -118,7 +121,7 @@ func (e *env) pageAll(thread string, opt ckptstore.ListOptions) []*ckptstore.Che
 	var out []*ckptstore.Checkpoint
 	for range maxPages {
 		page, next, err := p.ListPage(e.ctx, thread, opt)
-		must(e.t, fmt.Sprintf("ListPage(%q, %+v)", thread, opt), err)
+		require.NoError(e.t, err, "ListPage(%q, %+v)", thread, opt)
 		if len(page) > want {
 			e.t.Errorf("ListPage(%q, %+v) returned %d checkpoints, more than the limit", thread, opt, len(page))
 		}

@@ -110,12 +110,11 @@
 package conformance
 
 import (
-	"fmt"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/internal/testkit"
 )
 
 // The lease timing the suite gives every store, as in the TypeScript suite
@@ -129,38 +128,15 @@ const (
 // Start is the time every Clock of the suite starts at: a whole millisecond.
 var Start = time.UnixMilli(1_700_000_000_000)
 
-// Clock is a manual clock for Options.Now. It moves only when told to, in
-// whole milliseconds, and is safe for concurrent use.
-type Clock struct {
-	ms atomic.Int64
-}
+// Clock is the manual clock the suite puts in Options.Now: the module's one
+// test clock (internal/testkit). It moves only when told to (Advance, Set,
+// Tick) and is safe for concurrent use; Now has the signature of
+// Options.Now. The suite moves it in whole milliseconds, as stores keep
+// lease times.
+type Clock = testkit.Clock
 
-// NewClock returns a Clock showing start, which must be a whole millisecond.
-func NewClock(start time.Time) *Clock {
-	c := &Clock{}
-	c.Set(start)
-	return c
-}
-
-// Now returns the clock's time. It has the signature of Options.Now.
-func (c *Clock) Now() time.Time { return time.UnixMilli(c.ms.Load()) }
-
-// Advance moves the clock by d, which must be a whole number of
-// milliseconds (it may be negative).
-func (c *Clock) Advance(d time.Duration) {
-	if d%time.Millisecond != 0 {
-		panic(fmt.Sprintf("conformance: Clock.Advance(%v): not a whole millisecond", d))
-	}
-	c.ms.Add(d.Milliseconds())
-}
-
-// Set moves the clock to t, which must be a whole millisecond.
-func (c *Clock) Set(t time.Time) {
-	if t.Nanosecond()%int(time.Millisecond) != 0 {
-		panic(fmt.Sprintf("conformance: Clock.Set(%v): not a whole millisecond", t))
-	}
-	c.ms.Store(t.UnixMilli())
-}
+// NewClock returns a Clock showing start.
+func NewClock(start time.Time) *Clock { return testkit.NewClock(start) }
 
 // Options tune how hard RunStoreWith works. The zero value is the default
 // that RunStore uses.

@@ -13,8 +13,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/blobs"
+	"github.com/ckptstore/ckptstore/internal/testkit"
 	"github.com/ckptstore/ckptstore/sweep"
 )
 
@@ -22,7 +26,7 @@ import (
 func (e *env) deleteThread(thread string, w ckptstore.Writer, want int) {
 	e.t.Helper()
 	n, err := e.deleter().DeleteThread(e.ctx, thread, w)
-	must(e.t, "DeleteThread("+thread+")", err)
+	require.NoError(e.t, err, "DeleteThread("+thread+")")
 	if n != want {
 		e.t.Errorf("DeleteThread(%q) reported %d checkpoints deleted, want %d", thread, n, want)
 	}
@@ -64,22 +68,22 @@ func (s *suite) deleteThreadEverything(t *testing.T) {
 	d := e.deleter()
 	w := e.acquire("t").Writer
 	for i, id := range []string{"a", "b", "c"} {
-		c := cp(id, "t", "")
+		c := testkit.Checkpoint("t", id, "", 1000)
 		c.CreatedAt = float64(3 - i)
-		c.Files = []ckptstore.Entry{file("own", i, 1), file("shared", 100, 1)}
-		c.Artifacts = []ckptstore.Artifact{artifact("x", 100)}
+		c.Files = []ckptstore.Entry{testkit.File("own", i, 1), testkit.File("shared", 100, 1)}
+		c.Artifacts = []ckptstore.Artifact{testkit.Artifact("x", 100)}
 		e.append(c, w)
 	}
 	ids := []string{"a", "b", "c"}
 	if im, ok := e.s.(ckptstore.Importer); ok {
 		// Off the head chain: a parent that does not exist, and a
 		// second child of a.
-		x := cp("x", "t", "missing")
-		x.Files = []ckptstore.Entry{file("x", 50, 1)}
-		y := cp("y", "t", "a")
+		x := testkit.Checkpoint("t", "x", "missing", 1000)
+		x.Files = []ckptstore.Entry{testkit.File("x", 50, 1)}
+		y := testkit.Checkpoint("t", "y", "a", 1000)
 		y.CreatedAt = -5
 		n, err := im.Import(e.ctx, ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{x, y}, Writer: w})
-		must(t, "Import of off-chain checkpoints", err)
+		require.NoError(t, err, "Import of off-chain checkpoints")
 		if n != 2 {
 			t.Fatalf("Import wrote %d, want 2", n)
 		}
@@ -92,8 +96,8 @@ func (s *suite) deleteThreadEverything(t *testing.T) {
 		e.save("t", `["the transcript"]`)
 	}
 	wu := e.acquire("u").Writer
-	u := cp("u1", "u", "")
-	u.Files = []ckptstore.Entry{file("shared", 100, 1), file("u", 200, 1)}
+	u := testkit.Checkpoint("u", "u1", "", 1000)
+	u.Files = []ckptstore.Entry{testkit.File("shared", 100, 1), testkit.File("u", 200, 1)}
 	e.append(u, wu)
 	if _, ok := e.s.(ckptstore.Transcripts); ok {
 		e.save("u", `["u's"]`)
@@ -102,11 +106,10 @@ func (s *suite) deleteThreadEverything(t *testing.T) {
 
 	e.deleteThread("t", w, len(ids))
 	e.wantGone("t", ids...)
-	e.wantRefs(ckptstore.BlobRef{Key: fileKey(100), References: 1}, ckptstore.BlobRef{Key: fileKey(200), References: 1})
+	e.wantRefs(ckptstore.BlobRef{Key: testkit.FileKey(100), References: 1}, ckptstore.BlobRef{Key: testkit.FileKey(200), References: 1})
 	after := e.snap()
-	if d := cpDiff(after.gets["u1"], before.gets["u1"]); d != "" || after.heads["u"] != "u1" {
-		t.Errorf("DeleteThread(t) changed thread u: %s", d)
-	}
+	wantCP(t, after.gets["u1"], before.gets["u1"], "DeleteThread(t) changed thread u")
+	assert.Equal(t, "u1", after.heads["u"], "DeleteThread(t) changed thread u's head")
 	if _, ok := e.s.(ckptstore.Transcripts); ok {
 		e.wantTranscript("u", `["u's"]`)
 	}
@@ -121,7 +124,7 @@ func (s *suite) deleteThreadEverything(t *testing.T) {
 	})
 	// The lease stays: no one else can take it, its holder can write.
 	e.conflict("after DeleteThread", "t")
-	e.append(cp("a", "t", ""), w) // the deleted ids are free again
+	e.append(testkit.Checkpoint("t", "a", "", 1000), w) // the deleted ids are free again
 	e.wantHead("t", "a")
 	e.wantList("t", "a")
 	e.wantRecount()
@@ -142,7 +145,7 @@ func (s *suite) deleteThreadEmptiedThread(t *testing.T) {
 	e := s.env(t)
 	e.deleter()
 	w := e.chain("t", nil, "a")
-	must(t, "DeleteHead a", e.s.DeleteHead(e.ctx, "t", "a", w))
+	require.NoError(t, e.s.DeleteHead(e.ctx, "t", "a", w), "DeleteHead a")
 	e.deleteThread("t", w, 0)
 	e.wantGone("t", "a")
 }
@@ -155,12 +158,12 @@ func (s *suite) deleteThreadOnlyAHead(t *testing.T) {
 	p := e.pruner()
 	w := e.chain("t", nil, "a", "b")
 	_, err := p.DeleteCheckpoints(e.ctx, "t", 1, w)
-	must(t, "DeleteCheckpoints", err)
-	must(t, "DeleteHead b", e.s.DeleteHead(e.ctx, "t", "b", w))
+	require.NoError(t, err, "DeleteCheckpoints")
+	require.NoError(t, e.s.DeleteHead(e.ctx, "t", "b", w), "DeleteHead b")
 	e.wantHead("t", "a")
 	e.deleteThread("t", w, 0)
 	e.wantGone("t", "a", "b")
-	e.append(cp("c", "t", ""), w) // on no head
+	e.append(testkit.Checkpoint("t", "c", "", 1000), w) // on no head
 	e.wantHead("t", "c")
 }
 
@@ -186,7 +189,7 @@ func (s *suite) deleteThreadForkIntoDeletedThread(t *testing.T) {
 	e.deleteThread("t", w, 2)
 	_, err := f.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{SourceThreadID: "src", SourceCheckpointID: "s1",
 		DestinationThreadID: "t", DestinationCheckpointID: "b", CreatedAt: 1, Writer: w})
-	must(t, "ForkFromCheckpoint into the deleted thread", err)
+	require.NoError(t, err, "ForkFromCheckpoint into the deleted thread")
 	e.wantList("t", "b")
 }
 
@@ -247,7 +250,7 @@ func (s *suite) testDeleteThreadSweep(t *testing.T) {
 	e.deleter()
 	ctx := context.Background()
 	bucket := blobs.NewMem(blobs.MemOptions{Now: e.clock.Now})
-	keys := []string{fileKey(1), fileKey(2), fileKey(3), fileKey(4), artifactKey(1), artifactKey(2), artifactKey(3)}
+	keys := []string{testkit.FileKey(1), testkit.FileKey(2), testkit.FileKey(3), testkit.FileKey(4), testkit.ArtifactKey(1), testkit.ArtifactKey(2), testkit.ArtifactKey(3)}
 	for _, k := range keys {
 		if err := bucket.Put(ctx, k, strings.NewReader(k)); err != nil {
 			t.Fatalf("Put(%q): %v", k, err)
@@ -257,43 +260,40 @@ func (s *suite) testDeleteThreadSweep(t *testing.T) {
 	// t uses files 1, 2, 3 and artifacts 1, 2; u shares file 3 and
 	// artifact 2, and uses file 4 and artifact 3 alone.
 	wt := e.acquire("t").Writer
-	t1 := cp("t1", "t", "")
-	t1.Files = []ckptstore.Entry{file("a", 1, 1), file("c", 3, 1)}
-	t1.Artifacts = []ckptstore.Artifact{artifact("x", 1)}
+	t1 := testkit.Checkpoint("t", "t1", "", 1000)
+	t1.Files = []ckptstore.Entry{testkit.File("a", 1, 1), testkit.File("c", 3, 1)}
+	t1.Artifacts = []ckptstore.Artifact{testkit.Artifact("x", 1)}
 	e.append(t1, wt)
-	t2 := cp("t2", "t", "")
-	t2.Files = []ckptstore.Entry{file("a", 1, 1), file("b", 2, 1)}
-	t2.Artifacts = []ckptstore.Artifact{artifact("y", 2)}
+	t2 := testkit.Checkpoint("t", "t2", "", 1000)
+	t2.Files = []ckptstore.Entry{testkit.File("a", 1, 1), testkit.File("b", 2, 1)}
+	t2.Artifacts = []ckptstore.Artifact{testkit.Artifact("y", 2)}
 	e.append(t2, wt)
 	wu := e.acquire("u").Writer
-	u1 := cp("u1", "u", "")
-	u1.Files = []ckptstore.Entry{file("c", 3, 1), file("d", 4, 1)}
-	u1.Artifacts = []ckptstore.Artifact{artifact("y", 2), artifact("z", 3)}
+	u1 := testkit.Checkpoint("u", "u1", "", 1000)
+	u1.Files = []ckptstore.Entry{testkit.File("c", 3, 1), testkit.File("d", 4, 1)}
+	u1.Artifacts = []ckptstore.Artifact{testkit.Artifact("y", 2), testkit.Artifact("z", 3)}
 	e.append(u1, wu)
 
 	opts := sweep.Options{OlderThan: 0, Now: e.clock.Now}
 	deleted, err := sweep.Run(ctx, e.s, bucket, opts)
-	must(t, "sweep before DeleteThread", err)
+	require.NoError(t, err, "sweep before DeleteThread")
 	if len(deleted) != 0 {
 		t.Fatalf("the sweep before DeleteThread deleted %q, though every blob is used", deleted)
 	}
 	e.deleteThread("t", wt, 2)
 	deleted, err = sweep.Run(ctx, e.s, bucket, opts)
-	must(t, "sweep after DeleteThread", err)
-	want := []string{artifactKey(1), fileKey(1), fileKey(2)}
-	if !slices.Equal(deleted, want) {
-		t.Errorf("the sweep after DeleteThread deleted %q, want exactly t's unshared blobs %q", deleted, want)
-	}
+	require.NoError(t, err, "sweep after DeleteThread")
+	want := []string{testkit.ArtifactKey(1), testkit.FileKey(1), testkit.FileKey(2)}
+	assert.Equal(t, want, deleted, "the sweep after DeleteThread deletes exactly t's unshared blobs")
 	var left []string
 	for o, err := range bucket.List(ctx, "") {
-		must(t, "List", err)
+		require.NoError(t, err, "List")
 		left = append(left, o.Key)
 	}
-	if wantLeft := []string{artifactKey(2), artifactKey(3), fileKey(3), fileKey(4)}; !slices.Equal(left, wantLeft) {
-		t.Errorf("the bucket holds %q after the sweep, want u's blobs %q", left, wantLeft)
-	}
+	assert.Equal(t, []string{testkit.ArtifactKey(2), testkit.ArtifactKey(3), testkit.FileKey(3), testkit.FileKey(4)}, left,
+		"the bucket after the sweep holds u's blobs")
 	// u's checkpoint is whole: every blob it names is still there.
-	for _, k := range append([]string{}, fileKey(3), fileKey(4), artifactKey(2), artifactKey(3)) {
+	for _, k := range append([]string{}, testkit.FileKey(3), testkit.FileKey(4), testkit.ArtifactKey(2), testkit.ArtifactKey(3)) {
 		if _, err := bucket.Head(ctx, k); err != nil {
 			t.Errorf("blob %q of the kept thread u: %v", k, err)
 		}

@@ -1,32 +1,37 @@
 package conformance
 
-// Shared test machinery: error assertions against exactly one sentinel,
-// checkpoint builders, a comparison that treats nil and empty alike, and the
-// snapshot that proves a failed write changed nothing. Nothing here calls the
-// root package's validation or ordering code: the suite must not trust what
-// it tests.
+// Shared test machinery: error assertions against exactly one sentinel, the
+// contract's equality of checkpoints (nil and empty alike) for testify's
+// object diffs, and the snapshot that proves a failed write changed
+// nothing. Checkpoints, entries, blob keys, the clock and the recount of
+// blob references come from internal/testkit. Nothing here calls the root
+// package's validation or ordering code: the suite must not trust what it
+// tests.
 
 import (
-	"bytes"
 	"context"
-	"errors"
-	"fmt"
+	"encoding/json"
 	"maps"
 	"math"
 	"slices"
 	"sort"
-	"strings"
 	"testing"
 	"unicode/utf8"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/internal/testkit"
 )
 
-// tb is what the assertion helpers need; *testing.T and *rapid.T have it.
+// tb is what the assertion helpers and testify need; *testing.T and
+// *rapid.T have it.
 type tb interface {
 	Helper()
 	Errorf(format string, args ...any)
 	Fatalf(format string, args ...any)
+	FailNow()
 }
 
 // sentinels lists every contract error with its wire code, written out here
@@ -62,211 +67,105 @@ func errName(err error) string {
 	return err.Error()
 }
 
-// errMismatch describes how err differs from want (a sentinel or nil), or
-// returns "" when it matches: errors.Is(err, want), the wire code of want,
-// and no other sentinel.
-func errMismatch(err, want error) string {
-	if want == nil {
-		if err != nil {
-			return fmt.Sprintf("got error %v, want none", err)
-		}
-		return ""
-	}
-	if err == nil {
-		return fmt.Sprintf("got no error, want %s", errName(want))
-	}
-	if !errors.Is(err, want) {
-		return fmt.Sprintf("got error %q (code %q), want %s", err, ckptstore.Code(err), errName(want))
-	}
-	for _, s := range sentinels {
-		if s.err == want {
-			if c := ckptstore.Code(err); c != s.code {
-				return fmt.Sprintf("error %q has code %q, want %q", err, c, s.code)
-			}
-			continue
-		}
-		if errors.Is(err, s.err) {
-			return fmt.Sprintf("error %q matches %s as well as %s", err, s.name, errName(want))
-		}
-	}
-	return ""
-}
-
-// wantErr reports an error unless err matches want exactly (see
-// errMismatch); it returns whether it matched.
+// wantErr asserts that err matches want exactly (want nil: no error):
+// errors.Is(err, want), the wire code of want, and no other sentinel. It
+// returns whether it matched.
 func wantErr(t tb, what string, err, want error) bool {
 	t.Helper()
-	if m := errMismatch(err, want); m != "" {
-		t.Errorf("%s: %s", what, m)
+	if want == nil {
+		return assert.NoError(t, err, what)
+	}
+	if !assert.ErrorIs(t, err, want, what) {
 		return false
 	}
-	return true
-}
-
-// must fails the test now when err is not nil.
-func must(t tb, what string, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatalf("%s: unexpected error: %v", what, err)
-	}
-}
-
-// ---- builders ----
-
-// fileKey and artifactKey return distinct valid blob keys for n.
-func fileKey(n int) string     { return fmt.Sprintf("sandbox-files/sha256/%064x", n) }
-func artifactKey(n int) string { return fmt.Sprintf("sandbox-artifacts/sha256/%064x", n) }
-
-func file(path string, key int, size int64) ckptstore.Entry {
-	return ckptstore.Entry{Path: path, Kind: ckptstore.KindFile, BlobKey: fileKey(key), Size: size}
-}
-
-func dir(path string) ckptstore.Entry {
-	return ckptstore.Entry{Path: path, Kind: ckptstore.KindDir}
-}
-
-func artifact(id string, key int) ckptstore.Artifact {
-	return ckptstore.Artifact{ArtifactID: id, Name: id + ".txt", MimeType: "text/plain",
-		Size: 3, BlobKey: artifactKey(key), CreatedAt: 1.5}
-}
-
-// cp returns a minimal valid checkpoint.
-func cp(id, thread, parent string) *ckptstore.Checkpoint {
-	return &ckptstore.Checkpoint{ID: id, ThreadID: thread, ParentCheckpointID: parent,
-		CreatedAt: 1000, Reason: ckptstore.ReasonAutomatic}
-}
-
-// richCP returns a checkpoint that sets every field.
-func richCP(id, thread, parent string) *ckptstore.Checkpoint {
-	c := cp(id, thread, parent)
-	c.CreatedAt = 1_700_000_000_123.25
-	c.Reason = ckptstore.ReasonNamed
-	c.Label = "before refactor ✓"
-	c.SourceRunID = "run-42"
-	c.Files = []ckptstore.Entry{
-		dir("src"),
-		file("src/main.go", 1, 120),
-		file("README.md", 2, 0),
-		dir("src/empty"),
-		file("copy-of-main.go", 1, 120),
-	}
-	c.Conversation = []byte(`[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"text","text":"é"}]}]`)
-	c.Artifacts = []ckptstore.Artifact{artifact("a1", 1), artifact("a2", 2)}
-	return c
-}
-
-// ---- comparison ----
-
-// cpDiff describes the first difference between two checkpoints, or "".
-// Nil and empty slices are equal; an empty conversation equals "[]".
-// createdAt compares with ==, so -0 equals 0: the contract keeps the value,
-// not the sign of zero.
-func cpDiff(got, want *ckptstore.Checkpoint) string {
-	switch {
-	case got == nil && want == nil:
-		return ""
-	case got == nil:
-		return fmt.Sprintf("got nil, want checkpoint %q", want.ID)
-	case want == nil:
-		return fmt.Sprintf("got checkpoint %q, want nil", got.ID)
-	}
-	var d []string
-	cmpf := func(name string, g, w any) {
-		if g != w {
-			d = append(d, fmt.Sprintf("%s: got %#v, want %#v", name, g, w))
-		}
-	}
-	cmpf("ID", got.ID, want.ID)
-	cmpf("ThreadID", got.ThreadID, want.ThreadID)
-	cmpf("ParentCheckpointID", got.ParentCheckpointID, want.ParentCheckpointID)
-	if got.CreatedAt != want.CreatedAt {
-		d = append(d, fmt.Sprintf("CreatedAt: got %v, want %v", got.CreatedAt, want.CreatedAt))
-	}
-	cmpf("Reason", got.Reason, want.Reason)
-	cmpf("Label", got.Label, want.Label)
-	cmpf("SourceRunID", got.SourceRunID, want.SourceRunID)
-	if !slices.Equal(got.Files, want.Files) {
-		d = append(d, fmt.Sprintf("Files: got %+v, want %+v", got.Files, want.Files))
-	}
-	if !bytes.Equal(convBytes(got.Conversation), convBytes(want.Conversation)) {
-		d = append(d, fmt.Sprintf("Conversation: got %q, want %q", got.Conversation, want.Conversation))
-	}
-	if !slices.EqualFunc(got.Artifacts, want.Artifacts, func(a, b ckptstore.Artifact) bool {
-		// == on the struct would do, but spell it out so a NaN can't hide.
-		return a.ArtifactID == b.ArtifactID && a.Name == b.Name && a.MimeType == b.MimeType &&
-			a.Size == b.Size && a.BlobKey == b.BlobKey && a.CreatedAt == b.CreatedAt
-	}) {
-		d = append(d, fmt.Sprintf("Artifacts: got %+v, want %+v", got.Artifacts, want.Artifacts))
-	}
-	return strings.Join(d, "; ")
-}
-
-func convBytes(b []byte) []byte {
-	if len(b) == 0 {
-		return []byte("[]")
-	}
-	return b
-}
-
-// listDiff compares two lists of checkpoints in order.
-func listDiff(got, want []*ckptstore.Checkpoint) string {
-	if len(got) != len(want) {
-		return fmt.Sprintf("got %d checkpoints %v, want %d %v", len(got), ids(got), len(want), ids(want))
-	}
-	for i := range got {
-		if d := cpDiff(got[i], want[i]); d != "" {
-			return fmt.Sprintf("checkpoint %d (got ids %q, want %q): %s", i, ids(got), ids(want), d)
-		}
-	}
-	return ""
-}
-
-func ids(cps []*ckptstore.Checkpoint) []string {
-	out := make([]string, len(cps))
-	for i, c := range cps {
-		if c == nil {
-			out[i] = "<nil>"
+	ok := true
+	for _, s := range sentinels {
+		if s.err == want {
+			ok = assert.Equal(t, s.code, ckptstore.Code(err), "%s: the wire code of %s", what, s.name) && ok
 		} else {
-			out[i] = c.ID
+			ok = assert.NotErrorIs(t, err, s.err, "%s: the error is %s and %s", what, errName(want), s.name) && ok
 		}
+	}
+	return ok
+}
+
+// ---- the contract's equality ----
+
+// canon returns c as the contract compares checkpoints, for testify's
+// object diffs: nil and empty slices alike, an empty conversation as "[]".
+// createdAt stays: == (reflect.DeepEqual's comparison of floats) treats -0
+// as 0, and the contract keeps the value, not the sign of zero.
+func canon(c *ckptstore.Checkpoint) *ckptstore.Checkpoint {
+	if c == nil {
+		return nil
+	}
+	x := *c
+	x.Files = orNil(x.Files)
+	x.Artifacts = orNil(x.Artifacts)
+	if len(x.Conversation) == 0 {
+		x.Conversation = json.RawMessage("[]")
+	}
+	return &x
+}
+
+// canonAll is canon for a list, kept in order; an empty list is nil.
+func canonAll(cps []*ckptstore.Checkpoint) []*ckptstore.Checkpoint {
+	if len(cps) == 0 {
+		return nil
+	}
+	out := make([]*ckptstore.Checkpoint, len(cps))
+	for i, c := range cps {
+		out[i] = canon(c)
 	}
 	return out
 }
 
-func refsDiff(got, want []ckptstore.BlobRef) string {
-	if len(got) == 0 && len(want) == 0 {
-		return ""
+// orNil returns nil for an empty slice, since the contract does not tell
+// nil and empty apart.
+func orNil[T any](s []T) []T {
+	if len(s) == 0 {
+		return nil
 	}
-	if !slices.Equal(got, want) {
-		return fmt.Sprintf("got %v, want %v", got, want)
-	}
-	return ""
+	return s
 }
 
-// recount returns the blob references that cps imply: each distinct key of
-// a checkpoint counts once, sorted by the key's bytes.
-func recount(cps []*ckptstore.Checkpoint) []ckptstore.BlobRef {
-	n := map[string]int64{}
-	for _, c := range cps {
-		seen := map[string]bool{}
-		for _, e := range c.Files {
-			if e.Kind == ckptstore.KindFile {
-				seen[e.BlobKey] = true
-			}
-		}
-		for _, a := range c.Artifacts {
-			seen[a.BlobKey] = true
-		}
-		for k := range seen {
-			n[k]++
-		}
-	}
-	out := make([]ckptstore.BlobRef, 0, len(n))
-	for k, c := range n {
-		out = append(out, ckptstore.BlobRef{Key: k, References: c})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
-	return out
+// sameCP reports whether a and b are equal checkpoints (see canon).
+func sameCP(a, b *ckptstore.Checkpoint) bool { return assert.ObjectsAreEqual(canon(a), canon(b)) }
+
+// wantCP asserts that got equals want (see canon), showing the difference.
+func wantCP(t tb, got, want *ckptstore.Checkpoint, msgAndArgs ...any) bool {
+	t.Helper()
+	return assert.Equal(t, canon(want), canon(got), msgAndArgs...)
+}
+
+// wantCPs asserts that the list got equals want, in order (see canon).
+func wantCPs(t tb, got, want []*ckptstore.Checkpoint, msgAndArgs ...any) bool {
+	t.Helper()
+	return assert.Equal(t, canonAll(want), canonAll(got), msgAndArgs...)
+}
+
+// wantRefList asserts that the blob references got equal want, in order.
+func wantRefList(t tb, got, want []ckptstore.BlobRef, msgAndArgs ...any) bool {
+	t.Helper()
+	return assert.Equal(t, orNil(want), orNil(got), msgAndArgs...)
+}
+
+// mustCP, mustCPs and mustRefList are wantCP, wantCPs and wantRefList that
+// stop the test at a difference, for the model, whose later steps build on
+// what it has checked.
+func mustCP(t tb, got, want *ckptstore.Checkpoint, msgAndArgs ...any) {
+	t.Helper()
+	require.Equal(t, canon(want), canon(got), msgAndArgs...)
+}
+
+func mustCPs(t tb, got, want []*ckptstore.Checkpoint, msgAndArgs ...any) {
+	t.Helper()
+	require.Equal(t, canonAll(want), canonAll(got), msgAndArgs...)
+}
+
+func mustRefList(t tb, got, want []ckptstore.BlobRef, msgAndArgs ...any) {
+	t.Helper()
+	require.Equal(t, orNil(want), orNil(got), msgAndArgs...)
 }
 
 // sortLikeList sorts cps by createdAt, then by the bytes of the id (Go
@@ -279,6 +178,26 @@ func sortLikeList(cps []*ckptstore.Checkpoint) {
 		}
 		return a.ID < b.ID
 	})
+}
+
+// richCP returns a checkpoint of the thread that sets every field, with
+// files and artifacts in an order that is not sorted, a blob shared by two
+// files, an empty file and a conversation with nested content.
+func richCP(id, thread, parent string) *ckptstore.Checkpoint {
+	c := testkit.Checkpoint(thread, id, parent, 1_700_000_000_123.25)
+	c.Reason = ckptstore.ReasonNamed
+	c.Label = "before refactor ✓"
+	c.SourceRunID = "run-42"
+	c.Files = []ckptstore.Entry{
+		testkit.Dir("src"),
+		testkit.File("src/main.go", 1, 120),
+		testkit.File("README.md", 2, 0),
+		testkit.Dir("src/empty"),
+		testkit.File("copy-of-main.go", 1, 120),
+	}
+	c.Conversation = []byte(`[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"text","text":"é"}]}]`)
+	c.Artifacts = []ckptstore.Artifact{testkit.Artifact("a1", 1), testkit.Artifact("a2", 2)}
+	return c
 }
 
 // ---- env: a store under test with its clock ----
@@ -321,26 +240,24 @@ func (e *env) track(threads []string, ids ...string) {
 
 func validID(s string) bool { return s != "" && utf8.ValidString(s) }
 
-// acquire takes the thread's lease and fails the test when it cannot.
+// acquire takes the thread's lease and stops the test when it cannot.
 func (e *env) acquire(thread string) *ckptstore.Lease {
 	e.t.Helper()
 	e.track([]string{thread})
 	l, err := e.s.AcquireWriter(e.ctx, thread)
-	must(e.t, fmt.Sprintf("AcquireWriter(%q)", thread), err)
-	if l == nil {
-		e.t.Fatalf("AcquireWriter(%q) returned a nil lease", thread)
-	}
+	require.NoError(e.t, err, "AcquireWriter(%q)", thread)
+	require.NotNil(e.t, l, "AcquireWriter(%q) returned a nil lease", thread)
 	return l
 }
 
-// append appends c on the thread's current head with w, and fails the test
+// append appends c on the thread's current head with w, and stops the test
 // when it cannot. It sets c's parent to the head.
 func (e *env) append(c *ckptstore.Checkpoint, w ckptstore.Writer) {
 	e.t.Helper()
 	e.track([]string{c.ThreadID}, c.ID, c.ParentCheckpointID)
 	head := e.head(c.ThreadID)
 	c.ParentCheckpointID = head
-	must(e.t, fmt.Sprintf("Append(%q on %q)", c.ID, head), e.s.Append(e.ctx, c, head, w))
+	require.NoError(e.t, e.s.Append(e.ctx, c, head, w), "Append(%q on %q)", c.ID, head)
 }
 
 // chain appends checkpoints with the given ids to thread, each on the
@@ -352,9 +269,8 @@ func (e *env) chain(thread string, w *ckptstore.Writer, ids ...string) ckptstore
 		w = &l.Writer
 	}
 	for i, id := range ids {
-		c := cp(id, thread, "")
-		c.CreatedAt = float64(1000 + i)
-		c.Files = []ckptstore.Entry{file("f", i, 1)}
+		c := testkit.Checkpoint(thread, id, "", float64(1000+i))
+		c.Files = []ckptstore.Entry{testkit.File("f", i, 1)}
 		e.append(c, *w)
 	}
 	return *w
@@ -363,24 +279,24 @@ func (e *env) chain(thread string, w *ckptstore.Writer, ids ...string) ckptstore
 func (e *env) head(thread string) string {
 	e.t.Helper()
 	h, err := e.s.Head(e.ctx, thread)
-	must(e.t, fmt.Sprintf("Head(%q)", thread), err)
+	require.NoError(e.t, err, "Head(%q)", thread)
 	return h
 }
 
 func (e *env) get(id string) *ckptstore.Checkpoint {
 	e.t.Helper()
 	c, err := e.s.Get(e.ctx, id)
-	must(e.t, fmt.Sprintf("Get(%q)", id), err)
+	require.NoError(e.t, err, "Get(%q)", id)
 	return c
 }
 
 func (e *env) list(thread string) []*ckptstore.Checkpoint {
 	e.t.Helper()
 	l, err := e.s.List(e.ctx, thread)
-	must(e.t, fmt.Sprintf("List(%q)", thread), err)
+	require.NoError(e.t, err, "List(%q)", thread)
 	for i, c := range l {
 		if c == nil {
-			e.t.Fatalf("List(%q)[%d] is nil", thread, i)
+			require.Failf(e.t, "a nil checkpoint", "List(%q)[%d] is nil", thread, i)
 		}
 	}
 	return l
@@ -389,33 +305,26 @@ func (e *env) list(thread string) []*ckptstore.Checkpoint {
 func (e *env) refs() []ckptstore.BlobRef {
 	e.t.Helper()
 	r, err := e.s.BlobReferences(e.ctx)
-	must(e.t, "BlobReferences", err)
+	require.NoError(e.t, err, "BlobReferences")
 	return r
 }
 
 // wantHead checks the thread's head.
 func (e *env) wantHead(thread, want string) {
 	e.t.Helper()
-	if got := e.head(thread); got != want {
-		e.t.Errorf("Head(%q) = %q, want %q", thread, got, want)
-	}
+	assert.Equal(e.t, want, e.head(thread), "Head(%q)", thread)
 }
 
 // wantList checks that List returns exactly the ids, in order.
 func (e *env) wantList(thread string, want ...string) {
 	e.t.Helper()
-	got := ids(e.list(thread))
-	if len(got) != len(want) || (len(want) > 0 && !slices.Equal(got, want)) {
-		e.t.Errorf("List(%q) ids = %q, want %q", thread, got, want)
-	}
+	assert.Equal(e.t, orNil(want), orNil(testkit.IDs(e.list(thread))), "List(%q) ids", thread)
 }
 
 // wantRefs checks BlobReferences.
 func (e *env) wantRefs(want ...ckptstore.BlobRef) {
 	e.t.Helper()
-	if d := refsDiff(e.refs(), want); d != "" {
-		e.t.Errorf("BlobReferences: %s", d)
-	}
+	wantRefList(e.t, e.refs(), want, "BlobReferences")
 }
 
 // wantRecount checks that BlobReferences equals a recount over List of
@@ -426,13 +335,11 @@ func (e *env) wantRecount() {
 	for _, th := range e.threads {
 		all = append(all, e.list(th)...)
 	}
-	if d := refsDiff(e.refs(), recount(all)); d != "" {
-		e.t.Errorf("BlobReferences differ from a recount of the stored checkpoints: %s", d)
-	}
+	wantRefList(e.t, e.refs(), testkit.Recount(all), "BlobReferences against a recount of the stored checkpoints")
 }
 
 // snapshot is everything a read can see of the threads and ids an env
-// knows.
+// knows, each checkpoint as canon gives it.
 // With the optional capabilities it also holds each thread's transcript
 // (Transcripts) and the whole thread listing (ThreadLister).
 type snapshot struct {
@@ -447,7 +354,7 @@ type snapshot struct {
 func (e *env) snap() snapshot {
 	e.t.Helper()
 	s := snapshot{heads: map[string]string{}, lists: map[string][]*ckptstore.Checkpoint{},
-		gets: map[string]*ckptstore.Checkpoint{}, refs: e.refs()}
+		gets: map[string]*ckptstore.Checkpoint{}, refs: orNil(e.refs())}
 	tr, hasTranscripts := e.s.(ckptstore.Transcripts)
 	hasTranscripts = hasTranscripts && !e.noTranscripts
 	if hasTranscripts {
@@ -455,64 +362,41 @@ func (e *env) snap() snapshot {
 	}
 	for _, th := range e.threads {
 		s.heads[th] = e.head(th)
-		s.lists[th] = e.list(th)
+		s.lists[th] = canonAll(e.list(th))
 		if hasTranscripts {
 			m, err := tr.LoadThread(e.ctx, th)
-			must(e.t, fmt.Sprintf("LoadThread(%q)", th), err)
+			require.NoError(e.t, err, "LoadThread(%q)", th)
 			s.transcripts[th] = string(m)
 		}
 	}
 	for _, id := range e.ids {
-		s.gets[id] = e.get(id)
+		s.gets[id] = canon(e.get(id))
 	}
 	if tl, ok := e.s.(ckptstore.ThreadLister); ok {
-		s.listing = e.allThreads(tl)
+		s.listing = orNil(e.allThreads(tl))
 	}
 	return s
 }
 
-// diff describes how b differs from a, or "".
-func (a snapshot) diff(b snapshot) string {
-	var d []string
-	for th, h := range a.heads {
-		if b.heads[th] != h {
-			d = append(d, fmt.Sprintf("Head(%q) was %q, now %q", th, h, b.heads[th]))
-		}
+// sameSnapshot asserts that after shows what before showed, part by part,
+// so that a failure names what changed; what names the operation between
+// the two.
+func sameSnapshot(t tb, before, after snapshot, what string) bool {
+	t.Helper()
+	ok := assert.Equal(t, before.heads, after.heads, "%s changed a Head", what)
+	ok = assert.Equal(t, before.lists, after.lists, "%s changed a List", what) && ok
+	ok = assert.Equal(t, before.gets, after.gets, "%s changed a Get", what) && ok
+	ok = assert.Equal(t, before.refs, after.refs, "%s changed BlobReferences", what) && ok
+	if before.transcripts != nil && after.transcripts != nil { // not with env.noTranscripts
+		ok = assert.Equal(t, before.transcripts, after.transcripts, "%s changed a LoadThread", what) && ok
 	}
-	for th, l := range a.lists {
-		if x := listDiff(b.lists[th], l); x != "" {
-			d = append(d, fmt.Sprintf("List(%q) changed: %s", th, x))
-		}
-	}
-	for id, c := range a.gets {
-		if x := cpDiff(b.gets[id], c); x != "" {
-			d = append(d, fmt.Sprintf("Get(%q) changed: %s", id, x))
-		}
-	}
-	if x := refsDiff(b.refs, a.refs); x != "" {
-		d = append(d, "BlobReferences changed: "+x)
-	}
-	for th, m := range a.transcripts {
-		if b.transcripts == nil {
-			break // a snapshot without transcripts (env.noTranscripts)
-		}
-		if b.transcripts[th] != m {
-			d = append(d, fmt.Sprintf("LoadThread(%q) was %q, now %q", th, m, b.transcripts[th]))
-		}
-	}
-	if !slices.Equal(a.listing, b.listing) {
-		d = append(d, fmt.Sprintf("Threads was %q, now %q", a.listing, b.listing))
-	}
-	sort.Strings(d)
-	return strings.Join(d, "\n\t")
+	return assert.Equal(t, before.listing, after.listing, "%s changed Threads", what) && ok
 }
 
 // unchanged fails the test when the store no longer matches before.
 func (e *env) unchanged(what string, before snapshot) {
 	e.t.Helper()
-	if d := before.diff(e.snap()); d != "" {
-		e.t.Errorf("%s changed the store:\n\t%s", what, d)
-	}
+	sameSnapshot(e.t, before, e.snap(), what)
 }
 
 // fails runs op, expects exactly want, and checks that the store did not
@@ -529,25 +413,6 @@ func (e *env) appendFails(what string, c *ckptstore.Checkpoint, expected string,
 	e.t.Helper()
 	e.track([]string{c.ThreadID, w.ThreadID}, c.ID, c.ParentCheckpointID, expected)
 	e.fails(what, want, func() error { return e.s.Append(e.ctx, c, expected, w) })
-}
-
-// pruner and forker return the store's optional capability, or skip.
-func (e *env) pruner() ckptstore.Pruner {
-	e.t.Helper()
-	p, ok := e.s.(ckptstore.Pruner)
-	if !ok {
-		e.t.Skipf("store %T does not implement ckptstore.Pruner", e.s)
-	}
-	return p
-}
-
-func (e *env) forker() ckptstore.Forker {
-	e.t.Helper()
-	f, ok := e.s.(ckptstore.Forker)
-	if !ok {
-		e.t.Skipf("store %T does not implement ckptstore.Forker", e.s)
-	}
-	return f
 }
 
 // forged returns w with another owner token.
@@ -591,7 +456,7 @@ func scribble(c *ckptstore.Checkpoint) {
 	c.SourceRunID += "-changed"
 	for i := range c.Files {
 		c.Files[i].Path += "-changed"
-		c.Files[i].BlobKey = fileKey(999)
+		c.Files[i].BlobKey = testkit.FileKey(999)
 		c.Files[i].Size++
 	}
 	for i := range c.Conversation {
@@ -599,11 +464,11 @@ func scribble(c *ckptstore.Checkpoint) {
 	}
 	for i := range c.Artifacts {
 		c.Artifacts[i].Name += "-changed"
-		c.Artifacts[i].BlobKey = artifactKey(999)
+		c.Artifacts[i].BlobKey = testkit.ArtifactKey(999)
 		c.Artifacts[i].Size++
 	}
-	c.Files = append(c.Files, file("added", 998, 1))
-	c.Artifacts = append(c.Artifacts, artifact("added", 998))
+	c.Files = append(c.Files, testkit.File("added", 998, 1))
+	c.Artifacts = append(c.Artifacts, testkit.Artifact("added", 998))
 }
 
 // with returns a copy of e that reports to t, for subtests that share a

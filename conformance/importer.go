@@ -10,31 +10,35 @@ import (
 	"math"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/internal/testkit"
 )
 
 // history is a thread as another store might hold it: a chain r1 → r2 → r3
 // (the head), a branch off r1, and a checkpoint whose parent was pruned.
 // createdAt values test the bits: -0, the smallest subnormal, 1e300.
 func history(thread string) []*ckptstore.Checkpoint {
-	r1 := cp("r1", thread, "")
+	r1 := testkit.Checkpoint(thread, "r1", "", 1000)
 	r1.CreatedAt = math.Copysign(0, -1)
-	r1.Files = []ckptstore.Entry{file("a", 1, 10), dir("d"), file("d/b", 2, 20)}
+	r1.Files = []ckptstore.Entry{testkit.File("a", 1, 10), testkit.Dir("d"), testkit.File("d/b", 2, 20)}
 	r2 := richCP("r2", thread, "r1")
 	r2.CreatedAt = 5e-324
 	r2.Conversation = []byte(" [ {\"role\":\"user\",\"content\":\"é\"} ]\n")
-	r3 := cp("r3", thread, "r2")
+	r3 := testkit.Checkpoint(thread, "r3", "r2", 1000)
 	r3.CreatedAt = 1e300
 	r3.Reason = ckptstore.ReasonForkRoot
-	r3.Files = []ckptstore.Entry{file("a", 1, 10)}
-	off := cp("off", thread, "r1")
+	r3.Files = []ckptstore.Entry{testkit.File("a", 1, 10)}
+	off := testkit.Checkpoint(thread, "off", "r1", 1000)
 	off.CreatedAt = 2.5
 	off.Label = "a branch"
-	off.Artifacts = []ckptstore.Artifact{artifact("x", 5)}
-	orphan := cp("orphan", thread, "pruned-away")
+	off.Artifacts = []ckptstore.Artifact{testkit.Artifact("x", 5)}
+	orphan := testkit.Checkpoint(thread, "orphan", "pruned-away", 1000)
 	orphan.CreatedAt = -7
 	orphan.SourceRunID = "run-1"
-	orphan.Files = []ckptstore.Entry{file("z", 2, 20)}
+	orphan.Files = []ckptstore.Entry{testkit.File("z", 2, 20)}
 	return []*ckptstore.Checkpoint{r1, r2, r3, off, orphan}
 }
 
@@ -52,16 +56,12 @@ func (e *env) wantExactly(thread string, want []*ckptstore.Checkpoint, head stri
 	e.t.Helper()
 	w := cloneAll(want)
 	sortLikeList(w)
-	if d := listDiff(e.list(thread), w); d != "" {
-		e.t.Errorf("List(%q): %s", thread, d)
-	}
+	wantCPs(e.t, e.list(thread), w, "List(%q)", thread)
 	for _, c := range want {
 		e.track(nil, c.ID)
 		got := e.get(c.ID)
-		if d := cpDiff(got, c); d != "" {
-			e.t.Errorf("Get(%q): %s", c.ID, d)
-		} else if math.Float64bits(got.CreatedAt) != math.Float64bits(c.CreatedAt) {
-			e.t.Errorf("Get(%q): createdAt bits %#x, imported %#x", c.ID, math.Float64bits(got.CreatedAt), math.Float64bits(c.CreatedAt))
+		if wantCP(e.t, got, c, "Get(%q)", c.ID) {
+			assert.Equal(e.t, math.Float64bits(c.CreatedAt), math.Float64bits(got.CreatedAt), "Get(%q): the bits of createdAt", c.ID)
 		}
 	}
 	e.wantHead(thread, head)
@@ -78,7 +78,7 @@ func (e *env) doImport(what string, b ckptstore.ImportBatch, want int) {
 		}
 	}
 	n, err := e.importer().Import(e.ctx, b)
-	must(e.t, what, err)
+	require.NoError(e.t, err, what)
 	if n != want {
 		e.t.Errorf("%s: Import reported %d written, want %d", what, n, want)
 	}
@@ -111,19 +111,17 @@ func (s *suite) importExact(t *testing.T) {
 	if transcripts {
 		e.wantTranscript("dst", ` ["the transcript"] `)
 	}
-	e.wantRefs(ckptstore.BlobRef{Key: artifactKey(1), References: 1}, ckptstore.BlobRef{Key: artifactKey(2), References: 1},
-		ckptstore.BlobRef{Key: artifactKey(5), References: 1},
-		ckptstore.BlobRef{Key: fileKey(1), References: 3}, ckptstore.BlobRef{Key: fileKey(2), References: 3})
+	e.wantRefs(ckptstore.BlobRef{Key: testkit.ArtifactKey(1), References: 1}, ckptstore.BlobRef{Key: testkit.ArtifactKey(2), References: 1},
+		ckptstore.BlobRef{Key: testkit.ArtifactKey(5), References: 1},
+		ckptstore.BlobRef{Key: testkit.FileKey(1), References: 3}, ckptstore.BlobRef{Key: testkit.FileKey(2), References: 3})
 	// The thread goes on from the imported head.
-	e.append(cp("r4", "dst", ""), w)
+	e.append(testkit.Checkpoint("dst", "r4", "", 1000), w)
 	e.wantHead("dst", "r4")
 	// Changing the batch after the import changes nothing stored.
 	for _, c := range b.Checkpoints {
 		scribble(c)
 	}
-	if d := cpDiff(e.get("r2"), h[1]); d != "" {
-		t.Errorf("changing the imported batch changed the store: %s", d)
-	}
+	wantCP(t, e.get("r2"), h[1], "changing the imported batch changed the store")
 }
 
 func (s *suite) importIdempotent(t *testing.T) {
@@ -153,7 +151,7 @@ func (s *suite) importIdempotent(t *testing.T) {
 	e.unchanged("repeated batches after the head was set", before)
 	e.wantExactly("dst", h, "r3")
 	// A batch of stored checkpoints and new ones writes the new ones.
-	n := cp("new", "dst", "r3")
+	n := testkit.Checkpoint("dst", "new", "r3", 1000)
 	e.doImport("stored and new", batch(false, h[0], n, h[2]), 1)
 	e.wantExactly("dst", append(h, n), "r3")
 }
@@ -164,11 +162,12 @@ func (s *suite) importEqualContent(t *testing.T) {
 	e := s.env(t)
 	e.importer()
 	w := e.acquire("t").Writer
-	c := cp("c", "t", "")
+	c := testkit.Checkpoint("t", "c", "", 1000)
 	c.Conversation = []byte(`[]`)
 	c.Files = []ckptstore.Entry{}
 	e.doImport("Import", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{c}, Writer: w}, 1)
-	again := cp("c", "t", "")
+	again := testkit.Checkpoint("t", "c", "", 1000)
+	again.Conversation = nil
 	e.doImport("Import with an empty conversation and nil files", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{again}, Writer: w}, 0)
 	e.wantRecount()
 }
@@ -206,8 +205,8 @@ func (s *suite) importOtherContentRefused(t *testing.T) {
 		{"id of another thread", func(c *ckptstore.Checkpoint) { c.ID = "u1" }},
 		{"id of another thread, its content", func(c *ckptstore.Checkpoint) { *c = *cloneCP(e.get("u1")); c.ThreadID = "t" }},
 	} {
-		fresh := cp("fresh", "t", "r3") // would be new: the batch is all or nothing
-		c := cp("x", "t", "")
+		fresh := testkit.Checkpoint("t", "fresh", "r3", 1000) // would be new: the batch is all or nothing
+		c := testkit.Checkpoint("t", "x", "", 1000)
 		tc.mod(c)
 		e.track(nil, "fresh")
 		e.fails("Import of "+tc.name, ckptstore.ErrDuplicateID, func() error {
@@ -233,11 +232,11 @@ func (s *suite) importInvalidRefused(t *testing.T) {
 	if transcripts {
 		e.save("t", `["kept"]`)
 	}
-	ok := func() *ckptstore.Checkpoint { return cp("new", "t", "a") }
+	ok := func() *ckptstore.Checkpoint { return testkit.Checkpoint("t", "new", "a", 1000) }
 	bad := func(f func(c *ckptstore.Checkpoint)) []*ckptstore.Checkpoint {
 		c := ok()
 		f(c)
-		return []*ckptstore.Checkpoint{cp("fine", "t", ""), c}
+		return []*ckptstore.Checkpoint{testkit.Checkpoint("t", "fine", "", 1000), c}
 	}
 	e.track(nil, "new", "fine")
 	up, down := w, w
@@ -262,7 +261,7 @@ func (s *suite) importInvalidRefused(t *testing.T) {
 		{"checkpoint of another thread", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: bad(func(c *ckptstore.Checkpoint) { c.ThreadID = "u" }), Writer: w}, ckptstore.ErrInvalidEntry},
 		{"the same id twice", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{ok(), ok()}, Writer: w}, ckptstore.ErrInvalidEntry},
 		{"createdAt NaN", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: bad(func(c *ckptstore.Checkpoint) { c.CreatedAt = nan }), Writer: w}, ckptstore.ErrInvalidEntry},
-		{"invalid file", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: bad(func(c *ckptstore.Checkpoint) { c.Files = []ckptstore.Entry{file("a/../b", 1, 1)} }), Writer: w}, ckptstore.ErrInvalidEntry},
+		{"invalid file", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: bad(func(c *ckptstore.Checkpoint) { c.Files = []ckptstore.Entry{testkit.File("a/../b", 1, 1)} }), Writer: w}, ckptstore.ErrInvalidEntry},
 		{"invalid conversation", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: bad(func(c *ckptstore.Checkpoint) { c.Conversation = []byte("[\"\xff\"]") }), Writer: w}, ckptstore.ErrInvalidEntry},
 		{"transcript empty", ckptstore.ImportBatch{ThreadID: "t", Transcript: []byte{}, Writer: w}, ckptstore.ErrInvalidEntry},
 		{"transcript not an array", ckptstore.ImportBatch{ThreadID: "t", Transcript: []byte(`{}`), Writer: w}, ckptstore.ErrInvalidEntry},
@@ -271,8 +270,8 @@ func (s *suite) importInvalidRefused(t *testing.T) {
 		{"fence+1", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{ok()}, Writer: up}, ckptstore.ErrWriterLost},
 		{"another thread's writer", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{ok()}, Writer: wu}, ckptstore.ErrWriterLost},
 		{"empty batch, forged writer", ckptstore.ImportBatch{ThreadID: "t", Writer: forged(w)}, ckptstore.ErrWriterLost},
-		{"writer before duplicate", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{cp("a", "t", "zz")}, Writer: forged(w)}, ckptstore.ErrWriterLost},
-		{"duplicate before head", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{cp("a", "t", "zz")}, SetHead: true, Head: "zz", Writer: w}, ckptstore.ErrDuplicateID},
+		{"writer before duplicate", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{testkit.Checkpoint("t", "a", "zz", 1000)}, Writer: forged(w)}, ckptstore.ErrWriterLost},
+		{"duplicate before head", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{testkit.Checkpoint("t", "a", "zz", 1000)}, SetHead: true, Head: "zz", Writer: w}, ckptstore.ErrDuplicateID},
 	} {
 		e.fails("Import, "+tc.name, tc.want, func() error {
 			n, err := im.Import(e.ctx, tc.b)
@@ -307,20 +306,20 @@ func (s *suite) importHead(t *testing.T) {
 	// The head may name a checkpoint that does not exist.
 	e.doImport("SetHead to a missing id", set("gone"), 0)
 	e.wantHead("t", "gone")
-	e.doImport("SetHead to the head it has", set("gone", cp("x", "t", "")), 1)
+	e.doImport("SetHead to the head it has", set("gone", testkit.Checkpoint("t", "x", "", 1000)), 1)
 	e.wantHead("t", "gone")
 	for _, head := range []string{"x", "", "other"} {
 		e.fails("SetHead "+head+" on a thread whose head is gone", ckptstore.ErrConflict, func() error {
-			_, err := im.Import(e.ctx, set(head, cp("y", "t", "")))
+			_, err := im.Import(e.ctx, set(head, testkit.Checkpoint("t", "y", "", 1000)))
 			return err
 		})
 	}
 	// Without SetHead the head stays, whatever the batch holds.
-	e.doImport("no SetHead", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{cp("y", "t", "x")}, Head: "y", Writer: w}, 1)
+	e.doImport("no SetHead", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{testkit.Checkpoint("t", "y", "x", 1000)}, Head: "y", Writer: w}, 1)
 	e.wantHead("t", "gone")
 	e.wantList("t", "x", "y")
 	// Appends go on from the imported head; then SetHead must match it.
-	e.append(cp("z", "t", ""), w)
+	e.append(testkit.Checkpoint("t", "z", "", 1000), w)
 	e.wantHead("t", "z")
 	e.fails("SetHead to the old head", ckptstore.ErrConflict, func() error {
 		_, err := im.Import(e.ctx, set("gone"))
@@ -337,7 +336,7 @@ func (s *suite) importNoHeadIsNotEmpty(t *testing.T) {
 	f := e.forker()
 	e.chain("src", nil, "s1")
 	w := e.acquire("t").Writer
-	e.doImport("Import without a head", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{cp("x", "t", "y")}, Writer: w}, 1)
+	e.doImport("Import without a head", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{testkit.Checkpoint("t", "x", "y", 1000)}, Writer: w}, 1)
 	e.wantHead("t", "")
 	e.track(nil, "root")
 	e.fails("ForkFromCheckpoint into a thread with checkpoints and no head", ckptstore.ErrForkDestinationNotEmpty, func() error {
@@ -385,10 +384,10 @@ func (s *suite) importRoundTrip(t *testing.T) {
 	}
 	if p, ok := e.s.(ckptstore.Pruner); ok {
 		_, err := p.DeleteCheckpoints(e.ctx, "t", 3, w)
-		must(t, "DeleteCheckpoints", err)
+		require.NoError(t, err, "DeleteCheckpoints")
 	}
-	must(t, "DeleteHead d", e.s.DeleteHead(e.ctx, "t", "d", w))
-	e.append(cp("e", "t", ""), w) // a second child of c
+	require.NoError(t, e.s.DeleteHead(e.ctx, "t", "d", w), "DeleteHead d")
+	e.append(testkit.Checkpoint("t", "e", "", 1000), w) // a second child of c
 	e.chain("u", nil, "u1")
 	if _, ok := e.s.(ckptstore.Transcripts); ok {
 		e.save("t", `["t's"]`)
@@ -400,7 +399,7 @@ func (s *suite) importRoundTrip(t *testing.T) {
 		transcript = []byte(e.load("t"))
 	}
 	_, err := d.DeleteThread(e.ctx, "t", w)
-	must(t, "DeleteThread", err)
+	require.NoError(t, err, "DeleteThread")
 	e.doImport("Import of the export", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: exported, SetHead: true, Head: head,
 		Transcript: transcript, Writer: w}, len(exported))
 	e.unchanged("export, DeleteThread, import", before)

@@ -7,10 +7,12 @@ package conformance
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/ckptstore/ckptstore"
 )
@@ -31,18 +33,14 @@ type istore struct {
 
 func (s istore) upsert(r *ckptstore.InstanceRecord) {
 	s.t.Helper()
-	must(s.t, fmt.Sprintf("Upsert(%q)", r.Key), s.s.Upsert(s.ctx, r))
+	require.NoError(s.t, s.s.Upsert(s.ctx, r), "Upsert(%q)", r.Key)
 }
 
 func (s istore) want(key string, want *ckptstore.InstanceRecord) {
 	s.t.Helper()
 	got, err := s.s.Get(s.ctx, key)
-	must(s.t, fmt.Sprintf("Get(%q)", key), err)
-	switch {
-	case got == nil && want == nil:
-	case got == nil || want == nil || *got != *want:
-		s.t.Errorf("Get(%q) = %+v, want %+v", key, got, want)
-	}
+	require.NoError(s.t, err, "Get(%q)", key)
+	assert.Equal(s.t, want, got, "Get(%q)", key)
 }
 
 // instanceFactory makes a fresh instance store for each subtest of
@@ -76,7 +74,7 @@ func runInstanceStore(t *testing.T, newStore func(*testing.T) ckptstore.Instance
 func (f instanceFactory) instanceStoreEmpty(t *testing.T) {
 	s := f.fresh(t)
 	s.want("missing", nil)
-	must(t, "Delete(missing)", s.s.Delete(s.ctx, "missing"))
+	require.NoError(t, s.s.Delete(s.ctx, "missing"), "Delete(missing)")
 	s.want("missing", nil)
 }
 
@@ -131,7 +129,7 @@ func (f instanceFactory) instanceStoreOtherRecordsUnchanged(t *testing.T) {
 		s.upsert(fullRecord(k, i))
 	}
 	s.upsert(fullRecord("a", 99))
-	must(t, "Delete(a:b)", s.s.Delete(s.ctx, "a:b"))
+	require.NoError(t, s.s.Delete(s.ctx, "a:b"), "Delete(a:b)")
 	s.want("a", fullRecord("a", 99))
 	s.want("a:b", nil)
 	for i, k := range keys[2:] {
@@ -142,9 +140,9 @@ func (f instanceFactory) instanceStoreOtherRecordsUnchanged(t *testing.T) {
 func (f instanceFactory) instanceStoreDelete(t *testing.T) {
 	s := f.fresh(t)
 	s.upsert(fullRecord("k", 1))
-	must(t, "Delete(k)", s.s.Delete(s.ctx, "k"))
+	require.NoError(t, s.s.Delete(s.ctx, "k"), "Delete(k)")
 	s.want("k", nil)
-	must(t, "Delete(k) again", s.s.Delete(s.ctx, "k"))
+	require.NoError(t, s.s.Delete(s.ctx, "k"), "Delete(k) again")
 	s.upsert(&ckptstore.InstanceRecord{Key: "k", Provider: "p", ProviderSandboxID: "s", ThreadID: "t"})
 	s.want("k", &ckptstore.InstanceRecord{Key: "k", Provider: "p", ProviderSandboxID: "s", ThreadID: "t"})
 }
@@ -168,7 +166,7 @@ func (f instanceFactory) instanceStoreCopies(t *testing.T) {
 	r.Provider, r.LatestRunID, r.UpdatedAt = "changed", "", 0
 	s.want("k", fullRecord("k", 1))
 	got, err := s.s.Get(s.ctx, "k")
-	must(t, "Get(k)", err)
+	require.NoError(t, err, "Get(k)")
 	got.Provider, got.Key, got.LatestSnapshotID = "changed", "other", ""
 	s.want("k", fullRecord("k", 1))
 }
@@ -195,7 +193,7 @@ func (f instanceFactory) instanceStoreConcurrent(t *testing.T) {
 		s.want(fmt.Sprintf("own-%d", g), fullRecord(fmt.Sprintf("own-%d", g), 3))
 	}
 	got, err := s.s.Get(s.ctx, "shared")
-	must(t, "Get(shared)", err)
+	require.NoError(t, err, "Get(shared)")
 	ok := false
 	for n := 0; got != nil && n < raceWorkers*10; n++ {
 		ok = ok || *got == *fullRecord("shared", n)
@@ -221,9 +219,7 @@ func (f instanceFactory) instanceStoreContext(t *testing.T) {
 // contract error.
 func wantCanceled(t tb, what string, err error) {
 	t.Helper()
-	if err == nil || !errors.Is(err, context.Canceled) {
-		t.Errorf("%s with a cancelled context: got %v, want an error wrapping context.Canceled", what, err)
-	} else if c := ckptstore.Code(err); c != "" {
-		t.Errorf("%s with a cancelled context: error %q has contract code %q", what, err, c)
+	if assert.ErrorIs(t, err, context.Canceled, "%s with a cancelled context", what) {
+		assert.Empty(t, ckptstore.Code(err), "%s with a cancelled context: the contract code of %q", what, err)
 	}
 }

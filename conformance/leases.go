@@ -10,24 +10,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/internal/testkit"
 )
 
 // checkLease checks a lease AcquireWriter just returned at the clock's now.
 func (e *env) checkLease(l *ckptstore.Lease, thread string, dur, renewAfter time.Duration) {
 	e.t.Helper()
-	if l.ThreadID != thread {
-		e.t.Errorf("lease ThreadID = %q, want %q", l.ThreadID, thread)
-	}
-	if l.OwnerToken == "" {
-		e.t.Errorf("lease of %q has an empty OwnerToken", thread)
-	}
-	if want := e.clock.Now().Add(dur); !l.ExpiresAt.Equal(want) {
-		e.t.Errorf("lease ExpiresAt = %v, want now + %v = %v", l.ExpiresAt, dur, want)
-	}
-	if l.RenewAfter != renewAfter {
-		e.t.Errorf("lease RenewAfter = %v, want %v", l.RenewAfter, renewAfter)
-	}
+	assert.Equal(e.t, thread, l.ThreadID, "lease ThreadID")
+	assert.NotEmpty(e.t, l.OwnerToken, "lease OwnerToken of %q", thread)
+	assert.WithinDuration(e.t, e.clock.Now().Add(dur), l.ExpiresAt, 0, "lease ExpiresAt, now + %v", dur)
+	assert.Equal(e.t, renewAfter, l.RenewAfter, "lease RenewAfter")
 }
 
 // conflict expects AcquireWriter(thread) to fail with ErrWriterConflict.
@@ -49,8 +45,8 @@ func (e *env) conflict(what, thread string) {
 func (e *env) writerLost(what string, w ckptstore.Writer, thread string) {
 	e.t.Helper()
 	head := e.head(thread)
-	c := cp(fmt.Sprintf("lost-%d", len(e.ids)), thread, head)
-	c.Files = []ckptstore.Entry{file("f", 77, 1)}
+	c := testkit.Checkpoint(thread, fmt.Sprintf("lost-%d", len(e.ids)), head, 1000)
+	c.Files = []ckptstore.Entry{testkit.File("f", 77, 1)}
 	e.appendFails(what+": Append", c, head, w, ckptstore.ErrWriterLost)
 	if head != "" {
 		e.fails(what+": DeleteHead", ckptstore.ErrWriterLost, func() error {
@@ -67,7 +63,7 @@ func (e *env) writerLost(what string, w ckptstore.Writer, thread string) {
 		if e.head("fork-source") == "" {
 			// A lease on the source thread, left to expire with the others.
 			fw := e.acquire("fork-source").Writer
-			e.append(cp("fork-source-cp", "fork-source", ""), fw)
+			e.append(testkit.Checkpoint("fork-source", "fork-source-cp", "", 1000), fw)
 		}
 		e.track(nil, "lost-fork")
 		e.fails(what+": ForkFromCheckpoint", ckptstore.ErrWriterLost, func() error {
@@ -82,7 +78,7 @@ func (e *env) writerLost(what string, w ckptstore.Writer, thread string) {
 // works checks that w can still write to thread by appending a checkpoint.
 func (e *env) works(what string, w ckptstore.Writer, thread string) {
 	e.t.Helper()
-	c := cp(fmt.Sprintf("ok-%d", len(e.ids)), thread, "")
+	c := testkit.Checkpoint(thread, fmt.Sprintf("ok-%d", len(e.ids)), "", 1000)
 	e.track(nil, c.ID)
 	head := e.head(thread)
 	c.ParentCheckpointID = head
@@ -163,7 +159,7 @@ func (s *suite) leasesRenew(t *testing.T) {
 	l := e.acquire("t")
 	e.clock.Advance(30 * time.Millisecond)
 	exp, err := l.Renew(e.ctx)
-	must(t, "Renew", err)
+	require.NoError(t, err, "Renew")
 	want := e.clock.Now().Add(LeaseDuration)
 	if !exp.Equal(want) || !l.ExpiresAt.Equal(want) {
 		t.Errorf("Renew returned %v and set ExpiresAt %v, want now + duration = %v", exp, l.ExpiresAt, want)
@@ -190,7 +186,7 @@ func (s *suite) leasesRenewKeepsAlive(t *testing.T) {
 	for i := 0; i < 12; i++ {
 		e.clock.Advance(RenewAfter)
 		_, err := l.Renew(e.ctx)
-		must(t, fmt.Sprintf("Renew %d", i), err)
+		require.NoError(t, err, "Renew %d", i)
 	}
 	e.conflict("after 12 renewals", "t")
 	e.works("after 12 renewals", l.Writer, "t")

@@ -26,8 +26,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ckptstore/ckptstore"
+	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
+
+	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/internal/testkit"
 )
 
 // model is the contract as plain data.
@@ -369,13 +372,13 @@ func (mc *machine) drawContent(t *rapid.T, c *ckptstore.Checkpoint, allowInvalid
 	for _, p := range []string{"a", "b", "x/y"} {
 		switch rapid.IntRange(0, 2).Draw(t, "entry "+p) {
 		case 1:
-			c.Files = append(c.Files, file(p, rapid.IntRange(0, 3).Draw(t, "key "+p), 1))
+			c.Files = append(c.Files, testkit.File(p, rapid.IntRange(0, 3).Draw(t, "key "+p), 1))
 		case 2:
-			c.Files = append(c.Files, dir(p))
+			c.Files = append(c.Files, testkit.Dir(p))
 		}
 	}
 	for i := rapid.IntRange(0, 2).Draw(t, "artifacts"); i > 0; i-- {
-		c.Artifacts = append(c.Artifacts, artifact(fmt.Sprint(i), rapid.IntRange(0, 2).Draw(t, "artifact key")))
+		c.Artifacts = append(c.Artifacts, testkit.Artifact(fmt.Sprint(i), rapid.IntRange(0, 2).Draw(t, "artifact key")))
 	}
 	if rapid.Bool().Draw(t, "conversation?") {
 		c.Conversation = []byte(`[{"role":"user", "content":"hi"}]`)
@@ -387,13 +390,13 @@ func (mc *machine) drawContent(t *rapid.T, c *ckptstore.Checkpoint, allowInvalid
 	case 0:
 		c.CreatedAt = nan
 	case 1:
-		c.Files = append(c.Files, file("/abs", 1, 1))
+		c.Files = append(c.Files, testkit.File("/abs", 1, 1))
 	case 2:
 		c.Files = append(c.Files, ckptstore.Entry{Path: "k", Kind: ckptstore.KindFile, BlobKey: "sandbox-files/sha256/" + hex64[:63] + "A", Size: 1})
 	case 3:
 		c.Files = append(c.Files, ckptstore.Entry{Path: "d", Kind: ckptstore.KindDir, Size: 1})
 	case 4:
-		a := artifact("bad", 1)
+		a := testkit.Artifact("bad", 1)
 		a.Name = ""
 		c.Artifacts = append(c.Artifacts, a)
 	case 5:
@@ -417,8 +420,8 @@ func (mc *machine) use(id string) {
 func (mc *machine) agree(t *rapid.T, op, what string, err, want error) {
 	t.Helper()
 	mc.stats[op+" → "+errName(want)]++
-	if m := errMismatch(err, want); m != "" {
-		t.Fatalf("%s: store and model differ: %s", what, m)
+	if !wantErr(t, what+": store and model differ", err, want) {
+		t.FailNow()
 	}
 }
 
@@ -643,9 +646,7 @@ func (mc *machine) prune(t *rapid.T) {
 		doomed = ch[keep:]
 		slices.Reverse(doomed)
 	}
-	if len(deleted) != len(doomed) || (len(doomed) > 0 && !slices.Equal(deleted, doomed)) {
-		t.Fatalf("DeleteCheckpoints(%q, %d) deleted %q, model says %q", th, keep, deleted, doomed)
-	}
+	require.Equal(t, orNil(doomed), orNil(deleted), "DeleteCheckpoints(%q, %d) deleted, against the model", th, keep)
 	for _, id := range doomed {
 		delete(mc.m.cps, id)
 	}
@@ -702,14 +703,12 @@ func (mc *machine) fork(t *rapid.T) {
 		return
 	}
 	root := wantForkRoot(src, in)
-	if d := cpDiff(got, root); d != "" {
-		t.Fatalf("ForkFromCheckpoint returned: %s", d)
-	}
+	mustCP(t, got, root, "ForkFromCheckpoint returned")
 	mc.m.cps[root.ID] = root
 	mc.m.thread(root.ThreadID).head = root.ID
 	mc.use(root.ID)
 	if mc.transcripts != nil {
-		tr := string(convBytes(root.Conversation))
+		tr := string(canon(root).Conversation)
 		mc.m.thread(root.ThreadID).transcript = &tr
 	}
 }
@@ -722,9 +721,7 @@ func (mc *machine) get(t *rapid.T) {
 		return
 	}
 	mc.agree(t, "Get", "Get", err, nil)
-	if d := cpDiff(got, mc.m.cps[id]); d != "" {
-		t.Fatalf("Get(%q): %s", id, d)
-	}
+	mustCP(t, got, mc.m.cps[id], "Get(%q)", id)
 }
 
 func (mc *machine) list(t *rapid.T) {
@@ -735,9 +732,7 @@ func (mc *machine) list(t *rapid.T) {
 		return
 	}
 	mc.agree(t, "List", "List", err, nil)
-	if d := listDiff(got, mc.m.list(th)); d != "" {
-		t.Fatalf("List(%q): %s", th, d)
-	}
+	mustCPs(t, got, mc.m.list(th), "List(%q)", th)
 }
 
 func (mc *machine) headOf(t *rapid.T) {
@@ -756,9 +751,7 @@ func (mc *machine) headOf(t *rapid.T) {
 func (mc *machine) refs(t *rapid.T) {
 	got, err := mc.s.BlobReferences(t.Context())
 	mc.agree(t, "BlobReferences", "BlobReferences", err, nil)
-	if d := refsDiff(got, recount(mc.m.all())); d != "" {
-		t.Fatalf("BlobReferences: %s", d)
-	}
+	mustRefList(t, got, testkit.Recount(mc.m.all()), "BlobReferences")
 }
 
 // checkAll compares the whole store with the model.
@@ -772,17 +765,13 @@ func (mc *machine) checkAll(t *rapid.T) {
 		}
 		l, err := mc.s.List(t.Context(), th)
 		mc.agree(t, "final read", "List", err, nil)
-		if d := listDiff(l, mc.m.list(th)); d != "" {
-			t.Fatalf("at the end: List(%q): %s", th, d)
-		}
+		mustCPs(t, l, mc.m.list(th), "at the end: List(%q)", th)
 		stored = append(stored, l...)
 	}
 	for _, id := range mc.ids {
 		c, err := mc.s.Get(t.Context(), id)
 		mc.agree(t, "final read", "Get", err, nil)
-		if d := cpDiff(c, mc.m.cps[id]); d != "" {
-			t.Fatalf("at the end: Get(%q): %s", id, d)
-		}
+		mustCP(t, c, mc.m.cps[id], "at the end: Get(%q)", id)
 	}
 	for _, th := range modelThreads {
 		if mc.transcripts != nil {
@@ -796,16 +785,11 @@ func (mc *machine) checkAll(t *rapid.T) {
 	if mc.lister != nil {
 		got, next, err := mc.lister.Threads(t.Context(), "", 0)
 		mc.agree(t, "final read", "Threads", err, nil)
-		if want := mc.m.listed(); !slices.Equal(got, want) && len(got)+len(want) > 0 || next != "" {
-			t.Fatalf("at the end: Threads = %q (next %q), model says %q", got, next, want)
-		}
+		require.Equal(t, orNil(mc.m.listed()), orNil(got), "at the end: Threads, against the model")
+		require.Empty(t, next, "at the end: Threads' next cursor")
 	}
 	got, err := mc.s.BlobReferences(t.Context())
 	mc.agree(t, "final read", "BlobReferences", err, nil)
-	if d := refsDiff(got, recount(stored)); d != "" {
-		t.Fatalf("at the end: BlobReferences differ from a recount of the stored checkpoints: %s", d)
-	}
-	if d := refsDiff(got, recount(mc.m.all())); d != "" {
-		t.Fatalf("at the end: BlobReferences differ from the model: %s", d)
-	}
+	mustRefList(t, got, testkit.Recount(stored), "at the end: BlobReferences differ from a recount of the stored checkpoints")
+	mustRefList(t, got, testkit.Recount(mc.m.all()), "at the end: BlobReferences differ from the model")
 }

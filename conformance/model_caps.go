@@ -10,8 +10,10 @@ import (
 	"math"
 	"slices"
 
-	"github.com/ckptstore/ckptstore"
+	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
+
+	"github.com/ckptstore/ckptstore"
 )
 
 // modelTranscripts are SaveThread inputs; bad marks those SaveThread must
@@ -150,9 +152,7 @@ func (mc *machine) listPage(t *rapid.T) {
 		n = 100
 	}
 	wantPage := rest[:min(n, len(rest))]
-	if d := listDiff(page, wantPage); d != "" {
-		t.Fatalf("%s: %s", what, d)
-	}
+	mustCPs(t, page, wantPage, "%s", what)
 	if more := len(rest) > n; (next != "") != more {
 		t.Fatalf("%s: next %q, but the model has %d more", what, next, len(rest)-len(wantPage))
 	}
@@ -188,9 +188,7 @@ func (mc *machine) threadsPage(t *rapid.T) {
 	if n == 0 {
 		n = 100
 	}
-	if w := rest[:min(n, len(rest))]; !slices.Equal(page, w) && len(page)+len(w) > 0 {
-		t.Fatalf("%s = %q, model says %q", what, page, w)
-	}
+	require.Equal(t, orNil(rest[:min(n, len(rest))]), orNil(page), "%s, against the model", what)
 	if more := len(rest) > n; (next != "") != more {
 		t.Fatalf("%s: next %q, but the model has %d more", what, next, len(rest)-min(n, len(rest)))
 	}
@@ -199,41 +197,34 @@ func (mc *machine) threadsPage(t *rapid.T) {
 // sameCheckpoint is Import's equal content: every field, createdAt to the
 // bit.
 func sameCheckpoint(a, b *ckptstore.Checkpoint) bool {
-	return cpDiff(a, b) == "" && math.Float64bits(a.CreatedAt) == math.Float64bits(b.CreatedAt)
+	return sameCP(a, b) && math.Float64bits(a.CreatedAt) == math.Float64bits(b.CreatedAt)
 }
 
+// importBatch imports a random batch into a random thread: checkpoints as
+// stored anywhere, stored in the thread (changed or not), of another thread
+// or new, a head or none, a transcript or none, valid or not.
 func (mc *machine) importBatch(t *rapid.T) {
+	b, bad := mc.drawImport(t)
+	batch := make([]*ckptstore.Checkpoint, len(b.Checkpoints))
+	for i, c := range b.Checkpoints {
+		batch[i] = cloneCP(c)
+	}
+	n, err := mc.importer.Import(t.Context(), b)
+	want := mc.importWant(b, batch, bad)
+	mc.agree(t, "Import", fmt.Sprintf("Import(%q, %d checkpoints, head %v %q)", b.ThreadID, len(batch), b.SetHead, b.Head), err, want)
+	if want == nil {
+		mc.imported(t, b, batch, n)
+	}
+}
+
+// drawImport draws the batch of importBatch; bad reports that a
+// checkpoint's content or the transcript is invalid.
+func (mc *machine) drawImport(t *rapid.T) (b ckptstore.ImportBatch, bad bool) {
 	th := mc.drawThread(t, "thread")
-	b := ckptstore.ImportBatch{ThreadID: th}
-	badContent := false
+	b.ThreadID = th
 	for i := rapid.IntRange(0, 3).Draw(t, "checkpoints"); i > 0; i-- {
-		var c *ckptstore.Checkpoint
-		switch pick(t, "import kind", 4, 3, 2, 1) {
-		case 1: // as stored in any thread (a duplicate unless it is th's)
-			if all := mc.m.all(); len(all) > 0 {
-				sortLikeList(all)
-				c = cloneCP(rapid.SampledFrom(all).Draw(t, "stored"))
-				c.ThreadID = th
-			}
-		case 2: // stored in th, changed or not
-			if own := mc.m.list(th); len(own) > 0 {
-				c = cloneCP(rapid.SampledFrom(own).Draw(t, "own"))
-				switch rapid.IntRange(0, 3).Draw(t, "change") {
-				case 1:
-					c.Label += "x"
-				case 2:
-					c.CreatedAt = math.Copysign(c.CreatedAt, -c.CreatedAt) // ±0 differ, others too
-				}
-			}
-		case 3: // a checkpoint of another thread in th's batch
-			c = &ckptstore.Checkpoint{ID: mc.drawID(t, "id"), ThreadID: mc.drawThread(t, "its thread"), Reason: ckptstore.ReasonNamed}
-		}
-		if c == nil {
-			c = &ckptstore.Checkpoint{ID: mc.drawID(t, "id"), ThreadID: th, ParentCheckpointID: mc.drawRef(t, "parent")}
-			if mc.drawContent(t, c, true) {
-				badContent = true
-			}
-		}
+		c, badContent := mc.drawImported(t, th)
+		bad = bad || badContent
 		b.Checkpoints = append(b.Checkpoints, c)
 	}
 	switch pick(t, "set head", 2, 2, 1) {
@@ -242,61 +233,92 @@ func (mc *machine) importBatch(t *rapid.T) {
 	case 2:
 		b.SetHead, b.Head = true, mc.drawRef(t, "head")
 	}
-	badTranscript := false
 	if mc.transcripts != nil {
 		switch pick(t, "transcript", 4, 2, 1) {
 		case 1:
 			b.Transcript = json.RawMessage(`["imported"]`)
 		case 2:
-			b.Transcript, badTranscript = json.RawMessage(`{}`), true
+			b.Transcript, bad = json.RawMessage(`{}`), true
 		}
 	}
 	b.Writer = mc.drawWriter(t, th)
-	batch := make([]*ckptstore.Checkpoint, len(b.Checkpoints))
-	for i, c := range b.Checkpoints {
-		batch[i] = cloneCP(c)
-	}
-	n, err := mc.importer.Import(t.Context(), b)
+	return b, bad
+}
 
-	want := func() error {
-		if anyInvalid(th, b.Writer.ThreadID) {
-			return ckptstore.ErrInvalidID
+// drawImported draws one checkpoint of a batch for thread th; bad reports
+// that its content is invalid.
+func (mc *machine) drawImported(t *rapid.T, th string) (c *ckptstore.Checkpoint, bad bool) {
+	switch pick(t, "import kind", 4, 3, 2, 1) {
+	case 1: // as stored in any thread (a duplicate unless it is th's)
+		if all := mc.m.all(); len(all) > 0 {
+			sortLikeList(all)
+			c = cloneCP(rapid.SampledFrom(all).Draw(t, "stored"))
+			c.ThreadID = th
 		}
-		for _, c := range batch {
-			if anyInvalid(c.ID, c.ThreadID) || optInvalid(c.ParentCheckpointID) {
-				return ckptstore.ErrInvalidID
+	case 2: // stored in th, changed or not
+		if own := mc.m.list(th); len(own) > 0 {
+			c = cloneCP(rapid.SampledFrom(own).Draw(t, "own"))
+			switch rapid.IntRange(0, 3).Draw(t, "change") {
+			case 1:
+				c.Label += "x"
+			case 2:
+				c.CreatedAt = math.Copysign(c.CreatedAt, -c.CreatedAt) // ±0 differ, others too
 			}
 		}
-		if b.SetHead && optInvalid(b.Head) {
+	case 3: // a checkpoint of another thread in th's batch
+		c = &ckptstore.Checkpoint{ID: mc.drawID(t, "id"), ThreadID: mc.drawThread(t, "its thread"), Reason: ckptstore.ReasonNamed}
+	}
+	if c == nil {
+		c = &ckptstore.Checkpoint{ID: mc.drawID(t, "id"), ThreadID: th, ParentCheckpointID: mc.drawRef(t, "parent")}
+		bad = mc.drawContent(t, c, true)
+	}
+	return c, bad
+}
+
+// importWant is the model's error for importing b, whose checkpoints as
+// given are batch, in the contract's check order; bad says drawImport
+// made its content or transcript invalid.
+func (mc *machine) importWant(b ckptstore.ImportBatch, batch []*ckptstore.Checkpoint, bad bool) error {
+	th := b.ThreadID
+	if anyInvalid(th, b.Writer.ThreadID) {
+		return ckptstore.ErrInvalidID
+	}
+	for _, c := range batch {
+		if anyInvalid(c.ID, c.ThreadID) || optInvalid(c.ParentCheckpointID) {
 			return ckptstore.ErrInvalidID
 		}
-		seen := map[string]bool{}
-		for _, c := range batch {
-			if c.ThreadID != th || seen[c.ID] {
-				return ckptstore.ErrInvalidEntry
-			}
-			seen[c.ID] = true
-		}
-		if badContent || badTranscript {
+	}
+	if b.SetHead && optInvalid(b.Head) {
+		return ckptstore.ErrInvalidID
+	}
+	seen := map[string]bool{}
+	for _, c := range batch {
+		if c.ThreadID != th || seen[c.ID] {
 			return ckptstore.ErrInvalidEntry
 		}
-		if !mc.m.current(th, b.Writer) {
-			return ckptstore.ErrWriterLost
-		}
-		for _, c := range batch {
-			if old := mc.m.cps[c.ID]; old != nil && (old.ThreadID != th || !sameCheckpoint(old, c)) {
-				return ckptstore.ErrDuplicateID
-			}
-		}
-		if h := mc.m.head(th); b.SetHead && h != "" && h != b.Head {
-			return ckptstore.ErrConflict
-		}
-		return nil
-	}()
-	mc.agree(t, "Import", fmt.Sprintf("Import(%q, %d checkpoints, head %v %q)", th, len(batch), b.SetHead, b.Head), err, want)
-	if want != nil {
-		return
+		seen[c.ID] = true
 	}
+	if bad {
+		return ckptstore.ErrInvalidEntry
+	}
+	if !mc.m.current(th, b.Writer) {
+		return ckptstore.ErrWriterLost
+	}
+	for _, c := range batch {
+		if old := mc.m.cps[c.ID]; old != nil && (old.ThreadID != th || !sameCheckpoint(old, c)) {
+			return ckptstore.ErrDuplicateID
+		}
+	}
+	if h := mc.m.head(th); b.SetHead && h != "" && h != b.Head {
+		return ckptstore.ErrConflict
+	}
+	return nil
+}
+
+// imported applies a successful import of b to the model: the new
+// checkpoints of batch, the head and the transcript; n is the count the
+// store reported.
+func (mc *machine) imported(t *rapid.T, b ckptstore.ImportBatch, batch []*ckptstore.Checkpoint, n int) {
 	written := 0
 	for _, c := range batch {
 		if mc.m.cps[c.ID] == nil {
@@ -305,10 +327,8 @@ func (mc *machine) importBatch(t *rapid.T) {
 			written++
 		}
 	}
-	if n != written {
-		t.Fatalf("Import reported %d written, model says %d", n, written)
-	}
-	mt := mc.m.thread(th)
+	require.Equal(t, written, n, "Import reported written, against the model")
+	mt := mc.m.thread(b.ThreadID)
 	if b.SetHead {
 		mt.head = b.Head
 	}

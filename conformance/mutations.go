@@ -12,10 +12,13 @@ package conformance
 
 import (
 	"context"
-	"slices"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/internal/testkit"
 )
 
 func (s *suite) testDeleteHead(t *testing.T) {
@@ -23,7 +26,7 @@ func (s *suite) testDeleteHead(t *testing.T) {
 		e := s.env(t)
 		w := e.chain("t", nil, "a", "b", "c")
 		for _, step := range []struct{ del, head string }{{"c", "b"}, {"b", "a"}, {"a", ""}} {
-			must(t, "DeleteHead "+step.del, e.s.DeleteHead(e.ctx, "t", step.del, w))
+			require.NoError(t, e.s.DeleteHead(e.ctx, "t", step.del, w), "DeleteHead "+step.del)
 			e.wantHead("t", step.head)
 			if c := e.get(step.del); c != nil {
 				t.Errorf("Get(%q) after DeleteHead = %+v, want nil", step.del, c)
@@ -49,8 +52,8 @@ func (s *suite) testDeleteHead(t *testing.T) {
 		p := e.pruner()
 		w := e.chain("t", nil, "a", "b", "c")
 		_, err := p.DeleteCheckpoints(e.ctx, "t", 1, w)
-		must(t, "DeleteCheckpoints(keep 1)", err)
-		must(t, "DeleteHead c", e.s.DeleteHead(e.ctx, "t", "c", w))
+		require.NoError(t, err, "DeleteCheckpoints(keep 1)")
+		require.NoError(t, e.s.DeleteHead(e.ctx, "t", "c", w), "DeleteHead c")
 		// The head moved to c's parent as stored, which no longer exists.
 		e.wantHead("t", "b")
 		if c := e.get("b"); c != nil {
@@ -60,12 +63,12 @@ func (s *suite) testDeleteHead(t *testing.T) {
 		e.fails("DeleteHead of a head that does not exist", ckptstore.ErrNotHead, func() error {
 			return e.s.DeleteHead(e.ctx, "t", "b", w)
 		})
-		e.appendFails("Append on no head", cp("d", "t", ""), "", w, ckptstore.ErrConflict)
-		must(t, "Append on the missing head", e.s.Append(e.ctx, cp("d", "t", "b"), "b", w))
+		e.appendFails("Append on no head", testkit.Checkpoint("t", "d", "", 1000), "", w, ckptstore.ErrConflict)
+		require.NoError(t, e.s.Append(e.ctx, testkit.Checkpoint("t", "d", "b", 1000), "b", w), "Append on the missing head")
 		e.wantHead("t", "d")
 		e.wantList("t", "d")
 		// The missing head's id is free again, even in its own thread.
-		e.append(cp("b", "t", ""), w)
+		e.append(testkit.Checkpoint("t", "b", "", 1000), w)
 		e.wantList("t", "b", "d")
 	})
 	t.Run("HeadInAnotherThread", func(t *testing.T) {
@@ -73,19 +76,19 @@ func (s *suite) testDeleteHead(t *testing.T) {
 		p := e.pruner()
 		wt := e.chain("t", nil, "p", "q")
 		_, err := p.DeleteCheckpoints(e.ctx, "t", 1, wt)
-		must(t, "DeleteCheckpoints(t, 1)", err)
+		require.NoError(t, err, "DeleteCheckpoints(t, 1)")
 		wu := e.chain("u", nil, "p") // p's id, reused by u
-		must(t, "DeleteHead q", e.s.DeleteHead(e.ctx, "t", "q", wt))
+		require.NoError(t, e.s.DeleteHead(e.ctx, "t", "q", wt), "DeleteHead q")
 		e.wantHead("t", "p")
 		e.wantList("t")
 		e.fails("DeleteHead of t's head, which is u's checkpoint", ckptstore.ErrNotHead, func() error {
 			return e.s.DeleteHead(e.ctx, "t", "p", wt)
 		})
-		must(t, "Append on the foreign head", e.s.Append(e.ctx, cp("r", "t", "p"), "p", wt))
+		require.NoError(t, e.s.Append(e.ctx, testkit.Checkpoint("t", "r", "p", 1000), "p", wt), "Append on the foreign head")
 		e.wantList("t", "r")
 		e.wantList("u", "p")
 		e.wantHead("u", "p")
-		must(t, "DeleteHead p in u", e.s.DeleteHead(e.ctx, "u", "p", wu))
+		require.NoError(t, e.s.DeleteHead(e.ctx, "u", "p", wu), "DeleteHead p in u")
 		e.wantHead("t", "r")
 		e.wantRecount()
 	})
@@ -107,33 +110,29 @@ func (s *suite) deleteCheckpointsFollowsChainNotCreatedAt(t *testing.T) {
 	// createdAt falls along the chain: the newest by createdAt are the
 	// farthest from the head.
 	for i, id := range []string{"c1", "c2", "c3", "c4", "c5"} {
-		c := cp(id, "t", "")
+		c := testkit.Checkpoint("t", id, "", 1000)
 		c.CreatedAt = float64(10 - i)
-		c.Files = []ckptstore.Entry{file("f", i, 1), file("shared", 100, 1)}
+		c.Files = []ckptstore.Entry{testkit.File("f", i, 1), testkit.File("shared", 100, 1)}
 		e.append(c, w)
 	}
 	kept := []*ckptstore.Checkpoint{e.get("c5"), e.get("c4")}
 	deleted, err := p.DeleteCheckpoints(e.ctx, "t", 2, w)
-	must(t, "DeleteCheckpoints(keep 2)", err)
-	if want := []string{"c1", "c2", "c3"}; !slices.Equal(deleted, want) {
-		t.Errorf("deleted %q, want %q (chain order, farthest from the head first)", deleted, want)
-	}
+	require.NoError(t, err, "DeleteCheckpoints(keep 2)")
+	assert.Equal(t, []string{"c1", "c2", "c3"}, deleted, "deleted, in chain order, farthest from the head first")
 	e.wantList("t", "c5", "c4")
 	e.wantHead("t", "c5")
 	for _, k := range kept {
-		if d := cpDiff(e.get(k.ID), k); d != "" {
-			t.Errorf("kept checkpoint %q changed: %s", k.ID, d)
-		}
+		wantCP(t, e.get(k.ID), k, "kept checkpoint %q changed", k.ID)
 	}
 	for _, id := range deleted {
 		if c := e.get(id); c != nil {
 			t.Errorf("Get(%q) after pruning = %+v, want nil", id, c)
 		}
 	}
-	e.wantRefs(ckptstore.BlobRef{Key: fileKey(3), References: 1}, ckptstore.BlobRef{Key: fileKey(4), References: 1},
-		ckptstore.BlobRef{Key: fileKey(100), References: 2})
+	e.wantRefs(ckptstore.BlobRef{Key: testkit.FileKey(3), References: 1}, ckptstore.BlobRef{Key: testkit.FileKey(4), References: 1},
+		ckptstore.BlobRef{Key: testkit.FileKey(100), References: 2})
 	// The pruned ids may be used again.
-	e.append(cp("c1", "t", ""), w)
+	e.append(testkit.Checkpoint("t", "c1", "", 1000), w)
 }
 
 func (s *suite) deleteCheckpointsNothingToDelete(t *testing.T) {
@@ -166,15 +165,12 @@ func (s *suite) deleteCheckpointsKeepOne(t *testing.T) {
 	e.chain("u", nil, "other")
 	before := e.snap()
 	deleted, err := p.DeleteCheckpoints(e.ctx, "t", 1, w)
-	must(t, "DeleteCheckpoints(keep 1)", err)
-	if want := []string{"a", "b", "c"}; !slices.Equal(deleted, want) {
-		t.Errorf("deleted %q, want %q", deleted, want)
-	}
+	require.NoError(t, err, "DeleteCheckpoints(keep 1)")
+	assert.Equal(t, []string{"a", "b", "c"}, deleted, "deleted")
 	e.wantList("t", "d")
 	after := e.snap()
-	if d := cpDiff(after.gets["other"], before.gets["other"]); d != "" || after.heads["u"] != "other" {
-		t.Errorf("pruning t changed thread u: %s", d)
-	}
+	wantCP(t, after.gets["other"], before.gets["other"], "pruning t changed thread u")
+	assert.Equal(t, "other", after.heads["u"], "pruning t changed thread u's head")
 	e.wantRecount()
 }
 
@@ -185,15 +181,13 @@ func (s *suite) deleteCheckpointsForeignAncestorsStay(t *testing.T) {
 	p := e.pruner()
 	wt := e.chain("t", nil, "p", "q")
 	_, err := p.DeleteCheckpoints(e.ctx, "t", 1, wt)
-	must(t, "DeleteCheckpoints(t, 1)", err)
+	require.NoError(t, err, "DeleteCheckpoints(t, 1)")
 	e.chain("u", nil, "p")
-	e.append(cp("r", "t", ""), wt)
-	e.append(cp("s", "t", ""), wt)
+	e.append(testkit.Checkpoint("t", "r", "", 1000), wt)
+	e.append(testkit.Checkpoint("t", "s", "", 1000), wt)
 	deleted, err := p.DeleteCheckpoints(e.ctx, "t", 1, wt)
-	must(t, "DeleteCheckpoints(t, 1) again", err)
-	if want := []string{"q", "r"}; !slices.Equal(deleted, want) {
-		t.Errorf("deleted %q, want %q", deleted, want)
-	}
+	require.NoError(t, err, "DeleteCheckpoints(t, 1) again")
+	assert.Equal(t, []string{"q", "r"}, deleted, "deleted")
 	e.wantList("t", "s")
 	e.wantList("u", "p")
 	e.wantHead("u", "p")
@@ -207,8 +201,8 @@ func (s *suite) deleteCheckpointsParentCycle(t *testing.T) {
 	p := e.pruner()
 	w := e.chain("t", nil, "x", "y")
 	_, err := p.DeleteCheckpoints(e.ctx, "t", 1, w)
-	must(t, "DeleteCheckpoints(keep 1)", err)
-	e.append(cp("x", "t", ""), w) // parent y; y's parent is x
+	require.NoError(t, err, "DeleteCheckpoints(keep 1)")
+	e.append(testkit.Checkpoint("t", "x", "", 1000), w) // parent y; y's parent is x
 	e.wantList("t", "x", "y")
 	e.fails("DeleteCheckpoints(keep 2) of a 2-cycle", nil, func() error {
 		d, err := p.DeleteCheckpoints(e.ctx, "t", 2, w)
@@ -217,12 +211,10 @@ func (s *suite) deleteCheckpointsParentCycle(t *testing.T) {
 		}
 		return err
 	})
-	e.append(cp("z", "t", ""), w) // z → x → y → x
+	e.append(testkit.Checkpoint("t", "z", "", 1000), w) // z → x → y → x
 	deleted, err := p.DeleteCheckpoints(e.ctx, "t", 1, w)
-	must(t, "DeleteCheckpoints(keep 1) of a cycle", err)
-	if want := []string{"y", "x"}; !slices.Equal(deleted, want) {
-		t.Errorf("deleted %q, want %q", deleted, want)
-	}
+	require.NoError(t, err, "DeleteCheckpoints(keep 1) of a cycle")
+	assert.Equal(t, []string{"y", "x"}, deleted, "deleted")
 	e.wantList("t", "z")
 	e.wantRecount()
 }
@@ -238,10 +230,8 @@ func (s *suite) deleteCheckpointsKeepNewest(t *testing.T) {
 	})
 	l.Release(e.ctx)
 	deleted, err := ckptstore.KeepNewest(e.ctx, e.s, "t", 2)
-	must(t, "KeepNewest", err)
-	if want := []string{"a"}; !slices.Equal(deleted, want) {
-		t.Errorf("KeepNewest deleted %q, want %q", deleted, want)
-	}
+	require.NoError(t, err, "KeepNewest")
+	assert.Equal(t, []string{"a"}, deleted, "KeepNewest deleted")
 	e.acquire("t") // KeepNewest released its lease
 	e.wantList("t", "b", "c")
 }
@@ -278,30 +268,21 @@ func (s *suite) forkRoot(t *testing.T) {
 	in := ckptstore.ForkInput{SourceThreadID: "src", SourceCheckpointID: "a",
 		DestinationThreadID: "dest", DestinationCheckpointID: "f1", CreatedAt: -42.5, Writer: wd}
 	got, err := f.ForkFromCheckpoint(e.ctx, in)
-	must(t, "ForkFromCheckpoint", err)
+	require.NoError(t, err, "ForkFromCheckpoint")
 	want := wantForkRoot(src, in)
-	if d := cpDiff(got, want); d != "" {
-		t.Errorf("ForkFromCheckpoint returned: %s", d)
-	}
-	if d := cpDiff(e.get("f1"), want); d != "" {
-		t.Errorf("Get(f1): %s", d)
-	}
+	wantCP(t, got, want, "ForkFromCheckpoint returned")
+	wantCP(t, e.get("f1"), want, "Get(f1)")
 	e.wantHead("dest", "f1")
-	if d := listDiff(e.list("dest"), []*ckptstore.Checkpoint{want}); d != "" {
-		t.Errorf("List(dest): %s", d)
-	}
+	wantCPs(t, e.list("dest"), []*ckptstore.Checkpoint{want}, "List(dest)")
 	after := e.snap()
-	if after.heads["src"] != before.heads["src"] || listDiff(after.lists["src"], before.lists["src"]) != "" {
-		t.Errorf("the fork changed its source thread")
-	}
+	assert.Equal(t, before.heads["src"], after.heads["src"], "the fork changed its source thread's head")
+	wantCPs(t, after.lists["src"], before.lists["src"], "the fork changed its source thread")
 	e.wantRecount()
 	// Changing the returned root changes nothing stored.
 	scribble(got)
-	if d := cpDiff(e.get("f1"), want); d != "" {
-		t.Errorf("changing the returned fork root changed the store: %s", d)
-	}
+	wantCP(t, e.get("f1"), want, "changing the returned fork root changed the store")
 	// The destination goes on like any thread.
-	e.append(cp("f2", "dest", ""), wd)
+	e.append(testkit.Checkpoint("dest", "f2", "", 1000), wd)
 	e.wantList("dest", "f1", "f2")
 }
 
@@ -309,20 +290,20 @@ func (s *suite) forkCountsUp(t *testing.T) {
 	e := s.env(t)
 	f := e.forker()
 	ws := e.acquire("src").Writer
-	c := cp("a", "src", "")
-	c.Files = []ckptstore.Entry{file("x", 1, 1), file("y", 1, 1), file("z", 2, 1), dir("d")}
-	c.Artifacts = []ckptstore.Artifact{artifact("q", 1), artifact("r", 1)}
+	c := testkit.Checkpoint("src", "a", "", 1000)
+	c.Files = []ckptstore.Entry{testkit.File("x", 1, 1), testkit.File("y", 1, 1), testkit.File("z", 2, 1), testkit.Dir("d")}
+	c.Artifacts = []ckptstore.Artifact{testkit.Artifact("q", 1), testkit.Artifact("r", 1)}
 	e.append(c, ws)
 	for i, dest := range []string{"d1", "d2"} {
 		wd := e.acquire(dest).Writer
 		_, err := f.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{SourceThreadID: "src", SourceCheckpointID: "a",
 			DestinationThreadID: dest, DestinationCheckpointID: dest + "-root", CreatedAt: 1, Writer: wd})
-		must(t, "ForkFromCheckpoint into "+dest, err)
+		require.NoError(t, err, "ForkFromCheckpoint into "+dest)
 		n := int64(i + 2)
-		e.wantRefs(ckptstore.BlobRef{Key: artifactKey(1), References: n},
-			ckptstore.BlobRef{Key: fileKey(1), References: n}, ckptstore.BlobRef{Key: fileKey(2), References: n})
+		e.wantRefs(ckptstore.BlobRef{Key: testkit.ArtifactKey(1), References: n},
+			ckptstore.BlobRef{Key: testkit.FileKey(1), References: n}, ckptstore.BlobRef{Key: testkit.FileKey(2), References: n})
 	}
-	must(t, "DeleteHead of the source", e.s.DeleteHead(e.ctx, "src", "a", ws))
+	require.NoError(t, e.s.DeleteHead(e.ctx, "src", "a", ws), "DeleteHead of the source")
 	e.wantRecount()
 }
 
@@ -333,10 +314,10 @@ func (s *suite) forkIntoEmptiedThread(t *testing.T) {
 	f := e.forker()
 	e.chain("src", nil, "a")
 	wd := e.chain("dest", nil, "old")
-	must(t, "DeleteHead old", e.s.DeleteHead(e.ctx, "dest", "old", wd))
+	require.NoError(t, e.s.DeleteHead(e.ctx, "dest", "old", wd), "DeleteHead old")
 	_, err := f.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{SourceThreadID: "src", SourceCheckpointID: "a",
 		DestinationThreadID: "dest", DestinationCheckpointID: "old", CreatedAt: 1, Writer: wd})
-	must(t, "ForkFromCheckpoint into an emptied thread, reusing a deleted id", err)
+	require.NoError(t, err, "ForkFromCheckpoint into an emptied thread, reusing a deleted id")
 	e.wantList("dest", "old")
 	if c := e.get("old"); c == nil || c.Reason != ckptstore.ReasonForkRoot {
 		t.Errorf("Get(old) = %+v, want the fork root", c)
@@ -351,15 +332,13 @@ func (s *suite) forkForkOfForkAndSourceLeaseNotNeeded(t *testing.T) {
 	w1 := e.acquire("d1").Writer
 	_, err := f.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{SourceThreadID: "src", SourceCheckpointID: "a",
 		DestinationThreadID: "d1", DestinationCheckpointID: "r1", CreatedAt: 1, Writer: w1})
-	must(t, "fork src → d1", err)
+	require.NoError(t, err, "fork src → d1")
 	w2 := e.acquire("d2").Writer
 	in := ckptstore.ForkInput{SourceThreadID: "d1", SourceCheckpointID: "r1",
 		DestinationThreadID: "d2", DestinationCheckpointID: "r2", CreatedAt: 2, Writer: w2}
 	got, err := f.ForkFromCheckpoint(e.ctx, in)
-	must(t, "fork d1 → d2", err)
-	if d := cpDiff(got, wantForkRoot(e.get("r1"), in)); d != "" {
-		t.Errorf("fork of a fork root: %s", d)
-	}
+	require.NoError(t, err, "fork d1 → d2")
+	wantCP(t, got, wantForkRoot(e.get("r1"), in), "fork of a fork root")
 }
 
 func (s *suite) testContext(t *testing.T) {
@@ -381,7 +360,7 @@ func (s *suite) testContext(t *testing.T) {
 	canceled("Head", err)
 	_, err = e.s.BlobReferences(ctx)
 	canceled("BlobReferences", err)
-	canceled("Append", e.s.Append(ctx, cp("new", "t", "b"), "b", l.Writer))
+	canceled("Append", e.s.Append(ctx, testkit.Checkpoint("t", "new", "b", 1000), "b", l.Writer))
 	canceled("DeleteHead", e.s.DeleteHead(ctx, "t", "b", l.Writer))
 	_, err = e.s.AcquireWriter(ctx, "free")
 	canceled("AcquireWriter", err)

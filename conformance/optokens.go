@@ -12,7 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/internal/testkit"
 )
 
 // opTokens makes the op tokens of one run of testOpTokens.
@@ -44,13 +47,13 @@ func (s *suite) opTokensAppend(t *testing.T, o opTokens) {
 	e := s.env(t)
 	w := e.chain("t", nil, "a")
 	ctx := o.tok("append")
-	c := cp("b", "t", "a")
-	c.Files = []ckptstore.Entry{file("f", 1, 1)}
+	c := testkit.Checkpoint("t", "b", "a", 1000)
+	c.Files = []ckptstore.Entry{testkit.File("f", 1, 1)}
 	e.track(nil, "b")
-	must(t, "Append with an op token", e.s.Append(ctx, c, "a", w))
+	require.NoError(t, e.s.Append(ctx, c, "a", w), "Append with an op token")
 	e.fails("the repeated Append", nil, func() error { return e.s.Append(ctx, c, "a", w) })
 	// Still a success once the head has moved on.
-	e.append(cp("c", "t", ""), w)
+	e.append(testkit.Checkpoint("t", "c", "", 1000), w)
 	e.fails("the Append repeated after the head moved", nil, func() error { return e.s.Append(ctx, c, "a", w) })
 	e.wantList("t", "a", "b", "c")
 	e.wantRecount()
@@ -69,17 +72,17 @@ func (s *suite) opTokensFailedAppendRunsAgain(t *testing.T, o opTokens) {
 	e := s.env(t)
 	w := e.chain("t", nil, "a")
 	ctx := o.tok("append-failed")
-	e.appendFailsCtx(ctx, "Append on a stale head", cp("b", "t", ""), "", w, ckptstore.ErrConflict)
-	e.appendFailsCtx(ctx, "Append on a stale head, repeated", cp("b", "t", ""), "", w, ckptstore.ErrConflict)
-	e.appendFailsCtx(o.tok("append-forged"), "Append with a forged writer", cp("b", "t", "a"), "a", forged(w), ckptstore.ErrWriterLost)
-	e.appendFailsCtx(o.tok("append-forged"), "Append with a forged writer, repeated", cp("b", "t", "a"), "a", forged(w), ckptstore.ErrWriterLost)
+	e.appendFailsCtx(ctx, "Append on a stale head", testkit.Checkpoint("t", "b", "", 1000), "", w, ckptstore.ErrConflict)
+	e.appendFailsCtx(ctx, "Append on a stale head, repeated", testkit.Checkpoint("t", "b", "", 1000), "", w, ckptstore.ErrConflict)
+	e.appendFailsCtx(o.tok("append-forged"), "Append with a forged writer", testkit.Checkpoint("t", "b", "a", 1000), "a", forged(w), ckptstore.ErrWriterLost)
+	e.appendFailsCtx(o.tok("append-forged"), "Append with a forged writer, repeated", testkit.Checkpoint("t", "b", "a", 1000), "a", forged(w), ckptstore.ErrWriterLost)
 }
 
 func (s *suite) opTokensDeleteHead(t *testing.T, o opTokens) {
 	e := s.env(t)
 	w := e.chain("t", nil, "a", "b", "c")
 	ctx := o.tok("delete")
-	must(t, "DeleteHead with an op token", e.s.DeleteHead(ctx, "t", "c", w))
+	require.NoError(t, e.s.DeleteHead(ctx, "t", "c", w), "DeleteHead with an op token")
 	e.fails("the repeated DeleteHead", nil, func() error { return e.s.DeleteHead(ctx, "t", "c", w) })
 	e.wantHead("t", "b")
 	e.wantList("t", "a", "b")
@@ -103,24 +106,18 @@ func (s *suite) opTokensFork(t *testing.T, o opTokens) {
 		DestinationThreadID: "dest", DestinationCheckpointID: "root", CreatedAt: 3, Writer: wd}
 	ctx := o.tok("fork")
 	first, err := f.ForkFromCheckpoint(ctx, in)
-	must(t, "ForkFromCheckpoint with an op token", err)
+	require.NoError(t, err, "ForkFromCheckpoint with an op token")
 	want := wantForkRoot(e.get("a"), in)
-	if d := cpDiff(first, want); d != "" {
-		t.Errorf("ForkFromCheckpoint returned: %s", d)
-	}
+	wantCP(t, first, want, "ForkFromCheckpoint returned")
 	e.fails("the repeated fork", nil, func() error {
 		again, err := f.ForkFromCheckpoint(ctx, in)
 		if err == nil {
-			if d := cpDiff(again, want); d != "" {
-				t.Errorf("the repeated fork returned: %s", d)
-			}
+			wantCP(t, again, want, "the repeated fork returned")
 			scribble(again) // the caller's own copy
 		}
 		return err
 	})
-	if d := cpDiff(e.get("root"), want); d != "" {
-		t.Errorf("changing what the repeated fork returned changed the store: %s", d)
-	}
+	wantCP(t, e.get("root"), want, "changing what the repeated fork returned changed the store")
 	e.wantRecount()
 	e.fails("the same fork with another token", ckptstore.ErrForkDestinationNotEmpty, func() error {
 		_, err := f.ForkFromCheckpoint(o.tok("fork-2"), in)
@@ -132,7 +129,7 @@ func (s *suite) opTokensAcquireWriter(t *testing.T, o opTokens) {
 	e := s.env(t)
 	ctx := o.tok("acquire")
 	l, err := e.s.AcquireWriter(ctx, "t")
-	must(t, "AcquireWriter with an op token", err)
+	require.NoError(t, err, "AcquireWriter with an op token")
 	e.track([]string{"t"})
 	if l.OwnerToken != o.token("acquire") {
 		t.Errorf("the lease's owner token is %q, want the op token", l.OwnerToken)
@@ -140,7 +137,7 @@ func (s *suite) opTokensAcquireWriter(t *testing.T, o opTokens) {
 	e.checkLease(l, "t", LeaseDuration, RenewAfter)
 	e.clock.Advance(10 * time.Millisecond) // the repeat comes later; the lease is the same
 	again, err := e.s.AcquireWriter(ctx, "t")
-	must(t, "the repeated AcquireWriter", err)
+	require.NoError(t, err, "the repeated AcquireWriter")
 	if again.Writer != l.Writer || !again.ExpiresAt.Equal(l.ExpiresAt) {
 		t.Errorf("the repeated AcquireWriter returned %+v expiring %v, want the first lease %+v expiring %v",
 			again.Writer, again.ExpiresAt, l.Writer, l.ExpiresAt)
@@ -157,7 +154,7 @@ func (s *suite) opTokensAcquireWriter(t *testing.T, o opTokens) {
 	})
 	l.Release(e.ctx)
 	l2, err := e.s.AcquireWriter(ctx2, "t")
-	must(t, "AcquireWriter with the second token after release", err)
+	require.NoError(t, err, "AcquireWriter with the second token after release")
 	if l2.OwnerToken != o.token("acquire-2") || l2.Fence <= l.Fence {
 		t.Errorf("the second lease is %+v, want owner token %q and a fence above %d", l2.Writer, o.token("acquire-2"), l.Fence)
 	}
@@ -169,10 +166,10 @@ func (s *suite) opTokensTokensApart(t *testing.T, o opTokens) {
 	// One token per write: tokens of other writes change nothing.
 	e := s.env(t)
 	w := e.chain("t", nil, "a")
-	must(t, "Append b", e.s.Append(o.tok("x1"), cp("b", "t", "a"), "a", w))
-	must(t, "Append c", e.s.Append(o.tok("x2"), cp("c", "t", "b"), "b", w))
-	must(t, "DeleteHead c", e.s.DeleteHead(o.tok("x3"), "t", "c", w))
-	must(t, "DeleteHead b", e.s.DeleteHead(o.tok("x4"), "t", "b", w))
+	require.NoError(t, e.s.Append(o.tok("x1"), testkit.Checkpoint("t", "b", "a", 1000), "a", w), "Append b")
+	require.NoError(t, e.s.Append(o.tok("x2"), testkit.Checkpoint("t", "c", "b", 1000), "b", w), "Append c")
+	require.NoError(t, e.s.DeleteHead(o.tok("x3"), "t", "c", w), "DeleteHead c")
+	require.NoError(t, e.s.DeleteHead(o.tok("x4"), "t", "b", w), "DeleteHead b")
 	e.track(nil, "b", "c")
 	e.wantList("t", "a")
 	e.wantHead("t", "a")

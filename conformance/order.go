@@ -13,7 +13,10 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/internal/testkit"
 )
 
 // writerKind says which writer an input carries, relative to the thread the
@@ -42,6 +45,30 @@ var lostWriters = []struct {
 	{"stale writer", wStale},
 	{"other thread's writer", wOther},
 	{"thread id swapped", wThreadSwap},
+}
+
+// fieldVariant is a variant that changes one field with f and applies to
+// every store.
+func fieldVariant[I any](name, field string, f func(in *I)) variant[I] {
+	return variant[I]{name, []string{field}, func(_ *fixture, in *I) bool { f(in); return true }}
+}
+
+// writerVariant is the variant of field "writer" that set makes writer
+// kind k.
+func writerVariant[I any](name string, k writerKind, set func(in *I, k writerKind)) variant[I] {
+	return fieldVariant(name, "writer", func(in *I) { set(in, k) })
+}
+
+// lostVariants returns a writer variant for each of lostWriters, or only
+// for the kinds in only when it is not empty.
+func lostVariants[I any](set func(in *I, k writerKind), only ...writerKind) []variant[I] {
+	var lost []variant[I]
+	for _, l := range lostWriters {
+		if len(only) == 0 || slices.Contains(only, l.kind) {
+			lost = append(lost, writerVariant(l.name, l.kind, set))
+		}
+	}
+	return lost
 }
 
 // fixture is a store with threads in every state the order tests need:
@@ -73,20 +100,20 @@ func (s *suite) fixture(t *testing.T) *fixture {
 		f.live[th] = e.acquire(th).Writer
 	}
 	e.chain("t", ptr(f.live["t"]), "g", "h", "gone")
-	must(t, "DeleteHead gone", e.s.DeleteHead(e.ctx, "t", "gone", f.live["t"]))
+	require.NoError(t, e.s.DeleteHead(e.ctx, "t", "gone", f.live["t"]), "DeleteHead gone")
 	e.chain("u", ptr(f.live["u"]), "d")
 	e.chain("n", ptr(f.live["n"]), "x")
 	e.chain("w", ptr(f.live["w"]), "y")
 	if p, ok := e.s.(ckptstore.Pruner); ok {
 		e.chain("p", ptr(f.live["p"]), "p1", "p2")
 		_, err := p.DeleteCheckpoints(e.ctx, "p", 1, f.live["p"])
-		must(t, "DeleteCheckpoints(p, 1)", err)
-		must(t, "DeleteHead p2", e.s.DeleteHead(e.ctx, "p", "p2", f.live["p"]))
+		require.NoError(t, err, "DeleteCheckpoints(p, 1)")
+		require.NoError(t, e.s.DeleteHead(e.ctx, "p", "p2", f.live["p"]), "DeleteHead p2")
 		f.hasP = true
 	}
 	if tr, ok := e.s.(ckptstore.Transcripts); ok {
-		must(t, "SaveThread s", tr.SaveThread(e.ctx, "s", []byte(`[{"role":"user","content":"s"}]`)))
-		must(t, "SaveThread t", tr.SaveThread(e.ctx, "t", []byte(`["t"]`)))
+		require.NoError(t, tr.SaveThread(e.ctx, "s", []byte(`[{"role":"user","content":"s"}]`)), "SaveThread s")
+		require.NoError(t, tr.SaveThread(e.ctx, "t", []byte(`["t"]`)), "SaveThread t")
 		f.hasS = true
 	}
 	// Ids the writes under test would create, so snapshots cover them.
@@ -164,89 +191,107 @@ type orderTest[I any] struct {
 	read bool
 }
 
+// runOrder runs every check of ot alone, then every pair of checks
+// together, each failing input in its own subtest.
 func runOrder[I any](t *testing.T, s *suite, ot orderTest[I]) {
 	t.Helper()
-	setup := func(t *testing.T) *fixture {
-		t.Helper()
-		f := s.fixture(t)
-		if ot.needs != nil {
-			if msg := ot.needs(f); msg != "" {
-				t.Skip(msg)
-			}
-		}
-		return f
-	}
-	// build applies the variants to the base input; false when one does
-	// not apply to this store.
-	build := func(f *fixture, vs ...variant[I]) (I, bool) {
-		in := ot.base(f)
-		for _, v := range vs {
-			if !v.apply(f, &in) {
-				return in, false
-			}
-		}
-		return in, true
-	}
-	// attempt runs one failing write. Every write on a fixture must fail,
-	// so one snapshot taken at setup serves them all; after a write that
-	// did change the store, the next ones compare with the changed state,
-	// so one bug is reported once.
-	attempt := func(t *testing.T, f *fixture, want error, in I) {
-		t.Helper()
-		fe := f.env.with(t)
-		fe.noTranscripts = !ot.transcripts
-		ff := &fixture{env: fe, live: f.live, stale: f.stale, hasP: f.hasP, hasS: f.hasS}
-		wantErr(t, "the call", ot.run(ff, in), want)
-		if ot.read {
-			return
-		}
-		after := fe.snap()
-		if d := f.before.diff(after); d != "" {
-			t.Errorf("the write changed the store:\n\t%s", d)
-			f.before = after
-		}
-	}
 	for i, ci := range ot.checks {
-		t.Run(fmt.Sprintf("%d-%s", i+1, ci.name), func(t *testing.T) {
-			f := setup(t)
-			for _, v := range ci.variants {
-				t.Run(v.name, func(t *testing.T) {
-					in, ok := build(f, v)
-					if !ok {
-						t.Skipf("variant %q needs a capability this store lacks", v.name)
-					}
-					attempt(t, f, ci.err, in)
-				})
-			}
-		})
+		t.Run(fmt.Sprintf("%d-%s", i+1, ci.name), func(t *testing.T) { ot.runCheck(t, s, ci) })
 	}
-	for i, ci := range ot.checks {
+	for i := range ot.checks {
 		for j := i + 1; j < len(ot.checks); j++ {
-			cj := ot.checks[j]
+			ci, cj := ot.checks[i], ot.checks[j]
 			t.Run(fmt.Sprintf("%d+%d-%s-before-%s", i+1, j+1, ci.name, cj.name), func(t *testing.T) {
 				if why, ok := ot.impossible[[2]int{i + 1, j + 1}]; ok {
 					t.Skip("no input fails both checks: " + why)
 				}
-				f := setup(t)
-				n := 0
-				for _, vi := range ci.variants {
-					for _, vj := range cj.variants {
-						if overlap(vi.fields, vj.fields) {
-							continue
-						}
-						in, ok := build(f, vi, vj)
-						if !ok || (ci.holds != nil && !ci.holds(&in)) || (cj.holds != nil && !cj.holds(&in)) {
-							continue
-						}
-						n++
-						t.Run(vi.name+"+"+vj.name, func(t *testing.T) { attempt(t, f, ci.err, in) })
-					}
-				}
-				if n == 0 {
-					t.Fatalf("no input fails both %q and %q: the suite's variants are wrong", ci.name, cj.name)
-				}
+				ot.runPair(t, s, ci, cj)
 			})
 		}
+	}
+}
+
+// runCheck runs each variant of check c alone: each must fail with c's
+// error.
+func (ot orderTest[I]) runCheck(t *testing.T, s *suite, c check[I]) {
+	f := ot.setup(t, s)
+	for _, v := range c.variants {
+		t.Run(v.name, func(t *testing.T) {
+			in, ok := ot.build(f, v)
+			if !ok {
+				t.Skipf("variant %q needs a capability this store lacks", v.name)
+			}
+			ot.attempt(t, f, c.err, in)
+		})
+	}
+}
+
+// runPair runs every input that fails both ci and cj (ci the earlier
+// check): variants that touch other fields, both applied, each still
+// failing its check. Each must fail with ci's error, and there must be
+// one.
+func (ot orderTest[I]) runPair(t *testing.T, s *suite, ci, cj check[I]) {
+	f := ot.setup(t, s)
+	n := 0
+	for _, vi := range ci.variants {
+		for _, vj := range cj.variants {
+			if overlap(vi.fields, vj.fields) {
+				continue
+			}
+			in, ok := ot.build(f, vi, vj)
+			if !ok || (ci.holds != nil && !ci.holds(&in)) || (cj.holds != nil && !cj.holds(&in)) {
+				continue
+			}
+			n++
+			t.Run(vi.name+"+"+vj.name, func(t *testing.T) { ot.attempt(t, f, ci.err, in) })
+		}
+	}
+	if n == 0 {
+		t.Fatalf("no input fails both %q and %q: the suite's variants are wrong", ci.name, cj.name)
+	}
+}
+
+// setup returns a fresh fixture, or skips the test when the store lacks
+// the method.
+func (ot orderTest[I]) setup(t *testing.T, s *suite) *fixture {
+	t.Helper()
+	f := s.fixture(t)
+	if ot.needs != nil {
+		if msg := ot.needs(f); msg != "" {
+			t.Skip(msg)
+		}
+	}
+	return f
+}
+
+// build applies the variants to the base input; false when one does not
+// apply to this store.
+func (ot orderTest[I]) build(f *fixture, vs ...variant[I]) (I, bool) {
+	in := ot.base(f)
+	for _, v := range vs {
+		if !v.apply(f, &in) {
+			return in, false
+		}
+	}
+	return in, true
+}
+
+// attempt runs one failing call. Every write on a fixture must fail, so one
+// snapshot taken at setup serves them all; after a write that did change
+// the store, the next ones compare with the changed state, so one bug is
+// reported once.
+func (ot orderTest[I]) attempt(t *testing.T, f *fixture, want error, in I) {
+	t.Helper()
+	fe := f.env.with(t)
+	fe.noTranscripts = !ot.transcripts
+	ff := &fixture{env: fe, live: f.live, stale: f.stale, hasP: f.hasP, hasS: f.hasS}
+	wantErr(t, "the call", ot.run(ff, in), want)
+	if ot.read {
+		return
+	}
+	after := fe.snap()
+	if !sameSnapshot(t, f.before, after, "the write") {
+		f.before = after
 	}
 }
 
@@ -268,20 +313,12 @@ type appendIn struct {
 }
 
 func appendOrder() orderTest[appendIn] {
-	idv := func(name, field string, f func(in *appendIn)) variant[appendIn] {
-		return variant[appendIn]{name, []string{field}, func(_ *fixture, in *appendIn) bool { f(in); return true }}
-	}
-	writerv := func(name string, k writerKind) variant[appendIn] {
-		return variant[appendIn]{name, []string{"writer"}, func(_ *fixture, in *appendIn) bool { in.w = k; return true }}
-	}
-	var lost []variant[appendIn]
-	for _, l := range lostWriters {
-		lost = append(lost, writerv(l.name, l.kind))
-	}
+	idv := fieldVariant[appendIn]
+	setw := func(in *appendIn, k writerKind) { in.w = k }
 	return orderTest[appendIn]{
 		base: func(*fixture) appendIn {
-			c := cp("new", "t", "h")
-			c.Files = []ckptstore.Entry{file("f", 1, 1)}
+			c := testkit.Checkpoint("t", "new", "h", 1000)
+			c.Files = []ckptstore.Entry{testkit.File("f", 1, 1)}
 			return appendIn{c: c, expected: "h"}
 		},
 		run: func(f *fixture, in appendIn) error {
@@ -293,24 +330,24 @@ func appendOrder() orderTest[appendIn] {
 				idv("checkpoint id invalid", "id", func(in *appendIn) { in.c.ID = "\xff" }),
 				idv("thread id empty", "thread", func(in *appendIn) { in.c.ThreadID = "" }),
 				idv("thread id invalid", "thread", func(in *appendIn) { in.c.ThreadID = "t\xc3" }),
-				writerv("writer thread id empty", wBadThread),
+				writerVariant("writer thread id empty", wBadThread, setw),
 				idv("expected head invalid", "expected", func(in *appendIn) { in.expected = "\xed\xa0\x80" }),
 				idv("parent invalid", "parent", func(in *appendIn) { in.c.ParentCheckpointID = "\xc0\x80" }),
 			}},
 			{name: "entries", err: ckptstore.ErrInvalidEntry, variants: []variant[appendIn]{
 				idv("createdAt NaN", "createdAt", func(in *appendIn) { in.c.CreatedAt = nan }),
 				idv("createdAt -Inf", "createdAt", func(in *appendIn) { in.c.CreatedAt = negInf }),
-				idv("absolute path", "files", func(in *appendIn) { in.c.Files = []ckptstore.Entry{file("/etc/passwd", 1, 1)} }),
-				idv("file beneath file", "files", func(in *appendIn) { in.c.Files = []ckptstore.Entry{file("a", 1, 1), file("a/b", 1, 1)} }),
+				idv("absolute path", "files", func(in *appendIn) { in.c.Files = []ckptstore.Entry{testkit.File("/etc/passwd", 1, 1)} }),
+				idv("file beneath file", "files", func(in *appendIn) { in.c.Files = []ckptstore.Entry{testkit.File("a", 1, 1), testkit.File("a/b", 1, 1)} }),
 				idv("bad artifact key", "artifacts", func(in *appendIn) {
-					a := artifact("a", 1)
-					a.BlobKey = fileKey(1)
+					a := testkit.Artifact("a", 1)
+					a.BlobKey = testkit.FileKey(1)
 					in.c.Artifacts = []ckptstore.Artifact{a}
 				}),
 				idv("bad reason", "reason", func(in *appendIn) { in.c.Reason = "nope" }),
 				idv("conversation object", "conversation", func(in *appendIn) { in.c.Conversation = []byte(`{}`) }),
 			}},
-			{name: "writer", err: ckptstore.ErrWriterLost, variants: lost},
+			{name: "writer", err: ckptstore.ErrWriterLost, variants: lostVariants(setw)},
 			{name: "duplicate id", err: ckptstore.ErrDuplicateID, variants: []variant[appendIn]{
 				idv("id of another thread", "id", func(in *appendIn) { in.c.ID = "d" }),
 				idv("id of an older checkpoint", "id", func(in *appendIn) { in.c.ID = "g" }),
@@ -345,13 +382,8 @@ type deleteIn struct {
 }
 
 func deleteHeadOrder() orderTest[deleteIn] {
-	v := func(name, field string, f func(in *deleteIn)) variant[deleteIn] {
-		return variant[deleteIn]{name, []string{field}, func(_ *fixture, in *deleteIn) bool { f(in); return true }}
-	}
-	var lost []variant[deleteIn]
-	for _, l := range lostWriters {
-		lost = append(lost, v(l.name, "writer", func(in *deleteIn) { in.w = l.kind }))
-	}
+	v := fieldVariant[deleteIn]
+	lost := lostVariants(func(in *deleteIn, k writerKind) { in.w = k })
 	return orderTest[deleteIn]{
 		base: func(*fixture) deleteIn { return deleteIn{thread: "t", id: "h"} },
 		run: func(f *fixture, in deleteIn) error {
@@ -388,21 +420,11 @@ type pruneIn struct {
 }
 
 func pruneOrder() orderTest[pruneIn] {
-	v := func(name, field string, f func(in *pruneIn)) variant[pruneIn] {
-		return variant[pruneIn]{name, []string{field}, func(_ *fixture, in *pruneIn) bool { f(in); return true }}
-	}
-	var lost []variant[pruneIn]
-	for _, l := range lostWriters {
-		lost = append(lost, v(l.name, "writer", func(in *pruneIn) { in.w = l.kind }))
-	}
+	v := fieldVariant[pruneIn]
+	lost := lostVariants(func(in *pruneIn, k writerKind) { in.w = k })
 	return orderTest[pruneIn]{
-		needs: func(f *fixture) string {
-			if _, ok := f.s.(ckptstore.Pruner); !ok {
-				return fmt.Sprintf("store %T does not implement ckptstore.Pruner", f.s)
-			}
-			return ""
-		},
-		base: func(*fixture) pruneIn { return pruneIn{thread: "t", keep: 1} },
+		needs: func(f *fixture) string { return needs[ckptstore.Pruner](f, "Pruner") },
+		base:  func(*fixture) pruneIn { return pruneIn{thread: "t", keep: 1} },
 		run: func(f *fixture, in pruneIn) error {
 			deleted, err := f.s.(ckptstore.Pruner).DeleteCheckpoints(f.ctx, in.thread, in.keep, f.writer(in.w, in.thread, "t"))
 			if err != nil && len(deleted) > 0 {
@@ -430,91 +452,98 @@ func (s *suite) testDeleteCheckpointsOrder(t *testing.T) { runOrder(t, s, pruneO
 
 // ---- ForkFromCheckpoint ----
 
-func forkOrder() orderTest[ckptstore.ForkInput] {
-	type in = ckptstore.ForkInput
-	v := func(name, field string, f func(in *in)) variant[in] {
-		return variant[in]{name, []string{field}, func(_ *fixture, x *in) bool { f(x); return true }}
-	}
-	var lost []variant[in]
-	for _, l := range lostWriters {
-		lost = append(lost, v(l.name, "writer", func(x *in) { x.Writer.Fence = int64(l.kind) }))
-	}
-	// The writer kind travels in Writer.Fence until run turns it into the
-	// destination's writer, so that a variant changing the destination
-	// and one changing the writer combine.
-	return orderTest[in]{
-		needs: func(f *fixture) string {
-			if _, ok := f.s.(ckptstore.Forker); !ok {
-				return fmt.Sprintf("store %T does not implement ckptstore.Forker", f.s)
-			}
-			return ""
-		},
+// forkIn is ForkFromCheckpoint's input. The writer kind travels in
+// Writer.Fence until forkRun turns it into the destination's writer, so
+// that a variant changing the destination and one changing the writer
+// combine.
+type forkIn = ckptstore.ForkInput
+
+func forkOrder() orderTest[forkIn] {
+	return orderTest[forkIn]{
+		needs: func(f *fixture) string { return needs[ckptstore.Forker](f, "Forker") },
 		// Snapshots leave transcripts out, for speed: ForkTranscript
 		// proves that a refused fork writes none.
 		impossible: map[[2]int]string{{4, 5}: "a checkpoint that does not exist is in no thread"},
-		base: func(*fixture) in {
-			return in{SourceThreadID: "t", SourceCheckpointID: "g", DestinationThreadID: "e",
+		base: func(*fixture) forkIn {
+			return forkIn{SourceThreadID: "t", SourceCheckpointID: "g", DestinationThreadID: "e",
 				DestinationCheckpointID: "fork", CreatedAt: 5, Writer: ckptstore.Writer{Fence: int64(wLive)}}
 		},
-		run: func(f *fixture, x in) error {
-			x.Writer = f.writer(writerKind(x.Writer.Fence), x.DestinationThreadID, "e")
-			got, err := f.s.(ckptstore.Forker).ForkFromCheckpoint(f.ctx, x)
-			if err != nil && got != nil {
-				f.t.Errorf("ForkFromCheckpoint failed (%v) but returned a checkpoint %+v", err, got)
-			}
-			return err
-		},
-		checks: []check[in]{
-			{name: "ids", err: ckptstore.ErrInvalidID, variants: []variant[in]{
-				v("source thread empty", "st", func(x *in) { x.SourceThreadID = "" }),
-				v("source thread invalid", "st", func(x *in) { x.SourceThreadID = "\xff" }),
-				v("source checkpoint empty", "sc", func(x *in) { x.SourceCheckpointID = "" }),
-				v("source checkpoint invalid", "sc", func(x *in) { x.SourceCheckpointID = "g\xc3" }),
-				v("destination thread empty", "dt", func(x *in) { x.DestinationThreadID = "" }),
-				v("destination thread invalid", "dt", func(x *in) { x.DestinationThreadID = "\xed\xa0\x80" }),
-				v("destination checkpoint empty", "dc", func(x *in) { x.DestinationCheckpointID = "" }),
-				v("destination checkpoint invalid", "dc", func(x *in) { x.DestinationCheckpointID = "\xc0\x80" }),
-				v("writer thread empty", "writer", func(x *in) { x.Writer.Fence = int64(wBadThread) }),
+		run:    forkRun,
+		checks: forkChecks(),
+	}
+}
+
+// forkRun forks with the writer whose kind x.Writer.Fence names.
+func forkRun(f *fixture, x forkIn) error {
+	x.Writer = f.writer(writerKind(x.Writer.Fence), x.DestinationThreadID, "e")
+	got, err := f.s.(ckptstore.Forker).ForkFromCheckpoint(f.ctx, x)
+	if err != nil && got != nil {
+		f.t.Errorf("ForkFromCheckpoint failed (%v) but returned a checkpoint %+v", err, got)
+	}
+	return err
+}
+
+// forkChecks is ForkFromCheckpoint's check order.
+func forkChecks() []check[forkIn] {
+	type in = forkIn
+	v := fieldVariant[in]
+	setw := func(x *in, k writerKind) { x.Writer.Fence = int64(k) }
+	return []check[in]{
+		{name: "ids", err: ckptstore.ErrInvalidID, variants: []variant[in]{
+			v("source thread empty", "st", func(x *in) { x.SourceThreadID = "" }),
+			v("source thread invalid", "st", func(x *in) { x.SourceThreadID = "\xff" }),
+			v("source checkpoint empty", "sc", func(x *in) { x.SourceCheckpointID = "" }),
+			v("source checkpoint invalid", "sc", func(x *in) { x.SourceCheckpointID = "g\xc3" }),
+			v("destination thread empty", "dt", func(x *in) { x.DestinationThreadID = "" }),
+			v("destination thread invalid", "dt", func(x *in) { x.DestinationThreadID = "\xed\xa0\x80" }),
+			v("destination checkpoint empty", "dc", func(x *in) { x.DestinationCheckpointID = "" }),
+			v("destination checkpoint invalid", "dc", func(x *in) { x.DestinationCheckpointID = "\xc0\x80" }),
+			writerVariant("writer thread empty", wBadThread, setw),
+		}},
+		{name: "createdAt", err: ckptstore.ErrInvalidEntry, variants: []variant[in]{
+			v("NaN", "at", func(x *in) { x.CreatedAt = nan }),
+			v("+Inf", "at", func(x *in) { x.CreatedAt = posInf }),
+			v("-Inf", "at", func(x *in) { x.CreatedAt = negInf }),
+		}},
+		{name: "same thread", err: ckptstore.ErrForkSourceThreadMismatch,
+			holds: func(x *in) bool { return x.SourceThreadID == x.DestinationThreadID },
+			variants: []variant[in]{
+				v("destination is the source thread", "dt", func(x *in) { x.DestinationThreadID = "t" }),
+				v("source is the destination thread", "st", func(x *in) { x.SourceThreadID = "e" }),
 			}},
-			{name: "createdAt", err: ckptstore.ErrInvalidEntry, variants: []variant[in]{
-				v("NaN", "at", func(x *in) { x.CreatedAt = nan }),
-				v("+Inf", "at", func(x *in) { x.CreatedAt = posInf }),
-				v("-Inf", "at", func(x *in) { x.CreatedAt = negInf }),
+		{name: "source missing", err: ckptstore.ErrForkSourceNotFound, variants: []variant[in]{
+			v("unknown id", "sc", func(x *in) { x.SourceCheckpointID = "zz" }),
+			v("deleted id", "sc", func(x *in) { x.SourceCheckpointID = "gone" }),
+		}},
+		{name: "source in another thread", err: ckptstore.ErrForkSourceThreadMismatch,
+			variants: []variant[in]{
+				v("checkpoint of a third thread", "sc", func(x *in) { x.SourceCheckpointID = "y" }),
+				v("checkpoint of a non-empty thread", "sc", func(x *in) { x.SourceCheckpointID = "x" }),
+				v("head of another thread", "sc", func(x *in) { x.SourceCheckpointID = "d" }),
 			}},
-			{name: "same thread", err: ckptstore.ErrForkSourceThreadMismatch,
-				holds: func(x *in) bool { return x.SourceThreadID == x.DestinationThreadID },
-				variants: []variant[in]{
-					v("destination is the source thread", "dt", func(x *in) { x.DestinationThreadID = "t" }),
-					v("source is the destination thread", "st", func(x *in) { x.SourceThreadID = "e" }),
-				}},
-			{name: "source missing", err: ckptstore.ErrForkSourceNotFound, variants: []variant[in]{
-				v("unknown id", "sc", func(x *in) { x.SourceCheckpointID = "zz" }),
-				v("deleted id", "sc", func(x *in) { x.SourceCheckpointID = "gone" }),
-			}},
-			{name: "source in another thread", err: ckptstore.ErrForkSourceThreadMismatch,
-				variants: []variant[in]{
-					v("checkpoint of a third thread", "sc", func(x *in) { x.SourceCheckpointID = "y" }),
-					v("checkpoint of a non-empty thread", "sc", func(x *in) { x.SourceCheckpointID = "x" }),
-					v("head of another thread", "sc", func(x *in) { x.SourceCheckpointID = "d" }),
-				}},
-			{name: "writer", err: ckptstore.ErrWriterLost, variants: lost},
-			{name: "destination not empty", err: ckptstore.ErrForkDestinationNotEmpty,
-				variants: []variant[in]{
-					v("destination has checkpoints", "dt", func(x *in) { x.DestinationThreadID = "n" }),
-					v("destination is another source", "dt", func(x *in) { x.DestinationThreadID = "u" }),
-					{"destination has only a head", []string{"dt"}, func(f *fixture, x *in) bool {
-						x.DestinationThreadID = "p"
-						return f.hasP
-					}},
-					{"destination has only a transcript", []string{"dt"}, func(f *fixture, x *in) bool {
-						x.DestinationThreadID = "s"
-						return f.hasS
-					}},
-					v("destination id used elsewhere", "dc", func(x *in) { x.DestinationCheckpointID = "x" }),
-					v("destination id is the source", "dc", func(x *in) { x.DestinationCheckpointID = "g" }),
-					v("destination id is the source head", "dc", func(x *in) { x.DestinationCheckpointID = "h" }),
-				}},
-		},
+		{name: "writer", err: ckptstore.ErrWriterLost, variants: lostVariants(setw)},
+		{name: "destination not empty", err: ckptstore.ErrForkDestinationNotEmpty, variants: forkDestinationVariants()},
+	}
+}
+
+// forkDestinationVariants are the destinations a fork may not write to.
+func forkDestinationVariants() []variant[forkIn] {
+	type in = forkIn
+	v := fieldVariant[in]
+	return []variant[in]{
+		v("destination has checkpoints", "dt", func(x *in) { x.DestinationThreadID = "n" }),
+		v("destination is another source", "dt", func(x *in) { x.DestinationThreadID = "u" }),
+		{"destination has only a head", []string{"dt"}, func(f *fixture, x *in) bool {
+			x.DestinationThreadID = "p"
+			return f.hasP
+		}},
+		{"destination has only a transcript", []string{"dt"}, func(f *fixture, x *in) bool {
+			x.DestinationThreadID = "s"
+			return f.hasS
+		}},
+		v("destination id used elsewhere", "dc", func(x *in) { x.DestinationCheckpointID = "x" }),
+		v("destination id is the source", "dc", func(x *in) { x.DestinationCheckpointID = "g" }),
+		v("destination id is the source head", "dc", func(x *in) { x.DestinationCheckpointID = "h" }),
 	}
 }
 

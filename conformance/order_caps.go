@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/internal/testkit"
 )
 
 // ---- SaveThread ----
@@ -20,9 +21,7 @@ type saveIn struct {
 }
 
 func saveThreadOrder() orderTest[saveIn] {
-	v := func(name, field string, f func(in *saveIn)) variant[saveIn] {
-		return variant[saveIn]{name, []string{field}, func(_ *fixture, in *saveIn) bool { f(in); return true }}
-	}
+	v := fieldVariant[saveIn]
 	msg := func(name, m string) variant[saveIn] {
 		return v(name, "messages", func(in *saveIn) { in.messages = []byte(m) })
 	}
@@ -60,13 +59,8 @@ type deleteThreadIn struct {
 }
 
 func deleteThreadOrder() orderTest[deleteThreadIn] {
-	v := func(name, field string, f func(in *deleteThreadIn)) variant[deleteThreadIn] {
-		return variant[deleteThreadIn]{name, []string{field}, func(_ *fixture, in *deleteThreadIn) bool { f(in); return true }}
-	}
-	var lost []variant[deleteThreadIn]
-	for _, l := range lostWriters {
-		lost = append(lost, v(l.name, "writer", func(in *deleteThreadIn) { in.w = l.kind }))
-	}
+	v := fieldVariant[deleteThreadIn]
+	lost := lostVariants(func(in *deleteThreadIn, k writerKind) { in.w = k })
 	return orderTest[deleteThreadIn]{
 		needs:       func(f *fixture) string { return needs[ckptstore.ThreadDeleter](f, "ThreadDeleter") },
 		transcripts: true,
@@ -104,27 +98,21 @@ type importIn struct {
 // content rules on Append, and Import shares them; every pair costs a
 // snapshot, which counts on a store behind a faulty network.
 func importOrder() orderTest[importIn] {
-	v := func(name, field string, f func(in *importIn)) variant[importIn] {
-		return variant[importIn]{name, []string{field}, func(_ *fixture, in *importIn) bool { f(in); return true }}
-	}
+	v := fieldVariant[importIn]
 	first := func(in *importIn) *ckptstore.Checkpoint { return in.b.Checkpoints[0] }
-	var lost []variant[importIn]
-	for _, l := range lostWriters {
-		if l.kind == wForged || l.kind == wFenceDown || l.kind == wThreadSwap { // InvalidRefused has the others
-			lost = append(lost, v(l.name, "writer", func(in *importIn) { in.w = l.kind }))
-		}
-	}
+	// InvalidRefused has the other lost writers.
+	lost := lostVariants(func(in *importIn, k writerKind) { in.w = k }, wForged, wFenceDown, wThreadSwap)
 	return orderTest[importIn]{
 		needs:       func(f *fixture) string { return needs[ckptstore.Importer](f, "Importer") },
 		transcripts: true,
 		// Into t (head h): a new checkpoint off the chain, and a second
 		// one on h; the head stays h, which the import may set.
 		base: func(f *fixture) importIn {
-			a := cp("new", "t", "h")
+			a := testkit.Checkpoint("t", "new", "h", 1000)
 			a.CreatedAt = 7
-			a.Files = []ckptstore.Entry{file("f", 1, 1)}
-			b := cp("zz", "t", "missing")
-			b.Artifacts = []ckptstore.Artifact{artifact("a", 2)}
+			a.Files = []ckptstore.Entry{testkit.File("f", 1, 1)}
+			b := testkit.Checkpoint("t", "zz", "missing", 1000)
+			b.Artifacts = []ckptstore.Artifact{testkit.Artifact("a", 2)}
 			// A transcript too (when the store keeps them), which no
 			// failed import may write.
 			in := importIn{b: ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{a, b},
@@ -208,9 +196,7 @@ type listPageIn struct {
 }
 
 func listPageOrder() orderTest[listPageIn] {
-	v := func(name, field string, f func(in *listPageIn)) variant[listPageIn] {
-		return variant[listPageIn]{name, []string{field}, func(_ *fixture, in *listPageIn) bool { f(in); return true }}
-	}
+	v := fieldVariant[listPageIn]
 	var cursors []variant[listPageIn]
 	for _, c := range badListCursors() {
 		cursors = append(cursors, v(c.name, "after", func(in *listPageIn) { in.opt.After = c.cursor }))
@@ -252,9 +238,7 @@ type threadsIn struct {
 }
 
 func threadsOrder() orderTest[threadsIn] {
-	v := func(name, field string, f func(in *threadsIn)) variant[threadsIn] {
-		return variant[threadsIn]{name, []string{field}, func(_ *fixture, in *threadsIn) bool { f(in); return true }}
-	}
+	v := fieldVariant[threadsIn]
 	cursors := []variant[threadsIn]{
 		v("not base64", "after", func(in *threadsIn) { in.after = "not a cursor!" }),
 		v("a list cursor", "after", func(in *threadsIn) {

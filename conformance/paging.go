@@ -13,7 +13,11 @@ import (
 	"sort"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/internal/testkit"
 )
 
 // fill adds n checkpoints to thread with w, a chain on its head, with
@@ -34,15 +38,15 @@ func (e *env) fill(thread string, w ckptstore.Writer, prefix string, n int) []st
 		if len(batch) > 0 {
 			first := len(out) <= 100
 			_, err := im.Import(e.ctx, ckptstore.ImportBatch{ThreadID: thread, Checkpoints: batch, SetHead: first, Head: last, Writer: w})
-			must(e.t, "Import of a batch to fill "+thread, err)
+			require.NoError(e.t, err, "Import of a batch to fill "+thread)
 			batch = nil
 		}
 	}
 	for i := range n {
-		c := cp(fmt.Sprintf("%s%04d", prefix, i), thread, head)
+		c := testkit.Checkpoint(thread, fmt.Sprintf("%s%04d", prefix, i), head, 1000)
 		c.CreatedAt = float64((i * 7919) % (n/2 + 1)) // two of most values: ties by id
 		if i%5 == 0 {
-			c.Files = []ckptstore.Entry{file("f", i, 1)}
+			c.Files = []ckptstore.Entry{testkit.File("f", i, 1)}
 		}
 		if batched {
 			if len(batch) == 100 {
@@ -50,7 +54,7 @@ func (e *env) fill(thread string, w ckptstore.Writer, prefix string, n int) []st
 			}
 			batch = append(batch, c)
 		} else {
-			must(e.t, "Append "+c.ID, e.s.Append(e.ctx, c, head, w))
+			require.NoError(e.t, e.s.Append(e.ctx, c, head, w), "Append "+c.ID)
 		}
 		head = c.ID
 		out = append(out, c.ID)
@@ -72,7 +76,7 @@ func reversed[T any](s []T) []T {
 func (e *env) page(thread string, opt ckptstore.ListOptions) ([]*ckptstore.Checkpoint, string) {
 	e.t.Helper()
 	page, next, err := e.pager().ListPage(e.ctx, thread, opt)
-	must(e.t, fmt.Sprintf("ListPage(%q, %+v)", thread, opt), err)
+	require.NoError(e.t, err, "ListPage(%q, %+v)", thread, opt)
 	return page, next
 }
 
@@ -117,9 +121,7 @@ func (s *suite) listPageLimits(t *testing.T) {
 			if rev {
 				want = reversed(all)[:tc.want]
 			}
-			if d := listDiff(page, want); d != "" {
-				t.Errorf("ListPage(limit %d, reverse %v): %s", tc.limit, rev, d)
-			}
+			wantCPs(t, page, want, "ListPage(limit %d, reverse %v)", tc.limit, rev)
 			if next == "" {
 				t.Errorf("ListPage(limit %d, reverse %v) of 1001 checkpoints: next is empty", tc.limit, rev)
 			}
@@ -133,16 +135,14 @@ func (s *suite) listPageLimits(t *testing.T) {
 		}
 		_, next := e.page("t", ckptstore.ListOptions{Limit: 1000, Reverse: rev})
 		last, end := e.page("t", ckptstore.ListOptions{After: next, Limit: 1000, Reverse: rev})
-		if d := listDiff(last, want[1000:]); d != "" || end != "" {
-			t.Errorf("the second page of 1000 (reverse %v): %s, next %q (want \"\")", rev, d, end)
-		}
+		wantCPs(t, last, want[1000:], "the second page of 1000 (reverse %v)", rev)
+		assert.Empty(t, end, "the second page of 1000 (reverse %v): next", rev)
 		// A page that ends exactly at the end says so: next is ""
 		// when nothing follows.
 		_, next = e.page("t", ckptstore.ListOptions{Limit: 999, Reverse: rev})
 		two, end := e.page("t", ckptstore.ListOptions{After: next, Limit: 2, Reverse: rev})
-		if d := listDiff(two, want[999:]); d != "" || end != "" {
-			t.Errorf("the last two (reverse %v): %s, next %q (want \"\")", rev, d, end)
-		}
+		wantCPs(t, two, want[999:], "the last two (reverse %v)", rev)
+		assert.Empty(t, end, "the last two (reverse %v): next", rev)
 	}
 	for _, limit := range []int{1001, -1, -1000, 1 << 31} {
 		page, next, err := e.pager().ListPage(e.ctx, "t", ckptstore.ListOptions{Limit: limit})
@@ -167,18 +167,14 @@ func (s *suite) listPageOrder(t *testing.T) {
 		{"n", -1.5}, {"m", -1e300}, {"p", 0.25}, {"q", 1e300}, {"r", 5e-324}, {"s", -5e-324},
 		{"a\x00", 5}, {"ab", 5},
 	} {
-		c := cp(it.id, "t", "")
+		c := testkit.Checkpoint("t", it.id, "", 1000)
 		c.CreatedAt = it.at
 		e.append(c, w)
 	}
 	all := e.list("t")
 	for _, limit := range []int{1, 2, 3, 7, 16, 17, 100} {
-		if d := listDiff(e.pageAll("t", ckptstore.ListOptions{Limit: limit}), all); d != "" {
-			t.Errorf("pages of %d: %s", limit, d)
-		}
-		if d := listDiff(e.pageAll("t", ckptstore.ListOptions{Limit: limit, Reverse: true}), reversed(all)); d != "" {
-			t.Errorf("reverse pages of %d: %s", limit, d)
-		}
+		wantCPs(t, e.pageAll("t", ckptstore.ListOptions{Limit: limit}), all, "pages of %d", limit)
+		wantCPs(t, e.pageAll("t", ckptstore.ListOptions{Limit: limit, Reverse: true}), reversed(all), "reverse pages of %d", limit)
 	}
 }
 
@@ -187,61 +183,47 @@ func (s *suite) listPageCursorIsAPosition(t *testing.T) {
 	e.pager()
 	w := e.acquire("t").Writer
 	for i, id := range []string{"a", "b", "c", "d", "e"} {
-		c := cp(id, "t", "")
+		c := testkit.Checkpoint("t", id, "", 1000)
 		c.CreatedAt = float64(10 * (i + 1)) // a 10, b 20, …, e 50 (the head)
 		e.append(c, w)
 	}
 	// Reverse from the newest: the first page ends at the head, which
 	// is then deleted; the next page goes on from its position.
 	page, next := e.page("t", ckptstore.ListOptions{Limit: 1, Reverse: true})
-	if got := ids(page); !slices.Equal(got, []string{"e"}) {
-		t.Fatalf("first reverse page = %q, want [e]", got)
-	}
-	must(t, "DeleteHead e", e.s.DeleteHead(e.ctx, "t", "e", w))
+	require.Equal(t, []string{"e"}, testkit.IDs(page), "first reverse page")
+	require.NoError(t, e.s.DeleteHead(e.ctx, "t", "e", w), "DeleteHead e")
 	// Added behind the cursor (newer than e): not seen. Added ahead
 	// of it: seen in its place.
 	for _, it := range []struct {
 		id string
 		at float64
 	}{{"late", 60}, {"f-at-e", 50}, {"between", 35}} {
-		c := cp(it.id, "t", "")
+		c := testkit.Checkpoint("t", it.id, "", 1000)
 		c.CreatedAt = it.at
 		e.append(c, w)
 	}
 	rest := e.pageAll("t", ckptstore.ListOptions{After: next, Limit: 2, Reverse: true})
 	// "f-at-e" has e's createdAt and sorts after "e" by id: behind
 	// the cursor in reverse.
-	if got, want := ids(rest), []string{"d", "between", "c", "b", "a"}; !slices.Equal(got, want) {
-		t.Errorf("after deleting the cursor's checkpoint, reverse paging gave %q, want %q", got, want)
-	}
+	assert.Equal(t, []string{"d", "between", "c", "b", "a"}, testkit.IDs(rest), "after deleting the cursor's checkpoint, reverse paging")
 	// Forward, from a position no checkpoint has.
 	after := ckptstore.EncodeCursor(ckptstore.Position{CreatedAt: 30, ID: "zzz"})
-	if got, want := ids(e.pageAll("t", ckptstore.ListOptions{After: after, Limit: 2})), []string{"between", "d", "f-at-e", "late"}; !slices.Equal(got, want) {
-		t.Errorf("forward from (30, zzz) = %q, want %q", got, want)
-	}
+	assert.Equal(t, []string{"between", "d", "f-at-e", "late"}, testkit.IDs(e.pageAll("t", ckptstore.ListOptions{After: after, Limit: 2})), "forward from (30, zzz)")
 	// At a position of equal createdAt, the id decides.
 	after = ckptstore.EncodeCursor(ckptstore.Position{CreatedAt: 50, ID: "f-at-e"})
-	if got, want := ids(e.pageAll("t", ckptstore.ListOptions{After: after})), []string{"late"}; !slices.Equal(got, want) {
-		t.Errorf("forward from (50, f-at-e) = %q, want %q", got, want)
-	}
-	if got, want := ids(e.pageAll("t", ckptstore.ListOptions{After: after, Reverse: true, Limit: 3})), []string{"d", "between", "c", "b", "a"}; !slices.Equal(got, want) {
-		t.Errorf("reverse from (50, f-at-e) = %q, want %q", got, want)
-	}
+	assert.Equal(t, []string{"late"}, testkit.IDs(e.pageAll("t", ckptstore.ListOptions{After: after})), "forward from (50, f-at-e)")
+	assert.Equal(t, []string{"d", "between", "c", "b", "a"}, testkit.IDs(e.pageAll("t", ckptstore.ListOptions{After: after, Reverse: true, Limit: 3})), "reverse from (50, f-at-e)")
 	// Forward: the first page ends at the head, which is deleted.
-	lo := cp("lo", "t", "")
+	lo := testkit.Checkpoint("t", "lo", "", 1000)
 	lo.CreatedAt = 5
 	e.append(lo, w)
 	page, next = e.page("t", ckptstore.ListOptions{Limit: 1})
-	if got := ids(page); !slices.Equal(got, []string{"lo"}) {
-		t.Fatalf("first page = %q, want [lo]", got)
-	}
-	must(t, "DeleteHead lo", e.s.DeleteHead(e.ctx, "t", "lo", w))
-	if got, want := ids(e.pageAll("t", ckptstore.ListOptions{After: next, Limit: 4})), []string{"a", "b", "c", "between", "d", "f-at-e", "late"}; !slices.Equal(got, want) {
-		t.Errorf("after deleting the cursor's checkpoint, forward paging gave %q, want %q", got, want)
-	}
+	require.Equal(t, []string{"lo"}, testkit.IDs(page), "first page")
+	require.NoError(t, e.s.DeleteHead(e.ctx, "t", "lo", w), "DeleteHead lo")
+	assert.Equal(t, []string{"a", "b", "c", "between", "d", "f-at-e", "late"}, testkit.IDs(e.pageAll("t", ckptstore.ListOptions{After: next, Limit: 4})), "after deleting the cursor's checkpoint, forward paging")
 	// -0 and 0 are one position.
 	after = ckptstore.EncodeCursor(ckptstore.Position{CreatedAt: math.Copysign(0, -1), ID: "a"})
-	if got := ids(e.pageAll("t", ckptstore.ListOptions{After: after, Reverse: true})); len(got) != 0 {
+	if got := testkit.IDs(e.pageAll("t", ckptstore.ListOptions{After: after, Reverse: true})); len(got) != 0 {
 		t.Errorf("reverse from (-0, a) = %q, want none", got)
 	}
 }
@@ -260,9 +242,7 @@ func (s *suite) listPageCursorFromAnotherThread(t *testing.T) {
 			want = append(want, c)
 		}
 	}
-	if d := listDiff(got, want); d != "" {
-		t.Errorf("u paged from t's cursor: %s", d)
-	}
+	wantCPs(t, got, want, "u paged from t's cursor")
 }
 
 func (s *suite) listPageCopies(t *testing.T) {
@@ -276,13 +256,9 @@ func (s *suite) listPageCopies(t *testing.T) {
 	for _, x := range page {
 		scribble(x)
 	}
-	if d := cpDiff(e.get("c1"), want); d != "" {
-		t.Errorf("changing what ListPage returned changed the store: %s", d)
-	}
+	wantCP(t, e.get("c1"), want, "changing what ListPage returned changed the store")
 	page, _ = e.page("t", ckptstore.ListOptions{Reverse: true})
-	if d := listDiff(page, []*ckptstore.Checkpoint{want}); d != "" {
-		t.Errorf("ListPage after scribbling: %s", d)
-	}
+	wantCPs(t, page, []*ckptstore.Checkpoint{want}, "ListPage after scribbling")
 }
 
 func (s *suite) listPageOffChain(t *testing.T) {
@@ -290,14 +266,12 @@ func (s *suite) listPageOffChain(t *testing.T) {
 	e.pager()
 	im := e.importer()
 	w := e.chain("t", nil, "a", "b")
-	x := cp("x", "t", "nowhere")
+	x := testkit.Checkpoint("t", "x", "nowhere", 1000)
 	x.CreatedAt = 1000.5
 	_, err := im.Import(e.ctx, ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{x}, Writer: w})
-	must(t, "Import", err)
+	require.NoError(t, err, "Import")
 	e.track(nil, "x")
-	if got := ids(e.pageAll("t", ckptstore.ListOptions{Limit: 1})); !slices.Equal(got, []string{"a", "x", "b"}) {
-		t.Errorf("pages = %q, want [a x b] with the checkpoint off the chain", got)
-	}
+	assert.Equal(t, []string{"a", "x", "b"}, testkit.IDs(e.pageAll("t", ckptstore.ListOptions{Limit: 1})), "pages, with the checkpoint off the chain")
 }
 
 func (s *suite) listPageWhileWriting(t *testing.T) {
@@ -313,111 +287,131 @@ func (s *suite) listPageWhileWriting(t *testing.T) {
 // first page to the last must come exactly once, in order; nothing comes
 // twice, and nothing comes that was deleted before the page that returned
 // it.
+// pagingRun is one run of pageWhileWriting: thread t of the store, the
+// lease, and what the writes between pages and the pages themselves did.
+type pagingRun struct {
+	t          *testing.T
+	e          *env
+	w          ckptstore.Writer
+	rng        *rand.Rand
+	head       string
+	alive      map[string]*ckptstore.Checkpoint // every checkpoint t holds now
+	throughout map[string]bool                  // the ones that existed from start to end
+	seen       map[string]bool                  // the ones a page returned
+	got        []*ckptstore.Checkpoint          // the pages, joined
+	fresh      int                              // checkpoints added between pages
+	deletes    int                              // heads deleted between pages
+}
+
 func (s *suite) pageWhileWriting(t *testing.T, reverse bool) {
 	e := s.env(t)
 	e.pager()
-	p, pruner := e.s.(ckptstore.Pruner)
-	rng := rand.New(rand.NewPCG(7, map[bool]uint64{false: 1, true: 2}[reverse]))
-	w := e.acquire("t").Writer
-	head := ""
-	alive := map[string]*ckptstore.Checkpoint{}
-	add := func(id string, at float64) {
-		c := cp(id, "t", head)
-		c.CreatedAt = at
-		must(t, "Append "+id, e.s.Append(e.ctx, c, head, w))
-		head = id
-		alive[id] = c
-	}
+	r := &pagingRun{t: t, e: e, w: e.acquire("t").Writer,
+		rng:   rand.New(rand.NewPCG(7, map[bool]uint64{false: 1, true: 2}[reverse])),
+		alive: map[string]*ckptstore.Checkpoint{}, throughout: map[string]bool{}, seen: map[string]bool{}}
 	for i := range 40 {
-		add(fmt.Sprintf("s%02d", i), float64(rng.IntN(20)))
+		r.add(fmt.Sprintf("s%02d", i), float64(r.rng.IntN(20)))
 	}
-	throughout := map[string]bool{}
-	for id := range alive {
-		throughout[id] = true
+	for id := range r.alive {
+		r.throughout[id] = true
 	}
-	seen := map[string]bool{}
-	var got []*ckptstore.Checkpoint
 	opt := ckptstore.ListOptions{Limit: 2, Reverse: reverse}
-	fresh, deletes := 0, 0
 	for pages := 0; ; pages++ {
-		if pages > maxPages {
-			t.Fatal("paging does not end")
-		}
+		require.LessOrEqual(t, pages, maxPages, "paging does not end")
 		page, next := e.page("t", opt)
-		for _, c := range page {
-			if seen[c.ID] {
-				t.Errorf("checkpoint %q came twice", c.ID)
-			}
-			if alive[c.ID] == nil {
-				t.Errorf("checkpoint %q came after it was deleted", c.ID)
-			}
-			seen[c.ID] = true
-		}
-		got = append(got, page...)
+		r.take(page)
 		if next == "" {
 			break
 		}
 		opt.After = next
-		// Between pages: appends anywhere, including at the createdAt of
-		// the last checkpoint returned; deletes of the head (often new,
-		// sometimes the last one returned); now and then a prune.
-		last := page[len(page)-1]
-		for range rng.IntN(4) {
-			fresh++
-			at := float64(rng.IntN(20))
-			if rng.IntN(3) == 0 {
-				at = last.CreatedAt
-			}
-			add(fmt.Sprintf("n%03d", fresh), at)
+		r.writeBetween(page[len(page)-1])
+	}
+	r.check(reverse)
+}
+
+// add appends id at createdAt at on the head.
+func (r *pagingRun) add(id string, at float64) {
+	c := testkit.Checkpoint("t", id, r.head, at)
+	require.NoError(r.t, r.e.s.Append(r.e.ctx, c, r.head, r.w), "Append "+id)
+	r.head = id
+	r.alive[id] = c
+}
+
+// take records a page: no checkpoint twice, none after its delete.
+func (r *pagingRun) take(page []*ckptstore.Checkpoint) {
+	for _, c := range page {
+		assert.False(r.t, r.seen[c.ID], "checkpoint %q came twice", c.ID)
+		assert.NotNil(r.t, r.alive[c.ID], "checkpoint %q came after it was deleted", c.ID)
+		r.seen[c.ID] = true
+	}
+	r.got = append(r.got, page...)
+}
+
+// writeBetween writes between two pages, last being the last checkpoint
+// returned: appends anywhere, including at last's createdAt; deletes of
+// the head (often new, sometimes last itself); now and then a prune.
+func (r *pagingRun) writeBetween(last *ckptstore.Checkpoint) {
+	for range r.rng.IntN(4) {
+		r.fresh++
+		at := float64(r.rng.IntN(20))
+		if r.rng.IntN(3) == 0 {
+			at = last.CreatedAt
 		}
-		if rng.IntN(2) == 0 {
-			// Heads: mostly new checkpoints, sometimes, once those are
-			// gone, the old ones, one of which may be at the cursor.
-			for range rng.IntN(3) {
-				c := alive[head]
-				if c == nil {
-					break
-				}
-				must(t, "DeleteHead "+head, e.s.DeleteHead(e.ctx, "t", head, w))
-				deletes++
-				delete(alive, head)
-				delete(throughout, head)
-				head = c.ParentCheckpointID
+		r.add(fmt.Sprintf("n%03d", r.fresh), at)
+	}
+	if r.rng.IntN(2) == 0 {
+		// Heads: mostly new checkpoints, sometimes, once those are gone,
+		// the old ones, one of which may be at the cursor.
+		for range r.rng.IntN(3) {
+			c := r.alive[r.head]
+			if c == nil {
+				break
 			}
-		}
-		if pruner && rng.IntN(8) == 0 {
-			deleted, err := p.DeleteCheckpoints(e.ctx, "t", 30, w)
-			must(t, "DeleteCheckpoints", err)
-			for _, id := range deleted {
-				delete(alive, id)
-				delete(throughout, id)
-			}
+			require.NoError(r.t, r.e.s.DeleteHead(r.e.ctx, "t", r.head, r.w), "DeleteHead "+r.head)
+			r.deletes++
+			r.gone(r.head)
+			r.head = c.ParentCheckpointID
 		}
 	}
-	for id := range throughout {
-		if !seen[id] {
-			t.Errorf("checkpoint %q existed throughout the paging but never came", id)
+	if p, ok := r.e.s.(ckptstore.Pruner); ok && r.rng.IntN(8) == 0 {
+		deleted, err := p.DeleteCheckpoints(r.e.ctx, "t", 30, r.w)
+		require.NoError(r.t, err, "DeleteCheckpoints")
+		for _, id := range deleted {
+			r.gone(id)
 		}
 	}
-	for i := 1; i < len(got); i++ {
-		a, b := got[i-1], got[i]
+}
+
+// gone records the delete of id.
+func (r *pagingRun) gone(id string) {
+	delete(r.alive, id)
+	delete(r.throughout, id)
+}
+
+// check proves, once the pages end, that every checkpoint that lived
+// throughout came, that the pages kept List's order (or its reverse), and
+// that the run wrote enough to make its point.
+func (r *pagingRun) check(reverse bool) {
+	for id := range r.throughout {
+		assert.True(r.t, r.seen[id], "checkpoint %q existed throughout the paging but never came", id)
+	}
+	for i := 1; i < len(r.got); i++ {
+		a, b := r.got[i-1], r.got[i]
 		less := a.CreatedAt < b.CreatedAt || a.CreatedAt == b.CreatedAt && a.ID < b.ID
 		if less == reverse {
-			t.Errorf("pages out of order: %q (%v) before %q (%v)", a.ID, a.CreatedAt, b.ID, b.CreatedAt)
+			r.t.Errorf("pages out of order: %q (%v) before %q (%v)", a.ID, a.CreatedAt, b.ID, b.CreatedAt)
 		}
 	}
-	if len(throughout) < 15 || fresh < 10 || deletes < 10 {
-		t.Fatalf("%d checkpoints lived throughout, %d were added and %d deleted: the test lost its point",
-			len(throughout), fresh, deletes)
+	if len(r.throughout) < 15 || r.fresh < 10 || r.deletes < 10 {
+		r.t.Fatalf("%d checkpoints lived throughout, %d were added and %d deleted: the test lost its point",
+			len(r.throughout), r.fresh, r.deletes)
 	}
 }
 
 // wantThreads checks that a full walk of Threads gives want.
 func wantThreads(e *env, what string, want ...string) {
 	e.t.Helper()
-	if got := e.allThreads(e.lister()); !slices.Equal(got, want) && !(len(got) == 0 && len(want) == 0) {
-		e.t.Errorf("%s: Threads = %q, want %q", what, got, want)
-	}
+	assert.Equal(e.t, orNil(want), orNil(e.allThreads(e.lister())), "%s: Threads", what)
 }
 
 func (s *suite) testThreads(t *testing.T) {
@@ -436,13 +430,13 @@ func (s *suite) threadsWhatCounts(t *testing.T) {
 	wantThreads(e, "a released lease")
 	w := e.chain("t", nil, "a")
 	wantThreads(e, "one checkpoint", "t")
-	must(t, "DeleteHead a", e.s.DeleteHead(e.ctx, "t", "a", w))
+	require.NoError(t, e.s.DeleteHead(e.ctx, "t", "a", w), "DeleteHead a")
 	wantThreads(e, "emptied by DeleteHead")
 	if p, ok := e.s.(ckptstore.Pruner); ok {
 		wp := e.chain("p", nil, "p1", "p2")
 		_, err := p.DeleteCheckpoints(e.ctx, "p", 1, wp)
-		must(t, "DeleteCheckpoints", err)
-		must(t, "DeleteHead p2", e.s.DeleteHead(e.ctx, "p", "p2", wp))
+		require.NoError(t, err, "DeleteCheckpoints")
+		require.NoError(t, e.s.DeleteHead(e.ctx, "p", "p2", wp), "DeleteHead p2")
 		wantThreads(e, "a head whose checkpoint is gone", "p")
 	}
 	if _, ok := e.s.(ckptstore.Transcripts); ok {
@@ -454,7 +448,7 @@ func (s *suite) threadsWhatCounts(t *testing.T) {
 		wd := e.acquire("fork").Writer
 		_, err := f.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{SourceThreadID: "src", SourceCheckpointID: "s1",
 			DestinationThreadID: "fork", DestinationCheckpointID: "f1", CreatedAt: 1, Writer: wd})
-		must(t, "ForkFromCheckpoint", err)
+		require.NoError(t, err, "ForkFromCheckpoint")
 	}
 	var want []string
 	for _, th := range []string{"fork", "p", "s", "src"} {
@@ -481,7 +475,7 @@ func (s *suite) threadsWhatCounts(t *testing.T) {
 			e.save("tmp", `[1]`)
 		}
 		_, err := d.DeleteThread(e.ctx, "tmp", wt)
-		must(t, "DeleteThread", err)
+		require.NoError(t, err, "DeleteThread")
 		wantThreads(e, "after DeleteThread", want...)
 	}
 }
@@ -510,13 +504,11 @@ func (s *suite) threadsPaging(t *testing.T) {
 	}
 	for _, limit := range []int{1, 2, 7, 24, 25, 26, 0, 1000} {
 		got, err := pageThreads(e, tl, limit)
-		must(t, "Threads", err)
-		if !slices.Equal(got, all) {
-			t.Errorf("pages of %d: %q, want %q", limit, got, all)
-		}
+		require.NoError(t, err, "Threads")
+		assert.Equal(t, all, got, "pages of %d", limit)
 	}
 	page, next, err := tl.Threads(e.ctx, "", 10)
-	must(t, "Threads", err)
+	require.NoError(t, err, "Threads")
 	if !slices.Equal(page, all[:10]) || next == "" {
 		t.Errorf("Threads(\"\", 10) = %q, next %q; want %q and a cursor", page, next, all[:10])
 	}
@@ -526,16 +518,14 @@ func (s *suite) threadsPaging(t *testing.T) {
 	e.chain("t05x", nil, "early")
 	e.chain("t15x", nil, "late")
 	for _, th := range []string{"t09", "t20"} {
-		must(t, "DeleteHead", e.s.DeleteHead(e.ctx, th, th+"-c", writers[th]))
+		require.NoError(t, e.s.DeleteHead(e.ctx, th, th+"-c", writers[th]), "DeleteHead")
 	}
 	rest, err := pageThreadsFrom(e, tl, next, 4)
-	must(t, "Threads from the cursor", err)
+	require.NoError(t, err, "Threads from the cursor")
 	want := append(slices.Clone(all[10:16]), "t15x")
 	want = append(want, all[16:20]...)
 	want = append(want, all[21:]...)
-	if !slices.Equal(rest, want) {
-		t.Errorf("Threads after adding between pages = %q, want %q", rest, want)
-	}
+	assert.Equal(t, want, rest, "Threads after adding between pages")
 	for _, limit := range []int{-1, 1001, math.MaxInt} {
 		e.fails(fmt.Sprintf("Threads(limit %d)", limit), ckptstore.ErrInvalidEntry, func() error {
 			_, _, err := tl.Threads(e.ctx, "", limit)

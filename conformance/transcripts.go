@@ -10,7 +10,10 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/internal/testkit"
 )
 
 // transcriptCases are transcripts a store must keep byte for byte.
@@ -90,9 +93,7 @@ func (s *suite) transcriptsChangesNoCheckpoint(t *testing.T) {
 	e.save("t", `["x"]`)
 	after := e.snap()
 	after.transcripts, after.listing = before.transcripts, before.listing
-	if d := before.diff(after); d != "" {
-		t.Errorf("SaveThread changed checkpoints, heads or counts:\n\t%s", d)
-	}
+	sameSnapshot(t, before, after, "SaveThread")
 	e.wantTranscript("u", "[]")
 }
 
@@ -145,17 +146,17 @@ func (s *suite) transcriptsImmutability(t *testing.T) {
 	e := s.env(t)
 	tr := e.transcripts()
 	in := json.RawMessage(`["abc"]`)
-	must(t, "SaveThread", tr.SaveThread(e.ctx, "t", in))
+	require.NoError(t, tr.SaveThread(e.ctx, "t", in), "SaveThread")
 	copy(in, `[1234]`)
 	e.wantTranscript("t", `["abc"]`)
 	out, err := tr.LoadThread(e.ctx, "t")
-	must(t, "LoadThread", err)
+	require.NoError(t, err, "LoadThread")
 	for i := range out {
 		out[i] = ' '
 	}
 	e.wantTranscript("t", `["abc"]`)
 	def, err := tr.LoadThread(e.ctx, "none")
-	must(t, "LoadThread(none)", err)
+	require.NoError(t, err, "LoadThread(none)")
 	if len(def) > 0 {
 		def[0] = '{'
 	}
@@ -205,20 +206,22 @@ func (s *suite) forkTranscriptWrites(t *testing.T) {
 	f := e.forker()
 	e.transcripts()
 	ws := e.acquire("src").Writer
-	a := cp("a", "src", "")
+	a := testkit.Checkpoint("src", "a", "", 1000)
 	a.Conversation = []byte(" [ {\"role\":\"user\", \"content\":\"é\"} ]\n")
 	e.append(a, ws)
-	e.append(cp("b", "src", ""), ws) // no conversation
+	b := testkit.Checkpoint("src", "b", "", 1000)
+	b.Conversation = nil
+	e.append(b, ws)
 	e.save("src", `["the source's own"]`)
 	_, err := e.forkLeased(f, "src", "a", "d1", "r1")
-	must(t, "fork of a", err)
+	require.NoError(t, err, "fork of a")
 	e.wantTranscript("d1", string(a.Conversation))
 	w2, err := e.forkLeased(f, "src", "b", "d2", "r2")
-	must(t, "fork of b", err)
+	require.NoError(t, err, "fork of b")
 	e.wantTranscript("d2", "[]")
 	// That [] is a transcript: once the root is gone, d2 is still not
 	// empty.
-	must(t, "DeleteHead r2", e.s.DeleteHead(e.ctx, "d2", "r2", w2))
+	require.NoError(t, e.s.DeleteHead(e.ctx, "d2", "r2", w2), "DeleteHead r2")
 	if tl, ok := e.s.(ckptstore.ThreadLister); ok {
 		if got := e.allThreads(tl); !slices.Contains(got, "d2") {
 			t.Errorf("Threads = %q: d2 has the transcript [] from its fork and must be listed", got)
@@ -232,7 +235,7 @@ func (s *suite) forkTranscriptWrites(t *testing.T) {
 	e.wantTranscript("src", `["the source's own"]`)
 	// A fork of the fork copies the root's conversation again.
 	_, err = e.forkLeased(f, "d1", "r1", "d3", "r3")
-	must(t, "fork of the fork", err)
+	require.NoError(t, err, "fork of the fork")
 	e.wantTranscript("d3", string(a.Conversation))
 }
 
@@ -262,7 +265,7 @@ func (s *suite) forkTranscriptFailedForkWritesNone(t *testing.T) {
 	e := s.env(t)
 	f := e.forker()
 	e.transcripts()
-	a := cp("a", "src", "")
+	a := testkit.Checkpoint("src", "a", "", 1000)
 	a.Conversation = []byte(`["x"]`)
 	e.append(a, e.acquire("src").Writer)
 	writers := map[string]ckptstore.Writer{"full": e.chain("full", nil, "old")}

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/internal/testkit"
 )
 
 // A mod turns the suite's valid base checkpoint into a test case.
@@ -20,21 +21,21 @@ func files(es ...ckptstore.Entry) mod {
 	return func(c *ckptstore.Checkpoint) { c.Files = es }
 }
 
-func pathFile(p string) mod { return files(file(p, 1, 1)) }
+func pathFile(p string) mod { return files(testkit.File(p, 1, 1)) }
 
 func fileWithKey(key string) mod {
 	return files(ckptstore.Entry{Path: "f", Kind: ckptstore.KindFile, BlobKey: key, Size: 1})
 }
 
 func fileWithSize(n int64) mod {
-	return files(ckptstore.Entry{Path: "f", Kind: ckptstore.KindFile, BlobKey: fileKey(1), Size: n})
+	return files(ckptstore.Entry{Path: "f", Kind: ckptstore.KindFile, BlobKey: testkit.FileKey(1), Size: n})
 }
 
 func withArtifact(f func(a *ckptstore.Artifact)) mod {
 	return func(c *ckptstore.Checkpoint) {
-		a := artifact("art", 1)
+		a := testkit.Artifact("art", 1)
 		f(&a)
-		c.Artifacts = []ckptstore.Artifact{artifact("ok", 2), a}
+		c.Artifacts = []ckptstore.Artifact{testkit.Artifact("ok", 2), a}
 	}
 }
 
@@ -69,22 +70,22 @@ var invalidEntryCases = []struct {
 	{"path ..", pathFile("..")},
 	{"path invalid UTF-8", pathFile("\xff")},
 	{"path truncated UTF-8", pathFile("a/\xc3")},
-	{"dir path absolute", files(dir("/a"))},
-	{"dir path with ..", files(dir("a/.."))},
+	{"dir path absolute", files(testkit.Dir("/a"))},
+	{"dir path with ..", files(testkit.Dir("a/.."))},
 	// duplicates and nesting
-	{"duplicate file", files(file("a", 1, 1), file("a", 1, 1))},
-	{"duplicate file and dir", files(file("a", 1, 1), dir("a"))},
-	{"duplicate dir and file", files(dir("a"), file("a", 1, 1))},
-	{"duplicate dir", files(dir("a"), dir("a"))},
-	{"file beneath file", files(file("a", 1, 1), file("a/b", 2, 1))},
-	{"file beneath later file", files(file("a/b", 2, 1), file("a", 1, 1))},
-	{"dir beneath file", files(file("a", 1, 1), dir("a/b"))},
-	{"deep beneath file", files(file("a", 1, 1), dir("a/b/c"))},
-	{"beneath nested file", files(dir("x"), file("x/f", 1, 1), file("x/f/g", 2, 1))},
+	{"duplicate file", files(testkit.File("a", 1, 1), testkit.File("a", 1, 1))},
+	{"duplicate file and dir", files(testkit.File("a", 1, 1), testkit.Dir("a"))},
+	{"duplicate dir and file", files(testkit.Dir("a"), testkit.File("a", 1, 1))},
+	{"duplicate dir", files(testkit.Dir("a"), testkit.Dir("a"))},
+	{"file beneath file", files(testkit.File("a", 1, 1), testkit.File("a/b", 2, 1))},
+	{"file beneath later file", files(testkit.File("a/b", 2, 1), testkit.File("a", 1, 1))},
+	{"dir beneath file", files(testkit.File("a", 1, 1), testkit.Dir("a/b"))},
+	{"deep beneath file", files(testkit.File("a", 1, 1), testkit.Dir("a/b/c"))},
+	{"beneath nested file", files(testkit.Dir("x"), testkit.File("x/f", 1, 1), testkit.File("x/f/g", 2, 1))},
 	// kind
-	{"kind empty", files(ckptstore.Entry{Path: "a", Kind: "", BlobKey: fileKey(1), Size: 1})},
-	{"kind symlink", files(ckptstore.Entry{Path: "a", Kind: "symlink", BlobKey: fileKey(1), Size: 1})},
-	{"kind File", files(ckptstore.Entry{Path: "a", Kind: "File", BlobKey: fileKey(1), Size: 1})},
+	{"kind empty", files(ckptstore.Entry{Path: "a", Kind: "", BlobKey: testkit.FileKey(1), Size: 1})},
+	{"kind symlink", files(ckptstore.Entry{Path: "a", Kind: "symlink", BlobKey: testkit.FileKey(1), Size: 1})},
+	{"kind File", files(ckptstore.Entry{Path: "a", Kind: "File", BlobKey: testkit.FileKey(1), Size: 1})},
 	// file blob keys
 	{"file blobKey empty", fileWithKey("")},
 	{"file blobKey uppercase hex", fileWithKey("sandbox-files/sha256/" + strings.ToUpper(hex64))},
@@ -105,9 +106,9 @@ var invalidEntryCases = []struct {
 	{"file size MaxInt64", fileWithSize(math.MaxInt64)},
 	{"file size MinInt64", fileWithSize(math.MinInt64)},
 	// directories
-	{"dir with blobKey", files(ckptstore.Entry{Path: "d", Kind: ckptstore.KindDir, BlobKey: fileKey(1)})},
+	{"dir with blobKey", files(ckptstore.Entry{Path: "d", Kind: ckptstore.KindDir, BlobKey: testkit.FileKey(1)})},
 	{"dir with size", files(ckptstore.Entry{Path: "d", Kind: ckptstore.KindDir, Size: 1})},
-	{"dir with blobKey and size", files(ckptstore.Entry{Path: "d", Kind: ckptstore.KindDir, BlobKey: fileKey(1), Size: 1})},
+	{"dir with blobKey and size", files(ckptstore.Entry{Path: "d", Kind: ckptstore.KindDir, BlobKey: testkit.FileKey(1), Size: 1})},
 	// artifacts
 	{"artifact artifactId empty", withArtifact(func(a *ckptstore.Artifact) { a.ArtifactID = "" })},
 	{"artifact name empty", withArtifact(func(a *ckptstore.Artifact) { a.Name = "" })},
@@ -175,25 +176,27 @@ var validEdgeCases = []struct {
 	{"path space", pathFile(" ")},
 	{"path unicode", pathFile("日本/ファイル 😀.txt")},
 	{"path long", pathFile(strings.Repeat("abcdefgh/", 455) + "end")},
-	{"path special chars", files(file("~", 1, 1), file("$HOME", 2, 1), file("*", 3, 1), file("%s", 4, 1), file("a b/c", 5, 1))},
-	{"file under dir", files(dir("a"), file("a/b", 1, 1))},
-	{"file before its dir", files(file("a/b", 1, 1), dir("a"))},
-	{"no parent dirs listed", files(file("a/b/c/d/e", 1, 1))},
-	{"dirs nested", files(dir("a"), dir("a/b"), file("a/b/c", 1, 1), dir("a/d"))},
-	{"sibling names are not ancestors", files(file("a", 1, 1), file("a.b", 2, 1), file("ab/c", 3, 1), file("a!/b", 4, 1), dir("a-"))},
+	{"path special chars", files(testkit.File("~", 1, 1), testkit.File("$HOME", 2, 1), testkit.File("*", 3, 1), testkit.File("%s", 4, 1), testkit.File("a b/c", 5, 1))},
+	{"file under dir", files(testkit.Dir("a"), testkit.File("a/b", 1, 1))},
+	{"file before its dir", files(testkit.File("a/b", 1, 1), testkit.Dir("a"))},
+	{"no parent dirs listed", files(testkit.File("a/b/c/d/e", 1, 1))},
+	{"dirs nested", files(testkit.Dir("a"), testkit.Dir("a/b"), testkit.File("a/b/c", 1, 1), testkit.Dir("a/d"))},
+	{"sibling names are not ancestors", files(testkit.File("a", 1, 1), testkit.File("a.b", 2, 1), testkit.File("ab/c", 3, 1), testkit.File("a!/b", 4, 1), testkit.Dir("a-"))},
 	{"file size 0", fileWithSize(0)},
 	{"file size 2^53-1", fileWithSize(maxSize)},
 	{"empty file list", files()},
 	{"nil file list", func(c *ckptstore.Checkpoint) { c.Files = nil }},
-	{"only dirs", files(dir("a"), dir("b"))},
+	{"only dirs", files(testkit.Dir("a"), testkit.Dir("b"))},
 	{"artifact size 0", withArtifact(func(a *ckptstore.Artifact) { a.Size = 0 })},
 	{"artifact size 2^53-1", withArtifact(func(a *ckptstore.Artifact) { a.Size = maxSize })},
 	{"artifact negative createdAt", withArtifact(func(a *ckptstore.Artifact) { a.CreatedAt = -12.5 })},
 	{"artifact unicode fields", withArtifact(func(a *ckptstore.Artifact) { a.Name, a.MimeType = "résumé 😀.pdf", "application/pdf; charset=ü" })},
-	{"artifact ids repeat", func(c *ckptstore.Checkpoint) { c.Artifacts = []ckptstore.Artifact{artifact("x", 1), artifact("x", 2)} }},
+	{"artifact ids repeat", func(c *ckptstore.Checkpoint) {
+		c.Artifacts = []ckptstore.Artifact{testkit.Artifact("x", 1), testkit.Artifact("x", 2)}
+	}},
 	{"artifact shares a file's digest", func(c *ckptstore.Checkpoint) {
-		c.Files = []ckptstore.Entry{file("f", 5, 1)}
-		c.Artifacts = []ckptstore.Artifact{artifact("x", 5)}
+		c.Files = []ckptstore.Entry{testkit.File("f", 5, 1)}
+		c.Artifacts = []ckptstore.Artifact{testkit.Artifact("x", 5)}
 	}},
 	{"reason named", func(c *ckptstore.Checkpoint) { c.Reason = ckptstore.ReasonNamed }},
 	{"reason fork-root", func(c *ckptstore.Checkpoint) { c.Reason = ckptstore.ReasonForkRoot }},
@@ -206,7 +209,7 @@ var validEdgeCases = []struct {
 	// back byte for byte, whitespace included.
 	{"conversation with whitespace around the array", conv(" \r\n\t[1]\n ")},
 	// The characters next to the letters are not drive letters.
-	{"path @: [: `: {: (not letters)", files(file("@:", 1, 1), file("[:", 2, 1), file("`:", 3, 1), file("{:/x", 4, 1))},
+	{"path @: [: `: {: (not letters)", files(testkit.File("@:", 1, 1), testkit.File("[:", 2, 1), testkit.File("`:", 3, 1), testkit.File("{:/x", 4, 1))},
 }
 
 // idCase changes an Append's checkpoint, expected head or writer.
@@ -237,7 +240,7 @@ func invalidIDCases() []idCase {
 	cs = append(cs, idCase{"invalid id and invalid entry", func(c *ckptstore.Checkpoint, _ *string, _ *ckptstore.Writer) {
 		c.ID = "\xff"
 		c.CreatedAt = nan
-		c.Files = []ckptstore.Entry{file("/abs", 1, 1)}
+		c.Files = []ckptstore.Entry{testkit.File("/abs", 1, 1)}
 	}})
 	return cs
 }
@@ -247,8 +250,8 @@ func (s *suite) testValidation(t *testing.T) {
 	e := s.env(t)
 	w := e.chain("thread", nil, "h")
 	base := func(n int) *ckptstore.Checkpoint {
-		c := cp(fmt.Sprintf("new-%d", n), "thread", "h")
-		c.Files = []ckptstore.Entry{file("ok", 9, 1)}
+		c := testkit.Checkpoint("thread", fmt.Sprintf("new-%d", n), "h", 1000)
+		c.Files = []ckptstore.Entry{testkit.File("ok", 9, 1)}
 		return c
 	}
 	t.Run("InvalidEntry", func(t *testing.T) {
@@ -281,9 +284,7 @@ func (s *suite) testValidation(t *testing.T) {
 				want := cloneCP(c)
 				e.append(c, w)
 				want.ParentCheckpointID = c.ParentCheckpointID
-				if d := cpDiff(e.get(c.ID), want); d != "" {
-					t.Errorf("Get(%q): %s", c.ID, d)
-				}
+				wantCP(t, e.get(c.ID), want, "Get(%q)", c.ID)
 			})
 		}
 	})

@@ -1,13 +1,14 @@
 // Package testkit holds the test helpers that several packages of this
-// module define the same way: valid blob keys, a valid checkpoint, a
-// settable clock, a fatal error check and a blob reference recount. It is for tests only (and for test-support packages
-// such as fdbstore/internal/storetest); nothing in it is part of the
-// library.
+// module define the same way: valid blob keys, entry and checkpoint
+// builders, a settable clock, a fatal error check and a blob reference
+// recount. It is for tests only (and for test-support packages such as
+// conformance and fdbstore/internal/storetest); nothing in it is part of
+// the library.
 //
 // Invariants: FileKey and ArtifactKey are valid keys of their prefixes for
 // every n ≥ 0 and distinct for distinct n; Checkpoint passes
 // ckptstore.Validate for valid ids and createdAt; a Clock only moves when
-// Advance or Tick moves it.
+// Advance, Tick or Set moves it.
 package testkit
 
 import (
@@ -29,6 +30,21 @@ func FileKey(n int) string { return fmt.Sprintf("sandbox-files/sha256/%064x", n)
 // ArtifactKey is FileKey for artifacts: sandbox-artifacts/sha256/<64 hex>.
 func ArtifactKey(n int) string { return fmt.Sprintf("sandbox-artifacts/sha256/%064x", n) }
 
+// File returns a file entry at path whose blob is FileKey(n).
+func File(path string, n int, size int64) ckptstore.Entry {
+	return ckptstore.Entry{Path: path, Kind: ckptstore.KindFile, BlobKey: FileKey(n), Size: size}
+}
+
+// Dir returns a directory entry at path.
+func Dir(path string) ckptstore.Entry { return ckptstore.Entry{Path: path, Kind: ckptstore.KindDir} }
+
+// Artifact returns a valid artifact named id whose blob is ArtifactKey(n):
+// name id+".txt", text/plain, size 3, createdAt 1.5.
+func Artifact(id string, n int) ckptstore.Artifact {
+	return ckptstore.Artifact{ArtifactID: id, Name: id + ".txt", MimeType: "text/plain",
+		Size: 3, BlobKey: ArtifactKey(n), CreatedAt: 1.5}
+}
+
 // Conversation is the conversation of every Checkpoint: one short message.
 const Conversation = `[{"role":"user","content":"hi"}]`
 
@@ -42,16 +58,21 @@ func Checkpoint(thread, id, parent string, createdAt float64, blobs ...int) *ckp
 		Reason: ckptstore.ReasonAutomatic, Conversation: []byte(Conversation),
 	}
 	for i, n := range blobs {
-		cp.Files = append(cp.Files, ckptstore.Entry{Path: fmt.Sprintf("f%d", i), Kind: ckptstore.KindFile, BlobKey: FileKey(n), Size: int64(n)})
+		cp.Files = append(cp.Files, File(fmt.Sprintf("f%d", i), n, int64(n)))
 	}
 	return cp
 }
 
 // IDs returns the ids of cps, in order: what a test compares when the
-// order of a list or a page is the point.
+// order of a list or a page is the point. A nil checkpoint shows as
+// "<nil>", so that a broken list still prints.
 func IDs(cps []*ckptstore.Checkpoint) []string {
 	ids := make([]string, len(cps))
 	for i, cp := range cps {
+		if cp == nil {
+			ids[i] = "<nil>"
+			continue
+		}
 		ids[i] = cp.ID
 	}
 	return ids
@@ -99,6 +120,13 @@ func (c *Clock) Tick(d time.Duration) time.Time {
 	return c.now
 }
 
+// Set moves the clock to t.
+func (c *Clock) Set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = t
+}
+
 // Since is Now().Sub(t), as a time source such as gofakes3's needs.
 func (c *Clock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
 
@@ -109,25 +137,45 @@ func (c *Clock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
 func CheckRefs(t testing.TB, s ckptstore.Store, threads ...string) []ckptstore.BlobRef {
 	t.Helper()
 	ctx := context.Background()
-	counts := map[string]int64{}
+	var all []*ckptstore.Checkpoint
 	for _, th := range threads {
 		cps, err := s.List(ctx, th)
 		Must(t, err)
-		for _, cp := range cps {
-			for _, k := range cp.BlobKeys() {
-				counts[k]++
-			}
-		}
+		all = append(all, cps...)
 	}
-	want := make([]ckptstore.BlobRef, 0, len(counts))
-	for k, n := range counts {
-		want = append(want, ckptstore.BlobRef{Key: k, References: n})
-	}
-	slices.SortFunc(want, func(a, b ckptstore.BlobRef) int { return strings.Compare(a.Key, b.Key) })
+	want := Recount(all)
 	got, err := s.BlobReferences(ctx)
 	Must(t, err)
 	if !slices.Equal(got, want) {
 		t.Fatalf("BlobReferences = %v, recount = %v", got, want)
 	}
 	return got
+}
+
+// Recount returns the blob references that cps imply, counted here rather
+// than by the root package (a suite must not trust what it tests): each
+// distinct key of a checkpoint's files and artifacts counts once, and the
+// references come sorted by key bytes. Directories have no key.
+func Recount(cps []*ckptstore.Checkpoint) []ckptstore.BlobRef {
+	counts := map[string]int64{}
+	for _, cp := range cps {
+		seen := map[string]bool{}
+		for _, e := range cp.Files {
+			if e.Kind == ckptstore.KindFile {
+				seen[e.BlobKey] = true
+			}
+		}
+		for _, a := range cp.Artifacts {
+			seen[a.BlobKey] = true
+		}
+		for k := range seen {
+			counts[k]++
+		}
+	}
+	refs := make([]ckptstore.BlobRef, 0, len(counts))
+	for k, n := range counts {
+		refs = append(refs, ckptstore.BlobRef{Key: k, References: n})
+	}
+	slices.SortFunc(refs, func(a, b ckptstore.BlobRef) int { return strings.Compare(a.Key, b.Key) })
+	return refs
 }

@@ -84,3 +84,42 @@ func TestClock(t *testing.T) {
 	assert.Equal(t, start.Add(time.Second+time.Millisecond), c.Now(), "Now after Tick reads what Tick returned")
 	assert.Equal(t, 2*time.Second+time.Millisecond, c.Since(start.Add(-time.Second)))
 }
+
+// Set moves a Clock to the time given, backwards too.
+func TestClockSet(t *testing.T) {
+	c := testkit.NewClock(time.Unix(100, 0))
+	c.Set(time.Unix(50, 0))
+	assert.Equal(t, time.Unix(50, 0), c.Now())
+}
+
+// The entry builders give valid entries, and a checkpoint holding them
+// passes Validate.
+func TestEntryBuilders(t *testing.T) {
+	cp := testkit.Checkpoint("t", "c", "", 1)
+	cp.Files = []ckptstore.Entry{testkit.Dir("d"), testkit.File("d/f", 4, 9)}
+	cp.Artifacts = []ckptstore.Artifact{testkit.Artifact("a", 5)}
+	require.NoError(t, ckptstore.Validate(cp))
+	assert.Equal(t, ckptstore.Entry{Path: "d/f", Kind: ckptstore.KindFile, BlobKey: testkit.FileKey(4), Size: 9}, cp.Files[1])
+	assert.Equal(t, ckptstore.Entry{Path: "d", Kind: ckptstore.KindDir}, cp.Files[0])
+	assert.Equal(t, testkit.ArtifactKey(5), cp.Artifacts[0].BlobKey)
+}
+
+// Recount counts each distinct key once per checkpoint, leaves directories
+// out, and sorts by key bytes.
+func TestRecount(t *testing.T) {
+	a := testkit.Checkpoint("t", "a", "", 1, 2, 2, 1)
+	a.Files = append(a.Files, testkit.Dir("d"))
+	a.Artifacts = []ckptstore.Artifact{testkit.Artifact("x", 1), testkit.Artifact("y", 1)}
+	b := testkit.Checkpoint("t", "b", "a", 2, 2)
+	assert.Equal(t, []ckptstore.BlobRef{
+		{Key: testkit.ArtifactKey(1), References: 1},
+		{Key: testkit.FileKey(1), References: 1},
+		{Key: testkit.FileKey(2), References: 2},
+	}, testkit.Recount([]*ckptstore.Checkpoint{a, b}))
+	assert.Empty(t, testkit.Recount(nil))
+}
+
+// IDs names a nil checkpoint rather than panicking.
+func TestIDsNil(t *testing.T) {
+	assert.Equal(t, []string{"<nil>", "a"}, testkit.IDs([]*ckptstore.Checkpoint{nil, testkit.Checkpoint("t", "a", "", 1)}))
+}
