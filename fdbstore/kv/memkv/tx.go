@@ -346,87 +346,109 @@ func (tr *Tx) getRange(r kv.KeyRange, opts kv.RangeOptions, snapshot bool) kv.Fu
 // the requested order. The returned pairs alias engine and buffer memory;
 // the future copies them out. hitLimit reports that the limit stopped it.
 func (tr *Tx) scan(r kv.KeyRange, opts kv.RangeOptions, local bool) (pairs []kv.KeyValue, hitLimit bool) {
-	rev := opts.Reverse
-	var buffered []*wentry
+	m := &merge{tr: tr, rev: opts.Reverse, limit: opts.Limit}
 	if tr.writes != nil {
-		collect := func(e *wentry) bool { buffered = append(buffered, e); return true }
-		if rev {
-			tr.writes.DescendLessOrEqual(&wentry{key: r.End}, func(e *wentry) bool {
-				if bytes.Equal(e.key, r.End) {
-					return true
-				}
-				if bytes.Compare(e.key, r.Begin) < 0 {
-					return false
-				}
-				return collect(e)
-			})
-		} else {
-			tr.writes.AscendRange(&wentry{key: r.Begin}, &wentry{key: r.End}, collect)
-		}
-	}
-	// before reports whether a comes before b in scan order.
-	before := func(a, b []byte) bool {
-		if rev {
-			return bytes.Compare(a, b) > 0
-		}
-		return bytes.Compare(a, b) < 0
-	}
-	emit := func(k, v []byte) bool {
-		pairs = append(pairs, kv.KeyValue{Key: k, Value: v})
-		if opts.Limit > 0 && len(pairs) >= opts.Limit {
-			hitLimit = true
-			return false
-		}
-		return true
-	}
-	i := 0
-	// flush emits buffered entries that come before k (all when k is nil).
-	flush := func(k []byte) bool {
-		for ; i < len(buffered) && (k == nil || before(buffered[i].key, k)); i++ {
-			e := buffered[i]
-			if v, ok := e.resolve(nil, false); ok && !emit(e.key, v) {
-				i++
-				return false
-			}
-		}
-		return true
-	}
-	visit := func(it *item) bool {
-		if !flush(it.key) {
-			return false
-		}
-		if i < len(buffered) && bytes.Equal(buffered[i].key, it.key) {
-			e := buffered[i]
-			i++
-			if v, ok := e.resolve(it.value, true); ok {
-				return emit(it.key, v)
-			}
+		walk(tr.writes, r, m.rev, wentryProbe, func(e *wentry) []byte { return e.key }, func(e *wentry) bool {
+			m.buffered = append(m.buffered, e)
 			return true
-		}
-		if tr.cleared(it.key) {
-			return true
-		}
-		return emit(it.key, it.value)
+		})
 	}
 	if !local {
-		if rev {
-			tr.snap.DescendLessOrEqual(&item{key: r.End}, func(it *item) bool {
-				if bytes.Equal(it.key, r.End) {
-					return true
-				}
-				if bytes.Compare(it.key, r.Begin) < 0 {
-					return false
-				}
-				return visit(it)
-			})
-		} else {
-			tr.snap.AscendRange(&item{key: r.Begin}, &item{key: r.End}, visit)
+		walk(tr.snap, r, m.rev, itemProbe, func(it *item) []byte { return it.key }, m.visit)
+	}
+	if !m.hitLimit {
+		m.flush(nil)
+	}
+	return m.pairs, m.hitLimit
+}
+
+func wentryProbe(k []byte) *wentry { return &wentry{key: k} }
+func itemProbe(k []byte) *item     { return &item{key: k} }
+
+// walk visits the entries of t whose keys are in r, in key order or (rev)
+// its reverse, until visit returns false. probe makes an entry to seek
+// with; key reads an entry's key.
+func walk[T any](t *btree.BTreeG[T], r kv.KeyRange, rev bool, probe func([]byte) T, key func(T) []byte, visit func(T) bool) {
+	if !rev {
+		t.AscendRange(probe(r.Begin), probe(r.End), visit)
+		return
+	}
+	// DescendLessOrEqual includes End, which r does not; below Begin the
+	// walk is done.
+	t.DescendLessOrEqual(probe(r.End), func(e T) bool {
+		k := key(e)
+		if bytes.Equal(k, r.End) {
+			return true
+		}
+		if bytes.Compare(k, r.Begin) < 0 {
+			return false
+		}
+		return visit(e)
+	})
+}
+
+// merge is one scan's merge of the snapshot's pairs with the buffered
+// writes of the range, both in scan order.
+type merge struct {
+	tr       *Tx
+	rev      bool
+	limit    int       // 0: none
+	buffered []*wentry // the writes of the range, in scan order
+	i        int       // the next buffered entry to merge
+	pairs    []kv.KeyValue
+	hitLimit bool
+}
+
+// before reports whether a comes before b in scan order.
+func (m *merge) before(a, b []byte) bool {
+	if m.rev {
+		return bytes.Compare(a, b) > 0
+	}
+	return bytes.Compare(a, b) < 0
+}
+
+// emit adds a pair; false when the limit is reached.
+func (m *merge) emit(k, v []byte) bool {
+	m.pairs = append(m.pairs, kv.KeyValue{Key: k, Value: v})
+	if m.limit > 0 && len(m.pairs) >= m.limit {
+		m.hitLimit = true
+		return false
+	}
+	return true
+}
+
+// flush emits the buffered entries that come before k (all when k is
+// nil); false when the limit stopped it.
+func (m *merge) flush(k []byte) bool {
+	for ; m.i < len(m.buffered) && (k == nil || m.before(m.buffered[m.i].key, k)); m.i++ {
+		e := m.buffered[m.i]
+		if v, ok := e.resolve(nil, false); ok && !m.emit(e.key, v) {
+			m.i++
+			return false
 		}
 	}
-	if !hitLimit {
-		flush(nil)
+	return true
+}
+
+// visit merges one snapshot pair: the buffered entries before it, then the
+// pair as a buffered write of its key changes it, unless a clear removed
+// it.
+func (m *merge) visit(it *item) bool {
+	if !m.flush(it.key) {
+		return false
 	}
-	return pairs, hitLimit
+	if m.i < len(m.buffered) && bytes.Equal(m.buffered[m.i].key, it.key) {
+		e := m.buffered[m.i]
+		m.i++
+		if v, ok := e.resolve(it.value, true); ok {
+			return m.emit(it.key, v)
+		}
+		return true
+	}
+	if m.tr.cleared(it.key) {
+		return true
+	}
+	return m.emit(it.key, it.value)
 }
 
 // Snapshot returns a view of this transaction whose reads add no
