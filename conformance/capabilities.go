@@ -73,69 +73,63 @@ const maxPages = 10_000
 // allThreads pages through Threads with the default limit.
 func (e *env) allThreads(tl ckptstore.ThreadLister) []string {
 	e.t.Helper()
-	out, err := pageThreads(e, tl, 0)
+	out, err := pageThreads(e, tl, "", 0)
 	require.NoError(e.t, err, "Threads")
 	return out
 }
 
-// pageThreads returns every thread id, paging with limit, and checks that
-// each page respects it.
-func pageThreads(e *env, tl ckptstore.ThreadLister, limit int) ([]string, error) {
+// pageThreads returns every thread id from the cursor after, paging with
+// limit (see pageThrough).
+func pageThreads(e *env, tl ckptstore.ThreadLister, after string, limit int) ([]string, error) {
 	e.t.Helper()
-	want := limit
-	if want == 0 {
-		want = 100
+	return pageThrough(e, fmt.Sprintf("Threads(limit %d)", limit), limit, after, func(after string) ([]string, string, error) {
+		return tl.Threads(e.ctx, after, limit)
+	})
+}
+
+// pageAll returns every checkpoint of thread, paging with opt from its
+// cursor (see pageThrough).
+func (e *env) pageAll(thread string, opt ckptstore.ListOptions) []*ckptstore.Checkpoint {
+	e.t.Helper()
+	p := e.pager()
+	what := fmt.Sprintf("ListPage(%q, %+v)", thread, opt)
+	out, err := pageThrough(e, what, opt.Limit, opt.After, func(after string) ([]*ckptstore.Checkpoint, string, error) {
+		o := opt
+		o.After = after
+		return p.ListPage(e.ctx, thread, o)
+	})
+	require.NoError(e.t, err, what)
+	return out
+}
+
+// pageThrough joins the pages that page returns from the cursor after
+// until one has no next cursor, at most maxPages of them. Each page must
+// hold at most limit items (0: the default, 100), and only the last may be
+// empty. what names the call in messages.
+func pageThrough[T any](e *env, what string, limit int, after string, page func(after string) ([]T, string, error)) ([]T, error) {
+	e.t.Helper()
+	most := limit
+	if most == 0 {
+		most = 100
 	}
-	out := []string{}
-	after := ""
+	var out []T
 	for range maxPages {
-		page, next, err := tl.Threads(e.ctx, after, limit)
+		items, next, err := page(after)
 		if err != nil {
 			return nil, err
 		}
-		if len(page) > want {
-			e.t.Errorf("Threads(%q, %d) returned %d ids, more than the limit", after, limit, len(page))
+		assert.LessOrEqual(e.t, len(items), most, "%s from %q: more than the limit", what, after)
+		if next != "" && len(items) == 0 {
+			require.Failf(e.t, "an empty page with a next cursor", "%s from %q", what, after)
 		}
-		if next != "" && len(page) == 0 {
-			e.t.Fatalf("Threads(%q, %d) returned an empty page with a next cursor", after, limit)
-		}
-		out = append(out, page...)
+		out = append(out, items...)
 		if next == "" {
 			return out, nil
 		}
 		after = next
 	}
-	e.t.Fatalf("Threads: more than %d pages", maxPages)
+	require.Failf(e.t, "paging does not end", "%s: more than %d pages", what, maxPages)
 	return nil, nil
-}
-
-// pageAll returns every checkpoint of thread, paging with opt from its
-// cursor, and checks that each page respects the limit.
-func (e *env) pageAll(thread string, opt ckptstore.ListOptions) []*ckptstore.Checkpoint {
-	e.t.Helper()
-	p := e.pager()
-	want := opt.Limit
-	if want == 0 {
-		want = 100
-	}
-	var out []*ckptstore.Checkpoint
-	for range maxPages {
-		page, next, err := p.ListPage(e.ctx, thread, opt)
-		require.NoError(e.t, err, "ListPage(%q, %+v)", thread, opt)
-		if len(page) > want {
-			e.t.Errorf("ListPage(%q, %+v) returned %d checkpoints, more than the limit", thread, opt, len(page))
-		}
-		if next != "" && len(page) == 0 {
-			e.t.Fatalf("ListPage(%q, %+v) returned an empty page with a next cursor", thread, opt)
-		}
-		out = append(out, page...)
-		if next == "" {
-			return out
-		}
-		opt.After = next
-	}
-	e.t.Fatalf("ListPage(%q): more than %d pages", thread, maxPages)
-	return nil
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }

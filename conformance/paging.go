@@ -503,7 +503,7 @@ func (s *suite) threadsPaging(t *testing.T) {
 		all = append(all, th)
 	}
 	for _, limit := range []int{1, 2, 7, 24, 25, 26, 0, 1000} {
-		got, err := pageThreads(e, tl, limit)
+		got, err := pageThreads(e, tl, "", limit)
 		require.NoError(t, err, "Threads")
 		assert.Equal(t, all, got, "pages of %d", limit)
 	}
@@ -520,7 +520,7 @@ func (s *suite) threadsPaging(t *testing.T) {
 	for _, th := range []string{"t09", "t20"} {
 		require.NoError(t, e.s.DeleteHead(e.ctx, th, th+"-c", writers[th]), "DeleteHead")
 	}
-	rest, err := pageThreadsFrom(e, tl, next, 4)
+	rest, err := pageThreads(e, tl, next, 4)
 	require.NoError(t, err, "Threads from the cursor")
 	want := append(slices.Clone(all[10:16]), "t15x")
 	want = append(want, all[16:20]...)
@@ -536,22 +536,4 @@ func (s *suite) threadsPaging(t *testing.T) {
 		_, _, err := tl.Threads(e.ctx, ckptstore.EncodeCursor(ckptstore.Position{CreatedAt: 1, ID: "t"}), 1)
 		return err
 	})
-}
-
-// pageThreadsFrom pages through Threads from the cursor after.
-func pageThreadsFrom(e *env, tl ckptstore.ThreadLister, after string, limit int) ([]string, error) {
-	var out []string
-	for range maxPages {
-		page, next, err := tl.Threads(e.ctx, after, limit)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, page...)
-		if next == "" {
-			return out, nil
-		}
-		after = next
-	}
-	e.t.Fatalf("Threads: more than %d pages", maxPages)
-	return nil, nil
 }
