@@ -98,38 +98,17 @@ func idleTime() float64 {
 	return s[0].Value.Float64()
 }
 
+// appendWriter is one thread of benchAppendParallel: its lease, the
+// checkpoints it appends and how long each Append took.
+type appendWriter struct {
+	w   ckptstore.Writer
+	cps []*ckptstore.Checkpoint
+	lat []time.Duration
+}
+
 func benchAppendParallel(b *testing.B, threads int, payload string) {
 	s, db := newMemStore(b, fdbstore.Options{}, memkv.Options{})
-	gopts := workload.GenOptions{
-		Namespace: "bench", Payload: workload.MustSizeDist(payload),
-		BlobShare: 0.8, GlobalBlobs: 2, ArtifactRate: 0.25,
-	}
-	type writer struct {
-		w   ckptstore.Writer
-		cps []*ckptstore.Checkpoint
-		lat []time.Duration
-	}
-	ws := make([]*writer, threads)
-	for i := range ws {
-		thread := fmt.Sprintf("bench/append/t%d", i)
-		lease, err := s.AcquireWriter(ctx, thread)
-		must(b, err)
-		w := &writer{w: lease.Writer}
-		g := workload.NewGenSeed(gopts, uint64(i), 1)
-		head := ""
-		var prev *ckptstore.Checkpoint
-		k := b.N / threads // writer i appends k of the b.N, the first b.N%threads one more
-		if i < b.N%threads {
-			k++
-		}
-		for range k {
-			cp, _ := g.Next(thread, g.NewID(), head, prev)
-			w.cps = append(w.cps, cp)
-			head, prev = cp.ID, cp
-		}
-		w.lat = make([]time.Duration, 0, len(w.cps))
-		ws[i] = w
-	}
+	ws := appendWriters(b, s, threads, payload)
 	db.ResetStats()
 	b.ReportAllocs()
 	cpu0, cpuOK := cpuTime()
@@ -158,16 +137,8 @@ func benchAppendParallel(b *testing.B, threads int, payload string) {
 	for _, w := range ws {
 		lat = append(lat, w.lat...)
 	}
-	slices.Sort(lat)
-	st := db.Stats()
 	n := float64(b.N)
-	b.ReportMetric(n/b.Elapsed().Seconds(), "appends/s")
-	if len(lat) > 0 {
-		b.ReportMetric(float64(lat[len(lat)*99/100]), "p99-ns")
-		b.ReportMetric(float64(lat[len(lat)*50/100]), "p50-ns")
-		b.ReportMetric(float64(lat[len(lat)*90/100]), "p90-ns")
-		b.ReportMetric(float64(lat[len(lat)-1]), "max-ns")
-	}
+	reportLatencies(b, lat)
 	// CPU time (user and system, all goroutines and the collector) per
 	// append: it shows work that grows with the number of writers, which
 	// ns/op mixes up with the load other processes put on the machine.
@@ -175,12 +146,58 @@ func benchAppendParallel(b *testing.B, threads int, payload string) {
 		b.ReportMetric(float64(cpu1-cpu0)/n, "cpu-ns/op")
 	}
 	b.ReportMetric(idle*1e9/n, "idle-ns/op")
+	st := db.Stats()
 	b.ReportMetric(float64(st.Conflicts)/n, "conflicts/op")
 	b.ReportMetric(float64(st.Retries)/n, "retries/op")
 	b.ReportMetric(float64(st.ReadRounds)/n, "rounds/op")
 	b.ReportMetric(float64(st.Commits)/n, "commits/op")
 	if st.Conflicts != 0 || st.Retries != 0 {
 		b.Errorf("%d conflicts and %d retries between writers of distinct threads; want none", st.Conflicts, st.Retries)
+	}
+}
+
+// appendWriters takes the leases of threads threads and generates their
+// checkpoints: writer i appends b.N/threads of the b.N, the first
+// b.N%threads one more, with payloads of the size distribution payload.
+func appendWriters(b *testing.B, s *fdbstore.Store, threads int, payload string) []*appendWriter {
+	gopts := workload.GenOptions{
+		Namespace: "bench", Payload: workload.MustSizeDist(payload),
+		BlobShare: 0.8, GlobalBlobs: 2, ArtifactRate: 0.25,
+	}
+	ws := make([]*appendWriter, threads)
+	for i := range ws {
+		thread := fmt.Sprintf("bench/append/t%d", i)
+		lease, err := s.AcquireWriter(ctx, thread)
+		must(b, err)
+		w := &appendWriter{w: lease.Writer}
+		g := workload.NewGenSeed(gopts, uint64(i), 1)
+		head := ""
+		var prev *ckptstore.Checkpoint
+		k := b.N / threads
+		if i < b.N%threads {
+			k++
+		}
+		for range k {
+			cp, _ := g.Next(thread, g.NewID(), head, prev)
+			w.cps = append(w.cps, cp)
+			head, prev = cp.ID, cp
+		}
+		w.lat = make([]time.Duration, 0, len(w.cps))
+		ws[i] = w
+	}
+	return ws
+}
+
+// reportLatencies reports the appends per second and the p50, p90, p99 and
+// largest of lat (which it sorts).
+func reportLatencies(b *testing.B, lat []time.Duration) {
+	slices.Sort(lat)
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "appends/s")
+	if len(lat) > 0 {
+		b.ReportMetric(float64(lat[len(lat)*99/100]), "p99-ns")
+		b.ReportMetric(float64(lat[len(lat)*50/100]), "p50-ns")
+		b.ReportMetric(float64(lat[len(lat)*90/100]), "p90-ns")
+		b.ReportMetric(float64(lat[len(lat)-1]), "max-ns")
 	}
 }
 

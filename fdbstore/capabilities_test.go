@@ -23,8 +23,23 @@ func TestCapabilitiesIdempotentAfterUnknownResult(t *testing.T) {
 	must(t, err)
 	w := lease.Writer
 	ids := storetest.Chain(t, s, w, "t", 5)
+	importOnceAfterUnknown(t, s, db)
 
-	// Import: the count of the attempt that committed, not 0.
+	// SaveThread is a blind write, idempotent by itself (it repeats to the
+	// same state; under every commit reporting an unknown result it would
+	// retry forever, like Renew, so it runs under the fault mix below).
+	must(t, s.SaveThread(ctx, "t", []byte(`["saved"]`)))
+	if got, err := s.LoadThread(ctx, "t"); err != nil || string(got) != `["saved"]` {
+		t.Fatalf("LoadThread = %s, %v", got, err)
+	}
+
+	deleteThreadOnceAfterUnknown(t, s, db, w, len(ids))
+	opTokensAfterUnknown(t, s, db)
+}
+
+// importOnceAfterUnknown: Import reports the count of the attempt that
+// committed, not 0, and its repeat writes nothing.
+func importOnceAfterUnknown(t *testing.T, s *fdbstore.Store, db *memkv.DB) {
 	il, err := s.AcquireWriter(ctx, "imp")
 	must(t, err)
 	batch := ckptstore.ImportBatch{ThreadID: "imp", Writer: il.Writer, SetHead: true, Head: "i1",
@@ -41,22 +56,17 @@ func TestCapabilitiesIdempotentAfterUnknownResult(t *testing.T) {
 		t.Fatalf("the repeated Import = %d, %v; want 0, nil", n, err)
 	}
 	testkit.CheckRefs(t, s, "t", "imp")
+}
 
-	// SaveThread is a blind write, idempotent by itself (it repeats to the
-	// same state; under every commit reporting an unknown result it would
-	// retry forever, like Renew, so it runs under the fault mix below).
-	must(t, s.SaveThread(ctx, "t", []byte(`["saved"]`)))
-	if got, err := s.LoadThread(ctx, "t"); err != nil || string(got) != `["saved"]` {
-		t.Fatalf("LoadThread = %s, %v", got, err)
-	}
-
-	// DeleteThread in batches of 2: every batch's count, once.
-	restore = unknownApplied(t, db)
-	n, err = s.DeleteThread(ctx, "t", w)
+// deleteThreadOnceAfterUnknown: DeleteThread of t (its n checkpoints) in
+// batches of 2 counts every batch once; the lease stays.
+func deleteThreadOnceAfterUnknown(t *testing.T, s *fdbstore.Store, db *memkv.DB, w ckptstore.Writer, want int) {
+	restore := unknownApplied(t, db)
+	n, err := s.DeleteThread(ctx, "t", w)
 	restore()
 	must(t, err)
-	if n != len(ids) {
-		t.Fatalf("DeleteThread after unknown results = %d, want %d", n, len(ids))
+	if n != want {
+		t.Fatalf("DeleteThread after unknown results = %d, want %d", n, want)
 	}
 	if got, _ := s.LoadThread(ctx, "t"); string(got) != "[]" {
 		t.Fatalf("transcript after DeleteThread = %s", got)
@@ -67,11 +77,14 @@ func TestCapabilitiesIdempotentAfterUnknownResult(t *testing.T) {
 	}
 	// The lease stays: the thread can be written again.
 	must(t, s.Append(ctx, testkit.Checkpoint("t", "again", "", 1), "", w))
+}
 
-	// Caller op tokens across calls, with unknown results inside the
-	// first call too.
+// opTokensAfterUnknown: caller op tokens across calls, with unknown results
+// inside the first call too: the repeated AcquireWriter returns the same
+// lease, the repeated fork the same root.
+func opTokensAfterUnknown(t *testing.T, s *fdbstore.Store, db *memkv.DB) {
 	tok := ckptstore.WithOpToken(ctx, "caller-token-1")
-	restore = unknownApplied(t, db)
+	restore := unknownApplied(t, db)
 	fl, err := s.AcquireWriter(tok, "fork")
 	restore()
 	must(t, err)

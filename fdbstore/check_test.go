@@ -92,19 +92,50 @@ func ref(n int) func(s *Store) []byte {
 // TestCheckFindsEachBrokenInvariant: the fixture is consistent, and each
 // corruption, written directly through memkv, makes Check report exactly
 // the problems it should: the key and what is wrong.
+// brokenCase is one broken invariant: a write that breaks the consistent
+// fixture, and the problems Check must report for it.
+type brokenCase struct {
+	name   string
+	break_ func(f fixture, tr kv.Transaction)
+	want   []wantProblem
+}
+
 func TestCheckFindsEachBrokenInvariant(t *testing.T) {
-	ctx := context.Background()
 	if p := mustCheck(t, checkFixture(t, Options{}).s); len(p) != 0 {
 		t.Fatalf("the consistent fixture: %v", p)
 	}
-	nowMs := checkStart.UnixMilli()
-	epoch := epochOf(checkStart)
-	leaseKey := func(s *Store) []byte { return s.k.lease("t") }
-	for _, c := range []struct {
-		name   string
-		break_ func(f fixture, tr kv.Transaction)
-		want   []wantProblem
-	}{
+	var cases []brokenCase
+	for _, group := range [][]brokenCase{countCases(), storageCases(), threadCases(), leaseCases(), markerCases(), foreignKeyCases()} {
+		cases = append(cases, group...)
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) { checkBroken(t, c) })
+	}
+}
+
+// checkBroken breaks a fresh fixture as c says and checks that Check
+// reports exactly c's problems.
+func checkBroken(t *testing.T, c brokenCase) {
+	f := checkFixture(t, Options{})
+	testkit.Must(t, f.db.Transact(context.Background(), func(tr kv.Transaction) error { c.break_(f, tr); return nil }))
+	problems := mustCheck(t, f.s)
+	if len(problems) != len(c.want) {
+		t.Fatalf("Check = %v, want %d problems", problems, len(c.want))
+	}
+	for _, w := range c.want {
+		found := false
+		for _, p := range problems {
+			found = found || (p.Key == string(w.key(f.s)) && strings.Contains(p.What, w.what))
+		}
+		if !found {
+			t.Errorf("Check = %v, want a problem at %q with %q", problems, w.key(f.s), w.what)
+		}
+	}
+}
+
+// countCases break the blob counts.
+func countCases() []brokenCase {
+	return []brokenCase{
 		// Blob counts.
 		{"count at 0", func(f fixture, tr kv.Transaction) { tr.Set(f.s.k.ref(testkit.FileKey(0)), kv.EncodeInt64(0)) },
 			at(ref(0), "count 0")},
@@ -118,6 +149,12 @@ func TestCheckFindsEachBrokenInvariant(t *testing.T) {
 			at(ref(1), "no count, 2 stored checkpoints use it")},
 		{"count value malformed", func(f fixture, tr kv.Transaction) { tr.Set(f.s.k.ref(testkit.FileKey(1)), []byte{2}) },
 			at(ref(1), "malformed blob count")},
+	}
+}
+
+// storageCases break a checkpoint's index, chunks or copy.
+func storageCases() []brokenCase {
+	return []brokenCase{
 		// Index, chunks and copies.
 		{"index deleted", func(f fixture, tr kv.Transaction) { tr.ClearRange(f.s.k.idRange("c")) },
 			at(func(s *Store) []byte { return s.k.chunk("t", 2, "c", 0) }, `checkpoint "c" has no index`)},
@@ -155,6 +192,12 @@ func TestCheckFindsEachBrokenInvariant(t *testing.T) {
 			{func(s *Store) []byte { return s.k.chunk("t", 0, "a", 0) }, `the index of "a" names thread "f" at 0`},
 			{func(s *Store) []byte { return s.k.index("a") }, `index of "a" without its chunks in thread "f"`},
 		}},
+	}
+}
+
+// threadCases break a thread's links, head, listing or transcript.
+func threadCases() []brokenCase {
+	return []brokenCase{
 		// Links.
 		{"link dropped", func(f fixture, tr kv.Transaction) { tr.Clear(f.s.k.link("t", "a")) },
 			at(func(s *Store) []byte { return s.k.chunk("t", 0, "a", 0) }, `checkpoint "a" has no link`)},
@@ -176,6 +219,15 @@ func TestCheckFindsEachBrokenInvariant(t *testing.T) {
 			at(func(s *Store) []byte { return s.k.transcriptChunk("m", 0) }, "transcript:")},
 		{"stray transcript chunk", func(f fixture, tr kv.Transaction) { tr.Set(f.s.k.transcriptChunk("m", 2), []byte("x")) },
 			at(func(s *Store) []byte { return s.k.transcriptChunk("m", 0) }, "stray transcript chunks [2]")},
+	}
+}
+
+// leaseCases break the lease and its fences.
+func leaseCases() []brokenCase {
+	nowMs := checkStart.UnixMilli()
+	epoch := epochOf(checkStart)
+	leaseKey := func(s *Store) []byte { return s.k.lease("t") }
+	return []brokenCase{
 		// Leases and fences.
 		{"fence went down", func(f fixture, tr kv.Transaction) {
 			tr.Set(f.s.k.lease("t"), leaseValue{fence: 1, expires: time.Unix(0, 0)}.encode())
@@ -190,6 +242,14 @@ func TestCheckFindsEachBrokenInvariant(t *testing.T) {
 		}, at(leaseKey, `the lease at fence 2 has owner token "other"`)},
 		{"lease malformed", func(f fixture, tr kv.Transaction) { tr.Set(f.s.k.lease("m"), []byte("x")) },
 			at(func(s *Store) []byte { return s.k.lease("m") }, "malformed lease")},
+	}
+}
+
+// markerCases leave op markers Check must report.
+func markerCases() []brokenCase {
+	nowMs := checkStart.UnixMilli()
+	epoch := epochOf(checkStart)
+	return []brokenCase{
 		// Op markers.
 		{"leftover marker", func(f fixture, tr kv.Transaction) {
 			ms := nowMs - 2*markerTTL.Milliseconds()
@@ -211,6 +271,12 @@ func TestCheckFindsEachBrokenInvariant(t *testing.T) {
 			at(func(s *Store) []byte { return s.k.opMarker("t", epoch, "tok") }, "marker of kind a with a result of 2 bytes")},
 		{"global marker of the old layout", func(f fixture, tr kv.Transaction) { tr.Set(f.s.k.legacyOp(5, "tok"), []byte{1, 'a'}) },
 			at(func(s *Store) []byte { return s.k.legacyOp(5, "tok") }, "global op marker of the old layout")},
+	}
+}
+
+// foreignKeyCases write keys outside the layout.
+func foreignKeyCases() []brokenCase {
+	return []brokenCase{
 		// Keys outside the layout.
 		{"foreign space", func(f fixture, tr kv.Transaction) { tr.Set(f.s.k.key("zz", "x"), nil) },
 			at(func(s *Store) []byte { return s.k.key("zz", "x") }, "not a key of this package")},
@@ -224,24 +290,6 @@ func TestCheckFindsEachBrokenInvariant(t *testing.T) {
 			at(func(s *Store) []byte { return s.k.key(spaceThread, bucket("t")+1, "t", threadHead) }, "bucket")},
 		{"instance record", func(f fixture, tr kv.Transaction) { tr.Set(f.s.k.instance("k"), []byte("x")) },
 			at(func(s *Store) []byte { return s.k.instance("k") }, "instance record")},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			f := checkFixture(t, Options{})
-			testkit.Must(t, f.db.Transact(ctx, func(tr kv.Transaction) error { c.break_(f, tr); return nil }))
-			problems := mustCheck(t, f.s)
-			if len(problems) != len(c.want) {
-				t.Fatalf("Check = %v, want %d problems", problems, len(c.want))
-			}
-			for _, w := range c.want {
-				found := false
-				for _, p := range problems {
-					found = found || (p.Key == string(w.key(f.s)) && strings.Contains(p.What, w.what))
-				}
-				if !found {
-					t.Errorf("Check = %v, want a problem at %q with %q", problems, w.key(f.s), w.what)
-				}
-			}
-		})
 	}
 }
 
@@ -423,7 +471,6 @@ func TestCheckConfirmsAcrossPages(t *testing.T) {
 // reports none (the blob counts, which need a quiet store, are left out),
 // and once the writers stop it reports nothing at all.
 func TestCheckWhileWriting(t *testing.T) {
-	ctx := context.Background()
 	s, err := New(memkv.New(), Options{PruneBatch: 2})
 	testkit.Must(t, err)
 	const writers, ops = 4, 60
@@ -431,64 +478,86 @@ func TestCheckWhileWriting(t *testing.T) {
 	done := make(chan struct{})
 	for w := range writers {
 		wg.Go(func() {
-			rng := rand.New(rand.NewPCG(uint64(w), 7))
-			thread := fmt.Sprintf("w%d", w)
-			l, err := s.AcquireWriter(ctx, thread)
-			if err != nil {
+			if err := randomWrites(s, w, ops); err != nil {
 				t.Error(err)
-				return
-			}
-			head, n := "", 0
-			for range ops {
-				switch r := rng.IntN(10); {
-				case r < 6 || head == "":
-					id := fmt.Sprintf("%s-%d", thread, n)
-					n++
-					cp := sizedCheckpoint(thread, id, head, float64(n), 10+rng.IntN(150_000), rng.IntN(3))
-					if err := s.Append(ctx, cp, head, l.Writer); err != nil {
-						t.Error(err)
-						return
-					}
-					head = id
-				case r < 7:
-					if err := s.DeleteHead(ctx, thread, head, l.Writer); err != nil && !errors.Is(err, ckptstore.ErrNotHead) {
-						t.Error(err)
-						return
-					}
-					head, _ = s.Head(ctx, thread)
-				case r < 8:
-					if _, err := s.DeleteCheckpoints(ctx, thread, 2, l.Writer); err != nil {
-						t.Error(err)
-						return
-					}
-				case r < 9:
-					if cp, err := s.Get(ctx, head); err != nil || cp == nil {
-						continue // a head left on a pruned parent
-					}
-					dst := fmt.Sprintf("%s-fork%d", thread, n)
-					n++
-					fl, err := s.AcquireWriter(ctx, dst)
-					if err == nil {
-						_, err = s.ForkFromCheckpoint(ctx, ckptstore.ForkInput{SourceThreadID: thread, SourceCheckpointID: head,
-							DestinationThreadID: dst, DestinationCheckpointID: dst + "-root", CreatedAt: 1, Writer: fl.Writer})
-					}
-					if err != nil {
-						t.Error(err)
-						return
-					}
-				default:
-					if _, err := s.DeleteThread(ctx, thread, l.Writer); err != nil {
-						t.Error(err)
-						return
-					}
-					head = ""
-				}
 			}
 		})
 	}
 	go func() { wg.Wait(); close(done) }()
+	checks, unconfirmed, counts := checkUntil(t, s, done)
+	t.Logf("%d checks while writing: %d problems of the scan that the confirming reads dropped; %d count problems (unconfirmable while writers run)", checks, unconfirmed, counts)
+	if p := mustCheck(t, s); len(p) != 0 {
+		t.Fatalf("Check after the writers: %v", p)
+	}
+}
+
+// randomWrites is writer w of TestCheckWhileWriting: ops random writes to
+// its thread w<w> (appends, most often, head deletes, prunes, forks into
+// new threads, deletes of the whole thread). It stops at the first error.
+func randomWrites(s *Store, w, ops int) error {
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(uint64(w), 7))
+	thread := fmt.Sprintf("w%d", w)
+	l, err := s.AcquireWriter(ctx, thread)
+	if err != nil {
+		return err
+	}
+	head, n := "", 0
+	for range ops {
+		var err error
+		switch r := rng.IntN(10); {
+		case r < 6 || head == "":
+			id := fmt.Sprintf("%s-%d", thread, n)
+			n++
+			cp := sizedCheckpoint(thread, id, head, float64(n), 10+rng.IntN(150_000), rng.IntN(3))
+			if err = s.Append(ctx, cp, head, l.Writer); err == nil {
+				head = id
+			}
+		case r < 7:
+			if err = s.DeleteHead(ctx, thread, head, l.Writer); errors.Is(err, ckptstore.ErrNotHead) {
+				err = nil
+			}
+			head, _ = s.Head(ctx, thread)
+		case r < 8:
+			_, err = s.DeleteCheckpoints(ctx, thread, 2, l.Writer)
+		case r < 9:
+			if cp, err := s.Get(ctx, head); err != nil || cp == nil {
+				continue // a head left on a pruned parent
+			}
+			dst := fmt.Sprintf("%s-fork%d", thread, n)
+			n++
+			err = forkInto(ctx, s, thread, head, dst)
+		default:
+			_, err = s.DeleteThread(ctx, thread, l.Writer)
+			head = ""
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// forkInto forks checkpoint id of thread into the new thread dst, under a
+// lease of its own.
+func forkInto(ctx context.Context, s *Store, thread, id, dst string) error {
+	fl, err := s.AcquireWriter(ctx, dst)
+	if err != nil {
+		return err
+	}
+	_, err = s.ForkFromCheckpoint(ctx, ckptstore.ForkInput{SourceThreadID: thread, SourceCheckpointID: id,
+		DestinationThreadID: dst, DestinationCheckpointID: dst + "-root", CreatedAt: 1, Writer: fl.Writer})
+	return err
+}
+
+// checkUntil runs Check's scan and confirming reads with tiny limits until
+// done is closed, and fails t on every confirmed problem but a count's. It
+// returns how many checks ran, how many scan problems the confirming reads
+// dropped, and how many count problems it let pass (a count cannot be
+// confirmed while writers run).
+func checkUntil(t *testing.T, s *Store, done <-chan struct{}) (checks, unconfirmed, counts int) {
+	ctx := context.Background()
 	tiny := checkLimits{rangeKeys: 3, txKeys: 6, txBytes: 1 << 20, txTime: time.Minute, confirmBytes: 64 << 20}
-	checks, counts, unconfirmed := 0, 0, 0
 	for running := true; running; checks++ {
 		select {
 		case <-done:
@@ -512,10 +581,7 @@ func TestCheckWhileWriting(t *testing.T) {
 			t.Errorf("check %d while writing: %v", checks, p)
 		}
 	}
-	t.Logf("%d checks while writing: %d problems of the scan that the confirming reads dropped; %d count problems (unconfirmable while writers run)", checks, unconfirmed, counts)
-	if p := mustCheck(t, s); len(p) != 0 {
-		t.Fatalf("Check after the writers: %v", p)
-	}
+	return checks, unconfirmed, counts
 }
 
 // BenchmarkCheck10k times Check on 10,000 checkpoints (100 threads of

@@ -49,7 +49,15 @@ func TestReadRounds(t *testing.T) {
 	big.Conversation = bigConversation(3 * kv.MaxValueSize)
 	must(t, s.Append(ctx, big, "a", w))
 	must(t, s.Append(ctx, testkit.Checkpoint("t", "c", "big", 3, 3), "big", w))
+	getRounds(t, s, db, big)
+	restoreRounds(t, s, db, w, big)
+	restoreOfAForeignHead(t, s, w)
+	writeAndListRounds(t, s, db)
+}
 
+// getRounds: Get reads in one round, a checkpoint of several values (big)
+// and a missing id too.
+func getRounds(t *testing.T, s *fdbstore.Store, db *memkv.DB, big *ckptstore.Checkpoint) {
 	var got *ckptstore.Checkpoint
 	wantRounds(t, "Get", rounds(t, db, func() (err error) { got, err = s.Get(ctx, "c"); return }), 1, 1)
 	if got == nil || got.ID != "c" || got.ParentCheckpointID != "big" {
@@ -64,9 +72,14 @@ func TestReadRounds(t *testing.T) {
 	if got != nil {
 		t.Fatalf("Get(nope) = %+v", got)
 	}
+}
 
-	// Restore: the head is the newest checkpoint, one round.
+// restoreRounds: Restore reads in one round when the head is the newest
+// checkpoint and has at most four chunks, in two otherwise; DeleteHead in
+// one. It leaves t's head on "old".
+func restoreRounds(t *testing.T, s *fdbstore.Store, db *memkv.DB, w ckptstore.Writer, big *ckptstore.Checkpoint) {
 	var head string
+	var got *ckptstore.Checkpoint
 	wantRounds(t, "Restore", rounds(t, db, func() (err error) { head, got, err = s.Restore(ctx, "t"); return }), 1, 2)
 	if head != "c" || got == nil || got.ID != "c" {
 		t.Fatalf("Restore = %q, %+v", head, got)
@@ -96,7 +109,11 @@ func TestReadRounds(t *testing.T) {
 	if head != "old" || got == nil || got.ID != "old" {
 		t.Fatalf("Restore = %q, %+v", head, got)
 	}
-	// A head that names a checkpoint of another thread: no checkpoint.
+}
+
+// restoreOfAForeignHead: a head that names a checkpoint of another thread
+// restores as the head and no checkpoint. t's head must be "old".
+func restoreOfAForeignHead(t *testing.T, s *fdbstore.Store, w ckptstore.Writer) {
 	ul, err := s.AcquireWriter(ctx, "u")
 	must(t, err)
 	must(t, s.Append(ctx, testkit.Checkpoint("u", "u0", "", 1), "", ul.Writer))
@@ -105,10 +122,14 @@ func TestReadRounds(t *testing.T) {
 	must(t, err)
 	must(t, s.DeleteHead(ctx, "u", "u1", ul.Writer)) // head = u0, pruned
 	must(t, s.Append(ctx, testkit.Checkpoint("t", "u0", "old", 9), "old", w))
-	if head, got, err = s.Restore(ctx, "u"); err != nil || head != "u0" || got != nil {
+	if head, got, err := s.Restore(ctx, "u"); err != nil || head != "u0" || got != nil {
 		t.Fatalf("Restore(u) = %q, %+v, %v; want the head and no checkpoint (its id is t's now)", head, got, err)
 	}
+}
 
+// writeAndListRounds: DeleteHead of a root and ForkFromCheckpoint take one
+// round, as do Threads and LoadThread.
+func writeAndListRounds(t *testing.T, s *fdbstore.Store, db *memkv.DB) {
 	// DeleteHead of a root, which empties its thread: one round too.
 	rl, err := s.AcquireWriter(ctx, "r")
 	must(t, err)
