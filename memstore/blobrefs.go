@@ -55,7 +55,10 @@ func newBlobRefs() blobRefs {
 }
 
 // add counts one more reference to each distinct blob key of c (the keys
-// of ckptstore.Checkpoint.BlobKeys).
+// of ckptstore.Checkpoint.BlobKeys). A key it did not count yet is kept as
+// c holds it: c is the caller's checkpoint that the stored one was packed
+// from, not the stored one, whose keys are substrings of its whole text and
+// would keep that alive for as long as the key is counted.
 func (r *blobRefs) add(c *ckptstore.Checkpoint) {
 	r.change++
 	for i := range c.Files {
@@ -84,18 +87,11 @@ func (r *blobRefs) inc(k string) {
 	}
 }
 
-// drop removes one reference to each distinct blob key of c, and forgets
-// the keys that reach 0.
-func (r *blobRefs) drop(c *ckptstore.Checkpoint) {
+// drop removes one reference to each distinct blob key of the stored
+// checkpoint c, and forgets the keys that reach 0.
+func (r *blobRefs) drop(c *rec) {
 	r.change++
-	for i := range c.Files {
-		if e := &c.Files[i]; e.Kind == ckptstore.KindFile {
-			r.dec(e.BlobKey)
-		}
-	}
-	for i := range c.Artifacts {
-		r.dec(c.Artifacts[i].BlobKey)
-	}
+	c.blobKeys(r.dec)
 	if r.dead > mergeSlack+len(r.sorted)/4 {
 		r.merge()
 	}

@@ -24,7 +24,7 @@ func TestBlobRefsMerges(t *testing.T) {
 			i := r.IntN(len(stored))
 			c := stored[i]
 			stored = slices.Delete(stored, i, i+1)
-			refs.drop(c)
+			refs.drop(mustPack(t, c))
 			for _, k := range c.BlobKeys() {
 				if want[k]--; want[k] == 0 {
 					delete(want, k)
@@ -62,7 +62,7 @@ func TestBlobRefsMerges(t *testing.T) {
 	}
 	// Only drops since the last read: the read must still see them.
 	for _, c := range stored {
-		refs.drop(c)
+		refs.drop(mustPack(t, c))
 	}
 	if got := refs.list(); len(got) != 0 {
 		t.Errorf("after every checkpoint was dropped: %d keys listed, want 0 (first %+v)", len(got), got[0])
@@ -73,4 +73,13 @@ func TestBlobRefsMerges(t *testing.T) {
 	if n := len(refs.sorted) + len(refs.pending); n > 2*len(want)+2*mergeSlack {
 		t.Errorf("%d items held for %d live keys: dead items are not dropped", n, len(want))
 	}
+}
+
+func mustPack(t *testing.T, c *ckptstore.Checkpoint) *rec {
+	t.Helper()
+	r, err := pack(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }

@@ -55,7 +55,7 @@ func (s *Store) DeleteThread(ctx context.Context, threadID string, w ckptstore.W
 	}
 	th := s.threads[threadID] // not nil: it has a lease
 	var doomed []string
-	th.cps.Ascend(func(c *ckptstore.Checkpoint) bool {
+	th.cps.Ascend(func(c *rec) bool {
 		doomed = append(doomed, c.ID)
 		return true
 	})
@@ -69,7 +69,7 @@ func (s *Store) DeleteThread(ctx context.Context, threadID string, w ckptstore.W
 }
 
 // ListPage implements ckptstore.Pager. It reads the page from the thread's
-// ordered tree, starting at the cursor, and one checkpoint more to learn
+// ordered list, starting at the cursor, and one checkpoint more to learn
 // whether another page follows, then copies the page in one batch
 // (cloneAll).
 func (s *Store) ListPage(ctx context.Context, threadID string, opt ckptstore.ListOptions) ([]*ckptstore.Checkpoint, string, error) {
@@ -77,10 +77,10 @@ func (s *Store) ListPage(ctx context.Context, threadID string, opt ckptstore.Lis
 	if err != nil {
 		return nil, "", err
 	}
-	page := []*ckptstore.Checkpoint{}
+	var page []*rec
 	more := false
-	visit := func(c *ckptstore.Checkpoint) bool {
-		if !p.Includes(c) {
+	visit := func(c *rec) bool {
+		if !p.Includes(&ckptstore.Checkpoint{ID: c.ID, CreatedAt: c.CreatedAt}) {
 			return true // the checkpoint at the cursor's own position
 		}
 		if len(page) == p.Limit {
@@ -94,7 +94,7 @@ func (s *Store) ListPage(ctx context.Context, threadID string, opt ckptstore.Lis
 	defer s.mu.Unlock()
 	th := s.threads[threadID]
 	if th == nil {
-		return page, "", nil
+		return []*ckptstore.Checkpoint{}, "", nil
 	}
 	switch {
 	case p.After == nil && !p.Reverse:
@@ -106,13 +106,13 @@ func (s *Store) ListPage(ctx context.Context, threadID string, opt ckptstore.Lis
 	default:
 		th.cps.DescendLessOrEqual(pivot(*p.After), visit)
 	}
-	cloneAll(page)
-	return page, p.Next(page, more), nil
+	out := cloneAll(page)
+	return out, p.Next(out, more), nil
 }
 
-// pivot is a checkpoint at position pos, to seek a thread's tree with.
-func pivot(pos ckptstore.Position) *ckptstore.Checkpoint {
-	return &ckptstore.Checkpoint{CreatedAt: pos.CreatedAt, ID: pos.ID}
+// pivot is a checkpoint at position pos, to seek a thread's list with.
+func pivot(pos ckptstore.Position) *rec {
+	return &rec{CreatedAt: pos.CreatedAt, ID: pos.ID}
 }
 
 // Threads implements ckptstore.ThreadLister. It reads one range of the
@@ -145,9 +145,12 @@ func (s *Store) Import(ctx context.Context, b ckptstore.ImportBatch) (int, error
 	if err := precheck.Import(ctx, b); err != nil {
 		return 0, err
 	}
-	cps := make([]*ckptstore.Checkpoint, len(b.Checkpoints))
+	cps := make([]*rec, len(b.Checkpoints))
+	var err error
 	for i, c := range b.Checkpoints {
-		cps[i] = c.Clone()
+		if cps[i], err = pack(c); err != nil {
+			return 0, err
+		}
 	}
 	var transcript json.RawMessage
 	if b.Transcript != nil {
@@ -158,15 +161,15 @@ func (s *Store) Import(ctx context.Context, b ckptstore.ImportBatch) (int, error
 	if err := s.checkWriter(b.Writer, s.opts.Now()); err != nil {
 		return 0, err
 	}
-	var fresh []*ckptstore.Checkpoint
-	for _, c := range cps {
+	var fresh []int // indexes into cps and b.Checkpoints
+	for i, c := range cps {
 		old, ok := s.checkpoints[c.ID]
 		switch {
 		case !ok:
-			fresh = append(fresh, c)
+			fresh = append(fresh, i)
 		case old.ThreadID != b.ThreadID:
 			return 0, fmt.Errorf("%w: %q is stored in thread %q", ckptstore.ErrDuplicateID, c.ID, old.ThreadID)
-		case !ckptstore.EqualCheckpoints(old, c):
+		case !ckptstore.EqualCheckpoints(old.Clone(), b.Checkpoints[i]):
 			return 0, fmt.Errorf("%w: %q is stored with other content", ckptstore.ErrDuplicateID, c.ID)
 		}
 	}
@@ -174,8 +177,8 @@ func (s *Store) Import(ctx context.Context, b ckptstore.ImportBatch) (int, error
 	if b.SetHead && th.head != "" && th.head != b.Head {
 		return 0, fmt.Errorf("%w: head of thread %q is %q, the import sets %q", ckptstore.ErrConflict, b.ThreadID, th.head, b.Head)
 	}
-	for _, c := range fresh {
-		s.insert(th, c)
+	for _, i := range fresh {
+		s.insert(th, cps[i], b.Checkpoints[i])
 	}
 	if b.SetHead {
 		th.head = b.Head

@@ -14,68 +14,80 @@ import (
 // allocations, not 32,000.
 const chunkBytes = 256 << 10
 
-// cloneAll replaces each stored checkpoint of cps by a deep copy. The
-// copies are cut from shared chunks, one run of chunks each for the
-// checkpoints, their Files, their Artifacts and their Conversation bytes,
-// instead of three or four allocations per checkpoint: the allocations and
-// the collector's work on them were most of the cost of a long List, more
-// than the copying itself.
+// cloneAll returns a copy of each stored checkpoint of rs, in order, as
+// rec.Clone would, but cut from shared chunks, one run of chunks each for
+// the checkpoints, their Files, their Artifacts and their Conversation
+// bytes, instead of three or four allocations per checkpoint: the
+// allocations and the collector's work on them were most of the cost of a
+// long List, more than the copying itself. The strings are shared with the
+// store (they are immutable).
 //
 // The caller owns every copy as if each were cloned alone: each slice is
 // capped at its own end (a full slice expression), so an append reallocates
-// instead of writing into its neighbour, and nothing is shared with the
-// store. A copy the caller keeps keeps its chunks alive, at most about
-// chunkBytes each beyond its own size.
+// instead of writing into its neighbour, and no byte the caller can write
+// is shared with the store. A copy the caller keeps keeps its chunks alive,
+// at most about chunkBytes each beyond its own size.
+//
+// The conversations are copied first, the structs and arrays after: most
+// of a List's bytes are conversations, so most collections start while
+// they are copied, and then none of the structs, all pointers, exist yet to
+// be marked; made after the collection started, they are born marked.
+// Copying the structs first had each such collection mark all of them.
 //
 // Stored checkpoints are never modified, so the caller may run cloneAll
 // after releasing Store.mu, on pointers it read under the lock.
-func cloneAll(cps []*ckptstore.Checkpoint) {
+func cloneAll(rs []*rec) []*ckptstore.Checkpoint {
+	convs := copyConversations(rs)
 	var nFiles, nArts int
-	for _, c := range cps {
-		nFiles += len(c.Files)
-		nArts += len(c.Artifacts)
+	for _, r := range rs {
+		nFiles += len(r.files)
+		nArts += len(r.arts)
 	}
-	vals := newChunks[ckptstore.Checkpoint](len(cps))
+	out := make([]*ckptstore.Checkpoint, len(rs))
+	vals := newChunks[ckptstore.Checkpoint](len(rs))
 	files := newChunks[ckptstore.Entry](nFiles)
 	arts := newChunks[ckptstore.Artifact](nArts)
-	for i, c := range cps {
-		v := vals.put(*c) // its Conversation still reads the stored bytes: copyConversations replaces it
-		v.Files = files.copyOf(c.Files)
-		v.Artifacts = arts.copyOf(c.Artifacts)
-		cps[i] = v
+	var conv []byte // what is left of convs[0]
+	for i, r := range rs {
+		c := vals.next()
+		r.unpack(c, files.take(r.files != nil, len(r.files)), arts.take(r.arts != nil, len(r.arts)))
+		switch r.convK {
+		case convEmpty:
+			c.Conversation = []byte{} // non-nil, no allocation, nothing shared
+		case convBytes:
+			n := len(r.text) - int(r.convFrom)
+			for len(conv) < n { // the chunks hold the conversations in order, back to back
+				conv, convs = convs[0], convs[1:]
+			}
+			c.Conversation, conv = conv[:n:n], conv[n:]
+		}
+		out[i] = c
 	}
-	copyConversations(cps)
+	return out
 }
 
-// copyConversations replaces the Conversation of each checkpoint of cps by a
-// copy, joined per chunk of about chunkBytes with bytes.Join, which
-// allocates without first zeroing the memory it fills: the conversations
-// are most of a List's bytes. nil stays nil and empty stays empty (cap 0,
-// so nothing is shared).
-func copyConversations(cps []*ckptstore.Checkpoint) {
-	var parts [][]byte
-	from, size := 0, 0
-	flush := func(to int) {
-		buf := bytes.Join(parts, nil)
-		for _, v := range cps[from:to] {
-			if n := len(v.Conversation); n > 0 {
-				v.Conversation, buf = buf[:n:n], buf[n:]
-			}
+// copyConversations returns the conversations of rs in order, back to back
+// in chunks of about chunkBytes, each joined with bytes.Join, which
+// allocates without first zeroing the memory it fills.
+func copyConversations(rs []*rec) [][]byte {
+	var chunks, parts [][]byte
+	size := 0
+	for _, r := range rs {
+		if r.convK != convBytes {
+			continue
 		}
-		parts, from, size = parts[:0], to, 0
-	}
-	for i, v := range cps {
-		if n := len(v.Conversation); n > 0 {
-			parts = append(parts, v.Conversation)
-			size += n
-		} else if v.Conversation != nil {
-			v.Conversation = v.Conversation[:0:0]
-		}
-		if size >= chunkBytes {
-			flush(i + 1)
+		// A read-only view of the stored bytes, for bytes.Join to copy.
+		conv := r.conversation()
+		parts = append(parts, unsafe.Slice(unsafe.StringData(conv), len(conv)))
+		if size += len(conv); size >= chunkBytes {
+			chunks = append(chunks, bytes.Join(parts, nil))
+			parts, size = parts[:0], 0
 		}
 	}
-	flush(len(cps))
+	if len(parts) > 0 {
+		chunks = append(chunks, bytes.Join(parts, nil))
+	}
+	return chunks
 }
 
 // chunks hands out copies of slices of T cut from chunks of about
@@ -101,24 +113,26 @@ func (c *chunks[T]) grow(n int) {
 	c.left -= n
 }
 
-// put stores v in the current chunk and returns its address.
-func (c *chunks[T]) put(v T) *T {
+// next returns the address of the next element of the current chunk,
+// zero.
+func (c *chunks[T]) next() *T {
 	c.grow(1)
-	c.free = append(c.free, v)
+	c.free = c.free[:len(c.free)+1]
 	return &c.free[len(c.free)-1]
 }
 
-// copyOf returns a copy of src, capped at its length: nil for nil and an
-// empty, non-nil slice for an empty one, as slices.Clone.
-func (c *chunks[T]) copyOf(src []T) []T {
-	if src == nil {
+// take returns the next n elements, zero and capped at their end; nil when
+// ok is false (a nil slice copies as nil), and an empty, non-nil slice for
+// n == 0, as slices.Clone.
+func (c *chunks[T]) take(ok bool, n int) []T {
+	if !ok {
 		return nil
 	}
-	if len(src) == 0 {
-		return src[:0:0]
+	if n == 0 {
+		return []T{} // non-nil, and no allocation: zero-size
 	}
-	c.grow(len(src))
-	n := len(c.free)
-	c.free = append(c.free, src...)
-	return c.free[n:len(c.free):len(c.free)]
+	c.grow(n)
+	lo := len(c.free)
+	c.free = c.free[:lo+n]
+	return c.free[lo : lo+n : lo+n]
 }

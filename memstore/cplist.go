@@ -2,8 +2,6 @@ package memstore
 
 import (
 	"slices"
-
-	"github.com/ckptstore/ckptstore"
 )
 
 // blockMax is the most checkpoints one block of a cpList holds. An insert
@@ -28,7 +26,7 @@ const blockMax = 64
 // Invariants: no block is empty; each block is sorted; the last checkpoint
 // of block i is ordered before the first of block i+1; n is the total.
 type cpList struct {
-	blocks [][]*ckptstore.Checkpoint
+	blocks [][]*rec
 	n      int
 }
 
@@ -37,7 +35,7 @@ func (l *cpList) Len() int { return l.n }
 
 // ReplaceOrInsert adds c, or replaces the checkpoint that compares equal to
 // it (never the case in the store: ids are unique).
-func (l *cpList) ReplaceOrInsert(c *ckptstore.Checkpoint) {
+func (l *cpList) ReplaceOrInsert(c *rec) {
 	if k := len(l.blocks); k == 0 || listLess(last(l.blocks[k-1]), c) {
 		l.push(c)
 		return
@@ -62,17 +60,17 @@ func (l *cpList) ReplaceOrInsert(c *ckptstore.Checkpoint) {
 
 // push appends c, ordered after every checkpoint, to the last block, or to
 // a new block when the last is full.
-func (l *cpList) push(c *ckptstore.Checkpoint) {
+func (l *cpList) push(c *rec) {
 	l.n++
 	if k := len(l.blocks); k > 0 && len(l.blocks[k-1]) < blockMax {
 		l.blocks[k-1] = append(l.blocks[k-1], c)
 		return
 	}
-	l.blocks = append(l.blocks, []*ckptstore.Checkpoint{c})
+	l.blocks = append(l.blocks, []*rec{c})
 }
 
 // Delete removes the checkpoint that compares equal to c, if any.
-func (l *cpList) Delete(c *ckptstore.Checkpoint) {
+func (l *cpList) Delete(c *rec) {
 	bi, i := l.seek(c, false)
 	if bi == len(l.blocks) || listLess(c, l.blocks[bi][i]) {
 		return // not stored
@@ -87,22 +85,22 @@ func (l *cpList) Delete(c *ckptstore.Checkpoint) {
 }
 
 // Ascend calls fn on each checkpoint in order until fn returns false.
-func (l *cpList) Ascend(fn func(*ckptstore.Checkpoint) bool) { l.ascendFrom(0, 0, fn) }
+func (l *cpList) Ascend(fn func(*rec) bool) { l.ascendFrom(0, 0, fn) }
 
 // Descend calls fn on each checkpoint in reverse order until fn returns
 // false.
-func (l *cpList) Descend(fn func(*ckptstore.Checkpoint) bool) { l.descendBefore(len(l.blocks), 0, fn) }
+func (l *cpList) Descend(fn func(*rec) bool) { l.descendBefore(len(l.blocks), 0, fn) }
 
 // AscendGreaterOrEqual calls fn in order on each checkpoint not ordered
 // before pivot, until fn returns false.
-func (l *cpList) AscendGreaterOrEqual(pivot *ckptstore.Checkpoint, fn func(*ckptstore.Checkpoint) bool) {
+func (l *cpList) AscendGreaterOrEqual(pivot *rec, fn func(*rec) bool) {
 	bi, i := l.seek(pivot, false)
 	l.ascendFrom(bi, i, fn)
 }
 
 // DescendLessOrEqual calls fn in reverse order on each checkpoint not
 // ordered after pivot, until fn returns false.
-func (l *cpList) DescendLessOrEqual(pivot *ckptstore.Checkpoint, fn func(*ckptstore.Checkpoint) bool) {
+func (l *cpList) DescendLessOrEqual(pivot *rec, fn func(*rec) bool) {
 	bi, i := l.seek(pivot, true)
 	l.descendBefore(bi, i, fn)
 }
@@ -110,15 +108,15 @@ func (l *cpList) DescendLessOrEqual(pivot *ckptstore.Checkpoint, fn func(*ckptst
 // seek returns the position (block, index in it) of the first checkpoint
 // ordered at or after c, or strictly after c when after is set;
 // (len(l.blocks), 0) when there is none.
-func (l *cpList) seek(c *ckptstore.Checkpoint, after bool) (int, int) {
+func (l *cpList) seek(c *rec, after bool) (int, int) {
 	// before reports whether x comes before the position sought.
-	before := func(x *ckptstore.Checkpoint) bool {
+	before := func(x *rec) bool {
 		if after {
 			return !listLess(c, x) // x ≤ c
 		}
 		return listLess(x, c) // x < c
 	}
-	bi, _ := slices.BinarySearchFunc(l.blocks, true, func(b []*ckptstore.Checkpoint, _ bool) int {
+	bi, _ := slices.BinarySearchFunc(l.blocks, true, func(b []*rec, _ bool) int {
 		if before(last(b)) {
 			return -1
 		}
@@ -128,7 +126,7 @@ func (l *cpList) seek(c *ckptstore.Checkpoint, after bool) (int, int) {
 		return bi, 0
 	}
 	b := l.blocks[bi]
-	i, _ := slices.BinarySearchFunc(b, true, func(x *ckptstore.Checkpoint, _ bool) int {
+	i, _ := slices.BinarySearchFunc(b, true, func(x *rec, _ bool) int {
 		if before(x) {
 			return -1
 		}
@@ -138,7 +136,7 @@ func (l *cpList) seek(c *ckptstore.Checkpoint, after bool) (int, int) {
 }
 
 // ascendFrom calls fn on the checkpoints from position (bi, i) on.
-func (l *cpList) ascendFrom(bi, i int, fn func(*ckptstore.Checkpoint) bool) {
+func (l *cpList) ascendFrom(bi, i int, fn func(*rec) bool) {
 	for ; bi < len(l.blocks); bi, i = bi+1, 0 {
 		for _, c := range l.blocks[bi][i:] {
 			if !fn(c) {
@@ -150,7 +148,7 @@ func (l *cpList) ascendFrom(bi, i int, fn func(*ckptstore.Checkpoint) bool) {
 
 // descendBefore calls fn, last first, on the checkpoints before position
 // (bi, i).
-func (l *cpList) descendBefore(bi, i int, fn func(*ckptstore.Checkpoint) bool) {
+func (l *cpList) descendBefore(bi, i int, fn func(*rec) bool) {
 	for bi >= 0 {
 		if bi < len(l.blocks) {
 			b := l.blocks[bi]
@@ -166,4 +164,4 @@ func (l *cpList) descendBefore(bi, i int, fn func(*ckptstore.Checkpoint) bool) {
 	}
 }
 
-func last(b []*ckptstore.Checkpoint) *ckptstore.Checkpoint { return b[len(b)-1] }
+func last(b []*rec) *rec { return b[len(b)-1] }

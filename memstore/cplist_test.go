@@ -17,19 +17,19 @@ func TestCPListModel(t *testing.T) {
 	for seed := range uint64(4) {
 		r := rand.New(rand.NewPCG(seed, 1))
 		var l cpList
-		var model []*ckptstore.Checkpoint
-		mk := func() *ckptstore.Checkpoint {
-			return &ckptstore.Checkpoint{ID: fmt.Sprint(r.IntN(2000)), CreatedAt: float64(r.IntN(50))}
+		var model []*rec
+		mk := func() *rec {
+			return &rec{ID: fmt.Sprint(r.IntN(2000)), CreatedAt: float64(r.IntN(50))}
 		}
 		for step := range 3000 {
 			c := mk()
 			switch op := r.IntN(10); {
 			case op < 2: // in order, the common case
-				c = &ckptstore.Checkpoint{ID: fmt.Sprint("z", step), CreatedAt: 1000 + float64(step)}
+				c = &rec{ID: fmt.Sprint("z", step), CreatedAt: 1000 + float64(step)}
 				fallthrough
 			case op < 7:
 				l.ReplaceOrInsert(c)
-				i, found := slices.BinarySearchFunc(model, c, ckptstore.CompareCheckpoints)
+				i, found := slices.BinarySearchFunc(model, c, compareRecs)
 				if found {
 					model[i] = c
 				} else {
@@ -37,7 +37,7 @@ func TestCPListModel(t *testing.T) {
 				}
 			default:
 				l.Delete(c)
-				if i, found := slices.BinarySearchFunc(model, c, ckptstore.CompareCheckpoints); found {
+				if i, found := slices.BinarySearchFunc(model, c, compareRecs); found {
 					model = slices.Delete(model, i, i+1)
 				}
 			}
@@ -51,34 +51,34 @@ func TestCPListModel(t *testing.T) {
 	}
 }
 
-func checkCPList(t *testing.T, seed uint64, step int, l *cpList, model []*ckptstore.Checkpoint, pivot *ckptstore.Checkpoint) {
+func checkCPList(t *testing.T, seed uint64, step int, l *cpList, model []*rec, pivot *rec) {
 	t.Helper()
-	collect := func(iter func(fn func(*ckptstore.Checkpoint) bool)) []*ckptstore.Checkpoint {
-		out := []*ckptstore.Checkpoint{}
-		iter(func(c *ckptstore.Checkpoint) bool { out = append(out, c); return true })
+	collect := func(iter func(fn func(*rec) bool)) []*rec {
+		out := []*rec{}
+		iter(func(c *rec) bool { out = append(out, c); return true })
 		return out
 	}
 	rev := slices.Clone(model)
 	slices.Reverse(rev)
-	ge, le := []*ckptstore.Checkpoint{}, []*ckptstore.Checkpoint{}
+	ge, le := []*rec{}, []*rec{}
 	for _, c := range model {
-		if ckptstore.CompareCheckpoints(c, pivot) >= 0 {
+		if compareRecs(c, pivot) >= 0 {
 			ge = append(ge, c)
 		}
 	}
 	for _, c := range rev {
-		if ckptstore.CompareCheckpoints(c, pivot) <= 0 {
+		if compareRecs(c, pivot) <= 0 {
 			le = append(le, c)
 		}
 	}
 	for _, tc := range []struct {
 		name      string
-		got, want []*ckptstore.Checkpoint
+		got, want []*rec
 	}{
-		{"Ascend", collect(l.Ascend), append([]*ckptstore.Checkpoint{}, model...)},
+		{"Ascend", collect(l.Ascend), append([]*rec{}, model...)},
 		{"Descend", collect(l.Descend), rev},
-		{"AscendGreaterOrEqual", collect(func(fn func(*ckptstore.Checkpoint) bool) { l.AscendGreaterOrEqual(pivot, fn) }), ge},
-		{"DescendLessOrEqual", collect(func(fn func(*ckptstore.Checkpoint) bool) { l.DescendLessOrEqual(pivot, fn) }), le},
+		{"AscendGreaterOrEqual", collect(func(fn func(*rec) bool) { l.AscendGreaterOrEqual(pivot, fn) }), ge},
+		{"DescendLessOrEqual", collect(func(fn func(*rec) bool) { l.DescendLessOrEqual(pivot, fn) }), le},
 	} {
 		if !slices.Equal(tc.got, tc.want) {
 			t.Errorf("seed %d step %d: %s returned %d checkpoints, want %d (or other ones)", seed, step, tc.name, len(tc.got), len(tc.want))
@@ -94,8 +94,15 @@ func checkCPList(t *testing.T, seed uint64, step int, l *cpList, model []*ckptst
 	}
 	// Stopping early stops.
 	n := 0
-	l.Ascend(func(*ckptstore.Checkpoint) bool { n++; return n < 3 })
+	l.Ascend(func(*rec) bool { n++; return n < 3 })
 	if want := min(3, len(model)); n != want {
 		t.Errorf("seed %d step %d: Ascend stopped after %d calls, want %d", seed, step, n, want)
 	}
+}
+
+// compareRecs orders stored checkpoints by the contract's own order, the
+// model cpList is checked against.
+func compareRecs(a, b *rec) int {
+	return ckptstore.CompareCheckpoints(&ckptstore.Checkpoint{ID: a.ID, CreatedAt: a.CreatedAt},
+		&ckptstore.Checkpoint{ID: b.ID, CreatedAt: b.CreatedAt})
 }

@@ -8,8 +8,9 @@
 //
 // Invariants, all guarded by Store.mu:
 //
-//   - checkpoints holds every stored checkpoint by id; each is a private
-//     deep copy that is never modified and never handed out.
+//   - checkpoints holds every stored checkpoint by id, packed (rec): a
+//     private copy that is never modified and never handed out; reads
+//     unpack copies of it.
 //   - threads[t].cps holds exactly the checkpoints (the same pointers as in
 //     checkpoints) whose ThreadID is t, ordered by
 //     ckptstore.CompareCheckpoints, so List and ListPage read one thread in
@@ -36,6 +37,7 @@
 package memstore
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -55,7 +57,7 @@ type Store struct {
 	opts ckptstore.Options
 
 	mu          sync.Mutex
-	checkpoints map[string]*ckptstore.Checkpoint
+	checkpoints map[string]*rec
 	threads     map[string]*thread
 	refs        blobRefs
 	listed      *btree.BTreeG[string] // threads with a head, a checkpoint or a transcript
@@ -74,9 +76,15 @@ type thread struct {
 // blob keys): a few levels deep at a million entries.
 const btreeDegree = 16
 
-// listLess orders a thread's checkpoints as List returns them. Ids are
-// unique, so no two stored checkpoints compare equal.
-func listLess(a, b *ckptstore.Checkpoint) bool { return ckptstore.CompareCheckpoints(a, b) < 0 }
+// listLess orders a thread's checkpoints as List returns them, as
+// ckptstore.CompareCheckpoints does: by CreatedAt, then by the bytes of the
+// id. Ids are unique, so no two stored checkpoints compare equal.
+func listLess(a, b *rec) bool {
+	if c := cmp.Compare(a.CreatedAt, b.CreatedAt); c != 0 {
+		return c < 0
+	}
+	return a.ID < b.ID
+}
 
 type lease struct {
 	token     string
@@ -105,7 +113,7 @@ func New(opts ckptstore.Options) *Store {
 	}
 	return &Store{
 		opts:        o,
-		checkpoints: make(map[string]*ckptstore.Checkpoint),
+		checkpoints: make(map[string]*rec),
 		threads:     make(map[string]*thread),
 		refs:        newBlobRefs(),
 		listed:      btree.NewG(btreeDegree, func(a, b string) bool { return a < b }),
@@ -151,17 +159,16 @@ func (s *Store) List(ctx context.Context, threadID string) ([]*ckptstore.Checkpo
 	}
 	s.mu.Lock()
 	th := s.threads[threadID]
-	out := []*ckptstore.Checkpoint{}
+	var stored []*rec
 	if th != nil {
-		out = make([]*ckptstore.Checkpoint, 0, th.cps.Len())
-		th.cps.Ascend(func(c *ckptstore.Checkpoint) bool {
-			out = append(out, c)
+		stored = make([]*rec, 0, th.cps.Len())
+		th.cps.Ascend(func(c *rec) bool {
+			stored = append(stored, c)
 			return true
 		})
 	}
 	s.mu.Unlock()
-	cloneAll(out) // outside the lock: stored checkpoints never change
-	return out, nil
+	return cloneAll(stored), nil // outside the lock: stored checkpoints never change
 }
 
 // Head implements ckptstore.Store.
@@ -206,7 +213,10 @@ func (s *Store) Append(ctx context.Context, cp *ckptstore.Checkpoint, expectedHe
 	if err != nil {
 		return err
 	}
-	c := cp.Clone() // before the lock: the caller may not change cp meanwhile, but copying is the slow part
+	c, err := pack(cp) // before the lock: the caller may not change cp meanwhile, but copying is the slow part
+	if err != nil {
+		return err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.opts.Now()
@@ -226,7 +236,7 @@ func (s *Store) Append(ctx context.Context, cp *ckptstore.Checkpoint, expectedHe
 	if c.ParentCheckpointID != expectedHeadID {
 		return fmt.Errorf("%w: parent %q, expected head %q", ckptstore.ErrParentMismatch, c.ParentCheckpointID, expectedHeadID)
 	}
-	s.insert(th, c)
+	s.insert(th, c, cp)
 	th.head = c.ID
 	s.relist(c.ThreadID, th)
 	if hasToken {
@@ -236,11 +246,13 @@ func (s *Store) Append(ctx context.Context, cp *ckptstore.Checkpoint, expectedHe
 }
 
 // insert stores c in th and counts its blobs; it leaves the head to the
-// caller. The caller holds s.mu and calls relist after.
-func (s *Store) insert(th *thread, c *ckptstore.Checkpoint) {
+// caller. from is the checkpoint c was packed from: the count table keeps
+// the key strings of from that it did not have (see blobRefs.add). The
+// caller holds s.mu and calls relist after.
+func (s *Store) insert(th *thread, c *rec, from *ckptstore.Checkpoint) {
 	s.checkpoints[c.ID] = c
 	th.cps.ReplaceOrInsert(c)
-	s.refs.add(c)
+	s.refs.add(from)
 }
 
 // remove deletes the stored checkpoint id of th and drops its blob counts.
@@ -362,8 +374,14 @@ func (s *Store) ForkFromCheckpoint(ctx context.Context, in ckptstore.ForkInput) 
 	if _, used := s.checkpoints[in.DestinationCheckpointID]; used {
 		return nil, fmt.Errorf("%w: checkpoint id %q is used", ckptstore.ErrForkDestinationNotEmpty, in.DestinationCheckpointID)
 	}
-	root := ckptstore.ForkRoot(src, in)
-	s.insert(th, root)
+	// The root's blob keys are src's, all counted already: the count
+	// table keeps no string of root (a substring of src's text).
+	root := ckptstore.ForkRoot(src.Clone(), in)
+	stored, err := pack(root) // cannot fail: src packed
+	if err != nil {
+		return nil, err
+	}
+	s.insert(th, stored, root)
 	th.head = root.ID
 	// The destination's transcript is the conversation it starts from,
 	// as TanStack's fork conformance expects.
@@ -373,9 +391,9 @@ func (s *Store) ForkFromCheckpoint(ctx context.Context, in ckptstore.ForkInput) 
 	}
 	s.relist(in.DestinationThreadID, th)
 	if hasToken {
-		s.ops.record(token, &opRecord{kind: opFork, root: root}, now)
+		s.ops.record(token, &opRecord{kind: opFork, root: stored}, now)
 	}
-	return root.Clone(), nil
+	return root, nil // the caller's: ForkRoot copied it, and the store keeps stored
 }
 
 // AcquireWriter implements ckptstore.Store.

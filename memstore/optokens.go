@@ -42,9 +42,9 @@ const (
 type opRecord struct {
 	kind      opKind
 	expires   time.Time
-	root      *ckptstore.Checkpoint // opFork: the stored root, never modified (retries get clones)
-	writer    ckptstore.Writer      // opAcquire
-	expiresAt time.Time             // opAcquire: the lease's expiry as granted
+	root      *rec             // opFork: the stored root, never modified (retries get clones)
+	writer    ckptstore.Writer // opAcquire
+	expiresAt time.Time        // opAcquire: the lease's expiry as granted
 }
 
 // opTokens is the table of recent op tokens. Records are appended to order
