@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/internal/redistest"
 	"github.com/ckptstore/ckptstore/internal/testkit"
@@ -38,76 +40,106 @@ func TestBigThread(t *testing.T) {
 	} else {
 		t.Log("1,000 checkpoints; set REDISSTORE_BIG=1 for 10,000")
 	}
-	ctx := context.Background()
 	srv := redistest.Start(t, "--slowlog-log-slower-than", "0", "--slowlog-max-len", "100000")
 	c := srv.Client(t, nil)
-	s := newStore(t, c, Options{})
-	build := func(thread string) ckptstore.Writer {
-		w := acquire(t, s, thread)
-		head := ""
-		for b := range n / 500 {
-			var cps []*ckptstore.Checkpoint
-			for i := range 500 {
-				id := fmt.Sprintf("%s-%05d", thread, b*500+i)
-				cps = append(cps, testkit.Checkpoint(thread, id, head, float64((b*500+i)/3), i%20, b))
-				head = id
-			}
-			_, err := s.Import(ctx, ckptstore.ImportBatch{ThreadID: thread, Checkpoints: cps, SetHead: b == n/500-1, Head: head, Writer: w})
-			must(t, err)
-		}
-		return w
-	}
-	// longest runs f and returns its time, the number of scripts the
-	// server ran for it and the longest of them.
-	longest := func(f func()) (time.Duration, int, time.Duration) {
-		must(t, c.SlowLogReset(ctx).Err())
-		start := time.Now()
-		f()
-		took := time.Since(start)
-		logs, err := c.SlowLogGet(ctx, -1).Result()
-		must(t, err)
-		var scripts int
-		var longestRun time.Duration
-		for _, l := range logs {
-			if len(l.Args) > 0 && strings.HasPrefix(strings.ToUpper(l.Args[0]), "EVAL") {
-				scripts++
-				longestRun = max(longestRun, l.Duration)
-			}
-		}
-		return took, scripts, longestRun
-	}
+	b := &bigThread{t: t, ctx: context.Background(), c: c, s: newStore(t, c, Options{}), n: n}
 	var w ckptstore.Writer
-	took, scripts, longestScript := longest(func() { w = build("t") })
-	t.Logf("Import of %d in batches of 500: %v, %d scripts, longest %v", n, took, scripts, longestScript)
-	var list []*ckptstore.Checkpoint
-	took, scripts, longestScript = longest(func() {
-		var err error
-		list, err = s.List(ctx, "t")
-		must(t, err)
-	})
-	if len(list) != n || !slices.IsSortedFunc(list, ckptstore.CompareCheckpoints) {
-		t.Fatalf("List returned %d checkpoints (sorted %v), want %d in order", len(list), slices.IsSortedFunc(list, ckptstore.CompareCheckpoints), n)
-	}
-	t.Logf("List of %d: %v, %d scripts, longest script %v", n, took, scripts, longestScript)
+	b.log("Import of %d in batches of 500", func() { w = b.build("t") })
+	b.list()
+	b.oneScriptList()
+	b.listPages()
+	b.prune(w)
+	b.deleteThread(b.build("u"))
+	testkit.CheckRefs(t, b.s, "t", "u")
+	checkStore(t, b.s)
+}
 
-	took, scripts, longestScript = longest(func() {
-		res, err := c.Eval(ctx, oneScriptList, []string{string(s.keys.list("t"))}, s.keys.cpPrefix()).Slice()
-		must(t, err)
-		if len(res) != 5*n {
-			t.Fatalf("the one-script List returned %d values", len(res))
+// bigThread is TestBigThread's store on a redis-server that logs every
+// command in its SLOWLOG, and the size of its threads.
+type bigThread struct {
+	t   *testing.T
+	ctx context.Context
+	c   *redis.Client
+	s   *Store
+	n   int
+}
+
+// build imports a thread of n checkpoints in batches of 500 and returns
+// its writer.
+func (b *bigThread) build(thread string) ckptstore.Writer {
+	w := acquire(b.t, b.s, thread)
+	head := ""
+	for k := range b.n / 500 {
+		var cps []*ckptstore.Checkpoint
+		for i := range 500 {
+			id := fmt.Sprintf("%s-%05d", thread, k*500+i)
+			cps = append(cps, testkit.Checkpoint(thread, id, head, float64((k*500+i)/3), i%20, k))
+			head = id
+		}
+		_, err := b.s.Import(b.ctx, ckptstore.ImportBatch{ThreadID: thread, Checkpoints: cps, SetHead: k == b.n/500-1, Head: head, Writer: w})
+		must(b.t, err)
+	}
+	return w
+}
+
+// log runs f and logs its time, the number of scripts the server ran for
+// it and the longest of them, after what (a format of n); it returns the
+// number of scripts.
+func (b *bigThread) log(what string, f func()) int {
+	must(b.t, b.c.SlowLogReset(b.ctx).Err())
+	start := time.Now()
+	f()
+	took := time.Since(start)
+	logs, err := b.c.SlowLogGet(b.ctx, -1).Result()
+	must(b.t, err)
+	var scripts int
+	var longest time.Duration
+	for _, l := range logs {
+		if len(l.Args) > 0 && strings.HasPrefix(strings.ToUpper(l.Args[0]), "EVAL") {
+			scripts++
+			longest = max(longest, l.Duration)
+		}
+	}
+	b.t.Logf(what+": %v, %d scripts, longest %v", b.n, took, scripts, longest)
+	return scripts
+}
+
+// list lists thread t: all n, in order.
+func (b *bigThread) list() {
+	var list []*ckptstore.Checkpoint
+	b.log("List of %d", func() {
+		var err error
+		list, err = b.s.List(b.ctx, "t")
+		must(b.t, err)
+	})
+	if len(list) != b.n || !slices.IsSortedFunc(list, ckptstore.CompareCheckpoints) {
+		b.t.Fatalf("List returned %d checkpoints (sorted %v), want %d in order", len(list), slices.IsSortedFunc(list, ckptstore.CompareCheckpoints), b.n)
+	}
+}
+
+// oneScriptList lists thread t in one script, as List did before, for
+// comparison.
+func (b *bigThread) oneScriptList() {
+	b.log("List of %d in one script (before)", func() {
+		res, err := b.c.Eval(b.ctx, oneScriptList, []string{string(b.s.keys.list("t"))}, b.s.keys.cpPrefix()).Slice()
+		must(b.t, err)
+		if len(res) != 5*b.n {
+			b.t.Fatalf("the one-script List returned %d values", len(res))
 		}
 	})
-	t.Logf("List of %d in one script (before): %v, %d script, longest %v", n, took, scripts, longestScript)
+}
 
+// listPages pages through thread t by 100: one script a page.
+func (b *bigThread) listPages() {
 	pages := 0
-	took, scripts, longestScript = longest(func() {
+	scripts := b.log("ListPage of %d in pages of 100", func() {
 		after := ""
 		for {
-			page, next, err := s.ListPage(ctx, "t", ckptstore.ListOptions{After: after, Limit: 100})
-			must(t, err)
+			page, next, err := b.s.ListPage(b.ctx, "t", ckptstore.ListOptions{After: after, Limit: 100})
+			must(b.t, err)
 			pages++
 			if len(page) != 100 {
-				t.Fatalf("page %d holds %d checkpoints", pages, len(page))
+				b.t.Fatalf("page %d holds %d checkpoints", pages, len(page))
 			}
 			if next == "" {
 				break
@@ -115,33 +147,33 @@ func TestBigThread(t *testing.T) {
 			after = next
 		}
 	})
-	if pages != n/100 || scripts != pages {
-		t.Fatalf("%d pages in %d scripts, want %d in one script each", pages, scripts, n/100)
+	if pages != b.n/100 || scripts != pages {
+		b.t.Fatalf("%d pages in %d scripts, want %d in one script each", pages, scripts, b.n/100)
 	}
-	t.Logf("ListPage of %d in pages of 100: %v, %d scripts, longest %v", n, took, scripts, longestScript)
+}
 
+// prune keeps thread t's head only: n-1 deleted, from the far end.
+func (b *bigThread) prune(w ckptstore.Writer) {
 	var deleted []string
-	took, scripts, longestScript = longest(func() {
+	b.log("DeleteCheckpoints(keep 1) of %d", func() {
 		var err error
-		deleted, err = s.DeleteCheckpoints(ctx, "t", 1, w)
-		must(t, err)
+		deleted, err = b.s.DeleteCheckpoints(b.ctx, "t", 1, w)
+		must(b.t, err)
 	})
-	if len(deleted) != n-1 || deleted[0] != "t-00000" {
-		t.Fatalf("prune deleted %d, first %q; want %d from the far end", len(deleted), deleted[0], n-1)
+	if len(deleted) != b.n-1 || deleted[0] != "t-00000" {
+		b.t.Fatalf("prune deleted %d, first %q; want %d from the far end", len(deleted), deleted[0], b.n-1)
 	}
-	t.Logf("DeleteCheckpoints(keep 1) of %d: %v, %d scripts, longest %v", n, took, scripts, longestScript)
+}
 
-	w2 := build("u")
+// deleteThread deletes thread u: all n.
+func (b *bigThread) deleteThread(w ckptstore.Writer) {
 	var count int
-	took, scripts, longestScript = longest(func() {
+	b.log("DeleteThread of %d", func() {
 		var err error
-		count, err = s.DeleteThread(ctx, "u", w2)
-		must(t, err)
+		count, err = b.s.DeleteThread(b.ctx, "u", w)
+		must(b.t, err)
 	})
-	if count != n {
-		t.Fatalf("DeleteThread = %d, want %d", count, n)
+	if count != b.n {
+		b.t.Fatalf("DeleteThread = %d, want %d", count, b.n)
 	}
-	t.Logf("DeleteThread of %d: %v, %d scripts, longest %v", n, took, scripts, longestScript)
-	testkit.CheckRefs(t, s, "t", "u")
-	checkStore(t, s)
 }

@@ -26,7 +26,6 @@ func TestRestartKeepsAcknowledgedAppends(t *testing.T) {
 	const workers, maxOps, killAfter = 4, 5000, 300
 	srv := redistest.Start(t, "--appendonly", "yes", "--appendfsync", "always")
 	c := srv.Client(t, &redis.Options{MaxRetries: 1, DialTimeout: time.Second})
-	ctx := context.Background()
 	clk := newClock()
 	s := newStore(t, c, Options{Options: ckptstore.Options{Now: clk.Now}})
 
@@ -39,41 +38,17 @@ func TestRestartKeepsAcknowledgedAppends(t *testing.T) {
 		close(killed)
 	}()
 	var once sync.Once
-	type result struct {
-		thread   string
-		ok       []*ckptstore.Checkpoint // acknowledged, in order
-		inFlight *ckptstore.Checkpoint   // the append that failed, outcome unknown
+	// ack counts one acknowledged append; the killAfter-th has the server
+	// killed.
+	ack := func() {
+		if acked.Add(1) == killAfter {
+			once.Do(func() { close(kill) })
+		}
 	}
-	results := make([]result, workers)
+	results := make([]restartResult, workers)
 	var wg sync.WaitGroup
 	for wi := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r := &results[wi]
-			r.thread = fmt.Sprintf("r%d", wi)
-			l, err := s.AcquireWriter(ctx, r.thread)
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			head := ""
-			for n := range maxOps {
-				cp := testkit.Checkpoint(r.thread, fmt.Sprintf("%s-%d", r.thread, n), head, float64(n), n%50, wi)
-				if err := s.Append(ctx, cp, head, l.Writer); err != nil {
-					if ckptstore.Code(err) != "" {
-						t.Errorf("append %s: %v", cp.ID, err)
-					}
-					r.inFlight = cp
-					return
-				}
-				r.ok = append(r.ok, cp)
-				head = cp.ID
-				if acked.Add(1) == killAfter {
-					once.Do(func() { close(kill) })
-				}
-			}
-		}()
+		wg.Go(func() { results[wi] = appendUntilKilled(t, s, wi, maxOps, ack) })
 	}
 	wg.Wait()
 	once.Do(func() { close(kill) }) // in case the writers failed early
@@ -95,21 +70,65 @@ func TestRestartKeepsAcknowledgedAppends(t *testing.T) {
 	var threads []string
 	for _, r := range results {
 		threads = append(threads, r.thread)
-		for _, want := range r.ok {
-			got, err := s.Get(ctx, want.ID)
-			must(t, err)
-			require.Equal(t, want, got, "%s after the restart", want.ID)
-		}
-		head, err := s.Head(ctx, r.thread)
-		must(t, err)
-		last := ""
-		if len(r.ok) > 0 {
-			last = r.ok[len(r.ok)-1].ID
-		}
-		if head != last && (r.inFlight == nil || head != r.inFlight.ID) {
-			t.Fatalf("thread %s: head %q after the restart, want %q or the in-flight append", r.thread, head, last)
-		}
+		r.checkAfterRestart(t, s)
 	}
 	testkit.CheckRefs(t, s, threads...)
 	t.Logf("%d appends acknowledged before the kill, %d in flight", acked.Load(), inFlight)
+}
+
+// restartResult is what one writer of TestRestartKeepsAcknowledgedAppends
+// saw.
+type restartResult struct {
+	thread   string
+	ok       []*ckptstore.Checkpoint // acknowledged, in order
+	inFlight *ckptstore.Checkpoint   // the append that failed, outcome unknown
+}
+
+// appendUntilKilled is writer wi: it appends to thread r<wi> until an
+// Append fails (the kill) or maxOps are done, calling ack after each
+// acknowledged one.
+func appendUntilKilled(t *testing.T, s *Store, wi, maxOps int, ack func()) restartResult {
+	ctx := context.Background()
+	r := restartResult{thread: fmt.Sprintf("r%d", wi)}
+	l, err := s.AcquireWriter(ctx, r.thread)
+	if err != nil {
+		t.Error(err)
+		return r
+	}
+	head := ""
+	for n := range maxOps {
+		cp := testkit.Checkpoint(r.thread, fmt.Sprintf("%s-%d", r.thread, n), head, float64(n), n%50, wi)
+		if err := s.Append(ctx, cp, head, l.Writer); err != nil {
+			if ckptstore.Code(err) != "" {
+				t.Errorf("append %s: %v", cp.ID, err)
+			}
+			r.inFlight = cp
+			return r
+		}
+		r.ok = append(r.ok, cp)
+		head = cp.ID
+		ack()
+	}
+	return r
+}
+
+// checkAfterRestart checks that every acknowledged append of r is stored
+// byte for byte and that the head is the last of them or the one in
+// flight.
+func (r restartResult) checkAfterRestart(t *testing.T, s *Store) {
+	ctx := context.Background()
+	for _, want := range r.ok {
+		got, err := s.Get(ctx, want.ID)
+		must(t, err)
+		require.Equal(t, want, got, "%s after the restart", want.ID)
+	}
+	head, err := s.Head(ctx, r.thread)
+	must(t, err)
+	last := ""
+	if len(r.ok) > 0 {
+		last = r.ok[len(r.ok)-1].ID
+	}
+	if head != last && (r.inFlight == nil || head != r.inFlight.ID) {
+		t.Fatalf("thread %s: head %q after the restart, want %q or the in-flight append", r.thread, head, last)
+	}
 }
