@@ -18,35 +18,63 @@ func TestMaxSize(t *testing.T) {
 	}
 }
 
+// validateCase is one case of TestValidate: a change to a valid
+// checkpoint and the error Validate must give for it (nil: still valid).
+type validateCase struct {
+	name   string
+	mutate func(*ckptstore.Checkpoint)
+	want   error
+}
+
+// Builders of TestValidate's cases.
+func vFile(path string) ckptstore.Entry {
+	return ckptstore.Entry{Path: path, Kind: ckptstore.KindFile, BlobKey: fileKey(9), Size: 1}
+}
+
+func vDir(path string) ckptstore.Entry { return ckptstore.Entry{Path: path, Kind: ckptstore.KindDir} }
+
+func vFiles(es ...ckptstore.Entry) func(*ckptstore.Checkpoint) {
+	return func(cp *ckptstore.Checkpoint) { cp.Files = es }
+}
+
+func vArt(f func(*ckptstore.Artifact)) func(*ckptstore.Checkpoint) {
+	return func(cp *ckptstore.Checkpoint) { f(&cp.Artifacts[0]) }
+}
+
+func vConv(s string) func(*ckptstore.Checkpoint) {
+	return func(cp *ckptstore.Checkpoint) { cp.Conversation = json.RawMessage(s) }
+}
+
+// vHex64 is 64 lowercase hex digits, the digest of a valid blob key.
+var vHex64 = strings.Repeat("ab", 32)
+
 // TestValidate breaks one rule of docs/contract.md's Validation section per case, and
 // checks the valid edge next to each rule.
 func TestValidate(t *testing.T) {
-	file := func(path string) ckptstore.Entry {
-		return ckptstore.Entry{Path: path, Kind: ckptstore.KindFile, BlobKey: fileKey(9), Size: 1}
-	}
-	dir := func(path string) ckptstore.Entry { return ckptstore.Entry{Path: path, Kind: ckptstore.KindDir} }
-	files := func(es ...ckptstore.Entry) func(*ckptstore.Checkpoint) {
-		return func(cp *ckptstore.Checkpoint) { cp.Files = es }
-	}
-	art := func(f func(*ckptstore.Artifact)) func(*ckptstore.Checkpoint) {
-		return func(cp *ckptstore.Checkpoint) { f(&cp.Artifacts[0]) }
-	}
-	conv := func(s string) func(*ckptstore.Checkpoint) {
-		return func(cp *ckptstore.Checkpoint) { cp.Conversation = json.RawMessage(s) }
-	}
-	hex64 := strings.Repeat("ab", 32)
-
-	tests := []struct {
-		name   string
-		mutate func(*ckptstore.Checkpoint)
-		want   error
-	}{
+	tests := []validateCase{
 		{"valid", func(*ckptstore.Checkpoint) {}, nil},
 		{"minimal: no parent, files, conversation or artifacts", func(cp *ckptstore.Checkpoint) {
 			*cp = ckptstore.Checkpoint{ID: "c", ThreadID: "t", Reason: ckptstore.ReasonAutomatic}
 		}, nil},
+	}
+	for _, group := range [][]validateCase{idCases(), fieldCases(), conversationCases(), pathCases(), treeCases(), fileFieldCases(), artifactCases()} {
+		tests = append(tests, group...)
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cp := validCheckpoint()
+			tt.mutate(cp)
+			wantErr(t, ckptstore.Validate(cp), tt.want, "")
+			// ValidateAppend runs the same checks once the writer and the
+			// expected head are valid.
+			wantErr(t, ckptstore.ValidateAppend(cp, "cp-1", ckptstore.Writer{ThreadID: "thread-1"}), tt.want, "")
+		})
+	}
+}
 
-		// ids
+// idCases: ids.
+func idCases() []validateCase {
+	return []validateCase{
 		{"empty id", func(cp *ckptstore.Checkpoint) { cp.ID = "" }, ckptstore.ErrInvalidID},
 		{"id not UTF-8", func(cp *ckptstore.Checkpoint) { cp.ID = "c\xff" }, ckptstore.ErrInvalidID},
 		{"id is a lone surrogate in WTF-8", func(cp *ckptstore.Checkpoint) { cp.ID = "\xed\xa0\x80" }, ckptstore.ErrInvalidID},
@@ -57,8 +85,12 @@ func TestValidate(t *testing.T) {
 			cp.ID, cp.ThreadID, cp.ParentCheckpointID = "チェック", "🧵", "親"
 		}, nil},
 		{"ids with NUL and spaces are valid", func(cp *ckptstore.Checkpoint) { cp.ID = "a\x00 b" }, nil},
+	}
+}
 
-		// createdAt, reason, optional strings
+// fieldCases: createdAt, reason, optional strings.
+func fieldCases() []validateCase {
+	return []validateCase{
 		{"createdAt NaN", func(cp *ckptstore.Checkpoint) { cp.CreatedAt = math.NaN() }, ckptstore.ErrInvalidEntry},
 		{"createdAt +Inf", func(cp *ckptstore.Checkpoint) { cp.CreatedAt = math.Inf(1) }, ckptstore.ErrInvalidEntry},
 		{"createdAt -Inf", func(cp *ckptstore.Checkpoint) { cp.CreatedAt = math.Inf(-1) }, ckptstore.ErrInvalidEntry},
@@ -73,112 +105,122 @@ func TestValidate(t *testing.T) {
 		{"reason fork-root", func(cp *ckptstore.Checkpoint) { cp.Reason = ckptstore.ReasonForkRoot }, nil},
 		{"label not UTF-8", func(cp *ckptstore.Checkpoint) { cp.Label = "\xff" }, ckptstore.ErrInvalidEntry},
 		{"sourceRunId not UTF-8", func(cp *ckptstore.Checkpoint) { cp.SourceRunID = "\xff" }, ckptstore.ErrInvalidEntry},
-
-		// conversation
-		{"conversation empty non-nil", conv(""), nil},
-		{"conversation []", conv("[]"), nil},
-		{"conversation with odd whitespace", conv(" \t\r\n[ 1 ,\n\"x\" ]\n "), nil},
-		{"conversation keeps escaped lone surrogates (opaque)", conv(`["\ud800"]`), nil},
-		{"conversation object", conv(`{"role":"user"}`), ckptstore.ErrInvalidEntry},
-		{"conversation null", conv("null"), ckptstore.ErrInvalidEntry},
-		{"conversation string", conv(`"[]"`), ckptstore.ErrInvalidEntry},
-		{"conversation only whitespace", conv("  "), ckptstore.ErrInvalidEntry},
-		{"conversation unterminated", conv("[1,"), ckptstore.ErrInvalidEntry},
-		{"conversation trailing data", conv("[] []"), ckptstore.ErrInvalidEntry},
-		{"conversation invalid UTF-8 in a string", conv("[\"\xff\"]"), ckptstore.ErrInvalidEntry},
-		{"conversation BOM", conv("\uFEFF[]"), ckptstore.ErrInvalidEntry},
-
-		// paths
-		{"path empty", files(file("")), ckptstore.ErrInvalidEntry},
-		{"path NUL", files(file("a\x00b")), ckptstore.ErrInvalidEntry},
-		{"path not UTF-8", files(file("a\xff")), ckptstore.ErrInvalidEntry},
-		{"path absolute /", files(file("/etc/passwd")), ckptstore.ErrInvalidEntry},
-		{"path absolute \\", files(file(`\server\share`)), ckptstore.ErrInvalidEntry},
-		{"path drive letter and /", files(file("C:/x")), ckptstore.ErrInvalidEntry},
-		{"path drive letter and \\", files(file(`c:\x`)), ckptstore.ErrInvalidEntry},
-		{"path drive letter alone", files(file("C:")), ckptstore.ErrInvalidEntry},
-		{"path lowercase drive letter alone", files(file("z:")), ckptstore.ErrInvalidEntry},
-		{"path drive-relative C:foo is valid", files(file("C:foo")), nil},
-		{"path C:foo/bar is valid", files(dir("C:foo"), file("C:foo/bar")), nil},
-		{"path digit colon is valid", files(file("1:")), nil},
-		{"path two letters colon is valid", files(file("ab:")), nil},
-		{"path non-ASCII letter colon is valid", files(file("é:")), nil},
-		{"path backslash inside", files(file(`a\b`)), ckptstore.ErrInvalidEntry},
-		{"path empty segment", files(file("a//b")), ckptstore.ErrInvalidEntry},
-		{"path trailing slash", files(file("a/")), ckptstore.ErrInvalidEntry},
-		{"path .", files(file(".")), ckptstore.ErrInvalidEntry},
-		{"path ..", files(file("..")), ckptstore.ErrInvalidEntry},
-		{"path ./a", files(file("./a")), ckptstore.ErrInvalidEntry},
-		{"path a/./b", files(file("a/./b")), ckptstore.ErrInvalidEntry},
-		{"path a/..", files(file("a/..")), ckptstore.ErrInvalidEntry},
-		{"path a/../b", files(file("a/../b")), ckptstore.ErrInvalidEntry},
-		{"path dot-names are valid", files(file(".env"), file("..a"), file("a.."), file("...")), nil},
-		{"path with spaces and unicode", files(dir(" ü"), file(" ü/ファイル .txt")), nil},
-
-		// kinds and the tree
-		{"kind empty", files(ckptstore.Entry{Path: "a", BlobKey: fileKey(1)}), ckptstore.ErrInvalidEntry},
-		{"kind symlink", files(ckptstore.Entry{Path: "a", Kind: "symlink"}), ckptstore.ErrInvalidEntry},
-		{"kind File", files(ckptstore.Entry{Path: "a", Kind: "File", BlobKey: fileKey(1)}), ckptstore.ErrInvalidEntry},
-		{"duplicate file", files(file("a"), file("a")), ckptstore.ErrInvalidEntry},
-		{"duplicate file and dir", files(dir("a"), file("a")), ckptstore.ErrInvalidEntry},
-		{"duplicate dir", files(dir("a"), dir("a")), ckptstore.ErrInvalidEntry},
-		{"file beneath a file", files(file("a"), file("a/b")), ckptstore.ErrInvalidEntry},
-		{"file beneath a file, child listed first", files(file("a/b"), file("a")), ckptstore.ErrInvalidEntry},
-		{"dir beneath a file", files(file("a"), dir("a/b")), ckptstore.ErrInvalidEntry},
-		{"deep entry beneath a file, no dirs between", files(file("a"), file("a/b/c/d")), ckptstore.ErrInvalidEntry},
-		{"entry beneath a file deeper in the tree", files(dir("a"), file("a/b"), file("a/b/c")), ckptstore.ErrInvalidEntry},
-		{"entries beneath a dir", files(dir("a"), dir("a/b"), file("a/b/c"), file("a/d")), nil},
-		{"entry beneath an unlisted dir", files(file("x/y/z")), nil},
-		{"file is a name prefix, not an ancestor", files(file("a"), file("ab/c"), file("a.b")), nil},
-
-		// file fields
-		{"file size 0", files(ckptstore.Entry{Path: "a", Kind: ckptstore.KindFile, BlobKey: fileKey(1)}), nil},
-		{"file size 2^53-1", files(ckptstore.Entry{Path: "a", Kind: ckptstore.KindFile, BlobKey: fileKey(1), Size: maxSize}), nil},
-		{"file size 2^53", files(ckptstore.Entry{Path: "a", Kind: ckptstore.KindFile, BlobKey: fileKey(1), Size: maxSize + 1}), ckptstore.ErrInvalidEntry},
-		{"file size -1", files(ckptstore.Entry{Path: "a", Kind: ckptstore.KindFile, BlobKey: fileKey(1), Size: -1}), ckptstore.ErrInvalidEntry},
-		{"file size MinInt64", files(ckptstore.Entry{Path: "a", Kind: ckptstore.KindFile, BlobKey: fileKey(1), Size: math.MinInt64}), ckptstore.ErrInvalidEntry},
-		{"file without blobKey", files(ckptstore.Entry{Path: "a", Kind: ckptstore.KindFile, Size: 1}), ckptstore.ErrInvalidEntry},
-		{"file blobKey of an artifact", files(ckptstore.Entry{Path: "a", Kind: ckptstore.KindFile, BlobKey: artifactKey(1)}), ckptstore.ErrInvalidEntry},
-		{"file blobKey uppercase hex", files(ckptstore.Entry{Path: "a", Kind: ckptstore.KindFile, BlobKey: "sandbox-files/sha256/" + strings.Repeat("AB", 32)}), ckptstore.ErrInvalidEntry},
-		{"file blobKey 63 hex", files(ckptstore.Entry{Path: "a", Kind: ckptstore.KindFile, BlobKey: "sandbox-files/sha256/" + hex64[1:]}), ckptstore.ErrInvalidEntry},
-		{"file blobKey 65 hex", files(ckptstore.Entry{Path: "a", Kind: ckptstore.KindFile, BlobKey: "sandbox-files/sha256/" + hex64 + "a"}), ckptstore.ErrInvalidEntry},
-		{"file blobKey non-hex", files(ckptstore.Entry{Path: "a", Kind: ckptstore.KindFile, BlobKey: "sandbox-files/sha256/" + hex64[:63] + "g"}), ckptstore.ErrInvalidEntry},
-		{"file blobKey other algorithm", files(ckptstore.Entry{Path: "a", Kind: ckptstore.KindFile, BlobKey: "sandbox-files/sha512/" + hex64}), ckptstore.ErrInvalidEntry},
-		{"file blobKey with a leading slash", files(ckptstore.Entry{Path: "a", Kind: ckptstore.KindFile, BlobKey: "/sandbox-files/sha256/" + hex64}), ckptstore.ErrInvalidEntry},
-		{"file blobKey not UTF-8 is an entry error", files(ckptstore.Entry{Path: "a", Kind: ckptstore.KindFile, BlobKey: "sandbox-files/sha256/" + hex64[:63] + "\xff"}), ckptstore.ErrInvalidEntry},
-		{"dir with blobKey", files(ckptstore.Entry{Path: "a", Kind: ckptstore.KindDir, BlobKey: fileKey(1)}), ckptstore.ErrInvalidEntry},
-		{"dir with size", files(ckptstore.Entry{Path: "a", Kind: ckptstore.KindDir, Size: 1}), ckptstore.ErrInvalidEntry},
-		{"dir with negative size", files(ckptstore.Entry{Path: "a", Kind: ckptstore.KindDir, Size: -1}), ckptstore.ErrInvalidEntry},
-		{"two files share a blob", files(file("a"), file("b")), nil},
-
-		// artifacts
-		{"artifact empty id", art(func(a *ckptstore.Artifact) { a.ArtifactID = "" }), ckptstore.ErrInvalidEntry},
-		{"artifact empty name", art(func(a *ckptstore.Artifact) { a.Name = "" }), ckptstore.ErrInvalidEntry},
-		{"artifact empty mimeType", art(func(a *ckptstore.Artifact) { a.MimeType = "" }), ckptstore.ErrInvalidEntry},
-		{"artifact id not UTF-8", art(func(a *ckptstore.Artifact) { a.ArtifactID = "\xff" }), ckptstore.ErrInvalidEntry},
-		{"artifact name not UTF-8", art(func(a *ckptstore.Artifact) { a.Name = "\xff" }), ckptstore.ErrInvalidEntry},
-		{"artifact mimeType not UTF-8", art(func(a *ckptstore.Artifact) { a.MimeType = "\xff" }), ckptstore.ErrInvalidEntry},
-		{"artifact blobKey of a file", art(func(a *ckptstore.Artifact) { a.BlobKey = fileKey(1) }), ckptstore.ErrInvalidEntry},
-		{"artifact blobKey empty", art(func(a *ckptstore.Artifact) { a.BlobKey = "" }), ckptstore.ErrInvalidEntry},
-		{"artifact blobKey uppercase", art(func(a *ckptstore.Artifact) { a.BlobKey = "sandbox-artifacts/sha256/" + strings.Repeat("AB", 32) }), ckptstore.ErrInvalidEntry},
-		{"artifact blobKey not UTF-8", art(func(a *ckptstore.Artifact) { a.BlobKey = "sandbox-artifacts/sha256/" + hex64[:63] + "\xff" }), ckptstore.ErrInvalidEntry},
-		{"artifact size -1", art(func(a *ckptstore.Artifact) { a.Size = -1 }), ckptstore.ErrInvalidEntry},
-		{"artifact size 2^53", art(func(a *ckptstore.Artifact) { a.Size = maxSize + 1 }), ckptstore.ErrInvalidEntry},
-		{"artifact size 2^53-1", art(func(a *ckptstore.Artifact) { a.Size = maxSize }), nil},
-		{"artifact size 0", art(func(a *ckptstore.Artifact) { a.Size = 0 }), nil},
-		{"artifact createdAt NaN", art(func(a *ckptstore.Artifact) { a.CreatedAt = math.NaN() }), ckptstore.ErrInvalidEntry},
-		{"artifact createdAt -Inf", art(func(a *ckptstore.Artifact) { a.CreatedAt = math.Inf(-1) }), ckptstore.ErrInvalidEntry},
-		{"artifact createdAt negative", art(func(a *ckptstore.Artifact) { a.CreatedAt = -5.5 }), nil},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			cp := validCheckpoint()
-			tt.mutate(cp)
-			wantErr(t, ckptstore.Validate(cp), tt.want, "")
-			// ValidateAppend runs the same checks once the writer and the
-			// expected head are valid.
-			wantErr(t, ckptstore.ValidateAppend(cp, "cp-1", ckptstore.Writer{ThreadID: "thread-1"}), tt.want, "")
-		})
+}
+
+// conversationCases: conversation.
+func conversationCases() []validateCase {
+	return []validateCase{
+		{"conversation empty non-nil", vConv(""), nil},
+		{"conversation []", vConv("[]"), nil},
+		{"conversation with odd whitespace", vConv(" \t\r\n[ 1 ,\n\"x\" ]\n "), nil},
+		{"conversation keeps escaped lone surrogates (opaque)", vConv(`["\ud800"]`), nil},
+		{"conversation object", vConv(`{"role":"user"}`), ckptstore.ErrInvalidEntry},
+		{"conversation null", vConv("null"), ckptstore.ErrInvalidEntry},
+		{"conversation string", vConv(`"[]"`), ckptstore.ErrInvalidEntry},
+		{"conversation only whitespace", vConv("  "), ckptstore.ErrInvalidEntry},
+		{"conversation unterminated", vConv("[1,"), ckptstore.ErrInvalidEntry},
+		{"conversation trailing data", vConv("[] []"), ckptstore.ErrInvalidEntry},
+		{"conversation invalid UTF-8 in a string", vConv("[\"\xff\"]"), ckptstore.ErrInvalidEntry},
+		{"conversation BOM", vConv("\uFEFF[]"), ckptstore.ErrInvalidEntry},
+	}
+}
+
+// pathCases: paths.
+func pathCases() []validateCase {
+	return []validateCase{
+		{"path empty", vFiles(vFile("")), ckptstore.ErrInvalidEntry},
+		{"path NUL", vFiles(vFile("a\x00b")), ckptstore.ErrInvalidEntry},
+		{"path not UTF-8", vFiles(vFile("a\xff")), ckptstore.ErrInvalidEntry},
+		{"path absolute /", vFiles(vFile("/etc/passwd")), ckptstore.ErrInvalidEntry},
+		{"path absolute \\", vFiles(vFile(`\server\share`)), ckptstore.ErrInvalidEntry},
+		{"path drive letter and /", vFiles(vFile("C:/x")), ckptstore.ErrInvalidEntry},
+		{"path drive letter and \\", vFiles(vFile(`c:\x`)), ckptstore.ErrInvalidEntry},
+		{"path drive letter alone", vFiles(vFile("C:")), ckptstore.ErrInvalidEntry},
+		{"path lowercase drive letter alone", vFiles(vFile("z:")), ckptstore.ErrInvalidEntry},
+		{"path drive-relative C:foo is valid", vFiles(vFile("C:foo")), nil},
+		{"path C:foo/bar is valid", vFiles(vDir("C:foo"), vFile("C:foo/bar")), nil},
+		{"path digit colon is valid", vFiles(vFile("1:")), nil},
+		{"path two letters colon is valid", vFiles(vFile("ab:")), nil},
+		{"path non-ASCII letter colon is valid", vFiles(vFile("é:")), nil},
+		{"path backslash inside", vFiles(vFile(`a\b`)), ckptstore.ErrInvalidEntry},
+		{"path empty segment", vFiles(vFile("a//b")), ckptstore.ErrInvalidEntry},
+		{"path trailing slash", vFiles(vFile("a/")), ckptstore.ErrInvalidEntry},
+		{"path .", vFiles(vFile(".")), ckptstore.ErrInvalidEntry},
+		{"path ..", vFiles(vFile("..")), ckptstore.ErrInvalidEntry},
+		{"path ./a", vFiles(vFile("./a")), ckptstore.ErrInvalidEntry},
+		{"path a/./b", vFiles(vFile("a/./b")), ckptstore.ErrInvalidEntry},
+		{"path a/..", vFiles(vFile("a/..")), ckptstore.ErrInvalidEntry},
+		{"path a/../b", vFiles(vFile("a/../b")), ckptstore.ErrInvalidEntry},
+		{"path dot-names are valid", vFiles(vFile(".env"), vFile("..a"), vFile("a.."), vFile("...")), nil},
+		{"path with spaces and unicode", vFiles(vDir(" ü"), vFile(" ü/ファイル .txt")), nil},
+	}
+}
+
+// treeCases: kinds and the tree.
+func treeCases() []validateCase {
+	return []validateCase{
+		{"kind empty", vFiles(ckptstore.Entry{Path: "a", BlobKey: fileKey(1)}), ckptstore.ErrInvalidEntry},
+		{"kind symlink", vFiles(ckptstore.Entry{Path: "a", Kind: "symlink"}), ckptstore.ErrInvalidEntry},
+		{"kind File", vFiles(ckptstore.Entry{Path: "a", Kind: "File", BlobKey: fileKey(1)}), ckptstore.ErrInvalidEntry},
+		{"duplicate file", vFiles(vFile("a"), vFile("a")), ckptstore.ErrInvalidEntry},
+		{"duplicate file and dir", vFiles(vDir("a"), vFile("a")), ckptstore.ErrInvalidEntry},
+		{"duplicate dir", vFiles(vDir("a"), vDir("a")), ckptstore.ErrInvalidEntry},
+		{"file beneath a file", vFiles(vFile("a"), vFile("a/b")), ckptstore.ErrInvalidEntry},
+		{"file beneath a file, child listed first", vFiles(vFile("a/b"), vFile("a")), ckptstore.ErrInvalidEntry},
+		{"dir beneath a file", vFiles(vFile("a"), vDir("a/b")), ckptstore.ErrInvalidEntry},
+		{"deep entry beneath a file, no dirs between", vFiles(vFile("a"), vFile("a/b/c/d")), ckptstore.ErrInvalidEntry},
+		{"entry beneath a file deeper in the tree", vFiles(vDir("a"), vFile("a/b"), vFile("a/b/c")), ckptstore.ErrInvalidEntry},
+		{"entries beneath a dir", vFiles(vDir("a"), vDir("a/b"), vFile("a/b/c"), vFile("a/d")), nil},
+		{"entry beneath an unlisted dir", vFiles(vFile("x/y/z")), nil},
+		{"file is a name prefix, not an ancestor", vFiles(vFile("a"), vFile("ab/c"), vFile("a.b")), nil},
+	}
+}
+
+// fileFieldCases: file fields.
+func fileFieldCases() []validateCase {
+	return []validateCase{
+		{"file size 0", vFiles(ckptstore.Entry{Path: "a", Kind: ckptstore.KindFile, BlobKey: fileKey(1)}), nil},
+		{"file size 2^53-1", vFiles(ckptstore.Entry{Path: "a", Kind: ckptstore.KindFile, BlobKey: fileKey(1), Size: maxSize}), nil},
+		{"file size 2^53", vFiles(ckptstore.Entry{Path: "a", Kind: ckptstore.KindFile, BlobKey: fileKey(1), Size: maxSize + 1}), ckptstore.ErrInvalidEntry},
+		{"file size -1", vFiles(ckptstore.Entry{Path: "a", Kind: ckptstore.KindFile, BlobKey: fileKey(1), Size: -1}), ckptstore.ErrInvalidEntry},
+		{"file size MinInt64", vFiles(ckptstore.Entry{Path: "a", Kind: ckptstore.KindFile, BlobKey: fileKey(1), Size: math.MinInt64}), ckptstore.ErrInvalidEntry},
+		{"file without blobKey", vFiles(ckptstore.Entry{Path: "a", Kind: ckptstore.KindFile, Size: 1}), ckptstore.ErrInvalidEntry},
+		{"file blobKey of an artifact", vFiles(ckptstore.Entry{Path: "a", Kind: ckptstore.KindFile, BlobKey: artifactKey(1)}), ckptstore.ErrInvalidEntry},
+		{"file blobKey uppercase hex", vFiles(ckptstore.Entry{Path: "a", Kind: ckptstore.KindFile, BlobKey: "sandbox-files/sha256/" + strings.Repeat("AB", 32)}), ckptstore.ErrInvalidEntry},
+		{"file blobKey 63 hex", vFiles(ckptstore.Entry{Path: "a", Kind: ckptstore.KindFile, BlobKey: "sandbox-files/sha256/" + vHex64[1:]}), ckptstore.ErrInvalidEntry},
+		{"file blobKey 65 hex", vFiles(ckptstore.Entry{Path: "a", Kind: ckptstore.KindFile, BlobKey: "sandbox-files/sha256/" + vHex64 + "a"}), ckptstore.ErrInvalidEntry},
+		{"file blobKey non-hex", vFiles(ckptstore.Entry{Path: "a", Kind: ckptstore.KindFile, BlobKey: "sandbox-files/sha256/" + vHex64[:63] + "g"}), ckptstore.ErrInvalidEntry},
+		{"file blobKey other algorithm", vFiles(ckptstore.Entry{Path: "a", Kind: ckptstore.KindFile, BlobKey: "sandbox-files/sha512/" + vHex64}), ckptstore.ErrInvalidEntry},
+		{"file blobKey with a leading slash", vFiles(ckptstore.Entry{Path: "a", Kind: ckptstore.KindFile, BlobKey: "/sandbox-files/sha256/" + vHex64}), ckptstore.ErrInvalidEntry},
+		{"file blobKey not UTF-8 is an entry error", vFiles(ckptstore.Entry{Path: "a", Kind: ckptstore.KindFile, BlobKey: "sandbox-files/sha256/" + vHex64[:63] + "\xff"}), ckptstore.ErrInvalidEntry},
+		{"dir with blobKey", vFiles(ckptstore.Entry{Path: "a", Kind: ckptstore.KindDir, BlobKey: fileKey(1)}), ckptstore.ErrInvalidEntry},
+		{"dir with size", vFiles(ckptstore.Entry{Path: "a", Kind: ckptstore.KindDir, Size: 1}), ckptstore.ErrInvalidEntry},
+		{"dir with negative size", vFiles(ckptstore.Entry{Path: "a", Kind: ckptstore.KindDir, Size: -1}), ckptstore.ErrInvalidEntry},
+		{"two files share a blob", vFiles(vFile("a"), vFile("b")), nil},
+	}
+}
+
+// artifactCases: artifacts.
+func artifactCases() []validateCase {
+	return []validateCase{
+		{"artifact empty id", vArt(func(a *ckptstore.Artifact) { a.ArtifactID = "" }), ckptstore.ErrInvalidEntry},
+		{"artifact empty name", vArt(func(a *ckptstore.Artifact) { a.Name = "" }), ckptstore.ErrInvalidEntry},
+		{"artifact empty mimeType", vArt(func(a *ckptstore.Artifact) { a.MimeType = "" }), ckptstore.ErrInvalidEntry},
+		{"artifact id not UTF-8", vArt(func(a *ckptstore.Artifact) { a.ArtifactID = "\xff" }), ckptstore.ErrInvalidEntry},
+		{"artifact name not UTF-8", vArt(func(a *ckptstore.Artifact) { a.Name = "\xff" }), ckptstore.ErrInvalidEntry},
+		{"artifact mimeType not UTF-8", vArt(func(a *ckptstore.Artifact) { a.MimeType = "\xff" }), ckptstore.ErrInvalidEntry},
+		{"artifact blobKey of a file", vArt(func(a *ckptstore.Artifact) { a.BlobKey = fileKey(1) }), ckptstore.ErrInvalidEntry},
+		{"artifact blobKey empty", vArt(func(a *ckptstore.Artifact) { a.BlobKey = "" }), ckptstore.ErrInvalidEntry},
+		{"artifact blobKey uppercase", vArt(func(a *ckptstore.Artifact) { a.BlobKey = "sandbox-artifacts/sha256/" + strings.Repeat("AB", 32) }), ckptstore.ErrInvalidEntry},
+		{"artifact blobKey not UTF-8", vArt(func(a *ckptstore.Artifact) { a.BlobKey = "sandbox-artifacts/sha256/" + vHex64[:63] + "\xff" }), ckptstore.ErrInvalidEntry},
+		{"artifact size -1", vArt(func(a *ckptstore.Artifact) { a.Size = -1 }), ckptstore.ErrInvalidEntry},
+		{"artifact size 2^53", vArt(func(a *ckptstore.Artifact) { a.Size = maxSize + 1 }), ckptstore.ErrInvalidEntry},
+		{"artifact size 2^53-1", vArt(func(a *ckptstore.Artifact) { a.Size = maxSize }), nil},
+		{"artifact size 0", vArt(func(a *ckptstore.Artifact) { a.Size = 0 }), nil},
+		{"artifact createdAt NaN", vArt(func(a *ckptstore.Artifact) { a.CreatedAt = math.NaN() }), ckptstore.ErrInvalidEntry},
+		{"artifact createdAt -Inf", vArt(func(a *ckptstore.Artifact) { a.CreatedAt = math.Inf(-1) }), ckptstore.ErrInvalidEntry},
+		{"artifact createdAt negative", vArt(func(a *ckptstore.Artifact) { a.CreatedAt = -5.5 }), nil},
 	}
 }
 
