@@ -549,6 +549,16 @@ func (s suite) contentAddressed(t *testing.T) {
 	if after, err := b.Head(ctx, res.Key); err != nil || !after.ModTime.Equal(before.ModTime) {
 		t.Errorf("skipped upload changed the object: %+v (was %+v), %v", after, before, err)
 	}
+	putArtifacts(t, b, data)
+	putEdges(t, b)
+	putFreshens(t, b, data, res.Key)
+}
+
+// putArtifacts: PutArtifact keys data under sandbox-artifacts/, apart from
+// its file key, and an empty artifact under the digest of nothing.
+func putArtifacts(t *testing.T, b blobs.Bucket, data []byte) {
+	ctx := context.Background()
+	sum := sha256.Sum256(data)
 	art, err := blobs.PutArtifact(ctx, b, onceReader{bytes.NewReader(data)})
 	if err != nil {
 		t.Fatalf("PutArtifact: %v", err)
@@ -560,7 +570,12 @@ func (s suite) contentAddressed(t *testing.T) {
 	if err != nil || empty.Key != blobs.ArtifactKey(sha256.Sum256(nil)) || empty.Size != 0 {
 		t.Errorf("PutArtifact(empty) = %+v, %v", empty, err)
 	}
-	// A reader positioned mid-stream is hashed from where it stands.
+}
+
+// putEdges: a reader positioned mid-stream is hashed from where it stands,
+// and an object under the key with the wrong size is replaced.
+func putEdges(t *testing.T, b blobs.Bucket) {
+	ctx := context.Background()
 	r := bytes.NewReader([]byte("skip:payload"))
 	r.Seek(5, io.SeekStart)
 	mid, err := blobs.PutFile(ctx, b, r)
@@ -579,15 +594,20 @@ func (s suite) contentAddressed(t *testing.T) {
 	if got := get(t, b, healed.Key); string(got) != "healed" {
 		t.Errorf("damaged object not replaced: %q", got)
 	}
-	// Freshening: an existing object older than FreshenAfter is touched,
-	// or uploaded again by a bucket that cannot touch.
+}
+
+// putFreshens: an existing object (data, stored under key) older than
+// FreshenAfter is touched, or uploaded again by a bucket that cannot
+// touch; a fresh one, or any with freshening off, is skipped.
+func putFreshens(t *testing.T, b blobs.Bucket, data []byte, key string) {
+	ctx := context.Background()
 	u := blobs.Uploader{Bucket: b, FreshenAfter: time.Hour, Now: func() time.Time { return time.Now().Add(2 * time.Hour) }}
 	ref, err := u.PutFile(ctx, bytes.NewReader(data))
 	_, touches := b.(blobs.Toucher)
 	if err != nil || ref.Uploaded == touches || ref.Freshened != touches {
 		t.Errorf("PutFile with a stale object = %+v, %v; want it freshened (bucket is a Toucher: %v)", ref, err, touches)
 	}
-	if got := get(t, b, res.Key); !bytes.Equal(got, data) {
+	if got := get(t, b, key); !bytes.Equal(got, data) {
 		t.Error("freshening changed the content")
 	}
 	u.Now = nil
