@@ -80,8 +80,16 @@ func TestCopyRedisToMemkvAndBack(t *testing.T) {
 	h := newHarness(t)
 	mk, db := newMemkvStore(t, faults(1))
 	mkURL := h.add("memkv", mk)
+	first := copyInterrupted(t, h, srcURL, mkURL, mk, threads, n)
+	resumeCopy(t, h, srcURL, mkURL, src, mk, db, threads, n, first)
+	copyBack(t, h, srcURL, mkURL, backURL, src, threads, n)
+	checkFindsAStrayKey(t, h, mkURL, mk, db)
+}
 
-	// Interrupt after the fourth batch.
+// copyInterrupted copies srcURL to mkURL (store mk) in batches of 16,
+// cancelled after the fourth, and returns how many of the n checkpoints
+// of threads it left, some but not all.
+func copyInterrupted(t *testing.T, h *harness, srcURL, mkURL string, mk ckptstore.Store, threads []string, n int) int {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	batches := 0
@@ -100,9 +108,14 @@ func TestCopyRedisToMemkvAndBack(t *testing.T) {
 		t.Fatalf("the interrupted copy left %d of %d checkpoints", first, n)
 	}
 	testkit.CheckRefs(t, mk, threads...)
-
 	h.afterBatch = nil
-	r = h.ok("copy", "--from", srcURL, "--to", mkURL, "--batch", "16", "--verify")
+	return first
+}
+
+// resumeCopy runs the copy again with --verify: it writes the rest of the
+// n checkpoints (first were copied before), through memkv's faults.
+func resumeCopy(t *testing.T, h *harness, srcURL, mkURL string, src, mk ckptstore.Store, db *memkv.DB, threads []string, n, first int) {
+	r := h.ok("copy", "--from", srcURL, "--to", mkURL, "--batch", "16", "--verify")
 	s := parseSummary(t, r.stdout)
 	// A commit_unknown_result that was applied makes fdbstore's retry find
 	// its checkpoints stored, so they count as present, not written: the
@@ -122,9 +135,12 @@ func TestCopyRedisToMemkvAndBack(t *testing.T) {
 	testkit.CheckRefs(t, src, threads...)
 	testkit.CheckRefs(t, mk, threads...)
 	checkStore(t, mk, "memkv")
+}
 
-	// And back, with the faults still on.
-	r = h.ok("copy", "--from", mkURL, "--to", backURL, "--batch", "64", "--verify")
+// copyBack copies mkURL to backURL, with the faults still on, and checks
+// that the three stores hold and export the same.
+func copyBack(t *testing.T, h *harness, srcURL, mkURL, backURL string, src ckptstore.Store, threads []string, n int) {
+	r := h.ok("copy", "--from", mkURL, "--to", backURL, "--batch", "64", "--verify")
 	if s := parseSummary(t, r.stdout); s.written != n || s.present != 0 {
 		t.Errorf("copy back: %+v", s)
 	}
@@ -144,8 +160,11 @@ func TestCopyRedisToMemkvAndBack(t *testing.T) {
 	if r := h.run("check", "--store", backURL); r.code != 0 && !strings.Contains(r.stderr, "no checker") {
 		t.Errorf("ckptctl check on the copy: %v", r)
 	}
+}
 
-	// ckptctl check on memkv: clean, then with a key fdbstore never writes.
+// checkFindsAStrayKey: ckptctl check on memkv is clean, then finds a key
+// fdbstore never writes.
+func checkFindsAStrayKey(t *testing.T, h *harness, mkURL string, mk *fdbstore.Store, db *memkv.DB) {
 	if _, err := callCheck(context.Background(), mk); errors.Is(err, errNoChecker) {
 		return
 	}
