@@ -29,10 +29,10 @@ func (s *suite) testRoundTrip(t *testing.T) {
 	t.Run("EveryField", func(t *testing.T) {
 		e := s.env(t)
 		w := e.acquire("thread").Writer
-		c1 := richCP("c1", "thread", "")
+		c1 := richCP("thread", "c1", "")
 		want1 := cloneCP(c1)
 		e.append(c1, w)
-		c2 := richCP("c2", "thread", "c1")
+		c2 := richCP("thread", "c2", "c1")
 		c2.Reason = ckptstore.ReasonForkRoot // Append takes every reason
 		c2.Files = c2.Files[1:3]
 		c2.Artifacts = []ckptstore.Artifact{testkit.Artifact("z", 7), testkit.Artifact("a", 3)}
@@ -273,7 +273,7 @@ func (s *suite) testImmutability(t *testing.T) {
 	t.Run("Input", func(t *testing.T) {
 		e := s.env(t)
 		w := e.acquire("thread").Writer
-		c := richCP("c1", "thread", "")
+		c := richCP("thread", "c1", "")
 		want := cloneCP(c)
 		require.NoError(t, e.s.Append(e.ctx, c, "", w), "Append")
 		scribble(c)
@@ -282,7 +282,7 @@ func (s *suite) testImmutability(t *testing.T) {
 	t.Run("Get", func(t *testing.T) {
 		e := s.env(t)
 		w := e.acquire("thread").Writer
-		c := richCP("c1", "thread", "")
+		c := richCP("thread", "c1", "")
 		want := cloneCP(c)
 		e.append(c, w)
 		scribble(e.get("c1"))
@@ -291,7 +291,7 @@ func (s *suite) testImmutability(t *testing.T) {
 	t.Run("List", func(t *testing.T) {
 		e := s.env(t)
 		w := e.acquire("thread").Writer
-		c := richCP("c1", "thread", "")
+		c := richCP("thread", "c1", "")
 		want := cloneCP(c)
 		e.append(c, w)
 		l := e.list("thread")
@@ -305,7 +305,7 @@ func (s *suite) testImmutability(t *testing.T) {
 	t.Run("BlobReferences", func(t *testing.T) {
 		e := s.env(t)
 		w := e.acquire("thread").Writer
-		e.append(richCP("c1", "thread", ""), w)
+		e.append(richCP("thread", "c1", ""), w)
 		want := e.refs()
 		got := e.refs()
 		for i := range got {

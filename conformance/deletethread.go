@@ -8,7 +8,6 @@ package conformance
 
 import (
 	"context"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -26,10 +25,8 @@ import (
 func (e *env) deleteThread(thread string, w ckptstore.Writer, want int) {
 	e.t.Helper()
 	n, err := e.deleter().DeleteThread(e.ctx, thread, w)
-	require.NoError(e.t, err, "DeleteThread("+thread+")")
-	if n != want {
-		e.t.Errorf("DeleteThread(%q) reported %d checkpoints deleted, want %d", thread, n, want)
-	}
+	require.NoError(e.t, err, "DeleteThread(%q)", thread)
+	assert.Equal(e.t, want, n, "DeleteThread(%q): the checkpoints it reports deleted", thread)
 }
 
 // wantGone checks that thread has no head, no checkpoints, no transcript
@@ -39,17 +36,13 @@ func (e *env) wantGone(thread string, ids ...string) {
 	e.wantHead(thread, "")
 	e.wantList(thread)
 	for _, id := range ids {
-		if c := e.get(id); c != nil {
-			e.t.Errorf("Get(%q) after DeleteThread = %+v, want nil", id, c)
-		}
+		assert.Nil(e.t, e.get(id), "Get(%q) after DeleteThread", id)
 	}
 	if _, ok := e.s.(ckptstore.Transcripts); ok {
 		e.wantTranscript(thread, "[]")
 	}
 	if tl, ok := e.s.(ckptstore.ThreadLister); ok {
-		if got := e.allThreads(tl); slices.Contains(got, thread) {
-			e.t.Errorf("Threads = %q still lists the deleted thread %q", got, thread)
-		}
+		assert.NotContains(e.t, e.allThreads(tl), thread, "Threads after DeleteThread")
 	}
 }
 

@@ -183,7 +183,7 @@ func sortLikeList(cps []*ckptstore.Checkpoint) {
 // richCP returns a checkpoint of the thread that sets every field, with
 // files and artifacts in an order that is not sorted, a blob shared by two
 // files, an empty file and a conversation with nested content.
-func richCP(id, thread, parent string) *ckptstore.Checkpoint {
+func richCP(thread, id, parent string) *ckptstore.Checkpoint {
 	c := testkit.Checkpoint(thread, id, parent, 1_700_000_000_123.25)
 	c.Reason = ckptstore.ReasonNamed
 	c.Label = "before refactor ✓"

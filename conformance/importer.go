@@ -24,7 +24,7 @@ func history(thread string) []*ckptstore.Checkpoint {
 	r1 := testkit.Checkpoint(thread, "r1", "", 1000)
 	r1.CreatedAt = math.Copysign(0, -1)
 	r1.Files = []ckptstore.Entry{testkit.File("a", 1, 10), testkit.Dir("d"), testkit.File("d/b", 2, 20)}
-	r2 := richCP("r2", thread, "r1")
+	r2 := richCP(thread, "r2", "r1")
 	r2.CreatedAt = 5e-324
 	r2.Conversation = []byte(" [ {\"role\":\"user\",\"content\":\"é\"} ]\n")
 	r3 := testkit.Checkpoint(thread, "r3", "r2", 1000)
@@ -79,9 +79,7 @@ func (e *env) doImport(what string, b ckptstore.ImportBatch, want int) {
 	}
 	n, err := e.importer().Import(e.ctx, b)
 	require.NoError(e.t, err, what)
-	if n != want {
-		e.t.Errorf("%s: Import reported %d written, want %d", what, n, want)
-	}
+	assert.Equal(e.t, want, n, "%s: the checkpoints Import reports written", what)
 }
 
 func (s *suite) testImport(t *testing.T) {
@@ -377,7 +375,7 @@ func (s *suite) importRoundTrip(t *testing.T) {
 	d := e.deleter()
 	w := e.acquire("t").Writer
 	for i, id := range []string{"a", "b", "c", "d"} {
-		c := richCP(id, "t", "")
+		c := richCP("t", id, "")
 		c.CreatedAt = float64(10 - i)
 		c.Files = c.Files[:1+i%3]
 		e.append(c, w)

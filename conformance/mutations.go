@@ -256,9 +256,9 @@ func (s *suite) forkRoot(t *testing.T) {
 	e := s.env(t)
 	f := e.forker()
 	ws := e.acquire("src").Writer
-	a := richCP("a", "src", "")
+	a := richCP("src", "a", "")
 	e.append(a, ws)
-	b := richCP("b", "src", "")
+	b := richCP("src", "b", "")
 	b.Files = b.Files[:2]
 	e.append(b, ws)
 	src := e.get("a")

@@ -98,7 +98,7 @@ func (s *suite) opTokensFork(t *testing.T, o opTokens) {
 	e := s.env(t)
 	f := e.forker()
 	ws := e.acquire("src").Writer
-	a := richCP("a", "src", "")
+	a := richCP("src", "a", "")
 	e.append(a, ws)
 	wd := e.acquire("dest").Writer
 	e.track([]string{"dest"}, "root")

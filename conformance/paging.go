@@ -249,7 +249,7 @@ func (s *suite) listPageCopies(t *testing.T) {
 	e := s.env(t)
 	e.pager()
 	w := e.acquire("t").Writer
-	c := richCP("c1", "t", "")
+	c := richCP("t", "c1", "")
 	want := cloneCP(c)
 	e.append(c, w)
 	page, _ := e.page("t", ckptstore.ListOptions{})
