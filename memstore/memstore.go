@@ -245,14 +245,14 @@ func (s *Store) Append(ctx context.Context, cp *ckptstore.Checkpoint, expectedHe
 	return nil
 }
 
-// insert stores c in th and counts its blobs; it leaves the head to the
-// caller. from is the checkpoint c was packed from: the count table keeps
-// the key strings of from that it did not have (see blobRefs.add). The
-// caller holds s.mu and calls relist after.
-func (s *Store) insert(th *thread, c *rec, from *ckptstore.Checkpoint) {
-	s.checkpoints[c.ID] = c
-	th.cps.ReplaceOrInsert(c)
-	s.refs.add(from)
+// insert stores r, packed from c, in th and counts its blobs; it leaves
+// the head to the caller. The count table keeps the key strings of c that
+// it did not have (see blobRefs.add). The caller holds s.mu and calls
+// relist after.
+func (s *Store) insert(th *thread, r *rec, c *ckptstore.Checkpoint) {
+	s.checkpoints[r.ID] = r
+	th.cps.ReplaceOrInsert(r)
+	s.refs.add(c)
 }
 
 // remove deletes the stored checkpoint id of th and drops its blob counts.

@@ -27,7 +27,9 @@ import (
 // A rec is never modified once made, and its strings are immutable, so the
 // copies a read returns share them (substrings of text) and copy only what
 // the caller may write into: the structs, the entry and artifact arrays and
-// the conversation bytes.
+// the conversation bytes. A copy the caller keeps therefore keeps its
+// checkpoint's text alive, conversation included, after the store deletes
+// it: at most the size of the copy again.
 type rec struct {
 	ID, ThreadID, ParentCheckpointID string
 	CreatedAt                        float64
