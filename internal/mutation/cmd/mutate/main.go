@@ -77,16 +77,9 @@ func main() {
 		verbose = flag.Bool("v", false, "print the failing tests of each killed mutant and the output of survivors")
 	)
 	flag.Parse()
-	if err := checkIDs(); err != nil {
+	sel, err := selectMutants(*runRE)
+	if err != nil {
 		fatal(err)
-	}
-	sel := mutants
-	if *runRE != "" {
-		re, err := regexp.Compile(*runRE)
-		if err != nil {
-			fatal(err)
-		}
-		sel = slices.DeleteFunc(slices.Clone(mutants), func(m mutant) bool { return !re.MatchString(m.id) })
 	}
 	if *list {
 		for _, m := range sel {
@@ -94,64 +87,107 @@ func main() {
 		}
 		return
 	}
-	if *root == "" {
-		r, err := moduleRoot()
-		if err != nil {
-			fatal(err)
-		}
-		*root = r
-	}
-	tmp, err := os.MkdirTemp("", "ckptstore-mutation-")
+	tmp, err := copyRoot(*root, *keep)
 	if err != nil {
 		fatal(err)
 	}
-	if *keep {
-		fmt.Fprintf(os.Stderr, "copy kept in %s\n", tmp)
-	} else {
-		defer os.RemoveAll(tmp)
-	}
-	if err := copyModule(*root, tmp); err != nil {
-		fatal(err)
-	}
 	r := &runner{dir: tmp, pkgs: strings.Fields(*pkgs), flags: strings.Fields(*tflags), timeout: *timeout, check: *check}
-
-	start := time.Now()
 	fmt.Printf("module copy: %s\npackages: %s\n", tmp, strings.Join(r.pkgs, " "))
+	code := 0
 	if *check {
-		bad := 0
-		for _, m := range sel {
-			if res := r.run(m); res.st == stale || res.st == invalid {
-				bad++
-				fmt.Printf("%-8s %-34s %s\n", res.st, m.id, firstLine(res.detail))
-			}
-		}
-		fmt.Printf("%d of %d mutants apply and compile\n", len(sel)-bad, len(sel))
-		if bad > 0 {
-			os.Exit(1)
-		}
-		return
+		code = r.checkAll(sel)
+	} else {
+		code = r.killAll(sel, *verbose, *minRate)
 	}
+	if !*keep {
+		os.RemoveAll(tmp)
+	}
+	os.Exit(code)
+}
+
+// selectMutants checks the mutant ids and returns the mutants whose id
+// matches runRE (all when it is empty).
+func selectMutants(runRE string) ([]mutant, error) {
+	if err := checkIDs(); err != nil {
+		return nil, err
+	}
+	if runRE == "" {
+		return mutants, nil
+	}
+	re, err := regexp.Compile(runRE)
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(slices.Clone(mutants), func(m mutant) bool { return !re.MatchString(m.id) }), nil
+}
+
+// copyRoot copies the module at root (default: the one containing the
+// working directory) to a new temporary directory and returns it; keep
+// says so on stderr, since the caller then leaves it.
+func copyRoot(root string, keep bool) (string, error) {
+	if root == "" {
+		r, err := moduleRoot()
+		if err != nil {
+			return "", err
+		}
+		root = r
+	}
+	tmp, err := os.MkdirTemp("", "ckptstore-mutation-")
+	if err != nil {
+		return "", err
+	}
+	if keep {
+		fmt.Fprintf(os.Stderr, "copy kept in %s\n", tmp)
+	}
+	if err := copyModule(root, tmp); err != nil {
+		os.RemoveAll(tmp)
+		return "", err
+	}
+	return tmp, nil
+}
+
+// checkAll applies and compiles each mutant of sel, prints the stale and
+// invalid ones, and returns the exit code: 1 when there is one.
+func (r *runner) checkAll(sel []mutant) int {
+	bad := 0
+	for _, m := range sel {
+		if res := r.run(m); res.st == stale || res.st == invalid {
+			bad++
+			fmt.Printf("%-8s %-34s %s\n", res.st, m.id, firstLine(res.detail))
+		}
+	}
+	fmt.Printf("%d of %d mutants apply and compile\n", len(sel)-bad, len(sel))
+	if bad > 0 {
+		return 1
+	}
+	return 0
+}
+
+// killAll runs the unmutated tests, then the tests on each mutant of sel,
+// prints each result and the report, and returns the exit code: 2 when
+// the unmutated tests fail, 1 when the kill rate is below minRate.
+func (r *runner) killAll(sel []mutant, verbose bool, minRate float64) int {
+	start := time.Now()
 	for _, b := range r.baselines(sel) {
 		if out, ok, _ := r.test(b); !ok {
 			fmt.Printf("the unmutated tests of %s fail; fix them first:\n%s\n", strings.Join(b.args(), " "), tailOf(out, 4000))
-			os.Exit(2)
+			return 2
 		}
 	}
 	fmt.Printf("baseline passes (%v)\n\n", time.Since(start).Round(time.Second))
-
 	var results []result
 	for i, m := range sel {
 		res := r.run(m)
 		results = append(results, res)
 		fmt.Printf("[%3d/%d] %-9s %-34s %5.1fs  %s\n", i+1, len(sel), res.st, m.id, res.dur.Seconds(), summary(res))
-		if *verbose && res.detail != "" && (res.st == survived || res.st == invalid || res.st == stale) {
+		if verbose && res.detail != "" && (res.st == survived || res.st == invalid || res.st == stale) {
 			fmt.Println(indent(res.detail))
 		}
 	}
-	rate := report(os.Stdout, results, time.Since(start))
-	if rate < *minRate {
-		os.Exit(1)
+	if report(os.Stdout, results, time.Since(start)) < minRate {
+		return 1
 	}
+	return 0
 }
 
 func summary(res result) string {

@@ -63,7 +63,16 @@ const fdbAppendRound = `r, err := s.startRound(tr, o, readLease|readHead)
 		idf := tr.Get(st.indexKey)`
 
 func init() {
-	mutants = append(mutants,
+	mutants = append(mutants, fdbSnapshotMutants()...)
+	mutants = append(mutants, fdbAppendMutants()...)
+	mutants = append(mutants, fdbDeleteMutants()...)
+	mutants = append(mutants, fdbForkLeaseMutants()...)
+	mutants = append(mutants, fdbCapabilityMutants()...)
+}
+
+// fdbSnapshotMutants are issue 13's families (a), snapshot reads in Append, and (b), counts.
+func fdbSnapshotMutants() []mutant {
+	return []mutant{
 		// ---- issue 13, family (a): Append with snapshot reads ----
 		fdb("fdb-append-snapshot-lease", fdbWrite, fdbAppendRound, `r, err := s.startRound(tr, o, readHead)
 		if err != nil {
@@ -122,7 +131,12 @@ func init() {
 		equiv(fdb("fdb-blobrefs-zero", fdbStore, `if n := kv.DecodeInt64(kvp.Value); n > 0 {`, `if n := kv.DecodeInt64(kvp.Value); n >= 0 {`,
 			"BlobReferences reports counts at 0"),
 			"a count that reaches 0 is cleared in the same transaction (CompareAndClear), so no stored count is 0"),
+	}
+}
 
+// fdbAppendMutants break the writer check and Append.
+func fdbAppendMutants() []mutant {
+	return []mutant{
 		// ---- the writer check ----
 		equiv(fdb("fdb-writer-no-thread", fdbWrite, `if w.ThreadID != threadID {
 		return fmt.Errorf("%w: writer of thread %q cannot write thread %q", ckptstore.ErrWriterLost, w.ThreadID, threadID)
@@ -165,7 +179,12 @@ func init() {
 		fdb("fdb-insert-no-copy", fdbWrite, `if st.copied {
 			tr.Set(st.copyKeys[i], part)
 		}`, ``, "a checkpoint marked copied has no copy under its index"),
+	}
+}
 
+// fdbDeleteMutants break DeleteHead and DeleteCheckpoints.
+func fdbDeleteMutants() []mutant {
+	return []mutant{
 		// ---- DeleteHead ----
 		fdb("fdb-dh-skip-writer", fdbWrite, `if err := r.checkWriter(w); err != nil {
 			return err
@@ -226,7 +245,12 @@ func init() {
 			"DeleteCheckpoints stops after one batch"),
 		fdb("fdb-chain-no-seen", fdbWrite, `for id := head; id != "" && !seen[id]; {`, `for id := head; id != "" && len(chain) <= len(links); {`,
 			"the chain walk does not stop at a parent cycle (it stops after as many steps as links)"),
+	}
+}
 
+// fdbForkLeaseMutants break ForkFromCheckpoint, leases and op markers.
+func fdbForkLeaseMutants() []mutant {
+	return []mutant{
 		// ---- ForkFromCheckpoint ----
 		fdb("fdb-fork-skip-notfound", fdbWrite, `return nil, fmt.Errorf("%w: %q", ckptstore.ErrForkSourceNotFound, in.SourceCheckpointID)`,
 			`return nil, fmt.Errorf("%w: %q", ckptstore.ErrForkSourceThreadMismatch, in.SourceCheckpointID)`, "a missing fork source reports a thread mismatch"),
@@ -288,7 +312,12 @@ func init() {
 			"writes clear the markers of the previous epoch, which a caller's repeat still looks up"),
 		fdb("fdb-no-give-up", fdbMarks, `if o.attempts > 1 && s.wallNow().Sub(o.start) > markerTTL/2 {`, `if false {`,
 			"a write retries past half the marker lifetime"),
+	}
+}
 
+// fdbCapabilityMutants break DeleteThread, Import, transcripts, the reads and Check.
+func fdbCapabilityMutants() []mutant {
+	return []mutant{
 		// ---- DeleteThread, Import, transcripts ----
 		fdb("fdb-dt-skip-writer", fdbDelT, `if err := r.checkWriter(w); err != nil {
 			return err
@@ -347,5 +376,5 @@ func init() {
 		fdb("fdb-check-recount", fdbCheck, `case n != c.counted[key]:`, `case false:`, "Check does not recount blob references"),
 		fdb("fdb-check-uncounted", fdbCheck, `if _, ok := c.refs[key]; !ok && !c.badRefs[key] {`, `if false {`, "Check misses a used blob without a count"),
 		fdb("fdb-check-fence-down", fdbCheck, `case top.fence > fence:`, `case false:`, "Check misses a fence that went down"),
-	)
+	}
 }

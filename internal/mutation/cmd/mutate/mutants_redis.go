@@ -63,7 +63,16 @@ if lost then return {'WRITER_LOST', lost} end`
 )
 
 func init() {
-	mutants = append(mutants,
+	mutants = append(mutants, rsLibMutants()...)
+	mutants = append(mutants, rsAppendMutants()...)
+	mutants = append(mutants, rsPruneForkMutants()...)
+	mutants = append(mutants, rsLeaseMutants()...)
+	mutants = append(mutants, rsGoMutants()...)
+}
+
+// rsLibMutants break luaLib: the writer check, blob counts and the thread index.
+func rsLibMutants() []mutant {
+	return []mutant{
 		// ---- luaLib: the writer check ----
 		rs("rs-writer-no-token", rsScripts, `if l[1] ~= token or l[2] ~= fence then`, `if l[2] ~= fence then`,
 			"writer_lost ignores the owner token"),
@@ -93,7 +102,12 @@ func init() {
 			"sync_thread never removes an emptied thread from the thread index"),
 		rs("rs-pushlist-no-expire", rsScripts, `redis.call('PEXPIRE', key, ttl)`, ``,
 			"push_list leaves the prune op key without an expiry"),
+	}
+}
 
+// rsAppendMutants break the append and deleteHead scripts.
+func rsAppendMutants() []mutant {
+	return []mutant{
 		// ---- append ----
 		rs("rs-append-no-op", rsScripts, `if redis.call('EXISTS', K.op) == 1 then return {'ok'} end
 local lost = writer_lost(K.thread, A.token, A.fence, A.now)
@@ -146,7 +160,12 @@ local c = redis.call('HMGET', K.checkpoint, 't', 'p', 'k', 'l')`, "DeleteHead sk
 		rs("rs-dh-no-sync", rsScripts, `drop_refs(K.refs, K.refkeys, c[3])
 sync_thread(K.threads, K.thread, K.list, K.transcript, A.threadid)`, `drop_refs(K.refs, K.refkeys, c[3])`,
 			"DeleteHead of a root leaves the emptied thread in the thread index"),
+	}
+}
 
+// rsPruneForkMutants break the prune, deleteThread and fork scripts.
+func rsPruneForkMutants() []mutant {
+	return []mutant{
 		// ---- prune ----
 		rs("rs-prune-skip-writer", rsScripts, rsLost+`
 local keep, hops`, `local keep, hops`, "DeleteCheckpoints skips the writer check"),
@@ -221,7 +240,12 @@ local src = redis.call('HMGET', K.source, 't', 'b', 'k', 'v')`, "fork checks the
 		rs("rs-fork-no-thread-index", rsScripts, `redis.call('ZADD', K.threads, 0, A.destthread)`, ``, "fork does not enter the destination in the thread index"),
 		rs("rs-fork-no-list", rsScripts, `redis.call('ZADD', K.list, 0, A.member)
 redis.call('HSET', K.thread, 'h', A.destid)`, `redis.call('HSET', K.thread, 'h', A.destid)`, "fork does not enter the root in the list index"),
+	}
+}
 
+// rsLeaseMutants break the lease, transcript and import scripts.
+func rsLeaseMutants() []mutant {
+	return []mutant{
 		// ---- leases ----
 		rs("rs-acquire-ignore-live", rsScripts, `if l[1] and tonumber(A.now) < tonumber(l[3]) then`, `if false then`,
 			"AcquireWriter takes over a live lease"),
@@ -281,7 +305,12 @@ sync_thread(K.threads, K.thread, K.list, K.transcript, A.threadid)`, `if A.hastr
 			"Import does not update the thread index"),
 		rs("rs-import-no-op", rsScripts, `if redis.call('EXISTS', K.op) == 1 then return {'ok', redis.call('GET', K.op)} end`, ``,
 			"Import resent after a lost reply counts its checkpoints as not new"),
+	}
+}
 
+// rsGoMutants break the reads, the Go around the scripts and Check.
+func rsGoMutants() []mutant {
+	return []mutant{
 		// ---- reads ----
 		rs("rs-page-no-reverse", rsScripts, `if A.reverse == '1' then`, `if false then`, "a reverse page is read forward"),
 		rs("rs-blobpage-no-count", rsScripts, `out[#out + 1] = counts[i]`, `out[#out + 1] = '1'`, "BlobReferences reports every count as 1"),
@@ -324,5 +353,5 @@ sync_thread(K.threads, K.thread, K.list, K.transcript, A.threadid)`, `if A.hastr
 		rs("rs-check-op-ttl", rsCheck, `if ttl == -1 {`, `if false {`, "Check misses an op key without an expiry"),
 		rs("rs-check-thread-index", rsCheck, `for _, th := range diff(want, threads) {`, `for _, th := range diff(want, want) {`,
 			"Check misses a thread missing from the thread index"),
-	)
+	}
 }
