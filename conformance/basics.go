@@ -280,20 +280,12 @@ func (s *suite) testImmutability(t *testing.T) {
 		wantCP(t, e.get("c1"), want, "changing the appended checkpoint changed the stored one")
 	})
 	t.Run("Get", func(t *testing.T) {
-		e := s.env(t)
-		w := e.acquire("thread").Writer
-		c := richCP("thread", "c1", "")
-		want := cloneCP(c)
-		e.append(c, w)
+		e, want := s.richEnv(t)
 		scribble(e.get("c1"))
 		wantCP(t, e.get("c1"), want, "changing what Get returned changed the store")
 	})
 	t.Run("List", func(t *testing.T) {
-		e := s.env(t)
-		w := e.acquire("thread").Writer
-		c := richCP("thread", "c1", "")
-		want := cloneCP(c)
-		e.append(c, w)
+		e, want := s.richEnv(t)
 		l := e.list("thread")
 		for _, x := range l {
 			scribble(x)
@@ -303,9 +295,7 @@ func (s *suite) testImmutability(t *testing.T) {
 		wantCP(t, e.get("c1"), want, "changing what List returned changed Get")
 	})
 	t.Run("BlobReferences", func(t *testing.T) {
-		e := s.env(t)
-		w := e.acquire("thread").Writer
-		e.append(richCP("thread", "c1", ""), w)
+		e, _ := s.richEnv(t)
 		want := e.refs()
 		got := e.refs()
 		for i := range got {
@@ -314,6 +304,17 @@ func (s *suite) testImmutability(t *testing.T) {
 		}
 		e.wantRefs(want...)
 	})
+}
+
+// richEnv returns a fresh store holding richCP c1 as the head of "thread",
+// and a copy of what was appended.
+func (s *suite) richEnv(t *testing.T) (*env, *ckptstore.Checkpoint) {
+	e := s.env(t)
+	w := e.acquire("thread").Writer
+	c := richCP("thread", "c1", "")
+	want := cloneCP(c)
+	e.append(c, w)
+	return e, want
 }
 
 func (s *suite) testOrdering(t *testing.T) {
