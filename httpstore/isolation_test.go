@@ -96,6 +96,24 @@ func everyRequest(t *testing.T, c *httpstore.Client, i int) {
 			Files:     []ckptstore.Entry{{Path: "f", Kind: ckptstore.KindFile, BlobKey: testkit.FileKey(i), Size: 1}},
 			Artifacts: []ckptstore.Artifact{{ArtifactID: "a", Name: "n", MimeType: "text/plain", BlobKey: testkit.ArtifactKey(i), Size: 1, CreatedAt: at}}}
 	}
+	l := writeChain(t, c, cp)
+	readBack(t, c, label)
+	ld := forkImportAndDelete(t, c, cp)
+	if _, err := c.BlobReferences(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Capabilities(ctx); err != nil {
+		t.Fatal(err)
+	}
+	instanceRequests(t, c, label)
+	l.Release(ctx)
+	ld.Release(ctx)
+}
+
+// writeChain takes thread t's lease and appends, deletes the head of and
+// prunes a chain c1 → c2 → c3 in it, returning the lease.
+func writeChain(t *testing.T, c *httpstore.Client, cp func(id, parent string, at float64) *ckptstore.Checkpoint) *ckptstore.Lease {
+	ctx := context.Background()
 	l, err := c.AcquireWriter(ctx, "t")
 	if err != nil {
 		t.Fatalf("AcquireWriter: %v", err)
@@ -120,17 +138,31 @@ func everyRequest(t *testing.T, c *httpstore.Client, i int) {
 	if _, err := c.DeleteCheckpoints(ctx, "t", 2, l.Writer); err != nil {
 		t.Fatalf("DeleteCheckpoints: %v", err)
 	}
+	return l
+}
+
+// readBack reads thread t every way there is, and saves and loads its
+// transcript.
+func readBack(t *testing.T, c *httpstore.Client, label string) {
+	ctx := context.Background()
 	if _, err := c.Get(ctx, "c3"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.List(ctx, "t"); err != nil {
 		t.Fatal(err)
 	}
-	_, _, err = c.ListPage(ctx, "t", ckptstore.ListOptions{Limit: 1})
+	_, _, err := c.ListPage(ctx, "t", ckptstore.ListOptions{Limit: 1})
 	tolerate(t, "ListPage", err)
 	tolerate(t, "SaveThread", c.SaveThread(ctx, "t", []byte(`["`+label+`"]`)))
 	_, err = c.LoadThread(ctx, "t")
 	tolerate(t, "LoadThread", err)
+}
+
+// forkImportAndDelete forks c3 into thread d, imports a checkpoint into a
+// thread whose id looks like a Redis hash tag, lists the threads and
+// deletes d, returning d's lease.
+func forkImportAndDelete(t *testing.T, c *httpstore.Client, cp func(id, parent string, at float64) *ckptstore.Checkpoint) *ckptstore.Lease {
+	ctx := context.Background()
 	ld, err := c.AcquireWriter(ctx, "d")
 	if err != nil {
 		t.Fatal(err)
@@ -151,12 +183,12 @@ func everyRequest(t *testing.T, c *httpstore.Client, i int) {
 	tolerate(t, "Threads", err)
 	_, err = c.DeleteThread(ctx, "d", ld.Writer)
 	tolerate(t, "DeleteThread", err)
-	if _, err := c.BlobReferences(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Capabilities(ctx); err != nil {
-		t.Fatal(err)
-	}
+	return ld
+}
+
+// instanceRequests upserts, reads and deletes instance records.
+func instanceRequests(t *testing.T, c *httpstore.Client, label string) {
+	ctx := context.Background()
 	inst := c.Instances()
 	for _, k := range []string{"k", "k2"} {
 		if err := inst.Upsert(ctx, &ckptstore.InstanceRecord{Key: k, Provider: "p", ProviderSandboxID: label, ThreadID: "t", UpdatedAt: 1}); err != nil {
@@ -169,8 +201,6 @@ func everyRequest(t *testing.T, c *httpstore.Client, i int) {
 	if err := inst.Delete(ctx, "k2"); err != nil {
 		t.Fatal(err)
 	}
-	l.Release(ctx)
-	ld.Release(ctx)
 }
 
 // checkOwn checks that namespace i reads back only its own data.
