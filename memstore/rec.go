@@ -80,6 +80,26 @@ const (
 	reasonOther
 )
 
+// kinds and reasons are the values of the codes below kindOther and
+// reasonOther, indexed by code, for pack (codeOf) and unpack alike. Each is
+// sized by its "other" code, so a code added before it gets a slot here.
+var (
+	kinds   = [kindOther]ckptstore.EntryKind{kindFile: ckptstore.KindFile, kindDir: ckptstore.KindDir}
+	reasons = [reasonOther]ckptstore.Reason{reasonAutomatic: ckptstore.ReasonAutomatic,
+		reasonNamed: ckptstore.ReasonNamed, reasonForkRoot: ckptstore.ReasonForkRoot}
+)
+
+// codeOf returns the code of v: its index in known, or len(known) (the
+// "other" code) when it is none of them.
+func codeOf[T ~string](known []T, v T) uint8 {
+	for i, k := range known {
+		if v == k {
+			return uint8(i)
+		}
+	}
+	return uint8(len(known))
+}
+
 // convK tells a nil conversation from an empty, non-nil one, which copies
 // keep as Checkpoint.Clone does.
 const (
@@ -112,28 +132,16 @@ func pack(c *ckptstore.Checkpoint) (*rec, error) {
 	p.b.Grow(n + len(c.Conversation)) // a little more than it needs: kinds and reasons are mostly not written
 	r := &rec{ID: c.ID, ThreadID: c.ThreadID, ParentCheckpointID: c.ParentCheckpointID, CreatedAt: c.CreatedAt,
 		label: p.put(c.Label), run: p.put(c.SourceRunID)}
-	switch c.Reason {
-	case ckptstore.ReasonAutomatic:
-		r.reasonCode = reasonAutomatic
-	case ckptstore.ReasonNamed:
-		r.reasonCode = reasonNamed
-	case ckptstore.ReasonForkRoot:
-		r.reasonCode = reasonForkRoot
-	default:
-		r.reasonCode, r.reason = reasonOther, p.put(string(c.Reason))
+	if r.reasonCode = codeOf(reasons[:], c.Reason); r.reasonCode == reasonOther {
+		r.reason = p.put(string(c.Reason))
 	}
 	if c.Files != nil {
 		r.files = make([]fileRec, len(c.Files))
 		for i := range c.Files {
 			e, f := &c.Files[i], &r.files[i]
 			f.key, f.size, f.path = e.BlobKey, e.Size, p.put(e.Path)
-			switch e.Kind {
-			case ckptstore.KindFile:
-				f.kindCode = kindFile
-			case ckptstore.KindDir:
-				f.kindCode = kindDir
-			default:
-				f.kindCode, f.kind = kindOther, p.put(string(e.Kind))
+			if f.kindCode = codeOf(kinds[:], e.Kind); f.kindCode == kindOther {
+				f.kind = p.put(string(e.Kind))
 			}
 		}
 	}
@@ -211,14 +219,9 @@ func (r *rec) Clone() *ckptstore.Checkpoint {
 // artifacts. It leaves c.Conversation to the caller.
 func (r *rec) unpack(c *ckptstore.Checkpoint, files []ckptstore.Entry, arts []ckptstore.Artifact) {
 	c.ID, c.ThreadID, c.ParentCheckpointID, c.CreatedAt = r.ID, r.ThreadID, r.ParentCheckpointID, r.CreatedAt
-	switch r.reasonCode {
-	case reasonAutomatic:
-		c.Reason = ckptstore.ReasonAutomatic
-	case reasonNamed:
-		c.Reason = ckptstore.ReasonNamed
-	case reasonForkRoot:
-		c.Reason = ckptstore.ReasonForkRoot
-	default:
+	if r.reasonCode < reasonOther {
+		c.Reason = reasons[r.reasonCode]
+	} else {
 		c.Reason = ckptstore.Reason(r.str(r.reason))
 	}
 	if r.label.lo != r.label.hi {
@@ -232,12 +235,9 @@ func (r *rec) unpack(c *ckptstore.Checkpoint, files []ckptstore.Entry, arts []ck
 	for i := range r.files {
 		f, e := &r.files[i], &files[i]
 		e.Path, e.Size = r.str(f.path), f.size
-		switch f.kindCode {
-		case kindFile:
-			e.Kind = ckptstore.KindFile
-		case kindDir:
-			e.Kind = ckptstore.KindDir
-		default:
+		if f.kindCode < kindOther {
+			e.Kind = kinds[f.kindCode]
+		} else {
 			e.Kind = ckptstore.EntryKind(r.str(f.kind))
 		}
 		if f.key != "" {
