@@ -71,8 +71,8 @@ func TestPackCopies(t *testing.T) {
 }
 
 // A fork returns the root as the caller's own, and so does a repeat of
-// the fork by its op token: changing either changes no stored checkpoint
-// and not the other.
+// the fork by its op token: changing either changes no stored checkpoint,
+// not the destination's transcript, and not the other.
 func TestForkRootIsACopy(t *testing.T) {
 	s := New(ckptstore.Options{})
 	ctx := context.Background()
@@ -116,5 +116,10 @@ func TestForkRootIsACopy(t *testing.T) {
 	}
 	if got, err := s.Get(ctx, "s1"); err != nil || !ckptstore.EqualCheckpoints(got, c) {
 		t.Errorf("source after the fork: %+v, %v; want %+v", got, err, c)
+	}
+	// The destination's transcript is the root's conversation, copied: the
+	// caller's root is not the store's.
+	if got, err := s.LoadThread(ctx, "dst"); err != nil || string(got) != string(want.Conversation) {
+		t.Errorf("destination transcript after changing the returned roots: %s, %v; want %s", got, err, want.Conversation)
 	}
 }

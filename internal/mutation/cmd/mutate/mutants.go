@@ -36,6 +36,8 @@ const (
 	pre   = "precheck/precheck.go"
 	msop  = "memstore/optokens.go"
 	msref = "memstore/blobrefs.go"
+	msrec = "memstore/rec.go"
+	mscpy = "memstore/copy.go"
 	inst  = "memstore/instance.go"
 	val   = "validate.go"
 	typ   = "types.go"
@@ -51,6 +53,33 @@ func one(id, file, old, new, desc string) mutant {
 }
 
 func equiv(m mutant, why string) mutant { m.equivalent = why; return m }
+
+// A stored checkpoint is a packed rec, not a *ckptstore.Checkpoint, so a
+// read can no longer return it and a write can no longer keep the
+// caller's. The nearest bugs the layout allows share the one array of a
+// rec that a caller can write into, the conversation bytes: a read whose
+// copy points at the stored bytes (shareConv), or a write whose rec reads
+// the caller's bytes after the call (keepCallerConv, with the rec's src
+// field set by the write's own edit).
+
+// shareConv is Go that points the copy c's conversation at the stored
+// bytes of the rec r (a caller writing into it writes into the store).
+func shareConv(c, r string) string {
+	return "if len(" + c + ".Conversation) > 0 { " + c + ".Conversation = unsafe.Slice(unsafe.StringData(" + r +
+		".conversation()), len(" + c + ".Conversation)) }"
+}
+
+// importUnsafe adds unsafe to the imports of a file that has "slices" and
+// not unsafe, for shareConv.
+func importUnsafe(file string) edit { return edit{file, `"slices"`, "\"slices\"\n\t\"unsafe\""} }
+
+// keepCallerConv gives rec a field src that, when set, replaces the
+// packed conversation: the bytes are read from it at every read.
+var keepCallerConv = []edit{
+	{msrec, `convFrom uint32 // the conversation is text[convFrom:], last`, "convFrom uint32\n\tsrc []byte // the caller's conversation (mutant)"},
+	{msrec, `func (r *rec) conversation() string { return r.text[r.convFrom:] }`,
+		`func (r *rec) conversation() string { if r.src != nil { return string(r.src) }; return r.text[r.convFrom:] }`},
+}
 
 // Blocks of memstore's Append, reused by the swap mutants.
 const (
@@ -123,7 +152,10 @@ var mutants = []mutant{
 		"Append checks expected head (5) before duplicate id (4)"),
 	one("ms-append-swap-head-parent", ms, appendHead+" "+appendParent, appendParent+"\n"+appendHead,
 		"Append checks parent (6) before expected head (5)"),
-	one("ms-append-no-clone", ms, `c := cp.Clone()`, `c := cp`, "Append stores the caller's checkpoint, not a copy"),
+	{id: "ms-append-no-clone", desc: "Append keeps reading the caller's conversation bytes instead of a copy " +
+		"(it can no longer store the caller's checkpoint: a stored checkpoint is a packed rec)",
+		edits: append(keepCallerConv[:len(keepCallerConv):len(keepCallerConv)],
+			edit{ms, `c, err := pack(cp)`, `c, err := pack(cp); if err == nil { c.src = cp.Conversation }`})},
 	one("ms-append-no-ctx", ms, `if err := precheck.Append(ctx, cp, expectedHeadID, w); err != nil { return err }`,
 		`if err := precheck.Append(context.Background(), cp, expectedHeadID, w); err != nil { return err }`,
 		"Append ignores a cancelled context"),
@@ -187,7 +219,7 @@ var mutants = []mutant{
 	one("ms-prune-cross-thread", ms, `if !ok || c.ThreadID != threadID {`, `if !ok {`, "prune follows the chain through other threads' checkpoints"),
 	one("ms-prune-by-createdat", ms, `for id := th.head; id != "" && !seen[id]; { c, ok := s.checkpoints[id] if !ok || c.ThreadID != threadID { break } seen[id] = true chain = append(chain, id) id = c.ParentCheckpointID }`,
 		`_ = seen
-	th.cps.Descend(func(c *ckptstore.Checkpoint) bool {
+	th.cps.Descend(func(c *rec) bool {
 		chain = append(chain, c.ID)
 		return true
 	})`,
@@ -218,7 +250,11 @@ var mutants = []mutant{
 		"Fork checks the writer before the source exists"),
 	one("ms-fork-swap-writer-dest", ms, forkWriter+" "+forkDest, forkDest+"\n"+forkWriter,
 		"Fork checks destination-not-empty before the writer"),
-	one("ms-fork-return-stored", ms, `return root.Clone(), nil`, `return root, nil`, "Fork returns the stored checkpoint, not a copy"),
+	{id: "ms-fork-return-stored", desc: "Fork returns a root whose conversation is the stored root's bytes " +
+		"(it can no longer return the stored checkpoint: a stored checkpoint is a packed rec)", edits: []edit{
+		{ms, `"time"`, "\"time\"\n\t\"unsafe\""},
+		{ms, `return root, nil // the caller's`, shareConv("root", "stored") + "\n\treturn root, nil // the caller's"},
+	}},
 
 	// ---- memstore: leases ----
 	one("ms-acquire-no-live-check", ms, `if th.lease != nil && now.Before(th.lease.expiresAt) {`, `if false {`,
@@ -251,12 +287,20 @@ var mutants = []mutant{
 		"Renew succeeds without extending the lease"),
 
 	// ---- memstore: reads ----
-	one("ms-get-shared", ms, `return s.checkpoints[id].Clone(), nil`, `return s.checkpoints[id], nil`, "Get returns the stored pointer"),
-	one("ms-list-shared", ms, `cloneAll(out)`, ``, "List returns the stored pointers"),
-	one("ms-list-unsorted", ms, `func listLess(a, b *ckptstore.Checkpoint) bool { return ckptstore.CompareCheckpoints(a, b) < 0 }`,
-		`func listLess(a, b *ckptstore.Checkpoint) bool { return a.ID < b.ID }`, "a thread's checkpoints are kept (and listed) in id order"),
-	one("ms-list-desc", ms, `th.cps.Ascend(func(c *ckptstore.Checkpoint) bool { out = append(out, c)`,
-		`th.cps.Descend(func(c *ckptstore.Checkpoint) bool { out = append(out, c)`, "List newest first"),
+	{id: "ms-get-shared", desc: "Get returns a copy whose conversation is the stored bytes " +
+		"(it can no longer return the stored pointer: a stored checkpoint is a packed rec)", edits: []edit{
+		{ms, `"time"`, "\"time\"\n\t\"unsafe\""},
+		{ms, `return s.checkpoints[id].Clone(), nil`, "c := s.checkpoints[id].Clone()\n\tif c != nil { " + shareConv("c", "s.checkpoints[id]") + " }\n\treturn c, nil"},
+	}},
+	{id: "ms-list-shared", desc: "List returns copies whose conversations are the stored bytes " +
+		"(it can no longer return the stored pointers: a stored checkpoint is a packed rec)", edits: []edit{
+		{ms, `"time"`, "\"time\"\n\t\"unsafe\""},
+		{ms, `return cloneAll(stored), nil`, "out := cloneAll(stored)\n\tfor i, c := range out { " + shareConv("c", "stored[i]") + " }\n\treturn out, nil"},
+	}},
+	one("ms-list-unsorted", ms, `func listLess(a, b *rec) bool { if c := cmp.Compare(a.CreatedAt, b.CreatedAt); c != 0 { return c < 0 } return a.ID < b.ID }`,
+		`func listLess(a, b *rec) bool { _ = cmp.Compare[float64]; return a.ID < b.ID }`, "a thread's checkpoints are kept (and listed) in id order"),
+	one("ms-list-desc", ms, `th.cps.Ascend(func(c *rec) bool { stored = append(stored, c)`,
+		`th.cps.Descend(func(c *rec) bool { stored = append(stored, c)`, "List newest first"),
 	one("ms-blobrefs-unsorted", msref, `slices.SortFunc(r.pending, func(a, b refItem) int { return strings.Compare(a.key, b.key) })`,
 		`_, _ = slices.SortFunc[[]refItem], strings.Compare`,
 		"new blob keys merge into the sorted run unsorted"),
@@ -266,6 +310,21 @@ var mutants = []mutant{
 		`func (s *Store) List(ctx context.Context, threadID string) ([]*ckptstore.Checkpoint, error) {`, "List accepts invalid ids"),
 	one("ms-head-no-validate", ms, `if err := precheck.Read(ctx, "thread id", threadID); err != nil { return "", err }`, ``,
 		"Head accepts invalid ids"),
+
+	// ---- memstore: the packed layout (rec.go) and the batch copy (copy.go) ----
+	one("ms-rec-kind-dir-as-file", msrec, `kinds   = [kindOther]ckptstore.EntryKind{kindFile: ckptstore.KindFile, kindDir: ckptstore.KindDir}`,
+		`kinds   = [kindOther]ckptstore.EntryKind{kindFile: ckptstore.KindFile, kindDir: ckptstore.KindFile}`,
+		"a directory entry is stored with the file code, so it reads back as a file (and its empty key is counted)"),
+	one("ms-rec-span-short", msrec, `return span{lo, uint32(p.b.Len())}`, `return span{lo, max(lo, uint32(p.b.Len())-1)}`,
+		"every packed label, path, kind, reason and artifact field reads back one byte short"),
+	one("ms-rec-conv-nil-empty-swapped", msrec, `case c.Conversation == nil: r.convK = convNil case len(c.Conversation) == 0: r.convK = convEmpty`,
+		`case c.Conversation == nil:
+		r.convK = convEmpty
+	case len(c.Conversation) == 0:
+		r.convK = convNil`,
+		"a nil conversation reads back empty and an empty one nil"),
+	one("ms-copy-conv-uncapped", mscpy, `c.Conversation, conv = conv[:n:n], conv[n:]`, `c.Conversation, conv = conv[:n], conv[n:]`,
+		"a batch copy's conversation is not capped at its end, so appending to it writes into the next copy's"),
 
 	// ---- memstore: transcripts ----
 	one("ms-load-no-validate", mscap, `if err := precheck.LoadThread(ctx, threadID); err != nil { return nil, err }`, ``,
@@ -294,10 +353,10 @@ var mutants = []mutant{
 		"Fork writes [] as the destination's transcript, whatever the conversation"),
 	one("ms-fork-transcript-none-if-empty", ms, `if len(th.transcript) == 0 { th.transcript = ckptstore.EmptyTranscript() }`, ``,
 		"a fork of a checkpoint without conversation leaves the destination without a transcript"),
-	equiv(one("ms-fork-transcript-shared", ms, `th.transcript = slices.Clone(root.Conversation)`, `th.transcript = root.Conversation`,
-		"the fork's transcript shares the root's conversation bytes"),
-		"memstore never writes into a stored slice: SaveThread, Import and DeleteThread replace th.transcript, and LoadThread, "+
-			"Get and List return copies, so the shared bytes never change"),
+	// Not equivalent since the packed layout: Fork returns root itself (the
+	// store keeps its packed copy), so the caller can write into the bytes.
+	one("ms-fork-transcript-shared", ms, `th.transcript = slices.Clone(root.Conversation)`, `th.transcript = root.Conversation`,
+		"the fork's transcript shares the conversation bytes of the root Fork returns"),
 
 	// ---- memstore: DeleteThread ----
 	one("ms-delthread-no-validate", mscap, `if err := precheck.DeleteThread(ctx, threadID, w); err != nil { return 0, err }`, ``,
@@ -317,7 +376,7 @@ var mutants = []mutant{
 	one("ms-delthread-ends-lease", mscap, `th.head = "" th.transcript = nil`, `th.head = ""
 	th.transcript = nil
 	th.lease = nil`, "DeleteThread ends the lease"),
-	one("ms-delthread-chain-only", mscap, `th.cps.Ascend(func(c *ckptstore.Checkpoint) bool { doomed = append(doomed, c.ID) return true })`,
+	one("ms-delthread-chain-only", mscap, `th.cps.Ascend(func(c *rec) bool { doomed = append(doomed, c.ID) return true })`,
 		`for id := th.head; id != ""; {
 		c, ok := s.checkpoints[id]
 		if !ok || c.ThreadID != threadID || slices.Contains(doomed, id) {
@@ -334,23 +393,27 @@ var mutants = []mutant{
 	if p.Limit == 0 {
 		p.Limit = 100
 	}`, "ListPage accepts invalid ids, limits and cursors (and ignores the cursor)"),
-	one("ms-page-repeat-cursor", mscap, `if !p.Includes(c) { return true // the checkpoint at the cursor's own position }`, ``,
+	one("ms-page-repeat-cursor", mscap, `if !p.Includes(&ckptstore.Checkpoint{ID: c.ID, CreatedAt: c.CreatedAt}) { return true // the checkpoint at the cursor's own position }`, ``,
 		"ListPage returns the checkpoint at the cursor again"),
 	one("ms-page-no-more", mscap, `more = true return false } page = append(page, c)`, `return false }
 	page = append(page, c)`, "ListPage's next is always empty"),
 	one("ms-page-limit-plus-one", mscap, `if len(page) == p.Limit { more = true return false } page = append(page, c)`,
 		`if len(page) == p.Limit+1 { more = true; return false }; page = append(page, c)`, "ListPage returns one more than the limit"),
-	one("ms-page-next-always", mscap, `cloneAll(page) return page, p.Next(page, more), nil`,
-		`cloneAll(page)
-	return page, p.Next(page, more || len(page) > 0), nil`, "ListPage returns a next cursor after the last page too"),
+	one("ms-page-next-always", mscap, `out := cloneAll(page) return out, p.Next(out, more), nil`,
+		`out := cloneAll(page)
+	return out, p.Next(out, more || len(out) > 0), nil`, "ListPage returns a next cursor after the last page too"),
 	one("ms-page-reverse-ignored", mscap, `case p.After == nil: th.cps.Descend(visit)`, `case p.After == nil: th.cps.Ascend(visit)`,
 		"ListPage from the start ignores Reverse"),
 	equiv(one("ms-page-reverse-cursor", mscap, `th.cps.DescendLessOrEqual(pivot(*p.After), visit)`, `th.cps.Descend(visit)`,
 		"a reverse ListPage with a cursor scans from the end"),
 		"Includes drops everything from the end down to the cursor, so the page is the same; only slower"),
-	one("ms-page-shared", mscap, `cloneAll(page)`, ``, "ListPage returns the stored pointers"),
-	one("ms-page-pivot-zero", mscap, `return &ckptstore.Checkpoint{CreatedAt: pos.CreatedAt, ID: pos.ID}`,
-		`return &ckptstore.Checkpoint{ID: pos.ID}`, "the seek ignores the cursor's createdAt"),
+	{id: "ms-page-shared", desc: "ListPage returns copies whose conversations are the stored bytes " +
+		"(it can no longer return the stored pointers: a stored checkpoint is a packed rec)", edits: []edit{
+		importUnsafe(mscap),
+		{mscap, `out := cloneAll(page)`, "out := cloneAll(page)\n\tfor i, c := range out { " + shareConv("c", "page[i]") + " }"},
+	}},
+	one("ms-page-pivot-zero", mscap, `return &rec{CreatedAt: pos.CreatedAt, ID: pos.ID}`,
+		`return &rec{ID: pos.ID}`, "the seek ignores the cursor's createdAt"),
 	equiv(one("ms-page-forward-from-start", mscap, `th.cps.AscendGreaterOrEqual(pivot(*p.After), visit)`, `th.cps.Ascend(visit)`,
 		"a forward ListPage with a cursor scans from the start"),
 		"Includes drops everything up to the cursor, so the page is the same; only slower"),
@@ -386,16 +449,16 @@ var mutants = []mutant{
 	one("ms-import-no-validate", mscap, `if err := precheck.Import(ctx, b); err != nil { return 0, err }`, `if err := ctx.Err(); err != nil { return 0, err }
 	for _, c := range b.Checkpoints { if c == nil { return 0, ckptstore.ErrInvalidEntry } }`,
 		"Import skips its pure checks (ids, content, the writer's thread)"),
-	one("ms-import-skip-writer", mscap, `if err := s.checkWriter(b.Writer, s.opts.Now()); err != nil { return 0, err } var fresh []*ckptstore.Checkpoint`,
-		`var fresh []*ckptstore.Checkpoint`, "Import skips the writer check"),
+	one("ms-import-skip-writer", mscap, `if err := s.checkWriter(b.Writer, s.opts.Now()); err != nil { return 0, err } var fresh []int`,
+		`var fresh []int`, "Import skips the writer check"),
 	equiv(one("ms-import-dup-thread-unchecked", mscap, `case old.ThreadID != b.ThreadID: return 0, fmt.Errorf("%w: %q is stored in thread %q", ckptstore.ErrDuplicateID, c.ID, old.ThreadID)`, ``,
 		"Import does not compare the stored checkpoint's thread"),
 		"each checkpoint of the batch is of b.ThreadID (checked before), so a stored one of another thread differs in ThreadID "+
 			"and EqualCheckpoints refuses it with the same ErrDuplicateID"),
-	one("ms-import-other-content", mscap, `case !ckptstore.EqualCheckpoints(old, c):`, `case false:`,
+	one("ms-import-other-content", mscap, `case !ckptstore.EqualCheckpoints(old.Clone(), b.Checkpoints[i]):`, `case false:`,
 		"Import skips a stored checkpoint with other content instead of refusing it"),
-	one("ms-import-zero-sign", mscap, `case !ckptstore.EqualCheckpoints(old, c):`,
-		`case !ckptstore.EqualCheckpoints(old, func() *ckptstore.Checkpoint { x := *c; if x.CreatedAt == old.CreatedAt { x.CreatedAt = old.CreatedAt }; return &x }()):`,
+	one("ms-import-zero-sign", mscap, `case !ckptstore.EqualCheckpoints(old.Clone(), b.Checkpoints[i]):`,
+		`case !ckptstore.EqualCheckpoints(old.Clone(), func() *ckptstore.Checkpoint { x := *b.Checkpoints[i]; if x.CreatedAt == old.CreatedAt { x.CreatedAt = old.CreatedAt }; return &x }()):`,
 		"Import treats createdAt -0 and +0 as equal content"),
 	one("ms-import-no-head-check", mscap, `if b.SetHead && th.head != "" && th.head != b.Head {`, `if false {`,
 		"Import overwrites another head"),
@@ -407,23 +470,27 @@ var mutants = []mutant{
 	one("ms-import-transcript-nil-clears", mscap, `if transcript != nil { th.transcript = transcript }`, `th.transcript = transcript`,
 		"an Import without a transcript clears the thread's"),
 	one("ms-import-count-all", mscap, `return len(fresh), nil`, `return len(cps), nil`, "Import reports the batch size, not what it wrote"),
-	one("ms-import-no-clone", mscap, `cps[i] = c.Clone()`, `cps[i] = c`, "Import stores the caller's checkpoints"),
-	one("ms-import-rewrite", mscap, `case !ok: fresh = append(fresh, c)`, `case !ok || ckptstore.EqualCheckpoints(old, c): fresh = append(fresh, c)`,
+	{id: "ms-import-no-clone", desc: "Import keeps reading the caller's conversation bytes instead of a copy " +
+		"(it can no longer store the caller's checkpoints: a stored checkpoint is a packed rec)",
+		edits: append(keepCallerConv[:len(keepCallerConv):len(keepCallerConv)],
+			edit{mscap, `if cps[i], err = pack(c); err != nil { return 0, err }`,
+				`if cps[i], err = pack(c); err != nil { return 0, err }; cps[i].src = c.Conversation`})},
+	one("ms-import-rewrite", mscap, `case !ok: fresh = append(fresh, i)`, `case !ok || ckptstore.EqualCheckpoints(old.Clone(), b.Checkpoints[i]): fresh = append(fresh, i)`,
 		"Import writes again (and counts again) a checkpoint stored with equal content"),
-	one("ms-import-partial", mscap, `case !ok: fresh = append(fresh, c)`, `case !ok: s.insert(s.thread(b.ThreadID, true), c)`,
+	one("ms-import-partial", mscap, `case !ok: fresh = append(fresh, i)`, `case !ok: s.insert(s.thread(b.ThreadID, true), c, b.Checkpoints[i])`,
 		"Import writes each new checkpoint before checking the rest of the batch"),
-	one("ms-import-swap-writer-dup", mscap, `if err := s.checkWriter(b.Writer, s.opts.Now()); err != nil { return 0, err } var fresh []*ckptstore.Checkpoint`,
-		`var fresh []*ckptstore.Checkpoint
-	for _, c := range cps {
-		if old, ok := s.checkpoints[c.ID]; ok && !ckptstore.EqualCheckpoints(old, c) {
+	one("ms-import-swap-writer-dup", mscap, `if err := s.checkWriter(b.Writer, s.opts.Now()); err != nil { return 0, err } var fresh []int`,
+		`var fresh []int
+	for i, c := range cps {
+		if old, ok := s.checkpoints[c.ID]; ok && !ckptstore.EqualCheckpoints(old.Clone(), b.Checkpoints[i]) {
 			return 0, ckptstore.ErrDuplicateID
 		}
 	}
 	if err := s.checkWriter(b.Writer, s.opts.Now()); err != nil { return 0, err }`, "Import checks ids before the writer"),
-	one("ms-import-swap-dup-head", mscap, `var fresh []*ckptstore.Checkpoint`, `if th := s.threads[b.ThreadID]; b.SetHead && th.head != "" && th.head != b.Head {
+	one("ms-import-swap-dup-head", mscap, `var fresh []int`, `if th := s.threads[b.ThreadID]; b.SetHead && th.head != "" && th.head != b.Head {
 		return 0, ckptstore.ErrConflict
 	}
-	var fresh []*ckptstore.Checkpoint`, "Import checks the head before the ids"),
+	var fresh []int`, "Import checks the head before the ids"),
 
 	// ---- memstore: op tokens ----
 	one("ms-optoken-append-ignored", ms, `if hasToken && s.ops.done(token, opAppend, now) != nil {`, `if false {`,
@@ -432,7 +499,11 @@ var mutants = []mutant{
 		"a repeated DeleteHead with its op token runs again"),
 	one("ms-optoken-fork-ignored", ms, `if r := s.ops.done(token, opFork, now); r != nil {`, `if r := s.ops.done(token, opFork, now); r != nil && false {`,
 		"a repeated fork with its op token runs again"),
-	one("ms-optoken-fork-shared", ms, `return r.root.Clone(), nil`, `return r.root, nil`, "a repeated fork returns the stored root"),
+	{id: "ms-optoken-fork-shared", desc: "a repeated fork returns a root whose conversation is the stored root's bytes " +
+		"(it can no longer return the stored root: a stored checkpoint is a packed rec)", edits: []edit{
+		{ms, `"time"`, "\"time\"\n\t\"unsafe\""},
+		{ms, `return r.root.Clone(), nil`, "c := r.root.Clone()\n\t" + shareConv("c", "r.root") + "\n\treturn c, nil"},
+	}},
 	one("ms-optoken-acquire-ignored", ms, `if r := s.ops.done(token, opAcquire, now); r != nil {`, `if r := s.ops.done(token, opAcquire, now); r != nil && false {`,
 		"a repeated AcquireWriter with its op token runs again"),
 	one("ms-optoken-acquire-random-owner", ms, `if !hasToken { token = rand.Text() }`, `token = rand.Text()`,
