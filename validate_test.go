@@ -113,6 +113,9 @@ func conversationCases() []validateCase {
 	return []validateCase{
 		{"conversation empty non-nil", vConv(""), nil},
 		{"conversation []", vConv("[]"), nil},
+		{"conversation [] after whitespace", vConv(" \n[]"), nil},
+		{"conversation of two bytes ending in ]", vConv("{]"), ckptstore.ErrInvalidEntry},
+		{"conversation of two bytes starting with [", vConv("[}"), ckptstore.ErrInvalidEntry},
 		{"conversation with odd whitespace", vConv(" \t\r\n[ 1 ,\n\"x\" ]\n "), nil},
 		{"conversation keeps escaped lone surrogates (opaque)", vConv(`["\ud800"]`), nil},
 		{"conversation object", vConv(`{"role":"user"}`), ckptstore.ErrInvalidEntry},

@@ -10,8 +10,8 @@ import (
 	"github.com/ckptstore/ckptstore"
 )
 
-// blobRef is the count of one blob key, found by key in blobRefs.byKey in
-// O(1): most appends share their keys with the parent and only count.
+// blobRef is the count of one blob key, in slot blobRefs.slots[i] where
+// blobRefs.byKey[key] = i.
 type blobRef struct {
 	n int64
 	// seen is the last change that counted this key: a checkpoint names a
@@ -19,6 +19,12 @@ type blobRef struct {
 	// key it has seen (instead of sorting the checkpoint's keys to dedupe).
 	seen uint64
 }
+
+// slot numbers a blobRef in blobRefs.slots. Slot 0 is never used, so the
+// zero slot of a fileRec says "none" (a directory). Counts are slots, not
+// pointers, so that a stored file entry holds no pointer for the collector
+// to follow: a pointer in each fileRec cost a 10,000-checkpoint List 8 %.
+type slot uint32
 
 // mergeSlack is how many keys may wait in blobRefs.pending, or be dead, on
 // top of a quarter of the sorted keys, before a write merges them.
@@ -33,73 +39,118 @@ const mergeSlack = 4096
 // plus a quarter of the run, which bounds the memory and the read's sort
 // (a write then pays one merge, amortized O(log p) per key added).
 //
-// An item whose blobRef count is 0 is dead: its key went to 0 and left
-// byKey (a key that comes back gets a new blobRef and a new item). Merges
-// drop dead items. The caller holds Store.mu.
+// An item whose count is 0 is dead: its key went to 0 and left byKey (a
+// key that comes back gets a new slot and a new item). Each slot has one
+// item, so a merge that drops a dead item frees its slot for reuse, and no
+// slot is reused before: a dead item never sees another key's count. The
+// caller holds Store.mu.
 type blobRefs struct {
-	byKey   map[string]*blobRef
+	byKey   map[string]slot
+	slots   []blobRef // slots[0] unused
+	free    []slot    // slots whose dead items a merge dropped
 	sorted  []refItem // by key bytes, each live key at most once; may hold dead items
 	pending []refItem // keys added since the last merge, in no order; may hold dead items
 	dead    int       // dead items in sorted and pending
 	change  uint64    // numbers the changes, for blobRef.seen
 }
 
-// refItem is one key of blobRefs.sorted or pending, with its count.
+// refItem is one key of blobRefs.sorted or pending, with its count's slot.
 type refItem struct {
 	key string
-	ref *blobRef
+	at  slot
 }
 
 func newBlobRefs() blobRefs {
-	return blobRefs{byKey: make(map[string]*blobRef)}
+	return blobRefs{byKey: make(map[string]slot), slots: make([]blobRef, 1)}
 }
 
-// add counts one more reference to each distinct blob key of c (the keys
-// of ckptstore.Checkpoint.BlobKeys). A key it did not count yet is kept as
-// c holds it: c is the caller's checkpoint that the stored one was packed
-// from, not the stored one, whose keys are substrings of its whole text and
-// would keep that alive for as long as the key is counted.
-func (r *blobRefs) add(c *ckptstore.Checkpoint) {
+// add counts one more reference to each distinct blob key of r, stored
+// from c (the keys of ckptstore.Checkpoint.BlobKeys), and sets the count
+// of each of r's file entries (fileRec.ref), which drop uses. like is a
+// stored checkpoint that r's files likely share keys with, index for index
+// (r's parent, a fork's source), or nil: a file whose key is like's at the
+// same index takes like's count without a lookup by key, which was most
+// of add's time (a harness's file mostly keeps its parent's key). A count
+// of a stored checkpoint is live, so like's are.
+//
+// A key it did not count yet is kept as c holds it: c is the caller's
+// checkpoint that r was packed from, whose artifact keys are not
+// substrings of r's whole text, which a kept key would keep alive for as
+// long as it is counted.
+func (r *blobRefs) add(rc *rec, c *ckptstore.Checkpoint, like *rec) {
 	r.change++
-	for i := range c.Files {
-		if e := &c.Files[i]; e.Kind == ckptstore.KindFile {
-			r.inc(e.BlobKey)
+	for i := range rc.files {
+		f := &rc.files[i]
+		if f.kindCode != kindFile {
+			continue
 		}
+		// A directory's key is "" and a file's never is: equal keys are
+		// two files, and like's has a count.
+		if like != nil && i < len(like.files) && like.files[i].key == f.key {
+			f.ref = like.files[i].ref
+		} else {
+			f.ref = r.ref(f.key)
+		}
+		r.count(f.ref)
 	}
 	for i := range c.Artifacts {
-		r.inc(c.Artifacts[i].BlobKey)
+		r.count(r.ref(c.Artifacts[i].BlobKey))
 	}
 	if len(r.pending) > mergeSlack+len(r.sorted)/4 {
 		r.merge()
 	}
 }
 
-func (r *blobRefs) inc(k string) {
-	b := r.byKey[k]
-	if b == nil {
-		b = &blobRef{}
-		r.byKey[k] = b
-		r.pending = append(r.pending, refItem{k, b})
+// ref returns the slot of k's count, a new one at 0 when k has none.
+func (r *blobRefs) ref(k string) slot {
+	at, ok := r.byKey[k]
+	if !ok {
+		if n := len(r.free); n > 0 {
+			at, r.free = r.free[n-1], r.free[:n-1]
+			r.slots[at] = blobRef{}
+		} else {
+			at = slot(len(r.slots))
+			r.slots = append(r.slots, blobRef{})
+		}
+		r.byKey[k] = at
+		r.pending = append(r.pending, refItem{k, at})
 	}
-	if b.seen != r.change {
+	return at
+}
+
+// count adds one to the count at, once per change.
+func (r *blobRefs) count(at slot) {
+	if b := &r.slots[at]; b.seen != r.change {
 		b.seen = r.change
 		b.n++
 	}
 }
 
 // drop removes one reference to each distinct blob key of the stored
-// checkpoint c, and forgets the keys that reach 0.
+// checkpoint c, and forgets the keys that reach 0. Its files' counts are
+// their fileRec.ref, set by add; its artifacts' are found by key.
 func (r *blobRefs) drop(c *rec) {
 	r.change++
-	c.blobKeys(r.dec)
+	for i := range c.files {
+		if f := &c.files[i]; f.ref != 0 {
+			r.release(f.key, f.ref)
+		}
+	}
+	for i := range c.arts {
+		k := c.str(c.arts[i].key)
+		if at, ok := r.byKey[k]; ok { // not ok only when this change already took it to 0
+			r.release(k, at)
+		}
+	}
 	if r.dead > mergeSlack+len(r.sorted)/4 {
 		r.merge()
 	}
 }
 
-func (r *blobRefs) dec(k string) {
-	b := r.byKey[k] // nil only when this change already took it to 0
-	if b == nil || b.seen == r.change {
+// release takes one from the count at, k's, once per change.
+func (r *blobRefs) release(k string, at slot) {
+	b := &r.slots[at]
+	if b.seen == r.change {
 		return
 	}
 	b.seen = r.change
@@ -121,11 +172,13 @@ func (r *blobRefs) merge() {
 		} else {
 			it, p = p[0], p[1:]
 		}
-		if it.ref.n > 0 {
+		if r.slots[it.at].n > 0 {
 			out = append(out, it)
+		} else {
+			r.free = append(r.free, it.at) // its one item is gone
 		}
 	}
-	clear(r.pending) // drop the dead refs it points to
+	clear(r.pending) // drop the keys of dead items
 	r.sorted, r.pending, r.dead = out, r.pending[:0], 0
 }
 
@@ -136,7 +189,7 @@ func (r *blobRefs) list() []ckptstore.BlobRef {
 	}
 	out := make([]ckptstore.BlobRef, len(r.sorted))
 	for i, it := range r.sorted {
-		out[i] = ckptstore.BlobRef{Key: it.key, References: it.ref.n}
+		out[i] = ckptstore.BlobRef{Key: it.key, References: r.slots[it.at].n}
 	}
 	return out
 }

@@ -178,7 +178,7 @@ func (s *Store) Import(ctx context.Context, b ckptstore.ImportBatch) (int, error
 		return 0, fmt.Errorf("%w: head of thread %q is %q, the import sets %q", ckptstore.ErrConflict, b.ThreadID, th.head, b.Head)
 	}
 	for _, i := range fresh {
-		s.insert(th, cps[i], b.Checkpoints[i])
+		s.insert(th, cps[i], b.Checkpoints[i], nil)
 	}
 	if b.SetHead {
 		th.head = b.Head

@@ -236,7 +236,7 @@ func (s *Store) Append(ctx context.Context, cp *ckptstore.Checkpoint, expectedHe
 	if c.ParentCheckpointID != expectedHeadID {
 		return fmt.Errorf("%w: parent %q, expected head %q", ckptstore.ErrParentMismatch, c.ParentCheckpointID, expectedHeadID)
 	}
-	s.insert(th, c, cp)
+	s.insert(th, c, cp, s.checkpoints[expectedHeadID]) // the parent: its files mostly keep their keys
 	th.head = c.ID
 	s.relist(c.ThreadID, th)
 	if hasToken {
@@ -247,12 +247,13 @@ func (s *Store) Append(ctx context.Context, cp *ckptstore.Checkpoint, expectedHe
 
 // insert stores r, packed from c, in th and counts its blobs; it leaves
 // the head to the caller. The count table keeps the key strings of c that
-// it did not have (see blobRefs.add). The caller holds s.mu and calls
-// relist after.
-func (s *Store) insert(th *thread, r *rec, c *ckptstore.Checkpoint) {
+// it did not have, and like (nil, or a stored checkpoint whose files r
+// likely shares index for index) saves it lookups (see blobRefs.add). The
+// caller holds s.mu and calls relist after.
+func (s *Store) insert(th *thread, r *rec, c *ckptstore.Checkpoint, like *rec) {
 	s.checkpoints[r.ID] = r
 	th.cps.ReplaceOrInsert(r)
-	s.refs.add(c)
+	s.refs.add(r, c, like)
 }
 
 // remove deletes the stored checkpoint id of th and drops its blob counts.
@@ -381,7 +382,7 @@ func (s *Store) ForkFromCheckpoint(ctx context.Context, in ckptstore.ForkInput) 
 	if err != nil {
 		return nil, err
 	}
-	s.insert(th, stored, root)
+	s.insert(th, stored, root, src) // the root has src's files
 	th.head = root.ID
 	// The destination's transcript is the conversation it starts from,
 	// as TanStack's fork conformance expects.

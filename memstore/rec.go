@@ -24,7 +24,8 @@ import (
 // checkpoint to checkpoint (a file keeps its parent's key), and copying
 // them into text would be most of an Append's extra bytes.
 //
-// A rec is never modified once made, and its strings are immutable, so the
+// A rec is never modified once stored (blobRefs.add sets its files'
+// counts just before), and its strings are immutable, so the
 // copies a read returns share them (substrings of text) and copy only what
 // the caller may write into: the structs, the entry and artifact arrays and
 // the conversation bytes. A copy the caller keeps therefore keeps its
@@ -55,6 +56,10 @@ type fileRec struct {
 	path     span
 	kind     span // used only when kindCode is kindOther
 	kindCode uint8
+	// ref is key's count, for a file entry: blobRefs.add sets it when the
+	// rec is stored, before any read can see the rec, and drop uses it.
+	// In the padding after kindCode: fileRec stays 48 bytes.
+	ref slot
 }
 
 // artRec is a packed ckptstore.Artifact.
@@ -249,18 +254,5 @@ func (r *rec) unpack(c *ckptstore.Checkpoint, files []ckptstore.Entry, arts []ck
 		x, a := &r.arts[i], &arts[i]
 		a.ArtifactID, a.Name, a.MimeType, a.BlobKey = r.str(x.id), r.str(x.name), r.str(x.mime), r.str(x.key)
 		a.Size, a.CreatedAt = x.size, x.createdAt
-	}
-}
-
-// blobKeys calls fn on the blob key of each file entry and each artifact
-// of r, in order, repeats included (the keys of Checkpoint.BlobKeys).
-func (r *rec) blobKeys(fn func(string)) {
-	for i := range r.files {
-		if f := &r.files[i]; f.kindCode == kindFile {
-			fn(f.key)
-		}
-	}
-	for i := range r.arts {
-		fn(r.str(r.arts[i].key))
 	}
 }
