@@ -32,11 +32,10 @@ import (
 )
 
 // checkWriter returns ErrWriterLost unless w is threadID's live lease at
-// now, as read from the lease key (raw may be nil).
+// now, as read from the lease key (raw may be nil). That w is a writer of
+// threadID at all is precheck.WriterThread's, which every write runs first
+// (RenewWriter reads w.ThreadID's own lease).
 func (s *Store) checkWriter(threadID string, w ckptstore.Writer, raw []byte, now time.Time) error {
-	if w.ThreadID != threadID {
-		return fmt.Errorf("%w: writer of thread %q cannot write thread %q", ckptstore.ErrWriterLost, w.ThreadID, threadID)
-	}
 	if raw == nil {
 		return fmt.Errorf("%w: thread %q has no lease", ckptstore.ErrWriterLost, threadID)
 	}

@@ -138,10 +138,6 @@ func fdbSnapshotMutants() []mutant {
 func fdbAppendMutants() []mutant {
 	return []mutant{
 		// ---- the writer check ----
-		equiv(fdb("fdb-writer-no-thread", fdbWrite, `if w.ThreadID != threadID {
-		return fmt.Errorf("%w: writer of thread %q cannot write thread %q", ckptstore.ErrWriterLost, w.ThreadID, threadID)
-	}`, ``, "checkWriter accepts a writer of another thread"),
-			"every write runs precheck.WriterThread before (Append, DeleteHead, Prune, Fork, DeleteThread, Import), and RenewWriter reads the lease of w.ThreadID itself"),
 		equiv(fdb("fdb-writer-released-ok", fdbWrite, `if l.token == "" {`, `if false {`,
 			"checkWriter skips its released-lease check"),
 			"a released lease keeps expires at the Unix epoch, so the expiry check then fails it with the same error"),
