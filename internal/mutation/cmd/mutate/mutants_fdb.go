@@ -251,10 +251,9 @@ func fdbForkLeaseMutants() []mutant {
 		fdb("fdb-fork-skip-notfound", fdbWrite, `return nil, fmt.Errorf("%w: %q", ckptstore.ErrForkSourceNotFound, in.SourceCheckpointID)`,
 			`return nil, fmt.Errorf("%w: %q", ckptstore.ErrForkSourceThreadMismatch, in.SourceCheckpointID)`, "a missing fork source reports a thread mismatch"),
 		fdb("fdb-fork-skip-mismatch", fdbWrite, `if srcIdx.thread != in.SourceThreadID {`, `if false {`, "ForkFromCheckpoint skips the source thread check"),
-		equiv(fdb("fdb-fork-skip-writer-thread", fdbWrite, `if err := precheck.WriterThread(in.Writer, dst); err != nil {
+		fdb("fdb-fork-skip-writer-thread", fdbWrite, `if err := precheck.WriterThread(in.Writer, dst); err != nil {
 			return err
 		}`, ``, "ForkFromCheckpoint skips the writer's thread check"),
-			"checkWriter, next, makes the same check with the same error"),
 		fdb("fdb-fork-skip-writer", fdbWrite, `if err := r.checkWriter(in.Writer); err != nil {
 			return err
 		}`, ``, "ForkFromCheckpoint skips the writer check"),
