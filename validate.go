@@ -191,14 +191,14 @@ func validateConversation(conv []byte) error {
 	for i < len(conv) && (conv[i] == ' ' || conv[i] == '\t' || conv[i] == '\n' || conv[i] == '\r') {
 		i++
 	}
+	if len(conv)-i == 2 && conv[i+1] == ']' && conv[i] == '[' {
+		return nil // "[]", a new thread's: the JSON scanner's setup would be most of its cost
+	}
 	// A valid JSON text that starts with '[' is an array. jsonValid, like
 	// json.Valid, lets invalid UTF-8 through inside strings; a JSON text
 	// must be UTF-8 (RFC 8259 §8.1), and the TypeScript side could not read
 	// it back. utf8.Valid goes first: it costs a few percent of the JSON
 	// scan and rejects binary garbage before it.
-	if len(conv)-i == 2 && conv[i+1] == ']' && conv[i] == '[' {
-		return nil // "[]", a new thread's: the JSON scanner's setup would be most of its cost
-	}
 	if i == len(conv) || conv[i] != '[' || !utf8.Valid(conv) || !jsonValid(conv) {
 		return invalid("conversation is not a JSON array")
 	}

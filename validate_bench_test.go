@@ -7,7 +7,7 @@ import (
 	"github.com/ckptstore/ckptstore/internal/workload"
 )
 
-// BenchmarkValidateAppend measures Append's pure checks on the harness shape
+// BenchmarkValidateHarness measures Append's pure checks on the harness shape
 // of bench/ (8 entries, a 1 KB conversation, an artifact in four): most of a
 // memstore Append's time.
 func BenchmarkValidateHarness(b *testing.B) {
