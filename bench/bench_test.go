@@ -7,9 +7,13 @@ package bench
 //     allocs/op are the store's (and its client's).
 //   - Every timed operation is also recorded in an HDR histogram, whose
 //     50th and 99th percentiles are reported as p50-ns and p99-ns.
+//   - Every invocation writes a fresh namespace of the backend's engine
+//     and clears it afterwards (backends_test.go), so invocations never
+//     meet each other's checkpoints, though their ids repeat.
 //   - An in-process store never holds more than about roundBytes of
-//     appended checkpoints: Append runs in rounds, each on a fresh store,
-//     so a fast store's large b.N cannot exhaust memory.
+//     appended checkpoints: Append runs in rounds, each in a fresh
+//     namespace cleared after it, so a fast store's large b.N cannot
+//     exhaust memory.
 //   - Fixtures are built with memkv's latency model off (SetLatency), so
 //     the modelled cluster costs only the timed operations.
 

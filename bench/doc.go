@@ -16,5 +16,15 @@
 // ckptserver's handler and the Go client next to the same store in process:
 // the difference is the cost of the HTTP hop.
 //
+// Every benchmark invocation writes a fresh namespace and clears it
+// afterwards, so the benchmarks run again and again on a cluster that
+// keeps its data (FoundationDB, a shared redis-server). Each memkv backend
+// is likewise one engine per process, and `make benchsmoke` (part of
+// `make test`) passes -twice: every family runs twice in one process on
+// the same engines, and the run fails if a benchmark errs or a namespace
+// is left uncleared.
+//
+//	go test ./bench -run '^$' -bench . -benchtime 1x -twice
+//
 // The package has no non-test code but this comment.
 package bench

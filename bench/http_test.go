@@ -32,7 +32,7 @@ import (
 
 func BenchmarkHTTPHop(b *testing.B) {
 	inner := []backend{
-		{"mem", openSpec("mem", storeurl.Options{})},
+		{"mem", openMem},
 		{"redis", openRedis},
 	}
 	for _, be := range inner {
@@ -53,7 +53,7 @@ func viaHTTP(be backend) backend {
 	const token = "bench-token-0123456789"
 	return backend{name: "http-" + be.name, open: func(b *testing.B) (*storeurl.Opened, func()) {
 		o, free := be.open(b)
-		h := httpstore.NewHandler(o, httpstore.HandlerOptions{
+		h := httpstore.NewHandler(oneStore{o}, httpstore.HandlerOptions{
 			Tokens: map[string]string{token: "bench"}, Registerer: prometheus.NewRegistry(),
 		})
 		srv := httptest.NewServer(h)
@@ -64,6 +64,14 @@ func viaHTTP(be backend) backend {
 		return &storeurl.Opened{Store: c, Instances: c.Instances(), Kind: "http", Desc: "http " + o.Desc, Close: func() error { return nil }},
 			func() { srv.Close(); free() }
 	}}
+}
+
+// oneStore is a handler's backend that serves the benchmark's store (its
+// fresh namespace) as every namespace, the token's included.
+type oneStore struct{ o *storeurl.Opened }
+
+func (s oneStore) Namespace(string, ckptstore.Options) (ckptstore.Store, ckptstore.InstanceStore, error) {
+	return s.o.Store, s.o.Instances, nil
 }
 
 // BenchmarkHTTPFloor: what the hop cannot cost less than with net/http on
