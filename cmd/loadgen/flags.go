@@ -38,6 +38,7 @@ type config struct {
 	lease           time.Duration
 	renewAfter      time.Duration
 	maxClockSkew    time.Duration
+	opTimeout       time.Duration // deadline of each store call of the load; 0 = none
 
 	sweep          bool
 	blobURL        string
@@ -76,7 +77,10 @@ const usageHead = `loadgen drives a ckptstore store with the workload of sandbox
 each worker takes a thread's writer lease, reads the head, appends checkpoints
 (renewing the lease when RenewAfter passes, undoing some), sometimes prunes or
 forks the thread, and releases the lease. A closing sweep and an invariant
-check (--verify) end the run.
+check (--verify) end the run. The report gives per-operation latencies,
+errors by code and the longest stall: the longest gap with no acknowledged
+append, and when it began. --op-timeout puts a deadline on each store call
+(none by default); a call past it counts as DEADLINE_EXCEEDED.
 
 Usage: loadgen [flags]
 
@@ -128,6 +132,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.Float64Var(&c.stallRate, "stall-rate", 0, "probability that a run stalls past its lease before an append, which must then fail with WRITER_LOST; 0.05 when --contend is given and --stall-rate is not")
 	fs.DurationVar(&c.lease, "lease", 5*time.Second, "writer lease duration; 1s when --contend is given and --lease is not")
 	fs.DurationVar(&c.renewAfter, "renew-after", 0, "renew a lease this long after taking or renewing it (0 = 3/8 of --lease)")
+	fs.DurationVar(&c.opTimeout, "op-timeout", 0, "deadline of each store call of the load (0 = none): a call still running then fails with DEADLINE_EXCEEDED, its outcome unknown (--verify treats a timed-out write as maybe stored)")
 	fs.DurationVar(&c.maxClockSkew, "max-clock-skew", 50*time.Millisecond, "clock skew between loadgen and the store that --verify tolerates in lease checks")
 	fs.BoolVar(&c.sweep, "sweep", true, "end with a blob sweep over the blobs this process uploaded")
 	fs.StringVar(&c.blobURL, "blob-url", "mem://", "bucket for the run's blobs (mem://, file:///dir, s3://…); the sweep deletes unreferenced blobs there")
@@ -205,6 +210,8 @@ func (c *config) validate(set map[string]bool) error {
 		return usageErr("--lease must be positive")
 	case c.renewAfter < 0 || (c.renewAfter > 0 && c.renewAfter >= c.lease):
 		return usageErr("--renew-after must be in [0, --lease)")
+	case c.opTimeout < 0:
+		return usageErr("--op-timeout must not be negative (0 = no deadline)")
 	case c.maxClockSkew < 0:
 		return usageErr("--max-clock-skew must not be negative")
 	case c.sweepOlderThan < 0:

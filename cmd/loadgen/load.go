@@ -39,6 +39,72 @@ type runner struct {
 
 	mu       sync.Mutex
 	problems workload.Problems // invariant violations seen during the load
+
+	gaps gapWatch // the longest time without an acknowledged append
+}
+
+// gapWatch keeps the longest gap between two acknowledged appends, the
+// start and the end of the load counting as acknowledgements: what a fault
+// cost the writers, as one figure. Times are taken under the lock, so they
+// are in acknowledgement order and no gap is measured backwards.
+type gapWatch struct {
+	mu      sync.Mutex
+	start   time.Time // of the load
+	last    time.Time // latest acknowledgement (or the start)
+	halted  time.Time // when the load was told to end; zero before
+	longest stall
+}
+
+// stall is a gap in the acknowledged appends.
+type stall struct {
+	Start    time.Duration `json:"startNs"`    // after the start of the load
+	Duration time.Duration `json:"durationNs"` // until the next acknowledgement or the end of the load
+}
+
+func (g *gapWatch) begin(t time.Time) {
+	g.mu.Lock()
+	g.start, g.last, g.halted, g.longest = t, t, time.Time{}, stall{}
+	g.mu.Unlock()
+}
+
+// halt records when the load was told to end: no append is attempted after
+// it, so the runs still finishing then are no stall.
+func (g *gapWatch) halt(t time.Time) {
+	g.mu.Lock()
+	g.halted = t
+	g.mu.Unlock()
+}
+
+// ack records an acknowledged append.
+func (g *gapWatch) ack() { g.mark(time.Time{}) }
+
+// mark closes the gap that ends at at (zero: now, read under the lock) and
+// returns the longest so far.
+func (g *gapWatch) mark(at time.Time) stall {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if at.IsZero() {
+		at = time.Now()
+	}
+	if d := at.Sub(g.last); d > g.longest.Duration {
+		g.longest = stall{Start: g.last.Sub(g.start), Duration: d}
+	}
+	g.last = at
+	return g.longest
+}
+
+// end closes the last gap when the load was halted (or at t, the end of
+// the load, when nothing halted it), and returns the longest.
+func (g *gapWatch) end(t time.Time) stall {
+	g.mu.Lock()
+	if !g.halted.IsZero() {
+		t = g.halted
+	}
+	if t.Before(g.last) { // appends in flight at the halt were acknowledged after it
+		t = g.last
+	}
+	g.mu.Unlock()
+	return g.mark(t)
 }
 
 // worker is one harness process: it owns threads[i] for i % workers ==
@@ -69,19 +135,27 @@ func (r *runner) problemf(format string, args ...any) {
 	r.mu.Unlock()
 }
 
+// halt ends the load: workers finish the run in flight, appending no
+// more.
+func (r *runner) halt() {
+	if r.stop.CompareAndSwap(false, true) {
+		r.gaps.halt(time.Now())
+	}
+}
+
 // takeBudget reserves one append, reporting false when the run is over.
 func (r *runner) takeBudget() bool {
 	if r.stop.Load() {
 		return false
 	}
 	if r.cfg.ops > 0 && r.budget.Add(-1) < 0 {
-		r.stop.Store(true)
+		r.halt()
 		return false
 	}
 	return true
 }
 
-// do runs one timed store operation.
+// do runs one timed operation.
 func (w *worker) do(op string, f func() error) error {
 	t := time.Now()
 	err := f()
@@ -90,6 +164,28 @@ func (w *worker) do(op string, f func() error) error {
 		w.r.errs.Add(1)
 	}
 	return err
+}
+
+// call runs one timed store call, under a deadline of --op-timeout when
+// it is set. A call that fails once its deadline has passed, with an
+// error that is not a contract error, counts as DEADLINE_EXCEEDED even
+// when the store's client did not wrap the context's error (a network
+// time-out, say): its outcome is unknown either way, and the caller treats
+// it as it treats any other failure with an unknown outcome.
+func (w *worker) call(ctx context.Context, op string, f func(ctx context.Context) error) error {
+	if d := w.r.cfg.opTimeout; d > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
+	}
+	return w.do(op, func() error {
+		err := f(ctx)
+		if err != nil && ckptstore.Code(err) == "" && !errors.Is(err, context.DeadlineExceeded) &&
+			errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			err = fmt.Errorf("%w (--op-timeout %v): %w", context.DeadlineExceeded, w.r.cfg.opTimeout, err)
+		}
+		return err
+	})
 }
 
 // run is the worker's loop: one harness run after another on its threads,
@@ -171,7 +267,7 @@ type sessionRun struct {
 // acquire takes thread's lease; a failure is judged (failed) here.
 func (w *worker) acquire(ctx context.Context, thread string) (*leaseState, error) {
 	ls := &leaseState{lastRenew: time.Now()}
-	err := w.do("acquire", func() (err error) { ls.lease, err = w.r.st.AcquireWriter(ctx, thread); return err })
+	err := w.call(ctx, "acquire", func(ctx context.Context) (err error) { ls.lease, err = w.r.st.AcquireWriter(ctx, thread); return err })
 	if err != nil {
 		w.failed("acquire", err, nil, time.Now())
 		return nil, err
@@ -181,7 +277,7 @@ func (w *worker) acquire(ctx context.Context, thread string) (*leaseState, error
 
 // release ends ls, also when ctx was cancelled.
 func (w *worker) release(ctx context.Context, ls *leaseState) {
-	_ = w.do("release", func() error { return ls.lease.ReleaseErr(context.WithoutCancel(ctx)) })
+	_ = w.call(context.WithoutCancel(ctx), "release", func(ctx context.Context) error { return ls.lease.ReleaseErr(ctx) })
 }
 
 // readHead reads thread's head and its checkpoint (nil for none), the
@@ -189,13 +285,13 @@ func (w *worker) release(ctx context.Context, ls *leaseState) {
 func (w *worker) readHead(ctx context.Context, thread string, ls *leaseState) (string, *ckptstore.Checkpoint, bool) {
 	st := w.r.st
 	var head string
-	if err := w.do("head", func() (err error) { head, err = st.Head(ctx, thread); return err }); err != nil {
+	if err := w.call(ctx, "head", func(ctx context.Context) (err error) { head, err = st.Head(ctx, thread); return err }); err != nil {
 		w.failed("head", err, ls, time.Now())
 		return "", nil, false
 	}
 	var prev *ckptstore.Checkpoint
 	if head != "" {
-		if err := w.do("get", func() (err error) { prev, err = st.Get(ctx, head); return err }); err != nil {
+		if err := w.call(ctx, "get", func(ctx context.Context) (err error) { prev, err = st.Get(ctx, head); return err }); err != nil {
 			w.failed("get", err, ls, time.Now())
 			return "", nil, false
 		}
@@ -254,7 +350,10 @@ func (w *worker) appendOne(ctx context.Context, sr *sessionRun, stalled bool) (s
 			return "", nil, false
 		}
 	}
-	err := w.do("append", func() error { return st.Append(ctx, cp, sr.head, ls.lease.Writer) })
+	// A failed append may still be stored (commit_unknown_result, a
+	// deadline): it is not acknowledged, so --verify never misses it, and
+	// the run ends, so the next run re-reads the head whichever way it went.
+	err := w.call(ctx, "append", func(ctx context.Context) error { return st.Append(ctx, cp, sr.head, ls.lease.Writer) })
 	done := time.Now()
 	switch {
 	case stalled && err == nil:
@@ -269,6 +368,7 @@ func (w *worker) appendOne(ctx context.Context, sr *sessionRun, stalled bool) (s
 	w.acked[id] = thread
 	w.ackedN++
 	r.appends.Add(1)
+	r.gaps.ack()
 	return id, cp, true
 }
 
@@ -279,7 +379,7 @@ func (w *worker) undo(ctx context.Context, sr *sessionRun, id string) bool {
 	if !w.keepLease(ctx, ls) {
 		return false
 	}
-	err := w.do("undo", func() error { return w.r.st.DeleteHead(ctx, thread, id, ls.lease.Writer) })
+	err := w.call(ctx, "undo", func(ctx context.Context) error { return w.r.st.DeleteHead(ctx, thread, id, ls.lease.Writer) })
 	if err != nil {
 		if ckptstore.Code(err) == "" {
 			w.uncertain[thread] = true
@@ -299,7 +399,7 @@ func (w *worker) keepLease(ctx context.Context, ls *leaseState) bool {
 		return true
 	}
 	sent := time.Now()
-	err := w.do("renew", func() error { _, err := ls.lease.Renew(ctx); return err })
+	err := w.call(ctx, "renew", func(ctx context.Context) error { _, err := ls.lease.Renew(ctx); return err })
 	if err != nil {
 		w.failed("renew", err, ls, time.Now())
 		return false
@@ -314,7 +414,7 @@ func (w *worker) prune(ctx context.Context, thread string, ls *leaseState) {
 		return
 	}
 	var deleted []string
-	err := w.do("prune", func() (err error) {
+	err := w.call(ctx, "prune", func(ctx context.Context) (err error) {
 		deleted, err = p.DeleteCheckpoints(ctx, thread, w.r.cfg.keep, ls.lease.Writer)
 		return err
 	})
@@ -351,7 +451,7 @@ func (w *worker) fork(ctx context.Context, thread, head string, ls *leaseState) 
 		return
 	}
 	defer w.release(ctx, dl)
-	err = w.do("fork", func() error {
+	err = w.call(ctx, "fork", func(ctx context.Context) error {
 		_, err := f.ForkFromCheckpoint(ctx, ckptstore.ForkInput{
 			SourceThreadID: thread, SourceCheckpointID: head,
 			DestinationThreadID: dest, DestinationCheckpointID: destCP,

@@ -254,6 +254,7 @@ func (r *runner) drive(ctx context.Context, opened *storeurl.Opened, res *result
 	}
 
 	start := time.Now()
+	r.gaps.begin(start)
 	var wg sync.WaitGroup
 	for _, w := range workers {
 		wg.Go(func() { w.run(ctx) })
@@ -262,20 +263,22 @@ func (r *runner) drive(ctx context.Context, opened *storeurl.Opened, res *result
 	var pg sync.WaitGroup
 	pg.Go(func() { r.progress(ctx, start, done, progress) })
 	if cfg.duration > 0 {
-		t := time.AfterFunc(cfg.duration, func() { r.stop.Store(true) })
+		t := time.AfterFunc(cfg.duration, r.halt)
 		defer t.Stop()
 	}
 	if cfg.interrupted != nil {
 		go func() {
 			select {
 			case <-cfg.interrupted:
-				r.stop.Store(true)
+				r.halt()
 			case <-done:
 			}
 		}()
 	}
 	wg.Wait()
-	res.Elapsed = time.Since(start)
+	end := time.Now()
+	res.Elapsed = end.Sub(start)
+	res.LongestStall = r.gaps.end(end)
 	close(done)
 	pg.Wait()
 	if opened.ReadRounds != nil {

@@ -32,6 +32,7 @@ func TestBadFlagsExit2(t *testing.T) {
 		{[]string{"--contend", "2"}, "--contend needs --namespace"},
 		{[]string{"--renew-after", "10s", "--lease", "5s"}, "--renew-after"},
 		{[]string{"--memkv-read-latency", "1ms"}, "applies only to --store memkv"},
+		{[]string{"--op-timeout", "-1s"}, "--op-timeout must not be negative"},
 		{[]string{"extra"}, "unexpected argument"},
 		{[]string{"--store", "postgres://x"}, "the forms are"},
 		{[]string{"--store", "redis://127.0.0.1:1/0?bogus=1", "--ops", "1"}, "--store"},

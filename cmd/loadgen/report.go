@@ -32,6 +32,10 @@ type result struct {
 	Appends       int64         `json:"appends"`
 	AppendsPerSec float64       `json:"appendsPerSec"`
 	Sessions      int64         `json:"runs"`
+	// LongestStall is the longest gap with no acknowledged append (the
+	// start and the end of the load count as acknowledgements), and when
+	// it began: what a fault cost the writers.
+	LongestStall stall `json:"longestStall"`
 	// ReadRounds is memkv's count of read round trips during the load.
 	ReadRounds          *int64   `json:"readRounds,omitempty"`
 	ReadRoundsPerAppend *float64 `json:"readRoundsPerAppend,omitempty"`
@@ -90,6 +94,9 @@ func writeTable(out io.Writer, r *result) {
 		r.Namespace, r.Proc, contend, r.Threads, r.Workers, r.Payload, r.Lease, r.RenewAfter)
 	fmt.Fprintf(out, "load        %s: %s appends (%s/s) in %s harness runs\n",
 		r.Elapsed.Round(time.Millisecond), group(r.Appends), group(int64(r.AppendsPerSec)), group(r.Sessions))
+	st := r.LongestStall
+	fmt.Fprintf(out, "stall       longest gap without an acknowledged append: %s, from %s to %s after the start\n",
+		dur(st.Duration), dur(st.Start), dur(st.Start+st.Duration))
 	if r.ReadRoundsPerAppend != nil {
 		fmt.Fprintf(out, "memkv       %s read rounds during the load, %.2f per append (all operations counted)\n", group(*r.ReadRounds), *r.ReadRoundsPerAppend)
 	}

@@ -33,19 +33,23 @@ func RecordDuration(h *hdrhistogram.Histogram, d time.Duration) {
 
 // Codes for errors that are not contract errors (ckptstore.Code is "").
 const (
-	CodeCanceled = "CANCELED" // the run's context ended
-	CodeOther    = "OTHER"    // network, server or store-internal error
+	CodeCanceled = "CANCELED"          // the run's context was cancelled
+	CodeDeadline = "DEADLINE_EXCEEDED" // the operation's deadline passed: its outcome is unknown
+	CodeOther    = "OTHER"             // network, server or store-internal error
 )
 
-// ErrorCode returns the SANDBOX_SNAPSHOT_* code of err, CodeCanceled for a
-// context error, or CodeOther; "" for nil.
+// ErrorCode returns the SANDBOX_SNAPSHOT_* code of err, CodeDeadline for
+// an error that wraps context.DeadlineExceeded, CodeCanceled for one that
+// wraps context.Canceled, or CodeOther; "" for nil.
 func ErrorCode(err error) string {
 	switch {
 	case err == nil:
 		return ""
 	case ckptstore.Code(err) != "":
 		return ckptstore.Code(err)
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, context.DeadlineExceeded):
+		return CodeDeadline
+	case errors.Is(err, context.Canceled):
 		return CodeCanceled
 	}
 	return CodeOther

@@ -142,6 +142,7 @@ func TestLatencies(t *testing.T) {
 	l.Record("append", time.Second, fmt.Errorf("wrapped: %w", ckptstore.ErrWriterLost))
 	l.Record("head", time.Microsecond, context.Canceled)
 	l.Record("head", time.Microsecond, errors.New("dial tcp: refused"))
+	l.Record("head", time.Microsecond, fmt.Errorf("memkv: commit abandoned: %w", context.DeadlineExceeded))
 	s := l.Summary(time.Second, "head", "append")
 	if len(s) != 2 || s[0].Op != "head" || s[1].Op != "append" {
 		t.Fatalf("order: %+v", s)
@@ -153,7 +154,8 @@ func TestLatencies(t *testing.T) {
 	if a.P50 < 49*time.Millisecond || a.P50 > 52*time.Millisecond || a.Max < time.Second*999/1000 {
 		t.Errorf("percentiles p50 %v max %v", a.P50, a.Max)
 	}
-	if h := s[0]; h.Codes[CodeCanceled] != 1 || h.Codes[CodeOther] != 1 || !strings.Contains(h.Samples[CodeOther], "refused") {
+	if h := s[0]; h.Codes[CodeCanceled] != 1 || h.Codes[CodeDeadline] != 1 || h.Codes[CodeOther] != 1 || h.Errors != 3 ||
+		!strings.Contains(h.Samples[CodeOther], "refused") || !strings.Contains(h.Samples[CodeDeadline], "abandoned") {
 		t.Errorf("head summary %+v", h)
 	}
 }
