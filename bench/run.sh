@@ -5,7 +5,8 @@
 # benchmarks start themselves, and fdbstore on a real cluster when
 # FDB_CLUSTER_FILE is set), saves the raw output with the machine and the
 # commit in docs/bench.txt (benchstat reads it), and renders
-# docs/benchmarks.md from it.
+# docs/benchmarks.md from it. Every benchmark invocation writes a fresh
+# namespace and clears it, so it runs again and again on one cluster.
 #
 # Knobs (environment):
 #   BENCH=REGEXP        which benchmarks (default: all)
