@@ -96,14 +96,23 @@ func TestOpTimeoutStallOnMemkv(t *testing.T) {
 type lateStore struct {
 	ckptstore.Store
 	n              atomic.Int64
+	deadlined      atomic.Int64 // appends answered with the context's deadline error, late or not
 	mu             sync.Mutex
 	stored, absent []string // ids answered late, by outcome
 }
 
 func (s *lateStore) Append(ctx context.Context, cp *ckptstore.Checkpoint, head string, w ckptstore.Writer) error {
+	err := s.append(ctx, cp, head, w)
+	if errors.Is(err, context.DeadlineExceeded) {
+		s.deadlined.Add(1)
+	}
+	return err
+}
+
+func (s *lateStore) append(ctx context.Context, cp *ckptstore.Checkpoint, head string, w ckptstore.Writer) error {
 	k := s.n.Add(1)
 	if k%10 != 0 {
-		return s.Store.Append(ctx, cp, head, w)
+		return s.Store.Append(ctx, cp, head, w) // on a loaded machine it too may meet the deadline
 	}
 	if _, ok := ctx.Deadline(); !ok {
 		return errors.New("lateStore: an append without a deadline")
@@ -132,7 +141,7 @@ func (s *lateStore) Append(ctx context.Context, cp *ckptstore.Checkpoint, head s
 func TestOpTimeoutMaybeCommitted(t *testing.T) {
 	s := &lateStore{Store: memstore.New(ckptstore.Options{})}
 	res, code, out := runJSON(t, func(c *config) { c.open = openWith(s) },
-		"--ops", "300", "--op-timeout", "20ms", "--threads", "4", "--workers", "2", "--payload", "2KB",
+		"--ops", "300", "--op-timeout", "50ms", "--threads", "4", "--workers", "2", "--payload", "2KB",
 		"--undo-rate", "0", "--prune-rate", "0", "--fork-rate", "0")
 	if code != 0 || res.Verify == nil || !res.Verify.OK {
 		t.Fatalf("verify failed:\n%s", out)
@@ -146,8 +155,8 @@ func TestOpTimeoutMaybeCommitted(t *testing.T) {
 			appendDeadline = o.Codes[workload.CodeDeadline]
 		}
 	}
-	if want := int64(len(s.stored) + len(s.absent)); appendDeadline != want {
-		t.Errorf("appends counted DEADLINE_EXCEEDED: %d, want the %d answered at the deadline", appendDeadline, want)
+	if late := int64(len(s.stored) + len(s.absent)); appendDeadline != s.deadlined.Load() || appendDeadline < late {
+		t.Errorf("appends counted DEADLINE_EXCEEDED: %d, want the %d the store answered with the deadline's error (%d of them late on purpose)", appendDeadline, s.deadlined.Load(), late)
 	}
 	ctx := context.Background()
 	for _, id := range s.stored {
