@@ -22,10 +22,10 @@ import (
 // honours the caller's context), so with --op-timeout 50ms every write
 // then fails at its deadline. The run must count those failures as
 // DEADLINE_EXCEEDED, report a stall at least about as long as the outage,
-// and verify: nothing acknowledged lost, nothing doubled. commit_unknown
-// _result faults run throughout, so some writes are retried into the
-// outage after an attempt that was applied: a timed-out write that is
-// stored.
+// and verify: nothing acknowledged lost, nothing doubled. Faults of
+// commit_unknown_result run throughout, so a write may be retried into
+// the outage after an attempt that was applied: a timed-out write that is
+// stored (TestOpTimeoutMaybeCommitted makes that case certain).
 func TestOpTimeoutStallOnMemkv(t *testing.T) {
 	const outageAfter, outage = 400 * time.Millisecond, time.Second
 	var wg sync.WaitGroup
