@@ -7,7 +7,7 @@
 import { after, before, describe, test } from 'node:test'
 import assert from 'node:assert/strict'
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
-import { CkptstoreError, createCheckpointStore, SandboxCheckpointConflictError } from '@ckptstore/client'
+import { CkptstoreError, createCheckpointStore, createInstanceStore, SandboxCheckpointConflictError } from '@ckptstore/client'
 import { checkpoint, rejects, startServer, type Running } from './helpers.js'
 
 type Action =
@@ -115,6 +115,26 @@ describe('node:http: the request', () => {
       const viaFetch = createCheckpointStore({ url: s.url, fetch: (input, init) => fetch(input, init) })
       await viaFetch.getHead('t')
       assert.equal(s.seen.at(-1)!.headers['sec-fetch-mode'], 'cors', 'options.fetch is used when given')
+    } finally {
+      await s.close()
+    }
+  })
+})
+
+describe('node:http: idempotency keys', () => {
+  test('every write has its own key of 16 random bytes, across refills of the random pool', async () => {
+    const s = await scripted(() => ok('{}'))
+    try {
+      const instances = createInstanceStore({ url: s.url })
+      // 600 writes: more than two pools of 256 keys.
+      for (let i = 0; i < 600; i++) await instances.delete(`k${i}`)
+      const keys = s.seen.map((c) => String(c.headers['idempotency-key']))
+      assert.equal(keys.length, 600)
+      assert.equal(new Set(keys).size, 600, 'no key repeats')
+      for (const k of keys) {
+        assert.match(k, keyForm)
+        assert.equal(Buffer.from(k, 'base64url').toString('base64url'), k, 'canonical base64url of 16 bytes')
+      }
     } finally {
       await s.close()
     }
