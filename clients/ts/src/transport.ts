@@ -198,11 +198,6 @@ export class Transport {
     if (options.renewAfterMs !== undefined) this.headers['ckpt-renew-after-ms'] = String(options.renewAfterMs)
   }
 
-  /** Which transport this store uses: node:http(s) with a keep-alive agent, or fetch. */
-  get kind(): 'node' | 'fetch' {
-    return this.node !== undefined ? 'node' : 'fetch'
-  }
-
   /**
    * call sends one logical call, repeating it on network errors and 503
    * with backoff. A write carries one Idempotency-Key on every attempt, so
