@@ -430,15 +430,15 @@ func (c *Client) BlobReferences(ctx context.Context) ([]ckptstore.BlobRef, error
 		return nil, err
 	}
 	var refs []struct {
-		BlobKey string `json:"blobKey"`
-		Count   int64  `json:"count"`
+		Key        string `json:"key"`
+		References int64  `json:"references"`
 	}
 	if err := json.Unmarshal(f["references"], &refs); err != nil {
 		return nil, fmt.Errorf("%w: references: %v", errBadReply, err)
 	}
 	out := make([]ckptstore.BlobRef, len(refs))
 	for i, r := range refs {
-		out[i] = ckptstore.BlobRef{Key: r.BlobKey, References: r.Count}
+		out[i] = ckptstore.BlobRef{Key: r.Key, References: r.References}
 	}
 	return out, nil
 }

@@ -356,3 +356,29 @@ func TestTooLargeWhileReused(t *testing.T) {
 		}
 	}
 }
+
+// TestBlobReferencesWire pins listBlobReferences' reply to TanStack's
+// element shape, {key, references}: a TypeScript harness passes the array
+// through as is, so a renamed field would read as undefined there and make
+// a sweep delete blobs in use.
+func TestBlobReferencesWire(t *testing.T) {
+	addr, _ := serve(t, "mem", storeurl.Options{})
+	h := []string{"Ckpt-Namespace", "refs-wire"}
+	status, reply := call(t, addr, "acquireWriter", `{"threadId":"t"}`, h...)
+	if status != 200 {
+		t.Fatalf("acquireWriter: %d %s", status, reply)
+	}
+	tok := reply[strings.Index(reply, `"ownerToken":`)+len(`"ownerToken":`):]
+	tok = tok[:strings.Index(tok, `,`)]
+	key := `"sandbox-files/sha256/` + strings.Repeat("a", 64) + `"`
+	body := `{"checkpoint":{"id":"c","threadId":"t","parentCheckpointId":null,"createdAt":1,"reason":"automatic",` +
+		`"files":[{"path":"a","kind":"file","blobKey":` + key + `,"size":1}],"conversation":[],"artifacts":[]},` +
+		`"expectedHeadId":null,"writer":{"threadId":"t","ownerToken":` + tok + `,"fence":1}}`
+	if status, reply := call(t, addr, "append", body, h...); status != 200 {
+		t.Fatalf("append: %d %s", status, reply)
+	}
+	want := `{"references":[{"key":` + key + `,"references":1}]}`
+	if status, reply := call(t, addr, "listBlobReferences", `{}`, h...); status != 200 || reply != want {
+		t.Errorf("listBlobReferences: %d %s, want %s", status, reply, want)
+	}
+}

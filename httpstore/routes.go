@@ -216,9 +216,9 @@ func (h *handler) listBlobReferences(c *call) error {
 		if i > 0 {
 			c.out.b = append(c.out.b, ',')
 		}
-		c.out.b = append(c.out.b, `{"blobKey":`...)
+		c.out.b = append(c.out.b, `{"key":`...)
 		c.out.b = appendString(c.out.b, r.Key)
-		c.out.b = append(c.out.b, `,"count":`...)
+		c.out.b = append(c.out.b, `,"references":`...)
 		c.out.b = fmt.Appendf(c.out.b, "%d}", r.References)
 	}
 	c.out.b = append(c.out.b, ']')

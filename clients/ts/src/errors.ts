@@ -13,6 +13,11 @@ export const CheckpointErrorCode = {
   writerLost: 'SANDBOX_SNAPSHOT_WRITER_LOST',
   invalidId: 'SANDBOX_SNAPSHOT_INVALID_ID',
   invalidEntry: 'SANDBOX_SNAPSHOT_INVALID_ENTRY',
+  // TanStack's harness raises these two (a restore of a missing checkpoint;
+  // a fork on a store without forkFromCheckpoint); no store method does, so
+  // the server never sends them, but a harness's code union includes them.
+  checkpointNotFound: 'SANDBOX_SNAPSHOT_CHECKPOINT_NOT_FOUND',
+  atomicForkRequired: 'SANDBOX_SNAPSHOT_ATOMIC_FORK_REQUIRED',
   forkSourceNotFound: 'SANDBOX_SNAPSHOT_FORK_SOURCE_NOT_FOUND',
   forkSourceThreadMismatch: 'SANDBOX_SNAPSHOT_FORK_SOURCE_THREAD_MISMATCH',
   forkDestinationNotEmpty: 'SANDBOX_SNAPSHOT_FORK_DESTINATION_NOT_EMPTY',
@@ -21,6 +26,9 @@ export const CheckpointErrorCode = {
 /** One of the SANDBOX_SNAPSHOT_* codes. */
 export type CheckpointErrorCode =
   (typeof CheckpointErrorCode)[keyof typeof CheckpointErrorCode]
+
+/** The same union under TanStack's name. */
+export type SandboxCheckpointErrorCode = CheckpointErrorCode
 
 /**
  * The base of every contract rejection: an Error with the wire `code` and
@@ -151,10 +159,10 @@ export class CkptstoreError extends Error {
   }
 }
 
-const byCode: Record<
+const byCode: Partial<Record<
   CheckpointErrorCode,
   new (message?: string, status?: number) => SandboxCheckpointError
-> = {
+>> = {
   [CheckpointErrorCode.staleHead]: SandboxCheckpointConflictError,
   [CheckpointErrorCode.parentMismatch]: SandboxCheckpointParentMismatchError,
   [CheckpointErrorCode.duplicateId]: SandboxCheckpointDuplicateIdError,
@@ -175,5 +183,8 @@ const byCode: Record<
 export function errorFromWire(code: string, message: string, status: number): Error {
   const ctor = Object.hasOwn(byCode, code) ? byCode[code as CheckpointErrorCode] : undefined
   if (ctor) return new ctor(message, status)
+  if (Object.values(CheckpointErrorCode).includes(code as CheckpointErrorCode)) {
+    return new SandboxCheckpointError(code as CheckpointErrorCode, message, status)
+  }
   return new CkptstoreError(code, message, status)
 }

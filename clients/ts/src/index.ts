@@ -12,7 +12,6 @@ import { field, Transport, type ClientOptions } from './transport.js'
 import type {
   BlobReference,
   Checkpoint,
-  CheckpointInput,
   CheckpointPage,
   CheckpointWriter,
   CheckpointWriterLease,
@@ -34,58 +33,78 @@ export type { ClientOptions } from './transport.js'
 // expected must type-check as it does with InMemorySandboxCheckpointStore.
 // Name the type (`createCheckpointStore<ModelMessage>(…)`) to have the
 // conversations checked; where the store is put in a typed place,
-// TypeScript infers it.
+// TypeScript infers it. Members are function-typed properties, as
+// TanStack's are, so their parameters are checked contravariantly (a
+// method's would be bivariant and hide a mismatch).
 export interface CheckpointStoreClient<M = any> {
   /** The namespace this store talks to (generated when none was given against a --dev server). */
   readonly namespace: string | undefined
   /** The checkpoint, or null. */
-  get(id: string): Promise<Checkpoint<M> | null>
+  get: (id: string) => Promise<Checkpoint<M> | null>
   /** Every checkpoint of the thread, by createdAt then by the UTF-8 bytes of the id; [] for an unknown thread. */
-  list(threadId: string): Promise<Checkpoint<M>[]>
+  list: (threadId: string) => Promise<Array<Checkpoint<M>>>
   /** The head id, or null. */
-  getHead(threadId: string): Promise<string | null>
+  getHead: (threadId: string) => Promise<string | null>
   /** Adds the checkpoint and makes it the head, as one compare-and-swap. */
-  append(input: {
-    checkpoint: CheckpointInput<M>
+  append: (input: {
+    checkpoint: Checkpoint<M>
     expectedHeadId: string | null
     writer: CheckpointWriter
-  }): Promise<{ headId: string }>
+  }) => Promise<{ headId: string }>
   /** Removes the head and moves the head to its parent. */
-  deleteHead(input: { threadId: string; checkpointId: string; writer: CheckpointWriter }): Promise<void>
+  deleteHead: (input: { threadId: string; checkpointId: string; writer: CheckpointWriter }) => Promise<void>
   /** Takes the thread's writer lease, without waiting. */
-  acquireWriter(threadId: string): Promise<CheckpointWriterLease>
-  /** Each blob key with a count above 0, over all threads, by UTF-8 bytes. */
-  listBlobReferences(): Promise<BlobReference[]>
+  acquireWriter: (threadId: string) => Promise<CheckpointWriterLease>
+  /** Each blob key with its count (above 0), over all threads, by UTF-8 bytes: `{ key, references }`. */
+  listBlobReferences: () => Promise<Array<BlobReference>>
   /** Keeps the head and the keep−1 checkpoints before it; returns the removed ids, oldest first. */
-  deleteCheckpoints(input: { threadId: string; keep: number; writer: CheckpointWriter }): Promise<{ deleted: string[] }>
+  deleteCheckpoints: (input: { threadId: string; keep: number; writer: CheckpointWriter }) => Promise<{ deleted: string[] }>
   /** Copies one checkpoint into a new, empty thread as its root (and the thread's transcript). */
-  forkFromCheckpoint(input: ForkFromCheckpointInput): Promise<{ checkpoint: Checkpoint<M> }>
+  forkFromCheckpoint: (input: ForkFromCheckpointInput) => Promise<{ checkpoint: Checkpoint<M> }>
   /** Removes every checkpoint of the thread, its head and its transcript; the lease stays. */
-  deleteThread(input: { threadId: string; writer: CheckpointWriter }): Promise<{ deleted: number }>
+  deleteThread: (input: { threadId: string; writer: CheckpointWriter }) => Promise<{ deleted: number }>
   /** One page of list's order (or its reverse). */
-  listPage(threadId: string, options?: ListPageOptions): Promise<CheckpointPage<M>>
+  listPage: (threadId: string, options?: ListPageOptions) => Promise<CheckpointPage<M>>
   /** The ids of the threads that have a head, a checkpoint or a transcript, in byte order, paged. */
-  threads(options?: ThreadsOptions): Promise<ThreadPage>
+  threads: (options?: ThreadsOptions) => Promise<ThreadPage>
 }
 
 /** The instance store: TanStack's SandboxInstanceStore. */
 export interface InstanceStoreClient {
   readonly namespace: string | undefined
   /** The record, or null; optional fields not stored are absent. */
-  get(key: string): Promise<InstanceRecord | null>
+  get: (key: string) => Promise<InstanceRecord | null>
   /** Replaces the whole record of record.key. */
-  upsert(record: InstanceRecord): Promise<void>
+  upsert: (record: InstanceRecord) => Promise<void>
   /** Removes the record; a missing key is no error. */
-  delete(key: string): Promise<void>
+  delete: (key: string) => Promise<void>
 }
 
-/** The thread transcripts of a namespace: TanStack's persistence messages store. */
+/** The thread transcripts of a namespace: TanStack's persistence MessageStore. */
 export interface MessageStoreClient<M = any> {
   readonly namespace: string | undefined
   /** The saved messages, or [] when none were saved. */
-  loadThread(threadId: string): Promise<M[]>
+  loadThread: (threadId: string) => Promise<Array<M>>
   /** Replaces the thread's whole transcript. */
-  saveThread(threadId: string, messages: M[]): Promise<void>
+  saveThread: (threadId: string, messages: Array<M>) => Promise<void>
+}
+
+const ignore = () => {}
+
+/**
+ * handled marks the promise f returns as handled the moment it exists, and
+ * returns that same promise: a caller that attaches its handler late (a
+ * test kit that starts a call, awaits other reads, then attaches
+ * `.rejects`) still sees the rejection, and Node never reports an
+ * unhandledRejection for it, as with TanStack's in-memory store. A caller
+ * that drops the promise unawaited loses the rejection silently, as there.
+ */
+function handled<A extends unknown[], R>(f: (...args: A) => Promise<R>): (...args: A) => Promise<R> {
+  return (...args) => {
+    const p = f(...args)
+    p.catch(ignore)
+    return p
+  }
 }
 
 /** The writer fields a write sends: a lease object carries more (expiresAt, methods) that the server does not take. */
@@ -101,19 +120,19 @@ function leaseOf(t: Transport, wire: Record<string, unknown>): CheckpointWriterL
     fence: field<number>(wire, 'acquireWriter', 'fence'),
     expiresAt: field<number>(wire, 'acquireWriter', 'expiresAt'),
     renewAfterMs: field<number>(wire, 'acquireWriter', 'renewAfterMs'),
-    async renew() {
+    renew: handled(async () => {
       const r = await t.call('renewWriter', { writer: writerOf(lease) }, 'write')
       const expiresAt = field<number>(r, 'renewWriter', 'expiresAt')
       lease.expiresAt = expiresAt
       return { expiresAt }
-    },
-    async release() {
+    }),
+    release: handled(async () => {
       try {
         await t.call('releaseWriter', { writer: writerOf(lease) }, 'write')
       } catch {
         // release never throws: a lease it cannot end expires by itself.
       }
-    },
+    }),
   }
   return lease
 }
@@ -130,41 +149,41 @@ export function createCheckpointStore<M = any>(options: ClientOptions): Checkpoi
   const t = new Transport(options)
   return {
     namespace: t.namespace,
-    async get(id) {
+    get: handled(async (id) => {
       const r = await t.call('get', { id }, 'read')
       return field<Checkpoint<M> | null>(r, 'get', 'checkpoint')
-    },
-    async list(threadId) {
+    }),
+    list: handled(async (threadId) => {
       const r = await t.call('list', { threadId }, 'read')
       return field<Checkpoint<M>[]>(r, 'list', 'checkpoints')
-    },
-    async getHead(threadId) {
+    }),
+    getHead: handled(async (threadId) => {
       const r = await t.call('getHead', { threadId }, 'read')
       return field<string | null>(r, 'getHead', 'headId')
-    },
-    async append({ checkpoint, expectedHeadId, writer }) {
+    }),
+    append: handled(async ({ checkpoint, expectedHeadId, writer }) => {
       const r = await t.call(
         'append',
         { checkpoint, expectedHeadId: expectedHeadId ?? null, writer: writerOf(writer) },
         'write',
       )
       return { headId: field<string>(r, 'append', 'headId') }
-    },
-    async deleteHead({ threadId, checkpointId, writer }) {
+    }),
+    deleteHead: handled(async ({ threadId, checkpointId, writer }) => {
       await t.call('deleteHead', { threadId, checkpointId, writer: writerOf(writer) }, 'write')
-    },
-    async acquireWriter(threadId) {
+    }),
+    acquireWriter: handled(async (threadId) => {
       return leaseOf(t, await t.call('acquireWriter', { threadId }, 'write'))
-    },
-    async listBlobReferences() {
+    }),
+    listBlobReferences: handled(async () => {
       const r = await t.call('listBlobReferences', {}, 'read')
-      return field<BlobReference[]>(r, 'listBlobReferences', 'references')
-    },
-    async deleteCheckpoints({ threadId, keep, writer }) {
+      return field<Array<BlobReference>>(r, 'listBlobReferences', 'references')
+    }),
+    deleteCheckpoints: handled(async ({ threadId, keep, writer }) => {
       const r = await t.call('deleteCheckpoints', { threadId, keep, writer: writerOf(writer) }, 'write')
       return { deleted: field<string[]>(r, 'deleteCheckpoints', 'deleted') }
-    },
-    async forkFromCheckpoint(input) {
+    }),
+    forkFromCheckpoint: handled(async (input) => {
       const r = await t.call(
         'forkFromCheckpoint',
         {
@@ -178,12 +197,12 @@ export function createCheckpointStore<M = any>(options: ClientOptions): Checkpoi
         'write',
       )
       return { checkpoint: field<Checkpoint<M>>(r, 'forkFromCheckpoint', 'checkpoint') }
-    },
-    async deleteThread({ threadId, writer }) {
+    }),
+    deleteThread: handled(async ({ threadId, writer }) => {
       const r = await t.call('deleteThread', { threadId, writer: writerOf(writer) }, 'write')
       return { deleted: field<number>(r, 'deleteThread', 'deleted') }
-    },
-    async listPage(threadId, opts = {}) {
+    }),
+    listPage: handled(async (threadId, opts = {}) => {
       const body: Record<string, unknown> = { threadId }
       if (opts.after != null) body['after'] = opts.after
       if (opts.limit !== undefined) body['limit'] = opts.limit
@@ -193,8 +212,8 @@ export function createCheckpointStore<M = any>(options: ClientOptions): Checkpoi
         checkpoints: field<Checkpoint<M>[]>(r, 'listPage', 'checkpoints'),
         next: field<string | null>(r, 'listPage', 'next'),
       }
-    },
-    async threads(opts = {}) {
+    }),
+    threads: handled(async (opts = {}) => {
       const body: Record<string, unknown> = {}
       if (opts.after != null) body['after'] = opts.after
       if (opts.limit !== undefined) body['limit'] = opts.limit
@@ -203,7 +222,7 @@ export function createCheckpointStore<M = any>(options: ClientOptions): Checkpoi
         threads: field<string[]>(r, 'threads', 'threads'),
         next: field<string | null>(r, 'threads', 'next'),
       }
-    },
+    }),
   }
 }
 
@@ -212,16 +231,16 @@ export function createInstanceStore(options: ClientOptions): InstanceStoreClient
   const t = new Transport(options)
   return {
     namespace: t.namespace,
-    async get(key) {
+    get: handled(async (key) => {
       const r = await t.call('instanceGet', { key }, 'read')
       return field<InstanceRecord | null>(r, 'instanceGet', 'record')
-    },
-    async upsert(record) {
+    }),
+    upsert: handled(async (record) => {
       await t.call('instanceUpsert', { record }, 'write')
-    },
-    async delete(key) {
+    }),
+    delete: handled(async (key) => {
       await t.call('instanceDelete', { key }, 'write')
-    },
+    }),
   }
 }
 
@@ -234,12 +253,12 @@ export function createMessageStore<M = any>(options: ClientOptions): MessageStor
   const t = new Transport(options)
   return {
     namespace: t.namespace,
-    async loadThread(threadId) {
+    loadThread: handled(async (threadId) => {
       const r = await t.call('loadThread', { threadId }, 'read')
       return field<M[]>(r, 'loadThread', 'messages')
-    },
-    async saveThread(threadId, messages) {
+    }),
+    saveThread: handled(async (threadId, messages) => {
       await t.call('saveThread', { threadId, messages }, 'write')
-    },
+    }),
   }
 }

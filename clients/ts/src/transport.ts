@@ -18,7 +18,10 @@ export interface ClientOptions {
    * same namespace.
    */
   namespace?: string
-  /** The fetch to use; default the global fetch (Node ≥ 20). */
+  /**
+   * The fetch to use. Without it, Node (≥ 20.16) uses node:http / node:https
+   * with a shared keep-alive agent, and every other runtime the global fetch.
+   */
   fetch?: typeof fetch
   /** --dev server only: the clock of each request, epoch ms. */
   now?: () => number
@@ -37,16 +40,33 @@ const defaultMaxAttempts = 6
 const firstBackoffMs = 20
 const maxBackoffMs = 2_000
 
+// base64url's alphabet: an Idempotency-Key is 16 random bytes in it.
+const b64url = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_'
+// Random bytes are drawn 4 KiB at a time (256 keys): one getRandomValues
+// call, a system call on Node, per 256 writes instead of one per write.
+const pool = new Uint8Array(4096)
+let poolAt = pool.length
+
 /**
  * randomToken returns 128 random bits as 22 characters of base64url: the
  * form the server accepts for an Idempotency-Key ([A-Za-z0-9_-], 1…128).
  */
 export function randomToken(): string {
-  const b = new Uint8Array(16)
-  globalThis.crypto.getRandomValues(b)
+  if (poolAt === pool.length) {
+    globalThis.crypto.getRandomValues(pool)
+    poolAt = 0
+  }
+  const b = pool
+  const o = poolAt
+  poolAt += 16
   let s = ''
-  for (const x of b) s += String.fromCharCode(x)
-  return btoa(s).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '')
+  // 15 bytes as 5 groups of 3 (4 characters each), then the 16th as 2.
+  for (let i = o; i < o + 15; i += 3) {
+    const n = (b[i]! << 16) | (b[i + 1]! << 8) | b[i + 2]!
+    s += b64url[n >>> 18]! + b64url[(n >>> 12) & 63]! + b64url[(n >>> 6) & 63]! + b64url[n & 63]!
+  }
+  const last = b[o + 15]!
+  return s + b64url[last >>> 2]! + b64url[(last & 3) << 4]!
 }
 
 /** A network failure or a 503: the attempt may be repeated. */
@@ -56,12 +76,84 @@ class Retryable extends Error {
   }
 }
 
+/** What one attempt got back: a status and the whole body. */
+interface Reply {
+  status: number
+  text: string
+}
+
+// The few members of node:http and node:https this file uses, declared here
+// so that the package's types need neither @types/node nor a DOM: a Workers
+// or browser build type-checks without them, and never loads the modules.
+interface NodeHttpModule {
+  Agent: new (options: { keepAlive: boolean; timeout?: number }) => object
+  request(options: NodeRequestOptions, onResponse: (res: NodeIncomingMessage) => void): NodeClientRequest
+}
+interface NodeRequestOptions {
+  agent: object
+  hostname: string
+  port: string | undefined
+  path: string
+  method: 'POST'
+  headers: Record<string, string>
+}
+interface NodeIncomingMessage {
+  statusCode?: number
+  complete: boolean
+  setEncoding(encoding: 'utf8'): void
+  on(event: 'data', f: (chunk: string) => void): void
+  on(event: 'end', f: () => void): void
+  on(event: 'error' | 'close', f: (err?: Error) => void): void
+}
+interface NodeClientRequest {
+  on(event: 'error', f: (err: Error) => void): void
+  destroy(err?: Error): void
+  end(body: string): void
+}
+interface NodeProcess {
+  versions?: { node?: string; bun?: string }
+  getBuiltinModule?: (id: string) => unknown
+}
+
+/** The keep-alive agents, one per protocol, shared by every store of this module. */
+const agents = new Map<string, object>()
+
+// Free keep-alive sockets are closed after this long: well inside
+// ckptserver's default idle timeout (2 min), so a reused socket is rarely
+// one the server is closing (and when it is, the attempt is retried).
+const freeSocketTimeoutMs = 30_000
+
+/**
+ * nodeHttp returns node:http or node:https when this runs on Node itself,
+ * else undefined (Deno, Bun, Workers and browsers keep fetch). It uses
+ * process.getBuiltinModule (Node ≥ 20.16), so no bundler ever sees an
+ * import of node:http; older Nodes use fetch.
+ */
+function nodeHttp(protocol: string): { mod: NodeHttpModule; agent: object } | undefined {
+  const g = globalThis as { process?: NodeProcess; Deno?: unknown; Bun?: unknown }
+  const proc = g.process
+  if (proc?.versions?.node === undefined || proc.versions.bun !== undefined || g.Deno !== undefined || g.Bun !== undefined) return undefined
+  if (typeof proc.getBuiltinModule !== 'function') return undefined
+  const mod = proc.getBuiltinModule(protocol === 'https:' ? 'node:https' : 'node:http') as NodeHttpModule | undefined
+  if (mod === undefined || typeof mod.request !== 'function') return undefined
+  let agent = agents.get(protocol)
+  if (agent === undefined) {
+    agent = new mod.Agent({ keepAlive: true, timeout: freeSocketTimeoutMs })
+    agents.set(protocol, agent)
+  }
+  return { mod, agent }
+}
+
 /** Transport sends the calls of one namespace to one server. */
 export class Transport {
   /** The namespace header sent, or undefined when the token picks it. */
   readonly namespace: string | undefined
   private readonly base: string
-  private readonly fetch: typeof fetch
+  private readonly fetch: typeof fetch | undefined
+  private readonly node: { mod: NodeHttpModule; agent: object } | undefined
+  private readonly hostname: string
+  private readonly port: string | undefined
+  private readonly pathPrefix: string
   private readonly headers: Record<string, string>
   private readonly now: (() => number) | undefined
   private readonly timeoutMs: number
@@ -75,9 +167,18 @@ export class Transport {
       throw new TypeError(`ckptstore: options.url must be http:// or https://, not ${u.protocol}`)
     }
     this.base = u.href.replace(/\/+$/, '')
-    const f = options.fetch ?? globalThis.fetch
-    if (typeof f !== 'function') throw new TypeError('ckptstore: no fetch (Node ≥ 20, or pass options.fetch)')
-    this.fetch = f
+    // node:http only for a plain url: one with credentials, a query or a
+    // fragment goes through fetch, which knows what to do with them.
+    const plain = u.username === '' && u.password === '' && u.search === '' && u.hash === ''
+    this.node = options.fetch === undefined && plain ? nodeHttp(u.protocol) : undefined
+    this.hostname = u.hostname.replace(/^\[(.*)\]$/, '$1')
+    this.port = u.port === '' ? undefined : u.port
+    this.pathPrefix = u.pathname.replace(/\/+$/, '')
+    if (this.node === undefined) {
+      const f = options.fetch ?? globalThis.fetch
+      if (typeof f !== 'function') throw new TypeError('ckptstore: no fetch (Node ≥ 20, or pass options.fetch)')
+      this.fetch = f
+    }
     this.now = options.now
     this.timeoutMs = options.timeoutMs ?? defaultTimeoutMs
     this.maxAttempts = Math.max(1, Math.floor(options.maxAttempts ?? defaultMaxAttempts))
@@ -124,27 +225,9 @@ export class Transport {
     // The clock is read per attempt: it is the clock of this request.
     if (this.now) headers['ckpt-now'] = JSON.stringify(this.now())
     if (key !== undefined) headers['idempotency-key'] = key
-    const url = `${this.base}/v1/${method}`
-    let res: Response
-    let text: string
-    try {
-      res = await this.fetch(url, {
-        method: 'POST',
-        headers,
-        body: payload,
-        signal: AbortSignal.timeout(this.timeoutMs),
-      })
-      // A body cut off mid-way fails here, like a lost connection.
-      text = await res.text()
-    } catch (err) {
-      const timeout = err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError')
-      throw new Retryable(
-        timeout
-          ? new CkptstoreError('TIMEOUT', `ckptstore ${method}: no reply within ${this.timeoutMs} ms`, undefined, { cause: err })
-          : new CkptstoreError('NETWORK_ERROR', `ckptstore ${method}: ${errorText(err)}`, undefined, { cause: err }),
-      )
-    }
-    if (res.ok) {
+    const res = this.node !== undefined ? await this.sendNode(this.node, method, payload, headers) : await this.sendFetch(method, payload, headers)
+    const text = res.text
+    if (res.status >= 200 && res.status < 300) {
       const reply = parseObject(text)
       if (reply === undefined) {
         throw new CkptstoreError('BAD_RESPONSE', `ckptstore ${method}: reply is not a JSON object`, res.status)
@@ -158,6 +241,80 @@ export class Transport {
         : new CkptstoreError(res.status === 503 ? 'UNAVAILABLE' : `HTTP_${res.status}`, `ckptstore ${method}: HTTP ${res.status}`, res.status)
     if (res.status === 503) throw new Retryable(err)
     throw err
+  }
+
+  private timeoutError(method: string, cause: unknown): Retryable {
+    return new Retryable(new CkptstoreError('TIMEOUT', `ckptstore ${method}: no reply within ${this.timeoutMs} ms`, undefined, { cause }))
+  }
+
+  private networkError(method: string, cause: unknown): Retryable {
+    return new Retryable(new CkptstoreError('NETWORK_ERROR', `ckptstore ${method}: ${errorText(cause)}`, undefined, { cause }))
+  }
+
+  private async sendFetch(method: string, payload: string, headers: Record<string, string>): Promise<Reply> {
+    try {
+      const res = await this.fetch!(`${this.base}/v1/${method}`, {
+        method: 'POST',
+        headers,
+        body: payload,
+        signal: AbortSignal.timeout(this.timeoutMs),
+      })
+      // A body cut off mid-way fails here, like a lost connection.
+      return { status: res.status, text: await res.text() }
+    } catch (err) {
+      const timeout = err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError')
+      throw timeout ? this.timeoutError(method, err) : this.networkError(method, err)
+    }
+  }
+
+  /**
+   * sendNode is one POST over node:http(s): a pooled keep-alive socket, one
+   * timer for the attempt's deadline (no AbortSignal), the body written
+   * as one string.
+   */
+  private sendNode(node: { mod: NodeHttpModule; agent: object }, method: string, payload: string, headers: Record<string, string>): Promise<Reply> {
+    return new Promise<Reply>((resolve, reject) => {
+      let settled = false
+      const fail = (err: Retryable) => {
+        if (settled) return
+        settled = true
+        clearTimeout(timer)
+        reject(err)
+      }
+      // end(payload) on a request with no header sent yet sets
+      // Content-Length from the string: one write, no chunked encoding.
+      const req = node.mod.request(
+        { agent: node.agent, hostname: this.hostname, port: this.port, path: `${this.pathPrefix}/v1/${method}`, method: 'POST', headers },
+        (res) => {
+          let text = ''
+          res.setEncoding('utf8')
+          res.on('data', (chunk) => {
+            text += chunk
+          })
+          res.on('end', () => {
+            if (settled) return
+            // A body cut off mid-way (the connection closed before its
+            // last byte) is a lost connection, not a reply.
+            if (!res.complete) return fail(this.networkError(method, new Error('the reply was cut off')))
+            settled = true
+            clearTimeout(timer)
+            resolve({ status: res.statusCode ?? 0, text })
+          })
+          res.on('error', (err) => fail(this.networkError(method, err)))
+          res.on('close', () => {
+            if (!res.complete) fail(this.networkError(method, new Error('the reply was cut off')))
+          })
+        },
+      )
+      const timer = setTimeout(() => {
+        const err = new Error(`no reply within ${this.timeoutMs} ms`)
+        err.name = 'TimeoutError'
+        fail(this.timeoutError(method, err))
+        req.destroy(err)
+      }, this.timeoutMs)
+      req.on('error', (err) => fail(this.networkError(method, err)))
+      req.end(payload)
+    })
   }
 }
 

@@ -1,10 +1,13 @@
-// The @tanstack/ai-sandbox JSON shapes, as the server reads and writes them
-// (docs/http-api.md; the Go root package's json.go). `M` is the type of one
+// The @tanstack/ai-sandbox shapes, as the server reads and writes them
+// (docs/http-api.md; the Go root package's json.go). Each is TanStack's type
+// of the same role, field for field and with the same optionality (its
+// upstream name is in the doc comment; test/contract-types.ts holds both
+// side by side and checks them in both directions). `M` is the type of one
 // conversation message: opaque to the store, kept byte for byte, so a
 // harness picks it (TanStack's ModelMessage) and TypeScript infers it from
 // where the store is put.
 
-/** A file of a checkpoint: its bytes live in the bucket under blobKey. */
+/** A file of a checkpoint (SandboxSnapshotFileEntry): its bytes live in the bucket under blobKey. */
 export interface CheckpointFileEntry {
   path: string
   kind: 'file'
@@ -13,16 +16,16 @@ export interface CheckpointFileEntry {
   size: number
 }
 
-/** A directory of a checkpoint; it has no blob. */
+/** A directory of a checkpoint (SandboxSnapshotDirectoryEntry); it has no blob. */
 export interface CheckpointDirEntry {
   path: string
   kind: 'dir'
 }
 
-/** One entry of a checkpoint's files. */
+/** One entry of a checkpoint's files (SandboxSnapshotEntry). */
 export type CheckpointEntry = CheckpointFileEntry | CheckpointDirEntry
 
-/** An artifact a run produced; its bytes live under blobKey. */
+/** An artifact a run produced (SandboxSnapshotArtifact); its bytes live under blobKey. */
 export interface CheckpointArtifact {
   artifactId: string
   name: string
@@ -36,7 +39,11 @@ export interface CheckpointArtifact {
 /** Why a checkpoint was taken. */
 export type CheckpointReason = 'automatic' | 'named' | 'fork-root'
 
-/** A checkpoint as the store returns it. */
+/**
+ * A checkpoint (SandboxCheckpoint), as append takes it and the reads return
+ * it. Its arrays are read-only, as TanStack's are, so a checkpoint built
+ * from `as const` data or another store's read goes to append unchanged.
+ */
 export interface Checkpoint<M = unknown> {
   id: string
   threadId: string
@@ -47,22 +54,12 @@ export interface Checkpoint<M = unknown> {
   reason: CheckpointReason
   label?: string
   sourceRunId?: string
-  files: CheckpointEntry[]
-  conversation: M[]
-  artifacts: CheckpointArtifact[]
+  files: ReadonlyArray<CheckpointEntry>
+  conversation: ReadonlyArray<M>
+  artifacts: ReadonlyArray<CheckpointArtifact>
 }
 
-/**
- * A checkpoint as append takes it: a missing parentCheckpointId counts as
- * null, and a missing conversation as [].
- */
-export interface CheckpointInput<M = unknown>
-  extends Omit<Checkpoint<M>, 'parentCheckpointId' | 'conversation'> {
-  parentCheckpointId?: string | null
-  conversation?: M[]
-}
-
-/** What every write carries: the thread's writer lease. */
+/** What every write carries: the thread's writer lease (SandboxCheckpointWriter). */
 export interface CheckpointWriter {
   threadId: string
   ownerToken: string
@@ -70,7 +67,7 @@ export interface CheckpointWriter {
 }
 
 /**
- * The lease acquireWriter returns. It is the writer itself: pass it as
+ * The lease acquireWriter returns (SandboxCheckpointWriterLease). It is the writer itself: pass it as
  * `writer` to append, deleteHead, deleteCheckpoints, forkFromCheckpoint and
  * deleteThread.
  */
@@ -80,18 +77,21 @@ export interface CheckpointWriterLease extends CheckpointWriter {
   /** Renew after this many milliseconds; shorter than the lease. */
   renewAfterMs: number
   /** Moves expiresAt to now + the lease duration; SandboxCheckpointWriterLostError when the lease expired or was replaced. */
-  renew(): Promise<{ expiresAt: number }>
+  renew: () => Promise<{ expiresAt: number }>
   /** Ends the lease; does nothing when a newer lease replaced it, and never throws. */
-  release(): Promise<void>
+  release: () => Promise<void>
 }
 
-/** One blob key and the number of checkpoints that use it (above 0). */
+/**
+ * One blob key and the number of checkpoints that use it (above 0): an
+ * element of TanStack's `Array<{ key: string; references: number }>`.
+ */
 export interface BlobReference {
-  blobKey: string
-  count: number
+  key: string
+  references: number
 }
 
-/** The input of forkFromCheckpoint. */
+/** The input of forkFromCheckpoint (SandboxCheckpointForkInput). */
 export interface ForkFromCheckpointInput {
   sourceThreadId: string
   sourceCheckpointId: string
@@ -133,7 +133,7 @@ export interface ThreadsOptions {
   limit?: number
 }
 
-/** The record of one sandbox instance (TanStack's SandboxRecord). */
+/** The record of one sandbox instance (SandboxInstanceRecord). */
 export interface InstanceRecord {
   key: string
   provider: string

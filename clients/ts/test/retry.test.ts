@@ -104,7 +104,7 @@ function lostResponse(backend: string, up: () => Running) {
         assert.match(appends[0]!.key ?? '', keyForm)
         assert.equal(appends[1]!.key, appends[0]!.key, 'one Idempotency-Key for every attempt of one call')
         assert.deepEqual((await direct.list('t')).map((c) => c.id), ['c1'])
-        assert.deepEqual(await direct.listBlobReferences(), [{ blobKey: fileKey(7), count: 1 }], 'the blob is counted once')
+        assert.deepEqual(await direct.listBlobReferences(), [{ key: fileKey(7), references: 1 }], 'the blob is counted once')
 
         // The next logical call has a key of its own and builds on the one head.
         await store.append({ checkpoint: checkpoint('c2', 't', 'c1', 2), expectedHeadId: 'c1', writer: w })
@@ -123,7 +123,7 @@ function lostResponse(backend: string, up: () => Running) {
         assert.deepEqual(await store.append({ checkpoint: checkpoint('c1', 't', null, 1, [7]), expectedHeadId: null, writer: w }), { headId: 'c1' })
         assert.equal(proxy.of('append').length, 2)
         assert.equal((await store.list('t')).length, 1)
-        assert.deepEqual(await store.listBlobReferences(), [{ blobKey: fileKey(7), count: 1 }])
+        assert.deepEqual(await store.listBlobReferences(), [{ key: fileKey(7), references: 1 }])
       } finally {
         await proxy.close()
       }
@@ -174,7 +174,7 @@ function lostResponse(backend: string, up: () => Running) {
         assert.equal(root.id, 'd1')
         assert.equal(root.reason, 'fork-root')
         assert.equal(proxy.of('forkFromCheckpoint').length, 2)
-        assert.deepEqual(await store.listBlobReferences(), [{ blobKey: fileKey(3), count: 2 }])
+        assert.deepEqual(await store.listBlobReferences(), [{ key: fileKey(3), references: 2 }])
       } finally {
         await proxy.close()
       }
@@ -263,7 +263,7 @@ lostResponse('mem', () => server)
           assert.equal(proxy.of('append').length, 2)
           const direct = createCheckpointStore({ url: second.url, namespace: store.namespace! })
           assert.deepEqual((await direct.list('t')).map((c) => c.id), ['c1'])
-          assert.deepEqual(await direct.listBlobReferences(), [{ blobKey: fileKey(4), count: 1 }])
+          assert.deepEqual(await direct.listBlobReferences(), [{ key: fileKey(4), references: 1 }])
         } finally {
           await proxy.close()
         }

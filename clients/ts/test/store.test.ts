@@ -20,6 +20,7 @@ import {
   SandboxCheckpointParentMismatchError,
   SandboxCheckpointWriterConflictError,
   SandboxCheckpointWriterLostError,
+  type Checkpoint,
   type ClientOptions,
 } from '@ckptstore/client'
 import { artifactKey, checkpoint, fileKey, redisUnavailable, rejects, startRedis, startServer, type Msg, type Running } from './helpers.js'
@@ -92,8 +93,10 @@ function suite(backend: string, server: () => Running) {
     test('a missing parentCheckpointId counts as null, and comes back as null', async () => {
       const { store } = open()
       const w = await store.acquireWriter('t1')
+      // The type requires both fields, as TanStack's SandboxCheckpoint does;
+      // a plain-JavaScript caller may still leave them out.
       const { parentCheckpointId: _, conversation: __, ...noParent } = checkpoint('c1', 't1', null, 1)
-      assert.deepEqual(await store.append({ checkpoint: noParent, expectedHeadId: null, writer: w }), { headId: 'c1' })
+      assert.deepEqual(await store.append({ checkpoint: noParent as unknown as Checkpoint<Msg>, expectedHeadId: null, writer: w }), { headId: 'c1' })
       const got = await store.get('c1')
       assert.equal(got?.parentCheckpointId, null)
       assert.deepEqual(got?.conversation, [], 'a missing conversation is []')
@@ -134,16 +137,16 @@ function suite(backend: string, server: () => Running) {
       await store.append({ checkpoint: checkpoint('c2', 'ta', 'c1', 2, [1]), expectedHeadId: 'c1', writer: wa })
       await store.append({ checkpoint: checkpoint('c3', 'tb', null, 3, [1, 3]), expectedHeadId: null, writer: wb })
       assert.deepEqual(await store.listBlobReferences(), [
-        { blobKey: artifactKey(5), count: 1 },
-        { blobKey: fileKey(1), count: 3 },
-        { blobKey: fileKey(2), count: 1 },
-        { blobKey: fileKey(3), count: 1 },
+        { key: artifactKey(5), references: 1 },
+        { key: fileKey(1), references: 3 },
+        { key: fileKey(2), references: 1 },
+        { key: fileKey(3), references: 1 },
       ])
       await store.deleteHead({ threadId: 'tb', checkpointId: 'c3', writer: wb })
       assert.deepEqual(await store.listBlobReferences(), [
-        { blobKey: artifactKey(5), count: 1 },
-        { blobKey: fileKey(1), count: 2 },
-        { blobKey: fileKey(2), count: 1 },
+        { key: artifactKey(5), references: 1 },
+        { key: fileKey(1), references: 2 },
+        { key: fileKey(2), references: 1 },
       ])
     })
 
@@ -348,7 +351,7 @@ function suite(backend: string, server: () => Running) {
       assert.deepEqual(await store.deleteCheckpoints({ threadId: 't', keep: 2, writer: w }), { deleted: ['t-1', 't-2', 't-3'] })
       assert.deepEqual((await store.list('t')).map((c) => c.id).sort(), ['t-4', 't-5'])
       assert.equal(await store.getHead('t'), 't-5')
-      assert.deepEqual((await store.listBlobReferences()).map((r) => r.blobKey), [fileKey(4), fileKey(5)])
+      assert.deepEqual((await store.listBlobReferences()).map((r) => r.key), [fileKey(4), fileKey(5)])
       assert.deepEqual(await store.deleteCheckpoints({ threadId: 't', keep: 2, writer: w }), { deleted: [] })
       const e = await store.acquireWriter('empty')
       assert.deepEqual(await store.deleteCheckpoints({ threadId: 'empty', keep: 1, writer: e }), { deleted: [] })
@@ -398,7 +401,7 @@ function suite(backend: string, server: () => Running) {
       assert.deepEqual(await store.get('dst-root'), want)
       assert.equal(await store.getHead('dst'), 'dst-root')
       assert.deepEqual(await messages.loadThread('dst'), src!.conversation)
-      assert.deepEqual((await store.listBlobReferences()).find((r) => r.blobKey === fileKey(2)), { blobKey: fileKey(2), count: 2 })
+      assert.deepEqual((await store.listBlobReferences()).find((r) => r.key === fileKey(2)), { key: fileKey(2), references: 2 })
       // the fork's thread goes on like any other.
       await store.append({ checkpoint: checkpoint('dst-2', 'dst', 'dst-root', 6_000), expectedHeadId: 'dst-root', writer: d })
     })
@@ -465,7 +468,7 @@ function suite(backend: string, server: () => Running) {
       assert.deepEqual(await store.list('t'), [])
       assert.equal(await store.getHead('t'), null)
       assert.deepEqual(await messages.loadThread('t'), [])
-      assert.deepEqual((await store.listBlobReferences()).map((r) => r.blobKey), [fileKey(1)], "only 'keep' still uses a blob")
+      assert.deepEqual((await store.listBlobReferences()).map((r) => r.key), [fileKey(1)], "only 'keep' still uses a blob")
       assert.deepEqual((await store.threads()).threads, ['keep'])
       assert.deepEqual(await store.deleteThread({ threadId: 't', writer: w }), { deleted: 0 })
       await store.append({ checkpoint: checkpoint('t-1', 't', null, 1), expectedHeadId: null, writer: w })
