@@ -31,7 +31,6 @@ package persist
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -202,7 +201,3 @@ func opToken(ctx context.Context) (string, error) {
 	}
 	return t, nil
 }
-
-// errIsContract reports whether err is a contract error (a caller's fault),
-// as opposed to a transport or storage failure.
-func errIsContract(err error) bool { return Code(err) != "" || errors.Is(err, driver.ErrCorrupt) }
