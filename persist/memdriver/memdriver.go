@@ -29,15 +29,20 @@ type Options struct {
 type Driver struct {
 	now func() time.Time
 
-	mu         sync.Mutex
-	runs       map[string]*driver.RunRecord
-	genRuns    map[string]*driver.GenerationRunRecord
-	interrupts map[string]*driver.InterruptRecord
-	metadata   map[metaKey]json.RawMessage
-	artifacts  map[string]*driver.ArtifactRecord
-	blobs      map[string]*driver.BlobMeta
-	locks      map[string]*lock
-	opTokens   map[string]time.Time // committed batch tokens → when forgotten
+	mu      sync.Mutex
+	runs    map[string]*driver.RunRecord
+	genRuns map[string]*driver.GenerationRunRecord
+	// threadRuns and threadGenRuns index run ids by thread, so that the
+	// per-turn calls (findActiveRun, findLatestForThread) cost the
+	// thread's runs, not the store's. A run's thread never changes.
+	threadRuns    map[string][]string
+	threadGenRuns map[string][]string
+	interrupts    map[string]*driver.InterruptRecord
+	metadata      map[metaKey]json.RawMessage
+	artifacts     map[string]*driver.ArtifactRecord
+	blobs         map[string]*driver.BlobMeta
+	locks         map[string]*lock
+	opTokens      map[string]time.Time // committed batch tokens → when forgotten
 }
 
 // metaKey is the (namespace, key) identity as two fields, so no two pairs
@@ -66,15 +71,17 @@ func New(opts Options) *Driver {
 		opts.Now = time.Now
 	}
 	return &Driver{
-		now:        opts.Now,
-		runs:       map[string]*driver.RunRecord{},
-		genRuns:    map[string]*driver.GenerationRunRecord{},
-		interrupts: map[string]*driver.InterruptRecord{},
-		metadata:   map[metaKey]json.RawMessage{},
-		artifacts:  map[string]*driver.ArtifactRecord{},
-		blobs:      map[string]*driver.BlobMeta{},
-		locks:      map[string]*lock{},
-		opTokens:   map[string]time.Time{},
+		now:           opts.Now,
+		runs:          map[string]*driver.RunRecord{},
+		genRuns:       map[string]*driver.GenerationRunRecord{},
+		threadRuns:    map[string][]string{},
+		threadGenRuns: map[string][]string{},
+		interrupts:    map[string]*driver.InterruptRecord{},
+		metadata:      map[metaKey]json.RawMessage{},
+		artifacts:     map[string]*driver.ArtifactRecord{},
+		blobs:         map[string]*driver.BlobMeta{},
+		locks:         map[string]*lock{},
+		opTokens:      map[string]time.Time{},
 	}
 }
 
@@ -104,6 +111,7 @@ func (d *Driver) CreateOrResumeRun(_ context.Context, rec *driver.RunRecord) (*d
 		return cur, nil
 	}
 	d.runs[rec.RunID] = rec
+	d.threadRuns[rec.ThreadID] = append(d.threadRuns[rec.ThreadID], rec.RunID)
 	return rec, nil
 }
 
@@ -130,8 +138,8 @@ func (d *Driver) ActiveRun(_ context.Context, threadID string) (*driver.RunRecor
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var best *driver.RunRecord
-	for _, r := range d.runs {
-		if r.ThreadID == threadID && r.Status == driver.RunRunning && (best == nil || driver.RunOrder(r, best) > 0) {
+	for _, id := range d.threadRuns[threadID] {
+		if r := d.runs[id]; r.Status == driver.RunRunning && (best == nil || driver.RunOrder(r, best) > 0) {
 			best = r
 		}
 	}
@@ -145,10 +153,8 @@ func (d *Driver) ThreadRuns(_ context.Context, threadID string, after *driver.Po
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var all []*driver.RunRecord
-	for _, r := range d.runs {
-		if r.ThreadID == threadID {
-			all = append(all, r)
-		}
+	for _, id := range d.threadRuns[threadID] {
+		all = append(all, d.runs[id])
 	}
 	return page(all, driver.RunOrder, runPos, after, limit), nil
 }
@@ -176,6 +182,7 @@ func (d *Driver) CreateOrResumeGenerationRun(_ context.Context, rec *driver.Gene
 		return cur, nil
 	}
 	d.genRuns[rec.RunID] = rec
+	d.threadGenRuns[rec.ThreadID] = append(d.threadGenRuns[rec.ThreadID], rec.RunID)
 	return rec, nil
 }
 
@@ -202,8 +209,8 @@ func (d *Driver) LatestGenerationRun(_ context.Context, threadID string) (*drive
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var best *driver.GenerationRunRecord
-	for _, r := range d.genRuns {
-		if r.ThreadID == threadID && (best == nil || r.StartedAt > best.StartedAt || r.StartedAt == best.StartedAt && r.RunID > best.RunID) {
+	for _, id := range d.threadGenRuns[threadID] {
+		if r := d.genRuns[id]; best == nil || r.StartedAt > best.StartedAt || r.StartedAt == best.StartedAt && r.RunID > best.RunID {
 			best = r
 		}
 	}
