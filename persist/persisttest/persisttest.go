@@ -32,6 +32,9 @@
 //     typed error and changes nothing; a done context reaches no driver.
 //   - Immutability: changing an input after a call, or a returned record,
 //     changes nothing stored.
+//   - Model: random sequences of the state stores' operations (runs,
+//     interrupts and commit batches, artifacts, metadata, clock moves) on
+//     small id pools, each result and every list equal to a plain model's.
 //   - Locks (in a testing/synctest bubble, so that time is virtual and the
 //     timing assertions are exact): two holders never overlap by the
 //     store's clock; waiters are served in arrival order; a release wakes
@@ -77,6 +80,7 @@ func Run(t *testing.T, newDriver NewDriver) {
 		{"Blobs", blobTests},
 		{"Validation", validationTests},
 		{"Locks", lockTests},
+		{"Model", modelTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
@@ -163,7 +167,10 @@ func makeEnv(t *testing.T, newDriver NewDriver, process, store *clock) *env {
 }
 
 // jsonEq asserts that two values marshal to equal JSON.
-func jsonEq(t *testing.T, want, got any, msg ...any) {
+func jsonEq(t interface {
+	require.TestingT
+	Helper()
+}, want, got any, msg ...any) {
 	t.Helper()
 	w, err := json.Marshal(want)
 	require.NoError(t, err)
