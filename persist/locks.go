@@ -221,3 +221,65 @@ func (l *Locks) release(ctx context.Context, key, token string) {
 	defer cancel()
 	_, _ = l.d.ReleaseLock(rctx, key, token)
 }
+
+// MaxLockLease is the longest lease a caller of the lock steps may ask for.
+const MaxLockLease = 24 * time.Hour
+
+// The lock steps, for a server that lets a remote holder run the protocol
+// of WithLock itself (the holder's clock is then the remote one): each is
+// one driver step after the pure checks. Check order of each: ctx, key,
+// token (ErrInvalidID), lease 1 ms to MaxLockLease (ErrInvalidEntry).
+
+// Acquire grants key's lease to token, or queues token; see
+// driver.Locks.AcquireLock.
+func (l *Locks) Acquire(ctx context.Context, key, token string, lease time.Duration) (driver.LockState, error) {
+	if err := l.checkStep(ctx, key, token, lease); err != nil {
+		return driver.LockState{}, err
+	}
+	return l.d.AcquireLock(ctx, driver.LockRequest{Key: key, Token: token, Lease: lease})
+}
+
+// Renew extends token's live lease, or fails with ErrLockLost.
+func (l *Locks) Renew(ctx context.Context, key, token string, lease time.Duration) (driver.LockState, error) {
+	if err := l.checkStep(ctx, key, token, lease); err != nil {
+		return driver.LockState{}, err
+	}
+	return l.d.RenewLock(ctx, key, token, lease)
+}
+
+// Release ends token's lease or its place in the queue; a token that holds
+// neither changes nothing.
+func (l *Locks) Release(ctx context.Context, key, token string) (driver.LockState, error) {
+	if err := l.checkStep(ctx, key, token, time.Millisecond); err != nil {
+		return driver.LockState{}, err
+	}
+	return l.d.ReleaseLock(ctx, key, token)
+}
+
+// Watch returns the driver's change notification for key (nil when the
+// driver has none); cancel ctx to stop watching.
+func (l *Locks) Watch(ctx context.Context, key string) (<-chan struct{}, error) {
+	if err := begin(ctx); err != nil {
+		return nil, err
+	}
+	if err := checkID("key", key); err != nil {
+		return nil, err
+	}
+	return l.d.WatchLock(ctx, key)
+}
+
+func (l *Locks) checkStep(ctx context.Context, key, token string, lease time.Duration) error {
+	if err := begin(ctx); err != nil {
+		return err
+	}
+	if err := checkID("key", key); err != nil {
+		return err
+	}
+	if err := checkID("token", token); err != nil {
+		return err
+	}
+	if lease < time.Millisecond || lease > MaxLockLease {
+		return fmt.Errorf("%w: lease %v is not 1ms to %v", ErrInvalidEntry, lease, MaxLockLease)
+	}
+	return nil
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ckptstore/ckptstore/persist"
 	"github.com/ckptstore/ckptstore/persist/driver"
@@ -227,6 +228,26 @@ func invalidCalls() []invalid {
 		}},
 		{"WithLock/LongKey", persist.ErrInvalidID, func(ctx context.Context, s *persist.Store) error {
 			return s.Locks.WithLock(ctx, tooLong, func(context.Context) error { panic("fn ran") })
+		}},
+		{"LockAcquire/EmptyToken", persist.ErrInvalidID, func(ctx context.Context, s *persist.Store) error {
+			_, err := s.Locks.Acquire(ctx, "k", "", time.Second)
+			return err
+		}},
+		{"LockAcquire/ZeroLease", persist.ErrInvalidEntry, func(ctx context.Context, s *persist.Store) error {
+			_, err := s.Locks.Acquire(ctx, "k", "t", 0)
+			return err
+		}},
+		{"LockRenew/LongLease", persist.ErrInvalidEntry, func(ctx context.Context, s *persist.Store) error {
+			_, err := s.Locks.Renew(ctx, "k", "t", persist.MaxLockLease+time.Millisecond)
+			return err
+		}},
+		{"LockRelease/BadKey", persist.ErrInvalidID, func(ctx context.Context, s *persist.Store) error {
+			_, err := s.Locks.Release(ctx, badUTF8, "t")
+			return err
+		}},
+		{"LockWatch/EmptyKey", persist.ErrInvalidID, func(ctx context.Context, s *persist.Store) error {
+			_, err := s.Locks.Watch(ctx, "")
+			return err
 		}},
 	}
 }
