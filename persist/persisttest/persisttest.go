@@ -30,6 +30,9 @@
 //     concurrent readers see whole old or whole new bytes.
 //   - Validation: every invalid input, each its own case, fails with its
 //     typed error and changes nothing; a done context reaches no driver.
+//   - Concurrency: racing creates, updates of different fields, interrupt
+//     creates, commit batches and blob puts on one record are each one
+//     atomic step: one winner, nothing lost, no bytes left behind.
 //   - Immutability: changing an input after a call, or a returned record,
 //     changes nothing stored.
 //   - Model: random sequences of the state stores' operations (runs,
@@ -79,6 +82,7 @@ func Run(t *testing.T, newDriver NewDriver) {
 		{"Artifacts", artifactTests},
 		{"Blobs", blobTests},
 		{"Validation", validationTests},
+		{"Concurrency", concurrencyTests},
 		{"Locks", lockTests},
 		{"Model", modelTests},
 	}
