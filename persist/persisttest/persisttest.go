@@ -49,6 +49,13 @@
 //     never frees the successor; a failing or panicking fn releases the lock
 //     and returns its error; a waiter that gives up leaves the queue; fences
 //     go up.
+//
+// The lock cases need a driver whose goroutines all live in the bubble and
+// block only on the bubble's channels and timers (memdriver; an FDB driver
+// on the in-process memkv engine). A driver that waits on network I/O in
+// the bubble (a Redis subscriber) keeps virtual time from advancing; such a
+// driver needs a real-time variant of these cases whose assertions count
+// driver calls instead of reading the clock, which does not exist yet.
 package persisttest
 
 import (
