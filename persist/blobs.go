@@ -1,0 +1,331 @@
+package persist
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"maps"
+
+	"github.com/ckptstore/ckptstore/blobs"
+	"github.com/ckptstore/ckptstore/persist/driver"
+)
+
+// BlobPutOptions are the options of Blobs.Put (TanStack's BlobPutOptions).
+type BlobPutOptions struct {
+	ContentType    *string           `json:"contentType,omitempty"`
+	CustomMetadata map[string]string `json:"customMetadata,omitempty"`
+	// ExpectedLength is advisory: the store counts what arrives, and a
+	// body of another length is stored as it is.
+	ExpectedLength *int64 `json:"expectedLength,omitempty"`
+}
+
+// BlobRange is a byte range to read (TanStack's BlobRange): Offset inside
+// the object, Length nil for "to the end" and clamped to the end.
+type BlobRange struct {
+	Offset int64  `json:"offset"`
+	Length *int64 `json:"length,omitempty"`
+}
+
+// ServedRange is the slice a ranged read served: Offset as asked, Length as
+// served after clamping.
+type ServedRange struct {
+	Offset int64 `json:"offset"`
+	Length int64 `json:"length"`
+}
+
+// BlobObject is a blob's metadata and its bytes (TanStack's BlobObject).
+// Size is the whole object's; Range is set only on a ranged read; Body
+// yields the bytes read (the slice, on a ranged read) and must be closed.
+type BlobObject struct {
+	BlobRecord
+	Range *ServedRange  `json:"range,omitempty"`
+	Body  io.ReadCloser `json:"-"`
+}
+
+// BlobListOptions are the options of Blobs.List (TanStack's
+// BlobListOptions). Limit nil means no limit; 0 an empty page.
+type BlobListOptions struct {
+	Prefix string `json:"prefix,omitempty"`
+	Cursor string `json:"cursor,omitempty"`
+	Limit  *int   `json:"limit,omitempty"`
+}
+
+// BlobListPage is one page of Blobs.List (TanStack's BlobListPage).
+type BlobListPage struct {
+	Objects   []BlobRecord `json:"objects"`
+	Cursor    string       `json:"cursor,omitempty"`
+	Truncated bool         `json:"truncated,omitempty"`
+}
+
+// RangeGetter is implemented by a bucket that can read a slice of an
+// object without reading what comes before it (S3's Range header). Blobs
+// uses it when the bucket has it and otherwise skips the first bytes.
+type RangeGetter interface {
+	// GetRange opens length bytes of key from offset (which is inside the
+	// object; length already clamped).
+	GetRange(ctx context.Context, key string, offset, length int64) (io.ReadCloser, error)
+}
+
+// Blobs is TanStack's BlobStore. The bytes go to the bucket, one object per
+// put under the store's blob prefix; the driver keeps each key's metadata
+// and the name of the object holding its bytes, so a put replaces a key
+// atomically: readers see the old bytes or the new, never a mix.
+type Blobs struct {
+	*core
+	bucket blobs.Bucket
+	prefix string
+}
+
+// Put stores the bytes read from body until io.EOF under key, with no
+// length declared in advance, and returns the stored metadata: size is the
+// count of what arrived, etag its SHA-256, createdAt kept from the object
+// it replaces. A put that fails leaves the key as it was. Check order: ctx,
+// key (ErrInvalidID), contentType, customMetadata names and values valid
+// UTF-8, expectedLength a safe integer not negative (ErrInvalidEntry).
+func (s *Blobs) Put(ctx context.Context, key string, body io.Reader, opts BlobPutOptions) (BlobRecord, error) {
+	if err := begin(ctx); err != nil {
+		return BlobRecord{}, err
+	}
+	if err := checkBlobPut(key, opts); err != nil {
+		return BlobRecord{}, err
+	}
+	object := s.prefix + randomID()
+	h := sha256.New()
+	cr := &countingReader{r: body, h: h}
+	if err := s.bucket.Put(ctx, object, cr); err != nil {
+		return BlobRecord{}, fmt.Errorf("persist: blob %q: upload: %w", key, err)
+	}
+	now := s.nowMs()
+	meta := &driver.BlobMeta{Object: object, BlobRecord: driver.BlobRecord{
+		Key: key, Size: cr.n, ETag: hex.EncodeToString(h.Sum(nil)),
+		ContentType: ptr(opts.ContentType), CreatedAt: now, UpdatedAt: now,
+	}}
+	if opts.CustomMetadata != nil {
+		meta.CustomMetadata = maps.Clone(opts.CustomMetadata)
+	}
+	stored, replaced, err := s.d.PutBlob(ctx, meta)
+	if err != nil {
+		// The row was not written, so nobody can reach the new object.
+		_ = s.bucket.Delete(context.WithoutCancel(ctx), object)
+		return BlobRecord{}, err
+	}
+	if replaced != "" && replaced != object {
+		// Readers that still hold the old row retry (see Get); an object
+		// this delete leaves behind holds no key's bytes.
+		_ = s.bucket.Delete(context.WithoutCancel(ctx), replaced)
+	}
+	return cloneBlobRecord(&stored.BlobRecord), nil
+}
+
+func checkBlobPut(key string, opts BlobPutOptions) error {
+	if err := checkID("key", key); err != nil {
+		return err
+	}
+	if err := checkOptText("contentType", opts.ContentType); err != nil {
+		return err
+	}
+	for k, v := range opts.CustomMetadata {
+		if err := checkText("customMetadata name", k); err != nil {
+			return err
+		}
+		if err := checkText("customMetadata value", v); err != nil {
+			return err
+		}
+	}
+	return checkOptInt("expectedLength", opts.ExpectedLength, true)
+}
+
+// maxReadAttempts bounds Get's retries when a concurrent Put or Delete
+// removes the object between reading the row and opening the bytes.
+const maxReadAttempts = 4
+
+// Get returns the blob's metadata and bytes, or nil when the key holds
+// none. With rng it serves only that slice and reports it in Range, while
+// Size stays the whole object's. Check order: ctx, key (ErrInvalidID),
+// range offset and length safe integers not negative (ErrInvalidEntry),
+// then the offset inside the object (ErrRangeNotSatisfiable; an empty
+// object has no satisfiable range).
+func (s *Blobs) Get(ctx context.Context, key string, rng *BlobRange) (*BlobObject, error) {
+	if err := begin(ctx); err != nil {
+		return nil, err
+	}
+	if err := checkID("key", key); err != nil {
+		return nil, err
+	}
+	if rng != nil {
+		if err := checkInt("range.offset", rng.Offset, true); err != nil {
+			return nil, err
+		}
+		if err := checkOptInt("range.length", rng.Length, true); err != nil {
+			return nil, err
+		}
+	}
+	for attempt := 1; ; attempt++ {
+		meta, err := s.d.GetBlob(ctx, key)
+		if err != nil || meta == nil {
+			return nil, err
+		}
+		obj := &BlobObject{BlobRecord: cloneBlobRecord(&meta.BlobRecord)}
+		var rc io.ReadCloser
+		if rng == nil {
+			rc, err = s.bucket.Get(ctx, meta.Object)
+		} else {
+			if rng.Offset >= meta.Size {
+				return nil, fmt.Errorf("%w: offset %d, object %q has %d bytes", ErrRangeNotSatisfiable, rng.Offset, key, meta.Size)
+			}
+			n := meta.Size - rng.Offset
+			if rng.Length != nil && *rng.Length < n {
+				n = *rng.Length
+			}
+			obj.Range = &ServedRange{Offset: rng.Offset, Length: n}
+			rc, err = s.openRange(ctx, meta.Object, rng.Offset, n)
+		}
+		if errors.Is(err, blobs.ErrNotFound) && attempt < maxReadAttempts {
+			continue // replaced or deleted since the row was read
+		}
+		if err != nil {
+			return nil, fmt.Errorf("persist: blob %q: read: %w", key, err)
+		}
+		obj.Body = rc
+		return obj, nil
+	}
+}
+
+// openRange opens n bytes of object from offset.
+func (s *Blobs) openRange(ctx context.Context, object string, offset, n int64) (io.ReadCloser, error) {
+	if rg, ok := s.bucket.(RangeGetter); ok {
+		return rg.GetRange(ctx, object, offset, n)
+	}
+	rc, err := s.bucket.Get(ctx, object)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := io.CopyN(io.Discard, rc, offset); err != nil {
+		rc.Close()
+		return nil, fmt.Errorf("skip to offset %d: %w", offset, err)
+	}
+	return struct {
+		io.Reader
+		io.Closer
+	}{io.LimitReader(rc, n), rc}, nil
+}
+
+// Head returns the blob's metadata, or nil. Check order: ctx, key.
+func (s *Blobs) Head(ctx context.Context, key string) (*BlobRecord, error) {
+	if err := begin(ctx); err != nil {
+		return nil, err
+	}
+	if err := checkID("key", key); err != nil {
+		return nil, err
+	}
+	meta, err := s.d.GetBlob(ctx, key)
+	if err != nil || meta == nil {
+		return nil, err
+	}
+	r := cloneBlobRecord(&meta.BlobRecord)
+	return &r, nil
+}
+
+// Delete removes the blob; an absent key is a no-op. Check order: ctx, key.
+func (s *Blobs) Delete(ctx context.Context, key string) error {
+	if err := begin(ctx); err != nil {
+		return err
+	}
+	if err := checkID("key", key); err != nil {
+		return err
+	}
+	object, err := s.d.DeleteBlob(ctx, key)
+	if err != nil {
+		return err
+	}
+	if object != "" {
+		// The key is gone once the row is; an object this leaves behind
+		// holds no key's bytes.
+		_ = s.bucket.Delete(context.WithoutCancel(ctx), object)
+	}
+	return nil
+}
+
+// List returns the blobs whose key starts with opts.Prefix (literally,
+// case-sensitively) in ascending byte order of the key, after opts.Cursor.
+// With a limit, a page that stops short of the matching keys is Truncated
+// and its Cursor is its last key; limit 0 gives an empty, untruncated page.
+// Check order: ctx, prefix and cursor valid UTF-8, limit not negative
+// (ErrInvalidEntry).
+func (s *Blobs) List(ctx context.Context, opts BlobListOptions) (BlobListPage, error) {
+	if err := begin(ctx); err != nil {
+		return BlobListPage{}, err
+	}
+	if err := checkText("prefix", opts.Prefix); err != nil {
+		return BlobListPage{}, err
+	}
+	if err := checkText("cursor", opts.Cursor); err != nil {
+		return BlobListPage{}, err
+	}
+	want := -1 // no limit
+	if opts.Limit != nil {
+		if err := checkLimit(*opts.Limit); err != nil {
+			return BlobListPage{}, err
+		}
+		want = *opts.Limit
+	}
+	page := BlobListPage{Objects: []BlobRecord{}}
+	if want == 0 {
+		return page, nil
+	}
+	after := opts.Cursor
+	for {
+		n := driver.MaxListLimit
+		if want >= 0 && want+1-len(page.Objects) < n {
+			n = want + 1 - len(page.Objects) // one more, to know whether more follow
+		}
+		rows, err := s.d.ListBlobs(ctx, opts.Prefix, after, n)
+		if err != nil {
+			return BlobListPage{}, err
+		}
+		for _, r := range rows {
+			if r.Key <= after || len(r.Key) < len(opts.Prefix) || r.Key[:len(opts.Prefix)] != opts.Prefix {
+				return BlobListPage{}, fmt.Errorf("%w: driver listed %q out of order or outside prefix %q", driver.ErrCorrupt, r.Key, opts.Prefix)
+			}
+			after = r.Key
+			if want >= 0 && len(page.Objects) == want {
+				page.Truncated, page.Cursor = true, page.Objects[want-1].Key
+				return page, nil
+			}
+			page.Objects = append(page.Objects, cloneBlobRecord(&r.BlobRecord))
+		}
+		if len(rows) < n {
+			return page, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return BlobListPage{}, err
+		}
+	}
+}
+
+// countingReader hashes and counts what it reads.
+type countingReader struct {
+	r io.Reader
+	h hash.Hash
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.h.Write(p[:n])
+	c.n += int64(n)
+	return n, err
+}
+
+// randomID names one put's object: 128 random bits, so two puts never
+// share an object.
+func randomID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

@@ -1,0 +1,576 @@
+// Package memdriver is the in-memory reference driver of the persistence
+// contract (package persist/driver): every method is one step under one
+// mutex, over maps that are sorted when listed. It is the model the other
+// drivers are compared with, so it is written to be obviously right rather
+// than fast; state lives as long as the Driver value.
+package memdriver
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ckptstore/ckptstore/persist/driver"
+)
+
+// Options configure a Driver.
+type Options struct {
+	// Now is the store's clock, by which lock leases expire and op tokens
+	// are forgotten; nil means time.Now. Tests pass their own to move the
+	// store's time apart from the holder's.
+	Now func() time.Time
+}
+
+// Driver is the in-memory driver. It is safe for concurrent use.
+type Driver struct {
+	now func() time.Time
+
+	mu      sync.Mutex
+	runs    map[string]*driver.RunRecord
+	genRuns map[string]*driver.GenerationRunRecord
+	// threadRuns and threadGenRuns index run ids by thread, so that the
+	// per-turn calls (findActiveRun, findLatestForThread) cost the
+	// thread's runs, not the store's. A run's thread never changes.
+	threadRuns    map[string][]string
+	threadGenRuns map[string][]string
+	interrupts    map[string]*driver.InterruptRecord
+	metadata      map[metaKey]json.RawMessage
+	artifacts     map[string]*driver.ArtifactRecord
+	blobs         map[string]*driver.BlobMeta
+	locks         map[string]*lock
+	opTokens      map[string]time.Time // committed batch tokens → when forgotten
+}
+
+// metaKey is the (namespace, key) identity as two fields, so no two pairs
+// can collide.
+type metaKey struct{ namespace, key string }
+
+// lock is one key's lease and queue.
+type lock struct {
+	holder  string
+	expires time.Time
+	fence   int64
+	queue   []waiter
+	changed chan struct{} // closed and replaced when the lock changes
+}
+
+type waiter struct {
+	token   string
+	expires time.Time
+}
+
+var _ driver.Driver = (*Driver)(nil)
+
+// New returns an empty Driver.
+func New(opts Options) *Driver {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Driver{
+		now:           opts.Now,
+		runs:          map[string]*driver.RunRecord{},
+		genRuns:       map[string]*driver.GenerationRunRecord{},
+		threadRuns:    map[string][]string{},
+		threadGenRuns: map[string][]string{},
+		interrupts:    map[string]*driver.InterruptRecord{},
+		metadata:      map[metaKey]json.RawMessage{},
+		artifacts:     map[string]*driver.ArtifactRecord{},
+		blobs:         map[string]*driver.BlobMeta{},
+		locks:         map[string]*lock{},
+		opTokens:      map[string]time.Time{},
+	}
+}
+
+// page returns the records of all that come strictly after `after` in
+// cmp's order, at most limit of them.
+func page[T any](all []*T, cmp func(a, b *T) int, pos func(*T) (int64, string), after *driver.Position, limit int) []*T {
+	slices.SortFunc(all, cmp)
+	out := []*T{}
+	for _, r := range all {
+		if at, id := pos(r); after.After(at, id) {
+			out = append(out, r)
+			if len(out) == limit {
+				break
+			}
+		}
+	}
+	return out
+}
+
+// Runs.
+
+// CreateOrResumeRun implements driver.Runs.
+func (d *Driver) CreateOrResumeRun(_ context.Context, rec *driver.RunRecord) (*driver.RunRecord, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if cur, ok := d.runs[rec.RunID]; ok {
+		return cur, nil
+	}
+	d.runs[rec.RunID] = rec
+	d.threadRuns[rec.ThreadID] = append(d.threadRuns[rec.ThreadID], rec.RunID)
+	return rec, nil
+}
+
+// UpdateRun implements driver.Runs.
+func (d *Driver) UpdateRun(_ context.Context, runID string, patch driver.RunPatch) (bool, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	cur, ok := d.runs[runID]
+	if ok {
+		d.runs[runID] = patch.Apply(cur)
+	}
+	return ok, nil
+}
+
+// GetRun implements driver.Runs.
+func (d *Driver) GetRun(_ context.Context, runID string) (*driver.RunRecord, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.runs[runID], nil
+}
+
+// ActiveRun implements driver.Runs.
+func (d *Driver) ActiveRun(_ context.Context, threadID string) (*driver.RunRecord, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var best *driver.RunRecord
+	for _, id := range d.threadRuns[threadID] {
+		if r := d.runs[id]; r.Status == driver.RunRunning && (best == nil || driver.RunOrder(r, best) > 0) {
+			best = r
+		}
+	}
+	return best, nil
+}
+
+func runPos(r *driver.RunRecord) (int64, string) { return r.StartedAt, r.RunID }
+
+// ThreadRuns implements driver.Runs.
+func (d *Driver) ThreadRuns(_ context.Context, threadID string, after *driver.Position, limit int) ([]*driver.RunRecord, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var all []*driver.RunRecord
+	for _, id := range d.threadRuns[threadID] {
+		all = append(all, d.runs[id])
+	}
+	return page(all, driver.RunOrder, runPos, after, limit), nil
+}
+
+// ReclaimableRuns implements driver.Runs.
+func (d *Driver) ReclaimableRuns(_ context.Context, cutoff int64, after *driver.Position, limit int) ([]*driver.RunRecord, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var all []*driver.RunRecord
+	for _, r := range d.runs {
+		if r.Status == driver.RunRunning && r.DetachedSince != nil && *r.DetachedSince <= cutoff {
+			all = append(all, r)
+		}
+	}
+	return page(all, driver.ReclaimOrder, func(r *driver.RunRecord) (int64, string) { return *r.DetachedSince, r.RunID }, after, limit), nil
+}
+
+// Generation runs.
+
+// CreateOrResumeGenerationRun implements driver.GenerationRuns.
+func (d *Driver) CreateOrResumeGenerationRun(_ context.Context, rec *driver.GenerationRunRecord) (*driver.GenerationRunRecord, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if cur, ok := d.genRuns[rec.RunID]; ok {
+		return cur, nil
+	}
+	d.genRuns[rec.RunID] = rec
+	d.threadGenRuns[rec.ThreadID] = append(d.threadGenRuns[rec.ThreadID], rec.RunID)
+	return rec, nil
+}
+
+// UpdateGenerationRun implements driver.GenerationRuns.
+func (d *Driver) UpdateGenerationRun(_ context.Context, runID string, patch driver.GenerationRunPatch) (bool, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	cur, ok := d.genRuns[runID]
+	if ok {
+		d.genRuns[runID] = patch.Apply(cur)
+	}
+	return ok, nil
+}
+
+// GetGenerationRun implements driver.GenerationRuns.
+func (d *Driver) GetGenerationRun(_ context.Context, runID string) (*driver.GenerationRunRecord, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.genRuns[runID], nil
+}
+
+// LatestGenerationRun implements driver.GenerationRuns.
+func (d *Driver) LatestGenerationRun(_ context.Context, threadID string) (*driver.GenerationRunRecord, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var best *driver.GenerationRunRecord
+	for _, id := range d.threadGenRuns[threadID] {
+		if r := d.genRuns[id]; best == nil || r.StartedAt > best.StartedAt || r.StartedAt == best.StartedAt && r.RunID > best.RunID {
+			best = r
+		}
+	}
+	return best, nil
+}
+
+// Interrupts.
+
+// CreateInterrupt implements driver.Interrupts.
+func (d *Driver) CreateInterrupt(_ context.Context, rec *driver.InterruptRecord) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if _, ok := d.interrupts[rec.InterruptID]; !ok {
+		d.interrupts[rec.InterruptID] = rec
+	}
+	return nil
+}
+
+// ResolveInterrupt implements driver.Interrupts.
+func (d *Driver) ResolveInterrupt(_ context.Context, id string, at int64, response json.RawMessage) (bool, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	cur, ok := d.interrupts[id]
+	if ok {
+		d.interrupts[id] = resolved(cur, at, response)
+	}
+	return ok, nil
+}
+
+func resolved(cur *driver.InterruptRecord, at int64, response json.RawMessage) *driver.InterruptRecord {
+	next := *cur
+	next.Status, next.ResolvedAt, next.Response = driver.InterruptResolved, &at, response
+	return &next
+}
+
+func cancelled(cur *driver.InterruptRecord, at int64) *driver.InterruptRecord {
+	next := *cur
+	next.Status, next.ResolvedAt = driver.InterruptCancelled, &at
+	return &next
+}
+
+// CancelInterrupt implements driver.Interrupts.
+func (d *Driver) CancelInterrupt(_ context.Context, id string, at int64) (bool, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	cur, ok := d.interrupts[id]
+	if ok {
+		d.interrupts[id] = cancelled(cur, at)
+	}
+	return ok, nil
+}
+
+// CommitInterrupts implements driver.Interrupts.
+func (d *Driver) CommitInterrupts(_ context.Context, entries []driver.InterruptCommitEntry, at int64, opToken string) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	now := d.now()
+	for t, forget := range d.opTokens {
+		if !now.Before(forget) {
+			delete(d.opTokens, t)
+		}
+	}
+	if opToken != "" {
+		if _, done := d.opTokens[opToken]; done {
+			return nil
+		}
+	}
+	for _, e := range entries {
+		cur, ok := d.interrupts[e.InterruptID]
+		if !ok {
+			return fmt.Errorf("%w: %q", driver.ErrNotFound, e.InterruptID)
+		}
+		if cur.Status != driver.InterruptPending {
+			return fmt.Errorf("%w: %q is %s", driver.ErrNotPending, e.InterruptID, cur.Status)
+		}
+	}
+	for _, e := range entries {
+		cur := d.interrupts[e.InterruptID]
+		if e.Status == driver.InterruptResolved {
+			d.interrupts[e.InterruptID] = resolved(cur, at, e.Response)
+		} else {
+			d.interrupts[e.InterruptID] = cancelled(cur, at)
+		}
+	}
+	if opToken != "" {
+		d.opTokens[opToken] = now.Add(driver.OpTokenTTL)
+	}
+	return nil
+}
+
+// GetInterrupt implements driver.Interrupts.
+func (d *Driver) GetInterrupt(_ context.Context, id string) (*driver.InterruptRecord, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.interrupts[id], nil
+}
+
+// ListInterrupts implements driver.Interrupts.
+func (d *Driver) ListInterrupts(_ context.Context, scope driver.InterruptScope, after *driver.Position, limit int) ([]*driver.InterruptRecord, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var all []*driver.InterruptRecord
+	for _, r := range d.interrupts {
+		in := scope.ThreadID != "" && r.ThreadID == scope.ThreadID || scope.RunID != "" && r.RunID == scope.RunID
+		if in && (!scope.PendingOnly || r.Status == driver.InterruptPending) {
+			all = append(all, r)
+		}
+	}
+	return page(all, driver.InterruptOrder, func(r *driver.InterruptRecord) (int64, string) { return r.RequestedAt, r.InterruptID }, after, limit), nil
+}
+
+// Metadata.
+
+// GetMetadata implements driver.Metadata.
+func (d *Driver) GetMetadata(_ context.Context, namespace, key string) (json.RawMessage, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.metadata[metaKey{namespace, key}], nil
+}
+
+// SetMetadata implements driver.Metadata.
+func (d *Driver) SetMetadata(_ context.Context, namespace, key string, value json.RawMessage) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.metadata[metaKey{namespace, key}] = value
+	return nil
+}
+
+// DeleteMetadata implements driver.Metadata.
+func (d *Driver) DeleteMetadata(_ context.Context, namespace, key string) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.metadata, metaKey{namespace, key})
+	return nil
+}
+
+// Artifacts.
+
+// SaveArtifact implements driver.Artifacts.
+func (d *Driver) SaveArtifact(_ context.Context, rec *driver.ArtifactRecord) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.artifacts[rec.ArtifactID] = rec
+	return nil
+}
+
+// GetArtifact implements driver.Artifacts.
+func (d *Driver) GetArtifact(_ context.Context, artifactID string) (*driver.ArtifactRecord, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.artifacts[artifactID], nil
+}
+
+// ListArtifacts implements driver.Artifacts.
+func (d *Driver) ListArtifacts(_ context.Context, scope driver.ArtifactScope, after *driver.Position, limit int) ([]*driver.ArtifactRecord, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var all []*driver.ArtifactRecord
+	for _, r := range d.artifacts {
+		if scope.ThreadID != "" && r.ThreadID == scope.ThreadID || scope.RunID != "" && r.RunID == scope.RunID {
+			all = append(all, r)
+		}
+	}
+	return page(all, driver.ArtifactOrder, func(r *driver.ArtifactRecord) (int64, string) { return r.CreatedAt, r.ArtifactID }, after, limit), nil
+}
+
+// DeleteArtifact implements driver.Artifacts.
+func (d *Driver) DeleteArtifact(_ context.Context, artifactID string) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.artifacts, artifactID)
+	return nil
+}
+
+// DeleteRunArtifacts implements driver.Artifacts.
+func (d *Driver) DeleteRunArtifacts(_ context.Context, runID string, limit int) (int, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	n := 0
+	for id, r := range d.artifacts {
+		if n == limit {
+			break
+		}
+		if r.RunID == runID {
+			delete(d.artifacts, id)
+			n++
+		}
+	}
+	return n, nil
+}
+
+// Blobs.
+
+// PutBlob implements driver.Blobs.
+func (d *Driver) PutBlob(_ context.Context, meta *driver.BlobMeta) (*driver.BlobMeta, string, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	replaced := ""
+	if cur, ok := d.blobs[meta.Key]; ok {
+		next := *meta
+		next.CreatedAt = cur.CreatedAt
+		meta, replaced = &next, cur.Object
+	}
+	d.blobs[meta.Key] = meta
+	return meta, replaced, nil
+}
+
+// GetBlob implements driver.Blobs.
+func (d *Driver) GetBlob(_ context.Context, key string) (*driver.BlobMeta, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.blobs[key], nil
+}
+
+// DeleteBlob implements driver.Blobs.
+func (d *Driver) DeleteBlob(_ context.Context, key string) (string, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	cur, ok := d.blobs[key]
+	if !ok {
+		return "", nil
+	}
+	delete(d.blobs, key)
+	return cur.Object, nil
+}
+
+// ListBlobs implements driver.Blobs.
+func (d *Driver) ListBlobs(_ context.Context, prefix, after string, limit int) ([]*driver.BlobMeta, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var keys []string
+	for k := range d.blobs {
+		if strings.HasPrefix(k, prefix) && k > after {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	out := []*driver.BlobMeta{}
+	for _, k := range keys[:min(limit, len(keys))] {
+		out = append(out, d.blobs[k])
+	}
+	return out, nil
+}
+
+// Locks.
+
+// state returns key's lock with the expired waiters dropped (and the
+// watchers told when that changed the queue), creating it when absent. A
+// key's entry is never dropped: it keeps the fence, which must never go
+// back.
+func (d *Driver) state(key string, now time.Time) *lock {
+	l := d.locks[key]
+	if l == nil {
+		l = &lock{}
+		d.locks[key] = l
+	}
+	live := l.queue[:0]
+	for _, w := range l.queue {
+		if now.Before(w.expires) {
+			live = append(live, w)
+		}
+	}
+	if len(live) != len(l.queue) {
+		clear(l.queue[len(live):])
+		l.queue = live
+		l.notify()
+	}
+	return l
+}
+
+// notify wakes the watchers of a change.
+func (l *lock) notify() {
+	if l.changed != nil {
+		close(l.changed)
+		l.changed = nil
+	}
+}
+
+// live reports whether the lease is held and unexpired at now.
+func (l *lock) live(now time.Time) bool { return l.holder != "" && now.Before(l.expires) }
+
+func (l *lock) place(token string) int {
+	return slices.IndexFunc(l.queue, func(w waiter) bool { return w.token == token })
+}
+
+// AcquireLock implements driver.Locks.
+func (d *Driver) AcquireLock(_ context.Context, req driver.LockRequest) (driver.LockState, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	now := d.now()
+	l := d.state(req.Key, now)
+	st := driver.LockState{Now: now, Fence: l.fence}
+	if l.live(now) {
+		if l.holder == req.Token {
+			st.Held, st.ExpiresAt = true, l.expires
+			return st, nil
+		}
+		st.ExpiresAt = l.expires
+	}
+	i := l.place(req.Token)
+	if !l.live(now) && (len(l.queue) == 0 || i == 0) {
+		if i == 0 {
+			l.queue = slices.Delete(l.queue, 0, 1)
+		}
+		l.holder, l.expires = req.Token, now.Add(req.Lease)
+		l.fence++
+		l.notify()
+		st.Held, st.Fence, st.ExpiresAt = true, l.fence, l.expires
+		return st, nil
+	}
+	if i < 0 {
+		l.queue = append(l.queue, waiter{req.Token, now.Add(req.Lease)})
+		i = len(l.queue) - 1
+	} else {
+		l.queue[i].expires = now.Add(req.Lease)
+	}
+	st.Ahead = i
+	return st, nil
+}
+
+// RenewLock implements driver.Locks.
+func (d *Driver) RenewLock(_ context.Context, key, token string, lease time.Duration) (driver.LockState, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	now := d.now()
+	l := d.state(key, now)
+	if l.holder != token || !l.live(now) {
+		return driver.LockState{Now: now, Fence: l.fence}, fmt.Errorf("%w: %q", driver.ErrLockLost, key)
+	}
+	l.expires = now.Add(lease)
+	return driver.LockState{Held: true, Fence: l.fence, Now: now, ExpiresAt: l.expires}, nil
+}
+
+// ReleaseLock implements driver.Locks.
+func (d *Driver) ReleaseLock(_ context.Context, key, token string) (driver.LockState, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	now := d.now()
+	l := d.state(key, now)
+	st := driver.LockState{Now: now, Fence: l.fence}
+	if l.holder == token {
+		st.Held = l.live(now)
+		l.holder, l.expires = "", time.Time{}
+		l.notify()
+	} else if i := l.place(token); i >= 0 {
+		l.queue = slices.Delete(l.queue, i, i+1)
+		l.notify()
+	}
+	return st, nil
+}
+
+// WatchLock implements driver.Locks: the channel closes on the next grant,
+// release, or removal from the queue. A lease that expires changes nothing
+// until a step notices it, so a waiter wakes for that by its own timer.
+func (d *Driver) WatchLock(_ context.Context, key string) (<-chan struct{}, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	l := d.state(key, d.now())
+	if l.changed == nil {
+		l.changed = make(chan struct{})
+	}
+	return l.changed, nil
+}

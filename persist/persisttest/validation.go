@@ -1,0 +1,366 @@
+package persisttest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ckptstore/ckptstore/persist"
+	"github.com/ckptstore/ckptstore/persist/driver"
+	"github.com/stretchr/testify/require"
+)
+
+var validationTests = []test{
+	{"InvalidInputsChangeNothing", testInvalidInputs},
+	{"DoneContextReachesNoDriver", testDoneContext},
+	{"EdgeValuesAreAccepted", testEdgeValues},
+	{"PatchJSON", testPatchJSON},
+}
+
+// seed writes one record of every kind, for the "changes nothing" checks.
+func (e *env) seed() {
+	e.t.Helper()
+	e.start("v-run", "v-thread", 1)
+	e.update("v-run", persist.RunPatch{DetachedSince: persist.Set[int64](1), SandboxKey: persist.Set("sb")})
+	_, err := e.s.GenerationRuns.CreateOrResume(e.ctx, genStart("v-gen", "v-thread", 1))
+	require.NoError(e.t, err)
+	e.interrupt("v-int", "v-run", "v-thread", 1, `{"a":1}`)
+	require.NoError(e.t, e.s.Metadata.Set(e.ctx, "v-ns", "v-key", raw(`{"m":1}`)))
+	e.save(artifact("v-art", func(a *persist.ArtifactRecord) { a.RunID, a.ThreadID = "v-run", "v-thread" }))
+	e.put("v-blob", []byte("bytes"), persist.BlobPutOptions{})
+}
+
+// dump reads everything seed wrote, as JSON.
+func (e *env) dump() string {
+	e.t.Helper()
+	var parts []any
+	add := func(v any, err error) {
+		require.NoError(e.t, err)
+		parts = append(parts, v)
+	}
+	add(e.s.Runs.ListByThread(e.ctx, "v-thread"))
+	add(e.s.Runs.ListReclaimable(e.ctx, persist.ReclaimQuery{Now: 100, TTLMs: 0}))
+	add(e.s.GenerationRuns.FindLatestForThread(e.ctx, "v-thread"))
+	add(e.s.Interrupts.List(e.ctx, "v-thread"))
+	add(e.s.Metadata.Get(e.ctx, "v-ns", "v-key"))
+	add(e.s.Artifacts.ListForThread(e.ctx, "v-thread"))
+	add(e.s.Blobs.List(e.ctx, persist.BlobListOptions{}))
+	_, b := e.read("v-blob", nil)
+	parts = append(parts, string(b), e.objects())
+	out, err := json.Marshal(parts)
+	require.NoError(e.t, err)
+	return string(out)
+}
+
+// invalid is one call that must fail with want.
+type invalid struct {
+	name string
+	want error
+	call func(ctx context.Context, s *persist.Store) error
+}
+
+var (
+	badUTF8 = "a\xffb"
+	tooLong = strings.Repeat("x", driver.MaxIDBytes+1)
+	unsafe  = int64(driver.MaxSafeInteger + 1)
+)
+
+func invalidCalls() []invalid {
+	ok := persist.RunStart{RunID: "x-run", ThreadID: "x-thread", StartedAt: 1}
+	start := func(mod func(*persist.RunStart)) func(context.Context, *persist.Store) error {
+		in := ok
+		mod(&in)
+		return func(ctx context.Context, s *persist.Store) error {
+			_, err := s.Runs.CreateOrResume(ctx, in)
+			return err
+		}
+	}
+	update := func(p persist.RunPatch) func(context.Context, *persist.Store) error {
+		return func(ctx context.Context, s *persist.Store) error { return s.Runs.Update(ctx, "v-run", p) }
+	}
+	gen := func(mod func(*persist.GenerationRunStart)) func(context.Context, *persist.Store) error {
+		in := genStart("x-gen", "x-thread", 1)
+		mod(&in)
+		return func(ctx context.Context, s *persist.Store) error {
+			_, err := s.GenerationRuns.CreateOrResume(ctx, in)
+			return err
+		}
+	}
+	genUpdate := func(p persist.GenerationRunPatch) func(context.Context, *persist.Store) error {
+		return func(ctx context.Context, s *persist.Store) error { return s.GenerationRuns.Update(ctx, "v-gen", p) }
+	}
+	create := func(mod func(*persist.NewInterrupt)) func(context.Context, *persist.Store) error {
+		in := persist.NewInterrupt{InterruptID: "x-int", RunID: "v-run", ThreadID: "v-thread", RequestedAt: 1, Payload: raw(`{}`)}
+		mod(&in)
+		return func(ctx context.Context, s *persist.Store) error { return s.Interrupts.Create(ctx, in) }
+	}
+	save := func(mod func(*persist.ArtifactRecord)) func(context.Context, *persist.Store) error {
+		a := artifact("v-art", func(a *persist.ArtifactRecord) { a.RunID, a.ThreadID = "v-run", "v-thread" })
+		mod(a)
+		return func(ctx context.Context, s *persist.Store) error { return s.Artifacts.Save(ctx, a) }
+	}
+	put := func(key string, opts persist.BlobPutOptions) func(context.Context, *persist.Store) error {
+		return func(ctx context.Context, s *persist.Store) error {
+			_, err := s.Blobs.Put(ctx, key, bytes.NewReader([]byte("new")), opts)
+			return err
+		}
+	}
+	get := func(rng persist.BlobRange) func(context.Context, *persist.Store) error {
+		return func(ctx context.Context, s *persist.Store) error {
+			_, err := s.Blobs.Get(ctx, "v-blob", &rng)
+			return err
+		}
+	}
+	neg := -1
+	return []invalid{
+		// Runs.
+		{"CreateOrResume/EmptyRunID", persist.ErrInvalidID, start(func(in *persist.RunStart) { in.RunID = "" })},
+		{"CreateOrResume/BadUTF8RunID", persist.ErrInvalidID, start(func(in *persist.RunStart) { in.RunID = badUTF8 })},
+		{"CreateOrResume/LongRunID", persist.ErrInvalidID, start(func(in *persist.RunStart) { in.RunID = tooLong })},
+		{"CreateOrResume/EmptyThreadID", persist.ErrInvalidID, start(func(in *persist.RunStart) { in.ThreadID = "" })},
+		{"CreateOrResume/UnsafeStartedAt", persist.ErrInvalidEntry, start(func(in *persist.RunStart) { in.StartedAt = unsafe })},
+		{"CreateOrResume/BadStatus", persist.ErrInvalidEntry, start(func(in *persist.RunStart) { in.Status = "toString" })},
+		{"CreateOrResume/IDBeforeStatus", persist.ErrInvalidID, start(func(in *persist.RunStart) { in.RunID, in.Status = "", "bad" })},
+		{"Update/EmptyRunID", persist.ErrInvalidID, func(ctx context.Context, s *persist.Store) error {
+			return s.Runs.Update(ctx, "", persist.RunPatch{Status: persist.Set[persist.RunStatus]("bad")})
+		}},
+		{"Update/ClearStatus", persist.ErrInvalidEntry, update(persist.RunPatch{Status: persist.Clear[persist.RunStatus](), DetachedSince: persist.Clear[int64]()})},
+		{"Update/BadStatus", persist.ErrInvalidEntry, update(persist.RunPatch{Status: persist.Set[persist.RunStatus]("done"), DetachedSince: persist.Clear[int64]()})},
+		{"Update/UnsafeFinishedAt", persist.ErrInvalidEntry, update(persist.RunPatch{FinishedAt: persist.Set(unsafe), DetachedSince: persist.Clear[int64]()})},
+		{"Update/BadErrorMessage", persist.ErrInvalidEntry, update(persist.RunPatch{Error: persist.Set(persist.RunError{Message: badUTF8}), DetachedSince: persist.Clear[int64]()})},
+		{"Update/UsageNotObject", persist.ErrInvalidEntry, update(persist.RunPatch{Usage: persist.Set(raw(`[1]`)), DetachedSince: persist.Clear[int64]()})},
+		{"Update/UsageNotJSON", persist.ErrInvalidEntry, update(persist.RunPatch{Usage: persist.Set(raw(`{`)), DetachedSince: persist.Clear[int64]()})},
+		{"Update/BadSandboxKey", persist.ErrInvalidEntry, update(persist.RunPatch{SandboxKey: persist.Set(badUTF8), DetachedSince: persist.Clear[int64]()})},
+		{"Update/UnsafeDetachedSince", persist.ErrInvalidEntry, update(persist.RunPatch{DetachedSince: persist.Set(-unsafe), SandboxKey: persist.Clear[string]()})},
+		{"Update/NegativeDriverEpoch", persist.ErrInvalidEntry, update(persist.RunPatch{DriverEpoch: persist.Set[int64](-1), DetachedSince: persist.Clear[int64]()})},
+		{"Get/EmptyRunID", persist.ErrInvalidID, func(ctx context.Context, s *persist.Store) error { _, err := s.Runs.Get(ctx, ""); return err }},
+		{"FindActiveRun/BadThreadID", persist.ErrInvalidID, func(ctx context.Context, s *persist.Store) error {
+			_, err := s.Runs.FindActiveRun(ctx, badUTF8)
+			return err
+		}},
+		{"ListByThread/EmptyThreadID", persist.ErrInvalidID, func(ctx context.Context, s *persist.Store) error { _, err := s.Runs.ListByThread(ctx, ""); return err }},
+		{"ListReclaimable/NegativeTTL", persist.ErrInvalidEntry, func(ctx context.Context, s *persist.Store) error {
+			_, err := s.Runs.ListReclaimable(ctx, persist.ReclaimQuery{Now: 1, TTLMs: -1})
+			return err
+		}},
+		{"ListReclaimable/UnsafeNow", persist.ErrInvalidEntry, func(ctx context.Context, s *persist.Store) error {
+			_, err := s.Runs.ListReclaimable(ctx, persist.ReclaimQuery{Now: unsafe})
+			return err
+		}},
+		// Generation runs.
+		{"GenerationCreate/EmptyThreadID", persist.ErrInvalidID, gen(func(in *persist.GenerationRunStart) { in.ThreadID = "" })},
+		{"GenerationCreate/BadActivity", persist.ErrInvalidEntry, gen(func(in *persist.GenerationRunStart) { in.Activity = badUTF8 })},
+		{"GenerationCreate/BadModel", persist.ErrInvalidEntry, gen(func(in *persist.GenerationRunStart) { in.Model = badUTF8 })},
+		{"GenerationCreate/BadStatus", persist.ErrInvalidEntry, gen(func(in *persist.GenerationRunStart) { in.Status = "pending" })},
+		{"GenerationUpdate/ClearStatus", persist.ErrInvalidEntry, genUpdate(persist.GenerationRunPatch{Status: persist.Clear[persist.RunStatus](), Result: persist.Set(raw(`1`))})},
+		{"GenerationUpdate/ArtifactsNotArray", persist.ErrInvalidEntry, genUpdate(persist.GenerationRunPatch{Artifacts: persist.Set(raw(`{}`)), Result: persist.Set(raw(`1`))})},
+		{"GenerationUpdate/ResultNotJSON", persist.ErrInvalidEntry, genUpdate(persist.GenerationRunPatch{Result: persist.Set(raw(`nope`))})},
+		{"GenerationUpdate/ResultNil", persist.ErrInvalidEntry, genUpdate(persist.GenerationRunPatch{Result: persist.Set[json.RawMessage](nil)})},
+		{"GenerationLatest/EmptyThreadID", persist.ErrInvalidID, func(ctx context.Context, s *persist.Store) error {
+			_, err := s.GenerationRuns.FindLatestForThread(ctx, "")
+			return err
+		}},
+		// Interrupts.
+		{"InterruptCreate/EmptyID", persist.ErrInvalidID, create(func(in *persist.NewInterrupt) { in.InterruptID = "" })},
+		{"InterruptCreate/BadRunID", persist.ErrInvalidID, create(func(in *persist.NewInterrupt) { in.RunID = badUTF8 })},
+		{"InterruptCreate/EmptyThreadID", persist.ErrInvalidID, create(func(in *persist.NewInterrupt) { in.ThreadID = "" })},
+		{"InterruptCreate/UnsafeRequestedAt", persist.ErrInvalidEntry, create(func(in *persist.NewInterrupt) { in.RequestedAt = unsafe })},
+		{"InterruptCreate/NoPayload", persist.ErrInvalidEntry, create(func(in *persist.NewInterrupt) { in.Payload = nil })},
+		{"InterruptCreate/PayloadNotObject", persist.ErrInvalidEntry, create(func(in *persist.NewInterrupt) { in.Payload = raw(`"x"`) })},
+		{"InterruptCreate/BadResponse", persist.ErrInvalidEntry, create(func(in *persist.NewInterrupt) { in.Response = raw(`{`) })},
+		{"Resolve/EmptyID", persist.ErrInvalidID, func(ctx context.Context, s *persist.Store) error { return s.Interrupts.Resolve(ctx, "", raw(`{`)) }},
+		{"Resolve/BadResponse", persist.ErrInvalidEntry, func(ctx context.Context, s *persist.Store) error { return s.Interrupts.Resolve(ctx, "v-int", raw(`{`)) }},
+		{"Cancel/EmptyID", persist.ErrInvalidID, func(ctx context.Context, s *persist.Store) error { return s.Interrupts.Cancel(ctx, "") }},
+		{"ListByRun/EmptyRunID", persist.ErrInvalidID, func(ctx context.Context, s *persist.Store) error {
+			_, err := s.Interrupts.ListByRun(ctx, "")
+			return err
+		}},
+		{"ListPending/EmptyThreadID", persist.ErrInvalidID, func(ctx context.Context, s *persist.Store) error {
+			_, err := s.Interrupts.ListPending(ctx, "")
+			return err
+		}},
+		// Metadata.
+		{"MetadataSet/EmptyNamespace", persist.ErrInvalidID, func(ctx context.Context, s *persist.Store) error { return s.Metadata.Set(ctx, "", "k", raw(`1`)) }},
+		{"MetadataSet/BadKey", persist.ErrInvalidID, func(ctx context.Context, s *persist.Store) error {
+			return s.Metadata.Set(ctx, "v-ns", badUTF8, raw(`1`))
+		}},
+		{"MetadataSet/NotJSON", persist.ErrInvalidEntry, func(ctx context.Context, s *persist.Store) error {
+			return s.Metadata.Set(ctx, "v-ns", "v-key", raw(`{"m":`))
+		}},
+		{"MetadataSet/NoValue", persist.ErrInvalidEntry, func(ctx context.Context, s *persist.Store) error { return s.Metadata.Set(ctx, "v-ns", "v-key", nil) }},
+		{"MetadataDelete/LongKey", persist.ErrInvalidID, func(ctx context.Context, s *persist.Store) error { return s.Metadata.Delete(ctx, "v-ns", tooLong) }},
+		// Artifacts.
+		{"ArtifactSave/EmptyID", persist.ErrInvalidID, save(func(a *persist.ArtifactRecord) { a.ArtifactID = "" })},
+		{"ArtifactSave/EmptyRunID", persist.ErrInvalidID, save(func(a *persist.ArtifactRecord) { a.RunID = "" })},
+		{"ArtifactSave/EmptyBlobKey", persist.ErrInvalidID, save(func(a *persist.ArtifactRecord) { a.BlobKey = str("") })},
+		{"ArtifactSave/BadName", persist.ErrInvalidEntry, save(func(a *persist.ArtifactRecord) { a.Name = badUTF8 })},
+		{"ArtifactSave/BadSourceURL", persist.ErrInvalidEntry, save(func(a *persist.ArtifactRecord) { a.SourceURL = str(badUTF8) })},
+		{"ArtifactSave/NegativeSize", persist.ErrInvalidEntry, save(func(a *persist.ArtifactRecord) { a.Size = -1 })},
+		{"ArtifactSave/UnsafeCreatedAt", persist.ErrInvalidEntry, save(func(a *persist.ArtifactRecord) { a.CreatedAt = unsafe })},
+		{"ArtifactSave/IDBeforeSize", persist.ErrInvalidID, save(func(a *persist.ArtifactRecord) { a.ThreadID, a.Size = "", -1 })},
+		{"ArtifactDeleteForRun/EmptyRunID", persist.ErrInvalidID, func(ctx context.Context, s *persist.Store) error { return s.Artifacts.DeleteForRun(ctx, "") }},
+		{"ArtifactDelete/BadID", persist.ErrInvalidID, func(ctx context.Context, s *persist.Store) error { return s.Artifacts.Delete(ctx, badUTF8) }},
+		// Blobs.
+		{"BlobPut/EmptyKey", persist.ErrInvalidID, put("", persist.BlobPutOptions{})},
+		{"BlobPut/BadKey", persist.ErrInvalidID, put(badUTF8, persist.BlobPutOptions{})},
+		{"BlobPut/BadContentType", persist.ErrInvalidEntry, put("v-blob", persist.BlobPutOptions{ContentType: str(badUTF8)})},
+		{"BlobPut/BadMetadataValue", persist.ErrInvalidEntry, put("v-blob", persist.BlobPutOptions{CustomMetadata: map[string]string{"k": badUTF8}})},
+		{"BlobPut/NegativeExpectedLength", persist.ErrInvalidEntry, put("v-blob", persist.BlobPutOptions{ExpectedLength: i64(-1)})},
+		{"BlobGet/NegativeOffset", persist.ErrInvalidEntry, get(persist.BlobRange{Offset: -1})},
+		{"BlobGet/NegativeLength", persist.ErrInvalidEntry, get(persist.BlobRange{Offset: 0, Length: i64(-1)})},
+		{"BlobGet/OffsetPastEnd", persist.ErrRangeNotSatisfiable, get(persist.BlobRange{Offset: 5})},
+		{"BlobDelete/EmptyKey", persist.ErrInvalidID, func(ctx context.Context, s *persist.Store) error { return s.Blobs.Delete(ctx, "") }},
+		{"BlobHead/LongKey", persist.ErrInvalidID, func(ctx context.Context, s *persist.Store) error { _, err := s.Blobs.Head(ctx, tooLong); return err }},
+		{"BlobList/NegativeLimit", persist.ErrInvalidEntry, func(ctx context.Context, s *persist.Store) error {
+			_, err := s.Blobs.List(ctx, persist.BlobListOptions{Limit: &neg})
+			return err
+		}},
+		{"BlobList/BadPrefix", persist.ErrInvalidEntry, func(ctx context.Context, s *persist.Store) error {
+			_, err := s.Blobs.List(ctx, persist.BlobListOptions{Prefix: badUTF8})
+			return err
+		}},
+		// Locks.
+		{"WithLock/EmptyKey", persist.ErrInvalidID, func(ctx context.Context, s *persist.Store) error {
+			return s.Locks.WithLock(ctx, "", func(context.Context) error { panic("fn ran") })
+		}},
+		{"WithLock/LongKey", persist.ErrInvalidID, func(ctx context.Context, s *persist.Store) error {
+			return s.Locks.WithLock(ctx, tooLong, func(context.Context) error { panic("fn ran") })
+		}},
+		{"LockAcquire/EmptyToken", persist.ErrInvalidID, func(ctx context.Context, s *persist.Store) error {
+			_, err := s.Locks.Acquire(ctx, "k", "", time.Second)
+			return err
+		}},
+		{"LockAcquire/ZeroLease", persist.ErrInvalidEntry, func(ctx context.Context, s *persist.Store) error {
+			_, err := s.Locks.Acquire(ctx, "k", "t", 0)
+			return err
+		}},
+		{"LockRenew/LongLease", persist.ErrInvalidEntry, func(ctx context.Context, s *persist.Store) error {
+			_, err := s.Locks.Renew(ctx, "k", "t", persist.MaxLockLease+time.Millisecond)
+			return err
+		}},
+		{"LockRelease/BadKey", persist.ErrInvalidID, func(ctx context.Context, s *persist.Store) error {
+			_, err := s.Locks.Release(ctx, badUTF8, "t")
+			return err
+		}},
+		{"LockWatch/EmptyKey", persist.ErrInvalidID, func(ctx context.Context, s *persist.Store) error {
+			_, err := s.Locks.Watch(ctx, "")
+			return err
+		}},
+	}
+}
+
+// testInvalidInputs runs every invalid call against a seeded store: each
+// fails with its typed error and leaves every record as it was.
+func testInvalidInputs(t *testing.T, nd NewDriver) {
+	e := newEnv(t, nd)
+	e.seed()
+	before := e.dump()
+	for _, c := range invalidCalls() {
+		err := c.call(e.ctx, e.s)
+		require.ErrorIs(t, err, c.want, c.name)
+		require.NotEmpty(t, persist.Code(err), "%s: a contract error has a wire code", c.name)
+		require.Equal(t, before, e.dump(), "%s changed something", c.name)
+	}
+}
+
+// testDoneContext: with a cancelled context every method fails with the
+// context's error before any driver call, so nothing changes.
+func testDoneContext(t *testing.T, nd NewDriver) {
+	e := newEnv(t, nd)
+	e.seed()
+	before := e.dump()
+	ctx, cancel := context.WithCancel(e.ctx)
+	cancel()
+	valid := []func(context.Context, *persist.Store) error{
+		func(ctx context.Context, s *persist.Store) error {
+			_, err := s.Runs.CreateOrResume(ctx, persist.RunStart{RunID: "c", ThreadID: "v-thread", StartedAt: 1})
+			return err
+		},
+		func(ctx context.Context, s *persist.Store) error {
+			return s.Runs.Update(ctx, "v-run", persist.RunPatch{Status: persist.Set(persist.RunFailed)})
+		},
+		func(ctx context.Context, s *persist.Store) error { _, err := s.Runs.Get(ctx, "v-run"); return err },
+		func(ctx context.Context, s *persist.Store) error {
+			_, err := s.Runs.ListByThread(ctx, "v-thread")
+			return err
+		},
+		func(ctx context.Context, s *persist.Store) error { return s.Interrupts.Cancel(ctx, "v-int") },
+		func(ctx context.Context, s *persist.Store) error {
+			return s.Interrupts.CommitBatch(ctx, []persist.InterruptCommitEntry{{InterruptID: "v-int", Status: persist.InterruptCancelled}})
+		},
+		func(ctx context.Context, s *persist.Store) error { return s.Metadata.Delete(ctx, "v-ns", "v-key") },
+		func(ctx context.Context, s *persist.Store) error { return s.Artifacts.DeleteForRun(ctx, "v-run") },
+		func(ctx context.Context, s *persist.Store) error { return s.Blobs.Delete(ctx, "v-blob") },
+		func(ctx context.Context, s *persist.Store) error {
+			_, err := s.Blobs.Put(ctx, "v-blob", strings.NewReader("x"), persist.BlobPutOptions{})
+			return err
+		},
+		func(ctx context.Context, s *persist.Store) error {
+			return s.Locks.WithLock(ctx, "k", func(context.Context) error { panic("fn ran") })
+		},
+	}
+	calls := e.d.Calls()
+	for i, call := range valid {
+		require.ErrorIs(t, call(ctx, e.s), context.Canceled, "call %d", i)
+	}
+	require.Equal(t, calls, e.d.Calls(), "a done context reached the driver")
+	require.Equal(t, before, e.dump())
+}
+
+// testEdgeValues: the valid extremes are accepted and come back exactly.
+func testEdgeValues(t *testing.T, nd NewDriver) {
+	e := newEnv(t, nd)
+	long := strings.Repeat("é", driver.MaxIDBytes/2) // exactly MaxIDBytes bytes
+	const max = driver.MaxSafeInteger
+	r, err := e.s.Runs.CreateOrResume(e.ctx, persist.RunStart{RunID: long, ThreadID: "😀 thread", StartedAt: -max})
+	require.NoError(t, err)
+	require.Equal(t, long, r.RunID)
+	e.update(long, persist.RunPatch{FinishedAt: persist.Set[int64](max), DriverEpoch: persist.Set[int64](max), DetachedSince: persist.Set[int64](-max),
+		SandboxKey: persist.Set(""), Usage: persist.Set(raw(` {} `))})
+	got := e.run(long)
+	require.Equal(t, int64(max), *got.FinishedAt)
+	require.Equal(t, int64(max), *got.DriverEpoch)
+	require.Equal(t, "", *got.SandboxKey, "an empty sandboxKey is a value, not absence")
+	require.Equal(t, ` {} `, string(got.Usage), "JSON is kept byte for byte")
+	rs, err := e.s.Runs.ListReclaimable(e.ctx, persist.ReclaimQuery{Now: -max, TTLMs: 0})
+	require.NoError(t, err)
+	require.Equal(t, []string{long}, runIDs(rs))
+	e.put(long, []byte("x"), persist.BlobPutOptions{ContentType: str(""), CustomMetadata: map[string]string{"": ""}})
+	o, b := e.read(long, nil)
+	require.Equal(t, "x", string(b))
+	require.Equal(t, "", *o.ContentType)
+	require.Equal(t, map[string]string{"": ""}, o.CustomMetadata)
+	e.save(artifact("edge", func(a *persist.ArtifactRecord) { a.Size, a.CreatedAt, a.Name, a.MimeType = max, -max, "", "" }))
+	a, err := e.s.Artifacts.Get(e.ctx, "edge")
+	require.NoError(t, err)
+	require.Equal(t, int64(max), a.Size)
+}
+
+// testPatchJSON: the wire form of a patch. An absent member leaves a field,
+// null clears it, a value sets it, and the driver sees exactly that.
+func testPatchJSON(t *testing.T, nd NewDriver) {
+	e := newEnv(t, nd)
+	e.start("pj", "pj-t", 1)
+	var p persist.RunPatch
+	require.NoError(t, json.Unmarshal([]byte(`{"sandboxKey":"sb","detachedSince":5,"cancelRequested":false,"driverEpoch":2,"usage":{"t":1},"error":{"message":"m"}}`), &p))
+	e.update("pj", p)
+	jsonEq(t, map[string]any{"runId": "pj", "threadId": "pj-t", "status": "running", "startedAt": 1, "sandboxKey": "sb",
+		"detachedSince": 5, "cancelRequested": false, "driverEpoch": 2, "usage": map[string]any{"t": 1}, "error": map[string]any{"message": "m"}}, e.run("pj"))
+	require.NoError(t, json.Unmarshal([]byte(`{"detachedSince":null,"usage":null,"status":"completed"}`), &p))
+	out, err := json.Marshal(p)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"detachedSince":null,"usage":null,"status":"completed"}`, string(out))
+	e.update("pj", p)
+	jsonEq(t, map[string]any{"runId": "pj", "threadId": "pj-t", "status": "completed", "startedAt": 1, "sandboxKey": "sb",
+		"cancelRequested": false, "driverEpoch": 2, "error": map[string]any{"message": "m"}}, e.run("pj"))
+	for _, bad := range []string{`{"unknown":1}`, `{"detachedSince":"5"}`, `{"detachedSince":1.5}`, `[]`, `null`} {
+		require.ErrorIs(t, json.Unmarshal([]byte(bad), &p), persist.ErrInvalidEntry, bad)
+	}
+	var g persist.GenerationRunPatch
+	require.NoError(t, json.Unmarshal([]byte(`{"result":null,"artifacts":[]}`), &g))
+	require.True(t, g.Result.IsClear())
+	require.Equal(t, "[]", string(g.Artifacts.Value()))
+}

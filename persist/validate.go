@@ -1,0 +1,155 @@
+package persist
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"unicode/utf8"
+
+	"github.com/ckptstore/ckptstore/persist/driver"
+)
+
+// The pure checks, shared by every method. Each fails with a contract error
+// that names the field; docs/persistence.md gives the order in which each
+// method applies them.
+
+// checkID: 1 to MaxIDBytes bytes of valid UTF-8 (ErrInvalidID).
+func checkID(what, id string) error {
+	switch {
+	case id == "":
+		return fmt.Errorf("%w: %s is empty", ErrInvalidID, what)
+	case len(id) > driver.MaxIDBytes:
+		return fmt.Errorf("%w: %s is %d bytes, longer than %d", ErrInvalidID, what, len(id), driver.MaxIDBytes)
+	case !utf8.ValidString(id):
+		return fmt.Errorf("%w: %s %q is not valid UTF-8", ErrInvalidID, what, id)
+	}
+	return nil
+}
+
+// checkText: valid UTF-8, possibly empty (ErrInvalidEntry).
+func checkText(what, s string) error {
+	if !utf8.ValidString(s) {
+		return fmt.Errorf("%w: %s %q is not valid UTF-8", ErrInvalidEntry, what, s)
+	}
+	return nil
+}
+
+// checkOptText is checkText for an optional string.
+func checkOptText(what string, s *string) error {
+	if s == nil {
+		return nil
+	}
+	return checkText(what, *s)
+}
+
+// checkInt: a safe integer, and not negative when nonNeg (ErrInvalidEntry).
+// Times are epoch milliseconds, which JavaScript holds exactly only up to
+// 2^53−1.
+func checkInt(what string, v int64, nonNeg bool) error {
+	if v > driver.MaxSafeInteger || v < -driver.MaxSafeInteger {
+		return fmt.Errorf("%w: %s %d is not a safe integer", ErrInvalidEntry, what, v)
+	}
+	if nonNeg && v < 0 {
+		return fmt.Errorf("%w: %s %d is negative", ErrInvalidEntry, what, v)
+	}
+	return nil
+}
+
+func checkOptInt(what string, v *int64, nonNeg bool) error {
+	if v == nil {
+		return nil
+	}
+	return checkInt(what, *v, nonNeg)
+}
+
+// jsonKind is what a JSON value must be.
+type jsonKind uint8
+
+const (
+	anyJSON jsonKind = iota
+	objectJSON
+	arrayJSON
+)
+
+// checkJSON: raw is one valid JSON value of the kind asked for
+// (ErrInvalidEntry). nil is absent and passes; the caller checks presence.
+func checkJSON(what string, raw json.RawMessage, kind jsonKind) error {
+	if raw == nil {
+		return nil
+	}
+	if !json.Valid(raw) {
+		return fmt.Errorf("%w: %s is not valid JSON", ErrInvalidEntry, what)
+	}
+	t := bytes.TrimLeft(raw, " \t\r\n")
+	switch {
+	case kind == objectJSON && t[0] != '{':
+		return fmt.Errorf("%w: %s is not a JSON object", ErrInvalidEntry, what)
+	case kind == arrayJSON && t[0] != '[':
+		return fmt.Errorf("%w: %s is not a JSON array", ErrInvalidEntry, what)
+	}
+	return nil
+}
+
+// checkRunStatus: one of the five run statuses (ErrInvalidEntry).
+func checkRunStatus(what string, s driver.RunStatus) error {
+	if !s.Valid() {
+		return fmt.Errorf("%w: %s %q is not running, interrupted, completed, failed or aborted", ErrInvalidEntry, what, s)
+	}
+	return nil
+}
+
+// checkRunError: message and code valid UTF-8.
+func checkRunError(e *driver.RunError) error {
+	if e == nil {
+		return nil
+	}
+	if err := checkText("error.message", e.Message); err != nil {
+		return err
+	}
+	return checkOptText("error.code", e.Code)
+}
+
+// checkLimit: a list page size, 0 (no limit) or positive.
+func checkLimit(limit int) error {
+	if limit < 0 {
+		return fmt.Errorf("%w: limit %d is negative", ErrInvalidEntry, limit)
+	}
+	return nil
+}
+
+// checkStatusPatch: a patch may set the status to a valid one but never
+// clear it, since every record has one.
+func checkStatusPatch(f Field[RunStatus]) error {
+	if f.IsClear() {
+		return fmt.Errorf("%w: patch clears status, which every run has", ErrInvalidEntry)
+	}
+	if f.IsSet() {
+		return checkRunStatus("patch status", f.Value())
+	}
+	return nil
+}
+
+func checkIntPatch(what string, f Field[int64], nonNeg bool) error {
+	if !f.IsSet() {
+		return nil
+	}
+	return checkInt(what, f.Value(), nonNeg)
+}
+
+func checkErrorPatch(f Field[RunError]) error {
+	if !f.IsSet() {
+		return nil
+	}
+	e := f.Value()
+	return checkRunError(&e)
+}
+
+func checkJSONPatch(what string, f Field[json.RawMessage], kind jsonKind) error {
+	if !f.IsSet() {
+		return nil
+	}
+	if f.Value() == nil {
+		return fmt.Errorf("%w: patch sets %s to nothing; clear it instead", ErrInvalidEntry, what)
+	}
+	return checkJSON(what, f.Value(), kind)
+}
