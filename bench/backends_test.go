@@ -10,7 +10,10 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ckptstore/ckptstore/fdbstore" // memkv, fdb: (and HasClient)
 	"github.com/ckptstore/ckptstore/internal/redistest"
+	_ "github.com/ckptstore/ckptstore/memstore"   // mem
+	_ "github.com/ckptstore/ckptstore/redisstore" // redis://
 	"github.com/ckptstore/ckptstore/storeurl"
 )
 
@@ -39,7 +42,7 @@ func backends() []backend {
 		})},
 		{"redis", openRedis},
 	}
-	if file := os.Getenv("FDB_CLUSTER_FILE"); storeurl.FDBAvailable && file != "" {
+	if file := os.Getenv("FDB_CLUSTER_FILE"); fdbstore.HasClient && file != "" {
 		bs = append(bs, backend{"fdb", openSpec("fdb:"+file, storeurl.Options{})})
 	}
 	return bs
@@ -94,7 +97,7 @@ func TestMain(m *testing.M) {
 	if redisSkip != "" {
 		fmt.Fprintf(os.Stderr, "ckptstore bench — redis skipped: %s\n", redisSkip)
 	}
-	if !storeurl.FDBAvailable || os.Getenv("FDB_CLUSTER_FILE") == "" {
+	if !fdbstore.HasClient || os.Getenv("FDB_CLUSTER_FILE") == "" {
 		fmt.Fprintln(os.Stderr, "ckptstore bench — fdb skipped: needs -tags fdb and FDB_CLUSTER_FILE naming a cluster file")
 	}
 	code := m.Run()

@@ -108,7 +108,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 		fs.PrintDefaults()
 	}
 	var payload string
-	fs.StringVar(&c.store, "store", "mem", "the store: "+storeurl.Forms+" | http[s]://host:port (a ckptserver)")
+	fs.StringVar(&c.store, "store", "mem", "the store: "+storeurl.Forms()+" | http[s]://host:port (a ckptserver)")
 	fs.StringVar(&c.token, "token", os.Getenv("CKPT_TOKEN"), "bearer token of a ckptserver --store (default $CKPT_TOKEN; none for a --dev server)")
 	fs.StringVar(&c.serverNamespace, "server-namespace", "", "namespace on a --dev ckptserver (default: the server's default namespace)")
 	fs.IntVar(&c.threads, "threads", 64, "threads (sandbox conversations) to write")

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/fdbstore"
 	"github.com/ckptstore/ckptstore/memstore"
 )
 
@@ -258,7 +259,7 @@ func TestOpenSpecs(t *testing.T) {
 	if _, err := Open(ctx, "mem", StoreConfig{Lease: ckptstore.Options{LeaseDuration: time.Second, RenewAfter: 2 * time.Second}}); !errors.Is(err, ErrBadSpec) {
 		t.Errorf("bad lease options: %v", err)
 	}
-	if !FDBAvailable {
+	if !fdbstore.HasClient {
 		if _, err := Open(ctx, "fdb:/etc/foundationdb/fdb.cluster", StoreConfig{}); !errors.Is(err, ErrBadSpec) || !strings.Contains(err.Error(), "-tags fdb") {
 			t.Errorf("fdb without the tag: %v", err)
 		}
