@@ -30,8 +30,9 @@ import (
 
 // ErrNotReplicated reports a write that happened on the primary but was not
 // acknowledged by Options.MinReplicas replicas within ReplicaTimeout. It is
-// not a contract error: Code returns "" for it.
-var ErrNotReplicated = errors.New("redisstore: write not acknowledged by enough replicas")
+// ckptstore.ErrNotReplicated (the same value, so that errors.Is matches
+// either, also on an error that crossed HTTP): not a contract error.
+var ErrNotReplicated = ckptstore.ErrNotReplicated
 
 // Store is the Redis ckptstore.Store, Pruner and Forker, with transcripts,
 // DeleteThread, paged lists, thread listing and import. It is safe for

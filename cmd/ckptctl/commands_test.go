@@ -275,6 +275,8 @@ func TestBadInputExits2(t *testing.T) {
 	h.fails(2, "flag provided but not defined: -x", "threads", "--store", url, "-x")
 	h.fails(2, "unexpected argument", "threads", "--store", url, "extra")
 	h.fails(2, "bad store URL", "threads", "--store", "bogus://x")
+	h.fails(2, "master_name is required", "threads", "--store", "redis+sentinel://127.0.0.1:1")
+	h.fails(2, "min_replicas", "threads", "--store", "redis+cluster://127.0.0.1:1?min_replicas=two")
 	h.fails(2, "--batch must be in", "copy", "--from", url, "--to", "test:other", "--batch", "0")
 	h.fails(2, "--batch-bytes must be in", "import", "--store", url, "--batch-bytes", "99999999")
 	h.fails(2, "same store", "copy", "--from", url, "--to", url)

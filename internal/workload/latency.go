@@ -33,12 +33,14 @@ func RecordDuration(h *hdrhistogram.Histogram, d time.Duration) {
 
 // Codes for errors that are not contract errors (ckptstore.Code is "").
 const (
-	CodeCanceled = "CANCELED" // the run's context ended
-	CodeOther    = "OTHER"    // network, server or store-internal error
+	CodeCanceled      = "CANCELED"       // the run's context ended
+	CodeNotReplicated = "NOT_REPLICATED" // ckptstore.ErrNotReplicated: applied, not on enough replicas
+	CodeOther         = "OTHER"          // network, server or store-internal error
 )
 
 // ErrorCode returns the SANDBOX_SNAPSHOT_* code of err, CodeCanceled for a
-// context error, or CodeOther; "" for nil.
+// context error, CodeNotReplicated for ckptstore.ErrNotReplicated, or
+// CodeOther; "" for nil.
 func ErrorCode(err error) string {
 	switch {
 	case err == nil:
@@ -47,6 +49,8 @@ func ErrorCode(err error) string {
 		return ckptstore.Code(err)
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return CodeCanceled
+	case errors.Is(err, ckptstore.ErrNotReplicated):
+		return CodeNotReplicated
 	}
 	return CodeOther
 }

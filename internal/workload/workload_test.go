@@ -278,3 +278,14 @@ func TestOpenSpecs(t *testing.T) {
 		_ = o.Close()
 	}
 }
+
+// TestErrorCodeNotReplicated: a write that is not on enough replicas is
+// counted apart from the other errors, also when wrapped.
+func TestErrorCodeNotReplicated(t *testing.T) {
+	if c := ErrorCode(fmt.Errorf("append: %w", ckptstore.ErrNotReplicated)); c != CodeNotReplicated {
+		t.Errorf("ErrorCode(ErrNotReplicated) = %q", c)
+	}
+	if c := ErrorCode(errors.New("connection refused")); c != CodeOther {
+		t.Errorf("ErrorCode(a network error) = %q", c)
+	}
+}
