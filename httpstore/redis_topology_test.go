@@ -41,8 +41,21 @@ func TestNotReplicatedOverHTTP(t *testing.T) {
 		Retries: 2, RetryBackoff: time.Millisecond})
 	testkit.Must(t, err)
 	ctx := context.Background()
-	l, err := c.AcquireWriter(ctx, "t") // a lease is not waited for (redisstore)
+	if _, err := c.AcquireWriter(ctx, "u"); !errors.Is(err, ckptstore.ErrNotReplicated) {
+		t.Fatalf("AcquireWriter without the replicas = %v, want ckptstore.ErrNotReplicated (a lease waits too)", err)
+	}
+	// The lease comes through a second server on the same Redis whose
+	// store does not wait: the servers keep nothing, the store has it.
+	plain, err := storeurl.Open(ctx, "redis://"+srv.Addr, storeurl.Options{})
 	testkit.Must(t, err)
+	t.Cleanup(func() { _ = plain.Close() })
+	hs2 := httptest.NewServer(httpstore.NewHandler(plain, httpstore.HandlerOptions{Dev: true}))
+	t.Cleanup(hs2.Close)
+	c2, err := httpstore.NewClient(hs2.URL, httpstore.ClientOptions{Namespace: "nr"})
+	testkit.Must(t, err)
+	l, err := c2.AcquireWriter(ctx, "t")
+	testkit.Must(t, err)
+	f.keys = map[string][]string{}
 
 	err = c.Append(ctx, testkit.Checkpoint("t", "a", "", 1), "", l.Writer)
 	var he *httpstore.Error
@@ -56,6 +69,9 @@ func TestNotReplicatedOverHTTP(t *testing.T) {
 	}
 	if head, err := c.Head(ctx, "t"); err != nil || head != "a" {
 		t.Errorf("head after the unreplicated append = %q, %v; want the write, which the primary has", head, err)
+	}
+	if n := errorCount(t, reg, "acquireWriter", httpstore.CodeNotReplicated); n != 3 {
+		t.Errorf("ckptstore_http_errors_total{method=acquireWriter,code=NOT_REPLICATED} = %v, want 3", n)
 	}
 	if n := errorCount(t, reg, "append", httpstore.CodeNotReplicated); n != 3 {
 		t.Errorf("ckptstore_http_errors_total{method=append,code=NOT_REPLICATED} = %v, want 3", n)

@@ -59,7 +59,11 @@ func TestMinReplicasWithoutReplicas(t *testing.T) {
 	ctx := context.Background()
 	c := miniClient(t)
 	s := newStore(t, c, Options{MinReplicas: 1})
-	w := acquire(t, s, "t")
+	if _, err := s.AcquireWriter(ctx, "u"); !errors.Is(err, ErrNotReplicated) {
+		t.Fatalf("AcquireWriter = %v, want ErrNotReplicated: a lease waits like any write", err)
+	}
+	// The lease comes from a store on the same keys that does not wait.
+	w := acquire(t, newStore(t, c, Options{Prefix: s.opts.Prefix}), "t")
 	if err := s.Append(ctx, testkit.Checkpoint("t", "a", "", 1), "", w); !errors.Is(err, ErrNotReplicated) {
 		t.Fatalf("Append = %v, want ErrNotReplicated", err)
 	}

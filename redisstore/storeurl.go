@@ -50,7 +50,7 @@ func init() {
 // here rather than in every request.
 func openURL(ctx context.Context, spec string, opts storeurl.Options) (*storeurl.Opened, error) {
 	var more []string // the hosts after the first of a Sentinel or Cluster URL
-	if strings.Contains(spec, "+sentinel://") || strings.Contains(spec, "+cluster://") {
+	if scheme, _, _ := strings.Cut(spec, ":"); strings.HasSuffix(scheme, "+sentinel") || strings.HasSuffix(scheme, "+cluster") {
 		spec, more = splitHosts(spec)
 	}
 	u, err := url.Parse(spec)

@@ -50,7 +50,7 @@ func TestURLMinReplicas(t *testing.T) {
 	ctx := context.Background()
 	testkit.Must(t, replica.WaitLog(ctx, "MASTER <-> REPLICA sync: Finished with success"))
 
-	one, err := storeurl.Open(ctx, "redis://"+primary.Addr+"?prefix=one&min_replicas=1", storeurl.Options{})
+	one, err := storeurl.Open(ctx, "redis://"+primary.Addr+"?prefix=p&min_replicas=1", storeurl.Options{})
 	testkit.Must(t, err)
 	defer one.Close()
 	if !strings.Contains(one.Desc, "wait for 1 replicas") {
@@ -60,16 +60,17 @@ func TestURLMinReplicas(t *testing.T) {
 	testkit.Must(t, err)
 	testkit.Must(t, one.Store.Append(ctx, testkit.Checkpoint("t", "a", "", 1), "", l.Writer))
 
-	two, err := storeurl.Open(ctx, "redis://"+primary.Addr+"?prefix=two&min_replicas=2&replica_timeout=50ms", storeurl.Options{})
+	two, err := storeurl.Open(ctx, "redis://"+primary.Addr+"?prefix=p&min_replicas=2&replica_timeout=50ms", storeurl.Options{})
 	testkit.Must(t, err)
 	defer two.Close()
-	l2, err := two.Store.AcquireWriter(ctx, "t")
-	testkit.Must(t, err)
-	err = two.Store.Append(ctx, testkit.Checkpoint("t", "b", "", 1), "", l2.Writer)
+	err = two.Store.Append(ctx, testkit.Checkpoint("t", "b", "a", 2), "a", l.Writer)
 	if !errors.Is(err, redisstore.ErrNotReplicated) || !errors.Is(err, ckptstore.ErrNotReplicated) || !strings.Contains(err.Error(), "50ms") {
 		t.Fatalf("Append with min_replicas=2 and one replica = %v, want ErrNotReplicated within 50ms", err)
 	}
-	if cp, err := two.Store.Get(ctx, "b"); err != nil || cp == nil {
+	if cp, err := one.Store.Get(ctx, "b"); err != nil || cp == nil {
 		t.Errorf("the unreplicated append is not on the primary: %v, %v", cp, err)
+	}
+	if _, err := two.Store.AcquireWriter(ctx, "u"); !errors.Is(err, ckptstore.ErrNotReplicated) {
+		t.Errorf("AcquireWriter with min_replicas=2 and one replica = %v, want ErrNotReplicated", err)
 	}
 }
