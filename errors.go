@@ -64,6 +64,15 @@ var (
 // (Check, ckptctl check) says what is broken.
 var ErrCorrupt = errors.New("ckptstore: stored data is corrupt")
 
+// ErrNotReplicated reports a write that the store applied but could not
+// confirm on as many replicas as its options ask (redisstore's
+// MinReplicas) in time. The write may exist, and a failover before the
+// replicas have it may lose it. It is not a contract error (Code returns ""
+// for it): a retry with the same op token (WithOpToken; over HTTP, the same
+// Idempotency-Key) settles it, since it either finds the write done or
+// does it.
+var ErrNotReplicated = errors.New("ckptstore: write not acknowledged by enough replicas")
+
 // ErrInvalidOptions reports lease options that break the rules of Options.
 // It is not a contract error: Code returns "" for it.
 var ErrInvalidOptions = errors.New("ckptstore: invalid options")

@@ -25,8 +25,11 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ckptstore/ckptstore/fdbstore" // memkv, fdb: (and HasClient)
 	"github.com/ckptstore/ckptstore/fdbstore/kv"
 	"github.com/ckptstore/ckptstore/internal/redistest"
+	_ "github.com/ckptstore/ckptstore/memstore"   // mem
+	_ "github.com/ckptstore/ckptstore/redisstore" // redis://
 	"github.com/ckptstore/ckptstore/storeurl"
 )
 
@@ -73,7 +76,7 @@ func backends() []backend {
 		{"memkv-lat", memkvLatEngine.open},
 		{"redis", openRedis},
 	}
-	if storeurl.FDBAvailable && os.Getenv("FDB_CLUSTER_FILE") != "" {
+	if fdbstore.HasClient && os.Getenv("FDB_CLUSTER_FILE") != "" {
 		bs = append(bs, backend{"fdb", fdbEngine.open})
 	}
 	return bs
@@ -157,16 +160,16 @@ func (e *engine) open(b *testing.B) (*storeurl.Opened, func()) {
 // clear deletes every key of namespace name: the FoundationDB subspace of
 // the name (one range clear), or the Redis keys of its hash tag.
 func (e *engine) clear(ctx context.Context, name string) error {
-	switch {
-	case e.o.KV != nil:
+	switch h := e.o.Handle.(type) {
+	case kv.DB:
 		r := kv.PrefixRange([]byte(storeurl.FDBNamespacePrefix(name)))
-		return e.o.KV.Transact(ctx, func(tr kv.Transaction) error {
+		return h.Transact(ctx, func(tr kv.Transaction) error {
 			tr.ClearRange(r)
 			return nil
 		})
-	case e.o.Redis != nil:
-		return redisScan(ctx, e.o.Redis, name, func(keys []string) error {
-			return e.o.Redis.Unlink(ctx, keys...).Err()
+	case redis.UniversalClient:
+		return redisScan(ctx, h, name, func(keys []string) error {
+			return h.Unlink(ctx, keys...).Err()
 		})
 	}
 	return fmt.Errorf("%s has no key space to clear", e.o.Kind)
@@ -175,18 +178,18 @@ func (e *engine) clear(ctx context.Context, name string) error {
 // leftover returns how many keys namespace name still holds (for Redis,
 // at least one when it holds any).
 func (e *engine) leftover(ctx context.Context, name string) (int, error) {
-	switch {
-	case e.o.KV != nil:
+	switch h := e.o.Handle.(type) {
+	case kv.DB:
 		n := 0
-		err := e.o.KV.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
+		err := h.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
 			kvs, err := tr.GetRange(kv.PrefixRange([]byte(storeurl.FDBNamespacePrefix(name))), kv.RangeOptions{Limit: 1}).Get()
 			n = len(kvs)
 			return err
 		})
 		return n, err
-	case e.o.Redis != nil:
+	case redis.UniversalClient:
 		n := 0
-		err := redisScan(ctx, e.o.Redis, name, func(keys []string) error { n += len(keys); return nil })
+		err := redisScan(ctx, h, name, func(keys []string) error { n += len(keys); return nil })
 		return n, err
 	}
 	return 0, nil
@@ -245,12 +248,16 @@ func checkCleared() error {
 
 // engineKeys counts every key of a memkv engine or a redis database.
 func engineKeys(ctx context.Context, o *storeurl.Opened) (int, error) {
-	if o.Redis != nil {
-		n, err := o.Redis.DBSize(ctx).Result()
+	if rc, ok := o.Handle.(redis.UniversalClient); ok {
+		n, err := rc.DBSize(ctx).Result()
 		return int(n), err
 	}
+	db, ok := o.Handle.(kv.DB)
+	if !ok {
+		return 0, fmt.Errorf("%s has no key space to count", o.Kind)
+	}
 	n := 0
-	err := o.KV.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
+	err := db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
 		kvs, err := tr.GetRange(kv.KeyRange{Begin: []byte{}, End: []byte{0xff}}, kv.RangeOptions{}).Get()
 		n = len(kvs)
 		return err
@@ -279,7 +286,7 @@ func TestMain(m *testing.M) {
 	if redisSkip != "" {
 		fmt.Fprintf(os.Stderr, "ckptstore bench — redis skipped: %s\n", redisSkip)
 	}
-	if !storeurl.FDBAvailable || os.Getenv("FDB_CLUSTER_FILE") == "" {
+	if !fdbstore.HasClient || os.Getenv("FDB_CLUSTER_FILE") == "" {
 		fmt.Fprintln(os.Stderr, "ckptstore bench — fdb skipped: needs -tags fdb and FDB_CLUSTER_FILE naming a cluster file")
 	}
 	start := time.Now()

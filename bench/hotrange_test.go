@@ -34,9 +34,9 @@ func BenchmarkHotRange(b *testing.B) {
 			b.Run(fmt.Sprintf("globalblobs=%d", global), func(b *testing.B) {
 				o, free := openSpec("memkv", storeurl.Options{})(b)
 				defer free()
-				db, ok := o.KV.(*memkv.DB)
+				db, ok := o.Handle.(*memkv.DB)
 				if !ok {
-					b.Fatalf("memkv store without a memkv engine: %T", o.KV)
+					b.Fatalf("memkv store without a memkv engine: %T", o.Handle)
 				}
 				opts := harness("2KB")
 				opts.GlobalBlobs = global

@@ -18,31 +18,19 @@ import (
 	"time"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/fdbstore/internal/tuple"
 	"github.com/ckptstore/ckptstore/fdbstore/kv"
 )
 
-// Problem is one broken invariant: the key where it shows (printed with
-// %q) and what is wrong. It has the shape of redisstore.Problem, and it is
-// also an error that wraps ckptstore.ErrCorrupt, so that a caller can join
-// the problems into one error (errors.Join) that errors.Is recognises.
-type Problem struct {
-	Key  string
-	What string
-	// The thread and the checkpoint whose keys show the problem, for the
-	// confirming read; both "" for a problem of the whole store (a blob
-	// count, a key outside the layout).
+// problem is one broken invariant as Check finds it: the driver.Problem
+// it reports, and the thread and the checkpoint whose keys show it, for the
+// confirming read; both "" for a problem of the whole store (a blob count,
+// a key outside the layout).
+type problem struct {
+	driver.Problem
 	thread, id string
 }
-
-// String is the key, quoted, and what is wrong.
-func (p Problem) String() string { return fmt.Sprintf("%q: %s", p.Key, p.What) }
-
-// Error is String: a Problem is an error too.
-func (p Problem) Error() string { return p.String() }
-
-// Unwrap returns ckptstore.ErrCorrupt.
-func (p Problem) Unwrap() error { return ckptstore.ErrCorrupt }
 
 // checkLimits bound the transactions of Check. FoundationDB ends a
 // transaction after 5 seconds (transaction_too_old), so the scan reads the
@@ -66,6 +54,10 @@ type checkLimits struct {
 // 100 MB should every value be a full 100 KB chunk, about 3 MB with 2 KB
 // checkpoints).
 var defaultCheckLimits = checkLimits{rangeKeys: 1000, txKeys: 200_000, txBytes: 64 << 20, txTime: 2 * time.Second, confirmBytes: 64 << 20}
+
+// Store is a driver.Checker: ckptctl check and the tests call it through
+// that interface.
+var _ driver.Checker = (*Store)(nil)
 
 // Check reads every key of the store and returns the broken invariants,
 // sorted by key; none for a consistent store. The error is for a store
@@ -147,13 +139,13 @@ var defaultCheckLimits = checkLimits{rangeKeys: 1000, txKeys: 200_000, txBytes: 
 // the old global layout (a test fixture only). The other problems of the
 // whole store, keys outside the layout and records that do not decode, are
 // of one key each, which no write of this package makes.
-func (s *Store) Check(ctx context.Context) ([]Problem, error) {
+func (s *Store) Check(ctx context.Context) ([]driver.Problem, error) {
 	return s.check(ctx, defaultCheckLimits)
 }
 
 // check is Check with the given limits (the tests' are small, to make
 // many pages).
-func (s *Store) check(ctx context.Context, lim checkLimits) ([]Problem, error) {
+func (s *Store) check(ctx context.Context, lim checkLimits) ([]driver.Problem, error) {
 	scanned, err := s.scan(ctx, lim)
 	if err != nil {
 		return nil, err
@@ -162,21 +154,26 @@ func (s *Store) check(ctx context.Context, lim checkLimits) ([]Problem, error) {
 	if err != nil {
 		return nil, err
 	}
-	return sortProblems(problems), nil
+	problems = sortProblems(problems)
+	out := make([]driver.Problem, len(problems))
+	for i, p := range problems {
+		out[i] = p.Problem
+	}
+	return out, nil
 }
 
 // sortProblems sorts by key and what, and drops duplicates (a confirming
 // read can find the problem of another subject's read again).
-func sortProblems(ps []Problem) []Problem {
-	slices.SortFunc(ps, func(a, b Problem) int {
+func sortProblems(ps []problem) []problem {
+	slices.SortFunc(ps, func(a, b problem) int {
 		return strings.Compare(a.Key+"\x00"+a.What, b.Key+"\x00"+b.What)
 	})
-	return slices.CompactFunc(ps, func(a, b Problem) bool { return a.Key == b.Key && a.What == b.What })
+	return slices.CompactFunc(ps, func(a, b problem) bool { return a.Key == b.Key && a.What == b.What })
 }
 
 // scan reads the keyspace in pages and returns the problems it found,
 // unconfirmed.
-func (s *Store) scan(ctx context.Context, lim checkLimits) ([]Problem, error) {
+func (s *Store) scan(ctx context.Context, lim checkLimits) ([]problem, error) {
 	c := newChecker(s, false)
 	r := kv.PrefixRange(s.k.p)
 	for begin := r.Begin; begin != nil; {
@@ -226,13 +223,13 @@ func scanPage(tr kv.ReadTransaction, r kv.KeyRange, lim checkLimits) (page []kv.
 // confirm replaces the scan's problems of each thread or checkpoint by
 // those of one transaction that reads that subject whole (see Check). The
 // scan's problems of the whole store are kept as they are.
-func (s *Store) confirm(ctx context.Context, scanned []Problem, lim checkLimits) ([]Problem, error) {
+func (s *Store) confirm(ctx context.Context, scanned []problem, lim checkLimits) ([]problem, error) {
 	type group struct {
 		threads, ids map[string]bool
-		problems     []Problem
+		problems     []problem
 	}
 	groups := map[string]*group{}
-	var out []Problem
+	var out []problem
 	for _, p := range scanned {
 		var name string
 		switch {
@@ -423,7 +420,7 @@ type checker struct {
 	// markers) are left out.
 	partial  bool
 	seed     maphash.Seed
-	problems []Problem
+	problems []problem
 	index    map[string]*checkedIndex
 	threads  map[string]*checkedThread
 	refs     map[string]int64 // stored counts
@@ -528,7 +525,7 @@ func newChecker(s *Store, partial bool) *checker {
 }
 
 func (c *checker) bad(sub subject, key []byte, format string, args ...any) {
-	c.problems = append(c.problems, Problem{Key: string(key), What: fmt.Sprintf(format, args...), thread: sub.thread, id: sub.id})
+	c.problems = append(c.problems, problem{Problem: driver.Problem{Key: string(key), What: fmt.Sprintf(format, args...)}, thread: sub.thread, id: sub.id})
 }
 
 func (c *checker) thread(id string) *checkedThread {

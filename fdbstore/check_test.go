@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/fdbstore/internal/tuple"
 	"github.com/ckptstore/ckptstore/fdbstore/kv"
 	"github.com/ckptstore/ckptstore/fdbstore/kv/memkv"
@@ -62,7 +63,7 @@ func checkFixture(t *testing.T, opts Options) fixture {
 }
 
 // mustCheck runs Check and fails on its error.
-func mustCheck(t *testing.T, s *Store) []Problem {
+func mustCheck(t *testing.T, s *Store) []driver.Problem {
 	t.Helper()
 	problems, err := s.Check(context.Background())
 	testkit.Must(t, err)

@@ -211,6 +211,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rm.inFlight.Dec()
 	d := time.Since(start)
 	rm.observe(status, d)
+	rm.failed(code)
 	if status >= 500 {
 		h.log.Warn("request failed", "method", routeName, "status", status, "code", code, "duration", d, "err", err)
 	} else if h.log.Enabled(r.Context(), slog.LevelDebug) {
@@ -454,6 +455,11 @@ func errorCode(err error) string {
 		return CodeUnsupported
 	case errors.Is(err, ckptstore.ErrInvalidOptions):
 		return CodeBadRequest
+	case errors.Is(err, ckptstore.ErrNotReplicated):
+		// The write is on the primary, maybe not on a replica: a retry
+		// with its key settles it, as for UNAVAILABLE, but an operator
+		// counts these apart (replicas behind or down).
+		return CodeNotReplicated
 	}
 	// A store that cannot be reached, a timeout, a cancelled request: the
 	// outcome of a write is unknown, and a retry with the same

@@ -10,11 +10,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/ckptstore/ckptstore"
+	_ "github.com/ckptstore/ckptstore/fdbstore" // memkv
 	"github.com/ckptstore/ckptstore/fdbstore/kv"
 	"github.com/ckptstore/ckptstore/httpstore"
 	"github.com/ckptstore/ckptstore/internal/redistest"
 	"github.com/ckptstore/ckptstore/internal/testkit"
+	_ "github.com/ckptstore/ckptstore/memstore"   // mem
+	_ "github.com/ckptstore/ckptstore/redisstore" // redis://
 	"github.com/ckptstore/ckptstore/storeurl"
 )
 
@@ -57,13 +62,14 @@ func redisKeyspace(o *storeurl.Opened) keyspace {
 	return keyspace{
 		read: func(t *testing.T) map[string]string {
 			ctx := context.Background()
-			keys, err := o.Redis.Keys(ctx, "*").Result()
+			rc := o.Handle.(redis.UniversalClient)
+			keys, err := rc.Keys(ctx, "*").Result()
 			if err != nil {
 				t.Fatal(err)
 			}
 			out := map[string]string{}
 			for _, k := range keys {
-				v, err := o.Redis.Dump(ctx, k).Result()
+				v, err := rc.Dump(ctx, k).Result()
 				if err != nil {
 					continue // expired between KEYS and DUMP (an op marker)
 				}
@@ -285,7 +291,7 @@ func testIsolation(t *testing.T, addr string, ks keyspace) {
 
 func TestIsolationMemkv(t *testing.T) {
 	addr, o := serve(t, "memkv", storeurl.Options{})
-	testIsolation(t, addr, memkvKeyspace(o.KV))
+	testIsolation(t, addr, memkvKeyspace(o.Handle.(kv.DB)))
 }
 
 func TestIsolationRedis(t *testing.T) {

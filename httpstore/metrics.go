@@ -11,6 +11,7 @@ import (
 // Registerer) records nothing.
 type metrics struct {
 	requests *prometheus.CounterVec
+	errs     *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
 	inFlight *prometheus.GaugeVec
 	routes   map[string]*routeMetrics
@@ -47,6 +48,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Namespace: "ckptstore", Subsystem: "http", Name: "requests_total",
 			Help: "Requests served, by method and HTTP status code.",
 		}, []string{"method", "code"}),
+		errs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "ckptstore", Subsystem: "http", Name: "errors_total",
+			Help: "Failed requests, by method and wire code (NOT_REPLICATED apart from UNAVAILABLE, though both are 503).",
+		}, []string{"method", "code"}),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: "ckptstore", Subsystem: "http", Name: "request_duration_seconds",
 			Help:    "Time from the request's arrival to its reply, by method.",
@@ -58,7 +63,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"method"}),
 		routes: map[string]*routeMetrics{},
 	}
-	reg.MustRegister(m.requests, m.latency, m.inFlight)
+	reg.MustRegister(m.requests, m.errs, m.latency, m.inFlight)
 	for name := range routes {
 		m.routes[name] = m.newRoute(name)
 	}
@@ -92,4 +97,13 @@ func (rm *routeMetrics) observe(status int, d time.Duration) {
 		return
 	}
 	rm.m.requests.WithLabelValues(rm.name, strconv.Itoa(status)).Inc()
+}
+
+// failed counts a failure of wire code code; "" (a success) counts
+// nothing. Failures are rare, so the label lookup is paid then only.
+func (rm *routeMetrics) failed(code string) {
+	if rm.m == nil || code == "" {
+		return
+	}
+	rm.m.errs.WithLabelValues(rm.name, code).Inc()
 }

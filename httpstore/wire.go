@@ -42,6 +42,10 @@ const (
 	CodePayloadTooLarge  = "PAYLOAD_TOO_LARGE"
 	CodeUnavailable      = "UNAVAILABLE"
 	CodeInternal         = "INTERNAL"
+	// CodeNotReplicated is ckptstore.ErrNotReplicated: the store applied
+	// the write but not on enough replicas in time. Like UNAVAILABLE it is
+	// a 503 that a client retries with the same Idempotency-Key.
+	CodeNotReplicated = "NOT_REPLICATED"
 )
 
 // Capability names, as the capabilities method lists them.
@@ -56,8 +60,9 @@ const (
 )
 
 // Error is a failure the server reported. A contract error unwraps to its
-// sentinel (errors.Is(err, ckptstore.ErrConflict), ckptstore.Code), and
-// UNSUPPORTED to errors.ErrUnsupported.
+// sentinel (errors.Is(err, ckptstore.ErrConflict), ckptstore.Code),
+// UNSUPPORTED to errors.ErrUnsupported and NOT_REPLICATED to
+// ckptstore.ErrNotReplicated.
 type Error struct {
 	Status  int    // the HTTP status
 	Code    string // SANDBOX_SNAPSHOT_… or one of the Code… constants
@@ -74,8 +79,11 @@ func (e *Error) Unwrap() error {
 	if s := ckptstore.ErrorFor(e.Code); s != nil {
 		return s
 	}
-	if e.Code == CodeUnsupported {
+	switch e.Code {
+	case CodeUnsupported:
 		return errors.ErrUnsupported
+	case CodeNotReplicated:
+		return ckptstore.ErrNotReplicated
 	}
 	return nil
 }
@@ -101,7 +109,7 @@ func statusOf(code string) int {
 		return http.StatusNotImplemented
 	case CodePayloadTooLarge:
 		return http.StatusRequestEntityTooLarge
-	case CodeUnavailable:
+	case CodeUnavailable, CodeNotReplicated:
 		return http.StatusServiceUnavailable
 	}
 	return http.StatusInternalServerError

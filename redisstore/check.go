@@ -16,30 +16,17 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 )
-
-// Problem is one broken invariant: the key where it shows and what is
-// wrong. It is also an error that wraps ckptstore.ErrCorrupt (as
-// fdbstore.Problem is), so that a caller can join the problems into one
-// error (errors.Join) that errors.Is recognises.
-type Problem struct {
-	Key  string
-	What string
-}
-
-// String is the key, quoted, and what is wrong.
-func (p Problem) String() string { return fmt.Sprintf("%q: %s", p.Key, p.What) }
-
-// Error is String: a Problem is an error too.
-func (p Problem) Error() string { return p.String() }
-
-// Unwrap returns ckptstore.ErrCorrupt.
-func (p Problem) Unwrap() error { return ckptstore.ErrCorrupt }
 
 // storedCP is what Check reads of one checkpoint hash.
 type storedCP struct {
 	thread, member, blobs string
 }
+
+// Store is a driver.Checker: ckptctl check and the tests call it through
+// that interface.
+var _ driver.Checker = (*Store)(nil)
 
 // Check reads every key of the store and returns the broken invariants,
 // sorted by key; none for a consistent store. It finds:
@@ -69,7 +56,7 @@ type storedCP struct {
 //
 // The store should be quiet while Check runs: a write between its reads
 // can show as a problem that is not one.
-func (s *Store) Check(ctx context.Context) ([]Problem, error) {
+func (s *Store) Check(ctx context.Context) ([]driver.Problem, error) {
 	c := &checker{s: s, cps: map[string]storedCP{}, lists: map[string]map[string]bool{},
 		heads: map[string]string{}, fences: map[string]int64{}, transcripts: map[string]bool{}}
 	node, err := s.node(ctx)
@@ -82,7 +69,7 @@ func (s *Store) Check(ctx context.Context) ([]Problem, error) {
 	if err := c.crossCheck(ctx); err != nil {
 		return nil, fmt.Errorf("redisstore: check: %w", err)
 	}
-	slices.SortFunc(c.problems, func(a, b Problem) int {
+	slices.SortFunc(c.problems, func(a, b driver.Problem) int {
 		return strings.Compare(a.Key+"\x00"+a.What, b.Key+"\x00"+b.What)
 	})
 	return c.problems, nil
@@ -99,7 +86,7 @@ func (s *Store) node(ctx context.Context) (redis.Cmdable, error) {
 
 type checker struct {
 	s           *Store
-	problems    []Problem
+	problems    []driver.Problem
 	cps         map[string]storedCP        // checkpoint id →
 	lists       map[string]map[string]bool // thread → members of its list index
 	heads       map[string]string          // thread → head
@@ -117,7 +104,7 @@ type acquired struct {
 }
 
 func (c *checker) add(key, format string, args ...any) {
-	c.problems = append(c.problems, Problem{Key: key, What: fmt.Sprintf(format, args...)})
+	c.problems = append(c.problems, driver.Problem{Key: key, What: fmt.Sprintf(format, args...)})
 }
 
 // scan reads every key under the prefix, by kind.

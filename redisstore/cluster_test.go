@@ -47,7 +47,7 @@ func TestCluster(t *testing.T) {
 		// these masters have no replicas.
 		ctx := context.Background()
 		s := newStore(t, c, Options{MinReplicas: 1})
-		w := acquire(t, s, "t")
+		w := acquire(t, newStore(t, c, Options{Prefix: s.opts.Prefix}), "t") // a lease waits too: take it without
 		if err := s.Append(ctx, testkit.Checkpoint("t", "a", "", 1), "", w); !errors.Is(err, ErrNotReplicated) {
 			t.Fatalf("Append = %v, want ErrNotReplicated", err)
 		}

@@ -154,9 +154,21 @@
 // A script is written to the AOF and to replicas as one MULTI/EXEC of its
 // effects, so a crash never leaves half a write (Redis drops a truncated
 // final transaction when it loads the AOF, with aof-load-truncated yes, its
-// default). For failover (Sentinel, Cluster), set Options.MinReplicas: each
-// write then waits (WAIT) until that many replicas have it, and fails with
-// ErrNotReplicated when they don't within ReplicaTimeout.
+// default). For failover (Sentinel, Cluster), set Options.MinReplicas
+// (min_replicas=N on a storeurl URL): each write then waits (WAIT) until
+// that many replicas have it, and fails with ErrNotReplicated when they
+// don't within ReplicaTimeout. docs/scaling.md says what each topology
+// promises, with the figures of a primary killed under load.
+//
+// # Store URLs
+//
+// The package registers its URL schemes with storeurl (see openURL in
+// storeurl.go for the rules): redis://, rediss:// and unix:// open one
+// server; redis+sentinel://sentinel:port[,…]?master_name=NAME (and
+// rediss+sentinel://) the primary a Sentinel group names, following its
+// failovers; redis+cluster://node:port[,…] (and rediss+cluster://) a Redis
+// Cluster. Every form takes prefix, min_replicas and replica_timeout
+// besides go-redis's own options.
 //
 // # Tests and benchmarks
 //

@@ -37,6 +37,9 @@ type luaScript[A any] struct {
 	name string
 	body string // the Lua after the prologue
 	sc   *redis.Script
+	// opField and ttlField index the parameters Op (the op key) and TTL
+	// (its lifetime, ms) in A; -1 when A has none.
+	opField, ttlField int
 }
 
 // scriptInfo describes a script for the parameter test.
@@ -59,7 +62,13 @@ func newScript[A any](name string, lib bool, body string) *luaScript[A] {
 		src = luaLib + src
 	}
 	allScripts = append(allScripts, scriptInfo{name: name, prologue: pro, body: body, source: src, params: t})
-	return &luaScript[A]{name: name, body: body, sc: redis.NewScript(src)}
+	ls := &luaScript[A]{name: name, body: body, sc: redis.NewScript(src), opField: -1, ttlField: -1}
+	if f, ok := t.FieldByName("Op"); ok && f.Type == reflect.TypeFor[key]() {
+		if g, ok := t.FieldByName("TTL"); ok && g.Type.Kind() == reflect.String {
+			ls.opField, ls.ttlField = f.Index[0], g.Index[0]
+		}
+	}
+	return ls
 }
 
 // param is one field of a parameter struct.
@@ -174,14 +183,35 @@ func run[A any](ctx context.Context, r runner, sc *luaScript[A], a A, write bool
 	if r.before != nil {
 		r.before(sc.name)
 	}
-	return r.eval(ctx, sc.sc, keys, args, write)
+	var op opTouch
+	if write && r.minReplicas > 0 && sc.opField >= 0 {
+		v := reflect.ValueOf(a)
+		op = opTouch{key: v.Field(sc.opField).String(), ttl: v.Field(sc.ttlField).String()}
+	}
+	return r.eval(ctx, sc.sc, keys, args, write, op)
 }
+
+// opTouch is a write's op key and its lifetime, which eval renews between
+// the script and the WAIT.
+//
+// Why: WAIT waits for the replication offset the connection last recorded,
+// which a server may record only after a command that propagated
+// (redis-server 7.0 records it after every command). A resent call (a
+// retry after ErrNotReplicated, maybe through another server, on another
+// connection) that finds its op key answers from it and writes nothing, so
+// its WAIT could count replicas against an older offset, from before the
+// first attempt's write, and report as replicated a write that no replica
+// has. Renewing the op key is a write that propagates, so the WAIT covers
+// everything the primary had applied by then, the first attempt's write
+// included. After a script that refused (no op key was written), PEXPIRE
+// finds no key and writes nothing, and the WAIT is not read.
+type opTouch struct{ key, ttl string }
 
 // eval is the one place that sends a script: EVALSHA, EVAL when the server
 // answers NOSCRIPT, and, for a write with MinReplicas set, the WAIT for the
 // replicas, down the same connection and in the same pipeline (WAIT counts
 // the writes of its own connection).
-func (r runner) eval(ctx context.Context, sc *redis.Script, keys []string, args []any, write bool) ([]any, error) {
+func (r runner) eval(ctx context.Context, sc *redis.Script, keys []string, args []any, write bool, op opTouch) ([]any, error) {
 	if !write || r.minReplicas == 0 {
 		return sc.Run(ctx, r.c, keys, args...).Slice()
 	}
@@ -198,6 +228,9 @@ func (r runner) eval(ctx context.Context, sc *redis.Script, keys []string, args 
 		var wait *redis.Cmd
 		_, err := node.Pipelined(ctx, func(p redis.Pipeliner) error {
 			ev = p.EvalSha(ctx, sc.Hash(), keys, args...)
+			if op.key != "" {
+				p.Do(ctx, "PEXPIRE", op.key, op.ttl)
+			}
 			wait = p.Do(ctx, "WAIT", r.minReplicas, r.waitMs)
 			return nil
 		})

@@ -30,8 +30,9 @@ import (
 
 // ErrNotReplicated reports a write that happened on the primary but was not
 // acknowledged by Options.MinReplicas replicas within ReplicaTimeout. It is
-// not a contract error: Code returns "" for it.
-var ErrNotReplicated = errors.New("redisstore: write not acknowledged by enough replicas")
+// ckptstore.ErrNotReplicated (the same value, so that errors.Is matches
+// either, also on an error that crossed HTTP): not a contract error.
+var ErrNotReplicated = ckptstore.ErrNotReplicated
 
 // Store is the Redis ckptstore.Store, Pruner and Forker, with transcripts,
 // DeleteThread, paged lists, thread listing and import. It is safe for
@@ -515,7 +516,12 @@ func (s *Store) ForkFromCheckpoint(ctx context.Context, in ckptstore.ForkInput) 
 
 // AcquireWriter implements ckptstore.Store. With a caller's op token
 // (ckptstore.WithOpToken) the token is the lease's owner token, and a
-// repeated call reports the lease the first one took.
+// repeated call reports the lease the first one took. With MinReplicas,
+// it waits for the replicas like every write (the lease and its fence
+// must survive a failover, or a promoted replica would hand the thread,
+// and the same fence, to a second writer) and fails with
+// ErrNotReplicated when they don't answer; so do RenewWriter and
+// ReleaseWriter.
 func (s *Store) AcquireWriter(ctx context.Context, threadID string) (*ckptstore.Lease, error) {
 	if err := precheck.AcquireWriter(ctx, threadID); err != nil {
 		return nil, err
@@ -526,7 +532,7 @@ func (s *Store) AcquireWriter(ctx context.Context, threadID string) (*ckptstore.
 	}
 	now := s.now()
 	res, err := run(ctx, s.r, acquireScript, acquireArgs{Thread: s.keys.thread(threadID), Op: s.keys.op(opAcquire, token),
-		Token: token, Now: itoa(now), Expiry: itoa(now + s.leaseMs), TTL: s.opTTL, ThreadID: threadID}, false)
+		Token: token, Now: itoa(now), Expiry: itoa(now + s.leaseMs), TTL: s.opTTL, ThreadID: threadID}, true)
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: acquire writer of %q: %w", threadID, err)
 	}
@@ -562,7 +568,7 @@ func (s *Store) RenewWriter(ctx context.Context, w ckptstore.Writer) (time.Time,
 	now := s.now()
 	exp := now + s.leaseMs
 	res, err := run(ctx, s.r, renewScript, renewArgs{Thread: s.keys.thread(w.ThreadID), Op: s.keys.op(opRenew, rand.Text()),
-		Token: w.OwnerToken, Fence: itoa(w.Fence), Now: itoa(now), Expiry: itoa(exp), TTL: s.opTTL}, false)
+		Token: w.OwnerToken, Fence: itoa(w.Fence), Now: itoa(now), Expiry: itoa(exp), TTL: s.opTTL}, true)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("redisstore: renew writer of %q: %w", w.ThreadID, err)
 	}
@@ -578,7 +584,7 @@ func (s *Store) ReleaseWriter(ctx context.Context, w ckptstore.Writer) error {
 		return err // !ok: no such lease can exist
 	}
 	_, err := run(ctx, s.r, releaseScript, releaseArgs{Thread: s.keys.thread(w.ThreadID), Token: w.OwnerToken,
-		Fence: itoa(w.Fence)}, false)
+		Fence: itoa(w.Fence)}, true)
 	if err != nil {
 		return fmt.Errorf("redisstore: release writer of %q: %w", w.ThreadID, err)
 	}

@@ -5,11 +5,11 @@ package storeurl
 // another, so the keys of one tenant (its prefix followed by anything) are
 // never keys of another. The tests check both properties on hostile names.
 
-import (
-	"strings"
+import "strings"
 
-	"github.com/ckptstore/ckptstore/redisstore"
-)
+// redisDefaultPrefix is redisstore.DefaultPrefix, written out so that
+// storeurl imports no backend; a test checks that the two agree.
+const redisDefaultPrefix = "ckptstore"
 
 // fdbNamespaceRoot is the packed tuple ("ckptstore.ns"): the subspace of
 // every namespace. It differs from fdbstore.DefaultPrefix ("ckptstore")
@@ -50,7 +50,7 @@ func FDBNamespacePrefix(name string) string {
 // from one tenant's prefix cannot match another's keys.
 func RedisNamespacePrefix(base, name string) string {
 	if base == "" {
-		base = redisstore.DefaultPrefix
+		base = redisDefaultPrefix
 	}
 	const hex = "0123456789ABCDEF"
 	var b strings.Builder

@@ -1,11 +1,29 @@
 // Package storeurl opens a ckptstore store, and its instance store, from a
-// URL. It is what loadgen, the benchmarks and ckptserver share, so that
-// every one of them accepts the same forms:
+// URL. It is what loadgen, the benchmarks, ckptctl and ckptserver share, so
+// that every one of them accepts the same forms. It is a registry, like
+// database/sql's: each backend package registers its URL schemes from its
+// init function, and a program links the backends it imports:
+//
+//	import (
+//		_ "github.com/ckptstore/ckptstore/fdbstore"   // memkv, fdb:<cluster file>
+//		_ "github.com/ckptstore/ckptstore/memstore"   // mem
+//		_ "github.com/ckptstore/ckptstore/redisstore" // redis://, rediss://, unix://, redis+sentinel://, redis+cluster://
+//	)
+//
+// The forms of the backends in this module:
 //
 //	mem | mem://                 memstore, in process
 //	memkv | memkv://             fdbstore on memkv, the in-process FoundationDB engine
-//	redis://… rediss://… unix://… redisstore on Redis (a go-redis URL; ?prefix=P sets the key prefix)
 //	fdb:<cluster file>           fdbstore on FoundationDB (a build with -tags fdb)
+//	redis://… rediss://… unix://… redisstore on one Redis server (a go-redis URL)
+//	redis+sentinel://… rediss+sentinel://…  redisstore on the primary a Sentinel group names
+//	redis+cluster://… rediss+cluster://…    redisstore on a Redis Cluster
+//
+// redisstore's package documentation gives the Redis forms in full; every
+// one takes ?prefix=P (the key prefix), min_replicas=N and
+// replica_timeout=D (Options.MinReplicas and ReplicaTimeout: each write
+// waits until N replicas have it). Forms lists the forms of the schemes
+// registered in the running program.
 //
 // An Opened store also opens namespaces: tenants of one backend, each with
 // its own key space (a Redis key prefix inside the hash tag, a FoundationDB
@@ -19,15 +37,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/ckptstore/ckptstore"
-	"github.com/ckptstore/ckptstore/fdbstore/kv"
 )
 
 // ErrBadURL is wrapped by Open's errors for a URL or option it cannot
@@ -35,11 +51,58 @@ import (
 // and by Namespace's for a name it cannot accept.
 var ErrBadURL = errors.New("bad store URL")
 
-// Forms lists the URL forms Open accepts, for usage messages and errors.
-const Forms = "mem | mem:// | memkv | memkv:// | redis://[user:password@]host:port[/db][?prefix=P&<go-redis options>] | rediss://… | unix:///path/to/socket[?db=N&prefix=P] | fdb:<cluster file> (a build with -tags fdb)"
-
 // MaxNamespaceBytes is the longest namespace name.
 const MaxNamespaceBytes = 256
+
+// Opener opens the store of url, whose scheme is one it was registered
+// for. A URL or option it cannot accept fails with an error wrapping
+// ErrBadURL (BadURL builds one); a store that cannot be reached fails with
+// another error. opts has been checked: its lease options resolve.
+type Opener func(ctx context.Context, url string, opts Options) (*Opened, error)
+
+// registry is the schemes' openers and the forms they were registered
+// with.
+var registry struct {
+	mu      sync.RWMutex
+	openers map[string]Opener
+	forms   []string
+}
+
+// Register makes Open hand the URLs of each scheme to open. A URL's scheme
+// is what precedes its first ':', or the whole URL when it has none (so
+// "mem" and "mem://" are both of scheme mem). form is the syntax of those
+// URLs for usage messages, as Forms lists it. A backend package calls
+// Register from its init function. Registering a scheme twice, or none,
+// panics: two packages claiming one scheme is a build mistake.
+func Register(form string, open Opener, schemes ...string) {
+	registry.mu.Lock()
+	defer registry.mu.Unlock()
+	if open == nil || len(schemes) == 0 {
+		panic("storeurl: Register needs an opener and a scheme")
+	}
+	if registry.openers == nil {
+		registry.openers = map[string]Opener{}
+	}
+	for _, s := range schemes {
+		if _, dup := registry.openers[s]; dup {
+			panic("storeurl: scheme " + s + " registered twice")
+		}
+		registry.openers[s] = open
+	}
+	registry.forms = append(registry.forms, form)
+	slices.Sort(registry.forms)
+}
+
+// Forms lists the URL forms Open accepts in this program (those of the
+// registered schemes), for usage messages and errors.
+func Forms() string {
+	registry.mu.RLock()
+	defer registry.mu.RUnlock()
+	if len(registry.forms) == 0 {
+		return "(no store driver is linked into this program)"
+	}
+	return strings.Join(registry.forms, " | ")
+}
 
 // Options are what Open passes to the backend besides the URL. The zero
 // value is valid: the contract's default leases and a memkv without latency
@@ -81,15 +144,15 @@ type Opened struct {
 	// SetLatency turns the modelled latency of memkv on or off, so a caller
 	// can load data at full speed and then measure; nil for other backends.
 	SetLatency func(on bool) error
-	// KV is the key-value engine of memkv and fdb stores (nil for the
-	// others), for tools and tests that inspect the raw key space.
-	KV kv.DB
-	// Redis is the client of redis stores (nil for the others).
-	Redis redis.UniversalClient
-
-	// namespace opens the store and instance store of one tenant; name is
-	// already checked.
-	namespace func(name string, lease ckptstore.Options) (ckptstore.Store, ckptstore.InstanceStore, error)
+	// Handle is the backend's own client or engine, for tools and tests
+	// that inspect the raw key space: a kv.DB (a *memkv.DB for memkv) for
+	// the fdbstore forms, a redis.UniversalClient for the Redis forms, nil
+	// for mem.
+	Handle any
+	// OpenNamespace is set by the driver, and called by Namespace (which
+	// checks name and lease first): it opens the store and instance store
+	// of one tenant.
+	OpenNamespace func(name string, lease ckptstore.Options) (ckptstore.Store, ckptstore.InstanceStore, error)
 }
 
 // Namespace returns the store and instance store of the tenant name, built
@@ -106,7 +169,7 @@ func (o *Opened) Namespace(name string, lease ckptstore.Options) (ckptstore.Stor
 	if _, err := lease.Resolve(); err != nil {
 		return nil, nil, err
 	}
-	return o.namespace(name, lease)
+	return o.OpenNamespace(name, lease)
 }
 
 // Ping checks that the store answers: one read of a head.
@@ -123,47 +186,27 @@ func Open(ctx context.Context, url string, opts Options) (*Opened, error) {
 	if _, err := opts.Lease.Resolve(); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadURL, err)
 	}
-	switch {
-	case url == "mem" || strings.HasPrefix(url, "mem://"):
-		if err := noOptions(url, "mem"); err != nil {
-			return nil, err
-		}
-		return openMem(opts), nil
-	case url == "memkv" || strings.HasPrefix(url, "memkv://"):
-		if err := noOptions(url, "memkv"); err != nil {
-			return nil, err
-		}
-		return openMemkv(opts)
-	case strings.HasPrefix(url, "redis://"), strings.HasPrefix(url, "rediss://"), strings.HasPrefix(url, "unix://"):
-		return openRedis(ctx, url, opts)
-	case strings.HasPrefix(url, "fdb:"):
-		return openFDB(ctx, strings.TrimPrefix(url, "fdb:"), opts)
+	scheme, _, _ := strings.Cut(url, ":")
+	registry.mu.RLock()
+	open := registry.openers[scheme]
+	registry.mu.RUnlock()
+	if open == nil {
+		return nil, BadURL("%q is not a store URL", url)
 	}
-	return nil, badURL("%q is not a store URL", url)
+	return open(ctx, url, opts)
 }
 
-// badURL is an ErrBadURL error that ends with the accepted forms.
-func badURL(format string, args ...any) error {
-	return fmt.Errorf("%w: %s; the forms are %s", ErrBadURL, fmt.Sprintf(format, args...), Forms)
+// BadURL is an error wrapping ErrBadURL, with the message of format and
+// args followed by the accepted forms, for a driver's Opener to return.
+func BadURL(format string, args ...any) error {
+	return fmt.Errorf("%w: %s; the forms are %s", ErrBadURL, fmt.Sprintf(format, args...), Forms())
 }
 
-// noOptions accepts exactly "kind" and "kind://": these backends take no
-// host, path or options.
-func noOptions(url, kind string) error {
+// NoOptions accepts exactly "kind" and "kind://", for drivers whose stores
+// take no host, path or options.
+func NoOptions(url, kind string) error {
 	if url != kind && url != kind+"://" {
-		return badURL("%q: %s takes no host, path or options", url, kind)
+		return BadURL("%q: %s takes no host, path or options", url, kind)
 	}
 	return nil
-}
-
-// memNamespaces keeps the memstores of a mem backend's namespaces: the
-// store is its data, so a name must always get the same one.
-type memNamespaces struct {
-	mu sync.Mutex
-	m  map[string]memNamespace
-}
-
-type memNamespace struct {
-	store     ckptstore.Store
-	instances ckptstore.InstanceStore
 }

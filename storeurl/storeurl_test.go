@@ -8,6 +8,9 @@ import (
 	"time"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/fdbstore"
+	_ "github.com/ckptstore/ckptstore/memstore"
+	"github.com/ckptstore/ckptstore/redisstore"
 	"github.com/ckptstore/ckptstore/storeurl"
 )
 
@@ -24,7 +27,7 @@ func TestOpenForms(t *testing.T) {
 		if want := strings.TrimSuffix(url, "://"); o.Kind != want {
 			t.Errorf("%s: kind %q, want %q", url, o.Kind, want)
 		}
-		if (o.KV != nil) != (o.Kind == "memkv") || (o.ReadRounds != nil) != (o.Kind == "memkv") {
+		if (o.Handle != nil) != (o.Kind == "memkv") || (o.ReadRounds != nil) != (o.Kind == "memkv") {
 			t.Errorf("%s: memkv hooks wrong", url)
 		}
 		if err := o.Ping(ctx); err != nil {
@@ -43,7 +46,7 @@ func TestOpenRefuses(t *testing.T) {
 			t.Errorf("Open(%q) = %v, want ErrBadURL", url, err)
 			continue
 		}
-		if !strings.Contains(err.Error(), storeurl.Forms) {
+		if !strings.Contains(err.Error(), storeurl.Forms()) {
 			t.Errorf("Open(%q): the error does not name the forms: %v", url, err)
 		}
 	}
@@ -51,10 +54,36 @@ func TestOpenRefuses(t *testing.T) {
 	if _, err := storeurl.Open(ctx, "mem", bad); !errors.Is(err, storeurl.ErrBadURL) {
 		t.Errorf("bad lease options: %v", err)
 	}
-	if !storeurl.FDBAvailable {
+	if !fdbstore.HasClient {
 		if _, err := storeurl.Open(ctx, "fdb:/etc/foundationdb/fdb.cluster", storeurl.Options{}); !errors.Is(err, storeurl.ErrBadURL) || !strings.Contains(err.Error(), "-tags fdb") {
 			t.Errorf("fdb without the tag: %v", err)
 		}
+	}
+}
+
+// TestRegistry: each driver package linked in registered its form, and a
+// second registration of a scheme panics.
+func TestRegistry(t *testing.T) {
+	forms := storeurl.Forms()
+	for _, f := range []string{"mem | mem://", "memkv | memkv://", "fdb:<cluster file>", "redis://", "unix://"} {
+		if !strings.Contains(forms, f) {
+			t.Errorf("Forms() = %q, without %q", forms, f)
+		}
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("registering mem again did not panic")
+		}
+	}()
+	storeurl.Register("mem again", func(context.Context, string, storeurl.Options) (*storeurl.Opened, error) { return nil, nil }, "mem")
+}
+
+// TestRedisDefaultPrefix: a namespace under the default base ("") is the
+// one under redisstore's DefaultPrefix, which storeurl writes out rather
+// than import the backend.
+func TestRedisDefaultPrefix(t *testing.T) {
+	if a, b := storeurl.RedisNamespacePrefix("", "a"), storeurl.RedisNamespacePrefix(redisstore.DefaultPrefix, "a"); a != b {
+		t.Errorf("RedisNamespacePrefix(\"\", \"a\") = %q, under DefaultPrefix %q", a, b)
 	}
 }
 

@@ -11,10 +11,9 @@ import (
 
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/blobs"
-	"github.com/ckptstore/ckptstore/fdbstore"
+	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/internal/testkit"
 	"github.com/ckptstore/ckptstore/memstore"
-	"github.com/ckptstore/ckptstore/redisstore"
 )
 
 func lines(s string) []string { return strings.Split(strings.TrimSuffix(s, "\n"), "\n") }
@@ -245,17 +244,16 @@ func TestCheckWithoutChecker(t *testing.T) {
 	h.fails(1, "this store has no checker", "check", "--store", url)
 }
 
-// badChecker and cleanChecker have redisstore's and fdbstore's checker
-// shapes over a memstore.
+// badChecker and cleanChecker are driver.Checkers over a memstore.
 type badChecker struct{ *memstore.Store }
 
-func (badChecker) Check(context.Context) ([]redisstore.Problem, error) {
-	return []redisstore.Problem{{Key: "x", What: "count at 0"}, {Key: "y", What: "chunk gap"}}, nil
+func (badChecker) Check(context.Context) ([]driver.Problem, error) {
+	return []driver.Problem{{Key: "x", What: "count at 0"}, {Key: "y", What: "chunk gap"}}, nil
 }
 
 type cleanChecker struct{ *memstore.Store }
 
-func (cleanChecker) Check(context.Context) ([]fdbstore.Problem, error) { return nil, nil }
+func (cleanChecker) Check(context.Context) ([]driver.Problem, error) { return nil, nil }
 
 func TestCheckCallsTheStoresChecker(t *testing.T) {
 	h := newHarness(t)
@@ -277,6 +275,8 @@ func TestBadInputExits2(t *testing.T) {
 	h.fails(2, "flag provided but not defined: -x", "threads", "--store", url, "-x")
 	h.fails(2, "unexpected argument", "threads", "--store", url, "extra")
 	h.fails(2, "bad store URL", "threads", "--store", "bogus://x")
+	h.fails(2, "master_name is required", "threads", "--store", "redis+sentinel://127.0.0.1:1")
+	h.fails(2, "min_replicas", "threads", "--store", "redis+cluster://127.0.0.1:1?min_replicas=two")
 	h.fails(2, "--batch must be in", "copy", "--from", url, "--to", "test:other", "--batch", "0")
 	h.fails(2, "--batch-bytes must be in", "import", "--store", url, "--batch-bytes", "99999999")
 	h.fails(2, "same store", "copy", "--from", url, "--to", url)

@@ -12,8 +12,7 @@ import (
 	"strconv"
 
 	"github.com/ckptstore/ckptstore"
-	"github.com/ckptstore/ckptstore/fdbstore"
-	"github.com/ckptstore/ckptstore/redisstore"
+	"github.com/ckptstore/ckptstore/driver"
 )
 
 // threadSeq yields every thread id of s in byte order, one Threads page at
@@ -247,30 +246,14 @@ func runCheck(ctx context.Context, e *env, args []string) error {
 // errNoChecker is callCheck's answer for a store without a checker.
 var errNoChecker = errors.New("this store has no checker")
 
-// A checker is a store with Check(ctx) returning its problems; each store
-// package has its own Problem type, so there is one interface per package.
-type (
-	fdbChecker interface {
-		Check(context.Context) ([]fdbstore.Problem, error)
-	}
-	redisChecker interface {
-		Check(context.Context) ([]redisstore.Problem, error)
-	}
-)
-
-// callCheck runs st's checker and returns the problems it reported, one
-// string each.
+// callCheck runs st's checker (a driver.Checker) and returns the problems
+// it reported, one string each.
 func callCheck(ctx context.Context, st ckptstore.Store) ([]string, error) {
-	switch c := unwrap(st).(type) {
-	case fdbChecker:
-		return problemStrings(c.Check(ctx))
-	case redisChecker:
-		return problemStrings(c.Check(ctx))
+	c, ok := unwrap(st).(driver.Checker)
+	if !ok {
+		return nil, errNoChecker
 	}
-	return nil, errNoChecker
-}
-
-func problemStrings[P fmt.Stringer](ps []P, err error) ([]string, error) {
+	ps, err := c.Check(ctx)
 	out := make([]string, len(ps))
 	for i, p := range ps {
 		out[i] = p.String()

@@ -45,6 +45,9 @@ import (
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/blobs"
 	_ "github.com/ckptstore/ckptstore/blobs/s3blob" // --bucket s3://…
+	_ "github.com/ckptstore/ckptstore/fdbstore"     // memkv, fdb:
+	_ "github.com/ckptstore/ckptstore/memstore"     // mem
+	_ "github.com/ckptstore/ckptstore/redisstore"   // redis://, rediss://, unix://, redis+sentinel://, redis+cluster://
 	"github.com/ckptstore/ckptstore/storeurl"
 )
 
@@ -160,7 +163,7 @@ func usage(w io.Writer) {
 	for _, c := range commands {
 		fmt.Fprintf(w, "  %-14s %s\n", c.name, c.summary)
 	}
-	fmt.Fprintf(w, "\nStores (--store, --from, --to): %s\nRun 'ckptctl COMMAND -h' for a command's flags; docs/ckptctl.md is the manual.\n", storeurl.Forms)
+	fmt.Fprintf(w, "\nStores (--store, --from, --to): %s\nRun 'ckptctl COMMAND -h' for a command's flags; docs/ckptctl.md is the manual.\n", storeurl.Forms())
 }
 
 // run is the whole command; it returns the exit code.
@@ -309,7 +312,7 @@ func (f *flags) parseInterspersed(args []string) ([]string, error) {
 // openFlag opens the store of a required URL flag.
 func openFlag(ctx context.Context, e *env, name, url string) (*store, error) {
 	if url == "" {
-		return nil, usageErr("--%s is required (%s)", name, storeurl.Forms)
+		return nil, usageErr("--%s is required (%s)", name, storeurl.Forms())
 	}
 	if e.lease < 0 {
 		return nil, usageErr("--lease must not be negative")

@@ -462,3 +462,39 @@ func TestCopyLongRun(t *testing.T) {
 		t.Error("the exports differ")
 	}
 }
+
+// TestRedisTopologies runs ckptctl on the Sentinel and Cluster URL forms:
+// threads and check on a three-master Cluster, then a copy with --verify
+// from it onto a primary with a replica under a Sentinel, whose writes
+// wait for the replica (min_replicas=1), and check there.
+func TestRedisTopologies(t *testing.T) {
+	cl := redistest.StartCluster(t, 3)
+	clusterURL := "redis+cluster://" + strings.Join(cl.Addrs, ",") + "?prefix=ctl"
+	threads, n := seed(t, openURL(t, clusterURL), 30)
+	h := newHarness(t)
+	r := h.ok("threads", "--store", clusterURL)
+	if got := strings.Fields(r.stdout); len(got) != len(threads) {
+		t.Errorf("threads on the cluster listed %d, want %d", len(got), len(threads))
+	}
+	if r := h.ok("check", "--store", clusterURL); !strings.Contains(r.stdout, "no broken invariant") {
+		t.Errorf("check on the cluster: %v", r)
+	}
+
+	g := redistest.StartGroup(t, redistest.GroupOptions{Replicas: 1, Sentinels: 1, Quorum: 1, DownAfter: time.Second})
+	sentinelURL := g.URL("prefix=ctl&min_replicas=1")
+	h.ok("copy", "--from", clusterURL, "--to", sentinelURL, "--verify")
+	if r := h.ok("check", "--store", sentinelURL); !strings.Contains(r.stdout, "no broken invariant") {
+		t.Errorf("check behind the Sentinel: %v", r)
+	}
+	// The replica has every checkpoint: each copied write waited for it.
+	onReplica := openURL(t, "redis://"+g.Replicas[0].Addr+"?prefix=ctl")
+	stored := 0
+	for _, th := range threads {
+		cps, err := onReplica.List(context.Background(), th)
+		must(t, err)
+		stored += len(cps)
+	}
+	if stored != n {
+		t.Errorf("the replica holds %d checkpoints, the copy wrote %d", stored, n)
+	}
+}

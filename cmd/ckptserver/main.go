@@ -40,7 +40,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/ckptstore/ckptstore"
+	_ "github.com/ckptstore/ckptstore/fdbstore" // memkv, fdb:
 	"github.com/ckptstore/ckptstore/httpstore"
+	_ "github.com/ckptstore/ckptstore/memstore"   // mem
+	_ "github.com/ckptstore/ckptstore/redisstore" // redis://, rediss://, unix://, redis+sentinel://, redis+cluster://
 	"github.com/ckptstore/ckptstore/storeurl"
 )
 
@@ -74,11 +77,11 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs := flag.NewFlagSet("ckptserver", flag.ContinueOnError)
 	fs.SetOutput(out)
 	fs.Usage = func() {
-		fmt.Fprintf(out, "ckptserver serves a ckptstore store over HTTP (docs/http-api.md).\n\nUsage: ckptserver --store URL (--tokens FILE | --dev) [flags]\n\nStores: %s\n\nFlags:\n", storeurl.Forms)
+		fmt.Fprintf(out, "ckptserver serves a ckptstore store over HTTP (docs/http-api.md).\n\nUsage: ckptserver --store URL (--tokens FILE | --dev) [flags]\n\nStores: %s\n\nFlags:\n", storeurl.Forms())
 		fs.PrintDefaults()
 	}
 	fs.StringVar(&c.listen, "listen", "127.0.0.1:7070", "address to listen on; port 0 picks a free one (the bound address is printed)")
-	fs.StringVar(&c.store, "store", "mem", "the store URL: "+storeurl.Forms)
+	fs.StringVar(&c.store, "store", "mem", "the store URL: "+storeurl.Forms())
 	fs.StringVar(&c.tokens, "tokens", "", "file of bearer tokens: one `token namespace` per line (# comments); required outside --dev")
 	fs.StringVar(&c.tlsCert, "tls-cert", "", "TLS certificate file (PEM); with --tls-key, serve HTTPS")
 	fs.StringVar(&c.tlsKey, "tls-key", "", "TLS private key file (PEM)")

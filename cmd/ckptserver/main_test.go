@@ -102,6 +102,8 @@ func TestFlagsRefused(t *testing.T) {
 		{"--tokens", filepath.Join(dir, "missing")},
 		{"--dev", "--listen", "127.0.0.1:0", "--tls-cert", "c"},
 		{"--dev", "--listen", "127.0.0.1:0", "--store", "postgres://x"},
+		{"--dev", "--listen", "127.0.0.1:0", "--store", "redis+sentinel://127.0.0.1:1?master_name=m&replica_timeout=soon"},
+		{"--dev", "--listen", "127.0.0.1:0", "--store", "redis+cluster://127.0.0.1:1/3"},
 		{"--dev", "--listen", "127.0.0.1:0", "--lease", "1s", "--renew-after", "2s"},
 		{"--dev", "extra"},
 	} {

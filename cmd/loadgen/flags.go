@@ -88,6 +88,14 @@ Stores (--store):
   mem                            the in-memory store (default)
   memkv                          fdbstore on memkv, the in-process FoundationDB engine
   redis://host:port/db?prefix=P  redisstore on a Redis server (a go-redis URL)
+  redis+sentinel://s1:26379,s2:26379,s3:26379/0?master_name=NAME&prefix=P
+                                 redisstore on the primary a Sentinel group names,
+                                 following failovers (rediss+sentinel:// for TLS)
+  redis+cluster://n1:6379,n2:6379?prefix=P
+                                 redisstore on a Redis Cluster (rediss+cluster://)
+                                 Every Redis form takes min_replicas=N (each write
+                                 waits until N replicas have it; NOT_REPLICATED
+                                 errors otherwise) and replica_timeout=D (default 1s)
   fdb:<cluster file>             fdbstore on a FoundationDB cluster (build with -tags fdb)
   http://host:port               a ckptserver, through the Go client (httpstore);
                                  --token for a server with --tokens, else --lease
@@ -112,7 +120,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 		fs.PrintDefaults()
 	}
 	var payload string
-	fs.StringVar(&c.store, "store", "mem", "the store: "+storeurl.Forms+" | http[s]://host:port (a ckptserver)")
+	fs.StringVar(&c.store, "store", "mem", "the store: "+storeurl.Forms()+" | http[s]://host:port (a ckptserver)")
 	fs.StringVar(&c.token, "token", os.Getenv("CKPT_TOKEN"), "bearer token of a ckptserver --store (default $CKPT_TOKEN; none for a --dev server)")
 	fs.StringVar(&c.serverNamespace, "server-namespace", "", "namespace on a --dev ckptserver (default: the server's default namespace)")
 	fs.IntVar(&c.threads, "threads", 64, "threads (sandbox conversations) to write")

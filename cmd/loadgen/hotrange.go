@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ckptstore/ckptstore/fdbstore/kv"
 	"github.com/ckptstore/ckptstore/fdbstore/kv/memkv"
 )
 
@@ -30,10 +29,10 @@ type shardWatch struct {
 	last *memkv.ShardReport // the last full window with at least two ranges
 }
 
-// startShardWatch starts watching db; nil (which finish accepts) when db
-// is not a memkv engine.
-func startShardWatch(db kv.DB) *shardWatch {
-	m, ok := db.(*memkv.DB)
+// startShardWatch starts watching a store's engine (storeurl's
+// Opened.Handle); nil (which finish accepts) when it is not a memkv engine.
+func startShardWatch(handle any) *shardWatch {
+	m, ok := handle.(*memkv.DB)
 	if !ok {
 		return nil
 	}

@@ -43,7 +43,10 @@ import (
 
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/blobs"
+	_ "github.com/ckptstore/ckptstore/fdbstore" // memkv, fdb:
 	"github.com/ckptstore/ckptstore/internal/workload"
+	_ "github.com/ckptstore/ckptstore/memstore"   // mem
+	_ "github.com/ckptstore/ckptstore/redisstore" // redis://, rediss://, unix://, redis+sentinel://, redis+cluster://
 	"github.com/ckptstore/ckptstore/storeurl"
 )
 
@@ -239,7 +242,7 @@ func (r *runner) drive(ctx context.Context, opened *storeurl.Opened, res *result
 	if opened.ReadRounds != nil {
 		rounds0 = opened.ReadRounds()
 	}
-	hot := startShardWatch(opened.KV) // memkv only (hotrange.go)
+	hot := startShardWatch(opened.Handle) // memkv only (hotrange.go)
 	workers := make([]*worker, cfg.workers)
 	for i := range workers {
 		g := workload.NewGen(r.gen)

@@ -36,6 +36,8 @@ func TestBadFlagsExit2(t *testing.T) {
 		{[]string{"extra"}, "unexpected argument"},
 		{[]string{"--store", "postgres://x"}, "the forms are"},
 		{[]string{"--store", "redis://127.0.0.1:1/0?bogus=1", "--ops", "1"}, "--store"},
+		{[]string{"--store", "redis+sentinel://127.0.0.1:1,127.0.0.1:2?bogus=1&master_name=m", "--ops", "1"}, "unexpected option: bogus"},
+		{[]string{"--store", "rediss+cluster://127.0.0.1:1?min_replicas=-1", "--ops", "1"}, "min_replicas"},
 		{[]string{"--blob-url", "ftp://x", "--ops", "1"}, "--blob-url"},
 	} {
 		var out, errb bytes.Buffer

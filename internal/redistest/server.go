@@ -31,6 +31,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -57,6 +58,10 @@ type Server struct {
 	bin  string
 	port int
 	args []string
+	// conf is a config file given before the arguments ("" for none), and
+	// ready the log line that says the server is ready: a Sentinel logs
+	// its monitor, not "Ready to accept connections".
+	conf, ready string
 
 	mu    sync.Mutex
 	cmd   *exec.Cmd
@@ -125,7 +130,13 @@ func Launch(args ...string) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("redistest: %w", err)
 	}
-	s := &Server{bin: bin, Dir: dir, args: args}
+	return launchIn(&Server{bin: bin, Dir: dir, args: args})
+}
+
+// launchIn starts s, whose bin, Dir and args are set, on a free port; on
+// failure it removes s.Dir.
+func launchIn(s *Server) (*Server, error) {
+	var err error
 	for range 5 { // another process may take the free port first
 		if s.port, err = freePort(); err != nil {
 			err = fmt.Errorf("free port: %w", err)
@@ -136,7 +147,7 @@ func Launch(args ...string) (*Server, error) {
 		}
 	}
 	if err != nil {
-		_ = os.RemoveAll(dir)
+		_ = os.RemoveAll(s.Dir)
 		return nil, fmt.Errorf("redistest: %w", err)
 	}
 	s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port))
@@ -183,15 +194,19 @@ func freePort() (int, error) {
 }
 
 func (s *Server) start() error {
-	argv := append([]string{
+	var argv []string
+	if s.conf != "" {
+		argv = append(argv, s.conf)
+	}
+	argv = append(append(argv,
 		"--port", strconv.Itoa(s.port),
 		"--bind", "127.0.0.1",
 		"--dir", s.Dir,
 		"--save", "",
 		"--daemonize", "no",
 		"--logfile", "",
-		"--protected-mode", "yes",
-	}, s.args...)
+		"--protected-mode", "yes"),
+		s.args...)
 	cmd := exec.Command(s.bin, argv...)
 	cmd.Dir = s.Dir
 	out, err := cmd.StdoutPipe()
@@ -200,9 +215,13 @@ func (s *Server) start() error {
 	}
 	cmd.Stderr = cmd.Stdout
 	ready := make(chan struct{})
+	readyLine := s.ready
+	if readyLine == "" {
+		readyLine = "Ready to accept connections"
+	}
 	s.mu.Lock()
 	s.lines = nil
-	s.waits = []logWait{{substr: "Ready to accept connections", ch: ready}}
+	s.waits = []logWait{{substr: readyLine, ch: ready}}
 	s.mu.Unlock()
 	if err := cmd.Start(); err != nil {
 		return err
@@ -289,6 +308,27 @@ func (s *Server) Kill() {
 	}
 	_ = cmd.Process.Kill()
 	<-done
+}
+
+// Pause stops the server with SIGSTOP: it keeps its connections but
+// answers nothing, as a replica stuck behind a slow disk or a network
+// stall would, until Resume. t fails if the server is not running.
+func (s *Server) Pause(t testing.TB) { s.signal(t, syscall.SIGSTOP) }
+
+// Resume continues a server stopped by Pause (SIGCONT).
+func (s *Server) Resume(t testing.TB) { s.signal(t, syscall.SIGCONT) }
+
+func (s *Server) signal(t testing.TB, sig syscall.Signal) {
+	t.Helper()
+	s.mu.Lock()
+	cmd := s.cmd
+	s.mu.Unlock()
+	if cmd == nil {
+		t.Fatalf("redistest: signal %v to a server that is not running", sig)
+	}
+	if err := cmd.Process.Signal(sig); err != nil {
+		t.Fatalf("redistest: signal %v: %v", sig, err)
+	}
 }
 
 // Client returns a go-redis client of the server, closed when t ends.

@@ -33,14 +33,16 @@ func RecordDuration(h *hdrhistogram.Histogram, d time.Duration) {
 
 // Codes for errors that are not contract errors (ckptstore.Code is "").
 const (
-	CodeCanceled = "CANCELED"          // the run's context was cancelled
-	CodeDeadline = "DEADLINE_EXCEEDED" // the operation's deadline passed: its outcome is unknown
-	CodeOther    = "OTHER"             // network, server or store-internal error
+	CodeCanceled      = "CANCELED"          // the run's context was cancelled
+	CodeDeadline      = "DEADLINE_EXCEEDED" // the operation's deadline passed: its outcome is unknown
+	CodeNotReplicated = "NOT_REPLICATED"    // ckptstore.ErrNotReplicated: applied, not on enough replicas
+	CodeOther         = "OTHER"             // network, server or store-internal error
 )
 
 // ErrorCode returns the SANDBOX_SNAPSHOT_* code of err, CodeDeadline for
 // an error that wraps context.DeadlineExceeded, CodeCanceled for one that
-// wraps context.Canceled, or CodeOther; "" for nil.
+// wraps context.Canceled, CodeNotReplicated for ckptstore.ErrNotReplicated,
+// or CodeOther; "" for nil.
 func ErrorCode(err error) string {
 	switch {
 	case err == nil:
@@ -51,6 +53,8 @@ func ErrorCode(err error) string {
 		return CodeDeadline
 	case errors.Is(err, context.Canceled):
 		return CodeCanceled
+	case errors.Is(err, ckptstore.ErrNotReplicated):
+		return CodeNotReplicated
 	}
 	return CodeOther
 }

@@ -20,10 +20,7 @@ type StoreConfig = storeurl.Options
 type Opened = storeurl.Opened
 
 // Specs is storeurl.Forms.
-const Specs = storeurl.Forms
-
-// FDBAvailable is storeurl.FDBAvailable.
-const FDBAvailable = storeurl.FDBAvailable
+func Specs() string { return storeurl.Forms() }
 
 // Open is storeurl.Open.
 func Open(ctx context.Context, spec string, cfg StoreConfig) (*Opened, error) {

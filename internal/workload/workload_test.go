@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/fdbstore"
 	"github.com/ckptstore/ckptstore/memstore"
 )
 
@@ -260,7 +261,7 @@ func TestOpenSpecs(t *testing.T) {
 	if _, err := Open(ctx, "mem", StoreConfig{Lease: ckptstore.Options{LeaseDuration: time.Second, RenewAfter: 2 * time.Second}}); !errors.Is(err, ErrBadSpec) {
 		t.Errorf("bad lease options: %v", err)
 	}
-	if !FDBAvailable {
+	if !fdbstore.HasClient {
 		if _, err := Open(ctx, "fdb:/etc/foundationdb/fdb.cluster", StoreConfig{}); !errors.Is(err, ErrBadSpec) || !strings.Contains(err.Error(), "-tags fdb") {
 			t.Errorf("fdb without the tag: %v", err)
 		}
@@ -277,5 +278,16 @@ func TestOpenSpecs(t *testing.T) {
 			t.Errorf("%s: %v", spec, err)
 		}
 		_ = o.Close()
+	}
+}
+
+// TestErrorCodeNotReplicated: a write that is not on enough replicas is
+// counted apart from the other errors, also when wrapped.
+func TestErrorCodeNotReplicated(t *testing.T) {
+	if c := ErrorCode(fmt.Errorf("append: %w", ckptstore.ErrNotReplicated)); c != CodeNotReplicated {
+		t.Errorf("ErrorCode(ErrNotReplicated) = %q", c)
+	}
+	if c := ErrorCode(errors.New("connection refused")); c != CodeOther {
+		t.Errorf("ErrorCode(a network error) = %q", c)
 	}
 }

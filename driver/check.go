@@ -1,0 +1,39 @@
+package driver
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/ckptstore/ckptstore"
+)
+
+// Checker is a driver that can verify its own stored state: it reads the
+// whole key space of the store and reports every broken invariant of its
+// layout. fdbstore and redisstore implement it; tools (ckptctl check) and
+// tests call it through this one interface, whatever the backend.
+//
+// Check is for operators and tests, not for hot paths: it reads every key.
+// The store should be quiet while it runs, since a write between its reads
+// can show as a problem that is not one. The error is for a store that
+// could not be read; a consistent store returns no problem and no error.
+type Checker interface {
+	Check(ctx context.Context) ([]Problem, error)
+}
+
+// Problem is one broken invariant: the key where it shows (printed with
+// %q, since keys may hold any byte) and what is wrong. It is also an error
+// that wraps ckptstore.ErrCorrupt, so that a caller can join the problems
+// into one error (errors.Join) that errors.Is recognises.
+type Problem struct {
+	Key  string
+	What string
+}
+
+// String is the key, quoted, and what is wrong.
+func (p Problem) String() string { return fmt.Sprintf("%q: %s", p.Key, p.What) }
+
+// Error is String: a Problem is an error too.
+func (p Problem) Error() string { return p.String() }
+
+// Unwrap returns ckptstore.ErrCorrupt.
+func (p Problem) Unwrap() error { return ckptstore.ErrCorrupt }

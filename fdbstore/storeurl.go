@@ -1,0 +1,93 @@
+package fdbstore
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/fdbstore/kv"
+	"github.com/ckptstore/ckptstore/fdbstore/kv/memkv"
+	"github.com/ckptstore/ckptstore/storeurl"
+)
+
+// init registers fdbstore's schemes with storeurl: memkv (the in-process
+// engine) always, and fdb:<cluster file>, which opens only in a build with
+// -tags fdb (HasClient); without it, fdb: URLs fail with the reason.
+func init() {
+	storeurl.Register("memkv | memkv://", openMemkvURL, "memkv")
+	storeurl.Register("fdb:<cluster file> (a build with -tags fdb)", openFDBURL, "fdb")
+}
+
+// openMemkvURL opens fdbstore on a fresh memkv engine with the configured
+// latency model and faults.
+func openMemkvURL(_ context.Context, url string, opts storeurl.Options) (*storeurl.Opened, error) {
+	if err := storeurl.NoOptions(url, "memkv"); err != nil {
+		return nil, err
+	}
+	half := opts.MemkvUnknownResultRate / 2
+	faults := memkv.Faults{
+		NotCommittedRate:            opts.MemkvNotCommittedRate,
+		UnknownResultAppliedRate:    half,
+		UnknownResultNotAppliedRate: half,
+		ReadLatency:                 opts.MemkvReadLatency,
+		CommitLatency:               opts.MemkvCommitLatency,
+	}
+	db, err := memkv.NewWithOptions(memkv.Options{Faults: faults})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", storeurl.ErrBadURL, err)
+	}
+	o, err := openedOn(db, opts)
+	if err != nil {
+		return nil, err
+	}
+	desc := "memkv (fdbstore on the in-process FoundationDB engine"
+	if opts.MemkvReadLatency > 0 || opts.MemkvCommitLatency > 0 {
+		desc += fmt.Sprintf(", %v per read round, %v per commit", opts.MemkvReadLatency, opts.MemkvCommitLatency)
+	}
+	if opts.MemkvNotCommittedRate > 0 || opts.MemkvUnknownResultRate > 0 {
+		desc += fmt.Sprintf(", faults: %v not_committed, %v commit_unknown_result", opts.MemkvNotCommittedRate, opts.MemkvUnknownResultRate)
+	}
+	o.Kind, o.Desc = "memkv", desc+")"
+	o.ReadRounds = func() int64 { return db.Stats().ReadRounds }
+	o.SetLatency = func(on bool) error {
+		f := faults
+		if !on {
+			f.ReadLatency, f.CommitLatency = 0, 0
+		}
+		return db.SetFaults(f)
+	}
+	return o, nil
+}
+
+// openedOn opens fdbstore on db, at the default prefix, with namespaces at
+// storeurl.FDBNamespacePrefix. Kind and Desc are the caller's.
+func openedOn(db kv.DB, opts storeurl.Options) (*storeurl.Opened, error) {
+	st, in, err := openPrefix(db, opts.Lease, "")
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", storeurl.ErrBadURL, err)
+	}
+	return &storeurl.Opened{
+		Store:     st,
+		Instances: in,
+		Close:     func() error { return nil },
+		Handle:    db,
+		OpenNamespace: func(name string, lease ckptstore.Options) (ckptstore.Store, ckptstore.InstanceStore, error) {
+			return openPrefix(db, lease, storeurl.FDBNamespacePrefix(name))
+		},
+	}, nil
+}
+
+// openPrefix opens the store and the instance store of one prefix of db,
+// with one Options value for both.
+func openPrefix(db kv.DB, lease ckptstore.Options, prefix string) (*Store, *InstanceStore, error) {
+	o := Options{Options: lease, Prefix: prefix}
+	st, err := New(db, o)
+	if err != nil {
+		return nil, nil, err
+	}
+	in, err := NewInstances(db, o)
+	if err != nil {
+		return nil, nil, err
+	}
+	return st, in, nil
+}
