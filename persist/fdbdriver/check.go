@@ -89,7 +89,7 @@ func (c *checker) key(p kv.KeyValue) {
 	k := c.d.k
 	switch space {
 	case spaceRun:
-		rec, ok := checkRecord[driver.RunRecord](c, p, spaceRun, func(r *driver.RunRecord) string { return r.RunID })
+		rec, ok := checkRecord[driver.RunRecord](c, p, spaceRun, "run", func(r *driver.RunRecord) string { return r.RunID })
 		if ok {
 			val, _ := encode("run", rec)
 			c.expect(k.entry(spaceRunThread, rec.ThreadID, rec.StartedAt, rec.RunID), val)
@@ -101,13 +101,13 @@ func (c *checker) key(p kv.KeyValue) {
 			}
 		}
 	case spaceGen:
-		rec, ok := checkRecord[driver.GenerationRunRecord](c, p, spaceGen, func(r *driver.GenerationRunRecord) string { return r.RunID })
+		rec, ok := checkRecord[driver.GenerationRunRecord](c, p, spaceGen, "generation run", func(r *driver.GenerationRunRecord) string { return r.RunID })
 		if ok {
 			val, _ := encode("generation run", rec)
 			c.expect(k.entry(spaceGenThread, rec.ThreadID, rec.StartedAt, rec.RunID), val)
 		}
 	case spaceInt:
-		rec, ok := checkRecord[driver.InterruptRecord](c, p, spaceInt, func(r *driver.InterruptRecord) string { return r.InterruptID })
+		rec, ok := checkRecord[driver.InterruptRecord](c, p, spaceInt, "interrupt", func(r *driver.InterruptRecord) string { return r.InterruptID })
 		if ok {
 			val, _ := encode("interrupt", rec)
 			c.expect(k.entry(spaceIntThread, rec.ThreadID, rec.RequestedAt, rec.InterruptID), val)
@@ -118,7 +118,7 @@ func (c *checker) key(p kv.KeyValue) {
 			}
 		}
 	case spaceArt:
-		rec, ok := checkRecord[driver.ArtifactRecord](c, p, spaceArt, func(r *driver.ArtifactRecord) string { return r.ArtifactID })
+		rec, ok := checkRecord[driver.ArtifactRecord](c, p, spaceArt, "artifact", func(r *driver.ArtifactRecord) string { return r.ArtifactID })
 		if ok {
 			val, _ := encode("artifact", rec)
 			c.expect(k.entry(spaceArtRun, rec.RunID, rec.CreatedAt, rec.ArtifactID), val)
@@ -160,14 +160,14 @@ func (c *checker) key(p kv.KeyValue) {
 }
 
 // checkRecord decodes a record and checks that it is under its own key.
-func checkRecord[T any](c *checker, p kv.KeyValue, space string, id func(*T) string) (*T, bool) {
+func checkRecord[T any](c *checker, p kv.KeyValue, space, what string, id func(*T) string) (*T, bool) {
 	rec, err := decode[T](p.Key, p.Value)
 	if err != nil {
-		c.bad(p.Key, "%s record: %v", space, err)
+		c.bad(p.Key, "%s record: %v", what, err)
 		return nil, false
 	}
 	if !bytes.Equal(c.d.k.record(space, id(rec)), p.Key) {
-		c.bad(p.Key, "%s record of id %q under another key", space, id(rec))
+		c.bad(p.Key, "%s record of id %q under another key", what, id(rec))
 		return nil, false
 	}
 	return rec, true
