@@ -1,0 +1,203 @@
+package fdbdriver
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sort"
+
+	"github.com/ckptstore/ckptstore/fdbstore/kv"
+	"github.com/ckptstore/ckptstore/persist/driver"
+)
+
+// checkPage is how many keys one transaction of Check reads.
+const checkPage = 1000
+
+// Problem is one broken invariant Check found.
+type Problem struct {
+	// Key is the key at fault.
+	Key []byte
+	// What says what is wrong.
+	What string
+}
+
+func (p Problem) String() string { return fmt.Sprintf("%x: %s", p.Key, p.What) }
+
+// Check reads every key under the driver's prefix, in pages of one
+// transaction each, and reports what breaks the layout: a key of no key
+// space, a value that does not decode, a record under another id's key,
+// an index entry whose record is absent or says otherwise (an orphan), and
+// a record whose index entry is missing. It holds the expected index
+// entries in memory. Its pages are separate transactions, so it is exact
+// on a store that nobody writes meanwhile; a write during the scan can show
+// as a passing mismatch. The error is a transport failure.
+func (d *Driver) Check(ctx context.Context) ([]Problem, error) {
+	c := &checker{d: d, want: map[string][]byte{}, have: map[string][]byte{}}
+	r := kv.KeyRange{Begin: d.k.q, End: kv.Strinc(d.k.q)}
+	for {
+		var page []kv.KeyValue
+		err := d.read(ctx, func(tr kv.ReadTransaction) error {
+			var err error
+			page, err = tr.GetRange(r, kv.RangeOptions{Limit: checkPage}).Get()
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range page {
+			c.key(p)
+		}
+		if len(page) < checkPage {
+			break
+		}
+		r.Begin = append(append([]byte(nil), page[len(page)-1].Key...), 0x00)
+	}
+	c.compare()
+	return c.problems, nil
+}
+
+type checker struct {
+	d        *Driver
+	want     map[string][]byte // index key → the record's encoding, from the records
+	have     map[string][]byte // index key → value, as stored
+	problems []Problem
+}
+
+func (c *checker) bad(key []byte, format string, args ...any) {
+	c.problems = append(c.problems, Problem{Key: key, What: fmt.Sprintf(format, args...)})
+}
+
+// spaceOf returns the key space element that follows the prefix.
+func (c *checker) spaceOf(key []byte) (string, bool) {
+	rest := key[len(c.d.k.q):]
+	if len(rest) < 2 || rest[0] != 0x02 {
+		return "", false
+	}
+	end := bytes.IndexByte(rest[1:], 0x00)
+	if end < 0 {
+		return "", false
+	}
+	return string(rest[1 : 1+end]), true
+}
+
+func (c *checker) key(p kv.KeyValue) {
+	space, ok := c.spaceOf(p.Key)
+	if !ok {
+		c.bad(p.Key, "not a key of this driver")
+		return
+	}
+	k := c.d.k
+	switch space {
+	case spaceRun:
+		rec, ok := checkRecord[driver.RunRecord](c, p, spaceRun, "run", func(r *driver.RunRecord) string { return r.RunID })
+		if ok {
+			val, _ := encode("run", rec)
+			c.expect(k.entry(spaceRunThread, rec.ThreadID, rec.StartedAt, rec.RunID), val)
+			if rec.Status == driver.RunRunning {
+				c.expect(k.entry(spaceRunActive, rec.ThreadID, rec.StartedAt, rec.RunID), val)
+				if rec.DetachedSince != nil {
+					c.expect(k.reclaim(*rec.DetachedSince, rec.RunID), val)
+				}
+			}
+		}
+	case spaceGen:
+		rec, ok := checkRecord[driver.GenerationRunRecord](c, p, spaceGen, "generation run", func(r *driver.GenerationRunRecord) string { return r.RunID })
+		if ok {
+			val, _ := encode("generation run", rec)
+			c.expect(k.entry(spaceGenThread, rec.ThreadID, rec.StartedAt, rec.RunID), val)
+		}
+	case spaceInt:
+		rec, ok := checkRecord[driver.InterruptRecord](c, p, spaceInt, "interrupt", func(r *driver.InterruptRecord) string { return r.InterruptID })
+		if ok {
+			val, _ := encode("interrupt", rec)
+			c.expect(k.entry(spaceIntThread, rec.ThreadID, rec.RequestedAt, rec.InterruptID), val)
+			c.expect(k.entry(spaceIntRun, rec.RunID, rec.RequestedAt, rec.InterruptID), val)
+			if rec.Status == driver.InterruptPending {
+				c.expect(k.entry(spaceIntThreadPend, rec.ThreadID, rec.RequestedAt, rec.InterruptID), val)
+				c.expect(k.entry(spaceIntRunPend, rec.RunID, rec.RequestedAt, rec.InterruptID), val)
+			}
+		}
+	case spaceArt:
+		rec, ok := checkRecord[driver.ArtifactRecord](c, p, spaceArt, "artifact", func(r *driver.ArtifactRecord) string { return r.ArtifactID })
+		if ok {
+			val, _ := encode("artifact", rec)
+			c.expect(k.entry(spaceArtRun, rec.RunID, rec.CreatedAt, rec.ArtifactID), val)
+			c.expect(k.entry(spaceArtThread, rec.ThreadID, rec.CreatedAt, rec.ArtifactID), val)
+		}
+	case spaceRunThread, spaceRunActive, spaceRunReclaim, spaceGenThread,
+		spaceIntThread, spaceIntThreadPend, spaceIntRun, spaceIntRunPend,
+		spaceArtRun, spaceArtThread:
+		c.have[string(p.Key)] = p.Value
+	case spaceBlob:
+		row, err := decode[blobRow](p.Key, p.Value)
+		switch {
+		case err != nil:
+			c.bad(p.Key, "blob row: %v", err)
+		case !bytes.Equal(k.blob(row.Key), p.Key):
+			c.bad(p.Key, "blob row of key %q under another key", row.Key)
+		case row.Object == "":
+			c.bad(p.Key, "blob row of key %q names no bucket object", row.Key)
+		}
+	case spaceLock:
+		if l, err := decode[lockValue](p.Key, p.Value); err != nil {
+			c.bad(p.Key, "lock: %v", err)
+		} else if l.Fence < 0 || l.Holder != "" && l.Fence == 0 {
+			c.bad(p.Key, "lock held with fence %d", l.Fence)
+		}
+	case spaceOp:
+		if _, err := decode[markerValue](p.Key, p.Value); err != nil {
+			c.bad(p.Key, "op marker: %v", err)
+		}
+	case spaceIntOp:
+		if len(p.Value) != 8 {
+			c.bad(p.Key, "op token value of %d bytes, not 8", len(p.Value))
+		}
+	case spaceMeta:
+		// Any JSON value the portable layer checked.
+	default:
+		c.bad(p.Key, "key space %q is not one of this driver's", space)
+	}
+}
+
+// checkRecord decodes a record and checks that it is under its own key.
+func checkRecord[T any](c *checker, p kv.KeyValue, space, what string, id func(*T) string) (*T, bool) {
+	rec, err := decode[T](p.Key, p.Value)
+	if err != nil {
+		c.bad(p.Key, "%s record: %v", what, err)
+		return nil, false
+	}
+	if !bytes.Equal(c.d.k.record(space, id(rec)), p.Key) {
+		c.bad(p.Key, "%s record of id %q under another key", what, id(rec))
+		return nil, false
+	}
+	return rec, true
+}
+
+func (c *checker) expect(key, val []byte) { c.want[string(key)] = val }
+
+// compare reports index entries without their record (orphans) or with a
+// value the record disagrees with, and records without their entries.
+func (c *checker) compare() {
+	var ks []string
+	for k := range c.have {
+		ks = append(ks, k)
+	}
+	for k := range c.want {
+		if _, ok := c.have[k]; !ok {
+			ks = append(ks, k)
+		}
+	}
+	sort.Strings(ks)
+	for _, k := range ks {
+		have, hok := c.have[k]
+		want, wok := c.want[k]
+		switch {
+		case !wok:
+			c.bad([]byte(k), "index entry of no record (an orphan)")
+		case !hok:
+			c.bad([]byte(k), "index entry missing for its record")
+		case !bytes.Equal(have, want):
+			c.bad([]byte(k), "index entry disagrees with its record")
+		}
+	}
+}

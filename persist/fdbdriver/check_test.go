@@ -1,0 +1,98 @@
+package fdbdriver
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/ckptstore/ckptstore/fdbstore/kv"
+	"github.com/ckptstore/ckptstore/fdbstore/kv/memkv"
+	"github.com/ckptstore/ckptstore/persist/driver"
+	"github.com/stretchr/testify/require"
+)
+
+// TestCheckReportsCorruption: Check passes a store with one of every
+// record, then reports each corruption of one key: an index entry gone,
+// an orphan entry, an entry that disagrees with its record, a record that
+// does not decode, a record under another id's key, a key of no space.
+func TestCheckReportsCorruption(t *testing.T) {
+	ctx := context.Background()
+	db := memkv.New()
+	d, err := New(db, Options{})
+	require.NoError(t, err)
+	ds := int64(5)
+	_, err = d.CreateOrResumeRun(ctx, &driver.RunRecord{RunID: "r", ThreadID: "t", Status: driver.RunRunning, StartedAt: 1})
+	require.NoError(t, err)
+	_, err = d.UpdateRun(ctx, "r", driver.RunPatch{DetachedSince: driver.Set(ds)})
+	require.NoError(t, err)
+	_, err = d.CreateOrResumeGenerationRun(ctx, &driver.GenerationRunRecord{RunID: "g", ThreadID: "t", Status: driver.RunRunning, StartedAt: 1})
+	require.NoError(t, err)
+	require.NoError(t, d.CreateInterrupt(ctx, &driver.InterruptRecord{InterruptID: "i", RunID: "r", ThreadID: "t", Status: driver.InterruptPending, RequestedAt: 1, Payload: json.RawMessage(`{}`)}))
+	require.NoError(t, d.SaveArtifact(ctx, &driver.ArtifactRecord{ArtifactID: "a", RunID: "r", ThreadID: "t", Name: "n", MimeType: "m", CreatedAt: 1}))
+	require.NoError(t, d.SetMetadata(ctx, "ns", "k", json.RawMessage(`1`)))
+	_, _, err = d.PutBlob(ctx, &driver.BlobMeta{BlobRecord: driver.BlobRecord{Key: "b", ETag: "e"}, Object: "o"})
+	require.NoError(t, err)
+	_, err = d.AcquireLock(ctx, driver.LockRequest{Key: "k", Token: "x", Lease: 1e9})
+	require.NoError(t, err)
+	problems, err := d.Check(ctx)
+	require.NoError(t, err)
+	require.Empty(t, problems, "a sound store")
+
+	runKey := d.k.record(spaceRun, "r")
+	var runVal []byte
+	require.NoError(t, db.ReadTransact(ctx, func(tr kv.ReadTransaction) (err error) { runVal, err = tr.Get(runKey).Get(); return }))
+	defer func() {
+		problems, err := d.Check(ctx)
+		require.NoError(t, err)
+		require.Empty(t, problems, "restored")
+	}()
+	for _, c := range []struct {
+		name   string
+		break_ func(tr kv.Transaction)
+		want   string
+	}{
+		{"an index entry is gone", func(tr kv.Transaction) { tr.Clear(d.k.reclaim(ds, "r")) }, "index entry missing"},
+		{"an orphan entry", func(tr kv.Transaction) { tr.Set(d.k.entry(spaceRunActive, "t", 7, "ghost"), runVal) }, "orphan"},
+		{"an entry that disagrees", func(tr kv.Transaction) {
+			tr.Set(d.k.entry(spaceIntRunPend, "r", 1, "i"), []byte(`{"interruptId":"i"}`))
+		}, "disagrees"},
+		{"a record that does not decode", func(tr kv.Transaction) { tr.Set(d.k.record(spaceArt, "a"), []byte("{")) }, "artifact record"},
+		{"a record under another id's key", func(tr kv.Transaction) { tr.Set(d.k.record(spaceRun, "other"), runVal) }, "under another key"},
+		{"a key of no space", func(tr kv.Transaction) { tr.Set(d.k.space("zz"), nil) }, "not one of this driver's"},
+		{"a lock that does not decode", func(tr kv.Transaction) { tr.Set(d.k.lock("k"), []byte("x")) }, "lock"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			snap := dump(t, db)
+			require.NoError(t, db.Transact(ctx, func(tr kv.Transaction) error { c.break_(tr); return nil }))
+			defer restore(t, db, snap)
+			problems, err := d.Check(ctx)
+			require.NoError(t, err)
+			require.NotEmpty(t, problems)
+			var all []string
+			for _, p := range problems {
+				all = append(all, p.String())
+			}
+			require.Contains(t, strings.Join(all, "\n"), c.want)
+		})
+	}
+}
+
+func dump(t *testing.T, db *memkv.DB) []kv.KeyValue {
+	var out []kv.KeyValue
+	require.NoError(t, db.ReadTransact(context.Background(), func(tr kv.ReadTransaction) (err error) {
+		out, err = tr.GetRange(kv.KeyRange{Begin: []byte{0}, End: []byte{0xff}}, kv.RangeOptions{}).Get()
+		return
+	}))
+	return out
+}
+
+func restore(t *testing.T, db *memkv.DB, snap []kv.KeyValue) {
+	require.NoError(t, db.Transact(context.Background(), func(tr kv.Transaction) error {
+		tr.ClearRange(kv.KeyRange{Begin: []byte{0}, End: []byte{0xff}})
+		for _, p := range snap {
+			tr.Set(p.Key, p.Value)
+		}
+		return nil
+	}))
+}
