@@ -78,10 +78,17 @@ type NewDriver func(t *testing.T, now func() time.Time) driver.Driver
 
 // Run runs the whole suite against the drivers newDriver makes.
 func Run(t *testing.T, newDriver NewDriver) {
-	groups := []struct {
-		name  string
-		tests []test
-	}{
+	runGroups(t, newDriver, suiteGroups(lockTests))
+}
+
+type group struct {
+	name  string
+	tests []test
+}
+
+// suiteGroups is every group of the suite, with locks as its lock cases.
+func suiteGroups(locks []test) []group {
+	return []group{
 		{"Runs", runTests},
 		{"GenerationRuns", generationRunTests},
 		{"Interrupts", interruptTests},
@@ -90,9 +97,12 @@ func Run(t *testing.T, newDriver NewDriver) {
 		{"Blobs", blobTests},
 		{"Validation", validationTests},
 		{"Concurrency", concurrencyTests},
-		{"Locks", lockTests},
+		{"Locks", locks},
 		{"Model", modelTests},
 	}
+}
+
+func runGroups(t *testing.T, newDriver NewDriver, groups []group) {
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
 			for _, tc := range g.tests {
