@@ -54,8 +54,9 @@
 // block only on the bubble's channels and timers (memdriver; an FDB driver
 // on the in-process memkv engine). A driver that waits on network I/O in
 // the bubble (a Redis subscriber) keeps virtual time from advancing; such a
-// driver needs a real-time variant of these cases whose assertions count
-// driver calls instead of reading the clock, which does not exist yet.
+// driver runs RunNetwork, whose lock cases run on real time and assert
+// order, exclusion, lost leases, store-clock readings of the history and
+// counts of driver calls, never tight timings (see RunRealTimeLocks).
 package persisttest
 
 import (

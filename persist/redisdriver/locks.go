@@ -12,14 +12,21 @@ import (
 )
 
 // The lock scripts share KEYS lock (hash: o holder, x expiry ms, f fence,
-// s arrival counter), queue (sorted set: waiter tokens by arrival), waits
+// s arrival counter, t the last step's now), queue (sorted set: waiter tokens by arrival), waits
 // (hash: waiter token → expiry of its place, ms), op; and ARGV now ("":
 // the server's TIME), lease ms, token, op ttl, channel, the lock's key.
-// Each step first drops the waiters whose place expired. Every step that
+// A step's now is never before the key's previous step's (t): clock
+// readings taken by clients before they send a step, or a server clock
+// that steps back, would otherwise let a grant carry an earlier time than
+// the release it follows, and the lock's history would lie about the
+// order of leases. Each step then drops the waiters whose place expired. Every step that
 // changes the holder or the queue publishes the lock's key on the
 // driver's channel, which is what WatchLock listens to.
 const lockLib = `
 local now = now_ms(ARGV[1])
+local last = tonumber(redis.call('HGET', KEYS[1], 't') or '0')
+if now < last then now = last end
+redis.call('HSET', KEYS[1], 't', now)
 local changed = false
 for _, t in ipairs(redis.call('ZRANGE', KEYS[2], 0, -1)) do
   if now >= tonumber(redis.call('HGET', KEYS[3], t) or '0') then
