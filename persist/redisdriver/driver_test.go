@@ -1,6 +1,7 @@
 package redisdriver_test
 
 import (
+	"context"
 	"fmt"
 	"sync/atomic"
 	"testing"
@@ -25,6 +26,11 @@ func newDriver(t *testing.T, c redis.UniversalClient, now func() time.Time) *red
 	d, err := redisdriver.New(redisdriver.Options{Client: c, Prefix: fmt.Sprintf("t%d", prefixes.Add(1)), Now: now})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, d.Close()) })
+	t.Cleanup(func() { // runs before Close: every case ends with a consistent store
+		problems, err := d.Check(context.Background())
+		require.NoError(t, err)
+		require.Empty(t, problems, "Check after the case")
+	})
 	return d
 }
 
@@ -61,4 +67,48 @@ func TestMiniredis(t *testing.T) {
 	persisttest.RunNetwork(t, func(t *testing.T, now func() time.Time) driver.Driver {
 		return newDriver(t, c, now)
 	})
+}
+
+// TestCluster runs the suite on a three-master Redis Cluster through a
+// ClusterClient: every key of a store is in its prefix's slot, so each
+// script stays inside one slot, and the lock scripts' PUBLISH reaches the
+// subscription whichever node it is on.
+func TestCluster(t *testing.T) {
+	cl := redistest.StartCluster(t, 3)
+	c := cl.Client(t)
+	persisttest.RunNetwork(t, func(t *testing.T, now func() time.Time) driver.Driver {
+		return newDriver(t, c, now)
+	})
+}
+
+// TestWatchAcrossReconnect: a watcher waiting while the server restarts is
+// woken (a message may have been lost while the subscription was down),
+// and a watch taken after the restart sees the next release, so no change
+// is missed across the reconnect.
+func TestWatchAcrossReconnect(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	c := srv.Client(t, &redis.Options{MaxRetries: 20, MinRetryBackoff: 10 * time.Millisecond, MaxRetryBackoff: 100 * time.Millisecond})
+	d := newDriver(t, c, nil)
+	before, err := d.WatchLock(ctx, "k")
+	require.NoError(t, err)
+	srv.Kill()
+	srv.Restart(t)
+	select {
+	case <-before:
+	case <-time.After(30 * time.Second):
+		t.Fatal("a watcher was not woken when the subscription broke")
+	}
+	st, err := d.AcquireLock(ctx, driver.LockRequest{Key: "k", Token: "a", Lease: time.Minute})
+	require.NoError(t, err)
+	require.True(t, st.Held)
+	after, err := d.WatchLock(ctx, "k")
+	require.NoError(t, err)
+	_, err = d.ReleaseLock(ctx, "k", "a")
+	require.NoError(t, err)
+	select {
+	case <-after:
+	case <-time.After(30 * time.Second):
+		t.Fatal("a release after the reconnect did not fire the watch")
+	}
 }
