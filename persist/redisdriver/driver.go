@@ -690,9 +690,12 @@ func (d *Driver) PutBlob(ctx context.Context, meta *driver.BlobMeta) (*driver.Bl
 	if err != nil {
 		return nil, "", fmt.Errorf("redisdriver: put blob %q: %w", meta.Key, err)
 	}
+	if len(res) != 2 {
+		return nil, "", fmt.Errorf("%w: put blob reply %v", driver.ErrCorrupt, res)
+	}
 	created, ok1 := res[0].(string)
 	replaced, ok2 := res[1].(string)
-	if len(res) != 2 || !ok1 || !ok2 {
+	if !ok1 || !ok2 {
 		return nil, "", fmt.Errorf("%w: put blob reply %v", driver.ErrCorrupt, res)
 	}
 	stored := *meta
@@ -736,7 +739,10 @@ func (d *Driver) DeleteBlob(ctx context.Context, key string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("redisdriver: delete blob %q: %w", key, err)
 	}
-	obj, ok := res[0].(string)
+	obj, ok := "", len(res) == 1
+	if ok {
+		obj, ok = res[0].(string)
+	}
 	if !ok {
 		return "", fmt.Errorf("%w: delete blob reply %v", driver.ErrCorrupt, res)
 	}
