@@ -14,3 +14,11 @@ func TestConformance(t *testing.T) {
 		return memdriver.New(memdriver.Options{Now: now})
 	})
 }
+
+// TestRealTimeLocks runs the real-time lock cases too, so that both
+// variants are proven on the reference driver.
+func TestRealTimeLocks(t *testing.T) {
+	persisttest.RunRealTimeLocks(t, func(t *testing.T, now func() time.Time) driver.Driver {
+		return memdriver.New(memdriver.Options{Now: now})
+	})
+}

@@ -1,0 +1,341 @@
+package redisdriver
+
+// Check, the consistency checker of the driver's keys, for tests and
+// operators: it scans every key under the store's "{prefix}:p:" and holds
+// the index members in memory, so it is not for hot paths. It reads key by
+// key, not in one step: run it on a quiet store, or expect the writes it
+// races with to show as problems.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ckptstore/ckptstore/persist/driver"
+)
+
+// Problem is one broken invariant: the key where it shows and what is
+// wrong. It wraps driver.ErrCorrupt.
+type Problem struct {
+	Key  string
+	What string
+}
+
+// Error is the key, quoted, and what is wrong.
+func (p Problem) Error() string { return fmt.Sprintf("%q: %s", p.Key, p.What) }
+
+// Unwrap returns driver.ErrCorrupt.
+func (p Problem) Unwrap() error { return driver.ErrCorrupt }
+
+// checker collects what Check expects and finds.
+type checker struct {
+	d        *Driver
+	ctx      context.Context
+	problems []Problem
+	// want is, per index key, the members the records say it holds.
+	want map[string]map[string]bool
+}
+
+func (c *checker) bad(key, format string, args ...any) {
+	c.problems = append(c.problems, Problem{Key: key, What: fmt.Sprintf(format, args...)})
+}
+
+func (c *checker) expect(index, m string) {
+	if c.want[index] == nil {
+		c.want[index] = map[string]bool{}
+	}
+	c.want[index][m] = true
+}
+
+// Check reads every key of the driver's store and returns the broken
+// invariants, sorted by key; none for a consistent store. It finds:
+//
+//   - a record hash that does not decode, whose id is not its key's, or
+//     whose index members ('~m', '~t', '~r') are not the ones its fields
+//     give;
+//   - an index (runs, gens, runs:active, runs:reclaim, the four interrupt
+//     indexes, the two artifact indexes, blobs) that lacks a member a
+//     record implies, holds one no record implies, or has a score other
+//     than 0: runs:active must be exactly the running runs,
+//     runs:reclaim the running runs with detachedSince, the pending
+//     interrupt indexes exactly the pending interrupts;
+//   - a blob row without its bucket object;
+//   - a metadata value that is not JSON;
+//   - a lock whose holder has no expiry, whose fence is not a positive
+//     integer while it has a holder, or a waiter without a place expiry.
+func (d *Driver) Check(ctx context.Context) ([]Problem, error) {
+	c := &checker{d: d, ctx: ctx, want: map[string]map[string]bool{}}
+	k := d.k
+	kinds := []struct {
+		prefix string
+		check  func(key, id string, flat []any)
+	}{
+		{k.run(""), c.run},
+		{k.genRun(""), c.genRun},
+		{k.interrupt(""), c.interrupt},
+		{k.artifact(""), c.artifact},
+		{k.blob(""), c.blob},
+	}
+	for _, kd := range kinds {
+		keys, err := d.scan(ctx, kd.prefix)
+		if err != nil {
+			return nil, err
+		}
+		for _, key := range keys {
+			flat, err := hgetallFlat(ctx, d, key)
+			if err != nil {
+				return nil, err
+			}
+			kd.check(key, strings.TrimPrefix(key, kd.prefix), flat)
+		}
+	}
+	indexes := []string{k.runs(), k.genRuns(), k.activeRuns(), k.reclaimRuns(),
+		k.intIndex(false, false), k.intIndex(true, false), k.intIndex(false, true), k.intIndex(true, true),
+		k.artIndex(false), k.artIndex(true), k.blobs()}
+	for _, ix := range indexes {
+		zs, err := d.c.ZRangeWithScores(ctx, ix, 0, -1).Result()
+		if err != nil {
+			return nil, err
+		}
+		have := map[string]bool{}
+		for _, z := range zs {
+			m, _ := z.Member.(string)
+			have[m] = true
+			if z.Score != 0 {
+				c.bad(ix, "member %q has score %v, not 0", m, z.Score)
+			}
+			if !c.want[ix][m] {
+				c.bad(ix, "member %q belongs to no record", m)
+			}
+		}
+		for m := range c.want[ix] {
+			if !have[m] {
+				c.bad(ix, "lacks member %q", m)
+			}
+		}
+	}
+	if err := c.meta(); err != nil {
+		return nil, err
+	}
+	if err := c.locks(); err != nil {
+		return nil, err
+	}
+	slices.SortStableFunc(c.problems, func(a, b Problem) int { return strings.Compare(a.Key, b.Key) })
+	return c.problems, nil
+}
+
+// scan returns every key that starts with prefix.
+func (d *Driver) scan(ctx context.Context, prefix string) ([]string, error) {
+	pattern := globEscape(prefix) + "*"
+	var out []string
+	collect := func(ctx context.Context, c redis.Cmdable) error {
+		it := c.Scan(ctx, 0, pattern, 1000).Iterator()
+		for it.Next(ctx) {
+			out = append(out, it.Val())
+		}
+		return it.Err()
+	}
+	var err error
+	if cc, ok := d.c.(*redis.ClusterClient); ok {
+		err = cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error { return collect(ctx, m) })
+	} else {
+		err = collect(ctx, d.c)
+	}
+	slices.Sort(out)
+	return slices.Compact(out), err
+}
+
+// globEscape escapes the glob characters of SCAN's MATCH.
+func globEscape(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`*?[]\^`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// field returns a '~' field of a HGETALL reply.
+func field(flat []any, name string) (string, bool) {
+	for i := 0; i+1 < len(flat); i += 2 {
+		if flat[i] == name {
+			s, ok := flat[i+1].(string)
+			return s, ok
+		}
+	}
+	return "", false
+}
+
+// own checks a record's own index member field against the one its
+// content gives, and expects it in index ("": in none).
+func (c *checker) own(key string, flat []any, name, want, index string) {
+	got, ok := field(flat, name)
+	switch {
+	case !ok:
+		c.bad(key, "no %s field", name)
+	case got != want:
+		c.bad(key, "%s is %q, its fields give %q", name, got, want)
+	}
+	if index != "" {
+		c.expect(index, want)
+	}
+}
+
+func (c *checker) run(key, id string, flat []any) {
+	r, err := decode[driver.RunRecord](flat)
+	if err != nil {
+		c.bad(key, "does not decode: %v", err)
+		return
+	}
+	if r.RunID != id {
+		c.bad(key, "holds run %q", r.RunID)
+	}
+	m := member(r.ThreadID, r.StartedAt, r.RunID)
+	c.own(key, flat, "~m", m, c.d.k.runs())
+	running := r.Status == driver.RunRunning
+	if running {
+		c.expect(c.d.k.activeRuns(), m)
+	}
+	_, hasRM := field(flat, "~r")
+	switch {
+	case r.DetachedSince == nil && hasRM:
+		c.bad(key, "~r is set without detachedSince")
+	case r.DetachedSince != nil:
+		index := "" // a run that is not running is not reclaimable
+		if running {
+			index = c.d.k.reclaimRuns()
+		}
+		c.own(key, flat, "~r", timeBytes(*r.DetachedSince)+r.RunID, index)
+	}
+}
+
+func (c *checker) genRun(key, id string, flat []any) {
+	r, err := decode[driver.GenerationRunRecord](flat)
+	if err != nil {
+		c.bad(key, "does not decode: %v", err)
+		return
+	}
+	if r.RunID != id {
+		c.bad(key, "holds generation run %q", r.RunID)
+	}
+	c.own(key, flat, "~m", member(r.ThreadID, r.StartedAt, r.RunID), c.d.k.genRuns())
+}
+
+func (c *checker) interrupt(key, id string, flat []any) {
+	r, err := decode[driver.InterruptRecord](flat)
+	if err != nil {
+		c.bad(key, "does not decode: %v", err)
+		return
+	}
+	if r.InterruptID != id {
+		c.bad(key, "holds interrupt %q", r.InterruptID)
+	}
+	tm, rm := member(r.ThreadID, r.RequestedAt, id), member(r.RunID, r.RequestedAt, id)
+	c.own(key, flat, "~t", tm, c.d.k.intIndex(false, false))
+	c.own(key, flat, "~r", rm, c.d.k.intIndex(true, false))
+	if r.Status == driver.InterruptPending {
+		c.expect(c.d.k.intIndex(false, true), tm)
+		c.expect(c.d.k.intIndex(true, true), rm)
+	}
+}
+
+func (c *checker) artifact(key, id string, flat []any) {
+	r, err := decode[driver.ArtifactRecord](flat)
+	if err != nil {
+		c.bad(key, "does not decode: %v", err)
+		return
+	}
+	if r.ArtifactID != id {
+		c.bad(key, "holds artifact %q", r.ArtifactID)
+	}
+	c.own(key, flat, "~t", member(r.ThreadID, r.CreatedAt, id), c.d.k.artIndex(false))
+	c.own(key, flat, "~r", member(r.RunID, r.CreatedAt, id), c.d.k.artIndex(true))
+}
+
+func (c *checker) blob(key, id string, flat []any) {
+	m, err := decodeBlob(flat)
+	if err != nil {
+		c.bad(key, "does not decode: %v", err)
+		return
+	}
+	if m.Key != id {
+		c.bad(key, "holds blob %q", m.Key)
+	}
+	if m.Object == "" {
+		c.bad(key, "names no bucket object")
+	}
+	c.expect(c.d.k.blobs(), id)
+}
+
+func (c *checker) meta() error {
+	vals, err := c.d.c.HGetAll(c.ctx, c.d.k.meta()).Result()
+	if err != nil {
+		return err
+	}
+	for f, v := range vals {
+		if len(f) < 2 || int(f[0])<<8|int(f[1]) > len(f)-2 {
+			c.bad(c.d.k.meta(), "field %q is not length-prefixed", f)
+		}
+		if !json.Valid([]byte(v)) {
+			c.bad(c.d.k.meta(), "field %q holds %q, not JSON", f, v)
+		}
+	}
+	return nil
+}
+
+func (c *checker) locks() error {
+	k := c.d.k
+	keys, err := c.d.scan(c.ctx, k.lock(""))
+	if err != nil {
+		return err
+	}
+	for _, key := range keys {
+		l, err := c.d.c.HGetAll(c.ctx, key).Result()
+		if err != nil {
+			return err
+		}
+		if l["o"] != "" && l["x"] == "" {
+			c.bad(key, "holder %q has no expiry", l["o"])
+		}
+		if f, ok := l["f"]; (ok || l["o"] != "") && !positive(f) {
+			c.bad(key, "fence %q is not a positive integer", f)
+		}
+	}
+	qs, err := c.d.scan(c.ctx, k.lockQueue(""))
+	if err != nil {
+		return err
+	}
+	for _, q := range qs {
+		name := strings.TrimPrefix(q, k.lockQueue(""))
+		tokens, err := c.d.c.ZRange(c.ctx, q, 0, -1).Result()
+		if err != nil {
+			return err
+		}
+		for _, tok := range tokens {
+			if ok, err := c.d.c.HExists(c.ctx, k.lockWaits(name), tok).Result(); err != nil {
+				return err
+			} else if !ok {
+				c.bad(q, "waiter %q has no place expiry", tok)
+			}
+		}
+	}
+	return nil
+}
+
+func positive(s string) bool {
+	if s == "" || s[0] == '0' {
+		return false
+	}
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,787 @@
+// Package redisdriver is the Redis driver of the persistence contract
+// (package persist/driver): every call is one command or one Lua script,
+// so its checks and its writes are one atomic step on the server.
+//
+// Every key lives under the hash tag of the store's prefix, the same
+// {prefix} redisstore uses for the tenant's checkpoints, followed by "p:"
+// so that the two never share a key; a script is therefore legal on Redis
+// Cluster. docs/persistence.md lists the keys and the script of each call.
+//
+// Indexes are sorted sets whose scores are all 0, read with the lex range
+// commands: a member is the index's scope (a thread or run id, with its
+// length in front) then the record's sort time as 8 big-endian bytes with
+// the sign bit flipped, then the record's id, so that the byte order of
+// members is the contract's order (time, then id bytes) and a page's
+// Position is exactly one lex bound. No time ever passes through a
+// floating-point score.
+//
+// A write that a resend could turn into a wrong answer (a patch over a
+// newer write, a commit batch that would fail as not pending, a blob put
+// that would name its own bytes as replaced, a renew or release after the
+// lease moved on) records its reply under a per-call op key, and a resend
+// of the call (go-redis resending after a lost reply) returns that reply.
+//
+// Leases are judged by Options.Now, passed to the scripts, or, when it is
+// nil, by the server's TIME read inside the script, so that every process
+// sharing the store judges leases by one clock. The lock scripts publish
+// the lock's key on one channel per store; WatchLock listens there through
+// one subscription per Driver.
+package redisdriver
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ckptstore/ckptstore/persist/driver"
+)
+
+// DefaultPrefix is the prefix of a store whose Options.Prefix is empty;
+// it is redisstore's, so one tenant's checkpoints and persistence share a
+// hash tag.
+const DefaultPrefix = "ckptstore"
+
+// Options configure a Driver.
+type Options struct {
+	// Client is the connection; a *redis.Client or *redis.ClusterClient.
+	Client redis.UniversalClient
+	// Prefix names the tenant: every key is under the hash tag {Prefix}.
+	// "" means DefaultPrefix.
+	Prefix string
+	// Now is the store's clock, by which leases expire. nil means the
+	// server's clock (TIME, read inside each lock script), the right
+	// choice when several processes share the store.
+	Now func() time.Time
+}
+
+// Driver is the Redis driver. It is safe for concurrent use; Close ends
+// its lock subscription.
+type Driver struct {
+	c     redis.UniversalClient
+	k     keys
+	now   func() time.Time
+	opTTL int64
+	hub   *hub
+}
+
+var _ driver.Driver = (*Driver)(nil)
+
+// New returns a Driver on opts.Client.
+func New(opts Options) (*Driver, error) {
+	if opts.Client == nil {
+		return nil, errors.New("redisdriver: Options.Client is nil")
+	}
+	k := newKeys(opts.Prefix)
+	return &Driver{c: opts.Client, k: k, now: opts.Now, opTTL: driver.OpTokenTTL.Milliseconds(),
+		hub: newHub(opts.Client, k.channel())}, nil
+}
+
+// Close ends the lock subscription, waking every watcher. It does not
+// close the client.
+func (d *Driver) Close() error { return d.hub.close() }
+
+// Scripts returns every script's source, so that a caller can load them
+// (SCRIPT LOAD) before a test makes EVALSHA the first command sent.
+func Scripts() []*redis.Script { return slices.Clone(allScripts) }
+
+var allScripts = []*redis.Script{
+	createRunScript, updateRunScript, createGenRunScript, patchScript, listScript,
+	createInterruptScript, finishInterruptScript, commitScript, metaScript,
+	saveArtifactScript, deleteArtifactScript, deleteRunArtifactsScript,
+	putBlobScript, deleteBlobScript, listBlobsScript,
+	acquireScript, renewScript, releaseScript,
+}
+
+// eval runs a script with EVALSHA (EVAL on NOSCRIPT).
+func (d *Driver) eval(ctx context.Context, sc *redis.Script, keys []string, args []any) ([]any, error) {
+	v, err := sc.Run(ctx, d.c, keys, args...).Result()
+	if err != nil {
+		return nil, err
+	}
+	switch r := v.(type) {
+	case []any:
+		return r, nil
+	case int64:
+		return []any{r}, nil
+	}
+	return nil, fmt.Errorf("%w: script reply %T", driver.ErrCorrupt, v)
+}
+
+// nowArg is the clock argument of the scripts: Options.Now in ms, or ""
+// for the server's TIME.
+func (d *Driver) nowArg() string {
+	if d.now == nil {
+		return ""
+	}
+	return fmt.Sprint(d.now().UnixMilli())
+}
+
+// newToken is a fresh op token: one per call, sent unchanged by every
+// resend of that call.
+func newToken() string { return rand.Text() }
+
+// keys builds the store's key names.
+type keys struct{ base string }
+
+func newKeys(prefix string) keys {
+	if prefix == "" {
+		prefix = DefaultPrefix
+	}
+	// As redisstore escapes its tag: injective, so prefixes never share keys.
+	esc := strings.NewReplacer("%", "%25", "{", "%7B", "}", "%7D").Replace(prefix)
+	return keys{base: "{" + esc + "}:p:"}
+}
+
+func (k keys) run(id string) string       { return k.base + "run:" + id }
+func (k keys) runs() string               { return k.base + "runs" }
+func (k keys) activeRuns() string         { return k.base + "runs:active" }
+func (k keys) reclaimRuns() string        { return k.base + "runs:reclaim" }
+func (k keys) genRun(id string) string    { return k.base + "gen:" + id }
+func (k keys) genRuns() string            { return k.base + "gens" }
+func (k keys) interrupt(id string) string { return k.base + "int:" + id }
+func (k keys) intIndex(byRun, pending bool) string {
+	s := k.base + "ints:thread"
+	if byRun {
+		s = k.base + "ints:run"
+	}
+	if pending {
+		s += ":pending"
+	}
+	return s
+}
+func (k keys) meta() string              { return k.base + "meta" }
+func (k keys) artifact(id string) string { return k.base + "art:" + id }
+func (k keys) artIndex(byRun bool) string {
+	return k.base + map[bool]string{false: "arts:thread", true: "arts:run"}[byRun]
+}
+func (k keys) blob(key string) string      { return k.base + "blob:" + key }
+func (k keys) blobs() string               { return k.base + "blobs" }
+func (k keys) lock(key string) string      { return k.base + "lock:" + key }
+func (k keys) lockQueue(key string) string { return k.base + "lockq:" + key }
+func (k keys) lockWaits(key string) string { return k.base + "lockw:" + key }
+func (k keys) channel() string             { return k.base + "lockev" }
+func (k keys) op(kind byte, token string) string {
+	return k.base + "op:" + string(kind) + ":" + token
+}
+
+// timeBytes is t as 8 bytes whose byte order is t's order.
+func timeBytes(t int64) string {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], uint64(t)^1<<63)
+	return string(b[:])
+}
+
+// scopePrefix is the start of every member of scope: its length (ids are
+// at most MaxIDBytes) then its bytes, so no scope's prefix is a prefix of
+// another's.
+func scopePrefix(scope string) string {
+	var b [2]byte
+	binary.BigEndian.PutUint16(b[:], uint16(len(scope)))
+	return string(b[:]) + scope
+}
+
+// member is a record's member in a scoped index.
+func member(scope string, at int64, id string) string { return scopePrefix(scope) + timeBytes(at) + id }
+
+// scopeRange is the lex range of scope's members strictly after after;
+// and the 1-based byte where an id starts in them. Every member is longer
+// than the prefix, and the byte after the prefix is 0x7f or 0x80 (a safe
+// integer's top byte, sign flipped), never 0xff (nor is any byte of UTF-8),
+// so prefix+"\xff" bounds exactly the scope's members.
+func scopeRange(scope string, after *driver.Position) (lo, hi string, off int) {
+	p := scopePrefix(scope)
+	lo = "[" + p
+	if after != nil {
+		lo = "(" + p + timeBytes(after.At) + after.ID
+	}
+	return lo, "(" + p + "\xff", len(p) + 9
+}
+
+// list runs listScript and decodes each record with dec.
+func list[T any](ctx context.Context, d *Driver, index, lo, hi string, limit int, recPrefix string, off int, rev bool) ([]*T, error) {
+	revArg := "0"
+	if rev {
+		revArg = "1"
+	}
+	res, err := d.eval(ctx, listScript, []string{index}, []any{lo, hi, limit, recPrefix, off, revArg})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*T, 0, len(res))
+	for _, r := range res {
+		rec, err := decode[T](r)
+		if err != nil {
+			return nil, err
+		}
+		if rec == nil {
+			return nil, fmt.Errorf("%w: %s names a missing record", driver.ErrCorrupt, index)
+		}
+		out = append(out, rec)
+	}
+	return out, nil
+}
+
+// Record encoding: one hash field per JSON member. Raw JSON members
+// (usage, payload, response, …) are stored and returned byte for byte, as
+// the contract asks, so they never pass through a JSON decoder.
+
+var rawType = reflect.TypeFor[json.RawMessage]()
+
+// fields returns the JSON members of the struct *v that are present, as
+// (name, raw JSON) pairs in field order.
+func fields(v any) ([]any, error) {
+	var out []any
+	err := walk(reflect.ValueOf(v).Elem(), func(name string, f reflect.Value) error {
+		if f.Type() == rawType {
+			if f.Len() > 0 {
+				out = append(out, name, string(f.Bytes()))
+			}
+			return nil
+		}
+		if (f.Kind() == reflect.Pointer || f.Kind() == reflect.Map) && f.IsNil() {
+			return nil
+		}
+		b, err := json.Marshal(f.Interface())
+		if err != nil {
+			return err
+		}
+		out = append(out, name, string(b))
+		return nil
+	})
+	return out, err
+}
+
+// walk calls fn with each JSON-named field of the struct value v, the
+// fields of embedded structs included.
+func walk(v reflect.Value, fn func(name string, f reflect.Value) error) error {
+	t := v.Type()
+	for i := range t.NumField() {
+		sf := t.Field(i)
+		if sf.Anonymous && sf.Type.Kind() == reflect.Struct {
+			if err := walk(v.Field(i), fn); err != nil {
+				return err
+			}
+			continue
+		}
+		name, _, _ := strings.Cut(sf.Tag.Get("json"), ",")
+		if name == "" || name == "-" {
+			continue
+		}
+		if err := fn(name, v.Field(i)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// patchPairs returns the fields a patch (a struct of driver.Field values)
+// names: a set one as (name, raw JSON), a cleared one as (name, ""), which
+// the scripts read as "delete the field".
+func patchPairs(patch any) ([]any, error) {
+	v := reflect.ValueOf(patch)
+	var out []any
+	for i := range v.NumField() {
+		f := v.Field(i)
+		if !f.MethodByName("Named").Call(nil)[0].Bool() {
+			continue
+		}
+		name := strings.ToLower(v.Type().Field(i).Name[:1]) + v.Type().Field(i).Name[1:]
+		if f.MethodByName("IsClear").Call(nil)[0].Bool() {
+			out = append(out, name, "")
+			continue
+		}
+		val := f.MethodByName("Value").Call(nil)[0]
+		if val.Type() == rawType {
+			out = append(out, name, string(val.Bytes()))
+			continue
+		}
+		b, err := json.Marshal(val.Interface())
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, name, string(b))
+	}
+	return out, nil
+}
+
+// decode reads a HGETALL reply into a record, or nil when it is empty.
+func decode[T any](r any) (*T, error) {
+	flat, ok := r.([]any)
+	if !ok || len(flat)%2 != 0 {
+		return nil, fmt.Errorf("%w: record reply %T", driver.ErrCorrupt, r)
+	}
+	if len(flat) == 0 {
+		return nil, nil
+	}
+	vals := make(map[string]string, len(flat)/2)
+	for i := 0; i < len(flat); i += 2 {
+		name, _ := flat[i].(string)
+		val, _ := flat[i+1].(string)
+		vals[name] = val
+	}
+	rec := new(T)
+	err := walk(reflect.ValueOf(rec).Elem(), func(name string, f reflect.Value) error {
+		val, ok := vals[name]
+		if !ok {
+			return nil
+		}
+		if f.Type() == rawType {
+			f.SetBytes([]byte(val))
+			return nil
+		}
+		if err := json.Unmarshal([]byte(val), f.Addr().Interface()); err != nil {
+			return fmt.Errorf("%w: field %q: %v", driver.ErrCorrupt, name, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return rec, nil
+}
+
+// hgetall reads one record with one command.
+func hgetall[T any](ctx context.Context, d *Driver, key string) (*T, error) {
+	m, err := hgetallFlat(ctx, d, key)
+	if err != nil {
+		return nil, err
+	}
+	return decode[T](m)
+}
+
+// hgetallFlat is HGETALL as the flat field, value array a script returns.
+func hgetallFlat(ctx context.Context, d *Driver, key string) ([]any, error) {
+	m, err := d.c.HGetAll(ctx, key).Result()
+	if err != nil {
+		return nil, err
+	}
+	flat := make([]any, 0, 2*len(m))
+	for k, v := range m {
+		flat = append(flat, k, v)
+	}
+	return flat, nil
+}
+
+func replyInt(res []any) int64 {
+	if len(res) > 0 {
+		if n, ok := res[0].(int64); ok {
+			return n
+		}
+	}
+	return -1
+}
+
+// Runs.
+
+// CreateOrResumeRun implements driver.Runs.
+func (d *Driver) CreateOrResumeRun(ctx context.Context, rec *driver.RunRecord) (*driver.RunRecord, error) {
+	pairs, err := fields(rec)
+	if err != nil {
+		return nil, err
+	}
+	args := append([]any{string(rec.Status), member(rec.ThreadID, rec.StartedAt, rec.RunID)}, pairs...)
+	res, err := d.eval(ctx, createRunScript, []string{d.k.run(rec.RunID), d.k.runs(), d.k.activeRuns()}, args)
+	if err != nil {
+		return nil, fmt.Errorf("redisdriver: create run %q: %w", rec.RunID, err)
+	}
+	if len(res) == 2 && res[0] == "found" {
+		return decode[driver.RunRecord](res[1])
+	}
+	return rec, nil
+}
+
+// UpdateRun implements driver.Runs.
+func (d *Driver) UpdateRun(ctx context.Context, runID string, patch driver.RunPatch) (bool, error) {
+	pairs, err := patchPairs(patch)
+	if err != nil {
+		return false, err
+	}
+	mode, rm := "keep", ""
+	switch {
+	case patch.DetachedSince.IsSet():
+		mode, rm = "set", timeBytes(patch.DetachedSince.Value())+runID
+	case patch.DetachedSince.IsClear():
+		mode = "clear"
+	}
+	keys := []string{d.k.run(runID), d.k.activeRuns(), d.k.reclaimRuns(), d.k.op('u', newToken())}
+	res, err := d.eval(ctx, updateRunScript, keys, append([]any{d.opTTL, mode, rm}, pairs...))
+	if err != nil {
+		return false, fmt.Errorf("redisdriver: update run %q: %w", runID, err)
+	}
+	return replyInt(res) == 1, nil
+}
+
+// GetRun implements driver.Runs.
+func (d *Driver) GetRun(ctx context.Context, runID string) (*driver.RunRecord, error) {
+	return hgetall[driver.RunRecord](ctx, d, d.k.run(runID))
+}
+
+// ActiveRun implements driver.Runs.
+func (d *Driver) ActiveRun(ctx context.Context, threadID string) (*driver.RunRecord, error) {
+	lo, hi, off := scopeRange(threadID, nil)
+	rs, err := list[driver.RunRecord](ctx, d, d.k.activeRuns(), lo, hi, 1, d.k.run(""), off, true)
+	if err != nil || len(rs) == 0 {
+		return nil, err
+	}
+	return rs[0], nil
+}
+
+// ThreadRuns implements driver.Runs.
+func (d *Driver) ThreadRuns(ctx context.Context, threadID string, after *driver.Position, limit int) ([]*driver.RunRecord, error) {
+	lo, hi, off := scopeRange(threadID, after)
+	return list[driver.RunRecord](ctx, d, d.k.runs(), lo, hi, limit, d.k.run(""), off, false)
+}
+
+// ReclaimableRuns implements driver.Runs. Its index holds exactly the
+// running runs with detachedSince set, by detachedSince then run id.
+func (d *Driver) ReclaimableRuns(ctx context.Context, cutoff int64, after *driver.Position, limit int) ([]*driver.RunRecord, error) {
+	lo := "-"
+	if after != nil {
+		lo = "(" + timeBytes(after.At) + after.ID
+	}
+	hi := "(" + timeBytes(cutoff+1) // every member at cutoff is below: ids are not empty
+	return list[driver.RunRecord](ctx, d, d.k.reclaimRuns(), lo, hi, limit, d.k.run(""), 9, false)
+}
+
+// Generation runs.
+
+// CreateOrResumeGenerationRun implements driver.GenerationRuns.
+func (d *Driver) CreateOrResumeGenerationRun(ctx context.Context, rec *driver.GenerationRunRecord) (*driver.GenerationRunRecord, error) {
+	pairs, err := fields(rec)
+	if err != nil {
+		return nil, err
+	}
+	args := append([]any{member(rec.ThreadID, rec.StartedAt, rec.RunID)}, pairs...)
+	res, err := d.eval(ctx, createGenRunScript, []string{d.k.genRun(rec.RunID), d.k.genRuns()}, args)
+	if err != nil {
+		return nil, fmt.Errorf("redisdriver: create generation run %q: %w", rec.RunID, err)
+	}
+	if len(res) == 2 && res[0] == "found" {
+		return decode[driver.GenerationRunRecord](res[1])
+	}
+	return rec, nil
+}
+
+// UpdateGenerationRun implements driver.GenerationRuns.
+func (d *Driver) UpdateGenerationRun(ctx context.Context, runID string, patch driver.GenerationRunPatch) (bool, error) {
+	pairs, err := patchPairs(patch)
+	if err != nil {
+		return false, err
+	}
+	res, err := d.eval(ctx, patchScript, []string{d.k.genRun(runID), d.k.op('g', newToken())}, append([]any{d.opTTL}, pairs...))
+	if err != nil {
+		return false, fmt.Errorf("redisdriver: update generation run %q: %w", runID, err)
+	}
+	return replyInt(res) == 1, nil
+}
+
+// GetGenerationRun implements driver.GenerationRuns.
+func (d *Driver) GetGenerationRun(ctx context.Context, runID string) (*driver.GenerationRunRecord, error) {
+	return hgetall[driver.GenerationRunRecord](ctx, d, d.k.genRun(runID))
+}
+
+// LatestGenerationRun implements driver.GenerationRuns.
+func (d *Driver) LatestGenerationRun(ctx context.Context, threadID string) (*driver.GenerationRunRecord, error) {
+	lo, hi, off := scopeRange(threadID, nil)
+	rs, err := list[driver.GenerationRunRecord](ctx, d, d.k.genRuns(), lo, hi, 1, d.k.genRun(""), off, true)
+	if err != nil || len(rs) == 0 {
+		return nil, err
+	}
+	return rs[0], nil
+}
+
+// Interrupts.
+
+// CreateInterrupt implements driver.Interrupts. Insert-if-absent needs no
+// op key: a resend finds the interrupt and does nothing.
+func (d *Driver) CreateInterrupt(ctx context.Context, rec *driver.InterruptRecord) error {
+	pairs, err := fields(rec)
+	if err != nil {
+		return err
+	}
+	keys := []string{d.k.interrupt(rec.InterruptID), d.k.intIndex(false, false), d.k.intIndex(true, false),
+		d.k.intIndex(false, true), d.k.intIndex(true, true)}
+	args := append([]any{member(rec.ThreadID, rec.RequestedAt, rec.InterruptID), member(rec.RunID, rec.RequestedAt, rec.InterruptID)}, pairs...)
+	if _, err := d.eval(ctx, createInterruptScript, keys, args); err != nil {
+		return fmt.Errorf("redisdriver: create interrupt %q: %w", rec.InterruptID, err)
+	}
+	return nil
+}
+
+func (d *Driver) finishInterrupt(ctx context.Context, id string, pairs []any) (bool, error) {
+	keys := []string{d.k.interrupt(id), d.k.intIndex(false, true), d.k.intIndex(true, true), d.k.op('i', newToken())}
+	res, err := d.eval(ctx, finishInterruptScript, keys, append([]any{d.opTTL}, pairs...))
+	if err != nil {
+		return false, fmt.Errorf("redisdriver: interrupt %q: %w", id, err)
+	}
+	return replyInt(res) == 1, nil
+}
+
+func statusJSON(s driver.InterruptStatus) string { b, _ := json.Marshal(s); return string(b) }
+
+// ResolveInterrupt implements driver.Interrupts.
+func (d *Driver) ResolveInterrupt(ctx context.Context, id string, at int64, response json.RawMessage) (bool, error) {
+	return d.finishInterrupt(ctx, id, []any{"resolvedAt", fmt.Sprint(at), "response", string(response),
+		"status", statusJSON(driver.InterruptResolved)})
+}
+
+// CancelInterrupt implements driver.Interrupts.
+func (d *Driver) CancelInterrupt(ctx context.Context, id string, at int64) (bool, error) {
+	return d.finishInterrupt(ctx, id, []any{"resolvedAt", fmt.Sprint(at), "status", statusJSON(driver.InterruptCancelled)})
+}
+
+// CommitInterrupts implements driver.Interrupts. The op key is the
+// caller's token, or a fresh one, so that a resend of the script after a
+// lost reply reports the commit instead of ErrNotPending.
+func (d *Driver) CommitInterrupts(ctx context.Context, entries []driver.InterruptCommitEntry, at int64, opToken string) error {
+	if opToken == "" {
+		opToken = newToken()
+	}
+	keys := []string{d.k.op('c', opToken), d.k.intIndex(false, true), d.k.intIndex(true, true)}
+	args := []any{d.opTTL, fmt.Sprint(at)}
+	for _, e := range entries {
+		keys = append(keys, d.k.interrupt(e.InterruptID))
+		args = append(args, statusJSON(e.Status), string(e.Response))
+	}
+	res, err := d.eval(ctx, commitScript, keys, args)
+	if err != nil {
+		return fmt.Errorf("redisdriver: commit batch: %w", err)
+	}
+	if len(res) >= 2 {
+		i, _ := res[1].(int64)
+		if i >= 1 && int(i) <= len(entries) {
+			id := entries[i-1].InterruptID
+			switch res[0] {
+			case "NOT_FOUND":
+				return fmt.Errorf("%w: %q", driver.ErrNotFound, id)
+			case "NOT_PENDING":
+				return fmt.Errorf("%w: %q is %v", driver.ErrNotPending, id, res[2:])
+			}
+		}
+	}
+	if len(res) != 1 || res[0] != "ok" {
+		return fmt.Errorf("%w: commit reply %v", driver.ErrCorrupt, res)
+	}
+	return nil
+}
+
+// GetInterrupt implements driver.Interrupts.
+func (d *Driver) GetInterrupt(ctx context.Context, id string) (*driver.InterruptRecord, error) {
+	return hgetall[driver.InterruptRecord](ctx, d, d.k.interrupt(id))
+}
+
+// ListInterrupts implements driver.Interrupts.
+func (d *Driver) ListInterrupts(ctx context.Context, scope driver.InterruptScope, after *driver.Position, limit int) ([]*driver.InterruptRecord, error) {
+	byRun, id := scope.RunID != "", scope.ThreadID
+	if byRun {
+		id = scope.RunID
+	}
+	lo, hi, off := scopeRange(id, after)
+	return list[driver.InterruptRecord](ctx, d, d.k.intIndex(byRun, scope.PendingOnly), lo, hi, limit, d.k.interrupt(""), off, false)
+}
+
+// Metadata.
+
+// metaField is (namespace, key) as one hash field: the namespace with its
+// length in front, so that no two pairs share a field.
+func metaField(namespace, key string) string { return scopePrefix(namespace) + key }
+
+// GetMetadata implements driver.Metadata.
+func (d *Driver) GetMetadata(ctx context.Context, namespace, key string) (json.RawMessage, error) {
+	v, err := d.c.HGet(ctx, d.k.meta(), metaField(namespace, key)).Result()
+	if errors.Is(err, redis.Nil) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("redisdriver: get metadata: %w", err)
+	}
+	return json.RawMessage(v), nil
+}
+
+func (d *Driver) setMeta(ctx context.Context, namespace, key, value string) error {
+	_, err := d.eval(ctx, metaScript, []string{d.k.meta(), d.k.op('m', newToken())}, []any{d.opTTL, metaField(namespace, key), value})
+	if err != nil {
+		return fmt.Errorf("redisdriver: metadata: %w", err)
+	}
+	return nil
+}
+
+// SetMetadata implements driver.Metadata.
+func (d *Driver) SetMetadata(ctx context.Context, namespace, key string, value json.RawMessage) error {
+	return d.setMeta(ctx, namespace, key, string(value))
+}
+
+// DeleteMetadata implements driver.Metadata.
+func (d *Driver) DeleteMetadata(ctx context.Context, namespace, key string) error {
+	return d.setMeta(ctx, namespace, key, "")
+}
+
+// Artifacts.
+
+// SaveArtifact implements driver.Artifacts.
+func (d *Driver) SaveArtifact(ctx context.Context, rec *driver.ArtifactRecord) error {
+	pairs, err := fields(rec)
+	if err != nil {
+		return err
+	}
+	keys := []string{d.k.artifact(rec.ArtifactID), d.k.artIndex(false), d.k.artIndex(true), d.k.op('s', newToken())}
+	args := append([]any{d.opTTL, member(rec.ThreadID, rec.CreatedAt, rec.ArtifactID), member(rec.RunID, rec.CreatedAt, rec.ArtifactID)}, pairs...)
+	if _, err := d.eval(ctx, saveArtifactScript, keys, args); err != nil {
+		return fmt.Errorf("redisdriver: save artifact %q: %w", rec.ArtifactID, err)
+	}
+	return nil
+}
+
+// GetArtifact implements driver.Artifacts.
+func (d *Driver) GetArtifact(ctx context.Context, artifactID string) (*driver.ArtifactRecord, error) {
+	return hgetall[driver.ArtifactRecord](ctx, d, d.k.artifact(artifactID))
+}
+
+// ListArtifacts implements driver.Artifacts.
+func (d *Driver) ListArtifacts(ctx context.Context, scope driver.ArtifactScope, after *driver.Position, limit int) ([]*driver.ArtifactRecord, error) {
+	byRun, id := scope.RunID != "", scope.ThreadID
+	if byRun {
+		id = scope.RunID
+	}
+	lo, hi, off := scopeRange(id, after)
+	return list[driver.ArtifactRecord](ctx, d, d.k.artIndex(byRun), lo, hi, limit, d.k.artifact(""), off, false)
+}
+
+// DeleteArtifact implements driver.Artifacts.
+func (d *Driver) DeleteArtifact(ctx context.Context, artifactID string) error {
+	keys := []string{d.k.artifact(artifactID), d.k.artIndex(false), d.k.artIndex(true)}
+	if _, err := d.eval(ctx, deleteArtifactScript, keys, nil); err != nil {
+		return fmt.Errorf("redisdriver: delete artifact %q: %w", artifactID, err)
+	}
+	return nil
+}
+
+// DeleteRunArtifacts implements driver.Artifacts.
+func (d *Driver) DeleteRunArtifacts(ctx context.Context, runID string, limit int) (int, error) {
+	lo, hi, off := scopeRange(runID, nil)
+	keys := []string{d.k.artIndex(true), d.k.artIndex(false), d.k.op('x', newToken())}
+	res, err := d.eval(ctx, deleteRunArtifactsScript, keys, []any{d.opTTL, lo, hi, limit, d.k.artifact(""), off})
+	if err != nil {
+		return 0, fmt.Errorf("redisdriver: delete run artifacts %q: %w", runID, err)
+	}
+	return int(replyInt(res)), nil
+}
+
+// Blobs.
+
+// PutBlob implements driver.Blobs.
+func (d *Driver) PutBlob(ctx context.Context, meta *driver.BlobMeta) (*driver.BlobMeta, string, error) {
+	pairs, err := fields(&meta.BlobRecord)
+	if err != nil {
+		return nil, "", err
+	}
+	keys := []string{d.k.blob(meta.Key), d.k.blobs(), d.k.op('b', newToken())}
+	args := append([]any{d.opTTL, meta.Key, meta.Object, fmt.Sprint(meta.CreatedAt)}, pairs...)
+	res, err := d.eval(ctx, putBlobScript, keys, args)
+	if err != nil {
+		return nil, "", fmt.Errorf("redisdriver: put blob %q: %w", meta.Key, err)
+	}
+	if len(res) != 2 {
+		return nil, "", fmt.Errorf("%w: put blob reply %v", driver.ErrCorrupt, res)
+	}
+	created, ok1 := res[0].(string)
+	replaced, ok2 := res[1].(string)
+	if !ok1 || !ok2 {
+		return nil, "", fmt.Errorf("%w: put blob reply %v", driver.ErrCorrupt, res)
+	}
+	stored := *meta
+	if err := json.Unmarshal([]byte(created), &stored.CreatedAt); err != nil {
+		return nil, "", fmt.Errorf("%w: blob createdAt %q", driver.ErrCorrupt, created)
+	}
+	return &stored, replaced, nil
+}
+
+type blobRow struct {
+	driver.BlobRecord
+}
+
+// GetBlob implements driver.Blobs.
+func (d *Driver) GetBlob(ctx context.Context, key string) (*driver.BlobMeta, error) {
+	m, err := hgetallFlat(ctx, d, d.k.blob(key))
+	if err != nil {
+		return nil, fmt.Errorf("redisdriver: get blob %q: %w", key, err)
+	}
+	return decodeBlob(m)
+}
+
+func decodeBlob(r any) (*driver.BlobMeta, error) {
+	rec, err := decode[blobRow](r)
+	if err != nil || rec == nil {
+		return nil, err
+	}
+	flat := r.([]any)
+	meta := &driver.BlobMeta{BlobRecord: rec.BlobRecord}
+	for i := 0; i < len(flat); i += 2 {
+		if flat[i] == "~o" {
+			meta.Object, _ = flat[i+1].(string)
+		}
+	}
+	return meta, nil
+}
+
+// DeleteBlob implements driver.Blobs.
+func (d *Driver) DeleteBlob(ctx context.Context, key string) (string, error) {
+	res, err := d.eval(ctx, deleteBlobScript, []string{d.k.blob(key), d.k.blobs(), d.k.op('d', newToken())}, []any{d.opTTL, key})
+	if err != nil {
+		return "", fmt.Errorf("redisdriver: delete blob %q: %w", key, err)
+	}
+	obj, ok := "", len(res) == 1
+	if ok {
+		obj, ok = res[0].(string)
+	}
+	if !ok {
+		return "", fmt.Errorf("%w: delete blob reply %v", driver.ErrCorrupt, res)
+	}
+	return obj, nil
+}
+
+// ListBlobs implements driver.Blobs. Keys are valid UTF-8, which has no
+// 0xff byte, so prefix+"\xff" bounds exactly the keys with the prefix.
+func (d *Driver) ListBlobs(ctx context.Context, prefix, after string, limit int) ([]*driver.BlobMeta, error) {
+	lo, hi := "["+prefix, "+"
+	switch {
+	case after == "" && prefix == "":
+		lo = "-"
+	case after >= prefix:
+		lo = "(" + after
+	}
+	if prefix != "" {
+		hi = "(" + prefix + "\xff"
+	}
+	res, err := d.eval(ctx, listBlobsScript, []string{d.k.blobs()}, []any{lo, hi, limit, d.k.blob("")})
+	if err != nil {
+		return nil, fmt.Errorf("redisdriver: list blobs: %w", err)
+	}
+	out := make([]*driver.BlobMeta, 0, len(res))
+	for _, r := range res {
+		m, err := decodeBlob(r)
+		if err != nil {
+			return nil, err
+		}
+		if m == nil {
+			return nil, fmt.Errorf("%w: the blob index names a missing row", driver.ErrCorrupt)
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// ceilMillis is d in whole ms, rounded up so that a positive lease never
+// rounds to zero.
+func ceilMillis(d time.Duration) int64 {
+	return int64((d + time.Millisecond - 1) / time.Millisecond)
+}

@@ -1,0 +1,114 @@
+package redisdriver_test
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ckptstore/ckptstore/internal/redistest"
+	"github.com/ckptstore/ckptstore/persist/driver"
+	"github.com/ckptstore/ckptstore/persist/persisttest"
+	"github.com/ckptstore/ckptstore/persist/redisdriver"
+)
+
+var prefixes atomic.Int64
+
+// newDriver returns a driver on c under a prefix no other test uses, so
+// each test starts from an empty store on a shared server.
+func newDriver(t *testing.T, c redis.UniversalClient, now func() time.Time) *redisdriver.Driver {
+	t.Helper()
+	d, err := redisdriver.New(redisdriver.Options{Client: c, Prefix: fmt.Sprintf("t%d", prefixes.Add(1)), Now: now})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, d.Close()) })
+	t.Cleanup(func() { // runs before Close: every case ends with a consistent store
+		problems, err := d.Check(context.Background())
+		require.NoError(t, err)
+		require.Empty(t, problems, "Check after the case")
+	})
+	return d
+}
+
+// TestConformance runs the suite on a real redis-server, the store's
+// clock the suite's (passed to the scripts), with the real-time lock
+// cases: the lock subscription waits on the network, which the synctest
+// cases' virtual time cannot include.
+func TestConformance(t *testing.T) {
+	srv := redistest.Start(t)
+	c := srv.Client(t, nil)
+	persisttest.RunNetwork(t, func(t *testing.T, now func() time.Time) driver.Driver {
+		return newDriver(t, c, now)
+	})
+}
+
+// TestServerClockLocks runs the real-time lock cases with the server's
+// own clock (Options.Now nil: TIME inside the scripts), the setting for
+// several processes sharing a store; none of the cases moves the clock.
+func TestServerClockLocks(t *testing.T) {
+	srv := redistest.Start(t)
+	c := srv.Client(t, nil)
+	persisttest.RunRealTimeLocks(t, func(t *testing.T, _ func() time.Time) driver.Driver {
+		return newDriver(t, c, nil)
+	})
+}
+
+// TestMiniredis runs the suite on miniredis, which runs the scripts
+// (gopher-lua, with cjson) and delivers PUBLISH from a script to
+// subscribers.
+func TestMiniredis(t *testing.T) {
+	m := miniredis.RunT(t)
+	c := redis.NewClient(&redis.Options{Addr: m.Addr()})
+	t.Cleanup(func() { _ = c.Close() })
+	persisttest.RunNetwork(t, func(t *testing.T, now func() time.Time) driver.Driver {
+		return newDriver(t, c, now)
+	})
+}
+
+// TestCluster runs the suite on a three-master Redis Cluster through a
+// ClusterClient: every key of a store is in its prefix's slot, so each
+// script stays inside one slot, and the lock scripts' PUBLISH reaches the
+// subscription whichever node it is on.
+func TestCluster(t *testing.T) {
+	cl := redistest.StartCluster(t, 3)
+	c := cl.Client(t)
+	persisttest.RunNetwork(t, func(t *testing.T, now func() time.Time) driver.Driver {
+		return newDriver(t, c, now)
+	})
+}
+
+// TestWatchAcrossReconnect: a watcher waiting while the server restarts is
+// woken (a message may have been lost while the subscription was down),
+// and a watch taken after the restart sees the next release, so no change
+// is missed across the reconnect.
+func TestWatchAcrossReconnect(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	c := srv.Client(t, &redis.Options{MaxRetries: 20, MinRetryBackoff: 10 * time.Millisecond, MaxRetryBackoff: 100 * time.Millisecond})
+	d := newDriver(t, c, nil)
+	before, err := d.WatchLock(ctx, "k")
+	require.NoError(t, err)
+	srv.Kill()
+	srv.Restart(t)
+	select {
+	case <-before:
+	case <-time.After(30 * time.Second):
+		t.Fatal("a watcher was not woken when the subscription broke")
+	}
+	st, err := d.AcquireLock(ctx, driver.LockRequest{Key: "k", Token: "a", Lease: time.Minute})
+	require.NoError(t, err)
+	require.True(t, st.Held)
+	after, err := d.WatchLock(ctx, "k")
+	require.NoError(t, err)
+	_, err = d.ReleaseLock(ctx, "k", "a")
+	require.NoError(t, err)
+	select {
+	case <-after:
+	case <-time.After(30 * time.Second):
+		t.Fatal("a release after the reconnect did not fire the watch")
+	}
+}
