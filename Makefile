@@ -6,7 +6,7 @@ PKGS     ?= ./...
 # The race detector on a 2-core machine: keep the whole run well under CI's budget.
 TESTFLAGS ?= -race -count=1 -timeout 12m
 
-.PHONY: all run test deps vet staticcheck gotest fdbcheck benchsmoke bench fmt tstest
+.PHONY: all run test deps vet staticcheck gotest fdbcheck benchsmoke bench fmt tstest loc
 
 all: test
 
@@ -63,3 +63,14 @@ bench: deps
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')
+
+# loc counts the lines of the Go files git tracks, per package directory:
+# non-test (production) and _test.go lines, then the totals. The non-test
+# total is `git ls-files '*.go' | grep -v _test.go | xargs cat | wc -l`.
+loc:
+	@git ls-files -z '*.go' | xargs -0 wc -l | awk '$$2 != "total" { \
+		d = $$2; if (!sub(/\/[^\/]*$$/, "", d)) d = "."; t = ($$2 ~ /_test\.go$$/); \
+		n[d, t] += $$1; dirs[d] = 1; sum[t] += $$1 } \
+		END { for (d in dirs) printf "%-32s %8d %8d\n", d, n[d, 0], n[d, 1]; \
+		printf "%-32s %8d %8d\n", "~total", sum[0], sum[1] }' | \
+		LC_ALL=C sort | awk 'BEGIN { printf "%-32s %8s %8s\n", "package", "non-test", "test" } { sub(/^~/, ""); print }'

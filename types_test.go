@@ -166,3 +166,36 @@ func TestForkRoot(t *testing.T) {
 		t.Fatal("changing the fork root changed the source")
 	}
 }
+
+// Ids compare by their UTF-8 bytes, not by UTF-16 code units as
+// JavaScript's < compares strings. The two
+// orders differ only between a character above U+FFFF (a surrogate pair,
+// 0xD800…) and one from U+E000 to U+FFFF.
+func TestCompareCheckpointsByBytesNotUTF16(t *testing.T) {
+	for _, tc := range []struct{ lo, hi string }{
+		{"\uE000", "\U00010000"},
+		{"\uFFFF", "😀"},
+		{"a\uFF5E", "a\U0001F600"},
+	} {
+		lo := &ckptstore.Checkpoint{ID: tc.lo, CreatedAt: 1}
+		hi := &ckptstore.Checkpoint{ID: tc.hi, CreatedAt: 1}
+		if c := ckptstore.CompareCheckpoints(lo, hi); c >= 0 {
+			t.Errorf("CompareCheckpoints(%+q, %+q) = %d, want < 0 (UTF-8 byte order)", tc.lo, tc.hi, c)
+		}
+		if c := ckptstore.CompareCheckpoints(hi, lo); c <= 0 {
+			t.Errorf("CompareCheckpoints(%+q, %+q) = %d, want > 0 (UTF-8 byte order)", tc.hi, tc.lo, c)
+		}
+	}
+}
+
+// BlobKeys of a checkpoint with more artifacts than files (a slice sized
+// len(Files)-len(Artifacts) would panic).
+func TestBlobKeysMoreArtifactsThanFiles(t *testing.T) {
+	cp := &ckptstore.Checkpoint{Artifacts: []ckptstore.Artifact{
+		{ArtifactID: "a", BlobKey: artifactKey(2)}, {ArtifactID: "b", BlobKey: artifactKey(1)}, {ArtifactID: "c", BlobKey: artifactKey(2)},
+	}}
+	got := cp.BlobKeys()
+	if want := []string{artifactKey(1), artifactKey(2)}; !slices.Equal(got, want) {
+		t.Fatalf("BlobKeys() = %q, want %q", got, want)
+	}
+}

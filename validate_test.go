@@ -476,3 +476,41 @@ func TestValidateInstanceRecord(t *testing.T) {
 	}
 	wantErr(t, ckptstore.ValidateInstanceRecord(nil), ckptstore.ErrInvalidEntry, "")
 }
+
+// A blob key needs its prefix as well as its 64 lowercase hex digits.
+func TestValidateBlobKeyWithoutPrefix(t *testing.T) {
+	hex := strings.Repeat("0a", 32)
+	for _, tc := range []struct {
+		name string
+		mod  func(*ckptstore.Checkpoint)
+	}{
+		{"file key of bare hex", func(cp *ckptstore.Checkpoint) { cp.Files[1].BlobKey = hex }},
+		{"file key with the prefix's slash missing", func(cp *ckptstore.Checkpoint) { cp.Files[1].BlobKey = "sandbox-files/sha256" + hex }},
+		{"artifact key of bare hex", func(cp *ckptstore.Checkpoint) { cp.Artifacts[0].BlobKey = hex }},
+		{"artifact key with a file prefix", func(cp *ckptstore.Checkpoint) { cp.Artifacts[0].BlobKey = "sandbox-files/sha256/" + hex }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cp := validCheckpoint()
+			tc.mod(cp)
+			wantErr(t, ckptstore.Validate(cp), ckptstore.ErrInvalidEntry, "blobKey")
+		})
+	}
+}
+
+// Drive letters (isASCIILetter): the first and last letter of each case
+// (a, z, A, Z) make drive paths, and the characters just outside those
+// ranges (@ [ ` {) do not.
+func TestValidateDriveLetterEdges(t *testing.T) {
+	for _, p := range []string{"a:", "z:/x", "A:", "Z:/x"} {
+		cp := validCheckpoint()
+		cp.Files[2].Path = p
+		wantErr(t, ckptstore.Validate(cp), ckptstore.ErrInvalidEntry, "drive letter")
+	}
+	for _, p := range []string{"@:", "[:", "`:", "{:", "@:/x", "{:/x"} {
+		cp := validCheckpoint()
+		cp.Files[2].Path = p
+		if err := ckptstore.Validate(cp); err != nil {
+			t.Errorf("path %q: %v, want valid (not a drive letter)", p, err)
+		}
+	}
+}

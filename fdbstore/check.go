@@ -94,9 +94,7 @@ var _ driver.Checker = (*Store)(nil)
 //     before its own, see checkMarkerExpiry); a marker whose epoch is not
 //     its time's, of no known kind or result, or dated more than
 //     markerTTL/2 after this clock (the writers' clocks must agree within
-//     that); in the old global layout (Options.legacyMarkers), a marker
-//     older than markerTTL before the newest, which every write clears,
-//     and without that option any global marker;
+//     that);
 //   - an instance record that does not decode.
 //
 // Not reported, because the contract reaches them: a head naming a
@@ -430,7 +428,6 @@ type checker struct {
 	// blob keys are unknown, so the counts are not compared with the recount.
 	undecoded int
 	listed    map[string]bool
-	legacy    []legacyMarker
 	// The runs of consecutive keys being read: the copy chunks after an
 	// index key, a checkpoint's chunks, a transcript's chunks.
 	curIndex *checkedIndex
@@ -476,11 +473,6 @@ type checkedMarker struct {
 	hasFence bool // an AcquireWriter or RenewWriter marker, with the fence it recorded
 	fence    int64
 	future   bool // dated after this clock allows (reported; not the newest for expiry)
-}
-
-type legacyMarker struct {
-	key []byte
-	ms  int64
 }
 
 // chunkRun is a run of chunks being read: a checkpoint's (createdAt, id) or
@@ -575,8 +567,6 @@ func (c *checker) key(p kv.KeyValue) {
 			return
 		}
 		c.refs[key] = kv.DecodeInt64(p.Value)
-	case spaceOps:
-		c.legacyKey(p, t[1:])
 	case spaceInstance:
 		key, ok := elem[string](t[1:], 0, 1)
 		if !ok {
@@ -756,21 +746,6 @@ func (c *checker) markerKey(p kv.KeyValue, thread string, th *checkedThread, res
 	th.markers = append(th.markers, m)
 }
 
-// legacyKey files an old global marker (P, "o", ms, token).
-func (c *checker) legacyKey(p kv.KeyValue, t tuple.Tuple) {
-	if !c.s.opts.legacyMarkers {
-		c.bad(subject{}, p.Key, "global op marker of the old layout")
-		return
-	}
-	ms, ok1 := elem[int64](t, 0, 2)
-	_, ok2 := elem[string](t, 1, 2)
-	if !ok1 || !ok2 || len(p.Value) < 2 || p.Value[0] != 1 {
-		c.bad(subject{}, p.Key, "malformed global op marker")
-		return
-	}
-	c.legacy = append(c.legacy, legacyMarker{key: p.Key, ms: ms})
-}
-
 // dataKey adds one chunk of a checkpoint's data; a checkpoint is checked
 // when its last chunk has been read.
 func (c *checker) dataKey(p kv.KeyValue, thread string, rest tuple.Tuple) {
@@ -881,7 +856,6 @@ func (c *checker) finish() {
 		return
 	}
 	c.checkCounts()
-	c.checkLegacy()
 }
 
 // checkIndexes checks every index against the data and copy read.
@@ -1005,22 +979,6 @@ func (c *checker) checkCounts() {
 	for key, n := range c.counted {
 		if _, ok := c.refs[key]; !ok && !c.badRefs[key] {
 			c.bad(subject{}, c.s.k.ref(key), "no count, %d stored checkpoints use it", n)
-		}
-	}
-}
-
-// checkLegacy checks the old global markers' expiry: every write clears
-// the markers older than markerTTL before its start, and a write's own
-// marker is at most markerTTL/2 older than its commit (it gives up then),
-// so no marker is older than markerTTL before the newest.
-func (c *checker) checkLegacy() {
-	newest := int64(0)
-	for _, m := range c.legacy {
-		newest = max(newest, m.ms)
-	}
-	for _, m := range c.legacy {
-		if m.ms < newest-markerTTL.Milliseconds() {
-			c.bad(subject{}, m.key, "marker at %d ms, more than markerTTL before the newest (%d ms): writes clear those", m.ms, newest)
 		}
 	}
 }

@@ -107,7 +107,6 @@ func TestKeyLayout(t *testing.T) {
 		{"marker", k.opMarker("t", 256, "tok"), th + "\x02o\x00\x16\x01\x00\x02tok\x00"},
 		{"listed", k.listed("t"), "P\x02x\x00\x02t\x00"},
 		{"ref", k.ref("sandbox-files/x"), "P\x02r\x00\x02sandbox-files/x\x00"},
-		{"legacy op", k.legacyOp(256, "tok"), "P\x02o\x00\x16\x01\x00\x02tok\x00"},
 		{"instance", k.instance("k"), "P\x02n\x00\x02k\x00"},
 	} {
 		if string(c.got) != c.want {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/fdbstore/kv/memkv"
+	"github.com/ckptstore/ckptstore/internal/testkit"
 )
 
 // Shape of the hot-range load.
@@ -48,6 +49,7 @@ type hotHarness struct {
 	mu      sync.Mutex
 	threads []*hotThread
 	forks   int
+	shared  []string // blob keys every checkpoint holds besides its own
 }
 
 type hotThread struct {
@@ -84,12 +86,13 @@ func (th *hotThread) blobKey() string {
 
 // next makes the thread's next checkpoint: three files, each keeping its
 // parent's blob with probability 0.7.
-func (th *hotThread) next() *ckptstore.Checkpoint {
+func (th *hotThread) next(shared []string) *ckptstore.Checkpoint {
 	if th.blobs == nil {
 		th.blobs = []string{th.blobKey(), th.blobKey(), th.blobKey()}
 	}
-	blobs := make([]string, len(th.blobs))
-	for i, k := range th.blobs {
+	own := slices.DeleteFunc(slices.Clone(th.blobs), func(k string) bool { return slices.Contains(shared, k) })
+	blobs := make([]string, len(own))
+	for i, k := range own {
 		if th.rng.Float64() < 0.3 {
 			k = th.blobKey()
 		}
@@ -104,6 +107,9 @@ func (th *hotThread) next() *ckptstore.Checkpoint {
 	for i, k := range blobs {
 		cp.Files = append(cp.Files, ckptstore.Entry{Path: fmt.Sprintf("src/f%d.go", i), Kind: ckptstore.KindFile, BlobKey: k, Size: 1000})
 	}
+	for i, k := range shared {
+		cp.Files = append(cp.Files, ckptstore.Entry{Path: fmt.Sprintf("lib/shared%d", i), Kind: ckptstore.KindFile, BlobKey: k, Size: 1000})
+	}
 	return cp
 }
 
@@ -115,7 +121,7 @@ func (h *hotHarness) session(ctx context.Context, th *hotThread) error {
 	}
 	w := lease.Writer
 	for range 2 + th.rng.IntN(4) {
-		cp := th.next()
+		cp := th.next(h.shared)
 		if err := h.s.Append(ctx, cp, th.head, w); err != nil {
 			return fmt.Errorf("append %s: %w", cp.ID, err)
 		}
@@ -206,8 +212,18 @@ func (h *hotHarness) round(ctx context.Context) error {
 // into hotRanges ranges after the first and returns the load of the second.
 func measureHotRange(t *testing.T, db *memkv.DB, s *Store) memkv.ShardReport {
 	t.Helper()
+	return measureHotRangeShared(t, db, s, 0)
+}
+
+// measureHotRangeShared is measureHotRange with shared blobs that every
+// checkpoint holds.
+func measureHotRangeShared(t *testing.T, db *memkv.DB, s *Store, shared int) memkv.ShardReport {
+	t.Helper()
 	ctx := context.Background()
 	h := newHotHarness(s, hotThreads)
+	for i := range shared {
+		h.shared = append(h.shared, testkit.FileKey(i))
+	}
 	if err := h.round(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -250,17 +266,18 @@ func TestNoHotRange(t *testing.T) {
 	}
 }
 
-// TestHotRangeFindsGlobalMarkers runs the same load on the old layout,
-// whose op markers all went to (P, "o", wallMillis, token) with a range
-// clear at its start: the test above must fail on it, so its threshold
-// does catch a range that every write touches.
-func TestHotRangeFindsGlobalMarkers(t *testing.T) {
-	db, s := hotStore(t, Options{legacyMarkers: true})
-	r := measureHotRange(t, db, s)
-	t.Logf("old layout: %d mutations, %d bytes; %v", r.Mutations, r.Bytes, r)
+// TestHotRangeFindsASharedKey runs the same load with two blobs that every
+// checkpoint holds, whose count keys every Append adds to: the test above
+// must fail on it, so its threshold does catch a key range that every
+// write touches. (It caught the first layout's op markers, which all went
+// to one global range, (P, "o", wallMillis, token), at 8× the fair share.)
+func TestHotRangeFindsASharedKey(t *testing.T) {
+	db, s := hotStore(t, Options{})
+	r := measureHotRangeShared(t, db, s, 2)
+	t.Logf("two blobs in every checkpoint: %d mutations, %d bytes; %v", r.Mutations, r.Bytes, r)
 	logTopRanges(t, r, 3)
 	if limit := hotMaxFactor * r.FairShare(); r.HottestShare <= limit {
-		t.Fatalf("old layout: %v: not above %.0f× the fair share; the hot-range test cannot tell a global range", r, hotMaxFactor)
+		t.Fatalf("two blobs in every checkpoint: %v: not above %.0f× the fair share; the hot-range test cannot tell a key range that every write touches", r, hotMaxFactor)
 	}
 }
 

@@ -234,11 +234,7 @@ func (e *ilEnv) fork(srcThread, srcID, dst, dstID string, w ckptstore.Writer) fu
 // importOp imports cps into thread without setting its head.
 func (e *ilEnv) importOp(thread string, w ckptstore.Writer, cps ...*ckptstore.Checkpoint) func() {
 	return func() {
-		im, ok := any(e.s).(ckptstore.Importer)
-		if !ok {
-			e.t.Skip("fdbstore does not implement ckptstore.Importer yet")
-		}
-		_, err := im.Import(e.ctx, ckptstore.ImportBatch{ThreadID: thread, Checkpoints: cps, Writer: w})
+		_, err := e.s.Import(e.ctx, ckptstore.ImportBatch{ThreadID: thread, Checkpoints: cps, Writer: w})
 		e.must(err)
 	}
 }
@@ -246,23 +242,15 @@ func (e *ilEnv) importOp(thread string, w ckptstore.Writer, cps ...*ckptstore.Ch
 // saveOp saves a one-message transcript of thread.
 func (e *ilEnv) saveOp(thread string) func() {
 	return func() {
-		tx, ok := any(e.s).(ckptstore.Transcripts)
-		if !ok {
-			e.t.Skip("fdbstore does not implement ckptstore.Transcripts yet")
-		}
-		e.must(tx.SaveThread(e.ctx, thread, []byte(`[{"role":"user","content":"saved"}]`)))
+		e.must(e.s.SaveThread(e.ctx, thread, []byte(`[{"role":"user","content":"saved"}]`)))
 	}
 }
 
 // listed reports whether Threads lists thread.
 func (e *ilEnv) listed(thread string) bool {
 	e.t.Helper()
-	tl, ok := any(e.s).(ckptstore.ThreadLister)
-	if !ok {
-		e.t.Skip("fdbstore does not implement ckptstore.ThreadLister yet")
-	}
 	for after := ""; ; {
-		ids, next, err := tl.Threads(e.ctx, after, ckptstore.MaxPageLimit)
+		ids, next, err := e.s.Threads(e.ctx, after, ckptstore.MaxPageLimit)
 		e.must(err)
 		if slices.Contains(ids, thread) {
 			return true
@@ -510,12 +498,8 @@ func TestInterleaveFork(t *testing.T) {
 			// Only the destination's head changes (no checkpoint, as after
 			// importing a pruned thread): the fork's read of the head alone
 			// must catch it.
-			im, ok := any(e.s).(ckptstore.Importer)
-			if !ok {
-				e.t.Skip("fdbstore does not implement ckptstore.Importer yet")
-			}
 			op := func() {
-				_, err := im.Import(e.ctx, ckptstore.ImportBatch{ThreadID: "d", SetHead: true, Head: "pruned", Writer: e.wd})
+				_, err := e.s.Import(e.ctx, ckptstore.ImportBatch{ThreadID: "d", SetHead: true, Head: "pruned", Writer: e.wd})
 				e.must(err)
 			}
 			e.refused(op, fork(e), ckptstore.ErrForkDestinationNotEmpty)
@@ -606,17 +590,11 @@ func TestInterleaveRelease(t *testing.T) {
 	})
 }
 
-// The capabilities that fdbstore may not have yet: each test runs when
-// the store implements the interface.
-
 func TestInterleaveDeleteThread(t *testing.T) {
-	if _, ok := any(&Store{}).(ckptstore.ThreadDeleter); !ok {
-		t.Skip("fdbstore does not implement ckptstore.ThreadDeleter yet")
-	}
 	del := func(e *ilEnv, n *int) func() error {
 		return func() error {
 			var err error
-			*n, err = any(e.s).(ckptstore.ThreadDeleter).DeleteThread(e.ctx, "a", e.wa)
+			*n, err = e.s.DeleteThread(e.ctx, "a", e.wa)
 			return err
 		}
 	}
@@ -647,7 +625,7 @@ func TestInterleaveDeleteThread(t *testing.T) {
 			fork := e.fork("a", "a-c2", "d", "d-root", e.wd)
 			delD := func() error {
 				var err error
-				n, err = any(e.s).(ckptstore.ThreadDeleter).DeleteThread(e.ctx, "d", e.wd)
+				n, err = e.s.DeleteThread(e.ctx, "d", e.wd)
 				return err
 			}
 			_, err := e.interleave(fork, delD)
@@ -660,9 +638,6 @@ func TestInterleaveDeleteThread(t *testing.T) {
 }
 
 func TestInterleaveSaveThread(t *testing.T) {
-	if _, ok := any(&Store{}).(ckptstore.Transcripts); !ok {
-		t.Skip("fdbstore does not implement ckptstore.Transcripts yet")
-	}
 	// Transcripts of different sizes (one value, several values), so a
 	// write that kept chunks of the other would show.
 	big := func(tag string, n int) json.RawMessage {
@@ -675,7 +650,6 @@ func TestInterleaveSaveThread(t *testing.T) {
 	}
 	runILCases(t, []ilCase{
 		{"SaveRaces", func(e *ilEnv) {
-			tx := any(e.s).(ckptstore.Transcripts)
 			mine, theirs := big("mine", 3), big("theirs", 2*kv.MaxValueSize/500)
 			// Whatever the save reads, the later commit must leave exactly
 			// its own transcript: nothing of the other's.
@@ -683,39 +657,34 @@ func TestInterleaveSaveThread(t *testing.T) {
 			rm := e.db.BeforeCommit(func(*memkv.Tx) {
 				if !ran {
 					ran = true
-					e.must(tx.SaveThread(e.ctx, "a", theirs))
+					e.must(e.s.SaveThread(e.ctx, "a", theirs))
 				}
 			})
-			e.must(tx.SaveThread(e.ctx, "a", mine))
+			e.must(e.s.SaveThread(e.ctx, "a", mine))
 			rm()
 			if !ran {
 				e.t.Fatal("nothing was interleaved")
 			}
-			got, err := tx.LoadThread(e.ctx, "a")
+			got, err := e.s.LoadThread(e.ctx, "a")
 			e.must(err)
 			if !bytes.Equal(got, mine) {
 				e.t.Fatalf("transcript is %d bytes, want the later save's %d", len(got), len(mine))
 			}
 		}},
 		{"DeleteThreadRaces", func(e *ilEnv) {
-			td, ok := any(e.s).(ckptstore.ThreadDeleter)
-			if !ok {
-				e.t.Skip("no DeleteThread")
-			}
-			tx := any(e.s).(ckptstore.Transcripts)
-			e.must(tx.SaveThread(e.ctx, "a", big("old", 2)))
+			e.must(e.s.SaveThread(e.ctx, "a", big("old", 2)))
 			mine := big("mine", 1)
 			ran := false
 			rm := e.db.BeforeCommit(func(*memkv.Tx) {
 				if !ran {
 					ran = true
-					_, err := td.DeleteThread(e.ctx, "a", e.wa)
+					_, err := e.s.DeleteThread(e.ctx, "a", e.wa)
 					e.must(err)
 				}
 			})
-			e.must(tx.SaveThread(e.ctx, "a", mine))
+			e.must(e.s.SaveThread(e.ctx, "a", mine))
 			rm()
-			got, err := tx.LoadThread(e.ctx, "a")
+			got, err := e.s.LoadThread(e.ctx, "a")
 			e.must(err)
 			if !bytes.Equal(got, mine) {
 				e.t.Fatalf("transcript %q after a save that committed after the delete, want %q", got, mine)
@@ -725,13 +694,10 @@ func TestInterleaveSaveThread(t *testing.T) {
 }
 
 func TestInterleaveImport(t *testing.T) {
-	if _, ok := any(&Store{}).(ckptstore.Importer); !ok {
-		t.Skip("fdbstore does not implement ckptstore.Importer yet")
-	}
 	imp := func(e *ilEnv, n *int) func() error {
 		return func() error {
 			var err error
-			*n, err = any(e.s).(ckptstore.Importer).Import(e.ctx, ckptstore.ImportBatch{
+			*n, err = e.s.Import(e.ctx, ckptstore.ImportBatch{
 				ThreadID: "e",
 				Checkpoints: []*ckptstore.Checkpoint{
 					testkit.Checkpoint("e", "e-c0", "", 0, 0, 20), testkit.Checkpoint("e", "e-c1", "e-c0", 1, 0, 21),
@@ -764,4 +730,83 @@ func TestInterleaveImport(t *testing.T) {
 			testkit.CheckRefs(e.t, e.s, "a", "e")
 		}},
 	})
+}
+
+// TestDeleteHeadConflictsWithADeleteThreadBatch: a DeleteThread batch that
+// deletes a thread's head without being its last batch (the head is the
+// thread's oldest checkpoint in List order, and more follow) touches
+// neither the head key nor the lease. So the only read of DeleteHead that
+// such a batch changes is the head checkpoint by id: read as a snapshot,
+// DeleteHead would commit the removal of a
+// checkpoint already removed, and its blob counts drop twice.
+func TestDeleteHeadConflictsWithADeleteThreadBatch(t *testing.T) {
+	ctx := context.Background()
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	db, err := memkv.NewWithOptions(memkv.Options{Now: func() time.Time { return start }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := testkit.NewClock(start)
+	s, err := New(db, Options{Options: ckptstore.Options{Now: clock.Now, LeaseDuration: time.Minute}, PruneBatch: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := s.AcquireWriter(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := l.Writer
+	// The root a-1 (createdAt 1), then the head a-0 (createdAt 0): the
+	// head is first in List order, so DeleteThread's first batch of one
+	// deletes it and leaves a-1. Both use blob 7, so a count dropped twice
+	// shows.
+	if err := s.Append(ctx, testkit.Checkpoint("a", "a-1", "", 1, 7), "", w); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Append(ctx, testkit.Checkpoint("a", "a-0", "a-1", 0, 7), "a-1", w); err != nil {
+		t.Fatal(err)
+	}
+
+	ran := false
+	remove := db.BeforeCommit(func(*memkv.Tx) {
+		if ran {
+			return
+		}
+		ran = true
+		n, more, err := s.deleteThreadBatch(ctx, "a", w)
+		if err != nil || n != 1 || !more {
+			t.Errorf("the DeleteThread batch: %d deleted, more %v, error %v; want 1, true, nil", n, more, err)
+		}
+	})
+	before := db.Stats()
+	err = s.DeleteHead(ctx, "a", "a-0", w)
+	remove()
+	if !ran {
+		t.Fatalf("DeleteHead committed nothing, so nothing was interleaved (error %v)", err)
+	}
+	if c := db.Stats().Conflicts - before.Conflicts; c != 1 {
+		t.Errorf("DeleteHead's commit conflicted %d times with the DeleteThread batch, want 1 (its read of the checkpoint must take a read conflict)", c)
+	}
+	// In the order the batch committed first, a-0 is gone while the head
+	// still names it: DeleteHead finds no head checkpoint to delete.
+	if !errors.Is(err, ckptstore.ErrNotHead) {
+		t.Fatalf("DeleteHead after the batch deleted the head checkpoint: error %v, want ErrNotHead", err)
+	}
+	if h, err := s.Head(ctx, "a"); err != nil || h != "a-0" {
+		t.Errorf("head %q (error %v), want a-0: the failed DeleteHead changed it", h, err)
+	}
+	refs, err := s.BlobReferences(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(refs) != 1 || refs[0].References != 1 {
+		t.Errorf("blob references %v, want blob 7 once (a-1)", refs)
+	}
+	problems, err := s.Check(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("Check: %v", p)
+	}
 }

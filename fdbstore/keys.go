@@ -15,7 +15,6 @@ const (
 	spaceThread   = "t" // (P, "t", bucket(thread), thread, …) → everything of one thread
 	spaceListed   = "x" // (P, "x", thread) → "": the thread has a head, a checkpoint or a transcript
 	spaceRefs     = "r" // (P, "r", blobKey) → reference count
-	spaceOps      = "o" // (P, "o", wallMillis, token) → the old, global op markers (legacyMarkers only)
 	spaceInstance = "n" // (P, "n", key) → an instance record
 
 	threadHead       = "h" // (…, "h") → head id
@@ -144,14 +143,6 @@ func (k keys) opMarker(thread string, epoch int64, token string) []byte {
 func (k keys) opsBefore(thread string, epoch int64) kv.KeyRange {
 	b := k.threadKey(thread, threadOps, 0)
 	return kv.KeyRange{Begin: b, End: tuple.AppendInt(append([]byte(nil), b...), epoch)}
-}
-
-// legacyOp is the old, global marker key (P, "o", wallMillis, token).
-func (k keys) legacyOp(ms int64, token string) []byte { return k.key(spaceOps, ms, token) }
-
-// legacyOpsBefore is the range of every old marker written before ms.
-func (k keys) legacyOpsBefore(ms int64) kv.KeyRange {
-	return kv.KeyRange{Begin: k.key(spaceOps), End: k.key(spaceOps, ms)}
 }
 
 // dataPrefix is the packed prefix of every chunk of every checkpoint of

@@ -104,11 +104,7 @@ func (s *Store) callerOp(ctx context.Context, kind opKind, thread string) (*op, 
 func (s *Store) opWithToken(kind opKind, thread, token string) *op {
 	now := s.wallNow() // the wall clock, not Options.Now: markers measure real retry time
 	o := &op{kind: kind, thread: thread, token: token, ms: now.UnixMilli(), start: now}
-	if s.opts.legacyMarkers {
-		o.marker = s.k.legacyOp(o.ms, token)
-	} else {
-		o.marker = s.k.opMarker(thread, epochOf(now), token)
-	}
+	o.marker = s.k.opMarker(thread, epochOf(now), token)
 	return o
 }
 
@@ -128,7 +124,7 @@ type writeRound struct {
 	s      *Store
 	o      *op
 	marker kv.FutureValue
-	prev   kv.FutureValue // the token in the epoch before; nil with legacyMarkers
+	prev   kv.FutureValue // the token in the epoch before
 	epoch  int64          // the marker epoch of this attempt
 	lease  kv.FutureValue // nil unless asked for
 	head   kv.FutureValue // nil unless asked for
@@ -153,9 +149,7 @@ func (s *Store) startRound(tr kv.Transaction, o *op, reads int) (*writeRound, er
 		return nil, errGaveUp
 	}
 	r := &writeRound{s: s, o: o, marker: tr.Get(o.marker), epoch: epochOf(s.wallNow()), now: s.opts.Now()}
-	if !s.opts.legacyMarkers {
-		r.prev = tr.Get(s.k.opMarker(o.thread, epochOf(o.start)-1, o.token))
-	}
+	r.prev = tr.Get(s.k.opMarker(o.thread, epochOf(o.start)-1, o.token))
 	if reads&readLease != 0 {
 		r.lease = tr.Get(s.k.lease(o.thread))
 	}
@@ -173,7 +167,7 @@ func (r *writeRound) done() (bool, []byte, error) {
 	if err != nil {
 		return false, nil, err
 	}
-	if v == nil && r.prev != nil {
+	if v == nil {
 		if v, err = r.prev.Get(); err != nil {
 			return false, nil, err
 		}
@@ -181,11 +175,9 @@ func (r *writeRound) done() (bool, []byte, error) {
 	if v == nil {
 		return false, nil, nil
 	}
-	rest := v[min(1, len(v)):]
-	if !r.s.opts.legacyMarkers {
-		if _, rest, err = decodeMarker(v); err != nil {
-			return false, nil, err
-		}
+	_, rest, err := decodeMarker(v)
+	if err != nil {
+		return false, nil, err
 	}
 	if len(rest) == 0 {
 		return false, nil, fmt.Errorf("%w: op marker %x without its kind", ErrCorrupt, v)
@@ -217,11 +209,6 @@ func (r *writeRound) headID() (string, error) {
 func (r *writeRound) finish(tr kv.Transaction, result []byte) error {
 	o := r.o
 	result = append([]byte{byte(o.kind)}, result...)
-	if r.s.opts.legacyMarkers {
-		tr.Set(o.marker, append([]byte{1}, result...))
-		tr.ClearRange(r.s.k.legacyOpsBefore(o.start.Add(-markerTTL).UnixMilli()))
-		return nil
-	}
 	tr.Set(o.marker, append(tuple.Pack(o.ms), result...))
 	// Blind: the epochs before the two that lookups read.
 	tr.ClearRange(r.s.k.opsBefore(o.thread, r.epoch-1))
@@ -257,10 +244,6 @@ func decodeMarker(v []byte) (ms int64, result []byte, err error) {
 // transaction of thread, for the longest token.
 func (s *Store) markerCost(thread string) int {
 	tok := string(make([]byte, ckptstore.MaxOpTokenBytes))
-	if s.opts.legacyMarkers {
-		key := s.k.legacyOp(1<<62, tok)
-		return costRead(key) + costSet(key, 1+maxResultBytes) + costRange(s.k.legacyOpsBefore(1<<62))
-	}
 	marker := s.k.opMarker(thread, 1<<62, tok)
 	return 2*costRead(marker) + costSet(marker, tuple.MaxIntLen+maxResultBytes) + costRange(s.k.opsBefore(thread, 1<<62))
 }

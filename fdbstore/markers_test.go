@@ -98,28 +98,6 @@ func TestCallerTokenWindow(t *testing.T) {
 	}
 }
 
-// TestLegacyMarkersStayIdempotent: the old layout, kept as the hot-range
-// test's fixture, still makes retries after commit_unknown_result report
-// success, and writes no marker under the thread.
-func TestLegacyMarkersStayIdempotent(t *testing.T) {
-	ctx := context.Background()
-	db := memkv.New()
-	s, err := New(db, Options{legacyMarkers: true})
-	testkit.Must(t, err)
-	testkit.Must(t, db.SetFaults(memkv.Faults{UnknownResultAppliedRate: 1}))
-	lease, err := s.AcquireWriter(ctx, "t")
-	testkit.Must(t, err)
-	testkit.Must(t, s.Append(ctx, testkit.Checkpoint("t", "a", "", 1), "", lease.Writer))
-	testkit.Must(t, s.DeleteHead(ctx, "t", "a", lease.Writer))
-	testkit.Must(t, db.SetFaults(memkv.Faults{}))
-	if n := countRange(t, db, rangeOf(s.k.key(spaceOps))); n != 3 {
-		t.Fatalf("%d global markers, want 3", n)
-	}
-	if n := countRange(t, db, rangeOf(s.k.threadKey("t", threadOps, 0))); n != 0 {
-		t.Fatalf("%d per-thread markers in the old layout", n)
-	}
-}
-
 // TestTokenReusedForAnotherWrite: a caller token reused for another kind
 // of write runs that write, rather than reporting the first one's result.
 func TestTokenReusedForAnotherWrite(t *testing.T) {
@@ -135,5 +113,76 @@ func TestTokenReusedForAnotherWrite(t *testing.T) {
 	}
 	if err := s.DeleteHead(tok, "t", "b", lease.Writer); !errors.Is(err, ckptstore.ErrNotHead) {
 		t.Fatalf("DeleteHead of a non-head under a token of Append: %v, want ErrNotHead", err)
+	}
+}
+
+// TestCallerRepeatInTheNextMarkerEpoch: a caller's repeat that comes in
+// the marker epoch after its first call's (here one second later, across
+// the boundary) finds the marker in the epoch before. Without that second
+// lookup the repeat runs as a new write
+// and fails with ErrDuplicateID.
+func TestCallerRepeatInTheNextMarkerEpoch(t *testing.T) {
+	ctx := context.Background()
+	boundary := time.UnixMilli(1_800_000_000_000 / markerTTL.Milliseconds() * markerTTL.Milliseconds())
+	clock := testkit.NewClock(boundary.Add(-time.Second))
+	s, err := New(memkv.New(), Options{wallClock: clock.Now, Options: ckptstore.Options{LeaseDuration: time.Hour}})
+	testkit.Must(t, err)
+	lease, err := s.AcquireWriter(ctx, "t")
+	testkit.Must(t, err)
+	tok := ckptstore.WithOpToken(ctx, "append-across-epochs")
+	cp := testkit.Checkpoint("t", "a", "", 1)
+	testkit.Must(t, s.Append(tok, cp, "", lease.Writer))
+	clock.Advance(2 * time.Second)
+	if epochOf(clock.Now()) != epochOf(boundary.Add(-time.Second))+1 {
+		t.Fatalf("the clock did not cross a marker epoch")
+	}
+	if err := s.Append(tok, cp, "", lease.Writer); err != nil {
+		t.Fatalf("the repeat in the next epoch: %v, want the first call's success", err)
+	}
+	cps, err := s.List(ctx, "t")
+	testkit.Must(t, err)
+	if len(cps) != 1 {
+		t.Fatalf("%d checkpoints after the repeat, want 1", len(cps))
+	}
+}
+
+// TestWriteGivesUpAfterHalfTheMarkerLifetime: a write whose commits keep
+// failing stops retrying once it has retried for markerTTL/2 (errGaveUp),
+// while its marker would still be found. The wall clock here moves a third
+// of markerTTL per reading, so the second attempt gives up. Without the
+// check the write retries until its context ends.
+func TestWriteGivesUpAfterHalfTheMarkerLifetime(t *testing.T) {
+	db := memkv.New()
+	var (
+		now      = time.Unix(1_800_000_000, 0)
+		ticking  bool
+		readings int
+	)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	wall := func() time.Time {
+		if ticking {
+			readings++
+			now = now.Add(markerTTL / 3)
+			if readings == 12 { // far past the second attempt: stop a write that does not give up
+				cancel()
+			}
+		}
+		return now
+	}
+	s, err := New(db, Options{wallClock: wall, Options: ckptstore.Options{LeaseDuration: 1000 * time.Hour}})
+	testkit.Must(t, err)
+	lease, err := s.AcquireWriter(ctx, "t")
+	testkit.Must(t, err)
+	testkit.Must(t, db.SetFaults(memkv.Faults{NotCommittedRate: 1}))
+	ticking = true
+	err = s.Append(ctx, testkit.Checkpoint("t", "a", "", 1), "", lease.Writer)
+	if !errors.Is(err, errGaveUp) {
+		t.Fatalf("Append whose commits all fail: %v, want errGaveUp", err)
+	}
+	ticking = false
+	testkit.Must(t, db.SetFaults(memkv.Faults{}))
+	if h, err := s.Head(context.Background(), "t"); err != nil || h != "" {
+		t.Fatalf("head %q (error %v) after the write gave up, want none", h, err)
 	}
 }

@@ -66,10 +66,9 @@
 //
 //   - Op markers live under their thread, (T, "o", epoch, token); a
 //     thread's writes clear its own expired markers with one blind range
-//     clear (markers.go). The old global range (P, "o", wallMillis,
-//     token), which grew at its end in time order, is kept only as a test
-//     fixture (Options.legacyMarkers), so that the hot-range test can show
-//     it failing.
+//     clear (markers.go). The first layout's one global range (P, "o",
+//     wallMillis, token), which grew at its end in time order, is gone;
+//     Check reports any key left in it.
 //   - Index and thread keys start with the id's bucket, so that ids made
 //     in time order (ULIDs, UUIDv7, counters) spread over the key space
 //     instead of piling up at its end.
@@ -217,13 +216,6 @@ type Options struct {
 	// differ in it: every read handles both forms.
 	SingleCopy bool
 
-	// legacyMarkers puts op markers in the old global range (P, "o",
-	// wallMillis, token) with one blind range clear per write, as before
-	// they moved under the thread. It exists only as a test fixture: the
-	// hot-range test shows that layout concentrating every write's marker
-	// in one key range. Caller op tokens are not recognised across calls
-	// in it (the marker key holds the call's start time).
-	legacyMarkers bool
 	// wallClock replaces time.Now for op markers in tests, which cannot
 	// wait markerTTL; nil = time.Now.
 	wallClock func() time.Time

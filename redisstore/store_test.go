@@ -350,3 +350,44 @@ func TestGetReturnsExactCheckpoint(t *testing.T) {
 		}
 	})
 }
+
+// TestLongPruneStopsOnACycleAcrossStretches: a long prune walks the chain
+// in stretches of BatchSize, each script knowing only its own stretch, so a
+// parent cycle that closes into an earlier stretch shows in Go as an id
+// walked twice, where the chain must end. Without that check the repeated id counts again and the prune deletes
+// checkpoints it must keep.
+func TestLongPruneStopsOnACycleAcrossStretches(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t, miniClient(t), Options{BatchSize: 2})
+	w := acquire(t, s, "t")
+	head := ""
+	for i, id := range []string{"c1", "c2", "c3", "c4"} {
+		must(t, s.Append(ctx, testkit.Checkpoint("t", id, head, float64(i), i), head, w))
+		head = id
+	}
+	if _, err := s.DeleteCheckpoints(ctx, "t", 1, w); err != nil {
+		t.Fatal(err)
+	}
+	// c4's parent link names c3; storing c3 again with parent c4 closes
+	// the cycle c3 → c4 → c3, and c2 on top makes the chain from the head
+	// c2, c3, c4: the first stretch walks c2, c3, the second c4, c3.
+	must(t, s.Append(ctx, testkit.Checkpoint("t", "c3", "c4", 5, 5), "c4", w))
+	must(t, s.Append(ctx, testkit.Checkpoint("t", "c2", "c3", 6, 6), "c3", w))
+
+	ids, err := s.DeleteCheckpoints(ctx, "t", 3, w)
+	must(t, err)
+	if len(ids) != 0 {
+		t.Fatalf("keep 3 of the chain c2, c3, c4 deleted %v, want none", ids)
+	}
+	ids, err = s.DeleteCheckpoints(ctx, "t", 2, w)
+	must(t, err)
+	if len(ids) != 1 || ids[0] != "c4" {
+		t.Fatalf("keep 2 of the chain c2, c3, c4 deleted %v, want [c4]", ids)
+	}
+	cps, err := s.List(ctx, "t")
+	must(t, err)
+	if len(cps) != 2 {
+		t.Fatalf("%d checkpoints left, want c3 and c2", len(cps))
+	}
+	checkStore(t, s)
+}

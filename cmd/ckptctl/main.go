@@ -36,6 +36,7 @@ import (
 	"os"
 	"os/signal"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -62,9 +63,37 @@ func main() {
 	// An interrupt cancels the context: the command in flight stops after
 	// its current store call and releases its lease.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], defaultEnv(os.Stdin, os.Stdout, os.Stderr))
+	e := defaultEnv(os.Stdin, os.Stdout, os.Stderr)
+	if n, err := strconv.Atoi(os.Getenv(stopAfterEnv)); err == nil && n > 0 {
+		e.afterBatch = stopAfter(ctx, e.stderr, n)
+	}
+	code := run(ctx, os.Args[1:], e)
 	stop()
 	os.Exit(code)
+}
+
+// stopAfterEnv is for the tests of the binary only: set to n, an import
+// or copy stops after its n-th committed batch, says so on stderr and
+// waits there for a signal, so that a test kills or interrupts it at a
+// known point, mid-copy, however fast the copy runs.
+const stopAfterEnv = "CKPTCTL_TEST_STOP_AFTER_BATCHES"
+
+// stopAfter is the afterBatch of stopAfterEnv: it blocks the n-th batch's
+// bookkeeping (and with it every other worker's) until ctx is done, then
+// fails the batch with ctx's error, as an interrupt would.
+func stopAfter(ctx context.Context, stderr io.Writer, n int) func() error {
+	batches := 0
+	return func() error {
+		batches++
+		if batches < n {
+			return nil
+		}
+		if batches == n {
+			fmt.Fprintf(stderr, "ckptctl: stopped after %d batches (%s)\n", n, stopAfterEnv)
+		}
+		<-ctx.Done()
+		return ctx.Err()
+	}
 }
 
 // env is what a command runs against: its streams, how it opens stores

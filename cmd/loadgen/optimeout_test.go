@@ -35,9 +35,9 @@ func TestOpTimeoutStallOnMemkv(t *testing.T) {
 		if err != nil {
 			return nil, err
 		}
-		db, ok := o.KV.(*memkv.DB)
+		db, ok := o.Handle.(*memkv.DB)
 		if !ok {
-			t.Errorf("memkv store without a memkv engine: %T", o.KV)
+			t.Errorf("memkv store without a memkv engine: %T", o.Handle)
 			return o, nil
 		}
 		half := opts.MemkvUnknownResultRate / 2

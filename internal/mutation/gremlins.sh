@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
 # Runs github.com/go-gremlins/gremlins (generated mutants: boundaries,
 # negated conditions, arithmetic, ++/--, negatives, and with
-# --invert-logical && <-> ||) on the root package and memstore.
+# --invert-logical && <-> ||) on the root package, precheck and memstore.
 #
 # Gremlins mutates a copy of what it is given and, for each mutant, runs
 # `go test` of the mutated package only: root mutants meet the root
 # package's tests, memstore mutants meet the conformance suite (through
 # memstore_test.go). It runs here on a trimmed copy of the module (root
-# package, memstore, conformance and the internal packages their tests
-# import; only the root package and memstore are mutated), so that it
-# neither touches the working tree nor needs the Redis/FoundationDB/S3
-# packages' test servers. The conformance package's own self-test
-# (conformance_test.go, which re-runs the suite in child processes) is left
-# out of the copy.
+# package, memstore, conformance and the packages their tests import; only
+# the root package, precheck and memstore are mutated), so that it neither
+# touches the working tree nor needs the Redis/FoundationDB/S3 packages'
+# test servers. Only the mutated packages (the root package,
+# precheck, memstore) keep their _test.go files: the other packages' tests
+# (blobs', sweep's, the conformance package's own self-test) need packages
+# that are not copied, and gremlins' coverage pass runs every package's
+# tests.
 #
 # Usage: internal/mutation/gremlins.sh [extra gremlins flags]
 # GREMLINS_OUT=file.json also writes gremlins' machine-readable results.
@@ -36,10 +38,14 @@ go list -deps -test -f '{{if .Module}}{{if .Module.Main}}{{.Dir}}{{end}}{{end}}'
 		rel=${dir#"$root"}
 		rel=${rel#/}
 		mkdir -p "$work/mod/$rel"
-		find "$dir" -maxdepth 1 -type f -name '*.go' -exec cp {} "$work/mod/$rel/" \;
-		if [ -d "$dir/testdata" ]; then cp -r "$dir/testdata" "$work/mod/$rel/"; fi
+		case "$rel" in
+		"" | precheck | memstore)
+			find "$dir" -maxdepth 1 -type f -name '*.go' -exec cp {} "$work/mod/$rel/" \;
+			if [ -d "$dir/testdata" ]; then cp -r "$dir/testdata" "$work/mod/$rel/"; fi
+			;;
+		*) find "$dir" -maxdepth 1 -type f -name '*.go' ! -name '*_test.go' -exec cp {} "$work/mod/$rel/" \; ;;
+		esac
 	done
-rm -f "$work/mod/conformance/conformance_test.go"
 
 cd "$work/mod"
 out=()
@@ -50,4 +56,5 @@ nice "$work/bin/gremlins" unleash \
 	--workers 1 --timeout-coefficient 20 \
 	--invert-logical \
 	--exclude-files '^conformance/' --exclude-files '^internal/' \
+	--exclude-files '^blobs/' --exclude-files '^sweep/' \
 	"${out[@]}" "$@" .

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/ckptstore/ckptstore"
-	"github.com/ckptstore/ckptstore/fdbstore"
 	"github.com/ckptstore/ckptstore/memstore"
 )
 
@@ -248,36 +247,6 @@ func TestChecksPassRealStore(t *testing.T) {
 	}
 	if !p.OK() || c.Checkpoints != 10 {
 		t.Errorf("a correct store failed the checks (%d checkpoints): %v", c.Checkpoints, p.List)
-	}
-}
-
-func TestOpenSpecs(t *testing.T) {
-	ctx := context.Background()
-	for _, spec := range []string{"", "memory", "postgres://x", "redis://[::1", "redis://127.0.0.1:1/0?bogus=1"} {
-		if _, err := Open(ctx, spec, StoreConfig{}); !errors.Is(err, ErrBadSpec) {
-			t.Errorf("Open(%q) = %v, want ErrBadSpec", spec, err)
-		}
-	}
-	if _, err := Open(ctx, "mem", StoreConfig{Lease: ckptstore.Options{LeaseDuration: time.Second, RenewAfter: 2 * time.Second}}); !errors.Is(err, ErrBadSpec) {
-		t.Errorf("bad lease options: %v", err)
-	}
-	if !fdbstore.HasClient {
-		if _, err := Open(ctx, "fdb:/etc/foundationdb/fdb.cluster", StoreConfig{}); !errors.Is(err, ErrBadSpec) || !strings.Contains(err.Error(), "-tags fdb") {
-			t.Errorf("fdb without the tag: %v", err)
-		}
-	}
-	for _, spec := range []string{"mem", "memkv"} {
-		o, err := Open(ctx, spec, StoreConfig{MemkvReadLatency: time.Millisecond})
-		if err != nil {
-			t.Fatalf("Open(%q): %v", spec, err)
-		}
-		if (o.ReadRounds != nil) != (spec == "memkv") || (o.SetLatency != nil) != (spec == "memkv") {
-			t.Errorf("%s: memkv hooks wrong", spec)
-		}
-		if _, err := o.Store.Head(ctx, "t"); err != nil {
-			t.Errorf("%s: %v", spec, err)
-		}
-		_ = o.Close()
 	}
 }
 
