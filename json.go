@@ -75,6 +75,11 @@ type JSONReader struct {
 	err     error  // the first syntax error
 	nameEnd int64  // the offset just past the last object name read
 	name    []byte // scratch for a name with escapes
+
+	// Scratch of the value being read, reused from value to value.
+	ar    arena
+	files []entrySpans
+	arts  []artifactSpans
 }
 
 // readerPool keeps readers, whose decoder state (stacks, buffers) is most
@@ -95,8 +100,8 @@ func (r *JSONReader) Close() {
 	r.raw = nil
 	r.src = bytes.Buffer{}
 	r.dec.Reset(&r.src) // drop the decoder's references into the input
-	if cap(r.name) > 1<<10 {
-		r.name = nil
+	if cap(r.name) > 1<<10 || cap(r.ar.b) > 64<<10 || cap(r.files) > 1<<10 || cap(r.arts) > 1<<10 {
+		r.name, r.ar.b, r.files, r.arts = nil, nil, nil, nil // a rare huge value is left to the collector
 	}
 	readerPool.Put(r)
 }
@@ -167,6 +172,10 @@ func (r *JSONReader) Skip() error {
 // object is skipped, and Object returns an error wrapping ErrInvalidEntry
 // that names path.
 func (r *JSONReader) Object(path string, field func(name []byte) error) error {
+	return r.object(jsonPath{base: path}, field)
+}
+
+func (r *JSONReader) object(path jsonPath, field func(name []byte) error) error {
 	if r.err != nil {
 		return r.err
 	}
@@ -210,6 +219,10 @@ func (r *JSONReader) Object(path string, field func(name []byte) error) error {
 // that is not an array is skipped, and Array returns an error wrapping
 // ErrInvalidEntry that names path.
 func (r *JSONReader) Array(path string, elem func(i int) error) (isArray bool, err error) {
+	return r.array(jsonPath{base: path}, elem)
+}
+
+func (r *JSONReader) array(path jsonPath, elem func(i int) error) (isArray bool, err error) {
 	if r.err != nil {
 		return false, r.err
 	}
@@ -286,8 +299,14 @@ func (r *JSONReader) String(path string, sentinel error) (string, bool, error) {
 	if err != nil {
 		return "", false, err
 	}
-	var a arena
-	sp, ok, err := a.str(v, path, "", sentinel)
+	if !v.isNull() && v.b[0] == '"' {
+		if body := v.b[1 : len(v.b)-1]; bytes.IndexByte(body, '\\') < 0 && utf8.Valid(body) {
+			return string(body), true, nil // the common case, one allocation
+		}
+	}
+	a := arena{b: r.ar.b[:0]}
+	sp, ok, err := a.str(v, jsonPath{base: path}, "", sentinel)
+	r.ar.b = a.b
 	if !ok || err != nil {
 		return "", false, err
 	}
@@ -301,7 +320,7 @@ func (r *JSONReader) Int(path string) (int64, bool, error) {
 	if err != nil || v.isNull() {
 		return 0, false, err
 	}
-	n, err := parseInt(v, path, "", -MaxSize)
+	n, err := parseInt(v, jsonPath{base: path}, "", -MaxSize)
 	return n, err == nil, err
 }
 
@@ -312,7 +331,7 @@ func (r *JSONReader) Float(path string) (float64, bool, error) {
 	if err != nil || v.isNull() {
 		return 0, false, err
 	}
-	f, err := parseFloat(v, path, "")
+	f, err := parseFloat(v, jsonPath{base: path}, "")
 	return f, err == nil, err
 }
 
@@ -329,7 +348,7 @@ func (r *JSONReader) Bool(path string) (bool, error) {
 	case "true":
 		return true, nil
 	}
-	return false, fieldErr(ErrInvalidEntry, path, "", v.off, "must be a boolean")
+	return false, fieldErr(ErrInvalidEntry, jsonPath{base: path}, "", v.off, "must be a boolean")
 }
 
 // Strings reads an array of strings, each decoded as String decodes it and
@@ -340,7 +359,7 @@ func (r *JSONReader) Strings(path string, sentinel error) ([]string, error) {
 	_, err := r.Array(path, func(i int) error {
 		s, ok, err := r.String(path, sentinel)
 		if err == nil && !ok {
-			err = fieldErr(sentinel, path, strconv.Itoa(i), r.dec.InputOffset(), "is null")
+			err = fieldErr(sentinel, jsonPath{base: path}, strconv.Itoa(i), r.dec.InputOffset(), "is null")
 		}
 		if first == nil {
 			first = err
@@ -357,9 +376,25 @@ func (r *JSONReader) Strings(path string, sentinel error) ([]string, error) {
 	return out, nil
 }
 
-// fieldErr is a shape fault of path/name, at byte off of the input.
-func fieldErr(sentinel error, path, name string, off int64, format string, args ...any) error {
-	p := path
+// jsonPath names a value in errors, as a JSON pointer: base, or an
+// element of the array list in base (base/list/i). It is built only when
+// there is an error to report.
+type jsonPath struct {
+	base, list string
+	i          int
+}
+
+func (p jsonPath) String() string {
+	if p.list == "" {
+		return p.base
+	}
+	return p.base + "/" + p.list + "/" + strconv.Itoa(p.i)
+}
+
+// fieldErr is a shape fault of the field name of path (of path itself
+// when name is ""), at byte off of the input.
+func fieldErr(sentinel error, path jsonPath, name string, off int64, format string, args ...any) error {
+	p := path.String()
 	if name != "" {
 		p += "/" + name
 	}
@@ -383,7 +418,7 @@ type span struct{ off, end int }
 
 // str decodes v as a string into the arena: null or absent is ("", false);
 // anything but a well-formed string fails with sentinel.
-func (a *arena) str(v jsonValue, path, name string, sentinel error) (span, bool, error) {
+func (a *arena) str(v jsonValue, path jsonPath, name string, sentinel error) (span, bool, error) {
 	if v.isNull() {
 		return span{}, false, nil
 	}
@@ -407,7 +442,7 @@ func (a *arena) str(v jsonValue, path, name string, sentinel error) (span, bool,
 }
 
 // required is str for a string that must be present.
-func (a *arena) required(v jsonValue, path, name string, sentinel error) (span, error) {
+func (a *arena) required(v jsonValue, path jsonPath, name string, sentinel error) (span, error) {
 	s, ok, err := a.str(v, path, name, sentinel)
 	if err == nil && !ok {
 		err = fieldErr(sentinel, path, "", v.off, "needs a string %s", name)
@@ -473,7 +508,7 @@ func hex4(b []byte) rune {
 
 // parseFloat decodes v, a JSON number; one too large for a float64 (1e400)
 // fails, as it has no finite value.
-func parseFloat(v jsonValue, path, name string) (float64, error) {
+func parseFloat(v jsonValue, path jsonPath, name string) (float64, error) {
 	if v.isNull() || !(v.b[0] == '-' || '0' <= v.b[0] && v.b[0] <= '9') {
 		return 0, fieldErr(ErrInvalidEntry, path, name, v.off, "must be a number")
 	}
@@ -487,7 +522,7 @@ func parseFloat(v jsonValue, path, name string) (float64, error) {
 // parseInt decodes v, a JSON number that is an integer from lowest to
 // 2^53−1, as JavaScript's Number.isSafeInteger accepts it (1e3 and 2.0
 // included).
-func parseInt(v jsonValue, path, name string, lowest int64) (int64, error) {
+func parseInt(v jsonValue, path jsonPath, name string, lowest int64) (int64, error) {
 	f, err := parseFloat(v, path, name)
 	if err != nil {
 		return 0, err
@@ -526,11 +561,11 @@ func (a *arena) artifact(x artifactSpans, s string) Artifact {
 
 // entry reads an entry object into the arena, rejecting a directory with
 // a blobKey or size and a file without them.
-func (r *JSONReader) entry(a *arena, path string) (entrySpans, error) {
+func (r *JSONReader) entry(a *arena, path jsonPath) (entrySpans, error) {
 	var fpath, kind, blobKey, size jsonValue
 	var e entrySpans
 	start := r.dec.InputOffset()
-	err := r.Object(path, func(name []byte) error {
+	err := r.object(path, func(name []byte) error {
 		var err error
 		switch string(name) {
 		case "path":
@@ -581,10 +616,10 @@ func (r *JSONReader) entry(a *arena, path string) (entrySpans, error) {
 
 // artifact reads an artifact object into the arena; every field is
 // required.
-func (r *JSONReader) artifact(a *arena, path string) (artifactSpans, error) {
+func (r *JSONReader) artifact(a *arena, path jsonPath) (artifactSpans, error) {
 	var id, name, mime, blobKey, size, createdAt jsonValue
 	var x artifactSpans
-	err := r.Object(path, func(n []byte) error {
+	err := r.object(path, func(n []byte) error {
 		var err error
 		switch string(n) {
 		case "artifactId":
@@ -625,29 +660,26 @@ func (r *JSONReader) artifact(a *arena, path string) (artifactSpans, error) {
 	return x, nil
 }
 
-// arrayOf reads an array of objects with elem, keeping the first fault:
-// nil for null, a non-nil slice for an array.
-func arrayOf[T any](r *JSONReader, path string, elem func(i int, path string) (T, error)) ([]T, error) {
-	out := []T{}
+// arrayInto reads an array of objects into *dst, which it empties first,
+// with elem, keeping the first fault; isArray is false for null.
+func arrayInto[T any](r *JSONReader, path jsonPath, dst *[]T, elem func(path jsonPath) (T, error)) (isArray bool, err error) {
+	*dst = (*dst)[:0]
 	var first error
-	isArray, err := r.Array(path, func(i int) error {
-		v, err := elem(i, path+"/"+strconv.Itoa(i))
+	isArray, err = r.array(path, func(i int) error {
+		v, err := elem(jsonPath{base: path.base, list: path.list, i: i})
 		if r.err != nil {
 			return r.err
 		}
 		if first == nil {
 			first = err
 		}
-		out = append(out, v)
+		*dst = append(*dst, v)
 		return nil
 	})
 	if err == nil {
 		err = first
 	}
-	if !isArray {
-		out = nil
-	}
-	return out, err
+	return isArray, err
 }
 
 // Checkpoint reads a checkpoint; null is nil. path names the value in
@@ -663,17 +695,17 @@ func (r *JSONReader) Checkpoint(path string) (*Checkpoint, error) {
 	if r.dec.PeekKind() == 'n' {
 		return nil, r.Skip()
 	}
+	p := jsonPath{base: path}
 	var id, thread, parent, createdAt, reason, label, run jsonValue
 	var conv []byte
 	var convOff int64
-	var files []entrySpans
-	var arts []artifactSpans
+	var hasFiles, hasArts bool
 	var filesErr, artsErr error
-	// The strings are most of a small checkpoint and a sliver of one with
-	// a long conversation; the arena is copied once cut, so its spare
-	// capacity is only transient.
-	a := arena{b: make([]byte, 0, min(len(r.raw), 4<<10))}
-	err := r.Object(path, func(name []byte) error {
+	// The strings are cut from one string of the reader's arena, and the
+	// entries built from the reader's scratch slices: per checkpoint, one
+	// allocation for its strings and one per slice.
+	r.ar.b = r.ar.b[:0]
+	err := r.object(p, func(name []byte) error {
 		var err error
 		switch string(name) {
 		case "id":
@@ -694,9 +726,11 @@ func (r *JSONReader) Checkpoint(path string) (*Checkpoint, error) {
 			convOff = r.nameEnd
 			conv, _, err = r.padded()
 		case "files":
-			files, filesErr = arrayOf(r, path+"/files", func(_ int, p string) (entrySpans, error) { return r.entry(&a, p) })
+			hasFiles, filesErr = arrayInto(r, jsonPath{base: path, list: "files"}, &r.files,
+				func(p jsonPath) (entrySpans, error) { return r.entry(&r.ar, p) })
 		case "artifacts":
-			arts, artsErr = arrayOf(r, path+"/artifacts", func(_ int, p string) (artifactSpans, error) { return r.artifact(&a, p) })
+			hasArts, artsErr = arrayInto(r, jsonPath{base: path, list: "artifacts"}, &r.arts,
+				func(p jsonPath) (artifactSpans, error) { return r.artifact(&r.ar, p) })
 		default:
 			err = r.Skip()
 		}
@@ -708,27 +742,28 @@ func (r *JSONReader) Checkpoint(path string) (*Checkpoint, error) {
 	if err != nil {
 		return nil, err
 	}
+	a := &r.ar
 	var sp [6]span
 	var errs [10]error
-	sp[0], errs[0] = a.required(id, path, "id", ErrInvalidID)
-	sp[1], errs[1] = a.required(thread, path, "threadId", ErrInvalidID)
-	sp[2], _, errs[2] = a.str(parent, path, "parentCheckpointId", ErrInvalidID)
+	sp[0], errs[0] = a.required(id, p, "id", ErrInvalidID)
+	sp[1], errs[1] = a.required(thread, p, "threadId", ErrInvalidID)
+	sp[2], _, errs[2] = a.str(parent, p, "parentCheckpointId", ErrInvalidID)
 	for _, err := range errs[:3] {
 		if err != nil {
 			return nil, err
 		}
 	}
 	cp := new(Checkpoint)
-	cp.CreatedAt, errs[3] = parseFloat(createdAt, path, "createdAt")
-	sp[3], errs[4] = a.required(reason, path, "reason", ErrInvalidEntry)
-	sp[4], _, errs[5] = a.str(label, path, "label", ErrInvalidEntry)
-	sp[5], _, errs[6] = a.str(run, path, "sourceRunId", ErrInvalidEntry)
+	cp.CreatedAt, errs[3] = parseFloat(createdAt, p, "createdAt")
+	sp[3], errs[4] = a.required(reason, p, "reason", ErrInvalidEntry)
+	sp[4], _, errs[5] = a.str(label, p, "label", ErrInvalidEntry)
+	sp[5], _, errs[6] = a.str(run, p, "sourceRunId", ErrInvalidEntry)
 	errs[7] = filesErr
 	if conv != nil {
 		// jsontext has checked the syntax as it read the value; what is
 		// left of validateConversation is the kind and the UTF-8.
 		if t := bytes.TrimLeft(conv, " \t\r\n"); t[0] != '[' || !utf8.Valid(conv) {
-			errs[8] = fieldErr(ErrInvalidEntry, path, "conversation", convOff, "is not a JSON array of valid UTF-8")
+			errs[8] = fieldErr(ErrInvalidEntry, p, "conversation", convOff, "is not a JSON array of valid UTF-8")
 		}
 	}
 	errs[9] = artsErr
@@ -741,15 +776,15 @@ func (r *JSONReader) Checkpoint(path string) (*Checkpoint, error) {
 	cut := func(x span) string { return s[x.off:x.end] }
 	cp.ID, cp.ThreadID, cp.ParentCheckpointID = cut(sp[0]), cut(sp[1]), cut(sp[2])
 	cp.Reason, cp.Label, cp.SourceRunID = Reason(cut(sp[3])), cut(sp[4]), cut(sp[5])
-	if files != nil {
-		cp.Files = make([]Entry, len(files))
-		for i, e := range files {
+	if hasFiles {
+		cp.Files = make([]Entry, len(r.files))
+		for i, e := range r.files {
 			cp.Files[i] = a.entry(e, s)
 		}
 	}
-	if arts != nil {
-		cp.Artifacts = make([]Artifact, len(arts))
-		for i, x := range arts {
+	if hasArts {
+		cp.Artifacts = make([]Artifact, len(r.arts))
+		for i, x := range r.arts {
 			cp.Artifacts[i] = a.artifact(x, s)
 		}
 	}
@@ -775,9 +810,10 @@ func (r *JSONReader) Writer(path string) (Writer, bool, error) {
 	if r.dec.PeekKind() == 'n' {
 		return w, false, r.Skip()
 	}
+	p := jsonPath{base: path}
 	var thread, token, fence jsonValue
 	start := r.dec.InputOffset()
-	err := r.Object(path, func(name []byte) error {
+	err := r.object(p, func(name []byte) error {
 		var err error
 		switch string(name) {
 		case "threadId":
@@ -794,19 +830,26 @@ func (r *JSONReader) Writer(path string) (Writer, bool, error) {
 	if err != nil {
 		return w, false, err
 	}
-	var a arena
-	t, err := a.required(thread, path, "threadId", ErrInvalidID)
+	a := arena{b: r.ar.b[:0]}
+	t, err := a.required(thread, p, "threadId", ErrInvalidID)
+	r.ar.b = a.b
 	if err != nil {
 		return w, false, err
 	}
 	if token.isNull() || token.b[0] != '"' {
-		return w, false, fieldErr(ErrInvalidEntry, path, "ownerToken", max(token.off, start), "must be a string")
+		return w, false, fieldErr(ErrInvalidEntry, p, "ownerToken", max(token.off, start), "must be a string")
 	}
-	tok, _ := jsontext.AppendUnquote(nil, token.b) // ill-formed Unicode as U+FFFD
-	if w.Fence, err = parseInt(fence, path, "fence", -MaxSize); err != nil {
+	if w.Fence, err = parseInt(fence, p, "fence", -MaxSize); err != nil {
 		return w, false, err
 	}
-	w.ThreadID, w.OwnerToken = string(a.b[t.off:t.end]), string(tok)
+	if body := token.b[1 : len(token.b)-1]; bytes.IndexByte(body, '\\') < 0 && utf8.Valid(body) {
+		a.b = append(a.b, body...)
+	} else {
+		a.b, _ = jsontext.AppendUnquote(a.b, token.b) // ill-formed Unicode as U+FFFD
+	}
+	r.ar.b = a.b
+	s := string(a.b)
+	w.ThreadID, w.OwnerToken = s[t.off:t.end], s[t.end:]
 	return w, true, nil
 }
 
@@ -814,6 +857,7 @@ func (r *JSONReader) Writer(path string) (Writer, bool, error) {
 // providerSandboxId, threadId and updatedAt are required; the key is an id
 // (ErrInvalidID), the others fail with ErrInvalidEntry.
 func (r *JSONReader) InstanceRecord(path string) (*InstanceRecord, error) {
+	p := jsonPath{base: path}
 	if r.err != nil {
 		return nil, r.err
 	}
@@ -821,7 +865,7 @@ func (r *JSONReader) InstanceRecord(path string) (*InstanceRecord, error) {
 		return nil, r.Skip()
 	}
 	var key, provider, sandbox, thread, snap, run, updated jsonValue
-	err := r.Object(path, func(name []byte) error {
+	err := r.object(p, func(name []byte) error {
 		var err error
 		switch string(name) {
 		case "key":
@@ -847,7 +891,7 @@ func (r *JSONReader) InstanceRecord(path string) (*InstanceRecord, error) {
 		return nil, err
 	}
 	var a arena
-	k, err := a.required(key, path, "key", ErrInvalidID)
+	k, err := a.required(key, p, "key", ErrInvalidID)
 	if err != nil {
 		return nil, err
 	}
@@ -861,16 +905,16 @@ func (r *JSONReader) InstanceRecord(path string) (*InstanceRecord, error) {
 		{snap, "latestSnapshotId", true}, {run, "latestRunId", true},
 	} {
 		if f.optional {
-			sp[i], _, err = a.str(f.v, path, f.name, ErrInvalidEntry)
+			sp[i], _, err = a.str(f.v, p, f.name, ErrInvalidEntry)
 		} else {
-			sp[i], err = a.required(f.v, path, f.name, ErrInvalidEntry)
+			sp[i], err = a.required(f.v, p, f.name, ErrInvalidEntry)
 		}
 		if err != nil {
 			return nil, err
 		}
 	}
 	rec := new(InstanceRecord)
-	if rec.UpdatedAt, err = parseInt(updated, path, "updatedAt", math.MinInt64); err != nil {
+	if rec.UpdatedAt, err = parseInt(updated, p, "updatedAt", math.MinInt64); err != nil {
 		return nil, err
 	}
 	s := string(a.b)
@@ -919,7 +963,7 @@ func (cp *Checkpoint) UnmarshalJSON(b []byte) error {
 func (e *Entry) UnmarshalJSON(b []byte) error {
 	out, err := unmarshal(b, "entry", func(r *JSONReader) (Entry, error) {
 		var a arena
-		x, err := r.entry(&a, "")
+		x, err := r.entry(&a, jsonPath{})
 		if err != nil {
 			return Entry{}, err
 		}
@@ -936,7 +980,7 @@ func (e *Entry) UnmarshalJSON(b []byte) error {
 func (x *Artifact) UnmarshalJSON(b []byte) error {
 	out, err := unmarshal(b, "artifact", func(r *JSONReader) (Artifact, error) {
 		var a arena
-		s, err := r.artifact(&a, "")
+		s, err := r.artifact(&a, jsonPath{})
 		if err != nil {
 			return Artifact{}, err
 		}

@@ -122,7 +122,7 @@ func (r *JSONReader) Millis(path string) (int64, error) {
 	}
 	ns, err := ParseMillis(string(v.b))
 	if err != nil {
-		return 0, fieldErr(ErrInvalidEntry, path, "", v.off, "%v", err)
+		return 0, fieldErr(ErrInvalidEntry, jsonPath{base: path}, "", v.off, "%v", err)
 	}
 	return ns, nil
 }
