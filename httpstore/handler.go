@@ -158,7 +158,7 @@ func reqErr(code, format string, args ...any) error {
 type call struct {
 	ctx  context.Context
 	ns   *namespace
-	in   *request
+	in   request
 	out  object
 	done bool // out holds a whole reply (acquireWriter's lease)
 
@@ -306,7 +306,7 @@ func (h *handler) prepare(w http.ResponseWriter, r *http.Request, rt *route, c *
 		}
 		return reqErr(CodeBadRequest, "reading the body: %v", err)
 	}
-	if c.in, err = decodeRequest(buf.Bytes()); err != nil {
+	if err := decodeRequest(buf.Bytes(), &c.in); err != nil {
 		return reqErr(CodeBadRequest, "%v", err)
 	}
 	// The reply is built in the same buffer's storage after the body:

@@ -270,12 +270,11 @@ type request struct {
 	recordErr                                                    error
 }
 
-// decodeRequest decodes body, one JSON object. The error is the body's
-// syntax, or a body that is not an object; the faults of fields are in
-// the request.
-func decodeRequest(body []byte) (*request, error) {
-	q := new(request)
-	err := readObject(body, func(r *ckptstore.JSONReader, name []byte) error {
+// decodeRequest decodes body, one JSON object, into q. The error is the
+// body's syntax, or a body that is not an object; the faults of fields are
+// in q.
+func decodeRequest(body []byte, q *request) error {
+	return readObject(body, func(r *ckptstore.JSONReader, name []byte) error {
 		str := func(f *idField, path string, sentinel error) { f.v, _, f.err = r.String(path, sentinel) }
 		integer := func(f *numField, path string) { f.i, f.ok, f.err = r.Int(path) }
 		var err error
@@ -329,7 +328,6 @@ func decodeRequest(body []byte) (*request, error) {
 		}
 		return err
 	})
-	return q, err
 }
 
 // readObject reads body, one JSON object, calling field with the reader
