@@ -559,31 +559,45 @@ func (a *arena) artifact(x artifactSpans, s string) Artifact {
 		BlobKey: cut(x.blobKey), CreatedAt: x.createdAt}
 }
 
+// fields reads an object, keeping the value of each field named in names
+// at the same index of vals (a repeated name keeps its last value), and
+// handing any other name to other, or skipping it when other is nil.
+func (r *JSONReader) fields(path jsonPath, names []string, vals []jsonValue, other func(name []byte) error) error {
+	return r.object(path, func(name []byte) error {
+		for i, n := range names {
+			if n == string(name) {
+				var err error
+				vals[i], err = r.value()
+				return err
+			}
+		}
+		if other != nil {
+			return other(name)
+		}
+		return r.Skip()
+	})
+}
+
+// The fields each object keeps, by the index of its values.
+var (
+	entryFields      = []string{"path", "kind", "blobKey", "size"}
+	artifactFields   = []string{"artifactId", "name", "mimeType", "blobKey", "size", "createdAt"}
+	checkpointFields = []string{"id", "threadId", "parentCheckpointId", "createdAt", "reason", "label", "sourceRunId"}
+	writerFields     = []string{"threadId", "ownerToken", "fence"}
+	instanceFields   = []string{"key", "provider", "providerSandboxId", "threadId", "latestSnapshotId", "latestRunId", "updatedAt"}
+)
+
 // entry reads an entry object into the arena, rejecting a directory with
 // a blobKey or size and a file without them.
 func (r *JSONReader) entry(a *arena, path jsonPath) (entrySpans, error) {
-	var fpath, kind, blobKey, size jsonValue
+	var v [4]jsonValue
 	var e entrySpans
 	start := r.dec.InputOffset()
-	err := r.object(path, func(name []byte) error {
-		var err error
-		switch string(name) {
-		case "path":
-			fpath, err = r.value()
-		case "kind":
-			kind, err = r.value()
-		case "blobKey":
-			blobKey, err = r.value()
-		case "size":
-			size, err = r.value()
-		default:
-			err = r.Skip()
-		}
-		return err
-	})
+	err := r.fields(path, entryFields, v[:], nil)
 	if err != nil {
 		return e, err
 	}
+	fpath, kind, blobKey, size := v[0], v[1], v[2], v[3]
 	if e.path, err = a.required(fpath, path, "path", ErrInvalidEntry); err != nil {
 		return e, err
 	}
@@ -617,47 +631,22 @@ func (r *JSONReader) entry(a *arena, path jsonPath) (entrySpans, error) {
 // artifact reads an artifact object into the arena; every field is
 // required.
 func (r *JSONReader) artifact(a *arena, path jsonPath) (artifactSpans, error) {
-	var id, name, mime, blobKey, size, createdAt jsonValue
+	var v [6]jsonValue
 	var x artifactSpans
-	err := r.object(path, func(n []byte) error {
-		var err error
-		switch string(n) {
-		case "artifactId":
-			id, err = r.value()
-		case "name":
-			name, err = r.value()
-		case "mimeType":
-			mime, err = r.value()
-		case "blobKey":
-			blobKey, err = r.value()
-		case "size":
-			size, err = r.value()
-		case "createdAt":
-			createdAt, err = r.value()
-		default:
-			err = r.Skip()
-		}
-		return err
-	})
+	err := r.fields(path, artifactFields, v[:], nil)
 	if err != nil {
 		return x, err
 	}
-	for _, f := range []struct {
-		v    jsonValue
-		name string
-		dst  *span
-	}{{id, "artifactId", &x.id}, {name, "name", &x.name}, {mime, "mimeType", &x.mime}, {blobKey, "blobKey", &x.blobKey}} {
-		if *f.dst, err = a.required(f.v, path, f.name, ErrInvalidEntry); err != nil {
+	for i, dst := range []*span{&x.id, &x.name, &x.mime, &x.blobKey} {
+		if *dst, err = a.required(v[i], path, artifactFields[i], ErrInvalidEntry); err != nil {
 			return x, err
 		}
 	}
-	if x.size, err = parseInt(size, path, "size", 0); err != nil {
+	if x.size, err = parseInt(v[4], path, "size", 0); err != nil {
 		return x, err
 	}
-	if x.createdAt, err = parseFloat(createdAt, path, "createdAt"); err != nil {
-		return x, err
-	}
-	return x, nil
+	x.createdAt, err = parseFloat(v[5], path, "createdAt")
+	return x, err
 }
 
 // arrayInto reads an array of objects into *dst, which it empties first,
@@ -696,7 +685,7 @@ func (r *JSONReader) Checkpoint(path string) (*Checkpoint, error) {
 		return nil, r.Skip()
 	}
 	p := jsonPath{base: path}
-	var id, thread, parent, createdAt, reason, label, run jsonValue
+	var v [7]jsonValue
 	var conv []byte
 	var convOff int64
 	var hasFiles, hasArts bool
@@ -705,23 +694,8 @@ func (r *JSONReader) Checkpoint(path string) (*Checkpoint, error) {
 	// entries built from the reader's scratch slices: per checkpoint, one
 	// allocation for its strings and one per slice.
 	r.ar.b = r.ar.b[:0]
-	err := r.object(p, func(name []byte) error {
-		var err error
+	err := r.fields(p, checkpointFields, v[:], func(name []byte) (err error) {
 		switch string(name) {
-		case "id":
-			id, err = r.value()
-		case "threadId":
-			thread, err = r.value()
-		case "parentCheckpointId":
-			parent, err = r.value()
-		case "createdAt":
-			createdAt, err = r.value()
-		case "reason":
-			reason, err = r.value()
-		case "label":
-			label, err = r.value()
-		case "sourceRunId":
-			run, err = r.value()
 		case "conversation":
 			convOff = r.nameEnd
 			conv, _, err = r.padded()
@@ -742,6 +716,7 @@ func (r *JSONReader) Checkpoint(path string) (*Checkpoint, error) {
 	if err != nil {
 		return nil, err
 	}
+	id, thread, parent, createdAt, reason, label, run := v[0], v[1], v[2], v[3], v[4], v[5], v[6]
 	a := &r.ar
 	var sp [6]span
 	var errs [10]error
@@ -811,25 +786,12 @@ func (r *JSONReader) Writer(path string) (Writer, bool, error) {
 		return w, false, r.Skip()
 	}
 	p := jsonPath{base: path}
-	var thread, token, fence jsonValue
+	var v [3]jsonValue
 	start := r.dec.InputOffset()
-	err := r.object(p, func(name []byte) error {
-		var err error
-		switch string(name) {
-		case "threadId":
-			thread, err = r.value()
-		case "ownerToken":
-			token, err = r.value()
-		case "fence":
-			fence, err = r.value()
-		default:
-			err = r.Skip()
-		}
-		return err
-	})
-	if err != nil {
+	if err := r.fields(p, writerFields, v[:], nil); err != nil {
 		return w, false, err
 	}
+	thread, token, fence := v[0], v[1], v[2]
 	a := arena{b: r.ar.b[:0]}
 	t, err := a.required(thread, p, "threadId", ErrInvalidID)
 	r.ar.b = a.b
@@ -864,63 +826,34 @@ func (r *JSONReader) InstanceRecord(path string) (*InstanceRecord, error) {
 	if r.dec.PeekKind() == 'n' {
 		return nil, r.Skip()
 	}
-	var key, provider, sandbox, thread, snap, run, updated jsonValue
-	err := r.object(p, func(name []byte) error {
-		var err error
-		switch string(name) {
-		case "key":
-			key, err = r.value()
-		case "provider":
-			provider, err = r.value()
-		case "providerSandboxId":
-			sandbox, err = r.value()
-		case "threadId":
-			thread, err = r.value()
-		case "latestSnapshotId":
-			snap, err = r.value()
-		case "latestRunId":
-			run, err = r.value()
-		case "updatedAt":
-			updated, err = r.value()
-		default:
-			err = r.Skip()
-		}
-		return err
-	})
-	if err != nil {
+	var v [7]jsonValue
+	if err := r.fields(p, instanceFields, v[:], nil); err != nil {
 		return nil, err
 	}
 	var a arena
-	k, err := a.required(key, p, "key", ErrInvalidID)
-	if err != nil {
+	var sp [6]span
+	var err error
+	if sp[0], err = a.required(v[0], p, "key", ErrInvalidID); err != nil {
 		return nil, err
 	}
-	var sp [5]span
-	for i, f := range []struct {
-		v        jsonValue
-		name     string
-		optional bool
-	}{
-		{provider, "provider", false}, {sandbox, "providerSandboxId", false}, {thread, "threadId", false},
-		{snap, "latestSnapshotId", true}, {run, "latestRunId", true},
-	} {
-		if f.optional {
-			sp[i], _, err = a.str(f.v, p, f.name, ErrInvalidEntry)
+	for i := 1; i < 6; i++ {
+		if i >= 4 { // latestSnapshotId and latestRunId are optional
+			sp[i], _, err = a.str(v[i], p, instanceFields[i], ErrInvalidEntry)
 		} else {
-			sp[i], err = a.required(f.v, p, f.name, ErrInvalidEntry)
+			sp[i], err = a.required(v[i], p, instanceFields[i], ErrInvalidEntry)
 		}
 		if err != nil {
 			return nil, err
 		}
 	}
 	rec := new(InstanceRecord)
-	if rec.UpdatedAt, err = parseInt(updated, p, "updatedAt", math.MinInt64); err != nil {
+	if rec.UpdatedAt, err = parseInt(v[6], p, "updatedAt", math.MinInt64); err != nil {
 		return nil, err
 	}
 	s := string(a.b)
 	cut := func(x span) string { return s[x.off:x.end] }
-	rec.Key, rec.Provider, rec.ProviderSandboxID, rec.ThreadID = cut(k), cut(sp[0]), cut(sp[1]), cut(sp[2])
-	rec.LatestSnapshotID, rec.LatestRunID = cut(sp[3]), cut(sp[4])
+	rec.Key, rec.Provider, rec.ProviderSandboxID, rec.ThreadID = cut(sp[0]), cut(sp[1]), cut(sp[2]), cut(sp[3])
+	rec.LatestSnapshotID, rec.LatestRunID = cut(sp[4]), cut(sp[5])
 	return rec, nil
 }
 
