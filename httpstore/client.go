@@ -418,6 +418,7 @@ func (c *Client) AcquireWriter(ctx context.Context, threadID string) (*ckptstore
 	var w ckptstore.Writer
 	var exp, ra int64
 	var errs [5]error
+	errs[3], errs[4] = errors.New("no expiresAt"), errors.New("no renewAfterMs") // until read
 	err := c.do(ctx, "acquireWriter", true, func(o *object) error { o.str("threadId", threadID); return nil },
 		func(r *ckptstore.JSONReader, name []byte) error {
 			switch string(name) {
