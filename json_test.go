@@ -191,22 +191,26 @@ func TestConversationBytesKept(t *testing.T) {
 	}
 }
 
-// Whitespace around the array is kept by MarshalJSON, but in the encoded
-// checkpoint it belongs to the enclosing object, so decoding returns the
-// array's bytes only. A store that persists checkpoints as JSON therefore
-// returns such a conversation trimmed.
+// Whitespace around the array is part of the conversation's bytes: the
+// encoder writes it between the ':' and the ',', and the decoder keeps
+// those bytes, so the checkpoint round-trips byte for byte (the HTTP
+// protocol's rule, docs/http-api.md).
 func TestConversationOuterWhitespace(t *testing.T) {
-	cp := &ckptstore.Checkpoint{ID: "c", ThreadID: "t", Reason: ckptstore.ReasonNamed, Conversation: json.RawMessage(" \n[1, 2]\t ")}
+	const conv = " \n[1, 2]\t "
+	cp := &ckptstore.Checkpoint{ID: "c", ThreadID: "t", Reason: ckptstore.ReasonNamed, Conversation: json.RawMessage(conv)}
 	out := marshalDirect(t, cp)
-	if !strings.Contains(out, `"conversation": `+"\n[1, 2]\t "+`,`) {
+	if !strings.Contains(out, `"conversation":`+conv+`,`) {
 		t.Fatalf("MarshalJSON did not keep the outer whitespace: %q", out)
 	}
 	var back ckptstore.Checkpoint
 	if err := json.Unmarshal([]byte(out), &back); err != nil {
 		t.Fatal(err)
 	}
-	if string(back.Conversation) != "[1, 2]" {
-		t.Fatalf("decoded conversation = %q, want the array's bytes %q", back.Conversation, "[1, 2]")
+	if string(back.Conversation) != conv {
+		t.Fatalf("decoded conversation = %q, want %q", back.Conversation, conv)
+	}
+	if again := marshalDirect(t, &back); again != out {
+		t.Fatalf("re-encoded as\n%q\nwant\n%q", again, out)
 	}
 }
 

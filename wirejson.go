@@ -1,67 +1,22 @@
 package ckptstore
 
-// JSON of the lease types, for the HTTP protocol (docs/http-api.md): a
-// Writer is {threadId, ownerToken, fence} and a Lease adds expiresAt (epoch
-// milliseconds) and renewAfterMs, as the TypeScript contract spells them.
-// DecodeJSONString is the strict string decoding of json.go for callers
-// that take ids out of other JSON objects (httpstore's request bodies).
+// JSON of a Lease, for the HTTP protocol (docs/http-api.md): its Writer's
+// fields (json.go) plus expiresAt (epoch milliseconds) and renewAfterMs, as
+// the TypeScript contract spells them, and the milliseconds of times and
+// durations in JSON numbers and headers.
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"math"
 	"strconv"
 )
-
-type writerJSON struct {
-	ThreadID   string `json:"threadId"`
-	OwnerToken string `json:"ownerToken"`
-	Fence      int64  `json:"fence"`
-}
-
-// MarshalJSON encodes w as {"threadId","ownerToken","fence"}.
-func (w Writer) MarshalJSON() ([]byte, error) { return marshal(writerJSON(w)) }
-
-// UnmarshalJSON decodes a writer. The thread id is decoded strictly
-// (ErrInvalidID when missing, not a string or not well-formed Unicode, as
-// every id); ownerToken must be a string (ErrInvalidEntry otherwise) and is
-// taken as encoding/json decodes it, since a token that is not well-formed
-// cannot be any lease's and fails the writer check anyway; fence must be an
-// integer of at most 2^53−1 in magnitude (ErrInvalidEntry). Other fields are
-// ignored, so a Lease's JSON decodes as its Writer.
-func (w *Writer) UnmarshalJSON(b []byte) error {
-	o, err := decodeObject(b, "writer")
-	if err != nil {
-		return err
-	}
-	var out Writer
-	if out.ThreadID, err = o.required("writer", "threadId", ErrInvalidID); err != nil {
-		return err
-	}
-	tok := o["ownerToken"]
-	if isNull(tok) || tok[0] != '"' {
-		return invalid("writer ownerToken must be a string")
-	}
-	if err := json.Unmarshal(tok, &out.OwnerToken); err != nil {
-		return invalid("writer ownerToken: %v", err)
-	}
-	if out.Fence, err = decodeInt(o["fence"], "writer fence", math.MinInt64); err != nil {
-		return err
-	}
-	*w = out
-	return nil
-}
 
 // MarshalJSON encodes l as its Writer's fields plus expiresAt, in epoch
 // milliseconds, and renewAfterMs. Both are numbers that carry the
 // sub-millisecond part as a decimal fraction (exact to the nanosecond), so
 // that a lease read back through JSON has the same ExpiresAt.
 func (l Lease) MarshalJSON() ([]byte, error) {
-	b, err := l.Writer.MarshalJSON()
-	if err != nil {
-		return nil, err
-	}
+	b := l.Writer.AppendJSON(nil)
 	b = append(b[:len(b)-1], `,"expiresAt":`...)
 	b = AppendMillis(b, l.ExpiresAt.UnixNano())
 	b = append(b, `,"renewAfterMs":`...)
@@ -102,7 +57,7 @@ func ParseMillis(s string) (int64, error) {
 		return n, nil
 	}
 	f, err := strconv.ParseFloat(s, 64)
-	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) || !json.Valid([]byte(s)) {
+	if err != nil || !finite(f) || !jsonValid([]byte(s)) {
 		return 0, fmt.Errorf("ckptstore: %q is not a number of milliseconds", s)
 	}
 	ns := f * 1e6
@@ -158,29 +113,16 @@ func parseDecimalMillis(s string) (int64, bool) {
 	return n, true
 }
 
-// DecodeJSONString decodes raw, one valid JSON value as a decoder returns
-// it (encoding/json's RawMessage, jsontext's Value), as a string the way the
-// checkpoint decoder takes ids: ok is false when raw is absent or null; a
-// value that is not a string, or a string that is not well-formed Unicode
-// (invalid UTF-8, a lone surrogate escape), fails with an error wrapping
-// sentinel and naming what.
-func DecodeJSONString(raw json.RawMessage, what string, sentinel error) (s string, ok bool, err error) {
-	// jsonObject.str without the map, as this is called for every id of
-	// every request.
-	if isNull(raw) {
-		return "", false, nil
+// Millis reads a number of milliseconds (ParseMillis) in nanoseconds;
+// anything else, null included, fails with ErrInvalidEntry.
+func (r *JSONReader) Millis(path string) (int64, error) {
+	v, err := r.value()
+	if err != nil {
+		return 0, err
 	}
-	if raw[0] != '"' || len(raw) < 2 || raw[len(raw)-1] != '"' {
-		return "", false, fmt.Errorf("%w: %s is not a string", sentinel, what)
+	ns, err := ParseMillis(string(v.b))
+	if err != nil {
+		return 0, fieldErr(ErrInvalidEntry, jsonPath{base: path}, "", v.off, "%v", err)
 	}
-	if !wellFormedString(raw) {
-		return "", false, fmt.Errorf("%w: %s is not well-formed Unicode", sentinel, what)
-	}
-	if bytes.IndexByte(raw, '\\') < 0 {
-		return string(raw[1 : len(raw)-1]), true, nil
-	}
-	if err := json.Unmarshal(raw, &s); err != nil {
-		return "", false, fmt.Errorf("%w: %s: %v", sentinel, what, err)
-	}
-	return s, true, nil
+	return ns, nil
 }

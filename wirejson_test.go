@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -80,16 +81,26 @@ func TestMillis(t *testing.T) {
 	}
 }
 
-func TestDecodeJSONString(t *testing.T) {
-	if s, ok, err := ckptstore.DecodeJSONString(json.RawMessage(`"a\u00e9\ud83d\ude00"`), "id", ckptstore.ErrInvalidID); err != nil || !ok || s != "aé😀" {
+// TestReaderString: JSONReader.String decodes ids strictly, naming the
+// field and its offset.
+func TestReaderString(t *testing.T) {
+	read := func(in string) (string, bool, error) {
+		r := ckptstore.NewJSONReader([]byte(in))
+		defer r.Close()
+		return r.String("/id", ckptstore.ErrInvalidID)
+	}
+	if s, ok, err := read(`"a\u00e9\ud83d\ude00"`); err != nil || !ok || s != "aé😀" {
 		t.Errorf("valid: %q %v %v", s, ok, err)
 	}
-	if _, ok, err := ckptstore.DecodeJSONString(json.RawMessage(`null`), "id", ckptstore.ErrInvalidID); ok || err != nil {
+	if _, ok, err := read(`null`); ok || err != nil {
 		t.Errorf("null: %v %v", ok, err)
 	}
 	for _, in := range []string{`"\ud800"`, `"\udc00x"`, `1`, `["a"]`, "\"\xff\""} {
-		if _, _, err := ckptstore.DecodeJSONString(json.RawMessage(in), "id", ckptstore.ErrInvalidID); !errors.Is(err, ckptstore.ErrInvalidID) {
+		_, _, err := read(in)
+		if !errors.Is(err, ckptstore.ErrInvalidID) {
 			t.Errorf("%s: %v", in, err)
+		} else if !strings.Contains(err.Error(), "/id") || !strings.Contains(err.Error(), "offset 0") {
+			t.Errorf("%s: error %q does not name /id and offset 0", in, err)
 		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -157,10 +158,13 @@ func (b *attemptBody) Close() error {
 	return nil
 }
 
-// do sends one call: method, the body built by build, and decodes the
-// reply object into fields. A write carries a fresh Idempotency-Key, the
-// same on each retry.
-func (c *Client) do(ctx context.Context, method string, write bool, build func(o *object) error) (fields, error) {
+// replyReader reads one field of a reply object (see readObject).
+type replyReader = func(r *ckptstore.JSONReader, name []byte) error
+
+// do sends one call: method, the body built by build, and reads the reply
+// object with read (nil: a reply whose fields the call does not need). A
+// write carries a fresh Idempotency-Key, the same on each retry.
+func (c *Client) do(ctx context.Context, method string, write bool, build func(o *object) error, read replyReader) error {
 	o := bodyPool.Get().(*object)
 	pb := &pooledBody{o: o}
 	pb.refs.Store(1)
@@ -168,7 +172,7 @@ func (c *Client) do(ctx context.Context, method string, write bool, build func(o
 	o.start()
 	if build != nil {
 		if err := build(o); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	body := o.end()
@@ -185,9 +189,9 @@ func (c *Client) do(ctx context.Context, method string, write bool, build func(o
 	}
 	wait := c.backoff
 	for attempt := 0; ; attempt++ {
-		f, retry, err := c.send(ctx, method, pb, body, key)
+		retry, err := c.send(ctx, method, pb, body, key, read)
 		if !retry || attempt >= c.retries || ctx.Err() != nil {
-			return f, err
+			return err
 		}
 		d := wait/2 + time.Duration(mathrand.Int64N(int64(wait)))
 		wait = min(2*wait, 2*time.Second)
@@ -195,7 +199,7 @@ func (c *Client) do(ctx context.Context, method string, write bool, build func(o
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return nil, err
+			return err
 		case <-t.C:
 		}
 	}
@@ -203,13 +207,13 @@ func (c *Client) do(ctx context.Context, method string, write bool, build func(o
 
 // send makes one attempt; retry says whether another may succeed (a
 // network error or 503).
-func (c *Client) send(ctx context.Context, method string, pb *pooledBody, body []byte, key string) (fields, bool, error) {
+func (c *Client) send(ctx context.Context, method string, pb *pooledBody, body []byte, key string, read replyReader) (bool, error) {
 	pb.refs.Add(1)
 	rd := &attemptBody{Reader: bytes.NewReader(body), p: pb}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+method, rd)
 	if err != nil {
 		rd.Close()
-		return nil, false, err
+		return false, err
 	}
 	req.ContentLength = int64(len(body))
 	for k, v := range c.headers {
@@ -224,9 +228,9 @@ func (c *Client) send(ctx context.Context, method string, pb *pooledBody, body [
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, false, ctx.Err()
+			return false, ctx.Err()
 		}
-		return nil, retryableNetError(err), fmt.Errorf("httpstore: %s: %w", method, err)
+		return retryableNetError(err), fmt.Errorf("httpstore: %s: %w", method, err)
 	}
 	defer resp.Body.Close()
 	buf := bufPool.Get().(*bytes.Buffer)
@@ -238,25 +242,58 @@ func (c *Client) send(ctx context.Context, method string, pb *pooledBody, body [
 	buf.Reset()
 	if _, err := buf.ReadFrom(resp.Body); err != nil {
 		if ctx.Err() != nil {
-			return nil, false, ctx.Err()
+			return false, ctx.Err()
 		}
-		return nil, true, fmt.Errorf("httpstore: %s: reading the reply: %w", method, err)
+		return true, fmt.Errorf("httpstore: %s: reading the reply: %w", method, err)
 	}
-	f, err := decodeFields(buf.Bytes())
 	if resp.StatusCode == http.StatusOK {
+		// A field's fault is the first error read returns; the body's
+		// syntax is readObject's.
+		var fieldErr error
+		err := readObject(buf.Bytes(), func(r *ckptstore.JSONReader, name []byte) error {
+			if read == nil {
+				return r.Skip()
+			}
+			if err := read(r, name); err != nil && r.Err() == nil && fieldErr == nil {
+				fieldErr = err
+			}
+			return nil
+		})
 		if err != nil {
-			return nil, false, fmt.Errorf("httpstore: %s: %v", method, err)
+			return false, fmt.Errorf("httpstore: %s: %v", method, err)
 		}
-		return f, false, nil
+		return false, fieldErr
 	}
 	e := &Error{Status: resp.StatusCode, Code: CodeInternal, Message: strings.TrimSpace(buf.String())}
-	if err == nil {
-		if code, _ := f.str("code", errBadReply); code != "" {
+	var code, msg string
+	if readObject(buf.Bytes(), func(r *ckptstore.JSONReader, name []byte) error {
+		switch string(name) {
+		case "code":
+			code, _, _ = r.String("/code", errBadReply)
+		case "message":
+			msg, _, _ = r.String("/message", errBadReply)
+		default:
+			return r.Skip()
+		}
+		return nil
+	}) == nil {
+		if code != "" {
 			e.Code = code
 		}
-		e.Message, _ = f.str("message", errBadReply)
+		e.Message = msg
 	}
-	return nil, resp.StatusCode == http.StatusServiceUnavailable, e
+	return resp.StatusCode == http.StatusServiceUnavailable, e
+}
+
+// field returns a replyReader that reads the field name with read and
+// skips the others.
+func field(name string, read func(r *ckptstore.JSONReader) error) replyReader {
+	return func(r *ckptstore.JSONReader, n []byte) error {
+		if string(n) != name {
+			return r.Skip()
+		}
+		return read(r)
+	}
 }
 
 var errBadReply = errors.New("httpstore: a malformed reply")
@@ -275,11 +312,13 @@ func (c *Client) Get(ctx context.Context, id string) (*ckptstore.Checkpoint, err
 	if err := precheck.Read(ctx, "checkpoint id", id); err != nil {
 		return nil, err
 	}
-	f, err := c.do(ctx, "get", false, func(o *object) error { o.str("id", id); return nil })
+	var cp *ckptstore.Checkpoint
+	err := c.do(ctx, "get", false, func(o *object) error { o.str("id", id); return nil },
+		field("checkpoint", func(r *ckptstore.JSONReader) (err error) { cp, err = r.Checkpoint("/checkpoint"); return err }))
 	if err != nil {
 		return nil, err
 	}
-	return f.checkpoint("checkpoint")
+	return cp, nil
 }
 
 // List implements ckptstore.Store.
@@ -287,11 +326,13 @@ func (c *Client) List(ctx context.Context, threadID string) ([]*ckptstore.Checkp
 	if err := precheck.Read(ctx, "thread id", threadID); err != nil {
 		return nil, err
 	}
-	f, err := c.do(ctx, "list", false, func(o *object) error { o.str("threadId", threadID); return nil })
+	var cps []*ckptstore.Checkpoint
+	err := c.do(ctx, "list", false, func(o *object) error { o.str("threadId", threadID); return nil },
+		field("checkpoints", func(r *ckptstore.JSONReader) (err error) { cps, err = readCheckpoints(r, "/checkpoints"); return err }))
 	if err != nil {
 		return nil, err
 	}
-	return f.checkpoints("checkpoints")
+	return cps, nil
 }
 
 // ListPage implements ckptstore.Pager.
@@ -299,7 +340,9 @@ func (c *Client) ListPage(ctx context.Context, threadID string, opt ckptstore.Li
 	if _, err := precheck.ListPage(ctx, threadID, opt); err != nil {
 		return nil, "", err
 	}
-	f, err := c.do(ctx, "listPage", false, func(o *object) error {
+	var cps []*ckptstore.Checkpoint
+	var next string
+	err := c.do(ctx, "listPage", false, func(o *object) error {
 		o.str("threadId", threadID)
 		if opt.After != "" {
 			o.str("after", opt.After)
@@ -307,16 +350,21 @@ func (c *Client) ListPage(ctx context.Context, threadID string, opt ckptstore.Li
 		o.int("limit", int64(opt.Limit))
 		o.bool("reverse", opt.Reverse)
 		return nil
+	}, func(r *ckptstore.JSONReader, name []byte) (err error) {
+		switch string(name) {
+		case "checkpoints":
+			cps, err = readCheckpoints(r, "/checkpoints")
+		case "next":
+			next, _, err = r.String("/next", errBadReply)
+		default:
+			err = r.Skip()
+		}
+		return err
 	})
 	if err != nil {
 		return nil, "", err
 	}
-	cps, err := f.checkpoints("checkpoints")
-	if err != nil {
-		return nil, "", err
-	}
-	next, err := f.str("next", errBadReply)
-	return cps, next, err
+	return cps, next, nil
 }
 
 // Head implements ckptstore.Store.
@@ -324,11 +372,13 @@ func (c *Client) Head(ctx context.Context, threadID string) (string, error) {
 	if err := precheck.Read(ctx, "thread id", threadID); err != nil {
 		return "", err
 	}
-	f, err := c.do(ctx, "getHead", false, func(o *object) error { o.str("threadId", threadID); return nil })
+	var head string
+	err := c.do(ctx, "getHead", false, func(o *object) error { o.str("threadId", threadID); return nil },
+		field("headId", func(r *ckptstore.JSONReader) (err error) { head, _, err = r.String("/headId", errBadReply); return err }))
 	if err != nil {
 		return "", err
 	}
-	return f.str("headId", errBadReply)
+	return head, nil
 }
 
 // Append implements ckptstore.Store.
@@ -336,15 +386,14 @@ func (c *Client) Append(ctx context.Context, cp *ckptstore.Checkpoint, expectedH
 	if err := precheck.Append(ctx, cp, expectedHeadID, w); err != nil {
 		return err
 	}
-	_, err := c.do(ctx, "append", true, func(o *object) error {
+	return c.do(ctx, "append", true, func(o *object) error {
 		if err := o.checkpoint("checkpoint", cp); err != nil {
 			return err
 		}
 		o.strOrNull("expectedHeadId", expectedHeadID)
 		o.writer("writer", w)
 		return nil
-	})
-	return err
+	}, nil)
 }
 
 // DeleteHead implements ckptstore.Store.
@@ -352,13 +401,12 @@ func (c *Client) DeleteHead(ctx context.Context, threadID, checkpointID string, 
 	if err := precheck.DeleteHead(ctx, threadID, checkpointID, w); err != nil {
 		return err
 	}
-	_, err := c.do(ctx, "deleteHead", true, func(o *object) error {
+	return c.do(ctx, "deleteHead", true, func(o *object) error {
 		o.str("threadId", threadID)
 		o.str("checkpointId", checkpointID)
 		o.writer("writer", w)
 		return nil
-	})
-	return err
+	}, nil)
 }
 
 // AcquireWriter implements ckptstore.Store. The lease renews and releases
@@ -367,31 +415,35 @@ func (c *Client) AcquireWriter(ctx context.Context, threadID string) (*ckptstore
 	if err := precheck.AcquireWriter(ctx, threadID); err != nil {
 		return nil, err
 	}
-	f, err := c.do(ctx, "acquireWriter", true, func(o *object) error { o.str("threadId", threadID); return nil })
+	var w ckptstore.Writer
+	var exp, ra int64
+	var errs [5]error
+	errs[3], errs[4] = errors.New("no expiresAt"), errors.New("no renewAfterMs") // until read
+	err := c.do(ctx, "acquireWriter", true, func(o *object) error { o.str("threadId", threadID); return nil },
+		func(r *ckptstore.JSONReader, name []byte) error {
+			switch string(name) {
+			case "threadId":
+				w.ThreadID, _, errs[0] = r.String("/threadId", errBadReply)
+			case "ownerToken":
+				w.OwnerToken, _, errs[1] = r.String("/ownerToken", errBadReply)
+			case "fence":
+				w.Fence, _, errs[2] = r.Int("/fence")
+			case "expiresAt":
+				exp, errs[3] = r.Millis("/expiresAt")
+			case "renewAfterMs":
+				ra, errs[4] = r.Millis("/renewAfterMs")
+			default:
+				return r.Skip()
+			}
+			return nil
+		})
 	if err != nil {
 		return nil, err
 	}
-	var w ckptstore.Writer
-	var errs [5]error
-	w.ThreadID, errs[0] = f.str("threadId", errBadReply)
-	w.OwnerToken, errs[1] = f.str("ownerToken", errBadReply)
-	w.Fence, errs[2] = f.int("fence")
-	var exp, ra int64
-	exp, errs[3] = f.millis("expiresAt")
-	ra, errs[4] = f.millis("renewAfterMs")
 	if err := errors.Join(errs[:]...); err != nil {
 		return nil, fmt.Errorf("%w: the lease: %v", errBadReply, err)
 	}
 	return ckptstore.NewLease(w, time.Unix(0, exp), time.Duration(ra), c), nil
-}
-
-// millis reads a number field of milliseconds, in nanoseconds.
-func (f fields) millis(name string) (int64, error) {
-	ns, err := ckptstore.ParseMillis(string(f[name]))
-	if err != nil {
-		return 0, fmt.Errorf("%w: %s: %v", errBadReply, name, err)
-	}
-	return ns, nil
 }
 
 // RenewWriter implements ckptstore.LeaseKeeper.
@@ -399,11 +451,12 @@ func (c *Client) RenewWriter(ctx context.Context, w ckptstore.Writer) (time.Time
 	if err := precheck.RenewWriter(ctx, w); err != nil {
 		return time.Time{}, err
 	}
-	f, err := c.do(ctx, "renewWriter", true, func(o *object) error { o.writer("writer", w); return nil })
-	if err != nil {
-		return time.Time{}, err
+	ns, found := int64(0), false
+	err := c.do(ctx, "renewWriter", true, func(o *object) error { o.writer("writer", w); return nil },
+		field("expiresAt", func(r *ckptstore.JSONReader) (err error) { ns, err = r.Millis("/expiresAt"); found = true; return err }))
+	if err == nil && !found {
+		err = fmt.Errorf("%w: no expiresAt", errBadReply)
 	}
-	ns, err := f.millis("expiresAt")
 	if err != nil {
 		return time.Time{}, err
 	}
@@ -416,8 +469,7 @@ func (c *Client) ReleaseWriter(ctx context.Context, w ckptstore.Writer) error {
 	if err != nil || !ok {
 		return err
 	}
-	_, err = c.do(ctx, "releaseWriter", true, func(o *object) error { o.writer("writer", w); return nil })
-	return err
+	return c.do(ctx, "releaseWriter", true, func(o *object) error { o.writer("writer", w); return nil }, nil)
 }
 
 // BlobReferences implements ckptstore.Store.
@@ -425,20 +477,38 @@ func (c *Client) BlobReferences(ctx context.Context) ([]ckptstore.BlobRef, error
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	f, err := c.do(ctx, "listBlobReferences", false, nil)
+	out := []ckptstore.BlobRef{}
+	err := c.do(ctx, "listBlobReferences", false, nil, field("references", func(r *ckptstore.JSONReader) error {
+		var first error
+		_, err := r.Array("/references", func(i int) error {
+			var ref ckptstore.BlobRef
+			err := r.Object("/references/"+strconv.Itoa(i), func(name []byte) (err error) {
+				switch string(name) {
+				case "key":
+					ref.Key, _, err = r.String("/key", errBadReply)
+				case "references":
+					ref.References, _, err = r.Int("/references")
+				default:
+					err = r.Skip()
+				}
+				if first == nil && r.Err() == nil {
+					first = err
+				}
+				return r.Err()
+			})
+			if first == nil {
+				first = err
+			}
+			out = append(out, ref)
+			return r.Err()
+		})
+		if err == nil {
+			err = first
+		}
+		return err
+	}))
 	if err != nil {
-		return nil, err
-	}
-	var refs []struct {
-		Key        string `json:"key"`
-		References int64  `json:"references"`
-	}
-	if err := json.Unmarshal(f["references"], &refs); err != nil {
 		return nil, fmt.Errorf("%w: references: %v", errBadReply, err)
-	}
-	out := make([]ckptstore.BlobRef, len(refs))
-	for i, r := range refs {
-		out[i] = ckptstore.BlobRef{Key: r.Key, References: r.References}
 	}
 	return out, nil
 }
@@ -448,16 +518,17 @@ func (c *Client) DeleteCheckpoints(ctx context.Context, threadID string, keep in
 	if err := precheck.Prune(ctx, threadID, keep, w); err != nil {
 		return nil, err
 	}
-	f, err := c.do(ctx, "deleteCheckpoints", true, func(o *object) error {
+	var ids []string
+	err := c.do(ctx, "deleteCheckpoints", true, func(o *object) error {
 		o.str("threadId", threadID)
 		o.int("keep", int64(keep))
 		o.writer("writer", w)
 		return nil
-	})
+	}, field("deleted", func(r *ckptstore.JSONReader) (err error) { ids, err = r.Strings("/deleted", errBadReply); return err }))
 	if err != nil {
 		return nil, err
 	}
-	return f.strings("deleted", errBadReply)
+	return ids, nil
 }
 
 // ForkFromCheckpoint implements ckptstore.Forker.
@@ -465,19 +536,22 @@ func (c *Client) ForkFromCheckpoint(ctx context.Context, in ckptstore.ForkInput)
 	if err := precheck.Fork(ctx, in); err != nil {
 		return nil, err
 	}
-	f, err := c.do(ctx, "forkFromCheckpoint", true, func(o *object) error {
+	var cp *ckptstore.Checkpoint
+	err := c.do(ctx, "forkFromCheckpoint", true, func(o *object) error {
 		o.str("sourceThreadId", in.SourceThreadID)
 		o.str("sourceCheckpointId", in.SourceCheckpointID)
 		o.str("destinationThreadId", in.DestinationThreadID)
 		o.str("destinationCheckpointId", in.DestinationCheckpointID)
-		o.float("createdAt", in.CreatedAt)
+		if err := o.float("createdAt", in.CreatedAt); err != nil {
+			return err
+		}
 		o.writer("writer", in.Writer)
 		return nil
-	})
+	}, field("checkpoint", func(r *ckptstore.JSONReader) (err error) { cp, err = r.Checkpoint("/checkpoint"); return err }))
 	if err != nil {
 		return nil, err
 	}
-	return f.checkpoint("checkpoint")
+	return cp, nil
 }
 
 // DeleteThread implements ckptstore.ThreadDeleter.
@@ -485,15 +559,12 @@ func (c *Client) DeleteThread(ctx context.Context, threadID string, w ckptstore.
 	if err := precheck.DeleteThread(ctx, threadID, w); err != nil {
 		return 0, err
 	}
-	f, err := c.do(ctx, "deleteThread", true, func(o *object) error {
+	var n int64
+	err := c.do(ctx, "deleteThread", true, func(o *object) error {
 		o.str("threadId", threadID)
 		o.writer("writer", w)
 		return nil
-	})
-	if err != nil {
-		return 0, err
-	}
-	n, err := f.int("deleted")
+	}, field("deleted", func(r *ckptstore.JSONReader) (err error) { n, _, err = r.Int("/deleted"); return err }))
 	return int(n), err
 }
 
@@ -502,22 +573,29 @@ func (c *Client) Threads(ctx context.Context, after string, limit int) ([]string
 	if _, err := precheck.Threads(ctx, after, limit); err != nil {
 		return nil, "", err
 	}
-	f, err := c.do(ctx, "threads", false, func(o *object) error {
+	var ids []string
+	var next string
+	err := c.do(ctx, "threads", false, func(o *object) error {
 		if after != "" {
 			o.str("after", after)
 		}
 		o.int("limit", int64(limit))
 		return nil
+	}, func(r *ckptstore.JSONReader, name []byte) (err error) {
+		switch string(name) {
+		case "threads":
+			ids, err = r.Strings("/threads", errBadReply)
+		case "next":
+			next, _, err = r.String("/next", errBadReply)
+		default:
+			err = r.Skip()
+		}
+		return err
 	})
 	if err != nil {
 		return nil, "", err
 	}
-	ids, err := f.strings("threads", errBadReply)
-	if err != nil {
-		return nil, "", err
-	}
-	next, err := f.str("next", errBadReply)
-	return ids, next, err
+	return ids, next, nil
 }
 
 // LoadThread implements ckptstore.Transcripts.
@@ -525,11 +603,12 @@ func (c *Client) LoadThread(ctx context.Context, threadID string) (json.RawMessa
 	if err := precheck.LoadThread(ctx, threadID); err != nil {
 		return nil, err
 	}
-	f, err := c.do(ctx, "loadThread", false, func(o *object) error { o.str("threadId", threadID); return nil })
+	var m []byte
+	err := c.do(ctx, "loadThread", false, func(o *object) error { o.str("threadId", threadID); return nil },
+		field("messages", func(r *ckptstore.JSONReader) (err error) { m, _, err = r.Padded(); return err }))
 	if err != nil {
 		return nil, err
 	}
-	m := f["messages"]
 	if t := bytes.TrimLeft(m, " \t\r\n"); len(t) == 0 || t[0] != '[' {
 		return nil, fmt.Errorf("%w: messages is not an array", errBadReply)
 	}
@@ -541,12 +620,11 @@ func (c *Client) SaveThread(ctx context.Context, threadID string, messages json.
 	if err := precheck.SaveThread(ctx, threadID, messages); err != nil {
 		return err
 	}
-	_, err := c.do(ctx, "saveThread", true, func(o *object) error {
+	return c.do(ctx, "saveThread", true, func(o *object) error {
 		o.str("threadId", threadID)
 		o.raw("messages", messages)
 		return nil
-	})
-	return err
+	}, nil)
 }
 
 // Import implements ckptstore.Importer.
@@ -554,7 +632,8 @@ func (c *Client) Import(ctx context.Context, b ckptstore.ImportBatch) (int, erro
 	if err := precheck.Import(ctx, b); err != nil {
 		return 0, err
 	}
-	f, err := c.do(ctx, "import", true, func(o *object) error {
+	var n int64
+	err := c.do(ctx, "import", true, func(o *object) error {
 		o.str("threadId", b.ThreadID)
 		if err := o.checkpoints("checkpoints", b.Checkpoints); err != nil {
 			return err
@@ -566,11 +645,7 @@ func (c *Client) Import(ctx context.Context, b ckptstore.ImportBatch) (int, erro
 		}
 		o.writer("writer", b.Writer)
 		return nil
-	})
-	if err != nil {
-		return 0, err
-	}
-	n, err := f.int("written")
+	}, field("written", func(r *ckptstore.JSONReader) (err error) { n, _, err = r.Int("/written"); return err }))
 	return int(n), err
 }
 
@@ -578,11 +653,16 @@ func (c *Client) Import(ctx context.Context, b ckptstore.ImportBatch) (int, erro
 // of "prune", "fork", "transcripts", "deleteThread", "listPage", "threads"
 // and "import".
 func (c *Client) Capabilities(ctx context.Context) ([]string, error) {
-	f, err := c.do(ctx, "capabilities", false, nil)
+	var caps []string
+	err := c.do(ctx, "capabilities", false, nil,
+		field("capabilities", func(r *ckptstore.JSONReader) (err error) {
+			caps, err = r.Strings("/capabilities", errBadReply)
+			return err
+		}))
 	if err != nil {
 		return nil, err
 	}
-	return f.strings("capabilities", errBadReply)
+	return caps, nil
 }
 
 // instances is the instance store of a Client's namespace.
@@ -593,16 +673,16 @@ func (s instances) Get(ctx context.Context, key string) (*ckptstore.InstanceReco
 	if err := precheck.InstanceKey(ctx, key); err != nil {
 		return nil, err
 	}
-	f, err := s.c.do(ctx, "instanceGet", false, func(o *object) error { o.str("key", key); return nil })
+	var rec *ckptstore.InstanceRecord
+	err := s.c.do(ctx, "instanceGet", false, func(o *object) error { o.str("key", key); return nil },
+		field("record", func(r *ckptstore.JSONReader) (err error) {
+			if rec, err = r.InstanceRecord("/record"); err != nil {
+				err = fmt.Errorf("%w: %v", errBadReply, err)
+			}
+			return err
+		}))
 	if err != nil {
 		return nil, err
-	}
-	if f.isNull("record") {
-		return nil, nil
-	}
-	rec := new(ckptstore.InstanceRecord)
-	if err := rec.UnmarshalJSON(f["record"]); err != nil {
-		return nil, fmt.Errorf("%w: %v", errBadReply, err)
 	}
 	return rec, nil
 }
@@ -616,8 +696,7 @@ func (s instances) Upsert(ctx context.Context, rec *ckptstore.InstanceRecord) er
 	if err != nil {
 		return err
 	}
-	_, err = s.c.do(ctx, "instanceUpsert", true, func(o *object) error { o.raw("record", b); return nil })
-	return err
+	return s.c.do(ctx, "instanceUpsert", true, func(o *object) error { o.raw("record", b); return nil }, nil)
 }
 
 // Delete implements ckptstore.InstanceStore.
@@ -625,6 +704,5 @@ func (s instances) Delete(ctx context.Context, key string) error {
 	if err := precheck.InstanceKey(ctx, key); err != nil {
 		return err
 	}
-	_, err := s.c.do(ctx, "instanceDelete", true, func(o *object) error { o.str("key", key); return nil })
-	return err
+	return s.c.do(ctx, "instanceDelete", true, func(o *object) error { o.str("key", key); return nil }, nil)
 }

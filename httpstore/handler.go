@@ -158,7 +158,7 @@ func reqErr(code, format string, args ...any) error {
 type call struct {
 	ctx  context.Context
 	ns   *namespace
-	in   fields
+	in   request
 	out  object
 	done bool // out holds a whole reply (acquireWriter's lease)
 
@@ -307,11 +307,11 @@ func (h *handler) prepare(w http.ResponseWriter, r *http.Request, rt *route, c *
 		}
 		return reqErr(CodeBadRequest, "reading the body: %v", err)
 	}
-	if c.in, err = decodeFields(buf.Bytes()); err != nil {
+	if err := decodeRequest(buf.Bytes(), &c.in); err != nil {
 		return reqErr(CodeBadRequest, "%v", err)
 	}
 	// The reply is built in the same buffer's storage after the body:
-	// decodeFields copied what it keeps.
+	// the decoded request shares no memory with it.
 	c.out.b = buf.Bytes()[len(buf.Bytes()):]
 	return nil
 }

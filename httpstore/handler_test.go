@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -119,6 +120,31 @@ func TestRequestErrors(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 405 || resp.Header.Get("Allow") != "POST" {
 		t.Errorf("GET: %d, Allow %q", resp.StatusCode, resp.Header.Get("Allow"))
+	}
+}
+
+// TestRequestFaultsNamed: a shape fault in a request body is reported with
+// the JSON pointer of the field in the body and the offset of its value;
+// the last of a repeated field is the one that counts, fault and all.
+func TestRequestFaultsNamed(t *testing.T) {
+	addr, _ := serve(t, "mem", storeurl.Options{})
+	w := `,"expectedHeadId":null,"writer":{"threadId":"t","ownerToken":"x","fence":1}}`
+	body := `{"checkpoint":{"id":"c","threadId":"t","createdAt":1,"reason":"named","files":[{"path":"f","kind":"file","blobKey":"k","size":1.5}]}` + w
+	status, reply := call(t, addr, "append", body)
+	want := "/checkpoint/files/0/size 1.5 is not a safe integer in range (offset " + strconv.Itoa(strings.Index(body, "1.5")) + ")"
+	if status != 400 || !strings.Contains(reply, "SANDBOX_SNAPSHOT_INVALID_ENTRY") || !strings.Contains(reply, want) {
+		t.Errorf("append: %d %s, want 400 INVALID_ENTRY naming %q", status, reply, want)
+	}
+	// The bad checkpoint first, then a good one under the same name: the
+	// good one is appended (the writer is not live, so WRITER_LOST).
+	good := `"checkpoint":{"id":"c","threadId":"t","createdAt":1,"reason":"named"}`
+	body = `{"checkpoint":{"id":5},` + good + w
+	if status, reply := call(t, addr, "append", body); status != 409 || !strings.Contains(reply, "WRITER_LOST") {
+		t.Errorf("a repeated checkpoint field: %d %s, want the last one's outcome, 409 WRITER_LOST", status, reply)
+	}
+	body = `{` + good + `,"checkpoint":{"id":5}` + w
+	if status, reply := call(t, addr, "append", body); status != 400 || !strings.Contains(reply, "INVALID_ID") {
+		t.Errorf("a repeated checkpoint field: %d %s, want the last one's fault, 400 INVALID_ID", status, reply)
 	}
 }
 

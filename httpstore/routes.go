@@ -30,7 +30,7 @@ func capability[T any](c *call, what string) (T, error) {
 }
 
 func (h *handler) get(c *call) error {
-	id, err := c.in.str("id", ckptstore.ErrInvalidID)
+	id, err := c.in.id.v, c.in.id.err
 	if err != nil {
 		return err
 	}
@@ -45,7 +45,7 @@ func (h *handler) get(c *call) error {
 }
 
 func (h *handler) threadID(c *call) (string, error) {
-	id, err := c.in.str("threadId", ckptstore.ErrInvalidID)
+	id, err := c.in.threadID.v, c.in.threadID.err
 	if err != nil {
 		return "", err
 	}
@@ -69,10 +69,10 @@ func (h *handler) listPage(c *call) error {
 	if err != nil {
 		return err
 	}
-	id, idErr := c.in.str("threadId", ckptstore.ErrInvalidID)
-	after, afterErr := c.in.str("after", ckptstore.ErrInvalidEntry)
-	limit, limitErr := c.in.int("limit")
-	reverse, revErr := c.in.bool("reverse")
+	id, idErr := c.in.threadID.v, c.in.threadID.err
+	after, afterErr := c.in.after.v, c.in.after.err
+	limit, limitErr := c.in.limit.int()
+	reverse, revErr := c.in.reverse, c.in.reverseErr
 	if err := firstIDError(idErr, limitErr, afterErr, revErr); err != nil {
 		return err
 	}
@@ -105,12 +105,12 @@ func (h *handler) getHead(c *call) error {
 }
 
 func (h *handler) append(c *call) error {
-	cp, cpErr := c.in.checkpoint("checkpoint")
+	cp, cpErr := c.in.checkpoint, c.in.checkpointErr
 	if cpErr == nil && cp == nil {
 		cpErr = fmt.Errorf("%w: append needs a checkpoint", ckptstore.ErrInvalidID)
 	}
-	expected, expErr := c.in.str("expectedHeadId", ckptstore.ErrInvalidID)
-	w, wErr := c.in.writer("writer")
+	expected, expErr := c.in.expectedHeadID.v, c.in.expectedHeadID.err
+	w, wErr := c.in.writerOf()
 	if err := firstIDError(cpErr, expErr, wErr); err != nil {
 		return err
 	}
@@ -125,9 +125,9 @@ func (h *handler) append(c *call) error {
 }
 
 func (h *handler) deleteHead(c *call) error {
-	thread, tErr := c.in.str("threadId", ckptstore.ErrInvalidID)
-	id, idErr := c.in.str("checkpointId", ckptstore.ErrInvalidID)
-	w, wErr := c.in.writer("writer")
+	thread, tErr := c.in.threadID.v, c.in.threadID.err
+	id, idErr := c.in.checkpointID.v, c.in.checkpointID.err
+	w, wErr := c.in.writerOf()
 	if err := firstIDError(tErr, idErr, wErr); err != nil {
 		return err
 	}
@@ -138,7 +138,7 @@ func (h *handler) deleteHead(c *call) error {
 }
 
 func (h *handler) acquireWriter(c *call) error {
-	id, err := c.in.str("threadId", ckptstore.ErrInvalidID)
+	id, err := c.in.threadID.v, c.in.threadID.err
 	if err != nil {
 		return err
 	}
@@ -167,7 +167,7 @@ func (h *handler) renewWriter(c *call) error {
 	if err != nil {
 		return err
 	}
-	w, err := c.in.writer("writer")
+	w, err := c.in.writerOf()
 	if err != nil {
 		return err
 	}
@@ -188,7 +188,7 @@ func (h *handler) releaseWriter(c *call) error {
 	if err != nil {
 		return err
 	}
-	w, err := c.in.writer("writer")
+	w, err := c.in.writerOf()
 	if errors.Is(err, ckptstore.ErrInvalidID) {
 		return nil // a writer of no valid thread matches no lease: nothing to release
 	}
@@ -217,7 +217,7 @@ func (h *handler) listBlobReferences(c *call) error {
 			c.out.b = append(c.out.b, ',')
 		}
 		c.out.b = append(c.out.b, `{"key":`...)
-		c.out.b = appendString(c.out.b, r.Key)
+		c.out.b = ckptstore.AppendJSONString(c.out.b, r.Key)
 		c.out.b = append(c.out.b, `,"references":`...)
 		c.out.b = fmt.Appendf(c.out.b, "%d}", r.References)
 	}
@@ -230,9 +230,9 @@ func (h *handler) deleteCheckpoints(c *call) error {
 	if err != nil {
 		return err
 	}
-	thread, tErr := c.in.str("threadId", ckptstore.ErrInvalidID)
-	keep, kErr := c.in.int("keep")
-	w, wErr := c.in.writer("writer")
+	thread, tErr := c.in.threadID.v, c.in.threadID.err
+	keep, kErr := c.in.keep.int()
+	w, wErr := c.in.writerOf()
 	if err := firstIDError(tErr, wErr, kErr); err != nil {
 		return err
 	}
@@ -254,15 +254,14 @@ func (h *handler) fork(c *call) error {
 	}
 	var in ckptstore.ForkInput
 	var errs [6]error
-	in.SourceThreadID, errs[0] = c.in.str("sourceThreadId", ckptstore.ErrInvalidID)
-	in.SourceCheckpointID, errs[1] = c.in.str("sourceCheckpointId", ckptstore.ErrInvalidID)
-	in.DestinationThreadID, errs[2] = c.in.str("destinationThreadId", ckptstore.ErrInvalidID)
-	in.DestinationCheckpointID, errs[3] = c.in.str("destinationCheckpointId", ckptstore.ErrInvalidID)
-	in.Writer, errs[4] = c.in.writer("writer")
-	if c.in.isNull("createdAt") {
+	in.SourceThreadID, errs[0] = c.in.sourceThreadID.v, c.in.sourceThreadID.err
+	in.SourceCheckpointID, errs[1] = c.in.sourceCheckpointID.v, c.in.sourceCheckpointID.err
+	in.DestinationThreadID, errs[2] = c.in.destinationThreadID.v, c.in.destinationThreadID.err
+	in.DestinationCheckpointID, errs[3] = c.in.destinationCheckpointID.v, c.in.destinationCheckpointID.err
+	in.Writer, errs[4] = c.in.writerOf()
+	in.CreatedAt, errs[5] = c.in.createdAt.f, c.in.createdAt.err
+	if errs[5] == nil && !c.in.createdAt.ok {
 		errs[5] = fmt.Errorf("%w: createdAt is missing", ckptstore.ErrInvalidEntry)
-	} else {
-		in.CreatedAt, errs[5] = c.in.float("createdAt")
 	}
 	if err := firstIDError(errs[:]...); err != nil {
 		return err
@@ -282,8 +281,8 @@ func (h *handler) deleteThread(c *call) error {
 	if err != nil {
 		return err
 	}
-	thread, tErr := c.in.str("threadId", ckptstore.ErrInvalidID)
-	w, wErr := c.in.writer("writer")
+	thread, tErr := c.in.threadID.v, c.in.threadID.err
+	w, wErr := c.in.writerOf()
 	if err := firstIDError(tErr, wErr); err != nil {
 		return err
 	}
@@ -303,8 +302,8 @@ func (h *handler) threads(c *call) error {
 	if err != nil {
 		return err
 	}
-	after, aErr := c.in.str("after", ckptstore.ErrInvalidEntry)
-	limit, lErr := c.in.int("limit")
+	after, aErr := c.in.after.v, c.in.after.err
+	limit, lErr := c.in.limit.int()
 	if err := firstIDError(lErr, aErr); err != nil {
 		return err
 	}
@@ -327,8 +326,7 @@ func (h *handler) transcriptThread(c *call) (ckptstore.Transcripts, string, erro
 	if err != nil {
 		return nil, "", err
 	}
-	id, err := c.in.str("threadId", ckptstore.ErrInvalidID)
-	return t, id, err
+	return t, c.in.threadID.v, c.in.threadID.err
 }
 
 func (h *handler) loadThread(c *call) error {
@@ -355,7 +353,7 @@ func (h *handler) saveThread(c *call) error {
 	if err != nil {
 		return err
 	}
-	msgs := json.RawMessage(c.in["messages"])
+	msgs := json.RawMessage(c.in.messages)
 	if err := precheck.SaveThread(c.ctx, id, msgs); err != nil {
 		return err
 	}
@@ -369,16 +367,16 @@ func (h *handler) importBatch(c *call) error {
 	}
 	var b ckptstore.ImportBatch
 	var errs [5]error
-	b.ThreadID, errs[0] = c.in.str("threadId", ckptstore.ErrInvalidID)
-	b.Writer, errs[1] = c.in.writer("writer")
-	b.Checkpoints, errs[2] = c.in.checkpoints("checkpoints")
-	b.Head, errs[3] = c.in.str("head", ckptstore.ErrInvalidID)
-	b.SetHead, errs[4] = c.in.bool("setHead")
+	b.ThreadID, errs[0] = c.in.threadID.v, c.in.threadID.err
+	b.Writer, errs[1] = c.in.writerOf()
+	b.Checkpoints, errs[2] = c.in.checkpoints, c.in.checkpointsErr
+	b.Head, errs[3] = c.in.head.v, c.in.head.err
+	b.SetHead, errs[4] = c.in.setHead, c.in.setHeadErr
 	if err := firstIDError(errs[:]...); err != nil {
 		return err
 	}
-	if !c.in.isNull("transcript") {
-		b.Transcript = json.RawMessage(c.in["transcript"])
+	if c.in.transcript != nil {
+		b.Transcript = json.RawMessage(c.in.transcript)
 	}
 	if err := precheck.Import(c.ctx, b); err != nil {
 		return err
@@ -392,7 +390,7 @@ func (h *handler) importBatch(c *call) error {
 }
 
 func (h *handler) instanceKey(c *call) (string, error) {
-	key, err := c.in.str("key", ckptstore.ErrInvalidID)
+	key, err := c.in.key.v, c.in.key.err
 	if err != nil {
 		return "", err
 	}
@@ -421,17 +419,17 @@ func (h *handler) instanceGet(c *call) error {
 }
 
 func (h *handler) instanceUpsert(c *call) error {
-	if c.in.isNull("record") {
+	rec, err := c.in.record, c.in.recordErr
+	if err == nil && rec == nil {
 		return fmt.Errorf("%w: instanceUpsert needs a record", ckptstore.ErrInvalidID)
 	}
-	var rec ckptstore.InstanceRecord
-	if err := rec.UnmarshalJSON(c.in["record"]); err != nil {
+	if err != nil {
 		return err
 	}
-	if err := precheck.InstanceUpsert(c.ctx, &rec); err != nil {
+	if err := precheck.InstanceUpsert(c.ctx, rec); err != nil {
 		return err
 	}
-	return c.ns.inst.Upsert(c.ctx, &rec)
+	return c.ns.inst.Upsert(c.ctx, rec)
 }
 
 func (h *handler) instanceDelete(c *call) error {

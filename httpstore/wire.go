@@ -1,23 +1,17 @@
 package httpstore
 
 // What the handler and the client share: header names, the non-contract
-// error codes, the status of each code, and a small JSON object builder
-// that splices checkpoints in as the bytes of Checkpoint.MarshalJSON (an
-// encoding/json encoder would compact them, and the conversation must keep
-// its bytes).
+// error codes, the status of each code, a small JSON object builder for
+// the envelopes, and the decoding of a request body. The checkpoint JSON
+// inside them is the root package's one codec: Checkpoint.AppendJSON
+// writes it, ckptstore.JSONReader reads it in the same pass as the
+// envelope around it.
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"math"
 	"net/http"
-	"slices"
 	"strconv"
-
-	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/ckptstore/ckptstore"
 )
@@ -134,7 +128,7 @@ func (o *object) name(n string) {
 // str appends a string field.
 func (o *object) str(n, v string) {
 	o.name(n)
-	o.b = appendString(o.b, v)
+	o.b = ckptstore.AppendJSONString(o.b, v)
 }
 
 // strOrNull appends a string field, null when v is "".
@@ -152,9 +146,11 @@ func (o *object) int(n string, v int64) {
 	o.b = strconv.AppendInt(o.b, v, 10)
 }
 
-func (o *object) float(n string, v float64) {
+func (o *object) float(n string, v float64) error {
 	o.name(n)
-	o.b = appendFloat(o.b, v)
+	var err error
+	o.b, err = ckptstore.AppendJSONNumber(o.b, v)
+	return err
 }
 
 func (o *object) bool(n string, v bool) {
@@ -170,16 +166,12 @@ func (o *object) raw(n string, v []byte) {
 
 func (o *object) writer(n string, w ckptstore.Writer) {
 	o.name(n)
-	o.b = append(o.b, `{"threadId":`...)
-	o.b = appendString(o.b, w.ThreadID)
-	o.b = append(o.b, `,"ownerToken":`...)
-	o.b = appendString(o.b, w.OwnerToken)
-	o.b = append(o.b, `,"fence":`...)
-	o.b = strconv.AppendInt(o.b, w.Fence, 10)
-	o.b = append(o.b, '}')
+	o.b = w.AppendJSON(o.b)
 }
 
-// checkpoint appends cp as its MarshalJSON bytes (null for nil).
+// checkpoint appends cp's JSON (null for nil). Checkpoints here passed
+// validation, the client's pre-checks on the way out or the store's on the
+// way in.
 func (o *object) checkpoint(n string, cp *ckptstore.Checkpoint) error {
 	o.name(n)
 	return o.appendCheckpoint(cp)
@@ -190,8 +182,9 @@ func (o *object) appendCheckpoint(cp *ckptstore.Checkpoint) error {
 		o.b = append(o.b, "null"...)
 		return nil
 	}
-	o.b = appendCheckpointJSON(o.b, cp)
-	return nil
+	var err error
+	o.b, err = cp.AppendJSON(o.b)
+	return err
 }
 
 func (o *object) checkpoints(n string, cps []*ckptstore.Checkpoint) error {
@@ -216,249 +209,12 @@ func (o *object) strings(n string, ss []string) {
 		if i > 0 {
 			o.b = append(o.b, ',')
 		}
-		o.b = appendString(o.b, s)
+		o.b = ckptstore.AppendJSONString(o.b, s)
 	}
 	o.b = append(o.b, ']')
 }
 
 func (o *object) end() []byte { return append(o.b, '}') }
-
-// fields is a decoded request or reply object: field names matched
-// exactly, a repeated name keeping its last value, as in JSON.parse.
-type fields map[string]json.RawMessage
-
-// decodeFields decodes body, which must be one JSON object, into its
-// fields: names matched exactly, the last of a repeated name kept, every
-// value its bare JSON bytes — but the values of transcript fields
-// (messages, transcript), which keep the whitespace around them, as a
-// transcript is kept byte for byte. decodeFields copies what it keeps, so
-// body may be reused. It reads body once, with jsontext (as fast as
-// encoding/json's validity scan alone).
-func decodeFields(body []byte) (fields, error) {
-	dec := jsontext.NewDecoder(bytes.NewBuffer(body), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
-	if t, err := dec.ReadToken(); err != nil || t.Kind() != '{' {
-		return nil, errors.New("the body is not a JSON object")
-	}
-	f := make(fields, 8)
-	for dec.PeekKind() == '"' {
-		name, err := dec.ReadToken()
-		if err != nil {
-			return nil, fmt.Errorf("the body is not a JSON object: %v", err)
-		}
-		key := name.String() // before the next read voids name
-		from := int(dec.InputOffset())
-		v, err := dec.ReadValue()
-		if err != nil {
-			return nil, fmt.Errorf("the body is not a JSON object: %v", err)
-		}
-		if slices.Contains(paddedFields, key) {
-			f[key] = padded(body, from, int(dec.InputOffset()))
-			continue
-		}
-		f[key] = bytes.Clone(v)
-	}
-	if t, err := dec.ReadToken(); err != nil || t.Kind() != '}' {
-		return nil, errors.New("the body is not a JSON object")
-	}
-	if _, err := dec.ReadToken(); err != io.EOF {
-		return nil, errors.New("the body is more than one JSON object")
-	}
-	return f, nil
-}
-
-// padded returns a copy of obj[from:end] — a name's end to its value's
-// end — from after the ':' to the ',' or '}' that follows: the value with
-// the whitespace around it.
-func padded(obj []byte, from, end int) json.RawMessage {
-	for from < end && obj[from] != ':' {
-		from++
-	}
-	for end < len(obj) && isSpace(obj[end]) {
-		end++
-	}
-	return bytes.Clone(obj[from+1 : end])
-}
-
-// paddedFields are the fields whose whitespace counts.
-var paddedFields = []string{"messages", "transcript"}
-
-// paddedValue returns a copy of the value of the last field name of the JSON
-// object obj with the whitespace around it: everything between the ':' and
-// the ',' or '}' that follows. encoding/json and jsontext strip it, but a
-// conversation or transcript is stored byte for byte, whitespace included.
-func paddedValue(obj []byte, name string) (json.RawMessage, bool) {
-	dec := jsontext.NewDecoder(bytes.NewBuffer(obj), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
-	if t, err := dec.ReadToken(); err != nil || t.Kind() != '{' {
-		return nil, false
-	}
-	var out json.RawMessage
-	found := false
-	for dec.PeekKind() == '"' {
-		t, err := dec.ReadToken()
-		if err != nil {
-			return nil, false
-		}
-		if t.String() != name {
-			if dec.SkipValue() != nil {
-				return nil, false
-			}
-			continue
-		}
-		from := int(dec.InputOffset())
-		if _, err := dec.ReadValue(); err != nil {
-			return nil, false
-		}
-		out, found = padded(obj, from, int(dec.InputOffset())), true
-	}
-	return out, found
-}
-
-func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
-
-// decodeCheckpoint decodes one checkpoint, keeping the whitespace around
-// its conversation.
-func decodeCheckpoint(raw []byte) (*ckptstore.Checkpoint, error) {
-	if cp, ok := decodeCheckpointFast(raw); ok {
-		return cp, nil
-	}
-	return decodeCheckpointRoot(raw)
-}
-
-// decodeCheckpointRoot is decodeCheckpoint through the root decoder alone,
-// the one authority on what is refused (fastcp.go).
-func decodeCheckpointRoot(raw []byte) (*ckptstore.Checkpoint, error) {
-	cp := new(ckptstore.Checkpoint)
-	if err := cp.UnmarshalJSON(raw); err != nil {
-		return nil, err
-	}
-	if cp.Conversation != nil {
-		if p, ok := paddedValue(raw, "conversation"); ok && len(p) != len(cp.Conversation) {
-			cp.Conversation = p
-		}
-	}
-	return cp, nil
-}
-
-// str is a string field, decoded strictly (see ckptstore.DecodeJSONString);
-// absent and null are "".
-func (f fields) str(name string, sentinel error) (string, error) {
-	s, _, err := ckptstore.DecodeJSONString(f[name], name, sentinel)
-	return s, err
-}
-
-// isNull reports whether the field is absent or null.
-func (f fields) isNull(name string) bool {
-	r := bytes.TrimFunc(f[name], func(r rune) bool { return r < 0x80 && isSpace(byte(r)) })
-	return len(r) == 0 || string(r) == "null"
-}
-
-// int is an integer field of at most 2^53−1 in magnitude; absent or null
-// is 0. Anything else fails with ErrInvalidEntry.
-func (f fields) int(name string) (int64, error) {
-	if f.isNull(name) {
-		return 0, nil
-	}
-	v, err := f.float(name)
-	if err != nil {
-		return 0, err
-	}
-	if v != math.Trunc(v) || math.Abs(v) > ckptstore.MaxSize {
-		return 0, fmt.Errorf("%w: %s %v is not an integer", ckptstore.ErrInvalidEntry, name, v)
-	}
-	return int64(v), nil
-}
-
-// float is a number field; absent or null is 0.
-func (f fields) float(name string) (float64, error) {
-	r := f[name]
-	if f.isNull(name) {
-		return 0, nil
-	}
-	if !(r[0] == '-' || '0' <= r[0] && r[0] <= '9') {
-		return 0, fmt.Errorf("%w: %s must be a number", ckptstore.ErrInvalidEntry, name)
-	}
-	v, err := strconv.ParseFloat(string(r), 64)
-	if err != nil {
-		return 0, fmt.Errorf("%w: %s %s is out of range", ckptstore.ErrInvalidEntry, name, r)
-	}
-	return v, nil
-}
-
-// bool is a boolean field; absent or null is false.
-func (f fields) bool(name string) (bool, error) {
-	switch string(f[name]) {
-	case "", "null", "false":
-		return false, nil
-	case "true":
-		return true, nil
-	}
-	return false, fmt.Errorf("%w: %s must be a boolean", ckptstore.ErrInvalidEntry, name)
-}
-
-// writer is a Writer field; absent or null fails with ErrInvalidID (a
-// writer without a thread id).
-func (f fields) writer(name string) (ckptstore.Writer, error) {
-	var w ckptstore.Writer
-	if f.isNull(name) {
-		return w, fmt.Errorf("%w: %s is missing", ckptstore.ErrInvalidID, name)
-	}
-	if w, ok := decodeWriterFast(f[name]); ok {
-		return w, nil
-	}
-	err := w.UnmarshalJSON(f[name])
-	return w, err
-}
-
-// checkpoint is a Checkpoint field; null is nil.
-func (f fields) checkpoint(name string) (*ckptstore.Checkpoint, error) {
-	if f.isNull(name) {
-		return nil, nil
-	}
-	return decodeCheckpoint(f[name])
-}
-
-// checkpoints is an array of checkpoints; absent or null is none.
-func (f fields) checkpoints(name string) ([]*ckptstore.Checkpoint, error) {
-	if f.isNull(name) {
-		return nil, nil
-	}
-	var raws []json.RawMessage
-	if err := json.Unmarshal(f[name], &raws); err != nil {
-		return nil, fmt.Errorf("%w: %s is not an array: %v", ckptstore.ErrInvalidEntry, name, err)
-	}
-	out := make([]*ckptstore.Checkpoint, len(raws))
-	for i, r := range raws {
-		cp, err := decodeCheckpoint(r)
-		if err != nil {
-			return nil, err
-		}
-		out[i] = cp
-	}
-	return out, nil
-}
-
-// strings is an array of strings, decoded strictly; absent or null is none.
-func (f fields) strings(name string, sentinel error) ([]string, error) {
-	if f.isNull(name) {
-		return nil, nil
-	}
-	var raws []json.RawMessage
-	if err := json.Unmarshal(f[name], &raws); err != nil {
-		return nil, fmt.Errorf("%w: %s is not an array: %v", sentinel, name, err)
-	}
-	out := make([]string, len(raws))
-	for i, r := range raws {
-		s, ok, err := ckptstore.DecodeJSONString(r, name, sentinel)
-		if err == nil && !ok {
-			err = fmt.Errorf("%w: %s[%d] is null", sentinel, name, i)
-		}
-		if err != nil {
-			return nil, err
-		}
-		out[i] = s
-	}
-	return out, nil
-}
 
 // millis reads a header of milliseconds (ckptstore.ParseMillis) in
 // nanoseconds.
@@ -480,3 +236,167 @@ func firstIDError(errs ...error) error {
 	}
 	return nil
 }
+
+// A request body decodes in one pass into a request: every field any
+// method takes, each with its value and its own error, so that a repeated
+// name keeps its last value (and that value's error) as in JSON.parse, and
+// a method reports its fields' faults in the order the contract checks
+// them (firstIDError). Fields of other methods and unknown ones are
+// skipped; a method reads only its own.
+
+// idField is a string field; absent and null are "".
+type idField struct {
+	v   string
+	err error
+}
+
+// numField is a number field; ok is false when absent or null.
+type numField struct {
+	i   int64
+	f   float64
+	ok  bool
+	err error
+}
+
+// request is a decoded request body.
+type request struct {
+	id, threadID, checkpointID, expectedHeadID, head, key, after idField
+	sourceThreadID, sourceCheckpointID                           idField
+	destinationThreadID, destinationCheckpointID                 idField
+	limit, keep, createdAt                                       numField
+	reverse, setHead                                             bool
+	reverseErr, setHeadErr                                       error
+	writer                                                       ckptstore.Writer
+	hasWriter                                                    bool
+	writerErr                                                    error
+	checkpoint                                                   *ckptstore.Checkpoint
+	checkpointErr                                                error
+	checkpoints                                                  []*ckptstore.Checkpoint
+	checkpointsErr                                               error
+	messages, transcript                                         []byte // with their whitespace; nil when absent or null
+	record                                                       *ckptstore.InstanceRecord
+	recordErr                                                    error
+}
+
+// decodeRequest decodes body, one JSON object, into q. The error is the
+// body's syntax, or a body that is not an object; the faults of fields are
+// in q.
+func decodeRequest(body []byte, q *request) error {
+	return readObject(body, func(r *ckptstore.JSONReader, name []byte) error {
+		str := func(f *idField, path string, sentinel error) { f.v, _, f.err = r.String(path, sentinel) }
+		integer := func(f *numField, path string) { f.i, f.ok, f.err = r.Int(path) }
+		var err error
+		switch string(name) {
+		case "id":
+			str(&q.id, "/id", ckptstore.ErrInvalidID)
+		case "threadId":
+			str(&q.threadID, "/threadId", ckptstore.ErrInvalidID)
+		case "checkpointId":
+			str(&q.checkpointID, "/checkpointId", ckptstore.ErrInvalidID)
+		case "expectedHeadId":
+			str(&q.expectedHeadID, "/expectedHeadId", ckptstore.ErrInvalidID)
+		case "head":
+			str(&q.head, "/head", ckptstore.ErrInvalidID)
+		case "key":
+			str(&q.key, "/key", ckptstore.ErrInvalidID)
+		case "after":
+			str(&q.after, "/after", ckptstore.ErrInvalidEntry)
+		case "sourceThreadId":
+			str(&q.sourceThreadID, "/sourceThreadId", ckptstore.ErrInvalidID)
+		case "sourceCheckpointId":
+			str(&q.sourceCheckpointID, "/sourceCheckpointId", ckptstore.ErrInvalidID)
+		case "destinationThreadId":
+			str(&q.destinationThreadID, "/destinationThreadId", ckptstore.ErrInvalidID)
+		case "destinationCheckpointId":
+			str(&q.destinationCheckpointID, "/destinationCheckpointId", ckptstore.ErrInvalidID)
+		case "limit":
+			integer(&q.limit, "/limit")
+		case "keep":
+			integer(&q.keep, "/keep")
+		case "createdAt":
+			q.createdAt.f, q.createdAt.ok, q.createdAt.err = r.Float("/createdAt")
+		case "reverse":
+			q.reverse, q.reverseErr = r.Bool("/reverse")
+		case "setHead":
+			q.setHead, q.setHeadErr = r.Bool("/setHead")
+		case "writer":
+			q.writer, q.hasWriter, q.writerErr = r.Writer("/writer")
+		case "checkpoint":
+			q.checkpoint, q.checkpointErr = r.Checkpoint("/checkpoint")
+		case "checkpoints":
+			q.checkpoints, q.checkpointsErr = readCheckpoints(r, "/checkpoints")
+		case "messages":
+			q.messages, _, err = r.Padded()
+		case "transcript":
+			q.transcript, _, err = r.Padded()
+		case "record":
+			q.record, q.recordErr = r.InstanceRecord("/record")
+		default:
+			err = r.Skip()
+		}
+		return err
+	})
+}
+
+// readObject reads body, one JSON object, calling field with the reader
+// at each field's value. Its error is the body's syntax, or a body that is
+// not an object: what field reports as the fault of a field it keeps.
+func readObject(body []byte, field func(r *ckptstore.JSONReader, name []byte) error) error {
+	r := ckptstore.NewJSONReader(body)
+	defer r.Close()
+	err := r.Object("", func(name []byte) error {
+		if err := field(r, name); r.Err() != nil {
+			return r.Err()
+		} else if err != nil {
+			return err
+		}
+		return nil
+	})
+	if err == nil {
+		err = r.End()
+	}
+	if err != nil {
+		if r.Err() == nil {
+			return errors.New("the body is not a JSON object")
+		}
+		return fmt.Errorf("the body is not one JSON object: %v", r.Err())
+	}
+	return nil
+}
+
+// readCheckpoints reads an array of checkpoints, keeping the first fault;
+// null is none.
+func readCheckpoints(r *ckptstore.JSONReader, path string) ([]*ckptstore.Checkpoint, error) {
+	var out []*ckptstore.Checkpoint
+	var first error
+	_, err := r.Array(path, func(i int) error {
+		cp, err := r.Checkpoint(path + "/" + strconv.Itoa(i))
+		if err == nil && cp == nil {
+			err = fmt.Errorf("%w: %s/%d is null", ckptstore.ErrInvalidEntry, path, i)
+		}
+		if first == nil {
+			first = err
+		}
+		out = append(out, cp)
+		return nil
+	})
+	if err == nil {
+		err = first
+	}
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// writerOf is a request's writer: absent or null fails with ErrInvalidID
+// (a writer of no thread).
+func (q *request) writerOf() (ckptstore.Writer, error) {
+	if q.writerErr == nil && !q.hasWriter {
+		return q.writer, fmt.Errorf("%w: writer is missing", ckptstore.ErrInvalidID)
+	}
+	return q.writer, q.writerErr
+}
+
+// int is a number field as an int; absent is 0.
+func (f numField) int() (int64, error) { return f.i, f.err }

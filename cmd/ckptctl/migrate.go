@@ -16,7 +16,6 @@ import (
 	"iter"
 	"os"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -614,33 +613,25 @@ func (x exporter) write(ctx context.Context, ids iter.Seq2[string, error], w io.
 }
 
 // writeHeader writes the header line of th:
-// {"thread":ID,"head":ID|null,"transcript":[…]|null}. The transcript goes
-// out as its stored bytes.
+// {"thread":ID,"head":ID|null,"transcript":[…]|null}, its strings as the
+// checkpoint codec writes them. The transcript goes out as its stored
+// bytes.
 func writeHeader(w *bufio.Writer, th *srcThread) {
-	w.WriteString(`{"thread":`)
-	w.WriteString(jsonString(th.id))
-	w.WriteString(`,"head":`)
+	b := append(w.AvailableBuffer(), `{"thread":`...)
+	b = ckptstore.AppendJSONString(b, th.id)
+	b = append(b, `,"head":`...)
 	if th.head == "" {
-		w.WriteString("null")
+		b = append(b, "null"...)
 	} else {
-		w.WriteString(jsonString(th.head))
+		b = ckptstore.AppendJSONString(b, th.head)
 	}
-	w.WriteString(`,"transcript":`)
+	b = append(b, `,"transcript":`...)
 	if th.transcript == nil {
-		w.WriteString("null")
+		b = append(b, "null"...)
 	} else {
-		w.Write(th.transcript)
+		b = append(b, th.transcript...)
 	}
-	w.WriteString("}\n")
-}
-
-// jsonString quotes a valid UTF-8 string for JSON, without HTML escapes.
-func jsonString(s string) string {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(s) // a string always encodes
-	return strings.TrimSuffix(b.String(), "\n")
+	w.Write(append(b, "}\n"...))
 }
 
 // ---- the stream reader ----
