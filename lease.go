@@ -3,6 +3,8 @@ package ckptstore
 import (
 	"context"
 	"time"
+
+	"github.com/ckptstore/ckptstore/driver"
 )
 
 // LeaseKeeper is the part of a store that backs a Lease: stores implement
@@ -22,12 +24,9 @@ type LeaseKeeper interface {
 // goes with every write. A Lease is not safe for concurrent use: renew it
 // from the goroutine that writes, or guard it.
 type Lease struct {
-	Writer
-	// ExpiresAt is when the lease expires unless renewed; Renew updates it.
-	ExpiresAt time.Time
-	// RenewAfter is how long after taking or renewing the lease the holder
-	// should renew it.
-	RenewAfter time.Duration
+	// Lease holds the Writer, ExpiresAt (which Renew updates) and
+	// RenewAfter, and the lease's JSON.
+	driver.Lease
 
 	keeper LeaseKeeper
 }
@@ -35,7 +34,7 @@ type Lease struct {
 // NewLease returns the Lease for w, backed by the store k. Stores call it
 // from AcquireWriter.
 func NewLease(w Writer, expiresAt time.Time, renewAfter time.Duration, k LeaseKeeper) *Lease {
-	return &Lease{Writer: w, ExpiresAt: expiresAt, RenewAfter: renewAfter, keeper: k}
+	return &Lease{Lease: driver.Lease{Writer: w, ExpiresAt: expiresAt, RenewAfter: renewAfter}, keeper: k}
 }
 
 // Renew extends the lease to now + the store's lease duration and returns

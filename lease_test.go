@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/memstore"
 )
 
@@ -73,7 +74,7 @@ func TestLeaseReleaseReplaced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	clk.Advance(ckptstore.DefaultLeaseDuration) // the old lease expires now
+	clk.Advance(driver.DefaultLeaseDuration) // the old lease expires now
 	cur, err := s.AcquireWriter(ctx, "t")
 	if err != nil {
 		t.Fatalf("taking over an expired lease: %v", err)

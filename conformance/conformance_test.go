@@ -26,6 +26,7 @@ import (
 
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/conformance"
+	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/memstore"
 )
 
@@ -194,7 +195,7 @@ func (m *mutant) Append(ctx context.Context, c *ckptstore.Checkpoint, expected s
 	m.mu.Unlock()
 	switch m.kind {
 	case "dup-before-writer":
-		if ckptstore.ValidateAppend(c, expected, w) == nil {
+		if driver.ValidateAppend(c, expected, w) == nil {
 			if old, _ := m.Store.Get(ctx, c.ID); old != nil {
 				return fmt.Errorf("%w: %q", ckptstore.ErrDuplicateID, c.ID)
 			}
@@ -210,7 +211,7 @@ func (m *mutant) Append(ctx context.Context, c *ckptstore.Checkpoint, expected s
 func (m *mutant) DeleteHead(ctx context.Context, thread, id string, w ckptstore.Writer) error {
 	defer m.written()
 	ctx = m.ctx(ctx)
-	if m.kind == "not-head-first" && ckptstore.ValidateDeleteHead(thread, id, w) == nil {
+	if m.kind == "not-head-first" && driver.ValidateDeleteHead(thread, id, w) == nil {
 		if h, _ := m.Store.Head(ctx, thread); h != id {
 			return fmt.Errorf("%w: %q", ckptstore.ErrNotHead, id)
 		}
@@ -338,7 +339,7 @@ func (m *mutant) ListPage(ctx context.Context, thread string, opt ckptstore.List
 		return page, next, err
 	}
 	// The page starts at the cursor's checkpoint instead of after it.
-	pos, _ := ckptstore.DecodeCursor(opt.After)
+	pos, _ := driver.DecodeCursor(opt.After)
 	if c, _ := m.Store.Get(ctx, pos.ID); c != nil && c.ThreadID == thread && c.CreatedAt == pos.CreatedAt {
 		page = append([]*ckptstore.Checkpoint{c}, page...)
 		if limit := cmp.Or(opt.Limit, 100); len(page) > limit {
@@ -377,7 +378,7 @@ func (m *mutant) DeleteThread(ctx context.Context, thread string, w ckptstore.Wr
 
 func (m *mutant) Import(ctx context.Context, b ckptstore.ImportBatch) (int, error) {
 	defer m.written()
-	if m.kind == "import-skips-other-content" && ckptstore.ValidateImport(b) == nil {
+	if m.kind == "import-skips-other-content" && driver.ValidateImport(b) == nil {
 		// A checkpoint stored in the thread is skipped whatever its
 		// content.
 		b.Checkpoints = slices.DeleteFunc(slices.Clone(b.Checkpoints), func(c *ckptstore.Checkpoint) bool {

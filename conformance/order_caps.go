@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/internal/testkit"
 )
 
@@ -176,10 +177,10 @@ func (s *suite) testImportOrder(t *testing.T) { runOrder(t, s, importOrder()) }
 
 // badListCursors are ListPage cursors no store can have returned.
 func badListCursors() []struct{ name, cursor string } {
-	good := ckptstore.EncodeCursor(ckptstore.Position{CreatedAt: 1000, ID: "g"})
+	good := driver.EncodeCursor(driver.Position{CreatedAt: 1000, ID: "g"})
 	return []struct{ name, cursor string }{
 		{"not base64", "not a cursor!"},
-		{"a threads cursor", ckptstore.EncodeThreadCursor("t")},
+		{"a threads cursor", driver.EncodeThreadCursor("t")},
 		{"truncated", good[:6]},
 		{"base64 of nothing", base64.RawURLEncoding.EncodeToString([]byte{'p'})},
 		{"standard base64 padding", good + "=="},
@@ -242,7 +243,7 @@ func threadsOrder() orderTest[threadsIn] {
 	cursors := []variant[threadsIn]{
 		v("not base64", "after", func(in *threadsIn) { in.after = "not a cursor!" }),
 		v("a list cursor", "after", func(in *threadsIn) {
-			in.after = ckptstore.EncodeCursor(ckptstore.Position{CreatedAt: 1, ID: "t"})
+			in.after = driver.EncodeCursor(driver.Position{CreatedAt: 1, ID: "t"})
 		}),
 		v("a bare thread id", "after", func(in *threadsIn) { in.after = "t" }),
 		v("base64 of nothing", "after", func(in *threadsIn) { in.after = base64.RawURLEncoding.EncodeToString([]byte{'t'}) }),

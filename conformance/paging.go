@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/internal/testkit"
 )
 
@@ -95,7 +96,7 @@ func (s *suite) listPageEmptyAndUnknown(t *testing.T) {
 	e := s.env(t)
 	e.pager()
 	e.acquire("leased")
-	cursor := ckptstore.EncodeCursor(ckptstore.Position{CreatedAt: 1, ID: "x"})
+	cursor := driver.EncodeCursor(driver.Position{CreatedAt: 1, ID: "x"})
 	for _, th := range []string{"unknown", "leased"} {
 		for _, opt := range []ckptstore.ListOptions{{}, {Reverse: true}, {After: cursor}, {After: cursor, Reverse: true, Limit: 1}} {
 			page, next := e.page(th, opt)
@@ -207,10 +208,10 @@ func (s *suite) listPageCursorIsAPosition(t *testing.T) {
 	// the cursor in reverse.
 	assert.Equal(t, []string{"d", "between", "c", "b", "a"}, testkit.IDs(rest), "after deleting the cursor's checkpoint, reverse paging")
 	// Forward, from a position no checkpoint has.
-	after := ckptstore.EncodeCursor(ckptstore.Position{CreatedAt: 30, ID: "zzz"})
+	after := driver.EncodeCursor(driver.Position{CreatedAt: 30, ID: "zzz"})
 	assert.Equal(t, []string{"between", "d", "f-at-e", "late"}, testkit.IDs(e.pageAll("t", ckptstore.ListOptions{After: after, Limit: 2})), "forward from (30, zzz)")
 	// At a position of equal createdAt, the id decides.
-	after = ckptstore.EncodeCursor(ckptstore.Position{CreatedAt: 50, ID: "f-at-e"})
+	after = driver.EncodeCursor(driver.Position{CreatedAt: 50, ID: "f-at-e"})
 	assert.Equal(t, []string{"late"}, testkit.IDs(e.pageAll("t", ckptstore.ListOptions{After: after})), "forward from (50, f-at-e)")
 	assert.Equal(t, []string{"d", "between", "c", "b", "a"}, testkit.IDs(e.pageAll("t", ckptstore.ListOptions{After: after, Reverse: true, Limit: 3})), "reverse from (50, f-at-e)")
 	// Forward: the first page ends at the head, which is deleted.
@@ -222,7 +223,7 @@ func (s *suite) listPageCursorIsAPosition(t *testing.T) {
 	require.NoError(t, e.s.DeleteHead(e.ctx, "t", "lo", w), "DeleteHead lo")
 	assert.Equal(t, []string{"a", "b", "c", "between", "d", "f-at-e", "late"}, testkit.IDs(e.pageAll("t", ckptstore.ListOptions{After: next, Limit: 4})), "after deleting the cursor's checkpoint, forward paging")
 	// -0 and 0 are one position.
-	after = ckptstore.EncodeCursor(ckptstore.Position{CreatedAt: math.Copysign(0, -1), ID: "a"})
+	after = driver.EncodeCursor(driver.Position{CreatedAt: math.Copysign(0, -1), ID: "a"})
 	if got := testkit.IDs(e.pageAll("t", ckptstore.ListOptions{After: after, Reverse: true})); len(got) != 0 {
 		t.Errorf("reverse from (-0, a) = %q, want none", got)
 	}
@@ -533,7 +534,7 @@ func (s *suite) threadsPaging(t *testing.T) {
 		})
 	}
 	e.fails("Threads with a list cursor", ckptstore.ErrInvalidEntry, func() error {
-		_, _, err := tl.Threads(e.ctx, ckptstore.EncodeCursor(ckptstore.Position{CreatedAt: 1, ID: "t"}), 1)
+		_, _, err := tl.Threads(e.ctx, driver.EncodeCursor(driver.Position{CreatedAt: 1, ID: "t"}), 1)
 		return err
 	})
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/fdbstore"
 	"github.com/ckptstore/ckptstore/fdbstore/internal/storetest"
 	"github.com/ckptstore/ckptstore/fdbstore/kv/memkv"
@@ -102,7 +103,7 @@ func opTokensAfterUnknown(t *testing.T, s *fdbstore.Store, db *memkv.DB) {
 	must(t, err)
 	root2, err := s.ForkFromCheckpoint(ftok, in)
 	must(t, err)
-	if !ckptstore.EqualCheckpoints(root, root2) || root.ID != "root" {
+	if !driver.EqualCheckpoints(root, root2) || root.ID != "root" {
 		t.Fatalf("repeated fork returned %+v, want %+v", root2, root)
 	}
 	if _, err := s.ForkFromCheckpoint(ctx, in); !errors.Is(err, ckptstore.ErrForkDestinationNotEmpty) {

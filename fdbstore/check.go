@@ -18,13 +18,14 @@ import (
 	"time"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/fdbstore/internal/tuple"
 	"github.com/ckptstore/ckptstore/fdbstore/kv"
 )
 
 // Problem is one broken invariant: the key where it shows (printed with
 // %q) and what is wrong. It has the shape of redisstore.Problem, and it is
-// also an error that wraps ckptstore.ErrCorrupt, so that a caller can join
+// also an error that wraps driver.ErrCorrupt, so that a caller can join
 // the problems into one error (errors.Join) that errors.Is recognises.
 type Problem struct {
 	Key  string
@@ -41,8 +42,8 @@ func (p Problem) String() string { return fmt.Sprintf("%q: %s", p.Key, p.What) }
 // Error is String: a Problem is an error too.
 func (p Problem) Error() string { return p.String() }
 
-// Unwrap returns ckptstore.ErrCorrupt.
-func (p Problem) Unwrap() error { return ckptstore.ErrCorrupt }
+// Unwrap returns driver.ErrCorrupt.
+func (p Problem) Unwrap() error { return driver.ErrCorrupt }
 
 // checkLimits bound the transactions of Check. FoundationDB ends a
 // transaction after 5 seconds (transaction_too_old), so the scan reads the
@@ -857,7 +858,7 @@ func (c *checker) endTranscript() {
 	c.curTr = nil
 	c.thread(d.thread).transcript = true
 	at := subject{thread: d.thread}
-	_, end, gap, err := d.decode(ckptstore.ValidateTranscript)
+	_, end, gap, err := d.decode(driver.ValidateTranscript)
 	switch {
 	case err != nil && gap >= 0:
 		c.bad(at, d.key, "transcript chunk %d is missing (chunks %v)", gap, d.nums)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/fdbstore/internal/tuple"
 	"github.com/ckptstore/ckptstore/fdbstore/kv"
 	"github.com/ckptstore/ckptstore/fdbstore/kv/memkv"
@@ -361,7 +362,7 @@ func TestCheckMarkerExpiry(t *testing.T) {
 	}
 }
 
-// TestCheckProblemsAreErrors: each problem wraps ckptstore.ErrCorrupt, so
+// TestCheckProblemsAreErrors: each problem wraps driver.ErrCorrupt, so
 // that the problems joined are one error errors.Is recognises.
 func TestCheckProblemsAreErrors(t *testing.T) {
 	f := checkFixture(t, Options{})
@@ -375,7 +376,7 @@ func TestCheckProblemsAreErrors(t *testing.T) {
 		errs[i] = p
 	}
 	err := errors.Join(errs...)
-	if len(problems) != 1 || !errors.Is(err, ckptstore.ErrCorrupt) || err.Error() != problems[0].String() {
+	if len(problems) != 1 || !errors.Is(err, driver.ErrCorrupt) || err.Error() != problems[0].String() {
 		t.Fatalf("problems %v, joined %v", problems, err)
 	}
 }

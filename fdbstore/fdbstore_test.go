@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/fdbstore"
 	"github.com/ckptstore/ckptstore/fdbstore/internal/storetest"
 	"github.com/ckptstore/ckptstore/fdbstore/kv/memkv"
@@ -262,22 +263,22 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		"renew ≥ lease":  {Options: ckptstore.Options{LeaseDuration: time.Second, RenewAfter: time.Second}},
 		"negative lease": {Options: ckptstore.Options{LeaseDuration: -time.Second}},
 	} {
-		if _, err := fdbstore.New(db, o); !errors.Is(err, ckptstore.ErrInvalidOptions) {
+		if _, err := fdbstore.New(db, o); !errors.Is(err, driver.ErrInvalidOptions) {
 			t.Errorf("%s: New returned %v, want ErrInvalidOptions", name, err)
 		}
 		_, err := fdbstore.NewInstances(db, o)
-		assert.ErrorIs(t, err, ckptstore.ErrInvalidOptions, "%s: NewInstances", name)
+		assert.ErrorIs(t, err, driver.ErrInvalidOptions, "%s: NewInstances", name)
 	}
 	if _, err := fdbstore.New(nil, fdbstore.Options{}); err == nil {
 		t.Error("New(nil db) succeeded")
 	}
 	_, err := fdbstore.NewInstances(nil, fdbstore.Options{})
-	assert.ErrorIs(t, err, ckptstore.ErrInvalidOptions, "NewInstances(nil db)")
+	assert.ErrorIs(t, err, driver.ErrInvalidOptions, "NewInstances(nil db)")
 	assert.Panics(t, func() { fdbstore.NewInstanceStore(db, "\xffx") }, "the shorthand panics on a system prefix")
 	s, err := fdbstore.New(db, fdbstore.Options{})
 	must(t, err)
 	if o := s.Options(); o.Prefix != fdbstore.DefaultPrefix || o.PruneBatch != fdbstore.DefaultPruneBatch ||
-		o.BlobPage != fdbstore.DefaultBlobPage || o.LeaseDuration != ckptstore.DefaultLeaseDuration {
+		o.BlobPage != fdbstore.DefaultBlobPage || o.LeaseDuration != driver.DefaultLeaseDuration {
 		t.Errorf("defaults: %+v", o)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/fdbstore/kv"
 	"github.com/ckptstore/ckptstore/precheck"
 )
@@ -15,7 +16,7 @@ import (
 // copy) and a second, for all of them at once, only for stored
 // checkpoints without a copy. A stored
 // checkpoint of the batch's thread whose content is equal
-// (ckptstore.EqualCheckpoints, on the decoded stored value) is skipped, so
+// (driver.EqualCheckpoints, on the decoded stored value) is skipped, so
 // a batch that committed repeats as a no-op. A batch whose transaction
 // would pass MaxTransactionBytes fails with ErrInvalidEntry before
 // anything is written: callers send smaller batches (a few MB of
@@ -132,7 +133,7 @@ func (s *Store) freshImports(tr kv.Transaction, thread string, sts []*stored, fs
 			fresh = append(fresh, st)
 		case idx.thread != thread:
 			return nil, fmt.Errorf("%w: checkpoint %q is stored in thread %q", ckptstore.ErrDuplicateID, st.cp.ID, idx.thread)
-		case !ckptstore.EqualCheckpoints(cur, st.cp):
+		case !driver.EqualCheckpoints(cur, st.cp):
 			return nil, fmt.Errorf("%w: checkpoint %q is stored with other content", ckptstore.ErrDuplicateID, st.cp.ID)
 		}
 	}

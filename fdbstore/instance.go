@@ -28,7 +28,7 @@ var _ ckptstore.InstanceStore = (*InstanceStore)(nil)
 // NewInstances returns the InstanceStore that goes with New(db, opts):
 // its keys under opts.Prefix (a Store may share the prefix; their keys do
 // not overlap). It checks opts as New does, so one Options value serves
-// both; an error wraps ckptstore.ErrInvalidOptions. Only the prefix
+// both; an error wraps driver.ErrInvalidOptions. Only the prefix
 // matters to the records: the lease and batch options are checked but
 // unused.
 func NewInstances(db kv.DB, opts Options) (*InstanceStore, error) {

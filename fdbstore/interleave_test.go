@@ -31,6 +31,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/fdbstore/kv"
 	"github.com/ckptstore/ckptstore/fdbstore/kv/memkv"
 	"github.com/ckptstore/ckptstore/internal/testkit"
@@ -262,7 +263,7 @@ func (e *ilEnv) listed(thread string) bool {
 		e.t.Skip("fdbstore does not implement ckptstore.ThreadLister yet")
 	}
 	for after := ""; ; {
-		ids, next, err := tl.Threads(e.ctx, after, ckptstore.MaxPageLimit)
+		ids, next, err := tl.Threads(e.ctx, after, driver.MaxPageLimit)
 		e.must(err)
 		if slices.Contains(ids, thread) {
 			return true

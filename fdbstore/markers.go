@@ -36,6 +36,7 @@ import (
 	"time"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/fdbstore/internal/tuple"
 	"github.com/ckptstore/ckptstore/fdbstore/kv"
 )
@@ -91,12 +92,12 @@ func (s *Store) newOp(kind opKind, thread string) *op {
 // and AcquireWriter. A token that is not well formed fails with
 // ErrInvalidEntry; without one the op gets a fresh token.
 func (s *Store) callerOp(ctx context.Context, kind opKind, thread string) (*op, error) {
-	t, ok := ckptstore.OpToken(ctx)
+	t, ok := driver.OpToken(ctx)
 	if !ok {
 		return s.newOp(kind, thread), nil
 	}
-	if !ckptstore.ValidOpToken(t) {
-		return nil, fmt.Errorf("%w: op token is not 1 to %d characters of [A-Za-z0-9_-]", ckptstore.ErrInvalidEntry, ckptstore.MaxOpTokenBytes)
+	if !driver.ValidOpToken(t) {
+		return nil, fmt.Errorf("%w: op token is not 1 to %d characters of [A-Za-z0-9_-]", ckptstore.ErrInvalidEntry, driver.MaxOpTokenBytes)
 	}
 	return s.opWithToken(kind, thread, t), nil
 }
@@ -256,7 +257,7 @@ func decodeMarker(v []byte) (ms int64, result []byte, err error) {
 // markerCost bounds what a write round's marker reads and finish add to a
 // transaction of thread, for the longest token.
 func (s *Store) markerCost(thread string) int {
-	tok := string(make([]byte, ckptstore.MaxOpTokenBytes))
+	tok := string(make([]byte, driver.MaxOpTokenBytes))
 	if s.opts.legacyMarkers {
 		key := s.k.legacyOp(1<<62, tok)
 		return costRead(key) + costSet(key, 1+maxResultBytes) + costRange(s.k.legacyOpsBefore(1<<62))

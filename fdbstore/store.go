@@ -165,6 +165,7 @@ import (
 	"time"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/fdbstore/internal/tuple"
 	"github.com/ckptstore/ckptstore/fdbstore/kv"
 	"github.com/ckptstore/ckptstore/internal/seqs"
@@ -241,11 +242,11 @@ type Store struct {
 var _ ckptstore.FullStore = (*Store)(nil)
 
 // New returns a Store over db. It fails, with an error wrapping
-// ckptstore.ErrInvalidOptions, when the lease options or the prefix are
+// driver.ErrInvalidOptions, when the lease options or the prefix are
 // invalid, or the batch sizes negative.
 func New(db kv.DB, opts Options) (*Store, error) {
 	if db == nil {
-		return nil, fmt.Errorf("%w: fdbstore: db is nil", ckptstore.ErrInvalidOptions)
+		return nil, fmt.Errorf("%w: fdbstore: db is nil", driver.ErrInvalidOptions)
 	}
 	lease, err := opts.Options.Resolve()
 	if err != nil {
@@ -258,7 +259,7 @@ func New(db kv.DB, opts Options) (*Store, error) {
 	}
 	opts.Prefix = prefix
 	if opts.PruneBatch < 0 || opts.BlobPage < 0 {
-		return nil, fmt.Errorf("%w: fdbstore: PruneBatch %d and BlobPage %d must not be negative", ckptstore.ErrInvalidOptions, opts.PruneBatch, opts.BlobPage)
+		return nil, fmt.Errorf("%w: fdbstore: PruneBatch %d and BlobPage %d must not be negative", driver.ErrInvalidOptions, opts.PruneBatch, opts.BlobPage)
 	}
 	if opts.PruneBatch == 0 {
 		opts.PruneBatch = DefaultPruneBatch
@@ -274,9 +275,9 @@ func resolvePrefix(p string) (string, error) {
 	case p == "":
 		return DefaultPrefix, nil
 	case p[0] == 0xff:
-		return "", fmt.Errorf("%w: fdbstore: prefix %q starts with 0xff, the system key space", ckptstore.ErrInvalidOptions, p)
+		return "", fmt.Errorf("%w: fdbstore: prefix %q starts with 0xff, the system key space", driver.ErrInvalidOptions, p)
 	case len(p) > MaxPrefixBytes:
-		return "", fmt.Errorf("%w: fdbstore: prefix is %d bytes, more than %d", ckptstore.ErrInvalidOptions, len(p), MaxPrefixBytes)
+		return "", fmt.Errorf("%w: fdbstore: prefix is %d bytes, more than %d", driver.ErrInvalidOptions, len(p), MaxPrefixBytes)
 	}
 	return p, nil
 }

@@ -11,6 +11,7 @@ import (
 	"fmt"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/fdbstore/kv"
 	"github.com/ckptstore/ckptstore/precheck"
 )
@@ -22,7 +23,7 @@ func (s *Store) LoadThread(ctx context.Context, threadID string) (json.RawMessag
 		return nil, err
 	}
 	if len(threadID) > MaxIDBytes {
-		return ckptstore.EmptyTranscript(), nil
+		return driver.EmptyTranscript(), nil
 	}
 	var out []byte
 	err := s.db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
@@ -34,7 +35,7 @@ func (s *Store) LoadThread(ctx context.Context, threadID string) (json.RawMessag
 		return nil, err
 	}
 	if out == nil {
-		return ckptstore.EmptyTranscript(), nil
+		return driver.EmptyTranscript(), nil
 	}
 	return out, nil
 }

@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/fdbstore/internal/tuple"
 	"github.com/ckptstore/ckptstore/fdbstore/kv"
 	"github.com/ckptstore/ckptstore/precheck"
@@ -518,7 +519,7 @@ func (s *Store) ForkFromCheckpoint(ctx context.Context, in ckptstore.ForkInput) 
 		if err := forkDestinationEmpty(r, in, anyf, msgf, dstf); err != nil {
 			return err
 		}
-		st, err := s.newStored(ckptstore.ForkRoot(src, in))
+		st, err := s.newStored(driver.ForkRoot(src, in))
 		if err != nil {
 			return err
 		}
@@ -603,7 +604,7 @@ func (s *Store) forkExtraCost(in ckptstore.ForkInput, n int) int {
 // conversation, "[]" when it has none.
 func transcriptOf(cp *ckptstore.Checkpoint) []byte {
 	if len(cp.Conversation) == 0 {
-		return ckptstore.EmptyTranscript()
+		return driver.EmptyTranscript()
 	}
 	return cp.Conversation
 }
@@ -626,7 +627,7 @@ func (s *Store) forkRoot(tr kv.Transaction, in ckptstore.ForkInput, dstf, srcf k
 	if srcIdx == nil {
 		return nil, fmt.Errorf("fdbstore: the fork with this op token committed, but its root and its source were deleted since")
 	}
-	return ckptstore.ForkRoot(src, in), nil
+	return driver.ForkRoot(src, in), nil
 }
 
 // AcquireWriter implements ckptstore.Store. The lease's owner token is the

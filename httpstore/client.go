@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/precheck"
 )
 
@@ -68,7 +69,7 @@ var _ ckptstore.FullStore = (*Client)(nil)
 
 // NewClient returns a client of the server at baseURL (http:// or
 // https://, without the /v1 path). It does no I/O. Invalid lease options
-// fail with an error wrapping ckptstore.ErrInvalidOptions.
+// fail with an error wrapping driver.ErrInvalidOptions.
 func NewClient(baseURL string, opts ClientOptions) (*Client, error) {
 	u, err := url.Parse(baseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -104,10 +105,10 @@ func NewClient(baseURL string, opts ClientOptions) (*Client, error) {
 		c.headers[HeaderNamespace] = []string{url.PathEscape(opts.Namespace)}
 	}
 	if d := opts.Lease.LeaseDuration; d != 0 {
-		c.headers[HeaderLeaseDuration] = []string{string(ckptstore.AppendMillis(nil, int64(d)))}
+		c.headers[HeaderLeaseDuration] = []string{string(driver.AppendMillis(nil, int64(d)))}
 	}
 	if d := opts.Lease.RenewAfter; d != 0 {
-		c.headers[HeaderRenewAfter] = []string{string(ckptstore.AppendMillis(nil, int64(d)))}
+		c.headers[HeaderRenewAfter] = []string{string(driver.AppendMillis(nil, int64(d)))}
 	}
 	return c, nil
 }
@@ -177,7 +178,7 @@ func (c *Client) do(ctx context.Context, method string, write bool, build func(o
 	if write {
 		// The caller's op token, when it chose one, is the key: its own
 		// retries of the call are then recognised too.
-		if t, ok := ckptstore.OpToken(ctx); ok {
+		if t, ok := driver.OpToken(ctx); ok {
 			key = t
 		} else {
 			key = rand.Text()
@@ -219,7 +220,7 @@ func (c *Client) send(ctx context.Context, method string, pb *pooledBody, body [
 		req.Header[HeaderIdempotencyKey] = []string{key}
 	}
 	if now := c.opts.Lease.Now; now != nil {
-		req.Header[HeaderNow] = []string{string(ckptstore.AppendMillis(nil, now().UnixNano()))}
+		req.Header[HeaderNow] = []string{string(driver.AppendMillis(nil, now().UnixNano()))}
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
@@ -387,7 +388,7 @@ func (c *Client) AcquireWriter(ctx context.Context, threadID string) (*ckptstore
 
 // millis reads a number field of milliseconds, in nanoseconds.
 func (f fields) millis(name string) (int64, error) {
-	ns, err := ckptstore.ParseMillis(string(f[name]))
+	ns, err := driver.ParseMillis(string(f[name]))
 	if err != nil {
 		return 0, fmt.Errorf("%w: %s: %v", errBadReply, name, err)
 	}

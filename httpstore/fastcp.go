@@ -23,6 +23,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 )
 
 // reader walks one checkpoint object with a single jsontext decoder:
@@ -96,7 +97,7 @@ func plainString(raw []byte) (string, bool) {
 	if len(raw) == 0 || raw[0] != '"' {
 		return "", false
 	}
-	s, ok, err := ckptstore.DecodeJSONString(raw, "", ckptstore.ErrInvalidEntry)
+	s, ok, err := driver.DecodeJSONString(raw, "", ckptstore.ErrInvalidEntry)
 	return s, ok && err == nil
 }
 
@@ -114,7 +115,7 @@ func plainFloat(raw []byte) (float64, bool) {
 // plainSafeInt decodes a JSON number that is an integer from 0 to 2^53−1.
 func plainSafeInt(raw []byte) (int64, bool) {
 	f, ok := plainFloat(raw)
-	if !ok || f != math.Trunc(f) || f < 0 || f > ckptstore.MaxSize {
+	if !ok || f != math.Trunc(f) || f < 0 || f > driver.MaxSize {
 		return 0, false
 	}
 	return int64(f), true
@@ -169,7 +170,7 @@ type arena struct{ b []byte }
 
 // add appends raw, a plain string, decoded; ok is false for anything else
 // (null included). Without an escape the bytes are the string and only
-// their UTF-8 needs checking — what ckptstore.DecodeJSONString checks of
+// their UTF-8 needs checking — what driver.DecodeJSONString checks of
 // such a string; with one, DecodeJSONString decodes it.
 func (a *arena) add(raw []byte) (span, bool) {
 	if len(raw) < 2 || raw[0] != '"' {
@@ -270,7 +271,7 @@ func decodeCheckpointFast(raw []byte) (*ckptstore.Checkpoint, bool) {
 		return nil, false
 	}
 	if !isJSONNull(conv) {
-		if ckptstore.ValidateTranscript(conv) != nil {
+		if driver.ValidateTranscript(conv) != nil {
 			return nil, false
 		}
 		cp.Conversation = json.RawMessage(conv)
@@ -374,7 +375,7 @@ func decodeWriterFast(raw []byte) (ckptstore.Writer, bool) {
 		return w, false
 	}
 	f, ok := plainFloat(fence)
-	if !ok || f != math.Trunc(f) || math.Abs(f) > ckptstore.MaxSize {
+	if !ok || f != math.Trunc(f) || math.Abs(f) > driver.MaxSize {
 		return w, false
 	}
 	w.Fence = int64(f)

@@ -8,6 +8,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 )
 
 // rootDecode is what decodeCheckpoint did before the fast path: the root
@@ -47,7 +48,7 @@ func agree(t interface {
 	if werr != nil {
 		t.Fatalf("%s: the fast path accepted what the root decoder refuses (%v)", raw, werr)
 	}
-	if !ckptstore.EqualCheckpoints(got, want) || !bytes.Equal(got.Conversation, want.Conversation) {
+	if !driver.EqualCheckpoints(got, want) || !bytes.Equal(got.Conversation, want.Conversation) {
 		t.Fatalf("%s:\nfast %+v\nroot %+v", raw, got, want)
 	}
 }
@@ -120,7 +121,7 @@ func TestFastCheckpointDecoderTakesThePlainCase(t *testing.T) {
 		Artifacts: []ckptstore.Artifact{{ArtifactID: "a", Name: "n", MimeType: "m", Size: 3, BlobKey: "k2", CreatedAt: 4}}}
 	b := appendCheckpointJSON(nil, cp)
 	got, ok := decodeCheckpointFast(b)
-	if !ok || !ckptstore.EqualCheckpoints(got, cp) || string(got.Conversation) != ` ["x"] ` {
+	if !ok || !driver.EqualCheckpoints(got, cp) || string(got.Conversation) != ` ["x"] ` {
 		t.Fatalf("fast path: %v %+v", ok, got)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 )
 
 // Backend opens the store of a namespace. *storeurl.Opened is one.
@@ -288,8 +289,8 @@ func (h *handler) prepare(w http.ResponseWriter, r *http.Request, rt *route, c *
 		c.setsClock = true
 	}
 	if key := r.Header.Get(HeaderIdempotencyKey); key != "" {
-		if !ckptstore.ValidOpToken(key) {
-			return reqErr(CodeBadRequest, "%s must be 1 to %d characters of [A-Za-z0-9_-]", HeaderIdempotencyKey, ckptstore.MaxOpTokenBytes)
+		if !driver.ValidOpToken(key) {
+			return reqErr(CodeBadRequest, "%s must be 1 to %d characters of [A-Za-z0-9_-]", HeaderIdempotencyKey, driver.MaxOpTokenBytes)
 		}
 		c.ctx = ckptstore.WithOpToken(c.ctx, key)
 	}
@@ -410,7 +411,7 @@ func (h *handler) open(name string, lease ckptstore.Options, dev bool) (*namespa
 	}
 	st, inst, err := h.b.Namespace(name, lease)
 	if err != nil {
-		if errors.Is(err, ckptstore.ErrInvalidOptions) {
+		if errors.Is(err, driver.ErrInvalidOptions) {
 			return nil, reqErr(CodeBadRequest, "namespace %q: %v", name, err)
 		}
 		return nil, reqErr(CodeUnavailable, "opening namespace %q: %v", name, err)
@@ -452,7 +453,7 @@ func errorCode(err error) string {
 		return re.code
 	case errors.Is(err, errors.ErrUnsupported):
 		return CodeUnsupported
-	case errors.Is(err, ckptstore.ErrInvalidOptions):
+	case errors.Is(err, driver.ErrInvalidOptions):
 		return CodeBadRequest
 	}
 	// A store that cannot be reached, a timeout, a cancelled request: the

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/httpstore"
 	"github.com/ckptstore/ckptstore/memstore"
 	"github.com/ckptstore/ckptstore/storeurl"
@@ -264,7 +265,7 @@ func TestNoRetryOnAnswer(t *testing.T) {
 	}
 	_, err := c.AcquireWriter(ctx, "t")
 	var he *httpstore.Error
-	if !errors.Is(err, ckptstore.ErrWriterConflict) || ckptstore.Code(err) != ckptstore.CodeWriterConflict || !errors.As(err, &he) || he.Status != 409 {
+	if !errors.Is(err, ckptstore.ErrWriterConflict) || ckptstore.Code(err) != driver.CodeWriterConflict || !errors.As(err, &he) || he.Status != 409 {
 		t.Errorf("a held lease: %v", err)
 	}
 	if n := len(f.keys["acquireWriter"]); n != 2 {
@@ -310,7 +311,7 @@ func TestNewClientRefuses(t *testing.T) {
 			t.Errorf("NewClient(%q) accepted", url)
 		}
 	}
-	if _, err := httpstore.NewClient("http://x", httpstore.ClientOptions{Lease: ckptstore.Options{RenewAfter: time.Hour}}); !errors.Is(err, ckptstore.ErrInvalidOptions) {
+	if _, err := httpstore.NewClient("http://x", httpstore.ClientOptions{Lease: ckptstore.Options{RenewAfter: time.Hour}}); !errors.Is(err, driver.ErrInvalidOptions) {
 		t.Errorf("bad lease options: %v", err)
 	}
 	if _, err := httpstore.NewClient("http://x", httpstore.ClientOptions{Namespace: "\xff"}); err == nil {

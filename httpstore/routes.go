@@ -11,6 +11,7 @@ import (
 	"fmt"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/precheck"
 )
 
@@ -179,7 +180,7 @@ func (h *handler) renewWriter(c *call) error {
 		return err
 	}
 	c.out.name("expiresAt")
-	c.out.b = ckptstore.AppendMillis(c.out.b, t.UnixNano())
+	c.out.b = driver.AppendMillis(c.out.b, t.UnixNano())
 	return nil
 }
 
@@ -344,7 +345,7 @@ func (h *handler) loadThread(c *call) error {
 		return err
 	}
 	if len(msgs) == 0 {
-		msgs = ckptstore.EmptyTranscript()
+		msgs = driver.EmptyTranscript()
 	}
 	c.out.raw("messages", msgs)
 	return nil

@@ -20,6 +20,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 )
 
 // Header names of the protocol.
@@ -71,7 +72,7 @@ func (e *Error) Error() string {
 
 // Unwrap returns the sentinel of e's code, if it has one.
 func (e *Error) Unwrap() error {
-	if s := ckptstore.ErrorFor(e.Code); s != nil {
+	if s := driver.ErrorFor(e.Code); s != nil {
 		return s
 	}
 	if e.Code == CodeUnsupported {
@@ -83,13 +84,13 @@ func (e *Error) Unwrap() error {
 // statusOf is the HTTP status of a wire code.
 func statusOf(code string) int {
 	switch code {
-	case ckptstore.CodeInvalidID, ckptstore.CodeInvalidEntry, CodeBadRequest:
+	case driver.CodeInvalidID, driver.CodeInvalidEntry, CodeBadRequest:
 		return http.StatusBadRequest
-	case ckptstore.CodeForkSourceNotFound, CodeNotFound:
+	case driver.CodeForkSourceNotFound, CodeNotFound:
 		return http.StatusNotFound
-	case ckptstore.CodeStaleHead, ckptstore.CodeParentMismatch, ckptstore.CodeDuplicateID,
-		ckptstore.CodeNotHead, ckptstore.CodeWriterConflict, ckptstore.CodeWriterLost,
-		ckptstore.CodeForkSourceThreadMismatch, ckptstore.CodeForkDestinationNotEmpty:
+	case driver.CodeStaleHead, driver.CodeParentMismatch, driver.CodeDuplicateID,
+		driver.CodeNotHead, driver.CodeWriterConflict, driver.CodeWriterLost,
+		driver.CodeForkSourceThreadMismatch, driver.CodeForkDestinationNotEmpty:
 		return http.StatusConflict
 	case CodeUnauthorized:
 		return http.StatusUnauthorized
@@ -331,10 +332,10 @@ func decodeCheckpointRoot(raw []byte) (*ckptstore.Checkpoint, error) {
 	return cp, nil
 }
 
-// str is a string field, decoded strictly (see ckptstore.DecodeJSONString);
+// str is a string field, decoded strictly (see driver.DecodeJSONString);
 // absent and null are "".
 func (f fields) str(name string, sentinel error) (string, error) {
-	s, _, err := ckptstore.DecodeJSONString(f[name], name, sentinel)
+	s, _, err := driver.DecodeJSONString(f[name], name, sentinel)
 	return s, err
 }
 
@@ -354,7 +355,7 @@ func (f fields) int(name string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if v != math.Trunc(v) || math.Abs(v) > ckptstore.MaxSize {
+	if v != math.Trunc(v) || math.Abs(v) > driver.MaxSize {
 		return 0, fmt.Errorf("%w: %s %v is not an integer", ckptstore.ErrInvalidEntry, name, v)
 	}
 	return int64(v), nil
@@ -440,7 +441,7 @@ func (f fields) strings(name string, sentinel error) ([]string, error) {
 	}
 	out := make([]string, len(raws))
 	for i, r := range raws {
-		s, ok, err := ckptstore.DecodeJSONString(r, name, sentinel)
+		s, ok, err := driver.DecodeJSONString(r, name, sentinel)
 		if err == nil && !ok {
 			err = fmt.Errorf("%w: %s[%d] is null", sentinel, name, i)
 		}
@@ -452,9 +453,9 @@ func (f fields) strings(name string, sentinel error) ([]string, error) {
 	return out, nil
 }
 
-// millis reads a header of milliseconds (ckptstore.ParseMillis) in
+// millis reads a header of milliseconds (driver.ParseMillis) in
 // nanoseconds.
-func millis(s string) (int64, error) { return ckptstore.ParseMillis(s) }
+func millis(s string) (int64, error) { return driver.ParseMillis(s) }
 
 // firstIDError returns the first error that wraps ErrInvalidID, else the
 // first error: a request decodes its parts one after another, and the

@@ -12,6 +12,7 @@ import (
 	"slices"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/precheck"
 )
 
@@ -25,7 +26,7 @@ func (s *Store) LoadThread(ctx context.Context, threadID string) (json.RawMessag
 	if th := s.threads[threadID]; th != nil && th.transcript != nil {
 		return slices.Clone(th.transcript), nil
 	}
-	return ckptstore.EmptyTranscript(), nil
+	return driver.EmptyTranscript(), nil
 }
 
 // SaveThread implements ckptstore.Transcripts.
@@ -111,7 +112,7 @@ func (s *Store) ListPage(ctx context.Context, threadID string, opt ckptstore.Lis
 }
 
 // pivot is a checkpoint at position pos, to seek a thread's list with.
-func pivot(pos ckptstore.Position) *rec {
+func pivot(pos driver.Position) *rec {
 	return &rec{CreatedAt: pos.CreatedAt, ID: pos.ID}
 }
 
@@ -169,7 +170,7 @@ func (s *Store) Import(ctx context.Context, b ckptstore.ImportBatch) (int, error
 			fresh = append(fresh, i)
 		case old.ThreadID != b.ThreadID:
 			return 0, fmt.Errorf("%w: %q is stored in thread %q", ckptstore.ErrDuplicateID, c.ID, old.ThreadID)
-		case !ckptstore.EqualCheckpoints(old.Clone(), b.Checkpoints[i]):
+		case !driver.EqualCheckpoints(old.Clone(), b.Checkpoints[i]):
 			return 0, fmt.Errorf("%w: %q is stored with other content", ckptstore.ErrDuplicateID, c.ID)
 		}
 	}

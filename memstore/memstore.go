@@ -13,7 +13,7 @@
 //     unpack copies of it.
 //   - threads[t].cps holds exactly the checkpoints (the same pointers as in
 //     checkpoints) whose ThreadID is t, ordered by
-//     ckptstore.CompareCheckpoints, so List and ListPage read one thread in
+//     driver.CompareCheckpoints, so List and ListPage read one thread in
 //     order without sorting and never look at other threads.
 //   - refs counts, for each key k, the stored checkpoints whose BlobKeys
 //     contain k; a key at 0 is absent. It keeps the keys in byte order as
@@ -47,6 +47,7 @@ import (
 	"time"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/precheck"
 	"github.com/google/btree"
 )
@@ -77,7 +78,7 @@ type thread struct {
 const btreeDegree = 16
 
 // listLess orders a thread's checkpoints as List returns them, as
-// ckptstore.CompareCheckpoints does: by CreatedAt, then by the bytes of the
+// driver.CompareCheckpoints does: by CreatedAt, then by the bytes of the
 // id. Ids are unique, so no two stored checkpoints compare equal.
 func listLess(a, b *rec) bool {
 	if c := cmp.Compare(a.CreatedAt, b.CreatedAt); c != 0 {
@@ -377,7 +378,7 @@ func (s *Store) ForkFromCheckpoint(ctx context.Context, in ckptstore.ForkInput) 
 	}
 	// The root's blob keys are src's, all counted already: the count
 	// table keeps no string of root (a substring of src's text).
-	root := ckptstore.ForkRoot(src.Clone(), in)
+	root := driver.ForkRoot(src.Clone(), in)
 	stored, err := pack(root) // cannot fail: src packed
 	if err != nil {
 		return nil, err
@@ -388,7 +389,7 @@ func (s *Store) ForkFromCheckpoint(ctx context.Context, in ckptstore.ForkInput) 
 	// as TanStack's fork conformance expects.
 	th.transcript = slices.Clone(root.Conversation)
 	if len(th.transcript) == 0 {
-		th.transcript = ckptstore.EmptyTranscript()
+		th.transcript = driver.EmptyTranscript()
 	}
 	s.relist(in.DestinationThreadID, th)
 	if hasToken {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 )
 
 // opToken returns the caller's op token (ckptstore.WithOpToken) and
@@ -13,9 +14,9 @@ import (
 // ErrInvalidEntry, as in the database-backed stores: it would become an
 // owner token, and a malformed one is a caller's bug.
 func opToken(ctx context.Context) (string, bool, error) {
-	t, ok := ckptstore.OpToken(ctx)
-	if ok && !ckptstore.ValidOpToken(t) {
-		return "", false, fmt.Errorf("%w: op token is not 1 to %d characters of [A-Za-z0-9_-]", ckptstore.ErrInvalidEntry, ckptstore.MaxOpTokenBytes)
+	t, ok := driver.OpToken(ctx)
+	if ok && !driver.ValidOpToken(t) {
+		return "", false, fmt.Errorf("%w: op token is not 1 to %d characters of [A-Za-z0-9_-]", ckptstore.ErrInvalidEntry, driver.MaxOpTokenBytes)
 	}
 	return t, ok, nil
 }

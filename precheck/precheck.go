@@ -21,12 +21,13 @@ import (
 	"fmt"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 )
 
 // Read checks Get's checkpoint id, or List's and Head's thread id: what
 // names the id ("checkpoint id", "thread id") in the error.
 func Read(ctx context.Context, what, id string) error {
-	if err := ckptstore.ValidateID(what, id); err != nil {
+	if err := driver.ValidateID(what, id); err != nil {
 		return err
 	}
 	return ctx.Err()
@@ -45,7 +46,7 @@ func WriterThread(w ckptstore.Writer, threadID string) error {
 // part of step 3). The store then checks, in order: writer live, id unused,
 // head, parent.
 func Append(ctx context.Context, cp *ckptstore.Checkpoint, expectedHeadID string, w ckptstore.Writer) error {
-	if err := ckptstore.ValidateAppend(cp, expectedHeadID, w); err != nil {
+	if err := driver.ValidateAppend(cp, expectedHeadID, w); err != nil {
 		return err
 	}
 	if err := WriterThread(w, cp.ThreadID); err != nil {
@@ -57,7 +58,7 @@ func Append(ctx context.Context, cp *ckptstore.Checkpoint, expectedHeadID string
 // DeleteHead checks DeleteHead's ids and the writer's thread. The store
 // then checks: writer live, checkpoint is the head.
 func DeleteHead(ctx context.Context, threadID, checkpointID string, w ckptstore.Writer) error {
-	if err := ckptstore.ValidateDeleteHead(threadID, checkpointID, w); err != nil {
+	if err := driver.ValidateDeleteHead(threadID, checkpointID, w); err != nil {
 		return err
 	}
 	if err := WriterThread(w, threadID); err != nil {
@@ -69,7 +70,7 @@ func DeleteHead(ctx context.Context, threadID, checkpointID string, w ckptstore.
 // Prune checks DeleteCheckpoints' ids, keep and the writer's thread. The
 // store then checks: writer live.
 func Prune(ctx context.Context, threadID string, keep int, w ckptstore.Writer) error {
-	if err := ckptstore.ValidatePrune(threadID, keep, w); err != nil {
+	if err := driver.ValidatePrune(threadID, keep, w); err != nil {
 		return err
 	}
 	if err := WriterThread(w, threadID); err != nil {
@@ -83,7 +84,7 @@ func Prune(ctx context.Context, threadID string, keep int, w ckptstore.Writer) e
 // WriterThread(in.Writer, in.DestinationThreadID), writer live, destination
 // empty (no head, checkpoint or transcript; destination id unused).
 func Fork(ctx context.Context, in ckptstore.ForkInput) error {
-	if err := ckptstore.ValidateFork(in); err != nil {
+	if err := driver.ValidateFork(in); err != nil {
 		return err
 	}
 	return ctx.Err()
@@ -104,7 +105,7 @@ func RenewWriter(ctx context.Context, w ckptstore.Writer) error {
 // with an invalid thread id cannot, and Release does nothing then. It never
 // fails on the input, as Release never fails; only the context can stop it.
 func ReleaseWriter(ctx context.Context, w ckptstore.Writer) (ok bool, err error) {
-	if ckptstore.ValidateID("writer thread id", w.ThreadID) != nil {
+	if driver.ValidateID("writer thread id", w.ThreadID) != nil {
 		return false, nil
 	}
 	return true, ctx.Err()
@@ -118,10 +119,10 @@ func LoadThread(ctx context.Context, threadID string) error {
 // SaveThread checks the thread id (ErrInvalidID) and that messages is a
 // JSON array (ErrInvalidEntry).
 func SaveThread(ctx context.Context, threadID string, messages json.RawMessage) error {
-	if err := ckptstore.ValidateID("thread id", threadID); err != nil {
+	if err := driver.ValidateID("thread id", threadID); err != nil {
 		return err
 	}
-	if err := ckptstore.ValidateTranscript(messages); err != nil {
+	if err := driver.ValidateTranscript(messages); err != nil {
 		return err
 	}
 	return ctx.Err()
@@ -130,7 +131,7 @@ func SaveThread(ctx context.Context, threadID string, messages json.RawMessage) 
 // DeleteThread checks the ids and the writer's thread. The store then
 // checks: writer live (in every batch).
 func DeleteThread(ctx context.Context, threadID string, w ckptstore.Writer) error {
-	if err := ckptstore.ValidateDeleteThread(threadID, w); err != nil {
+	if err := driver.ValidateDeleteThread(threadID, w); err != nil {
 		return err
 	}
 	if err := WriterThread(w, threadID); err != nil {
@@ -143,7 +144,7 @@ func DeleteThread(ctx context.Context, threadID string, w ckptstore.Writer) erro
 type Page struct {
 	// After is the position the page starts strictly after; nil = the
 	// start (the end when Reverse).
-	After   *ckptstore.Position
+	After   *driver.Position
 	Limit   int // 1…MaxPageLimit
 	Reverse bool
 }
@@ -153,7 +154,7 @@ func (p Page) Includes(cp *ckptstore.Checkpoint) bool {
 	if p.After == nil {
 		return true
 	}
-	c := ckptstore.ComparePosition(cp, *p.After)
+	c := driver.ComparePosition(cp, *p.After)
 	if p.Reverse {
 		return c < 0
 	}
@@ -167,22 +168,22 @@ func (p Page) Next(page []*ckptstore.Checkpoint, more bool) string {
 	if !more || len(page) == 0 {
 		return ""
 	}
-	return ckptstore.EncodeCursor(ckptstore.PositionOf(page[len(page)-1]))
+	return driver.EncodeCursor(driver.PositionOf(page[len(page)-1]))
 }
 
 // ListPage checks ListPage's thread id (ErrInvalidID), limit and cursor
 // (ErrInvalidEntry), and returns them resolved.
 func ListPage(ctx context.Context, threadID string, opt ckptstore.ListOptions) (Page, error) {
-	if err := ckptstore.ValidateID("thread id", threadID); err != nil {
+	if err := driver.ValidateID("thread id", threadID); err != nil {
 		return Page{}, err
 	}
-	limit, err := ckptstore.PageLimit(opt.Limit)
+	limit, err := driver.PageLimit(opt.Limit)
 	if err != nil {
 		return Page{}, err
 	}
 	p := Page{Limit: limit, Reverse: opt.Reverse}
 	if opt.After != "" {
-		pos, err := ckptstore.DecodeCursor(opt.After)
+		pos, err := driver.DecodeCursor(opt.After)
 		if err != nil {
 			return Page{}, err
 		}
@@ -203,30 +204,30 @@ func (p ThreadPage) Next(page []string, more bool) string {
 	if !more || len(page) == 0 {
 		return ""
 	}
-	return ckptstore.EncodeThreadCursor(page[len(page)-1])
+	return driver.EncodeThreadCursor(page[len(page)-1])
 }
 
 // Threads checks Threads' limit and cursor (ErrInvalidEntry) and returns
 // them resolved.
 func Threads(ctx context.Context, after string, limit int) (ThreadPage, error) {
-	l, err := ckptstore.PageLimit(limit)
+	l, err := driver.PageLimit(limit)
 	if err != nil {
 		return ThreadPage{}, err
 	}
 	p := ThreadPage{Limit: l}
 	if after != "" {
-		if p.After, err = ckptstore.DecodeThreadCursor(after); err != nil {
+		if p.After, err = driver.DecodeThreadCursor(after); err != nil {
 			return ThreadPage{}, err
 		}
 	}
 	return p, ctx.Err()
 }
 
-// Import checks Import's ids and content (ckptstore.ValidateImport) and the
+// Import checks Import's ids and content (driver.ValidateImport) and the
 // writer's thread. The store then checks, in order: writer live, ids unused
 // elsewhere or stored equal, head (with SetHead).
 func Import(ctx context.Context, b ckptstore.ImportBatch) error {
-	if err := ckptstore.ValidateImport(b); err != nil {
+	if err := driver.ValidateImport(b); err != nil {
 		return err
 	}
 	if err := WriterThread(b.Writer, b.ThreadID); err != nil {
@@ -237,7 +238,7 @@ func Import(ctx context.Context, b ckptstore.ImportBatch) error {
 
 // InstanceKey checks an instance store's Get or Delete key.
 func InstanceKey(ctx context.Context, key string) error {
-	if err := ckptstore.ValidateInstanceKey(key); err != nil {
+	if err := driver.ValidateInstanceKey(key); err != nil {
 		return err
 	}
 	return ctx.Err()
@@ -245,7 +246,7 @@ func InstanceKey(ctx context.Context, key string) error {
 
 // InstanceUpsert checks an instance record for Upsert.
 func InstanceUpsert(ctx context.Context, rec *ckptstore.InstanceRecord) error {
-	if err := ckptstore.ValidateInstanceRecord(rec); err != nil {
+	if err := driver.ValidateInstanceRecord(rec); err != nil {
 		return err
 	}
 	return ctx.Err()

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/precheck"
 )
 
@@ -92,7 +93,7 @@ func TestReleaseNeverFailsOnInput(t *testing.T) {
 
 func TestListPage(t *testing.T) {
 	p, err := precheck.ListPage(live, "t", ckptstore.ListOptions{})
-	if err != nil || p.Limit != ckptstore.DefaultPageLimit || p.After != nil {
+	if err != nil || p.Limit != driver.DefaultPageLimit || p.After != nil {
 		t.Fatalf("defaults: %+v, %v", p, err)
 	}
 	if _, err := precheck.ListPage(live, "", ckptstore.ListOptions{Limit: -1, After: "junk"}); !errors.Is(err, ckptstore.ErrInvalidID) {
@@ -104,7 +105,7 @@ func TestListPage(t *testing.T) {
 	if _, err := precheck.ListPage(live, "t", ckptstore.ListOptions{After: "junk"}); !errors.Is(err, ckptstore.ErrInvalidEntry) {
 		t.Errorf("cursor: %v", err)
 	}
-	cur := ckptstore.EncodeCursor(ckptstore.Position{CreatedAt: 2, ID: "b"})
+	cur := driver.EncodeCursor(driver.Position{CreatedAt: 2, ID: "b"})
 	fwd, err := precheck.ListPage(live, "t", ckptstore.ListOptions{After: cur, Limit: 2})
 	if err != nil {
 		t.Fatal(err)
@@ -129,18 +130,18 @@ func TestListPage(t *testing.T) {
 	if fwd.Next(page, false) != "" {
 		t.Error("no more: next must be empty")
 	}
-	next, err := ckptstore.DecodeCursor(fwd.Next(page, true))
+	next, err := driver.DecodeCursor(fwd.Next(page, true))
 	if err != nil || next.ID != "d" || next.CreatedAt != 7 {
 		t.Errorf("next = %v, %v; want the last checkpoint's position", next, err)
 	}
 }
 
 func TestThreads(t *testing.T) {
-	p, err := precheck.Threads(live, ckptstore.EncodeThreadCursor("m"), 5)
+	p, err := precheck.Threads(live, driver.EncodeThreadCursor("m"), 5)
 	if err != nil || p.After != "m" || p.Limit != 5 {
 		t.Fatalf("%+v, %v", p, err)
 	}
-	if got := p.Next([]string{"n", "o"}, true); got != ckptstore.EncodeThreadCursor("o") {
+	if got := p.Next([]string{"n", "o"}, true); got != driver.EncodeThreadCursor("o") {
 		t.Errorf("next = %q", got)
 	}
 	if p.Next([]string{"n"}, false) != "" {

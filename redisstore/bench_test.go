@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/internal/redistest"
 	"github.com/ckptstore/ckptstore/internal/testkit"
 )
@@ -61,7 +62,7 @@ func benchCheckpoint(convBytes int) *ckptstore.Checkpoint {
 // on the same server in the same run, redis-benchmark running EVALSHA of
 // rawAppendScript with arguments of the same sizes. It reports
 // appends/s, raw-evalsha/s, their ratio, and the time of the shared
-// validation (ckptstore.ValidateAppend) of one append. Each case starts from an empty
+// validation (driver.ValidateAppend) of one append. Each case starts from an empty
 // server; keep -benchtime to a few thousand appends (-benchtime=3000x), as
 // every append stays in the server's memory until the next case.
 func BenchmarkAppend(b *testing.B) {
@@ -105,7 +106,7 @@ func BenchmarkAppend(b *testing.B) {
 	}
 }
 
-// validateMicros returns the CPU time of ckptstore.ValidateAppend on cp,
+// validateMicros returns the CPU time of driver.ValidateAppend on cp,
 // which every store runs before its write (for a 50 KB conversation it is
 // mostly json.Valid): part of each append's cost that is not the store's.
 func validateMicros(cp *ckptstore.Checkpoint) float64 {
@@ -114,7 +115,7 @@ func validateMicros(cp *ckptstore.Checkpoint) float64 {
 	c.ID, c.ThreadID = "x", "t"
 	start := time.Now()
 	for range n {
-		if err := ckptstore.ValidateAppend(&c, "", ckptstore.Writer{ThreadID: "t"}); err != nil {
+		if err := driver.ValidateAppend(&c, "", ckptstore.Writer{ThreadID: "t"}); err != nil {
 			panic(err)
 		}
 	}

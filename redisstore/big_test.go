@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/internal/redistest"
 	"github.com/ckptstore/ckptstore/internal/testkit"
 )
@@ -112,8 +113,8 @@ func (b *bigThread) list() {
 		list, err = b.s.List(b.ctx, "t")
 		must(b.t, err)
 	})
-	if len(list) != b.n || !slices.IsSortedFunc(list, ckptstore.CompareCheckpoints) {
-		b.t.Fatalf("List returned %d checkpoints (sorted %v), want %d in order", len(list), slices.IsSortedFunc(list, ckptstore.CompareCheckpoints), b.n)
+	if len(list) != b.n || !slices.IsSortedFunc(list, driver.CompareCheckpoints) {
+		b.t.Fatalf("List returned %d checkpoints (sorted %v), want %d in order", len(list), slices.IsSortedFunc(list, driver.CompareCheckpoints), b.n)
 	}
 }
 

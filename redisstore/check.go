@@ -13,13 +13,12 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ckptstore/ckptstore/driver"
 	"github.com/redis/go-redis/v9"
-
-	"github.com/ckptstore/ckptstore"
 )
 
 // Problem is one broken invariant: the key where it shows and what is
-// wrong. It is also an error that wraps ckptstore.ErrCorrupt (as
+// wrong. It is also an error that wraps driver.ErrCorrupt (as
 // fdbstore.Problem is), so that a caller can join the problems into one
 // error (errors.Join) that errors.Is recognises.
 type Problem struct {
@@ -33,8 +32,8 @@ func (p Problem) String() string { return fmt.Sprintf("%q: %s", p.Key, p.What) }
 // Error is String: a Problem is an error too.
 func (p Problem) Error() string { return p.String() }
 
-// Unwrap returns ckptstore.ErrCorrupt.
-func (p Problem) Unwrap() error { return ckptstore.ErrCorrupt }
+// Unwrap returns driver.ErrCorrupt.
+func (p Problem) Unwrap() error { return driver.ErrCorrupt }
 
 // storedCP is what Check reads of one checkpoint hash.
 type storedCP struct {
@@ -187,7 +186,7 @@ func (c *checker) read(ctx context.Context, node redis.Cmdable, k, rest string) 
 			return err
 		}
 		c.transcripts[id] = true
-		if ckptstore.ValidateTranscript(v) != nil {
+		if driver.ValidateTranscript(v) != nil {
 			c.add(k, "the transcript is not a JSON array")
 		}
 	case kind == "o":

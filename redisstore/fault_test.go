@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/internal/testkit"
 )
 
@@ -245,7 +246,7 @@ func faultFork(ctx context.Context, s, sure *Store, m *faultModel, src, dst, id 
 	if err != nil {
 		return err
 	}
-	if want := ckptstore.ForkRoot(cp, in); !reflect.DeepEqual(root, want) {
+	if want := driver.ForkRoot(cp, in); !reflect.DeepEqual(root, want) {
 		return fmt.Errorf("fork returned %+v, want %+v", root, want)
 	}
 	m.chain[dst] = []string{id}

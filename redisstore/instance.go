@@ -42,7 +42,7 @@ var _ ckptstore.InstanceStore = (*InstanceStore)(nil)
 // opts.OpTTL, and each Upsert and Delete waiting for opts.MinReplicas
 // replicas as a Store's writes do (ErrNotReplicated). It checks opts as
 // New does, so one Options value serves both; an error wraps
-// ckptstore.ErrInvalidOptions. The lease, page and batch options are
+// driver.ErrInvalidOptions. The lease, page and batch options are
 // checked but unused.
 func NewInstances(client redis.UniversalClient, opts Options) (*InstanceStore, error) {
 	o, r, err := resolveClient(client, opts)

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/internal/redistest"
 	"github.com/ckptstore/ckptstore/internal/testkit"
 )
@@ -92,7 +93,7 @@ func TestResentWriteAfterLostReply(t *testing.T) {
 		must(t, err)
 		src, err := s.Get(ctx, "c2")
 		must(t, err)
-		require.Equal(t, ckptstore.ForkRoot(src, in), root, "resent fork")
+		require.Equal(t, driver.ForkRoot(src, in), root, "resent fork")
 		refs := testkit.CheckRefs(t, s, "t", "f")
 		// c2 and r use blobs 2 and 3; c1, c3 are gone.
 		if len(refs) != 2 || refs[0].References != 2 || refs[1].References != 2 {

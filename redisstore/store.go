@@ -24,6 +24,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/internal/seqs"
 	"github.com/ckptstore/ckptstore/precheck"
 )
@@ -50,7 +51,7 @@ type Store struct {
 var _ ckptstore.FullStore = (*Store)(nil)
 
 // New returns a store over client. It does no I/O; scripts are loaded on
-// first use. An error wraps ckptstore.ErrInvalidOptions.
+// first use. An error wraps driver.ErrInvalidOptions.
 func New(client redis.UniversalClient, opts Options) (*Store, error) {
 	o, r, err := resolveClient(client, opts)
 	if err != nil {
@@ -68,10 +69,10 @@ func New(client redis.UniversalClient, opts Options) (*Store, error) {
 
 // resolveClient checks client and opts for New and NewInstances, and
 // returns opts with their defaults filled in and the runner of the
-// client's scripts; an error wraps ckptstore.ErrInvalidOptions.
+// client's scripts; an error wraps driver.ErrInvalidOptions.
 func resolveClient(client redis.UniversalClient, opts Options) (Options, runner, error) {
 	if client == nil {
-		return opts, runner{}, fmt.Errorf("%w: nil client", ckptstore.ErrInvalidOptions)
+		return opts, runner{}, fmt.Errorf("%w: nil client", driver.ErrInvalidOptions)
 	}
 	o, err := opts.resolve()
 	if err != nil {
@@ -83,7 +84,7 @@ func resolveClient(client redis.UniversalClient, opts Options) (Options, runner,
 		switch client.(type) {
 		case *redis.Client, *redis.ClusterClient:
 		default:
-			return opts, runner{}, fmt.Errorf("%w: MinReplicas needs a *redis.Client (single server or Sentinel) or a *redis.ClusterClient, not %T", ckptstore.ErrInvalidOptions, client)
+			return opts, runner{}, fmt.Errorf("%w: MinReplicas needs a *redis.Client (single server or Sentinel) or a *redis.ClusterClient, not %T", driver.ErrInvalidOptions, client)
 		}
 	}
 	return o, runner{c: client, minReplicas: o.MinReplicas, waitMs: ceilMillis(o.ReplicaTimeout), replicaTimeout: o.ReplicaTimeout}, nil
@@ -162,13 +163,13 @@ func (s *Store) now() int64 { return s.opts.Now().UnixMilli() }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
-// opToken returns the op token of a call: the caller's (ckptstore.OpToken)
+// opToken returns the op token of a call: the caller's (driver.OpToken)
 // when ctx carries one, else a fresh random one. A caller's token that is
 // not well formed fails with ErrInvalidEntry.
 func opToken(ctx context.Context) (string, error) {
-	if t, ok := ckptstore.OpToken(ctx); ok {
-		if !ckptstore.ValidOpToken(t) {
-			return "", fmt.Errorf("%w: op token is not 1 to %d characters of [A-Za-z0-9_-]", ckptstore.ErrInvalidEntry, ckptstore.MaxOpTokenBytes)
+	if t, ok := driver.OpToken(ctx); ok {
+		if !driver.ValidOpToken(t) {
+			return "", fmt.Errorf("%w: op token is not 1 to %d characters of [A-Za-z0-9_-]", ckptstore.ErrInvalidEntry, driver.MaxOpTokenBytes)
 		}
 		return t, nil
 	}
@@ -182,7 +183,7 @@ func scriptError(res []any, format string, args ...any) error {
 	}
 	name, _ := res[0].(string)
 	// Scripts reply with the wire code less its SANDBOX_SNAPSHOT_ prefix.
-	sentinel := ckptstore.ErrorFor("SANDBOX_SNAPSHOT_" + name)
+	sentinel := driver.ErrorFor("SANDBOX_SNAPSHOT_" + name)
 	if sentinel == nil {
 		return fmt.Errorf("redisstore: unexpected script reply %q", res)
 	}
@@ -480,7 +481,7 @@ func (s *Store) ForkFromCheckpoint(ctx context.Context, in ckptstore.ForkInput) 
 		return nil, err
 	}
 	// The header depends on in alone: ForkRoot of an empty source.
-	root := ckptstore.ForkRoot(&ckptstore.Checkpoint{}, in)
+	root := driver.ForkRoot(&ckptstore.Checkpoint{}, in)
 	dst := in.DestinationThreadID
 	refs, refKeys := s.keys.refsKey()
 	res, err := run(ctx, s.r, forkScript, forkArgs{

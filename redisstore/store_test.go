@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/internal/testkit"
 )
 
@@ -51,7 +52,7 @@ func TestCreatedAtRoundTripsExactly(t *testing.T) {
 		checkList := func() {
 			t.Helper()
 			want := slices.Clone(want)
-			slices.SortStableFunc(want, ckptstore.CompareCheckpoints)
+			slices.SortStableFunc(want, driver.CompareCheckpoints)
 			got, err := s.List(ctx, "t")
 			must(t, err)
 			if len(got) != len(want) {
@@ -114,7 +115,7 @@ func TestListTiesSortByIDBytes(t *testing.T) {
 			gotIDs[i] = cp.ID
 		}
 		want := slices.Clone(got)
-		slices.SortFunc(want, ckptstore.CompareCheckpoints)
+		slices.SortFunc(want, driver.CompareCheckpoints)
 		for i := range want {
 			if want[i].ID != gotIDs[i] {
 				t.Fatalf("List order %q, wrong at %d (%q)", gotIDs, i, want[i].ID)
@@ -207,22 +208,22 @@ func TestOptions(t *testing.T) {
 		{MinReplicas: -1}, {OpTTL: -1}, {PageSize: -1}, {PageSize: MaxPageSize + 1}, {ReplicaTimeout: -1},
 		{Options: ckptstore.Options{LeaseDuration: time.Second, RenewAfter: time.Second}},
 	} {
-		if _, err := New(c, o); !errors.Is(err, ckptstore.ErrInvalidOptions) {
+		if _, err := New(c, o); !errors.Is(err, driver.ErrInvalidOptions) {
 			t.Errorf("New(%+v) = %v, want ErrInvalidOptions", o, err)
 		}
 	}
 	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": "127.0.0.1:1"}})
 	defer ring.Close()
-	if _, err := New(ring, Options{MinReplicas: 1}); !errors.Is(err, ckptstore.ErrInvalidOptions) {
+	if _, err := New(ring, Options{MinReplicas: 1}); !errors.Is(err, driver.ErrInvalidOptions) {
 		t.Errorf("New(Ring, MinReplicas 1) = %v, want ErrInvalidOptions", err)
 	}
-	if _, err := New(nil, Options{}); !errors.Is(err, ckptstore.ErrInvalidOptions) {
+	if _, err := New(nil, Options{}); !errors.Is(err, driver.ErrInvalidOptions) {
 		t.Errorf("New(nil) = %v, want ErrInvalidOptions", err)
 	}
 	s, err := New(c, Options{})
 	must(t, err)
 	if s.opts.Prefix != DefaultPrefix || s.opts.OpTTL != DefaultOpTTL || s.opts.PageSize != DefaultPageSize ||
-		s.opts.LeaseDuration != ckptstore.DefaultLeaseDuration || s.opts.RenewAfter != ckptstore.DefaultRenewAfter {
+		s.opts.LeaseDuration != driver.DefaultLeaseDuration || s.opts.RenewAfter != driver.DefaultRenewAfter {
 		t.Errorf("zero Options resolved to %+v", s.opts)
 	}
 }
@@ -326,7 +327,7 @@ func TestGetReturnsExactCheckpoint(t *testing.T) {
 		cp := &ckptstore.Checkpoint{ID: "x", ThreadID: "t", CreatedAt: 1.5, Reason: ckptstore.ReasonNamed,
 			Label: "lbl", SourceRunID: "run",
 			Files: []ckptstore.Entry{{Path: "d", Kind: ckptstore.KindDir},
-				{Path: "d/f", Kind: ckptstore.KindFile, BlobKey: testkit.FileKey(1), Size: ckptstore.MaxSize}},
+				{Path: "d/f", Kind: ckptstore.KindFile, BlobKey: testkit.FileKey(1), Size: driver.MaxSize}},
 			Conversation: []byte(" [ {\"a\" : 1} ]\n"),
 			Artifacts:    []ckptstore.Artifact{}}
 		must(t, s.Append(ctx, cp, "", w))

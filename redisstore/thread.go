@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/precheck"
 )
 
@@ -26,7 +27,7 @@ func (s *Store) LoadThread(ctx context.Context, threadID string) (json.RawMessag
 	}
 	b, err := s.c.Get(ctx, string(s.keys.transcript(threadID))).Bytes()
 	if err == redis.Nil {
-		return ckptstore.EmptyTranscript(), nil
+		return driver.EmptyTranscript(), nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: load thread %q: %w", threadID, err)
@@ -141,7 +142,7 @@ func (s *Store) Threads(ctx context.Context, after string, limit int) ([]string,
 
 // Import implements ckptstore.Importer: the batch in one script. A
 // checkpoint stored in the thread with the same bytes is skipped; one whose
-// bytes differ is compared here by content (ckptstore.EqualCheckpoints: a
+// bytes differ is compared here by content (driver.EqualCheckpoints: a
 // nil and an empty slice encode apart but are equal) and the batch sent
 // again with the stored bytes of those found equal, which the script
 // checks are still in place.
@@ -204,7 +205,7 @@ func (s *Store) compareImport(b ckptstore.ImportBatch, cps []any, res []any) err
 		if err != nil {
 			return fmt.Errorf("checkpoint %q: %w", want.ID, err)
 		}
-		if !ckptstore.EqualCheckpoints(got, want) {
+		if !driver.EqualCheckpoints(got, want) {
 			return fmt.Errorf("%w: import into thread %q: checkpoint %q is stored with other content", ckptstore.ErrDuplicateID, b.ThreadID, want.ID)
 		}
 		cps[int(n)*importFields+7] = res[i+3]

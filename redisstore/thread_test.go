@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/internal/testkit"
 )
 
@@ -36,7 +37,7 @@ func TestOrderMemberSortsLikeList(t *testing.T) {
 	for i := range cps {
 		for j := range 20 {
 			a, b := cps[i], cps[(i*31+j*17)%len(cps)]
-			want := ckptstore.CompareCheckpoints(a, b)
+			want := driver.CompareCheckpoints(a, b)
 			got := strings.Compare(orderMember(a.CreatedAt, a.ID), orderMember(b.CreatedAt, b.ID))
 			if got != want {
 				t.Fatalf("(%v, %q) vs (%v, %q): members compare %d, List order %d", a.CreatedAt, a.ID, b.CreatedAt, b.ID, got, want)
@@ -67,7 +68,7 @@ func tieThread(t *testing.T, s *Store, thread string, n int) []*ckptstore.Checkp
 		head = cp.ID
 		out = append(out, cp)
 	}
-	slices.SortFunc(out, ckptstore.CompareCheckpoints)
+	slices.SortFunc(out, driver.CompareCheckpoints)
 	return out
 }
 
@@ -107,20 +108,20 @@ func TestListPageTies(t *testing.T) {
 			}
 		}
 		// Positions between stored checkpoints.
-		for _, pos := range []ckptstore.Position{{CreatedAt: 0, ID: "a\x00\x00"}, {CreatedAt: math.Copysign(0, -1), ID: "a"},
+		for _, pos := range []driver.Position{{CreatedAt: 0, ID: "a\x00\x00"}, {CreatedAt: math.Copysign(0, -1), ID: "a"},
 			{CreatedAt: 1, ID: "\x00"}, {CreatedAt: 0.5, ID: "zzz"}, {CreatedAt: -math.MaxFloat64, ID: "\x00"}, {CreatedAt: math.MaxFloat64, ID: "\x00"}} {
 			fwd, back := []string{}, []string{} // IDs of an empty page is empty, not nil
 			for _, cp := range list {
-				if c := ckptstore.ComparePosition(cp, pos); c > 0 {
+				if c := driver.ComparePosition(cp, pos); c > 0 {
 					fwd = append(fwd, cp.ID)
 				} else if c < 0 {
 					back = append([]string{cp.ID}, back...)
 				}
 			}
-			page, _, err := s.ListPage(ctx, "t", ckptstore.ListOptions{After: ckptstore.EncodeCursor(pos), Limit: 1000})
+			page, _, err := s.ListPage(ctx, "t", ckptstore.ListOptions{After: driver.EncodeCursor(pos), Limit: 1000})
 			must(t, err)
 			require.Equal(t, fwd, testkit.IDs(page), "after %v", pos)
-			page, _, err = s.ListPage(ctx, "t", ckptstore.ListOptions{After: ckptstore.EncodeCursor(pos), Limit: 1000, Reverse: true})
+			page, _, err = s.ListPage(ctx, "t", ckptstore.ListOptions{After: driver.EncodeCursor(pos), Limit: 1000, Reverse: true})
 			must(t, err)
 			require.Equal(t, back, testkit.IDs(page), "reverse after %v", pos)
 		}

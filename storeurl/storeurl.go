@@ -98,7 +98,7 @@ type Opened struct {
 // memstore namespace is created by its first call (with that call's lease
 // options) and every later call returns it. A name must be 1 to
 // MaxNamespaceBytes bytes of valid UTF-8, else the error wraps ErrBadURL;
-// invalid lease options wrap ckptstore.ErrInvalidOptions.
+// invalid lease options wrap driver.ErrInvalidOptions.
 func (o *Opened) Namespace(name string, lease ckptstore.Options) (ckptstore.Store, ckptstore.InstanceStore, error) {
 	if name == "" || len(name) > MaxNamespaceBytes || !utf8.ValidString(name) {
 		return nil, nil, fmt.Errorf("%w: namespace %q: want 1 to %d bytes of valid UTF-8", ErrBadURL, name, MaxNamespaceBytes)

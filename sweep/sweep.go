@@ -54,6 +54,7 @@ import (
 
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/blobs"
+	"github.com/ckptstore/ckptstore/driver"
 )
 
 // DefaultConcurrency is the number of deletions in flight when
@@ -158,13 +159,13 @@ func Run(ctx context.Context, refs ckptstore.Store, b blobs.Bucket, opts Options
 // cover the whole run, also when an error stopped it early.
 func RunStats(ctx context.Context, refs ckptstore.Store, b blobs.Bucket, opts Options) ([]string, Stats, error) {
 	if refs == nil || b == nil {
-		return nil, Stats{}, fmt.Errorf("%w: sweep needs a store and a bucket", ckptstore.ErrInvalidOptions)
+		return nil, Stats{}, fmt.Errorf("%w: sweep needs a store and a bucket", driver.ErrInvalidOptions)
 	}
 	if opts.OlderThan < 0 {
-		return nil, Stats{}, fmt.Errorf("%w: sweep OlderThan %v is negative", ckptstore.ErrInvalidOptions, opts.OlderThan)
+		return nil, Stats{}, fmt.Errorf("%w: sweep OlderThan %v is negative", driver.ErrInvalidOptions, opts.OlderThan)
 	}
 	if opts.Concurrency < 0 {
-		return nil, Stats{}, fmt.Errorf("%w: sweep Concurrency %d is negative", ckptstore.ErrInvalidOptions, opts.Concurrency)
+		return nil, Stats{}, fmt.Errorf("%w: sweep Concurrency %d is negative", driver.ErrInvalidOptions, opts.Concurrency)
 	}
 	if opts.Concurrency == 0 {
 		opts.Concurrency = DefaultConcurrency

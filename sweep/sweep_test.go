@@ -20,6 +20,7 @@ import (
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/blobs"
 	"github.com/ckptstore/ckptstore/blobs/s3blob/s3blobtest"
+	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/fdbstore"
 	"github.com/ckptstore/ckptstore/fdbstore/kv/memkv"
 	"github.com/ckptstore/ckptstore/internal/testkit"
@@ -386,7 +387,7 @@ func TestInvalidOptionsListNothing(t *testing.T) {
 	spy := &spyBucket{Bucket: blobs.NewMem(blobs.MemOptions{})}
 	s := memstore.New(ckptstore.Options{})
 	for _, o := range []sweep.Options{{OlderThan: -time.Nanosecond}, {Concurrency: -1}} {
-		if _, err := sweep.Run(context.Background(), s, spy, o); !errors.Is(err, ckptstore.ErrInvalidOptions) {
+		if _, err := sweep.Run(context.Background(), s, spy, o); !errors.Is(err, driver.ErrInvalidOptions) {
 			t.Errorf("Run(%+v) = %v, want ErrInvalidOptions", o, err)
 		}
 	}

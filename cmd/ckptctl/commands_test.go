@@ -11,6 +11,7 @@ import (
 
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/blobs"
+	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/fdbstore"
 	"github.com/ckptstore/ckptstore/internal/testkit"
 	"github.com/ckptstore/ckptstore/memstore"
@@ -119,7 +120,7 @@ func TestListJSONKeepsConversationBytes(t *testing.T) {
 		}
 		var cp ckptstore.Checkpoint
 		must(t, cp.UnmarshalJSON(v))
-		if want := mustGet(t, s, cp.ID); !ckptstore.EqualCheckpoints(&cp, want) {
+		if want := mustGet(t, s, cp.ID); !driver.EqualCheckpoints(&cp, want) {
 			t.Errorf("checkpoint %s read back differs", cp.ID)
 		}
 		ids = append(ids, cp.ID)

@@ -12,6 +12,7 @@ import (
 	"strconv"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/fdbstore"
 	"github.com/ckptstore/ckptstore/redisstore"
 )
@@ -26,7 +27,7 @@ func threadSeq(ctx context.Context, s *store) (iter.Seq2[string, error], error) 
 	return func(yield func(string, error) bool) {
 		after := ""
 		for {
-			ids, next, err := tl.Threads(ctx, after, ckptstore.MaxPageLimit)
+			ids, next, err := tl.Threads(ctx, after, driver.MaxPageLimit)
 			if err != nil {
 				yield("", err)
 				return
@@ -124,13 +125,13 @@ func runList(ctx context.Context, e *env, args []string) error {
 	f := newStoreFlags(e, "list", "the store URL")
 	asJSON := f.Bool("json", false, "print each checkpoint as one line of JSON (the @tanstack/ai-sandbox shape)")
 	reverse := f.Bool("reverse", false, "newest first")
-	page := f.Int("page", ckptstore.DefaultPageLimit, "checkpoints read per ListPage call (1.."+strconv.Itoa(ckptstore.MaxPageLimit)+")")
+	page := f.Int("page", driver.DefaultPageLimit, "checkpoints read per ListPage call (1.."+strconv.Itoa(driver.MaxPageLimit)+")")
 	pos, err := f.parse(args, 1)
 	if err != nil {
 		return err
 	}
-	if _, err := ckptstore.PageLimit(*page); err != nil || *page == 0 {
-		return usageErr("--page must be in 1..%d, got %d", ckptstore.MaxPageLimit, *page)
+	if _, err := driver.PageLimit(*page); err != nil || *page == 0 {
+		return usageErr("--page must be in 1..%d, got %d", driver.MaxPageLimit, *page)
 	}
 	s, err := f.openStore(ctx)
 	if err != nil {

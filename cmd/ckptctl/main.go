@@ -45,6 +45,7 @@ import (
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/blobs"
 	_ "github.com/ckptstore/ckptstore/blobs/s3blob" // --bucket s3://…
+	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/storeurl"
 )
 
@@ -205,7 +206,7 @@ func exitCode(err error) int {
 	if _, ok := errors.AsType[*usageError](err); ok {
 		return 2
 	}
-	for _, bad := range []error{ckptstore.ErrInvalidID, ckptstore.ErrInvalidEntry, ckptstore.ErrInvalidOptions, blobs.ErrInvalidURL} {
+	for _, bad := range []error{ckptstore.ErrInvalidID, ckptstore.ErrInvalidEntry, driver.ErrInvalidOptions, blobs.ErrInvalidURL} {
 		if errors.Is(err, bad) {
 			return 2
 		}

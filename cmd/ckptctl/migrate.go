@@ -23,6 +23,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 )
 
 // Batch limits. FoundationDB refuses a transaction above 10 MB and
@@ -118,7 +119,7 @@ func storeThread(ctx context.Context, s ckptstore.Store, id string, listed bool)
 	}
 	th.cps = func() iter.Seq2[sized, error] {
 		return func(yield func(sized, error) bool) {
-			for cp, err := range checkpointSeq(ctx, s, id, ckptstore.MaxPageLimit, false) {
+			for cp, err := range checkpointSeq(ctx, s, id, driver.MaxPageLimit, false) {
 				if err != nil {
 					yield(sized{}, err)
 					return
@@ -298,7 +299,7 @@ func (m *migrator) readDestination(ctx context.Context, th *srcThread) (*destina
 	if head != "" && head != th.head {
 		return nil, refuse(th.id, "the destination's head is %q, the source's %q", head, th.head)
 	}
-	d := &destination{head: head, transcript: ckptstore.EmptyTranscript(), empty: true}
+	d := &destination{head: head, transcript: driver.EmptyTranscript(), empty: true}
 	if tr, ok := m.dst.Store.(ckptstore.Transcripts); ok {
 		if d.transcript, err = tr.LoadThread(ctx, th.id); err != nil {
 			return nil, err
@@ -308,7 +309,7 @@ func (m *migrator) readDestination(ctx context.Context, th *srcThread) (*destina
 	}
 	srcTranscript := th.transcript
 	if srcTranscript == nil {
-		srcTranscript = ckptstore.EmptyTranscript()
+		srcTranscript = driver.EmptyTranscript()
 	}
 	if !bytes.Equal(d.transcript, []byte("[]")) && !bytes.Equal(d.transcript, srcTranscript) {
 		return nil, refuse(th.id, "the destination's transcript differs from the source's")
@@ -342,7 +343,7 @@ func (m *migrator) presentIn(ctx context.Context, th *srcThread, d *destination,
 			}
 			all = append(all, sc)
 		}
-		slices.SortFunc(all, func(a, b sized) int { return ckptstore.ComparePosition(a.cp, ckptstore.PositionOf(b.cp)) })
+		slices.SortFunc(all, func(a, b sized) int { return driver.ComparePosition(a.cp, driver.PositionOf(b.cp)) })
 		src = func(yield func(sized, error) bool) {
 			for _, sc := range all {
 				if !yield(sc, nil) {
@@ -435,24 +436,24 @@ func (m *migrator) compare(ctx context.Context, thread string, src iter.Seq2[siz
 	defer stop()
 	cur, curErr, ok := next()
 	present := map[string]bool{}
-	for d, err := range checkpointSeq(ctx, m.dst, thread, ckptstore.MaxPageLimit, false) {
+	for d, err := range checkpointSeq(ctx, m.dst, thread, driver.MaxPageLimit, false) {
 		if err != nil {
 			return nil, err
 		}
 		if err := k.maybeRenew(ctx); err != nil { // a long thread takes a while
 			return nil, err
 		}
-		pos := ckptstore.PositionOf(d)
-		for ok && curErr == nil && ckptstore.ComparePosition(cur.cp, pos) < 0 {
+		pos := driver.PositionOf(d)
+		for ok && curErr == nil && driver.ComparePosition(cur.cp, pos) < 0 {
 			cur, curErr, ok = next()
 		}
 		if curErr != nil {
 			return nil, curErr
 		}
-		if !ok || ckptstore.ComparePosition(cur.cp, pos) != 0 {
+		if !ok || driver.ComparePosition(cur.cp, pos) != 0 {
 			return nil, refuse(thread, "the destination holds checkpoint %q, which the source does not", d.ID)
 		}
-		if !ckptstore.EqualCheckpoints(cur.cp, d) {
+		if !driver.EqualCheckpoints(cur.cp, d) {
 			return nil, refuse(thread, "the destination's checkpoint %q differs from the source's", d.ID)
 		}
 		present[d.ID] = true
@@ -512,7 +513,7 @@ func runExport(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	for _, id := range only {
-		if err := ckptstore.ValidateID("thread id", id); err != nil {
+		if err := driver.ValidateID("thread id", id); err != nil {
 			return err
 		}
 	}
@@ -730,7 +731,7 @@ func (r *streamReader) header(v jsontext.Value) (*srcThread, error) {
 	if h.Thread == nil {
 		return nil, usageErr("input value %d: thread header without a thread id", r.n)
 	}
-	if err := ckptstore.ValidateID("thread id", *h.Thread); err != nil {
+	if err := driver.ValidateID("thread id", *h.Thread); err != nil {
 		return nil, fmt.Errorf("input value %d: %w", r.n, err)
 	}
 	th := &srcThread{id: *h.Thread}
@@ -740,7 +741,7 @@ func (r *streamReader) header(v jsontext.Value) (*srcThread, error) {
 	r.seen[th.id] = true
 	r.cur = th.id
 	if h.Head != nil {
-		if err := ckptstore.ValidateID("head id", *h.Head); err != nil {
+		if err := driver.ValidateID("head id", *h.Head); err != nil {
 			return nil, fmt.Errorf("input value %d: %w", r.n, err)
 		}
 		th.head = *h.Head

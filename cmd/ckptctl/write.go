@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/sweep"
 )
 
@@ -113,7 +114,7 @@ func waitFlag(f *flags) *bool {
 // wait) and runs write under it, releasing the lease after: the frame of
 // delete-thread and prune.
 func underLease(ctx context.Context, e *env, s *store, thread string, wait bool, write func(ckptstore.Writer) error) error {
-	if err := ckptstore.ValidateID("thread id", thread); err != nil {
+	if err := driver.ValidateID("thread id", thread); err != nil {
 		return err
 	}
 	l, err := acquire(ctx, e, s, thread, wait, waitNote(e, thread))

@@ -10,6 +10,7 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/internal/testkit"
 	"github.com/ckptstore/ckptstore/memstore"
 )
@@ -119,7 +120,7 @@ func TestOpenOutcomes(t *testing.T) {
 	}
 	late := in
 	late.clockLo, late.clockHi = 14, 15 // the lease expires at 15
-	if got := m.stepAcquire(ok[0], late, output{code: ckptstore.CodeWriterConflict}); len(got) != 1 {
+	if got := m.stepAcquire(ok[0], late, output{code: driver.CodeWriterConflict}); len(got) != 1 {
 		t.Error("a conflict explained by clock 14 must be accepted")
 	}
 	if got := m.stepAcquire(ok[0], late, output{fence: 2, token: "y", expiresAt: 25}); len(got) != 1 {

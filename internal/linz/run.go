@@ -15,6 +15,7 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/internal/testkit"
 )
 
@@ -252,7 +253,7 @@ func (w *worker) append(ctx context.Context) {
 		}
 		return output{}, err
 	})
-	if ckptstore.Code(w.lastErr()) == ckptstore.CodeStaleHead {
+	if ckptstore.Code(w.lastErr()) == driver.CodeStaleHead {
 		w.readHead(ctx)
 	}
 }
@@ -262,7 +263,7 @@ func (w *worker) lastErr() error {
 		return nil
 	}
 	if c := w.ops[len(w.ops)-1].Output.(output).code; c != "" && c != unknownCode {
-		return ckptstore.ErrorFor(c)
+		return driver.ErrorFor(c)
 	}
 	return nil
 }

@@ -7,7 +7,7 @@
 //
 // Invariants: FileKey and ArtifactKey are valid keys of their prefixes for
 // every n ≥ 0 and distinct for distinct n; Checkpoint passes
-// ckptstore.Validate for valid ids and createdAt; a Clock only moves when
+// driver.Validate for valid ids and createdAt; a Clock only moves when
 // Advance, Tick or Set moves it.
 package testkit
 

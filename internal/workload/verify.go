@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 )
 
 // maxProblems caps how many violations a check lists; the count is exact.
@@ -67,7 +68,7 @@ func CheckChains(ctx context.Context, s ckptstore.Store, threads []string, tag s
 			if _, dup := byID[cp.ID]; dup {
 				p.Addf("thread %q: List returned checkpoint %q twice", t, cp.ID)
 			}
-			if i > 0 && ckptstore.CompareCheckpoints(list[i-1], cp) >= 0 {
+			if i > 0 && driver.CompareCheckpoints(list[i-1], cp) >= 0 {
 				p.Addf("thread %q: List is out of order at %q", t, cp.ID)
 			}
 			if other, dup := c.Alive[cp.ID]; dup {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/memstore"
 )
 
@@ -69,7 +70,7 @@ func TestGenValidAndSized(t *testing.T) {
 		var prev *ckptstore.Checkpoint
 		for range 20 {
 			cp, fresh := g.Next("t", g.NewID(), "", prev)
-			if err := ckptstore.Validate(cp); err != nil {
+			if err := driver.Validate(cp); err != nil {
 				t.Fatalf("%s: invalid checkpoint: %v", size, err)
 			}
 			b, err := json.Marshal(cp)

@@ -144,7 +144,7 @@ var mutants = []mutant{
 	{id: "ms-append-swap-entries-writer", desc: "Append checks the writer (3) before entries (2)", edits: []edit{
 		{val, `if err := validateOptionalID("parentCheckpointId", cp.ParentCheckpointID); err != nil { return err } return validateContent(cp)`,
 			`if err := validateOptionalID("parentCheckpointId", cp.ParentCheckpointID); err != nil { return err }; return nil`},
-		{ms, appendWriter + " " + appendDup, appendWriter + "\n\tif err := ckptstore.Validate(cp); err != nil { return err }\n" + appendDup},
+		{ms, appendWriter + " " + appendDup, appendWriter + "\n\tif err := driver.Validate(cp); err != nil { return err }\n" + appendDup},
 	}},
 	one("ms-append-swap-writer-dup", ms, appendWriter+" "+appendDup, appendDup+"\n"+appendWriter,
 		"Append checks duplicate id (4) before writer (3)"),
@@ -345,12 +345,12 @@ var mutants = []mutant{
 	one("ms-load-no-validate", mscap, `if err := precheck.LoadThread(ctx, threadID); err != nil { return nil, err }`, ``,
 		"LoadThread accepts invalid thread ids"),
 	one("ms-load-shared", mscap, `return slices.Clone(th.transcript), nil`, `return th.transcript, nil`, "LoadThread returns the stored bytes"),
-	one("ms-load-default-empty", mscap, `return ckptstore.EmptyTranscript(), nil`, `return json.RawMessage{}, nil`,
+	one("ms-load-default-empty", mscap, `return driver.EmptyTranscript(), nil`, `return json.RawMessage{}, nil`,
 		"LoadThread of a thread without a transcript returns an empty value, not []"),
 	one("ms-save-no-validate", mscap, `if err := precheck.SaveThread(ctx, threadID, messages); err != nil { return err }`,
 		`if err := precheck.LoadThread(ctx, threadID); err != nil { return err }`, "SaveThread accepts anything as messages"),
 	one("ms-save-ids-only", mscap, `if err := precheck.SaveThread(ctx, threadID, messages); err != nil { return err }`,
-		`if err := ckptstore.ValidateTranscript(messages); err != nil { return err }
+		`if err := driver.ValidateTranscript(messages); err != nil { return err }
 	if err := precheck.LoadThread(ctx, threadID); err != nil { return err }`, "SaveThread checks the messages before the thread id"),
 	one("ms-save-no-clone", mscap, `m := slices.Clone(messages)`, `m := messages`, "SaveThread keeps the caller's slice"),
 	one("ms-save-empty-is-none", mscap, `th.transcript = m`, `th.transcript = m
@@ -362,11 +362,11 @@ var mutants = []mutant{
 
 	// ---- memstore: fork and transcripts ----
 	one("ms-fork-skip-transcript", ms, `if th.transcript != nil {`, `if false {`, "Fork into a thread that has a transcript"),
-	one("ms-fork-no-transcript", ms, `th.transcript = slices.Clone(root.Conversation) if len(th.transcript) == 0 { th.transcript = ckptstore.EmptyTranscript() }`, ``,
+	one("ms-fork-no-transcript", ms, `th.transcript = slices.Clone(root.Conversation) if len(th.transcript) == 0 { th.transcript = driver.EmptyTranscript() }`, ``,
 		"Fork does not write the destination's transcript"),
 	one("ms-fork-transcript-empty", ms, `th.transcript = slices.Clone(root.Conversation)`, `th.transcript = nil`,
 		"Fork writes [] as the destination's transcript, whatever the conversation"),
-	one("ms-fork-transcript-none-if-empty", ms, `if len(th.transcript) == 0 { th.transcript = ckptstore.EmptyTranscript() }`, ``,
+	one("ms-fork-transcript-none-if-empty", ms, `if len(th.transcript) == 0 { th.transcript = driver.EmptyTranscript() }`, ``,
 		"a fork of a checkpoint without conversation leaves the destination without a transcript"),
 	// Not equivalent since the packed layout: Fork returns root itself (the
 	// store keeps its packed copy), so the caller can write into the bytes.
@@ -470,10 +470,10 @@ var mutants = []mutant{
 		"Import does not compare the stored checkpoint's thread"),
 		"each checkpoint of the batch is of b.ThreadID (checked before), so a stored one of another thread differs in ThreadID "+
 			"and EqualCheckpoints refuses it with the same ErrDuplicateID"),
-	one("ms-import-other-content", mscap, `case !ckptstore.EqualCheckpoints(old.Clone(), b.Checkpoints[i]):`, `case false:`,
+	one("ms-import-other-content", mscap, `case !driver.EqualCheckpoints(old.Clone(), b.Checkpoints[i]):`, `case false:`,
 		"Import skips a stored checkpoint with other content instead of refusing it"),
-	one("ms-import-zero-sign", mscap, `case !ckptstore.EqualCheckpoints(old.Clone(), b.Checkpoints[i]):`,
-		`case !ckptstore.EqualCheckpoints(old.Clone(), func() *ckptstore.Checkpoint { x := *b.Checkpoints[i]; if x.CreatedAt == old.CreatedAt { x.CreatedAt = old.CreatedAt }; return &x }()):`,
+	one("ms-import-zero-sign", mscap, `case !driver.EqualCheckpoints(old.Clone(), b.Checkpoints[i]):`,
+		`case !driver.EqualCheckpoints(old.Clone(), func() *ckptstore.Checkpoint { x := *b.Checkpoints[i]; if x.CreatedAt == old.CreatedAt { x.CreatedAt = old.CreatedAt }; return &x }()):`,
 		"Import treats createdAt -0 and +0 as equal content"),
 	one("ms-import-no-head-check", mscap, `if b.SetHead && th.head != "" && th.head != b.Head {`, `if false {`,
 		"Import overwrites another head"),
@@ -490,14 +490,14 @@ var mutants = []mutant{
 		edits: append(keepCallerConv[:len(keepCallerConv):len(keepCallerConv)],
 			edit{mscap, `if cps[i], err = pack(c); err != nil { return 0, err }`,
 				`if cps[i], err = pack(c); err != nil { return 0, err }; cps[i].src = c.Conversation`})},
-	one("ms-import-rewrite", mscap, `case !ok: fresh = append(fresh, i)`, `case !ok || ckptstore.EqualCheckpoints(old.Clone(), b.Checkpoints[i]): fresh = append(fresh, i)`,
+	one("ms-import-rewrite", mscap, `case !ok: fresh = append(fresh, i)`, `case !ok || driver.EqualCheckpoints(old.Clone(), b.Checkpoints[i]): fresh = append(fresh, i)`,
 		"Import writes again (and counts again) a checkpoint stored with equal content"),
 	one("ms-import-partial", mscap, `case !ok: fresh = append(fresh, i)`, `case !ok: s.insert(s.thread(b.ThreadID, true), c, b.Checkpoints[i], nil)`,
 		"Import writes each new checkpoint before checking the rest of the batch"),
 	one("ms-import-swap-writer-dup", mscap, `if err := s.checkWriter(b.Writer, s.opts.Now()); err != nil { return 0, err } var fresh []int`,
 		`var fresh []int
 	for i, c := range cps {
-		if old, ok := s.checkpoints[c.ID]; ok && !ckptstore.EqualCheckpoints(old.Clone(), b.Checkpoints[i]) {
+		if old, ok := s.checkpoints[c.ID]; ok && !driver.EqualCheckpoints(old.Clone(), b.Checkpoints[i]) {
 			return 0, ckptstore.ErrDuplicateID
 		}
 	}
@@ -538,7 +538,7 @@ var mutants = []mutant{
 	one("ms-optoken-ttl-boundary", msop, `if r == nil || r.kind != kind || !now.Before(r.expires) {`, `if r == nil || r.kind != kind || now.After(r.expires) {`,
 		"an op token is still remembered at its expiry"),
 	one("ms-optoken-purge-live", msop, `if old != nil && now.Before(old.expires) { break }`, `_ = old`, "recording a token forgets the live ones"),
-	one("ms-optoken-malformed", msop, `if ok && !ckptstore.ValidOpToken(t) {`, `if false {`, "a malformed op token is used"),
+	one("ms-optoken-malformed", msop, `if ok && !driver.ValidOpToken(t) {`, `if false {`, "a malformed op token is used"),
 
 	// ---- memstore: instance store ----
 	one("inst-merge", inst, `s.records[rec.Key] = *rec`, `r := *rec

@@ -266,7 +266,7 @@ func fdbForkLeaseMutants() []mutant {
 		fdb("fdb-fork-no-transcript", fdbWrite, `s.writeTranscript(tr, dst, transcript)
 		if err := r.finish(tr, nil); err != nil {`, `if err := r.finish(tr, nil); err != nil {`, "fork leaves the destination without a transcript"),
 		fdb("fdb-fork-empty-transcript", fdbWrite, `if len(cp.Conversation) == 0 {
-		return ckptstore.EmptyTranscript()
+		return driver.EmptyTranscript()
 	}`, ``, "fork of a root without conversation stores an empty transcript, not []"),
 		fdb("fdb-fork-repeat-no-root", fdbWrite, `if err == nil && root == nil {`, `if false {`,
 			"a fork repeated with its op token returns no root"),
@@ -335,7 +335,7 @@ func fdbCapabilityMutants() []mutant {
 			return nil, fmt.Errorf("%w: checkpoint %q is stored in thread %q", ckptstore.ErrDuplicateID, st.cp.ID, idx.thread)`, ``,
 			"Import accepts an id stored in another thread"),
 			"the stored checkpoint then differs in its thread id from the batch's, so the content check fails it with the same ErrDuplicateID"),
-		fdb("fdb-import-other-content", fdbImport, `case !ckptstore.EqualCheckpoints(cur, st.cp):`, `case cur == nil:`,
+		fdb("fdb-import-other-content", fdbImport, `case !driver.EqualCheckpoints(cur, st.cp):`, `case cur == nil:`,
 			"Import takes a stored id with other content as the same checkpoint"),
 		fdb("fdb-import-skip-head", fdbImport, `if b.SetHead && head != "" && head != b.Head {`, `if false {`, "Import replaces a head it did not expect"),
 		fdb("fdb-import-head-empty", fdbImport, `if b.SetHead && head != "" && head != b.Head {`, `if b.SetHead && head != b.Head {`,
@@ -350,7 +350,7 @@ func fdbCapabilityMutants() []mutant {
 		fdb("fdb-save-no-clear", fdbTrans, `tr.ClearRange(rangeOf(s.k.transcriptPrefix(threadID)))
 	for i := range chunks(len(b)) {`, `for i := range chunks(len(b)) {`, "a shorter transcript keeps the old one's later chunks"),
 		fdb("fdb-load-nil", fdbTrans, `if out == nil {
-		return ckptstore.EmptyTranscript(), nil
+		return driver.EmptyTranscript(), nil
 	}`, ``, "LoadThread of a thread never saved returns nil, not []"),
 
 		// ---- reads ----

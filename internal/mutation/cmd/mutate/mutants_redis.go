@@ -327,7 +327,7 @@ func rsGoMutants() []mutant {
 			"ListPage repeats the cursor's checkpoint"),
 		rs("rs-go-threads-inclusive", rsThread, `from = "(" + p.After`, `from = "[" + p.After`, "Threads repeats the cursor's thread"),
 		rs("rs-go-threads-more", rsThread, `more := len(ids) > p.Limit`, `more := len(ids) >= p.Limit`, "Threads gives a cursor after a last full page"),
-		rs("rs-go-loadthread-nil", rsThread, `return ckptstore.EmptyTranscript(), nil`, `return nil, nil`, "LoadThread of a thread never saved returns nil, not []"),
+		rs("rs-go-loadthread-nil", rsThread, `return driver.EmptyTranscript(), nil`, `return nil, nil`, "LoadThread of a thread never saved returns nil, not []"),
 
 		// ---- Go around the scripts ----
 		rs("rs-go-fork-writer-thread", rsStore, `WriterMatches: precheck.WriterThread(in.Writer, dst) == nil,`, `WriterMatches: true,`,
@@ -338,10 +338,10 @@ func rsGoMutants() []mutant {
 			"a long prune's walk does not stop at a cycle across stretches"),
 		rs("rs-go-prune-reverse", rsStore, `slices.Reverse(doomed) // farthest from the head first`, ``,
 			"a long prune deletes nearest the head first: a failure midway leaves a broken chain"),
-		rs("rs-go-import-equal", rsThread, `if !ckptstore.EqualCheckpoints(got, want) {`, `if !ckptstore.EqualCheckpoints(got, got) {`,
+		rs("rs-go-import-equal", rsThread, `if !driver.EqualCheckpoints(got, want) {`, `if !driver.EqualCheckpoints(got, got) {`,
 			"Import accepts a stored id with other content as the same checkpoint"),
 		rs("rs-go-dt-count", rsThread, `total += int(n)`, `total += min(int(n), 1)`, "DeleteThread counts batches, not checkpoints"),
-		rs("rs-go-optoken-ignored", rsStore, `if t, ok := ckptstore.OpToken(ctx); ok {`, `if t, ok := ckptstore.OpToken(ctx); ok && false {`,
+		rs("rs-go-optoken-ignored", rsStore, `if t, ok := driver.OpToken(ctx); ok {`, `if t, ok := driver.OpToken(ctx); ok && false {`,
 			"writes ignore the caller's op token"),
 
 		// ---- Check ----

@@ -1,4 +1,4 @@
-package ckptstore_test
+package driver_test
 
 // Tests that mutation testing (internal/mutation: the hand-made mutants and
 // go-gremlins) found missing from the root package's own tests: each mutant
@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 )
 
 // Mutant val-key-no-prefix: a blob key checked for 64 lowercase hex digits
@@ -20,17 +20,17 @@ func TestValidateBlobKeyWithoutPrefix(t *testing.T) {
 	hex := strings.Repeat("0a", 32)
 	for _, tc := range []struct {
 		name string
-		mod  func(*ckptstore.Checkpoint)
+		mod  func(*driver.Checkpoint)
 	}{
-		{"file key of bare hex", func(cp *ckptstore.Checkpoint) { cp.Files[1].BlobKey = hex }},
-		{"file key with the prefix's slash missing", func(cp *ckptstore.Checkpoint) { cp.Files[1].BlobKey = "sandbox-files/sha256" + hex }},
-		{"artifact key of bare hex", func(cp *ckptstore.Checkpoint) { cp.Artifacts[0].BlobKey = hex }},
-		{"artifact key with a file prefix", func(cp *ckptstore.Checkpoint) { cp.Artifacts[0].BlobKey = "sandbox-files/sha256/" + hex }},
+		{"file key of bare hex", func(cp *driver.Checkpoint) { cp.Files[1].BlobKey = hex }},
+		{"file key with the prefix's slash missing", func(cp *driver.Checkpoint) { cp.Files[1].BlobKey = "sandbox-files/sha256" + hex }},
+		{"artifact key of bare hex", func(cp *driver.Checkpoint) { cp.Artifacts[0].BlobKey = hex }},
+		{"artifact key with a file prefix", func(cp *driver.Checkpoint) { cp.Artifacts[0].BlobKey = "sandbox-files/sha256/" + hex }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cp := validCheckpoint()
 			tc.mod(cp)
-			wantErr(t, ckptstore.Validate(cp), ckptstore.ErrInvalidEntry, "blobKey")
+			wantErr(t, driver.Validate(cp), driver.ErrInvalidEntry, "blobKey")
 		})
 	}
 }
@@ -45,12 +45,12 @@ func TestCompareCheckpointsByBytesNotUTF16(t *testing.T) {
 		{"\uFFFF", "😀"},
 		{"a\uFF5E", "a\U0001F600"},
 	} {
-		lo := &ckptstore.Checkpoint{ID: tc.lo, CreatedAt: 1}
-		hi := &ckptstore.Checkpoint{ID: tc.hi, CreatedAt: 1}
-		if c := ckptstore.CompareCheckpoints(lo, hi); c >= 0 {
+		lo := &driver.Checkpoint{ID: tc.lo, CreatedAt: 1}
+		hi := &driver.Checkpoint{ID: tc.hi, CreatedAt: 1}
+		if c := driver.CompareCheckpoints(lo, hi); c >= 0 {
 			t.Errorf("CompareCheckpoints(%+q, %+q) = %d, want < 0 (UTF-8 byte order)", tc.lo, tc.hi, c)
 		}
-		if c := ckptstore.CompareCheckpoints(hi, lo); c <= 0 {
+		if c := driver.CompareCheckpoints(hi, lo); c <= 0 {
 			t.Errorf("CompareCheckpoints(%+q, %+q) = %d, want > 0 (UTF-8 byte order)", tc.hi, tc.lo, c)
 		}
 	}
@@ -69,17 +69,17 @@ func TestUnmarshalSurrogateEdges(t *testing.T) {
 	}{
 		{"pair with the lowest low half", `"\ud800\udc00"`, "\U00010000", nil},
 		{"pair with the highest low half", `"\ud800\udfff"`, "\U000103FF", nil},
-		{"high then U+E000, just past the low range", `"\ud800\ue000"`, "", ckptstore.ErrInvalidID},
-		{"high then U+DBFF, a high", `"\ud800\udbff"`, "", ckptstore.ErrInvalidID},
-		{"high then unescaped text ending in dc00", `"\ud800xxdc00"`, "", ckptstore.ErrInvalidID},
-		{"high then unescaped u and low hex", `"\ud800xudc00"`, "", ckptstore.ErrInvalidID},
-		{"uppercase lone low surrogate", `"\uDC00"`, "", ckptstore.ErrInvalidID},
-		{"uppercase lone high surrogate", `"\uDBFF"`, "", ckptstore.ErrInvalidID},
+		{"high then U+E000, just past the low range", `"\ud800\ue000"`, "", driver.ErrInvalidID},
+		{"high then U+DBFF, a high", `"\ud800\udbff"`, "", driver.ErrInvalidID},
+		{"high then unescaped text ending in dc00", `"\ud800xxdc00"`, "", driver.ErrInvalidID},
+		{"high then unescaped u and low hex", `"\ud800xudc00"`, "", driver.ErrInvalidID},
+		{"uppercase lone low surrogate", `"\uDC00"`, "", driver.ErrInvalidID},
+		{"uppercase lone high surrogate", `"\uDBFF"`, "", driver.ErrInvalidID},
 		{"uppercase high then lowercase low", `"\uD83D\ude00"`, "😀", nil},
 		{"uppercase non-surrogate", `"\uABCD\uEF01"`, "\uABCD\uEF01", nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			var cp ckptstore.Checkpoint
+			var cp driver.Checkpoint
 			err := cp.UnmarshalJSON([]byte(`{"id":` + tt.id + `,"threadId":"t","createdAt":1,"reason":"named"}`))
 			wantErr(t, err, tt.want, "")
 			if tt.want == nil && cp.ID != tt.wantID {
@@ -94,12 +94,12 @@ func TestUnmarshalSurrogateEdges(t *testing.T) {
 // of the checkpoint's JSON; no test had such a conversation.
 func TestMarshalConversationLongerThanTheRest(t *testing.T) {
 	conv := "[" + strings.Repeat(`{"role":"user","content":"a long message"},`, 200) + `{"role":"assistant","content":"ok"}]`
-	cp := &ckptstore.Checkpoint{ID: "c", ThreadID: "t", CreatedAt: 1, Reason: ckptstore.ReasonAutomatic, Conversation: []byte(conv)}
+	cp := &driver.Checkpoint{ID: "c", ThreadID: "t", CreatedAt: 1, Reason: driver.ReasonAutomatic, Conversation: []byte(conv)}
 	b, err := cp.MarshalJSON()
 	if err != nil {
 		t.Fatalf("MarshalJSON: %v", err)
 	}
-	var got ckptstore.Checkpoint
+	var got driver.Checkpoint
 	if err := got.UnmarshalJSON(b); err != nil {
 		t.Fatalf("UnmarshalJSON: %v", err)
 	}
@@ -111,7 +111,7 @@ func TestMarshalConversationLongerThanTheRest(t *testing.T) {
 // Gremlins mutant of BlobKeys: a slice sized len(Files)-len(Artifacts)
 // panics when a checkpoint has more artifacts than files.
 func TestBlobKeysMoreArtifactsThanFiles(t *testing.T) {
-	cp := &ckptstore.Checkpoint{Artifacts: []ckptstore.Artifact{
+	cp := &driver.Checkpoint{Artifacts: []driver.Artifact{
 		{ArtifactID: "a", BlobKey: artifactKey(2)}, {ArtifactID: "b", BlobKey: artifactKey(1)}, {ArtifactID: "c", BlobKey: artifactKey(2)},
 	}}
 	got := cp.BlobKeys()
@@ -127,12 +127,12 @@ func TestValidateDriveLetterEdges(t *testing.T) {
 	for _, p := range []string{"a:", "z:/x", "A:", "Z:/x"} {
 		cp := validCheckpoint()
 		cp.Files[2].Path = p
-		wantErr(t, ckptstore.Validate(cp), ckptstore.ErrInvalidEntry, "drive letter")
+		wantErr(t, driver.Validate(cp), driver.ErrInvalidEntry, "drive letter")
 	}
 	for _, p := range []string{"@:", "[:", "`:", "{:", "@:/x", "{:/x"} {
 		cp := validCheckpoint()
 		cp.Files[2].Path = p
-		if err := ckptstore.Validate(cp); err != nil {
+		if err := driver.Validate(cp); err != nil {
 			t.Errorf("path %q: %v, want valid (not a drive letter)", p, err)
 		}
 	}

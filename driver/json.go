@@ -1,4 +1,4 @@
-package ckptstore
+package driver
 
 // JSON in the shape of @tanstack/ai-sandbox: camelCase names,
 // parentCheckpointId null when empty, a directory entry without blobKey and

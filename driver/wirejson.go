@@ -1,4 +1,4 @@
-package ckptstore
+package driver
 
 // JSON of the lease types, for the HTTP protocol (docs/http-api.md): a
 // Writer is {threadId, ownerToken, fence} and a Lease adds expiresAt (epoch
