@@ -214,11 +214,11 @@ func TestKeepNewestUnsupported(t *testing.T) {
 // backs its leases with a keeper that refuses a cancelled context, as a
 // network store would.
 type cancelStore struct {
-	*memstore.Store
+	*ckptstore.Portable
 	cancel context.CancelFunc
 }
 
-type ctxKeeper struct{ s *memstore.Store }
+type ctxKeeper struct{ s *ckptstore.Portable }
 
 func (k ctxKeeper) RenewWriter(ctx context.Context, w ckptstore.Writer) (time.Time, error) {
 	return k.s.RenewWriter(ctx, w)
@@ -232,16 +232,16 @@ func (k ctxKeeper) ReleaseWriter(ctx context.Context, w ckptstore.Writer) error 
 }
 
 func (c cancelStore) AcquireWriter(ctx context.Context, threadID string) (*ckptstore.Lease, error) {
-	l, err := c.Store.AcquireWriter(ctx, threadID)
+	l, err := c.Portable.AcquireWriter(ctx, threadID)
 	if err != nil {
 		return nil, err
 	}
-	return ckptstore.NewLease(l.Writer, l.ExpiresAt, l.RenewAfter, ctxKeeper{c.Store}), nil
+	return ckptstore.NewLease(l.Writer, l.ExpiresAt, l.RenewAfter, ctxKeeper{c.Portable}), nil
 }
 
 func (c cancelStore) DeleteCheckpoints(ctx context.Context, threadID string, keep int, w ckptstore.Writer) ([]string, error) {
 	c.cancel()
-	return c.Store.DeleteCheckpoints(ctx, threadID, keep, w)
+	return c.Portable.DeleteCheckpoints(ctx, threadID, keep, w)
 }
 
 // A cancelled context must not leave the lease held until it expires.

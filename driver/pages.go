@@ -41,3 +41,49 @@ type ImportBatch struct {
 	// Writer is the thread's live lease.
 	Writer Writer
 }
+
+// Page is a checked ListPage request.
+type Page struct {
+	// After is the position the page starts strictly after; nil = the
+	// start (the end when Reverse).
+	After   *Position
+	Limit   int // 1…MaxPageLimit
+	Reverse bool
+}
+
+// Includes reports whether cp belongs on the far side of the page's cursor.
+func (p Page) Includes(cp *Checkpoint) bool {
+	if p.After == nil {
+		return true
+	}
+	c := ComparePosition(cp, *p.After)
+	if p.Reverse {
+		return c < 0
+	}
+	return c > 0
+}
+
+// Next is the cursor to return after page: the position of its last
+// checkpoint when more follow, "" otherwise. Stores learn more by reading
+// Limit+1 checkpoints and returning Limit.
+func (p Page) Next(page []*Checkpoint, more bool) string {
+	if !more || len(page) == 0 {
+		return ""
+	}
+	return EncodeCursor(PositionOf(page[len(page)-1]))
+}
+
+// ThreadPage is a checked Threads request.
+type ThreadPage struct {
+	After string // thread ids strictly after this one; "" = from the start
+	Limit int    // 1…MaxPageLimit
+}
+
+// Next is the cursor to return after page: its last id when more follow,
+// "" otherwise.
+func (p ThreadPage) Next(page []string, more bool) string {
+	if !more || len(page) == 0 {
+		return ""
+	}
+	return EncodeThreadCursor(page[len(page)-1])
+}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/fdbstore/internal/tuple"
 	"github.com/ckptstore/ckptstore/fdbstore/kv"
 	"github.com/ckptstore/ckptstore/precheck"
@@ -58,7 +59,7 @@ func (s *Store) ListPage(ctx context.Context, threadID string, opt ckptstore.Lis
 }
 
 // readPage reads one page of the thread data under p within r.
-func (s *Store) readPage(tr kv.ReadTransaction, p []byte, r kv.KeyRange, pg precheck.Page) ([]*ckptstore.Checkpoint, bool, error) {
+func (s *Store) readPage(tr kv.ReadTransaction, p []byte, r kv.KeyRange, pg driver.Page) ([]*ckptstore.Checkpoint, bool, error) {
 	kvs, err := tr.GetRange(r, kv.RangeOptions{Limit: pg.Limit + 1, Reverse: pg.Reverse}).Get()
 	if err != nil {
 		return nil, false, err

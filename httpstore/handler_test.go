@@ -274,7 +274,7 @@ func TestNoRetryOnAnswer(t *testing.T) {
 }
 
 // baseOnly is a memstore seen without any optional capability.
-type baseOnly struct{ s *memstore.Store }
+type baseOnly struct{ s *ckptstore.Portable }
 
 func (b baseOnly) Namespace(string, ckptstore.Options) (ckptstore.Store, ckptstore.InstanceStore, error) {
 	return struct{ ckptstore.Store }{b.s}, memstore.NewInstanceStore(), nil

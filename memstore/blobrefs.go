@@ -43,7 +43,7 @@ const mergeSlack = 4096
 // key that comes back gets a new slot and a new item). Each slot has one
 // item, so a merge that drops a dead item frees its slot for reuse, and no
 // slot is reused before: a dead item never sees another key's count. The
-// caller holds Store.mu.
+// caller holds Driver.mu.
 type blobRefs struct {
 	byKey   map[string]slot
 	slots   []blobRef // slots[0] unused

@@ -20,7 +20,6 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/driver"
 )
 
@@ -35,9 +34,9 @@ func Read(ctx context.Context, what, id string) error {
 
 // WriterThread fails with ErrWriterLost when w is not a writer of threadID:
 // the part of "the writer is current" that needs no state.
-func WriterThread(w ckptstore.Writer, threadID string) error {
+func WriterThread(w driver.Writer, threadID string) error {
 	if w.ThreadID != threadID {
-		return fmt.Errorf("%w: writer of thread %q cannot write thread %q", ckptstore.ErrWriterLost, w.ThreadID, threadID)
+		return fmt.Errorf("%w: writer of thread %q cannot write thread %q", driver.ErrWriterLost, w.ThreadID, threadID)
 	}
 	return nil
 }
@@ -45,7 +44,7 @@ func WriterThread(w ckptstore.Writer, threadID string) error {
 // Append checks Append's steps 1 and 2 and the writer's thread (the pure
 // part of step 3). The store then checks, in order: writer live, id unused,
 // head, parent.
-func Append(ctx context.Context, cp *ckptstore.Checkpoint, expectedHeadID string, w ckptstore.Writer) error {
+func Append(ctx context.Context, cp *driver.Checkpoint, expectedHeadID string, w driver.Writer) error {
 	if err := driver.ValidateAppend(cp, expectedHeadID, w); err != nil {
 		return err
 	}
@@ -57,7 +56,7 @@ func Append(ctx context.Context, cp *ckptstore.Checkpoint, expectedHeadID string
 
 // DeleteHead checks DeleteHead's ids and the writer's thread. The store
 // then checks: writer live, checkpoint is the head.
-func DeleteHead(ctx context.Context, threadID, checkpointID string, w ckptstore.Writer) error {
+func DeleteHead(ctx context.Context, threadID, checkpointID string, w driver.Writer) error {
 	if err := driver.ValidateDeleteHead(threadID, checkpointID, w); err != nil {
 		return err
 	}
@@ -69,7 +68,7 @@ func DeleteHead(ctx context.Context, threadID, checkpointID string, w ckptstore.
 
 // Prune checks DeleteCheckpoints' ids, keep and the writer's thread. The
 // store then checks: writer live.
-func Prune(ctx context.Context, threadID string, keep int, w ckptstore.Writer) error {
+func Prune(ctx context.Context, threadID string, keep int, w driver.Writer) error {
 	if err := driver.ValidatePrune(threadID, keep, w); err != nil {
 		return err
 	}
@@ -83,7 +82,7 @@ func Prune(ctx context.Context, threadID string, keep int, w ckptstore.Writer) e
 // store then checks, in order: source exists, source in the source thread,
 // WriterThread(in.Writer, in.DestinationThreadID), writer live, destination
 // empty (no head, checkpoint or transcript; destination id unused).
-func Fork(ctx context.Context, in ckptstore.ForkInput) error {
+func Fork(ctx context.Context, in driver.ForkInput) error {
 	if err := driver.ValidateFork(in); err != nil {
 		return err
 	}
@@ -97,14 +96,14 @@ func AcquireWriter(ctx context.Context, threadID string) error {
 
 // RenewWriter checks the writer's thread id. The store then checks: writer
 // live (ErrWriterLost).
-func RenewWriter(ctx context.Context, w ckptstore.Writer) error {
+func RenewWriter(ctx context.Context, w driver.Writer) error {
 	return Read(ctx, "writer thread id", w.ThreadID)
 }
 
 // ReleaseWriter reports whether a release of w can match any lease: one
 // with an invalid thread id cannot, and Release does nothing then. It never
 // fails on the input, as Release never fails; only the context can stop it.
-func ReleaseWriter(ctx context.Context, w ckptstore.Writer) (ok bool, err error) {
+func ReleaseWriter(ctx context.Context, w driver.Writer) (ok bool, err error) {
 	if driver.ValidateID("writer thread id", w.ThreadID) != nil {
 		return false, nil
 	}
@@ -130,7 +129,7 @@ func SaveThread(ctx context.Context, threadID string, messages json.RawMessage) 
 
 // DeleteThread checks the ids and the writer's thread. The store then
 // checks: writer live (in every batch).
-func DeleteThread(ctx context.Context, threadID string, w ckptstore.Writer) error {
+func DeleteThread(ctx context.Context, threadID string, w driver.Writer) error {
 	if err := driver.ValidateDeleteThread(threadID, w); err != nil {
 		return err
 	}
@@ -140,84 +139,38 @@ func DeleteThread(ctx context.Context, threadID string, w ckptstore.Writer) erro
 	return ctx.Err()
 }
 
-// Page is a checked ListPage request.
-type Page struct {
-	// After is the position the page starts strictly after; nil = the
-	// start (the end when Reverse).
-	After   *driver.Position
-	Limit   int // 1…MaxPageLimit
-	Reverse bool
-}
-
-// Includes reports whether cp belongs on the far side of the page's cursor.
-func (p Page) Includes(cp *ckptstore.Checkpoint) bool {
-	if p.After == nil {
-		return true
-	}
-	c := driver.ComparePosition(cp, *p.After)
-	if p.Reverse {
-		return c < 0
-	}
-	return c > 0
-}
-
-// Next is the cursor to return after page: the position of its last
-// checkpoint when more follow, "" otherwise. Stores learn more by reading
-// Limit+1 checkpoints and returning Limit.
-func (p Page) Next(page []*ckptstore.Checkpoint, more bool) string {
-	if !more || len(page) == 0 {
-		return ""
-	}
-	return driver.EncodeCursor(driver.PositionOf(page[len(page)-1]))
-}
-
 // ListPage checks ListPage's thread id (ErrInvalidID), limit and cursor
 // (ErrInvalidEntry), and returns them resolved.
-func ListPage(ctx context.Context, threadID string, opt ckptstore.ListOptions) (Page, error) {
+func ListPage(ctx context.Context, threadID string, opt driver.ListOptions) (driver.Page, error) {
 	if err := driver.ValidateID("thread id", threadID); err != nil {
-		return Page{}, err
+		return driver.Page{}, err
 	}
 	limit, err := driver.PageLimit(opt.Limit)
 	if err != nil {
-		return Page{}, err
+		return driver.Page{}, err
 	}
-	p := Page{Limit: limit, Reverse: opt.Reverse}
+	p := driver.Page{Limit: limit, Reverse: opt.Reverse}
 	if opt.After != "" {
 		pos, err := driver.DecodeCursor(opt.After)
 		if err != nil {
-			return Page{}, err
+			return driver.Page{}, err
 		}
 		p.After = &pos
 	}
 	return p, ctx.Err()
 }
 
-// ThreadPage is a checked Threads request.
-type ThreadPage struct {
-	After string // thread ids strictly after this one; "" = from the start
-	Limit int    // 1…MaxPageLimit
-}
-
-// Next is the cursor to return after page: its last id when more follow,
-// "" otherwise.
-func (p ThreadPage) Next(page []string, more bool) string {
-	if !more || len(page) == 0 {
-		return ""
-	}
-	return driver.EncodeThreadCursor(page[len(page)-1])
-}
-
 // Threads checks Threads' limit and cursor (ErrInvalidEntry) and returns
 // them resolved.
-func Threads(ctx context.Context, after string, limit int) (ThreadPage, error) {
+func Threads(ctx context.Context, after string, limit int) (driver.ThreadPage, error) {
 	l, err := driver.PageLimit(limit)
 	if err != nil {
-		return ThreadPage{}, err
+		return driver.ThreadPage{}, err
 	}
-	p := ThreadPage{Limit: l}
+	p := driver.ThreadPage{Limit: l}
 	if after != "" {
 		if p.After, err = driver.DecodeThreadCursor(after); err != nil {
-			return ThreadPage{}, err
+			return driver.ThreadPage{}, err
 		}
 	}
 	return p, ctx.Err()
@@ -226,7 +179,7 @@ func Threads(ctx context.Context, after string, limit int) (ThreadPage, error) {
 // Import checks Import's ids and content (driver.ValidateImport) and the
 // writer's thread. The store then checks, in order: writer live, ids unused
 // elsewhere or stored equal, head (with SetHead).
-func Import(ctx context.Context, b ckptstore.ImportBatch) error {
+func Import(ctx context.Context, b driver.ImportBatch) error {
 	if err := driver.ValidateImport(b); err != nil {
 		return err
 	}
@@ -245,7 +198,7 @@ func InstanceKey(ctx context.Context, key string) error {
 }
 
 // InstanceUpsert checks an instance record for Upsert.
-func InstanceUpsert(ctx context.Context, rec *ckptstore.InstanceRecord) error {
+func InstanceUpsert(ctx context.Context, rec *driver.InstanceRecord) error {
 	if err := driver.ValidateInstanceRecord(rec); err != nil {
 		return err
 	}

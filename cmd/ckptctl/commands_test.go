@@ -14,7 +14,6 @@ import (
 	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/fdbstore"
 	"github.com/ckptstore/ckptstore/internal/testkit"
-	"github.com/ckptstore/ckptstore/memstore"
 	"github.com/ckptstore/ckptstore/redisstore"
 )
 
@@ -248,13 +247,13 @@ func TestCheckWithoutChecker(t *testing.T) {
 
 // badChecker and cleanChecker have redisstore's and fdbstore's checker
 // shapes over a memstore.
-type badChecker struct{ *memstore.Store }
+type badChecker struct{ *ckptstore.Portable }
 
 func (badChecker) Check(context.Context) ([]redisstore.Problem, error) {
 	return []redisstore.Problem{{Key: "x", What: "count at 0"}, {Key: "y", What: "chunk gap"}}, nil
 }
 
-type cleanChecker struct{ *memstore.Store }
+type cleanChecker struct{ *ckptstore.Portable }
 
 func (cleanChecker) Check(context.Context) ([]fdbstore.Problem, error) { return nil, nil }
 
@@ -301,12 +300,12 @@ func TestUnreachableStoreExits1(t *testing.T) {
 // reports the caller's context error, as when an interrupt lands between
 // the commit and its reply.
 type lostAcquire struct {
-	*memstore.Store
+	*ckptstore.Portable
 	lose bool
 }
 
 func (s *lostAcquire) AcquireWriter(ctx context.Context, thread string) (*ckptstore.Lease, error) {
-	l, err := s.Store.AcquireWriter(ctx, thread)
+	l, err := s.Portable.AcquireWriter(ctx, thread)
 	if err == nil && s.lose {
 		s.lose = false
 		return nil, context.Canceled
@@ -316,8 +315,8 @@ func (s *lostAcquire) AcquireWriter(ctx context.Context, thread string) (*ckptst
 
 func TestALeaseTakenByAFailedAcquireIsReleased(t *testing.T) {
 	ctx := context.Background()
-	s := &lostAcquire{Store: newMem(), lose: true}
-	appendChain(t, s.Store, "chain", 3, 1)
+	s := &lostAcquire{Portable: newMem(), lose: true}
+	appendChain(t, s.Portable, "chain", 3, 1)
 	h := newHarness(t)
 	h.fails(1, "context canceled", "delete-thread", "--store", h.add("s", s), "chain")
 	l, err := s.AcquireWriter(ctx, "chain")

@@ -133,7 +133,7 @@ func (h *harness) fails(code int, want string, args ...string) result {
 	return r
 }
 
-func newMem() *memstore.Store { return memstore.New(ckptstore.Options{}) }
+func newMem() *ckptstore.Portable { return memstore.New(ckptstore.Options{}) }
 
 // importAll writes a thread into s exactly, through Import under a lease.
 func importAll(t testing.TB, s ckptstore.Store, thread, head string, transcript json.RawMessage, cps ...*ckptstore.Checkpoint) {

@@ -17,10 +17,10 @@ import (
 
 // staleWins lets a stale writer's append report success: the bug a store
 // without its lease check in the atomic step has.
-type staleWins struct{ *memstore.Store }
+type staleWins struct{ *ckptstore.Portable }
 
 func (s staleWins) Append(ctx context.Context, cp *ckptstore.Checkpoint, head string, w ckptstore.Writer) error {
-	if err := s.Store.Append(ctx, cp, head, w); !errors.Is(err, ckptstore.ErrWriterLost) {
+	if err := s.Portable.Append(ctx, cp, head, w); !errors.Is(err, ckptstore.ErrWriterLost) {
 		return err
 	}
 	return nil
@@ -29,7 +29,7 @@ func (s staleWins) Append(ctx context.Context, cp *ckptstore.Checkpoint, head st
 // cachedHead answers Head from a cache that an append does not update:
 // a stale read.
 type cachedHead struct {
-	*memstore.Store
+	*ckptstore.Portable
 	mu    sync.Mutex
 	cache map[string]string
 }
@@ -40,7 +40,7 @@ func (s *cachedHead) Head(ctx context.Context, thread string) (string, error) {
 	if h, ok := s.cache[thread]; ok {
 		return h, nil
 	}
-	h, err := s.Store.Head(ctx, thread)
+	h, err := s.Portable.Head(ctx, thread)
 	if err == nil && h != "" {
 		s.cache[thread] = h
 	}
@@ -48,10 +48,10 @@ func (s *cachedHead) Head(ctx context.Context, thread string) (string, error) {
 }
 
 // lostRenew reports a renew as failed after it extended the lease.
-type lostRenew struct{ *memstore.Store }
+type lostRenew struct{ *ckptstore.Portable }
 
 func (s lostRenew) AcquireWriter(ctx context.Context, thread string) (*ckptstore.Lease, error) {
-	l, err := s.Store.AcquireWriter(ctx, thread)
+	l, err := s.Portable.AcquireWriter(ctx, thread)
 	if err != nil {
 		return nil, err
 	}
@@ -59,24 +59,26 @@ func (s lostRenew) AcquireWriter(ctx context.Context, thread string) (*ckptstore
 }
 
 func (s lostRenew) RenewWriter(ctx context.Context, w ckptstore.Writer) (time.Time, error) {
-	if _, err := s.Store.RenewWriter(ctx, w); err != nil {
+	if _, err := s.Portable.RenewWriter(ctx, w); err != nil {
 		return time.Time{}, err
 	}
 	return time.Time{}, ckptstore.ErrWriterLost
 }
 
-func newStore(clock *testkit.Clock, opt Options) *memstore.Store {
+func newStore(clock *testkit.Clock, opt Options) *ckptstore.Portable {
 	return memstore.New(opt.StoreOptions(clock))
 }
 
 // TestCatchesBrokenStores shows that each broken store fails the check in
 // at least one of a few histories, while memstore passes all of them.
 func TestCatchesBrokenStores(t *testing.T) {
-	for name, wrap := range map[string]func(*memstore.Store) ckptstore.Store{
-		"memstore":    func(s *memstore.Store) ckptstore.Store { return s },
-		"stale wins":  func(s *memstore.Store) ckptstore.Store { return staleWins{s} },
-		"cached head": func(s *memstore.Store) ckptstore.Store { return &cachedHead{Store: s, cache: map[string]string{}} },
-		"lost renew":  func(s *memstore.Store) ckptstore.Store { return lostRenew{s} },
+	for name, wrap := range map[string]func(*ckptstore.Portable) ckptstore.Store{
+		"memstore":   func(s *ckptstore.Portable) ckptstore.Store { return s },
+		"stale wins": func(s *ckptstore.Portable) ckptstore.Store { return staleWins{s} },
+		"cached head": func(s *ckptstore.Portable) ckptstore.Store {
+			return &cachedHead{Portable: s, cache: map[string]string{}}
+		},
+		"lost renew": func(s *ckptstore.Portable) ckptstore.Store { return lostRenew{s} },
 	} {
 		t.Run(name, func(t *testing.T) {
 			illegal := 0

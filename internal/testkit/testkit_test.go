@@ -24,10 +24,10 @@ type recorder struct {
 func (r *recorder) Fatalf(format string, args ...any) { r.msg = fmt.Sprintf(format, args...) }
 
 // liar reports one reference too many for every key.
-type liar struct{ *memstore.Store }
+type liar struct{ *ckptstore.Portable }
 
 func (l liar) BlobReferences(ctx context.Context) ([]ckptstore.BlobRef, error) {
-	refs, err := l.Store.BlobReferences(ctx)
+	refs, err := l.Portable.BlobReferences(ctx)
 	for i := range refs {
 		refs[i].References++
 	}
