@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"iter"
 	"time"
 
 	"github.com/ckptstore/ckptstore/driver"
+	"github.com/ckptstore/ckptstore/internal/seqs"
 	"github.com/ckptstore/ckptstore/precheck"
 )
 
@@ -133,8 +135,15 @@ func (s *Portable) ReleaseWriter(ctx context.Context, w Writer) error {
 // BlobReferences returns every blob key with a count above 0, over all
 // threads, in byte order.
 func (s *Portable) BlobReferences(ctx context.Context) ([]BlobRef, error) {
+	return seqs.Collect(s.BlobReferencesSeq(ctx))
+}
+
+// BlobReferencesSeq yields what BlobReferences returns, streamed as the
+// backend reads it (in pages in the database-backed stores), so that a
+// sweep never holds every reference (sweep.RefLister).
+func (s *Portable) BlobReferencesSeq(ctx context.Context) iter.Seq2[BlobRef, error] {
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return func(yield func(BlobRef, error) bool) { yield(BlobRef{}, err) }
 	}
 	return s.d.ListBlobReferences(ctx)
 }

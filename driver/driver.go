@@ -49,6 +49,7 @@ package driver
 import (
 	"context"
 	"encoding/json"
+	"iter"
 	"time"
 )
 
@@ -83,9 +84,12 @@ type Store interface {
 	// Release ends w's lease when it is still the thread's lease, and does
 	// nothing otherwise; an error means the backend could not be reached.
 	Release(ctx context.Context, w Writer) error
-	// ListBlobReferences returns every blob key with a count above 0, in
-	// byte order.
-	ListBlobReferences(ctx context.Context) ([]BlobRef, error)
+	// ListBlobReferences yields every blob key with a count above 0, each
+	// once, in strictly ascending byte order; an error ends the sequence.
+	// It need not be one snapshot (a driver may read it in pages), but a
+	// key referenced for the whole iteration must be yielded: the sweep
+	// streams millions of keys through it.
+	ListBlobReferences(ctx context.Context) iter.Seq2[BlobRef, error]
 	// DeleteCheckpoints keeps the head and the keep−1 checkpoints before it
 	// on the parent chain and deletes the older ones, returning their ids
 	// farthest from the head first. State check: writer live.

@@ -1,14 +1,13 @@
 package driver_test
 
-// Fixtures shared by the root package's tests: valid blob keys, a valid
-// checkpoint to mutate, and a clock the tests move by hand.
+// Fixtures shared by the driver package's tests: valid blob keys, a valid
+// checkpoint to mutate, and an error check.
 
 import (
 	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/internal/testkit"
@@ -39,11 +38,6 @@ func validCheckpoint() *driver.Checkpoint {
 		},
 	}
 }
-
-// clock is a time source that only moves when a test moves it.
-type clock = testkit.Clock
-
-func newClock() *clock { return testkit.NewClock(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)) }
 
 // wantErr fails t unless err satisfies errors.Is with want (nil: no error).
 // When contains is not empty, the message must also contain it, which is how

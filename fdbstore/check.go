@@ -148,13 +148,13 @@ var defaultCheckLimits = checkLimits{rangeKeys: 1000, txKeys: 200_000, txBytes: 
 // the old global layout (a test fixture only). The other problems of the
 // whole store, keys outside the layout and records that do not decode, are
 // of one key each, which no write of this package makes.
-func (s *Store) Check(ctx context.Context) ([]Problem, error) {
+func (s *Driver) Check(ctx context.Context) ([]Problem, error) {
 	return s.check(ctx, defaultCheckLimits)
 }
 
 // check is Check with the given limits (the tests' are small, to make
 // many pages).
-func (s *Store) check(ctx context.Context, lim checkLimits) ([]Problem, error) {
+func (s *Driver) check(ctx context.Context, lim checkLimits) ([]Problem, error) {
 	scanned, err := s.scan(ctx, lim)
 	if err != nil {
 		return nil, err
@@ -177,7 +177,7 @@ func sortProblems(ps []Problem) []Problem {
 
 // scan reads the keyspace in pages and returns the problems it found,
 // unconfirmed.
-func (s *Store) scan(ctx context.Context, lim checkLimits) ([]Problem, error) {
+func (s *Driver) scan(ctx context.Context, lim checkLimits) ([]Problem, error) {
 	c := newChecker(s, false)
 	r := kv.PrefixRange(s.k.p)
 	for begin := r.Begin; begin != nil; {
@@ -227,7 +227,7 @@ func scanPage(tr kv.ReadTransaction, r kv.KeyRange, lim checkLimits) (page []kv.
 // confirm replaces the scan's problems of each thread or checkpoint by
 // those of one transaction that reads that subject whole (see Check). The
 // scan's problems of the whole store are kept as they are.
-func (s *Store) confirm(ctx context.Context, scanned []Problem, lim checkLimits) ([]Problem, error) {
+func (s *Driver) confirm(ctx context.Context, scanned []Problem, lim checkLimits) ([]Problem, error) {
 	type group struct {
 		threads, ids map[string]bool
 		problems     []Problem
@@ -283,7 +283,7 @@ func (s *Store) confirm(ctx context.Context, scanned []Problem, lim checkLimits)
 // checkpoints found in those threads and the threads those indexes name,
 // until nothing new is named. It returns the pairs in key order, and
 // ok = false when they pass lim.confirmBytes or the reads lim.txTime.
-func (s *Store) readSubject(ctx context.Context, threads, ids map[string]bool, lim checkLimits) (pairs []kv.KeyValue, ok bool, err error) {
+func (s *Driver) readSubject(ctx context.Context, threads, ids map[string]bool, lim checkLimits) (pairs []kv.KeyValue, ok bool, err error) {
 	err = s.db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
 		sr := &subjectReader{
 			s: s, tr: tr, lim: lim, pairs: pairs[:0], start: time.Now(),
@@ -300,7 +300,7 @@ func (s *Store) readSubject(ctx context.Context, threads, ids map[string]bool, l
 
 // subjectReader is one attempt of readSubject's transaction.
 type subjectReader struct {
-	s            *Store
+	s            *Driver
 	tr           kv.ReadTransaction
 	lim          checkLimits
 	pairs        []kv.KeyValue
@@ -418,7 +418,7 @@ type subject struct{ thread, id string }
 
 // checker takes the keys of a store in key order and collects problems.
 type checker struct {
-	s *Store
+	s *Driver
 	// partial: only some threads and ids were read (a confirming read):
 	// the checks that need every key (the blob counts, the old global
 	// markers) are left out.
@@ -523,7 +523,7 @@ func (d *chunkRun) decode(decode func([]byte) error) (v []byte, end, gap int, er
 	return nil, 0, gap, err
 }
 
-func newChecker(s *Store, partial bool) *checker {
+func newChecker(s *Driver, partial bool) *checker {
 	return &checker{s: s, partial: partial, seed: maphash.MakeSeed(), index: map[string]*checkedIndex{},
 		threads: map[string]*checkedThread{}, refs: map[string]int64{}, badRefs: map[string]bool{}, counted: map[string]int64{}, listed: map[string]bool{}}
 }

@@ -83,9 +83,9 @@ func TestConformanceWithFaults(t *testing.T) {
 
 // checked runs Check on s when the test ends: a store that passes the
 // suite but breaks an invariant of its keyspace fails too.
-func checked(t *testing.T, s *fdbstore.Store) *fdbstore.Store {
+func checked(t *testing.T, s *ckptstore.Portable) *ckptstore.Portable {
 	t.Cleanup(func() {
-		problems, err := s.Check(context.Background())
+		problems, err := fdbDriver(s).Check(context.Background())
 		if err != nil {
 			t.Errorf("Check: %v", err)
 		}

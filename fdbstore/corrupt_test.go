@@ -25,10 +25,10 @@ func TestCorruptValueIsErrCorrupt(t *testing.T) {
 		return nil
 	}))
 
-	_, err := f.s.Get(ctx, "b")
+	_, err := f.s.p().Get(ctx, "b")
 	assert.ErrorIs(t, err, driver.ErrCorrupt, "Get")
 	assert.ErrorIs(t, err, ErrCorrupt, "Get: fdbstore.ErrCorrupt is the same value")
-	_, err = f.s.List(ctx, "t")
+	_, err = f.s.p().List(ctx, "t")
 	assert.ErrorIs(t, err, driver.ErrCorrupt, "List")
 	assert.Empty(t, ckptstore.Code(err), "a corrupt value is no contract error")
 	problems := mustCheck(t, f.s)

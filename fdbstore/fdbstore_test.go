@@ -22,7 +22,7 @@ import (
 )
 
 // newMemStore returns a Store over a fresh memkv engine.
-func newMemStore(t testing.TB, opts fdbstore.Options, mopts memkv.Options) (*fdbstore.Store, *memkv.DB) {
+func newMemStore(t testing.TB, opts fdbstore.Options, mopts memkv.Options) (*ckptstore.Portable, *memkv.DB) {
 	t.Helper()
 	db, err := memkv.NewWithOptions(mopts)
 	if err != nil {
@@ -277,7 +277,7 @@ func TestNewRejectsBadOptions(t *testing.T) {
 	assert.Panics(t, func() { fdbstore.NewInstanceStore(db, "\xffx") }, "the shorthand panics on a system prefix")
 	s, err := fdbstore.New(db, fdbstore.Options{})
 	must(t, err)
-	if o := s.Options(); o.Prefix != fdbstore.DefaultPrefix || o.PruneBatch != fdbstore.DefaultPruneBatch ||
+	if o := fdbDriver(s).Options(); o.Prefix != fdbstore.DefaultPrefix || o.PruneBatch != fdbstore.DefaultPruneBatch ||
 		o.BlobPage != fdbstore.DefaultBlobPage || o.LeaseDuration != driver.DefaultLeaseDuration {
 		t.Errorf("defaults: %+v", o)
 	}
@@ -299,3 +299,7 @@ func TestNewInstancesTakesStoreOptions(t *testing.T) {
 	require.NoError(t, err)
 	assert.Nil(t, got, "the default prefix does not see it")
 }
+
+// fdbDriver is the driver under s, for what only fdbstore has: Check,
+// Restore and the resolved Options.
+func fdbDriver(s *ckptstore.Portable) *fdbstore.Driver { return s.Driver().(*fdbstore.Driver) }

@@ -46,7 +46,7 @@ type ilEnv struct {
 	t              *testing.T
 	ctx            context.Context
 	db             *memkv.DB
-	s              *Store
+	s              *Driver
 	clock          *testkit.Clock
 	wa, wb, wd, we ckptstore.Writer
 	chain          []string
@@ -64,14 +64,14 @@ func newILEnv(t *testing.T) *ilEnv {
 		t.Fatal(err)
 	}
 	e := &ilEnv{t: t, ctx: context.Background(), db: db, clock: testkit.NewClock(start)}
-	s, err := New(e.db, Options{Options: ckptstore.Options{Now: e.clock.Now, LeaseDuration: ilLease}})
+	s, err := NewDriver(e.db, Options{Options: ckptstore.Options{Now: e.clock.Now, LeaseDuration: ilLease}})
 	e.must(err)
 	e.s = s
 	e.wa, e.wb, e.wd, e.we = e.acquire("a"), e.acquire("b"), e.acquire("d"), e.acquire("e")
 	head := ""
 	for i := range 3 {
 		id := fmt.Sprintf("a-c%d", i)
-		e.must(s.Append(e.ctx, testkit.Checkpoint("a", id, head, float64(i), 0, 1000+i), head, e.wa))
+		e.must(s.p().Append(e.ctx, testkit.Checkpoint("a", id, head, float64(i), 0, 1000+i), head, e.wa))
 		e.chain = append(e.chain, id)
 		head = id
 	}
@@ -87,7 +87,7 @@ func (e *ilEnv) must(err error) {
 
 func (e *ilEnv) acquire(thread string) ckptstore.Writer {
 	e.t.Helper()
-	l, err := e.s.AcquireWriter(e.ctx, thread)
+	l, err := e.s.p().AcquireWriter(e.ctx, thread)
 	e.must(err)
 	return l.Writer
 }
@@ -208,23 +208,23 @@ func (e *ilEnv) sameAs(want []kv.KeyValue) {
 
 // Concurrent operations on e's threads.
 func (e *ilEnv) release(w ckptstore.Writer) func() {
-	return func() { e.must(e.s.ReleaseWriter(e.ctx, w)) }
+	return func() { e.must(e.s.p().ReleaseWriter(e.ctx, w)) }
 }
 func (e *ilEnv) renew(w ckptstore.Writer) func() {
-	return func() { _, err := e.s.RenewWriter(e.ctx, w); e.must(err) }
+	return func() { _, err := e.s.p().RenewWriter(e.ctx, w); e.must(err) }
 }
 func (e *ilEnv) appendOp(cp *ckptstore.Checkpoint, head string, w ckptstore.Writer) func() {
-	return func() { e.must(e.s.Append(e.ctx, cp, head, w)) }
+	return func() { e.must(e.s.p().Append(e.ctx, cp, head, w)) }
 }
 func (e *ilEnv) deleteHead(thread, id string, w ckptstore.Writer) func() {
-	return func() { e.must(e.s.DeleteHead(e.ctx, thread, id, w)) }
+	return func() { e.must(e.s.p().DeleteHead(e.ctx, thread, id, w)) }
 }
 func (e *ilEnv) prune(thread string, keep int, w ckptstore.Writer) func() {
-	return func() { _, err := e.s.DeleteCheckpoints(e.ctx, thread, keep, w); e.must(err) }
+	return func() { _, err := e.s.p().DeleteCheckpoints(e.ctx, thread, keep, w); e.must(err) }
 }
 func (e *ilEnv) fork(srcThread, srcID, dst, dstID string, w ckptstore.Writer) func() {
 	return func() {
-		_, err := e.s.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{
+		_, err := e.s.p().ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{
 			SourceThreadID: srcThread, SourceCheckpointID: srcID,
 			DestinationThreadID: dst, DestinationCheckpointID: dstID, Writer: w,
 		})
@@ -235,7 +235,7 @@ func (e *ilEnv) fork(srcThread, srcID, dst, dstID string, w ckptstore.Writer) fu
 // importOp imports cps into thread without setting its head.
 func (e *ilEnv) importOp(thread string, w ckptstore.Writer, cps ...*ckptstore.Checkpoint) func() {
 	return func() {
-		im, ok := any(e.s).(ckptstore.Importer)
+		im, ok := any(e.s.p()).(ckptstore.Importer)
 		if !ok {
 			e.t.Skip("fdbstore does not implement ckptstore.Importer yet")
 		}
@@ -247,7 +247,7 @@ func (e *ilEnv) importOp(thread string, w ckptstore.Writer, cps ...*ckptstore.Ch
 // saveOp saves a one-message transcript of thread.
 func (e *ilEnv) saveOp(thread string) func() {
 	return func() {
-		tx, ok := any(e.s).(ckptstore.Transcripts)
+		tx, ok := any(e.s.p()).(ckptstore.Transcripts)
 		if !ok {
 			e.t.Skip("fdbstore does not implement ckptstore.Transcripts yet")
 		}
@@ -258,7 +258,7 @@ func (e *ilEnv) saveOp(thread string) func() {
 // listed reports whether Threads lists thread.
 func (e *ilEnv) listed(thread string) bool {
 	e.t.Helper()
-	tl, ok := any(e.s).(ckptstore.ThreadLister)
+	tl, ok := any(e.s.p()).(ckptstore.ThreadLister)
 	if !ok {
 		e.t.Skip("fdbstore does not implement ckptstore.ThreadLister yet")
 	}
@@ -277,14 +277,14 @@ func (e *ilEnv) listed(thread string) bool {
 
 func (e *ilEnv) head(thread string) string {
 	e.t.Helper()
-	h, err := e.s.Head(e.ctx, thread)
+	h, err := e.s.p().Head(e.ctx, thread)
 	e.must(err)
 	return h
 }
 
 func (e *ilEnv) listIDs(thread string) []string {
 	e.t.Helper()
-	cps, err := e.s.List(e.ctx, thread)
+	cps, err := e.s.p().List(e.ctx, thread)
 	e.must(err)
 	var ids []string
 	for _, cp := range cps {
@@ -321,7 +321,9 @@ func runILCases(t *testing.T, cases []ilCase) {
 
 func TestInterleaveAppend(t *testing.T) {
 	next := func(e *ilEnv) func() error {
-		return func() error { return e.s.Append(e.ctx, testkit.Checkpoint("a", "a-c3", "a-c2", 3, 0, 7), "a-c2", e.wa) }
+		return func() error {
+			return e.s.p().Append(e.ctx, testkit.Checkpoint("a", "a-c3", "a-c2", 3, 0, 7), "a-c2", e.wa)
+		}
 	}
 	runILCases(t, []ilCase{
 		{"LeaseReleased", func(e *ilEnv) { e.refused(e.release(e.wa), next(e), ckptstore.ErrWriterLost) }},
@@ -335,12 +337,12 @@ func TestInterleaveAppend(t *testing.T) {
 		{"HeadDeleted", func(e *ilEnv) { e.refused(e.deleteHead("a", "a-c2", e.wa), next(e), ckptstore.ErrConflict) }},
 		{"ForkIntoSameThread", func(e *ilEnv) {
 			// e is empty: an append of its first checkpoint races a fork into it.
-			first := func() error { return e.s.Append(e.ctx, testkit.Checkpoint("e", "e-c0", "", 0, 1), "", e.we) }
+			first := func() error { return e.s.p().Append(e.ctx, testkit.Checkpoint("e", "e-c0", "", 0, 1), "", e.we) }
 			e.refused(e.fork("a", "a-c2", "e", "e-root", e.we), first, ckptstore.ErrConflict)
 		}},
 		{"SameOpTokenRepeated", func(e *ilEnv) {
 			e.repeated(func(ctx context.Context) error {
-				return e.s.Append(ctx, testkit.Checkpoint("a", "a-c3", "a-c2", 3, 0, 7), "a-c2", e.wa)
+				return e.s.p().Append(ctx, testkit.Checkpoint("a", "a-c3", "a-c2", 3, 0, 7), "a-c2", e.wa)
 			})
 		}},
 		{"LeaseRenewed", func(e *ilEnv) {
@@ -357,7 +359,7 @@ func TestInterleaveAppend(t *testing.T) {
 
 func TestInterleaveDeleteHead(t *testing.T) {
 	del := func(e *ilEnv) func() error {
-		return func() error { return e.s.DeleteHead(e.ctx, "a", "a-c2", e.wa) }
+		return func() error { return e.s.p().DeleteHead(e.ctx, "a", "a-c2", e.wa) }
 	}
 	runILCases(t, []ilCase{
 		{"LeaseReleased", func(e *ilEnv) { e.refused(e.release(e.wa), del(e), ckptstore.ErrWriterLost) }},
@@ -367,14 +369,14 @@ func TestInterleaveDeleteHead(t *testing.T) {
 		}},
 		{"HeadDeleted", func(e *ilEnv) { e.refused(e.deleteHead("a", "a-c2", e.wa), del(e), ckptstore.ErrNotHead) }},
 		{"SameOpTokenRepeated", func(e *ilEnv) {
-			e.repeated(func(ctx context.Context) error { return e.s.DeleteHead(ctx, "a", "a-c2", e.wa) })
+			e.repeated(func(ctx context.Context) error { return e.s.p().DeleteHead(ctx, "a", "a-c2", e.wa) })
 		}},
 		{"LastCheckpointWhileTranscriptSaved", func(e *ilEnv) {
 			// Deleting a thread's only checkpoint unlists the thread unless
 			// it keeps a transcript: a transcript saved meanwhile keeps it
 			// listed.
 			e.appendOp(testkit.Checkpoint("e", "e-c0", "", 0, 1), "", e.we)()
-			_, err := e.interleave(e.saveOp("e"), func() error { return e.s.DeleteHead(e.ctx, "e", "e-c0", e.we) })
+			_, err := e.interleave(e.saveOp("e"), func() error { return e.s.p().DeleteHead(e.ctx, "e", "e-c0", e.we) })
 			e.must(err)
 			if !e.listed("e") {
 				e.t.Fatal("thread e has a transcript but Threads no longer lists it")
@@ -384,7 +386,7 @@ func TestInterleaveDeleteHead(t *testing.T) {
 			// Likewise a checkpoint imported off the chain meanwhile.
 			e.appendOp(testkit.Checkpoint("e", "e-c0", "", 0, 1), "", e.we)()
 			_, err := e.interleave(e.importOp("e", e.we, testkit.Checkpoint("e", "e-x", "", 5, 2)),
-				func() error { return e.s.DeleteHead(e.ctx, "e", "e-c0", e.we) })
+				func() error { return e.s.p().DeleteHead(e.ctx, "e", "e-c0", e.we) })
 			e.must(err)
 			if !e.listed("e") || !slices.Equal(e.listIDs("e"), []string{"e-x"}) {
 				e.t.Fatalf("thread e holds %q, listed %v; want e-x and listed", e.listIDs("e"), e.listed("e"))
@@ -398,7 +400,7 @@ func TestInterleaveDeleteHead(t *testing.T) {
 			if h, ids := e.head("a"), e.listIDs("a"); h != "a-c1" || len(ids) != 0 {
 				e.t.Fatalf("head %q, checkpoints %q; want a-c1 (pruned) and none", h, ids)
 			}
-			testkit.CheckRefs(e.t, e.s, "a", "b")
+			testkit.CheckRefs(e.t, e.s.p(), "a", "b")
 		}},
 		{"IDReusedInAnotherThread", func(e *ilEnv) {
 			// The head is deleted and its id stored in thread b: the head
@@ -415,7 +417,7 @@ func TestInterleaveDeleteHead(t *testing.T) {
 func TestInterleaveDeleteCheckpoints(t *testing.T) {
 	prune := func(e *ilEnv, got *[]string) func() error {
 		return func() error {
-			ids, err := e.s.DeleteCheckpoints(e.ctx, "a", 1, e.wa)
+			ids, err := e.s.p().DeleteCheckpoints(e.ctx, "a", 1, e.wa)
 			*got = ids
 			return err
 		}
@@ -430,7 +432,7 @@ func TestInterleaveDeleteCheckpoints(t *testing.T) {
 			e.must(err)
 			require.ElementsMatch(e.t, []string{"a-c0", "a-c1", "a-c2"}, ids, "deleted")
 			require.ElementsMatch(e.t, []string{"a-c3"}, e.listIDs("a"), "left")
-			testkit.CheckRefs(e.t, e.s, "a", "b")
+			testkit.CheckRefs(e.t, e.s.p(), "a", "b")
 		}},
 		{"HeadDeleted", func(e *ilEnv) {
 			// The chain shrank: keeping one now deletes only a-c0.
@@ -439,7 +441,7 @@ func TestInterleaveDeleteCheckpoints(t *testing.T) {
 			e.must(err)
 			require.ElementsMatch(e.t, []string{"a-c0"}, ids, "deleted")
 			require.ElementsMatch(e.t, []string{"a-c1"}, e.listIDs("a"), "left")
-			testkit.CheckRefs(e.t, e.s, "a", "b")
+			testkit.CheckRefs(e.t, e.s.p(), "a", "b")
 		}},
 		{"PrunedAncestorImportedAgain", func(e *ilEnv) {
 			// a-c0 is pruned, then imported again (its parent link still
@@ -451,7 +453,7 @@ func TestInterleaveDeleteCheckpoints(t *testing.T) {
 			e.must(err)
 			require.ElementsMatch(e.t, []string{"a-c0", "a-c1"}, ids, "deleted")
 			require.ElementsMatch(e.t, []string{"a-c2"}, e.listIDs("a"), "left")
-			testkit.CheckRefs(e.t, e.s, "a", "b")
+			testkit.CheckRefs(e.t, e.s.p(), "a", "b")
 		}},
 		{"SameChainPruned", func(e *ilEnv) {
 			var ids []string
@@ -468,7 +470,7 @@ func TestInterleaveDeleteCheckpoints(t *testing.T) {
 func TestInterleaveFork(t *testing.T) {
 	forkFrom := func(e *ilEnv, src string) func() error {
 		return func() error {
-			_, err := e.s.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{
+			_, err := e.s.p().ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{
 				SourceThreadID: "a", SourceCheckpointID: src,
 				DestinationThreadID: "d", DestinationCheckpointID: "d-root", Writer: e.wd,
 			})
@@ -494,7 +496,7 @@ func TestInterleaveFork(t *testing.T) {
 		{"SourceDeleted", func(e *ilEnv) { e.refused(e.deleteHead("a", "a-c2", e.wa), fork(e), ckptstore.ErrForkSourceNotFound) }},
 		{"SameOpTokenRepeated", func(e *ilEnv) {
 			e.repeated(func(ctx context.Context) error {
-				_, err := e.s.ForkFromCheckpoint(ctx, ckptstore.ForkInput{
+				_, err := e.s.p().ForkFromCheckpoint(ctx, ckptstore.ForkInput{
 					SourceThreadID: "a", SourceCheckpointID: "a-c2",
 					DestinationThreadID: "d", DestinationCheckpointID: "d-root", Writer: e.wd,
 				})
@@ -511,7 +513,7 @@ func TestInterleaveFork(t *testing.T) {
 			// Only the destination's head changes (no checkpoint, as after
 			// importing a pruned thread): the fork's read of the head alone
 			// must catch it.
-			im, ok := any(e.s).(ckptstore.Importer)
+			im, ok := any(e.s.p()).(ckptstore.Importer)
 			if !ok {
 				e.t.Skip("fdbstore does not implement ckptstore.Importer yet")
 			}
@@ -526,7 +528,7 @@ func TestInterleaveFork(t *testing.T) {
 
 func TestInterleaveAcquireWriter(t *testing.T) {
 	acquire := func(e *ilEnv, thread string) func() error {
-		return func() error { _, err := e.s.AcquireWriter(e.ctx, thread); return err }
+		return func() error { _, err := e.s.p().AcquireWriter(e.ctx, thread); return err }
 	}
 	runILCases(t, []ilCase{
 		{"NewThreadTakenFirst", func(e *ilEnv) {
@@ -546,7 +548,7 @@ func TestInterleaveAcquireWriter(t *testing.T) {
 			// Both calls must return the one lease that was stored.
 			var got []ckptstore.Writer
 			e.repeated(func(ctx context.Context) error {
-				l, err := e.s.AcquireWriter(ctx, "new")
+				l, err := e.s.p().AcquireWriter(ctx, "new")
 				if err == nil {
 					got = append(got, l.Writer)
 				}
@@ -568,7 +570,7 @@ func TestInterleaveAcquireWriter(t *testing.T) {
 
 func TestInterleaveRenew(t *testing.T) {
 	renew := func(e *ilEnv) func() error {
-		return func() error { _, err := e.s.RenewWriter(e.ctx, e.wa); return err }
+		return func() error { _, err := e.s.p().RenewWriter(e.ctx, e.wa); return err }
 	}
 	runILCases(t, []ilCase{
 		{"LeaseReleased", func(e *ilEnv) { e.refused(e.release(e.wa), renew(e), ckptstore.ErrWriterLost) }},
@@ -581,7 +583,7 @@ func TestInterleaveRenew(t *testing.T) {
 }
 
 func TestInterleaveRelease(t *testing.T) {
-	release := func(e *ilEnv) func() error { return func() error { return e.s.ReleaseWriter(e.ctx, e.wa) } }
+	release := func(e *ilEnv) func() error { return func() error { return e.s.p().ReleaseWriter(e.ctx, e.wa) } }
 	runILCases(t, []ilCase{
 		{"LeaseTakenOver", func(e *ilEnv) {
 			// The stale holder's release must leave the new lease alone.
@@ -611,13 +613,13 @@ func TestInterleaveRelease(t *testing.T) {
 // the store implements the interface.
 
 func TestInterleaveDeleteThread(t *testing.T) {
-	if _, ok := any(&Store{}).(ckptstore.ThreadDeleter); !ok {
+	if _, ok := any(ckptstore.New(&Driver{})).(ckptstore.ThreadDeleter); !ok {
 		t.Skip("fdbstore does not implement ckptstore.ThreadDeleter yet")
 	}
 	del := func(e *ilEnv, n *int) func() error {
 		return func() error {
 			var err error
-			*n, err = any(e.s).(ckptstore.ThreadDeleter).DeleteThread(e.ctx, "a", e.wa)
+			*n, err = any(e.s.p()).(ckptstore.ThreadDeleter).DeleteThread(e.ctx, "a", e.wa)
 			return err
 		}
 	}
@@ -632,7 +634,7 @@ func TestInterleaveDeleteThread(t *testing.T) {
 			if n != 4 || len(e.listIDs("a")) != 0 || e.head("a") != "" {
 				e.t.Fatalf("deleted %d, left %q, head %q; want 4, none, none", n, e.listIDs("a"), e.head("a"))
 			}
-			testkit.CheckRefs(e.t, e.s, "a", "b")
+			testkit.CheckRefs(e.t, e.s.p(), "a", "b")
 		}},
 		{"ChainPruned", func(e *ilEnv) {
 			var n int
@@ -641,14 +643,14 @@ func TestInterleaveDeleteThread(t *testing.T) {
 			if n != 1 || len(e.listIDs("a")) != 0 {
 				e.t.Fatalf("deleted %d, left %q; want 1, none", n, e.listIDs("a"))
 			}
-			testkit.CheckRefs(e.t, e.s, "a", "b")
+			testkit.CheckRefs(e.t, e.s.p(), "a", "b")
 		}},
 		{"ForkIntoThread", func(e *ilEnv) {
 			var n int
 			fork := e.fork("a", "a-c2", "d", "d-root", e.wd)
 			delD := func() error {
 				var err error
-				n, err = any(e.s).(ckptstore.ThreadDeleter).DeleteThread(e.ctx, "d", e.wd)
+				n, err = any(e.s.p()).(ckptstore.ThreadDeleter).DeleteThread(e.ctx, "d", e.wd)
 				return err
 			}
 			_, err := e.interleave(fork, delD)
@@ -661,7 +663,7 @@ func TestInterleaveDeleteThread(t *testing.T) {
 }
 
 func TestInterleaveSaveThread(t *testing.T) {
-	if _, ok := any(&Store{}).(ckptstore.Transcripts); !ok {
+	if _, ok := any(ckptstore.New(&Driver{})).(ckptstore.Transcripts); !ok {
 		t.Skip("fdbstore does not implement ckptstore.Transcripts yet")
 	}
 	// Transcripts of different sizes (one value, several values), so a
@@ -676,7 +678,7 @@ func TestInterleaveSaveThread(t *testing.T) {
 	}
 	runILCases(t, []ilCase{
 		{"SaveRaces", func(e *ilEnv) {
-			tx := any(e.s).(ckptstore.Transcripts)
+			tx := any(e.s.p()).(ckptstore.Transcripts)
 			mine, theirs := big("mine", 3), big("theirs", 2*kv.MaxValueSize/500)
 			// Whatever the save reads, the later commit must leave exactly
 			// its own transcript: nothing of the other's.
@@ -699,11 +701,11 @@ func TestInterleaveSaveThread(t *testing.T) {
 			}
 		}},
 		{"DeleteThreadRaces", func(e *ilEnv) {
-			td, ok := any(e.s).(ckptstore.ThreadDeleter)
+			td, ok := any(e.s.p()).(ckptstore.ThreadDeleter)
 			if !ok {
 				e.t.Skip("no DeleteThread")
 			}
-			tx := any(e.s).(ckptstore.Transcripts)
+			tx := any(e.s.p()).(ckptstore.Transcripts)
 			e.must(tx.SaveThread(e.ctx, "a", big("old", 2)))
 			mine := big("mine", 1)
 			ran := false
@@ -726,13 +728,13 @@ func TestInterleaveSaveThread(t *testing.T) {
 }
 
 func TestInterleaveImport(t *testing.T) {
-	if _, ok := any(&Store{}).(ckptstore.Importer); !ok {
+	if _, ok := any(ckptstore.New(&Driver{})).(ckptstore.Importer); !ok {
 		t.Skip("fdbstore does not implement ckptstore.Importer yet")
 	}
 	imp := func(e *ilEnv, n *int) func() error {
 		return func() error {
 			var err error
-			*n, err = any(e.s).(ckptstore.Importer).Import(e.ctx, ckptstore.ImportBatch{
+			*n, err = any(e.s.p()).(ckptstore.Importer).Import(e.ctx, ckptstore.ImportBatch{
 				ThreadID: "e",
 				Checkpoints: []*ckptstore.Checkpoint{
 					testkit.Checkpoint("e", "e-c0", "", 0, 0, 20), testkit.Checkpoint("e", "e-c1", "e-c0", 1, 0, 21),
@@ -762,7 +764,7 @@ func TestInterleaveImport(t *testing.T) {
 				e.t.Fatalf("the repeated import wrote %d checkpoints, want 0", n)
 			}
 			e.sameAs(afterOp)
-			testkit.CheckRefs(e.t, e.s, "a", "e")
+			testkit.CheckRefs(e.t, e.s.p(), "a", "e")
 		}},
 	})
 }

@@ -31,11 +31,11 @@ func TestDeleteHeadConflictsWithADeleteThreadBatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	clock := testkit.NewClock(start)
-	s, err := New(db, Options{Options: ckptstore.Options{Now: clock.Now, LeaseDuration: time.Minute}, PruneBatch: 1})
+	s, err := NewDriver(db, Options{Options: ckptstore.Options{Now: clock.Now, LeaseDuration: time.Minute}, PruneBatch: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := s.AcquireWriter(ctx, "a")
+	l, err := s.p().AcquireWriter(ctx, "a")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,10 +44,10 @@ func TestDeleteHeadConflictsWithADeleteThreadBatch(t *testing.T) {
 	// head is first in List order, so DeleteThread's first batch of one
 	// deletes it and leaves a-1. Both use blob 7, so a count dropped twice
 	// shows.
-	if err := s.Append(ctx, testkit.Checkpoint("a", "a-1", "", 1, 7), "", w); err != nil {
+	if err := s.p().Append(ctx, testkit.Checkpoint("a", "a-1", "", 1, 7), "", w); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Append(ctx, testkit.Checkpoint("a", "a-0", "a-1", 0, 7), "a-1", w); err != nil {
+	if err := s.p().Append(ctx, testkit.Checkpoint("a", "a-0", "a-1", 0, 7), "a-1", w); err != nil {
 		t.Fatal(err)
 	}
 
@@ -63,7 +63,7 @@ func TestDeleteHeadConflictsWithADeleteThreadBatch(t *testing.T) {
 		}
 	})
 	before := db.Stats()
-	err = s.DeleteHead(ctx, "a", "a-0", w)
+	err = s.p().DeleteHead(ctx, "a", "a-0", w)
 	remove()
 	if !ran {
 		t.Fatalf("DeleteHead committed nothing, so nothing was interleaved (error %v)", err)
@@ -76,10 +76,10 @@ func TestDeleteHeadConflictsWithADeleteThreadBatch(t *testing.T) {
 	if !errors.Is(err, ckptstore.ErrNotHead) {
 		t.Fatalf("DeleteHead after the batch deleted the head checkpoint: error %v, want ErrNotHead", err)
 	}
-	if h, err := s.Head(ctx, "a"); err != nil || h != "a-0" {
+	if h, err := s.p().Head(ctx, "a"); err != nil || h != "a-0" {
 		t.Errorf("head %q (error %v), want a-0: the failed DeleteHead changed it", h, err)
 	}
-	refs, err := s.BlobReferences(ctx)
+	refs, err := s.p().BlobReferences(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,21 +104,21 @@ func TestCallerRepeatInTheNextMarkerEpoch(t *testing.T) {
 	ctx := context.Background()
 	boundary := time.UnixMilli(1_800_000_000_000 / markerTTL.Milliseconds() * markerTTL.Milliseconds())
 	clock := testkit.NewClock(boundary.Add(-time.Second))
-	s, err := New(memkv.New(), Options{wallClock: clock.Now, Options: ckptstore.Options{LeaseDuration: time.Hour}})
+	s, err := NewDriver(memkv.New(), Options{wallClock: clock.Now, Options: ckptstore.Options{LeaseDuration: time.Hour}})
 	testkit.Must(t, err)
-	lease, err := s.AcquireWriter(ctx, "t")
+	lease, err := s.p().AcquireWriter(ctx, "t")
 	testkit.Must(t, err)
 	tok := ckptstore.WithOpToken(ctx, "append-across-epochs")
 	cp := testkit.Checkpoint("t", "a", "", 1)
-	testkit.Must(t, s.Append(tok, cp, "", lease.Writer))
+	testkit.Must(t, s.p().Append(tok, cp, "", lease.Writer))
 	clock.Advance(2 * time.Second)
 	if epochOf(clock.Now()) != epochOf(boundary.Add(-time.Second))+1 {
 		t.Fatalf("the clock did not cross a marker epoch")
 	}
-	if err := s.Append(tok, cp, "", lease.Writer); err != nil {
+	if err := s.p().Append(tok, cp, "", lease.Writer); err != nil {
 		t.Fatalf("the repeat in the next epoch: %v, want the first call's success", err)
 	}
-	cps, err := s.List(ctx, "t")
+	cps, err := s.p().List(ctx, "t")
 	testkit.Must(t, err)
 	if len(cps) != 1 {
 		t.Fatalf("%d checkpoints after the repeat, want 1", len(cps))
@@ -149,19 +149,19 @@ func TestWriteGivesUpAfterHalfTheMarkerLifetime(t *testing.T) {
 		}
 		return now
 	}
-	s, err := New(db, Options{wallClock: wall, Options: ckptstore.Options{LeaseDuration: 1000 * time.Hour}})
+	s, err := NewDriver(db, Options{wallClock: wall, Options: ckptstore.Options{LeaseDuration: 1000 * time.Hour}})
 	testkit.Must(t, err)
-	lease, err := s.AcquireWriter(ctx, "t")
+	lease, err := s.p().AcquireWriter(ctx, "t")
 	testkit.Must(t, err)
 	testkit.Must(t, db.SetFaults(memkv.Faults{NotCommittedRate: 1}))
 	ticking = true
-	err = s.Append(ctx, testkit.Checkpoint("t", "a", "", 1), "", lease.Writer)
+	err = s.p().Append(ctx, testkit.Checkpoint("t", "a", "", 1), "", lease.Writer)
 	if !errors.Is(err, errGaveUp) {
 		t.Fatalf("Append whose commits all fail: %v, want errGaveUp", err)
 	}
 	ticking = false
 	testkit.Must(t, db.SetFaults(memkv.Faults{}))
-	if h, err := s.Head(context.Background(), "t"); err != nil || h != "" {
+	if h, err := s.p().Head(context.Background(), "t"); err != nil || h != "" {
 		t.Fatalf("head %q (error %v) after the write gave up, want none", h, err)
 	}
 }
@@ -173,7 +173,7 @@ func TestWriteGivesUpAfterHalfTheMarkerLifetime(t *testing.T) {
 func TestCheckFindsALeakedZeroCount(t *testing.T) {
 	ctx := context.Background()
 	db := memkv.New()
-	s, err := New(db, Options{})
+	s, err := NewDriver(db, Options{})
 	testkit.Must(t, err)
 	key := s.k.ref("sandbox-files/sha256/" + strings.Repeat("0", 64))
 	testkit.Must(t, db.Transact(ctx, func(tr kv.Transaction) error {

@@ -1,5 +1,5 @@
-// Package fdbstore is the FoundationDB ckptstore: Store, Pruner, Forker,
-// Transcripts, ThreadDeleter, Pager, ThreadLister and Importer, and an
+// Package fdbstore is the FoundationDB ckptstore driver: every method of
+// driver.Store (New returns the portable ckptstore store over it) and an
 // InstanceStore, written against the transaction interface of package kv,
 // so the same code runs on a real cluster (kv/fdbkv, build tag fdb) and on
 // kv/memkv, the in-process engine the tests use. docs/contract.md gives
@@ -168,8 +168,6 @@ import (
 	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/fdbstore/internal/tuple"
 	"github.com/ckptstore/ckptstore/fdbstore/kv"
-	"github.com/ckptstore/ckptstore/internal/seqs"
-	"github.com/ckptstore/ckptstore/precheck"
 )
 
 // Limits; see the package documentation.
@@ -230,21 +228,31 @@ type Options struct {
 	wallClock func() time.Time
 }
 
-// Store is the FoundationDB Store, Pruner and Forker. It is safe for
-// concurrent use; several Stores (in several processes) may share one
-// prefix of one database.
-type Store struct {
+// Driver is the FoundationDB driver.Store. It is safe for concurrent use;
+// several Drivers (in several processes) may share one prefix of one
+// database.
+type Driver struct {
 	db   kv.DB
 	opts Options
 	k    keys
 }
 
-var _ ckptstore.FullStore = (*Store)(nil)
+var _ driver.Store = (*Driver)(nil)
 
-// New returns a Store over db. It fails, with an error wrapping
-// driver.ErrInvalidOptions, when the lease options or the prefix are
-// invalid, or the batch sizes negative.
-func New(db kv.DB, opts Options) (*Store, error) {
+// New returns the portable store over a Driver over db. It fails, with an
+// error wrapping driver.ErrInvalidOptions, when the lease options or the
+// prefix are invalid, or the batch sizes negative.
+func New(db kv.DB, opts Options) (*ckptstore.Portable, error) {
+	d, err := NewDriver(db, opts)
+	if err != nil {
+		return nil, err
+	}
+	return ckptstore.New(d), nil
+}
+
+// NewDriver returns the driver over db that New wraps, for Check, Restore
+// and the tests that count its rounds. It fails as New does.
+func NewDriver(db kv.DB, opts Options) (*Driver, error) {
 	if db == nil {
 		return nil, fmt.Errorf("%w: fdbstore: db is nil", driver.ErrInvalidOptions)
 	}
@@ -267,7 +275,7 @@ func New(db kv.DB, opts Options) (*Store, error) {
 	if opts.BlobPage == 0 {
 		opts.BlobPage = DefaultBlobPage
 	}
-	return &Store{db: db, opts: opts, k: newKeys([]byte(prefix))}, nil
+	return &Driver{db: db, opts: opts, k: newKeys([]byte(prefix))}, nil
 }
 
 func resolvePrefix(p string) (string, error) {
@@ -283,7 +291,7 @@ func resolvePrefix(p string) (string, error) {
 }
 
 // Options returns the store's options with their defaults filled in.
-func (s *Store) Options() Options { return s.opts }
+func (s *Driver) Options() Options { return s.opts }
 
 // checkIDLengths returns ErrInvalidID for the first id longer than
 // MaxIDBytes. Writes call it before the shared validation, which checks the
@@ -302,14 +310,11 @@ type idArg struct{ what, id string }
 
 func named(what, id string) idArg { return idArg{what, id} }
 
-// Get implements ckptstore.Store: one range read, of the id's index key
+// Get implements driver.Store: one range read, of the id's index key
 // and the copy of the value under it. A checkpoint too large to be stored
 // twice in one transaction has no copy; its Get reads the chunks under its
 // thread in a second round.
-func (s *Store) Get(ctx context.Context, id string) (*ckptstore.Checkpoint, error) {
-	if err := precheck.Read(ctx, "checkpoint id", id); err != nil {
-		return nil, err
-	}
+func (s *Driver) Get(ctx context.Context, id string) (*ckptstore.Checkpoint, error) {
 	if len(id) > MaxIDBytes {
 		return nil, nil // never stored: writes reject it
 	}
@@ -326,14 +331,14 @@ func (s *Store) Get(ctx context.Context, id string) (*ckptstore.Checkpoint, erro
 }
 
 // startByID starts reading the index key of id and its copy.
-func (s *Store) startByID(tr kv.ReadTransaction, id string) kv.FutureRange {
+func (s *Driver) startByID(tr kv.ReadTransaction, id string) kv.FutureRange {
 	return tr.GetRange(s.k.idRange(id), kv.RangeOptions{})
 }
 
 // readByID waits for what startByID started and returns the checkpoint
 // and its index, nil when id is not stored. Without a copy it reads the
 // chunks under the thread, a second round.
-func (s *Store) readByID(tr kv.ReadTransaction, id string, f kv.FutureRange) (*ckptstore.Checkpoint, *indexValue, error) {
+func (s *Driver) readByID(tr kv.ReadTransaction, id string, f kv.FutureRange) (*ckptstore.Checkpoint, *indexValue, error) {
 	cps, idxs, err := s.readByIDs(tr, []string{id}, []kv.FutureRange{f})
 	if err != nil {
 		return nil, nil, err
@@ -343,7 +348,7 @@ func (s *Store) readByID(tr kv.ReadTransaction, id string, f kv.FutureRange) (*c
 
 // readByIDs is readByID for several ids at once: the checkpoints stored
 // without a copy are read under their threads in one second round.
-func (s *Store) readByIDs(tr kv.ReadTransaction, ids []string, fs []kv.FutureRange) ([]*ckptstore.Checkpoint, []*indexValue, error) {
+func (s *Driver) readByIDs(tr kv.ReadTransaction, ids []string, fs []kv.FutureRange) ([]*ckptstore.Checkpoint, []*indexValue, error) {
 	cps := make([]*ckptstore.Checkpoint, len(ids))
 	idxs := make([]*indexValue, len(ids))
 	pending := map[int]pendingCheckpoint{}
@@ -420,7 +425,7 @@ type pendingCheckpoint struct {
 }
 
 // readCheckpoint starts reading the chunks of one checkpoint.
-func (s *Store) readCheckpoint(tr kv.ReadTransaction, thread string, createdAt float64, id string) pendingCheckpoint {
+func (s *Driver) readCheckpoint(tr kv.ReadTransaction, thread string, createdAt float64, id string) pendingCheckpoint {
 	p := s.k.checkpointPrefix(thread, createdAt, id)
 	return pendingCheckpoint{f: tr.GetRange(rangeOf(p), kv.RangeOptions{}), prefix: p, id: id}
 }
@@ -460,12 +465,9 @@ func assemble(id string, chunks []kv.KeyValue) (*ckptstore.Checkpoint, error) {
 	return cp, nil
 }
 
-// List implements ckptstore.Store: one range read of the thread's chunks,
+// List implements driver.Store: one range read of the thread's chunks,
 // which the key layout keeps in List order.
-func (s *Store) List(ctx context.Context, threadID string) ([]*ckptstore.Checkpoint, error) {
-	if err := precheck.Read(ctx, "thread id", threadID); err != nil {
-		return nil, err
-	}
+func (s *Driver) List(ctx context.Context, threadID string) ([]*ckptstore.Checkpoint, error) {
 	if len(threadID) > MaxIDBytes {
 		return []*ckptstore.Checkpoint{}, nil
 	}
@@ -575,11 +577,8 @@ func elem[T any](t tuple.Tuple, i, n int) (T, bool) {
 	return v, ok
 }
 
-// Head implements ckptstore.Store.
-func (s *Store) Head(ctx context.Context, threadID string) (string, error) {
-	if err := precheck.Read(ctx, "thread id", threadID); err != nil {
-		return "", err
-	}
+// GetHead implements driver.Store.
+func (s *Driver) GetHead(ctx context.Context, threadID string) (string, error) {
 	if len(threadID) > MaxIDBytes {
 		return "", nil
 	}
@@ -612,8 +611,11 @@ const restoreChunks = 4
 // restoreChunks values: the round reads the head key and, in reverse, the
 // last restoreChunks keys of the thread's data. Any other head takes a
 // second round, by id.
-func (s *Store) Restore(ctx context.Context, threadID string) (headID string, cp *ckptstore.Checkpoint, err error) {
-	if err := precheck.Read(ctx, "thread id", threadID); err != nil {
+func (s *Driver) Restore(ctx context.Context, threadID string) (headID string, cp *ckptstore.Checkpoint, err error) {
+	if err := driver.ValidateID("thread id", threadID); err != nil {
+		return "", nil, err
+	}
+	if err := ctx.Err(); err != nil {
 		return "", nil, err
 	}
 	if len(threadID) > MaxIDBytes {
@@ -657,18 +659,10 @@ func (s *Store) Restore(ctx context.Context, threadID string) (headID string, cp
 	return headID, cp, nil
 }
 
-// BlobReferences implements ckptstore.Store. It reads Options.BlobPage
+// ListBlobReferences implements driver.Store: one page of Options.BlobPage
 // keys per transaction, each page starting after the last key of the one
-// before, so any number of keys can be listed.
-func (s *Store) BlobReferences(ctx context.Context) ([]ckptstore.BlobRef, error) {
-	return seqs.Collect(s.BlobReferencesSeq(ctx))
-}
-
-// BlobReferencesSeq yields what BlobReferences returns, one page of
-// Options.BlobPage keys per transaction, without holding more than one page:
-// the sweep streams millions of keys through it (sweep.RefLister). An error
-// ends the sequence.
-func (s *Store) BlobReferencesSeq(ctx context.Context) iter.Seq2[ckptstore.BlobRef, error] {
+// before, without holding more than one page.
+func (s *Driver) ListBlobReferences(ctx context.Context) iter.Seq2[ckptstore.BlobRef, error] {
 	return func(yield func(ckptstore.BlobRef, error) bool) {
 		p := s.k.refsPrefix()
 		r := rangeOf(p)

@@ -43,6 +43,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
+	"iter"
 	"slices"
 	"sync"
 	"time"
@@ -418,8 +419,15 @@ func (s *Driver) Release(ctx context.Context, w ckptstore.Writer) error {
 }
 
 // ListBlobReferences implements driver.Store.
-func (s *Driver) ListBlobReferences(ctx context.Context) ([]ckptstore.BlobRef, error) {
+func (s *Driver) ListBlobReferences(ctx context.Context) iter.Seq2[ckptstore.BlobRef, error] {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.refs.list(), nil
+	refs := s.refs.list()
+	s.mu.Unlock()
+	return func(yield func(ckptstore.BlobRef, error) bool) {
+		for _, r := range refs {
+			if !yield(r, nil) {
+				return
+			}
+		}
+	}
 }

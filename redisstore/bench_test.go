@@ -81,7 +81,7 @@ func BenchmarkAppend(b *testing.B) {
 				loadScripts(b, c)
 				start := time.Now()
 				b.ResetTimer()
-				benchStoreAppends(b, s, s.Append, tmpl, g)
+				benchStoreAppends(b, s, s.p().Append, tmpl, g)
 				b.StopTimer()
 				storeRate := float64(b.N) / time.Since(start).Seconds()
 
@@ -92,7 +92,7 @@ func BenchmarkAppend(b *testing.B) {
 				// store's own share of the gap.
 				must(b, c.FlushAll(ctx).Err())
 				start = time.Now()
-				benchStoreAppends(b, s, s.appendValidated, tmpl, g)
+				benchStoreAppends(b, s, unvalidated(s), tmpl, g)
 				ownRate := float64(b.N) / time.Since(start).Seconds()
 				must(b, c.FlushAll(ctx).Err())
 
@@ -122,12 +122,20 @@ func validateMicros(cp *ckptstore.Checkpoint) float64 {
 	return float64(time.Since(start).Microseconds()) / n
 }
 
-// appendFunc is Store.Append or Store.appendValidated.
+// appendFunc is the portable store's Append or unvalidated's.
 type appendFunc func(ctx context.Context, cp *ckptstore.Checkpoint, expectedHeadID string, w ckptstore.Writer) error
+
+// unvalidated is the driver's Append without an op token: an append
+// without the portable store's checks.
+func unvalidated(s *Driver) appendFunc {
+	return func(ctx context.Context, cp *ckptstore.Checkpoint, expectedHeadID string, w ckptstore.Writer) error {
+		return s.Append(ctx, cp, expectedHeadID, w, "")
+	}
+}
 
 // benchStoreAppends appends b.N checkpoints like tmpl with add, from g
 // goroutines, each chaining on its own thread of s.
-func benchStoreAppends(b *testing.B, s *Store, add appendFunc, tmpl *ckptstore.Checkpoint, g int) {
+func benchStoreAppends(b *testing.B, s *Driver, add appendFunc, tmpl *ckptstore.Checkpoint, g int) {
 	ctx := context.Background()
 	var wg sync.WaitGroup
 	for gi := range g {
@@ -136,7 +144,7 @@ func benchStoreAppends(b *testing.B, s *Store, add appendFunc, tmpl *ckptstore.C
 			n++
 		}
 		thread := "bench" + strconv.Itoa(gi)
-		l, err := s.AcquireWriter(ctx, thread)
+		l, err := s.p().AcquireWriter(ctx, thread)
 		must(b, err)
 		w := l.Writer
 		wg.Add(1)

@@ -68,7 +68,7 @@ type storedCP struct {
 //
 // The store should be quiet while Check runs: a write between its reads
 // can show as a problem that is not one.
-func (s *Store) Check(ctx context.Context) ([]Problem, error) {
+func (s *Driver) Check(ctx context.Context) ([]Problem, error) {
 	c := &checker{s: s, cps: map[string]storedCP{}, lists: map[string]map[string]bool{},
 		heads: map[string]string{}, fences: map[string]int64{}, transcripts: map[string]bool{}}
 	node, err := s.node(ctx)
@@ -89,7 +89,7 @@ func (s *Store) Check(ctx context.Context) ([]Problem, error) {
 
 // node is the server that holds the store's keys: on a cluster, the
 // master of the store's slot (every key shares one hash tag).
-func (s *Store) node(ctx context.Context) (redis.Cmdable, error) {
+func (s *Driver) node(ctx context.Context) (redis.Cmdable, error) {
 	if cc, ok := s.c.(*redis.ClusterClient); ok {
 		return cc.MasterForKey(ctx, s.keys.refs)
 	}
@@ -97,7 +97,7 @@ func (s *Store) node(ctx context.Context) (redis.Cmdable, error) {
 }
 
 type checker struct {
-	s           *Store
+	s           *Driver
 	problems    []Problem
 	cps         map[string]storedCP        // checkpoint id →
 	lists       map[string]map[string]bool // thread → members of its list index

@@ -20,13 +20,13 @@ func TestCorruptValueIsErrCorrupt(t *testing.T) {
 	c := miniClient(t)
 	s := newStore(t, c, Options{})
 	w := acquire(t, s, "t")
-	require.NoError(t, s.Append(ctx, testkit.Checkpoint("t", "a", "", 1, 1), "", w))
+	require.NoError(t, s.p().Append(ctx, testkit.Checkpoint("t", "a", "", 1, 1), "", w))
 	require.NoError(t, c.HSet(ctx, string(s.keys.checkpoint("a")), "b", "junk").Err())
 
-	_, err := s.Get(ctx, "a")
+	_, err := s.p().Get(ctx, "a")
 	assert.ErrorIs(t, err, driver.ErrCorrupt, "Get")
 	assert.ErrorIs(t, err, ErrCorrupt, "Get: redisstore.ErrCorrupt is the same value")
-	_, err = s.List(ctx, "t")
+	_, err = s.p().List(ctx, "t")
 	assert.ErrorIs(t, err, driver.ErrCorrupt, "List")
 	assert.Empty(t, ckptstore.Code(err), "a corrupt value is no contract error")
 

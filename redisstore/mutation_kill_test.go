@@ -29,27 +29,27 @@ func TestAcquireWriterRepeatReturnsTheLiveLease(t *testing.T) {
 	s := newStore(t, redistest.NewClient(t, m.Addr(), nil), Options{OpTTL: time.Second,
 		Options: ckptstore.Options{Now: clock.Now, LeaseDuration: time.Minute}})
 	tok := ckptstore.WithOpToken(ctx, "acquire-live")
-	first, err := s.AcquireWriter(tok, "t")
+	first, err := s.p().AcquireWriter(tok, "t")
 	must(t, err)
 	clock.Advance(10 * time.Second)
-	renewed, err := s.RenewWriter(ctx, first.Writer)
+	renewed, err := s.p().RenewWriter(ctx, first.Writer)
 	must(t, err)
 
-	again, err := s.AcquireWriter(tok, "t")
+	again, err := s.p().AcquireWriter(tok, "t")
 	must(t, err)
 	if again.Writer != first.Writer || !again.ExpiresAt.Equal(renewed) {
 		t.Fatalf("the repeat returned %+v until %v, want the live lease %+v until %v (renewed)", again.Writer, again.ExpiresAt, first.Writer, renewed)
 	}
 
 	m.FastForward(2 * time.Second) // the op key expires; the lease holds
-	late, err := s.AcquireWriter(tok, "t")
+	late, err := s.p().AcquireWriter(tok, "t")
 	if err != nil {
 		t.Fatalf("the repeat after OpTTL: %v, want the live lease", err)
 	}
 	if late.Writer != first.Writer || !late.ExpiresAt.Equal(renewed) {
 		t.Fatalf("the repeat after OpTTL returned %+v until %v, want %+v until %v", late.Writer, late.ExpiresAt, first.Writer, renewed)
 	}
-	must(t, s.Append(ctx, testkit.Checkpoint("t", "a", "", 1), "", late.Writer))
+	must(t, s.p().Append(ctx, testkit.Checkpoint("t", "a", "", 1), "", late.Writer))
 	checkStore(t, s)
 }
 
@@ -65,29 +65,29 @@ func TestLongPruneStopsOnACycleAcrossStretches(t *testing.T) {
 	w := acquire(t, s, "t")
 	head := ""
 	for i, id := range []string{"c1", "c2", "c3", "c4"} {
-		must(t, s.Append(ctx, testkit.Checkpoint("t", id, head, float64(i), i), head, w))
+		must(t, s.p().Append(ctx, testkit.Checkpoint("t", id, head, float64(i), i), head, w))
 		head = id
 	}
-	if _, err := s.DeleteCheckpoints(ctx, "t", 1, w); err != nil {
+	if _, err := s.p().DeleteCheckpoints(ctx, "t", 1, w); err != nil {
 		t.Fatal(err)
 	}
 	// c4's parent link names c3; storing c3 again with parent c4 closes
 	// the cycle c3 → c4 → c3, and c2 on top makes the chain from the head
 	// c2, c3, c4: the first stretch walks c2, c3, the second c4, c3.
-	must(t, s.Append(ctx, testkit.Checkpoint("t", "c3", "c4", 5, 5), "c4", w))
-	must(t, s.Append(ctx, testkit.Checkpoint("t", "c2", "c3", 6, 6), "c3", w))
+	must(t, s.p().Append(ctx, testkit.Checkpoint("t", "c3", "c4", 5, 5), "c4", w))
+	must(t, s.p().Append(ctx, testkit.Checkpoint("t", "c2", "c3", 6, 6), "c3", w))
 
-	ids, err := s.DeleteCheckpoints(ctx, "t", 3, w)
+	ids, err := s.p().DeleteCheckpoints(ctx, "t", 3, w)
 	must(t, err)
 	if len(ids) != 0 {
 		t.Fatalf("keep 3 of the chain c2, c3, c4 deleted %v, want none", ids)
 	}
-	ids, err = s.DeleteCheckpoints(ctx, "t", 2, w)
+	ids, err = s.p().DeleteCheckpoints(ctx, "t", 2, w)
 	must(t, err)
 	if len(ids) != 1 || ids[0] != "c4" {
 		t.Fatalf("keep 2 of the chain c2, c3, c4 deleted %v, want [c4]", ids)
 	}
-	cps, err := s.List(ctx, "t")
+	cps, err := s.p().List(ctx, "t")
 	must(t, err)
 	if len(cps) != 2 {
 		t.Fatalf("%d checkpoints left, want c3 and c2", len(cps))

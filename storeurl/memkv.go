@@ -67,7 +67,7 @@ func openFDBStore(db kv.DB, opts Options) (*Opened, error) {
 
 // openFDBPrefix opens the store and the instance store of one prefix of
 // db, with one Options value for both.
-func openFDBPrefix(db kv.DB, lease ckptstore.Options, prefix string) (*fdbstore.Store, *fdbstore.InstanceStore, error) {
+func openFDBPrefix(db kv.DB, lease ckptstore.Options, prefix string) (*ckptstore.Portable, *ckptstore.PortableInstances, error) {
 	o := fdbstore.Options{Options: lease, Prefix: prefix}
 	st, err := fdbstore.New(db, o)
 	if err != nil {

@@ -58,7 +58,7 @@ func openRedis(ctx context.Context, spec string, opts Options) (*Opened, error) 
 
 // openRedisPrefix opens the store and the instance store of one prefix,
 // with one Options value for both.
-func openRedisPrefix(client redis.UniversalClient, lease ckptstore.Options, prefix string) (*redisstore.Store, *redisstore.InstanceStore, error) {
+func openRedisPrefix(client redis.UniversalClient, lease ckptstore.Options, prefix string) (*ckptstore.Portable, *ckptstore.PortableInstances, error) {
 	o := redisstore.Options{Options: lease, Prefix: prefix}
 	st, err := redisstore.New(client, o)
 	if err != nil {

@@ -262,7 +262,11 @@ type (
 // callCheck runs st's checker and returns the problems it reported, one
 // string each.
 func callCheck(ctx context.Context, st ckptstore.Store) ([]string, error) {
-	switch c := unwrap(st).(type) {
+	var backend any = unwrap(st)
+	if p, ok := backend.(*ckptstore.Portable); ok {
+		backend = p.Driver() // the checker is the backend's own
+	}
+	switch c := backend.(type) {
 	case fdbChecker:
 		return problemStrings(c.Check(ctx))
 	case redisChecker:

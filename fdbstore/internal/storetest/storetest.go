@@ -75,7 +75,7 @@ func (e *suite) prefix() string { return e.env.Prefix }
 
 // store returns a store with opts under the test's prefix (unless opts
 // names one) over a counting view of the test's database.
-func (e *suite) store(t *testing.T, opts fdbstore.Options) (*fdbstore.Store, *countingDB) {
+func (e *suite) store(t *testing.T, opts fdbstore.Options) (*ckptstore.Portable, *countingDB) {
 	t.Helper()
 	env := e.env
 	if opts.Prefix == "" {
@@ -127,7 +127,7 @@ var (
 
 // Chain appends n checkpoints (testkit.Checkpoint) c0..c(n-1) to thread, each sharing blob 0
 // and owning blob 1000+i, and returns their ids.
-func Chain(t testing.TB, s *fdbstore.Store, w ckptstore.Writer, thread string, n int) []string {
+func Chain(t testing.TB, s *ckptstore.Portable, w ckptstore.Writer, thread string, n int) []string {
 	t.Helper()
 	var ids []string
 	head := ""
@@ -545,7 +545,7 @@ func (e *suite) testUncopiedCheckpoint(t *testing.T) {
 	if got == nil || !bytes.Equal(got.Conversation, cp.Conversation) {
 		t.Fatal("Get of an uncopied checkpoint returned another conversation")
 	}
-	if head, got, err := s.Restore(ctx, "t"); err != nil || head != "huge" || got == nil || !bytes.Equal(got.Conversation, cp.Conversation) {
+	if head, got, err := s.Driver().(*fdbstore.Driver).Restore(ctx, "t"); err != nil || head != "huge" || got == nil || !bytes.Equal(got.Conversation, cp.Conversation) {
 		t.Fatalf("Restore = %q, %v", head, err)
 	}
 	fl, err := s.AcquireWriter(ctx, "f")
