@@ -9,7 +9,6 @@ import (
 
 	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/internal/seqs"
-	"github.com/ckptstore/ckptstore/precheck"
 )
 
 // Portable is a checkpoint store over a backend: memstore.New,
@@ -43,7 +42,7 @@ func opToken(ctx context.Context) (string, error) {
 // Get returns the checkpoint, or nil and no error when id is not stored.
 // Checks: id (ErrInvalidID).
 func (s *Portable) Get(ctx context.Context, id string) (*Checkpoint, error) {
-	if err := precheck.Read(ctx, "checkpoint id", id); err != nil {
+	if err := checkRead(ctx, "checkpoint id", id); err != nil {
 		return nil, err
 	}
 	return s.d.Get(ctx, id)
@@ -52,7 +51,7 @@ func (s *Portable) Get(ctx context.Context, id string) (*Checkpoint, error) {
 // List returns every checkpoint of the thread, also those off the head
 // chain, in List order; an unknown thread has none. Checks: thread id.
 func (s *Portable) List(ctx context.Context, threadID string) ([]*Checkpoint, error) {
-	if err := precheck.Read(ctx, "thread id", threadID); err != nil {
+	if err := checkRead(ctx, "thread id", threadID); err != nil {
 		return nil, err
 	}
 	return s.d.List(ctx, threadID)
@@ -61,7 +60,7 @@ func (s *Portable) List(ctx context.Context, threadID string) ([]*Checkpoint, er
 // Head returns the thread's head id, or "" when it has none. After pruning
 // it may name a checkpoint that no longer exists. Checks: thread id.
 func (s *Portable) Head(ctx context.Context, threadID string) (string, error) {
-	if err := precheck.Read(ctx, "thread id", threadID); err != nil {
+	if err := checkRead(ctx, "thread id", threadID); err != nil {
 		return "", err
 	}
 	return s.d.GetHead(ctx, threadID)
@@ -72,7 +71,7 @@ func (s *Portable) Head(ctx context.Context, threadID string) (string, error) {
 // cp's blob keys. Checks, first failure wins: ids, content, writer, id
 // unused, head, parent.
 func (s *Portable) Append(ctx context.Context, cp *Checkpoint, expectedHeadID string, w Writer) error {
-	if err := precheck.Append(ctx, cp, expectedHeadID, w); err != nil {
+	if err := checkAppend(ctx, cp, expectedHeadID, w); err != nil {
 		return err
 	}
 	token, err := opToken(ctx)
@@ -86,7 +85,7 @@ func (s *Portable) Append(ctx context.Context, cp *Checkpoint, expectedHeadID st
 // drops a reference from each of its blob keys. Checks: ids, writer, the
 // checkpoint is the head (ErrNotHead).
 func (s *Portable) DeleteHead(ctx context.Context, threadID, checkpointID string, w Writer) error {
-	if err := precheck.DeleteHead(ctx, threadID, checkpointID, w); err != nil {
+	if err := checkDeleteHead(ctx, threadID, checkpointID, w); err != nil {
 		return err
 	}
 	token, err := opToken(ctx)
@@ -100,7 +99,7 @@ func (s *Portable) DeleteHead(ctx context.Context, threadID, checkpointID string
 // with ErrWriterConflict while another lease is live. Checks: thread id, no
 // live lease.
 func (s *Portable) AcquireWriter(ctx context.Context, threadID string) (*Lease, error) {
-	if err := precheck.AcquireWriter(ctx, threadID); err != nil {
+	if err := checkAcquireWriter(ctx, threadID); err != nil {
 		return nil, err
 	}
 	token, err := opToken(ctx)
@@ -117,7 +116,7 @@ func (s *Portable) AcquireWriter(ctx context.Context, threadID string) (*Lease, 
 // RenewWriter extends w's lease to now + the lease duration and returns
 // the new expiry; ErrWriterLost when w is no longer the live lease.
 func (s *Portable) RenewWriter(ctx context.Context, w Writer) (time.Time, error) {
-	if err := precheck.RenewWriter(ctx, w); err != nil {
+	if err := checkRenew(ctx, w); err != nil {
 		return time.Time{}, err
 	}
 	return s.d.Renew(ctx, w)
@@ -126,7 +125,7 @@ func (s *Portable) RenewWriter(ctx context.Context, w Writer) (time.Time, error)
 // ReleaseWriter ends w's lease when it is still the thread's lease and
 // does nothing otherwise; an error means the backend could not be reached.
 func (s *Portable) ReleaseWriter(ctx context.Context, w Writer) error {
-	if ok, err := precheck.ReleaseWriter(ctx, w); !ok || err != nil {
+	if ok, err := checkRelease(ctx, w); !ok || err != nil {
 		return err
 	}
 	return s.d.Release(ctx, w)
@@ -153,7 +152,7 @@ func (s *Portable) BlobReferencesSeq(ctx context.Context) iter.Seq2[BlobRef, err
 // ids farthest from the head first. Checks: ids, keep ≥ 1
 // (ErrInvalidEntry), writer.
 func (s *Portable) DeleteCheckpoints(ctx context.Context, threadID string, keep int, w Writer) ([]string, error) {
-	if err := precheck.Prune(ctx, threadID, keep, w); err != nil {
+	if err := checkDeleteCheckpoints(ctx, threadID, keep, w); err != nil {
 		return nil, err
 	}
 	return s.d.DeleteCheckpoints(ctx, threadID, keep, w)
@@ -165,7 +164,7 @@ func (s *Portable) DeleteCheckpoints(ctx context.Context, threadID string, keep 
 // conversation. Checks: ids, createdAt, distinct threads, source exists,
 // source in the source thread, writer, destination empty.
 func (s *Portable) ForkFromCheckpoint(ctx context.Context, in ForkInput) (*Checkpoint, error) {
-	if err := precheck.Fork(ctx, in); err != nil {
+	if err := checkFork(ctx, in); err != nil {
 		return nil, err
 	}
 	token, err := opToken(ctx)
@@ -175,14 +174,14 @@ func (s *Portable) ForkFromCheckpoint(ctx context.Context, in ForkInput) (*Check
 	return s.d.ForkFromCheckpoint(ctx, driver.Fork{
 		ForkInput:       in,
 		OpToken:         token,
-		WriterThreadErr: precheck.WriterThread(in.Writer, in.DestinationThreadID),
+		WriterThreadErr: checkWriterThread(in.Writer, in.DestinationThreadID),
 	})
 }
 
 // LoadThread returns the thread's transcript, or "[]" when none was saved.
 // Checks: thread id.
 func (s *Portable) LoadThread(ctx context.Context, threadID string) (json.RawMessage, error) {
-	if err := precheck.LoadThread(ctx, threadID); err != nil {
+	if err := checkLoadThread(ctx, threadID); err != nil {
 		return nil, err
 	}
 	return s.d.LoadThread(ctx, threadID)
@@ -192,7 +191,7 @@ func (s *Portable) LoadThread(ctx context.Context, threadID string) (json.RawMes
 // array kept byte for byte. It needs no lease. Checks: thread id, messages
 // a JSON array (ErrInvalidEntry).
 func (s *Portable) SaveThread(ctx context.Context, threadID string, messages json.RawMessage) error {
-	if err := precheck.SaveThread(ctx, threadID, messages); err != nil {
+	if err := checkSaveThread(ctx, threadID, messages); err != nil {
 		return err
 	}
 	return s.d.SaveThread(ctx, threadID, messages)
@@ -203,7 +202,7 @@ func (s *Portable) SaveThread(ctx context.Context, threadID string, messages jso
 // returns how many checkpoints it removed. The lease stays. Checks: ids,
 // writer.
 func (s *Portable) DeleteThread(ctx context.Context, threadID string, w Writer) (int, error) {
-	if err := precheck.DeleteThread(ctx, threadID, w); err != nil {
+	if err := checkDeleteThread(ctx, threadID, w); err != nil {
 		return 0, err
 	}
 	return s.d.DeleteThread(ctx, threadID, w)
@@ -214,7 +213,7 @@ func (s *Portable) DeleteThread(ctx context.Context, threadID string, w Writer) 
 // cursor of the next page ("" when nothing follows). Checks: thread id,
 // limit, cursor (ErrInvalidEntry).
 func (s *Portable) ListPage(ctx context.Context, threadID string, opt ListOptions) ([]*Checkpoint, string, error) {
-	p, err := precheck.ListPage(ctx, threadID, opt)
+	p, err := checkListPage(ctx, threadID, opt)
 	if err != nil {
 		return nil, "", err
 	}
@@ -226,7 +225,7 @@ func (s *Portable) ListPage(ctx context.Context, threadID string, opt ListOption
 // after, and the next cursor ("" when nothing follows). Checks: limit,
 // cursor (ErrInvalidEntry). For operators, not for hot paths.
 func (s *Portable) Threads(ctx context.Context, after string, limit int) ([]string, string, error) {
-	p, err := precheck.Threads(ctx, after, limit)
+	p, err := checkThreads(ctx, after, limit)
 	if err != nil {
 		return nil, "", err
 	}
@@ -238,7 +237,7 @@ func (s *Portable) Threads(ctx context.Context, after string, limit int) ([]stri
 // nothing and succeeds. Checks: ids, content, writer, ids unused elsewhere
 // or stored equal (ErrDuplicateID), head (ErrConflict).
 func (s *Portable) Import(ctx context.Context, b ImportBatch) (int, error) {
-	if err := precheck.Import(ctx, b); err != nil {
+	if err := checkImport(ctx, b); err != nil {
 		return 0, err
 	}
 	return s.d.Import(ctx, b)
@@ -262,7 +261,7 @@ func NewInstanceStore(d driver.InstanceStore) *PortableInstances {
 
 // Get returns the record, or nil and no error when key is not stored.
 func (s *PortableInstances) Get(ctx context.Context, key string) (*InstanceRecord, error) {
-	if err := precheck.InstanceKey(ctx, key); err != nil {
+	if err := checkInstanceKey(ctx, key); err != nil {
 		return nil, err
 	}
 	return s.d.Get(ctx, key)
@@ -270,7 +269,7 @@ func (s *PortableInstances) Get(ctx context.Context, key string) (*InstanceRecor
 
 // Upsert replaces the whole record of rec.Key; the last write wins.
 func (s *PortableInstances) Upsert(ctx context.Context, rec *InstanceRecord) error {
-	if err := precheck.InstanceUpsert(ctx, rec); err != nil {
+	if err := checkInstanceUpsert(ctx, rec); err != nil {
 		return err
 	}
 	return s.d.Upsert(ctx, rec)
@@ -278,7 +277,7 @@ func (s *PortableInstances) Upsert(ctx context.Context, rec *InstanceRecord) err
 
 // Delete removes the record; a missing key is not an error.
 func (s *PortableInstances) Delete(ctx context.Context, key string) error {
-	if err := precheck.InstanceKey(ctx, key); err != nil {
+	if err := checkInstanceKey(ctx, key); err != nil {
 		return err
 	}
 	return s.d.Delete(ctx, key)

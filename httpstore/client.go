@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	mathrand "math/rand/v2"
 	"net"
 	"net/http"
@@ -19,7 +20,6 @@ import (
 
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/driver"
-	"github.com/ckptstore/ckptstore/precheck"
 )
 
 // ClientOptions configure NewClient.
@@ -49,14 +49,19 @@ type ClientOptions struct {
 // DefaultRetries is the retry count of a zero ClientOptions.Retries.
 const DefaultRetries = 5
 
-// Client is a store served by a ckptserver (or any NewHandler). It
-// satisfies ckptstore.Store, Pruner, Forker, LeaseKeeper and the optional
-// capabilities (Transcripts, ThreadDeleter, Pager, ThreadLister, Importer);
-// a method whose capability the server's store lacks fails with an *Error
-// of code UNSUPPORTED that wraps errors.ErrUnsupported (Capabilities tells
-// which there are). Contract errors come back as their sentinels. It is
-// safe for concurrent use.
+// Client is a store served by a ckptserver (or any NewHandler): the
+// portable store (which checks every input once, here, before it is sent)
+// over the driver that speaks the protocol, and the instance store of the
+// same namespace. Contract errors come back as their sentinels. It is safe
+// for concurrent use.
 type Client struct {
+	*ckptstore.Portable
+	c *client
+}
+
+// client is the driver.Store of a Client: each method is one call of the
+// protocol, retried on a lost reply with the same Idempotency-Key.
+type client struct {
 	base    string // ".../v1/"
 	opts    ClientOptions
 	hc      *http.Client
@@ -65,7 +70,7 @@ type Client struct {
 	backoff time.Duration
 }
 
-var _ ckptstore.FullStore = (*Client)(nil)
+var _ driver.Store = (*client)(nil)
 
 // NewClient returns a client of the server at baseURL (http:// or
 // https://, without the /v1 path). It does no I/O. Invalid lease options
@@ -83,7 +88,7 @@ func NewClient(baseURL string, opts ClientOptions) (*Client, error) {
 			return nil, fmt.Errorf("httpstore: %v", err)
 		}
 	}
-	c := &Client{base: strings.TrimSuffix(u.String(), "/") + "/v1/", opts: opts, hc: opts.HTTPClient,
+	c := &client{base: strings.TrimSuffix(u.String(), "/") + "/v1/", opts: opts, hc: opts.HTTPClient,
 		retries: opts.Retries, backoff: opts.RetryBackoff, headers: http.Header{}}
 	if c.hc == nil {
 		c.hc = &http.Client{Transport: NewTransport()}
@@ -110,7 +115,7 @@ func NewClient(baseURL string, opts ClientOptions) (*Client, error) {
 	if d := opts.Lease.RenewAfter; d != 0 {
 		c.headers[HeaderRenewAfter] = []string{string(driver.AppendMillis(nil, int64(d)))}
 	}
-	return c, nil
+	return &Client{Portable: ckptstore.New(c), c: c}, nil
 }
 
 // NewTransport returns the transport of a Client without HTTPClient:
@@ -126,7 +131,9 @@ func NewTransport() *http.Transport {
 }
 
 // Instances returns the instance store of the client's namespace.
-func (c *Client) Instances() ckptstore.InstanceStore { return instances{c} }
+func (c *Client) Instances() *ckptstore.PortableInstances {
+	return ckptstore.NewInstanceStore(instances{c.c})
+}
 
 var bodyPool = sync.Pool{New: func() any { return new(object) }}
 
@@ -159,9 +166,10 @@ func (b *attemptBody) Close() error {
 }
 
 // do sends one call: method, the body built by build, and decodes the
-// reply object into fields. A write carries a fresh Idempotency-Key, the
-// same on each retry.
-func (c *Client) do(ctx context.Context, method string, write bool, build func(o *object) error) (fields, error) {
+// reply object into fields. A write carries an Idempotency-Key, the same
+// on each retry: the caller's op token when it gave one (token), so that
+// its own retries of the call are recognised too, else a fresh one.
+func (c *client) do(ctx context.Context, method string, write bool, token string, build func(o *object) error) (fields, error) {
 	o := bodyPool.Get().(*object)
 	pb := &pooledBody{o: o}
 	pb.refs.Store(1)
@@ -176,11 +184,8 @@ func (c *Client) do(ctx context.Context, method string, write bool, build func(o
 	o.b = body
 	key := ""
 	if write {
-		// The caller's op token, when it chose one, is the key: its own
-		// retries of the call are then recognised too.
-		if t, ok := driver.OpToken(ctx); ok {
-			key = t
-		} else {
+		key = token
+		if key == "" {
 			key = rand.Text()
 		}
 	}
@@ -204,7 +209,7 @@ func (c *Client) do(ctx context.Context, method string, write bool, build func(o
 
 // send makes one attempt; retry says whether another may succeed (a
 // network error or 503).
-func (c *Client) send(ctx context.Context, method string, pb *pooledBody, body []byte, key string) (fields, bool, error) {
+func (c *client) send(ctx context.Context, method string, pb *pooledBody, body []byte, key string) (fields, bool, error) {
 	pb.refs.Add(1)
 	rd := &attemptBody{Reader: bytes.NewReader(body), p: pb}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+method, rd)
@@ -271,36 +276,31 @@ func retryableNetError(err error) bool {
 		strings.Contains(err.Error(), "connection reset") || strings.Contains(err.Error(), "server closed")
 }
 
-// Get implements ckptstore.Store.
-func (c *Client) Get(ctx context.Context, id string) (*ckptstore.Checkpoint, error) {
-	if err := precheck.Read(ctx, "checkpoint id", id); err != nil {
-		return nil, err
-	}
-	f, err := c.do(ctx, "get", false, func(o *object) error { o.str("id", id); return nil })
+// Get implements driver.Store.
+func (c *client) Get(ctx context.Context, id string) (*ckptstore.Checkpoint, error) {
+	f, err := c.do(ctx, "get", false, "", func(o *object) error { o.str("id", id); return nil })
 	if err != nil {
 		return nil, err
 	}
 	return f.checkpoint("checkpoint")
 }
 
-// List implements ckptstore.Store.
-func (c *Client) List(ctx context.Context, threadID string) ([]*ckptstore.Checkpoint, error) {
-	if err := precheck.Read(ctx, "thread id", threadID); err != nil {
-		return nil, err
-	}
-	f, err := c.do(ctx, "list", false, func(o *object) error { o.str("threadId", threadID); return nil })
+// List implements driver.Store.
+func (c *client) List(ctx context.Context, threadID string) ([]*ckptstore.Checkpoint, error) {
+	f, err := c.do(ctx, "list", false, "", func(o *object) error { o.str("threadId", threadID); return nil })
 	if err != nil {
 		return nil, err
 	}
 	return f.checkpoints("checkpoints")
 }
 
-// ListPage implements ckptstore.Pager.
-func (c *Client) ListPage(ctx context.Context, threadID string, opt ckptstore.ListOptions) ([]*ckptstore.Checkpoint, string, error) {
-	if _, err := precheck.ListPage(ctx, threadID, opt); err != nil {
-		return nil, "", err
+// ListPage implements driver.Store.
+func (c *client) ListPage(ctx context.Context, threadID string, p driver.Page) ([]*ckptstore.Checkpoint, string, error) {
+	opt := ckptstore.ListOptions{Limit: p.Limit, Reverse: p.Reverse}
+	if p.After != nil {
+		opt.After = driver.EncodeCursor(*p.After) // cursors are the same in every store
 	}
-	f, err := c.do(ctx, "listPage", false, func(o *object) error {
+	f, err := c.do(ctx, "listPage", false, "", func(o *object) error {
 		o.str("threadId", threadID)
 		if opt.After != "" {
 			o.str("after", opt.After)
@@ -320,24 +320,18 @@ func (c *Client) ListPage(ctx context.Context, threadID string, opt ckptstore.Li
 	return cps, next, err
 }
 
-// Head implements ckptstore.Store.
-func (c *Client) Head(ctx context.Context, threadID string) (string, error) {
-	if err := precheck.Read(ctx, "thread id", threadID); err != nil {
-		return "", err
-	}
-	f, err := c.do(ctx, "getHead", false, func(o *object) error { o.str("threadId", threadID); return nil })
+// Head implements driver.Store.
+func (c *client) GetHead(ctx context.Context, threadID string) (string, error) {
+	f, err := c.do(ctx, "getHead", false, "", func(o *object) error { o.str("threadId", threadID); return nil })
 	if err != nil {
 		return "", err
 	}
 	return f.str("headId", errBadReply)
 }
 
-// Append implements ckptstore.Store.
-func (c *Client) Append(ctx context.Context, cp *ckptstore.Checkpoint, expectedHeadID string, w ckptstore.Writer) error {
-	if err := precheck.Append(ctx, cp, expectedHeadID, w); err != nil {
-		return err
-	}
-	_, err := c.do(ctx, "append", true, func(o *object) error {
+// Append implements driver.Store.
+func (c *client) Append(ctx context.Context, cp *ckptstore.Checkpoint, expectedHeadID string, w ckptstore.Writer, token string) error {
+	_, err := c.do(ctx, "append", true, token, func(o *object) error {
 		if err := o.checkpoint("checkpoint", cp); err != nil {
 			return err
 		}
@@ -348,12 +342,9 @@ func (c *Client) Append(ctx context.Context, cp *ckptstore.Checkpoint, expectedH
 	return err
 }
 
-// DeleteHead implements ckptstore.Store.
-func (c *Client) DeleteHead(ctx context.Context, threadID, checkpointID string, w ckptstore.Writer) error {
-	if err := precheck.DeleteHead(ctx, threadID, checkpointID, w); err != nil {
-		return err
-	}
-	_, err := c.do(ctx, "deleteHead", true, func(o *object) error {
+// DeleteHead implements driver.Store.
+func (c *client) DeleteHead(ctx context.Context, threadID, checkpointID string, w ckptstore.Writer, token string) error {
+	_, err := c.do(ctx, "deleteHead", true, token, func(o *object) error {
 		o.str("threadId", threadID)
 		o.str("checkpointId", checkpointID)
 		o.writer("writer", w)
@@ -362,15 +353,11 @@ func (c *Client) DeleteHead(ctx context.Context, threadID, checkpointID string, 
 	return err
 }
 
-// AcquireWriter implements ckptstore.Store. The lease renews and releases
-// through this client.
-func (c *Client) AcquireWriter(ctx context.Context, threadID string) (*ckptstore.Lease, error) {
-	if err := precheck.AcquireWriter(ctx, threadID); err != nil {
-		return nil, err
-	}
-	f, err := c.do(ctx, "acquireWriter", true, func(o *object) error { o.str("threadId", threadID); return nil })
+// AcquireWriter implements driver.Store.
+func (c *client) AcquireWriter(ctx context.Context, threadID, token string) (driver.Lease, error) {
+	f, err := c.do(ctx, "acquireWriter", true, token, func(o *object) error { o.str("threadId", threadID); return nil })
 	if err != nil {
-		return nil, err
+		return driver.Lease{}, err
 	}
 	var w ckptstore.Writer
 	var errs [5]error
@@ -381,9 +368,9 @@ func (c *Client) AcquireWriter(ctx context.Context, threadID string) (*ckptstore
 	exp, errs[3] = f.millis("expiresAt")
 	ra, errs[4] = f.millis("renewAfterMs")
 	if err := errors.Join(errs[:]...); err != nil {
-		return nil, fmt.Errorf("%w: the lease: %v", errBadReply, err)
+		return driver.Lease{}, fmt.Errorf("%w: the lease: %v", errBadReply, err)
 	}
-	return ckptstore.NewLease(w, time.Unix(0, exp), time.Duration(ra), c), nil
+	return driver.Lease{Writer: w, ExpiresAt: time.Unix(0, exp), RenewAfter: time.Duration(ra)}, nil
 }
 
 // millis reads a number field of milliseconds, in nanoseconds.
@@ -395,12 +382,9 @@ func (f fields) millis(name string) (int64, error) {
 	return ns, nil
 }
 
-// RenewWriter implements ckptstore.LeaseKeeper.
-func (c *Client) RenewWriter(ctx context.Context, w ckptstore.Writer) (time.Time, error) {
-	if err := precheck.RenewWriter(ctx, w); err != nil {
-		return time.Time{}, err
-	}
-	f, err := c.do(ctx, "renewWriter", true, func(o *object) error { o.writer("writer", w); return nil })
+// Renew implements driver.Store.
+func (c *client) Renew(ctx context.Context, w ckptstore.Writer) (time.Time, error) {
+	f, err := c.do(ctx, "renewWriter", true, "", func(o *object) error { o.writer("writer", w); return nil })
 	if err != nil {
 		return time.Time{}, err
 	}
@@ -411,22 +395,31 @@ func (c *Client) RenewWriter(ctx context.Context, w ckptstore.Writer) (time.Time
 	return time.Unix(0, ns), nil
 }
 
-// ReleaseWriter implements ckptstore.LeaseKeeper.
-func (c *Client) ReleaseWriter(ctx context.Context, w ckptstore.Writer) error {
-	ok, err := precheck.ReleaseWriter(ctx, w)
-	if err != nil || !ok {
-		return err
-	}
-	_, err = c.do(ctx, "releaseWriter", true, func(o *object) error { o.writer("writer", w); return nil })
+// Release implements driver.Store.
+func (c *client) Release(ctx context.Context, w ckptstore.Writer) error {
+	_, err := c.do(ctx, "releaseWriter", true, "", func(o *object) error { o.writer("writer", w); return nil })
 	return err
 }
 
-// BlobReferences implements ckptstore.Store.
-func (c *Client) BlobReferences(ctx context.Context) ([]ckptstore.BlobRef, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
+// ListBlobReferences implements driver.Store: one call, whose reply holds
+// every reference.
+func (c *client) ListBlobReferences(ctx context.Context) iter.Seq2[ckptstore.BlobRef, error] {
+	return func(yield func(ckptstore.BlobRef, error) bool) {
+		refs, err := c.listBlobReferences(ctx)
+		if err != nil {
+			yield(ckptstore.BlobRef{}, err)
+			return
+		}
+		for _, r := range refs {
+			if !yield(r, nil) {
+				return
+			}
+		}
 	}
-	f, err := c.do(ctx, "listBlobReferences", false, nil)
+}
+
+func (c *client) listBlobReferences(ctx context.Context) ([]ckptstore.BlobRef, error) {
+	f, err := c.do(ctx, "listBlobReferences", false, "", nil)
 	if err != nil {
 		return nil, err
 	}
@@ -444,12 +437,9 @@ func (c *Client) BlobReferences(ctx context.Context) ([]ckptstore.BlobRef, error
 	return out, nil
 }
 
-// DeleteCheckpoints implements ckptstore.Pruner.
-func (c *Client) DeleteCheckpoints(ctx context.Context, threadID string, keep int, w ckptstore.Writer) ([]string, error) {
-	if err := precheck.Prune(ctx, threadID, keep, w); err != nil {
-		return nil, err
-	}
-	f, err := c.do(ctx, "deleteCheckpoints", true, func(o *object) error {
+// DeleteCheckpoints implements driver.Store.
+func (c *client) DeleteCheckpoints(ctx context.Context, threadID string, keep int, w ckptstore.Writer) ([]string, error) {
+	f, err := c.do(ctx, "deleteCheckpoints", true, "", func(o *object) error {
 		o.str("threadId", threadID)
 		o.int("keep", int64(keep))
 		o.writer("writer", w)
@@ -461,12 +451,10 @@ func (c *Client) DeleteCheckpoints(ctx context.Context, threadID string, keep in
 	return f.strings("deleted", errBadReply)
 }
 
-// ForkFromCheckpoint implements ckptstore.Forker.
-func (c *Client) ForkFromCheckpoint(ctx context.Context, in ckptstore.ForkInput) (*ckptstore.Checkpoint, error) {
-	if err := precheck.Fork(ctx, in); err != nil {
-		return nil, err
-	}
-	f, err := c.do(ctx, "forkFromCheckpoint", true, func(o *object) error {
+// ForkFromCheckpoint implements driver.Store.
+func (c *client) ForkFromCheckpoint(ctx context.Context, fk driver.Fork) (*ckptstore.Checkpoint, error) {
+	in := fk.ForkInput
+	f, err := c.do(ctx, "forkFromCheckpoint", true, fk.OpToken, func(o *object) error {
 		o.str("sourceThreadId", in.SourceThreadID)
 		o.str("sourceCheckpointId", in.SourceCheckpointID)
 		o.str("destinationThreadId", in.DestinationThreadID)
@@ -481,12 +469,9 @@ func (c *Client) ForkFromCheckpoint(ctx context.Context, in ckptstore.ForkInput)
 	return f.checkpoint("checkpoint")
 }
 
-// DeleteThread implements ckptstore.ThreadDeleter.
-func (c *Client) DeleteThread(ctx context.Context, threadID string, w ckptstore.Writer) (int, error) {
-	if err := precheck.DeleteThread(ctx, threadID, w); err != nil {
-		return 0, err
-	}
-	f, err := c.do(ctx, "deleteThread", true, func(o *object) error {
+// DeleteThread implements driver.Store.
+func (c *client) DeleteThread(ctx context.Context, threadID string, w ckptstore.Writer) (int, error) {
+	f, err := c.do(ctx, "deleteThread", true, "", func(o *object) error {
 		o.str("threadId", threadID)
 		o.writer("writer", w)
 		return nil
@@ -498,12 +483,13 @@ func (c *Client) DeleteThread(ctx context.Context, threadID string, w ckptstore.
 	return int(n), err
 }
 
-// Threads implements ckptstore.ThreadLister.
-func (c *Client) Threads(ctx context.Context, after string, limit int) ([]string, string, error) {
-	if _, err := precheck.Threads(ctx, after, limit); err != nil {
-		return nil, "", err
+// Threads implements driver.Store.
+func (c *client) Threads(ctx context.Context, p driver.ThreadPage) ([]string, string, error) {
+	after, limit := "", p.Limit
+	if p.After != "" {
+		after = driver.EncodeThreadCursor(p.After)
 	}
-	f, err := c.do(ctx, "threads", false, func(o *object) error {
+	f, err := c.do(ctx, "threads", false, "", func(o *object) error {
 		if after != "" {
 			o.str("after", after)
 		}
@@ -521,12 +507,9 @@ func (c *Client) Threads(ctx context.Context, after string, limit int) ([]string
 	return ids, next, err
 }
 
-// LoadThread implements ckptstore.Transcripts.
-func (c *Client) LoadThread(ctx context.Context, threadID string) (json.RawMessage, error) {
-	if err := precheck.LoadThread(ctx, threadID); err != nil {
-		return nil, err
-	}
-	f, err := c.do(ctx, "loadThread", false, func(o *object) error { o.str("threadId", threadID); return nil })
+// LoadThread implements driver.Store.
+func (c *client) LoadThread(ctx context.Context, threadID string) (json.RawMessage, error) {
+	f, err := c.do(ctx, "loadThread", false, "", func(o *object) error { o.str("threadId", threadID); return nil })
 	if err != nil {
 		return nil, err
 	}
@@ -537,12 +520,9 @@ func (c *Client) LoadThread(ctx context.Context, threadID string) (json.RawMessa
 	return m, nil
 }
 
-// SaveThread implements ckptstore.Transcripts.
-func (c *Client) SaveThread(ctx context.Context, threadID string, messages json.RawMessage) error {
-	if err := precheck.SaveThread(ctx, threadID, messages); err != nil {
-		return err
-	}
-	_, err := c.do(ctx, "saveThread", true, func(o *object) error {
+// SaveThread implements driver.Store.
+func (c *client) SaveThread(ctx context.Context, threadID string, messages json.RawMessage) error {
+	_, err := c.do(ctx, "saveThread", true, "", func(o *object) error {
 		o.str("threadId", threadID)
 		o.raw("messages", messages)
 		return nil
@@ -550,12 +530,9 @@ func (c *Client) SaveThread(ctx context.Context, threadID string, messages json.
 	return err
 }
 
-// Import implements ckptstore.Importer.
-func (c *Client) Import(ctx context.Context, b ckptstore.ImportBatch) (int, error) {
-	if err := precheck.Import(ctx, b); err != nil {
-		return 0, err
-	}
-	f, err := c.do(ctx, "import", true, func(o *object) error {
+// Import implements driver.Store.
+func (c *client) Import(ctx context.Context, b ckptstore.ImportBatch) (int, error) {
+	f, err := c.do(ctx, "import", true, "", func(o *object) error {
 		o.str("threadId", b.ThreadID)
 		if err := o.checkpoints("checkpoints", b.Checkpoints); err != nil {
 			return err
@@ -579,7 +556,7 @@ func (c *Client) Import(ctx context.Context, b ckptstore.ImportBatch) (int, erro
 // of "prune", "fork", "transcripts", "deleteThread", "listPage", "threads"
 // and "import".
 func (c *Client) Capabilities(ctx context.Context) ([]string, error) {
-	f, err := c.do(ctx, "capabilities", false, nil)
+	f, err := c.c.do(ctx, "capabilities", false, "", nil)
 	if err != nil {
 		return nil, err
 	}
@@ -587,14 +564,11 @@ func (c *Client) Capabilities(ctx context.Context) ([]string, error) {
 }
 
 // instances is the instance store of a Client's namespace.
-type instances struct{ c *Client }
+type instances struct{ c *client }
 
-// Get implements ckptstore.InstanceStore.
+// Get implements driver.InstanceStore.
 func (s instances) Get(ctx context.Context, key string) (*ckptstore.InstanceRecord, error) {
-	if err := precheck.InstanceKey(ctx, key); err != nil {
-		return nil, err
-	}
-	f, err := s.c.do(ctx, "instanceGet", false, func(o *object) error { o.str("key", key); return nil })
+	f, err := s.c.do(ctx, "instanceGet", false, "", func(o *object) error { o.str("key", key); return nil })
 	if err != nil {
 		return nil, err
 	}
@@ -608,24 +582,18 @@ func (s instances) Get(ctx context.Context, key string) (*ckptstore.InstanceReco
 	return rec, nil
 }
 
-// Upsert implements ckptstore.InstanceStore.
+// Upsert implements driver.InstanceStore.
 func (s instances) Upsert(ctx context.Context, rec *ckptstore.InstanceRecord) error {
-	if err := precheck.InstanceUpsert(ctx, rec); err != nil {
-		return err
-	}
 	b, err := rec.MarshalJSON()
 	if err != nil {
 		return err
 	}
-	_, err = s.c.do(ctx, "instanceUpsert", true, func(o *object) error { o.raw("record", b); return nil })
+	_, err = s.c.do(ctx, "instanceUpsert", true, "", func(o *object) error { o.raw("record", b); return nil })
 	return err
 }
 
-// Delete implements ckptstore.InstanceStore.
+// Delete implements driver.InstanceStore.
 func (s instances) Delete(ctx context.Context, key string) error {
-	if err := precheck.InstanceKey(ctx, key); err != nil {
-		return err
-	}
-	_, err := s.c.do(ctx, "instanceDelete", true, func(o *object) error { o.str("key", key); return nil })
+	_, err := s.c.do(ctx, "instanceDelete", true, "", func(o *object) error { o.str("key", key); return nil })
 	return err
 }

@@ -1,9 +1,9 @@
 package httpstore
 
 // One function per method of docs/http-api.md. Each decodes its fields
-// (ids strictly, ErrInvalidID before any other error), runs the method's
-// pure checks (package precheck) and calls the store, which runs the state
-// checks. Writing the reply into c.out is all that is left.
+// (ids strictly, ErrInvalidID before any other error) and calls the
+// namespace's portable store, which runs the pure checks once and then its
+// driver's state checks. Writing the reply into c.out is all that is left.
 
 import (
 	"encoding/json"
@@ -12,7 +12,6 @@ import (
 
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/driver"
-	"github.com/ckptstore/ckptstore/precheck"
 )
 
 func unsupported(what string) error {
@@ -35,9 +34,6 @@ func (h *handler) get(c *call) error {
 	if err != nil {
 		return err
 	}
-	if err := precheck.Read(c.ctx, "checkpoint id", id); err != nil {
-		return err
-	}
 	cp, err := c.ns.store.Get(c.ctx, id)
 	if err != nil {
 		return err
@@ -50,7 +46,7 @@ func (h *handler) threadID(c *call) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return id, precheck.Read(c.ctx, "thread id", id)
+	return id, nil
 }
 
 func (h *handler) list(c *call) error {
@@ -78,9 +74,6 @@ func (h *handler) listPage(c *call) error {
 		return err
 	}
 	opt := ckptstore.ListOptions{After: after, Limit: int(limit), Reverse: reverse}
-	if _, err := precheck.ListPage(c.ctx, id, opt); err != nil {
-		return err
-	}
 	cps, next, err := p.ListPage(c.ctx, id, opt)
 	if err != nil {
 		return err
@@ -115,9 +108,6 @@ func (h *handler) append(c *call) error {
 	if err := firstIDError(cpErr, expErr, wErr); err != nil {
 		return err
 	}
-	if err := precheck.Append(c.ctx, cp, expected, w); err != nil {
-		return err
-	}
 	if err := c.ns.store.Append(c.ctx, cp, expected, w); err != nil {
 		return err
 	}
@@ -132,18 +122,12 @@ func (h *handler) deleteHead(c *call) error {
 	if err := firstIDError(tErr, idErr, wErr); err != nil {
 		return err
 	}
-	if err := precheck.DeleteHead(c.ctx, thread, id, w); err != nil {
-		return err
-	}
 	return c.ns.store.DeleteHead(c.ctx, thread, id, w)
 }
 
 func (h *handler) acquireWriter(c *call) error {
 	id, err := c.in.str("threadId", ckptstore.ErrInvalidID)
 	if err != nil {
-		return err
-	}
-	if err := precheck.AcquireWriter(c.ctx, id); err != nil {
 		return err
 	}
 	l, err := c.ns.store.AcquireWriter(c.ctx, id)
@@ -172,9 +156,6 @@ func (h *handler) renewWriter(c *call) error {
 	if err != nil {
 		return err
 	}
-	if err := precheck.RenewWriter(c.ctx, w); err != nil {
-		return err
-	}
 	t, err := k.RenewWriter(c.ctx, w)
 	if err != nil {
 		return err
@@ -194,10 +175,6 @@ func (h *handler) releaseWriter(c *call) error {
 		return nil // a writer of no valid thread matches no lease: nothing to release
 	}
 	if err != nil {
-		return err
-	}
-	ok, err := precheck.ReleaseWriter(c.ctx, w)
-	if err != nil || !ok {
 		return err
 	}
 	return k.ReleaseWriter(c.ctx, w)
@@ -237,9 +214,6 @@ func (h *handler) deleteCheckpoints(c *call) error {
 	if err := firstIDError(tErr, wErr, kErr); err != nil {
 		return err
 	}
-	if err := precheck.Prune(c.ctx, thread, int(keep), w); err != nil {
-		return err
-	}
 	ids, err := p.DeleteCheckpoints(c.ctx, thread, int(keep), w)
 	if err != nil {
 		return err
@@ -268,9 +242,6 @@ func (h *handler) fork(c *call) error {
 	if err := firstIDError(errs[:]...); err != nil {
 		return err
 	}
-	if err := precheck.Fork(c.ctx, in); err != nil {
-		return err
-	}
 	cp, err := f.ForkFromCheckpoint(c.ctx, in)
 	if err != nil {
 		return err
@@ -286,9 +257,6 @@ func (h *handler) deleteThread(c *call) error {
 	thread, tErr := c.in.str("threadId", ckptstore.ErrInvalidID)
 	w, wErr := c.in.writer("writer")
 	if err := firstIDError(tErr, wErr); err != nil {
-		return err
-	}
-	if err := precheck.DeleteThread(c.ctx, thread, w); err != nil {
 		return err
 	}
 	n, err := d.DeleteThread(c.ctx, thread, w)
@@ -307,9 +275,6 @@ func (h *handler) threads(c *call) error {
 	after, aErr := c.in.str("after", ckptstore.ErrInvalidEntry)
 	limit, lErr := c.in.int("limit")
 	if err := firstIDError(lErr, aErr); err != nil {
-		return err
-	}
-	if _, err := precheck.Threads(c.ctx, after, int(limit)); err != nil {
 		return err
 	}
 	ids, next, err := l.Threads(c.ctx, after, int(limit))
@@ -337,9 +302,6 @@ func (h *handler) loadThread(c *call) error {
 	if err != nil {
 		return err
 	}
-	if err := precheck.LoadThread(c.ctx, id); err != nil {
-		return err
-	}
 	msgs, err := t.LoadThread(c.ctx, id)
 	if err != nil {
 		return err
@@ -357,9 +319,6 @@ func (h *handler) saveThread(c *call) error {
 		return err
 	}
 	msgs := json.RawMessage(c.in["messages"])
-	if err := precheck.SaveThread(c.ctx, id, msgs); err != nil {
-		return err
-	}
 	return t.SaveThread(c.ctx, id, msgs)
 }
 
@@ -381,9 +340,6 @@ func (h *handler) importBatch(c *call) error {
 	if !c.in.isNull("transcript") {
 		b.Transcript = json.RawMessage(c.in["transcript"])
 	}
-	if err := precheck.Import(c.ctx, b); err != nil {
-		return err
-	}
 	n, err := im.Import(c.ctx, b)
 	if err != nil {
 		return err
@@ -397,7 +353,7 @@ func (h *handler) instanceKey(c *call) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return key, precheck.InstanceKey(c.ctx, key)
+	return key, nil
 }
 
 func (h *handler) instanceGet(c *call) error {
@@ -427,9 +383,6 @@ func (h *handler) instanceUpsert(c *call) error {
 	}
 	var rec ckptstore.InstanceRecord
 	if err := rec.UnmarshalJSON(c.in["record"]); err != nil {
-		return err
-	}
-	if err := precheck.InstanceUpsert(c.ctx, &rec); err != nil {
 		return err
 	}
 	return c.ns.inst.Upsert(c.ctx, &rec)
