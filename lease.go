@@ -10,14 +10,14 @@ import (
 // LeaseKeeper is the part of a store that backs a Lease: stores implement
 // it and hand it to NewLease. Users call Lease.Renew and Lease.Release.
 type LeaseKeeper interface {
-	// RenewWriter extends w's lease to now + lease duration and returns the
+	// Renew extends w's lease to now + lease duration and returns the
 	// new expiry, or fails with ErrWriterLost when w is no longer the
 	// thread's live lease.
-	RenewWriter(ctx context.Context, w Writer) (time.Time, error)
-	// ReleaseWriter ends w's lease when it is still the thread's lease, and
+	Renew(ctx context.Context, w Writer) (time.Time, error)
+	// Release ends w's lease when it is still the thread's lease, and
 	// does nothing otherwise. An error means the store could not be reached;
 	// the lease then simply expires.
-	ReleaseWriter(ctx context.Context, w Writer) error
+	Release(ctx context.Context, w Writer) error
 }
 
 // Lease is a thread's writer lease, as AcquireWriter returns it. Its Writer
@@ -41,7 +41,7 @@ func NewLease(w Writer, expiresAt time.Time, renewAfter time.Duration, k LeaseKe
 // the new expiry. A lease that expired, was released or was replaced fails
 // with ErrWriterLost.
 func (l *Lease) Renew(ctx context.Context) (time.Time, error) {
-	t, err := l.keeper.RenewWriter(ctx, l.Writer)
+	t, err := l.keeper.Renew(ctx, l.Writer)
 	if err != nil {
 		return time.Time{}, err
 	}
@@ -53,11 +53,11 @@ func (l *Lease) Renew(ctx context.Context) (time.Time, error) {
 // and never fails: when the store cannot be reached, the lease expires on
 // its own at ExpiresAt.
 func (l *Lease) Release(ctx context.Context) {
-	_ = l.keeper.ReleaseWriter(ctx, l.Writer)
+	_ = l.keeper.Release(ctx, l.Writer)
 }
 
 // ReleaseErr is Release that also reports whether the store could be
 // reached, for callers that log it.
 func (l *Lease) ReleaseErr(ctx context.Context) error {
-	return l.keeper.ReleaseWriter(ctx, l.Writer)
+	return l.keeper.Release(ctx, l.Writer)
 }

@@ -105,10 +105,10 @@ func TestLeaseReleaseReplaced(t *testing.T) {
 // failingKeeper is a store that cannot be reached.
 type failingKeeper struct{ err error }
 
-func (k failingKeeper) RenewWriter(context.Context, ckptstore.Writer) (time.Time, error) {
+func (k failingKeeper) Renew(context.Context, ckptstore.Writer) (time.Time, error) {
 	return time.Time{}, k.err
 }
-func (k failingKeeper) ReleaseWriter(context.Context, ckptstore.Writer) error { return k.err }
+func (k failingKeeper) Release(context.Context, ckptstore.Writer) error { return k.err }
 
 func TestLeaseUnreachableStore(t *testing.T) {
 	down := errors.New("connection refused")

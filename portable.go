@@ -57,9 +57,9 @@ func (s *Portable) List(ctx context.Context, threadID string) ([]*Checkpoint, er
 	return s.d.List(ctx, threadID)
 }
 
-// Head returns the thread's head id, or "" when it has none. After pruning
+// GetHead returns the thread's head id, or "" when it has none. After pruning
 // it may name a checkpoint that no longer exists. Checks: thread id.
-func (s *Portable) Head(ctx context.Context, threadID string) (string, error) {
+func (s *Portable) GetHead(ctx context.Context, threadID string) (string, error) {
 	if err := checkRead(ctx, "thread id", threadID); err != nil {
 		return "", err
 	}
@@ -113,31 +113,31 @@ func (s *Portable) AcquireWriter(ctx context.Context, threadID string) (*Lease, 
 	return &Lease{Lease: l, keeper: s}, nil
 }
 
-// RenewWriter extends w's lease to now + the lease duration and returns
+// Renew extends w's lease to now + the lease duration and returns
 // the new expiry; ErrWriterLost when w is no longer the live lease.
-func (s *Portable) RenewWriter(ctx context.Context, w Writer) (time.Time, error) {
+func (s *Portable) Renew(ctx context.Context, w Writer) (time.Time, error) {
 	if err := checkRenew(ctx, w); err != nil {
 		return time.Time{}, err
 	}
 	return s.d.Renew(ctx, w)
 }
 
-// ReleaseWriter ends w's lease when it is still the thread's lease and
+// Release ends w's lease when it is still the thread's lease and
 // does nothing otherwise; an error means the backend could not be reached.
-func (s *Portable) ReleaseWriter(ctx context.Context, w Writer) error {
+func (s *Portable) Release(ctx context.Context, w Writer) error {
 	if ok, err := checkRelease(ctx, w); !ok || err != nil {
 		return err
 	}
 	return s.d.Release(ctx, w)
 }
 
-// BlobReferences returns every blob key with a count above 0, over all
+// ListBlobReferences returns every blob key with a count above 0, over all
 // threads, in byte order.
-func (s *Portable) BlobReferences(ctx context.Context) ([]BlobRef, error) {
+func (s *Portable) ListBlobReferences(ctx context.Context) ([]BlobRef, error) {
 	return seqs.Collect(s.BlobReferencesSeq(ctx))
 }
 
-// BlobReferencesSeq yields what BlobReferences returns, streamed as the
+// BlobReferencesSeq yields what ListBlobReferences returns, streamed as the
 // backend reads it (in pages in the database-backed stores), so that a
 // sweep never holds every reference (sweep.RefLister).
 func (s *Portable) BlobReferencesSeq(ctx context.Context) iter.Seq2[BlobRef, error] {

@@ -24,7 +24,7 @@ func appendChain(t *testing.T, s ckptstore.Store, thread string, n int) []string
 		t.Fatal(err)
 	}
 	defer lease.Release(ctx)
-	head, err := s.Head(ctx, thread)
+	head, err := s.GetHead(ctx, thread)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func listIDs(t *testing.T, s ckptstore.Store, thread string) []string {
 
 func refs(t *testing.T, s ckptstore.Store) map[string]int64 {
 	t.Helper()
-	rs, err := s.BlobReferences(context.Background())
+	rs, err := s.ListBlobReferences(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func TestKeepNewest(t *testing.T) {
 	if got := listIDs(t, s, "bb"); !slices.Equal(got, b) {
 		t.Fatalf("thread bb changed: %q", got)
 	}
-	if head, _ := s.Head(ctx, "a"); head != "a-5" {
+	if head, _ := s.GetHead(ctx, "a"); head != "a-5" {
 		t.Fatalf("head = %q, want a-5", head)
 	}
 	r := refs(t, s)
@@ -168,8 +168,8 @@ func (o storeOnly) Get(ctx context.Context, id string) (*ckptstore.Checkpoint, e
 func (o storeOnly) List(ctx context.Context, threadID string) ([]*ckptstore.Checkpoint, error) {
 	return o.s.List(ctx, threadID)
 }
-func (o storeOnly) Head(ctx context.Context, threadID string) (string, error) {
-	return o.s.Head(ctx, threadID)
+func (o storeOnly) GetHead(ctx context.Context, threadID string) (string, error) {
+	return o.s.GetHead(ctx, threadID)
 }
 func (o storeOnly) Append(ctx context.Context, cp *ckptstore.Checkpoint, expectedHeadID string, w ckptstore.Writer) error {
 	return o.s.Append(ctx, cp, expectedHeadID, w)
@@ -180,8 +180,8 @@ func (o storeOnly) DeleteHead(ctx context.Context, threadID, checkpointID string
 func (o storeOnly) AcquireWriter(ctx context.Context, threadID string) (*ckptstore.Lease, error) {
 	return o.s.AcquireWriter(ctx, threadID)
 }
-func (o storeOnly) BlobReferences(ctx context.Context) ([]ckptstore.BlobRef, error) {
-	return o.s.BlobReferences(ctx)
+func (o storeOnly) ListBlobReferences(ctx context.Context) ([]ckptstore.BlobRef, error) {
+	return o.s.ListBlobReferences(ctx)
 }
 
 func TestKeepNewestUnsupported(t *testing.T) {
@@ -220,15 +220,15 @@ type cancelStore struct {
 
 type ctxKeeper struct{ s *ckptstore.Portable }
 
-func (k ctxKeeper) RenewWriter(ctx context.Context, w ckptstore.Writer) (time.Time, error) {
-	return k.s.RenewWriter(ctx, w)
+func (k ctxKeeper) Renew(ctx context.Context, w ckptstore.Writer) (time.Time, error) {
+	return k.s.Renew(ctx, w)
 }
 
-func (k ctxKeeper) ReleaseWriter(ctx context.Context, w ckptstore.Writer) error {
+func (k ctxKeeper) Release(ctx context.Context, w ckptstore.Writer) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return k.s.ReleaseWriter(ctx, w)
+	return k.s.Release(ctx, w)
 }
 
 func (c cancelStore) AcquireWriter(ctx context.Context, threadID string) (*ckptstore.Lease, error) {

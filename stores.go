@@ -14,10 +14,10 @@ type Store interface {
 	// chain, ordered by CompareCheckpoints; an unknown thread has none.
 	// Checks: thread id (ErrInvalidID).
 	List(ctx context.Context, threadID string) ([]*Checkpoint, error)
-	// Head returns the thread's head id, or "" when it has none. After
+	// GetHead returns the thread's head id, or "" when it has none. After
 	// pruning the head may name a checkpoint that no longer exists.
 	// Checks: thread id (ErrInvalidID).
-	Head(ctx context.Context, threadID string) (string, error)
+	GetHead(ctx context.Context, threadID string) (string, error)
 	// Append stores cp and makes it the head of its thread when the head is
 	// expectedHeadID, as one compare-and-swap, and adds a reference to each
 	// of cp's blob keys. Checks, first failure wins (docs/contract.md):
@@ -31,9 +31,9 @@ type Store interface {
 	// fails with ErrWriterConflict while another lease is live. Checks:
 	// thread id, no live lease.
 	AcquireWriter(ctx context.Context, threadID string) (*Lease, error)
-	// BlobReferences returns every blob key with a count above 0, over all
+	// ListBlobReferences returns every blob key with a count above 0, over all
 	// threads, sorted by the key's bytes.
-	BlobReferences(ctx context.Context) ([]BlobRef, error)
+	ListBlobReferences(ctx context.Context) ([]BlobRef, error)
 }
 
 // Pruner is a Store that can delete old checkpoints of a thread.

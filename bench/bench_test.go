@@ -252,7 +252,7 @@ func BenchmarkRead(b *testing.B) {
 				return err
 			})
 			read("Head", func(int) error {
-				h, err := o.Store.Head(ctx, thread)
+				h, err := o.Store.GetHead(ctx, thread)
 				if err == nil && h != cps[n-1].ID {
 					err = fmt.Errorf("Head = %q, want %q", h, cps[n-1].ID)
 				}
@@ -269,7 +269,7 @@ func BenchmarkRead(b *testing.B) {
 	}
 }
 
-// BenchmarkBlobs: BlobReferences over 100,000 referenced keys (1,000
+// BenchmarkBlobs: ListBlobReferences over 100,000 referenced keys (1,000
 // checkpoints of 100 distinct files on 10 threads), and a sweep of a
 // bucket holding those keys and 10,000 unreferenced ones, which it
 // deletes (they are put back, untimed, before each iteration).
@@ -302,7 +302,7 @@ func BenchmarkBlobs(b *testing.B) {
 				b.ResetTimer()
 				for b.Loop() {
 					t := time.Now()
-					refs, err := o.Store.BlobReferences(ctx)
+					refs, err := o.Store.ListBlobReferences(ctx)
 					workload.RecordDuration(m.hist, time.Since(t))
 					if err != nil || len(refs) != keys {
 						b.Fatalf("BlobReferences: %d refs, %v", len(refs), err)

@@ -22,14 +22,14 @@
 //     DeleteThreadOrder, ImportOrder, ListPageOrder, ThreadsOrder: for each
 //     check of a method alone and for each pair of checks, inputs failing
 //     both get the earlier check's error, and every failed call leaves
-//     heads, List, Get, BlobReferences, transcripts and the thread listing
+//     heads, List, Get, ListBlobReferences, transcripts and the thread listing
 //     exactly as they were.
 //   - Append: the chain, unique ids across threads, id reuse after delete.
 //   - Immutability: changing an appended input or a returned value changes
 //     nothing stored.
 //   - Ordering: List sorts by createdAt (negative, fractional, ±0 equal),
 //     then by the UTF-8 bytes of the id (é, a, B, 😀 list as B a é 😀).
-//   - BlobReferences: distinct keys per checkpoint, shared keys across
+//   - ListBlobReferences: distinct keys per checkpoint, shared keys across
 //     checkpoints and threads, keys forgotten at 0, sorted by bytes.
 //   - Leases: no waiting, threads independent, the expiry boundary to the
 //     millisecond, renew = now + duration, takeover with a higher fence,
@@ -76,7 +76,7 @@
 //     writes with op tokens repeated later), valid and invalid, with clock
 //     moves, against the store and a plain in-package model; every result
 //     and error must match, and at the end transcripts and Threads match the
-//     model and BlobReferences equals a recount of the stored checkpoints.
+//     model and ListBlobReferences equals a recount of the stored checkpoints.
 //   - Context: a cancelled context fails every method (the optional ones
 //     too) with an error wrapping context.Canceled and changes nothing.
 //

@@ -169,11 +169,11 @@ func (m *mutant) List(ctx context.Context, thread string) ([]*ckptstore.Checkpoi
 	return l, err
 }
 
-func (m *mutant) Head(ctx context.Context, thread string) (string, error) {
+func (m *mutant) GetHead(ctx context.Context, thread string) (string, error) {
 	if m.kind == "lax-read-ids" && thread != "" && !utf8.ValidString(thread) {
 		return "", nil
 	}
-	return m.Portable.Head(ctx, thread)
+	return m.Portable.GetHead(ctx, thread)
 }
 
 // ctx drops the caller's op token for the op-tokens-ignored mutant.
@@ -212,7 +212,7 @@ func (m *mutant) DeleteHead(ctx context.Context, thread, id string, w ckptstore.
 	defer m.written()
 	ctx = m.ctx(ctx)
 	if m.kind == "not-head-first" && driver.ValidateDeleteHead(thread, id, w) == nil {
-		if h, _ := m.Portable.Head(ctx, thread); h != id {
+		if h, _ := m.Portable.GetHead(ctx, thread); h != id {
 			return fmt.Errorf("%w: %q", ckptstore.ErrNotHead, id)
 		}
 	}
@@ -273,25 +273,25 @@ func (m *mutant) AcquireWriter(ctx context.Context, thread string) (*ckptstore.L
 // keeper backs the mutants' leases.
 type keeper struct{ m *mutant }
 
-func (k keeper) RenewWriter(ctx context.Context, w ckptstore.Writer) (time.Time, error) {
-	t, err := k.m.Portable.RenewWriter(ctx, w)
+func (k keeper) Renew(ctx context.Context, w ckptstore.Writer) (time.Time, error) {
+	t, err := k.m.Portable.Renew(ctx, w)
 	if err == nil && k.m.kind == "late-expiry" {
 		t = t.Add(-time.Millisecond)
 	}
 	return t, err
 }
 
-func (k keeper) ReleaseWriter(ctx context.Context, w ckptstore.Writer) error {
+func (k keeper) Release(ctx context.Context, w ckptstore.Writer) error {
 	if k.m.kind == "release-any" {
 		k.m.mu.Lock()
 		w = k.m.latest[w.ThreadID]
 		k.m.mu.Unlock()
 	}
-	return k.m.Portable.ReleaseWriter(ctx, w)
+	return k.m.Portable.Release(ctx, w)
 }
 
-func (m *mutant) BlobReferences(ctx context.Context) ([]ckptstore.BlobRef, error) {
-	refs, err := m.Portable.BlobReferences(ctx)
+func (m *mutant) ListBlobReferences(ctx context.Context) ([]ckptstore.BlobRef, error) {
+	refs, err := m.Portable.ListBlobReferences(ctx)
 	if err != nil {
 		return refs, err
 	}
@@ -357,7 +357,7 @@ func (m *mutant) Threads(ctx context.Context, after string, limit int) ([]string
 	// Only threads with a head or a checkpoint, not those with only a
 	// transcript.
 	return slices.DeleteFunc(ids, func(id string) bool {
-		h, _ := m.Portable.Head(ctx, id)
+		h, _ := m.Portable.GetHead(ctx, id)
 		l, _ := m.Portable.List(ctx, id)
 		return h == "" && len(l) == 0
 	}), next, nil

@@ -278,7 +278,7 @@ func (e *env) chain(thread string, w *ckptstore.Writer, ids ...string) ckptstore
 
 func (e *env) head(thread string) string {
 	e.t.Helper()
-	h, err := e.s.Head(e.ctx, thread)
+	h, err := e.s.GetHead(e.ctx, thread)
 	require.NoError(e.t, err, "Head(%q)", thread)
 	return h
 }
@@ -304,7 +304,7 @@ func (e *env) list(thread string) []*ckptstore.Checkpoint {
 
 func (e *env) refs() []ckptstore.BlobRef {
 	e.t.Helper()
-	r, err := e.s.BlobReferences(e.ctx)
+	r, err := e.s.ListBlobReferences(e.ctx)
 	require.NoError(e.t, err, "BlobReferences")
 	return r
 }
@@ -321,13 +321,13 @@ func (e *env) wantList(thread string, want ...string) {
 	assert.Equal(e.t, orNil(want), orNil(testkit.IDs(e.list(thread))), "List(%q) ids", thread)
 }
 
-// wantRefs checks BlobReferences.
+// wantRefs checks ListBlobReferences.
 func (e *env) wantRefs(want ...ckptstore.BlobRef) {
 	e.t.Helper()
 	wantRefList(e.t, e.refs(), want, "BlobReferences")
 }
 
-// wantRecount checks that BlobReferences equals a recount over List of
+// wantRecount checks that ListBlobReferences equals a recount over List of
 // every thread the test used.
 func (e *env) wantRecount() {
 	e.t.Helper()

@@ -5,7 +5,7 @@ package conformance
 // store under random sequences of every operation (valid and invalid
 // inputs, stale and forged writers, clock moves) drawn by pgregory.net/rapid.
 // Every result and every error must match the model's, and at the end of
-// each sequence the whole store must equal the model, with BlobReferences
+// each sequence the whole store must equal the model, with ListBlobReferences
 // equal to a recount of the stored checkpoints.
 //
 // The model knows whether an input is invalid because the test builds it
@@ -737,7 +737,7 @@ func (mc *machine) list(t *rapid.T) {
 
 func (mc *machine) headOf(t *rapid.T) {
 	th := mc.drawThread(t, "thread")
-	got, err := mc.s.Head(t.Context(), th)
+	got, err := mc.s.GetHead(t.Context(), th)
 	if !validID(th) {
 		mc.agree(t, "Head", "Head", err, ckptstore.ErrInvalidID)
 		return
@@ -749,7 +749,7 @@ func (mc *machine) headOf(t *rapid.T) {
 }
 
 func (mc *machine) refs(t *rapid.T) {
-	got, err := mc.s.BlobReferences(t.Context())
+	got, err := mc.s.ListBlobReferences(t.Context())
 	mc.agree(t, "BlobReferences", "BlobReferences", err, nil)
 	mustRefList(t, got, testkit.Recount(mc.m.all()), "BlobReferences")
 }
@@ -758,7 +758,7 @@ func (mc *machine) refs(t *rapid.T) {
 func (mc *machine) checkAll(t *rapid.T) {
 	var stored []*ckptstore.Checkpoint
 	for _, th := range modelThreads {
-		h, err := mc.s.Head(t.Context(), th)
+		h, err := mc.s.GetHead(t.Context(), th)
 		mc.agree(t, "final read", "Head", err, nil)
 		if want := mc.m.head(th); h != want {
 			t.Fatalf("at the end: Head(%q) = %q, model says %q", th, h, want)
@@ -788,7 +788,7 @@ func (mc *machine) checkAll(t *rapid.T) {
 		require.Equal(t, orNil(mc.m.listed()), orNil(got), "at the end: Threads, against the model")
 		require.Empty(t, next, "at the end: Threads' next cursor")
 	}
-	got, err := mc.s.BlobReferences(t.Context())
+	got, err := mc.s.ListBlobReferences(t.Context())
 	mc.agree(t, "final read", "BlobReferences", err, nil)
 	mustRefList(t, got, testkit.Recount(stored), "at the end: BlobReferences differ from a recount of the stored checkpoints")
 	mustRefList(t, got, testkit.Recount(mc.m.all()), "at the end: BlobReferences differ from the model")

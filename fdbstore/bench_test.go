@@ -219,7 +219,7 @@ func BenchmarkReads(b *testing.B) {
 		{"Get", func(i int) error { _, err := s.Get(ctx, ids[i%len(ids)]); return err }},
 		{"Restore", func(int) error { _, _, err := fdbDriver(s).Restore(ctx, "t"); return err }},
 		{"HeadThenGet", func(int) error {
-			h, err := s.Head(ctx, "t")
+			h, err := s.GetHead(ctx, "t")
 			if err == nil {
 				_, err = s.Get(ctx, h)
 			}

@@ -44,7 +44,7 @@ func checkFixture(t *testing.T, opts Options) fixture {
 	testkit.Must(t, err)
 	first, err := s.p().AcquireWriter(ctx, "t")
 	testkit.Must(t, err)
-	testkit.Must(t, s.p().ReleaseWriter(ctx, first.Writer))
+	testkit.Must(t, s.p().Release(ctx, first.Writer))
 	lease, err := s.p().AcquireWriter(ctx, "t")
 	testkit.Must(t, err)
 	if lease.Writer.Fence != 2 {
@@ -312,7 +312,7 @@ func TestCheckHeadOfAnotherThread(t *testing.T) {
 	lu, err := s.p().AcquireWriter(ctx, "u")
 	testkit.Must(t, err)
 	testkit.Must(t, s.p().Append(ctx, sizedCheckpoint("u", "x", "", 5, 10, 2), "", lu.Writer))
-	head, err := s.p().Head(ctx, "t")
+	head, err := s.p().GetHead(ctx, "t")
 	testkit.Must(t, err)
 	cp, err := s.p().Get(ctx, head)
 	testkit.Must(t, err)
@@ -518,7 +518,7 @@ func randomWrites(s *Driver, w, ops int) error {
 			if err = s.p().DeleteHead(ctx, thread, head, l.Writer); errors.Is(err, ckptstore.ErrNotHead) {
 				err = nil
 			}
-			head, _ = s.p().Head(ctx, thread)
+			head, _ = s.p().GetHead(ctx, thread)
 		case r < 8:
 			_, err = s.p().DeleteCheckpoints(ctx, thread, 2, l.Writer)
 		case r < 9:

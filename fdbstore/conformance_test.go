@@ -34,7 +34,7 @@ func TestConformanceSingleCopy(t *testing.T) {
 // TestConformanceWithFaults runs the whole suite with faults on every
 // write transaction; the suite's model and concurrency tests compare the
 // reference counts with a recount. Small batch and page sizes make prunes
-// and BlobReferences span several transactions too.
+// and ListBlobReferences span several transactions too.
 func TestConformanceWithFaults(t *testing.T) {
 	var (
 		mu    sync.Mutex

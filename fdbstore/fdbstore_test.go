@@ -53,7 +53,7 @@ var ctx = context.Background()
 var must = testkit.Must
 
 // TestStore runs the engine-independent store tests (chunking, the size
-// limit, batched prunes, BlobReferences pages, ids, prefixes) on memkv;
+// limit, batched prunes, ListBlobReferences pages, ids, prefixes) on memkv;
 // fdbkv runs them on a real cluster.
 func TestStore(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) storetest.Env { return storetest.Env{DB: memkv.New()} })
@@ -116,7 +116,7 @@ func TestSharedBlobsDoNotConflict(t *testing.T) {
 	if st := db.Stats(); st.Conflicts != 0 || st.Retries != 0 {
 		t.Fatalf("%d commits conflicted, %d retried; threads that share blobs must not", st.Conflicts, st.Retries)
 	}
-	refs, err := s.BlobReferences(ctx)
+	refs, err := s.ListBlobReferences(ctx)
 	must(t, err)
 	for _, r := range refs {
 		if r.References != threads*each {
@@ -165,7 +165,7 @@ func TestWritesAreIdempotentAfterUnknownResult(t *testing.T) {
 	restore()
 	must(t, err)
 	testkit.CheckRefs(t, s, "t")
-	if head, _ := s.Head(ctx, "t"); head != "b" {
+	if head, _ := s.GetHead(ctx, "t"); head != "b" {
 		t.Fatalf("head = %q, want b", head)
 	}
 	// A different Append with a used id still fails, with the right error.
@@ -182,7 +182,7 @@ func TestWritesAreIdempotentAfterUnknownResult(t *testing.T) {
 	restore()
 	must(t, err)
 	testkit.CheckRefs(t, s, "t")
-	if head, _ := s.Head(ctx, "t"); head != "a" {
+	if head, _ := s.GetHead(ctx, "t"); head != "a" {
 		t.Fatalf("head after DeleteHead = %q, want a", head)
 	}
 

@@ -175,11 +175,11 @@ func (h *hotHarness) session(ctx context.Context, th *hotThread) error {
 		}); err != nil {
 			return fmt.Errorf("fork: %w", err)
 		}
-		if err := h.s.p().ReleaseWriter(ctx, dl.Writer); err != nil {
+		if err := h.s.p().Release(ctx, dl.Writer); err != nil {
 			return err
 		}
 	}
-	return h.s.p().ReleaseWriter(ctx, w)
+	return h.s.p().Release(ctx, w)
 }
 
 // round runs one session on every thread, from hotWorkers goroutines.

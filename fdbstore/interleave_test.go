@@ -208,10 +208,10 @@ func (e *ilEnv) sameAs(want []kv.KeyValue) {
 
 // Concurrent operations on e's threads.
 func (e *ilEnv) release(w ckptstore.Writer) func() {
-	return func() { e.must(e.s.p().ReleaseWriter(e.ctx, w)) }
+	return func() { e.must(e.s.p().Release(e.ctx, w)) }
 }
 func (e *ilEnv) renew(w ckptstore.Writer) func() {
-	return func() { _, err := e.s.p().RenewWriter(e.ctx, w); e.must(err) }
+	return func() { _, err := e.s.p().Renew(e.ctx, w); e.must(err) }
 }
 func (e *ilEnv) appendOp(cp *ckptstore.Checkpoint, head string, w ckptstore.Writer) func() {
 	return func() { e.must(e.s.p().Append(e.ctx, cp, head, w)) }
@@ -277,7 +277,7 @@ func (e *ilEnv) listed(thread string) bool {
 
 func (e *ilEnv) head(thread string) string {
 	e.t.Helper()
-	h, err := e.s.p().Head(e.ctx, thread)
+	h, err := e.s.p().GetHead(e.ctx, thread)
 	e.must(err)
 	return h
 }
@@ -570,7 +570,7 @@ func TestInterleaveAcquireWriter(t *testing.T) {
 
 func TestInterleaveRenew(t *testing.T) {
 	renew := func(e *ilEnv) func() error {
-		return func() error { _, err := e.s.p().RenewWriter(e.ctx, e.wa); return err }
+		return func() error { _, err := e.s.p().Renew(e.ctx, e.wa); return err }
 	}
 	runILCases(t, []ilCase{
 		{"LeaseReleased", func(e *ilEnv) { e.refused(e.release(e.wa), renew(e), ckptstore.ErrWriterLost) }},
@@ -583,7 +583,7 @@ func TestInterleaveRenew(t *testing.T) {
 }
 
 func TestInterleaveRelease(t *testing.T) {
-	release := func(e *ilEnv) func() error { return func() error { return e.s.p().ReleaseWriter(e.ctx, e.wa) } }
+	release := func(e *ilEnv) func() error { return func() error { return e.s.p().Release(e.ctx, e.wa) } }
 	runILCases(t, []ilCase{
 		{"LeaseTakenOver", func(e *ilEnv) {
 			// The stale holder's release must leave the new lease alone.

@@ -130,7 +130,7 @@ func TestTokenReusedForAnotherWrite(t *testing.T) {
 	lease, err := s.p().AcquireWriter(tok, "t")
 	testkit.Must(t, err)
 	testkit.Must(t, s.p().Append(tok, testkit.Checkpoint("t", "a", "", 1), "", lease.Writer))
-	if head, _ := s.p().Head(ctx, "t"); head != "a" {
+	if head, _ := s.p().GetHead(ctx, "t"); head != "a" {
 		t.Fatalf("head = %q: the Append under a token of AcquireWriter did not run", head)
 	}
 	if err := s.p().DeleteHead(tok, "t", "b", lease.Writer); !errors.Is(err, ckptstore.ErrNotHead) {

@@ -76,10 +76,10 @@ func TestDeleteHeadConflictsWithADeleteThreadBatch(t *testing.T) {
 	if !errors.Is(err, ckptstore.ErrNotHead) {
 		t.Fatalf("DeleteHead after the batch deleted the head checkpoint: error %v, want ErrNotHead", err)
 	}
-	if h, err := s.p().Head(ctx, "a"); err != nil || h != "a-0" {
+	if h, err := s.p().GetHead(ctx, "a"); err != nil || h != "a-0" {
 		t.Errorf("head %q (error %v), want a-0: the failed DeleteHead changed it", h, err)
 	}
-	refs, err := s.p().BlobReferences(ctx)
+	refs, err := s.p().ListBlobReferences(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,13 +161,13 @@ func TestWriteGivesUpAfterHalfTheMarkerLifetime(t *testing.T) {
 	}
 	ticking = false
 	testkit.Must(t, db.SetFaults(memkv.Faults{}))
-	if h, err := s.p().Head(context.Background(), "t"); err != nil || h != "" {
+	if h, err := s.p().GetHead(context.Background(), "t"); err != nil || h != "" {
 		t.Fatalf("head %q (error %v) after the write gave up, want none", h, err)
 	}
 }
 
 // TestCheckFindsALeakedZeroCount: a blob count left at 0 for a blob that no
-// checkpoint uses, the leak a missing CompareAndClear leaves (BlobReferences
+// checkpoint uses, the leak a missing CompareAndClear leaves (ListBlobReferences
 // hides it), is a problem of its own. Its recount is 0 too, so only the
 // count-at-0 rule finds it (mutant fdb-check-zero-count).
 func TestCheckFindsALeakedZeroCount(t *testing.T) {

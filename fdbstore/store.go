@@ -152,7 +152,7 @@
 // the same batches, and the batch that finds nothing left clears the head
 // and the transcript. An Import batch is one transaction: a batch that
 // would pass MaxTransactionBytes fails with ErrInvalidEntry before any
-// write, so importers send batches of a few MB. BlobReferences reads
+// write, so importers send batches of a few MB. ListBlobReferences reads
 // Options.BlobPage keys per transaction, so it is not a snapshot of one
 // instant when there are more keys than that.
 package fdbstore
@@ -182,7 +182,7 @@ const (
 	// DefaultPruneBatch is the number of checkpoints one prune transaction
 	// deletes at most, when Options.PruneBatch is 0.
 	DefaultPruneBatch = 1000
-	// DefaultBlobPage is the number of reference keys one BlobReferences
+	// DefaultBlobPage is the number of reference keys one ListBlobReferences
 	// transaction reads, when Options.BlobPage is 0.
 	DefaultBlobPage = 10_000
 )
@@ -204,7 +204,7 @@ type Options struct {
 	// PruneBatch is the most checkpoints one DeleteCheckpoints transaction
 	// deletes; 0 means DefaultPruneBatch.
 	PruneBatch int
-	// BlobPage is how many reference keys one BlobReferences transaction
+	// BlobPage is how many reference keys one ListBlobReferences transaction
 	// reads; 0 means DefaultBlobPage.
 	BlobPage int
 

@@ -320,7 +320,7 @@ func (c *client) ListPage(ctx context.Context, threadID string, p driver.Page) (
 	return cps, next, err
 }
 
-// Head implements driver.Store.
+// GetHead implements driver.Store.
 func (c *client) GetHead(ctx context.Context, threadID string) (string, error) {
 	f, err := c.do(ctx, "getHead", false, "", func(o *object) error { o.str("threadId", threadID); return nil })
 	if err != nil {

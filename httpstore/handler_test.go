@@ -220,7 +220,7 @@ func TestLostReplies(t *testing.T) {
 			if err := c.DeleteHead(ctx, "t", "c3", l.Writer); err != nil {
 				t.Fatalf("DeleteHead: %v", err)
 			}
-			if h, err := c.Head(ctx, "t"); err != nil || h != "c2" {
+			if h, err := c.GetHead(ctx, "t"); err != nil || h != "c2" {
 				t.Fatalf("Head = %q, %v", h, err)
 			}
 			if _, err := c.DeleteCheckpoints(ctx, "t", 1, l.Writer); err != nil {

@@ -90,7 +90,7 @@ func (h *handler) getHead(c *call) error {
 	if err != nil {
 		return err
 	}
-	head, err := c.ns.store.Head(c.ctx, id)
+	head, err := c.ns.store.GetHead(c.ctx, id)
 	if err != nil {
 		return err
 	}
@@ -156,7 +156,7 @@ func (h *handler) renewWriter(c *call) error {
 	if err != nil {
 		return err
 	}
-	t, err := k.RenewWriter(c.ctx, w)
+	t, err := k.Renew(c.ctx, w)
 	if err != nil {
 		return err
 	}
@@ -177,14 +177,14 @@ func (h *handler) releaseWriter(c *call) error {
 	if err != nil {
 		return err
 	}
-	return k.ReleaseWriter(c.ctx, w)
+	return k.Release(c.ctx, w)
 }
 
 func (h *handler) listBlobReferences(c *call) error {
 	if err := c.ctx.Err(); err != nil {
 		return err
 	}
-	refs, err := c.ns.store.BlobReferences(c.ctx)
+	refs, err := c.ns.store.ListBlobReferences(c.ctx)
 	if err != nil {
 		return err
 	}

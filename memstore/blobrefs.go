@@ -1,6 +1,6 @@
 package memstore
 
-// Blob counts, kept in key order as keys come and go, so BlobReferences
+// Blob counts, kept in key order as keys come and go, so ListBlobReferences
 // reads them in order instead of sorting every key on each call.
 
 import (
@@ -33,7 +33,7 @@ const mergeSlack = 4096
 // blobRefs holds the count of every key referenced by a stored checkpoint,
 // and the keys in byte order as a sorted run plus the keys added since it
 // was made. A new key is appended to pending (no tree descent on the write
-// path: that was an eighth of a 2 KB Append's time); BlobReferences sorts
+// path: that was an eighth of a 2 KB Append's time); ListBlobReferences sorts
 // pending alone and merges it into the run, O(n + p log p) for p new keys,
 // and so does a write once pending or the dead items outgrow mergeSlack
 // plus a quarter of the run, which bounds the memory and the read's sort

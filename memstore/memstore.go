@@ -19,7 +19,7 @@
 //     order without sorting and never look at other threads.
 //   - refs counts, for each key k, the stored checkpoints whose BlobKeys
 //     contain k; a key at 0 is absent. It keeps the keys in byte order as
-//     a sorted run plus the keys added since, so BlobReferences sorts only
+//     a sorted run plus the keys added since, so ListBlobReferences sorts only
 //     those (see blobRefs).
 //   - threads[t].fence is the highest fence ever issued for t; it only grows.
 //   - threads[t].transcript is nil until SaveThread, a fork or an import

@@ -51,7 +51,7 @@ func TestCluster(t *testing.T) {
 		if err := s.p().Append(ctx, testkit.Checkpoint("t", "a", "", 1), "", w); !errors.Is(err, ErrNotReplicated) {
 			t.Fatalf("Append = %v, want ErrNotReplicated", err)
 		}
-		if h, err := s.p().Head(ctx, "t"); err != nil || h != "a" {
+		if h, err := s.p().GetHead(ctx, "t"); err != nil || h != "a" {
 			t.Fatalf("head %q, %v; the master should have the write", h, err)
 		}
 	})

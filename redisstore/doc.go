@@ -80,7 +80,7 @@
 // member of the cursor's position, and an HMGET per checkpoint: a cursor
 // names a position, so a page starts exactly after it whether or not the
 // checkpoint it came from is still stored. Threads is one ZRANGEBYLEX of
-// the threads set. BlobReferences pages through refkeys the same way,
+// the threads set. ListBlobReferences pages through refkeys the same way,
 // PageSize keys per round trip; BlobReferencesSeq streams them.
 //
 // List reads BatchSize checkpoints per script, page after page by

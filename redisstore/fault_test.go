@@ -117,7 +117,7 @@ func faultAppend(ctx context.Context, s, sure *Driver, m *faultModel, th, id str
 	blobs := []int{rng.IntN(20), rng.IntN(20), rng.IntN(20)}
 	err := s.p().Append(ctx, testkit.Checkpoint(th, id, head, float64(rng.IntN(5)), blobs...), head, w)
 	if unknown(err) {
-		h, herr := sure.p().Head(ctx, th)
+		h, herr := sure.p().GetHead(ctx, th)
 		if herr != nil {
 			return herr
 		}
@@ -146,7 +146,7 @@ func faultDeleteHead(ctx context.Context, s, sure *Driver, m *faultModel, th str
 	}
 	err := s.p().DeleteHead(ctx, th, head, w)
 	if unknown(err) {
-		h, herr := sure.p().Head(ctx, th)
+		h, herr := sure.p().GetHead(ctx, th)
 		if herr != nil {
 			return herr
 		}
@@ -273,7 +273,7 @@ func checkThread(ctx context.Context, s *Driver, m *faultModel, th string) error
 	if !slices.Equal(got, want) {
 		return fmt.Errorf("thread %s holds %q, model %q", th, got, want)
 	}
-	head, err := s.p().Head(ctx, th)
+	head, err := s.p().GetHead(ctx, th)
 	if err != nil {
 		return err
 	}

@@ -32,7 +32,7 @@ func TestAcquireWriterRepeatReturnsTheLiveLease(t *testing.T) {
 	first, err := s.p().AcquireWriter(tok, "t")
 	must(t, err)
 	clock.Advance(10 * time.Second)
-	renewed, err := s.p().RenewWriter(ctx, first.Writer)
+	renewed, err := s.p().Renew(ctx, first.Writer)
 	must(t, err)
 
 	again, err := s.p().AcquireWriter(tok, "t")

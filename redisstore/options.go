@@ -66,7 +66,7 @@ type Options struct {
 	// OpTTL. 0 means DefaultOpTTL (10 min).
 	OpTTL time.Duration
 
-	// PageSize is how many blob keys BlobReferences reads per round trip,
+	// PageSize is how many blob keys ListBlobReferences reads per round trip,
 	// at most MaxPageSize. 0 means DefaultPageSize (1000).
 	PageSize int
 

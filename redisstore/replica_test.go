@@ -48,7 +48,7 @@ func TestMinReplicasWaitsForReplica(t *testing.T) {
 	if !errors.Is(err, ErrNotReplicated) || ckptstore.Code(err) != "" {
 		t.Fatalf("Append with MinReplicas 2 and one replica = %v, want ErrNotReplicated", err)
 	}
-	if h, err := s.p().Head(ctx, "t"); err != nil || h != "x" {
+	if h, err := s.p().GetHead(ctx, "t"); err != nil || h != "x" {
 		t.Fatalf("head %q, %v: the primary should have the write", h, err)
 	}
 }

@@ -122,7 +122,7 @@ func (r restartResult) checkAfterRestart(t *testing.T, s *Driver) {
 		must(t, err)
 		require.Equal(t, want, got, "%s after the restart", want.ID)
 	}
-	head, err := s.p().Head(ctx, r.thread)
+	head, err := s.p().GetHead(ctx, r.thread)
 	must(t, err)
 	last := ""
 	if len(r.ok) > 0 {

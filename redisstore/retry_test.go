@@ -73,7 +73,7 @@ func TestResentWriteAfterLostReply(t *testing.T) {
 
 		loseNext()
 		must(t, s.p().DeleteHead(ctx, "t", "c3", w))
-		if h, err := s.p().Head(ctx, "t"); err != nil || h != "c2" {
+		if h, err := s.p().GetHead(ctx, "t"); err != nil || h != "c2" {
 			t.Fatalf("head %q, %v after a resent DeleteHead, want c2", h, err)
 		}
 		testkit.CheckRefs(t, s.p(), "t")
@@ -218,7 +218,7 @@ func TestRenewResentAfterTakeover(t *testing.T) {
 			t.Fatalf("the resent renew = %v, want the renewal it made", res)
 		}
 		// A new renewal of the replaced lease fails as it must.
-		if _, err := s.p().RenewWriter(ctx, w); !errors.Is(err, ckptstore.ErrWriterLost) {
+		if _, err := s.p().Renew(ctx, w); !errors.Is(err, ckptstore.ErrWriterLost) {
 			t.Fatalf("renewing the replaced lease = %v, want ErrWriterLost", err)
 		}
 	})

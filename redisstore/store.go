@@ -290,7 +290,7 @@ func (s *Driver) readPage(ctx context.Context, threadID, from string, limit int,
 	return out, len(res)/5 > limit, nil
 }
 
-// Head implements driver.Store.
+// GetHead implements driver.Store.
 func (s *Driver) GetHead(ctx context.Context, threadID string) (string, error) {
 	h, err := s.c.HGet(ctx, string(s.keys.thread(threadID)), "h").Result()
 	if err == redis.Nil {
@@ -518,7 +518,7 @@ func intReply(v any) (int64, error) {
 	return 0, fmt.Errorf("%w: %v is not an integer", ErrCorrupt, v)
 }
 
-// RenewWriter implements driver.Store.
+// Renew implements driver.Store.
 func (s *Driver) Renew(ctx context.Context, w ckptstore.Writer) (time.Time, error) {
 	now := s.now()
 	exp := now + s.leaseMs
@@ -533,7 +533,7 @@ func (s *Driver) Renew(ctx context.Context, w ckptstore.Writer) (time.Time, erro
 	return time.UnixMilli(exp), nil
 }
 
-// ReleaseWriter implements driver.Store.
+// Release implements driver.Store.
 func (s *Driver) Release(ctx context.Context, w ckptstore.Writer) error {
 	_, err := run(ctx, s.r, releaseScript, releaseArgs{Thread: s.keys.thread(w.ThreadID), Token: w.OwnerToken,
 		Fence: itoa(w.Fence)}, false)

@@ -159,7 +159,7 @@ func TestBlobReferencesPagedInKeyOrder(t *testing.T) {
 				must(t, s.p().DeleteHead(ctx, "t", head, w))
 				head = cp.ParentCheckpointID
 			}
-			refs, err := s.p().BlobReferences(ctx)
+			refs, err := s.p().ListBlobReferences(ctx)
 			must(t, err)
 			if refs == nil || len(refs) != 0 {
 				t.Fatalf("page %d: after deleting everything BlobReferences = %#v, want empty", page, refs)
@@ -182,7 +182,7 @@ func TestPrefixesIsolateAndShareOneHashTag(t *testing.T) {
 		inst := NewInstanceStore(c, "a")
 		must(t, inst.Upsert(ctx, &ckptstore.InstanceRecord{Key: "x", UpdatedAt: 1}))
 		for _, s := range []*Driver{a, b} {
-			refs, err := s.p().BlobReferences(ctx)
+			refs, err := s.p().ListBlobReferences(ctx)
 			must(t, err)
 			if len(refs) != 1 || refs[0].References != 1 {
 				t.Fatalf("prefix %q: refs %v, want one key counted once", s.opts.Prefix, refs)
@@ -337,7 +337,7 @@ func TestGetReturnsExactCheckpoint(t *testing.T) {
 		for _, f := range []func() error{
 			func() error { _, err := s.p().Get(ctx, ""); return err },
 			func() error { _, err := s.p().List(ctx, "\xff"); return err },
-			func() error { _, err := s.p().Head(ctx, ""); return err },
+			func() error { _, err := s.p().GetHead(ctx, ""); return err },
 		} {
 			if err := f(); !errors.Is(err, ckptstore.ErrInvalidID) {
 				t.Errorf("read with an invalid id = %v, want ErrInvalidID", err)

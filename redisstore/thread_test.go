@@ -133,7 +133,7 @@ func TestListPageTies(t *testing.T) {
 func chainOf(t *testing.T, s *Driver, thread string, w ckptstore.Writer, n int) []string {
 	t.Helper()
 	ctx := context.Background()
-	head, err := s.p().Head(ctx, thread)
+	head, err := s.p().GetHead(ctx, thread)
 	must(t, err)
 	var ids []string
 	for i := range n {
@@ -196,7 +196,7 @@ func wantEmptyThread(t *testing.T, s *Driver, thread string) {
 	ctx := context.Background()
 	list, err := s.p().List(ctx, thread)
 	must(t, err)
-	head, err := s.p().Head(ctx, thread)
+	head, err := s.p().GetHead(ctx, thread)
 	must(t, err)
 	tr, err := s.p().LoadThread(ctx, thread)
 	must(t, err)

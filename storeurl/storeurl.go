@@ -111,7 +111,7 @@ func (o *Opened) Namespace(name string, lease ckptstore.Options) (ckptstore.Stor
 
 // Ping checks that the store answers: one read of a head.
 func (o *Opened) Ping(ctx context.Context) error {
-	_, err := o.Store.Head(ctx, "storeurl-ping")
+	_, err := o.Store.GetHead(ctx, "storeurl-ping")
 	return err
 }
 

@@ -172,7 +172,7 @@ func runConcurrent(t *testing.T, s *ckptstore.Portable, b blobs.Bucket, c *gated
 		t.Fatalf("final sweep: %v", err)
 	}
 	f.freedAtEnd.Store(int64(len(deleted)))
-	refs, err := s.BlobReferences(ctx)
+	refs, err := s.ListBlobReferences(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

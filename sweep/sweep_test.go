@@ -478,13 +478,13 @@ func TestReuploadedDuringSweepSurvives(t *testing.T) {
 }
 
 // streamStore serves references through RefLister, in the given order, and
-// fails BlobReferences so that a test notices the sweep using it.
+// fails ListBlobReferences so that a test notices the sweep using it.
 type streamStore struct {
 	ckptstore.Store
 	refs []ckptstore.BlobRef
 }
 
-func (s streamStore) BlobReferences(context.Context) ([]ckptstore.BlobRef, error) {
+func (s streamStore) ListBlobReferences(context.Context) ([]ckptstore.BlobRef, error) {
 	return nil, errors.New("BlobReferences called although RefLister is implemented")
 }
 
@@ -498,13 +498,13 @@ func (s streamStore) BlobReferencesSeq(ctx context.Context) iter.Seq2[ckptstore.
 	}
 }
 
-// sliceStore returns a fixed BlobReferences slice.
+// sliceStore returns a fixed ListBlobReferences slice.
 type sliceStore struct {
 	ckptstore.Store
 	refs []ckptstore.BlobRef
 }
 
-func (s sliceStore) BlobReferences(context.Context) ([]ckptstore.BlobRef, error) {
+func (s sliceStore) ListBlobReferences(context.Context) ([]ckptstore.BlobRef, error) {
 	return s.refs, nil
 }
 

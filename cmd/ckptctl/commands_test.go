@@ -48,7 +48,7 @@ func TestThreadsHeadGetRefs(t *testing.T) {
 	h.fails(1, `no checkpoint "nope"`, "get", "--store", url, "nope")
 	h.fails(2, "INVALID_ID", "get", "--store", url, "")
 
-	refs, err := s.BlobReferences(context.Background())
+	refs, err := s.ListBlobReferences(context.Background())
 	must(t, err)
 	var wantRefs []string
 	for _, r := range refs {

@@ -156,7 +156,7 @@ func appendChain(t testing.TB, s ckptstore.Store, thread string, n, keyBase int)
 	l, err := s.AcquireWriter(ctx, thread)
 	must(t, err)
 	defer l.Release(ctx)
-	head, err := s.Head(ctx, thread)
+	head, err := s.GetHead(ctx, thread)
 	must(t, err)
 	for i := range n {
 		id := fmt.Sprintf("%s-%04d", thread, i)

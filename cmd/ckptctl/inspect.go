@@ -195,7 +195,7 @@ func runHead(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer s.Close()
-	head, err := s.Head(ctx, pos[0])
+	head, err := s.GetHead(ctx, pos[0])
 	if err != nil || head == "" {
 		return err
 	}
@@ -210,7 +210,7 @@ func runRefs(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer s.Close()
-	refs, err := s.BlobReferences(ctx)
+	refs, err := s.ListBlobReferences(ctx)
 	if err != nil {
 		return err
 	}

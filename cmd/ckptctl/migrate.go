@@ -91,7 +91,7 @@ func jsonLenEstimate(cp *ckptstore.Checkpoint) int {
 // all, so it gets no "[]" either.
 func storeThread(ctx context.Context, s ckptstore.Store, id string, listed bool) (*srcThread, error) {
 	s = unwrap(s)
-	head, err := s.Head(ctx, id)
+	head, err := s.GetHead(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -292,7 +292,7 @@ type destination struct {
 // when the destination's head or transcript is neither empty nor the
 // source's.
 func (m *migrator) readDestination(ctx context.Context, th *srcThread) (*destination, error) {
-	head, err := m.dst.Head(ctx, th.id)
+	head, err := m.dst.GetHead(ctx, th.id)
 	if err != nil {
 		return nil, err
 	}

@@ -179,7 +179,7 @@ func TestImportRefusesADifferentDestination(t *testing.T) {
 			tc.prepare(t, dst)
 			before, err := dst.List(ctx, "odd")
 			must(t, err)
-			beforeHead, err := dst.Head(ctx, "odd")
+			beforeHead, err := dst.GetHead(ctx, "odd")
 			must(t, err)
 			h.stdin = exp
 			r := h.fails(1, tc.want, "import", "--store", h.add("dst-"+tc.name, dst))
@@ -188,7 +188,7 @@ func TestImportRefusesADifferentDestination(t *testing.T) {
 			}
 			after, err := dst.List(ctx, "odd")
 			must(t, err)
-			afterHead, err := dst.Head(ctx, "odd")
+			afterHead, err := dst.GetHead(ctx, "odd")
 			must(t, err)
 			if len(after) != len(before) || afterHead != beforeHead {
 				t.Errorf("the refused thread changed: %d → %d checkpoints, head %q → %q", len(before), len(after), beforeHead, afterHead)
@@ -339,7 +339,7 @@ func TestImportSplitsABatchTheStoreFindsTooLarge(t *testing.T) {
 	// nothing of its thread's head set.
 	bad := &smallBatches{Portable: newMem(), max: 0}
 	h.fails(2, "INVALID_ENTRY", "copy", "--from", h.add("src2", src), "--to", h.add("bad", bad))
-	if head, err := bad.Head(context.Background(), "chain"); err != nil || head != "" {
+	if head, err := bad.GetHead(context.Background(), "chain"); err != nil || head != "" {
 		t.Errorf("head after a refused copy = %q, %v", head, err)
 	}
 }

@@ -61,11 +61,11 @@ func verifyStores(ctx context.Context, e *env, a, b *store) error {
 	if err != nil {
 		return err
 	}
-	ra, err := a.BlobReferences(ctx)
+	ra, err := a.ListBlobReferences(ctx)
 	if err != nil {
 		return err
 	}
-	rb, err := b.BlobReferences(ctx)
+	rb, err := b.ListBlobReferences(ctx)
 	if err != nil {
 		return err
 	}
@@ -94,11 +94,11 @@ func verifyStores(ctx context.Context, e *env, a, b *store) error {
 // thread compares one thread of both stores and returns how many
 // checkpoints the source holds.
 func (v *verifier) thread(ctx context.Context, a, b *store, id string) (int, error) {
-	ha, err := a.Head(ctx, id)
+	ha, err := a.GetHead(ctx, id)
 	if err != nil {
 		return 0, err
 	}
-	hb, err := b.Head(ctx, id)
+	hb, err := b.GetHead(ctx, id)
 	if err != nil {
 		return 0, err
 	}

@@ -189,7 +189,7 @@ func (w *worker) release(ctx context.Context, ls *leaseState) {
 func (w *worker) readHead(ctx context.Context, thread string, ls *leaseState) (string, *ckptstore.Checkpoint, bool) {
 	st := w.r.st
 	var head string
-	if err := w.do("head", func() (err error) { head, err = st.Head(ctx, thread); return err }); err != nil {
+	if err := w.do("head", func() (err error) { head, err = st.GetHead(ctx, thread); return err }); err != nil {
 		w.failed("head", err, ls, time.Now())
 		return "", nil, false
 	}

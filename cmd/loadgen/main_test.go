@@ -146,8 +146,8 @@ func (l *lossy) Append(ctx context.Context, cp *ckptstore.Checkpoint, head strin
 // miscount reports one reference too many for every blob.
 type miscount struct{ *ckptstore.Portable }
 
-func (m miscount) BlobReferences(ctx context.Context) ([]ckptstore.BlobRef, error) {
-	refs, err := m.Portable.BlobReferences(ctx)
+func (m miscount) ListBlobReferences(ctx context.Context) ([]ckptstore.BlobRef, error) {
+	refs, err := m.Portable.ListBlobReferences(ctx)
 	for i := range refs {
 		refs[i].References++
 	}

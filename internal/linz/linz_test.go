@@ -34,13 +34,13 @@ type cachedHead struct {
 	cache map[string]string
 }
 
-func (s *cachedHead) Head(ctx context.Context, thread string) (string, error) {
+func (s *cachedHead) GetHead(ctx context.Context, thread string) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if h, ok := s.cache[thread]; ok {
 		return h, nil
 	}
-	h, err := s.Portable.Head(ctx, thread)
+	h, err := s.Portable.GetHead(ctx, thread)
 	if err == nil && h != "" {
 		s.cache[thread] = h
 	}
@@ -58,8 +58,8 @@ func (s lostRenew) AcquireWriter(ctx context.Context, thread string) (*ckptstore
 	return ckptstore.NewLease(l.Writer, l.ExpiresAt, l.RenewAfter, s), nil
 }
 
-func (s lostRenew) RenewWriter(ctx context.Context, w ckptstore.Writer) (time.Time, error) {
-	if _, err := s.Portable.RenewWriter(ctx, w); err != nil {
+func (s lostRenew) Renew(ctx context.Context, w ckptstore.Writer) (time.Time, error) {
+	if _, err := s.Portable.Renew(ctx, w); err != nil {
 		return time.Time{}, err
 	}
 	return time.Time{}, ckptstore.ErrWriterLost

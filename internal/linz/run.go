@@ -223,7 +223,7 @@ func (w *worker) acquire(ctx context.Context) {
 
 func (w *worker) readHead(ctx context.Context) {
 	w.call(input{kind: opHead}, func() (output, error) {
-		h, err := w.s.Head(ctx, w.thread)
+		h, err := w.s.GetHead(ctx, w.thread)
 		if err == nil {
 			w.head = h
 		}

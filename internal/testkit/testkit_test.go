@@ -26,8 +26,8 @@ func (r *recorder) Fatalf(format string, args ...any) { r.msg = fmt.Sprintf(form
 // liar reports one reference too many for every key.
 type liar struct{ *ckptstore.Portable }
 
-func (l liar) BlobReferences(ctx context.Context) ([]ckptstore.BlobRef, error) {
-	refs, err := l.Portable.BlobReferences(ctx)
+func (l liar) ListBlobReferences(ctx context.Context) ([]ckptstore.BlobRef, error) {
+	refs, err := l.Portable.ListBlobReferences(ctx)
 	for i := range refs {
 		refs[i].References++
 	}

@@ -159,7 +159,7 @@ func TestLatencies(t *testing.T) {
 	}
 }
 
-// fakeStore serves fixed List and Head answers and BlobReferences, to
+// fakeStore serves fixed List and Head answers and ListBlobReferences, to
 // feed the checks states no correct store produces.
 type fakeStore struct {
 	ckptstore.Store
@@ -171,8 +171,8 @@ type fakeStore struct {
 func (f *fakeStore) List(_ context.Context, t string) ([]*ckptstore.Checkpoint, error) {
 	return f.lists[t], nil
 }
-func (f *fakeStore) Head(_ context.Context, t string) (string, error) { return f.heads[t], nil }
-func (f *fakeStore) BlobReferences(context.Context) ([]ckptstore.BlobRef, error) {
+func (f *fakeStore) GetHead(_ context.Context, t string) (string, error) { return f.heads[t], nil }
+func (f *fakeStore) ListBlobReferences(context.Context) ([]ckptstore.BlobRef, error) {
 	return f.refs, nil
 }
 
@@ -272,7 +272,7 @@ func TestOpenSpecs(t *testing.T) {
 		if (o.ReadRounds != nil) != (spec == "memkv") || (o.SetLatency != nil) != (spec == "memkv") {
 			t.Errorf("%s: memkv hooks wrong", spec)
 		}
-		if _, err := o.Store.Head(ctx, "t"); err != nil {
+		if _, err := o.Store.GetHead(ctx, "t"); err != nil {
 			t.Errorf("%s: %v", spec, err)
 		}
 		_ = o.Close()
