@@ -24,6 +24,10 @@
 //     both get the earlier check's error, and every failed call leaves
 //     heads, List, Get, ListBlobReferences, transcripts and the thread listing
 //     exactly as they were.
+//     RunStore runs the checks that need the store's state (and the pairs
+//     whose earlier check is one); the pure half, which the portable
+//     store decides before any driver, is RunPureChecks', which this
+//     package's own test runs once, over memstore.
 //   - Append: the chain, unique ids across threads, id reuse after delete.
 //   - Immutability: changing an appended input or a returned value changes
 //     nothing stored.
@@ -219,6 +223,39 @@ func RunStoreWith(t *testing.T, newStore func(t *testing.T, opts ckptstore.Optio
 type suite struct {
 	newStore newStoreFunc
 	opts     Options
+	// pure selects the half of every check order the suite runs: false,
+	// RunStore's, the checks that need the store's state (and the pairs
+	// whose earlier check is one of them); true, RunPureChecks', the checks
+	// the portable store decides before any driver runs.
+	pure bool
+}
+
+// RunPureChecks runs the half of every method's check order that the
+// portable store (ckptstore.Portable) decides alone: each pure check —
+// ids, entries, limits, cursors, keep, createdAt, distinct fork threads,
+// transcripts — and each pair whose earlier check is pure, every failing
+// call changing nothing. Those checks run in one place, before any driver,
+// so the conformance package runs them once, over memstore; RunStore runs
+// the other half against every backend.
+func RunPureChecks(t *testing.T, newStore func(t *testing.T, opts ckptstore.Options) ckptstore.Store) {
+	t.Helper()
+	s := &suite{newStore: newStore, opts: Options{ConcurrentAppends: 6}, pure: true}
+	for _, st := range []struct {
+		name string
+		run  func(*testing.T)
+	}{
+		{"AppendOrder", s.testAppendOrder},
+		{"DeleteHeadOrder", s.testDeleteHeadOrder},
+		{"DeleteCheckpointsOrder", s.testDeleteCheckpointsOrder},
+		{"ForkOrder", s.testForkOrder},
+		{"SaveThreadOrder", s.testSaveThreadOrder},
+		{"DeleteThreadOrder", s.testDeleteThreadOrder},
+		{"ImportOrder", s.testImportOrder},
+		{"ListPageOrder", s.testListPageOrder},
+		{"ThreadsOrder", s.testThreadsOrder},
+	} {
+		t.Run(st.name, st.run)
+	}
 }
 
 // leaseOptions returns the suite's lease options on a new clock.
