@@ -104,9 +104,9 @@ func ExampleKeepNewest() {
 	// kept: cp-4
 }
 
-// A store that can fork implements Forker. The fork copies one checkpoint
-// into a new, empty thread as its root, under that thread's lease.
-func ExampleForker() {
+// ForkFromCheckpoint copies one checkpoint into a new, empty thread as its
+// root, under that thread's lease.
+func ExamplePortable_ForkFromCheckpoint() {
 	ctx := context.Background()
 	now := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
 	var store ckptstore.Store = memstore.New(ckptstore.Options{Now: func() time.Time { return now }})
@@ -123,16 +123,12 @@ func ExampleForker() {
 	}
 	lease.Release(ctx)
 
-	forker, ok := store.(ckptstore.Forker)
-	if !ok {
-		log.Fatal("this store cannot fork")
-	}
 	dst, err := store.AcquireWriter(ctx, "thread-2")
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer dst.Release(ctx)
-	root, err := forker.ForkFromCheckpoint(ctx, ckptstore.ForkInput{
+	root, err := store.ForkFromCheckpoint(ctx, ckptstore.ForkInput{
 		SourceThreadID: "thread-1", SourceCheckpointID: "cp-1",
 		DestinationThreadID: "thread-2", DestinationCheckpointID: "cp-2",
 		CreatedAt: 2, Writer: dst.Writer,

@@ -159,57 +159,6 @@ func TestKeepNewestInvalidThread(t *testing.T) {
 	}
 }
 
-// storeOnly hides every method but those of ckptstore.Store.
-type storeOnly struct{ s ckptstore.Store }
-
-func (o storeOnly) Get(ctx context.Context, id string) (*ckptstore.Checkpoint, error) {
-	return o.s.Get(ctx, id)
-}
-func (o storeOnly) List(ctx context.Context, threadID string) ([]*ckptstore.Checkpoint, error) {
-	return o.s.List(ctx, threadID)
-}
-func (o storeOnly) GetHead(ctx context.Context, threadID string) (string, error) {
-	return o.s.GetHead(ctx, threadID)
-}
-func (o storeOnly) Append(ctx context.Context, cp *ckptstore.Checkpoint, expectedHeadID string, w ckptstore.Writer) error {
-	return o.s.Append(ctx, cp, expectedHeadID, w)
-}
-func (o storeOnly) DeleteHead(ctx context.Context, threadID, checkpointID string, w ckptstore.Writer) error {
-	return o.s.DeleteHead(ctx, threadID, checkpointID, w)
-}
-func (o storeOnly) AcquireWriter(ctx context.Context, threadID string) (*ckptstore.Lease, error) {
-	return o.s.AcquireWriter(ctx, threadID)
-}
-func (o storeOnly) ListBlobReferences(ctx context.Context) ([]ckptstore.BlobRef, error) {
-	return o.s.ListBlobReferences(ctx)
-}
-
-func TestKeepNewestUnsupported(t *testing.T) {
-	ctx := context.Background()
-	inner := memstore.New(ckptstore.Options{Now: newClock().Now})
-	ids := appendChain(t, inner, "t", 3)
-	s := storeOnly{inner}
-	if _, ok := ckptstore.Store(s).(ckptstore.Pruner); ok {
-		t.Fatal("storeOnly must not be a Pruner")
-	}
-	deleted, err := ckptstore.KeepNewest(ctx, s, "t", 1)
-	if !errors.Is(err, ckptstore.ErrPruneUnsupported) || deleted != nil {
-		t.Fatalf("KeepNewest = %q, %v; want ErrPruneUnsupported", deleted, err)
-	}
-	if code := ckptstore.Code(err); code != "" {
-		t.Fatalf("Code = %q, want \"\": unsupported is not a contract error", code)
-	}
-	// It fails before touching the store: no lease taken, nothing deleted.
-	lease, err := inner.AcquireWriter(ctx, "t")
-	if err != nil {
-		t.Fatalf("KeepNewest took the lease of a store it cannot prune: %v", err)
-	}
-	lease.Release(ctx)
-	if got := listIDs(t, inner, "t"); !slices.Equal(got, ids) {
-		t.Fatalf("checkpoints changed: %q", got)
-	}
-}
-
 // cancelStore cancels the caller's context in the middle of KeepNewest, and
 // backs its leases with a keeper that refuses a cancelled context, as a
 // network store would.

@@ -359,10 +359,7 @@ func BenchmarkDeleteCheckpoints(b *testing.B) {
 		nest(b, fmt.Sprintf("store=%s/chain=%d/keep=%d", be.name, n, keep), func(b *testing.B) {
 			o, free := be.open(b)
 			defer free()
-			p, ok := o.Store.(ckptstore.Pruner)
-			if !ok {
-				b.Skipf("%s cannot prune", be.name)
-			}
+			p := o.Store
 			ctx := context.Background()
 			g := workload.NewGenSeed(harness("2KB"), 3, 3)
 			m := newMetrics()

@@ -340,23 +340,22 @@ func (e *env) wantRecount() {
 
 // snapshot is everything a read can see of the threads and ids an env
 // knows, each checkpoint as canon gives it.
-// With the optional capabilities it also holds each thread's transcript
-// (Transcripts) and the whole thread listing (ThreadLister).
+// It also holds each thread's transcript (unless the test leaves them out)
+// and the whole thread listing.
 type snapshot struct {
 	heads       map[string]string
 	lists       map[string][]*ckptstore.Checkpoint
 	gets        map[string]*ckptstore.Checkpoint
 	refs        []ckptstore.BlobRef
-	transcripts map[string]string // nil without Transcripts
-	listing     []string          // nil without ThreadLister
+	transcripts map[string]string // nil when the test leaves them out
+	listing     []string
 }
 
 func (e *env) snap() snapshot {
 	e.t.Helper()
 	s := snapshot{heads: map[string]string{}, lists: map[string][]*ckptstore.Checkpoint{},
 		gets: map[string]*ckptstore.Checkpoint{}, refs: orNil(e.refs())}
-	tr, hasTranscripts := e.s.(ckptstore.Transcripts)
-	hasTranscripts = hasTranscripts && !e.noTranscripts
+	tr, hasTranscripts := e.s, !e.noTranscripts
 	if hasTranscripts {
 		s.transcripts = map[string]string{}
 	}
@@ -372,9 +371,8 @@ func (e *env) snap() snapshot {
 	for _, id := range e.ids {
 		s.gets[id] = canon(e.get(id))
 	}
-	if tl, ok := e.s.(ckptstore.ThreadLister); ok {
-		s.listing = orNil(e.allThreads(tl))
-	}
+	tl := e.s
+	s.listing = orNil(e.allThreads(tl))
 	return s
 }
 

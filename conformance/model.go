@@ -139,13 +139,13 @@ func (m *model) chain(thread string) []string {
 // machine runs one random sequence against a store and the model.
 type machine struct {
 	s           ckptstore.Store
-	pruner      ckptstore.Pruner
-	forker      ckptstore.Forker
-	transcripts ckptstore.Transcripts
-	deleter     ckptstore.ThreadDeleter
-	pager       ckptstore.Pager
-	lister      ckptstore.ThreadLister
-	importer    ckptstore.Importer
+	pruner      ckptstore.Store
+	forker      ckptstore.Store
+	transcripts ckptstore.Store
+	deleter     ckptstore.Store
+	pager       ckptstore.Store
+	lister      ckptstore.Store
+	importer    ckptstore.Store
 	repeats     []func(*rapid.T) // repeat a write that committed with an op token
 	clock       *Clock
 	m           *model
@@ -195,8 +195,8 @@ func (s *suite) modelRun(t *testing.T, rt *rapid.T, stats map[string]int) {
 	st := s.newStore(t, opts)
 	mc := &machine{s: st, clock: clock, stats: stats,
 		m: &model{now: clock.Now, cps: map[string]*ckptstore.Checkpoint{}, threads: map[string]*mThread{}}}
-	mc.pruner, _ = st.(ckptstore.Pruner)
-	mc.forker, _ = st.(ckptstore.Forker)
+	mc.pruner = st
+	mc.forker = st
 	actions := map[string]func(*rapid.T){
 		"Acquire":        mc.acquire,
 		"Renew":          mc.renew,
@@ -218,11 +218,11 @@ func (s *suite) modelRun(t *testing.T, rt *rapid.T, stats map[string]int) {
 	if mc.forker != nil {
 		actions["Fork"] = mc.fork
 	}
-	mc.transcripts, _ = st.(ckptstore.Transcripts)
-	mc.deleter, _ = st.(ckptstore.ThreadDeleter)
-	mc.pager, _ = st.(ckptstore.Pager)
-	mc.lister, _ = st.(ckptstore.ThreadLister)
-	mc.importer, _ = st.(ckptstore.Importer)
+	mc.transcripts = st
+	mc.deleter = st
+	mc.pager = st
+	mc.lister = st
+	mc.importer = st
 	if mc.transcripts != nil {
 		actions["SaveThread"] = mc.saveThread
 		actions["LoadThread"] = mc.loadThread

@@ -127,7 +127,7 @@ func (h *hotHarness) session(ctx context.Context, th *hotThread) error {
 	}
 	// A harness saves the thread's transcript as it goes (when the store
 	// keeps transcripts).
-	if tx, ok := any(h.s.p()).(ckptstore.Transcripts); ok && th.rng.IntN(2) == 0 {
+	if tx, ok := any(h.s.p()).(ckptstore.Store); ok && th.rng.IntN(2) == 0 {
 		msgs := fmt.Appendf(nil, `[{"role":"user","content":"transcript of %s at %d"}]`, th.id, th.n)
 		if err := tx.SaveThread(ctx, th.id, msgs); err != nil {
 			return fmt.Errorf("save thread: %w", err)

@@ -235,9 +235,9 @@ func (e *ilEnv) fork(srcThread, srcID, dst, dstID string, w ckptstore.Writer) fu
 // importOp imports cps into thread without setting its head.
 func (e *ilEnv) importOp(thread string, w ckptstore.Writer, cps ...*ckptstore.Checkpoint) func() {
 	return func() {
-		im, ok := any(e.s.p()).(ckptstore.Importer)
+		im, ok := any(e.s.p()).(ckptstore.Store)
 		if !ok {
-			e.t.Skip("fdbstore does not implement ckptstore.Importer yet")
+			e.t.Skip("fdbstore does not implement ckptstore.Store yet")
 		}
 		_, err := im.Import(e.ctx, ckptstore.ImportBatch{ThreadID: thread, Checkpoints: cps, Writer: w})
 		e.must(err)
@@ -247,9 +247,9 @@ func (e *ilEnv) importOp(thread string, w ckptstore.Writer, cps ...*ckptstore.Ch
 // saveOp saves a one-message transcript of thread.
 func (e *ilEnv) saveOp(thread string) func() {
 	return func() {
-		tx, ok := any(e.s.p()).(ckptstore.Transcripts)
+		tx, ok := any(e.s.p()).(ckptstore.Store)
 		if !ok {
-			e.t.Skip("fdbstore does not implement ckptstore.Transcripts yet")
+			e.t.Skip("fdbstore does not implement ckptstore.Store yet")
 		}
 		e.must(tx.SaveThread(e.ctx, thread, []byte(`[{"role":"user","content":"saved"}]`)))
 	}
@@ -258,9 +258,9 @@ func (e *ilEnv) saveOp(thread string) func() {
 // listed reports whether Threads lists thread.
 func (e *ilEnv) listed(thread string) bool {
 	e.t.Helper()
-	tl, ok := any(e.s.p()).(ckptstore.ThreadLister)
+	tl, ok := any(e.s.p()).(ckptstore.Store)
 	if !ok {
-		e.t.Skip("fdbstore does not implement ckptstore.ThreadLister yet")
+		e.t.Skip("fdbstore does not implement ckptstore.Store yet")
 	}
 	for after := ""; ; {
 		ids, next, err := tl.Threads(e.ctx, after, driver.MaxPageLimit)
@@ -513,9 +513,9 @@ func TestInterleaveFork(t *testing.T) {
 			// Only the destination's head changes (no checkpoint, as after
 			// importing a pruned thread): the fork's read of the head alone
 			// must catch it.
-			im, ok := any(e.s.p()).(ckptstore.Importer)
+			im, ok := any(e.s.p()).(ckptstore.Store)
 			if !ok {
-				e.t.Skip("fdbstore does not implement ckptstore.Importer yet")
+				e.t.Skip("fdbstore does not implement ckptstore.Store yet")
 			}
 			op := func() {
 				_, err := im.Import(e.ctx, ckptstore.ImportBatch{ThreadID: "d", SetHead: true, Head: "pruned", Writer: e.wd})
@@ -613,13 +613,13 @@ func TestInterleaveRelease(t *testing.T) {
 // the store implements the interface.
 
 func TestInterleaveDeleteThread(t *testing.T) {
-	if _, ok := any(ckptstore.New(&Driver{})).(ckptstore.ThreadDeleter); !ok {
-		t.Skip("fdbstore does not implement ckptstore.ThreadDeleter yet")
+	if _, ok := any(ckptstore.New(&Driver{})).(ckptstore.Store); !ok {
+		t.Skip("fdbstore does not implement ckptstore.Store yet")
 	}
 	del := func(e *ilEnv, n *int) func() error {
 		return func() error {
 			var err error
-			*n, err = any(e.s.p()).(ckptstore.ThreadDeleter).DeleteThread(e.ctx, "a", e.wa)
+			*n, err = any(e.s.p()).(ckptstore.Store).DeleteThread(e.ctx, "a", e.wa)
 			return err
 		}
 	}
@@ -650,7 +650,7 @@ func TestInterleaveDeleteThread(t *testing.T) {
 			fork := e.fork("a", "a-c2", "d", "d-root", e.wd)
 			delD := func() error {
 				var err error
-				n, err = any(e.s.p()).(ckptstore.ThreadDeleter).DeleteThread(e.ctx, "d", e.wd)
+				n, err = any(e.s.p()).(ckptstore.Store).DeleteThread(e.ctx, "d", e.wd)
 				return err
 			}
 			_, err := e.interleave(fork, delD)
@@ -663,8 +663,8 @@ func TestInterleaveDeleteThread(t *testing.T) {
 }
 
 func TestInterleaveSaveThread(t *testing.T) {
-	if _, ok := any(ckptstore.New(&Driver{})).(ckptstore.Transcripts); !ok {
-		t.Skip("fdbstore does not implement ckptstore.Transcripts yet")
+	if _, ok := any(ckptstore.New(&Driver{})).(ckptstore.Store); !ok {
+		t.Skip("fdbstore does not implement ckptstore.Store yet")
 	}
 	// Transcripts of different sizes (one value, several values), so a
 	// write that kept chunks of the other would show.
@@ -678,7 +678,7 @@ func TestInterleaveSaveThread(t *testing.T) {
 	}
 	runILCases(t, []ilCase{
 		{"SaveRaces", func(e *ilEnv) {
-			tx := any(e.s.p()).(ckptstore.Transcripts)
+			tx := any(e.s.p()).(ckptstore.Store)
 			mine, theirs := big("mine", 3), big("theirs", 2*kv.MaxValueSize/500)
 			// Whatever the save reads, the later commit must leave exactly
 			// its own transcript: nothing of the other's.
@@ -701,11 +701,11 @@ func TestInterleaveSaveThread(t *testing.T) {
 			}
 		}},
 		{"DeleteThreadRaces", func(e *ilEnv) {
-			td, ok := any(e.s.p()).(ckptstore.ThreadDeleter)
+			td, ok := any(e.s.p()).(ckptstore.Store)
 			if !ok {
 				e.t.Skip("no DeleteThread")
 			}
-			tx := any(e.s.p()).(ckptstore.Transcripts)
+			tx := any(e.s.p()).(ckptstore.Store)
 			e.must(tx.SaveThread(e.ctx, "a", big("old", 2)))
 			mine := big("mine", 1)
 			ran := false
@@ -728,13 +728,13 @@ func TestInterleaveSaveThread(t *testing.T) {
 }
 
 func TestInterleaveImport(t *testing.T) {
-	if _, ok := any(ckptstore.New(&Driver{})).(ckptstore.Importer); !ok {
-		t.Skip("fdbstore does not implement ckptstore.Importer yet")
+	if _, ok := any(ckptstore.New(&Driver{})).(ckptstore.Store); !ok {
+		t.Skip("fdbstore does not implement ckptstore.Store yet")
 	}
 	imp := func(e *ilEnv, n *int) func() error {
 		return func() error {
 			var err error
-			*n, err = any(e.s.p()).(ckptstore.Importer).Import(e.ctx, ckptstore.ImportBatch{
+			*n, err = any(e.s.p()).(ckptstore.Store).Import(e.ctx, ckptstore.ImportBatch{
 				ThreadID: "e",
 				Checkpoints: []*ckptstore.Checkpoint{
 					testkit.Checkpoint("e", "e-c0", "", 0, 0, 20), testkit.Checkpoint("e", "e-c1", "e-c0", 1, 0, 21),

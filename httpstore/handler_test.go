@@ -15,7 +15,6 @@ import (
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/httpstore"
-	"github.com/ckptstore/ckptstore/memstore"
 	"github.com/ckptstore/ckptstore/storeurl"
 )
 
@@ -270,38 +269,6 @@ func TestNoRetryOnAnswer(t *testing.T) {
 	}
 	if n := len(f.keys["acquireWriter"]); n != 2 {
 		t.Errorf("%d attempts for two calls", n)
-	}
-}
-
-// baseOnly is a memstore seen without any optional capability.
-type baseOnly struct{ s *ckptstore.Portable }
-
-func (b baseOnly) Namespace(string, ckptstore.Options) (ckptstore.Store, ckptstore.InstanceStore, error) {
-	return struct{ ckptstore.Store }{b.s}, memstore.NewInstanceStore(), nil
-}
-
-func TestUnsupported(t *testing.T) {
-	srv := httptest.NewServer(httpstore.NewHandler(baseOnly{memstore.New(ckptstore.Options{})}, httpstore.HandlerOptions{Dev: true}))
-	defer srv.Close()
-	c, _ := httpstore.NewClient(srv.URL, httpstore.ClientOptions{})
-	ctx := context.Background()
-	if caps, err := c.Capabilities(ctx); err != nil || len(caps) != 0 {
-		t.Errorf("capabilities %v, %v", caps, err)
-	}
-	l, err := c.AcquireWriter(ctx, "t")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name, err := range map[string]error{
-		"renew": func() error { _, err := l.Renew(ctx); return err }(),
-		"prune": func() error { _, err := c.DeleteCheckpoints(ctx, "t", 1, l.Writer); return err }(),
-		"page":  func() error { _, _, err := c.ListPage(ctx, "t", ckptstore.ListOptions{}); return err }(),
-		"load":  func() error { _, err := c.LoadThread(ctx, "t"); return err }(),
-	} {
-		var he *httpstore.Error
-		if !errors.Is(err, errors.ErrUnsupported) || ckptstore.Code(err) != "" || !errors.As(err, &he) || he.Status != 501 {
-			t.Errorf("%s on a store without it: %v", name, err)
-		}
 	}
 }
 

@@ -14,21 +14,6 @@ import (
 	"github.com/ckptstore/ckptstore/driver"
 )
 
-func unsupported(what string) error {
-	return fmt.Errorf("%w: the server's store has no %s", errors.ErrUnsupported, what)
-}
-
-// capability returns the namespace's store as the optional capability T,
-// or ErrUnsupported naming what it lacks; a method checks it before it
-// decodes anything.
-func capability[T any](c *call, what string) (T, error) {
-	t, ok := c.ns.store.(T)
-	if !ok {
-		return t, unsupported(what)
-	}
-	return t, nil
-}
-
 func (h *handler) get(c *call) error {
 	id, err := c.in.str("id", ckptstore.ErrInvalidID)
 	if err != nil {
@@ -62,10 +47,7 @@ func (h *handler) list(c *call) error {
 }
 
 func (h *handler) listPage(c *call) error {
-	p, err := capability[ckptstore.Pager](c, "ListPage")
-	if err != nil {
-		return err
-	}
+	p := c.ns.store
 	id, idErr := c.in.str("threadId", ckptstore.ErrInvalidID)
 	after, afterErr := c.in.str("after", ckptstore.ErrInvalidEntry)
 	limit, limitErr := c.in.int("limit")
@@ -143,15 +125,8 @@ func (h *handler) acquireWriter(c *call) error {
 	return nil
 }
 
-func (h *handler) keeper(c *call) (ckptstore.LeaseKeeper, error) {
-	return capability[ckptstore.LeaseKeeper](c, "RenewWriter and ReleaseWriter (LeaseKeeper)")
-}
-
 func (h *handler) renewWriter(c *call) error {
-	k, err := h.keeper(c)
-	if err != nil {
-		return err
-	}
+	k := c.ns.store
 	w, err := c.in.writer("writer")
 	if err != nil {
 		return err
@@ -166,10 +141,7 @@ func (h *handler) renewWriter(c *call) error {
 }
 
 func (h *handler) releaseWriter(c *call) error {
-	k, err := h.keeper(c)
-	if err != nil {
-		return err
-	}
+	k := c.ns.store
 	w, err := c.in.writer("writer")
 	if errors.Is(err, ckptstore.ErrInvalidID) {
 		return nil // a writer of no valid thread matches no lease: nothing to release
@@ -204,10 +176,7 @@ func (h *handler) listBlobReferences(c *call) error {
 }
 
 func (h *handler) deleteCheckpoints(c *call) error {
-	p, err := capability[ckptstore.Pruner](c, "DeleteCheckpoints")
-	if err != nil {
-		return err
-	}
+	p := c.ns.store
 	thread, tErr := c.in.str("threadId", ckptstore.ErrInvalidID)
 	keep, kErr := c.in.int("keep")
 	w, wErr := c.in.writer("writer")
@@ -223,10 +192,7 @@ func (h *handler) deleteCheckpoints(c *call) error {
 }
 
 func (h *handler) fork(c *call) error {
-	f, err := capability[ckptstore.Forker](c, "ForkFromCheckpoint")
-	if err != nil {
-		return err
-	}
+	f := c.ns.store
 	var in ckptstore.ForkInput
 	var errs [6]error
 	in.SourceThreadID, errs[0] = c.in.str("sourceThreadId", ckptstore.ErrInvalidID)
@@ -250,10 +216,7 @@ func (h *handler) fork(c *call) error {
 }
 
 func (h *handler) deleteThread(c *call) error {
-	d, err := capability[ckptstore.ThreadDeleter](c, "DeleteThread")
-	if err != nil {
-		return err
-	}
+	d := c.ns.store
 	thread, tErr := c.in.str("threadId", ckptstore.ErrInvalidID)
 	w, wErr := c.in.writer("writer")
 	if err := firstIDError(tErr, wErr); err != nil {
@@ -268,10 +231,7 @@ func (h *handler) deleteThread(c *call) error {
 }
 
 func (h *handler) threads(c *call) error {
-	l, err := capability[ckptstore.ThreadLister](c, "Threads")
-	if err != nil {
-		return err
-	}
+	l := c.ns.store
 	after, aErr := c.in.str("after", ckptstore.ErrInvalidEntry)
 	limit, lErr := c.in.int("limit")
 	if err := firstIDError(lErr, aErr); err != nil {
@@ -286,15 +246,11 @@ func (h *handler) threads(c *call) error {
 	return nil
 }
 
-// transcriptThread is the start of loadThread and saveThread: the
-// capability, then the thread id.
-func (h *handler) transcriptThread(c *call) (ckptstore.Transcripts, string, error) {
-	t, err := capability[ckptstore.Transcripts](c, "thread transcripts (LoadThread, SaveThread)")
-	if err != nil {
-		return nil, "", err
-	}
+// transcriptThread is the start of loadThread and saveThread: the store
+// and the thread id.
+func (h *handler) transcriptThread(c *call) (ckptstore.Store, string, error) {
 	id, err := c.in.str("threadId", ckptstore.ErrInvalidID)
-	return t, id, err
+	return c.ns.store, id, err
 }
 
 func (h *handler) loadThread(c *call) error {
@@ -323,10 +279,7 @@ func (h *handler) saveThread(c *call) error {
 }
 
 func (h *handler) importBatch(c *call) error {
-	im, err := capability[ckptstore.Importer](c, "Import")
-	if err != nil {
-		return err
-	}
+	im := c.ns.store
 	var b ckptstore.ImportBatch
 	var errs [5]error
 	b.ThreadID, errs[0] = c.in.str("threadId", ckptstore.ErrInvalidID)
@@ -396,27 +349,12 @@ func (h *handler) instanceDelete(c *call) error {
 	return c.ns.inst.Delete(c.ctx, key)
 }
 
-// Capabilities lists the optional capabilities of st, by the names of the
-// capabilities method.
-func Capabilities(st ckptstore.Store) []string {
-	caps := []string{}
-	for _, c := range []struct {
-		name string
-		ok   bool
-	}{
-		{CapPrune, is[ckptstore.Pruner](st)}, {CapFork, is[ckptstore.Forker](st)},
-		{CapTranscripts, is[ckptstore.Transcripts](st)}, {CapDeleteThread, is[ckptstore.ThreadDeleter](st)},
-		{CapListPage, is[ckptstore.Pager](st)}, {CapThreads, is[ckptstore.ThreadLister](st)},
-		{CapImport, is[ckptstore.Importer](st)},
-	} {
-		if c.ok {
-			caps = append(caps, c.name)
-		}
-	}
-	return caps
+// Capabilities lists the capabilities of a store, by the names of the
+// capabilities method: every store has all of them, so the list is fixed;
+// the method stays for clients that ask.
+func Capabilities(ckptstore.Store) []string {
+	return []string{CapPrune, CapFork, CapTranscripts, CapDeleteThread, CapListPage, CapThreads, CapImport}
 }
-
-func is[T any](v any) bool { _, ok := v.(T); return ok }
 
 func (h *handler) capabilities(c *call) error {
 	if err := c.ctx.Err(); err != nil {

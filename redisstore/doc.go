@@ -1,6 +1,6 @@
-// Package redisstore is the ckptstore contract on Redis: a Store (with
-// Pruner, Forker, Transcripts, ThreadDeleter, Pager, ThreadLister and
-// Importer) and an InstanceStore over a go-redis redis.UniversalClient — a
+// Package redisstore is the ckptstore contract on Redis: a driver.Store
+// (New returns the portable store over it) and an instance store over a
+// go-redis redis.UniversalClient — a
 // single server, Sentinel (a failover client) or Cluster. The rules are
 // docs/contract.md's.
 //

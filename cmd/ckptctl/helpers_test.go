@@ -142,7 +142,7 @@ func importAll(t testing.TB, s ckptstore.Store, thread, head string, transcript 
 	l, err := s.AcquireWriter(ctx, thread)
 	must(t, err)
 	defer l.Release(ctx)
-	_, err = s.(ckptstore.Importer).Import(ctx, ckptstore.ImportBatch{
+	_, err = s.Import(ctx, ckptstore.ImportBatch{
 		ThreadID: thread, Checkpoints: cps, SetHead: head != "", Head: head, Transcript: transcript, Writer: l.Writer,
 	})
 	must(t, err)
@@ -181,7 +181,7 @@ func appendChain(t testing.TB, s ckptstore.Store, thread string, n, keyBase int)
 func seed(t testing.TB, s ckptstore.Store, many int) (threads []string, cps int) {
 	t.Helper()
 	ctx := context.Background()
-	tr := s.(ckptstore.Transcripts)
+	tr := s
 	appendChain(t, s, "chain", 12, 1000)
 	must(t, tr.SaveThread(ctx, "chain", json.RawMessage(`[{"role":"user","content":"hi"}]`)))
 

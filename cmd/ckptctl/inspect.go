@@ -20,10 +20,7 @@ import (
 // threadSeq yields every thread id of s in byte order, one Threads page at
 // a time.
 func threadSeq(ctx context.Context, s *store) (iter.Seq2[string, error], error) {
-	tl, ok := s.Store.(ckptstore.ThreadLister)
-	if !ok {
-		return nil, fmt.Errorf("%s cannot list its threads (no ThreadLister)", s.desc)
-	}
+	tl := s.Store
 	return func(yield func(string, error) bool) {
 		after := ""
 		for {
@@ -60,25 +57,7 @@ func unwrap(s ckptstore.Store) ckptstore.Store {
 func checkpointSeq(ctx context.Context, s ckptstore.Store, thread string, pageSize int, reverse bool) iter.Seq2[*ckptstore.Checkpoint, error] {
 	s = unwrap(s)
 	return func(yield func(*ckptstore.Checkpoint, error) bool) {
-		p, ok := s.(ckptstore.Pager)
-		if !ok {
-			cps, err := s.List(ctx, thread)
-			if err != nil {
-				yield(nil, err)
-				return
-			}
-			if reverse {
-				for i, j := 0, len(cps)-1; i < j; i, j = i+1, j-1 {
-					cps[i], cps[j] = cps[j], cps[i]
-				}
-			}
-			for _, cp := range cps {
-				if !yield(cp, nil) {
-					return
-				}
-			}
-			return
-		}
+		p := s
 		opt := ckptstore.ListOptions{Limit: pageSize, Reverse: reverse}
 		for {
 			cps, next, err := p.ListPage(ctx, thread, opt)

@@ -96,25 +96,24 @@ func storeThread(ctx context.Context, s ckptstore.Store, id string, listed bool)
 		return nil, err
 	}
 	th := &srcThread{id: id, head: head, reiterable: true}
-	if tr, ok := s.(ckptstore.Transcripts); ok {
-		t, err := tr.LoadThread(ctx, id)
-		if err != nil {
-			return nil, err
+	tr := s
+	t, err := tr.LoadThread(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if !bytes.Equal(t, []byte("[]")) {
+		th.transcript = t
+	} else if head == "" && listed {
+		empty := true
+		for _, err := range checkpointSeq(ctx, s, id, 1, false) {
+			if err != nil {
+				return nil, err
+			}
+			empty = false
+			break
 		}
-		if !bytes.Equal(t, []byte("[]")) {
+		if empty {
 			th.transcript = t
-		} else if head == "" && listed {
-			empty := true
-			for _, err := range checkpointSeq(ctx, s, id, 1, false) {
-				if err != nil {
-					return nil, err
-				}
-				empty = false
-				break
-			}
-			if empty {
-				th.transcript = t
-			}
 		}
 	}
 	th.cps = func() iter.Seq2[sized, error] {
@@ -166,7 +165,7 @@ type migrator struct {
 	e    *env
 	opts migrateOptions
 	dst  *store
-	imp  ckptstore.Importer
+	imp  ckptstore.Store
 
 	// mu guards what follows: copy --parallel runs threads concurrently.
 	mu                  sync.Mutex
@@ -180,10 +179,7 @@ type migrator struct {
 }
 
 func newMigrator(e *env, dst *store, opts migrateOptions) (*migrator, error) {
-	imp, ok := dst.Store.(ckptstore.Importer)
-	if !ok {
-		return nil, fmt.Errorf("%s cannot import (no Importer)", dst.desc)
-	}
+	imp := dst.Store
 	now := e.now()
 	return &migrator{e: e, opts: opts, dst: dst, imp: imp, start: now, lastProgress: now}, nil
 }
@@ -300,12 +296,8 @@ func (m *migrator) readDestination(ctx context.Context, th *srcThread) (*destina
 		return nil, refuse(th.id, "the destination's head is %q, the source's %q", head, th.head)
 	}
 	d := &destination{head: head, transcript: driver.EmptyTranscript(), empty: true}
-	if tr, ok := m.dst.Store.(ckptstore.Transcripts); ok {
-		if d.transcript, err = tr.LoadThread(ctx, th.id); err != nil {
-			return nil, err
-		}
-	} else if th.transcript != nil {
-		return nil, fmt.Errorf("thread %q has a transcript, but %s keeps none", th.id, m.dst.desc)
+	if d.transcript, err = m.dst.Store.LoadThread(ctx, th.id); err != nil {
+		return nil, err
 	}
 	srcTranscript := th.transcript
 	if srcTranscript == nil {

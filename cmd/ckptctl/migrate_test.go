@@ -168,7 +168,7 @@ func TestImportRefusesADifferentDestination(t *testing.T) {
 			importAll(t, dst, "odd", "elsewhere", nil)
 		}},
 		{"other transcript", "the destination's transcript differs", func(t *testing.T, dst ckptstore.Store) {
-			must(t, dst.(ckptstore.Transcripts).SaveThread(ctx, "odd", json.RawMessage(`["mine"]`)))
+			must(t, dst.SaveThread(ctx, "odd", json.RawMessage(`["mine"]`)))
 		}},
 		{"id in another thread", "refused by the destination", func(t *testing.T, dst ckptstore.Store) {
 			importAll(t, dst, "elsewhere", "", nil, testkit.Checkpoint("elsewhere", "o-c", "", 1, 1))

@@ -139,10 +139,7 @@ func (v *verifier) thread(ctx context.Context, a, b *store, id string) (int, err
 
 // transcript is the thread's transcript, "[]" for a store without them.
 func transcript(ctx context.Context, s *store, id string) ([]byte, error) {
-	tr, ok := s.Store.(ckptstore.Transcripts)
-	if !ok {
-		return []byte("[]"), nil
-	}
+	tr := s.Store
 	return tr.LoadThread(ctx, id)
 }
 

@@ -133,10 +133,7 @@ func runDeleteThread(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer s.Close()
-	td, ok := s.Store.(ckptstore.ThreadDeleter)
-	if !ok {
-		return fmt.Errorf("%s cannot delete threads (no ThreadDeleter)", s.desc)
-	}
+	td := s.Store
 	thread := pos[0]
 	return underLease(ctx, e, s, thread, *wait, func(w ckptstore.Writer) error {
 		n, err := td.DeleteThread(ctx, thread, w)
@@ -164,10 +161,7 @@ func runPrune(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer s.Close()
-	p, ok := s.Store.(ckptstore.Pruner)
-	if !ok {
-		return fmt.Errorf("%s cannot prune (no Pruner)", s.desc)
-	}
+	p := s.Store
 	thread := pos[0]
 	return underLease(ctx, e, s, thread, *wait, func(w ckptstore.Writer) error {
 		ids, err := p.DeleteCheckpoints(ctx, thread, *keep, w)

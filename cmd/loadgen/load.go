@@ -309,8 +309,8 @@ func (w *worker) keepLease(ctx context.Context, ls *leaseState) bool {
 }
 
 func (w *worker) prune(ctx context.Context, thread string, ls *leaseState) {
-	p, ok := w.r.st.(ckptstore.Pruner)
-	if !ok || !w.keepLease(ctx, ls) {
+	p := w.r.st
+	if !w.keepLease(ctx, ls) {
 		return
 	}
 	var deleted []string
@@ -339,8 +339,8 @@ func (w *worker) prune(ctx context.Context, thread string, ls *leaseState) {
 // fork copies head, which the worker's live lease on thread protects, into
 // a new thread, as a user branching a conversation does.
 func (w *worker) fork(ctx context.Context, thread, head string, ls *leaseState) {
-	f, ok := w.r.st.(ckptstore.Forker)
-	if !ok || !w.keepLease(ctx, ls) {
+	f := w.r.st
+	if !w.keepLease(ctx, ls) {
 		return
 	}
 	destCP := w.gen.NewID()
