@@ -50,14 +50,10 @@ func (l *Lease) Renew(ctx context.Context) (time.Time, error) {
 }
 
 // Release ends the lease. It does nothing when a newer lease replaced it,
-// and never fails: when the store cannot be reached, the lease expires on
-// its own at ExpiresAt.
-func (l *Lease) Release(ctx context.Context) {
-	_ = l.keeper.Release(ctx, l.Writer)
-}
-
-// ReleaseErr is Release that also reports whether the store could be
-// reached, for callers that log it.
-func (l *Lease) ReleaseErr(ctx context.Context) error {
+// and never fails the contract: an error only says the store could not be
+// reached (for callers that log it), and the lease then expires on its own
+// at ExpiresAt. Callers that need not know (defer lease.Release(ctx)) drop
+// it.
+func (l *Lease) Release(ctx context.Context) error {
 	return l.keeper.Release(ctx, l.Writer)
 }

@@ -61,8 +61,8 @@ func TestLeaseRenewAfterRelease(t *testing.T) {
 		t.Fatalf("Renew after Release error = %v, want ErrWriterLost", err)
 	}
 	lease.Release(ctx) // twice: still nothing, never a panic
-	if err := lease.ReleaseErr(ctx); err != nil {
-		t.Fatalf("ReleaseErr of a released lease = %v, want nil", err)
+	if err := lease.Release(ctx); err != nil {
+		t.Fatalf("Release of a released lease = %v, want nil", err)
 	}
 }
 
@@ -115,8 +115,8 @@ func TestLeaseUnreachableStore(t *testing.T) {
 	exp := time.Date(2025, 1, 1, 0, 2, 0, 0, time.UTC)
 	l := ckptstore.NewLease(ckptstore.Writer{ThreadID: "t", OwnerToken: "x", Fence: 1}, exp, time.Second, failingKeeper{down})
 	l.Release(context.Background()) // never fails, never panics
-	if err := l.ReleaseErr(context.Background()); !errors.Is(err, down) {
-		t.Fatalf("ReleaseErr = %v, want the store's error", err)
+	if err := l.Release(context.Background()); !errors.Is(err, down) {
+		t.Fatalf("Release = %v, want the store's error", err)
 	}
 	if _, err := l.Renew(context.Background()); !errors.Is(err, down) {
 		t.Fatalf("Renew = %v, want the store's error", err)

@@ -96,13 +96,3 @@ type Store interface {
 	// whose head is neither "" nor Head: ErrConflict).
 	Import(ctx context.Context, b ImportBatch) (int, error)
 }
-
-// InstanceStore keeps one InstanceRecord per key.
-type InstanceStore interface {
-	// Get returns the record, or nil and no error when key is not stored.
-	Get(ctx context.Context, key string) (*InstanceRecord, error)
-	// Upsert replaces the whole record of rec.Key; the last write wins.
-	Upsert(ctx context.Context, rec *InstanceRecord) error
-	// Delete removes the record; a missing key is not an error.
-	Delete(ctx context.Context, key string) error
-}

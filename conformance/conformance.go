@@ -100,7 +100,7 @@
 //		conformance.RunStore(t, func(t *testing.T, opts ckptstore.Options) ckptstore.Store {
 //			return memstore.New(opts)
 //		})
-//		conformance.RunInstanceStore(t, func(t *testing.T) ckptstore.InstanceStore {
+//		conformance.RunInstanceStore(t, func(t *testing.T) *ckptstore.PortableInstances {
 //			return memstore.NewInstanceStore()
 //		})
 //	}
@@ -278,7 +278,7 @@ func (s *suite) env(t *testing.T) *env {
 // subtest named InstanceStore, against stores made by newStore; each call
 // must return a fresh, empty store. The subtest keeps the names apart from
 // RunStore's when a test calls both.
-func RunInstanceStore(t *testing.T, newStore func(t *testing.T) ckptstore.InstanceStore) {
+func RunInstanceStore(t *testing.T, newStore func(t *testing.T) *ckptstore.PortableInstances) {
 	t.Helper()
 	t.Run("InstanceStore", func(t *testing.T) { runInstanceStore(t, newStore) })
 }

@@ -18,7 +18,7 @@ func ExampleRunStore() {
 		conformance.RunStore(t, func(t *testing.T, opts ckptstore.Options) ckptstore.Store {
 			return memstore.New(opts)
 		})
-		conformance.RunInstanceStore(t, func(t *testing.T) ckptstore.InstanceStore {
+		conformance.RunInstanceStore(t, func(t *testing.T) *ckptstore.PortableInstances {
 			return memstore.NewInstanceStore()
 		})
 	}

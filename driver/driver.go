@@ -133,7 +133,7 @@ type Fork struct {
 	WriterThreadErr error
 }
 
-// InstanceStore is the backend of a ckptstore.InstanceStore. Keys and
+// InstanceStore is the backend of a ckptstore.PortableInstances. Keys and
 // records arrive checked (ErrInvalidID, ErrInvalidEntry) and the context
 // not done; the record is the driver's to read during the call only.
 type InstanceStore interface {

@@ -17,7 +17,7 @@ func TestConformance(t *testing.T) {
 		s, _ := newMemStore(t, fdbstore.Options{Options: opts}, memkv.Options{})
 		return checked(t, s)
 	})
-	conformance.RunInstanceStore(t, func(t *testing.T) ckptstore.InstanceStore {
+	conformance.RunInstanceStore(t, func(t *testing.T) *ckptstore.PortableInstances {
 		return fdbstore.NewInstanceStore(memkv.New(), "")
 	})
 }
@@ -64,7 +64,7 @@ func TestConformanceWithFaults(t *testing.T) {
 		}
 		return checked(t, s)
 	})
-	conformance.RunInstanceStore(t, func(t *testing.T) ckptstore.InstanceStore {
+	conformance.RunInstanceStore(t, func(t *testing.T) *ckptstore.PortableInstances {
 		return fdbstore.NewInstanceStore(engine(t), "")
 	})
 	for _, db := range dbs {

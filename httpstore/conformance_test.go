@@ -87,7 +87,7 @@ func runConformanceVia(t *testing.T, addr string, hc *http.Client) {
 	conformance.RunStoreWith(t, func(t *testing.T, opts ckptstore.Options) ckptstore.Store {
 		return clientVia(t, addr, hc, opts)
 	}, o)
-	conformance.RunInstanceStore(t, func(t *testing.T) ckptstore.InstanceStore {
+	conformance.RunInstanceStore(t, func(t *testing.T) *ckptstore.PortableInstances {
 		return clientVia(t, addr, hc, ckptstore.Options{}).Instances()
 	})
 }

@@ -28,7 +28,7 @@ type Backend interface {
 	// Namespace returns the store and instance store of the tenant name,
 	// built with the lease options lease. The handler calls it once per
 	// name and keeps the result.
-	Namespace(name string, lease ckptstore.Options) (ckptstore.Store, ckptstore.InstanceStore, error)
+	Namespace(name string, lease ckptstore.Options) (ckptstore.Store, *ckptstore.PortableInstances, error)
 }
 
 // DefaultMaxBodyBytes is the request-body limit of a zero
@@ -118,7 +118,7 @@ type token struct {
 // namespace is an opened tenant.
 type namespace struct {
 	store ckptstore.Store
-	inst  ckptstore.InstanceStore
+	inst  *ckptstore.PortableInstances
 
 	// clock is the Dev clock: while a request that carries Ckpt-Now runs,
 	// it holds mu exclusively and sets nowSet and now; other requests hold

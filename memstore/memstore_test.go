@@ -21,7 +21,7 @@ func TestConformance(t *testing.T) {
 }
 
 func TestInstanceConformance(t *testing.T) {
-	conformance.RunInstanceStore(t, func(t *testing.T) ckptstore.InstanceStore {
+	conformance.RunInstanceStore(t, func(t *testing.T) *ckptstore.PortableInstances {
 		return memstore.NewInstanceStore()
 	})
 }

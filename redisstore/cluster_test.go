@@ -21,7 +21,7 @@ func TestCluster(t *testing.T) {
 		conformance.RunStoreWith(t, func(t *testing.T, opts ckptstore.Options) ckptstore.Store {
 			return checkedStore(t, c, Options{Options: opts}).p()
 		}, conformance.Options{ModelChecks: 20})
-		conformance.RunInstanceStore(t, func(t *testing.T) ckptstore.InstanceStore {
+		conformance.RunInstanceStore(t, func(t *testing.T) *ckptstore.PortableInstances {
 			return NewInstanceStore(c, "inst")
 		})
 	})

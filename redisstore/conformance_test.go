@@ -19,7 +19,7 @@ func TestConformance(t *testing.T) {
 		conformance.RunStore(t, func(t *testing.T, opts ckptstore.Options) ckptstore.Store {
 			return checkedStore(t, miniClient(t), Options{Options: opts}).p()
 		})
-		conformance.RunInstanceStore(t, func(t *testing.T) ckptstore.InstanceStore {
+		conformance.RunInstanceStore(t, func(t *testing.T) *ckptstore.PortableInstances {
 			return NewInstanceStore(miniClient(t), "")
 		})
 	})
@@ -28,7 +28,7 @@ func TestConformance(t *testing.T) {
 		conformance.RunStore(t, func(t *testing.T, opts ckptstore.Options) ckptstore.Store {
 			return checkedStore(t, c, Options{Options: opts}).p()
 		})
-		conformance.RunInstanceStore(t, func(t *testing.T) ckptstore.InstanceStore {
+		conformance.RunInstanceStore(t, func(t *testing.T) *ckptstore.PortableInstances {
 			return NewInstanceStore(c, fmt.Sprintf("inst%d", prefixSeq.Add(1)))
 		})
 	})

@@ -14,7 +14,7 @@ func openMem(opts Options) *Opened {
 		Kind:      "mem",
 		Desc:      "mem (memstore, in process)",
 		Close:     func() error { return nil },
-		namespace: func(name string, lease ckptstore.Options) (ckptstore.Store, ckptstore.InstanceStore, error) {
+		namespace: func(name string, lease ckptstore.Options) (ckptstore.Store, *ckptstore.PortableInstances, error) {
 			ns.mu.Lock()
 			defer ns.mu.Unlock()
 			n, ok := ns.m[name]

@@ -59,7 +59,7 @@ func openFDBStore(db kv.DB, opts Options) (*Opened, error) {
 		Instances: in,
 		Close:     func() error { return nil },
 		KV:        db,
-		namespace: func(name string, lease ckptstore.Options) (ckptstore.Store, ckptstore.InstanceStore, error) {
+		namespace: func(name string, lease ckptstore.Options) (ckptstore.Store, *ckptstore.PortableInstances, error) {
 			return openFDBPrefix(db, lease, FDBNamespacePrefix(name))
 		},
 	}, nil

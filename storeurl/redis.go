@@ -50,7 +50,7 @@ func openRedis(ctx context.Context, spec string, opts Options) (*Opened, error) 
 		Desc:      fmt.Sprintf("redis %s (redisstore, prefix %q)", u.Redacted(), shown),
 		Close:     client.Close,
 		Redis:     client,
-		namespace: func(name string, lease ckptstore.Options) (ckptstore.Store, ckptstore.InstanceStore, error) {
+		namespace: func(name string, lease ckptstore.Options) (ckptstore.Store, *ckptstore.PortableInstances, error) {
 			return openRedisPrefix(client, lease, RedisNamespacePrefix(prefix, name))
 		},
 	}, nil

@@ -68,7 +68,7 @@ type Opened struct {
 	// or the backend's default).
 	Store ckptstore.Store
 	// Instances is the instance store beside Store.
-	Instances ckptstore.InstanceStore
+	Instances *ckptstore.PortableInstances
 	// Kind is the backend: "mem", "memkv", "redis" or "fdb".
 	Kind string
 	// Desc names the target for reports, without credentials.
@@ -89,7 +89,7 @@ type Opened struct {
 
 	// namespace opens the store and instance store of one tenant; name is
 	// already checked.
-	namespace func(name string, lease ckptstore.Options) (ckptstore.Store, ckptstore.InstanceStore, error)
+	namespace func(name string, lease ckptstore.Options) (ckptstore.Store, *ckptstore.PortableInstances, error)
 }
 
 // Namespace returns the store and instance store of the tenant name, built
@@ -99,7 +99,7 @@ type Opened struct {
 // options) and every later call returns it. A name must be 1 to
 // MaxNamespaceBytes bytes of valid UTF-8, else the error wraps ErrBadURL;
 // invalid lease options wrap driver.ErrInvalidOptions.
-func (o *Opened) Namespace(name string, lease ckptstore.Options) (ckptstore.Store, ckptstore.InstanceStore, error) {
+func (o *Opened) Namespace(name string, lease ckptstore.Options) (ckptstore.Store, *ckptstore.PortableInstances, error) {
 	if name == "" || len(name) > MaxNamespaceBytes || !utf8.ValidString(name) {
 		return nil, nil, fmt.Errorf("%w: namespace %q: want 1 to %d bytes of valid UTF-8", ErrBadURL, name, MaxNamespaceBytes)
 	}
@@ -165,5 +165,5 @@ type memNamespaces struct {
 
 type memNamespace struct {
 	store     ckptstore.Store
-	instances ckptstore.InstanceStore
+	instances *ckptstore.PortableInstances
 }

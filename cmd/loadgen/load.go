@@ -181,7 +181,7 @@ func (w *worker) acquire(ctx context.Context, thread string) (*leaseState, error
 
 // release ends ls, also when ctx was cancelled.
 func (w *worker) release(ctx context.Context, ls *leaseState) {
-	_ = w.do("release", func() error { return ls.lease.ReleaseErr(context.WithoutCancel(ctx)) })
+	_ = w.do("release", func() error { return ls.lease.Release(context.WithoutCancel(ctx)) })
 }
 
 // readHead reads thread's head and its checkpoint (nil for none), the

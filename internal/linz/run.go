@@ -187,7 +187,7 @@ func (w *worker) run(ops int) {
 		case r < 68:
 			lw := w.lease.Writer
 			w.call(input{kind: opRelease, writer: lw}, func() (output, error) {
-				return output{}, w.lease.ReleaseErr(ctx)
+				return output{}, w.lease.Release(ctx)
 			})
 			if w.rng.IntN(2) == 0 {
 				w.lease = nil // else it writes on as a stale writer

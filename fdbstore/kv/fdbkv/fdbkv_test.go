@@ -71,7 +71,7 @@ func TestConformance(t *testing.T) {
 		}
 		return s
 	})
-	conformance.RunInstanceStore(t, func(t *testing.T) ckptstore.InstanceStore {
+	conformance.RunInstanceStore(t, func(t *testing.T) *ckptstore.PortableInstances {
 		return fdbstore.NewInstanceStore(db, string(testPrefix(t, db)))
 	})
 }
