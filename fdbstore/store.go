@@ -1,6 +1,6 @@
 // Package fdbstore is the FoundationDB ckptstore driver: every method of
-// driver.Store (New returns the portable ckptstore store over it) and an
-// InstanceStore, written against the transaction interface of package kv,
+// driver.Store (New returns the ckptstore.Portable over it) and an
+// instance store, written against the transaction interface of package kv,
 // so the same code runs on a real cluster (kv/fdbkv, build tag fdb) and on
 // kv/memkv, the in-process engine the tests use. docs/contract.md gives
 // the rules and the check order of every method.

@@ -2,7 +2,7 @@
 // of the contract and the embedded default. It keeps nothing across
 // restarts.
 //
-// New returns the portable *ckptstore.Store over this package's Driver,
+// New returns the portable *ckptstore.Portable over this package's Driver,
 // which implements every method of driver.Store and honours caller op
 // tokens. The portable store runs the pure checks (ids, entries, limits,
 // the writer's thread, ctx, op tokens) before a Driver method is called, so
