@@ -4,11 +4,15 @@
 // an instance store. It is the Go form of the SandboxCheckpointStore contract
 // of @tanstack/ai-sandbox.
 //
-// This package holds only the contract: the types, their JSON form, the
-// validation every store shares, the sentinel errors and their wire codes,
-// lease options and the Lease handle. The stores live in memstore (in
-// memory), fdbstore (FoundationDB) and redisstore (Redis); package
-// conformance proves that a store keeps every rule.
+// This package is what a harness uses: the types (declared in package
+// driver and aliased here), the sentinel errors, lease options and the
+// Lease handle, op tokens, KeepNewest, and Portable, the store every
+// backend's constructor returns. Portable runs every check that needs no
+// state once, in the contract's order, and then calls its driver (package
+// driver), which runs only the state checks, inside its atomic step. The
+// drivers are memstore (in memory), fdbstore (FoundationDB), redisstore
+// (Redis) and httpstore's client; package conformance proves that a store
+// keeps every rule.
 //
 // A typical harness run takes the thread's writer lease, reads the head,
 // appends a checkpoint that names the head as its parent, and releases the
@@ -17,7 +21,7 @@
 //	lease, err := store.AcquireWriter(ctx, threadID)
 //	if err != nil { ... }            // ErrWriterConflict: another run holds it
 //	defer lease.Release(ctx)
-//	head, err := store.Head(ctx, threadID)
+//	head, err := store.GetHead(ctx, threadID)
 //	cp.ParentCheckpointID = head
 //	err = store.Append(ctx, cp, head, lease.Writer)
 package ckptstore

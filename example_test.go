@@ -30,7 +30,7 @@ func Example() {
 	_, err = store.AcquireWriter(ctx, "thread-1")
 	fmt.Println("second writer:", ckptstore.Code(err))
 
-	head, err := store.Head(ctx, "thread-1")
+	head, err := store.GetHead(ctx, "thread-1")
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func Example() {
 	}
 	fmt.Println("lease renewed until", expires.Format(time.TimeOnly))
 
-	head, _ = store.Head(ctx, "thread-1")
+	head, _ = store.GetHead(ctx, "thread-1")
 	fmt.Println("head:", head)
 	// Output:
 	// second writer: SANDBOX_SNAPSHOT_WRITER_CONFLICT
@@ -80,7 +80,7 @@ func ExampleKeepNewest() {
 		if err != nil {
 			log.Fatal(err)
 		}
-		head, _ := store.Head(ctx, "thread-1")
+		head, _ := store.GetHead(ctx, "thread-1")
 		cp := &ckptstore.Checkpoint{ID: fmt.Sprintf("cp-%d", i), ThreadID: "thread-1",
 			ParentCheckpointID: head, CreatedAt: float64(i), Reason: ckptstore.ReasonAutomatic}
 		if err := store.Append(ctx, cp, head, lease.Writer); err != nil {
@@ -104,9 +104,9 @@ func ExampleKeepNewest() {
 	// kept: cp-4
 }
 
-// A store that can fork implements Forker. The fork copies one checkpoint
-// into a new, empty thread as its root, under that thread's lease.
-func ExampleForker() {
+// ForkFromCheckpoint copies one checkpoint into a new, empty thread as its
+// root, under that thread's lease.
+func ExamplePortable_ForkFromCheckpoint() {
 	ctx := context.Background()
 	now := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
 	var store ckptstore.Store = memstore.New(ckptstore.Options{Now: func() time.Time { return now }})
@@ -123,16 +123,12 @@ func ExampleForker() {
 	}
 	lease.Release(ctx)
 
-	forker, ok := store.(ckptstore.Forker)
-	if !ok {
-		log.Fatal("this store cannot fork")
-	}
 	dst, err := store.AcquireWriter(ctx, "thread-2")
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer dst.Release(ctx)
-	root, err := forker.ForkFromCheckpoint(ctx, ckptstore.ForkInput{
+	root, err := store.ForkFromCheckpoint(ctx, ckptstore.ForkInput{
 		SourceThreadID: "thread-1", SourceCheckpointID: "cp-1",
 		DestinationThreadID: "thread-2", DestinationCheckpointID: "cp-2",
 		CreatedAt: 2, Writer: dst.Writer,
@@ -142,7 +138,7 @@ func ExampleForker() {
 	}
 	fmt.Printf("%s in %s: reason %s, parent %q, label %q, %d file\n",
 		root.ID, root.ThreadID, root.Reason, root.ParentCheckpointID, root.Label, len(root.Files))
-	refs, _ := store.BlobReferences(ctx)
+	refs, _ := store.ListBlobReferences(ctx)
 	fmt.Println("notes.md is used by", refs[0].References, "checkpoints")
 	// Output:
 	// cp-2 in thread-2: reason fork-root, parent "", label "", 1 file

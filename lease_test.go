@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/memstore"
 )
 
@@ -60,8 +61,8 @@ func TestLeaseRenewAfterRelease(t *testing.T) {
 		t.Fatalf("Renew after Release error = %v, want ErrWriterLost", err)
 	}
 	lease.Release(ctx) // twice: still nothing, never a panic
-	if err := lease.ReleaseErr(ctx); err != nil {
-		t.Fatalf("ReleaseErr of a released lease = %v, want nil", err)
+	if err := lease.Release(ctx); err != nil {
+		t.Fatalf("Release of a released lease = %v, want nil", err)
 	}
 }
 
@@ -73,7 +74,7 @@ func TestLeaseReleaseReplaced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	clk.Advance(ckptstore.DefaultLeaseDuration) // the old lease expires now
+	clk.Advance(driver.DefaultLeaseDuration) // the old lease expires now
 	cur, err := s.AcquireWriter(ctx, "t")
 	if err != nil {
 		t.Fatalf("taking over an expired lease: %v", err)
@@ -104,18 +105,18 @@ func TestLeaseReleaseReplaced(t *testing.T) {
 // failingKeeper is a store that cannot be reached.
 type failingKeeper struct{ err error }
 
-func (k failingKeeper) RenewWriter(context.Context, ckptstore.Writer) (time.Time, error) {
+func (k failingKeeper) Renew(context.Context, ckptstore.Writer) (time.Time, error) {
 	return time.Time{}, k.err
 }
-func (k failingKeeper) ReleaseWriter(context.Context, ckptstore.Writer) error { return k.err }
+func (k failingKeeper) Release(context.Context, ckptstore.Writer) error { return k.err }
 
 func TestLeaseUnreachableStore(t *testing.T) {
 	down := errors.New("connection refused")
 	exp := time.Date(2025, 1, 1, 0, 2, 0, 0, time.UTC)
 	l := ckptstore.NewLease(ckptstore.Writer{ThreadID: "t", OwnerToken: "x", Fence: 1}, exp, time.Second, failingKeeper{down})
 	l.Release(context.Background()) // never fails, never panics
-	if err := l.ReleaseErr(context.Background()); !errors.Is(err, down) {
-		t.Fatalf("ReleaseErr = %v, want the store's error", err)
+	if err := l.Release(context.Background()); !errors.Is(err, down) {
+		t.Fatalf("Release = %v, want the store's error", err)
 	}
 	if _, err := l.Renew(context.Background()); !errors.Is(err, down) {
 		t.Fatalf("Renew = %v, want the store's error", err)

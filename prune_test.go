@@ -24,7 +24,7 @@ func appendChain(t *testing.T, s ckptstore.Store, thread string, n int) []string
 		t.Fatal(err)
 	}
 	defer lease.Release(ctx)
-	head, err := s.Head(ctx, thread)
+	head, err := s.GetHead(ctx, thread)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func listIDs(t *testing.T, s ckptstore.Store, thread string) []string {
 
 func refs(t *testing.T, s ckptstore.Store) map[string]int64 {
 	t.Helper()
-	rs, err := s.BlobReferences(context.Background())
+	rs, err := s.ListBlobReferences(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func TestKeepNewest(t *testing.T) {
 	if got := listIDs(t, s, "bb"); !slices.Equal(got, b) {
 		t.Fatalf("thread bb changed: %q", got)
 	}
-	if head, _ := s.Head(ctx, "a"); head != "a-5" {
+	if head, _ := s.GetHead(ctx, "a"); head != "a-5" {
 		t.Fatalf("head = %q, want a-5", head)
 	}
 	r := refs(t, s)
@@ -159,89 +159,38 @@ func TestKeepNewestInvalidThread(t *testing.T) {
 	}
 }
 
-// storeOnly hides every method but those of ckptstore.Store.
-type storeOnly struct{ s ckptstore.Store }
-
-func (o storeOnly) Get(ctx context.Context, id string) (*ckptstore.Checkpoint, error) {
-	return o.s.Get(ctx, id)
-}
-func (o storeOnly) List(ctx context.Context, threadID string) ([]*ckptstore.Checkpoint, error) {
-	return o.s.List(ctx, threadID)
-}
-func (o storeOnly) Head(ctx context.Context, threadID string) (string, error) {
-	return o.s.Head(ctx, threadID)
-}
-func (o storeOnly) Append(ctx context.Context, cp *ckptstore.Checkpoint, expectedHeadID string, w ckptstore.Writer) error {
-	return o.s.Append(ctx, cp, expectedHeadID, w)
-}
-func (o storeOnly) DeleteHead(ctx context.Context, threadID, checkpointID string, w ckptstore.Writer) error {
-	return o.s.DeleteHead(ctx, threadID, checkpointID, w)
-}
-func (o storeOnly) AcquireWriter(ctx context.Context, threadID string) (*ckptstore.Lease, error) {
-	return o.s.AcquireWriter(ctx, threadID)
-}
-func (o storeOnly) BlobReferences(ctx context.Context) ([]ckptstore.BlobRef, error) {
-	return o.s.BlobReferences(ctx)
-}
-
-func TestKeepNewestUnsupported(t *testing.T) {
-	ctx := context.Background()
-	inner := memstore.New(ckptstore.Options{Now: newClock().Now})
-	ids := appendChain(t, inner, "t", 3)
-	s := storeOnly{inner}
-	if _, ok := ckptstore.Store(s).(ckptstore.Pruner); ok {
-		t.Fatal("storeOnly must not be a Pruner")
-	}
-	deleted, err := ckptstore.KeepNewest(ctx, s, "t", 1)
-	if !errors.Is(err, ckptstore.ErrPruneUnsupported) || deleted != nil {
-		t.Fatalf("KeepNewest = %q, %v; want ErrPruneUnsupported", deleted, err)
-	}
-	if code := ckptstore.Code(err); code != "" {
-		t.Fatalf("Code = %q, want \"\": unsupported is not a contract error", code)
-	}
-	// It fails before touching the store: no lease taken, nothing deleted.
-	lease, err := inner.AcquireWriter(ctx, "t")
-	if err != nil {
-		t.Fatalf("KeepNewest took the lease of a store it cannot prune: %v", err)
-	}
-	lease.Release(ctx)
-	if got := listIDs(t, inner, "t"); !slices.Equal(got, ids) {
-		t.Fatalf("checkpoints changed: %q", got)
-	}
-}
-
 // cancelStore cancels the caller's context in the middle of KeepNewest, and
 // backs its leases with a keeper that refuses a cancelled context, as a
 // network store would.
 type cancelStore struct {
-	*memstore.Store
+	*ckptstore.Portable
 	cancel context.CancelFunc
 }
 
-type ctxKeeper struct{ s *memstore.Store }
+type ctxKeeper struct{ s *ckptstore.Portable }
 
-func (k ctxKeeper) RenewWriter(ctx context.Context, w ckptstore.Writer) (time.Time, error) {
-	return k.s.RenewWriter(ctx, w)
+func (k ctxKeeper) Renew(ctx context.Context, w ckptstore.Writer) (time.Time, error) {
+	return k.s.Renew(ctx, w)
 }
 
-func (k ctxKeeper) ReleaseWriter(ctx context.Context, w ckptstore.Writer) error {
+func (k ctxKeeper) Release(ctx context.Context, w ckptstore.Writer) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return k.s.ReleaseWriter(ctx, w)
+	return k.s.Release(ctx, w)
 }
 
 func (c cancelStore) AcquireWriter(ctx context.Context, threadID string) (*ckptstore.Lease, error) {
-	l, err := c.Store.AcquireWriter(ctx, threadID)
+	l, err := c.Portable.AcquireWriter(ctx, threadID)
 	if err != nil {
 		return nil, err
 	}
-	return ckptstore.NewLease(l.Writer, l.ExpiresAt, l.RenewAfter, ctxKeeper{c.Store}), nil
+	return ckptstore.NewLease(l.Writer, l.ExpiresAt, l.RenewAfter, ctxKeeper{c.Portable}), nil
 }
 
 func (c cancelStore) DeleteCheckpoints(ctx context.Context, threadID string, keep int, w ckptstore.Writer) ([]string, error) {
 	c.cancel()
-	return c.Store.DeleteCheckpoints(ctx, threadID, keep, w)
+	return c.Portable.DeleteCheckpoints(ctx, threadID, keep, w)
 }
 
 // A cancelled context must not leave the lease held until it expires.

@@ -256,7 +256,7 @@ func BenchmarkRead(b *testing.B) {
 				return err
 			})
 			read("Head", func(int) error {
-				h, err := o.Store.Head(ctx, thread)
+				h, err := o.Store.GetHead(ctx, thread)
 				if err == nil && h != cps[n-1].ID {
 					err = fmt.Errorf("Head = %q, want %q", h, cps[n-1].ID)
 				}
@@ -273,7 +273,7 @@ func BenchmarkRead(b *testing.B) {
 	}
 }
 
-// BenchmarkBlobs: BlobReferences over 100,000 referenced keys (1,000
+// BenchmarkBlobs: ListBlobReferences over 100,000 referenced keys (1,000
 // checkpoints of 100 distinct files on 10 threads), and a sweep of a
 // bucket holding those keys and 10,000 unreferenced ones, which it
 // deletes (they are put back, untimed, before each iteration).
@@ -306,7 +306,7 @@ func BenchmarkBlobs(b *testing.B) {
 				b.ResetTimer()
 				for b.Loop() {
 					t := time.Now()
-					refs, err := o.Store.BlobReferences(ctx)
+					refs, err := o.Store.ListBlobReferences(ctx)
 					workload.RecordDuration(m.hist, time.Since(t))
 					if err != nil || len(refs) != keys {
 						b.Fatalf("BlobReferences: %d refs, %v", len(refs), err)
@@ -363,10 +363,7 @@ func BenchmarkDeleteCheckpoints(b *testing.B) {
 		nest(b, fmt.Sprintf("store=%s/chain=%d/keep=%d", be.name, n, keep), func(b *testing.B) {
 			o, free := be.open(b)
 			defer free()
-			p, ok := o.Store.(ckptstore.Pruner)
-			if !ok {
-				b.Skipf("%s cannot prune", be.name)
-			}
+			p := o.Store
 			ctx := context.Background()
 			g := workload.NewGenSeed(harness("2KB"), 3, 3)
 			m := newMetrics()

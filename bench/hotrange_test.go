@@ -121,10 +121,9 @@ func (ld *hotLoad) session(ctx context.Context, g *workload.Gen, th *hotThread) 
 		}
 		th.head = cp
 	}
-	if p, ok := ld.st.(ckptstore.Pruner); ok {
-		if _, err := p.DeleteCheckpoints(ctx, th.id, 8, lease.Writer); err != nil {
-			return err
-		}
+	p := ld.st
+	if _, err := p.DeleteCheckpoints(ctx, th.id, 8, lease.Writer); err != nil {
+		return err
 	}
 	return nil
 }

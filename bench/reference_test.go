@@ -8,7 +8,7 @@ package bench
 //	append, one writer, 2 KB          27.6k/s      ≥ 280k/s
 //	append, one writer, tiny          81k/s        ≥ 800k/s
 //	List of a 10,000-checkpoint       243 ms       ≤ 5 ms
-//	BlobReferences over 200,000 keys  12 s         ≤ 40 ms
+//	ListBlobReferences over 200,000 keys  12 s         ≤ 40 ms
 //
 // "tiny" is one file entry and an empty conversation; "2 KB" is the
 // harness shape of BenchmarkAppend with a 2 KB conversation.
@@ -78,7 +78,7 @@ func BenchmarkReference(b *testing.B) {
 		b.ReportAllocs()
 		b.ResetTimer()
 		for b.Loop() {
-			refs, err := s.BlobReferences(ctx)
+			refs, err := s.ListBlobReferences(ctx)
 			if err != nil || len(refs) != keys {
 				b.Fatalf("BlobReferences: %d keys, %v", len(refs), err)
 			}

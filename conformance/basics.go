@@ -191,7 +191,7 @@ func (s *suite) testIDs(t *testing.T) {
 			wantErr(t, "Get("+bad.name+")", err, ckptstore.ErrInvalidID)
 			_, err = e.s.List(e.ctx, bad.id)
 			wantErr(t, "List("+bad.name+")", err, ckptstore.ErrInvalidID)
-			_, err = e.s.Head(e.ctx, bad.id)
+			_, err = e.s.GetHead(e.ctx, bad.id)
 			wantErr(t, "Head("+bad.name+")", err, ckptstore.ErrInvalidID)
 			e.fails("AcquireWriter("+bad.name+")", ckptstore.ErrInvalidID, func() error {
 				_, err := e.s.AcquireWriter(e.ctx, bad.id)

@@ -1,14 +1,11 @@
 package conformance
 
-// Helpers for the optional capabilities of capabilities.go in the root
-// package (and Pruner and Forker): each getter returns the capability or
-// skips the test, saying why.
+// Helpers for transcripts and paging.
 
 import (
 	"encoding/json"
 	"fmt"
 	"strconv"
-	"strings"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -16,46 +13,17 @@ import (
 	"github.com/ckptstore/ckptstore"
 )
 
-// capability returns the store as C, or skips the subtest, saying why, when
-// the store does not implement C.
-func capability[C any](e *env) C {
-	e.t.Helper()
-	x, ok := e.s.(C)
-	if !ok {
-		var zero *C
-		e.t.Skipf("store %T does not implement %s", e.s, strings.TrimPrefix(fmt.Sprintf("%T", zero), "*"))
-	}
-	return x
-}
-
-func (e *env) pruner() ckptstore.Pruner           { return capability[ckptstore.Pruner](e) }
-func (e *env) forker() ckptstore.Forker           { return capability[ckptstore.Forker](e) }
-func (e *env) transcripts() ckptstore.Transcripts { return capability[ckptstore.Transcripts](e) }
-func (e *env) deleter() ckptstore.ThreadDeleter   { return capability[ckptstore.ThreadDeleter](e) }
-func (e *env) pager() ckptstore.Pager             { return capability[ckptstore.Pager](e) }
-func (e *env) lister() ckptstore.ThreadLister     { return capability[ckptstore.ThreadLister](e) }
-func (e *env) importer() ckptstore.Importer       { return capability[ckptstore.Importer](e) }
-
-// needs returns a skip message when the store lacks capability C, for the
-// order tests' needs.
-func needs[C any](f *fixture, name string) string {
-	if _, ok := f.s.(C); !ok {
-		return fmt.Sprintf("store %T does not implement ckptstore.%s", f.s, name)
-	}
-	return ""
-}
-
 // save stores a transcript and fails the test when it cannot.
 func (e *env) save(thread, messages string) {
 	e.t.Helper()
 	e.track([]string{thread})
-	require.NoError(e.t, e.transcripts().SaveThread(e.ctx, thread, json.RawMessage(messages)), "SaveThread(%q)", thread)
+	require.NoError(e.t, e.s.SaveThread(e.ctx, thread, json.RawMessage(messages)), "SaveThread(%q)", thread)
 }
 
 // load returns a thread's transcript.
 func (e *env) load(thread string) string {
 	e.t.Helper()
-	m, err := e.transcripts().LoadThread(e.ctx, thread)
+	m, err := e.s.LoadThread(e.ctx, thread)
 	require.NoError(e.t, err, "LoadThread(%q)", thread)
 	return string(m)
 }
@@ -71,7 +39,7 @@ func (e *env) wantTranscript(thread, want string) {
 const maxPages = 10_000
 
 // allThreads pages through Threads with the default limit.
-func (e *env) allThreads(tl ckptstore.ThreadLister) []string {
+func (e *env) allThreads(tl ckptstore.Store) []string {
 	e.t.Helper()
 	out, err := pageThreads(e, tl, "", 0)
 	require.NoError(e.t, err, "Threads")
@@ -80,7 +48,7 @@ func (e *env) allThreads(tl ckptstore.ThreadLister) []string {
 
 // pageThreads returns every thread id from the cursor after, paging with
 // limit (see pageThrough).
-func pageThreads(e *env, tl ckptstore.ThreadLister, after string, limit int) ([]string, error) {
+func pageThreads(e *env, tl ckptstore.Store, after string, limit int) ([]string, error) {
 	e.t.Helper()
 	return pageThrough(e, fmt.Sprintf("Threads(limit %d)", limit), limit, after, func(after string) ([]string, string, error) {
 		return tl.Threads(e.ctx, after, limit)
@@ -91,7 +59,7 @@ func pageThreads(e *env, tl ckptstore.ThreadLister, after string, limit int) ([]
 // cursor (see pageThrough).
 func (e *env) pageAll(thread string, opt ckptstore.ListOptions) []*ckptstore.Checkpoint {
 	e.t.Helper()
-	p := e.pager()
+	p := e.s
 	what := fmt.Sprintf("ListPage(%q, %+v)", thread, opt)
 	out, err := pageThrough(e, what, opt.Limit, opt.After, func(after string) ([]*ckptstore.Checkpoint, string, error) {
 		o := opt

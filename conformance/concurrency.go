@@ -132,7 +132,7 @@ func (r *racer) turn(g, ti, done int) (ok, stop bool) {
 // w, and reports whether it succeeded. Its files are the worker's own blob
 // and one of three shared ones.
 func (r *racer) appendOnHead(g int, th string, done int, w ckptstore.Writer) bool {
-	head, err := r.e.s.Head(r.e.ctx, th)
+	head, err := r.e.s.GetHead(r.e.ctx, th)
 	if err != nil {
 		r.t.Errorf("worker %d: Head(%q): %v", g, th, err)
 	}

@@ -18,18 +18,22 @@
 //     and changes nothing; the valid edge cases (2^53−1, "C:foo", empty
 //     files, unicode paths…) are accepted and round-trip.
 //   - AppendOrder, DeleteHeadOrder, DeleteCheckpointsOrder, ForkOrder,
-//     AcquireWriterOrder, and for the optional capabilities SaveThreadOrder,
+//     AcquireWriterOrder, SaveThreadOrder,
 //     DeleteThreadOrder, ImportOrder, ListPageOrder, ThreadsOrder: for each
 //     check of a method alone and for each pair of checks, inputs failing
 //     both get the earlier check's error, and every failed call leaves
-//     heads, List, Get, BlobReferences, transcripts and the thread listing
+//     heads, List, Get, ListBlobReferences, transcripts and the thread listing
 //     exactly as they were.
+//     RunStore runs the checks that need the store's state (and the pairs
+//     whose earlier check is one); the pure half, which the portable
+//     store decides before any driver, is RunPureChecks', which this
+//     package's own test runs once, over memstore.
 //   - Append: the chain, unique ids across threads, id reuse after delete.
 //   - Immutability: changing an appended input or a returned value changes
 //     nothing stored.
 //   - Ordering: List sorts by createdAt (negative, fractional, ±0 equal),
 //     then by the UTF-8 bytes of the id (é, a, B, 😀 list as B a é 😀).
-//   - BlobReferences: distinct keys per checkpoint, shared keys across
+//   - ListBlobReferences: distinct keys per checkpoint, shared keys across
 //     checkpoints and threads, keys forgotten at 0, sorted by bytes.
 //   - Leases: no waiting, threads independent, the expiry boundary to the
 //     millisecond, renew = now + duration, takeover with a higher fence,
@@ -39,26 +43,25 @@
 //     changes nothing and a Renew with them fails, option defaults.
 //   - DeleteHead, DeleteCheckpoints, Fork: their rules, including heads that
 //     name a missing or foreign checkpoint and parent cycles made by id
-//     reuse. DeleteCheckpoints and Fork run only when the store implements
-//     ckptstore.Pruner or ckptstore.Forker (else they skip, saying why).
-//   - Transcripts, ForkTranscript (ckptstore.Transcripts): SaveThread and
+//     reuse.
+//   - Transcripts, ForkTranscript: SaveThread and
 //     LoadThread byte for byte, "[]" by default, no lease needed; an empty
 //     value, a non-array or invalid UTF-8 refused; a saved "[]" counts as a
 //     transcript; a fork is refused by a destination's transcript and writes
 //     the destination's transcript, atomically.
-//   - DeleteThread, DeleteThreadSweep (ckptstore.ThreadDeleter): every
+//   - DeleteThread, DeleteThreadSweep: every
 //     checkpoint on and off the chain, the head and the transcript go, the
 //     lease stays and can write again, counts drop, an empty thread gives 0,
 //     stale and forged writers fail; then sweep.Run on a memory bucket frees
 //     exactly the blobs only that thread used.
-//   - ListPage (ckptstore.Pager): limits 0, 1, 1000, 1001, −1; List's order
+//   - ListPage: limits 0, 1, 1000, 1001, −1; List's order
 //     and its reverse; cursors name positions (the cursor's checkpoint may be
 //     deleted, one from another thread works); paging while appending,
 //     deleting and pruning between pages skips and repeats nothing that
 //     existed throughout.
-//   - Threads (ckptstore.ThreadLister): only threads with a head, a
+//   - Threads: only threads with a head, a
 //     checkpoint or a transcript (not a lease alone), in byte order, paged.
-//   - Import (ckptstore.Importer): exact reproduction (createdAt bits, -0
+//   - Import: exact reproduction (createdAt bits, -0
 //     included, off-chain checkpoints, heads naming missing ids, transcripts),
 //     idempotent re-runs, ErrDuplicateID for another thread's id or other
 //     content, the head rules, counts for new checkpoints only, and an
@@ -72,13 +75,13 @@
 //     and on many threads; at most one holder per thread at any moment,
 //     every chain stays linear and counts equal a recount.
 //   - Model: a pgregory.net/rapid state machine runs random sequences of
-//     every operation the store has (the optional capabilities included, and
-//     writes with op tokens repeated later), valid and invalid, with clock
+//     every operation of the contract (with writes with op tokens
+//     repeated later), valid and invalid, with clock
 //     moves, against the store and a plain in-package model; every result
 //     and error must match, and at the end transcripts and Threads match the
-//     model and BlobReferences equals a recount of the stored checkpoints.
-//   - Context: a cancelled context fails every method (the optional ones
-//     too) with an error wrapping context.Canceled and changes nothing.
+//     model and ListBlobReferences equals a recount of the stored checkpoints.
+//   - Context: a cancelled context fails every method with an error
+//     wrapping context.Canceled and changes nothing.
 //
 // RunInstanceStore proves the instance store rules: Get, full-replace
 // Upsert, Delete, last write wins, no other record changes, ErrInvalidID
@@ -219,6 +222,39 @@ func RunStoreWith(t *testing.T, newStore func(t *testing.T, opts ckptstore.Optio
 type suite struct {
 	newStore newStoreFunc
 	opts     Options
+	// pure selects the half of every check order the suite runs: false,
+	// RunStore's, the checks that need the store's state (and the pairs
+	// whose earlier check is one of them); true, RunPureChecks', the checks
+	// the portable store decides before any driver runs.
+	pure bool
+}
+
+// RunPureChecks runs the half of every method's check order that the
+// portable store (ckptstore.Portable) decides alone: each pure check —
+// ids, entries, limits, cursors, keep, createdAt, distinct fork threads,
+// transcripts — and each pair whose earlier check is pure, every failing
+// call changing nothing. Those checks run in one place, before any driver,
+// so the conformance package runs them once, over memstore; RunStore runs
+// the other half against every backend.
+func RunPureChecks(t *testing.T, newStore func(t *testing.T, opts ckptstore.Options) ckptstore.Store) {
+	t.Helper()
+	s := &suite{newStore: newStore, opts: Options{ConcurrentAppends: 6}, pure: true}
+	for _, st := range []struct {
+		name string
+		run  func(*testing.T)
+	}{
+		{"AppendOrder", s.testAppendOrder},
+		{"DeleteHeadOrder", s.testDeleteHeadOrder},
+		{"DeleteCheckpointsOrder", s.testDeleteCheckpointsOrder},
+		{"ForkOrder", s.testForkOrder},
+		{"SaveThreadOrder", s.testSaveThreadOrder},
+		{"DeleteThreadOrder", s.testDeleteThreadOrder},
+		{"ImportOrder", s.testImportOrder},
+		{"ListPageOrder", s.testListPageOrder},
+		{"ThreadsOrder", s.testThreadsOrder},
+	} {
+		t.Run(st.name, st.run)
+	}
 }
 
 // leaseOptions returns the suite's lease options on a new clock.

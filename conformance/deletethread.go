@@ -1,6 +1,6 @@
 package conformance
 
-// DeleteThread (ckptstore.ThreadDeleter): every checkpoint of the thread,
+// DeleteThread (ckptstore.Store): every checkpoint of the thread,
 // on and off the head chain, its head and its transcript go; blob counts
 // drop; the lease stays and can write again; other threads keep theirs. And
 // DeleteThread followed by the sweep frees exactly the blobs that only that
@@ -24,7 +24,7 @@ import (
 // deleteThread calls DeleteThread and checks the count it reports.
 func (e *env) deleteThread(thread string, w ckptstore.Writer, want int) {
 	e.t.Helper()
-	n, err := e.deleter().DeleteThread(e.ctx, thread, w)
+	n, err := e.s.DeleteThread(e.ctx, thread, w)
 	require.NoError(e.t, err, "DeleteThread(%q)", thread)
 	assert.Equal(e.t, want, n, "DeleteThread(%q): the checkpoints it reports deleted", thread)
 }
@@ -38,12 +38,9 @@ func (e *env) wantGone(thread string, ids ...string) {
 	for _, id := range ids {
 		assert.Nil(e.t, e.get(id), "Get(%q) after DeleteThread", id)
 	}
-	if _, ok := e.s.(ckptstore.Transcripts); ok {
-		e.wantTranscript(thread, "[]")
-	}
-	if tl, ok := e.s.(ckptstore.ThreadLister); ok {
-		assert.NotContains(e.t, e.allThreads(tl), thread, "Threads after DeleteThread")
-	}
+	e.wantTranscript(thread, "[]")
+	tl := e.s
+	assert.NotContains(e.t, e.allThreads(tl), thread, "Threads after DeleteThread")
 }
 
 func (s *suite) testDeleteThread(t *testing.T) {
@@ -58,7 +55,7 @@ func (s *suite) testDeleteThread(t *testing.T) {
 
 func (s *suite) deleteThreadEverything(t *testing.T) {
 	e := s.env(t)
-	d := e.deleter()
+	d := e.s
 	w := e.acquire("t").Writer
 	for i, id := range []string{"a", "b", "c"} {
 		c := testkit.Checkpoint("t", id, "", 1000)
@@ -68,7 +65,7 @@ func (s *suite) deleteThreadEverything(t *testing.T) {
 		e.append(c, w)
 	}
 	ids := []string{"a", "b", "c"}
-	if im, ok := e.s.(ckptstore.Importer); ok {
+	if im, ok := e.s, true; ok {
 		// Off the head chain: a parent that does not exist, and a
 		// second child of a.
 		x := testkit.Checkpoint("t", "x", "missing", 1000)
@@ -83,18 +80,14 @@ func (s *suite) deleteThreadEverything(t *testing.T) {
 		e.track(nil, "x", "y")
 		ids = append(ids, "x", "y")
 	} else {
-		t.Logf("store %T does not implement ckptstore.Importer: only checkpoints on the chain", e.s)
+		t.Logf("store %T does not implement ckptstore.Store: only checkpoints on the chain", e.s)
 	}
-	if _, ok := e.s.(ckptstore.Transcripts); ok {
-		e.save("t", `["the transcript"]`)
-	}
+	e.save("t", `["the transcript"]`)
 	wu := e.acquire("u").Writer
 	u := testkit.Checkpoint("u", "u1", "", 1000)
 	u.Files = []ckptstore.Entry{testkit.File("shared", 100, 1), testkit.File("u", 200, 1)}
 	e.append(u, wu)
-	if _, ok := e.s.(ckptstore.Transcripts); ok {
-		e.save("u", `["u's"]`)
-	}
+	e.save("u", `["u's"]`)
 	before := e.snap()
 
 	e.deleteThread("t", w, len(ids))
@@ -103,9 +96,7 @@ func (s *suite) deleteThreadEverything(t *testing.T) {
 	after := e.snap()
 	wantCP(t, after.gets["u1"], before.gets["u1"], "DeleteThread(t) changed thread u")
 	assert.Equal(t, "u1", after.heads["u"], "DeleteThread(t) changed thread u's head")
-	if _, ok := e.s.(ckptstore.Transcripts); ok {
-		e.wantTranscript("u", `["u's"]`)
-	}
+	e.wantTranscript("u", `["u's"]`)
 
 	// A repeat deletes nothing more.
 	e.fails("DeleteThread repeated", nil, func() error {
@@ -125,7 +116,6 @@ func (s *suite) deleteThreadEverything(t *testing.T) {
 
 func (s *suite) deleteThreadEmptyThread(t *testing.T) {
 	e := s.env(t)
-	e.deleter()
 	w := e.acquire("t").Writer
 	e.fails("DeleteThread of a thread with only a lease", nil, func() error {
 		e.deleteThread("t", w, 0)
@@ -136,7 +126,6 @@ func (s *suite) deleteThreadEmptyThread(t *testing.T) {
 
 func (s *suite) deleteThreadEmptiedThread(t *testing.T) {
 	e := s.env(t)
-	e.deleter()
 	w := e.chain("t", nil, "a")
 	require.NoError(t, e.s.DeleteHead(e.ctx, "t", "a", w), "DeleteHead a")
 	e.deleteThread("t", w, 0)
@@ -147,8 +136,7 @@ func (s *suite) deleteThreadOnlyAHead(t *testing.T) {
 	// After pruning and DeleteHead, the head names a checkpoint that
 	// no longer exists: DeleteThread clears it.
 	e := s.env(t)
-	e.deleter()
-	p := e.pruner()
+	p := e.s
 	w := e.chain("t", nil, "a", "b")
 	_, err := p.DeleteCheckpoints(e.ctx, "t", 1, w)
 	require.NoError(t, err, "DeleteCheckpoints")
@@ -162,8 +150,6 @@ func (s *suite) deleteThreadOnlyAHead(t *testing.T) {
 
 func (s *suite) deleteThreadOnlyATranscript(t *testing.T) {
 	e := s.env(t)
-	e.deleter()
-	e.transcripts()
 	e.save("t", `[1]`)
 	w := e.acquire("t").Writer
 	e.deleteThread("t", w, 0)
@@ -172,13 +158,10 @@ func (s *suite) deleteThreadOnlyATranscript(t *testing.T) {
 
 func (s *suite) deleteThreadForkIntoDeletedThread(t *testing.T) {
 	e := s.env(t)
-	e.deleter()
-	f := e.forker()
+	f := e.s
 	e.chain("src", nil, "s1")
 	w := e.chain("t", nil, "a", "b")
-	if _, ok := e.s.(ckptstore.Transcripts); ok {
-		e.save("t", `[1]`)
-	}
+	e.save("t", `[1]`)
 	e.deleteThread("t", w, 2)
 	_, err := f.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{SourceThreadID: "src", SourceCheckpointID: "s1",
 		DestinationThreadID: "t", DestinationCheckpointID: "b", CreatedAt: 1, Writer: w})
@@ -188,14 +171,12 @@ func (s *suite) deleteThreadForkIntoDeletedThread(t *testing.T) {
 
 func (s *suite) deleteThreadWriterLost(t *testing.T) {
 	e := s.env(t)
-	d := e.deleter()
+	d := e.s
 	old := e.acquire("t")
 	old.Release(e.ctx)
 	l := e.acquire("t")
 	e.chain("t", &l.Writer, "a", "b")
-	if _, ok := e.s.(ckptstore.Transcripts); ok {
-		e.save("t", `["kept"]`)
-	}
+	e.save("t", `["kept"]`)
 	wu := e.chain("u", nil, "c")
 	up, down := l.Writer, l.Writer
 	up.Fence++
@@ -240,7 +221,6 @@ func (s *suite) deleteThreadWriterLost(t *testing.T) {
 // keeps those another thread shares.
 func (s *suite) testDeleteThreadSweep(t *testing.T) {
 	e := s.env(t)
-	e.deleter()
 	ctx := context.Background()
 	bucket := blobs.NewMem(blobs.MemOptions{Now: e.clock.Now})
 	keys := []string{testkit.FileKey(1), testkit.FileKey(2), testkit.FileKey(3), testkit.FileKey(4), testkit.ArtifactKey(1), testkit.ArtifactKey(2), testkit.ArtifactKey(3)}

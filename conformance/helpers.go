@@ -278,7 +278,7 @@ func (e *env) chain(thread string, w *ckptstore.Writer, ids ...string) ckptstore
 
 func (e *env) head(thread string) string {
 	e.t.Helper()
-	h, err := e.s.Head(e.ctx, thread)
+	h, err := e.s.GetHead(e.ctx, thread)
 	require.NoError(e.t, err, "Head(%q)", thread)
 	return h
 }
@@ -304,7 +304,7 @@ func (e *env) list(thread string) []*ckptstore.Checkpoint {
 
 func (e *env) refs() []ckptstore.BlobRef {
 	e.t.Helper()
-	r, err := e.s.BlobReferences(e.ctx)
+	r, err := e.s.ListBlobReferences(e.ctx)
 	require.NoError(e.t, err, "BlobReferences")
 	return r
 }
@@ -321,13 +321,13 @@ func (e *env) wantList(thread string, want ...string) {
 	assert.Equal(e.t, orNil(want), orNil(testkit.IDs(e.list(thread))), "List(%q) ids", thread)
 }
 
-// wantRefs checks BlobReferences.
+// wantRefs checks ListBlobReferences.
 func (e *env) wantRefs(want ...ckptstore.BlobRef) {
 	e.t.Helper()
 	wantRefList(e.t, e.refs(), want, "BlobReferences")
 }
 
-// wantRecount checks that BlobReferences equals a recount over List of
+// wantRecount checks that ListBlobReferences equals a recount over List of
 // every thread the test used.
 func (e *env) wantRecount() {
 	e.t.Helper()
@@ -340,23 +340,22 @@ func (e *env) wantRecount() {
 
 // snapshot is everything a read can see of the threads and ids an env
 // knows, each checkpoint as canon gives it.
-// With the optional capabilities it also holds each thread's transcript
-// (Transcripts) and the whole thread listing (ThreadLister).
+// It also holds each thread's transcript (unless the test leaves them out)
+// and the whole thread listing.
 type snapshot struct {
 	heads       map[string]string
 	lists       map[string][]*ckptstore.Checkpoint
 	gets        map[string]*ckptstore.Checkpoint
 	refs        []ckptstore.BlobRef
-	transcripts map[string]string // nil without Transcripts
-	listing     []string          // nil without ThreadLister
+	transcripts map[string]string // nil when the test leaves them out
+	listing     []string
 }
 
 func (e *env) snap() snapshot {
 	e.t.Helper()
 	s := snapshot{heads: map[string]string{}, lists: map[string][]*ckptstore.Checkpoint{},
 		gets: map[string]*ckptstore.Checkpoint{}, refs: orNil(e.refs())}
-	tr, hasTranscripts := e.s.(ckptstore.Transcripts)
-	hasTranscripts = hasTranscripts && !e.noTranscripts
+	tr, hasTranscripts := e.s, !e.noTranscripts
 	if hasTranscripts {
 		s.transcripts = map[string]string{}
 	}
@@ -372,9 +371,8 @@ func (e *env) snap() snapshot {
 	for _, id := range e.ids {
 		s.gets[id] = canon(e.get(id))
 	}
-	if tl, ok := e.s.(ckptstore.ThreadLister); ok {
-		s.listing = orNil(e.allThreads(tl))
-	}
+	tl := e.s
+	s.listing = orNil(e.allThreads(tl))
 	return s
 }
 

@@ -1,6 +1,6 @@
 package conformance
 
-// Import (ckptstore.Importer): a batch is stored exactly as given — ids,
+// Import (ckptstore.Store): a batch is stored exactly as given — ids,
 // parents, createdAt bits, reasons, checkpoints off the chain — in one
 // atomic step under the thread's lease; a repeated batch writes nothing and
 // succeeds; a checkpoint id stored elsewhere or with other content is
@@ -77,7 +77,7 @@ func (e *env) doImport(what string, b ckptstore.ImportBatch, want int) {
 			e.track(nil, c.ID)
 		}
 	}
-	n, err := e.importer().Import(e.ctx, b)
+	n, err := e.s.Import(e.ctx, b)
 	require.NoError(e.t, err, what)
 	assert.Equal(e.t, want, n, "%s: the checkpoints Import reports written", what)
 }
@@ -96,19 +96,13 @@ func (s *suite) testImport(t *testing.T) {
 
 func (s *suite) importExact(t *testing.T) {
 	e := s.env(t)
-	e.importer()
 	w := e.acquire("dst").Writer
 	h := history("dst")
 	b := ckptstore.ImportBatch{ThreadID: "dst", Checkpoints: cloneAll(h), SetHead: true, Head: "r3", Writer: w}
-	_, transcripts := e.s.(ckptstore.Transcripts)
-	if transcripts {
-		b.Transcript = []byte(" [\"the transcript\"] ")
-	}
+	b.Transcript = []byte(" [\"the transcript\"] ")
 	e.doImport("Import", b, len(h))
 	e.wantExactly("dst", h, "r3")
-	if transcripts {
-		e.wantTranscript("dst", ` ["the transcript"] `)
-	}
+	e.wantTranscript("dst", ` ["the transcript"] `)
 	e.wantRefs(ckptstore.BlobRef{Key: testkit.ArtifactKey(1), References: 1}, ckptstore.BlobRef{Key: testkit.ArtifactKey(2), References: 1},
 		ckptstore.BlobRef{Key: testkit.ArtifactKey(5), References: 1},
 		ckptstore.BlobRef{Key: testkit.FileKey(1), References: 3}, ckptstore.BlobRef{Key: testkit.FileKey(2), References: 3})
@@ -124,7 +118,6 @@ func (s *suite) importExact(t *testing.T) {
 
 func (s *suite) importIdempotent(t *testing.T) {
 	e := s.env(t)
-	e.importer()
 	w := e.acquire("dst").Writer
 	h := history("dst")
 	batch := func(set bool, cps ...*ckptstore.Checkpoint) ckptstore.ImportBatch {
@@ -158,7 +151,6 @@ func (s *suite) importEqualContent(t *testing.T) {
 	// Equal content is EqualCheckpoints: an empty conversation equals
 	// [], nil slices equal empty ones.
 	e := s.env(t)
-	e.importer()
 	w := e.acquire("t").Writer
 	c := testkit.Checkpoint("t", "c", "", 1000)
 	c.Conversation = []byte(`[]`)
@@ -172,7 +164,7 @@ func (s *suite) importEqualContent(t *testing.T) {
 
 func (s *suite) importOtherContentRefused(t *testing.T) {
 	e := s.env(t)
-	im := e.importer()
+	im := e.s
 	w := e.acquire("t").Writer
 	h := history("t")
 	e.doImport("Import", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: cloneAll(h), SetHead: true, Head: "r3", Writer: w}, len(h))
@@ -220,16 +212,13 @@ func (s *suite) importOtherContentRefused(t *testing.T) {
 
 func (s *suite) importInvalidRefused(t *testing.T) {
 	e := s.env(t)
-	im := e.importer()
+	im := e.s
 	old := e.acquire("t")
 	old.Release(e.ctx)
 	stale := old.Writer
 	w := e.chain("t", nil, "a")
 	wu := e.acquire("u").Writer
-	_, transcripts := e.s.(ckptstore.Transcripts)
-	if transcripts {
-		e.save("t", `["kept"]`)
-	}
+	e.save("t", `["kept"]`)
 	ok := func() *ckptstore.Checkpoint { return testkit.Checkpoint("t", "new", "a", 1000) }
 	bad := func(f func(c *ckptstore.Checkpoint)) []*ckptstore.Checkpoint {
 		c := ok()
@@ -279,12 +268,6 @@ func (s *suite) importInvalidRefused(t *testing.T) {
 			return err
 		})
 	}
-	if !transcripts {
-		e.fails("Import of a transcript into a store without transcripts", ckptstore.ErrInvalidEntry, func() error {
-			_, err := im.Import(e.ctx, ckptstore.ImportBatch{ThreadID: "t", Transcript: []byte(`[]`), Writer: w})
-			return err
-		})
-	}
 	e.clock.Advance(LeaseDuration)
 	e.fails("Import with an expired writer", ckptstore.ErrWriterLost, func() error {
 		_, err := im.Import(e.ctx, ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{ok()}, Writer: w})
@@ -294,7 +277,7 @@ func (s *suite) importInvalidRefused(t *testing.T) {
 
 func (s *suite) importHead(t *testing.T) {
 	e := s.env(t)
-	im := e.importer()
+	im := e.s
 	w := e.acquire("t").Writer
 	set := func(head string, cps ...*ckptstore.Checkpoint) ckptstore.ImportBatch {
 		return ckptstore.ImportBatch{ThreadID: "t", Checkpoints: cps, SetHead: true, Head: head, Writer: w}
@@ -330,8 +313,7 @@ func (s *suite) importNoHeadIsNotEmpty(t *testing.T) {
 	// Checkpoints imported without a head still make the thread
 	// non-empty: a fork into it is refused.
 	e := s.env(t)
-	e.importer()
-	f := e.forker()
+	f := e.s
 	e.chain("src", nil, "s1")
 	w := e.acquire("t").Writer
 	e.doImport("Import without a head", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{testkit.Checkpoint("t", "x", "y", 1000)}, Writer: w}, 1)
@@ -342,17 +324,14 @@ func (s *suite) importNoHeadIsNotEmpty(t *testing.T) {
 			DestinationThreadID: "t", DestinationCheckpointID: "root", CreatedAt: 1, Writer: w})
 		return err
 	})
-	if tl, ok := e.s.(ckptstore.ThreadLister); ok {
-		if got := e.allThreads(tl); len(got) != 2 || got[1] != "t" {
-			t.Errorf("Threads = %q, want [src t]: checkpoints without a head make a thread", got)
-		}
+	tl := e.s
+	if got := e.allThreads(tl); len(got) != 2 || got[1] != "t" {
+		t.Errorf("Threads = %q, want [src t]: checkpoints without a head make a thread", got)
 	}
 }
 
 func (s *suite) importTranscript(t *testing.T) {
 	e := s.env(t)
-	e.importer()
-	e.transcripts()
 	w := e.acquire("t").Writer
 	e.save("t", `["old"]`)
 	e.doImport("no transcript", ckptstore.ImportBatch{ThreadID: "t", Writer: w}, 0)
@@ -360,10 +339,9 @@ func (s *suite) importTranscript(t *testing.T) {
 	e.doImport("a transcript", ckptstore.ImportBatch{ThreadID: "t", Transcript: []byte(`[ "new" ]`), Writer: w}, 0)
 	e.wantTranscript("t", `[ "new" ]`)
 	e.doImport("the transcript []", ckptstore.ImportBatch{ThreadID: "u0", Transcript: []byte(`[]`), Writer: e.acquire("u0").Writer}, 0)
-	if tl, ok := e.s.(ckptstore.ThreadLister); ok {
-		if got := e.allThreads(tl); len(got) != 2 || got[0] != "t" || got[1] != "u0" {
-			t.Errorf("Threads = %q, want [t u0]: an imported transcript makes a thread", got)
-		}
+	tl := e.s
+	if got := e.allThreads(tl); len(got) != 2 || got[0] != "t" || got[1] != "u0" {
+		t.Errorf("Threads = %q, want [t u0]: an imported transcript makes a thread", got)
 	}
 }
 
@@ -371,8 +349,7 @@ func (s *suite) importRoundTrip(t *testing.T) {
 	// Export a thread made by the store's own writes, delete it, and
 	// import it back: the store is as it was, blob counts included.
 	e := s.env(t)
-	e.importer()
-	d := e.deleter()
+	d := e.s
 	w := e.acquire("t").Writer
 	for i, id := range []string{"a", "b", "c", "d"} {
 		c := richCP("t", id, "")
@@ -380,23 +357,17 @@ func (s *suite) importRoundTrip(t *testing.T) {
 		c.Files = c.Files[:1+i%3]
 		e.append(c, w)
 	}
-	if p, ok := e.s.(ckptstore.Pruner); ok {
-		_, err := p.DeleteCheckpoints(e.ctx, "t", 3, w)
-		require.NoError(t, err, "DeleteCheckpoints")
-	}
+	p := e.s
+	_, err := p.DeleteCheckpoints(e.ctx, "t", 3, w)
+	require.NoError(t, err, "DeleteCheckpoints")
 	require.NoError(t, e.s.DeleteHead(e.ctx, "t", "d", w), "DeleteHead d")
 	e.append(testkit.Checkpoint("t", "e", "", 1000), w) // a second child of c
 	e.chain("u", nil, "u1")
-	if _, ok := e.s.(ckptstore.Transcripts); ok {
-		e.save("t", `["t's"]`)
-	}
+	e.save("t", `["t's"]`)
 	before := e.snap()
 	exported, head := e.list("t"), e.head("t")
-	var transcript []byte
-	if _, ok := e.s.(ckptstore.Transcripts); ok {
-		transcript = []byte(e.load("t"))
-	}
-	_, err := d.DeleteThread(e.ctx, "t", w)
+	transcript := []byte(e.load("t"))
+	_, err = d.DeleteThread(e.ctx, "t", w)
 	require.NoError(t, err, "DeleteThread")
 	e.doImport("Import of the export", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: exported, SetHead: true, Head: head,
 		Transcript: transcript, Writer: w}, len(exported))

@@ -53,26 +53,24 @@ func (e *env) writerLost(what string, w ckptstore.Writer, thread string) {
 			return e.s.DeleteHead(e.ctx, thread, head, w)
 		})
 	}
-	if p, ok := e.s.(ckptstore.Pruner); ok {
-		e.fails(what+": DeleteCheckpoints", ckptstore.ErrWriterLost, func() error {
-			_, err := p.DeleteCheckpoints(e.ctx, thread, 1, w)
-			return err
-		})
+	p := e.s
+	e.fails(what+": DeleteCheckpoints", ckptstore.ErrWriterLost, func() error {
+		_, err := p.DeleteCheckpoints(e.ctx, thread, 1, w)
+		return err
+	})
+	f := e.s
+	if e.head("fork-source") == "" {
+		// A lease on the source thread, left to expire with the others.
+		fw := e.acquire("fork-source").Writer
+		e.append(testkit.Checkpoint("fork-source", "fork-source-cp", "", 1000), fw)
 	}
-	if f, ok := e.s.(ckptstore.Forker); ok {
-		if e.head("fork-source") == "" {
-			// A lease on the source thread, left to expire with the others.
-			fw := e.acquire("fork-source").Writer
-			e.append(testkit.Checkpoint("fork-source", "fork-source-cp", "", 1000), fw)
-		}
-		e.track(nil, "lost-fork")
-		e.fails(what+": ForkFromCheckpoint", ckptstore.ErrWriterLost, func() error {
-			_, err := f.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{
-				SourceThreadID: "fork-source", SourceCheckpointID: "fork-source-cp",
-				DestinationThreadID: thread, DestinationCheckpointID: "lost-fork", CreatedAt: 1, Writer: w})
-			return err
-		})
-	}
+	e.track(nil, "lost-fork")
+	e.fails(what+": ForkFromCheckpoint", ckptstore.ErrWriterLost, func() error {
+		_, err := f.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{
+			SourceThreadID: "fork-source", SourceCheckpointID: "fork-source-cp",
+			DestinationThreadID: thread, DestinationCheckpointID: "lost-fork", CreatedAt: 1, Writer: w})
+		return err
+	})
 }
 
 // works checks that w can still write to thread by appending a checkpoint.

@@ -5,7 +5,7 @@ package conformance
 // store under random sequences of every operation (valid and invalid
 // inputs, stale and forged writers, clock moves) drawn by pgregory.net/rapid.
 // Every result and every error must match the model's, and at the end of
-// each sequence the whole store must equal the model, with BlobReferences
+// each sequence the whole store must equal the model, with ListBlobReferences
 // equal to a recount of the stored checkpoints.
 //
 // The model knows whether an input is invalid because the test builds it
@@ -139,13 +139,13 @@ func (m *model) chain(thread string) []string {
 // machine runs one random sequence against a store and the model.
 type machine struct {
 	s           ckptstore.Store
-	pruner      ckptstore.Pruner
-	forker      ckptstore.Forker
-	transcripts ckptstore.Transcripts
-	deleter     ckptstore.ThreadDeleter
-	pager       ckptstore.Pager
-	lister      ckptstore.ThreadLister
-	importer    ckptstore.Importer
+	pruner      ckptstore.Store
+	forker      ckptstore.Store
+	transcripts ckptstore.Store
+	deleter     ckptstore.Store
+	pager       ckptstore.Store
+	lister      ckptstore.Store
+	importer    ckptstore.Store
 	repeats     []func(*rapid.T) // repeat a write that committed with an op token
 	clock       *Clock
 	m           *model
@@ -195,8 +195,8 @@ func (s *suite) modelRun(t *testing.T, rt *rapid.T, stats map[string]int) {
 	st := s.newStore(t, opts)
 	mc := &machine{s: st, clock: clock, stats: stats,
 		m: &model{now: clock.Now, cps: map[string]*ckptstore.Checkpoint{}, threads: map[string]*mThread{}}}
-	mc.pruner, _ = st.(ckptstore.Pruner)
-	mc.forker, _ = st.(ckptstore.Forker)
+	mc.pruner = st
+	mc.forker = st
 	actions := map[string]func(*rapid.T){
 		"Acquire":        mc.acquire,
 		"Renew":          mc.renew,
@@ -218,11 +218,11 @@ func (s *suite) modelRun(t *testing.T, rt *rapid.T, stats map[string]int) {
 	if mc.forker != nil {
 		actions["Fork"] = mc.fork
 	}
-	mc.transcripts, _ = st.(ckptstore.Transcripts)
-	mc.deleter, _ = st.(ckptstore.ThreadDeleter)
-	mc.pager, _ = st.(ckptstore.Pager)
-	mc.lister, _ = st.(ckptstore.ThreadLister)
-	mc.importer, _ = st.(ckptstore.Importer)
+	mc.transcripts = st
+	mc.deleter = st
+	mc.pager = st
+	mc.lister = st
+	mc.importer = st
 	if mc.transcripts != nil {
 		actions["SaveThread"] = mc.saveThread
 		actions["LoadThread"] = mc.loadThread
@@ -737,7 +737,7 @@ func (mc *machine) list(t *rapid.T) {
 
 func (mc *machine) headOf(t *rapid.T) {
 	th := mc.drawThread(t, "thread")
-	got, err := mc.s.Head(t.Context(), th)
+	got, err := mc.s.GetHead(t.Context(), th)
 	if !validID(th) {
 		mc.agree(t, "Head", "Head", err, ckptstore.ErrInvalidID)
 		return
@@ -749,7 +749,7 @@ func (mc *machine) headOf(t *rapid.T) {
 }
 
 func (mc *machine) refs(t *rapid.T) {
-	got, err := mc.s.BlobReferences(t.Context())
+	got, err := mc.s.ListBlobReferences(t.Context())
 	mc.agree(t, "BlobReferences", "BlobReferences", err, nil)
 	mustRefList(t, got, testkit.Recount(mc.m.all()), "BlobReferences")
 }
@@ -758,7 +758,7 @@ func (mc *machine) refs(t *rapid.T) {
 func (mc *machine) checkAll(t *rapid.T) {
 	var stored []*ckptstore.Checkpoint
 	for _, th := range modelThreads {
-		h, err := mc.s.Head(t.Context(), th)
+		h, err := mc.s.GetHead(t.Context(), th)
 		mc.agree(t, "final read", "Head", err, nil)
 		if want := mc.m.head(th); h != want {
 			t.Fatalf("at the end: Head(%q) = %q, model says %q", th, h, want)
@@ -788,7 +788,7 @@ func (mc *machine) checkAll(t *rapid.T) {
 		require.Equal(t, orNil(mc.m.listed()), orNil(got), "at the end: Threads, against the model")
 		require.Empty(t, next, "at the end: Threads' next cursor")
 	}
-	got, err := mc.s.BlobReferences(t.Context())
+	got, err := mc.s.ListBlobReferences(t.Context())
 	mc.agree(t, "final read", "BlobReferences", err, nil)
 	mustRefList(t, got, testkit.Recount(stored), "at the end: BlobReferences differ from a recount of the stored checkpoints")
 	mustRefList(t, got, testkit.Recount(mc.m.all()), "at the end: BlobReferences differ from the model")

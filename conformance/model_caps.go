@@ -14,6 +14,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 )
 
 // modelTranscripts are SaveThread inputs; bad marks those SaveThread must
@@ -87,20 +88,20 @@ func (mc *machine) deleteThread(t *rapid.T) {
 // drawPosition returns a position near a stored checkpoint (at it, just
 // after its id, or at its createdAt with the smallest id), or an arbitrary
 // one.
-func (mc *machine) drawPosition(t *rapid.T) ckptstore.Position {
+func (mc *machine) drawPosition(t *rapid.T) driver.Position {
 	all := mc.m.all()
 	if len(all) == 0 {
-		return ckptstore.Position{CreatedAt: 1, ID: "c1"}
+		return driver.Position{CreatedAt: 1, ID: "c1"}
 	}
 	sortLikeList(all)
 	c := rapid.SampledFrom(all).Draw(t, "position of")
 	switch rapid.IntRange(0, 2).Draw(t, "position kind") {
 	case 1:
-		return ckptstore.Position{CreatedAt: c.CreatedAt, ID: c.ID + "~"}
+		return driver.Position{CreatedAt: c.CreatedAt, ID: c.ID + "~"}
 	case 2:
-		return ckptstore.Position{CreatedAt: c.CreatedAt, ID: "\x00"}
+		return driver.Position{CreatedAt: c.CreatedAt, ID: "\x00"}
 	}
-	return ckptstore.PositionOf(c)
+	return driver.PositionOf(c)
 }
 
 func (mc *machine) listPage(t *rapid.T) {
@@ -109,12 +110,12 @@ func (mc *machine) listPage(t *rapid.T) {
 		Limit:   []int{0, 1, 2, 3, -1, 1001}[pick(t, "limit", 2, 3, 3, 2, 1, 1)],
 		Reverse: rapid.Bool().Draw(t, "reverse"),
 	}
-	var pos *ckptstore.Position
+	var pos *driver.Position
 	badCursor := false
 	switch pick(t, "cursor", 3, 5, 1) {
 	case 1:
 		p := mc.drawPosition(t)
-		pos, opt.After = &p, ckptstore.EncodeCursor(p)
+		pos, opt.After = &p, driver.EncodeCursor(p)
 	case 2:
 		opt.After, badCursor = "bogus", true
 	}
@@ -164,7 +165,7 @@ func (mc *machine) threadsPage(t *rapid.T) {
 	switch pick(t, "cursor", 3, 4, 1) {
 	case 1:
 		from = rapid.SampledFrom(append(slices.Clone(modelThreads), "f", "t", "u")).Draw(t, "after thread")
-		after = ckptstore.EncodeThreadCursor(from)
+		after = driver.EncodeThreadCursor(from)
 	case 2:
 		after, bad = "t1", true
 	}

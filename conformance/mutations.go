@@ -1,6 +1,6 @@
 package conformance
 
-// DeleteHead, DeleteCheckpoints (Pruner) and ForkFromCheckpoint (Forker):
+// DeleteHead, DeleteCheckpoints and ForkFromCheckpoint:
 // what each removes or creates, the chain they follow, heads that name a
 // missing or foreign checkpoint, and the counts.
 //
@@ -49,7 +49,7 @@ func (s *suite) testDeleteHead(t *testing.T) {
 	})
 	t.Run("HeadWithMissingParent", func(t *testing.T) {
 		e := s.env(t)
-		p := e.pruner()
+		p := e.s
 		w := e.chain("t", nil, "a", "b", "c")
 		_, err := p.DeleteCheckpoints(e.ctx, "t", 1, w)
 		require.NoError(t, err, "DeleteCheckpoints(keep 1)")
@@ -73,7 +73,7 @@ func (s *suite) testDeleteHead(t *testing.T) {
 	})
 	t.Run("HeadInAnotherThread", func(t *testing.T) {
 		e := s.env(t)
-		p := e.pruner()
+		p := e.s
 		wt := e.chain("t", nil, "p", "q")
 		_, err := p.DeleteCheckpoints(e.ctx, "t", 1, wt)
 		require.NoError(t, err, "DeleteCheckpoints(t, 1)")
@@ -105,7 +105,7 @@ func (s *suite) testDeleteCheckpoints(t *testing.T) {
 
 func (s *suite) deleteCheckpointsFollowsChainNotCreatedAt(t *testing.T) {
 	e := s.env(t)
-	p := e.pruner()
+	p := e.s
 	w := e.acquire("t").Writer
 	// createdAt falls along the chain: the newest by createdAt are the
 	// farthest from the head.
@@ -137,7 +137,7 @@ func (s *suite) deleteCheckpointsFollowsChainNotCreatedAt(t *testing.T) {
 
 func (s *suite) deleteCheckpointsNothingToDelete(t *testing.T) {
 	e := s.env(t)
-	p := e.pruner()
+	p := e.s
 	w := e.acquire("empty").Writer
 	e.fails("DeleteCheckpoints on an empty thread", nil, func() error {
 		d, err := p.DeleteCheckpoints(e.ctx, "empty", 1, w)
@@ -160,7 +160,7 @@ func (s *suite) deleteCheckpointsNothingToDelete(t *testing.T) {
 
 func (s *suite) deleteCheckpointsKeepOne(t *testing.T) {
 	e := s.env(t)
-	p := e.pruner()
+	p := e.s
 	w := e.chain("t", nil, "a", "b", "c", "d")
 	e.chain("u", nil, "other")
 	before := e.snap()
@@ -178,7 +178,7 @@ func (s *suite) deleteCheckpointsForeignAncestorsStay(t *testing.T) {
 	// The chain walk stops at a checkpoint of another thread: t's
 	// oldest parent id is reused by u, and pruning t leaves it.
 	e := s.env(t)
-	p := e.pruner()
+	p := e.s
 	wt := e.chain("t", nil, "p", "q")
 	_, err := p.DeleteCheckpoints(e.ctx, "t", 1, wt)
 	require.NoError(t, err, "DeleteCheckpoints(t, 1)")
@@ -198,7 +198,7 @@ func (s *suite) deleteCheckpointsParentCycle(t *testing.T) {
 	// x → y, prune x, then append a new x on y: y's parent is x again,
 	// and the chain from the head loops. The walk must stop.
 	e := s.env(t)
-	p := e.pruner()
+	p := e.s
 	w := e.chain("t", nil, "x", "y")
 	_, err := p.DeleteCheckpoints(e.ctx, "t", 1, w)
 	require.NoError(t, err, "DeleteCheckpoints(keep 1)")
@@ -221,7 +221,6 @@ func (s *suite) deleteCheckpointsParentCycle(t *testing.T) {
 
 func (s *suite) deleteCheckpointsKeepNewest(t *testing.T) {
 	e := s.env(t)
-	e.pruner()
 	l := e.acquire("t")
 	e.chain("t", &l.Writer, "a", "b", "c")
 	e.fails("KeepNewest while the lease is held", ckptstore.ErrWriterConflict, func() error {
@@ -254,7 +253,7 @@ func (s *suite) testFork(t *testing.T) {
 
 func (s *suite) forkRoot(t *testing.T) {
 	e := s.env(t)
-	f := e.forker()
+	f := e.s
 	ws := e.acquire("src").Writer
 	a := richCP("src", "a", "")
 	e.append(a, ws)
@@ -288,7 +287,7 @@ func (s *suite) forkRoot(t *testing.T) {
 
 func (s *suite) forkCountsUp(t *testing.T) {
 	e := s.env(t)
-	f := e.forker()
+	f := e.s
 	ws := e.acquire("src").Writer
 	c := testkit.Checkpoint("src", "a", "", 1000)
 	c.Files = []ckptstore.Entry{testkit.File("x", 1, 1), testkit.File("y", 1, 1), testkit.File("z", 2, 1), testkit.Dir("d")}
@@ -311,7 +310,7 @@ func (s *suite) forkIntoEmptiedThread(t *testing.T) {
 	// A thread whose checkpoints were all deleted has no head and is
 	// empty again.
 	e := s.env(t)
-	f := e.forker()
+	f := e.s
 	e.chain("src", nil, "a")
 	wd := e.chain("dest", nil, "old")
 	require.NoError(t, e.s.DeleteHead(e.ctx, "dest", "old", wd), "DeleteHead old")
@@ -326,7 +325,7 @@ func (s *suite) forkIntoEmptiedThread(t *testing.T) {
 
 func (s *suite) forkForkOfForkAndSourceLeaseNotNeeded(t *testing.T) {
 	e := s.env(t)
-	f := e.forker()
+	f := e.s
 	e.chain("src", nil, "a")
 	e.clock.Advance(LeaseDuration) // src's lease expired: forking needs only the destination's
 	w1 := e.acquire("d1").Writer
@@ -356,9 +355,9 @@ func (s *suite) testContext(t *testing.T) {
 	canceled("Get", err)
 	_, err = e.s.List(ctx, "t")
 	canceled("List", err)
-	_, err = e.s.Head(ctx, "t")
+	_, err = e.s.GetHead(ctx, "t")
 	canceled("Head", err)
-	_, err = e.s.BlobReferences(ctx)
+	_, err = e.s.ListBlobReferences(ctx)
 	canceled("BlobReferences", err)
 	canceled("Append", e.s.Append(ctx, testkit.Checkpoint("t", "new", "b", 1000), "b", l.Writer))
 	canceled("DeleteHead", e.s.DeleteHead(ctx, "t", "b", l.Writer))
@@ -366,16 +365,14 @@ func (s *suite) testContext(t *testing.T) {
 	canceled("AcquireWriter", err)
 	_, err = l.Renew(ctx)
 	canceled("Renew", err)
-	if p, ok := e.s.(ckptstore.Pruner); ok {
-		_, err = p.DeleteCheckpoints(ctx, "t", 1, l.Writer)
-		canceled("DeleteCheckpoints", err)
-	}
-	if f, ok := e.s.(ckptstore.Forker); ok {
-		wd := e.acquire("dest").Writer
-		_, err = f.ForkFromCheckpoint(ctx, ckptstore.ForkInput{SourceThreadID: "t", SourceCheckpointID: "a",
-			DestinationThreadID: "dest", DestinationCheckpointID: "fork", CreatedAt: 1, Writer: wd})
-		canceled("ForkFromCheckpoint", err)
-	}
+	p := e.s
+	_, err = p.DeleteCheckpoints(ctx, "t", 1, l.Writer)
+	canceled("DeleteCheckpoints", err)
+	f := e.s
+	wd := e.acquire("dest").Writer
+	_, err = f.ForkFromCheckpoint(ctx, ckptstore.ForkInput{SourceThreadID: "t", SourceCheckpointID: "a",
+		DestinationThreadID: "dest", DestinationCheckpointID: "fork", CreatedAt: 1, Writer: wd})
+	canceled("ForkFromCheckpoint", err)
 	e.unchanged("calls with a cancelled context", before)
 	e.acquire("free") // the cancelled AcquireWriter took no lease
 	e.works("after a cancelled Renew", l.Writer, "t")

@@ -96,7 +96,7 @@ func (s *suite) opTokensDeleteHead(t *testing.T, o opTokens) {
 
 func (s *suite) opTokensFork(t *testing.T, o opTokens) {
 	e := s.env(t)
-	f := e.forker()
+	f := e.s
 	ws := e.acquire("src").Writer
 	a := richCP("src", "a", "")
 	e.append(a, ws)

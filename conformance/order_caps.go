@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/internal/testkit"
 )
 
@@ -26,11 +27,10 @@ func saveThreadOrder() orderTest[saveIn] {
 		return v(name, "messages", func(in *saveIn) { in.messages = []byte(m) })
 	}
 	return orderTest[saveIn]{
-		needs:       func(f *fixture) string { return needs[ckptstore.Transcripts](f, "Transcripts") },
 		transcripts: true,
 		base:        func(*fixture) saveIn { return saveIn{thread: "t", messages: []byte(`[{"role":"user"}]`)} },
 		run: func(f *fixture, in saveIn) error {
-			return f.s.(ckptstore.Transcripts).SaveThread(f.ctx, in.thread, in.messages)
+			return f.s.SaveThread(f.ctx, in.thread, in.messages)
 		},
 		checks: []check[saveIn]{
 			{name: "ids", err: ckptstore.ErrInvalidID, variants: []variant[saveIn]{
@@ -62,11 +62,10 @@ func deleteThreadOrder() orderTest[deleteThreadIn] {
 	v := fieldVariant[deleteThreadIn]
 	lost := lostVariants(func(in *deleteThreadIn, k writerKind) { in.w = k })
 	return orderTest[deleteThreadIn]{
-		needs:       func(f *fixture) string { return needs[ckptstore.ThreadDeleter](f, "ThreadDeleter") },
 		transcripts: true,
 		base:        func(*fixture) deleteThreadIn { return deleteThreadIn{thread: "t"} },
 		run: func(f *fixture, in deleteThreadIn) error {
-			n, err := f.s.(ckptstore.ThreadDeleter).DeleteThread(f.ctx, in.thread, f.writer(in.w, in.thread, "t"))
+			n, err := f.s.DeleteThread(f.ctx, in.thread, f.writer(in.w, in.thread, "t"))
 			if err != nil && n != 0 {
 				f.t.Errorf("DeleteThread failed (%v) but reported %d deleted", err, n)
 			}
@@ -103,7 +102,6 @@ func importOrder() orderTest[importIn] {
 	// InvalidRefused has the other lost writers.
 	lost := lostVariants(func(in *importIn, k writerKind) { in.w = k }, wForged, wFenceDown, wThreadSwap)
 	return orderTest[importIn]{
-		needs:       func(f *fixture) string { return needs[ckptstore.Importer](f, "Importer") },
 		transcripts: true,
 		// Into t (head h): a new checkpoint off the chain, and a second
 		// one on h; the head stays h, which the import may set.
@@ -124,7 +122,7 @@ func importOrder() orderTest[importIn] {
 		},
 		run: func(f *fixture, in importIn) error {
 			in.b.Writer = f.writer(in.w, in.b.ThreadID, "t")
-			n, err := f.s.(ckptstore.Importer).Import(f.ctx, in.b)
+			n, err := f.s.Import(f.ctx, in.b)
 			if err != nil && n != 0 {
 				f.t.Errorf("Import failed (%v) but reported %d written", err, n)
 			}
@@ -176,10 +174,10 @@ func (s *suite) testImportOrder(t *testing.T) { runOrder(t, s, importOrder()) }
 
 // badListCursors are ListPage cursors no store can have returned.
 func badListCursors() []struct{ name, cursor string } {
-	good := ckptstore.EncodeCursor(ckptstore.Position{CreatedAt: 1000, ID: "g"})
+	good := driver.EncodeCursor(driver.Position{CreatedAt: 1000, ID: "g"})
 	return []struct{ name, cursor string }{
 		{"not base64", "not a cursor!"},
-		{"a threads cursor", ckptstore.EncodeThreadCursor("t")},
+		{"a threads cursor", driver.EncodeThreadCursor("t")},
 		{"truncated", good[:6]},
 		{"base64 of nothing", base64.RawURLEncoding.EncodeToString([]byte{'p'})},
 		{"standard base64 padding", good + "=="},
@@ -202,11 +200,10 @@ func listPageOrder() orderTest[listPageIn] {
 		cursors = append(cursors, v(c.name, "after", func(in *listPageIn) { in.opt.After = c.cursor }))
 	}
 	return orderTest[listPageIn]{
-		needs: func(f *fixture) string { return needs[ckptstore.Pager](f, "Pager") },
-		read:  true,
-		base:  func(*fixture) listPageIn { return listPageIn{thread: "t", opt: ckptstore.ListOptions{Limit: 2}} },
+		read: true,
+		base: func(*fixture) listPageIn { return listPageIn{thread: "t", opt: ckptstore.ListOptions{Limit: 2}} },
 		run: func(f *fixture, in listPageIn) error {
-			page, next, err := f.s.(ckptstore.Pager).ListPage(f.ctx, in.thread, in.opt)
+			page, next, err := f.s.ListPage(f.ctx, in.thread, in.opt)
 			if err != nil && (len(page) > 0 || next != "") {
 				f.t.Errorf("ListPage failed (%v) but returned %d checkpoints, next %q", err, len(page), next)
 			}
@@ -242,7 +239,7 @@ func threadsOrder() orderTest[threadsIn] {
 	cursors := []variant[threadsIn]{
 		v("not base64", "after", func(in *threadsIn) { in.after = "not a cursor!" }),
 		v("a list cursor", "after", func(in *threadsIn) {
-			in.after = ckptstore.EncodeCursor(ckptstore.Position{CreatedAt: 1, ID: "t"})
+			in.after = driver.EncodeCursor(driver.Position{CreatedAt: 1, ID: "t"})
 		}),
 		v("a bare thread id", "after", func(in *threadsIn) { in.after = "t" }),
 		v("base64 of nothing", "after", func(in *threadsIn) { in.after = base64.RawURLEncoding.EncodeToString([]byte{'t'}) }),
@@ -251,11 +248,10 @@ func threadsOrder() orderTest[threadsIn] {
 		}),
 	}
 	return orderTest[threadsIn]{
-		needs: func(f *fixture) string { return needs[ckptstore.ThreadLister](f, "ThreadLister") },
-		read:  true,
-		base:  func(*fixture) threadsIn { return threadsIn{limit: 2} },
+		read: true,
+		base: func(*fixture) threadsIn { return threadsIn{limit: 2} },
 		run: func(f *fixture, in threadsIn) error {
-			page, next, err := f.s.(ckptstore.ThreadLister).Threads(f.ctx, in.after, in.limit)
+			page, next, err := f.s.Threads(f.ctx, in.after, in.limit)
 			if err != nil && (len(page) > 0 || next != "") {
 				f.t.Errorf("Threads failed (%v) but returned %q, next %q", err, page, next)
 			}

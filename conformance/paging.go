@@ -1,6 +1,6 @@
 package conformance
 
-// ListPage (ckptstore.Pager) and Threads (ckptstore.ThreadLister): limits,
+// ListPage (ckptstore.Store) and Threads (ckptstore.Store): limits,
 // List's order and its reverse, cursors that name positions, and paging
 // that neither skips nor repeats a checkpoint (or thread) that exists for
 // the whole paging while others are added and deleted between pages.
@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/internal/testkit"
 )
 
@@ -28,10 +29,10 @@ func (e *env) fill(thread string, w ckptstore.Writer, prefix string, n int) []st
 	e.t.Helper()
 	head := e.head(thread)
 	out := make([]string, 0, n)
-	im, batched := e.s.(ckptstore.Importer)
+	im := e.s
 	// Import sets a head only on a thread without one (or the same), so
 	// the first batch sets the last id as the head, ahead of its checkpoint.
-	batched = batched && n > 100 && head == ""
+	batched := n > 100 && head == ""
 	last := fmt.Sprintf("%s%04d", prefix, n-1)
 	var batch []*ckptstore.Checkpoint
 	flush := func() {
@@ -75,7 +76,7 @@ func reversed[T any](s []T) []T {
 // page calls ListPage and fails the test on an error.
 func (e *env) page(thread string, opt ckptstore.ListOptions) ([]*ckptstore.Checkpoint, string) {
 	e.t.Helper()
-	page, next, err := e.pager().ListPage(e.ctx, thread, opt)
+	page, next, err := e.s.ListPage(e.ctx, thread, opt)
 	require.NoError(e.t, err, "ListPage(%q, %+v)", thread, opt)
 	return page, next
 }
@@ -93,9 +94,8 @@ func (s *suite) testListPage(t *testing.T) {
 
 func (s *suite) listPageEmptyAndUnknown(t *testing.T) {
 	e := s.env(t)
-	e.pager()
 	e.acquire("leased")
-	cursor := ckptstore.EncodeCursor(ckptstore.Position{CreatedAt: 1, ID: "x"})
+	cursor := driver.EncodeCursor(driver.Position{CreatedAt: 1, ID: "x"})
 	for _, th := range []string{"unknown", "leased"} {
 		for _, opt := range []ckptstore.ListOptions{{}, {Reverse: true}, {After: cursor}, {After: cursor, Reverse: true, Limit: 1}} {
 			page, next := e.page(th, opt)
@@ -108,7 +108,6 @@ func (s *suite) listPageEmptyAndUnknown(t *testing.T) {
 
 func (s *suite) listPageLimits(t *testing.T) {
 	e := s.env(t)
-	e.pager()
 	w := e.acquire("t").Writer
 	e.fill("t", w, "c", 1001)
 	all := e.list("t")
@@ -145,7 +144,7 @@ func (s *suite) listPageLimits(t *testing.T) {
 		assert.Empty(t, end, "the last two (reverse %v): next", rev)
 	}
 	for _, limit := range []int{1001, -1, -1000, 1 << 31} {
-		page, next, err := e.pager().ListPage(e.ctx, "t", ckptstore.ListOptions{Limit: limit})
+		page, next, err := e.s.ListPage(e.ctx, "t", ckptstore.ListOptions{Limit: limit})
 		if wantErr(t, fmt.Sprintf("ListPage(limit %d)", limit), err, ckptstore.ErrInvalidEntry) && (len(page) > 0 || next != "") {
 			t.Errorf("ListPage(limit %d) failed but returned %d checkpoints, next %q", limit, len(page), next)
 		}
@@ -156,7 +155,6 @@ func (s *suite) listPageOrder(t *testing.T) {
 	// Ties by the bytes of the id, -0 equal to 0, negative and
 	// fractional createdAt; every page size, both directions.
 	e := s.env(t)
-	e.pager()
 	w := e.acquire("t").Writer
 	for _, it := range []struct {
 		id string
@@ -180,7 +178,6 @@ func (s *suite) listPageOrder(t *testing.T) {
 
 func (s *suite) listPageCursorIsAPosition(t *testing.T) {
 	e := s.env(t)
-	e.pager()
 	w := e.acquire("t").Writer
 	for i, id := range []string{"a", "b", "c", "d", "e"} {
 		c := testkit.Checkpoint("t", id, "", 1000)
@@ -207,10 +204,10 @@ func (s *suite) listPageCursorIsAPosition(t *testing.T) {
 	// the cursor in reverse.
 	assert.Equal(t, []string{"d", "between", "c", "b", "a"}, testkit.IDs(rest), "after deleting the cursor's checkpoint, reverse paging")
 	// Forward, from a position no checkpoint has.
-	after := ckptstore.EncodeCursor(ckptstore.Position{CreatedAt: 30, ID: "zzz"})
+	after := driver.EncodeCursor(driver.Position{CreatedAt: 30, ID: "zzz"})
 	assert.Equal(t, []string{"between", "d", "f-at-e", "late"}, testkit.IDs(e.pageAll("t", ckptstore.ListOptions{After: after, Limit: 2})), "forward from (30, zzz)")
 	// At a position of equal createdAt, the id decides.
-	after = ckptstore.EncodeCursor(ckptstore.Position{CreatedAt: 50, ID: "f-at-e"})
+	after = driver.EncodeCursor(driver.Position{CreatedAt: 50, ID: "f-at-e"})
 	assert.Equal(t, []string{"late"}, testkit.IDs(e.pageAll("t", ckptstore.ListOptions{After: after})), "forward from (50, f-at-e)")
 	assert.Equal(t, []string{"d", "between", "c", "b", "a"}, testkit.IDs(e.pageAll("t", ckptstore.ListOptions{After: after, Reverse: true, Limit: 3})), "reverse from (50, f-at-e)")
 	// Forward: the first page ends at the head, which is deleted.
@@ -222,7 +219,7 @@ func (s *suite) listPageCursorIsAPosition(t *testing.T) {
 	require.NoError(t, e.s.DeleteHead(e.ctx, "t", "lo", w), "DeleteHead lo")
 	assert.Equal(t, []string{"a", "b", "c", "between", "d", "f-at-e", "late"}, testkit.IDs(e.pageAll("t", ckptstore.ListOptions{After: next, Limit: 4})), "after deleting the cursor's checkpoint, forward paging")
 	// -0 and 0 are one position.
-	after = ckptstore.EncodeCursor(ckptstore.Position{CreatedAt: math.Copysign(0, -1), ID: "a"})
+	after = driver.EncodeCursor(driver.Position{CreatedAt: math.Copysign(0, -1), ID: "a"})
 	if got := testkit.IDs(e.pageAll("t", ckptstore.ListOptions{After: after, Reverse: true})); len(got) != 0 {
 		t.Errorf("reverse from (-0, a) = %q, want none", got)
 	}
@@ -230,7 +227,6 @@ func (s *suite) listPageCursorIsAPosition(t *testing.T) {
 
 func (s *suite) listPageCursorFromAnotherThread(t *testing.T) {
 	e := s.env(t)
-	e.pager()
 	e.fill("t", e.acquire("t").Writer, "t", 10)
 	e.fill("u", e.acquire("u").Writer, "u", 10)
 	_, next := e.page("t", ckptstore.ListOptions{Limit: 4})
@@ -247,7 +243,6 @@ func (s *suite) listPageCursorFromAnotherThread(t *testing.T) {
 
 func (s *suite) listPageCopies(t *testing.T) {
 	e := s.env(t)
-	e.pager()
 	w := e.acquire("t").Writer
 	c := richCP("t", "c1", "")
 	want := cloneCP(c)
@@ -263,8 +258,7 @@ func (s *suite) listPageCopies(t *testing.T) {
 
 func (s *suite) listPageOffChain(t *testing.T) {
 	e := s.env(t)
-	e.pager()
-	im := e.importer()
+	im := e.s
 	w := e.chain("t", nil, "a", "b")
 	x := testkit.Checkpoint("t", "x", "nowhere", 1000)
 	x.CreatedAt = 1000.5
@@ -305,7 +299,6 @@ type pagingRun struct {
 
 func (s *suite) pageWhileWriting(t *testing.T, reverse bool) {
 	e := s.env(t)
-	e.pager()
 	r := &pagingRun{t: t, e: e, w: e.acquire("t").Writer,
 		rng:   rand.New(rand.NewPCG(7, map[bool]uint64{false: 1, true: 2}[reverse])),
 		alive: map[string]*ckptstore.Checkpoint{}, throughout: map[string]bool{}, seen: map[string]bool{}}
@@ -373,7 +366,7 @@ func (r *pagingRun) writeBetween(last *ckptstore.Checkpoint) {
 			r.head = c.ParentCheckpointID
 		}
 	}
-	if p, ok := r.e.s.(ckptstore.Pruner); ok && r.rng.IntN(8) == 0 {
+	if p := r.e.s; r.rng.IntN(8) == 0 {
 		deleted, err := p.DeleteCheckpoints(r.e.ctx, "t", 30, r.w)
 		require.NoError(r.t, err, "DeleteCheckpoints")
 		for _, id := range deleted {
@@ -411,7 +404,7 @@ func (r *pagingRun) check(reverse bool) {
 // wantThreads checks that a full walk of Threads gives want.
 func wantThreads(e *env, what string, want ...string) {
 	e.t.Helper()
-	assert.Equal(e.t, orNil(want), orNil(e.allThreads(e.lister())), "%s: Threads", what)
+	assert.Equal(e.t, orNil(want), orNil(e.allThreads(e.s)), "%s: Threads", what)
 }
 
 func (s *suite) testThreads(t *testing.T) {
@@ -422,7 +415,6 @@ func (s *suite) testThreads(t *testing.T) {
 
 func (s *suite) threadsWhatCounts(t *testing.T) {
 	e := s.env(t)
-	e.lister()
 	wantThreads(e, "empty store")
 	l := e.acquire("leased")
 	wantThreads(e, "a lease alone")
@@ -432,57 +424,33 @@ func (s *suite) threadsWhatCounts(t *testing.T) {
 	wantThreads(e, "one checkpoint", "t")
 	require.NoError(t, e.s.DeleteHead(e.ctx, "t", "a", w), "DeleteHead a")
 	wantThreads(e, "emptied by DeleteHead")
-	if p, ok := e.s.(ckptstore.Pruner); ok {
-		wp := e.chain("p", nil, "p1", "p2")
-		_, err := p.DeleteCheckpoints(e.ctx, "p", 1, wp)
-		require.NoError(t, err, "DeleteCheckpoints")
-		require.NoError(t, e.s.DeleteHead(e.ctx, "p", "p2", wp), "DeleteHead p2")
-		wantThreads(e, "a head whose checkpoint is gone", "p")
-	}
-	if _, ok := e.s.(ckptstore.Transcripts); ok {
-		e.save("s", `[]`)
-		e.wantTranscript("s", `[]`)
-	}
-	if f, ok := e.s.(ckptstore.Forker); ok {
-		e.chain("src", nil, "s1")
-		wd := e.acquire("fork").Writer
-		_, err := f.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{SourceThreadID: "src", SourceCheckpointID: "s1",
-			DestinationThreadID: "fork", DestinationCheckpointID: "f1", CreatedAt: 1, Writer: wd})
-		require.NoError(t, err, "ForkFromCheckpoint")
-	}
+	p := e.s
+	wp := e.chain("p", nil, "p1", "p2")
+	_, err := p.DeleteCheckpoints(e.ctx, "p", 1, wp)
+	require.NoError(t, err, "DeleteCheckpoints")
+	require.NoError(t, e.s.DeleteHead(e.ctx, "p", "p2", wp), "DeleteHead p2")
+	wantThreads(e, "a head whose checkpoint is gone", "p")
+	e.save("s", `[]`)
+	e.wantTranscript("s", `[]`)
+	f := e.s
+	e.chain("src", nil, "s1")
+	wd := e.acquire("fork").Writer
+	_, err = f.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{SourceThreadID: "src", SourceCheckpointID: "s1",
+		DestinationThreadID: "fork", DestinationCheckpointID: "f1", CreatedAt: 1, Writer: wd})
+	require.NoError(t, err, "ForkFromCheckpoint")
 	var want []string
-	for _, th := range []string{"fork", "p", "s", "src"} {
-		switch th {
-		case "fork", "src":
-			if _, ok := e.s.(ckptstore.Forker); !ok {
-				continue
-			}
-		case "p":
-			if _, ok := e.s.(ckptstore.Pruner); !ok {
-				continue
-			}
-		case "s":
-			if _, ok := e.s.(ckptstore.Transcripts); !ok {
-				continue
-			}
-		}
-		want = append(want, th)
-	}
+	want = append(want, "fork", "p", "s", "src")
 	wantThreads(e, "after a prune, a transcript and a fork", want...)
-	if d, ok := e.s.(ckptstore.ThreadDeleter); ok {
-		wt := e.chain("tmp", nil, "tmp1")
-		if _, ok := e.s.(ckptstore.Transcripts); ok {
-			e.save("tmp", `[1]`)
-		}
-		_, err := d.DeleteThread(e.ctx, "tmp", wt)
-		require.NoError(t, err, "DeleteThread")
-		wantThreads(e, "after DeleteThread", want...)
-	}
+	d := e.s
+	wt := e.chain("tmp", nil, "tmp1")
+	e.save("tmp", `[1]`)
+	_, err = d.DeleteThread(e.ctx, "tmp", wt)
+	require.NoError(t, err, "DeleteThread")
+	wantThreads(e, "after DeleteThread", want...)
 }
 
 func (s *suite) threadsByteOrder(t *testing.T) {
 	e := s.env(t)
-	e.lister()
 	ids := []string{"é", "a", "B", "😀", "\uff21", "\ue000", "a\x00", "ab", "a b", "A", "{x}", "t:1"}
 	for i, th := range ids {
 		e.chain(th, nil, fmt.Sprintf("c%d", i))
@@ -494,7 +462,7 @@ func (s *suite) threadsByteOrder(t *testing.T) {
 
 func (s *suite) threadsPaging(t *testing.T) {
 	e := s.env(t)
-	tl := e.lister()
+	tl := e.s
 	var all []string
 	writers := map[string]ckptstore.Writer{}
 	for i := range 25 {
@@ -533,7 +501,7 @@ func (s *suite) threadsPaging(t *testing.T) {
 		})
 	}
 	e.fails("Threads with a list cursor", ckptstore.ErrInvalidEntry, func() error {
-		_, _, err := tl.Threads(e.ctx, ckptstore.EncodeCursor(ckptstore.Position{CreatedAt: 1, ID: "t"}), 1)
+		_, _, err := tl.Threads(e.ctx, driver.EncodeCursor(driver.Position{CreatedAt: 1, ID: "t"}), 1)
 		return err
 	})
 }

@@ -1,6 +1,6 @@
 package conformance
 
-// Thread transcripts (ckptstore.Transcripts): LoadThread and SaveThread,
+// Thread transcripts (ckptstore.Store): LoadThread and SaveThread,
 // byte for byte, "[]" by default, no lease needed, and the fork's use of
 // them: a destination with a transcript is not empty, and a fork writes the
 // destination's transcript in the same atomic step.
@@ -41,7 +41,6 @@ func (s *suite) testTranscripts(t *testing.T) {
 
 func (s *suite) transcriptsDefault(t *testing.T) {
 	e := s.env(t)
-	e.transcripts()
 	e.wantTranscript("never-seen", "[]")
 	e.chain("t", nil, "a")
 	e.wantTranscript("t", "[]")
@@ -49,7 +48,6 @@ func (s *suite) transcriptsDefault(t *testing.T) {
 
 func (s *suite) transcriptsRoundTrip(t *testing.T) {
 	e := s.env(t)
-	e.transcripts()
 	for _, tc := range transcriptCases {
 		e.save("t", tc.messages)
 		e.wantTranscript("t", tc.messages)
@@ -63,7 +61,6 @@ func (s *suite) transcriptsRoundTrip(t *testing.T) {
 
 func (s *suite) transcriptsReplace(t *testing.T) {
 	e := s.env(t)
-	e.transcripts()
 	e.save("t", `[1,2,3]`)
 	e.save("t", `[4]`)
 	e.wantTranscript("t", `[4]`)
@@ -75,7 +72,6 @@ func (s *suite) transcriptsNoLeaseNeeded(t *testing.T) {
 	// SaveThread needs no lease, works while another holds one, and
 	// leaves the lease alone.
 	e := s.env(t)
-	e.transcripts()
 	l := e.acquire("t")
 	e.save("t", `["while leased"]`)
 	e.wantTranscript("t", `["while leased"]`)
@@ -86,7 +82,6 @@ func (s *suite) transcriptsNoLeaseNeeded(t *testing.T) {
 
 func (s *suite) transcriptsChangesNoCheckpoint(t *testing.T) {
 	e := s.env(t)
-	e.transcripts()
 	e.chain("t", nil, "a", "b")
 	e.chain("u", nil, "c")
 	before := e.snap()
@@ -99,7 +94,6 @@ func (s *suite) transcriptsChangesNoCheckpoint(t *testing.T) {
 
 func (s *suite) transcriptsThreadsApart(t *testing.T) {
 	e := s.env(t)
-	e.transcripts()
 	threads := []string{"t", "t:1", "t\x00", "t\x00x", "t*", "tt", "{t}"}
 	for i, th := range threads {
 		e.save(th, `[`+itoa(i)+`]`)
@@ -111,7 +105,7 @@ func (s *suite) transcriptsThreadsApart(t *testing.T) {
 
 func (s *suite) transcriptsRefused(t *testing.T) {
 	e := s.env(t)
-	tr := e.transcripts()
+	tr := e.s
 	e.save("t", `["kept"]`)
 	for _, bad := range []struct{ name, m string }{
 		{"empty", ""}, {"whitespace only", " \n"}, {"object", `{}`}, {"null", `null`}, {"string", `"x"`}, {"number", `0`},
@@ -144,7 +138,7 @@ func (s *suite) transcriptsRefused(t *testing.T) {
 
 func (s *suite) transcriptsImmutability(t *testing.T) {
 	e := s.env(t)
-	tr := e.transcripts()
+	tr := e.s
 	in := json.RawMessage(`["abc"]`)
 	require.NoError(t, tr.SaveThread(e.ctx, "t", in), "SaveThread")
 	copy(in, `[1234]`)
@@ -166,27 +160,24 @@ func (s *suite) transcriptsImmutability(t *testing.T) {
 func (s *suite) transcriptsSavedEmptyArrayCounts(t *testing.T) {
 	// A thread has a transcript once one was saved, even [].
 	e := s.env(t)
-	e.transcripts()
 	e.save("d", `[]`)
-	if tl, ok := e.s.(ckptstore.ThreadLister); ok {
-		if got := e.allThreads(tl); len(got) != 1 || got[0] != "d" {
-			t.Errorf("Threads = %q after SaveThread(d, []), want [d]", got)
-		}
+	tl := e.s
+	if got := e.allThreads(tl); len(got) != 1 || got[0] != "d" {
+		t.Errorf("Threads = %q after SaveThread(d, []), want [d]", got)
 	}
-	if f, ok := e.s.(ckptstore.Forker); ok {
-		e.chain("src", nil, "a")
-		wd := e.acquire("d").Writer
-		e.track(nil, "root")
-		e.fails("ForkFromCheckpoint into a thread with the transcript []", ckptstore.ErrForkDestinationNotEmpty, func() error {
-			_, err := f.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{SourceThreadID: "src", SourceCheckpointID: "a",
-				DestinationThreadID: "d", DestinationCheckpointID: "root", CreatedAt: 1, Writer: wd})
-			return err
-		})
-	}
+	f := e.s
+	e.chain("src", nil, "a")
+	wd := e.acquire("d").Writer
+	e.track(nil, "root")
+	e.fails("ForkFromCheckpoint into a thread with the transcript []", ckptstore.ErrForkDestinationNotEmpty, func() error {
+		_, err := f.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{SourceThreadID: "src", SourceCheckpointID: "a",
+			DestinationThreadID: "d", DestinationCheckpointID: "root", CreatedAt: 1, Writer: wd})
+		return err
+	})
 }
 
 // forkLeased forks into dest with a new lease of dest, which it returns.
-func (e *env) forkLeased(f ckptstore.Forker, src, id, dest, root string) (ckptstore.Writer, error) {
+func (e *env) forkLeased(f ckptstore.Store, src, id, dest, root string) (ckptstore.Writer, error) {
 	e.t.Helper()
 	wd := e.acquire(dest).Writer
 	e.track([]string{dest}, root)
@@ -203,8 +194,7 @@ func (s *suite) testForkTranscript(t *testing.T) {
 
 func (s *suite) forkTranscriptWrites(t *testing.T) {
 	e := s.env(t)
-	f := e.forker()
-	e.transcripts()
+	f := e.s
 	ws := e.acquire("src").Writer
 	a := testkit.Checkpoint("src", "a", "", 1000)
 	a.Conversation = []byte(" [ {\"role\":\"user\", \"content\":\"é\"} ]\n")
@@ -222,10 +212,9 @@ func (s *suite) forkTranscriptWrites(t *testing.T) {
 	// That [] is a transcript: once the root is gone, d2 is still not
 	// empty.
 	require.NoError(t, e.s.DeleteHead(e.ctx, "d2", "r2", w2), "DeleteHead r2")
-	if tl, ok := e.s.(ckptstore.ThreadLister); ok {
-		if got := e.allThreads(tl); !slices.Contains(got, "d2") {
-			t.Errorf("Threads = %q: d2 has the transcript [] from its fork and must be listed", got)
-		}
+	tl := e.s
+	if got := e.allThreads(tl); !slices.Contains(got, "d2") {
+		t.Errorf("Threads = %q: d2 has the transcript [] from its fork and must be listed", got)
 	}
 	e.fails("fork into d2, whose transcript is the fork's []", ckptstore.ErrForkDestinationNotEmpty, func() error {
 		_, err := f.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{SourceThreadID: "src", SourceCheckpointID: "b",
@@ -241,8 +230,7 @@ func (s *suite) forkTranscriptWrites(t *testing.T) {
 
 func (s *suite) forkTranscriptRefusedByTranscript(t *testing.T) {
 	e := s.env(t)
-	f := e.forker()
-	e.transcripts()
+	f := e.s
 	e.chain("src", nil, "a")
 	e.save("d", `["existing"]`)
 	wd := e.acquire("d").Writer
@@ -263,8 +251,7 @@ func (s *suite) forkTranscriptFailedForkWritesNone(t *testing.T) {
 	// A fork refused for any reason leaves the destination without a
 	// transcript: the transcript is part of the fork's atomic step.
 	e := s.env(t)
-	f := e.forker()
-	e.transcripts()
+	f := e.s
 	a := testkit.Checkpoint("src", "a", "", 1000)
 	a.Conversation = []byte(`["x"]`)
 	e.append(a, e.acquire("src").Writer)

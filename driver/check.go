@@ -3,8 +3,6 @@ package driver
 import (
 	"context"
 	"fmt"
-
-	"github.com/ckptstore/ckptstore"
 )
 
 // Checker is a driver that can verify its own stored state: it reads the
@@ -22,7 +20,7 @@ type Checker interface {
 
 // Problem is one broken invariant: the key where it shows (printed with
 // %q, since keys may hold any byte) and what is wrong. It is also an error
-// that wraps ckptstore.ErrCorrupt, so that a caller can join the problems
+// that wraps ErrCorrupt, so that a caller can join the problems
 // into one error (errors.Join) that errors.Is recognises.
 type Problem struct {
 	Key  string
@@ -35,5 +33,5 @@ func (p Problem) String() string { return fmt.Sprintf("%q: %s", p.Key, p.What) }
 // Error is String: a Problem is an error too.
 func (p Problem) Error() string { return p.String() }
 
-// Unwrap returns ckptstore.ErrCorrupt.
-func (p Problem) Unwrap() error { return ckptstore.ErrCorrupt }
+// Unwrap returns ErrCorrupt.
+func (p Problem) Unwrap() error { return ErrCorrupt }

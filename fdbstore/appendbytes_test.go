@@ -21,9 +21,9 @@ func appendBytes(t *testing.T, opts Options, conv int) (bytes, keys float64) {
 	t.Helper()
 	ctx := context.Background()
 	db := memkv.New()
-	s, err := New(db, opts)
+	s, err := NewDriver(db, opts)
 	testkit.Must(t, err)
-	lease, err := s.AcquireWriter(ctx, "thread-0123456789")
+	lease, err := s.p().AcquireWriter(ctx, "thread-0123456789")
 	testkit.Must(t, err)
 	const n = appendsMeasured
 	head := ""
@@ -36,7 +36,7 @@ func appendBytes(t *testing.T, opts Options, conv int) (bytes, keys float64) {
 				{Path: "a", Kind: ckptstore.KindFile, BlobKey: testkit.FileKey(1), Size: 1},
 				{Path: "b", Kind: ckptstore.KindFile, BlobKey: testkit.FileKey(i + 2), Size: 1},
 			}}
-		testkit.Must(t, s.Append(ctx, cp, head, lease.Writer))
+		testkit.Must(t, s.p().Append(ctx, cp, head, lease.Writer))
 		head = id
 	}
 	st := db.Stats()

@@ -159,7 +159,7 @@ func benchAppendParallel(b *testing.B, threads int, payload string) {
 // appendWriters takes the leases of threads threads and generates their
 // checkpoints: writer i appends b.N/threads of the b.N, the first
 // b.N%threads one more, with payloads of the size distribution payload.
-func appendWriters(b *testing.B, s *fdbstore.Store, threads int, payload string) []*appendWriter {
+func appendWriters(b *testing.B, s *ckptstore.Portable, threads int, payload string) []*appendWriter {
 	gopts := workload.GenOptions{
 		Namespace: "bench", Payload: workload.MustSizeDist(payload),
 		BlobShare: 0.8, GlobalBlobs: 2, ArtifactRate: 0.25,
@@ -217,9 +217,9 @@ func BenchmarkReads(b *testing.B) {
 		op   func(i int) error
 	}{
 		{"Get", func(i int) error { _, err := s.Get(ctx, ids[i%len(ids)]); return err }},
-		{"Restore", func(int) error { _, _, err := s.Restore(ctx, "t"); return err }},
+		{"Restore", func(int) error { _, _, err := fdbDriver(s).Restore(ctx, "t"); return err }},
 		{"HeadThenGet", func(int) error {
-			h, err := s.Head(ctx, "t")
+			h, err := s.GetHead(ctx, "t")
 			if err == nil {
 				_, err = s.Get(ctx, h)
 			}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/fdbstore"
 	"github.com/ckptstore/ckptstore/fdbstore/internal/storetest"
 	"github.com/ckptstore/ckptstore/fdbstore/kv/memkv"
@@ -39,7 +40,7 @@ func TestCapabilitiesIdempotentAfterUnknownResult(t *testing.T) {
 
 // importOnceAfterUnknown: Import reports the count of the attempt that
 // committed, not 0, and its repeat writes nothing.
-func importOnceAfterUnknown(t *testing.T, s *fdbstore.Store, db *memkv.DB) {
+func importOnceAfterUnknown(t *testing.T, s *ckptstore.Portable, db *memkv.DB) {
 	il, err := s.AcquireWriter(ctx, "imp")
 	must(t, err)
 	batch := ckptstore.ImportBatch{ThreadID: "imp", Writer: il.Writer, SetHead: true, Head: "i1",
@@ -60,7 +61,7 @@ func importOnceAfterUnknown(t *testing.T, s *fdbstore.Store, db *memkv.DB) {
 
 // deleteThreadOnceAfterUnknown: DeleteThread of t (its n checkpoints) in
 // batches of 2 counts every batch once; the lease stays.
-func deleteThreadOnceAfterUnknown(t *testing.T, s *fdbstore.Store, db *memkv.DB, w ckptstore.Writer, want int) {
+func deleteThreadOnceAfterUnknown(t *testing.T, s *ckptstore.Portable, db *memkv.DB, w ckptstore.Writer, want int) {
 	restore := unknownApplied(t, db)
 	n, err := s.DeleteThread(ctx, "t", w)
 	restore()
@@ -82,7 +83,7 @@ func deleteThreadOnceAfterUnknown(t *testing.T, s *fdbstore.Store, db *memkv.DB,
 // opTokensAfterUnknown: caller op tokens across calls, with unknown results
 // inside the first call too: the repeated AcquireWriter returns the same
 // lease, the repeated fork the same root.
-func opTokensAfterUnknown(t *testing.T, s *fdbstore.Store, db *memkv.DB) {
+func opTokensAfterUnknown(t *testing.T, s *ckptstore.Portable, db *memkv.DB) {
 	tok := ckptstore.WithOpToken(ctx, "caller-token-1")
 	restore := unknownApplied(t, db)
 	fl, err := s.AcquireWriter(tok, "fork")
@@ -102,7 +103,7 @@ func opTokensAfterUnknown(t *testing.T, s *fdbstore.Store, db *memkv.DB) {
 	must(t, err)
 	root2, err := s.ForkFromCheckpoint(ftok, in)
 	must(t, err)
-	if !ckptstore.EqualCheckpoints(root, root2) || root.ID != "root" {
+	if !driver.EqualCheckpoints(root, root2) || root.ID != "root" {
 		t.Fatalf("repeated fork returned %+v, want %+v", root2, root)
 	}
 	if _, err := s.ForkFromCheckpoint(ctx, in); !errors.Is(err, ckptstore.ErrForkDestinationNotEmpty) {
@@ -167,7 +168,7 @@ func TestCapabilitiesUnderFaults(t *testing.T) {
 			if !slices.Equal(threads, []string{"dst"}) {
 				t.Fatalf("Threads = %v, want [dst]", threads)
 			}
-			head, cp, err := s.Restore(ctx, "dst")
+			head, cp, err := fdbDriver(s).Restore(ctx, "dst")
 			must(t, err)
 			if head != "dst-"+ids[len(ids)-1] || cp == nil || cp.ID != head {
 				t.Fatalf("Restore(dst) = %q, %v", head, cp)

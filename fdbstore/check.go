@@ -57,7 +57,7 @@ var defaultCheckLimits = checkLimits{rangeKeys: 1000, txKeys: 200_000, txBytes: 
 
 // Store is a driver.Checker: ckptctl check and the tests call it through
 // that interface.
-var _ driver.Checker = (*Store)(nil)
+var _ driver.Checker = (*Driver)(nil)
 
 // Check reads every key of the store and returns the broken invariants,
 // sorted by key; none for a consistent store. The error is for a store
@@ -137,13 +137,13 @@ var _ driver.Checker = (*Store)(nil)
 // the old global layout (a test fixture only). The other problems of the
 // whole store, keys outside the layout and records that do not decode, are
 // of one key each, which no write of this package makes.
-func (s *Store) Check(ctx context.Context) ([]driver.Problem, error) {
+func (s *Driver) Check(ctx context.Context) ([]driver.Problem, error) {
 	return s.check(ctx, defaultCheckLimits)
 }
 
 // check is Check with the given limits (the tests' are small, to make
 // many pages).
-func (s *Store) check(ctx context.Context, lim checkLimits) ([]driver.Problem, error) {
+func (s *Driver) check(ctx context.Context, lim checkLimits) ([]driver.Problem, error) {
 	scanned, err := s.scan(ctx, lim)
 	if err != nil {
 		return nil, err
@@ -171,7 +171,7 @@ func sortProblems(ps []problem) []problem {
 
 // scan reads the keyspace in pages and returns the problems it found,
 // unconfirmed.
-func (s *Store) scan(ctx context.Context, lim checkLimits) ([]problem, error) {
+func (s *Driver) scan(ctx context.Context, lim checkLimits) ([]problem, error) {
 	c := newChecker(s, false)
 	r := kv.PrefixRange(s.k.p)
 	for begin := r.Begin; begin != nil; {
@@ -221,7 +221,7 @@ func scanPage(tr kv.ReadTransaction, r kv.KeyRange, lim checkLimits) (page []kv.
 // confirm replaces the scan's problems of each thread or checkpoint by
 // those of one transaction that reads that subject whole (see Check). The
 // scan's problems of the whole store are kept as they are.
-func (s *Store) confirm(ctx context.Context, scanned []problem, lim checkLimits) ([]problem, error) {
+func (s *Driver) confirm(ctx context.Context, scanned []problem, lim checkLimits) ([]problem, error) {
 	type group struct {
 		threads, ids map[string]bool
 		problems     []problem
@@ -277,7 +277,7 @@ func (s *Store) confirm(ctx context.Context, scanned []problem, lim checkLimits)
 // checkpoints found in those threads and the threads those indexes name,
 // until nothing new is named. It returns the pairs in key order, and
 // ok = false when they pass lim.confirmBytes or the reads lim.txTime.
-func (s *Store) readSubject(ctx context.Context, threads, ids map[string]bool, lim checkLimits) (pairs []kv.KeyValue, ok bool, err error) {
+func (s *Driver) readSubject(ctx context.Context, threads, ids map[string]bool, lim checkLimits) (pairs []kv.KeyValue, ok bool, err error) {
 	err = s.db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
 		sr := &subjectReader{
 			s: s, tr: tr, lim: lim, pairs: pairs[:0], start: time.Now(),
@@ -294,7 +294,7 @@ func (s *Store) readSubject(ctx context.Context, threads, ids map[string]bool, l
 
 // subjectReader is one attempt of readSubject's transaction.
 type subjectReader struct {
-	s            *Store
+	s            *Driver
 	tr           kv.ReadTransaction
 	lim          checkLimits
 	pairs        []kv.KeyValue
@@ -412,7 +412,7 @@ type subject struct{ thread, id string }
 
 // checker takes the keys of a store in key order and collects problems.
 type checker struct {
-	s *Store
+	s *Driver
 	// partial: only some threads and ids were read (a confirming read):
 	// the checks that need every key (the blob counts, the old global
 	// markers) are left out.
@@ -511,7 +511,7 @@ func (d *chunkRun) decode(decode func([]byte) error) (v []byte, end, gap int, er
 	return nil, 0, gap, err
 }
 
-func newChecker(s *Store, partial bool) *checker {
+func newChecker(s *Driver, partial bool) *checker {
 	return &checker{s: s, partial: partial, seed: maphash.MakeSeed(), index: map[string]*checkedIndex{},
 		threads: map[string]*checkedThread{}, refs: map[string]int64{}, badRefs: map[string]bool{}, counted: map[string]int64{}, listed: map[string]bool{}}
 }
@@ -829,7 +829,7 @@ func (c *checker) endTranscript() {
 	c.curTr = nil
 	c.thread(d.thread).transcript = true
 	at := subject{thread: d.thread}
-	_, end, gap, err := d.decode(ckptstore.ValidateTranscript)
+	_, end, gap, err := d.decode(driver.ValidateTranscript)
 	switch {
 	case err != nil && gap >= 0:
 		c.bad(at, d.key, "transcript chunk %d is missing (chunks %v)", gap, d.nums)

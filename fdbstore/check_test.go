@@ -28,7 +28,7 @@ var checkStart = time.UnixMilli(1_700_000_000_000)
 // Blob counts: FileKey(0) is in a, b and f's root (3), FileKey(1) in b and
 // the root (2).
 type fixture struct {
-	s     *Store
+	s     *Driver
 	db    *memkv.DB
 	clock *testkit.Clock
 	lease ckptstore.Writer // t's, fence 2
@@ -40,30 +40,30 @@ func checkFixture(t *testing.T, opts Options) fixture {
 	db := memkv.New()
 	clock := testkit.NewClock(checkStart)
 	opts.wallClock = clock.Now
-	s, err := New(db, opts)
+	s, err := NewDriver(db, opts)
 	testkit.Must(t, err)
-	first, err := s.AcquireWriter(ctx, "t")
+	first, err := s.p().AcquireWriter(ctx, "t")
 	testkit.Must(t, err)
-	testkit.Must(t, s.ReleaseWriter(ctx, first.Writer))
-	lease, err := s.AcquireWriter(ctx, "t")
+	testkit.Must(t, s.p().Release(ctx, first.Writer))
+	lease, err := s.p().AcquireWriter(ctx, "t")
 	testkit.Must(t, err)
 	if lease.Writer.Fence != 2 {
 		t.Fatalf("fence %d, want 2", lease.Writer.Fence)
 	}
-	testkit.Must(t, s.Append(ctx, sizedCheckpoint("t", "a", "", 0, 10, 1), "", lease.Writer))
-	testkit.Must(t, s.Append(ctx, sizedCheckpoint("t", "b", "a", 1, 10, 2), "a", lease.Writer))
-	testkit.Must(t, s.Append(ctx, sizedCheckpoint("t", "c", "b", 2, 250_000, 0), "b", lease.Writer))
-	fl, err := s.AcquireWriter(ctx, "f")
+	testkit.Must(t, s.p().Append(ctx, sizedCheckpoint("t", "a", "", 0, 10, 1), "", lease.Writer))
+	testkit.Must(t, s.p().Append(ctx, sizedCheckpoint("t", "b", "a", 1, 10, 2), "a", lease.Writer))
+	testkit.Must(t, s.p().Append(ctx, sizedCheckpoint("t", "c", "b", 2, 250_000, 0), "b", lease.Writer))
+	fl, err := s.p().AcquireWriter(ctx, "f")
 	testkit.Must(t, err)
-	_, err = s.ForkFromCheckpoint(ctx, ckptstore.ForkInput{SourceThreadID: "t", SourceCheckpointID: "b",
+	_, err = s.p().ForkFromCheckpoint(ctx, ckptstore.ForkInput{SourceThreadID: "t", SourceCheckpointID: "b",
 		DestinationThreadID: "f", DestinationCheckpointID: "root", CreatedAt: 7, Writer: fl.Writer})
 	testkit.Must(t, err)
-	testkit.Must(t, s.SaveThread(ctx, "m", []byte(`["x"]`)))
+	testkit.Must(t, s.p().SaveThread(ctx, "m", []byte(`["x"]`)))
 	return fixture{s: s, db: db, clock: clock, lease: lease.Writer}
 }
 
 // mustCheck runs Check and fails on its error.
-func mustCheck(t *testing.T, s *Store) []driver.Problem {
+func mustCheck(t *testing.T, s *Driver) []driver.Problem {
 	t.Helper()
 	problems, err := s.Check(context.Background())
 	testkit.Must(t, err)
@@ -78,16 +78,16 @@ func marker(ms int64, kind opKind, result ...byte) []byte {
 // wantProblem is one problem a corruption must cause: its key and a part
 // of what it says.
 type wantProblem struct {
-	key  func(s *Store) []byte
+	key  func(s *Driver) []byte
 	what string
 }
 
-func at(key func(s *Store) []byte, what string) []wantProblem {
+func at(key func(s *Driver) []byte, what string) []wantProblem {
 	return []wantProblem{{key, what}}
 }
 
-func ref(n int) func(s *Store) []byte {
-	return func(s *Store) []byte { return s.k.ref(testkit.FileKey(n)) }
+func ref(n int) func(s *Driver) []byte {
+	return func(s *Driver) []byte { return s.k.ref(testkit.FileKey(n)) }
 }
 
 // TestCheckFindsEachBrokenInvariant: the fixture is consistent, and each
@@ -158,40 +158,40 @@ func storageCases() []brokenCase {
 	return []brokenCase{
 		// Index, chunks and copies.
 		{"index deleted", func(f fixture, tr kv.Transaction) { tr.ClearRange(f.s.k.idRange("c")) },
-			at(func(s *Store) []byte { return s.k.chunk("t", 2, "c", 0) }, `checkpoint "c" has no index`)},
+			at(func(s *Driver) []byte { return s.k.chunk("t", 2, "c", 0) }, `checkpoint "c" has no index`)},
 		{"chunks deleted", func(f fixture, tr kv.Transaction) { tr.ClearRange(rangeOf(f.s.k.checkpointPrefix("t", 2, "c"))) },
-			at(func(s *Store) []byte { return s.k.index("c") }, `the index and the link of "c" have no chunks in thread "t"`)},
+			at(func(s *Driver) []byte { return s.k.index("c") }, `the index and the link of "c" have no chunks in thread "t"`)},
 		{"chunks and link deleted", func(f fixture, tr kv.Transaction) {
 			tr.ClearRange(rangeOf(f.s.k.checkpointPrefix("t", 2, "c")))
 			tr.Clear(f.s.k.link("t", "c"))
-		}, at(func(s *Store) []byte { return s.k.index("c") }, `index of "c" without its chunks in thread "t"`)},
+		}, at(func(s *Driver) []byte { return s.k.index("c") }, `index of "c" without its chunks in thread "t"`)},
 		{"chunk deleted", func(f fixture, tr kv.Transaction) { tr.Clear(f.s.k.chunk("t", 2, "c", 1)) },
-			at(func(s *Store) []byte { return s.k.chunk("t", 2, "c", 0) }, "chunk 1 is missing (chunks [0 2])")},
+			at(func(s *Driver) []byte { return s.k.chunk("t", 2, "c", 0) }, "chunk 1 is missing (chunks [0 2])")},
 		{"stray chunk after a value", func(f fixture, tr kv.Transaction) { tr.Set(f.s.k.chunk("t", 0, "a", 1), []byte("junk")) },
-			at(func(s *Store) []byte { return s.k.chunk("t", 0, "a", 0) }, "stray chunks [1] after the end of its value (chunk 0)")},
+			at(func(s *Driver) []byte { return s.k.chunk("t", 0, "a", 0) }, "stray chunks [1] after the end of its value (chunk 0)")},
 		{"stray chunk after a gap", func(f fixture, tr kv.Transaction) { tr.Set(f.s.k.chunk("t", 2, "c", 5), []byte("junk")) },
-			at(func(s *Store) []byte { return s.k.chunk("t", 2, "c", 0) }, "stray chunks [5] after the end of its value (chunk 2)")},
+			at(func(s *Driver) []byte { return s.k.chunk("t", 2, "c", 0) }, "stray chunks [5] after the end of its value (chunk 2)")},
 		{"stray chunks of no checkpoint", func(f fixture, tr kv.Transaction) { tr.Set(f.s.k.chunk("t", 5, "zz", 0), []byte("junk")) },
 			[]wantProblem{
-				{func(s *Store) []byte { return s.k.chunk("t", 5, "zz", 0) }, `checkpoint "zz" has no index`},
-				{func(s *Store) []byte { return s.k.chunk("t", 5, "zz", 0) }, `checkpoint "zz": the value does not decode`},
-				{func(s *Store) []byte { return s.k.chunk("t", 5, "zz", 0) }, `checkpoint "zz" has no link`},
+				{func(s *Driver) []byte { return s.k.chunk("t", 5, "zz", 0) }, `checkpoint "zz" has no index`},
+				{func(s *Driver) []byte { return s.k.chunk("t", 5, "zz", 0) }, `checkpoint "zz": the value does not decode`},
+				{func(s *Driver) []byte { return s.k.chunk("t", 5, "zz", 0) }, `checkpoint "zz" has no link`},
 			}},
 		{"copy chunk deleted", func(f fixture, tr kv.Transaction) { tr.Clear(f.s.k.copyChunk("c", 1)) },
-			at(func(s *Store) []byte { return s.k.copyChunk("c", 2) }, "copy chunk 2, want 1")},
+			at(func(s *Driver) []byte { return s.k.copyChunk("c", 2) }, "copy chunk 2, want 1")},
 		{"copy dropped", func(f fixture, tr kv.Transaction) { tr.Clear(f.s.k.copyChunk("b", 0)) },
-			at(func(s *Store) []byte { return s.k.index("b") }, "copied = true with 0 copy chunks")},
+			at(func(s *Driver) []byte { return s.k.index("b") }, "copied = true with 0 copy chunks")},
 		{"copy changed", func(f fixture, tr kv.Transaction) {
 			st, _ := f.s.newStored(sizedCheckpoint("t", "b", "a", 1, 11, 2))
 			tr.Set(f.s.k.copyChunk("b", 0), st.enc)
-		}, at(func(s *Store) []byte { return s.k.index("b") }, `the copy of "b" differs from its data`)},
+		}, at(func(s *Driver) []byte { return s.k.index("b") }, `the copy of "b" differs from its data`)},
 		{"copy without an index", func(f fixture, tr kv.Transaction) { tr.Set(f.s.k.copyChunk("zz", 0), []byte("x")) },
-			at(func(s *Store) []byte { return s.k.copyChunk("zz", 0) }, `copy chunk of "zz" without an index`)},
+			at(func(s *Driver) []byte { return s.k.copyChunk("zz", 0) }, `copy chunk of "zz" without an index`)},
 		{"index names another thread", func(f fixture, tr kv.Transaction) {
 			tr.Set(f.s.k.index("a"), indexValue{thread: "f", createdAt: 0, copied: true}.encode())
 		}, []wantProblem{
-			{func(s *Store) []byte { return s.k.chunk("t", 0, "a", 0) }, `the index of "a" names thread "f" at 0`},
-			{func(s *Store) []byte { return s.k.index("a") }, `index of "a" without its chunks in thread "f"`},
+			{func(s *Driver) []byte { return s.k.chunk("t", 0, "a", 0) }, `the index of "a" names thread "f" at 0`},
+			{func(s *Driver) []byte { return s.k.index("a") }, `index of "a" without its chunks in thread "f"`},
 		}},
 	}
 }
@@ -201,25 +201,25 @@ func threadCases() []brokenCase {
 	return []brokenCase{
 		// Links.
 		{"link dropped", func(f fixture, tr kv.Transaction) { tr.Clear(f.s.k.link("t", "a")) },
-			at(func(s *Store) []byte { return s.k.chunk("t", 0, "a", 0) }, `checkpoint "a" has no link`)},
+			at(func(s *Driver) []byte { return s.k.chunk("t", 0, "a", 0) }, `checkpoint "a" has no link`)},
 		{"link without its checkpoint", func(f fixture, tr kv.Transaction) {
 			tr.Set(f.s.k.link("t", "zz"), linkValue{parent: "c", createdAt: 9}.encode())
-		}, at(func(s *Store) []byte { return s.k.link("t", "zz") }, `link of "zz" without its checkpoint`)},
+		}, at(func(s *Driver) []byte { return s.k.link("t", "zz") }, `link of "zz" without its checkpoint`)},
 		{"link wrong", func(f fixture, tr kv.Transaction) { tr.Set(f.s.k.link("t", "a"), linkValue{parent: "zz"}.encode()) },
-			at(func(s *Store) []byte { return s.k.link("t", "a") }, `checkpoint has parent ""`)},
+			at(func(s *Driver) []byte { return s.k.link("t", "a") }, `checkpoint has parent ""`)},
 		// Heads.
 		{"empty head", func(f fixture, tr kv.Transaction) { tr.Set(f.s.k.head("t"), nil) },
-			at(func(s *Store) []byte { return s.k.head("t") }, "empty head")},
+			at(func(s *Driver) []byte { return s.k.head("t") }, "empty head")},
 		// The thread index.
 		{"unlisted", func(f fixture, tr kv.Transaction) { tr.Clear(f.s.k.listed("m")) },
-			at(func(s *Store) []byte { return s.k.listed("m") }, "listed = false for a thread with head false, checkpoints false, transcript true")},
+			at(func(s *Driver) []byte { return s.k.listed("m") }, "listed = false for a thread with head false, checkpoints false, transcript true")},
 		{"listed, no keys", func(f fixture, tr kv.Transaction) { tr.Set(f.s.k.listed("nobody"), nil) },
-			at(func(s *Store) []byte { return s.k.listed("nobody") }, `listed thread "nobody" has no keys`)},
+			at(func(s *Driver) []byte { return s.k.listed("nobody") }, `listed thread "nobody" has no keys`)},
 		// Transcripts.
 		{"transcript not an array", func(f fixture, tr kv.Transaction) { tr.Set(f.s.k.transcriptChunk("m", 0), []byte("{}")) },
-			at(func(s *Store) []byte { return s.k.transcriptChunk("m", 0) }, "transcript:")},
+			at(func(s *Driver) []byte { return s.k.transcriptChunk("m", 0) }, "transcript:")},
 		{"stray transcript chunk", func(f fixture, tr kv.Transaction) { tr.Set(f.s.k.transcriptChunk("m", 2), []byte("x")) },
-			at(func(s *Store) []byte { return s.k.transcriptChunk("m", 0) }, "stray transcript chunks [2]")},
+			at(func(s *Driver) []byte { return s.k.transcriptChunk("m", 0) }, "stray transcript chunks [2]")},
 	}
 }
 
@@ -227,7 +227,7 @@ func threadCases() []brokenCase {
 func leaseCases() []brokenCase {
 	nowMs := checkStart.UnixMilli()
 	epoch := epochOf(checkStart)
-	leaseKey := func(s *Store) []byte { return s.k.lease("t") }
+	leaseKey := func(s *Driver) []byte { return s.k.lease("t") }
 	return []brokenCase{
 		// Leases and fences.
 		{"fence went down", func(f fixture, tr kv.Transaction) {
@@ -237,12 +237,12 @@ func leaseCases() []brokenCase {
 			at(leaseKey, "fence 0 went down")},
 		{"fence taken twice", func(f fixture, tr kv.Transaction) {
 			tr.Set(f.s.k.opMarker("t", epoch, "zzz"), marker(nowMs, opAcquire, tuple.Pack(int64(2), int64(1), int64(0))...))
-		}, at(func(s *Store) []byte { return s.k.opMarker("t", epoch, "zzz") }, `and "zzz" both took fence 2`)},
+		}, at(func(s *Driver) []byte { return s.k.opMarker("t", epoch, "zzz") }, `and "zzz" both took fence 2`)},
 		{"lease of another token", func(f fixture, tr kv.Transaction) {
 			tr.Set(f.s.k.lease("t"), leaseValue{token: "other", fence: 2, expires: time.Now().Add(time.Hour)}.encode())
 		}, at(leaseKey, `the lease at fence 2 has owner token "other"`)},
 		{"lease malformed", func(f fixture, tr kv.Transaction) { tr.Set(f.s.k.lease("m"), []byte("x")) },
-			at(func(s *Store) []byte { return s.k.lease("m") }, "malformed lease")},
+			at(func(s *Driver) []byte { return s.k.lease("m") }, "malformed lease")},
 	}
 }
 
@@ -255,26 +255,26 @@ func markerCases() []brokenCase {
 		{"leftover marker", func(f fixture, tr kv.Transaction) {
 			ms := nowMs - 2*markerTTL.Milliseconds()
 			tr.Set(f.s.k.opMarker("t", epochOf(time.UnixMilli(ms)), "old"), marker(ms, opAppend))
-		}, at(func(s *Store) []byte { return s.k.opMarker("t", epoch-2, "old") }, fmt.Sprintf("a marker of epoch %d left over", epoch-2))},
+		}, at(func(s *Driver) []byte { return s.k.opMarker("t", epoch-2, "old") }, fmt.Sprintf("a marker of epoch %d left over", epoch-2))},
 		{"marker from the future", func(f fixture, tr kv.Transaction) {
 			ms := nowMs + 2*markerTTL.Milliseconds()
 			tr.Set(f.s.k.opMarker("t", epoch+2, "new"), marker(ms, opAppend))
-		}, at(func(s *Store) []byte { return s.k.opMarker("t", epoch+2, "new") }, "more than markerTTL/2 after this clock")},
+		}, at(func(s *Driver) []byte { return s.k.opMarker("t", epoch+2, "new") }, "more than markerTTL/2 after this clock")},
 		{"marker in another epoch", func(f fixture, tr kv.Transaction) {
 			tr.Set(f.s.k.opMarker("t", epoch, "tok"), marker(nowMs-markerTTL.Milliseconds(), opAppend))
 		},
-			at(func(s *Store) []byte { return s.k.opMarker("t", epoch, "tok") }, fmt.Sprintf("marker of epoch %d written at", epoch))},
+			at(func(s *Driver) []byte { return s.k.opMarker("t", epoch, "tok") }, fmt.Sprintf("marker of epoch %d written at", epoch))},
 		{"marker of no kind", func(f fixture, tr kv.Transaction) { tr.Set(f.s.k.opMarker("t", epoch, "tok"), marker(nowMs, 'z')) },
-			at(func(s *Store) []byte { return s.k.opMarker("t", epoch, "tok") }, "marker of no kind of write")},
+			at(func(s *Driver) []byte { return s.k.opMarker("t", epoch, "tok") }, "marker of no kind of write")},
 		{"marker with a result it does not have", func(f fixture, tr kv.Transaction) {
 			tr.Set(f.s.k.opMarker("t", epoch, "tok"), marker(nowMs, opAppend, 1, 2))
 		},
-			at(func(s *Store) []byte { return s.k.opMarker("t", epoch, "tok") }, "marker of kind a with a result of 2 bytes")},
+			at(func(s *Driver) []byte { return s.k.opMarker("t", epoch, "tok") }, "marker of kind a with a result of 2 bytes")},
 		// The first layout kept markers in one global range, (P, "o",
 		// wallMillis, token); a key left there by a store of that time is
 		// no key of this package.
 		{"global marker of the first layout", func(f fixture, tr kv.Transaction) { tr.Set(f.s.k.key("o", 5, "tok"), []byte{1, 'a'}) },
-			at(func(s *Store) []byte { return s.k.key("o", 5, "tok") }, "not a key of this package")},
+			at(func(s *Driver) []byte { return s.k.key("o", 5, "tok") }, "not a key of this package")},
 	}
 }
 
@@ -283,17 +283,17 @@ func foreignKeyCases() []brokenCase {
 	return []brokenCase{
 		// Keys outside the layout.
 		{"foreign space", func(f fixture, tr kv.Transaction) { tr.Set(f.s.k.key("zz", "x"), nil) },
-			at(func(s *Store) []byte { return s.k.key("zz", "x") }, "not a key of this package")},
+			at(func(s *Driver) []byte { return s.k.key("zz", "x") }, "not a key of this package")},
 		{"foreign thread key", func(f fixture, tr kv.Transaction) { tr.Set(f.s.k.threadKey("t", "z", 0), nil) },
-			at(func(s *Store) []byte { return s.k.threadKey("t", "z", 0) }, "not a key of this package")},
+			at(func(s *Driver) []byte { return s.k.threadKey("t", "z", 0) }, "not a key of this package")},
 		{"not a tuple", func(f fixture, tr kv.Transaction) { tr.Set(append(append([]byte(nil), f.s.k.p...), 0xfe), nil) },
-			at(func(s *Store) []byte { return append(append([]byte(nil), s.k.p...), 0xfe) }, "not a key of this package")},
+			at(func(s *Driver) []byte { return append(append([]byte(nil), s.k.p...), 0xfe) }, "not a key of this package")},
 		{"wrong bucket", func(f fixture, tr kv.Transaction) {
 			tr.Set(f.s.k.key(spaceThread, bucket("t")+1, "t", threadHead), []byte("c"))
 		},
-			at(func(s *Store) []byte { return s.k.key(spaceThread, bucket("t")+1, "t", threadHead) }, "bucket")},
+			at(func(s *Driver) []byte { return s.k.key(spaceThread, bucket("t")+1, "t", threadHead) }, "bucket")},
 		{"instance record", func(f fixture, tr kv.Transaction) { tr.Set(f.s.k.instance("k"), []byte("x")) },
-			at(func(s *Store) []byte { return s.k.instance("k") }, "instance record")},
+			at(func(s *Driver) []byte { return s.k.instance("k") }, "instance record")},
 	}
 }
 
@@ -302,22 +302,22 @@ func foreignKeyCases() []brokenCase {
 // head is left on its pruned root x, then thread u stores an x of its own.
 func TestCheckHeadOfAnotherThread(t *testing.T) {
 	ctx := context.Background()
-	s, err := New(memkv.New(), Options{})
+	s, err := NewDriver(memkv.New(), Options{})
 	testkit.Must(t, err)
-	lt, err := s.AcquireWriter(ctx, "t")
+	lt, err := s.p().AcquireWriter(ctx, "t")
 	testkit.Must(t, err)
-	testkit.Must(t, s.Append(ctx, sizedCheckpoint("t", "x", "", 0, 10, 1), "", lt.Writer))
-	testkit.Must(t, s.Append(ctx, sizedCheckpoint("t", "y", "x", 1, 10, 1), "x", lt.Writer))
-	if _, err := s.DeleteCheckpoints(ctx, "t", 1, lt.Writer); err != nil {
+	testkit.Must(t, s.p().Append(ctx, sizedCheckpoint("t", "x", "", 0, 10, 1), "", lt.Writer))
+	testkit.Must(t, s.p().Append(ctx, sizedCheckpoint("t", "y", "x", 1, 10, 1), "x", lt.Writer))
+	if _, err := s.p().DeleteCheckpoints(ctx, "t", 1, lt.Writer); err != nil {
 		t.Fatal(err)
 	}
-	testkit.Must(t, s.DeleteHead(ctx, "t", "y", lt.Writer))
-	lu, err := s.AcquireWriter(ctx, "u")
+	testkit.Must(t, s.p().DeleteHead(ctx, "t", "y", lt.Writer))
+	lu, err := s.p().AcquireWriter(ctx, "u")
 	testkit.Must(t, err)
-	testkit.Must(t, s.Append(ctx, sizedCheckpoint("u", "x", "", 5, 10, 2), "", lu.Writer))
-	head, err := s.Head(ctx, "t")
+	testkit.Must(t, s.p().Append(ctx, sizedCheckpoint("u", "x", "", 5, 10, 2), "", lu.Writer))
+	head, err := s.p().GetHead(ctx, "t")
 	testkit.Must(t, err)
-	cp, err := s.Get(ctx, head)
+	cp, err := s.p().Get(ctx, head)
 	testkit.Must(t, err)
 	if head != "x" || cp == nil || cp.ThreadID != "u" {
 		t.Fatalf("head of t %q names %+v, want x of thread u", head, cp)
@@ -337,7 +337,7 @@ func TestCheckMarkerExpiry(t *testing.T) {
 		t.Fatalf("idle threads' old markers: %v", p)
 	}
 	// The next write of t clears its old epochs.
-	testkit.Must(t, f.s.DeleteHead(ctx, "t", "c", f.lease))
+	testkit.Must(t, f.s.p().DeleteHead(ctx, "t", "c", f.lease))
 	if p := mustCheck(t, f.s); len(p) != 0 {
 		t.Fatalf("after the next write: %v", p)
 	}
@@ -352,7 +352,7 @@ func TestCheckMarkerExpiry(t *testing.T) {
 	}
 }
 
-// TestCheckProblemsAreErrors: each problem wraps ckptstore.ErrCorrupt, so
+// TestCheckProblemsAreErrors: each problem wraps driver.ErrCorrupt, so
 // that the problems joined are one error errors.Is recognises.
 func TestCheckProblemsAreErrors(t *testing.T) {
 	f := checkFixture(t, Options{})
@@ -366,7 +366,7 @@ func TestCheckProblemsAreErrors(t *testing.T) {
 		errs[i] = p
 	}
 	err := errors.Join(errs...)
-	if len(problems) != 1 || !errors.Is(err, ckptstore.ErrCorrupt) || err.Error() != problems[0].String() {
+	if len(problems) != 1 || !errors.Is(err, driver.ErrCorrupt) || err.Error() != problems[0].String() {
 		t.Fatalf("problems %v, joined %v", problems, err)
 	}
 }
@@ -422,7 +422,7 @@ func TestCheckConfirmsAcrossPages(t *testing.T) {
 	f := checkFixture(t, Options{})
 	writer := f.s // over the engine itself, not through the hook
 	tiny := checkLimits{rangeKeys: 2, txKeys: 2, txBytes: 1 << 20, txTime: time.Minute, confirmBytes: 64 << 20}
-	hooked := func() *Store {
+	hooked := func() *Driver {
 		// After the scan has read the index keys, before the threads.
 		var index []kv.KeyValue
 		testkit.Must(t, f.db.ReadTransact(ctx, func(tr kv.ReadTransaction) (err error) {
@@ -431,7 +431,7 @@ func TestCheckConfirmsAcrossPages(t *testing.T) {
 		}))
 		s := *f.s
 		s.db = &hookDB{DB: f.db, at: int64(len(index)+1) / 2, after: func() {
-			if _, err := writer.DeleteThread(ctx, "t", f.lease); err != nil {
+			if _, err := writer.p().DeleteThread(ctx, "t", f.lease); err != nil {
 				t.Error(err)
 			}
 		}}
@@ -451,7 +451,7 @@ func TestCheckConfirmsAcrossPages(t *testing.T) {
 	if len(p) != 0 {
 		t.Fatalf("Check across the DeleteThread: %v", p)
 	}
-	if cps, err := f.s.List(ctx, "t"); err != nil || len(cps) != 0 {
+	if cps, err := f.s.p().List(ctx, "t"); err != nil || len(cps) != 0 {
 		t.Fatalf("the hook did not delete thread t: %d checkpoints, %v", len(cps), err)
 	}
 }
@@ -462,7 +462,7 @@ func TestCheckConfirmsAcrossPages(t *testing.T) {
 // reports none (the blob counts, which need a quiet store, are left out),
 // and once the writers stop it reports nothing at all.
 func TestCheckWhileWriting(t *testing.T) {
-	s, err := New(memkv.New(), Options{PruneBatch: 2})
+	s, err := NewDriver(memkv.New(), Options{PruneBatch: 2})
 	testkit.Must(t, err)
 	const writers, ops = 4, 60
 	var wg sync.WaitGroup
@@ -485,11 +485,11 @@ func TestCheckWhileWriting(t *testing.T) {
 // randomWrites is writer w of TestCheckWhileWriting: ops random writes to
 // its thread w<w> (appends, most often, head deletes, prunes, forks into
 // new threads, deletes of the whole thread). It stops at the first error.
-func randomWrites(s *Store, w, ops int) error {
+func randomWrites(s *Driver, w, ops int) error {
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(uint64(w), 7))
 	thread := fmt.Sprintf("w%d", w)
-	l, err := s.AcquireWriter(ctx, thread)
+	l, err := s.p().AcquireWriter(ctx, thread)
 	if err != nil {
 		return err
 	}
@@ -501,25 +501,25 @@ func randomWrites(s *Store, w, ops int) error {
 			id := fmt.Sprintf("%s-%d", thread, n)
 			n++
 			cp := sizedCheckpoint(thread, id, head, float64(n), 10+rng.IntN(150_000), rng.IntN(3))
-			if err = s.Append(ctx, cp, head, l.Writer); err == nil {
+			if err = s.p().Append(ctx, cp, head, l.Writer); err == nil {
 				head = id
 			}
 		case r < 7:
-			if err = s.DeleteHead(ctx, thread, head, l.Writer); errors.Is(err, ckptstore.ErrNotHead) {
+			if err = s.p().DeleteHead(ctx, thread, head, l.Writer); errors.Is(err, ckptstore.ErrNotHead) {
 				err = nil
 			}
-			head, _ = s.Head(ctx, thread)
+			head, _ = s.p().GetHead(ctx, thread)
 		case r < 8:
-			_, err = s.DeleteCheckpoints(ctx, thread, 2, l.Writer)
+			_, err = s.p().DeleteCheckpoints(ctx, thread, 2, l.Writer)
 		case r < 9:
-			if cp, err := s.Get(ctx, head); err != nil || cp == nil {
+			if cp, err := s.p().Get(ctx, head); err != nil || cp == nil {
 				continue // a head left on a pruned parent
 			}
 			dst := fmt.Sprintf("%s-fork%d", thread, n)
 			n++
 			err = forkInto(ctx, s, thread, head, dst)
 		default:
-			_, err = s.DeleteThread(ctx, thread, l.Writer)
+			_, err = s.p().DeleteThread(ctx, thread, l.Writer)
 			head = ""
 		}
 		if err != nil {
@@ -531,12 +531,12 @@ func randomWrites(s *Store, w, ops int) error {
 
 // forkInto forks checkpoint id of thread into the new thread dst, under a
 // lease of its own.
-func forkInto(ctx context.Context, s *Store, thread, id, dst string) error {
-	fl, err := s.AcquireWriter(ctx, dst)
+func forkInto(ctx context.Context, s *Driver, thread, id, dst string) error {
+	fl, err := s.p().AcquireWriter(ctx, dst)
 	if err != nil {
 		return err
 	}
-	_, err = s.ForkFromCheckpoint(ctx, ckptstore.ForkInput{SourceThreadID: thread, SourceCheckpointID: id,
+	_, err = s.p().ForkFromCheckpoint(ctx, ckptstore.ForkInput{SourceThreadID: thread, SourceCheckpointID: id,
 		DestinationThreadID: dst, DestinationCheckpointID: dst + "-root", CreatedAt: 1, Writer: fl.Writer})
 	return err
 }
@@ -546,7 +546,7 @@ func forkInto(ctx context.Context, s *Store, thread, id, dst string) error {
 // returns how many checks ran, how many scan problems the confirming reads
 // dropped, and how many count problems it let pass (a count cannot be
 // confirmed while writers run).
-func checkUntil(t *testing.T, s *Store, done <-chan struct{}) (checks, unconfirmed, counts int) {
+func checkUntil(t *testing.T, s *Driver, done <-chan struct{}) (checks, unconfirmed, counts int) {
 	ctx := context.Background()
 	tiny := checkLimits{rangeKeys: 3, txKeys: 6, txBytes: 1 << 20, txTime: time.Minute, confirmBytes: 64 << 20}
 	for running := true; running; checks++ {
@@ -579,20 +579,20 @@ func checkUntil(t *testing.T, s *Store, done <-chan struct{}) (checks, unconfirm
 // 100, 1 KB conversations, two blobs each) on memkv.
 func BenchmarkCheck10k(b *testing.B) {
 	ctx := context.Background()
-	s, err := New(memkv.New(), Options{})
+	s, err := NewDriver(memkv.New(), Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
 	for th := range 100 {
 		thread := fmt.Sprintf("thread-%03d", th)
-		l, err := s.AcquireWriter(ctx, thread)
+		l, err := s.p().AcquireWriter(ctx, thread)
 		if err != nil {
 			b.Fatal(err)
 		}
 		head := ""
 		for i := range 100 {
 			id := fmt.Sprintf("%s-%03d", thread, i)
-			if err := s.Append(ctx, sizedCheckpoint(thread, id, head, float64(i), 1000, 2), head, l.Writer); err != nil {
+			if err := s.p().Append(ctx, sizedCheckpoint(thread, id, head, float64(i), 1000, 2), head, l.Writer); err != nil {
 				b.Fatal(err)
 			}
 			head = id
@@ -613,7 +613,7 @@ func BenchmarkCheck10k(b *testing.B) {
 func TestCheckFindsALeakedZeroCount(t *testing.T) {
 	ctx := context.Background()
 	db := memkv.New()
-	s, err := New(db, Options{})
+	s, err := NewDriver(db, Options{})
 	testkit.Must(t, err)
 	key := s.k.ref("sandbox-files/sha256/" + strings.Repeat("0", 64))
 	testkit.Must(t, db.Transact(ctx, func(tr kv.Transaction) error {

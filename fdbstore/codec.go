@@ -21,15 +21,16 @@ import (
 	"fmt"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/internal/cpcodec"
 )
 
 // ErrCorrupt is wrapped by every error that reports stored bytes this
 // package did not write: a value that does not decode, a key outside the
-// layout, an index without its data. It is ckptstore.ErrCorrupt itself, so
-// errors.Is(err, ckptstore.ErrCorrupt) holds for the corruption errors of
+// layout, an index without its data. It is driver.ErrCorrupt itself, so
+// errors.Is(err, driver.ErrCorrupt) holds for the corruption errors of
 // every store; each Problem of Check wraps it too.
-var ErrCorrupt = ckptstore.ErrCorrupt
+var ErrCorrupt = driver.ErrCorrupt
 
 // encodeCheckpoint returns the stored form of cp, which must have passed
 // ckptstore validation (anything else fails with ErrInvalidEntry).

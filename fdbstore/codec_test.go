@@ -179,7 +179,7 @@ func TestTypedKeysMatchTuples(t *testing.T) {
 			}
 		}
 	}
-	s := &Store{k: k}
+	s := &Driver{k: k}
 	cp := &ckptstore.Checkpoint{ID: "c", ThreadID: "t", Files: []ckptstore.Entry{
 		{Path: "a", Kind: ckptstore.KindFile, BlobKey: "sandbox-files/sha256/" + strings.Repeat("a", 64)},
 		{Path: "b", Kind: ckptstore.KindFile, BlobKey: "sandbox-files/sha256/" + strings.Repeat("b", 64)},

@@ -34,7 +34,7 @@ func TestConformanceSingleCopy(t *testing.T) {
 // TestConformanceWithFaults runs the whole suite with faults on every
 // write transaction; the suite's model and concurrency tests compare the
 // reference counts with a recount. Small batch and page sizes make prunes
-// and BlobReferences span several transactions too.
+// and ListBlobReferences span several transactions too.
 func TestConformanceWithFaults(t *testing.T) {
 	var (
 		mu    sync.Mutex
@@ -83,9 +83,9 @@ func TestConformanceWithFaults(t *testing.T) {
 
 // checked runs Check on s when the test ends: a store that passes the
 // suite but breaks an invariant of its keyspace fails too.
-func checked(t *testing.T, s *fdbstore.Store) *fdbstore.Store {
+func checked(t *testing.T, s *ckptstore.Portable) *ckptstore.Portable {
 	t.Cleanup(func() {
-		problems, err := s.Check(context.Background())
+		problems, err := fdbDriver(s).Check(context.Background())
 		if err != nil {
 			t.Errorf("Check: %v", err)
 		}

@@ -8,12 +8,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/fdbstore/kv"
 )
 
 // A stored checkpoint that no longer decodes (its data and its copy
 // overwritten) fails Get and List with an error that is
-// ckptstore.ErrCorrupt, the value every store wraps, and so is the
+// driver.ErrCorrupt, the value every store wraps, and so is the
 // exported fdbstore.ErrCorrupt.
 func TestCorruptValueIsErrCorrupt(t *testing.T) {
 	ctx := context.Background()
@@ -24,15 +25,15 @@ func TestCorruptValueIsErrCorrupt(t *testing.T) {
 		return nil
 	}))
 
-	_, err := f.s.Get(ctx, "b")
-	assert.ErrorIs(t, err, ckptstore.ErrCorrupt, "Get")
+	_, err := f.s.p().Get(ctx, "b")
+	assert.ErrorIs(t, err, driver.ErrCorrupt, "Get")
 	assert.ErrorIs(t, err, ErrCorrupt, "Get: fdbstore.ErrCorrupt is the same value")
-	_, err = f.s.List(ctx, "t")
-	assert.ErrorIs(t, err, ckptstore.ErrCorrupt, "List")
+	_, err = f.s.p().List(ctx, "t")
+	assert.ErrorIs(t, err, driver.ErrCorrupt, "List")
 	assert.Empty(t, ckptstore.Code(err), "a corrupt value is no contract error")
 	problems := mustCheck(t, f.s)
 	require.NotEmpty(t, problems)
 	for _, p := range problems {
-		assert.ErrorIs(t, p, ckptstore.ErrCorrupt, "Check problem %s", p)
+		assert.ErrorIs(t, p, driver.ErrCorrupt, "Check problem %s", p)
 	}
 }

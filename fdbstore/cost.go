@@ -28,7 +28,7 @@ func chunks(n int) int { return max(1, (n+kv.MaxValueSize-1)/kv.MaxValueSize) }
 
 // longestBlobRef is the reference key of the longest blob key kind
 // (sandbox-artifacts/sha256/<64 hex>); every blob key is at most as long.
-func (s *Store) longestBlobRef() []byte {
+func (s *Driver) longestBlobRef() []byte {
 	return s.k.ref("sandbox-artifacts/sha256/0000000000000000000000000000000000000000000000000000000000000000")
 }
 
@@ -36,7 +36,7 @@ func (s *Store) longestBlobRef() []byte {
 // the copy under its index when st.copied, the index, link and head, +1 on
 // each blob count, and the reads of the index, head and lease. The op's
 // marker is not included (markerCost).
-func (s *Store) insertCost(st *stored) int {
+func (s *Driver) insertCost(st *stored) int {
 	n := 0
 	for _, k := range st.chunkKeys {
 		n += costSet(k, 0)
@@ -63,7 +63,7 @@ func (s *Store) insertCost(st *stored) int {
 // thread with the given ids and number of blob keys: the range clears of
 // its chunks and of its index and copy, the link, the read of its index
 // and copy, a new head, and −1 and compare-and-clear per blob key.
-func (s *Store) removeCost(thread string, createdAt float64, id, parent string, blobs int) int {
+func (s *Driver) removeCost(thread string, createdAt float64, id, parent string, blobs int) int {
 	data := rangeOf(s.k.checkpointPrefix(thread, createdAt, id))
 	idr := s.k.idRange(id)
 	n := costRange(data) + costRange(idr) + // the clears
@@ -74,7 +74,7 @@ func (s *Store) removeCost(thread string, createdAt float64, id, parent string, 
 
 // transcriptCost estimates the transaction bytes of replacing thread's
 // transcript with n bytes: the range clear, every chunk and the listed key.
-func (s *Store) transcriptCost(thread string, n int) int {
+func (s *Driver) transcriptCost(thread string, n int) int {
 	return costRange(rangeOf(s.k.transcriptPrefix(thread))) +
 		chunks(n)*costSet(s.k.transcriptChunk(thread, maxChunksPerCheckpoint), 0) + n +
 		costSet(s.k.listed(thread), 0)
@@ -85,7 +85,7 @@ func (s *Store) transcriptCost(thread string, n int) int {
 // each in one transaction: ErrInvalidEntry otherwise. The copy is kept
 // when it fits, which is every checkpoint up to about 4.4 MB, unless
 // Options.SingleCopy.
-func (s *Store) fit(st *stored, extra int) error {
+func (s *Driver) fit(st *stored, extra int) error {
 	cp := st.cp
 	del := s.removeCost(cp.ThreadID, cp.CreatedAt, cp.ID, cp.ParentCheckpointID, len(st.blobs)) +
 		s.markerCost(cp.ThreadID) + costRead(st.leaseKey) + costRead(st.headKey)

@@ -99,12 +99,12 @@ func TestSizeEstimatesBoundTransactions(t *testing.T) {
 	for _, shape := range []struct{ conv, blobs int }{{0, 0}, {2000, 3}, {250_000, 50}, {4_000, 2000}} {
 		t.Run(fmt.Sprintf("conv%d-blobs%d", shape.conv, shape.blobs), func(t *testing.T) {
 			db := &sizingDB{DB: memkv.New()}
-			s, err := New(db, Options{})
+			s, err := NewDriver(db, Options{})
 			testkit.Must(t, err)
-			lease, err := s.AcquireWriter(ctx, "thread")
+			lease, err := s.p().AcquireWriter(ctx, "thread")
 			testkit.Must(t, err)
 			w := lease.Writer
-			testkit.Must(t, s.Append(ctx, sizedCheckpoint("thread", "root", "", 1, 10, 1), "", w))
+			testkit.Must(t, s.p().Append(ctx, sizedCheckpoint("thread", "root", "", 1, 10, 1), "", w))
 			cp := sizedCheckpoint("thread", "checkpoint", "root", 2, shape.conv, shape.blobs)
 			st, err := s.newStored(cp)
 			testkit.Must(t, err)
@@ -119,41 +119,41 @@ func TestSizeEstimatesBoundTransactions(t *testing.T) {
 				}
 			}
 
-			testkit.Must(t, s.Append(ctx, cp, "root", w))
+			testkit.Must(t, s.p().Append(ctx, cp, "root", w))
 			bound("Append", s.insertCost(st)+s.markerCost("thread"), db.last())
 
-			testkit.Must(t, s.DeleteHead(ctx, "thread", "checkpoint", w))
+			testkit.Must(t, s.p().DeleteHead(ctx, "thread", "checkpoint", w))
 			bound("DeleteHead", s.removeCost("thread", cp.CreatedAt, cp.ID, cp.ParentCheckpointID, len(st.blobs))+
 				s.markerCost("thread")+costRead(st.leaseKey)+costRead(st.headKey), db.last())
 
 			msgs := []byte(`["` + strings.Repeat("m", shape.conv) + `"]`)
-			testkit.Must(t, s.SaveThread(ctx, "thread", msgs))
+			testkit.Must(t, s.p().SaveThread(ctx, "thread", msgs))
 			bound("SaveThread", s.transcriptCost("thread", len(msgs)), db.last())
 
-			testkit.Must(t, s.Append(ctx, cp, "root", w))
-			cps, err := s.List(ctx, "thread")
+			testkit.Must(t, s.p().Append(ctx, cp, "root", w))
+			cps, err := s.p().List(ctx, "thread")
 			testkit.Must(t, err)
-			if _, err := s.DeleteThread(ctx, "thread", w); err != nil {
+			if _, err := s.p().DeleteThread(ctx, "thread", w); err != nil {
 				t.Fatal(err)
 			}
 			bound("DeleteThread", s.deleteCost("thread", cps), db.last())
 
-			il, err := s.AcquireWriter(ctx, "imported")
+			il, err := s.p().AcquireWriter(ctx, "imported")
 			testkit.Must(t, err)
 			icp := sizedCheckpoint("imported", "i1", "gone", 3, shape.conv, shape.blobs)
 			ist, err := s.newStored(icp)
 			testkit.Must(t, err)
 			testkit.Must(t, s.fit(ist, 0))
-			_, err = s.Import(ctx, ckptstore.ImportBatch{ThreadID: "imported", Checkpoints: []*ckptstore.Checkpoint{icp},
+			_, err = s.p().Import(ctx, ckptstore.ImportBatch{ThreadID: "imported", Checkpoints: []*ckptstore.Checkpoint{icp},
 				SetHead: true, Head: "i1", Transcript: msgs, Writer: il.Writer})
 			testkit.Must(t, err)
 			bound("Import", s.importCost("imported", []*stored{ist}, msgs), db.last())
 
-			fl, err := s.AcquireWriter(ctx, "fork")
+			fl, err := s.p().AcquireWriter(ctx, "fork")
 			testkit.Must(t, err)
 			in := ckptstore.ForkInput{SourceThreadID: "imported", SourceCheckpointID: "i1", DestinationThreadID: "fork",
 				DestinationCheckpointID: "fork-root", CreatedAt: 9, Writer: fl.Writer}
-			root, err := s.ForkFromCheckpoint(ctx, in)
+			root, err := s.p().ForkFromCheckpoint(ctx, in)
 			testkit.Must(t, err)
 			rst, err := s.newStored(root)
 			testkit.Must(t, err)
@@ -167,7 +167,7 @@ func TestSizeEstimatesBoundTransactions(t *testing.T) {
 // TestFitDropsTheCopy: a checkpoint too large to be stored twice in one
 // transaction is stored once, and one too large for that fails.
 func TestFitDropsTheCopy(t *testing.T) {
-	s, err := New(memkv.New(), Options{})
+	s, err := NewDriver(memkv.New(), Options{})
 	testkit.Must(t, err)
 	for _, c := range []struct {
 		conv         int
@@ -200,7 +200,7 @@ func TestChainFrom(t *testing.T) {
 }
 
 func TestPruneBatchSize(t *testing.T) {
-	s, err := New(memkv.New(), Options{PruneBatch: 3})
+	s, err := NewDriver(memkv.New(), Options{PruneBatch: 3})
 	testkit.Must(t, err)
 	links := map[string]linkValue{}
 	var doomed []string
@@ -251,7 +251,7 @@ func TestDeleteReadLimit(t *testing.T) {
 }
 
 func TestDeleteBatchSize(t *testing.T) {
-	s, err := New(memkv.New(), Options{PruneBatch: 4})
+	s, err := NewDriver(memkv.New(), Options{PruneBatch: 4})
 	testkit.Must(t, err)
 	var cps []*ckptstore.Checkpoint
 	for i := range 6 {

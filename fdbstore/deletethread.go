@@ -6,10 +6,9 @@ import (
 
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/fdbstore/kv"
-	"github.com/ckptstore/ckptstore/precheck"
 )
 
-// DeleteThread implements ckptstore.ThreadDeleter. It deletes in batches
+// DeleteThread implements driver.Store. It deletes in batches
 // from the oldest end (List order), each one transaction of at most
 // Options.PruneBatch checkpoints within MaxTransactionBytes that checks
 // the lease again; the batch that finds nothing more clears the head, the
@@ -17,11 +16,8 @@ import (
 // markers stay. After a failure it returns how many it deleted with the
 // error, and the call can be repeated. Check order: ids (ErrInvalidID),
 // writer (ErrWriterLost).
-func (s *Store) DeleteThread(ctx context.Context, threadID string, w ckptstore.Writer) (int, error) {
+func (s *Driver) DeleteThread(ctx context.Context, threadID string, w ckptstore.Writer) (int, error) {
 	if err := checkIDLengths(named("thread id", threadID), named("writer thread id", w.ThreadID)); err != nil {
-		return 0, err
-	}
-	if err := precheck.DeleteThread(ctx, threadID, w); err != nil {
 		return 0, err
 	}
 	total := 0
@@ -42,7 +38,7 @@ func (s *Store) DeleteThread(ctx context.Context, threadID string, w ckptstore.W
 
 // deleteThreadBatch is one transaction of DeleteThread: one read round
 // (marker, lease, the oldest chunks of the thread), then the commit.
-func (s *Store) deleteThreadBatch(ctx context.Context, threadID string, w ckptstore.Writer) (n int, more bool, err error) {
+func (s *Driver) deleteThreadBatch(ctx context.Context, threadID string, w ckptstore.Writer) (n int, more bool, err error) {
 	o := s.newOp(opDeleteThread, threadID)
 	p := s.k.dataPrefix(threadID)
 	limit := deleteReadLimit(s.opts.PruneBatch)
@@ -112,7 +108,7 @@ func deleteReadLimit(pruneBatch int) int {
 // transaction deletes: at least one when there is one, at most
 // Options.PruneBatch, and no more than fit in MaxTransactionBytes
 // (deleteCost).
-func (s *Store) deleteBatchSize(threadID string, cps []*ckptstore.Checkpoint) int {
+func (s *Driver) deleteBatchSize(threadID string, cps []*ckptstore.Checkpoint) int {
 	cost := s.deleteCost(threadID, nil)
 	n := 0
 	for n < len(cps) && n < s.opts.PruneBatch {
@@ -129,7 +125,7 @@ func (s *Store) deleteBatchSize(threadID string, cps []*ckptstore.Checkpoint) in
 // deleteCost estimates the transaction bytes of one DeleteThread batch
 // that deletes cps: the marker, the reads of the lease and the data, the
 // removals, and the clears of the head, transcript and listed key.
-func (s *Store) deleteCost(threadID string, cps []*ckptstore.Checkpoint) int {
+func (s *Driver) deleteCost(threadID string, cps []*ckptstore.Checkpoint) int {
 	n := s.markerCost(threadID) + costRead(s.k.lease(threadID)) + costRange(rangeOf(s.k.dataPrefix(threadID))) +
 		costClear(s.k.head(threadID)) + costRange(rangeOf(s.k.transcriptPrefix(threadID))) + costClear(s.k.listed(threadID))
 	for _, cp := range cps {

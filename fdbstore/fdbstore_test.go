@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/fdbstore"
 	"github.com/ckptstore/ckptstore/fdbstore/internal/storetest"
 	"github.com/ckptstore/ckptstore/fdbstore/kv/memkv"
@@ -21,7 +22,7 @@ import (
 )
 
 // newMemStore returns a Store over a fresh memkv engine.
-func newMemStore(t testing.TB, opts fdbstore.Options, mopts memkv.Options) (*fdbstore.Store, *memkv.DB) {
+func newMemStore(t testing.TB, opts fdbstore.Options, mopts memkv.Options) (*ckptstore.Portable, *memkv.DB) {
 	t.Helper()
 	db, err := memkv.NewWithOptions(mopts)
 	if err != nil {
@@ -52,7 +53,7 @@ var ctx = context.Background()
 var must = testkit.Must
 
 // TestStore runs the engine-independent store tests (chunking, the size
-// limit, batched prunes, BlobReferences pages, ids, prefixes) on memkv;
+// limit, batched prunes, ListBlobReferences pages, ids, prefixes) on memkv;
 // fdbkv runs them on a real cluster.
 func TestStore(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) storetest.Env { return storetest.Env{DB: memkv.New()} })
@@ -115,7 +116,7 @@ func TestSharedBlobsDoNotConflict(t *testing.T) {
 	if st := db.Stats(); st.Conflicts != 0 || st.Retries != 0 {
 		t.Fatalf("%d commits conflicted, %d retried; threads that share blobs must not", st.Conflicts, st.Retries)
 	}
-	refs, err := s.BlobReferences(ctx)
+	refs, err := s.ListBlobReferences(ctx)
 	must(t, err)
 	for _, r := range refs {
 		if r.References != threads*each {
@@ -164,7 +165,7 @@ func TestWritesAreIdempotentAfterUnknownResult(t *testing.T) {
 	restore()
 	must(t, err)
 	testkit.CheckRefs(t, s, "t")
-	if head, _ := s.Head(ctx, "t"); head != "b" {
+	if head, _ := s.GetHead(ctx, "t"); head != "b" {
 		t.Fatalf("head = %q, want b", head)
 	}
 	// A different Append with a used id still fails, with the right error.
@@ -181,7 +182,7 @@ func TestWritesAreIdempotentAfterUnknownResult(t *testing.T) {
 	restore()
 	must(t, err)
 	testkit.CheckRefs(t, s, "t")
-	if head, _ := s.Head(ctx, "t"); head != "a" {
+	if head, _ := s.GetHead(ctx, "t"); head != "a" {
 		t.Fatalf("head after DeleteHead = %q, want a", head)
 	}
 
@@ -262,22 +263,22 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		"renew ≥ lease":  {Options: ckptstore.Options{LeaseDuration: time.Second, RenewAfter: time.Second}},
 		"negative lease": {Options: ckptstore.Options{LeaseDuration: -time.Second}},
 	} {
-		if _, err := fdbstore.New(db, o); !errors.Is(err, ckptstore.ErrInvalidOptions) {
+		if _, err := fdbstore.New(db, o); !errors.Is(err, driver.ErrInvalidOptions) {
 			t.Errorf("%s: New returned %v, want ErrInvalidOptions", name, err)
 		}
 		_, err := fdbstore.NewInstances(db, o)
-		assert.ErrorIs(t, err, ckptstore.ErrInvalidOptions, "%s: NewInstances", name)
+		assert.ErrorIs(t, err, driver.ErrInvalidOptions, "%s: NewInstances", name)
 	}
 	if _, err := fdbstore.New(nil, fdbstore.Options{}); err == nil {
 		t.Error("New(nil db) succeeded")
 	}
 	_, err := fdbstore.NewInstances(nil, fdbstore.Options{})
-	assert.ErrorIs(t, err, ckptstore.ErrInvalidOptions, "NewInstances(nil db)")
+	assert.ErrorIs(t, err, driver.ErrInvalidOptions, "NewInstances(nil db)")
 	assert.Panics(t, func() { fdbstore.NewInstanceStore(db, "\xffx") }, "the shorthand panics on a system prefix")
 	s, err := fdbstore.New(db, fdbstore.Options{})
 	must(t, err)
-	if o := s.Options(); o.Prefix != fdbstore.DefaultPrefix || o.PruneBatch != fdbstore.DefaultPruneBatch ||
-		o.BlobPage != fdbstore.DefaultBlobPage || o.LeaseDuration != ckptstore.DefaultLeaseDuration {
+	if o := fdbDriver(s).Options(); o.Prefix != fdbstore.DefaultPrefix || o.PruneBatch != fdbstore.DefaultPruneBatch ||
+		o.BlobPage != fdbstore.DefaultBlobPage || o.LeaseDuration != driver.DefaultLeaseDuration {
 		t.Errorf("defaults: %+v", o)
 	}
 }
@@ -298,3 +299,7 @@ func TestNewInstancesTakesStoreOptions(t *testing.T) {
 	require.NoError(t, err)
 	assert.Nil(t, got, "the default prefix does not see it")
 }
+
+// fdbDriver is the driver under s, for what only fdbstore has: Check,
+// Restore and the resolved Options.
+func fdbDriver(s *ckptstore.Portable) *fdbstore.Driver { return s.Driver().(*fdbstore.Driver) }

@@ -45,7 +45,7 @@ const (
 // shared by every thread: the count of such a blob is one key that every
 // append moves, a hot key inherent to sharing, not to the layout.
 type hotHarness struct {
-	s       *Store
+	s       *Driver
 	mu      sync.Mutex
 	threads []*hotThread
 	forks   int
@@ -60,7 +60,7 @@ type hotThread struct {
 	rng   *rand.Rand
 }
 
-func newHotHarness(s *Store, threads int) *hotHarness {
+func newHotHarness(s *Driver, threads int) *hotHarness {
 	h := &hotHarness{s: s}
 	for i := range threads {
 		sum := sha256.Sum256(fmt.Appendf(nil, "thread %d", i))
@@ -115,14 +115,14 @@ func (th *hotThread) next(shared []string) *ckptstore.Checkpoint {
 
 // session is one harness run on th.
 func (h *hotHarness) session(ctx context.Context, th *hotThread) error {
-	lease, err := h.s.AcquireWriter(ctx, th.id)
+	lease, err := h.s.p().AcquireWriter(ctx, th.id)
 	if err != nil {
 		return err
 	}
 	w := lease.Writer
 	for range 2 + th.rng.IntN(4) {
 		cp := th.next(h.shared)
-		if err := h.s.Append(ctx, cp, th.head, w); err != nil {
+		if err := h.s.p().Append(ctx, cp, th.head, w); err != nil {
 			return fmt.Errorf("append %s: %w", cp.ID, err)
 		}
 		th.head = cp.ID
@@ -133,7 +133,7 @@ func (h *hotHarness) session(ctx context.Context, th *hotThread) error {
 	}
 	// A harness saves the thread's transcript as it goes (when the store
 	// keeps transcripts).
-	if tx, ok := any(h.s).(ckptstore.Transcripts); ok && th.rng.IntN(2) == 0 {
+	if tx, ok := any(h.s.p()).(ckptstore.Store); ok && th.rng.IntN(2) == 0 {
 		msgs := fmt.Appendf(nil, `[{"role":"user","content":"transcript of %s at %d"}]`, th.id, th.n)
 		if err := tx.SaveThread(ctx, th.id, msgs); err != nil {
 			return fmt.Errorf("save thread: %w", err)
@@ -141,11 +141,11 @@ func (h *hotHarness) session(ctx context.Context, th *hotThread) error {
 	}
 	switch u := th.rng.Float64(); {
 	case u < 0.10 && th.head != "":
-		cp, err := h.s.Get(ctx, th.head)
+		cp, err := h.s.p().Get(ctx, th.head)
 		if err != nil || cp == nil {
 			return fmt.Errorf("get head %s: %v", th.head, err)
 		}
-		if err := h.s.DeleteHead(ctx, th.id, th.head, w); err != nil {
+		if err := h.s.p().DeleteHead(ctx, th.id, th.head, w); err != nil {
 			return fmt.Errorf("delete head: %w", err)
 		}
 		th.head = cp.ParentCheckpointID
@@ -153,7 +153,7 @@ func (h *hotHarness) session(ctx context.Context, th *hotThread) error {
 			th.blobs = nil
 		} else {
 			// The restored head's blobs, as a harness would restore them.
-			parent, err := h.s.Get(ctx, th.head)
+			parent, err := h.s.p().Get(ctx, th.head)
 			if err != nil || parent == nil {
 				return fmt.Errorf("get parent %s: %v", th.head, err)
 			}
@@ -163,7 +163,7 @@ func (h *hotHarness) session(ctx context.Context, th *hotThread) error {
 			}
 		}
 	case u < 0.25:
-		if _, err := h.s.DeleteCheckpoints(ctx, th.id, 3, w); err != nil {
+		if _, err := h.s.p().DeleteCheckpoints(ctx, th.id, 3, w); err != nil {
 			return fmt.Errorf("prune: %w", err)
 		}
 	case u < 0.30 && th.head != "":
@@ -171,21 +171,21 @@ func (h *hotHarness) session(ctx context.Context, th *hotThread) error {
 		h.forks++
 		dst := fmt.Sprintf("%s-fork%d", th.id, h.forks)
 		h.mu.Unlock()
-		dl, err := h.s.AcquireWriter(ctx, dst)
+		dl, err := h.s.p().AcquireWriter(ctx, dst)
 		if err != nil {
 			return err
 		}
-		if _, err := h.s.ForkFromCheckpoint(ctx, ckptstore.ForkInput{
+		if _, err := h.s.p().ForkFromCheckpoint(ctx, ckptstore.ForkInput{
 			SourceThreadID: th.id, SourceCheckpointID: th.head,
 			DestinationThreadID: dst, DestinationCheckpointID: dst + "-root", Writer: dl.Writer,
 		}); err != nil {
 			return fmt.Errorf("fork: %w", err)
 		}
-		if err := h.s.ReleaseWriter(ctx, dl.Writer); err != nil {
+		if err := h.s.p().Release(ctx, dl.Writer); err != nil {
 			return err
 		}
 	}
-	return h.s.ReleaseWriter(ctx, w)
+	return h.s.p().Release(ctx, w)
 }
 
 // round runs one session on every thread, from hotWorkers goroutines.
@@ -210,14 +210,14 @@ func (h *hotHarness) round(ctx context.Context) error {
 
 // measureHotRange runs two rounds of sessions on s over db, cuts the keys
 // into hotRanges ranges after the first and returns the load of the second.
-func measureHotRange(t *testing.T, db *memkv.DB, s *Store) memkv.ShardReport {
+func measureHotRange(t *testing.T, db *memkv.DB, s *Driver) memkv.ShardReport {
 	t.Helper()
 	return measureHotRangeShared(t, db, s, 0)
 }
 
 // measureHotRangeShared is measureHotRange with shared blobs that every
 // checkpoint holds.
-func measureHotRangeShared(t *testing.T, db *memkv.DB, s *Store, shared int) memkv.ShardReport {
+func measureHotRangeShared(t *testing.T, db *memkv.DB, s *Driver, shared int) memkv.ShardReport {
 	t.Helper()
 	ctx := context.Background()
 	h := newHotHarness(s, hotThreads)
@@ -235,10 +235,10 @@ func measureHotRangeShared(t *testing.T, db *memkv.DB, s *Store, shared int) mem
 }
 
 // hotStore returns a store over a fresh memkv engine.
-func hotStore(t *testing.T, opts Options) (*memkv.DB, *Store) {
+func hotStore(t *testing.T, opts Options) (*memkv.DB, *Driver) {
 	t.Helper()
 	db := memkv.New()
-	s, err := New(db, opts)
+	s, err := NewDriver(db, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

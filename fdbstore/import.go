@@ -6,23 +6,23 @@ import (
 	"fmt"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/fdbstore/kv"
-	"github.com/ckptstore/ckptstore/precheck"
 )
 
-// Import implements ckptstore.Importer: one transaction per batch, with
+// Import implements driver.Store: one transaction per batch, with
 // one read round (marker, lease, head, and each checkpoint's index and
 // copy) and a second, for all of them at once, only for stored
 // checkpoints without a copy. A stored
 // checkpoint of the batch's thread whose content is equal
-// (ckptstore.EqualCheckpoints, on the decoded stored value) is skipped, so
+// (driver.EqualCheckpoints, on the decoded stored value) is skipped, so
 // a batch that committed repeats as a no-op. A batch whose transaction
 // would pass MaxTransactionBytes fails with ErrInvalidEntry before
 // anything is written: callers send smaller batches (a few MB of
 // checkpoint encodings). Check order: ids (ErrInvalidID), content
 // (ErrInvalidEntry), writer (ErrWriterLost), ids stored elsewhere or with
 // other content (ErrDuplicateID), head (ErrConflict).
-func (s *Store) Import(ctx context.Context, b ckptstore.ImportBatch) (int, error) {
+func (s *Driver) Import(ctx context.Context, b ckptstore.ImportBatch) (int, error) {
 	sts, err := s.importStored(ctx, b)
 	if err != nil {
 		return 0, err
@@ -81,7 +81,7 @@ func (s *Store) Import(ctx context.Context, b ckptstore.ImportBatch) (int, error
 
 // importStored runs Import's pure checks (the id lengths fdbstore's keys
 // allow among them) and encodes every checkpoint of b.
-func (s *Store) importStored(ctx context.Context, b ckptstore.ImportBatch) ([]*stored, error) {
+func (s *Driver) importStored(ctx context.Context, b ckptstore.ImportBatch) ([]*stored, error) {
 	ids := []idArg{named("thread id", b.ThreadID), named("writer thread id", b.Writer.ThreadID)}
 	for _, cp := range b.Checkpoints {
 		if cp != nil {
@@ -92,9 +92,6 @@ func (s *Store) importStored(ctx context.Context, b ckptstore.ImportBatch) ([]*s
 		ids = append(ids, named("head id", b.Head))
 	}
 	if err := checkIDLengths(ids...); err != nil {
-		return nil, err
-	}
-	if err := precheck.Import(ctx, b); err != nil {
 		return nil, err
 	}
 	sts := make([]*stored, len(b.Checkpoints))
@@ -115,7 +112,7 @@ func (s *Store) importStored(ctx context.Context, b ckptstore.ImportBatch) ([]*s
 // reads started for them) and returns the checkpoints not stored yet. One
 // stored in another thread or with other content fails with
 // ErrDuplicateID.
-func (s *Store) freshImports(tr kv.Transaction, thread string, sts []*stored, fs []kv.FutureRange) ([]*stored, error) {
+func (s *Driver) freshImports(tr kv.Transaction, thread string, sts []*stored, fs []kv.FutureRange) ([]*stored, error) {
 	ids := make([]string, len(sts))
 	for i, st := range sts {
 		ids[i] = st.cp.ID
@@ -132,7 +129,7 @@ func (s *Store) freshImports(tr kv.Transaction, thread string, sts []*stored, fs
 			fresh = append(fresh, st)
 		case idx.thread != thread:
 			return nil, fmt.Errorf("%w: checkpoint %q is stored in thread %q", ckptstore.ErrDuplicateID, st.cp.ID, idx.thread)
-		case !ckptstore.EqualCheckpoints(cur, st.cp):
+		case !driver.EqualCheckpoints(cur, st.cp):
 			return nil, fmt.Errorf("%w: checkpoint %q is stored with other content", ckptstore.ErrDuplicateID, st.cp.ID)
 		}
 	}
@@ -141,7 +138,7 @@ func (s *Store) freshImports(tr kv.Transaction, thread string, sts []*stored, fs
 
 // writeImport writes an Import batch's fresh checkpoints, its head (over
 // head, the thread's current one) and its transcript, and lists the thread.
-func (s *Store) writeImport(tr kv.Transaction, b ckptstore.ImportBatch, fresh []*stored, head string, transcript []byte) {
+func (s *Driver) writeImport(tr kv.Transaction, b ckptstore.ImportBatch, fresh []*stored, head string, transcript []byte) {
 	for _, st := range fresh {
 		s.insert(tr, st, false)
 	}
@@ -159,7 +156,7 @@ func (s *Store) writeImport(tr kv.Transaction, b ckptstore.ImportBatch, fresh []
 // importCost estimates the transaction bytes of an Import of sts and the
 // transcript (nil = none) into thread: the marker, the reads of the lease
 // and head, and each insertion with its reads.
-func (s *Store) importCost(thread string, sts []*stored, transcript []byte) int {
+func (s *Driver) importCost(thread string, sts []*stored, transcript []byte) int {
 	n := s.markerCost(thread) + costRead(s.k.lease(thread)) + costRead(s.k.head(thread))
 	for _, st := range sts {
 		n += s.insertCost(st)

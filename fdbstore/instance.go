@@ -13,30 +13,27 @@ import (
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/fdbstore/internal/tuple"
 	"github.com/ckptstore/ckptstore/fdbstore/kv"
-	"github.com/ckptstore/ckptstore/precheck"
 )
 
-// InstanceStore is the FoundationDB ckptstore.InstanceStore. It is safe for
+// instances is the FoundationDB driver.InstanceStore. It is safe for
 // concurrent use.
-type InstanceStore struct {
+type instances struct {
 	db kv.DB
 	k  keys
 }
 
-var _ ckptstore.InstanceStore = (*InstanceStore)(nil)
-
 // NewInstances returns the InstanceStore that goes with New(db, opts):
 // its keys under opts.Prefix (a Store may share the prefix; their keys do
 // not overlap). It checks opts as New does, so one Options value serves
-// both; an error wraps ckptstore.ErrInvalidOptions. Only the prefix
+// both; an error wraps driver.ErrInvalidOptions. Only the prefix
 // matters to the records: the lease and batch options are checked but
 // unused.
-func NewInstances(db kv.DB, opts Options) (*InstanceStore, error) {
-	st, err := New(db, opts) // the one place that checks Options
+func NewInstances(db kv.DB, opts Options) (*ckptstore.PortableInstances, error) {
+	st, err := NewDriver(db, opts) // the one place that checks Options
 	if err != nil {
 		return nil, err
 	}
-	return &InstanceStore{db: db, k: st.k}, nil
+	return ckptstore.NewInstanceStore(&instances{db: db, k: st.k}), nil
 }
 
 // NewInstanceStore is the shorthand of NewInstances(db,
@@ -44,7 +41,7 @@ func NewInstances(db kv.DB, opts Options) (*InstanceStore, error) {
 // panics, as on a programming error, when prefix starts with 0xff or is
 // longer than MaxPrefixBytes, or db is nil; use NewInstances for a prefix
 // that comes from configuration.
-func NewInstanceStore(db kv.DB, prefix string) *InstanceStore {
+func NewInstanceStore(db kv.DB, prefix string) *ckptstore.PortableInstances {
 	s, err := NewInstances(db, Options{Prefix: prefix})
 	if err != nil {
 		panic(err)
@@ -52,11 +49,8 @@ func NewInstanceStore(db kv.DB, prefix string) *InstanceStore {
 	return s
 }
 
-// Get implements ckptstore.InstanceStore.
-func (s *InstanceStore) Get(ctx context.Context, key string) (*ckptstore.InstanceRecord, error) {
-	if err := precheck.InstanceKey(ctx, key); err != nil {
-		return nil, err
-	}
+// Get implements driver.InstanceStore.
+func (s *instances) Get(ctx context.Context, key string) (*ckptstore.InstanceRecord, error) {
 	if len(key) > MaxIDBytes {
 		return nil, nil // never stored: Upsert rejects it
 	}
@@ -72,16 +66,13 @@ func (s *InstanceStore) Get(ctx context.Context, key string) (*ckptstore.Instanc
 	return decodeInstance(key, raw)
 }
 
-// Upsert implements ckptstore.InstanceStore. A record whose encoding is
+// Upsert implements driver.InstanceStore. A record whose encoding is
 // larger than kv.MaxValueSize fails with ErrInvalidEntry.
-func (s *InstanceStore) Upsert(ctx context.Context, rec *ckptstore.InstanceRecord) error {
+func (s *instances) Upsert(ctx context.Context, rec *ckptstore.InstanceRecord) error {
 	if rec != nil {
 		if err := checkIDLengths(named("instance key", rec.Key)); err != nil {
 			return err
 		}
-	}
-	if err := precheck.InstanceUpsert(ctx, rec); err != nil {
-		return err
 	}
 	v := tuple.Pack(rec.Provider, rec.ProviderSandboxID, rec.ThreadID, rec.LatestSnapshotID, rec.LatestRunID, rec.UpdatedAt)
 	if len(v) > kv.MaxValueSize {
@@ -94,11 +85,8 @@ func (s *InstanceStore) Upsert(ctx context.Context, rec *ckptstore.InstanceRecor
 	})
 }
 
-// Delete implements ckptstore.InstanceStore.
-func (s *InstanceStore) Delete(ctx context.Context, key string) error {
-	if err := precheck.InstanceKey(ctx, key); err != nil {
-		return err
-	}
+// Delete implements driver.InstanceStore.
+func (s *instances) Delete(ctx context.Context, key string) error {
 	if len(key) > MaxIDBytes {
 		return nil // never stored
 	}

@@ -31,6 +31,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/fdbstore/kv"
 	"github.com/ckptstore/ckptstore/fdbstore/kv/memkv"
 	"github.com/ckptstore/ckptstore/internal/testkit"
@@ -45,7 +46,7 @@ type ilEnv struct {
 	t              *testing.T
 	ctx            context.Context
 	db             *memkv.DB
-	s              *Store
+	s              *Driver
 	clock          *testkit.Clock
 	wa, wb, wd, we ckptstore.Writer
 	chain          []string
@@ -63,14 +64,14 @@ func newILEnv(t *testing.T) *ilEnv {
 		t.Fatal(err)
 	}
 	e := &ilEnv{t: t, ctx: context.Background(), db: db, clock: testkit.NewClock(start)}
-	s, err := New(e.db, Options{Options: ckptstore.Options{Now: e.clock.Now, LeaseDuration: ilLease}})
+	s, err := NewDriver(e.db, Options{Options: ckptstore.Options{Now: e.clock.Now, LeaseDuration: ilLease}})
 	e.must(err)
 	e.s = s
 	e.wa, e.wb, e.wd, e.we = e.acquire("a"), e.acquire("b"), e.acquire("d"), e.acquire("e")
 	head := ""
 	for i := range 3 {
 		id := fmt.Sprintf("a-c%d", i)
-		e.must(s.Append(e.ctx, testkit.Checkpoint("a", id, head, float64(i), 0, 1000+i), head, e.wa))
+		e.must(s.p().Append(e.ctx, testkit.Checkpoint("a", id, head, float64(i), 0, 1000+i), head, e.wa))
 		e.chain = append(e.chain, id)
 		head = id
 	}
@@ -86,7 +87,7 @@ func (e *ilEnv) must(err error) {
 
 func (e *ilEnv) acquire(thread string) ckptstore.Writer {
 	e.t.Helper()
-	l, err := e.s.AcquireWriter(e.ctx, thread)
+	l, err := e.s.p().AcquireWriter(e.ctx, thread)
 	e.must(err)
 	return l.Writer
 }
@@ -207,23 +208,23 @@ func (e *ilEnv) sameAs(want []kv.KeyValue) {
 
 // Concurrent operations on e's threads.
 func (e *ilEnv) release(w ckptstore.Writer) func() {
-	return func() { e.must(e.s.ReleaseWriter(e.ctx, w)) }
+	return func() { e.must(e.s.p().Release(e.ctx, w)) }
 }
 func (e *ilEnv) renew(w ckptstore.Writer) func() {
-	return func() { _, err := e.s.RenewWriter(e.ctx, w); e.must(err) }
+	return func() { _, err := e.s.p().Renew(e.ctx, w); e.must(err) }
 }
 func (e *ilEnv) appendOp(cp *ckptstore.Checkpoint, head string, w ckptstore.Writer) func() {
-	return func() { e.must(e.s.Append(e.ctx, cp, head, w)) }
+	return func() { e.must(e.s.p().Append(e.ctx, cp, head, w)) }
 }
 func (e *ilEnv) deleteHead(thread, id string, w ckptstore.Writer) func() {
-	return func() { e.must(e.s.DeleteHead(e.ctx, thread, id, w)) }
+	return func() { e.must(e.s.p().DeleteHead(e.ctx, thread, id, w)) }
 }
 func (e *ilEnv) prune(thread string, keep int, w ckptstore.Writer) func() {
-	return func() { _, err := e.s.DeleteCheckpoints(e.ctx, thread, keep, w); e.must(err) }
+	return func() { _, err := e.s.p().DeleteCheckpoints(e.ctx, thread, keep, w); e.must(err) }
 }
 func (e *ilEnv) fork(srcThread, srcID, dst, dstID string, w ckptstore.Writer) func() {
 	return func() {
-		_, err := e.s.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{
+		_, err := e.s.p().ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{
 			SourceThreadID: srcThread, SourceCheckpointID: srcID,
 			DestinationThreadID: dst, DestinationCheckpointID: dstID, Writer: w,
 		})
@@ -234,7 +235,7 @@ func (e *ilEnv) fork(srcThread, srcID, dst, dstID string, w ckptstore.Writer) fu
 // importOp imports cps into thread without setting its head.
 func (e *ilEnv) importOp(thread string, w ckptstore.Writer, cps ...*ckptstore.Checkpoint) func() {
 	return func() {
-		_, err := e.s.Import(e.ctx, ckptstore.ImportBatch{ThreadID: thread, Checkpoints: cps, Writer: w})
+		_, err := e.s.p().Import(e.ctx, ckptstore.ImportBatch{ThreadID: thread, Checkpoints: cps, Writer: w})
 		e.must(err)
 	}
 }
@@ -242,7 +243,7 @@ func (e *ilEnv) importOp(thread string, w ckptstore.Writer, cps ...*ckptstore.Ch
 // saveOp saves a one-message transcript of thread.
 func (e *ilEnv) saveOp(thread string) func() {
 	return func() {
-		e.must(e.s.SaveThread(e.ctx, thread, []byte(`[{"role":"user","content":"saved"}]`)))
+		e.must(e.s.p().SaveThread(e.ctx, thread, []byte(`[{"role":"user","content":"saved"}]`)))
 	}
 }
 
@@ -250,7 +251,7 @@ func (e *ilEnv) saveOp(thread string) func() {
 func (e *ilEnv) listed(thread string) bool {
 	e.t.Helper()
 	for after := ""; ; {
-		ids, next, err := e.s.Threads(e.ctx, after, ckptstore.MaxPageLimit)
+		ids, next, err := e.s.p().Threads(e.ctx, after, driver.MaxPageLimit)
 		e.must(err)
 		if slices.Contains(ids, thread) {
 			return true
@@ -264,14 +265,14 @@ func (e *ilEnv) listed(thread string) bool {
 
 func (e *ilEnv) head(thread string) string {
 	e.t.Helper()
-	h, err := e.s.Head(e.ctx, thread)
+	h, err := e.s.p().GetHead(e.ctx, thread)
 	e.must(err)
 	return h
 }
 
 func (e *ilEnv) listIDs(thread string) []string {
 	e.t.Helper()
-	cps, err := e.s.List(e.ctx, thread)
+	cps, err := e.s.p().List(e.ctx, thread)
 	e.must(err)
 	var ids []string
 	for _, cp := range cps {
@@ -308,7 +309,9 @@ func runILCases(t *testing.T, cases []ilCase) {
 
 func TestInterleaveAppend(t *testing.T) {
 	next := func(e *ilEnv) func() error {
-		return func() error { return e.s.Append(e.ctx, testkit.Checkpoint("a", "a-c3", "a-c2", 3, 0, 7), "a-c2", e.wa) }
+		return func() error {
+			return e.s.p().Append(e.ctx, testkit.Checkpoint("a", "a-c3", "a-c2", 3, 0, 7), "a-c2", e.wa)
+		}
 	}
 	runILCases(t, []ilCase{
 		{"LeaseReleased", func(e *ilEnv) { e.refused(e.release(e.wa), next(e), ckptstore.ErrWriterLost) }},
@@ -322,12 +325,12 @@ func TestInterleaveAppend(t *testing.T) {
 		{"HeadDeleted", func(e *ilEnv) { e.refused(e.deleteHead("a", "a-c2", e.wa), next(e), ckptstore.ErrConflict) }},
 		{"ForkIntoSameThread", func(e *ilEnv) {
 			// e is empty: an append of its first checkpoint races a fork into it.
-			first := func() error { return e.s.Append(e.ctx, testkit.Checkpoint("e", "e-c0", "", 0, 1), "", e.we) }
+			first := func() error { return e.s.p().Append(e.ctx, testkit.Checkpoint("e", "e-c0", "", 0, 1), "", e.we) }
 			e.refused(e.fork("a", "a-c2", "e", "e-root", e.we), first, ckptstore.ErrConflict)
 		}},
 		{"SameOpTokenRepeated", func(e *ilEnv) {
 			e.repeated(func(ctx context.Context) error {
-				return e.s.Append(ctx, testkit.Checkpoint("a", "a-c3", "a-c2", 3, 0, 7), "a-c2", e.wa)
+				return e.s.p().Append(ctx, testkit.Checkpoint("a", "a-c3", "a-c2", 3, 0, 7), "a-c2", e.wa)
 			})
 		}},
 		{"LeaseRenewed", func(e *ilEnv) {
@@ -344,7 +347,7 @@ func TestInterleaveAppend(t *testing.T) {
 
 func TestInterleaveDeleteHead(t *testing.T) {
 	del := func(e *ilEnv) func() error {
-		return func() error { return e.s.DeleteHead(e.ctx, "a", "a-c2", e.wa) }
+		return func() error { return e.s.p().DeleteHead(e.ctx, "a", "a-c2", e.wa) }
 	}
 	runILCases(t, []ilCase{
 		{"LeaseReleased", func(e *ilEnv) { e.refused(e.release(e.wa), del(e), ckptstore.ErrWriterLost) }},
@@ -354,14 +357,14 @@ func TestInterleaveDeleteHead(t *testing.T) {
 		}},
 		{"HeadDeleted", func(e *ilEnv) { e.refused(e.deleteHead("a", "a-c2", e.wa), del(e), ckptstore.ErrNotHead) }},
 		{"SameOpTokenRepeated", func(e *ilEnv) {
-			e.repeated(func(ctx context.Context) error { return e.s.DeleteHead(ctx, "a", "a-c2", e.wa) })
+			e.repeated(func(ctx context.Context) error { return e.s.p().DeleteHead(ctx, "a", "a-c2", e.wa) })
 		}},
 		{"LastCheckpointWhileTranscriptSaved", func(e *ilEnv) {
 			// Deleting a thread's only checkpoint unlists the thread unless
 			// it keeps a transcript: a transcript saved meanwhile keeps it
 			// listed.
 			e.appendOp(testkit.Checkpoint("e", "e-c0", "", 0, 1), "", e.we)()
-			_, err := e.interleave(e.saveOp("e"), func() error { return e.s.DeleteHead(e.ctx, "e", "e-c0", e.we) })
+			_, err := e.interleave(e.saveOp("e"), func() error { return e.s.p().DeleteHead(e.ctx, "e", "e-c0", e.we) })
 			e.must(err)
 			if !e.listed("e") {
 				e.t.Fatal("thread e has a transcript but Threads no longer lists it")
@@ -371,7 +374,7 @@ func TestInterleaveDeleteHead(t *testing.T) {
 			// Likewise a checkpoint imported off the chain meanwhile.
 			e.appendOp(testkit.Checkpoint("e", "e-c0", "", 0, 1), "", e.we)()
 			_, err := e.interleave(e.importOp("e", e.we, testkit.Checkpoint("e", "e-x", "", 5, 2)),
-				func() error { return e.s.DeleteHead(e.ctx, "e", "e-c0", e.we) })
+				func() error { return e.s.p().DeleteHead(e.ctx, "e", "e-c0", e.we) })
 			e.must(err)
 			if !e.listed("e") || !slices.Equal(e.listIDs("e"), []string{"e-x"}) {
 				e.t.Fatalf("thread e holds %q, listed %v; want e-x and listed", e.listIDs("e"), e.listed("e"))
@@ -385,7 +388,7 @@ func TestInterleaveDeleteHead(t *testing.T) {
 			if h, ids := e.head("a"), e.listIDs("a"); h != "a-c1" || len(ids) != 0 {
 				e.t.Fatalf("head %q, checkpoints %q; want a-c1 (pruned) and none", h, ids)
 			}
-			testkit.CheckRefs(e.t, e.s, "a", "b")
+			testkit.CheckRefs(e.t, e.s.p(), "a", "b")
 		}},
 		{"IDReusedInAnotherThread", func(e *ilEnv) {
 			// The head is deleted and its id stored in thread b: the head
@@ -402,7 +405,7 @@ func TestInterleaveDeleteHead(t *testing.T) {
 func TestInterleaveDeleteCheckpoints(t *testing.T) {
 	prune := func(e *ilEnv, got *[]string) func() error {
 		return func() error {
-			ids, err := e.s.DeleteCheckpoints(e.ctx, "a", 1, e.wa)
+			ids, err := e.s.p().DeleteCheckpoints(e.ctx, "a", 1, e.wa)
 			*got = ids
 			return err
 		}
@@ -417,7 +420,7 @@ func TestInterleaveDeleteCheckpoints(t *testing.T) {
 			e.must(err)
 			require.ElementsMatch(e.t, []string{"a-c0", "a-c1", "a-c2"}, ids, "deleted")
 			require.ElementsMatch(e.t, []string{"a-c3"}, e.listIDs("a"), "left")
-			testkit.CheckRefs(e.t, e.s, "a", "b")
+			testkit.CheckRefs(e.t, e.s.p(), "a", "b")
 		}},
 		{"HeadDeleted", func(e *ilEnv) {
 			// The chain shrank: keeping one now deletes only a-c0.
@@ -426,7 +429,7 @@ func TestInterleaveDeleteCheckpoints(t *testing.T) {
 			e.must(err)
 			require.ElementsMatch(e.t, []string{"a-c0"}, ids, "deleted")
 			require.ElementsMatch(e.t, []string{"a-c1"}, e.listIDs("a"), "left")
-			testkit.CheckRefs(e.t, e.s, "a", "b")
+			testkit.CheckRefs(e.t, e.s.p(), "a", "b")
 		}},
 		{"PrunedAncestorImportedAgain", func(e *ilEnv) {
 			// a-c0 is pruned, then imported again (its parent link still
@@ -438,7 +441,7 @@ func TestInterleaveDeleteCheckpoints(t *testing.T) {
 			e.must(err)
 			require.ElementsMatch(e.t, []string{"a-c0", "a-c1"}, ids, "deleted")
 			require.ElementsMatch(e.t, []string{"a-c2"}, e.listIDs("a"), "left")
-			testkit.CheckRefs(e.t, e.s, "a", "b")
+			testkit.CheckRefs(e.t, e.s.p(), "a", "b")
 		}},
 		{"SameChainPruned", func(e *ilEnv) {
 			var ids []string
@@ -455,7 +458,7 @@ func TestInterleaveDeleteCheckpoints(t *testing.T) {
 func TestInterleaveFork(t *testing.T) {
 	forkFrom := func(e *ilEnv, src string) func() error {
 		return func() error {
-			_, err := e.s.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{
+			_, err := e.s.p().ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{
 				SourceThreadID: "a", SourceCheckpointID: src,
 				DestinationThreadID: "d", DestinationCheckpointID: "d-root", Writer: e.wd,
 			})
@@ -481,7 +484,7 @@ func TestInterleaveFork(t *testing.T) {
 		{"SourceDeleted", func(e *ilEnv) { e.refused(e.deleteHead("a", "a-c2", e.wa), fork(e), ckptstore.ErrForkSourceNotFound) }},
 		{"SameOpTokenRepeated", func(e *ilEnv) {
 			e.repeated(func(ctx context.Context) error {
-				_, err := e.s.ForkFromCheckpoint(ctx, ckptstore.ForkInput{
+				_, err := e.s.p().ForkFromCheckpoint(ctx, ckptstore.ForkInput{
 					SourceThreadID: "a", SourceCheckpointID: "a-c2",
 					DestinationThreadID: "d", DestinationCheckpointID: "d-root", Writer: e.wd,
 				})
@@ -499,7 +502,7 @@ func TestInterleaveFork(t *testing.T) {
 			// importing a pruned thread): the fork's read of the head alone
 			// must catch it.
 			op := func() {
-				_, err := e.s.Import(e.ctx, ckptstore.ImportBatch{ThreadID: "d", SetHead: true, Head: "pruned", Writer: e.wd})
+				_, err := e.s.p().Import(e.ctx, ckptstore.ImportBatch{ThreadID: "d", SetHead: true, Head: "pruned", Writer: e.wd})
 				e.must(err)
 			}
 			e.refused(op, fork(e), ckptstore.ErrForkDestinationNotEmpty)
@@ -509,7 +512,7 @@ func TestInterleaveFork(t *testing.T) {
 
 func TestInterleaveAcquireWriter(t *testing.T) {
 	acquire := func(e *ilEnv, thread string) func() error {
-		return func() error { _, err := e.s.AcquireWriter(e.ctx, thread); return err }
+		return func() error { _, err := e.s.p().AcquireWriter(e.ctx, thread); return err }
 	}
 	runILCases(t, []ilCase{
 		{"NewThreadTakenFirst", func(e *ilEnv) {
@@ -529,7 +532,7 @@ func TestInterleaveAcquireWriter(t *testing.T) {
 			// Both calls must return the one lease that was stored.
 			var got []ckptstore.Writer
 			e.repeated(func(ctx context.Context) error {
-				l, err := e.s.AcquireWriter(ctx, "new")
+				l, err := e.s.p().AcquireWriter(ctx, "new")
 				if err == nil {
 					got = append(got, l.Writer)
 				}
@@ -551,7 +554,7 @@ func TestInterleaveAcquireWriter(t *testing.T) {
 
 func TestInterleaveRenew(t *testing.T) {
 	renew := func(e *ilEnv) func() error {
-		return func() error { _, err := e.s.RenewWriter(e.ctx, e.wa); return err }
+		return func() error { _, err := e.s.p().Renew(e.ctx, e.wa); return err }
 	}
 	runILCases(t, []ilCase{
 		{"LeaseReleased", func(e *ilEnv) { e.refused(e.release(e.wa), renew(e), ckptstore.ErrWriterLost) }},
@@ -564,7 +567,7 @@ func TestInterleaveRenew(t *testing.T) {
 }
 
 func TestInterleaveRelease(t *testing.T) {
-	release := func(e *ilEnv) func() error { return func() error { return e.s.ReleaseWriter(e.ctx, e.wa) } }
+	release := func(e *ilEnv) func() error { return func() error { return e.s.p().Release(e.ctx, e.wa) } }
 	runILCases(t, []ilCase{
 		{"LeaseTakenOver", func(e *ilEnv) {
 			// The stale holder's release must leave the new lease alone.
@@ -594,7 +597,7 @@ func TestInterleaveDeleteThread(t *testing.T) {
 	del := func(e *ilEnv, n *int) func() error {
 		return func() error {
 			var err error
-			*n, err = e.s.DeleteThread(e.ctx, "a", e.wa)
+			*n, err = e.s.p().DeleteThread(e.ctx, "a", e.wa)
 			return err
 		}
 	}
@@ -609,7 +612,7 @@ func TestInterleaveDeleteThread(t *testing.T) {
 			if n != 4 || len(e.listIDs("a")) != 0 || e.head("a") != "" {
 				e.t.Fatalf("deleted %d, left %q, head %q; want 4, none, none", n, e.listIDs("a"), e.head("a"))
 			}
-			testkit.CheckRefs(e.t, e.s, "a", "b")
+			testkit.CheckRefs(e.t, e.s.p(), "a", "b")
 		}},
 		{"ChainPruned", func(e *ilEnv) {
 			var n int
@@ -618,14 +621,14 @@ func TestInterleaveDeleteThread(t *testing.T) {
 			if n != 1 || len(e.listIDs("a")) != 0 {
 				e.t.Fatalf("deleted %d, left %q; want 1, none", n, e.listIDs("a"))
 			}
-			testkit.CheckRefs(e.t, e.s, "a", "b")
+			testkit.CheckRefs(e.t, e.s.p(), "a", "b")
 		}},
 		{"ForkIntoThread", func(e *ilEnv) {
 			var n int
 			fork := e.fork("a", "a-c2", "d", "d-root", e.wd)
 			delD := func() error {
 				var err error
-				n, err = e.s.DeleteThread(e.ctx, "d", e.wd)
+				n, err = e.s.p().DeleteThread(e.ctx, "d", e.wd)
 				return err
 			}
 			_, err := e.interleave(fork, delD)
@@ -657,34 +660,34 @@ func TestInterleaveSaveThread(t *testing.T) {
 			rm := e.db.BeforeCommit(func(*memkv.Tx) {
 				if !ran {
 					ran = true
-					e.must(e.s.SaveThread(e.ctx, "a", theirs))
+					e.must(e.s.p().SaveThread(e.ctx, "a", theirs))
 				}
 			})
-			e.must(e.s.SaveThread(e.ctx, "a", mine))
+			e.must(e.s.p().SaveThread(e.ctx, "a", mine))
 			rm()
 			if !ran {
 				e.t.Fatal("nothing was interleaved")
 			}
-			got, err := e.s.LoadThread(e.ctx, "a")
+			got, err := e.s.p().LoadThread(e.ctx, "a")
 			e.must(err)
 			if !bytes.Equal(got, mine) {
 				e.t.Fatalf("transcript is %d bytes, want the later save's %d", len(got), len(mine))
 			}
 		}},
 		{"DeleteThreadRaces", func(e *ilEnv) {
-			e.must(e.s.SaveThread(e.ctx, "a", big("old", 2)))
+			e.must(e.s.p().SaveThread(e.ctx, "a", big("old", 2)))
 			mine := big("mine", 1)
 			ran := false
 			rm := e.db.BeforeCommit(func(*memkv.Tx) {
 				if !ran {
 					ran = true
-					_, err := e.s.DeleteThread(e.ctx, "a", e.wa)
+					_, err := e.s.p().DeleteThread(e.ctx, "a", e.wa)
 					e.must(err)
 				}
 			})
-			e.must(e.s.SaveThread(e.ctx, "a", mine))
+			e.must(e.s.p().SaveThread(e.ctx, "a", mine))
 			rm()
-			got, err := e.s.LoadThread(e.ctx, "a")
+			got, err := e.s.p().LoadThread(e.ctx, "a")
 			e.must(err)
 			if !bytes.Equal(got, mine) {
 				e.t.Fatalf("transcript %q after a save that committed after the delete, want %q", got, mine)
@@ -697,7 +700,7 @@ func TestInterleaveImport(t *testing.T) {
 	imp := func(e *ilEnv, n *int) func() error {
 		return func() error {
 			var err error
-			*n, err = e.s.Import(e.ctx, ckptstore.ImportBatch{
+			*n, err = e.s.p().Import(e.ctx, ckptstore.ImportBatch{
 				ThreadID: "e",
 				Checkpoints: []*ckptstore.Checkpoint{
 					testkit.Checkpoint("e", "e-c0", "", 0, 0, 20), testkit.Checkpoint("e", "e-c1", "e-c0", 1, 0, 21),
@@ -727,7 +730,7 @@ func TestInterleaveImport(t *testing.T) {
 				e.t.Fatalf("the repeated import wrote %d checkpoints, want 0", n)
 			}
 			e.sameAs(afterOp)
-			testkit.CheckRefs(e.t, e.s, "a", "e")
+			testkit.CheckRefs(e.t, e.s.p(), "a", "e")
 		}},
 	})
 }
@@ -747,11 +750,11 @@ func TestDeleteHeadConflictsWithADeleteThreadBatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	clock := testkit.NewClock(start)
-	s, err := New(db, Options{Options: ckptstore.Options{Now: clock.Now, LeaseDuration: time.Minute}, PruneBatch: 1})
+	s, err := NewDriver(db, Options{Options: ckptstore.Options{Now: clock.Now, LeaseDuration: time.Minute}, PruneBatch: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := s.AcquireWriter(ctx, "a")
+	l, err := s.p().AcquireWriter(ctx, "a")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -760,10 +763,10 @@ func TestDeleteHeadConflictsWithADeleteThreadBatch(t *testing.T) {
 	// head is first in List order, so DeleteThread's first batch of one
 	// deletes it and leaves a-1. Both use blob 7, so a count dropped twice
 	// shows.
-	if err := s.Append(ctx, testkit.Checkpoint("a", "a-1", "", 1, 7), "", w); err != nil {
+	if err := s.p().Append(ctx, testkit.Checkpoint("a", "a-1", "", 1, 7), "", w); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Append(ctx, testkit.Checkpoint("a", "a-0", "a-1", 0, 7), "a-1", w); err != nil {
+	if err := s.p().Append(ctx, testkit.Checkpoint("a", "a-0", "a-1", 0, 7), "a-1", w); err != nil {
 		t.Fatal(err)
 	}
 
@@ -779,7 +782,7 @@ func TestDeleteHeadConflictsWithADeleteThreadBatch(t *testing.T) {
 		}
 	})
 	before := db.Stats()
-	err = s.DeleteHead(ctx, "a", "a-0", w)
+	err = s.p().DeleteHead(ctx, "a", "a-0", w)
 	remove()
 	if !ran {
 		t.Fatalf("DeleteHead committed nothing, so nothing was interleaved (error %v)", err)
@@ -792,10 +795,10 @@ func TestDeleteHeadConflictsWithADeleteThreadBatch(t *testing.T) {
 	if !errors.Is(err, ckptstore.ErrNotHead) {
 		t.Fatalf("DeleteHead after the batch deleted the head checkpoint: error %v, want ErrNotHead", err)
 	}
-	if h, err := s.Head(ctx, "a"); err != nil || h != "a-0" {
+	if h, err := s.p().GetHead(ctx, "a"); err != nil || h != "a-0" {
 		t.Errorf("head %q (error %v), want a-0: the failed DeleteHead changed it", h, err)
 	}
-	refs, err := s.BlobReferences(ctx)
+	refs, err := s.p().ListBlobReferences(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,13 +29,13 @@ package fdbstore
 // thread's next write.
 
 import (
-	"context"
 	"crypto/rand"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/fdbstore/internal/tuple"
 	"github.com/ckptstore/ckptstore/fdbstore/kv"
 )
@@ -82,26 +82,22 @@ type op struct {
 }
 
 // newOp returns the op of a write of thread with a fresh random token.
-func (s *Store) newOp(kind opKind, thread string) *op {
+func (s *Driver) newOp(kind opKind, thread string) *op {
 	return s.opWithToken(kind, thread, rand.Text())
 }
 
 // callerOp returns the op of a write of thread that honours the caller's
-// op token (ckptstore.WithOpToken): Append, DeleteHead, ForkFromCheckpoint
-// and AcquireWriter. A token that is not well formed fails with
-// ErrInvalidEntry; without one the op gets a fresh token.
-func (s *Store) callerOp(ctx context.Context, kind opKind, thread string) (*op, error) {
-	t, ok := ckptstore.OpToken(ctx)
-	if !ok {
-		return s.newOp(kind, thread), nil
+// op token (ckptstore.WithOpToken, checked by the portable store): Append,
+// DeleteHead, ForkFromCheckpoint and AcquireWriter. Without one ("") the
+// op gets a fresh token.
+func (s *Driver) callerOp(token string, kind opKind, thread string) *op {
+	if token == "" {
+		return s.newOp(kind, thread)
 	}
-	if !ckptstore.ValidOpToken(t) {
-		return nil, fmt.Errorf("%w: op token is not 1 to %d characters of [A-Za-z0-9_-]", ckptstore.ErrInvalidEntry, ckptstore.MaxOpTokenBytes)
-	}
-	return s.opWithToken(kind, thread, t), nil
+	return s.opWithToken(kind, thread, token)
 }
 
-func (s *Store) opWithToken(kind opKind, thread, token string) *op {
+func (s *Driver) opWithToken(kind opKind, thread, token string) *op {
 	now := s.wallNow() // the wall clock, not Options.Now: markers measure real retry time
 	o := &op{kind: kind, thread: thread, token: token, ms: now.UnixMilli(), start: now}
 	o.marker = s.k.opMarker(thread, epochOf(now), token)
@@ -109,7 +105,7 @@ func (s *Store) opWithToken(kind opKind, thread, token string) *op {
 }
 
 // wallNow is the wall clock of markers: time.Now, or the test's clock.
-func (s *Store) wallNow() time.Time {
+func (s *Driver) wallNow() time.Time {
 	if s.opts.wallClock != nil {
 		return s.opts.wallClock()
 	}
@@ -121,7 +117,7 @@ func (s *Store) wallNow() time.Time {
 // and head when the write needs them. The write then starts its own reads and
 // waits, so that all of them take one round trip.
 type writeRound struct {
-	s      *Store
+	s      *Driver
 	o      *op
 	marker kv.FutureValue
 	prev   kv.FutureValue // the token in the epoch before
@@ -143,7 +139,7 @@ const (
 // startRound counts an attempt of o, gives up when o has retried for too
 // long, and starts the round's reads: o's marker in its epoch and in the
 // one before, where a caller's earlier call may have left it.
-func (s *Store) startRound(tr kv.Transaction, o *op, reads int) (*writeRound, error) {
+func (s *Driver) startRound(tr kv.Transaction, o *op, reads int) (*writeRound, error) {
 	o.attempts++
 	if o.attempts > 1 && s.wallNow().Sub(o.start) > markerTTL/2 {
 		return nil, errGaveUp
@@ -242,8 +238,8 @@ func decodeMarker(v []byte) (ms int64, result []byte, err error) {
 
 // markerCost bounds what a write round's marker reads and finish add to a
 // transaction of thread, for the longest token.
-func (s *Store) markerCost(thread string) int {
-	tok := string(make([]byte, ckptstore.MaxOpTokenBytes))
+func (s *Driver) markerCost(thread string) int {
+	tok := string(make([]byte, driver.MaxOpTokenBytes))
 	marker := s.k.opMarker(thread, 1<<62, tok)
 	return 2*costRead(marker) + costSet(marker, tuple.MaxIntLen+maxResultBytes) + costRange(s.k.opsBefore(thread, 1<<62))
 }

@@ -32,16 +32,16 @@ func TestMarkersExpirePerThread(t *testing.T) {
 	ctx := context.Background()
 	clock := testkit.NewClock(time.UnixMilli(1_800_000_000_000 / markerTTL.Milliseconds() * markerTTL.Milliseconds()))
 	db := memkv.New()
-	s, err := New(db, Options{wallClock: clock.Now, Options: ckptstore.Options{LeaseDuration: time.Hour}})
+	s, err := NewDriver(db, Options{wallClock: clock.Now, Options: ckptstore.Options{LeaseDuration: time.Hour}})
 	testkit.Must(t, err)
 	markers := func() int { return countRange(t, db, rangeOf(s.k.threadKey("t", threadOps, 0))) }
-	lease, err := s.AcquireWriter(ctx, "t")
+	lease, err := s.p().AcquireWriter(ctx, "t")
 	testkit.Must(t, err)
 	head := ""
 	appendN := func(n int) {
 		for range n {
 			id := fmt.Sprintf("c%d", clock.Now().UnixNano())
-			testkit.Must(t, s.Append(ctx, testkit.Checkpoint("t", id, head, 1), head, lease.Writer))
+			testkit.Must(t, s.p().Append(ctx, testkit.Checkpoint("t", id, head, 1), head, lease.Writer))
 			head = id
 			clock.Advance(time.Millisecond)
 		}
@@ -55,10 +55,10 @@ func TestMarkersExpirePerThread(t *testing.T) {
 	if m := markers(); m != 13 {
 		t.Fatalf("one epoch later: %d markers, want 13", m)
 	}
-	other, err := s.AcquireWriter(ctx, "u")
+	other, err := s.p().AcquireWriter(ctx, "u")
 	testkit.Must(t, err)
 	clock.Advance(markerTTL) // epoch e+2: e goes with t's next write, not u's
-	testkit.Must(t, s.Append(ctx, testkit.Checkpoint("u", "u1", "", 1), "", other.Writer))
+	testkit.Must(t, s.p().Append(ctx, testkit.Checkpoint("u", "u1", "", 1), "", other.Writer))
 	if m := markers(); m != 13 {
 		t.Fatalf("after another thread's write: %d markers, want 13", m)
 	}
@@ -73,27 +73,27 @@ func TestMarkersExpirePerThread(t *testing.T) {
 func TestCallerTokenWindow(t *testing.T) {
 	ctx := context.Background()
 	clock := testkit.NewClock(time.Unix(1_800_000_000, 0))
-	s, err := New(memkv.New(), Options{wallClock: clock.Now, Options: ckptstore.Options{LeaseDuration: time.Hour}})
+	s, err := NewDriver(memkv.New(), Options{wallClock: clock.Now, Options: ckptstore.Options{LeaseDuration: time.Hour}})
 	testkit.Must(t, err)
-	lease, err := s.AcquireWriter(ctx, "t")
+	lease, err := s.p().AcquireWriter(ctx, "t")
 	testkit.Must(t, err)
 	tok := ckptstore.WithOpToken(ctx, "append-a")
 	cp := testkit.Checkpoint("t", "a", "", 1)
-	testkit.Must(t, s.Append(tok, cp, "", lease.Writer))
+	testkit.Must(t, s.p().Append(tok, cp, "", lease.Writer))
 	// Recognised for at least markerTTL, across an epoch boundary too,
 	// whatever other writes of the thread did meanwhile.
 	for range 4 {
 		clock.Advance(markerTTL/4 - time.Second)
-		testkit.Must(t, s.Append(tok, cp, "", lease.Writer))
+		testkit.Must(t, s.p().Append(tok, cp, "", lease.Writer))
 	}
-	testkit.Must(t, s.Append(ctx, testkit.Checkpoint("t", "b", "a", 2), "a", lease.Writer))
-	testkit.Must(t, s.Append(tok, cp, "", lease.Writer))
+	testkit.Must(t, s.p().Append(ctx, testkit.Checkpoint("t", "b", "a", 2), "a", lease.Writer))
+	testkit.Must(t, s.p().Append(tok, cp, "", lease.Writer))
 	clock.Advance(2 * markerTTL)
-	testkit.Must(t, s.Append(ctx, testkit.Checkpoint("t", "c", "b", 3), "b", lease.Writer)) // clears the marker
-	if err := s.Append(tok, cp, "", lease.Writer); !errors.Is(err, ckptstore.ErrDuplicateID) {
+	testkit.Must(t, s.p().Append(ctx, testkit.Checkpoint("t", "c", "b", 3), "b", lease.Writer)) // clears the marker
+	if err := s.p().Append(tok, cp, "", lease.Writer); !errors.Is(err, ckptstore.ErrDuplicateID) {
 		t.Fatalf("repeat after the marker expired: %v, want ErrDuplicateID (a new write)", err)
 	}
-	if err := s.Append(ckptstore.WithOpToken(ctx, "not a token"), cp, "", lease.Writer); !errors.Is(err, ckptstore.ErrInvalidEntry) {
+	if err := s.p().Append(ckptstore.WithOpToken(ctx, "not a token"), cp, "", lease.Writer); !errors.Is(err, ckptstore.ErrInvalidEntry) {
 		t.Fatalf("a malformed op token: %v, want ErrInvalidEntry", err)
 	}
 }
@@ -102,16 +102,16 @@ func TestCallerTokenWindow(t *testing.T) {
 // of write runs that write, rather than reporting the first one's result.
 func TestTokenReusedForAnotherWrite(t *testing.T) {
 	ctx := context.Background()
-	s, err := New(memkv.New(), Options{})
+	s, err := NewDriver(memkv.New(), Options{})
 	testkit.Must(t, err)
 	tok := ckptstore.WithOpToken(ctx, "reused")
-	lease, err := s.AcquireWriter(tok, "t")
+	lease, err := s.p().AcquireWriter(tok, "t")
 	testkit.Must(t, err)
-	testkit.Must(t, s.Append(tok, testkit.Checkpoint("t", "a", "", 1), "", lease.Writer))
-	if head, _ := s.Head(ctx, "t"); head != "a" {
+	testkit.Must(t, s.p().Append(tok, testkit.Checkpoint("t", "a", "", 1), "", lease.Writer))
+	if head, _ := s.p().GetHead(ctx, "t"); head != "a" {
 		t.Fatalf("head = %q: the Append under a token of AcquireWriter did not run", head)
 	}
-	if err := s.DeleteHead(tok, "t", "b", lease.Writer); !errors.Is(err, ckptstore.ErrNotHead) {
+	if err := s.p().DeleteHead(tok, "t", "b", lease.Writer); !errors.Is(err, ckptstore.ErrNotHead) {
 		t.Fatalf("DeleteHead of a non-head under a token of Append: %v, want ErrNotHead", err)
 	}
 }
@@ -170,19 +170,19 @@ func TestWriteGivesUpAfterHalfTheMarkerLifetime(t *testing.T) {
 		}
 		return now
 	}
-	s, err := New(db, Options{wallClock: wall, Options: ckptstore.Options{LeaseDuration: 1000 * time.Hour}})
+	s, err := NewDriver(db, Options{wallClock: wall, Options: ckptstore.Options{LeaseDuration: 1000 * time.Hour}})
 	testkit.Must(t, err)
-	lease, err := s.AcquireWriter(ctx, "t")
+	lease, err := s.p().AcquireWriter(ctx, "t")
 	testkit.Must(t, err)
 	testkit.Must(t, db.SetFaults(memkv.Faults{NotCommittedRate: 1}))
 	ticking = true
-	err = s.Append(ctx, testkit.Checkpoint("t", "a", "", 1), "", lease.Writer)
+	err = s.p().Append(ctx, testkit.Checkpoint("t", "a", "", 1), "", lease.Writer)
 	if !errors.Is(err, errGaveUp) {
 		t.Fatalf("Append whose commits all fail: %v, want errGaveUp", err)
 	}
 	ticking = false
 	testkit.Must(t, db.SetFaults(memkv.Faults{}))
-	if h, err := s.Head(context.Background(), "t"); err != nil || h != "" {
+	if h, err := s.p().GetHead(context.Background(), "t"); err != nil || h != "" {
 		t.Fatalf("head %q (error %v) after the write gave up, want none", h, err)
 	}
 }

@@ -9,9 +9,9 @@ import (
 	"fmt"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/fdbstore/internal/tuple"
 	"github.com/ckptstore/ckptstore/fdbstore/kv"
-	"github.com/ckptstore/ckptstore/precheck"
 )
 
 // cursorID bounds an id taken from a cursor: ids are at most MaxIDBytes
@@ -20,17 +20,13 @@ import (
 // limit.
 func cursorID(id string) string { return id[:min(len(id), MaxIDBytes+1)] }
 
-// ListPage implements ckptstore.Pager: one range read of the thread's data
+// ListPage implements driver.Store: one range read of the thread's data
 // from the cursor, Limit+1 pairs. A page holds only whole checkpoints, so
 // when checkpoints of several chunks fill the read, the page is shorter
 // than Limit (it is never empty while checkpoints follow); a single
 // checkpoint of more than Limit chunks takes a second round. Check order:
 // thread id (ErrInvalidID), limit, cursor (ErrInvalidEntry).
-func (s *Store) ListPage(ctx context.Context, threadID string, opt ckptstore.ListOptions) ([]*ckptstore.Checkpoint, string, error) {
-	pg, err := precheck.ListPage(ctx, threadID, opt)
-	if err != nil {
-		return nil, "", err
-	}
+func (s *Driver) ListPage(ctx context.Context, threadID string, pg driver.Page) ([]*ckptstore.Checkpoint, string, error) {
 	if len(threadID) > MaxIDBytes {
 		return []*ckptstore.Checkpoint{}, "", nil
 	}
@@ -46,7 +42,7 @@ func (s *Store) ListPage(ctx context.Context, threadID string, opt ckptstore.Lis
 	}
 	var page []*ckptstore.Checkpoint
 	var more bool
-	err = s.db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
+	err := s.db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
 		var err error
 		page, more, err = s.readPage(tr, p, r, pg)
 		return err
@@ -58,7 +54,7 @@ func (s *Store) ListPage(ctx context.Context, threadID string, opt ckptstore.Lis
 }
 
 // readPage reads one page of the thread data under p within r.
-func (s *Store) readPage(tr kv.ReadTransaction, p []byte, r kv.KeyRange, pg precheck.Page) ([]*ckptstore.Checkpoint, bool, error) {
+func (s *Driver) readPage(tr kv.ReadTransaction, p []byte, r kv.KeyRange, pg driver.Page) ([]*ckptstore.Checkpoint, bool, error) {
 	kvs, err := tr.GetRange(r, kv.RangeOptions{Limit: pg.Limit + 1, Reverse: pg.Reverse}).Get()
 	if err != nil {
 		return nil, false, err
@@ -113,19 +109,15 @@ func (s *Store) readPage(tr kv.ReadTransaction, p []byte, r kv.KeyRange, pg prec
 	return []*ckptstore.Checkpoint{cp}, len(next) > 0, nil
 }
 
-// Threads implements ckptstore.ThreadLister: one range read of the listed
+// Threads implements driver.Store: one range read of the listed
 // keys, Limit+1 of them. Check order: limit, cursor (ErrInvalidEntry).
-func (s *Store) Threads(ctx context.Context, after string, limit int) ([]string, string, error) {
-	tp, err := precheck.Threads(ctx, after, limit)
-	if err != nil {
-		return nil, "", err
-	}
+func (s *Driver) Threads(ctx context.Context, tp driver.ThreadPage) ([]string, string, error) {
 	r := s.k.listedRange()
 	if tp.After != "" {
 		r.Begin = append(s.k.listed(cursorID(tp.After)), 0x00)
 	}
 	var kvs []kv.KeyValue
-	err = s.db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
+	err := s.db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
 		var err error
 		kvs, err = tr.GetRange(r, kv.RangeOptions{Limit: tp.Limit + 1}).Get()
 		return err

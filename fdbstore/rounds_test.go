@@ -57,7 +57,7 @@ func TestReadRounds(t *testing.T) {
 
 // getRounds: Get reads in one round, a checkpoint of several values (big)
 // and a missing id too.
-func getRounds(t *testing.T, s *fdbstore.Store, db *memkv.DB, big *ckptstore.Checkpoint) {
+func getRounds(t *testing.T, s *ckptstore.Portable, db *memkv.DB, big *ckptstore.Checkpoint) {
 	var got *ckptstore.Checkpoint
 	wantRounds(t, "Get", rounds(t, db, func() (err error) { got, err = s.Get(ctx, "c"); return }), 1, 1)
 	if got == nil || got.ID != "c" || got.ParentCheckpointID != "big" {
@@ -77,21 +77,21 @@ func getRounds(t *testing.T, s *fdbstore.Store, db *memkv.DB, big *ckptstore.Che
 // restoreRounds: Restore reads in one round when the head is the newest
 // checkpoint and has at most four chunks, in two otherwise; DeleteHead in
 // one. It leaves t's head on "old".
-func restoreRounds(t *testing.T, s *fdbstore.Store, db *memkv.DB, w ckptstore.Writer, big *ckptstore.Checkpoint) {
+func restoreRounds(t *testing.T, s *ckptstore.Portable, db *memkv.DB, w ckptstore.Writer, big *ckptstore.Checkpoint) {
 	var head string
 	var got *ckptstore.Checkpoint
-	wantRounds(t, "Restore", rounds(t, db, func() (err error) { head, got, err = s.Restore(ctx, "t"); return }), 1, 2)
+	wantRounds(t, "Restore", rounds(t, db, func() (err error) { head, got, err = fdbDriver(s).Restore(ctx, "t"); return }), 1, 2)
 	if head != "c" || got == nil || got.ID != "c" {
 		t.Fatalf("Restore = %q, %+v", head, got)
 	}
-	wantRounds(t, "Restore of an empty thread", rounds(t, db, func() (err error) { head, got, err = s.Restore(ctx, "none"); return }), 1, 2)
+	wantRounds(t, "Restore of an empty thread", rounds(t, db, func() (err error) { head, got, err = fdbDriver(s).Restore(ctx, "none"); return }), 1, 2)
 	if head != "" || got != nil {
 		t.Fatalf("Restore(none) = %q, %+v", head, got)
 	}
 	// DeleteHead of a checkpoint that is not the root: one round.
 	wantRounds(t, "DeleteHead", rounds(t, db, func() error { return s.DeleteHead(ctx, "t", "c", w) }), 1, -1)
 	// A head of up to four chunks comes with the first round too,
-	wantRounds(t, "Restore of a 4-chunk head", rounds(t, db, func() (err error) { head, got, err = s.Restore(ctx, "t"); return }), 1, 2)
+	wantRounds(t, "Restore of a 4-chunk head", rounds(t, db, func() (err error) { head, got, err = fdbDriver(s).Restore(ctx, "t"); return }), 1, 2)
 	if head != "big" || got == nil || string(got.Conversation) != string(big.Conversation) {
 		t.Fatalf("Restore = %q, %v", head, got != nil)
 	}
@@ -99,13 +99,13 @@ func restoreRounds(t *testing.T, s *fdbstore.Store, db *memkv.DB, w ckptstore.Wr
 	huge := testkit.Checkpoint("t", "huge", "big", 2.5, 2)
 	huge.Conversation = bigConversation(5 * kv.MaxValueSize)
 	must(t, s.Append(ctx, huge, "big", w))
-	wantRounds(t, "Restore of a 6-chunk head", rounds(t, db, func() (err error) { head, got, err = s.Restore(ctx, "t"); return }), 2, 3)
+	wantRounds(t, "Restore of a 6-chunk head", rounds(t, db, func() (err error) { head, got, err = fdbDriver(s).Restore(ctx, "t"); return }), 2, 3)
 	if head != "huge" || got == nil || string(got.Conversation) != string(huge.Conversation) {
 		t.Fatalf("Restore = %q, %v", head, got != nil)
 	}
 	// A head that is not the newest checkpoint (an older createdAt) too.
 	must(t, s.Append(ctx, testkit.Checkpoint("t", "old", "huge", 0.5, 3), "huge", w))
-	wantRounds(t, "Restore of a head older than its parent", rounds(t, db, func() (err error) { head, got, err = s.Restore(ctx, "t"); return }), 2, 3)
+	wantRounds(t, "Restore of a head older than its parent", rounds(t, db, func() (err error) { head, got, err = fdbDriver(s).Restore(ctx, "t"); return }), 2, 3)
 	if head != "old" || got == nil || got.ID != "old" {
 		t.Fatalf("Restore = %q, %+v", head, got)
 	}
@@ -113,7 +113,7 @@ func restoreRounds(t *testing.T, s *fdbstore.Store, db *memkv.DB, w ckptstore.Wr
 
 // restoreOfAForeignHead: a head that names a checkpoint of another thread
 // restores as the head and no checkpoint. t's head must be "old".
-func restoreOfAForeignHead(t *testing.T, s *fdbstore.Store, w ckptstore.Writer) {
+func restoreOfAForeignHead(t *testing.T, s *ckptstore.Portable, w ckptstore.Writer) {
 	ul, err := s.AcquireWriter(ctx, "u")
 	must(t, err)
 	must(t, s.Append(ctx, testkit.Checkpoint("u", "u0", "", 1), "", ul.Writer))
@@ -122,14 +122,14 @@ func restoreOfAForeignHead(t *testing.T, s *fdbstore.Store, w ckptstore.Writer) 
 	must(t, err)
 	must(t, s.DeleteHead(ctx, "u", "u1", ul.Writer)) // head = u0, pruned
 	must(t, s.Append(ctx, testkit.Checkpoint("t", "u0", "old", 9), "old", w))
-	if head, got, err := s.Restore(ctx, "u"); err != nil || head != "u0" || got != nil {
+	if head, got, err := fdbDriver(s).Restore(ctx, "u"); err != nil || head != "u0" || got != nil {
 		t.Fatalf("Restore(u) = %q, %+v, %v; want the head and no checkpoint (its id is t's now)", head, got, err)
 	}
 }
 
 // writeAndListRounds: DeleteHead of a root and ForkFromCheckpoint take one
 // round, as do Threads and LoadThread.
-func writeAndListRounds(t *testing.T, s *fdbstore.Store, db *memkv.DB) {
+func writeAndListRounds(t *testing.T, s *ckptstore.Portable, db *memkv.DB) {
 	// DeleteHead of a root, which empties its thread: one round too.
 	rl, err := s.AcquireWriter(ctx, "r")
 	must(t, err)
@@ -234,7 +234,7 @@ func TestSingleCopy(t *testing.T) {
 		if got == nil || string(got.Conversation) != string(cp.Conversation) {
 			t.Fatalf("SingleCopy %v: Get returned another checkpoint", single)
 		}
-		wantRounds(t, fmt.Sprintf("Restore, SingleCopy %v", single), rounds(t, db, func() (err error) { _, got, err = s.Restore(ctx, "t"); return }), 1, 2)
+		wantRounds(t, fmt.Sprintf("Restore, SingleCopy %v", single), rounds(t, db, func() (err error) { _, got, err = fdbDriver(s).Restore(ctx, "t"); return }), 1, 2)
 		// Re-importing stored checkpoints reads them all in one more round
 		// at most, whatever their number.
 		b := ckptstore.ImportBatch{ThreadID: "t", Writer: lease.Writer, Checkpoints: []*ckptstore.Checkpoint{cp}}

@@ -1,6 +1,6 @@
-// Package fdbstore is the FoundationDB ckptstore: Store, Pruner, Forker,
-// Transcripts, ThreadDeleter, Pager, ThreadLister and Importer, and an
-// InstanceStore, written against the transaction interface of package kv,
+// Package fdbstore is the FoundationDB ckptstore driver: every method of
+// driver.Store (New returns the ckptstore.Portable over it) and an
+// instance store, written against the transaction interface of package kv,
 // so the same code runs on a real cluster (kv/fdbkv, build tag fdb) and on
 // kv/memkv, the in-process engine the tests use. docs/contract.md gives
 // the rules and the check order of every method.
@@ -151,7 +151,7 @@
 // the same batches, and the batch that finds nothing left clears the head
 // and the transcript. An Import batch is one transaction: a batch that
 // would pass MaxTransactionBytes fails with ErrInvalidEntry before any
-// write, so importers send batches of a few MB. BlobReferences reads
+// write, so importers send batches of a few MB. ListBlobReferences reads
 // Options.BlobPage keys per transaction, so it is not a snapshot of one
 // instant when there are more keys than that.
 package fdbstore
@@ -164,10 +164,9 @@ import (
 	"time"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/fdbstore/internal/tuple"
 	"github.com/ckptstore/ckptstore/fdbstore/kv"
-	"github.com/ckptstore/ckptstore/internal/seqs"
-	"github.com/ckptstore/ckptstore/precheck"
 )
 
 // Limits; see the package documentation.
@@ -182,7 +181,7 @@ const (
 	// DefaultPruneBatch is the number of checkpoints one prune transaction
 	// deletes at most, when Options.PruneBatch is 0.
 	DefaultPruneBatch = 1000
-	// DefaultBlobPage is the number of reference keys one BlobReferences
+	// DefaultBlobPage is the number of reference keys one ListBlobReferences
 	// transaction reads, when Options.BlobPage is 0.
 	DefaultBlobPage = 10_000
 )
@@ -204,7 +203,7 @@ type Options struct {
 	// PruneBatch is the most checkpoints one DeleteCheckpoints transaction
 	// deletes; 0 means DefaultPruneBatch.
 	PruneBatch int
-	// BlobPage is how many reference keys one BlobReferences transaction
+	// BlobPage is how many reference keys one ListBlobReferences transaction
 	// reads; 0 means DefaultBlobPage.
 	BlobPage int
 
@@ -221,23 +220,33 @@ type Options struct {
 	wallClock func() time.Time
 }
 
-// Store is the FoundationDB Store, Pruner and Forker. It is safe for
-// concurrent use; several Stores (in several processes) may share one
-// prefix of one database.
-type Store struct {
+// Driver is the FoundationDB driver.Store. It is safe for concurrent use;
+// several Drivers (in several processes) may share one prefix of one
+// database.
+type Driver struct {
 	db   kv.DB
 	opts Options
 	k    keys
 }
 
-var _ ckptstore.FullStore = (*Store)(nil)
+var _ driver.Store = (*Driver)(nil)
 
-// New returns a Store over db. It fails, with an error wrapping
-// ckptstore.ErrInvalidOptions, when the lease options or the prefix are
-// invalid, or the batch sizes negative.
-func New(db kv.DB, opts Options) (*Store, error) {
+// New returns the portable store over a Driver over db. It fails, with an
+// error wrapping driver.ErrInvalidOptions, when the lease options or the
+// prefix are invalid, or the batch sizes negative.
+func New(db kv.DB, opts Options) (*ckptstore.Portable, error) {
+	d, err := NewDriver(db, opts)
+	if err != nil {
+		return nil, err
+	}
+	return ckptstore.New(d), nil
+}
+
+// NewDriver returns the driver over db that New wraps, for Check, Restore
+// and the tests that count its rounds. It fails as New does.
+func NewDriver(db kv.DB, opts Options) (*Driver, error) {
 	if db == nil {
-		return nil, fmt.Errorf("%w: fdbstore: db is nil", ckptstore.ErrInvalidOptions)
+		return nil, fmt.Errorf("%w: fdbstore: db is nil", driver.ErrInvalidOptions)
 	}
 	lease, err := opts.Options.Resolve()
 	if err != nil {
@@ -250,7 +259,7 @@ func New(db kv.DB, opts Options) (*Store, error) {
 	}
 	opts.Prefix = prefix
 	if opts.PruneBatch < 0 || opts.BlobPage < 0 {
-		return nil, fmt.Errorf("%w: fdbstore: PruneBatch %d and BlobPage %d must not be negative", ckptstore.ErrInvalidOptions, opts.PruneBatch, opts.BlobPage)
+		return nil, fmt.Errorf("%w: fdbstore: PruneBatch %d and BlobPage %d must not be negative", driver.ErrInvalidOptions, opts.PruneBatch, opts.BlobPage)
 	}
 	if opts.PruneBatch == 0 {
 		opts.PruneBatch = DefaultPruneBatch
@@ -258,7 +267,7 @@ func New(db kv.DB, opts Options) (*Store, error) {
 	if opts.BlobPage == 0 {
 		opts.BlobPage = DefaultBlobPage
 	}
-	return &Store{db: db, opts: opts, k: newKeys([]byte(prefix))}, nil
+	return &Driver{db: db, opts: opts, k: newKeys([]byte(prefix))}, nil
 }
 
 func resolvePrefix(p string) (string, error) {
@@ -266,15 +275,15 @@ func resolvePrefix(p string) (string, error) {
 	case p == "":
 		return DefaultPrefix, nil
 	case p[0] == 0xff:
-		return "", fmt.Errorf("%w: fdbstore: prefix %q starts with 0xff, the system key space", ckptstore.ErrInvalidOptions, p)
+		return "", fmt.Errorf("%w: fdbstore: prefix %q starts with 0xff, the system key space", driver.ErrInvalidOptions, p)
 	case len(p) > MaxPrefixBytes:
-		return "", fmt.Errorf("%w: fdbstore: prefix is %d bytes, more than %d", ckptstore.ErrInvalidOptions, len(p), MaxPrefixBytes)
+		return "", fmt.Errorf("%w: fdbstore: prefix is %d bytes, more than %d", driver.ErrInvalidOptions, len(p), MaxPrefixBytes)
 	}
 	return p, nil
 }
 
 // Options returns the store's options with their defaults filled in.
-func (s *Store) Options() Options { return s.opts }
+func (s *Driver) Options() Options { return s.opts }
 
 // checkIDLengths returns ErrInvalidID for the first id longer than
 // MaxIDBytes. Writes call it before the shared validation, which checks the
@@ -293,14 +302,11 @@ type idArg struct{ what, id string }
 
 func named(what, id string) idArg { return idArg{what, id} }
 
-// Get implements ckptstore.Store: one range read, of the id's index key
+// Get implements driver.Store: one range read, of the id's index key
 // and the copy of the value under it. A checkpoint too large to be stored
 // twice in one transaction has no copy; its Get reads the chunks under its
 // thread in a second round.
-func (s *Store) Get(ctx context.Context, id string) (*ckptstore.Checkpoint, error) {
-	if err := precheck.Read(ctx, "checkpoint id", id); err != nil {
-		return nil, err
-	}
+func (s *Driver) Get(ctx context.Context, id string) (*ckptstore.Checkpoint, error) {
 	if len(id) > MaxIDBytes {
 		return nil, nil // never stored: writes reject it
 	}
@@ -317,14 +323,14 @@ func (s *Store) Get(ctx context.Context, id string) (*ckptstore.Checkpoint, erro
 }
 
 // startByID starts reading the index key of id and its copy.
-func (s *Store) startByID(tr kv.ReadTransaction, id string) kv.FutureRange {
+func (s *Driver) startByID(tr kv.ReadTransaction, id string) kv.FutureRange {
 	return tr.GetRange(s.k.idRange(id), kv.RangeOptions{})
 }
 
 // readByID waits for what startByID started and returns the checkpoint
 // and its index, nil when id is not stored. Without a copy it reads the
 // chunks under the thread, a second round.
-func (s *Store) readByID(tr kv.ReadTransaction, id string, f kv.FutureRange) (*ckptstore.Checkpoint, *indexValue, error) {
+func (s *Driver) readByID(tr kv.ReadTransaction, id string, f kv.FutureRange) (*ckptstore.Checkpoint, *indexValue, error) {
 	cps, idxs, err := s.readByIDs(tr, []string{id}, []kv.FutureRange{f})
 	if err != nil {
 		return nil, nil, err
@@ -334,7 +340,7 @@ func (s *Store) readByID(tr kv.ReadTransaction, id string, f kv.FutureRange) (*c
 
 // readByIDs is readByID for several ids at once: the checkpoints stored
 // without a copy are read under their threads in one second round.
-func (s *Store) readByIDs(tr kv.ReadTransaction, ids []string, fs []kv.FutureRange) ([]*ckptstore.Checkpoint, []*indexValue, error) {
+func (s *Driver) readByIDs(tr kv.ReadTransaction, ids []string, fs []kv.FutureRange) ([]*ckptstore.Checkpoint, []*indexValue, error) {
 	cps := make([]*ckptstore.Checkpoint, len(ids))
 	idxs := make([]*indexValue, len(ids))
 	pending := map[int]pendingCheckpoint{}
@@ -411,7 +417,7 @@ type pendingCheckpoint struct {
 }
 
 // readCheckpoint starts reading the chunks of one checkpoint.
-func (s *Store) readCheckpoint(tr kv.ReadTransaction, thread string, createdAt float64, id string) pendingCheckpoint {
+func (s *Driver) readCheckpoint(tr kv.ReadTransaction, thread string, createdAt float64, id string) pendingCheckpoint {
 	p := s.k.checkpointPrefix(thread, createdAt, id)
 	return pendingCheckpoint{f: tr.GetRange(rangeOf(p), kv.RangeOptions{}), prefix: p, id: id}
 }
@@ -451,12 +457,9 @@ func assemble(id string, chunks []kv.KeyValue) (*ckptstore.Checkpoint, error) {
 	return cp, nil
 }
 
-// List implements ckptstore.Store: one range read of the thread's chunks,
+// List implements driver.Store: one range read of the thread's chunks,
 // which the key layout keeps in List order.
-func (s *Store) List(ctx context.Context, threadID string) ([]*ckptstore.Checkpoint, error) {
-	if err := precheck.Read(ctx, "thread id", threadID); err != nil {
-		return nil, err
-	}
+func (s *Driver) List(ctx context.Context, threadID string) ([]*ckptstore.Checkpoint, error) {
 	if len(threadID) > MaxIDBytes {
 		return []*ckptstore.Checkpoint{}, nil
 	}
@@ -566,11 +569,8 @@ func elem[T any](t tuple.Tuple, i, n int) (T, bool) {
 	return v, ok
 }
 
-// Head implements ckptstore.Store.
-func (s *Store) Head(ctx context.Context, threadID string) (string, error) {
-	if err := precheck.Read(ctx, "thread id", threadID); err != nil {
-		return "", err
-	}
+// GetHead implements driver.Store.
+func (s *Driver) GetHead(ctx context.Context, threadID string) (string, error) {
 	if len(threadID) > MaxIDBytes {
 		return "", nil
 	}
@@ -603,8 +603,11 @@ const restoreChunks = 4
 // restoreChunks values: the round reads the head key and, in reverse, the
 // last restoreChunks keys of the thread's data. Any other head takes a
 // second round, by id.
-func (s *Store) Restore(ctx context.Context, threadID string) (headID string, cp *ckptstore.Checkpoint, err error) {
-	if err := precheck.Read(ctx, "thread id", threadID); err != nil {
+func (s *Driver) Restore(ctx context.Context, threadID string) (headID string, cp *ckptstore.Checkpoint, err error) {
+	if err := driver.ValidateID("thread id", threadID); err != nil {
+		return "", nil, err
+	}
+	if err := ctx.Err(); err != nil {
 		return "", nil, err
 	}
 	if len(threadID) > MaxIDBytes {
@@ -648,18 +651,10 @@ func (s *Store) Restore(ctx context.Context, threadID string) (headID string, cp
 	return headID, cp, nil
 }
 
-// BlobReferences implements ckptstore.Store. It reads Options.BlobPage
+// ListBlobReferences implements driver.Store: one page of Options.BlobPage
 // keys per transaction, each page starting after the last key of the one
-// before, so any number of keys can be listed.
-func (s *Store) BlobReferences(ctx context.Context) ([]ckptstore.BlobRef, error) {
-	return seqs.Collect(s.BlobReferencesSeq(ctx))
-}
-
-// BlobReferencesSeq yields what BlobReferences returns, one page of
-// Options.BlobPage keys per transaction, without holding more than one page:
-// the sweep streams millions of keys through it (sweep.RefLister). An error
-// ends the sequence.
-func (s *Store) BlobReferencesSeq(ctx context.Context) iter.Seq2[ckptstore.BlobRef, error] {
+// before, without holding more than one page.
+func (s *Driver) ListBlobReferences(ctx context.Context) iter.Seq2[ckptstore.BlobRef, error] {
 	return func(yield func(ckptstore.BlobRef, error) bool) {
 		p := s.k.refsPrefix()
 		r := rangeOf(p)

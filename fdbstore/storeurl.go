@@ -71,7 +71,7 @@ func openedOn(db kv.DB, opts storeurl.Options) (*storeurl.Opened, error) {
 		Instances: in,
 		Close:     func() error { return nil },
 		Handle:    db,
-		OpenNamespace: func(name string, lease ckptstore.Options) (ckptstore.Store, ckptstore.InstanceStore, error) {
+		OpenNamespace: func(name string, lease ckptstore.Options) (ckptstore.Store, *ckptstore.PortableInstances, error) {
 			return openPrefix(db, lease, storeurl.FDBNamespacePrefix(name))
 		},
 	}, nil
@@ -79,7 +79,7 @@ func openedOn(db kv.DB, opts storeurl.Options) (*storeurl.Opened, error) {
 
 // openPrefix opens the store and the instance store of one prefix of db,
 // with one Options value for both.
-func openPrefix(db kv.DB, lease ckptstore.Options, prefix string) (*Store, *InstanceStore, error) {
+func openPrefix(db kv.DB, lease ckptstore.Options, prefix string) (*ckptstore.Portable, *ckptstore.PortableInstances, error) {
 	o := Options{Options: lease, Prefix: prefix}
 	st, err := New(db, o)
 	if err != nil {

@@ -11,18 +11,15 @@ import (
 	"fmt"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/fdbstore/kv"
-	"github.com/ckptstore/ckptstore/precheck"
 )
 
-// LoadThread implements ckptstore.Transcripts: one range read. Check
+// LoadThread implements driver.Store: one range read. Check
 // order: thread id (ErrInvalidID).
-func (s *Store) LoadThread(ctx context.Context, threadID string) (json.RawMessage, error) {
-	if err := precheck.LoadThread(ctx, threadID); err != nil {
-		return nil, err
-	}
+func (s *Driver) LoadThread(ctx context.Context, threadID string) (json.RawMessage, error) {
 	if len(threadID) > MaxIDBytes {
-		return ckptstore.EmptyTranscript(), nil
+		return driver.EmptyTranscript(), nil
 	}
 	var out []byte
 	err := s.db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
@@ -34,20 +31,20 @@ func (s *Store) LoadThread(ctx context.Context, threadID string) (json.RawMessag
 		return nil, err
 	}
 	if out == nil {
-		return ckptstore.EmptyTranscript(), nil
+		return driver.EmptyTranscript(), nil
 	}
 	return out, nil
 }
 
 // startTranscript starts reading the thread's transcript chunks (at most
 // limit of them; 0 = all).
-func (s *Store) startTranscript(tr kv.ReadTransaction, threadID string, limit int) kv.FutureRange {
+func (s *Driver) startTranscript(tr kv.ReadTransaction, threadID string, limit int) kv.FutureRange {
 	return tr.GetRange(rangeOf(s.k.transcriptPrefix(threadID)), kv.RangeOptions{Limit: limit})
 }
 
 // readTranscript waits for the chunks and joins them: nil when the thread
 // has no transcript.
-func (s *Store) readTranscript(f kv.FutureRange, threadID string) ([]byte, error) {
+func (s *Driver) readTranscript(f kv.FutureRange, threadID string) ([]byte, error) {
 	kvs, err := f.Get()
 	if err != nil || len(kvs) == 0 {
 		return nil, err
@@ -71,16 +68,13 @@ func (s *Store) readTranscript(f kv.FutureRange, threadID string) ([]byte, error
 	return out, nil
 }
 
-// SaveThread implements ckptstore.Transcripts: one blind transaction, no
+// SaveThread implements driver.Store: one blind transaction, no
 // read, so it is idempotent under retries and needs no marker. A
 // transcript too large for one transaction fails with ErrInvalidEntry.
 // Check order: thread id (ErrInvalidID), messages a JSON array
 // (ErrInvalidEntry).
-func (s *Store) SaveThread(ctx context.Context, threadID string, messages json.RawMessage) error {
+func (s *Driver) SaveThread(ctx context.Context, threadID string, messages json.RawMessage) error {
 	if err := checkIDLengths(named("thread id", threadID)); err != nil {
-		return err
-	}
-	if err := precheck.SaveThread(ctx, threadID, messages); err != nil {
 		return err
 	}
 	if n := s.transcriptCost(threadID, len(messages)); n > MaxTransactionBytes {
@@ -96,7 +90,7 @@ func (s *Store) SaveThread(ctx context.Context, threadID string, messages json.R
 
 // writeTranscript replaces the thread's transcript with b and lists the
 // thread.
-func (s *Store) writeTranscript(tr kv.Transaction, threadID string, b []byte) {
+func (s *Driver) writeTranscript(tr kv.Transaction, threadID string, b []byte) {
 	tr.ClearRange(rangeOf(s.k.transcriptPrefix(threadID)))
 	for i := range chunks(len(b)) {
 		tr.Set(s.k.transcriptChunk(threadID, i), b[i*kv.MaxValueSize:min(len(b), (i+1)*kv.MaxValueSize)])

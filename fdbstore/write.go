@@ -4,8 +4,9 @@ package fdbstore
 // DeleteThread: one per batch; deletethread.go, import.go and
 // transcripts.go hold the capability writes) shaped the same way:
 //
-//  1. check the arguments without the database (package precheck, so
-//     every store fails the same input the same way);
+//  1. the portable store (ckptstore.Portable) has checked the arguments
+//     without the database, so every store fails the same input the same
+//     way; the driver checks only fdbstore's own id length limit;
 //  2. start every read as a future — the write round of markers.go first:
 //     the op marker, the thread's lease and head — and only then wait, so
 //     one read round serves all the checks;
@@ -26,16 +27,16 @@ import (
 	"time"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/fdbstore/internal/tuple"
 	"github.com/ckptstore/ckptstore/fdbstore/kv"
-	"github.com/ckptstore/ckptstore/precheck"
 )
 
 // checkWriter returns ErrWriterLost unless w is threadID's live lease at
 // now, as read from the lease key (raw may be nil). That w is a writer of
-// threadID at all is precheck.WriterThread's, which every write runs first
-// (RenewWriter reads w.ThreadID's own lease).
-func (s *Store) checkWriter(threadID string, w ckptstore.Writer, raw []byte, now time.Time) error {
+// threadID at all the portable store checks before every write (Renew
+// reads w.ThreadID's own lease).
+func (s *Driver) checkWriter(threadID string, w ckptstore.Writer, raw []byte, now time.Time) error {
 	if raw == nil {
 		return fmt.Errorf("%w: thread %q has no lease", ckptstore.ErrWriterLost, threadID)
 	}
@@ -73,7 +74,7 @@ type stored struct {
 	indexKey, linkKey, headKey, leaseKey []byte
 }
 
-func (s *Store) newStored(cp *ckptstore.Checkpoint) (*stored, error) {
+func (s *Driver) newStored(cp *ckptstore.Checkpoint) (*stored, error) {
 	enc, err := encodeCheckpoint(cp)
 	if err != nil {
 		return nil, err
@@ -106,7 +107,7 @@ func (s *Store) newStored(cp *ckptstore.Checkpoint) (*stored, error) {
 
 // insert writes st as a stored checkpoint, and as the head of its thread
 // when setHead, and counts its blobs.
-func (s *Store) insert(tr kv.Transaction, st *stored, setHead bool) {
+func (s *Driver) insert(tr kv.Transaction, st *stored, setHead bool) {
 	cp := st.cp
 	for i, k := range st.chunkKeys {
 		part := st.enc[i*kv.MaxValueSize : min(len(st.enc), (i+1)*kv.MaxValueSize)]
@@ -132,7 +133,7 @@ var zeroCount = kv.EncodeInt64(0)
 
 // remove deletes a stored checkpoint and its copy and drops its blob
 // counts; a count that reaches 0 is cleared. It does not touch the head.
-func (s *Store) remove(tr kv.Transaction, cp *ckptstore.Checkpoint) {
+func (s *Driver) remove(tr kv.Transaction, cp *ckptstore.Checkpoint) {
 	tr.ClearRange(rangeOf(s.k.checkpointPrefix(cp.ThreadID, cp.CreatedAt, cp.ID)))
 	tr.ClearRange(s.k.idRange(cp.ID))
 	tr.Clear(s.k.link(cp.ThreadID, cp.ID))
@@ -143,25 +144,17 @@ func (s *Store) remove(tr kv.Transaction, cp *ckptstore.Checkpoint) {
 	}
 }
 
-// Append implements ckptstore.Store: one read round (marker, lease, head,
+// Append implements driver.Store: one read round (marker, lease, head,
 // index), then the commit. Check order: ids (ErrInvalidID), entries
 // (ErrInvalidEntry), writer (ErrWriterLost), id unused (ErrDuplicateID),
 // head (ErrConflict), parent (ErrParentMismatch).
-func (s *Store) Append(ctx context.Context, cp *ckptstore.Checkpoint, expectedHeadID string, w ckptstore.Writer) error {
-	if cp != nil {
-		if err := checkIDLengths(named("checkpoint id", cp.ID), named("thread id", cp.ThreadID),
-			named("writer thread id", w.ThreadID), named("expected head id", expectedHeadID),
-			named("parentCheckpointId", cp.ParentCheckpointID)); err != nil {
-			return err
-		}
-	}
-	if err := precheck.Append(ctx, cp, expectedHeadID, w); err != nil {
+func (s *Driver) Append(ctx context.Context, cp *ckptstore.Checkpoint, expectedHeadID string, w ckptstore.Writer, opToken string) error {
+	if err := checkIDLengths(named("checkpoint id", cp.ID), named("thread id", cp.ThreadID),
+		named("writer thread id", w.ThreadID), named("expected head id", expectedHeadID),
+		named("parentCheckpointId", cp.ParentCheckpointID)); err != nil {
 		return err
 	}
-	o, err := s.callerOp(ctx, opAppend, cp.ThreadID)
-	if err != nil {
-		return err
-	}
+	o := s.callerOp(opToken, opAppend, cp.ThreadID)
 	// No clone of cp: st holds its encoding, and the transaction reads only
 	// cp's strings.
 	st, err := s.newStored(cp)
@@ -209,24 +202,18 @@ func (s *Store) Append(ctx context.Context, cp *ckptstore.Checkpoint, expectedHe
 	})
 }
 
-// DeleteHead implements ckptstore.Store: one read round (marker, lease,
+// DeleteHead implements driver.Store: one read round (marker, lease,
 // head, the checkpoint's copy under its index, and the thread's first
 // links and transcript chunk, to tell whether deleting a root empties
 // it), then the commit; a second round only when the checkpoint has no
 // copy. Check order: ids
 // (ErrInvalidID), writer (ErrWriterLost), head (ErrNotHead).
-func (s *Store) DeleteHead(ctx context.Context, threadID, checkpointID string, w ckptstore.Writer) error {
+func (s *Driver) DeleteHead(ctx context.Context, threadID, checkpointID string, w ckptstore.Writer, opToken string) error {
 	if err := checkIDLengths(named("thread id", threadID), named("checkpoint id", checkpointID),
 		named("writer thread id", w.ThreadID)); err != nil {
 		return err
 	}
-	if err := precheck.DeleteHead(ctx, threadID, checkpointID, w); err != nil {
-		return err
-	}
-	o, err := s.callerOp(ctx, opDeleteHead, threadID)
-	if err != nil {
-		return err
-	}
+	o := s.callerOp(opToken, opDeleteHead, threadID)
 	return s.db.Transact(ctx, func(tr kv.Transaction) error {
 		r, err := s.startRound(tr, o, readLease|readHead)
 		if err != nil {
@@ -278,7 +265,7 @@ func (s *Store) DeleteHead(ctx context.Context, threadID, checkpointID string, w
 // (the first transcript chunk) are snapshot reads issued with the write's
 // round; their conflict ranges are added here, so that a write making the
 // thread non-empty meanwhile conflicts, and the listed key stays exact.
-func (s *Store) unlistIfEmpty(tr kv.Transaction, threadID, id string, links, msgs kv.FutureRange) error {
+func (s *Driver) unlistIfEmpty(tr kv.Transaction, threadID, id string, links, msgs kv.FutureRange) error {
 	lr, mr := rangeOf(s.k.linksPrefix(threadID)), rangeOf(s.k.transcriptPrefix(threadID))
 	tr.AddReadConflictRange(lr)
 	tr.AddReadConflictRange(mr)
@@ -302,7 +289,7 @@ func (s *Store) unlistIfEmpty(tr kv.Transaction, threadID, id string, links, msg
 	return nil
 }
 
-// DeleteCheckpoints implements ckptstore.Pruner. It deletes in batches of
+// DeleteCheckpoints implements driver.Store. It deletes in batches of
 // at most Options.PruneBatch checkpoints (and MaxTransactionBytes), each a
 // transaction that checks the lease again and recomputes the chain from the
 // head, deleting the farthest checkpoints first; so a prune that fits in
@@ -310,11 +297,8 @@ func (s *Store) unlistIfEmpty(tr kv.Transaction, threadID, id string, links, msg
 // intact chain and can be repeated. On such a failure it returns the ids
 // deleted so far with the error. Check order: ids (ErrInvalidID), keep
 // (ErrInvalidEntry), writer (ErrWriterLost).
-func (s *Store) DeleteCheckpoints(ctx context.Context, threadID string, keep int, w ckptstore.Writer) ([]string, error) {
+func (s *Driver) DeleteCheckpoints(ctx context.Context, threadID string, keep int, w ckptstore.Writer) ([]string, error) {
 	if err := checkIDLengths(named("thread id", threadID), named("writer thread id", w.ThreadID)); err != nil {
-		return nil, err
-	}
-	if err := precheck.Prune(ctx, threadID, keep, w); err != nil {
 		return nil, err
 	}
 	deleted := []string{}
@@ -336,7 +320,7 @@ func (s *Store) DeleteCheckpoints(ctx context.Context, threadID string, keep int
 // pruneBatch is one transaction of DeleteCheckpoints: it deletes the
 // farthest checkpoints of the chain beyond keep, as many as fit, and
 // reports whether more remain.
-func (s *Store) pruneBatch(ctx context.Context, threadID string, keep int, w ckptstore.Writer) (ids []string, more bool, err error) {
+func (s *Driver) pruneBatch(ctx context.Context, threadID string, keep int, w ckptstore.Writer) (ids []string, more bool, err error) {
 	o := s.newOp(opPrune, threadID)
 	linksPrefix := s.k.linksPrefix(threadID)
 	err = s.db.Transact(ctx, func(tr kv.Transaction) error {
@@ -440,7 +424,7 @@ func chainFrom(head string, links map[string]linkValue) []string {
 // transaction deletes: at least one, at most Options.PruneBatch, and no
 // more than fit in MaxTransactionBytes and in maxPruneReadBytes of
 // checkpoint reads.
-func (s *Store) pruneBatchSize(threadID string, doomed []string, links map[string]linkValue) int {
+func (s *Driver) pruneBatchSize(threadID string, doomed []string, links map[string]linkValue) int {
 	cost := s.markerCost(threadID) + costRead(s.k.lease(threadID)) + costRead(s.k.head(threadID)) +
 		costRange(rangeOf(s.k.linksPrefix(threadID)))
 	var readBytes int64
@@ -463,7 +447,7 @@ func (s *Store) pruneBatchSize(threadID string, doomed []string, links map[strin
 // transaction life.
 const maxPruneReadBytes = 32 << 20
 
-// ForkFromCheckpoint implements ckptstore.Forker: one read round (marker,
+// ForkFromCheckpoint implements driver.Store: one read round (marker,
 // the destination's lease, head, first link and transcript, the source's
 // and the destination id's index and copy), then the commit; a second
 // round when the source has no copy. It writes the destination's
@@ -474,22 +458,17 @@ const maxPruneReadBytes = 32 << 20
 // (ErrForkSourceThreadMismatch), writer (ErrWriterLost), destination empty
 // of head, checkpoints and transcript, and the id unused
 // (ErrForkDestinationNotEmpty).
-func (s *Store) ForkFromCheckpoint(ctx context.Context, in ckptstore.ForkInput) (*ckptstore.Checkpoint, error) {
+func (s *Driver) ForkFromCheckpoint(ctx context.Context, f driver.Fork) (*ckptstore.Checkpoint, error) {
+	in := f.ForkInput
 	if err := checkIDLengths(named("source thread id", in.SourceThreadID), named("source checkpoint id", in.SourceCheckpointID),
 		named("destination thread id", in.DestinationThreadID), named("destination checkpoint id", in.DestinationCheckpointID),
 		named("writer thread id", in.Writer.ThreadID)); err != nil {
 		return nil, err
 	}
-	if err := precheck.Fork(ctx, in); err != nil {
-		return nil, err
-	}
 	dst := in.DestinationThreadID
-	o, err := s.callerOp(ctx, opFork, dst)
-	if err != nil {
-		return nil, err
-	}
+	o := s.callerOp(f.OpToken, opFork, dst)
 	var root *ckptstore.Checkpoint
-	err = s.db.Transact(ctx, func(tr kv.Transaction) error {
+	err := s.db.Transact(ctx, func(tr kv.Transaction) error {
 		r, err := s.startRound(tr, o, readLease|readHead)
 		if err != nil {
 			return err
@@ -509,8 +488,8 @@ func (s *Store) ForkFromCheckpoint(ctx context.Context, in ckptstore.ForkInput) 
 		if err != nil {
 			return err
 		}
-		if err := precheck.WriterThread(in.Writer, dst); err != nil {
-			return err
+		if f.WriterThreadErr != nil {
+			return f.WriterThreadErr
 		}
 		if err := r.checkWriter(in.Writer); err != nil {
 			return err
@@ -518,7 +497,7 @@ func (s *Store) ForkFromCheckpoint(ctx context.Context, in ckptstore.ForkInput) 
 		if err := forkDestinationEmpty(r, in, anyf, msgf, dstf); err != nil {
 			return err
 		}
-		st, err := s.newStored(ckptstore.ForkRoot(src, in))
+		st, err := s.newStored(driver.ForkRoot(src, in))
 		if err != nil {
 			return err
 		}
@@ -543,7 +522,7 @@ func (s *Store) ForkFromCheckpoint(ctx context.Context, in ckptstore.ForkInput) 
 // forkSource reads the fork's source checkpoint (srcf, its index read):
 // ErrForkSourceNotFound when there is none, ErrForkSourceThreadMismatch
 // when it is in another thread than the input names.
-func (s *Store) forkSource(tr kv.Transaction, in ckptstore.ForkInput, srcf kv.FutureRange) (*ckptstore.Checkpoint, error) {
+func (s *Driver) forkSource(tr kv.Transaction, in ckptstore.ForkInput, srcf kv.FutureRange) (*ckptstore.Checkpoint, error) {
 	src, srcIdx, err := s.readByID(tr, in.SourceCheckpointID, srcf)
 	if err != nil {
 		return nil, err
@@ -593,7 +572,7 @@ func forkDestinationEmpty(r *writeRound, in ckptstore.ForkInput, anyf, msgf, dst
 // forkExtraCost estimates what a fork adds to the insertion of its root:
 // the destination's transcript of n bytes and the reads of the source,
 // the destination's links and transcript.
-func (s *Store) forkExtraCost(in ckptstore.ForkInput, n int) int {
+func (s *Driver) forkExtraCost(in ckptstore.ForkInput, n int) int {
 	dst := in.DestinationThreadID
 	return s.transcriptCost(dst, n) + costRange(s.k.idRange(in.SourceCheckpointID)) +
 		costRange(rangeOf(s.k.linksPrefix(dst))) + costRange(rangeOf(s.k.transcriptPrefix(dst)))
@@ -603,7 +582,7 @@ func (s *Store) forkExtraCost(in ckptstore.ForkInput, n int) int {
 // conversation, "[]" when it has none.
 func transcriptOf(cp *ckptstore.Checkpoint) []byte {
 	if len(cp.Conversation) == 0 {
-		return ckptstore.EmptyTranscript()
+		return driver.EmptyTranscript()
 	}
 	return cp.Conversation
 }
@@ -611,7 +590,7 @@ func transcriptOf(cp *ckptstore.Checkpoint) []byte {
 // forkRoot is the root a fork that committed made, for a caller that
 // repeats the fork with its op token: the destination checkpoint as
 // stored, or, when it is gone since, the root rebuilt from the source.
-func (s *Store) forkRoot(tr kv.Transaction, in ckptstore.ForkInput, dstf, srcf kv.FutureRange) (*ckptstore.Checkpoint, error) {
+func (s *Driver) forkRoot(tr kv.Transaction, in ckptstore.ForkInput, dstf, srcf kv.FutureRange) (*ckptstore.Checkpoint, error) {
 	cp, idx, err := s.readByID(tr, in.DestinationCheckpointID, dstf)
 	if err != nil {
 		return nil, err
@@ -626,26 +605,20 @@ func (s *Store) forkRoot(tr kv.Transaction, in ckptstore.ForkInput, dstf, srcf k
 	if srcIdx == nil {
 		return nil, fmt.Errorf("fdbstore: the fork with this op token committed, but its root and its source were deleted since")
 	}
-	return ckptstore.ForkRoot(src, in), nil
+	return driver.ForkRoot(src, in), nil
 }
 
-// AcquireWriter implements ckptstore.Store. The lease's owner token is the
+// AcquireWriter implements driver.Store. The lease's owner token is the
 // op token: the caller's (ckptstore.WithOpToken), so that a repeat of a
 // call that committed returns the same lease, or a fresh random one. Check
 // order: id (ErrInvalidID), no live lease (ErrWriterConflict).
-func (s *Store) AcquireWriter(ctx context.Context, threadID string) (*ckptstore.Lease, error) {
+func (s *Driver) AcquireWriter(ctx context.Context, threadID, opToken string) (driver.Lease, error) {
 	if err := checkIDLengths(named("thread id", threadID)); err != nil {
-		return nil, err
+		return driver.Lease{}, err
 	}
-	if err := precheck.AcquireWriter(ctx, threadID); err != nil {
-		return nil, err
-	}
-	o, err := s.callerOp(ctx, opAcquire, threadID)
-	if err != nil {
-		return nil, err
-	}
+	o := s.callerOp(opToken, opAcquire, threadID)
 	var taken leaseValue
-	err = s.db.Transact(ctx, func(tr kv.Transaction) error {
+	err := s.db.Transact(ctx, func(tr kv.Transaction) error {
 		r, err := s.startRound(tr, o, readLease)
 		if err != nil {
 			return err
@@ -681,10 +654,10 @@ func (s *Store) AcquireWriter(ctx context.Context, threadID string) (*ckptstore.
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return driver.Lease{}, err
 	}
 	w := ckptstore.Writer{ThreadID: threadID, OwnerToken: taken.token, Fence: taken.fence}
-	return ckptstore.NewLease(w, taken.expires, s.opts.RenewAfter, s), nil
+	return driver.Lease{Writer: w, ExpiresAt: taken.expires, RenewAfter: s.opts.RenewAfter}, nil
 }
 
 // decodeTaken reads the lease an AcquireWriter marker stores.
@@ -701,18 +674,15 @@ func decodeTaken(token string, result []byte) (leaseValue, error) {
 	return leaseValue{}, fmt.Errorf("%w: AcquireWriter marker result %x", ErrCorrupt, result)
 }
 
-// RenewWriter implements ckptstore.LeaseKeeper: one read round (marker
+// Renew implements driver.Store: one read round (marker
 // and lease), then the commit. It writes a marker with the new expiry: a
 // retry after commit_unknown_result that renewed again would move the
 // expiry a second time and report a later one than the commit that other
 // clients saw (or fail, once the first renewal's lease expired), which no
 // single renewal explains. Check order: writer thread id (ErrInvalidID),
 // writer live (ErrWriterLost).
-func (s *Store) RenewWriter(ctx context.Context, w ckptstore.Writer) (time.Time, error) {
+func (s *Driver) Renew(ctx context.Context, w ckptstore.Writer) (time.Time, error) {
 	if err := checkIDLengths(named("writer thread id", w.ThreadID)); err != nil {
-		return time.Time{}, err
-	}
-	if err := precheck.RenewWriter(ctx, w); err != nil {
 		return time.Time{}, err
 	}
 	o := s.newOp(opRenew, w.ThreadID)
@@ -747,15 +717,12 @@ func (s *Store) RenewWriter(ctx context.Context, w ckptstore.Writer) (time.Time,
 	return expires, nil
 }
 
-// ReleaseWriter implements ckptstore.LeaseKeeper: it empties the token of
+// Release implements driver.Store: it empties the token of
 // w's lease and keeps the fence, when the lease is still w's. It is
 // idempotent by itself.
-func (s *Store) ReleaseWriter(ctx context.Context, w ckptstore.Writer) error {
+func (s *Driver) Release(ctx context.Context, w ckptstore.Writer) error {
 	if len(w.ThreadID) > MaxIDBytes {
 		return nil // no such lease can exist
-	}
-	if ok, err := precheck.ReleaseWriter(ctx, w); !ok || err != nil {
-		return err
 	}
 	return s.db.Transact(ctx, func(tr kv.Transaction) error {
 		raw, err := tr.Get(s.k.lease(w.ThreadID)).Get()

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	mathrand "math/rand/v2"
 	"net"
 	"net/http"
@@ -19,7 +20,7 @@ import (
 	"time"
 
 	"github.com/ckptstore/ckptstore"
-	"github.com/ckptstore/ckptstore/precheck"
+	"github.com/ckptstore/ckptstore/driver"
 )
 
 // ClientOptions configure NewClient.
@@ -49,14 +50,19 @@ type ClientOptions struct {
 // DefaultRetries is the retry count of a zero ClientOptions.Retries.
 const DefaultRetries = 5
 
-// Client is a store served by a ckptserver (or any NewHandler). It
-// satisfies ckptstore.Store, Pruner, Forker, LeaseKeeper and the optional
-// capabilities (Transcripts, ThreadDeleter, Pager, ThreadLister, Importer);
-// a method whose capability the server's store lacks fails with an *Error
-// of code UNSUPPORTED that wraps errors.ErrUnsupported (Capabilities tells
-// which there are). Contract errors come back as their sentinels. It is
-// safe for concurrent use.
+// Client is a store served by a ckptserver (or any NewHandler): the
+// portable store (which checks every input once, here, before it is sent)
+// over the driver that speaks the protocol, and the instance store of the
+// same namespace. Contract errors come back as their sentinels. It is safe
+// for concurrent use.
 type Client struct {
+	*ckptstore.Portable
+	c *client
+}
+
+// client is the driver.Store of a Client: each method is one call of the
+// protocol, retried on a lost reply with the same Idempotency-Key.
+type client struct {
 	base    string // ".../v1/"
 	opts    ClientOptions
 	hc      *http.Client
@@ -65,11 +71,11 @@ type Client struct {
 	backoff time.Duration
 }
 
-var _ ckptstore.FullStore = (*Client)(nil)
+var _ driver.Store = (*client)(nil)
 
 // NewClient returns a client of the server at baseURL (http:// or
 // https://, without the /v1 path). It does no I/O. Invalid lease options
-// fail with an error wrapping ckptstore.ErrInvalidOptions.
+// fail with an error wrapping driver.ErrInvalidOptions.
 func NewClient(baseURL string, opts ClientOptions) (*Client, error) {
 	u, err := url.Parse(baseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -83,7 +89,7 @@ func NewClient(baseURL string, opts ClientOptions) (*Client, error) {
 			return nil, fmt.Errorf("httpstore: %v", err)
 		}
 	}
-	c := &Client{base: strings.TrimSuffix(u.String(), "/") + "/v1/", opts: opts, hc: opts.HTTPClient,
+	c := &client{base: strings.TrimSuffix(u.String(), "/") + "/v1/", opts: opts, hc: opts.HTTPClient,
 		retries: opts.Retries, backoff: opts.RetryBackoff, headers: http.Header{}}
 	if c.hc == nil {
 		c.hc = &http.Client{Transport: NewTransport()}
@@ -105,12 +111,12 @@ func NewClient(baseURL string, opts ClientOptions) (*Client, error) {
 		c.headers[HeaderNamespace] = []string{url.PathEscape(opts.Namespace)}
 	}
 	if d := opts.Lease.LeaseDuration; d != 0 {
-		c.headers[HeaderLeaseDuration] = []string{string(ckptstore.AppendMillis(nil, int64(d)))}
+		c.headers[HeaderLeaseDuration] = []string{string(driver.AppendMillis(nil, int64(d)))}
 	}
 	if d := opts.Lease.RenewAfter; d != 0 {
-		c.headers[HeaderRenewAfter] = []string{string(ckptstore.AppendMillis(nil, int64(d)))}
+		c.headers[HeaderRenewAfter] = []string{string(driver.AppendMillis(nil, int64(d)))}
 	}
-	return c, nil
+	return &Client{Portable: ckptstore.New(c), c: c}, nil
 }
 
 // NewTransport returns the transport of a Client without HTTPClient:
@@ -126,7 +132,9 @@ func NewTransport() *http.Transport {
 }
 
 // Instances returns the instance store of the client's namespace.
-func (c *Client) Instances() ckptstore.InstanceStore { return instances{c} }
+func (c *Client) Instances() *ckptstore.PortableInstances {
+	return ckptstore.NewInstanceStore(instances{c.c})
+}
 
 var bodyPool = sync.Pool{New: func() any { return new(object) }}
 
@@ -159,12 +167,14 @@ func (b *attemptBody) Close() error {
 }
 
 // replyReader reads one field of a reply object (see readObject).
-type replyReader = func(r *ckptstore.JSONReader, name []byte) error
+type replyReader = func(r *driver.JSONReader, name []byte) error
 
 // do sends one call: method, the body built by build, and reads the reply
 // object with read (nil: a reply whose fields the call does not need). A
-// write carries a fresh Idempotency-Key, the same on each retry.
-func (c *Client) do(ctx context.Context, method string, write bool, build func(o *object) error, read replyReader) error {
+// write carries an Idempotency-Key, the same on each retry: the caller's op
+// token when it gave one (token), so that its own retries of the call are
+// recognised too, else a fresh one.
+func (c *client) do(ctx context.Context, method string, write bool, token string, build func(o *object) error, read replyReader) error {
 	o := bodyPool.Get().(*object)
 	pb := &pooledBody{o: o}
 	pb.refs.Store(1)
@@ -179,11 +189,8 @@ func (c *Client) do(ctx context.Context, method string, write bool, build func(o
 	o.b = body
 	key := ""
 	if write {
-		// The caller's op token, when it chose one, is the key: its own
-		// retries of the call are then recognised too.
-		if t, ok := ckptstore.OpToken(ctx); ok {
-			key = t
-		} else {
+		key = token
+		if key == "" {
 			key = rand.Text()
 		}
 	}
@@ -207,7 +214,7 @@ func (c *Client) do(ctx context.Context, method string, write bool, build func(o
 
 // send makes one attempt; retry says whether another may succeed (a
 // network error or 503).
-func (c *Client) send(ctx context.Context, method string, pb *pooledBody, body []byte, key string, read replyReader) (bool, error) {
+func (c *client) send(ctx context.Context, method string, pb *pooledBody, body []byte, key string, read replyReader) (bool, error) {
 	pb.refs.Add(1)
 	rd := &attemptBody{Reader: bytes.NewReader(body), p: pb}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+method, rd)
@@ -223,7 +230,7 @@ func (c *Client) send(ctx context.Context, method string, pb *pooledBody, body [
 		req.Header[HeaderIdempotencyKey] = []string{key}
 	}
 	if now := c.opts.Lease.Now; now != nil {
-		req.Header[HeaderNow] = []string{string(ckptstore.AppendMillis(nil, now().UnixNano()))}
+		req.Header[HeaderNow] = []string{string(driver.AppendMillis(nil, now().UnixNano()))}
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
@@ -250,7 +257,7 @@ func (c *Client) send(ctx context.Context, method string, pb *pooledBody, body [
 		// A field's fault is the first error read returns; the body's
 		// syntax is readObject's.
 		var fieldErr error
-		err := readObject(buf.Bytes(), func(r *ckptstore.JSONReader, name []byte) error {
+		err := readObject(buf.Bytes(), func(r *driver.JSONReader, name []byte) error {
 			if read == nil {
 				return r.Skip()
 			}
@@ -266,7 +273,7 @@ func (c *Client) send(ctx context.Context, method string, pb *pooledBody, body [
 	}
 	e := &Error{Status: resp.StatusCode, Code: CodeInternal, Message: strings.TrimSpace(buf.String())}
 	var code, msg string
-	if readObject(buf.Bytes(), func(r *ckptstore.JSONReader, name []byte) error {
+	if readObject(buf.Bytes(), func(r *driver.JSONReader, name []byte) error {
 		switch string(name) {
 		case "code":
 			code, _, _ = r.String("/code", errBadReply)
@@ -287,8 +294,8 @@ func (c *Client) send(ctx context.Context, method string, pb *pooledBody, body [
 
 // field returns a replyReader that reads the field name with read and
 // skips the others.
-func field(name string, read func(r *ckptstore.JSONReader) error) replyReader {
-	return func(r *ckptstore.JSONReader, n []byte) error {
+func field(name string, read func(r *driver.JSONReader) error) replyReader {
+	return func(r *driver.JSONReader, n []byte) error {
 		if string(n) != name {
 			return r.Skip()
 		}
@@ -307,42 +314,37 @@ func retryableNetError(err error) bool {
 		strings.Contains(err.Error(), "connection reset") || strings.Contains(err.Error(), "server closed")
 }
 
-// Get implements ckptstore.Store.
-func (c *Client) Get(ctx context.Context, id string) (*ckptstore.Checkpoint, error) {
-	if err := precheck.Read(ctx, "checkpoint id", id); err != nil {
-		return nil, err
-	}
+// Get implements driver.Store.
+func (c *client) Get(ctx context.Context, id string) (*ckptstore.Checkpoint, error) {
 	var cp *ckptstore.Checkpoint
-	err := c.do(ctx, "get", false, func(o *object) error { o.str("id", id); return nil },
-		field("checkpoint", func(r *ckptstore.JSONReader) (err error) { cp, err = r.Checkpoint("/checkpoint"); return err }))
+	err := c.do(ctx, "get", false, "", func(o *object) error { o.str("id", id); return nil },
+		field("checkpoint", func(r *driver.JSONReader) (err error) { cp, err = r.Checkpoint("/checkpoint"); return err }))
 	if err != nil {
 		return nil, err
 	}
 	return cp, nil
 }
 
-// List implements ckptstore.Store.
-func (c *Client) List(ctx context.Context, threadID string) ([]*ckptstore.Checkpoint, error) {
-	if err := precheck.Read(ctx, "thread id", threadID); err != nil {
-		return nil, err
-	}
+// List implements driver.Store.
+func (c *client) List(ctx context.Context, threadID string) ([]*ckptstore.Checkpoint, error) {
 	var cps []*ckptstore.Checkpoint
-	err := c.do(ctx, "list", false, func(o *object) error { o.str("threadId", threadID); return nil },
-		field("checkpoints", func(r *ckptstore.JSONReader) (err error) { cps, err = readCheckpoints(r, "/checkpoints"); return err }))
+	err := c.do(ctx, "list", false, "", func(o *object) error { o.str("threadId", threadID); return nil },
+		field("checkpoints", func(r *driver.JSONReader) (err error) { cps, err = readCheckpoints(r, "/checkpoints"); return err }))
 	if err != nil {
 		return nil, err
 	}
 	return cps, nil
 }
 
-// ListPage implements ckptstore.Pager.
-func (c *Client) ListPage(ctx context.Context, threadID string, opt ckptstore.ListOptions) ([]*ckptstore.Checkpoint, string, error) {
-	if _, err := precheck.ListPage(ctx, threadID, opt); err != nil {
-		return nil, "", err
+// ListPage implements driver.Store.
+func (c *client) ListPage(ctx context.Context, threadID string, p driver.Page) ([]*ckptstore.Checkpoint, string, error) {
+	opt := ckptstore.ListOptions{Limit: p.Limit, Reverse: p.Reverse}
+	if p.After != nil {
+		opt.After = driver.EncodeCursor(*p.After) // cursors are the same in every store
 	}
 	var cps []*ckptstore.Checkpoint
 	var next string
-	err := c.do(ctx, "listPage", false, func(o *object) error {
+	err := c.do(ctx, "listPage", false, "", func(o *object) error {
 		o.str("threadId", threadID)
 		if opt.After != "" {
 			o.str("after", opt.After)
@@ -350,7 +352,7 @@ func (c *Client) ListPage(ctx context.Context, threadID string, opt ckptstore.Li
 		o.int("limit", int64(opt.Limit))
 		o.bool("reverse", opt.Reverse)
 		return nil
-	}, func(r *ckptstore.JSONReader, name []byte) (err error) {
+	}, func(r *driver.JSONReader, name []byte) (err error) {
 		switch string(name) {
 		case "checkpoints":
 			cps, err = readCheckpoints(r, "/checkpoints")
@@ -367,26 +369,20 @@ func (c *Client) ListPage(ctx context.Context, threadID string, opt ckptstore.Li
 	return cps, next, nil
 }
 
-// Head implements ckptstore.Store.
-func (c *Client) Head(ctx context.Context, threadID string) (string, error) {
-	if err := precheck.Read(ctx, "thread id", threadID); err != nil {
-		return "", err
-	}
+// Head implements driver.Store.
+func (c *client) GetHead(ctx context.Context, threadID string) (string, error) {
 	var head string
-	err := c.do(ctx, "getHead", false, func(o *object) error { o.str("threadId", threadID); return nil },
-		field("headId", func(r *ckptstore.JSONReader) (err error) { head, _, err = r.String("/headId", errBadReply); return err }))
+	err := c.do(ctx, "getHead", false, "", func(o *object) error { o.str("threadId", threadID); return nil },
+		field("headId", func(r *driver.JSONReader) (err error) { head, _, err = r.String("/headId", errBadReply); return err }))
 	if err != nil {
 		return "", err
 	}
 	return head, nil
 }
 
-// Append implements ckptstore.Store.
-func (c *Client) Append(ctx context.Context, cp *ckptstore.Checkpoint, expectedHeadID string, w ckptstore.Writer) error {
-	if err := precheck.Append(ctx, cp, expectedHeadID, w); err != nil {
-		return err
-	}
-	return c.do(ctx, "append", true, func(o *object) error {
+// Append implements driver.Store.
+func (c *client) Append(ctx context.Context, cp *ckptstore.Checkpoint, expectedHeadID string, w ckptstore.Writer, token string) error {
+	return c.do(ctx, "append", true, token, func(o *object) error {
 		if err := o.checkpoint("checkpoint", cp); err != nil {
 			return err
 		}
@@ -396,12 +392,9 @@ func (c *Client) Append(ctx context.Context, cp *ckptstore.Checkpoint, expectedH
 	}, nil)
 }
 
-// DeleteHead implements ckptstore.Store.
-func (c *Client) DeleteHead(ctx context.Context, threadID, checkpointID string, w ckptstore.Writer) error {
-	if err := precheck.DeleteHead(ctx, threadID, checkpointID, w); err != nil {
-		return err
-	}
-	return c.do(ctx, "deleteHead", true, func(o *object) error {
+// DeleteHead implements driver.Store.
+func (c *client) DeleteHead(ctx context.Context, threadID, checkpointID string, w ckptstore.Writer, token string) error {
+	return c.do(ctx, "deleteHead", true, token, func(o *object) error {
 		o.str("threadId", threadID)
 		o.str("checkpointId", checkpointID)
 		o.writer("writer", w)
@@ -409,18 +402,15 @@ func (c *Client) DeleteHead(ctx context.Context, threadID, checkpointID string, 
 	}, nil)
 }
 
-// AcquireWriter implements ckptstore.Store. The lease renews and releases
+// AcquireWriter implements driver.Store. The lease renews and releases
 // through this client.
-func (c *Client) AcquireWriter(ctx context.Context, threadID string) (*ckptstore.Lease, error) {
-	if err := precheck.AcquireWriter(ctx, threadID); err != nil {
-		return nil, err
-	}
+func (c *client) AcquireWriter(ctx context.Context, threadID, token string) (driver.Lease, error) {
 	var w ckptstore.Writer
 	var exp, ra int64
 	var errs [5]error
 	errs[3], errs[4] = errors.New("no expiresAt"), errors.New("no renewAfterMs") // until read
-	err := c.do(ctx, "acquireWriter", true, func(o *object) error { o.str("threadId", threadID); return nil },
-		func(r *ckptstore.JSONReader, name []byte) error {
+	err := c.do(ctx, "acquireWriter", true, token, func(o *object) error { o.str("threadId", threadID); return nil },
+		func(r *driver.JSONReader, name []byte) error {
 			switch string(name) {
 			case "threadId":
 				w.ThreadID, _, errs[0] = r.String("/threadId", errBadReply)
@@ -438,22 +428,19 @@ func (c *Client) AcquireWriter(ctx context.Context, threadID string) (*ckptstore
 			return nil
 		})
 	if err != nil {
-		return nil, err
+		return driver.Lease{}, err
 	}
 	if err := errors.Join(errs[:]...); err != nil {
-		return nil, fmt.Errorf("%w: the lease: %v", errBadReply, err)
+		return driver.Lease{}, fmt.Errorf("%w: the lease: %v", errBadReply, err)
 	}
-	return ckptstore.NewLease(w, time.Unix(0, exp), time.Duration(ra), c), nil
+	return driver.Lease{Writer: w, ExpiresAt: time.Unix(0, exp), RenewAfter: time.Duration(ra)}, nil
 }
 
-// RenewWriter implements ckptstore.LeaseKeeper.
-func (c *Client) RenewWriter(ctx context.Context, w ckptstore.Writer) (time.Time, error) {
-	if err := precheck.RenewWriter(ctx, w); err != nil {
-		return time.Time{}, err
-	}
+// RenewWriter implements driver.Store.
+func (c *client) Renew(ctx context.Context, w ckptstore.Writer) (time.Time, error) {
 	ns, found := int64(0), false
-	err := c.do(ctx, "renewWriter", true, func(o *object) error { o.writer("writer", w); return nil },
-		field("expiresAt", func(r *ckptstore.JSONReader) (err error) { ns, err = r.Millis("/expiresAt"); found = true; return err }))
+	err := c.do(ctx, "renewWriter", true, "", func(o *object) error { o.writer("writer", w); return nil },
+		field("expiresAt", func(r *driver.JSONReader) (err error) { ns, err = r.Millis("/expiresAt"); found = true; return err }))
 	if err == nil && !found {
 		err = fmt.Errorf("%w: no expiresAt", errBadReply)
 	}
@@ -463,22 +450,32 @@ func (c *Client) RenewWriter(ctx context.Context, w ckptstore.Writer) (time.Time
 	return time.Unix(0, ns), nil
 }
 
-// ReleaseWriter implements ckptstore.LeaseKeeper.
-func (c *Client) ReleaseWriter(ctx context.Context, w ckptstore.Writer) error {
-	ok, err := precheck.ReleaseWriter(ctx, w)
-	if err != nil || !ok {
-		return err
-	}
-	return c.do(ctx, "releaseWriter", true, func(o *object) error { o.writer("writer", w); return nil }, nil)
+// Release implements driver.Store.
+func (c *client) Release(ctx context.Context, w ckptstore.Writer) error {
+	return c.do(ctx, "releaseWriter", true, "", func(o *object) error { o.writer("writer", w); return nil }, nil)
 }
 
-// BlobReferences implements ckptstore.Store.
-func (c *Client) BlobReferences(ctx context.Context) ([]ckptstore.BlobRef, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
+// ListBlobReferences implements driver.Store: one call, whose reply holds
+// every reference.
+func (c *client) ListBlobReferences(ctx context.Context) iter.Seq2[ckptstore.BlobRef, error] {
+	return func(yield func(ckptstore.BlobRef, error) bool) {
+		refs, err := c.listBlobReferences(ctx)
+		if err != nil {
+			yield(ckptstore.BlobRef{}, err)
+			return
+		}
+		for _, r := range refs {
+			if !yield(r, nil) {
+				return
+			}
+		}
 	}
+}
+
+// listBlobReferences is the one call of ListBlobReferences.
+func (c *client) listBlobReferences(ctx context.Context) ([]ckptstore.BlobRef, error) {
 	out := []ckptstore.BlobRef{}
-	err := c.do(ctx, "listBlobReferences", false, nil, field("references", func(r *ckptstore.JSONReader) error {
+	err := c.do(ctx, "listBlobReferences", false, "", nil, field("references", func(r *driver.JSONReader) error {
 		var first error
 		_, err := r.Array("/references", func(i int) error {
 			var ref ckptstore.BlobRef
@@ -513,31 +510,26 @@ func (c *Client) BlobReferences(ctx context.Context) ([]ckptstore.BlobRef, error
 	return out, nil
 }
 
-// DeleteCheckpoints implements ckptstore.Pruner.
-func (c *Client) DeleteCheckpoints(ctx context.Context, threadID string, keep int, w ckptstore.Writer) ([]string, error) {
-	if err := precheck.Prune(ctx, threadID, keep, w); err != nil {
-		return nil, err
-	}
+// DeleteCheckpoints implements driver.Store.
+func (c *client) DeleteCheckpoints(ctx context.Context, threadID string, keep int, w ckptstore.Writer) ([]string, error) {
 	var ids []string
-	err := c.do(ctx, "deleteCheckpoints", true, func(o *object) error {
+	err := c.do(ctx, "deleteCheckpoints", true, "", func(o *object) error {
 		o.str("threadId", threadID)
 		o.int("keep", int64(keep))
 		o.writer("writer", w)
 		return nil
-	}, field("deleted", func(r *ckptstore.JSONReader) (err error) { ids, err = r.Strings("/deleted", errBadReply); return err }))
+	}, field("deleted", func(r *driver.JSONReader) (err error) { ids, err = r.Strings("/deleted", errBadReply); return err }))
 	if err != nil {
 		return nil, err
 	}
 	return ids, nil
 }
 
-// ForkFromCheckpoint implements ckptstore.Forker.
-func (c *Client) ForkFromCheckpoint(ctx context.Context, in ckptstore.ForkInput) (*ckptstore.Checkpoint, error) {
-	if err := precheck.Fork(ctx, in); err != nil {
-		return nil, err
-	}
+// ForkFromCheckpoint implements driver.Store.
+func (c *client) ForkFromCheckpoint(ctx context.Context, fk driver.Fork) (*ckptstore.Checkpoint, error) {
+	in := fk.ForkInput
 	var cp *ckptstore.Checkpoint
-	err := c.do(ctx, "forkFromCheckpoint", true, func(o *object) error {
+	err := c.do(ctx, "forkFromCheckpoint", true, fk.OpToken, func(o *object) error {
 		o.str("sourceThreadId", in.SourceThreadID)
 		o.str("sourceCheckpointId", in.SourceCheckpointID)
 		o.str("destinationThreadId", in.DestinationThreadID)
@@ -547,41 +539,39 @@ func (c *Client) ForkFromCheckpoint(ctx context.Context, in ckptstore.ForkInput)
 		}
 		o.writer("writer", in.Writer)
 		return nil
-	}, field("checkpoint", func(r *ckptstore.JSONReader) (err error) { cp, err = r.Checkpoint("/checkpoint"); return err }))
+	}, field("checkpoint", func(r *driver.JSONReader) (err error) { cp, err = r.Checkpoint("/checkpoint"); return err }))
 	if err != nil {
 		return nil, err
 	}
 	return cp, nil
 }
 
-// DeleteThread implements ckptstore.ThreadDeleter.
-func (c *Client) DeleteThread(ctx context.Context, threadID string, w ckptstore.Writer) (int, error) {
-	if err := precheck.DeleteThread(ctx, threadID, w); err != nil {
-		return 0, err
-	}
+// DeleteThread implements driver.Store.
+func (c *client) DeleteThread(ctx context.Context, threadID string, w ckptstore.Writer) (int, error) {
 	var n int64
-	err := c.do(ctx, "deleteThread", true, func(o *object) error {
+	err := c.do(ctx, "deleteThread", true, "", func(o *object) error {
 		o.str("threadId", threadID)
 		o.writer("writer", w)
 		return nil
-	}, field("deleted", func(r *ckptstore.JSONReader) (err error) { n, _, err = r.Int("/deleted"); return err }))
+	}, field("deleted", func(r *driver.JSONReader) (err error) { n, _, err = r.Int("/deleted"); return err }))
 	return int(n), err
 }
 
-// Threads implements ckptstore.ThreadLister.
-func (c *Client) Threads(ctx context.Context, after string, limit int) ([]string, string, error) {
-	if _, err := precheck.Threads(ctx, after, limit); err != nil {
-		return nil, "", err
+// Threads implements driver.Store.
+func (c *client) Threads(ctx context.Context, p driver.ThreadPage) ([]string, string, error) {
+	after, limit := "", p.Limit
+	if p.After != "" {
+		after = driver.EncodeThreadCursor(p.After)
 	}
 	var ids []string
 	var next string
-	err := c.do(ctx, "threads", false, func(o *object) error {
+	err := c.do(ctx, "threads", false, "", func(o *object) error {
 		if after != "" {
 			o.str("after", after)
 		}
 		o.int("limit", int64(limit))
 		return nil
-	}, func(r *ckptstore.JSONReader, name []byte) (err error) {
+	}, func(r *driver.JSONReader, name []byte) (err error) {
 		switch string(name) {
 		case "threads":
 			ids, err = r.Strings("/threads", errBadReply)
@@ -598,14 +588,11 @@ func (c *Client) Threads(ctx context.Context, after string, limit int) ([]string
 	return ids, next, nil
 }
 
-// LoadThread implements ckptstore.Transcripts.
-func (c *Client) LoadThread(ctx context.Context, threadID string) (json.RawMessage, error) {
-	if err := precheck.LoadThread(ctx, threadID); err != nil {
-		return nil, err
-	}
+// LoadThread implements driver.Store.
+func (c *client) LoadThread(ctx context.Context, threadID string) (json.RawMessage, error) {
 	var m []byte
-	err := c.do(ctx, "loadThread", false, func(o *object) error { o.str("threadId", threadID); return nil },
-		field("messages", func(r *ckptstore.JSONReader) (err error) { m, _, err = r.Padded(); return err }))
+	err := c.do(ctx, "loadThread", false, "", func(o *object) error { o.str("threadId", threadID); return nil },
+		field("messages", func(r *driver.JSONReader) (err error) { m, _, err = r.Padded(); return err }))
 	if err != nil {
 		return nil, err
 	}
@@ -615,25 +602,19 @@ func (c *Client) LoadThread(ctx context.Context, threadID string) (json.RawMessa
 	return m, nil
 }
 
-// SaveThread implements ckptstore.Transcripts.
-func (c *Client) SaveThread(ctx context.Context, threadID string, messages json.RawMessage) error {
-	if err := precheck.SaveThread(ctx, threadID, messages); err != nil {
-		return err
-	}
-	return c.do(ctx, "saveThread", true, func(o *object) error {
+// SaveThread implements driver.Store.
+func (c *client) SaveThread(ctx context.Context, threadID string, messages json.RawMessage) error {
+	return c.do(ctx, "saveThread", true, "", func(o *object) error {
 		o.str("threadId", threadID)
 		o.raw("messages", messages)
 		return nil
 	}, nil)
 }
 
-// Import implements ckptstore.Importer.
-func (c *Client) Import(ctx context.Context, b ckptstore.ImportBatch) (int, error) {
-	if err := precheck.Import(ctx, b); err != nil {
-		return 0, err
-	}
+// Import implements driver.Store.
+func (c *client) Import(ctx context.Context, b ckptstore.ImportBatch) (int, error) {
 	var n int64
-	err := c.do(ctx, "import", true, func(o *object) error {
+	err := c.do(ctx, "import", true, "", func(o *object) error {
 		o.str("threadId", b.ThreadID)
 		if err := o.checkpoints("checkpoints", b.Checkpoints); err != nil {
 			return err
@@ -645,7 +626,7 @@ func (c *Client) Import(ctx context.Context, b ckptstore.ImportBatch) (int, erro
 		}
 		o.writer("writer", b.Writer)
 		return nil
-	}, field("written", func(r *ckptstore.JSONReader) (err error) { n, _, err = r.Int("/written"); return err }))
+	}, field("written", func(r *driver.JSONReader) (err error) { n, _, err = r.Int("/written"); return err }))
 	return int(n), err
 }
 
@@ -654,8 +635,8 @@ func (c *Client) Import(ctx context.Context, b ckptstore.ImportBatch) (int, erro
 // and "import".
 func (c *Client) Capabilities(ctx context.Context) ([]string, error) {
 	var caps []string
-	err := c.do(ctx, "capabilities", false, nil,
-		field("capabilities", func(r *ckptstore.JSONReader) (err error) {
+	err := c.c.do(ctx, "capabilities", false, "", nil,
+		field("capabilities", func(r *driver.JSONReader) (err error) {
 			caps, err = r.Strings("/capabilities", errBadReply)
 			return err
 		}))
@@ -666,16 +647,13 @@ func (c *Client) Capabilities(ctx context.Context) ([]string, error) {
 }
 
 // instances is the instance store of a Client's namespace.
-type instances struct{ c *Client }
+type instances struct{ c *client }
 
-// Get implements ckptstore.InstanceStore.
+// Get implements driver.InstanceStore.
 func (s instances) Get(ctx context.Context, key string) (*ckptstore.InstanceRecord, error) {
-	if err := precheck.InstanceKey(ctx, key); err != nil {
-		return nil, err
-	}
 	var rec *ckptstore.InstanceRecord
-	err := s.c.do(ctx, "instanceGet", false, func(o *object) error { o.str("key", key); return nil },
-		field("record", func(r *ckptstore.JSONReader) (err error) {
+	err := s.c.do(ctx, "instanceGet", false, "", func(o *object) error { o.str("key", key); return nil },
+		field("record", func(r *driver.JSONReader) (err error) {
 			if rec, err = r.InstanceRecord("/record"); err != nil {
 				err = fmt.Errorf("%w: %v", errBadReply, err)
 			}
@@ -687,22 +665,16 @@ func (s instances) Get(ctx context.Context, key string) (*ckptstore.InstanceReco
 	return rec, nil
 }
 
-// Upsert implements ckptstore.InstanceStore.
+// Upsert implements driver.InstanceStore.
 func (s instances) Upsert(ctx context.Context, rec *ckptstore.InstanceRecord) error {
-	if err := precheck.InstanceUpsert(ctx, rec); err != nil {
-		return err
-	}
 	b, err := rec.MarshalJSON()
 	if err != nil {
 		return err
 	}
-	return s.c.do(ctx, "instanceUpsert", true, func(o *object) error { o.raw("record", b); return nil }, nil)
+	return s.c.do(ctx, "instanceUpsert", true, "", func(o *object) error { o.raw("record", b); return nil }, nil)
 }
 
-// Delete implements ckptstore.InstanceStore.
+// Delete implements driver.InstanceStore.
 func (s instances) Delete(ctx context.Context, key string) error {
-	if err := precheck.InstanceKey(ctx, key); err != nil {
-		return err
-	}
-	return s.c.do(ctx, "instanceDelete", true, func(o *object) error { o.str("key", key); return nil }, nil)
+	return s.c.do(ctx, "instanceDelete", true, "", func(o *object) error { o.str("key", key); return nil }, nil)
 }

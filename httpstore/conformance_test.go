@@ -85,7 +85,7 @@ func runConformanceVia(t *testing.T, addr string, hc *http.Client) {
 		t.Log("the model-based test runs few sequences through HTTP; CKPT_HTTP_LONG=1 runs rapid's full count")
 	}
 	conformance.RunStoreWith(t, func(t *testing.T, opts ckptstore.Options) ckptstore.Store {
-		return narrow(t, clientVia(t, addr, hc, opts))
+		return clientVia(t, addr, hc, opts)
 	}, o)
 	conformance.RunInstanceStore(t, func(t *testing.T) ckptstore.InstanceStore {
 		return clientVia(t, addr, hc, ckptstore.Options{}).Instances()
@@ -127,32 +127,4 @@ func TestConformanceRedis(t *testing.T) {
 	srv := redistest.Start(t)
 	hc, _ := serveInProcess(t, "redis://"+srv.Addr, storeurl.Options{})
 	runConformanceVia(t, "http://in-process", hc)
-}
-
-// baseStore is a Client seen as a store with only the capabilities every
-// store has had from the start.
-type baseStore struct {
-	ckptstore.Store
-	ckptstore.Pruner
-	ckptstore.Forker
-	ckptstore.LeaseKeeper
-}
-
-// narrow returns c itself when the server's store has every optional
-// capability, and c as a baseStore when it has none of the newer ones, so
-// that the suite tests what the store has: a Client has every method, and
-// reports the ones the server's store lacks as UNSUPPORTED.
-func narrow(t *testing.T, c *httpstore.Client) ckptstore.Store {
-	caps, err := c.Capabilities(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	switch len(caps) {
-	case 7:
-		return c
-	case 2:
-		return baseStore{c, c, c, c}
-	}
-	t.Fatalf("the server's store has capabilities %v: test it with all or with prune and fork only", caps)
-	return nil
 }

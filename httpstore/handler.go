@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 )
 
 // Backend opens the store of a namespace. *storeurl.Opened is one.
@@ -27,7 +28,7 @@ type Backend interface {
 	// Namespace returns the store and instance store of the tenant name,
 	// built with the lease options lease. The handler calls it once per
 	// name and keeps the result.
-	Namespace(name string, lease ckptstore.Options) (ckptstore.Store, ckptstore.InstanceStore, error)
+	Namespace(name string, lease ckptstore.Options) (ckptstore.Store, *ckptstore.PortableInstances, error)
 }
 
 // DefaultMaxBodyBytes is the request-body limit of a zero
@@ -117,7 +118,7 @@ type token struct {
 // namespace is an opened tenant.
 type namespace struct {
 	store ckptstore.Store
-	inst  ckptstore.InstanceStore
+	inst  *ckptstore.PortableInstances
 
 	// clock is the Dev clock: while a request that carries Ckpt-Now runs,
 	// it holds mu exclusively and sets nowSet and now; other requests hold
@@ -289,8 +290,8 @@ func (h *handler) prepare(w http.ResponseWriter, r *http.Request, rt *route, c *
 		c.setsClock = true
 	}
 	if key := r.Header.Get(HeaderIdempotencyKey); key != "" {
-		if !ckptstore.ValidOpToken(key) {
-			return reqErr(CodeBadRequest, "%s must be 1 to %d characters of [A-Za-z0-9_-]", HeaderIdempotencyKey, ckptstore.MaxOpTokenBytes)
+		if !driver.ValidOpToken(key) {
+			return reqErr(CodeBadRequest, "%s must be 1 to %d characters of [A-Za-z0-9_-]", HeaderIdempotencyKey, driver.MaxOpTokenBytes)
 		}
 		c.ctx = ckptstore.WithOpToken(c.ctx, key)
 	}
@@ -411,7 +412,7 @@ func (h *handler) open(name string, lease ckptstore.Options, dev bool) (*namespa
 	}
 	st, inst, err := h.b.Namespace(name, lease)
 	if err != nil {
-		if errors.Is(err, ckptstore.ErrInvalidOptions) {
+		if errors.Is(err, driver.ErrInvalidOptions) {
 			return nil, reqErr(CodeBadRequest, "namespace %q: %v", name, err)
 		}
 		return nil, reqErr(CodeUnavailable, "opening namespace %q: %v", name, err)
@@ -453,7 +454,7 @@ func errorCode(err error) string {
 		return re.code
 	case errors.Is(err, errors.ErrUnsupported):
 		return CodeUnsupported
-	case errors.Is(err, ckptstore.ErrInvalidOptions):
+	case errors.Is(err, driver.ErrInvalidOptions):
 		return CodeBadRequest
 	case errors.Is(err, ckptstore.ErrNotReplicated):
 		// The write is on the primary, maybe not on a replica: a retry

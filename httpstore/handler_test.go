@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/httpstore"
-	"github.com/ckptstore/ckptstore/memstore"
 	"github.com/ckptstore/ckptstore/storeurl"
 )
 
@@ -245,7 +245,7 @@ func TestLostReplies(t *testing.T) {
 			if err := c.DeleteHead(ctx, "t", "c3", l.Writer); err != nil {
 				t.Fatalf("DeleteHead: %v", err)
 			}
-			if h, err := c.Head(ctx, "t"); err != nil || h != "c2" {
+			if h, err := c.GetHead(ctx, "t"); err != nil || h != "c2" {
 				t.Fatalf("Head = %q, %v", h, err)
 			}
 			if _, err := c.DeleteCheckpoints(ctx, "t", 1, l.Writer); err != nil {
@@ -290,43 +290,11 @@ func TestNoRetryOnAnswer(t *testing.T) {
 	}
 	_, err := c.AcquireWriter(ctx, "t")
 	var he *httpstore.Error
-	if !errors.Is(err, ckptstore.ErrWriterConflict) || ckptstore.Code(err) != ckptstore.CodeWriterConflict || !errors.As(err, &he) || he.Status != 409 {
+	if !errors.Is(err, ckptstore.ErrWriterConflict) || ckptstore.Code(err) != driver.CodeWriterConflict || !errors.As(err, &he) || he.Status != 409 {
 		t.Errorf("a held lease: %v", err)
 	}
 	if n := len(f.keys["acquireWriter"]); n != 2 {
 		t.Errorf("%d attempts for two calls", n)
-	}
-}
-
-// baseOnly is a memstore seen without any optional capability.
-type baseOnly struct{ s *memstore.Store }
-
-func (b baseOnly) Namespace(string, ckptstore.Options) (ckptstore.Store, ckptstore.InstanceStore, error) {
-	return struct{ ckptstore.Store }{b.s}, memstore.NewInstanceStore(), nil
-}
-
-func TestUnsupported(t *testing.T) {
-	srv := httptest.NewServer(httpstore.NewHandler(baseOnly{memstore.New(ckptstore.Options{})}, httpstore.HandlerOptions{Dev: true}))
-	defer srv.Close()
-	c, _ := httpstore.NewClient(srv.URL, httpstore.ClientOptions{})
-	ctx := context.Background()
-	if caps, err := c.Capabilities(ctx); err != nil || len(caps) != 0 {
-		t.Errorf("capabilities %v, %v", caps, err)
-	}
-	l, err := c.AcquireWriter(ctx, "t")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name, err := range map[string]error{
-		"renew": func() error { _, err := l.Renew(ctx); return err }(),
-		"prune": func() error { _, err := c.DeleteCheckpoints(ctx, "t", 1, l.Writer); return err }(),
-		"page":  func() error { _, _, err := c.ListPage(ctx, "t", ckptstore.ListOptions{}); return err }(),
-		"load":  func() error { _, err := c.LoadThread(ctx, "t"); return err }(),
-	} {
-		var he *httpstore.Error
-		if !errors.Is(err, errors.ErrUnsupported) || ckptstore.Code(err) != "" || !errors.As(err, &he) || he.Status != 501 {
-			t.Errorf("%s on a store without it: %v", name, err)
-		}
 	}
 }
 
@@ -336,7 +304,7 @@ func TestNewClientRefuses(t *testing.T) {
 			t.Errorf("NewClient(%q) accepted", url)
 		}
 	}
-	if _, err := httpstore.NewClient("http://x", httpstore.ClientOptions{Lease: ckptstore.Options{RenewAfter: time.Hour}}); !errors.Is(err, ckptstore.ErrInvalidOptions) {
+	if _, err := httpstore.NewClient("http://x", httpstore.ClientOptions{Lease: ckptstore.Options{RenewAfter: time.Hour}}); !errors.Is(err, driver.ErrInvalidOptions) {
 		t.Errorf("bad lease options: %v", err)
 	}
 	if _, err := httpstore.NewClient("http://x", httpstore.ClientOptions{Namespace: "\xff"}); err == nil {

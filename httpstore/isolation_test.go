@@ -105,7 +105,7 @@ func everyRequest(t *testing.T, c *httpstore.Client, i int) {
 	l := writeChain(t, c, cp)
 	readBack(t, c, label)
 	ld := forkImportAndDelete(t, c, cp)
-	if _, err := c.BlobReferences(ctx); err != nil {
+	if _, err := c.ListBlobReferences(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.Capabilities(ctx); err != nil {
@@ -227,7 +227,7 @@ func checkOwn(t *testing.T, c *httpstore.Client, i int) {
 	if !slices.Equal(ids, []string{"c2", "c3"}) {
 		t.Errorf("namespace %d lists %v", i, ids)
 	}
-	refs, err := c.BlobReferences(ctx)
+	refs, err := c.ListBlobReferences(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -331,7 +331,7 @@ func testTwoServers(t *testing.T, a, b storeurl.Opened) {
 	if err := cb.Append(ctx, cp, "", la.Writer); err != nil {
 		t.Fatalf("server B refused server A's lease: %v", err)
 	}
-	if h, err := ca.Head(ctx, "t"); err != nil || h != "c1" {
+	if h, err := ca.GetHead(ctx, "t"); err != nil || h != "c1" {
 		t.Fatalf("server A sees head %q, %v", h, err)
 	}
 	// A stale expected head is stale on both.
@@ -341,7 +341,7 @@ func testTwoServers(t *testing.T, a, b storeurl.Opened) {
 	}
 	// Renewed through B, the lease outlives its first expiry on A.
 	clock.Advance(9 * time.Second)
-	if _, err := cb.RenewWriter(ctx, la.Writer); err != nil {
+	if _, err := cb.Renew(ctx, la.Writer); err != nil {
 		t.Fatal(err)
 	}
 	clock.Advance(9 * time.Second)
@@ -361,7 +361,7 @@ func testTwoServers(t *testing.T, a, b storeurl.Opened) {
 	if err := ca.Append(ctx, cp2, "c1", la.Writer); !errors.Is(err, ckptstore.ErrWriterLost) {
 		t.Fatalf("the replaced lease through A: %v", err)
 	}
-	if _, err := ca.RenewWriter(ctx, la.Writer); !errors.Is(err, ckptstore.ErrWriterLost) {
+	if _, err := ca.Renew(ctx, la.Writer); !errors.Is(err, ckptstore.ErrWriterLost) {
 		t.Fatalf("renewing the replaced lease through A: %v", err)
 	}
 	// A's stale release leaves B's lease in place.

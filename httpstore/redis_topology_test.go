@@ -67,7 +67,7 @@ func TestNotReplicatedOverHTTP(t *testing.T) {
 	if len(keys) != 3 || keys[0] == "" || keys[1] != keys[0] || keys[2] != keys[0] {
 		t.Errorf("append attempts' Idempotency-Keys %q, want 3 equal ones (the call and its 2 retries)", keys)
 	}
-	if head, err := c.Head(ctx, "t"); err != nil || head != "a" {
+	if head, err := c.GetHead(ctx, "t"); err != nil || head != "a" {
 		t.Errorf("head after the unreplicated append = %q, %v; want the write, which the primary has", head, err)
 	}
 	if n := errorCount(t, reg, "acquireWriter", httpstore.CodeNotReplicated); n != 3 {
@@ -125,7 +125,7 @@ func TestClusterThroughServer(t *testing.T) {
 		suiteAddr, opts.ModelChecks = "http://in-process", 1
 	}
 	conformance.RunStoreWith(t, func(t *testing.T, lease ckptstore.Options) ckptstore.Store {
-		return narrow(t, clientVia(t, suiteAddr, hc, lease))
+		return clientVia(t, suiteAddr, hc, lease)
 	}, opts)
 	conformance.RunInstanceStore(t, func(t *testing.T) ckptstore.InstanceStore {
 		return clientVia(t, suiteAddr, hc, ckptstore.Options{}).Instances()

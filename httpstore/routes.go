@@ -1,9 +1,9 @@
 package httpstore
 
 // One function per method of docs/http-api.md. Each decodes its fields
-// (ids strictly, ErrInvalidID before any other error), runs the method's
-// pure checks (package precheck) and calls the store, which runs the state
-// checks. Writing the reply into c.out is all that is left.
+// (ids strictly, ErrInvalidID before any other error) and calls the
+// namespace's portable store, which runs the pure checks once and then its
+// driver's state checks. Writing the reply into c.out is all that is left.
 
 import (
 	"encoding/json"
@@ -11,30 +11,12 @@ import (
 	"fmt"
 
 	"github.com/ckptstore/ckptstore"
-	"github.com/ckptstore/ckptstore/precheck"
+	"github.com/ckptstore/ckptstore/driver"
 )
-
-func unsupported(what string) error {
-	return fmt.Errorf("%w: the server's store has no %s", errors.ErrUnsupported, what)
-}
-
-// capability returns the namespace's store as the optional capability T,
-// or ErrUnsupported naming what it lacks; a method checks it before it
-// decodes anything.
-func capability[T any](c *call, what string) (T, error) {
-	t, ok := c.ns.store.(T)
-	if !ok {
-		return t, unsupported(what)
-	}
-	return t, nil
-}
 
 func (h *handler) get(c *call) error {
 	id, err := c.in.id.v, c.in.id.err
 	if err != nil {
-		return err
-	}
-	if err := precheck.Read(c.ctx, "checkpoint id", id); err != nil {
 		return err
 	}
 	cp, err := c.ns.store.Get(c.ctx, id)
@@ -49,7 +31,7 @@ func (h *handler) threadID(c *call) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return id, precheck.Read(c.ctx, "thread id", id)
+	return id, nil
 }
 
 func (h *handler) list(c *call) error {
@@ -65,10 +47,7 @@ func (h *handler) list(c *call) error {
 }
 
 func (h *handler) listPage(c *call) error {
-	p, err := capability[ckptstore.Pager](c, "ListPage")
-	if err != nil {
-		return err
-	}
+	p := c.ns.store
 	id, idErr := c.in.threadID.v, c.in.threadID.err
 	after, afterErr := c.in.after.v, c.in.after.err
 	limit, limitErr := c.in.limit.int()
@@ -77,9 +56,6 @@ func (h *handler) listPage(c *call) error {
 		return err
 	}
 	opt := ckptstore.ListOptions{After: after, Limit: int(limit), Reverse: reverse}
-	if _, err := precheck.ListPage(c.ctx, id, opt); err != nil {
-		return err
-	}
 	cps, next, err := p.ListPage(c.ctx, id, opt)
 	if err != nil {
 		return err
@@ -96,7 +72,7 @@ func (h *handler) getHead(c *call) error {
 	if err != nil {
 		return err
 	}
-	head, err := c.ns.store.Head(c.ctx, id)
+	head, err := c.ns.store.GetHead(c.ctx, id)
 	if err != nil {
 		return err
 	}
@@ -114,9 +90,6 @@ func (h *handler) append(c *call) error {
 	if err := firstIDError(cpErr, expErr, wErr); err != nil {
 		return err
 	}
-	if err := precheck.Append(c.ctx, cp, expected, w); err != nil {
-		return err
-	}
 	if err := c.ns.store.Append(c.ctx, cp, expected, w); err != nil {
 		return err
 	}
@@ -131,18 +104,12 @@ func (h *handler) deleteHead(c *call) error {
 	if err := firstIDError(tErr, idErr, wErr); err != nil {
 		return err
 	}
-	if err := precheck.DeleteHead(c.ctx, thread, id, w); err != nil {
-		return err
-	}
 	return c.ns.store.DeleteHead(c.ctx, thread, id, w)
 }
 
 func (h *handler) acquireWriter(c *call) error {
 	id, err := c.in.threadID.v, c.in.threadID.err
 	if err != nil {
-		return err
-	}
-	if err := precheck.AcquireWriter(c.ctx, id); err != nil {
 		return err
 	}
 	l, err := c.ns.store.AcquireWriter(c.ctx, id)
@@ -158,36 +125,23 @@ func (h *handler) acquireWriter(c *call) error {
 	return nil
 }
 
-func (h *handler) keeper(c *call) (ckptstore.LeaseKeeper, error) {
-	return capability[ckptstore.LeaseKeeper](c, "RenewWriter and ReleaseWriter (LeaseKeeper)")
-}
-
 func (h *handler) renewWriter(c *call) error {
-	k, err := h.keeper(c)
-	if err != nil {
-		return err
-	}
+	k := c.ns.store
 	w, err := c.in.writerOf()
 	if err != nil {
 		return err
 	}
-	if err := precheck.RenewWriter(c.ctx, w); err != nil {
-		return err
-	}
-	t, err := k.RenewWriter(c.ctx, w)
+	t, err := k.Renew(c.ctx, w)
 	if err != nil {
 		return err
 	}
 	c.out.name("expiresAt")
-	c.out.b = ckptstore.AppendMillis(c.out.b, t.UnixNano())
+	c.out.b = driver.AppendMillis(c.out.b, t.UnixNano())
 	return nil
 }
 
 func (h *handler) releaseWriter(c *call) error {
-	k, err := h.keeper(c)
-	if err != nil {
-		return err
-	}
+	k := c.ns.store
 	w, err := c.in.writerOf()
 	if errors.Is(err, ckptstore.ErrInvalidID) {
 		return nil // a writer of no valid thread matches no lease: nothing to release
@@ -195,18 +149,14 @@ func (h *handler) releaseWriter(c *call) error {
 	if err != nil {
 		return err
 	}
-	ok, err := precheck.ReleaseWriter(c.ctx, w)
-	if err != nil || !ok {
-		return err
-	}
-	return k.ReleaseWriter(c.ctx, w)
+	return k.Release(c.ctx, w)
 }
 
 func (h *handler) listBlobReferences(c *call) error {
 	if err := c.ctx.Err(); err != nil {
 		return err
 	}
-	refs, err := c.ns.store.BlobReferences(c.ctx)
+	refs, err := c.ns.store.ListBlobReferences(c.ctx)
 	if err != nil {
 		return err
 	}
@@ -217,7 +167,7 @@ func (h *handler) listBlobReferences(c *call) error {
 			c.out.b = append(c.out.b, ',')
 		}
 		c.out.b = append(c.out.b, `{"key":`...)
-		c.out.b = ckptstore.AppendJSONString(c.out.b, r.Key)
+		c.out.b = driver.AppendJSONString(c.out.b, r.Key)
 		c.out.b = append(c.out.b, `,"references":`...)
 		c.out.b = fmt.Appendf(c.out.b, "%d}", r.References)
 	}
@@ -226,17 +176,11 @@ func (h *handler) listBlobReferences(c *call) error {
 }
 
 func (h *handler) deleteCheckpoints(c *call) error {
-	p, err := capability[ckptstore.Pruner](c, "DeleteCheckpoints")
-	if err != nil {
-		return err
-	}
+	p := c.ns.store
 	thread, tErr := c.in.threadID.v, c.in.threadID.err
 	keep, kErr := c.in.keep.int()
 	w, wErr := c.in.writerOf()
 	if err := firstIDError(tErr, wErr, kErr); err != nil {
-		return err
-	}
-	if err := precheck.Prune(c.ctx, thread, int(keep), w); err != nil {
 		return err
 	}
 	ids, err := p.DeleteCheckpoints(c.ctx, thread, int(keep), w)
@@ -248,10 +192,7 @@ func (h *handler) deleteCheckpoints(c *call) error {
 }
 
 func (h *handler) fork(c *call) error {
-	f, err := capability[ckptstore.Forker](c, "ForkFromCheckpoint")
-	if err != nil {
-		return err
-	}
+	f := c.ns.store
 	var in ckptstore.ForkInput
 	var errs [6]error
 	in.SourceThreadID, errs[0] = c.in.sourceThreadID.v, c.in.sourceThreadID.err
@@ -266,9 +207,6 @@ func (h *handler) fork(c *call) error {
 	if err := firstIDError(errs[:]...); err != nil {
 		return err
 	}
-	if err := precheck.Fork(c.ctx, in); err != nil {
-		return err
-	}
 	cp, err := f.ForkFromCheckpoint(c.ctx, in)
 	if err != nil {
 		return err
@@ -277,16 +215,10 @@ func (h *handler) fork(c *call) error {
 }
 
 func (h *handler) deleteThread(c *call) error {
-	d, err := capability[ckptstore.ThreadDeleter](c, "DeleteThread")
-	if err != nil {
-		return err
-	}
+	d := c.ns.store
 	thread, tErr := c.in.threadID.v, c.in.threadID.err
 	w, wErr := c.in.writerOf()
 	if err := firstIDError(tErr, wErr); err != nil {
-		return err
-	}
-	if err := precheck.DeleteThread(c.ctx, thread, w); err != nil {
 		return err
 	}
 	n, err := d.DeleteThread(c.ctx, thread, w)
@@ -298,16 +230,10 @@ func (h *handler) deleteThread(c *call) error {
 }
 
 func (h *handler) threads(c *call) error {
-	l, err := capability[ckptstore.ThreadLister](c, "Threads")
-	if err != nil {
-		return err
-	}
+	l := c.ns.store
 	after, aErr := c.in.after.v, c.in.after.err
 	limit, lErr := c.in.limit.int()
 	if err := firstIDError(lErr, aErr); err != nil {
-		return err
-	}
-	if _, err := precheck.Threads(c.ctx, after, int(limit)); err != nil {
 		return err
 	}
 	ids, next, err := l.Threads(c.ctx, after, int(limit))
@@ -319,14 +245,10 @@ func (h *handler) threads(c *call) error {
 	return nil
 }
 
-// transcriptThread is the start of loadThread and saveThread: the
-// capability, then the thread id.
-func (h *handler) transcriptThread(c *call) (ckptstore.Transcripts, string, error) {
-	t, err := capability[ckptstore.Transcripts](c, "thread transcripts (LoadThread, SaveThread)")
-	if err != nil {
-		return nil, "", err
-	}
-	return t, c.in.threadID.v, c.in.threadID.err
+// transcriptThread is the start of loadThread and saveThread: the store
+// and the thread id.
+func (h *handler) transcriptThread(c *call) (ckptstore.Store, string, error) {
+	return c.ns.store, c.in.threadID.v, c.in.threadID.err
 }
 
 func (h *handler) loadThread(c *call) error {
@@ -334,15 +256,12 @@ func (h *handler) loadThread(c *call) error {
 	if err != nil {
 		return err
 	}
-	if err := precheck.LoadThread(c.ctx, id); err != nil {
-		return err
-	}
 	msgs, err := t.LoadThread(c.ctx, id)
 	if err != nil {
 		return err
 	}
 	if len(msgs) == 0 {
-		msgs = ckptstore.EmptyTranscript()
+		msgs = driver.EmptyTranscript()
 	}
 	c.out.raw("messages", msgs)
 	return nil
@@ -354,17 +273,11 @@ func (h *handler) saveThread(c *call) error {
 		return err
 	}
 	msgs := json.RawMessage(c.in.messages)
-	if err := precheck.SaveThread(c.ctx, id, msgs); err != nil {
-		return err
-	}
 	return t.SaveThread(c.ctx, id, msgs)
 }
 
 func (h *handler) importBatch(c *call) error {
-	im, err := capability[ckptstore.Importer](c, "Import")
-	if err != nil {
-		return err
-	}
+	im := c.ns.store
 	var b ckptstore.ImportBatch
 	var errs [5]error
 	b.ThreadID, errs[0] = c.in.threadID.v, c.in.threadID.err
@@ -377,9 +290,6 @@ func (h *handler) importBatch(c *call) error {
 	}
 	if c.in.transcript != nil {
 		b.Transcript = json.RawMessage(c.in.transcript)
-	}
-	if err := precheck.Import(c.ctx, b); err != nil {
-		return err
 	}
 	n, err := im.Import(c.ctx, b)
 	if err != nil {
@@ -394,7 +304,7 @@ func (h *handler) instanceKey(c *call) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return key, precheck.InstanceKey(c.ctx, key)
+	return key, nil
 }
 
 func (h *handler) instanceGet(c *call) error {
@@ -426,9 +336,6 @@ func (h *handler) instanceUpsert(c *call) error {
 	if err != nil {
 		return err
 	}
-	if err := precheck.InstanceUpsert(c.ctx, rec); err != nil {
-		return err
-	}
 	return c.ns.inst.Upsert(c.ctx, rec)
 }
 
@@ -440,27 +347,12 @@ func (h *handler) instanceDelete(c *call) error {
 	return c.ns.inst.Delete(c.ctx, key)
 }
 
-// Capabilities lists the optional capabilities of st, by the names of the
-// capabilities method.
-func Capabilities(st ckptstore.Store) []string {
-	caps := []string{}
-	for _, c := range []struct {
-		name string
-		ok   bool
-	}{
-		{CapPrune, is[ckptstore.Pruner](st)}, {CapFork, is[ckptstore.Forker](st)},
-		{CapTranscripts, is[ckptstore.Transcripts](st)}, {CapDeleteThread, is[ckptstore.ThreadDeleter](st)},
-		{CapListPage, is[ckptstore.Pager](st)}, {CapThreads, is[ckptstore.ThreadLister](st)},
-		{CapImport, is[ckptstore.Importer](st)},
-	} {
-		if c.ok {
-			caps = append(caps, c.name)
-		}
-	}
-	return caps
+// Capabilities lists the capabilities of a store, by the names of the
+// capabilities method: every store has all of them, so the list is fixed;
+// the method stays for clients that ask.
+func Capabilities(ckptstore.Store) []string {
+	return []string{CapPrune, CapFork, CapTranscripts, CapDeleteThread, CapListPage, CapThreads, CapImport}
 }
-
-func is[T any](v any) bool { _, ok := v.(T); return ok }
 
 func (h *handler) capabilities(c *call) error {
 	if err := c.ctx.Err(); err != nil {

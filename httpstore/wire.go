@@ -4,7 +4,7 @@ package httpstore
 // error codes, the status of each code, a small JSON object builder for
 // the envelopes, and the decoding of a request body. The checkpoint JSON
 // inside them is the root package's one codec: Checkpoint.AppendJSON
-// writes it, ckptstore.JSONReader reads it in the same pass as the
+// writes it, driver.JSONReader reads it in the same pass as the
 // envelope around it.
 
 import (
@@ -14,6 +14,7 @@ import (
 	"strconv"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 )
 
 // Header names of the protocol.
@@ -70,7 +71,7 @@ func (e *Error) Error() string {
 
 // Unwrap returns the sentinel of e's code, if it has one.
 func (e *Error) Unwrap() error {
-	if s := ckptstore.ErrorFor(e.Code); s != nil {
+	if s := driver.ErrorFor(e.Code); s != nil {
 		return s
 	}
 	switch e.Code {
@@ -85,13 +86,13 @@ func (e *Error) Unwrap() error {
 // statusOf is the HTTP status of a wire code.
 func statusOf(code string) int {
 	switch code {
-	case ckptstore.CodeInvalidID, ckptstore.CodeInvalidEntry, CodeBadRequest:
+	case driver.CodeInvalidID, driver.CodeInvalidEntry, CodeBadRequest:
 		return http.StatusBadRequest
-	case ckptstore.CodeForkSourceNotFound, CodeNotFound:
+	case driver.CodeForkSourceNotFound, CodeNotFound:
 		return http.StatusNotFound
-	case ckptstore.CodeStaleHead, ckptstore.CodeParentMismatch, ckptstore.CodeDuplicateID,
-		ckptstore.CodeNotHead, ckptstore.CodeWriterConflict, ckptstore.CodeWriterLost,
-		ckptstore.CodeForkSourceThreadMismatch, ckptstore.CodeForkDestinationNotEmpty:
+	case driver.CodeStaleHead, driver.CodeParentMismatch, driver.CodeDuplicateID,
+		driver.CodeNotHead, driver.CodeWriterConflict, driver.CodeWriterLost,
+		driver.CodeForkSourceThreadMismatch, driver.CodeForkDestinationNotEmpty:
 		return http.StatusConflict
 	case CodeUnauthorized:
 		return http.StatusUnauthorized
@@ -128,7 +129,7 @@ func (o *object) name(n string) {
 // str appends a string field.
 func (o *object) str(n, v string) {
 	o.name(n)
-	o.b = ckptstore.AppendJSONString(o.b, v)
+	o.b = driver.AppendJSONString(o.b, v)
 }
 
 // strOrNull appends a string field, null when v is "".
@@ -149,7 +150,7 @@ func (o *object) int(n string, v int64) {
 func (o *object) float(n string, v float64) error {
 	o.name(n)
 	var err error
-	o.b, err = ckptstore.AppendJSONNumber(o.b, v)
+	o.b, err = driver.AppendJSONNumber(o.b, v)
 	return err
 }
 
@@ -209,7 +210,7 @@ func (o *object) strings(n string, ss []string) {
 		if i > 0 {
 			o.b = append(o.b, ',')
 		}
-		o.b = ckptstore.AppendJSONString(o.b, s)
+		o.b = driver.AppendJSONString(o.b, s)
 	}
 	o.b = append(o.b, ']')
 }
@@ -218,7 +219,7 @@ func (o *object) end() []byte { return append(o.b, '}') }
 
 // millis reads a header of milliseconds (ckptstore.ParseMillis) in
 // nanoseconds.
-func millis(s string) (int64, error) { return ckptstore.ParseMillis(s) }
+func millis(s string) (int64, error) { return driver.ParseMillis(s) }
 
 // firstIDError returns the first error that wraps ErrInvalidID, else the
 // first error: a request decodes its parts one after another, and the
@@ -282,7 +283,7 @@ type request struct {
 // body's syntax, or a body that is not an object; the faults of fields are
 // in q.
 func decodeRequest(body []byte, q *request) error {
-	return readObject(body, func(r *ckptstore.JSONReader, name []byte) error {
+	return readObject(body, func(r *driver.JSONReader, name []byte) error {
 		str := func(f *idField, path string, sentinel error) { f.v, _, f.err = r.String(path, sentinel) }
 		integer := func(f *numField, path string) { f.i, f.ok, f.err = r.Int(path) }
 		var err error
@@ -341,8 +342,8 @@ func decodeRequest(body []byte, q *request) error {
 // readObject reads body, one JSON object, calling field with the reader
 // at each field's value. Its error is the body's syntax, or a body that is
 // not an object: what field reports as the fault of a field it keeps.
-func readObject(body []byte, field func(r *ckptstore.JSONReader, name []byte) error) error {
-	r := ckptstore.NewJSONReader(body)
+func readObject(body []byte, field func(r *driver.JSONReader, name []byte) error) error {
+	r := driver.NewJSONReader(body)
 	defer r.Close()
 	err := r.Object("", func(name []byte) error {
 		if err := field(r, name); r.Err() != nil {
@@ -366,7 +367,7 @@ func readObject(body []byte, field func(r *ckptstore.JSONReader, name []byte) er
 
 // readCheckpoints reads an array of checkpoints, keeping the first fault;
 // null is none.
-func readCheckpoints(r *ckptstore.JSONReader, path string) ([]*ckptstore.Checkpoint, error) {
+func readCheckpoints(r *driver.JSONReader, path string) ([]*ckptstore.Checkpoint, error) {
 	var out []*ckptstore.Checkpoint
 	var first error
 	_, err := r.Array(path, func(i int) error {

@@ -1,6 +1,6 @@
 package memstore
 
-// Blob counts, kept in key order as keys come and go, so BlobReferences
+// Blob counts, kept in key order as keys come and go, so ListBlobReferences
 // reads them in order instead of sorting every key on each call.
 
 import (
@@ -33,7 +33,7 @@ const mergeSlack = 4096
 // blobRefs holds the count of every key referenced by a stored checkpoint,
 // and the keys in byte order as a sorted run plus the keys added since it
 // was made. A new key is appended to pending (no tree descent on the write
-// path: that was an eighth of a 2 KB Append's time); BlobReferences sorts
+// path: that was an eighth of a 2 KB Append's time); ListBlobReferences sorts
 // pending alone and merges it into the run, O(n + p log p) for p new keys,
 // and so does a write once pending or the dead items outgrow mergeSlack
 // plus a quarter of the run, which bounds the memory and the read's sort
@@ -43,7 +43,7 @@ const mergeSlack = 4096
 // key that comes back gets a new slot and a new item). Each slot has one
 // item, so a merge that drops a dead item frees its slot for reuse, and no
 // slot is reused before: a dead item never sees another key's count. The
-// caller holds Store.mu.
+// caller holds Driver.mu.
 type blobRefs struct {
 	byKey   map[string]slot
 	slots   []blobRef // slots[0] unused

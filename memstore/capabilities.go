@@ -1,9 +1,8 @@
 package memstore
 
-// The capabilities beyond Store, Pruner and Forker: transcripts,
-// DeleteThread, ListPage, Threads and Import. Each runs its pure checks in
-// precheck, then takes the lock and runs its state checks in the order of
-// docs/contract.md before it changes anything.
+// Transcripts, DeleteThread, ListPage, Threads and Import. Each takes the
+// lock and runs its state checks in the order of docs/contract.md before it
+// changes anything.
 
 import (
 	"context"
@@ -12,27 +11,21 @@ import (
 	"slices"
 
 	"github.com/ckptstore/ckptstore"
-	"github.com/ckptstore/ckptstore/precheck"
+	"github.com/ckptstore/ckptstore/driver"
 )
 
-// LoadThread implements ckptstore.Transcripts.
-func (s *Store) LoadThread(ctx context.Context, threadID string) (json.RawMessage, error) {
-	if err := precheck.LoadThread(ctx, threadID); err != nil {
-		return nil, err
-	}
+// LoadThread implements driver.Store.
+func (s *Driver) LoadThread(ctx context.Context, threadID string) (json.RawMessage, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if th := s.threads[threadID]; th != nil && th.transcript != nil {
 		return slices.Clone(th.transcript), nil
 	}
-	return ckptstore.EmptyTranscript(), nil
+	return driver.EmptyTranscript(), nil
 }
 
-// SaveThread implements ckptstore.Transcripts.
-func (s *Store) SaveThread(ctx context.Context, threadID string, messages json.RawMessage) error {
-	if err := precheck.SaveThread(ctx, threadID, messages); err != nil {
-		return err
-	}
+// SaveThread implements driver.Store.
+func (s *Driver) SaveThread(ctx context.Context, threadID string, messages json.RawMessage) error {
 	m := slices.Clone(messages)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -42,12 +35,9 @@ func (s *Store) SaveThread(ctx context.Context, threadID string, messages json.R
 	return nil
 }
 
-// DeleteThread implements ckptstore.ThreadDeleter. The whole thread goes in
-// one step under the lock, so memstore never needs the contract's batches.
-func (s *Store) DeleteThread(ctx context.Context, threadID string, w ckptstore.Writer) (int, error) {
-	if err := precheck.DeleteThread(ctx, threadID, w); err != nil {
-		return 0, err
-	}
+// DeleteThread implements driver.Store. The whole thread goes in one step
+// under the lock, so memstore never needs the contract's batches.
+func (s *Driver) DeleteThread(ctx context.Context, threadID string, w ckptstore.Writer) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.checkWriter(w, s.opts.Now()); err != nil {
@@ -68,15 +58,11 @@ func (s *Store) DeleteThread(ctx context.Context, threadID string, w ckptstore.W
 	return len(doomed), nil
 }
 
-// ListPage implements ckptstore.Pager. It reads the page from the thread's
+// ListPage implements driver.Store. It reads the page from the thread's
 // ordered list, starting at the cursor, and one checkpoint more to learn
 // whether another page follows, then copies the page in one batch
 // (cloneAll).
-func (s *Store) ListPage(ctx context.Context, threadID string, opt ckptstore.ListOptions) ([]*ckptstore.Checkpoint, string, error) {
-	p, err := precheck.ListPage(ctx, threadID, opt)
-	if err != nil {
-		return nil, "", err
-	}
+func (s *Driver) ListPage(ctx context.Context, threadID string, p driver.Page) ([]*ckptstore.Checkpoint, string, error) {
 	var page []*rec
 	more := false
 	visit := func(c *rec) bool {
@@ -111,17 +97,13 @@ func (s *Store) ListPage(ctx context.Context, threadID string, opt ckptstore.Lis
 }
 
 // pivot is a checkpoint at position pos, to seek a thread's list with.
-func pivot(pos ckptstore.Position) *rec {
+func pivot(pos driver.Position) *rec {
 	return &rec{CreatedAt: pos.CreatedAt, ID: pos.ID}
 }
 
-// Threads implements ckptstore.ThreadLister. It reads one range of the
-// listed threads, one id more than the page to learn whether more follow.
-func (s *Store) Threads(ctx context.Context, after string, limit int) ([]string, string, error) {
-	p, err := precheck.Threads(ctx, after, limit)
-	if err != nil {
-		return nil, "", err
-	}
+// Threads implements driver.Store. It reads one range of the listed
+// threads, one id more than the page to learn whether more follow.
+func (s *Driver) Threads(ctx context.Context, p driver.ThreadPage) ([]string, string, error) {
 	page := []string{}
 	more := false
 	s.mu.Lock()
@@ -140,11 +122,8 @@ func (s *Store) Threads(ctx context.Context, after string, limit int) ([]string,
 	return page, p.Next(page, more), nil
 }
 
-// Import implements ckptstore.Importer.
-func (s *Store) Import(ctx context.Context, b ckptstore.ImportBatch) (int, error) {
-	if err := precheck.Import(ctx, b); err != nil {
-		return 0, err
-	}
+// Import implements driver.Store.
+func (s *Driver) Import(ctx context.Context, b ckptstore.ImportBatch) (int, error) {
 	cps := make([]*rec, len(b.Checkpoints))
 	var err error
 	for i, c := range b.Checkpoints {
@@ -169,7 +148,7 @@ func (s *Store) Import(ctx context.Context, b ckptstore.ImportBatch) (int, error
 			fresh = append(fresh, i)
 		case old.ThreadID != b.ThreadID:
 			return 0, fmt.Errorf("%w: %q is stored in thread %q", ckptstore.ErrDuplicateID, c.ID, old.ThreadID)
-		case !ckptstore.EqualCheckpoints(old.Clone(), b.Checkpoints[i]):
+		case !driver.EqualCheckpoints(old.Clone(), b.Checkpoints[i]):
 			return 0, fmt.Errorf("%w: %q is stored with other content", ckptstore.ErrDuplicateID, c.ID)
 		}
 	}

@@ -54,7 +54,7 @@ func TestRenewExtendsFromTheInstantItChecked(t *testing.T) {
 	expiry := t0.Add(d)
 	checked := expiry.Add(-time.Millisecond)  // still live
 	clock.set(checked, expiry.Add(time.Hour)) // any second reading is long past the expiry
-	got, err := s.RenewWriter(ctx, l.Writer)
+	got, err := s.Renew(ctx, l.Writer)
 	if err != nil {
 		t.Fatalf("RenewWriter 1 ms before the expiry: %v", err)
 	}

@@ -35,7 +35,7 @@ const chunkBytes = 256 << 10
 // Copying the structs first had each such collection mark all of them.
 //
 // Stored checkpoints are never modified, so the caller may run cloneAll
-// after releasing Store.mu, on pointers it read under the lock.
+// after releasing Driver.mu, on pointers it read under the lock.
 func cloneAll(rs []*rec) []*ckptstore.Checkpoint {
 	convs := copyConversations(rs)
 	var nFiles, nArts int

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/internal/testkit"
 	"github.com/ckptstore/ckptstore/memstore"
 )
@@ -61,7 +62,7 @@ func TestBatchCopiesShareNothingVisible(t *testing.T) {
 			first.Conversation[i] = ' '
 		}
 		for i, c := range got[1:] {
-			if !ckptstore.EqualCheckpoints(c, want[i+1]) {
+			if !driver.EqualCheckpoints(c, want[i+1]) {
 				t.Errorf("%s: changing copy 0 changed copy %d: %+v, want %+v", name, i+1, c, want[i+1])
 			}
 		}
@@ -71,7 +72,7 @@ func TestBatchCopiesShareNothingVisible(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, c := range again {
-		if !ckptstore.EqualCheckpoints(c, want[i]) {
+		if !driver.EqualCheckpoints(c, want[i]) {
 			t.Errorf("changing the copies changed stored checkpoint %d: %+v, want %+v", i, c, want[i])
 		}
 	}

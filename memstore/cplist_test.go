@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 )
 
 // cpList against a sorted slice, under random inserts (in order, out of
@@ -103,6 +104,6 @@ func checkCPList(t *testing.T, seed uint64, step int, l *cpList, model []*rec, p
 // compareRecs orders stored checkpoints by the contract's own order, the
 // model cpList is checked against.
 func compareRecs(a, b *rec) int {
-	return ckptstore.CompareCheckpoints(&ckptstore.Checkpoint{ID: a.ID, CreatedAt: a.CreatedAt},
+	return driver.CompareCheckpoints(&ckptstore.Checkpoint{ID: a.ID, CreatedAt: a.CreatedAt},
 		&ckptstore.Checkpoint{ID: b.ID, CreatedAt: b.CreatedAt})
 }

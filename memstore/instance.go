@@ -5,28 +5,22 @@ import (
 	"sync"
 
 	"github.com/ckptstore/ckptstore"
-	"github.com/ckptstore/ckptstore/precheck"
 )
 
-// InstanceStore is the in-memory ckptstore.InstanceStore. It is safe for
+// instances is the in-memory driver.InstanceStore. It is safe for
 // concurrent use; records are stored and returned as copies.
-type InstanceStore struct {
+type instances struct {
 	mu      sync.Mutex
 	records map[string]ckptstore.InstanceRecord
 }
 
-var _ ckptstore.InstanceStore = (*InstanceStore)(nil)
-
 // NewInstanceStore returns an empty instance store.
-func NewInstanceStore() *InstanceStore {
-	return &InstanceStore{records: make(map[string]ckptstore.InstanceRecord)}
+func NewInstanceStore() *ckptstore.PortableInstances {
+	return ckptstore.NewInstanceStore(&instances{records: make(map[string]ckptstore.InstanceRecord)})
 }
 
-// Get implements ckptstore.InstanceStore.
-func (s *InstanceStore) Get(ctx context.Context, key string) (*ckptstore.InstanceRecord, error) {
-	if err := precheck.InstanceKey(ctx, key); err != nil {
-		return nil, err
-	}
+// Get implements driver.InstanceStore.
+func (s *instances) Get(ctx context.Context, key string) (*ckptstore.InstanceRecord, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, ok := s.records[key]
@@ -36,22 +30,16 @@ func (s *InstanceStore) Get(ctx context.Context, key string) (*ckptstore.Instanc
 	return &r, nil
 }
 
-// Upsert implements ckptstore.InstanceStore.
-func (s *InstanceStore) Upsert(ctx context.Context, rec *ckptstore.InstanceRecord) error {
-	if err := precheck.InstanceUpsert(ctx, rec); err != nil {
-		return err
-	}
+// Upsert implements driver.InstanceStore.
+func (s *instances) Upsert(ctx context.Context, rec *ckptstore.InstanceRecord) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.records[rec.Key] = *rec
 	return nil
 }
 
-// Delete implements ckptstore.InstanceStore.
-func (s *InstanceStore) Delete(ctx context.Context, key string) error {
-	if err := precheck.InstanceKey(ctx, key); err != nil {
-		return err
-	}
+// Delete implements driver.InstanceStore.
+func (s *instances) Delete(ctx context.Context, key string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.records, key)

@@ -2,22 +2,24 @@
 // of the contract and the embedded default. It keeps nothing across
 // restarts.
 //
-// Besides ckptstore.Store it implements every optional capability: Pruner,
-// Forker, Transcripts, ThreadDeleter, Pager, ThreadLister and Importer, and
-// it honours caller op tokens (ckptstore.WithOpToken).
+// New returns the portable *ckptstore.Portable over this package's Driver,
+// which implements every method of driver.Store and honours caller op
+// tokens. The portable store runs the pure checks (ids, entries, limits,
+// the writer's thread, ctx, op tokens) before a Driver method is called, so
+// a Driver runs only the state checks (see package driver).
 //
-// Invariants, all guarded by Store.mu:
+// Invariants, all guarded by Driver.mu:
 //
 //   - checkpoints holds every stored checkpoint by id, packed (rec): a
 //     private copy that is never modified and never handed out; reads
 //     unpack copies of it.
 //   - threads[t].cps holds exactly the checkpoints (the same pointers as in
 //     checkpoints) whose ThreadID is t, ordered by
-//     ckptstore.CompareCheckpoints, so List and ListPage read one thread in
+//     driver.CompareCheckpoints, so List and ListPage read one thread in
 //     order without sorting and never look at other threads.
 //   - refs counts, for each key k, the stored checkpoints whose BlobKeys
 //     contain k; a key at 0 is absent. It keeps the keys in byte order as
-//     a sorted run plus the keys added since, so BlobReferences sorts only
+//     a sorted run plus the keys added since, so ListBlobReferences sorts only
 //     those (see blobRefs).
 //   - threads[t].fence is the highest fence ever issued for t; it only grows.
 //   - threads[t].transcript is nil until SaveThread, a fork or an import
@@ -28,8 +30,7 @@
 //   - ops holds the op token of every Append, DeleteHead, fork and
 //     AcquireWriter that succeeded with one in the last opTokenTTL.
 //
-// Every method runs its pure checks in package precheck (ids, entries,
-// limits, the writer's thread, ctx), takes the lock, reads the clock once,
+// Every method takes the lock, reads the clock once,
 // answers a repeat of a committed call by its op token, runs its state
 // checks in the order of docs/contract.md, and only then mutates, so a
 // failed call changes nothing. One clock reading per call means every
@@ -42,18 +43,18 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
+	"iter"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/ckptstore/ckptstore"
-	"github.com/ckptstore/ckptstore/precheck"
+	"github.com/ckptstore/ckptstore/driver"
 	"github.com/google/btree"
 )
 
-// Store is the in-memory Store with every optional capability. It is safe
-// for concurrent use.
-type Store struct {
+// Driver is the in-memory driver.Store. It is safe for concurrent use.
+type Driver struct {
 	opts ckptstore.Options
 
 	mu          sync.Mutex
@@ -77,7 +78,7 @@ type thread struct {
 const btreeDegree = 16
 
 // listLess orders a thread's checkpoints as List returns them, as
-// ckptstore.CompareCheckpoints does: by CreatedAt, then by the bytes of the
+// driver.CompareCheckpoints does: by CreatedAt, then by the bytes of the
 // id. Ids are unique, so no two stored checkpoints compare equal.
 func listLess(a, b *rec) bool {
 	if c := cmp.Compare(a.CreatedAt, b.CreatedAt); c != 0 {
@@ -92,26 +93,21 @@ type lease struct {
 	expiresAt time.Time
 }
 
-var (
-	_ ckptstore.Store         = (*Store)(nil)
-	_ ckptstore.Pruner        = (*Store)(nil)
-	_ ckptstore.Forker        = (*Store)(nil)
-	_ ckptstore.LeaseKeeper   = (*Store)(nil)
-	_ ckptstore.Transcripts   = (*Store)(nil)
-	_ ckptstore.ThreadDeleter = (*Store)(nil)
-	_ ckptstore.Pager         = (*Store)(nil)
-	_ ckptstore.ThreadLister  = (*Store)(nil)
-	_ ckptstore.Importer      = (*Store)(nil)
-)
+var _ driver.Store = (*Driver)(nil)
 
 // New returns an empty store. It panics when opts are invalid (see
 // ckptstore.Options.Resolve), as a programming error.
-func New(opts ckptstore.Options) *Store {
+func New(opts ckptstore.Options) *ckptstore.Portable { return ckptstore.New(NewDriver(opts)) }
+
+// NewDriver returns an empty in-memory driver, for a program that wraps
+// it before it builds the portable store (ckptstore.New). It panics as New
+// does.
+func NewDriver(opts ckptstore.Options) *Driver {
 	o, err := opts.Resolve()
 	if err != nil {
 		panic(err)
 	}
-	return &Store{
+	return &Driver{
 		opts:        o,
 		checkpoints: make(map[string]*rec),
 		threads:     make(map[string]*thread),
@@ -122,7 +118,7 @@ func New(opts ckptstore.Options) *Store {
 }
 
 // thread returns t's state, creating it when create is set; nil otherwise.
-func (s *Store) thread(id string, create bool) *thread {
+func (s *Driver) thread(id string, create bool) *thread {
 	th := s.threads[id]
 	if th == nil && create {
 		th = &thread{}
@@ -134,7 +130,7 @@ func (s *Store) thread(id string, create bool) *thread {
 // relist puts thread id into listed when it has a head, a checkpoint or a
 // transcript, and takes it out otherwise. Every write that changes one of
 // the three calls it. The caller holds s.mu.
-func (s *Store) relist(id string, th *thread) {
+func (s *Driver) relist(id string, th *thread) {
 	if th.head != "" || th.cps.Len() > 0 || th.transcript != nil {
 		s.listed.ReplaceOrInsert(id)
 	} else {
@@ -142,21 +138,15 @@ func (s *Store) relist(id string, th *thread) {
 	}
 }
 
-// Get implements ckptstore.Store.
-func (s *Store) Get(ctx context.Context, id string) (*ckptstore.Checkpoint, error) {
-	if err := precheck.Read(ctx, "checkpoint id", id); err != nil {
-		return nil, err
-	}
+// Get implements driver.Store.
+func (s *Driver) Get(ctx context.Context, id string) (*ckptstore.Checkpoint, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.checkpoints[id].Clone(), nil
 }
 
-// List implements ckptstore.Store.
-func (s *Store) List(ctx context.Context, threadID string) ([]*ckptstore.Checkpoint, error) {
-	if err := precheck.Read(ctx, "thread id", threadID); err != nil {
-		return nil, err
-	}
+// List implements driver.Store.
+func (s *Driver) List(ctx context.Context, threadID string) ([]*ckptstore.Checkpoint, error) {
 	s.mu.Lock()
 	th := s.threads[threadID]
 	var stored []*rec
@@ -171,11 +161,8 @@ func (s *Store) List(ctx context.Context, threadID string) ([]*ckptstore.Checkpo
 	return cloneAll(stored), nil // outside the lock: stored checkpoints never change
 }
 
-// Head implements ckptstore.Store.
-func (s *Store) Head(ctx context.Context, threadID string) (string, error) {
-	if err := precheck.Read(ctx, "thread id", threadID); err != nil {
-		return "", err
-	}
+// GetHead implements driver.Store.
+func (s *Driver) GetHead(ctx context.Context, threadID string) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if th := s.threads[threadID]; th != nil {
@@ -186,9 +173,9 @@ func (s *Store) Head(ctx context.Context, threadID string) (string, error) {
 
 // checkWriter returns ErrWriterLost unless w is its thread's live lease at
 // now, the clock reading of the call. The writer's thread against the
-// write's thread is a pure check, done before by precheck. The caller holds
+// write's thread is a pure check, done by the portable store. The caller holds
 // s.mu.
-func (s *Store) checkWriter(w ckptstore.Writer, now time.Time) error {
+func (s *Driver) checkWriter(w ckptstore.Writer, now time.Time) error {
 	threadID := w.ThreadID
 	th := s.threads[threadID]
 	if th == nil || th.lease == nil {
@@ -204,15 +191,9 @@ func (s *Store) checkWriter(w ckptstore.Writer, now time.Time) error {
 	return nil
 }
 
-// Append implements ckptstore.Store.
-func (s *Store) Append(ctx context.Context, cp *ckptstore.Checkpoint, expectedHeadID string, w ckptstore.Writer) error {
-	if err := precheck.Append(ctx, cp, expectedHeadID, w); err != nil {
-		return err
-	}
-	token, hasToken, err := opToken(ctx)
-	if err != nil {
-		return err
-	}
+// Append implements driver.Store.
+func (s *Driver) Append(ctx context.Context, cp *ckptstore.Checkpoint, expectedHeadID string, w ckptstore.Writer, token string) error {
+	hasToken := token != ""
 	c, err := pack(cp) // before the lock: the caller may not change cp meanwhile, but copying is the slow part
 	if err != nil {
 		return err
@@ -250,7 +231,7 @@ func (s *Store) Append(ctx context.Context, cp *ckptstore.Checkpoint, expectedHe
 // it did not have, and like (nil, or a stored checkpoint whose files r
 // likely shares index for index) saves it lookups (see blobRefs.add). The
 // caller holds s.mu and calls relist after.
-func (s *Store) insert(th *thread, r *rec, c *ckptstore.Checkpoint, like *rec) {
+func (s *Driver) insert(th *thread, r *rec, c *ckptstore.Checkpoint, like *rec) {
 	s.checkpoints[r.ID] = r
 	th.cps.ReplaceOrInsert(r)
 	s.refs.add(r, c, like)
@@ -258,22 +239,16 @@ func (s *Store) insert(th *thread, r *rec, c *ckptstore.Checkpoint, like *rec) {
 
 // remove deletes the stored checkpoint id of th and drops its blob counts.
 // The caller holds s.mu and calls relist after.
-func (s *Store) remove(th *thread, id string) {
+func (s *Driver) remove(th *thread, id string) {
 	c := s.checkpoints[id]
 	delete(s.checkpoints, id)
 	th.cps.Delete(c)
 	s.refs.drop(c)
 }
 
-// DeleteHead implements ckptstore.Store.
-func (s *Store) DeleteHead(ctx context.Context, threadID, checkpointID string, w ckptstore.Writer) error {
-	if err := precheck.DeleteHead(ctx, threadID, checkpointID, w); err != nil {
-		return err
-	}
-	token, hasToken, err := opToken(ctx)
-	if err != nil {
-		return err
-	}
+// DeleteHead implements driver.Store.
+func (s *Driver) DeleteHead(ctx context.Context, threadID, checkpointID string, w ckptstore.Writer, token string) error {
+	hasToken := token != ""
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.opts.Now()
@@ -297,11 +272,8 @@ func (s *Store) DeleteHead(ctx context.Context, threadID, checkpointID string, w
 	return nil
 }
 
-// DeleteCheckpoints implements ckptstore.Pruner.
-func (s *Store) DeleteCheckpoints(ctx context.Context, threadID string, keep int, w ckptstore.Writer) ([]string, error) {
-	if err := precheck.Prune(ctx, threadID, keep, w); err != nil {
-		return nil, err
-	}
+// DeleteCheckpoints implements driver.Store.
+func (s *Driver) DeleteCheckpoints(ctx context.Context, threadID string, keep int, w ckptstore.Writer) ([]string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.checkWriter(w, s.opts.Now()); err != nil {
@@ -335,15 +307,9 @@ func (s *Store) DeleteCheckpoints(ctx context.Context, threadID string, keep int
 	return doomed, nil
 }
 
-// ForkFromCheckpoint implements ckptstore.Forker.
-func (s *Store) ForkFromCheckpoint(ctx context.Context, in ckptstore.ForkInput) (*ckptstore.Checkpoint, error) {
-	if err := precheck.Fork(ctx, in); err != nil {
-		return nil, err
-	}
-	token, hasToken, err := opToken(ctx)
-	if err != nil {
-		return nil, err
-	}
+// ForkFromCheckpoint implements driver.Store.
+func (s *Driver) ForkFromCheckpoint(ctx context.Context, f driver.Fork) (*ckptstore.Checkpoint, error) {
+	in, token, hasToken := f.ForkInput, f.OpToken, f.OpToken != ""
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.opts.Now()
@@ -359,8 +325,8 @@ func (s *Store) ForkFromCheckpoint(ctx context.Context, in ckptstore.ForkInput) 
 	if src.ThreadID != in.SourceThreadID {
 		return nil, fmt.Errorf("%w: checkpoint %q is in thread %q, not %q", ckptstore.ErrForkSourceThreadMismatch, src.ID, src.ThreadID, in.SourceThreadID)
 	}
-	if err := precheck.WriterThread(in.Writer, in.DestinationThreadID); err != nil {
-		return nil, err
+	if f.WriterThreadErr != nil {
+		return nil, f.WriterThreadErr
 	}
 	if err := s.checkWriter(in.Writer, now); err != nil {
 		return nil, err
@@ -377,7 +343,7 @@ func (s *Store) ForkFromCheckpoint(ctx context.Context, in ckptstore.ForkInput) 
 	}
 	// The root's blob keys are src's, all counted already: the count
 	// table keeps no string of root (a substring of src's text).
-	root := ckptstore.ForkRoot(src.Clone(), in)
+	root := driver.ForkRoot(src.Clone(), in)
 	stored, err := pack(root) // cannot fail: src packed
 	if err != nil {
 		return nil, err
@@ -388,7 +354,7 @@ func (s *Store) ForkFromCheckpoint(ctx context.Context, in ckptstore.ForkInput) 
 	// as TanStack's fork conformance expects.
 	th.transcript = slices.Clone(root.Conversation)
 	if len(th.transcript) == 0 {
-		th.transcript = ckptstore.EmptyTranscript()
+		th.transcript = driver.EmptyTranscript()
 	}
 	s.relist(in.DestinationThreadID, th)
 	if hasToken {
@@ -397,17 +363,11 @@ func (s *Store) ForkFromCheckpoint(ctx context.Context, in ckptstore.ForkInput) 
 	return root, nil // the caller's: ForkRoot copied it, and the store keeps stored
 }
 
-// AcquireWriter implements ckptstore.Store.
-func (s *Store) AcquireWriter(ctx context.Context, threadID string) (*ckptstore.Lease, error) {
-	if err := precheck.AcquireWriter(ctx, threadID); err != nil {
-		return nil, err
-	}
+// AcquireWriter implements driver.Store.
+func (s *Driver) AcquireWriter(ctx context.Context, threadID, token string) (driver.Lease, error) {
 	// A caller's op token becomes the owner token, so that a retry can
 	// be recognised and answered with the same lease.
-	token, hasToken, err := opToken(ctx)
-	if err != nil {
-		return nil, err
-	}
+	hasToken := token != ""
 	if !hasToken {
 		token = rand.Text()
 	}
@@ -416,12 +376,12 @@ func (s *Store) AcquireWriter(ctx context.Context, threadID string) (*ckptstore.
 	now := s.opts.Now()
 	if hasToken {
 		if r := s.ops.done(token, opAcquire, now); r != nil {
-			return ckptstore.NewLease(r.writer, r.expiresAt, s.opts.RenewAfter, s), nil
+			return driver.Lease{Writer: r.writer, ExpiresAt: r.expiresAt, RenewAfter: s.opts.RenewAfter}, nil
 		}
 	}
 	th := s.thread(threadID, true)
 	if th.lease != nil && now.Before(th.lease.expiresAt) {
-		return nil, fmt.Errorf("%w: thread %q is leased until %v", ckptstore.ErrWriterConflict, threadID, th.lease.expiresAt)
+		return driver.Lease{}, fmt.Errorf("%w: thread %q is leased until %v", ckptstore.ErrWriterConflict, threadID, th.lease.expiresAt)
 	}
 	th.fence++
 	th.lease = &lease{token: token, fence: th.fence, expiresAt: now.Add(s.opts.LeaseDuration)}
@@ -429,14 +389,11 @@ func (s *Store) AcquireWriter(ctx context.Context, threadID string) (*ckptstore.
 	if hasToken {
 		s.ops.record(token, &opRecord{kind: opAcquire, writer: w, expiresAt: th.lease.expiresAt}, now)
 	}
-	return ckptstore.NewLease(w, th.lease.expiresAt, s.opts.RenewAfter, s), nil
+	return driver.Lease{Writer: w, ExpiresAt: th.lease.expiresAt, RenewAfter: s.opts.RenewAfter}, nil
 }
 
-// RenewWriter implements ckptstore.LeaseKeeper.
-func (s *Store) RenewWriter(ctx context.Context, w ckptstore.Writer) (time.Time, error) {
-	if err := precheck.RenewWriter(ctx, w); err != nil {
-		return time.Time{}, err
-	}
+// Renew implements driver.Store.
+func (s *Driver) Renew(ctx context.Context, w ckptstore.Writer) (time.Time, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	// One reading for both decisions: a renew checked live at one instant
@@ -450,11 +407,8 @@ func (s *Store) RenewWriter(ctx context.Context, w ckptstore.Writer) (time.Time,
 	return l.expiresAt, nil
 }
 
-// ReleaseWriter implements ckptstore.LeaseKeeper.
-func (s *Store) ReleaseWriter(ctx context.Context, w ckptstore.Writer) error {
-	if ok, err := precheck.ReleaseWriter(ctx, w); !ok || err != nil {
-		return err
-	}
+// Release implements driver.Store.
+func (s *Driver) Release(ctx context.Context, w ckptstore.Writer) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	th := s.threads[w.ThreadID]
@@ -464,12 +418,16 @@ func (s *Store) ReleaseWriter(ctx context.Context, w ckptstore.Writer) error {
 	return nil
 }
 
-// BlobReferences implements ckptstore.Store.
-func (s *Store) BlobReferences(ctx context.Context) ([]ckptstore.BlobRef, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
+// ListBlobReferences implements driver.Store.
+func (s *Driver) ListBlobReferences(ctx context.Context) iter.Seq2[ckptstore.BlobRef, error] {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.refs.list(), nil
+	refs := s.refs.list()
+	s.mu.Unlock()
+	return func(yield func(ckptstore.BlobRef, error) bool) {
+		for _, r := range refs {
+			if !yield(r, nil) {
+				return
+			}
+		}
+	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/conformance"
+	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/memstore"
 )
 
@@ -40,7 +41,7 @@ func TestNewPanicsOnInvalidOptions(t *testing.T) {
 			defer func() {
 				r := recover()
 				err, ok := r.(error)
-				if !ok || !errors.Is(err, ckptstore.ErrInvalidOptions) {
+				if !ok || !errors.Is(err, driver.ErrInvalidOptions) {
 					t.Errorf("New(%+v) panicked with %v, want an error wrapping ErrInvalidOptions", tc.opts, r)
 				}
 			}()
@@ -122,7 +123,7 @@ func TestOpTokensKeptWhileLive(t *testing.T) {
 
 func TestMalformedOpToken(t *testing.T) {
 	s := memstore.New(ckptstore.Options{})
-	for _, tok := range []string{"has space", "ü", strings.Repeat("x", ckptstore.MaxOpTokenBytes+1), "a/b"} {
+	for _, tok := range []string{"has space", "ü", strings.Repeat("x", driver.MaxOpTokenBytes+1), "a/b"} {
 		ctx := ckptstore.WithOpToken(context.Background(), tok)
 		if _, err := s.AcquireWriter(ctx, "t"); !errors.Is(err, ckptstore.ErrInvalidEntry) {
 			t.Errorf("AcquireWriter with op token %q: %v, want ErrInvalidEntry", tok, err)

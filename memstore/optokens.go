@@ -1,24 +1,10 @@
 package memstore
 
 import (
-	"context"
-	"fmt"
 	"time"
 
 	"github.com/ckptstore/ckptstore"
 )
-
-// opToken returns the caller's op token (ckptstore.WithOpToken) and
-// whether there is one. A token that is not well formed fails with
-// ErrInvalidEntry, as in the database-backed stores: it would become an
-// owner token, and a malformed one is a caller's bug.
-func opToken(ctx context.Context) (string, bool, error) {
-	t, ok := ckptstore.OpToken(ctx)
-	if ok && !ckptstore.ValidOpToken(t) {
-		return "", false, fmt.Errorf("%w: op token is not 1 to %d characters of [A-Za-z0-9_-]", ckptstore.ErrInvalidEntry, ckptstore.MaxOpTokenBytes)
-	}
-	return t, ok, nil
-}
 
 // opTokenTTL is how long, on the store's clock, a committed write's op
 // token is remembered: a retry within it reports the first call's success,
@@ -49,7 +35,7 @@ type opRecord struct {
 
 // opTokens is the table of recent op tokens. Records are appended to order
 // as they are made, so expired ones are dropped from its front; a clock
-// that moves back only delays that. The caller holds Store.mu.
+// that moves back only delays that. The caller holds Driver.mu.
 type opTokens struct {
 	byToken map[string]*opRecord
 	order   []string

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/internal/testkit"
 )
 
@@ -65,7 +66,7 @@ func TestPackCopies(t *testing.T) {
 	c.Files[0].Path, c.Files[0].BlobKey, c.Files[0].Size = "g", testkit.FileKey(2), 2
 	c.Artifacts[0].Name = "changed"
 	c.Conversation[1] = '2'
-	if got := r.Clone(); !ckptstore.EqualCheckpoints(got, want) {
+	if got := r.Clone(); !driver.EqualCheckpoints(got, want) {
 		t.Errorf("changing the packed checkpoint changed the rec: %+v, want %+v", got, want)
 	}
 }
@@ -103,7 +104,7 @@ func TestForkRootIsACopy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !ckptstore.EqualCheckpoints(again, want) {
+	if !driver.EqualCheckpoints(again, want) {
 		t.Errorf("repeated fork after changing the first root: %+v, want %+v", again, want)
 	}
 	again.Files[0].Path, again.Conversation[1] = "changed", '9'
@@ -111,10 +112,10 @@ func TestForkRootIsACopy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !ckptstore.EqualCheckpoints(stored, want) {
+	if !driver.EqualCheckpoints(stored, want) {
 		t.Errorf("changing the returned roots changed the stored root: %+v, want %+v", stored, want)
 	}
-	if got, err := s.Get(ctx, "s1"); err != nil || !ckptstore.EqualCheckpoints(got, c) {
+	if got, err := s.Get(ctx, "s1"); err != nil || !driver.EqualCheckpoints(got, c) {
 		t.Errorf("source after the fork: %+v, %v; want %+v", got, err, c)
 	}
 	// The destination's transcript is the root's conversation, copied: the

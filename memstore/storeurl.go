@@ -23,7 +23,7 @@ func openURL(_ context.Context, url string, opts storeurl.Options) (*storeurl.Op
 	var mu sync.Mutex
 	type namespace struct {
 		store     ckptstore.Store
-		instances ckptstore.InstanceStore
+		instances *ckptstore.PortableInstances
 	}
 	spaces := map[string]namespace{}
 	return &storeurl.Opened{
@@ -32,7 +32,7 @@ func openURL(_ context.Context, url string, opts storeurl.Options) (*storeurl.Op
 		Kind:      "mem",
 		Desc:      "mem (memstore, in process)",
 		Close:     func() error { return nil },
-		OpenNamespace: func(name string, lease ckptstore.Options) (ckptstore.Store, ckptstore.InstanceStore, error) {
+		OpenNamespace: func(name string, lease ckptstore.Options) (ckptstore.Store, *ckptstore.PortableInstances, error) {
 			mu.Lock()
 			defer mu.Unlock()
 			n, ok := spaces[name]

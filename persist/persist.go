@@ -36,6 +36,7 @@ import (
 
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/blobs"
+	ckptdriver "github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/persist/driver"
 )
 
@@ -136,7 +137,7 @@ type Store struct {
 }
 
 // New returns the portable stores over d. It fails with an error wrapping
-// ckptstore.ErrInvalidOptions when the lease timing breaks the rules of
+// ckptdriver.ErrInvalidOptions when the lease timing breaks the rules of
 // ckptstore.Options, when Bucket is nil, or when BlobPrefix is not a valid
 // key prefix or is a checkpoint content prefix.
 func New(d driver.Driver, opts Options) (*Store, error) {
@@ -145,14 +146,14 @@ func New(d driver.Driver, opts Options) (*Store, error) {
 		return nil, err
 	}
 	if d == nil || opts.Bucket == nil {
-		return nil, fmt.Errorf("%w: persist.New needs a driver and a bucket", ckptstore.ErrInvalidOptions)
+		return nil, fmt.Errorf("%w: persist.New needs a driver and a bucket", ckptdriver.ErrInvalidOptions)
 	}
 	prefix := opts.BlobPrefix
 	if prefix == "" {
 		prefix = DefaultBlobPrefix
 	}
 	if err := blobs.ValidateKey(prefix + "x"); err != nil || prefix[len(prefix)-1] != '/' || overlaps(prefix, blobs.FilesPrefix) || overlaps(prefix, blobs.ArtifactsPrefix) {
-		return nil, fmt.Errorf("%w: BlobPrefix %q must be a key prefix ending in / and apart from the checkpoint content prefixes", ckptstore.ErrInvalidOptions, prefix)
+		return nil, fmt.Errorf("%w: BlobPrefix %q must be a key prefix ending in / and apart from the checkpoint content prefixes", ckptdriver.ErrInvalidOptions, prefix)
 	}
 	c := &core{d: d, now: lease.Now}
 	return &Store{
@@ -192,12 +193,12 @@ func begin(ctx context.Context) error {
 // opToken returns the op token ctx carries (ckptstore.WithOpToken), "" when
 // none, or ErrInvalidEntry when it is malformed.
 func opToken(ctx context.Context) (string, error) {
-	t, ok := ckptstore.OpToken(ctx)
+	t, ok := ckptdriver.OpToken(ctx)
 	if !ok {
 		return "", nil
 	}
-	if !ckptstore.ValidOpToken(t) {
-		return "", fmt.Errorf("%w: op token is not 1 to %d characters of [A-Za-z0-9_-]", ErrInvalidEntry, ckptstore.MaxOpTokenBytes)
+	if !ckptdriver.ValidOpToken(t) {
+		return "", fmt.Errorf("%w: op token is not 1 to %d characters of [A-Za-z0-9_-]", ErrInvalidEntry, ckptdriver.MaxOpTokenBytes)
 	}
 	return t, nil
 }

@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/blobs"
+	ckptdriver "github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/persist"
 	"github.com/ckptstore/ckptstore/persist/memdriver"
 	"github.com/stretchr/testify/require"
@@ -23,10 +23,10 @@ func TestNewRejectsOptions(t *testing.T) {
 		"InsideArtifacts":   {Bucket: b, BlobPrefix: blobs.ArtifactsPrefix + "mine/"},
 	} {
 		_, err := persist.New(d, o)
-		require.ErrorIs(t, err, ckptstore.ErrInvalidOptions, name)
+		require.ErrorIs(t, err, ckptdriver.ErrInvalidOptions, name)
 	}
 	_, err := persist.New(nil, persist.Options{Bucket: b})
-	require.ErrorIs(t, err, ckptstore.ErrInvalidOptions)
+	require.ErrorIs(t, err, ckptdriver.ErrInvalidOptions)
 	s, err := persist.New(d, persist.Options{Bucket: b, BlobPrefix: "tenant-a/blobs/"})
 	require.NoError(t, err)
 	require.NotNil(t, s.Locks)

@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/internal/redistest"
 	"github.com/ckptstore/ckptstore/internal/testkit"
 )
@@ -61,7 +62,7 @@ func benchCheckpoint(convBytes int) *ckptstore.Checkpoint {
 // on the same server in the same run, redis-benchmark running EVALSHA of
 // rawAppendScript with arguments of the same sizes. It reports
 // appends/s, raw-evalsha/s, their ratio, and the time of the shared
-// validation (ckptstore.ValidateAppend) of one append. Each case starts from an empty
+// validation (driver.ValidateAppend) of one append. Each case starts from an empty
 // server; keep -benchtime to a few thousand appends (-benchtime=3000x), as
 // every append stays in the server's memory until the next case.
 func BenchmarkAppend(b *testing.B) {
@@ -80,7 +81,7 @@ func BenchmarkAppend(b *testing.B) {
 				loadScripts(b, c)
 				start := time.Now()
 				b.ResetTimer()
-				benchStoreAppends(b, s, s.Append, tmpl, g)
+				benchStoreAppends(b, s, s.p().Append, tmpl, g)
 				b.StopTimer()
 				storeRate := float64(b.N) / time.Since(start).Seconds()
 
@@ -91,7 +92,7 @@ func BenchmarkAppend(b *testing.B) {
 				// store's own share of the gap.
 				must(b, c.FlushAll(ctx).Err())
 				start = time.Now()
-				benchStoreAppends(b, s, s.appendValidated, tmpl, g)
+				benchStoreAppends(b, s, unvalidated(s), tmpl, g)
 				ownRate := float64(b.N) / time.Since(start).Seconds()
 				must(b, c.FlushAll(ctx).Err())
 
@@ -105,7 +106,7 @@ func BenchmarkAppend(b *testing.B) {
 	}
 }
 
-// validateMicros returns the CPU time of ckptstore.ValidateAppend on cp,
+// validateMicros returns the CPU time of driver.ValidateAppend on cp,
 // which every store runs before its write (for a 50 KB conversation it is
 // mostly json.Valid): part of each append's cost that is not the store's.
 func validateMicros(cp *ckptstore.Checkpoint) float64 {
@@ -114,19 +115,27 @@ func validateMicros(cp *ckptstore.Checkpoint) float64 {
 	c.ID, c.ThreadID = "x", "t"
 	start := time.Now()
 	for range n {
-		if err := ckptstore.ValidateAppend(&c, "", ckptstore.Writer{ThreadID: "t"}); err != nil {
+		if err := driver.ValidateAppend(&c, "", ckptstore.Writer{ThreadID: "t"}); err != nil {
 			panic(err)
 		}
 	}
 	return float64(time.Since(start).Microseconds()) / n
 }
 
-// appendFunc is Store.Append or Store.appendValidated.
+// appendFunc is the portable store's Append or unvalidated's.
 type appendFunc func(ctx context.Context, cp *ckptstore.Checkpoint, expectedHeadID string, w ckptstore.Writer) error
+
+// unvalidated is the driver's Append without an op token: an append
+// without the portable store's checks.
+func unvalidated(s *Driver) appendFunc {
+	return func(ctx context.Context, cp *ckptstore.Checkpoint, expectedHeadID string, w ckptstore.Writer) error {
+		return s.Append(ctx, cp, expectedHeadID, w, "")
+	}
+}
 
 // benchStoreAppends appends b.N checkpoints like tmpl with add, from g
 // goroutines, each chaining on its own thread of s.
-func benchStoreAppends(b *testing.B, s *Store, add appendFunc, tmpl *ckptstore.Checkpoint, g int) {
+func benchStoreAppends(b *testing.B, s *Driver, add appendFunc, tmpl *ckptstore.Checkpoint, g int) {
 	ctx := context.Background()
 	var wg sync.WaitGroup
 	for gi := range g {
@@ -135,7 +144,7 @@ func benchStoreAppends(b *testing.B, s *Store, add appendFunc, tmpl *ckptstore.C
 			n++
 		}
 		thread := "bench" + strconv.Itoa(gi)
-		l, err := s.AcquireWriter(ctx, thread)
+		l, err := s.p().AcquireWriter(ctx, thread)
 		must(b, err)
 		w := l.Writer
 		wg.Add(1)

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/internal/redistest"
 	"github.com/ckptstore/ckptstore/internal/testkit"
 )
@@ -50,7 +51,7 @@ func TestBigThread(t *testing.T) {
 	b.listPages()
 	b.prune(w)
 	b.deleteThread(b.build("u"))
-	testkit.CheckRefs(t, b.s, "t", "u")
+	testkit.CheckRefs(t, b.s.p(), "t", "u")
 	checkStore(t, b.s)
 }
 
@@ -60,7 +61,7 @@ type bigThread struct {
 	t   *testing.T
 	ctx context.Context
 	c   *redis.Client
-	s   *Store
+	s   *Driver
 	n   int
 }
 
@@ -76,7 +77,7 @@ func (b *bigThread) build(thread string) ckptstore.Writer {
 			cps = append(cps, testkit.Checkpoint(thread, id, head, float64((k*500+i)/3), i%20, k))
 			head = id
 		}
-		_, err := b.s.Import(b.ctx, ckptstore.ImportBatch{ThreadID: thread, Checkpoints: cps, SetHead: k == b.n/500-1, Head: head, Writer: w})
+		_, err := b.s.p().Import(b.ctx, ckptstore.ImportBatch{ThreadID: thread, Checkpoints: cps, SetHead: k == b.n/500-1, Head: head, Writer: w})
 		must(b.t, err)
 	}
 	return w
@@ -109,11 +110,11 @@ func (b *bigThread) list() {
 	var list []*ckptstore.Checkpoint
 	b.log("List of %d", func() {
 		var err error
-		list, err = b.s.List(b.ctx, "t")
+		list, err = b.s.p().List(b.ctx, "t")
 		must(b.t, err)
 	})
-	if len(list) != b.n || !slices.IsSortedFunc(list, ckptstore.CompareCheckpoints) {
-		b.t.Fatalf("List returned %d checkpoints (sorted %v), want %d in order", len(list), slices.IsSortedFunc(list, ckptstore.CompareCheckpoints), b.n)
+	if len(list) != b.n || !slices.IsSortedFunc(list, driver.CompareCheckpoints) {
+		b.t.Fatalf("List returned %d checkpoints (sorted %v), want %d in order", len(list), slices.IsSortedFunc(list, driver.CompareCheckpoints), b.n)
 	}
 }
 
@@ -135,7 +136,7 @@ func (b *bigThread) listPages() {
 	scripts := b.log("ListPage of %d in pages of 100", func() {
 		after := ""
 		for {
-			page, next, err := b.s.ListPage(b.ctx, "t", ckptstore.ListOptions{After: after, Limit: 100})
+			page, next, err := b.s.p().ListPage(b.ctx, "t", ckptstore.ListOptions{After: after, Limit: 100})
 			must(b.t, err)
 			pages++
 			if len(page) != 100 {
@@ -157,7 +158,7 @@ func (b *bigThread) prune(w ckptstore.Writer) {
 	var deleted []string
 	b.log("DeleteCheckpoints(keep 1) of %d", func() {
 		var err error
-		deleted, err = b.s.DeleteCheckpoints(b.ctx, "t", 1, w)
+		deleted, err = b.s.p().DeleteCheckpoints(b.ctx, "t", 1, w)
 		must(b.t, err)
 	})
 	if len(deleted) != b.n-1 || deleted[0] != "t-00000" {
@@ -170,7 +171,7 @@ func (b *bigThread) deleteThread(w ckptstore.Writer) {
 	var count int
 	b.log("DeleteThread of %d", func() {
 		var err error
-		count, err = b.s.DeleteThread(b.ctx, "u", w)
+		count, err = b.s.p().DeleteThread(b.ctx, "u", w)
 		must(b.t, err)
 	})
 	if count != b.n {

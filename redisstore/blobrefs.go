@@ -8,7 +8,7 @@ import (
 	"github.com/ckptstore/ckptstore"
 )
 
-// BlobReferencesSeq yields every blob key with a count above 0, in the
+// ListBlobReferences implements driver.Store: it yields every blob key with a count above 0, in the
 // order of the key's bytes, reading Options.PageSize keys per round trip so
 // that millions of keys never load at once. The order comes from the
 // refkeys sorted set (all scores 0, so members sort by their bytes), paged
@@ -17,7 +17,7 @@ import (
 // Each page is read atomically; the sequence as a whole is not one
 // snapshot: a key added behind the cursor during the walk is missed, and
 // one added ahead of it is seen. An error ends the sequence.
-func (s *Store) BlobReferencesSeq(ctx context.Context) iter.Seq2[ckptstore.BlobRef, error] {
+func (s *Driver) ListBlobReferences(ctx context.Context) iter.Seq2[ckptstore.BlobRef, error] {
 	return func(yield func(ckptstore.BlobRef, error) bool) {
 		if err := ctx.Err(); err != nil {
 			yield(ckptstore.BlobRef{}, err)

@@ -13,10 +13,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/redis/go-redis/v9"
-
-	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/driver"
+	"github.com/redis/go-redis/v9"
 )
 
 // storedCP is what Check reads of one checkpoint hash.
@@ -26,7 +24,7 @@ type storedCP struct {
 
 // Store is a driver.Checker: ckptctl check and the tests call it through
 // that interface.
-var _ driver.Checker = (*Store)(nil)
+var _ driver.Checker = (*Driver)(nil)
 
 // Check reads every key of the store and returns the broken invariants,
 // sorted by key; none for a consistent store. It finds:
@@ -56,7 +54,7 @@ var _ driver.Checker = (*Store)(nil)
 //
 // The store should be quiet while Check runs: a write between its reads
 // can show as a problem that is not one.
-func (s *Store) Check(ctx context.Context) ([]driver.Problem, error) {
+func (s *Driver) Check(ctx context.Context) ([]driver.Problem, error) {
 	c := &checker{s: s, cps: map[string]storedCP{}, lists: map[string]map[string]bool{},
 		heads: map[string]string{}, fences: map[string]int64{}, transcripts: map[string]bool{}}
 	node, err := s.node(ctx)
@@ -77,7 +75,7 @@ func (s *Store) Check(ctx context.Context) ([]driver.Problem, error) {
 
 // node is the server that holds the store's keys: on a cluster, the
 // master of the store's slot (every key shares one hash tag).
-func (s *Store) node(ctx context.Context) (redis.Cmdable, error) {
+func (s *Driver) node(ctx context.Context) (redis.Cmdable, error) {
 	if cc, ok := s.c.(*redis.ClusterClient); ok {
 		return cc.MasterForKey(ctx, s.keys.refs)
 	}
@@ -85,7 +83,7 @@ func (s *Store) node(ctx context.Context) (redis.Cmdable, error) {
 }
 
 type checker struct {
-	s           *Store
+	s           *Driver
 	problems    []driver.Problem
 	cps         map[string]storedCP        // checkpoint id →
 	lists       map[string]map[string]bool // thread → members of its list index
@@ -174,7 +172,7 @@ func (c *checker) read(ctx context.Context, node redis.Cmdable, k, rest string) 
 			return err
 		}
 		c.transcripts[id] = true
-		if ckptstore.ValidateTranscript(v) != nil {
+		if driver.ValidateTranscript(v) != nil {
 			c.add(k, "the transcript is not a JSON array")
 		}
 	case kind == "o":

@@ -11,7 +11,7 @@ import (
 )
 
 // checkStore fails t with every problem Check reports.
-func checkStore(t testing.TB, s *Store) {
+func checkStore(t testing.TB, s *Driver) {
 	t.Helper()
 	problems, err := s.Check(context.Background())
 	must(t, err)
@@ -27,37 +27,37 @@ func TestCheckFindsCorruption(t *testing.T) {
 		ctx := context.Background()
 		for _, tc := range []struct {
 			name    string
-			corrupt func(s *Store)
+			corrupt func(s *Driver)
 			want    string
 		}{
-			{"count at zero", func(s *Store) { c.HSet(ctx, s.keys.refs, testkit.FileKey(1), 0) }, "at 0 or below"},
-			{"count off by one", func(s *Store) { c.HIncrBy(ctx, s.keys.refs, testkit.FileKey(1), 1) }, "a recount"},
-			{"count gone", func(s *Store) { c.HDel(ctx, s.keys.refs, testkit.FileKey(2)) }, "not counted"},
-			{"refkeys apart", func(s *Store) { c.ZAdd(ctx, s.keys.refKeys, redis.Z{Member: "x"}) }, "refkeys"},
-			{"index without data", func(s *Store) { c.Del(ctx, string(s.keys.checkpoint("b"))) }, "not stored"},
-			{"data without index", func(s *Store) { c.ZRem(ctx, string(s.keys.list("t")), orderMember(2, "b")) }, "not in the list index"},
-			{"link without checkpoint", func(s *Store) {
+			{"count at zero", func(s *Driver) { c.HSet(ctx, s.keys.refs, testkit.FileKey(1), 0) }, "at 0 or below"},
+			{"count off by one", func(s *Driver) { c.HIncrBy(ctx, s.keys.refs, testkit.FileKey(1), 1) }, "a recount"},
+			{"count gone", func(s *Driver) { c.HDel(ctx, s.keys.refs, testkit.FileKey(2)) }, "not counted"},
+			{"refkeys apart", func(s *Driver) { c.ZAdd(ctx, s.keys.refKeys, redis.Z{Member: "x"}) }, "refkeys"},
+			{"index without data", func(s *Driver) { c.Del(ctx, string(s.keys.checkpoint("b"))) }, "not stored"},
+			{"data without index", func(s *Driver) { c.ZRem(ctx, string(s.keys.list("t")), orderMember(2, "b")) }, "not in the list index"},
+			{"link without checkpoint", func(s *Driver) {
 				c.ZAdd(ctx, string(s.keys.list("t")), redis.Z{Member: orderMember(9, "ghost")})
 			}, "not stored"},
-			{"fence went down", func(s *Store) { c.HSet(ctx, string(s.keys.thread("t")), "f", 0) }, "went down"},
-			{"op key forever", func(s *Store) { c.Set(ctx, string(s.keys.op(opAppend, "stale")), "1", 0) }, "without an expiry"},
-			{"thread index misses", func(s *Store) { c.ZRem(ctx, s.keys.threads, "t") }, "not in the thread index"},
-			{"thread index extra", func(s *Store) { c.ZAdd(ctx, s.keys.threads, redis.Z{Member: "nobody"}) }, "has no head"},
-			{"bad transcript", func(s *Store) { c.Set(ctx, string(s.keys.transcript("t")), "{}", 0) }, "not a JSON array"},
-			{"undecodable checkpoint", func(s *Store) { c.HSet(ctx, string(s.keys.checkpoint("a")), "b", "junk") }, "does not decode"},
-			{"checkpoint not a hash", func(s *Store) { c.Set(ctx, string(s.keys.checkpoint("zz")), "1", 0) }, "not a hash"},
-			{"thread not a hash", func(s *Store) { c.Set(ctx, string(s.keys.thread("zz")), "1", 0) }, "wrong type"},
-			{"stranger key", func(s *Store) { c.Set(ctx, s.keys.base+"zz", "1", 0) }, "no kind"},
+			{"fence went down", func(s *Driver) { c.HSet(ctx, string(s.keys.thread("t")), "f", 0) }, "went down"},
+			{"op key forever", func(s *Driver) { c.Set(ctx, string(s.keys.op(opAppend, "stale")), "1", 0) }, "without an expiry"},
+			{"thread index misses", func(s *Driver) { c.ZRem(ctx, s.keys.threads, "t") }, "not in the thread index"},
+			{"thread index extra", func(s *Driver) { c.ZAdd(ctx, s.keys.threads, redis.Z{Member: "nobody"}) }, "has no head"},
+			{"bad transcript", func(s *Driver) { c.Set(ctx, string(s.keys.transcript("t")), "{}", 0) }, "not a JSON array"},
+			{"undecodable checkpoint", func(s *Driver) { c.HSet(ctx, string(s.keys.checkpoint("a")), "b", "junk") }, "does not decode"},
+			{"checkpoint not a hash", func(s *Driver) { c.Set(ctx, string(s.keys.checkpoint("zz")), "1", 0) }, "not a hash"},
+			{"thread not a hash", func(s *Driver) { c.Set(ctx, string(s.keys.thread("zz")), "1", 0) }, "wrong type"},
+			{"stranger key", func(s *Driver) { c.Set(ctx, s.keys.base+"zz", "1", 0) }, "no kind"},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				s := newStore(t, c, Options{})
 				w := acquire(t, s, "t")
-				must(t, s.Append(ctx, testkit.Checkpoint("t", "a", "", 1, 1, 2), "", w))
-				must(t, s.Append(ctx, testkit.Checkpoint("t", "b", "a", 2, 1), "a", w))
-				must(t, s.SaveThread(ctx, "t", []byte("[]")))
+				must(t, s.p().Append(ctx, testkit.Checkpoint("t", "a", "", 1, 1, 2), "", w))
+				must(t, s.p().Append(ctx, testkit.Checkpoint("t", "b", "a", 2, 1), "a", w))
+				must(t, s.p().SaveThread(ctx, "t", []byte("[]")))
 				wo := acquire(t, s, "o")
-				must(t, s.Append(ctx, testkit.Checkpoint("o", "o1", "", 1, 3), "", wo))
-				if _, err := s.DeleteCheckpoints(ctx, "o", 1, wo); err != nil {
+				must(t, s.p().Append(ctx, testkit.Checkpoint("o", "o1", "", 1, 3), "", wo))
+				if _, err := s.p().DeleteCheckpoints(ctx, "o", 1, wo); err != nil {
 					t.Fatal(err)
 				}
 				checkStore(t, s)

@@ -19,7 +19,7 @@ func TestCluster(t *testing.T) {
 	c := cl.Client(t)
 	t.Run("Conformance", func(t *testing.T) {
 		conformance.RunStoreWith(t, func(t *testing.T, opts ckptstore.Options) ckptstore.Store {
-			return checkedStore(t, c, Options{Options: opts})
+			return checkedStore(t, c, Options{Options: opts}).p()
 		}, conformance.Options{ModelChecks: 20})
 		conformance.RunInstanceStore(t, func(t *testing.T) ckptstore.InstanceStore {
 			return NewInstanceStore(c, "inst")
@@ -32,8 +32,8 @@ func TestCluster(t *testing.T) {
 		for i := 0; len(masters) < 3 && i < 64; i++ {
 			s := newStore(t, c, Options{})
 			w := acquire(t, s, "t")
-			must(t, s.Append(ctx, testkit.Checkpoint("t", "a", "", 1, 1), "", w))
-			testkit.CheckRefs(t, s, "t")
+			must(t, s.p().Append(ctx, testkit.Checkpoint("t", "a", "", 1, 1), "", w))
+			testkit.CheckRefs(t, s.p(), "t")
 			m, err := c.MasterForKey(ctx, s.keys.refs)
 			must(t, err)
 			masters[m.Options().Addr] = true
@@ -48,10 +48,10 @@ func TestCluster(t *testing.T) {
 		ctx := context.Background()
 		s := newStore(t, c, Options{MinReplicas: 1})
 		w := acquire(t, newStore(t, c, Options{Prefix: s.opts.Prefix}), "t") // a lease waits too: take it without
-		if err := s.Append(ctx, testkit.Checkpoint("t", "a", "", 1), "", w); !errors.Is(err, ErrNotReplicated) {
+		if err := s.p().Append(ctx, testkit.Checkpoint("t", "a", "", 1), "", w); !errors.Is(err, ErrNotReplicated) {
 			t.Fatalf("Append = %v, want ErrNotReplicated", err)
 		}
-		if h, err := s.Head(ctx, "t"); err != nil || h != "a" {
+		if h, err := s.p().GetHead(ctx, "t"); err != nil || h != "a" {
 			t.Fatalf("head %q, %v; the master should have the write", h, err)
 		}
 	})

@@ -21,15 +21,16 @@ import (
 	"fmt"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/internal/cpcodec"
 )
 
 // ErrCorrupt reports stored data this package cannot decode: keys under the
 // store's prefix written by something else, or by a newer version. It is
-// ckptstore.ErrCorrupt itself (kept under this name, which callers already
-// use), so errors.Is(err, ckptstore.ErrCorrupt) holds for the corruption
+// driver.ErrCorrupt itself (kept under this name, which callers already
+// use), so errors.Is(err, driver.ErrCorrupt) holds for the corruption
 // errors of every store; each Problem of Check wraps it too.
-var ErrCorrupt = ckptstore.ErrCorrupt
+var ErrCorrupt = driver.ErrCorrupt
 
 // encodeHeader returns the header of cp.
 func encodeHeader(cp *ckptstore.Checkpoint) []byte {

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/internal/testkit"
 )
 
@@ -19,7 +20,7 @@ func codecCheckpoints() []*ckptstore.Checkpoint {
 		testkit.Checkpoint("t\x00é", "c1", "c0", 1.5e12+0.25, 1, 2),
 		{ID: "x", ThreadID: "y", CreatedAt: math.Copysign(0, -1), Reason: ckptstore.ReasonNamed, Label: "v1 ✓", SourceRunID: "run-7",
 			Files: []ckptstore.Entry{{Path: "src", Kind: ckptstore.KindDir}}, Conversation: []byte{},
-			Artifacts: []ckptstore.Artifact{{ArtifactID: "a", Name: "n", MimeType: "m", Size: ckptstore.MaxSize, BlobKey: testkit.ArtifactKey(3), CreatedAt: -1e300}}},
+			Artifacts: []ckptstore.Artifact{{ArtifactID: "a", Name: "n", MimeType: "m", Size: driver.MaxSize, BlobKey: testkit.ArtifactKey(3), CreatedAt: -1e300}}},
 		{ID: "x", ThreadID: "y", Reason: ckptstore.ReasonForkRoot}, // nil slices, nil conversation
 	}
 }

@@ -17,7 +17,7 @@ import (
 func TestConformance(t *testing.T) {
 	t.Run("miniredis", func(t *testing.T) {
 		conformance.RunStore(t, func(t *testing.T, opts ckptstore.Options) ckptstore.Store {
-			return checkedStore(t, miniClient(t), Options{Options: opts})
+			return checkedStore(t, miniClient(t), Options{Options: opts}).p()
 		})
 		conformance.RunInstanceStore(t, func(t *testing.T) ckptstore.InstanceStore {
 			return NewInstanceStore(miniClient(t), "")
@@ -26,7 +26,7 @@ func TestConformance(t *testing.T) {
 	t.Run("redis-server", func(t *testing.T) {
 		c := redistest.Start(t).Client(t, nil)
 		conformance.RunStore(t, func(t *testing.T, opts ckptstore.Options) ckptstore.Store {
-			return checkedStore(t, c, Options{Options: opts})
+			return checkedStore(t, c, Options{Options: opts}).p()
 		})
 		conformance.RunInstanceStore(t, func(t *testing.T) ckptstore.InstanceStore {
 			return NewInstanceStore(c, fmt.Sprintf("inst%d", prefixSeq.Add(1)))
@@ -43,7 +43,7 @@ func TestConformanceThroughFaults(t *testing.T) {
 	c, proxy := faultyClient(t, srv.Addr)
 	proxy.SetFaults(7, 0.02, 0.02)
 	conformance.RunStoreWith(t, func(t *testing.T, opts ckptstore.Options) ckptstore.Store {
-		return checkedStore(t, c, Options{Options: opts})
+		return checkedStore(t, c, Options{Options: opts}).p()
 	}, conformance.Options{ModelChecks: 30})
 	if proxy.DroppedReplies() == 0 || proxy.DroppedRequests() == 0 {
 		t.Fatalf("the proxy lost %d replies and cut %d requests; the test needs both", proxy.DroppedReplies(), proxy.DroppedRequests())
@@ -54,7 +54,7 @@ func TestConformanceThroughFaults(t *testing.T) {
 // checkedStore is newStore, with Check run on the store when the test
 // ends: a store that passes the suite but breaks an invariant of its
 // keyspace fails too.
-func checkedStore(t *testing.T, c redis.UniversalClient, o Options) *Store {
+func checkedStore(t *testing.T, c redis.UniversalClient, o Options) *Driver {
 	s := newStore(t, c, o)
 	t.Cleanup(func() { checkStore(t, s) })
 	return s

@@ -1,6 +1,6 @@
-// Package redisstore is the ckptstore contract on Redis: a Store (with
-// Pruner, Forker, Transcripts, ThreadDeleter, Pager, ThreadLister and
-// Importer) and an InstanceStore over a go-redis redis.UniversalClient — a
+// Package redisstore is the ckptstore contract on Redis: a driver.Store
+// (New returns the portable store over it) and an instance store over a
+// go-redis redis.UniversalClient — a
 // single server, Sentinel (a failover client) or Cluster. The rules are
 // docs/contract.md's.
 //
@@ -11,8 +11,8 @@
 // docs/contract.md, and then all of its writes, atomically; a script that
 // fails a check returns before its first write, so a failed call changes
 // nothing. The pure checks (ids, entries, keep, limits, cursors, the
-// writer's thread) run in Go first, with package precheck, as in every
-// store. Three calls span a whole thread and are one script per batch of
+// writer's thread) run in Go first, in the portable store
+// (ckptstore.Portable), as for every driver. Three calls span a whole thread and are one script per batch of
 // Options.BatchSize checkpoints instead, so that no script holds the
 // server (which runs one at a time) for longer than a batch: List (see
 // Order), a long DeleteCheckpoints and DeleteThread (see Batches).
@@ -80,7 +80,7 @@
 // member of the cursor's position, and an HMGET per checkpoint: a cursor
 // names a position, so a page starts exactly after it whether or not the
 // checkpoint it came from is still stored. Threads is one ZRANGEBYLEX of
-// the threads set. BlobReferences pages through refkeys the same way,
+// the threads set. ListBlobReferences pages through refkeys the same way,
 // PageSize keys per round trip; BlobReferencesSeq streams them.
 //
 // List reads BatchSize checkpoints per script, page after page by

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/internal/testkit"
 )
 
@@ -53,7 +54,7 @@ func TestFaultsKeepCountsAndChains(t *testing.T) {
 				m := &faultModel{chain: map[string][]string{}, head: map[string]string{}, parent: map[string]string{}}
 				main := fmt.Sprintf("w%d", wi)
 				mine := []string{main}
-				lease, err := sure.AcquireWriter(ctx, main)
+				lease, err := sure.p().AcquireWriter(ctx, main)
 				if err != nil {
 					t.Error(err)
 					return
@@ -74,7 +75,7 @@ func TestFaultsKeepCountsAndChains(t *testing.T) {
 					default:
 						dst := "f" + id
 						var l *ckptstore.Lease
-						if l, err = sure.AcquireWriter(ctx, dst); err == nil {
+						if l, err = sure.p().AcquireWriter(ctx, dst); err == nil {
 							mine = append(mine, dst)
 							err = faultFork(ctx, faulty, sure, m, main, dst, id, l.Writer)
 						}
@@ -96,7 +97,7 @@ func TestFaultsKeepCountsAndChains(t *testing.T) {
 			}()
 		}
 		wg.Wait()
-		testkit.CheckRefs(t, sure, threads...)
+		testkit.CheckRefs(t, sure.p(), threads...)
 		checkStore(t, sure)
 		if proxy.DroppedReplies() == 0 || proxy.DroppedRequests() == 0 {
 			t.Fatalf("the proxy lost %d replies and cut %d requests; the test needs both", proxy.DroppedReplies(), proxy.DroppedRequests())
@@ -111,12 +112,12 @@ func unknown(err error) bool {
 	return err != nil && ckptstore.Code(err) == ""
 }
 
-func faultAppend(ctx context.Context, s, sure *Store, m *faultModel, th, id string, w ckptstore.Writer, rng *rand.Rand) error {
+func faultAppend(ctx context.Context, s, sure *Driver, m *faultModel, th, id string, w ckptstore.Writer, rng *rand.Rand) error {
 	head := m.head[th]
 	blobs := []int{rng.IntN(20), rng.IntN(20), rng.IntN(20)}
-	err := s.Append(ctx, testkit.Checkpoint(th, id, head, float64(rng.IntN(5)), blobs...), head, w)
+	err := s.p().Append(ctx, testkit.Checkpoint(th, id, head, float64(rng.IntN(5)), blobs...), head, w)
 	if unknown(err) {
-		h, herr := sure.Head(ctx, th)
+		h, herr := sure.p().GetHead(ctx, th)
 		if herr != nil {
 			return herr
 		}
@@ -138,14 +139,14 @@ func faultAppend(ctx context.Context, s, sure *Store, m *faultModel, th, id stri
 	return nil
 }
 
-func faultDeleteHead(ctx context.Context, s, sure *Store, m *faultModel, th string, w ckptstore.Writer) error {
+func faultDeleteHead(ctx context.Context, s, sure *Driver, m *faultModel, th string, w ckptstore.Writer) error {
 	head := m.head[th]
 	if len(m.chain[th]) == 0 || m.chain[th][len(m.chain[th])-1] != head {
 		return nil // the head was pruned: not deletable
 	}
-	err := s.DeleteHead(ctx, th, head, w)
+	err := s.p().DeleteHead(ctx, th, head, w)
 	if unknown(err) {
-		h, herr := sure.Head(ctx, th)
+		h, herr := sure.p().GetHead(ctx, th)
 		if herr != nil {
 			return herr
 		}
@@ -166,16 +167,16 @@ func faultDeleteHead(ctx context.Context, s, sure *Store, m *faultModel, th stri
 	return nil
 }
 
-func faultPrune(ctx context.Context, s, sure *Store, m *faultModel, th string, w ckptstore.Writer) error {
+func faultPrune(ctx context.Context, s, sure *Driver, m *faultModel, th string, w ckptstore.Writer) error {
 	const keep = 2
 	chain := m.chain[th]
 	var doomed []string
 	if len(chain) > keep {
 		doomed = slices.Clone(chain[:len(chain)-keep])
 	}
-	ids, err := s.DeleteCheckpoints(ctx, th, keep, w)
+	ids, err := s.p().DeleteCheckpoints(ctx, th, keep, w)
 	if unknown(err) {
-		cps, lerr := sure.List(ctx, th)
+		cps, lerr := sure.p().List(ctx, th)
 		if lerr != nil {
 			return lerr
 		}
@@ -198,12 +199,12 @@ func faultPrune(ctx context.Context, s, sure *Store, m *faultModel, th string, w
 // it is long. A network error leaves part of it deleted: the call is then
 // repeated through the direct client, as the contract allows, and the
 // counts of the two calls together are the thread's size.
-func faultDeleteThread(ctx context.Context, s, sure *Store, m *faultModel, th string, w ckptstore.Writer) error {
+func faultDeleteThread(ctx context.Context, s, sure *Driver, m *faultModel, th string, w ckptstore.Writer) error {
 	want := len(m.chain[th])
-	n, err := s.DeleteThread(ctx, th, w)
+	n, err := s.p().DeleteThread(ctx, th, w)
 	if unknown(err) {
 		var more int
-		more, err = sure.DeleteThread(ctx, th, w)
+		more, err = sure.p().DeleteThread(ctx, th, w)
 		if n+more > want {
 			return fmt.Errorf("delete thread %s: %d then %d deleted, the thread held %d", th, n, more, want)
 		}
@@ -220,16 +221,16 @@ func faultDeleteThread(ctx context.Context, s, sure *Store, m *faultModel, th st
 	return nil
 }
 
-func faultFork(ctx context.Context, s, sure *Store, m *faultModel, src, dst, id string, w ckptstore.Writer) error {
+func faultFork(ctx context.Context, s, sure *Driver, m *faultModel, src, dst, id string, w ckptstore.Writer) error {
 	head := m.head[src]
 	if len(m.chain[src]) == 0 || m.chain[src][len(m.chain[src])-1] != head {
 		return nil
 	}
 	in := ckptstore.ForkInput{SourceThreadID: src, SourceCheckpointID: head, DestinationThreadID: dst,
 		DestinationCheckpointID: id, CreatedAt: 1, Writer: w}
-	root, err := s.ForkFromCheckpoint(ctx, in)
+	root, err := s.p().ForkFromCheckpoint(ctx, in)
 	if unknown(err) {
-		got, gerr := sure.Get(ctx, id)
+		got, gerr := sure.p().Get(ctx, id)
 		if gerr != nil {
 			return gerr
 		}
@@ -241,11 +242,11 @@ func faultFork(ctx context.Context, s, sure *Store, m *faultModel, src, dst, id 
 	if err != nil {
 		return fmt.Errorf("fork %s: %w", id, err)
 	}
-	cp, err := sure.Get(ctx, head)
+	cp, err := sure.p().Get(ctx, head)
 	if err != nil {
 		return err
 	}
-	if want := ckptstore.ForkRoot(cp, in); !reflect.DeepEqual(root, want) {
+	if want := driver.ForkRoot(cp, in); !reflect.DeepEqual(root, want) {
 		return fmt.Errorf("fork returned %+v, want %+v", root, want)
 	}
 	m.chain[dst] = []string{id}
@@ -257,8 +258,8 @@ func faultFork(ctx context.Context, s, sure *Store, m *faultModel, src, dst, id 
 // checkThread compares a thread with the model: its checkpoints, its head,
 // and its chain, which must lead from the head through every live
 // checkpoint to a parent that is none or was pruned.
-func checkThread(ctx context.Context, s *Store, m *faultModel, th string) error {
-	cps, err := s.List(ctx, th)
+func checkThread(ctx context.Context, s *Driver, m *faultModel, th string) error {
+	cps, err := s.p().List(ctx, th)
 	if err != nil {
 		return err
 	}
@@ -272,7 +273,7 @@ func checkThread(ctx context.Context, s *Store, m *faultModel, th string) error 
 	if !slices.Equal(got, want) {
 		return fmt.Errorf("thread %s holds %q, model %q", th, got, want)
 	}
-	head, err := s.Head(ctx, th)
+	head, err := s.p().GetHead(ctx, th)
 	if err != nil {
 		return err
 	}
@@ -281,7 +282,7 @@ func checkThread(ctx context.Context, s *Store, m *faultModel, th string) error 
 	}
 	chain := m.chain[th]
 	for i := len(chain) - 1; i >= 0; i-- {
-		cp, err := s.Get(ctx, chain[i])
+		cp, err := s.p().Get(ctx, chain[i])
 		if err != nil {
 			return err
 		}
@@ -297,7 +298,7 @@ func checkThread(ctx context.Context, s *Store, m *faultModel, th string) error 
 		}
 	}
 	if len(chain) > 0 && m.parent[chain[0]] != "" {
-		if cp, err := s.Get(ctx, m.parent[chain[0]]); err != nil || cp != nil {
+		if cp, err := s.p().Get(ctx, m.parent[chain[0]]); err != nil || cp != nil {
 			return fmt.Errorf("thread %s: pruned parent %q still stored (%v)", th, m.parent[chain[0]], err)
 		}
 	}

@@ -34,12 +34,12 @@ var prefixSeq atomic.Int64
 
 // newStore returns a store under a prefix no other store of the test run
 // uses.
-func newStore(t testing.TB, c redis.UniversalClient, o Options) *Store {
+func newStore(t testing.TB, c redis.UniversalClient, o Options) *Driver {
 	t.Helper()
 	if o.Prefix == "" {
 		o.Prefix = fmt.Sprintf("test%d", prefixSeq.Add(1))
 	}
-	s, err := New(c, o)
+	s, err := NewDriver(c, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,9 +48,9 @@ func newStore(t testing.TB, c redis.UniversalClient, o Options) *Store {
 
 var must = testkit.Must
 
-func acquire(t testing.TB, s ckptstore.Store, thread string) ckptstore.Writer {
+func acquire(t testing.TB, s *Driver, thread string) ckptstore.Writer {
 	t.Helper()
-	l, err := s.AcquireWriter(context.Background(), thread)
+	l, err := s.p().AcquireWriter(context.Background(), thread)
 	must(t, err)
 	return l.Writer
 }

@@ -19,12 +19,11 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ckptstore/ckptstore"
-	"github.com/ckptstore/ckptstore/precheck"
 )
 
-// InstanceStore is the Redis ckptstore.InstanceStore. It is safe for
-// concurrent use.
-type InstanceStore struct {
+// instances is the Redis driver.InstanceStore. It is safe for concurrent
+// use.
+type instances struct {
 	r     runner // the client, and the replicas a write waits for
 	base  string // + key: a record
 	ops   string // + token: the op key of a write, so that a resend does not write again
@@ -32,9 +31,7 @@ type InstanceStore struct {
 }
 
 // op returns a fresh op key.
-func (s *InstanceStore) op() key { return key(s.ops + rand.Text()) }
-
-var _ ckptstore.InstanceStore = (*InstanceStore)(nil)
+func (s *instances) op() key { return key(s.ops + rand.Text()) }
 
 // NewInstances returns the instance store that goes with New(client,
 // opts): its keys under opts.Prefix, with the same hash tag and escaping
@@ -42,14 +39,14 @@ var _ ckptstore.InstanceStore = (*InstanceStore)(nil)
 // opts.OpTTL, and each Upsert and Delete waiting for opts.MinReplicas
 // replicas as a Store's writes do (ErrNotReplicated). It checks opts as
 // New does, so one Options value serves both; an error wraps
-// ckptstore.ErrInvalidOptions. The lease, page and batch options are
+// driver.ErrInvalidOptions. The lease, page and batch options are
 // checked but unused.
-func NewInstances(client redis.UniversalClient, opts Options) (*InstanceStore, error) {
+func NewInstances(client redis.UniversalClient, opts Options) (*ckptstore.PortableInstances, error) {
 	o, r, err := resolveClient(client, opts)
 	if err != nil {
 		return nil, err
 	}
-	return newInstanceStore(r, o.Prefix, o.OpTTL), nil
+	return ckptstore.NewInstanceStore(newInstanceStore(r, o.Prefix, o.OpTTL)), nil
 }
 
 // NewInstanceStore is the shorthand of NewInstances(client,
@@ -57,21 +54,18 @@ func NewInstances(client redis.UniversalClient, opts Options) (*InstanceStore, e
 // DefaultPrefix), with DefaultOpTTL and no waiting for replicas. Every
 // prefix is valid, so it has no error to return; use NewInstances to
 // share a Store's Options.
-func NewInstanceStore(client redis.UniversalClient, prefix string) *InstanceStore {
-	return newInstanceStore(runner{c: client}, prefix, DefaultOpTTL)
+func NewInstanceStore(client redis.UniversalClient, prefix string) *ckptstore.PortableInstances {
+	return ckptstore.NewInstanceStore(newInstanceStore(runner{c: client}, prefix, DefaultOpTTL))
 }
 
-func newInstanceStore(r runner, prefix string, opTTL time.Duration) *InstanceStore {
+func newInstanceStore(r runner, prefix string, opTTL time.Duration) *instances {
 	base := keyBase(prefix)
-	return &InstanceStore{r: r, base: base + "i:", ops: base + "o:" + string(rune(opInstance)) + ":",
+	return &instances{r: r, base: base + "i:", ops: base + "o:" + string(rune(opInstance)) + ":",
 		opTTL: strconv.FormatInt(ceilMillis(opTTL), 10)}
 }
 
-// Get implements ckptstore.InstanceStore.
-func (s *InstanceStore) Get(ctx context.Context, key string) (*ckptstore.InstanceRecord, error) {
-	if err := precheck.InstanceKey(ctx, key); err != nil {
-		return nil, err
-	}
+// Get implements driver.InstanceStore.
+func (s *instances) Get(ctx context.Context, key string) (*ckptstore.InstanceRecord, error) {
 	v, err := s.r.c.HMGet(ctx, s.base+key, "p", "s", "t", "u", "ls", "lr").Result()
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: get instance %q: %w", key, err)
@@ -88,11 +82,8 @@ func (s *InstanceStore) Get(ctx context.Context, key string) (*ckptstore.Instanc
 		ThreadID: str(2), UpdatedAt: updated, LatestSnapshotID: str(4), LatestRunID: str(5)}, nil
 }
 
-// Upsert implements ckptstore.InstanceStore.
-func (s *InstanceStore) Upsert(ctx context.Context, rec *ckptstore.InstanceRecord) error {
-	if err := precheck.InstanceUpsert(ctx, rec); err != nil {
-		return err
-	}
+// Upsert implements driver.InstanceStore.
+func (s *instances) Upsert(ctx context.Context, rec *ckptstore.InstanceRecord) error {
 	_, err := run(ctx, s.r, upsertInstanceScript, upsertInstanceArgs{
 		Record: key(s.base + rec.Key), Op: s.op(), TTL: s.opTTL, Provider: rec.Provider, SandboxID: rec.ProviderSandboxID,
 		ThreadID: rec.ThreadID, UpdatedAt: strconv.FormatInt(rec.UpdatedAt, 10),
@@ -103,11 +94,8 @@ func (s *InstanceStore) Upsert(ctx context.Context, rec *ckptstore.InstanceRecor
 	return nil
 }
 
-// Delete implements ckptstore.InstanceStore.
-func (s *InstanceStore) Delete(ctx context.Context, k string) error {
-	if err := precheck.InstanceKey(ctx, k); err != nil {
-		return err
-	}
+// Delete implements driver.InstanceStore.
+func (s *instances) Delete(ctx context.Context, k string) error {
 	_, err := run(ctx, s.r, deleteInstanceScript, deleteInstanceArgs{Record: key(s.base + k), Op: s.op(), TTL: s.opTTL}, true)
 	if err != nil {
 		return fmt.Errorf("redisstore: delete instance %q: %w", k, err)

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 )
 
 // NewInstances takes the Store's Options: the same Prefix puts the records
@@ -44,10 +45,10 @@ func TestNewInstancesTakesStoreOptions(t *testing.T) {
 			client = struct{ redis.UniversalClient }{c} // neither *redis.Client nor *redis.ClusterClient
 		}
 		_, err := NewInstances(client, o)
-		assert.ErrorIs(t, err, ckptstore.ErrInvalidOptions, name)
+		assert.ErrorIs(t, err, driver.ErrInvalidOptions, name)
 	}
 	_, err = NewInstances(nil, Options{})
-	assert.ErrorIs(t, err, ckptstore.ErrInvalidOptions, "nil client")
+	assert.ErrorIs(t, err, driver.ErrInvalidOptions, "nil client")
 }
 
 // With MinReplicas, an instance write waits for the replicas as a Store's

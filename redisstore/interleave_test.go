@@ -21,7 +21,7 @@ type ienv struct {
 	t    *testing.T
 	ctx  context.Context
 	c    redis.UniversalClient
-	s, o *Store
+	s, o *Driver
 	clk  interface{ Advance(time.Duration) }
 	w    map[string]ckptstore.Writer
 }
@@ -35,14 +35,14 @@ func (e *ienv) lease(thread string) ckptstore.Writer {
 
 func (e *ienv) add(thread, id, parent string) {
 	e.t.Helper()
-	must(e.t, e.o.Append(e.ctx, testkit.Checkpoint(thread, id, parent, 1, 1), parent, e.w[thread]))
+	must(e.t, e.o.p().Append(e.ctx, testkit.Checkpoint(thread, id, parent, 1, 1), parent, e.w[thread]))
 }
 
 // takeover lets the thread's lease expire and takes a new one in o.
 func (e *ienv) takeover(thread string) {
 	e.t.Helper()
 	e.clk.Advance(5 * time.Minute) // past the default 120 s lease
-	must(e.t, func() error { _, err := e.o.AcquireWriter(e.ctx, thread); return err }())
+	must(e.t, func() error { _, err := e.o.p().AcquireWriter(e.ctx, thread); return err }())
 }
 
 // interleaving is a write and an operation that runs after the write's
@@ -59,30 +59,30 @@ type interleaving struct {
 
 var interleavings = []interleaving{
 	{"Append/release", "append", func(e *ienv) { e.lease("t"); e.add("t", "a", "") },
-		func(e *ienv) { must(e.t, e.o.ReleaseWriter(e.ctx, e.w["t"])) },
-		func(e *ienv) error { return e.s.Append(e.ctx, testkit.Checkpoint("t", "b", "a", 2), "a", e.w["t"]) }, ckptstore.ErrWriterLost},
+		func(e *ienv) { must(e.t, e.o.p().Release(e.ctx, e.w["t"])) },
+		func(e *ienv) error { return e.s.p().Append(e.ctx, testkit.Checkpoint("t", "b", "a", 2), "a", e.w["t"]) }, ckptstore.ErrWriterLost},
 	{"Append/takeover", "append", func(e *ienv) { e.lease("t"); e.add("t", "a", "") },
 		func(e *ienv) { e.takeover("t") },
-		func(e *ienv) error { return e.s.Append(e.ctx, testkit.Checkpoint("t", "b", "a", 2), "a", e.w["t"]) }, ckptstore.ErrWriterLost},
+		func(e *ienv) error { return e.s.p().Append(e.ctx, testkit.Checkpoint("t", "b", "a", 2), "a", e.w["t"]) }, ckptstore.ErrWriterLost},
 	{"Append/same head", "append", func(e *ienv) { e.lease("t"); e.add("t", "a", "") },
 		func(e *ienv) { e.add("t", "c", "a") },
-		func(e *ienv) error { return e.s.Append(e.ctx, testkit.Checkpoint("t", "b", "a", 2), "a", e.w["t"]) }, ckptstore.ErrConflict},
+		func(e *ienv) error { return e.s.p().Append(e.ctx, testkit.Checkpoint("t", "b", "a", 2), "a", e.w["t"]) }, ckptstore.ErrConflict},
 	{"Append/same id elsewhere", "append", func(e *ienv) { e.lease("t"); e.lease("u"); e.add("t", "a", "") },
 		func(e *ienv) { e.add("u", "b", "") },
-		func(e *ienv) error { return e.s.Append(e.ctx, testkit.Checkpoint("t", "b", "a", 2), "a", e.w["t"]) }, ckptstore.ErrDuplicateID},
+		func(e *ienv) error { return e.s.p().Append(e.ctx, testkit.Checkpoint("t", "b", "a", 2), "a", e.w["t"]) }, ckptstore.ErrDuplicateID},
 	{"DeleteHead/takeover", "deleteHead", func(e *ienv) { e.lease("t"); e.add("t", "a", "") },
 		func(e *ienv) { e.takeover("t") },
-		func(e *ienv) error { return e.s.DeleteHead(e.ctx, "t", "a", e.w["t"]) }, ckptstore.ErrWriterLost},
+		func(e *ienv) error { return e.s.p().DeleteHead(e.ctx, "t", "a", e.w["t"]) }, ckptstore.ErrWriterLost},
 	{"DeleteHead/same head", "deleteHead", func(e *ienv) { e.lease("t"); e.add("t", "a", ""); e.add("t", "b", "a") },
-		func(e *ienv) { must(e.t, e.o.DeleteHead(e.ctx, "t", "b", e.w["t"])) },
-		func(e *ienv) error { return e.s.DeleteHead(e.ctx, "t", "b", e.w["t"]) }, ckptstore.ErrNotHead},
+		func(e *ienv) { must(e.t, e.o.p().DeleteHead(e.ctx, "t", "b", e.w["t"])) },
+		func(e *ienv) error { return e.s.p().DeleteHead(e.ctx, "t", "b", e.w["t"]) }, ckptstore.ErrNotHead},
 	{"DeleteCheckpoints/takeover", "prune", func(e *ienv) { e.lease("t"); e.add("t", "a", ""); e.add("t", "b", "a") },
 		func(e *ienv) { e.takeover("t") },
-		func(e *ienv) error { _, err := e.s.DeleteCheckpoints(e.ctx, "t", 1, e.w["t"]); return err }, ckptstore.ErrWriterLost},
+		func(e *ienv) error { _, err := e.s.p().DeleteCheckpoints(e.ctx, "t", 1, e.w["t"]); return err }, ckptstore.ErrWriterLost},
 	{"DeleteCheckpoints/same chain", "prune", func(e *ienv) { e.lease("t"); e.add("t", "a", ""); e.add("t", "b", "a") },
-		func(e *ienv) { _, err := e.o.DeleteCheckpoints(e.ctx, "t", 1, e.w["t"]); must(e.t, err) },
+		func(e *ienv) { _, err := e.o.p().DeleteCheckpoints(e.ctx, "t", 1, e.w["t"]); must(e.t, err) },
 		func(e *ienv) error {
-			ids, err := e.s.DeleteCheckpoints(e.ctx, "t", 1, e.w["t"])
+			ids, err := e.s.p().DeleteCheckpoints(e.ctx, "t", 1, e.w["t"])
 			if err == nil && len(ids) != 0 {
 				e.t.Errorf("the second prune deleted %q too", ids)
 			}
@@ -91,29 +91,29 @@ var interleavings = []interleaving{
 	{"DeleteCheckpoints/long, takeover between walk and delete", "pruneBatch",
 		func(e *ienv) { e.lease("t"); chainOf(e.t, e.o, "t", e.w["t"], 7) },
 		func(e *ienv) { e.takeover("t") },
-		func(e *ienv) error { _, err := e.s.DeleteCheckpoints(e.ctx, "t", 1, e.w["t"]); return err }, ckptstore.ErrWriterLost},
-	{"Fork/same destination", "fork", forkSetup, func(e *ienv) { _, err := e.o.ForkFromCheckpoint(e.ctx, forkIn(e, "other")); must(e.t, err) },
-		func(e *ienv) error { _, err := e.s.ForkFromCheckpoint(e.ctx, forkIn(e, "root")); return err }, ckptstore.ErrForkDestinationNotEmpty},
-	{"Fork/transcript saved", "fork", forkSetup, func(e *ienv) { must(e.t, e.o.SaveThread(e.ctx, "d", []byte("[]"))) },
-		func(e *ienv) error { _, err := e.s.ForkFromCheckpoint(e.ctx, forkIn(e, "root")); return err }, ckptstore.ErrForkDestinationNotEmpty},
+		func(e *ienv) error { _, err := e.s.p().DeleteCheckpoints(e.ctx, "t", 1, e.w["t"]); return err }, ckptstore.ErrWriterLost},
+	{"Fork/same destination", "fork", forkSetup, func(e *ienv) { _, err := e.o.p().ForkFromCheckpoint(e.ctx, forkIn(e, "other")); must(e.t, err) },
+		func(e *ienv) error { _, err := e.s.p().ForkFromCheckpoint(e.ctx, forkIn(e, "root")); return err }, ckptstore.ErrForkDestinationNotEmpty},
+	{"Fork/transcript saved", "fork", forkSetup, func(e *ienv) { must(e.t, e.o.p().SaveThread(e.ctx, "d", []byte("[]"))) },
+		func(e *ienv) error { _, err := e.s.p().ForkFromCheckpoint(e.ctx, forkIn(e, "root")); return err }, ckptstore.ErrForkDestinationNotEmpty},
 	{"Fork/append to destination", "fork", forkSetup, func(e *ienv) { e.add("d", "x", "") },
-		func(e *ienv) error { _, err := e.s.ForkFromCheckpoint(e.ctx, forkIn(e, "root")); return err }, ckptstore.ErrForkDestinationNotEmpty},
+		func(e *ienv) error { _, err := e.s.p().ForkFromCheckpoint(e.ctx, forkIn(e, "root")); return err }, ckptstore.ErrForkDestinationNotEmpty},
 	{"Fork/destination id used", "fork", forkSetup, func(e *ienv) { e.add("t", "root", "a") },
-		func(e *ienv) error { _, err := e.s.ForkFromCheckpoint(e.ctx, forkIn(e, "root")); return err }, ckptstore.ErrForkDestinationNotEmpty},
-	{"Fork/release", "fork", forkSetup, func(e *ienv) { must(e.t, e.o.ReleaseWriter(e.ctx, e.w["d"])) },
-		func(e *ienv) error { _, err := e.s.ForkFromCheckpoint(e.ctx, forkIn(e, "root")); return err }, ckptstore.ErrWriterLost},
-	{"Fork/source deleted", "fork", forkSetup, func(e *ienv) { must(e.t, e.o.DeleteHead(e.ctx, "t", "a", e.w["t"])) },
-		func(e *ienv) error { _, err := e.s.ForkFromCheckpoint(e.ctx, forkIn(e, "root")); return err }, ckptstore.ErrForkSourceNotFound},
+		func(e *ienv) error { _, err := e.s.p().ForkFromCheckpoint(e.ctx, forkIn(e, "root")); return err }, ckptstore.ErrForkDestinationNotEmpty},
+	{"Fork/release", "fork", forkSetup, func(e *ienv) { must(e.t, e.o.p().Release(e.ctx, e.w["d"])) },
+		func(e *ienv) error { _, err := e.s.p().ForkFromCheckpoint(e.ctx, forkIn(e, "root")); return err }, ckptstore.ErrWriterLost},
+	{"Fork/source deleted", "fork", forkSetup, func(e *ienv) { must(e.t, e.o.p().DeleteHead(e.ctx, "t", "a", e.w["t"])) },
+		func(e *ienv) error { _, err := e.s.p().ForkFromCheckpoint(e.ctx, forkIn(e, "root")); return err }, ckptstore.ErrForkSourceNotFound},
 	{"AcquireWriter/acquire", "acquire", func(*ienv) {}, func(e *ienv) { e.lease("t") },
-		func(e *ienv) error { _, err := e.s.AcquireWriter(e.ctx, "t"); return err }, ckptstore.ErrWriterConflict},
+		func(e *ienv) error { _, err := e.s.p().AcquireWriter(e.ctx, "t"); return err }, ckptstore.ErrWriterConflict},
 	{"Renew/takeover", "renew", func(e *ienv) { e.lease("t") }, func(e *ienv) { e.takeover("t") },
-		func(e *ienv) error { _, err := e.s.RenewWriter(e.ctx, e.w["t"]); return err }, ckptstore.ErrWriterLost},
+		func(e *ienv) error { _, err := e.s.p().Renew(e.ctx, e.w["t"]); return err }, ckptstore.ErrWriterLost},
 	{"Release/takeover", "release", func(e *ienv) { e.lease("t") }, func(e *ienv) { e.takeover("t") },
-		func(e *ienv) error { return e.s.ReleaseWriter(e.ctx, e.w["t"]) }, nil},
+		func(e *ienv) error { return e.s.p().Release(e.ctx, e.w["t"]) }, nil},
 	{"DeleteThread/takeover", "deleteThread", func(e *ienv) { e.lease("t"); e.add("t", "a", "") },
 		func(e *ienv) { e.takeover("t") },
-		func(e *ienv) error { _, err := e.s.DeleteThread(e.ctx, "t", e.w["t"]); return err }, ckptstore.ErrWriterLost},
-	{"Import/release", "import", func(e *ienv) { e.lease("t") }, func(e *ienv) { must(e.t, e.o.ReleaseWriter(e.ctx, e.w["t"])) },
+		func(e *ienv) error { _, err := e.s.p().DeleteThread(e.ctx, "t", e.w["t"]); return err }, ckptstore.ErrWriterLost},
+	{"Import/release", "import", func(e *ienv) { e.lease("t") }, func(e *ienv) { must(e.t, e.o.p().Release(e.ctx, e.w["t"])) },
 		func(e *ienv) error { return importOne(e, "i", "", true) }, ckptstore.ErrWriterLost},
 	{"Import/same id elsewhere", "import", func(e *ienv) { e.lease("t"); e.lease("u") }, func(e *ienv) { e.add("u", "i", "") },
 		func(e *ienv) error { return importOne(e, "i", "", false) }, ckptstore.ErrDuplicateID},
@@ -133,7 +133,7 @@ func forkIn(e *ienv, id string) ckptstore.ForkInput {
 // importOne imports checkpoint id (content unlike what add stores) into t.
 func importOne(e *ienv, id, parent string, setHead bool) error {
 	cp := testkit.Checkpoint("t", id, parent, 7, 9)
-	_, err := e.s.Import(e.ctx, ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{cp},
+	_, err := e.s.p().Import(e.ctx, ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{cp},
 		SetHead: setHead, Head: id, Writer: e.w["t"]})
 	return err
 }

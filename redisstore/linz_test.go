@@ -36,11 +36,11 @@ func TestLinearizableThroughFaults(t *testing.T) {
 		clock := testkit.NewClock(time.UnixMilli(1_700_000_000_000))
 		opt := linz.Options{Seed: seed}
 		s := newStore(t, c, Options{Options: opt.StoreOptions(clock)})
-		r := linz.Run(t, s, clock, opt)
+		r := linz.Run(t, s.p(), clock, opt)
 		total.Operations += r.Operations
 		total.Open += r.Open
 		total.Conflicts += r.Conflicts
-		sure, err := New(direct, Options{Options: opt.StoreOptions(clock), Prefix: s.opts.Prefix})
+		sure, err := NewDriver(direct, Options{Options: opt.StoreOptions(clock), Prefix: s.opts.Prefix})
 		must(t, err)
 		checkStore(t, sure)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 )
 
 // DefaultPrefix is the key prefix of a store whose Options.Prefix is empty.
@@ -65,7 +66,7 @@ type Options struct {
 	// OpTTL. 0 means DefaultOpTTL (10 min).
 	OpTTL time.Duration
 
-	// PageSize is how many blob keys BlobReferences reads per round trip,
+	// PageSize is how many blob keys ListBlobReferences reads per round trip,
 	// at most MaxPageSize. 0 means DefaultPageSize (1000).
 	PageSize int
 
@@ -79,7 +80,7 @@ type Options struct {
 }
 
 // resolve returns o with its defaults filled in, or an error wrapping
-// ckptstore.ErrInvalidOptions.
+// driver.ErrInvalidOptions.
 func (o Options) resolve() (Options, error) {
 	lease, err := o.Options.Resolve()
 	if err != nil {
@@ -91,13 +92,13 @@ func (o Options) resolve() (Options, error) {
 	}
 	if o.MinReplicas < 0 || o.ReplicaTimeout < 0 || o.OpTTL < 0 || o.PageSize < 0 || o.BatchSize < 0 {
 		return o, fmt.Errorf("%w: MinReplicas %d, ReplicaTimeout %v, OpTTL %v, PageSize %d and BatchSize %d must not be negative",
-			ckptstore.ErrInvalidOptions, o.MinReplicas, o.ReplicaTimeout, o.OpTTL, o.PageSize, o.BatchSize)
+			driver.ErrInvalidOptions, o.MinReplicas, o.ReplicaTimeout, o.OpTTL, o.PageSize, o.BatchSize)
 	}
 	if o.PageSize > MaxPageSize {
-		return o, fmt.Errorf("%w: PageSize %d is above %d", ckptstore.ErrInvalidOptions, o.PageSize, MaxPageSize)
+		return o, fmt.Errorf("%w: PageSize %d is above %d", driver.ErrInvalidOptions, o.PageSize, MaxPageSize)
 	}
 	if o.BatchSize > MaxBatchSize {
-		return o, fmt.Errorf("%w: BatchSize %d is above %d", ckptstore.ErrInvalidOptions, o.BatchSize, MaxBatchSize)
+		return o, fmt.Errorf("%w: BatchSize %d is above %d", driver.ErrInvalidOptions, o.BatchSize, MaxBatchSize)
 	}
 	if o.BatchSize == 0 {
 		o.BatchSize = DefaultBatchSize

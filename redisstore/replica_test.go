@@ -33,10 +33,10 @@ func TestMinReplicasWaitsForReplica(t *testing.T) {
 	head := ""
 	for i := range 20 { // the first one loads the script inside the pipeline
 		id := "c" + strconv.Itoa(i)
-		must(t, s.Append(ctx, testkit.Checkpoint("t", id, head, float64(i), i), head, w))
+		must(t, s.p().Append(ctx, testkit.Checkpoint("t", id, head, float64(i), i), head, w))
 		head = id
 		// WAIT returned: the replica has applied the write.
-		got, err := onReplica.Get(ctx, id)
+		got, err := onReplica.p().Get(ctx, id)
 		must(t, err)
 		if got == nil {
 			t.Fatalf("%s is not on the replica after a write that waited for it", id)
@@ -44,11 +44,11 @@ func TestMinReplicasWaitsForReplica(t *testing.T) {
 	}
 
 	two := newStore(t, pc, Options{Prefix: s.opts.Prefix, MinReplicas: 2, ReplicaTimeout: 50 * time.Millisecond})
-	err := two.Append(ctx, testkit.Checkpoint("t", "x", head, 99), head, w)
+	err := two.p().Append(ctx, testkit.Checkpoint("t", "x", head, 99), head, w)
 	if !errors.Is(err, ErrNotReplicated) || ckptstore.Code(err) != "" {
 		t.Fatalf("Append with MinReplicas 2 and one replica = %v, want ErrNotReplicated", err)
 	}
-	if h, err := s.Head(ctx, "t"); err != nil || h != "x" {
+	if h, err := s.p().GetHead(ctx, "t"); err != nil || h != "x" {
 		t.Fatalf("head %q, %v: the primary should have the write", h, err)
 	}
 }
@@ -59,19 +59,19 @@ func TestMinReplicasWithoutReplicas(t *testing.T) {
 	ctx := context.Background()
 	c := miniClient(t)
 	s := newStore(t, c, Options{MinReplicas: 1})
-	if _, err := s.AcquireWriter(ctx, "u"); !errors.Is(err, ErrNotReplicated) {
+	if _, err := s.p().AcquireWriter(ctx, "u"); !errors.Is(err, ErrNotReplicated) {
 		t.Fatalf("AcquireWriter = %v, want ErrNotReplicated: a lease waits like any write", err)
 	}
 	// The lease comes from a store on the same keys that does not wait.
 	w := acquire(t, newStore(t, c, Options{Prefix: s.opts.Prefix}), "t")
-	if err := s.Append(ctx, testkit.Checkpoint("t", "a", "", 1), "", w); !errors.Is(err, ErrNotReplicated) {
+	if err := s.p().Append(ctx, testkit.Checkpoint("t", "a", "", 1), "", w); !errors.Is(err, ErrNotReplicated) {
 		t.Fatalf("Append = %v, want ErrNotReplicated", err)
 	}
-	if _, err := s.DeleteCheckpoints(ctx, "t", 1, w); !errors.Is(err, ErrNotReplicated) {
+	if _, err := s.p().DeleteCheckpoints(ctx, "t", 1, w); !errors.Is(err, ErrNotReplicated) {
 		t.Fatalf("DeleteCheckpoints = %v, want ErrNotReplicated", err)
 	}
 	// A contract error is reported as such, replicas or not.
-	if err := s.Append(ctx, testkit.Checkpoint("t", "b", "", 1), "", w); !errors.Is(err, ckptstore.ErrConflict) {
+	if err := s.p().Append(ctx, testkit.Checkpoint("t", "b", "", 1), "", w); !errors.Is(err, ckptstore.ErrConflict) {
 		t.Fatalf("Append with a stale head = %v, want ErrConflict", err)
 	}
 }
@@ -112,15 +112,15 @@ func TestMinReplicasResendWaits(t *testing.T) {
 			replica.Resume(t)
 		}
 	}()
-	if err := s.Append(op, cp, "", w); !errors.Is(err, ErrNotReplicated) {
+	if err := s.p().Append(op, cp, "", w); !errors.Is(err, ErrNotReplicated) {
 		t.Fatalf("Append with the replica paused = %v, want ErrNotReplicated", err)
 	}
-	if err := other.Append(op, cp, "", w); !errors.Is(err, ErrNotReplicated) {
+	if err := other.p().Append(op, cp, "", w); !errors.Is(err, ErrNotReplicated) {
 		t.Fatalf("the resend through another connection, replica still paused = %v, want ErrNotReplicated", err)
 	}
 	replica.Resume(t)
 	resumed = true
-	must(t, other.Append(op, cp, "", w))
+	must(t, other.p().Append(op, cp, "", w))
 	got, err := newStore(t, replica.Client(t, nil), Options{Prefix: s.opts.Prefix}).Get(ctx, "a")
 	must(t, err)
 	if got == nil {

@@ -72,7 +72,7 @@ func TestRestartKeepsAcknowledgedAppends(t *testing.T) {
 		threads = append(threads, r.thread)
 		r.checkAfterRestart(t, s)
 	}
-	testkit.CheckRefs(t, s, threads...)
+	testkit.CheckRefs(t, s.p(), threads...)
 	t.Logf("%d appends acknowledged before the kill, %d in flight", acked.Load(), inFlight)
 }
 
@@ -87,10 +87,10 @@ type restartResult struct {
 // appendUntilKilled is writer wi: it appends to thread r<wi> until an
 // Append fails (the kill) or maxOps are done, calling ack after each
 // acknowledged one.
-func appendUntilKilled(t *testing.T, s *Store, wi, maxOps int, ack func()) restartResult {
+func appendUntilKilled(t *testing.T, s *Driver, wi, maxOps int, ack func()) restartResult {
 	ctx := context.Background()
 	r := restartResult{thread: fmt.Sprintf("r%d", wi)}
-	l, err := s.AcquireWriter(ctx, r.thread)
+	l, err := s.p().AcquireWriter(ctx, r.thread)
 	if err != nil {
 		t.Error(err)
 		return r
@@ -98,7 +98,7 @@ func appendUntilKilled(t *testing.T, s *Store, wi, maxOps int, ack func()) resta
 	head := ""
 	for n := range maxOps {
 		cp := testkit.Checkpoint(r.thread, fmt.Sprintf("%s-%d", r.thread, n), head, float64(n), n%50, wi)
-		if err := s.Append(ctx, cp, head, l.Writer); err != nil {
+		if err := s.p().Append(ctx, cp, head, l.Writer); err != nil {
 			if ckptstore.Code(err) != "" {
 				t.Errorf("append %s: %v", cp.ID, err)
 			}
@@ -115,14 +115,14 @@ func appendUntilKilled(t *testing.T, s *Store, wi, maxOps int, ack func()) resta
 // checkAfterRestart checks that every acknowledged append of r is stored
 // byte for byte and that the head is the last of them or the one in
 // flight.
-func (r restartResult) checkAfterRestart(t *testing.T, s *Store) {
+func (r restartResult) checkAfterRestart(t *testing.T, s *Driver) {
 	ctx := context.Background()
 	for _, want := range r.ok {
-		got, err := s.Get(ctx, want.ID)
+		got, err := s.p().Get(ctx, want.ID)
 		must(t, err)
 		require.Equal(t, want, got, "%s after the restart", want.ID)
 	}
-	head, err := s.Head(ctx, r.thread)
+	head, err := s.p().GetHead(ctx, r.thread)
 	must(t, err)
 	last := ""
 	if len(r.ok) > 0 {

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/internal/redistest"
 	"github.com/ckptstore/ckptstore/internal/testkit"
 )
@@ -57,43 +58,43 @@ func TestResentWriteAfterLostReply(t *testing.T) {
 		}
 
 		loseNext()
-		l, err := s.AcquireWriter(ctx, "t")
+		l, err := s.p().AcquireWriter(ctx, "t")
 		must(t, err)
 		if l.Fence != 1 {
 			t.Fatalf("fence %d after a resent AcquireWriter, want 1", l.Fence)
 		}
 		w := l.Writer
-		must(t, s.Append(ctx, testkit.Checkpoint("t", "c1", "", 1, 1, 2), "", w))
+		must(t, s.p().Append(ctx, testkit.Checkpoint("t", "c1", "", 1, 1, 2), "", w))
 		loseNext()
-		must(t, s.Append(ctx, testkit.Checkpoint("t", "c2", "c1", 2, 2, 3), "c1", w))
+		must(t, s.p().Append(ctx, testkit.Checkpoint("t", "c2", "c1", 2, 2, 3), "c1", w))
 		loseNext()
-		must(t, s.Append(ctx, testkit.Checkpoint("t", "c3", "c2", 3, 3, 4), "c2", w))
-		testkit.CheckRefs(t, s, "t")
+		must(t, s.p().Append(ctx, testkit.Checkpoint("t", "c3", "c2", 3, 3, 4), "c2", w))
+		testkit.CheckRefs(t, s.p(), "t")
 
 		loseNext()
-		must(t, s.DeleteHead(ctx, "t", "c3", w))
-		if h, err := s.Head(ctx, "t"); err != nil || h != "c2" {
+		must(t, s.p().DeleteHead(ctx, "t", "c3", w))
+		if h, err := s.p().GetHead(ctx, "t"); err != nil || h != "c2" {
 			t.Fatalf("head %q, %v after a resent DeleteHead, want c2", h, err)
 		}
-		testkit.CheckRefs(t, s, "t")
+		testkit.CheckRefs(t, s.p(), "t")
 
 		loseNext()
-		ids, err := s.DeleteCheckpoints(ctx, "t", 1, w)
+		ids, err := s.p().DeleteCheckpoints(ctx, "t", 1, w)
 		must(t, err)
 		require.Equal(t, []string{"c1"}, ids, "resent DeleteCheckpoints")
 
 		loseNext()
-		l2, err := s.AcquireWriter(ctx, "f")
+		l2, err := s.p().AcquireWriter(ctx, "f")
 		must(t, err)
 		in := ckptstore.ForkInput{SourceThreadID: "t", SourceCheckpointID: "c2", DestinationThreadID: "f",
 			DestinationCheckpointID: "r", CreatedAt: 9, Writer: l2.Writer}
 		loseNext()
-		root, err := s.ForkFromCheckpoint(ctx, in)
+		root, err := s.p().ForkFromCheckpoint(ctx, in)
 		must(t, err)
-		src, err := s.Get(ctx, "c2")
+		src, err := s.p().Get(ctx, "c2")
 		must(t, err)
-		require.Equal(t, ckptstore.ForkRoot(src, in), root, "resent fork")
-		refs := testkit.CheckRefs(t, s, "t", "f")
+		require.Equal(t, driver.ForkRoot(src, in), root, "resent fork")
+		refs := testkit.CheckRefs(t, s.p(), "t", "f")
 		// c2 and r use blobs 2 and 3; c1, c3 are gone.
 		if len(refs) != 2 || refs[0].References != 2 || refs[1].References != 2 {
 			t.Fatalf("references %v, want two keys counted twice", refs)
@@ -116,7 +117,7 @@ func TestResentFailureChecksAgain(t *testing.T) {
 		before, err := direct.Keys(ctx, "*:o:*").Result()
 		must(t, err)
 		proxy.DropReplies(1)
-		if err := s.Append(ctx, testkit.Checkpoint("t", "c1", "", 1), "x", w); !errors.Is(err, ckptstore.ErrConflict) {
+		if err := s.p().Append(ctx, testkit.Checkpoint("t", "c1", "", 1), "x", w); !errors.Is(err, ckptstore.ErrConflict) {
 			t.Fatalf("Append with a stale head = %v, want ErrConflict", err)
 		}
 		if proxy.DroppedReplies() != 1 {
@@ -151,9 +152,9 @@ func TestResentNewWritesAfterLostReply(t *testing.T) {
 		}
 
 		lose(1)
-		must(t, s.SaveThread(ctx, "s", []byte(`[1]`)))
+		must(t, s.p().SaveThread(ctx, "s", []byte(`[1]`)))
 		lose(1)
-		n, err := s.Import(ctx, ckptstore.ImportBatch{ThreadID: "t", Writer: w, SetHead: true, Head: "i1",
+		n, err := s.p().Import(ctx, ckptstore.ImportBatch{ThreadID: "t", Writer: w, SetHead: true, Head: "i1",
 			Checkpoints: []*ckptstore.Checkpoint{testkit.Checkpoint("t", "i0", "", 0, 1), testkit.Checkpoint("t", "i1", "i0", 1, 2)}})
 		must(t, err)
 		if n != 2 {
@@ -161,28 +162,28 @@ func TestResentNewWritesAfterLostReply(t *testing.T) {
 		}
 		ids := append([]string{"i0", "i1"}, chainOf(t, sure, "t", w, 7)...)
 		lose(4) // the first walk, the first delete batches
-		deleted, err := s.DeleteCheckpoints(ctx, "t", 2, w)
+		deleted, err := s.p().DeleteCheckpoints(ctx, "t", 2, w)
 		must(t, err)
 		require.Equal(t, ids[:7], deleted, "a resent long prune")
-		testkit.CheckRefs(t, sure, "t")
+		testkit.CheckRefs(t, sure.p(), "t")
 
 		wf := acquire(t, sure, "f")
 		lose(1)
-		_, err = s.ForkFromCheckpoint(ctx, ckptstore.ForkInput{SourceThreadID: "t", SourceCheckpointID: ids[8],
+		_, err = s.p().ForkFromCheckpoint(ctx, ckptstore.ForkInput{SourceThreadID: "t", SourceCheckpointID: ids[8],
 			DestinationThreadID: "f", DestinationCheckpointID: "root", CreatedAt: 1, Writer: wf})
 		must(t, err)
-		if tr, err := sure.LoadThread(ctx, "f"); err != nil || string(tr) != testkit.Conversation {
+		if tr, err := sure.p().LoadThread(ctx, "f"); err != nil || string(tr) != testkit.Conversation {
 			t.Fatalf("the fork's transcript is %s (%v)", tr, err)
 		}
 		chainOf(t, sure, "t", w, 3)
 		lose(3)
-		n, err = s.DeleteThread(ctx, "t", w)
+		n, err = s.p().DeleteThread(ctx, "t", w)
 		must(t, err)
 		if n != 5 {
 			t.Fatalf("a resent DeleteThread reported %d, want 5", n)
 		}
 		wantEmptyThread(t, sure, "t")
-		testkit.CheckRefs(t, sure, "t", "f")
+		testkit.CheckRefs(t, sure.p(), "t", "f")
 		checkStore(t, sure)
 		if proxy.DroppedReplies() != lost {
 			t.Fatalf("the proxy lost %d replies, want %d", proxy.DroppedReplies(), lost)
@@ -217,7 +218,7 @@ func TestRenewResentAfterTakeover(t *testing.T) {
 			t.Fatalf("the resent renew = %v, want the renewal it made", res)
 		}
 		// A new renewal of the replaced lease fails as it must.
-		if _, err := s.RenewWriter(ctx, w); !errors.Is(err, ckptstore.ErrWriterLost) {
+		if _, err := s.p().Renew(ctx, w); !errors.Is(err, ckptstore.ErrWriterLost) {
 			t.Fatalf("renewing the replaced lease = %v, want ErrWriterLost", err)
 		}
 	})
@@ -234,14 +235,14 @@ func TestLastWriteResentAfterLaterWrite(t *testing.T) {
 			Op: s.keys.op(opSaveThread, "lost"), ThreadID: "t", Messages: []byte(`["first"]`), TTL: s.opTTL}
 		_, err := run(ctx, s.r, saveThreadScript, save, true)
 		must(t, err)
-		must(t, s.SaveThread(ctx, "t", []byte(`["later"]`)))
+		must(t, s.p().SaveThread(ctx, "t", []byte(`["later"]`)))
 		_, err = run(ctx, s.r, saveThreadScript, save, true)
 		must(t, err)
-		if tr, err := s.LoadThread(ctx, "t"); err != nil || string(tr) != `["later"]` {
+		if tr, err := s.p().LoadThread(ctx, "t"); err != nil || string(tr) != `["later"]` {
 			t.Fatalf("after the resend the transcript is %s (%v), want the later one", tr, err)
 		}
 
-		in := NewInstanceStore(c, s.opts.Prefix)
+		in := newInstanceStore(runner{c: c}, s.opts.Prefix, DefaultOpTTL)
 		rec := &ckptstore.InstanceRecord{Key: "k", Provider: "p", ProviderSandboxID: "sb", ThreadID: "t", UpdatedAt: 1}
 		up := upsertInstanceArgs{Record: key(in.base + "k"), Op: key(in.ops + "lost-upsert"), TTL: in.opTTL,
 			Provider: "p", SandboxID: "old", ThreadID: "t", UpdatedAt: "1"}

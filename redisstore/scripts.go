@@ -3,7 +3,7 @@ package redisstore
 // The Lua scripts. Each write is one script (or, for a thread too large
 // for one bounded step, one script per batch), so its checks and its writes
 // run as one atomic step on the server: a script that fails a check returns
-// before its first write. Go runs the pure checks first (package precheck)
+// before its first write. The portable store runs the pure checks first
 // and passes everything a script needs as arguments, including the time,
 // read from Options.Now, so the server's clock never decides a lease.
 //

@@ -1,7 +1,7 @@
 package redisstore
 
-// The Store's methods. Each one runs the pure checks of package precheck,
-// then one round trip: a read (HMGET, HGET or a read-only script) or one
+// The Driver's methods. Each one, after the portable store's pure checks,
+// is one round trip: a read (HMGET, HGET or a read-only script) or one
 // write script (see scripts.go), whose reply is either "ok" or the name of
 // the contract error, mapped by scriptError. The calls that span a whole
 // thread (List, a long DeleteCheckpoints, DeleteThread) take one bounded
@@ -24,8 +24,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ckptstore/ckptstore"
-	"github.com/ckptstore/ckptstore/internal/seqs"
-	"github.com/ckptstore/ckptstore/precheck"
+	"github.com/ckptstore/ckptstore/driver"
 )
 
 // ErrNotReplicated reports a write that happened on the primary but was not
@@ -34,11 +33,10 @@ import (
 // either, also on an error that crossed HTTP): not a contract error.
 var ErrNotReplicated = ckptstore.ErrNotReplicated
 
-// Store is the Redis ckptstore.Store, Pruner and Forker, with transcripts,
-// DeleteThread, paged lists, thread listing and import. It is safe for
-// concurrent use; it keeps no state of its own besides its options, so any
-// number of Store values (in any number of processes) may share a prefix.
-type Store struct {
+// Driver is the Redis driver.Store. It is safe for concurrent use; it
+// keeps no state of its own besides its options, so any number of Driver
+// values (in any number of processes) may share a prefix.
+type Driver struct {
 	c    redis.UniversalClient
 	r    runner
 	opts Options
@@ -48,16 +46,27 @@ type Store struct {
 	opTTL   string
 }
 
-var _ ckptstore.FullStore = (*Store)(nil)
+var _ driver.Store = (*Driver)(nil)
 
-// New returns a store over client. It does no I/O; scripts are loaded on
-// first use. An error wraps ckptstore.ErrInvalidOptions.
-func New(client redis.UniversalClient, opts Options) (*Store, error) {
+// New returns the portable store over a Driver over client. It does no
+// I/O; scripts are loaded on first use. An error wraps
+// driver.ErrInvalidOptions.
+func New(client redis.UniversalClient, opts Options) (*ckptstore.Portable, error) {
+	d, err := NewDriver(client, opts)
+	if err != nil {
+		return nil, err
+	}
+	return ckptstore.New(d), nil
+}
+
+// NewDriver returns the driver that New wraps, for Check and Upgrade. It
+// fails as New does.
+func NewDriver(client redis.UniversalClient, opts Options) (*Driver, error) {
 	o, r, err := resolveClient(client, opts)
 	if err != nil {
 		return nil, err
 	}
-	return &Store{
+	return &Driver{
 		c:       client,
 		r:       r,
 		opts:    o,
@@ -69,10 +78,10 @@ func New(client redis.UniversalClient, opts Options) (*Store, error) {
 
 // resolveClient checks client and opts for New and NewInstances, and
 // returns opts with their defaults filled in and the runner of the
-// client's scripts; an error wraps ckptstore.ErrInvalidOptions.
+// client's scripts; an error wraps driver.ErrInvalidOptions.
 func resolveClient(client redis.UniversalClient, opts Options) (Options, runner, error) {
 	if client == nil {
-		return opts, runner{}, fmt.Errorf("%w: nil client", ckptstore.ErrInvalidOptions)
+		return opts, runner{}, fmt.Errorf("%w: nil client", driver.ErrInvalidOptions)
 	}
 	o, err := opts.resolve()
 	if err != nil {
@@ -84,7 +93,7 @@ func resolveClient(client redis.UniversalClient, opts Options) (Options, runner,
 		switch client.(type) {
 		case *redis.Client, *redis.ClusterClient:
 		default:
-			return opts, runner{}, fmt.Errorf("%w: MinReplicas needs a *redis.Client (single server or Sentinel) or a *redis.ClusterClient, not %T", ckptstore.ErrInvalidOptions, client)
+			return opts, runner{}, fmt.Errorf("%w: MinReplicas needs a *redis.Client (single server or Sentinel) or a *redis.ClusterClient, not %T", driver.ErrInvalidOptions, client)
 		}
 	}
 	return o, runner{c: client, minReplicas: o.MinReplicas, waitMs: ceilMillis(o.ReplicaTimeout), replicaTimeout: o.ReplicaTimeout}, nil
@@ -159,21 +168,17 @@ const (
 )
 
 // now returns the lease clock in ms.
-func (s *Store) now() int64 { return s.opts.Now().UnixMilli() }
+func (s *Driver) now() int64 { return s.opts.Now().UnixMilli() }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
-// opToken returns the op token of a call: the caller's (ckptstore.OpToken)
-// when ctx carries one, else a fresh random one. A caller's token that is
-// not well formed fails with ErrInvalidEntry.
-func opToken(ctx context.Context) (string, error) {
-	if t, ok := ckptstore.OpToken(ctx); ok {
-		if !ckptstore.ValidOpToken(t) {
-			return "", fmt.Errorf("%w: op token is not 1 to %d characters of [A-Za-z0-9_-]", ckptstore.ErrInvalidEntry, ckptstore.MaxOpTokenBytes)
-		}
-		return t, nil
+// opToken returns the op token of a call: the caller's, checked by the
+// portable store, or a fresh random one when there is none ("").
+func opToken(token string) string {
+	if token != "" {
+		return token
 	}
-	return rand.Text(), nil
+	return rand.Text()
 }
 
 // scriptError maps a script's error reply to the contract error.
@@ -183,7 +188,7 @@ func scriptError(res []any, format string, args ...any) error {
 	}
 	name, _ := res[0].(string)
 	// Scripts reply with the wire code less its SANDBOX_SNAPSHOT_ prefix.
-	sentinel := ckptstore.ErrorFor("SANDBOX_SNAPSHOT_" + name)
+	sentinel := driver.ErrorFor("SANDBOX_SNAPSHOT_" + name)
 	if sentinel == nil {
 		return fmt.Errorf("redisstore: unexpected script reply %q", res)
 	}
@@ -201,11 +206,8 @@ func succeeded(res []any) bool {
 	return len(res) > 0 && res[0] == "ok"
 }
 
-// Get implements ckptstore.Store.
-func (s *Store) Get(ctx context.Context, id string) (*ckptstore.Checkpoint, error) {
-	if err := precheck.Read(ctx, "checkpoint id", id); err != nil {
-		return nil, err
-	}
+// Get implements driver.Store.
+func (s *Driver) Get(ctx context.Context, id string) (*ckptstore.Checkpoint, error) {
 	v, err := s.c.HMGet(ctx, string(s.keys.checkpoint(id)), "t", "p", "h", "b", "v").Result()
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: get %q: %w", id, err)
@@ -240,7 +242,7 @@ func decodeCheckpoint(id string, thread, parent, header, body, conv any) (*ckpts
 	return cp, nil
 }
 
-// List implements ckptstore.Store. It reads the thread in pages of
+// List implements driver.Store. It reads the thread in pages of
 // Options.BatchSize checkpoints, one script each, so a thread of any size
 // never holds the server for long. A thread of at most BatchSize
 // checkpoints is read in one atomic step. A longer one is read page after
@@ -249,10 +251,7 @@ func decodeCheckpoint(id string, thread, parent, header, body, conv any) (*ckpts
 // order; one appended or deleted while the call runs may or may not be.
 // Under the contract's single writer per thread, a List that runs while no
 // write of the thread commits is exact.
-func (s *Store) List(ctx context.Context, threadID string) ([]*ckptstore.Checkpoint, error) {
-	if err := precheck.Read(ctx, "thread id", threadID); err != nil {
-		return nil, err
-	}
+func (s *Driver) List(ctx context.Context, threadID string) ([]*ckptstore.Checkpoint, error) {
 	var out []*ckptstore.Checkpoint
 	from := "-"
 	for {
@@ -274,7 +273,7 @@ func (s *Store) List(ctx context.Context, threadID string) ([]*ckptstore.Checkpo
 
 // readPage reads up to limit checkpoints of a thread from the lex bound
 // from, forward or in reverse, and whether more follow (it reads limit+1).
-func (s *Store) readPage(ctx context.Context, threadID, from string, limit int, reverse bool) ([]*ckptstore.Checkpoint, bool, error) {
+func (s *Driver) readPage(ctx context.Context, threadID, from string, limit int, reverse bool) ([]*ckptstore.Checkpoint, bool, error) {
 	res, err := run(ctx, s.r, pageScript, pageArgs{List: s.keys.list(threadID), CP: s.keys.cpPrefix(),
 		From: from, Limit: limit + 1, Reverse: reverse}, false)
 	if err != nil {
@@ -292,11 +291,8 @@ func (s *Store) readPage(ctx context.Context, threadID, from string, limit int, 
 	return out, len(res)/5 > limit, nil
 }
 
-// Head implements ckptstore.Store.
-func (s *Store) Head(ctx context.Context, threadID string) (string, error) {
-	if err := precheck.Read(ctx, "thread id", threadID); err != nil {
-		return "", err
-	}
+// GetHead implements driver.Store.
+func (s *Driver) GetHead(ctx context.Context, threadID string) (string, error) {
 	h, err := s.c.HGet(ctx, string(s.keys.thread(threadID)), "h").Result()
 	if err == redis.Nil {
 		return "", nil
@@ -307,21 +303,10 @@ func (s *Store) Head(ctx context.Context, threadID string) (string, error) {
 	return h, nil
 }
 
-// Append implements ckptstore.Store. Steps 1–2 and the writer's thread run
-// in precheck; the rest, and the write, in appendScript.
-func (s *Store) Append(ctx context.Context, cp *ckptstore.Checkpoint, expectedHeadID string, w ckptstore.Writer) error {
-	if err := precheck.Append(ctx, cp, expectedHeadID, w); err != nil {
-		return err
-	}
-	return s.appendValidated(ctx, cp, expectedHeadID, w)
-}
-
-// appendValidated is Append after its pure checks.
-func (s *Store) appendValidated(ctx context.Context, cp *ckptstore.Checkpoint, expectedHeadID string, w ckptstore.Writer) error {
-	op, err := opToken(ctx)
-	if err != nil {
-		return err
-	}
+// Append implements driver.Store: the state checks and the write in
+// appendScript.
+func (s *Driver) Append(ctx context.Context, cp *ckptstore.Checkpoint, expectedHeadID string, w ckptstore.Writer, token string) error {
+	op := opToken(token)
 	body, err := encodeBody(cp)
 	if err != nil {
 		return err
@@ -344,15 +329,9 @@ func (s *Store) appendValidated(ctx context.Context, cp *ckptstore.Checkpoint, e
 	return nil
 }
 
-// DeleteHead implements ckptstore.Store.
-func (s *Store) DeleteHead(ctx context.Context, threadID, checkpointID string, w ckptstore.Writer) error {
-	if err := precheck.DeleteHead(ctx, threadID, checkpointID, w); err != nil {
-		return err
-	}
-	op, err := opToken(ctx)
-	if err != nil {
-		return err
-	}
+// DeleteHead implements driver.Store.
+func (s *Driver) DeleteHead(ctx context.Context, threadID, checkpointID string, w ckptstore.Writer, token string) error {
+	op := opToken(token)
 	refs, refKeys := s.keys.refsKey()
 	res, err := run(ctx, s.r, deleteHeadScript, deleteHeadArgs{
 		Thread: s.keys.thread(threadID), List: s.keys.list(threadID), Checkpoint: s.keys.checkpoint(checkpointID),
@@ -369,7 +348,7 @@ func (s *Store) DeleteHead(ctx context.Context, threadID, checkpointID string, w
 	return nil
 }
 
-// DeleteCheckpoints implements ckptstore.Pruner. A chain that fits in one
+// DeleteCheckpoints implements driver.Store. A chain that fits in one
 // batch (at most Options.BatchSize checkpoints walked and deleted) is
 // pruned in one atomic script, as before. A longer one is walked from the
 // head in stretches of BatchSize checkpoints, then deleted in batches of
@@ -379,10 +358,7 @@ func (s *Store) DeleteHead(ctx context.Context, threadID, checkpointID string, w
 // head: after a failure midway the thread is as after a smaller prune, and
 // repeating the call finishes it. While a long prune runs, its thread must
 // not be written (the lease makes that so, but for the holder itself).
-func (s *Store) DeleteCheckpoints(ctx context.Context, threadID string, keep int, w ckptstore.Writer) ([]string, error) {
-	if err := precheck.Prune(ctx, threadID, keep, w); err != nil {
-		return nil, err
-	}
+func (s *Driver) DeleteCheckpoints(ctx context.Context, threadID string, keep int, w ckptstore.Writer) ([]string, error) {
 	a := pruneArgs{Thread: s.keys.thread(threadID), List: s.keys.list(threadID), ThreadID: threadID,
 		Token: w.OwnerToken, Fence: itoa(w.Fence), TTL: s.opTTL, Keep: keep, CP: s.keys.cpPrefix(),
 		Hops: s.opts.BatchSize, Budget: s.opts.BatchSize}
@@ -429,7 +405,7 @@ func (s *Store) DeleteCheckpoints(ctx context.Context, threadID string, keep int
 }
 
 // pruneBatches deletes doomed, in order, BatchSize ids per script.
-func (s *Store) pruneBatches(ctx context.Context, threadID string, doomed []string, w ckptstore.Writer) ([]string, error) {
+func (s *Driver) pruneBatches(ctx context.Context, threadID string, doomed []string, w ckptstore.Writer) ([]string, error) {
 	a := pruneBatchArgs{Thread: s.keys.thread(threadID), List: s.keys.list(threadID), ThreadID: threadID,
 		Token: w.OwnerToken, Fence: itoa(w.Fence), TTL: s.opTTL, CP: s.keys.cpPrefix()}
 	a.Refs, a.RefKeys = s.keys.refsKey()
@@ -469,19 +445,13 @@ func idReply(threadID string, res []any) ([]string, error) {
 	return ids, nil
 }
 
-// ForkFromCheckpoint implements ckptstore.Forker. The destination's
+// ForkFromCheckpoint implements driver.Store. The destination's
 // transcript is checked with its head and checkpoints, and set to the
 // copied conversation, in the same script.
-func (s *Store) ForkFromCheckpoint(ctx context.Context, in ckptstore.ForkInput) (*ckptstore.Checkpoint, error) {
-	if err := precheck.Fork(ctx, in); err != nil {
-		return nil, err
-	}
-	op, err := opToken(ctx)
-	if err != nil {
-		return nil, err
-	}
+func (s *Driver) ForkFromCheckpoint(ctx context.Context, f driver.Fork) (*ckptstore.Checkpoint, error) {
+	in, op := f.ForkInput, opToken(f.OpToken)
 	// The header depends on in alone: ForkRoot of an empty source.
-	root := ckptstore.ForkRoot(&ckptstore.Checkpoint{}, in)
+	root := driver.ForkRoot(&ckptstore.Checkpoint{}, in)
 	dst := in.DestinationThreadID
 	refs, refKeys := s.keys.refsKey()
 	res, err := run(ctx, s.r, forkScript, forkArgs{
@@ -491,8 +461,8 @@ func (s *Store) ForkFromCheckpoint(ctx context.Context, in ckptstore.ForkInput) 
 		TTL: s.opTTL, Now: itoa(s.now()), Token: in.Writer.OwnerToken, Fence: itoa(in.Writer.Fence),
 		SourceThread: in.SourceThreadID, DestThread: dst, DestID: in.DestinationCheckpointID,
 		// The writer's thread is checked after the source, in the script's
-		// order; precheck.WriterThread is that check.
-		WriterMatches: precheck.WriterThread(in.Writer, dst) == nil,
+		// order; the portable store computed it.
+		WriterMatches: f.WriterThreadErr == nil,
 		Member:        orderMember(in.CreatedAt, in.DestinationCheckpointID), Header: string(encodeHeader(root)),
 	}, true)
 	if err != nil {
@@ -514,38 +484,31 @@ func (s *Store) ForkFromCheckpoint(ctx context.Context, in ckptstore.ForkInput) 
 	return root, nil
 }
 
-// AcquireWriter implements ckptstore.Store. With a caller's op token
+// AcquireWriter implements driver.Store. With a caller's op token
 // (ckptstore.WithOpToken) the token is the lease's owner token, and a
 // repeated call reports the lease the first one took. With MinReplicas,
 // it waits for the replicas like every write (the lease and its fence
 // must survive a failover, or a promoted replica would hand the thread,
 // and the same fence, to a second writer) and fails with
-// ErrNotReplicated when they don't answer; so do RenewWriter and
-// ReleaseWriter.
-func (s *Store) AcquireWriter(ctx context.Context, threadID string) (*ckptstore.Lease, error) {
-	if err := precheck.AcquireWriter(ctx, threadID); err != nil {
-		return nil, err
-	}
-	token, err := opToken(ctx)
-	if err != nil {
-		return nil, err
-	}
+// ErrNotReplicated when they don't answer; so do Renew and Release.
+func (s *Driver) AcquireWriter(ctx context.Context, threadID, opTok string) (driver.Lease, error) {
+	token := opToken(opTok)
 	now := s.now()
 	res, err := run(ctx, s.r, acquireScript, acquireArgs{Thread: s.keys.thread(threadID), Op: s.keys.op(opAcquire, token),
 		Token: token, Now: itoa(now), Expiry: itoa(now + s.leaseMs), TTL: s.opTTL, ThreadID: threadID}, true)
 	if err != nil {
-		return nil, fmt.Errorf("redisstore: acquire writer of %q: %w", threadID, err)
+		return driver.Lease{}, fmt.Errorf("redisstore: acquire writer of %q: %w", threadID, err)
 	}
 	if !succeeded(res) {
-		return nil, scriptError(res, "thread %q is leased", threadID)
+		return driver.Lease{}, scriptError(res, "thread %q is leased", threadID)
 	}
 	fence, err1 := intReply(res[1])
 	exp, err2 := intReply(res[2])
 	if err := errors.Join(err1, err2); err != nil {
-		return nil, fmt.Errorf("redisstore: acquire writer of %q: %w", threadID, err)
+		return driver.Lease{}, fmt.Errorf("redisstore: acquire writer of %q: %w", threadID, err)
 	}
 	w := ckptstore.Writer{ThreadID: threadID, OwnerToken: token, Fence: fence}
-	return ckptstore.NewLease(w, time.UnixMilli(exp), s.opts.RenewAfter, s), nil
+	return driver.Lease{Writer: w, ExpiresAt: time.UnixMilli(exp), RenewAfter: s.opts.RenewAfter}, nil
 }
 
 // intReply reads an integer that a script returned as a number or as the
@@ -560,11 +523,8 @@ func intReply(v any) (int64, error) {
 	return 0, fmt.Errorf("%w: %v is not an integer", ErrCorrupt, v)
 }
 
-// RenewWriter implements ckptstore.LeaseKeeper.
-func (s *Store) RenewWriter(ctx context.Context, w ckptstore.Writer) (time.Time, error) {
-	if err := precheck.RenewWriter(ctx, w); err != nil {
-		return time.Time{}, err
-	}
+// Renew implements driver.Store.
+func (s *Driver) Renew(ctx context.Context, w ckptstore.Writer) (time.Time, error) {
 	now := s.now()
 	exp := now + s.leaseMs
 	res, err := run(ctx, s.r, renewScript, renewArgs{Thread: s.keys.thread(w.ThreadID), Op: s.keys.op(opRenew, rand.Text()),
@@ -578,22 +538,12 @@ func (s *Store) RenewWriter(ctx context.Context, w ckptstore.Writer) (time.Time,
 	return time.UnixMilli(exp), nil
 }
 
-// ReleaseWriter implements ckptstore.LeaseKeeper.
-func (s *Store) ReleaseWriter(ctx context.Context, w ckptstore.Writer) error {
-	if ok, err := precheck.ReleaseWriter(ctx, w); !ok || err != nil {
-		return err // !ok: no such lease can exist
-	}
+// Release implements driver.Store.
+func (s *Driver) Release(ctx context.Context, w ckptstore.Writer) error {
 	_, err := run(ctx, s.r, releaseScript, releaseArgs{Thread: s.keys.thread(w.ThreadID), Token: w.OwnerToken,
 		Fence: itoa(w.Fence)}, true)
 	if err != nil {
 		return fmt.Errorf("redisstore: release writer of %q: %w", w.ThreadID, err)
 	}
 	return nil
-}
-
-// BlobReferences implements ckptstore.Store. It reads PageSize keys per
-// round trip; each page is consistent, the whole list is not one snapshot
-// (see BlobReferencesSeq).
-func (s *Store) BlobReferences(ctx context.Context) ([]ckptstore.BlobRef, error) {
-	return seqs.Collect(s.BlobReferencesSeq(ctx))
 }

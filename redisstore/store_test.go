@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/internal/testkit"
 )
 
@@ -51,8 +52,8 @@ func TestCreatedAtRoundTripsExactly(t *testing.T) {
 		checkList := func() {
 			t.Helper()
 			want := slices.Clone(want)
-			slices.SortStableFunc(want, ckptstore.CompareCheckpoints)
-			got, err := s.List(ctx, "t")
+			slices.SortStableFunc(want, driver.CompareCheckpoints)
+			got, err := s.p().List(ctx, "t")
 			must(t, err)
 			if len(got) != len(want) {
 				t.Fatalf("List has %d checkpoints, want %d", len(got), len(want))
@@ -70,10 +71,10 @@ func TestCreatedAtRoundTripsExactly(t *testing.T) {
 			cp := testkit.Checkpoint("t", fmt.Sprintf("c%03d", i), head, f)
 			cp.Artifacts = []ckptstore.Artifact{{ArtifactID: "a", Name: "n", MimeType: "m",
 				BlobKey: testkit.ArtifactKey(i), CreatedAt: -f}}
-			must(t, s.Append(ctx, cp, head, w))
+			must(t, s.p().Append(ctx, cp, head, w))
 			head = cp.ID
 			want = append(want, cp)
-			got, err := s.Get(ctx, cp.ID)
+			got, err := s.p().Get(ctx, cp.ID)
 			must(t, err)
 			if math.Float64bits(got.CreatedAt) != math.Float64bits(f) ||
 				math.Float64bits(got.Artifacts[0].CreatedAt) != math.Float64bits(-f) {
@@ -104,17 +105,17 @@ func TestListTiesSortByIDBytes(t *testing.T) {
 				at = 0
 			}
 			cp := testkit.Checkpoint(thread, id, head, at)
-			must(t, s.Append(ctx, cp, head, w))
+			must(t, s.p().Append(ctx, cp, head, w))
 			head = id
 		}
-		got, err := s.List(ctx, thread)
+		got, err := s.p().List(ctx, thread)
 		must(t, err)
 		gotIDs := make([]string, len(got))
 		for i, cp := range got {
 			gotIDs[i] = cp.ID
 		}
 		want := slices.Clone(got)
-		slices.SortFunc(want, ckptstore.CompareCheckpoints)
+		slices.SortFunc(want, driver.CompareCheckpoints)
 		for i := range want {
 			if want[i].ID != gotIDs[i] {
 				t.Fatalf("List order %q, wrong at %d (%q)", gotIDs, i, want[i].ID)
@@ -136,16 +137,16 @@ func TestBlobReferencesPagedInKeyOrder(t *testing.T) {
 			for i := range 10 {
 				cp := testkit.Checkpoint("t", fmt.Sprint("c", i), head, float64(i), i, i+1, i+2, 100)
 				cp.Artifacts = []ckptstore.Artifact{{ArtifactID: "a", Name: "n", MimeType: "m", BlobKey: testkit.ArtifactKey(i % 3)}}
-				must(t, s.Append(ctx, cp, head, w))
+				must(t, s.p().Append(ctx, cp, head, w))
 				head = cp.ID
 			}
-			refs := testkit.CheckRefs(t, s, "t")
+			refs := testkit.CheckRefs(t, s.p(), "t")
 			if len(refs) != 12+1+3 {
 				t.Fatalf("page %d: %d blob keys, want 16", page, len(refs))
 			}
 			// Draining part of the sequence stops early without error.
 			n := 0
-			for _, err := range s.BlobReferencesSeq(ctx) {
+			for _, err := range s.p().BlobReferencesSeq(ctx) {
 				must(t, err)
 				if n++; n == 2 {
 					break
@@ -153,12 +154,12 @@ func TestBlobReferencesPagedInKeyOrder(t *testing.T) {
 			}
 			// Deleting every checkpoint forgets every key.
 			for head != "" {
-				cp, err := s.Get(ctx, head)
+				cp, err := s.p().Get(ctx, head)
 				must(t, err)
-				must(t, s.DeleteHead(ctx, "t", head, w))
+				must(t, s.p().DeleteHead(ctx, "t", head, w))
 				head = cp.ParentCheckpointID
 			}
-			refs, err := s.BlobReferences(ctx)
+			refs, err := s.p().ListBlobReferences(ctx)
 			must(t, err)
 			if refs == nil || len(refs) != 0 {
 				t.Fatalf("page %d: after deleting everything BlobReferences = %#v, want empty", page, refs)
@@ -174,14 +175,14 @@ func TestPrefixesIsolateAndShareOneHashTag(t *testing.T) {
 		ctx := context.Background()
 		a := newStore(t, c, Options{Prefix: "a"})
 		b := newStore(t, c, Options{Prefix: "a}:c:{b%"})
-		for _, s := range []*Store{a, b} {
+		for _, s := range []*Driver{a, b} {
 			w := acquire(t, s, "t")
-			must(t, s.Append(ctx, testkit.Checkpoint("t", "x", "", 1, 1), "", w))
+			must(t, s.p().Append(ctx, testkit.Checkpoint("t", "x", "", 1, 1), "", w))
 		}
 		inst := NewInstanceStore(c, "a")
 		must(t, inst.Upsert(ctx, &ckptstore.InstanceRecord{Key: "x", UpdatedAt: 1}))
-		for _, s := range []*Store{a, b} {
-			refs, err := s.BlobReferences(ctx)
+		for _, s := range []*Driver{a, b} {
+			refs, err := s.p().ListBlobReferences(ctx)
 			must(t, err)
 			if len(refs) != 1 || refs[0].References != 1 {
 				t.Fatalf("prefix %q: refs %v, want one key counted once", s.opts.Prefix, refs)
@@ -207,22 +208,22 @@ func TestOptions(t *testing.T) {
 		{MinReplicas: -1}, {OpTTL: -1}, {PageSize: -1}, {PageSize: MaxPageSize + 1}, {ReplicaTimeout: -1},
 		{Options: ckptstore.Options{LeaseDuration: time.Second, RenewAfter: time.Second}},
 	} {
-		if _, err := New(c, o); !errors.Is(err, ckptstore.ErrInvalidOptions) {
+		if _, err := NewDriver(c, o); !errors.Is(err, driver.ErrInvalidOptions) {
 			t.Errorf("New(%+v) = %v, want ErrInvalidOptions", o, err)
 		}
 	}
 	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": "127.0.0.1:1"}})
 	defer ring.Close()
-	if _, err := New(ring, Options{MinReplicas: 1}); !errors.Is(err, ckptstore.ErrInvalidOptions) {
+	if _, err := NewDriver(ring, Options{MinReplicas: 1}); !errors.Is(err, driver.ErrInvalidOptions) {
 		t.Errorf("New(Ring, MinReplicas 1) = %v, want ErrInvalidOptions", err)
 	}
-	if _, err := New(nil, Options{}); !errors.Is(err, ckptstore.ErrInvalidOptions) {
+	if _, err := NewDriver(nil, Options{}); !errors.Is(err, driver.ErrInvalidOptions) {
 		t.Errorf("New(nil) = %v, want ErrInvalidOptions", err)
 	}
-	s, err := New(c, Options{})
+	s, err := NewDriver(c, Options{})
 	must(t, err)
 	if s.opts.Prefix != DefaultPrefix || s.opts.OpTTL != DefaultOpTTL || s.opts.PageSize != DefaultPageSize ||
-		s.opts.LeaseDuration != ckptstore.DefaultLeaseDuration || s.opts.RenewAfter != ckptstore.DefaultRenewAfter {
+		s.opts.LeaseDuration != driver.DefaultLeaseDuration || s.opts.RenewAfter != driver.DefaultRenewAfter {
 		t.Errorf("zero Options resolved to %+v", s.opts)
 	}
 }
@@ -234,16 +235,16 @@ func TestPruneStopsOnParentCycle(t *testing.T) {
 		ctx := context.Background()
 		s := newStore(t, c, Options{})
 		w := acquire(t, s, "t")
-		must(t, s.Append(ctx, testkit.Checkpoint("t", "a", "", 1, 1), "", w))
-		must(t, s.Append(ctx, testkit.Checkpoint("t", "b", "a", 2, 2), "a", w))
-		ids, err := s.DeleteCheckpoints(ctx, "t", 1, w)
+		must(t, s.p().Append(ctx, testkit.Checkpoint("t", "a", "", 1, 1), "", w))
+		must(t, s.p().Append(ctx, testkit.Checkpoint("t", "b", "a", 2, 2), "a", w))
+		ids, err := s.p().DeleteCheckpoints(ctx, "t", 1, w)
 		must(t, err)
 		require.Equal(t, []string{"a"}, ids, "pruned")
-		must(t, s.Append(ctx, testkit.Checkpoint("t", "a", "b", 3, 3), "b", w)) // a → b → a
-		ids, err = s.DeleteCheckpoints(ctx, "t", 1, w)
+		must(t, s.p().Append(ctx, testkit.Checkpoint("t", "a", "b", 3, 3), "b", w)) // a → b → a
+		ids, err = s.p().DeleteCheckpoints(ctx, "t", 1, w)
 		must(t, err)
 		require.Equal(t, []string{"b"}, ids, "pruned")
-		testkit.CheckRefs(t, s, "t")
+		testkit.CheckRefs(t, s.p(), "t")
 	})
 }
 
@@ -280,12 +281,12 @@ func TestLeaseUsesOptionsClock(t *testing.T) {
 		ctx := context.Background()
 		clk := newClock()
 		s := newStore(t, c, Options{Options: ckptstore.Options{Now: clk.Now, LeaseDuration: time.Minute}})
-		l, err := s.AcquireWriter(ctx, "t")
+		l, err := s.p().AcquireWriter(ctx, "t")
 		must(t, err)
 		if !l.ExpiresAt.Equal(clk.Now().Add(time.Minute)) || l.RenewAfter != time.Minute*3/8 || l.Fence != 1 {
 			t.Fatalf("lease %+v", l)
 		}
-		if _, err := s.AcquireWriter(ctx, "t"); !errors.Is(err, ckptstore.ErrWriterConflict) {
+		if _, err := s.p().AcquireWriter(ctx, "t"); !errors.Is(err, ckptstore.ErrWriterConflict) {
 			t.Fatalf("second AcquireWriter = %v, want ErrWriterConflict", err)
 		}
 		clk.Advance(time.Minute - time.Millisecond)
@@ -295,21 +296,21 @@ func TestLeaseUsesOptionsClock(t *testing.T) {
 			t.Fatalf("Renew = %v", exp)
 		}
 		clk.Advance(time.Minute)
-		if err := s.Append(ctx, testkit.Checkpoint("t", "a", "", 1), "", l.Writer); !errors.Is(err, ckptstore.ErrWriterLost) {
+		if err := s.p().Append(ctx, testkit.Checkpoint("t", "a", "", 1), "", l.Writer); !errors.Is(err, ckptstore.ErrWriterLost) {
 			t.Fatalf("Append with an expired lease = %v, want ErrWriterLost", err)
 		}
-		l2, err := s.AcquireWriter(ctx, "t")
+		l2, err := s.p().AcquireWriter(ctx, "t")
 		must(t, err)
 		if l2.Fence != 2 {
 			t.Fatalf("takeover fence %d, want 2", l2.Fence)
 		}
 		l.Release(ctx) // replaced: does nothing
-		must(t, s.Append(ctx, testkit.Checkpoint("t", "a", "", 1), "", l2.Writer))
+		must(t, s.p().Append(ctx, testkit.Checkpoint("t", "a", "", 1), "", l2.Writer))
 		l2.Release(ctx)
-		if err := s.Append(ctx, testkit.Checkpoint("t", "b", "a", 1), "a", l2.Writer); !errors.Is(err, ckptstore.ErrWriterLost) {
+		if err := s.p().Append(ctx, testkit.Checkpoint("t", "b", "a", 1), "a", l2.Writer); !errors.Is(err, ckptstore.ErrWriterLost) {
 			t.Fatalf("Append after Release = %v, want ErrWriterLost", err)
 		}
-		l3, err := s.AcquireWriter(ctx, "t")
+		l3, err := s.p().AcquireWriter(ctx, "t")
 		must(t, err)
 		if l3.Fence != 3 {
 			t.Fatalf("fence after release %d, want 3", l3.Fence)
@@ -326,26 +327,26 @@ func TestGetReturnsExactCheckpoint(t *testing.T) {
 		cp := &ckptstore.Checkpoint{ID: "x", ThreadID: "t", CreatedAt: 1.5, Reason: ckptstore.ReasonNamed,
 			Label: "lbl", SourceRunID: "run",
 			Files: []ckptstore.Entry{{Path: "d", Kind: ckptstore.KindDir},
-				{Path: "d/f", Kind: ckptstore.KindFile, BlobKey: testkit.FileKey(1), Size: ckptstore.MaxSize}},
+				{Path: "d/f", Kind: ckptstore.KindFile, BlobKey: testkit.FileKey(1), Size: driver.MaxSize}},
 			Conversation: []byte(" [ {\"a\" : 1} ]\n"),
 			Artifacts:    []ckptstore.Artifact{}}
-		must(t, s.Append(ctx, cp, "", w))
-		got, err := s.Get(ctx, "x")
+		must(t, s.p().Append(ctx, cp, "", w))
+		got, err := s.p().Get(ctx, "x")
 		must(t, err)
 		require.Equal(t, cp, got, "Get")
 		for _, f := range []func() error{
-			func() error { _, err := s.Get(ctx, ""); return err },
-			func() error { _, err := s.List(ctx, "\xff"); return err },
-			func() error { _, err := s.Head(ctx, ""); return err },
+			func() error { _, err := s.p().Get(ctx, ""); return err },
+			func() error { _, err := s.p().List(ctx, "\xff"); return err },
+			func() error { _, err := s.p().GetHead(ctx, ""); return err },
 		} {
 			if err := f(); !errors.Is(err, ckptstore.ErrInvalidID) {
 				t.Errorf("read with an invalid id = %v, want ErrInvalidID", err)
 			}
 		}
-		if got, err := s.Get(ctx, "missing"); got != nil || err != nil {
+		if got, err := s.p().Get(ctx, "missing"); got != nil || err != nil {
 			t.Errorf("Get(missing) = %v, %v", got, err)
 		}
-		if l, err := s.List(ctx, "missing"); l == nil || len(l) != 0 || err != nil {
+		if l, err := s.p().List(ctx, "missing"); l == nil || len(l) != 0 || err != nil {
 			t.Errorf("List(missing) = %#v, %v", l, err)
 		}
 	})
@@ -362,7 +363,7 @@ func TestLongPruneStopsOnACycleAcrossStretches(t *testing.T) {
 	w := acquire(t, s, "t")
 	head := ""
 	for i, id := range []string{"c1", "c2", "c3", "c4"} {
-		must(t, s.Append(ctx, testkit.Checkpoint("t", id, head, float64(i), i), head, w))
+		must(t, s.p().Append(ctx, testkit.Checkpoint("t", id, head, float64(i), i), head, w))
 		head = id
 	}
 	if _, err := s.DeleteCheckpoints(ctx, "t", 1, w); err != nil {
@@ -371,8 +372,8 @@ func TestLongPruneStopsOnACycleAcrossStretches(t *testing.T) {
 	// c4's parent link names c3; storing c3 again with parent c4 closes
 	// the cycle c3 → c4 → c3, and c2 on top makes the chain from the head
 	// c2, c3, c4: the first stretch walks c2, c3, the second c4, c3.
-	must(t, s.Append(ctx, testkit.Checkpoint("t", "c3", "c4", 5, 5), "c4", w))
-	must(t, s.Append(ctx, testkit.Checkpoint("t", "c2", "c3", 6, 6), "c3", w))
+	must(t, s.p().Append(ctx, testkit.Checkpoint("t", "c3", "c4", 5, 5), "c4", w))
+	must(t, s.p().Append(ctx, testkit.Checkpoint("t", "c2", "c3", 6, 6), "c3", w))
 
 	ids, err := s.DeleteCheckpoints(ctx, "t", 3, w)
 	must(t, err)

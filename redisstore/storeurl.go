@@ -112,7 +112,11 @@ func openURL(ctx context.Context, spec string, opts storeurl.Options) (*storeurl
 	}
 	desc := fmt.Sprintf("redis %s (redisstore, prefix %q", shownURL, shown)
 	if ro.MinReplicas > 0 {
-		desc += fmt.Sprintf(", writes wait for %d replicas up to %v", ro.MinReplicas, st.opts.ReplicaTimeout)
+		wait := ro.ReplicaTimeout
+		if wait == 0 {
+			wait = DefaultReplicaTimeout
+		}
+		desc += fmt.Sprintf(", writes wait for %d replicas up to %v", ro.MinReplicas, wait)
 	}
 	return &storeurl.Opened{
 		Store:     st,
@@ -121,7 +125,7 @@ func openURL(ctx context.Context, spec string, opts storeurl.Options) (*storeurl
 		Desc:      desc + ")",
 		Close:     client.Close,
 		Handle:    client,
-		OpenNamespace: func(name string, lease ckptstore.Options) (ckptstore.Store, ckptstore.InstanceStore, error) {
+		OpenNamespace: func(name string, lease ckptstore.Options) (ckptstore.Store, *ckptstore.PortableInstances, error) {
 			o := ro
 			o.Prefix = storeurl.RedisNamespacePrefix(ro.Prefix, name)
 			return openPrefix(client, lease, o)
@@ -201,7 +205,7 @@ func toGoRedis(u *url.URL, base string, more []string) {
 
 // openPrefix opens the store and the instance store of o.Prefix, with the
 // lease options lease and the rest of o for both.
-func openPrefix(client redis.UniversalClient, lease ckptstore.Options, o Options) (*Store, *InstanceStore, error) {
+func openPrefix(client redis.UniversalClient, lease ckptstore.Options, o Options) (*ckptstore.Portable, *ckptstore.PortableInstances, error) {
 	o.Options = lease
 	st, err := New(client, o)
 	if err != nil {

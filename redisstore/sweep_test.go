@@ -7,12 +7,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/blobs"
 	"github.com/ckptstore/ckptstore/internal/testkit"
 	"github.com/ckptstore/ckptstore/sweep"
 )
 
-var _ sweep.RefLister = (*Store)(nil)
+var _ sweep.RefLister = (*ckptstore.Portable)(nil)
 
 // The sweep streams the store's references page by page (PageSize 2 here)
 // and deletes exactly the blobs no checkpoint uses.
@@ -25,9 +26,9 @@ func TestSweepStreamsReferences(t *testing.T) {
 		must(t, b.Put(ctx, testkit.FileKey(i), strings.NewReader("x")))
 	}
 	w := acquire(t, s, "t")
-	must(t, s.Append(ctx, testkit.Checkpoint("t", "a", "", 1, 0, 2, 4), "", w))
-	must(t, s.Append(ctx, testkit.Checkpoint("t", "b", "a", 2, 4, 6, 8), "a", w))
-	deleted, err := sweep.Run(ctx, s, b, sweep.Options{Now: func() time.Time { return time.Now().Add(time.Hour) }})
+	must(t, s.p().Append(ctx, testkit.Checkpoint("t", "a", "", 1, 0, 2, 4), "", w))
+	must(t, s.p().Append(ctx, testkit.Checkpoint("t", "b", "a", 2, 4, 6, 8), "a", w))
+	deleted, err := sweep.Run(ctx, s.p(), b, sweep.Options{Now: func() time.Time { return time.Now().Add(time.Hour) }})
 	must(t, err)
 	var want []string
 	for _, i := range []int{1, 3, 5, 7} {

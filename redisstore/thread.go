@@ -1,9 +1,8 @@
 package redisstore
 
-// The capabilities beyond Store, Pruner and Forker: transcripts,
-// DeleteThread, ListPage, Threads and Import. Their pure checks are
-// package precheck's; their state checks run in their scripts, in the
-// order of docs/contract.md.
+// Transcripts, DeleteThread, ListPage, Threads and Import. Their pure
+// checks are the portable store's; their state checks run in their
+// scripts, in the order of docs/contract.md.
 
 import (
 	"context"
@@ -15,18 +14,15 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ckptstore/ckptstore"
-	"github.com/ckptstore/ckptstore/precheck"
+	"github.com/ckptstore/ckptstore/driver"
 )
 
-// LoadThread implements ckptstore.Transcripts: the transcript as saved,
+// LoadThread implements driver.Store: the transcript as saved,
 // byte for byte, or "[]" when none was.
-func (s *Store) LoadThread(ctx context.Context, threadID string) (json.RawMessage, error) {
-	if err := precheck.LoadThread(ctx, threadID); err != nil {
-		return nil, err
-	}
+func (s *Driver) LoadThread(ctx context.Context, threadID string) (json.RawMessage, error) {
 	b, err := s.c.Get(ctx, string(s.keys.transcript(threadID))).Bytes()
 	if err == redis.Nil {
-		return ckptstore.EmptyTranscript(), nil
+		return driver.EmptyTranscript(), nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: load thread %q: %w", threadID, err)
@@ -34,12 +30,9 @@ func (s *Store) LoadThread(ctx context.Context, threadID string) (json.RawMessag
 	return json.RawMessage(b), nil
 }
 
-// SaveThread implements ckptstore.Transcripts. It needs no lease; the
+// SaveThread implements driver.Store. It needs no lease; the
 // thread enters the thread index in the same script.
-func (s *Store) SaveThread(ctx context.Context, threadID string, messages json.RawMessage) error {
-	if err := precheck.SaveThread(ctx, threadID, messages); err != nil {
-		return err
-	}
+func (s *Driver) SaveThread(ctx context.Context, threadID string, messages json.RawMessage) error {
 	_, err := run(ctx, s.r, saveThreadScript, saveThreadArgs{Transcript: s.keys.transcript(threadID),
 		Threads: s.keys.threadsKey(), Op: s.keys.op(opSaveThread, rand.Text()), ThreadID: threadID,
 		Messages: messages, TTL: s.opTTL}, true)
@@ -49,15 +42,12 @@ func (s *Store) SaveThread(ctx context.Context, threadID string, messages json.R
 	return nil
 }
 
-// DeleteThread implements ckptstore.ThreadDeleter: Options.BatchSize
+// DeleteThread implements driver.Store: Options.BatchSize
 // checkpoints per script, oldest first in List order, each script checking
 // the lease; the last one removes the head and the transcript too. A batch
 // is atomic and the call is not: after a failure, the thread has lost its
 // oldest checkpoints and can be deleted by calling again.
-func (s *Store) DeleteThread(ctx context.Context, threadID string, w ckptstore.Writer) (int, error) {
-	if err := precheck.DeleteThread(ctx, threadID, w); err != nil {
-		return 0, err
-	}
+func (s *Driver) DeleteThread(ctx context.Context, threadID string, w ckptstore.Writer) (int, error) {
 	a := deleteThreadArgs{Thread: s.keys.thread(threadID), List: s.keys.list(threadID),
 		Transcript: s.keys.transcript(threadID), Threads: s.keys.threadsKey(), TTL: s.opTTL,
 		Token: w.OwnerToken, Fence: itoa(w.Fence), ThreadID: threadID, CP: s.keys.cpPrefix(), Batch: s.opts.BatchSize}
@@ -91,17 +81,13 @@ func (s *Store) DeleteThread(ctx context.Context, threadID string, w ckptstore.W
 	}
 }
 
-// ListPage implements ckptstore.Pager: one script, one ZRANGEBYLEX of the
+// ListPage implements driver.Store: one script, one ZRANGEBYLEX of the
 // thread's list index (Limit+1 members, to learn whether more follow) and
 // the checkpoints it names. The cursor's position (createdAt, id) is the
 // exclusive lex bound "(" + orderMember(createdAt, id), so a page starts
 // exactly after it whether or not that checkpoint is still stored, and
 // ties on createdAt continue by id bytes.
-func (s *Store) ListPage(ctx context.Context, threadID string, opt ckptstore.ListOptions) ([]*ckptstore.Checkpoint, string, error) {
-	p, err := precheck.ListPage(ctx, threadID, opt)
-	if err != nil {
-		return nil, "", err
-	}
+func (s *Driver) ListPage(ctx context.Context, threadID string, p driver.Page) ([]*ckptstore.Checkpoint, string, error) {
 	from := "-"
 	if p.Reverse {
 		from = "+"
@@ -116,14 +102,10 @@ func (s *Store) ListPage(ctx context.Context, threadID string, opt ckptstore.Lis
 	return page, p.Next(page, more), nil
 }
 
-// Threads implements ckptstore.ThreadLister: one ZRANGEBYLEX of the thread
+// Threads implements driver.Store: one ZRANGEBYLEX of the thread
 // index, which the write scripts keep exact (a thread is in it while it
 // has a head, a checkpoint or a transcript).
-func (s *Store) Threads(ctx context.Context, after string, limit int) ([]string, string, error) {
-	p, err := precheck.Threads(ctx, after, limit)
-	if err != nil {
-		return nil, "", err
-	}
+func (s *Driver) Threads(ctx context.Context, p driver.ThreadPage) ([]string, string, error) {
 	from := "-"
 	if p.After != "" {
 		from = "(" + p.After
@@ -139,16 +121,13 @@ func (s *Store) Threads(ctx context.Context, after string, limit int) ([]string,
 	return ids, p.Next(ids, more), nil
 }
 
-// Import implements ckptstore.Importer: the batch in one script. A
+// Import implements driver.Store: the batch in one script. A
 // checkpoint stored in the thread with the same bytes is skipped; one whose
-// bytes differ is compared here by content (ckptstore.EqualCheckpoints: a
+// bytes differ is compared here by content (driver.EqualCheckpoints: a
 // nil and an empty slice encode apart but are equal) and the batch sent
 // again with the stored bytes of those found equal, which the script
 // checks are still in place.
-func (s *Store) Import(ctx context.Context, b ckptstore.ImportBatch) (int, error) {
-	if err := precheck.Import(ctx, b); err != nil {
-		return 0, err
-	}
+func (s *Driver) Import(ctx context.Context, b ckptstore.ImportBatch) (int, error) {
 	a := importArgs{Thread: s.keys.thread(b.ThreadID), List: s.keys.list(b.ThreadID),
 		Transcript: s.keys.transcript(b.ThreadID), Threads: s.keys.threadsKey(), Op: s.keys.op(opImport, rand.Text()),
 		TTL: s.opTTL, Token: b.Writer.OwnerToken, Fence: itoa(b.Writer.Fence), ThreadID: b.ThreadID,
@@ -193,7 +172,7 @@ func (s *Store) Import(ctx context.Context, b ckptstore.ImportBatch) (int, error
 // (index, parent, header, body, conversation each) with the batch's, and
 // records the stored body and conversation of each equal one in cps, for
 // the script to accept. One that differs fails with ErrDuplicateID.
-func (s *Store) compareImport(b ckptstore.ImportBatch, cps []any, res []any) error {
+func (s *Driver) compareImport(b ckptstore.ImportBatch, cps []any, res []any) error {
 	for i := 0; i+4 < len(res); i += 5 {
 		n, err := intReply(res[i])
 		if err != nil || n < 0 || int(n) >= len(b.Checkpoints) {
@@ -204,7 +183,7 @@ func (s *Store) compareImport(b ckptstore.ImportBatch, cps []any, res []any) err
 		if err != nil {
 			return fmt.Errorf("checkpoint %q: %w", want.ID, err)
 		}
-		if !ckptstore.EqualCheckpoints(got, want) {
+		if !driver.EqualCheckpoints(got, want) {
 			return fmt.Errorf("%w: import into thread %q: checkpoint %q is stored with other content", ckptstore.ErrDuplicateID, b.ThreadID, want.ID)
 		}
 		cps[int(n)*importFields+7] = res[i+3]

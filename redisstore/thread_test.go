@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/internal/testkit"
 )
 
@@ -36,7 +37,7 @@ func TestOrderMemberSortsLikeList(t *testing.T) {
 	for i := range cps {
 		for j := range 20 {
 			a, b := cps[i], cps[(i*31+j*17)%len(cps)]
-			want := ckptstore.CompareCheckpoints(a, b)
+			want := driver.CompareCheckpoints(a, b)
 			got := strings.Compare(orderMember(a.CreatedAt, a.ID), orderMember(b.CreatedAt, b.ID))
 			if got != want {
 				t.Fatalf("(%v, %q) vs (%v, %q): members compare %d, List order %d", a.CreatedAt, a.ID, b.CreatedAt, b.ID, got, want)
@@ -50,7 +51,7 @@ func TestOrderMemberSortsLikeList(t *testing.T) {
 
 // tieThread appends, in one chain, checkpoints whose createdAt values tie
 // often (-0 with 0 too) and whose ids are prefixes of one another.
-func tieThread(t *testing.T, s *Store, thread string, n int) []*ckptstore.Checkpoint {
+func tieThread(t *testing.T, s *Driver, thread string, n int) []*ckptstore.Checkpoint {
 	t.Helper()
 	ctx := context.Background()
 	w := acquire(t, s, thread)
@@ -63,11 +64,11 @@ func tieThread(t *testing.T, s *Store, thread string, n int) []*ckptstore.Checkp
 		if cp.ID == "" {
 			cp.ID = "z"
 		}
-		must(t, s.Append(ctx, cp, head, w))
+		must(t, s.p().Append(ctx, cp, head, w))
 		head = cp.ID
 		out = append(out, cp)
 	}
-	slices.SortFunc(out, ckptstore.CompareCheckpoints)
+	slices.SortFunc(out, driver.CompareCheckpoints)
 	return out
 }
 
@@ -79,7 +80,7 @@ func TestListPageTies(t *testing.T) {
 		ctx := context.Background()
 		s := newStore(t, c, Options{BatchSize: 4})
 		want := testkit.IDs(tieThread(t, s, "t", 40))
-		list, err := s.List(ctx, "t")
+		list, err := s.p().List(ctx, "t")
 		must(t, err)
 		require.Equal(t, want, testkit.IDs(list), "List (in pages of 4)")
 		rev := slices.Clone(want)
@@ -89,7 +90,7 @@ func TestListPageTies(t *testing.T) {
 				var got []string
 				after, pages := "", 0
 				for {
-					page, next, err := s.ListPage(ctx, "t", ckptstore.ListOptions{After: after, Limit: limit, Reverse: reverse})
+					page, next, err := s.p().ListPage(ctx, "t", ckptstore.ListOptions{After: after, Limit: limit, Reverse: reverse})
 					must(t, err)
 					pages++
 					got = append(got, testkit.IDs(page)...)
@@ -107,20 +108,20 @@ func TestListPageTies(t *testing.T) {
 			}
 		}
 		// Positions between stored checkpoints.
-		for _, pos := range []ckptstore.Position{{CreatedAt: 0, ID: "a\x00\x00"}, {CreatedAt: math.Copysign(0, -1), ID: "a"},
+		for _, pos := range []driver.Position{{CreatedAt: 0, ID: "a\x00\x00"}, {CreatedAt: math.Copysign(0, -1), ID: "a"},
 			{CreatedAt: 1, ID: "\x00"}, {CreatedAt: 0.5, ID: "zzz"}, {CreatedAt: -math.MaxFloat64, ID: "\x00"}, {CreatedAt: math.MaxFloat64, ID: "\x00"}} {
 			fwd, back := []string{}, []string{} // IDs of an empty page is empty, not nil
 			for _, cp := range list {
-				if c := ckptstore.ComparePosition(cp, pos); c > 0 {
+				if c := driver.ComparePosition(cp, pos); c > 0 {
 					fwd = append(fwd, cp.ID)
 				} else if c < 0 {
 					back = append([]string{cp.ID}, back...)
 				}
 			}
-			page, _, err := s.ListPage(ctx, "t", ckptstore.ListOptions{After: ckptstore.EncodeCursor(pos), Limit: 1000})
+			page, _, err := s.p().ListPage(ctx, "t", ckptstore.ListOptions{After: driver.EncodeCursor(pos), Limit: 1000})
 			must(t, err)
 			require.Equal(t, fwd, testkit.IDs(page), "after %v", pos)
-			page, _, err = s.ListPage(ctx, "t", ckptstore.ListOptions{After: ckptstore.EncodeCursor(pos), Limit: 1000, Reverse: true})
+			page, _, err = s.p().ListPage(ctx, "t", ckptstore.ListOptions{After: driver.EncodeCursor(pos), Limit: 1000, Reverse: true})
 			must(t, err)
 			require.Equal(t, back, testkit.IDs(page), "reverse after %v", pos)
 		}
@@ -129,15 +130,15 @@ func TestListPageTies(t *testing.T) {
 
 // chainOf appends n checkpoints to thread as one chain and returns their
 // ids, oldest first.
-func chainOf(t *testing.T, s *Store, thread string, w ckptstore.Writer, n int) []string {
+func chainOf(t *testing.T, s *Driver, thread string, w ckptstore.Writer, n int) []string {
 	t.Helper()
 	ctx := context.Background()
-	head, err := s.Head(ctx, thread)
+	head, err := s.p().GetHead(ctx, thread)
 	must(t, err)
 	var ids []string
 	for i := range n {
 		id := fmt.Sprintf("%s-%03d", thread, i)
-		must(t, s.Append(ctx, testkit.Checkpoint(thread, id, head, float64(i%3), i%4, 100+i), head, w))
+		must(t, s.p().Append(ctx, testkit.Checkpoint(thread, id, head, float64(i%3), i%4, 100+i), head, w))
 		head = id
 		ids = append(ids, id)
 	}
@@ -154,50 +155,50 @@ func TestLongThreadsInBatches(t *testing.T) {
 		ids := chainOf(t, s, "t", w, 20)
 		other := acquire(t, s, "o")
 		chainOf(t, s, "o", other, 4)
-		deleted, err := s.DeleteCheckpoints(ctx, "t", 4, w)
+		deleted, err := s.p().DeleteCheckpoints(ctx, "t", 4, w)
 		must(t, err)
 		if want := ids[:16]; !slices.Equal(deleted, want) {
 			t.Fatalf("DeleteCheckpoints deleted %q, want %q (farthest from the head first)", deleted, want)
 		}
-		list, err := s.List(ctx, "t")
+		list, err := s.p().List(ctx, "t")
 		must(t, err)
 		if got := testkit.IDs(list); len(got) != 4 {
 			t.Fatalf("List after prune = %q, want the 4 kept", got)
 		}
-		testkit.CheckRefs(t, s, "t", "o")
-		again, err := s.DeleteCheckpoints(ctx, "t", 4, w)
+		testkit.CheckRefs(t, s.p(), "t", "o")
+		again, err := s.p().DeleteCheckpoints(ctx, "t", 4, w)
 		must(t, err)
 		if len(again) != 0 {
 			t.Fatalf("a repeated prune deleted %q", again)
 		}
-		must(t, s.SaveThread(ctx, "t", []byte(`["m"]`)))
+		must(t, s.p().SaveThread(ctx, "t", []byte(`["m"]`)))
 		chainOf(t, s, "t", w, 7) // ids reused: 000…006 again
-		n, err := s.DeleteThread(ctx, "t", w)
+		n, err := s.p().DeleteThread(ctx, "t", w)
 		must(t, err)
 		if n != 11 {
 			t.Fatalf("DeleteThread = %d, want 11", n)
 		}
 		wantEmptyThread(t, s, "t")
-		testkit.CheckRefs(t, s, "t", "o")
-		threads, _, err := s.Threads(ctx, "", 0)
+		testkit.CheckRefs(t, s.p(), "t", "o")
+		threads, _, err := s.p().Threads(ctx, "", 0)
 		must(t, err)
 		if !slices.Equal(threads, []string{"o"}) {
 			t.Fatalf("Threads = %q, want [o]", threads)
 		}
 		// The lease stays: the holder writes the thread again.
-		must(t, s.Append(ctx, testkit.Checkpoint("t", "again", "", 1), "", w))
+		must(t, s.p().Append(ctx, testkit.Checkpoint("t", "again", "", 1), "", w))
 		checkStore(t, s)
 	})
 }
 
-func wantEmptyThread(t *testing.T, s *Store, thread string) {
+func wantEmptyThread(t *testing.T, s *Driver, thread string) {
 	t.Helper()
 	ctx := context.Background()
-	list, err := s.List(ctx, thread)
+	list, err := s.p().List(ctx, thread)
 	must(t, err)
-	head, err := s.Head(ctx, thread)
+	head, err := s.p().GetHead(ctx, thread)
 	must(t, err)
-	tr, err := s.LoadThread(ctx, thread)
+	tr, err := s.p().LoadThread(ctx, thread)
 	must(t, err)
 	if len(list) != 0 || head != "" || string(tr) != "[]" {
 		t.Fatalf("thread %q holds %q, head %q, transcript %s; want nothing", thread, testkit.IDs(list), head, tr)
@@ -219,12 +220,12 @@ func TestLongDeletesResume(t *testing.T) {
 		if !slices.Equal(first, ids[:3]) {
 			t.Fatalf("first batch deleted %q", first)
 		}
-		rest, err := s.DeleteCheckpoints(ctx, "t", 2, w)
+		rest, err := s.p().DeleteCheckpoints(ctx, "t", 2, w)
 		must(t, err)
 		if !slices.Equal(rest, ids[3:10]) {
 			t.Fatalf("the repeated prune deleted %q, want %q", rest, ids[3:10])
 		}
-		testkit.CheckRefs(t, s, "t")
+		testkit.CheckRefs(t, s.p(), "t")
 
 		chainOf(t, s, "u", acquire(t, s, "u"), 0)
 		wu := acquire(t, s, "v")
@@ -238,13 +239,13 @@ func TestLongDeletesResume(t *testing.T) {
 		if !succeeded(res) || res[1] != int64(3) || res[2] != "0" {
 			t.Fatalf("one batch replied %v", res)
 		}
-		n, err := s.DeleteThread(ctx, "v", wu)
+		n, err := s.p().DeleteThread(ctx, "v", wu)
 		must(t, err)
 		if n != 5 {
 			t.Fatalf("the repeated DeleteThread = %d, want the 5 left", n)
 		}
 		wantEmptyThread(t, s, "v")
-		testkit.CheckRefs(t, s, "t", "v")
+		testkit.CheckRefs(t, s.p(), "t", "v")
 		checkStore(t, s)
 	})
 }
@@ -259,16 +260,16 @@ func TestLongDeletesCheckTheLease(t *testing.T) {
 	ids := chainOf(t, s, "t", w, 9)
 	stale := w
 	stale.Fence++
-	if _, err := s.DeleteCheckpoints(ctx, "t", 1, stale); !errors.Is(err, ckptstore.ErrWriterLost) {
+	if _, err := s.p().DeleteCheckpoints(ctx, "t", 1, stale); !errors.Is(err, ckptstore.ErrWriterLost) {
 		t.Fatalf("prune with a forged fence = %v, want ErrWriterLost", err)
 	}
 	if _, err := s.pruneBatches(ctx, "t", ids[:2], stale); !errors.Is(err, ckptstore.ErrWriterLost) {
 		t.Fatalf("a prune batch with a forged fence = %v, want ErrWriterLost", err)
 	}
-	if n, err := s.DeleteThread(ctx, "t", stale); !errors.Is(err, ckptstore.ErrWriterLost) || n != 0 {
+	if n, err := s.p().DeleteThread(ctx, "t", stale); !errors.Is(err, ckptstore.ErrWriterLost) || n != 0 {
 		t.Fatalf("DeleteThread with a forged fence = %d, %v, want ErrWriterLost", n, err)
 	}
-	list, err := s.List(ctx, "t")
+	list, err := s.p().List(ctx, "t")
 	must(t, err)
 	if len(list) != 9 {
 		t.Fatalf("%d checkpoints left, want all 9", len(list))
@@ -288,7 +289,7 @@ func TestImportComparesByContent(t *testing.T) {
 		a.Artifacts, a.Conversation = nil, nil
 		b := testkit.Checkpoint("t", "b", "a", 2)
 		b.Files = nil
-		n, err := s.Import(ctx, ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{a, b}, SetHead: true, Head: "b", Writer: w})
+		n, err := s.p().Import(ctx, ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{a, b}, SetHead: true, Head: "b", Writer: w})
 		must(t, err)
 		if n != 2 {
 			t.Fatalf("Import wrote %d, want 2", n)
@@ -297,22 +298,22 @@ func TestImportComparesByContent(t *testing.T) {
 		a2.Artifacts, a2.Conversation = []ckptstore.Artifact{}, []byte("[]")
 		b2.Files = []ckptstore.Entry{}
 		c3 := testkit.Checkpoint("t", "c", "b", 3, 2)
-		n, err = s.Import(ctx, ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{a2, b2, c3}, SetHead: true, Head: "b", Writer: w})
+		n, err = s.p().Import(ctx, ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{a2, b2, c3}, SetHead: true, Head: "b", Writer: w})
 		must(t, err)
 		if n != 1 {
 			t.Fatalf("Import of equal content wrote %d, want only c", n)
 		}
-		testkit.CheckRefs(t, s, "t")
+		testkit.CheckRefs(t, s.p(), "t")
 		differs := b.Clone()
 		differs.Label = "other"
 		before := keyspace(t, c, s)
-		if _, err := s.Import(ctx, ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{testkit.Checkpoint("t", "d", "", 4), differs}, Writer: w}); !errors.Is(err, ckptstore.ErrDuplicateID) {
+		if _, err := s.p().Import(ctx, ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{testkit.Checkpoint("t", "d", "", 4), differs}, Writer: w}); !errors.Is(err, ckptstore.ErrDuplicateID) {
 			t.Fatalf("Import of other content = %v, want ErrDuplicateID", err)
 		}
 		wo := acquire(t, s, "o")
 		elsewhere := a.Clone()
 		elsewhere.ThreadID = "o"
-		if _, err := s.Import(ctx, ckptstore.ImportBatch{ThreadID: "o", Checkpoints: []*ckptstore.Checkpoint{elsewhere}, Writer: wo}); !errors.Is(err, ckptstore.ErrDuplicateID) {
+		if _, err := s.p().Import(ctx, ckptstore.ImportBatch{ThreadID: "o", Checkpoints: []*ckptstore.Checkpoint{elsewhere}, Writer: wo}); !errors.Is(err, ckptstore.ErrDuplicateID) {
 			t.Fatalf("Import of an id of another thread = %v, want ErrDuplicateID", err)
 		}
 		require.Equal(t, withoutLeasesAndOps(before, s), withoutLeasesAndOps(keyspace(t, c, s), s), "refused imports changed the store")
@@ -321,7 +322,7 @@ func TestImportComparesByContent(t *testing.T) {
 }
 
 // keyspace dumps every key of s but the lease and op keys.
-func keyspace(t *testing.T, c redis.UniversalClient, s *Store) map[string]string {
+func keyspace(t *testing.T, c redis.UniversalClient, s *Driver) map[string]string {
 	t.Helper()
 	ctx := context.Background()
 	out := map[string]string{}
@@ -357,7 +358,7 @@ func dumpKey(t *testing.T, c redis.UniversalClient, k string) string {
 
 // withoutLeasesAndOps is keyspace m without the thread hashes (leases,
 // fences) and op keys, which a refused write may leave behind.
-func withoutLeasesAndOps(m map[string]string, s *Store) map[string]string {
+func withoutLeasesAndOps(m map[string]string, s *Driver) map[string]string {
 	maps.DeleteFunc(m, func(k, _ string) bool {
 		return strings.HasPrefix(k, s.keys.base+"o:") || strings.HasPrefix(k, s.keys.base+"t:")
 	})
@@ -372,7 +373,7 @@ func TestThreadIndexIsExact(t *testing.T) {
 		s := newStore(t, c, Options{})
 		want := func(ids ...string) {
 			t.Helper()
-			got, next, err := s.Threads(ctx, "", 0)
+			got, next, err := s.p().Threads(ctx, "", 0)
 			must(t, err)
 			if !slices.Equal(got, ids) && !(len(got) == 0 && len(ids) == 0) || next != "" {
 				t.Fatalf("Threads = %q (next %q), want %q", got, next, ids)
@@ -380,26 +381,26 @@ func TestThreadIndexIsExact(t *testing.T) {
 		}
 		w := acquire(t, s, "a")
 		want()
-		must(t, s.Append(ctx, testkit.Checkpoint("a", "a1", "", 1), "", w))
-		must(t, s.SaveThread(ctx, "s", []byte("[]")))
+		must(t, s.p().Append(ctx, testkit.Checkpoint("a", "a1", "", 1), "", w))
+		must(t, s.p().SaveThread(ctx, "s", []byte("[]")))
 		want("a", "s")
-		must(t, s.DeleteHead(ctx, "a", "a1", w))
+		must(t, s.p().DeleteHead(ctx, "a", "a1", w))
 		want("s")
 		wf := acquire(t, s, "f")
-		must(t, s.Append(ctx, testkit.Checkpoint("a", "a2", "", 1), "", w))
-		_, err := s.ForkFromCheckpoint(ctx, ckptstore.ForkInput{SourceThreadID: "a", SourceCheckpointID: "a2",
+		must(t, s.p().Append(ctx, testkit.Checkpoint("a", "a2", "", 1), "", w))
+		_, err := s.p().ForkFromCheckpoint(ctx, ckptstore.ForkInput{SourceThreadID: "a", SourceCheckpointID: "a2",
 			DestinationThreadID: "f", DestinationCheckpointID: "f1", CreatedAt: 2, Writer: wf})
 		must(t, err)
 		want("a", "f", "s")
-		must(t, s.DeleteHead(ctx, "f", "f1", wf))
+		must(t, s.p().DeleteHead(ctx, "f", "f1", wf))
 		want("a", "f", "s") // f keeps the transcript the fork wrote
-		_, err = s.DeleteThread(ctx, "f", wf)
+		_, err = s.p().DeleteThread(ctx, "f", wf)
 		must(t, err)
 		wi := acquire(t, s, "i")
-		_, err = s.Import(ctx, ckptstore.ImportBatch{ThreadID: "i", SetHead: true, Head: "gone", Writer: wi})
+		_, err = s.p().Import(ctx, ckptstore.ImportBatch{ThreadID: "i", SetHead: true, Head: "gone", Writer: wi})
 		must(t, err)
 		want("a", "i", "s")
-		_, err = s.DeleteThread(ctx, "i", wi)
+		_, err = s.p().DeleteThread(ctx, "i", wi)
 		must(t, err)
 		want("a", "s")
 		checkStore(t, s)

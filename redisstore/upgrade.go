@@ -52,7 +52,7 @@ return {'ok', left}
 // head into the thread index; it returns how many checkpoints it moved. It
 // is idempotent and resumable: after an error, run it again. On a keyspace
 // of the present layout it moves nothing.
-func (s *Store) Upgrade(ctx context.Context) (int, error) {
+func (s *Driver) Upgrade(ctx context.Context) (int, error) {
 	node, err := s.node(ctx)
 	if err != nil {
 		return 0, err
@@ -82,7 +82,7 @@ func (s *Store) Upgrade(ctx context.Context) (int, error) {
 }
 
 // scanKind calls f with the id of every key "{p}:<kind><id>".
-func (s *Store) scanKind(ctx context.Context, node redis.Cmdable, kind string, f func(id string) error) error {
+func (s *Driver) scanKind(ctx context.Context, node redis.Cmdable, kind string, f func(id string) error) error {
 	prefix := s.keys.base + kind
 	pattern := globEscape(prefix) + "*"
 	var cursor uint64
@@ -111,7 +111,7 @@ func globEscape(s string) string {
 // upgradeThread moves one thread, batch by batch. The list member comes
 // from the createdAt bits in each checkpoint's header, not from the old
 // score.
-func (s *Store) upgradeThread(ctx context.Context, node redis.Cmdable, thread string) (int, error) {
+func (s *Driver) upgradeThread(ctx context.Context, node redis.Cmdable, thread string) (int, error) {
 	old := s.keys.base + "m:" + thread
 	moved := 0
 	for {

@@ -13,11 +13,11 @@ import (
 // toFirstLayout rewrites a keyspace of the present layout as the first
 // one wrote it: members sets scored by createdAt, no list members, no list
 // index, no thread index.
-func toFirstLayout(t *testing.T, c redis.UniversalClient, s *Store, threads ...string) {
+func toFirstLayout(t *testing.T, c redis.UniversalClient, s *Driver, threads ...string) {
 	t.Helper()
 	ctx := context.Background()
 	for _, th := range threads {
-		list, err := s.List(ctx, th)
+		list, err := s.p().List(ctx, th)
 		must(t, err)
 		for _, cp := range list {
 			must(t, c.HDel(ctx, string(s.keys.checkpoint(cp.ID)), "l").Err())
@@ -37,10 +37,10 @@ func TestUpgradeFromFirstLayout(t *testing.T) {
 		want := testkit.IDs(tieThread(t, s, "t", 11))
 		w := acquire(t, s, "p")
 		chainOf(t, s, "p", w, 1)
-		must(t, s.DeleteHead(ctx, "p", "p-000", w)) // "p" keeps no head, no checkpoint: not a thread
+		must(t, s.p().DeleteHead(ctx, "p", "p-000", w)) // "p" keeps no head, no checkpoint: not a thread
 		wq := acquire(t, s, "q")
 		chainOf(t, s, "q", wq, 3)
-		_, err := s.DeleteCheckpoints(ctx, "q", 1, wq)
+		_, err := s.p().DeleteCheckpoints(ctx, "q", 1, wq)
 		must(t, err)
 		toFirstLayout(t, c, s, "t", "q")
 		if problems, err := s.Check(ctx); err != nil || len(problems) == 0 {
@@ -52,10 +52,10 @@ func TestUpgradeFromFirstLayout(t *testing.T) {
 			t.Fatalf("Upgrade moved %d checkpoints, want 12", moved)
 		}
 		checkStore(t, s)
-		list, err := s.List(ctx, "t")
+		list, err := s.p().List(ctx, "t")
 		must(t, err)
 		require.Equal(t, want, testkit.IDs(list), "List after Upgrade")
-		threads, _, err := s.Threads(ctx, "", 0)
+		threads, _, err := s.p().Threads(ctx, "", 0)
 		require.NoError(t, err)
 		require.Equal(t, []string{"q", "t"}, threads, "Threads after Upgrade")
 		again, err := s.Upgrade(ctx)

@@ -131,7 +131,7 @@ type Opened struct {
 	// or the backend's default).
 	Store ckptstore.Store
 	// Instances is the instance store beside Store.
-	Instances ckptstore.InstanceStore
+	Instances *ckptstore.PortableInstances
 	// Kind is the backend: "mem", "memkv", "redis" or "fdb".
 	Kind string
 	// Desc names the target for reports, without credentials.
@@ -152,7 +152,7 @@ type Opened struct {
 	// OpenNamespace is set by the driver, and called by Namespace (which
 	// checks name and lease first): it opens the store and instance store
 	// of one tenant.
-	OpenNamespace func(name string, lease ckptstore.Options) (ckptstore.Store, ckptstore.InstanceStore, error)
+	OpenNamespace func(name string, lease ckptstore.Options) (ckptstore.Store, *ckptstore.PortableInstances, error)
 }
 
 // Namespace returns the store and instance store of the tenant name, built
@@ -161,8 +161,8 @@ type Opened struct {
 // memstore namespace is created by its first call (with that call's lease
 // options) and every later call returns it. A name must be 1 to
 // MaxNamespaceBytes bytes of valid UTF-8, else the error wraps ErrBadURL;
-// invalid lease options wrap ckptstore.ErrInvalidOptions.
-func (o *Opened) Namespace(name string, lease ckptstore.Options) (ckptstore.Store, ckptstore.InstanceStore, error) {
+// invalid lease options wrap driver.ErrInvalidOptions.
+func (o *Opened) Namespace(name string, lease ckptstore.Options) (ckptstore.Store, *ckptstore.PortableInstances, error) {
 	if name == "" || len(name) > MaxNamespaceBytes || !utf8.ValidString(name) {
 		return nil, nil, fmt.Errorf("%w: namespace %q: want 1 to %d bytes of valid UTF-8", ErrBadURL, name, MaxNamespaceBytes)
 	}
@@ -174,7 +174,7 @@ func (o *Opened) Namespace(name string, lease ckptstore.Options) (ckptstore.Stor
 
 // Ping checks that the store answers: one read of a head.
 func (o *Opened) Ping(ctx context.Context) error {
-	_, err := o.Store.Head(ctx, "storeurl-ping")
+	_, err := o.Store.GetHead(ctx, "storeurl-ping")
 	return err
 }
 

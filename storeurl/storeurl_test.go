@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/fdbstore"
 	_ "github.com/ckptstore/ckptstore/memstore"
 	"github.com/ckptstore/ckptstore/redisstore"
@@ -141,7 +142,7 @@ func TestNamespaces(t *testing.T) {
 				t.Errorf("%s: Namespace(%q) = %v, want ErrBadURL", url, name, err)
 			}
 		}
-		if _, _, err := o.Namespace("x", ckptstore.Options{LeaseDuration: -1}); !errors.Is(err, ckptstore.ErrInvalidOptions) {
+		if _, _, err := o.Namespace("x", ckptstore.Options{LeaseDuration: -1}); !errors.Is(err, driver.ErrInvalidOptions) {
 			t.Errorf("%s: bad lease: %v", url, err)
 		}
 		// A lease taken in one namespace leaves the same thread free in

@@ -121,7 +121,7 @@ func TestSweepWhileCapturing(t *testing.T) {
 	}
 }
 
-func runConcurrent(t *testing.T, s *memstore.Store, b blobs.Bucket, c *gatedClock, captures int) *figures {
+func runConcurrent(t *testing.T, s *ckptstore.Portable, b blobs.Bucket, c *gatedClock, captures int) *figures {
 	ctx := context.Background()
 	var f figures
 	var wg sync.WaitGroup
@@ -172,7 +172,7 @@ func runConcurrent(t *testing.T, s *memstore.Store, b blobs.Bucket, c *gatedCloc
 		t.Fatalf("final sweep: %v", err)
 	}
 	f.freedAtEnd.Store(int64(len(deleted)))
-	refs, err := s.BlobReferences(ctx)
+	refs, err := s.ListBlobReferences(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +191,7 @@ func runConcurrent(t *testing.T, s *memstore.Store, b blobs.Bucket, c *gatedCloc
 // perCapture contents drawn from the pool (most of them stored already,
 // many old and unreferenced) and appends a checkpoint naming them, then
 // prunes the thread to its newest checkpoint so blobs fall out of use.
-func capture(t *testing.T, s *memstore.Store, b blobs.Bucket, up *blobs.Uploader, c *gatedClock, thread string, seed uint64, n int, f *figures) {
+func capture(t *testing.T, s *ckptstore.Portable, b blobs.Bucket, up *blobs.Uploader, c *gatedClock, thread string, seed uint64, n int, f *figures) {
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(seed, 99))
 	lease, err := s.AcquireWriter(ctx, thread)

@@ -6,7 +6,7 @@
 //     listed or deleted; a key the bucket lists outside the prefix it was
 //     asked for stops the sweep.
 //   - A key is deleted only when the store does not list it in
-//     BlobReferences (whatever count it lists it with) and its ModTime is
+//     ListBlobReferences (whatever count it lists it with) and its ModTime is
 //     strictly before the cutoff Now() − OlderThan, taken once when Run
 //     starts, before any reference is read: a blob uploaded by a capture
 //     that has not appended its checkpoint yet survives while it is younger
@@ -32,7 +32,7 @@
 //     key order, the references come sorted by key too, and the sweep merges
 //     the two streams, holding one key of each. Stores implementing RefLister
 //     stream their references; for the others the sweep holds the slice that
-//     BlobReferences returns. Only the returned list of deleted keys grows;
+//     ListBlobReferences returns. Only the returned list of deleted keys grows;
 //     Options.OnDeleted avoids it.
 //   - Either stream going backwards stops the sweep with blobs.ErrUnsorted
 //     before anything is decided on the out-of-order key.
@@ -54,6 +54,7 @@ import (
 
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/blobs"
+	"github.com/ckptstore/ckptstore/driver"
 )
 
 // DefaultConcurrency is the number of deletions in flight when
@@ -116,7 +117,7 @@ type Stats struct {
 // RefLister is a Store that can stream its blob references. Stores that hold
 // many references implement it so that a sweep does not load them all.
 //
-// BlobReferencesSeq yields the same references as BlobReferences: every key
+// BlobReferencesSeq yields the same references as ListBlobReferences: every key
 // with a count above 0, each once, in strictly ascending byte order of the
 // key. An error ends the sequence. The sequence need not be one snapshot
 // (a store may read it in pages), but a key referenced for the whole
@@ -158,13 +159,13 @@ func Run(ctx context.Context, refs ckptstore.Store, b blobs.Bucket, opts Options
 // cover the whole run, also when an error stopped it early.
 func RunStats(ctx context.Context, refs ckptstore.Store, b blobs.Bucket, opts Options) ([]string, Stats, error) {
 	if refs == nil || b == nil {
-		return nil, Stats{}, fmt.Errorf("%w: sweep needs a store and a bucket", ckptstore.ErrInvalidOptions)
+		return nil, Stats{}, fmt.Errorf("%w: sweep needs a store and a bucket", driver.ErrInvalidOptions)
 	}
 	if opts.OlderThan < 0 {
-		return nil, Stats{}, fmt.Errorf("%w: sweep OlderThan %v is negative", ckptstore.ErrInvalidOptions, opts.OlderThan)
+		return nil, Stats{}, fmt.Errorf("%w: sweep OlderThan %v is negative", driver.ErrInvalidOptions, opts.OlderThan)
 	}
 	if opts.Concurrency < 0 {
-		return nil, Stats{}, fmt.Errorf("%w: sweep Concurrency %d is negative", ckptstore.ErrInvalidOptions, opts.Concurrency)
+		return nil, Stats{}, fmt.Errorf("%w: sweep Concurrency %d is negative", driver.ErrInvalidOptions, opts.Concurrency)
 	}
 	if opts.Concurrency == 0 {
 		opts.Concurrency = DefaultConcurrency
@@ -287,7 +288,7 @@ func refSeq(ctx context.Context, store ckptstore.Store) (iter.Seq2[ckptstore.Blo
 	if rl, ok := store.(RefLister); ok {
 		return rl.BlobReferencesSeq(ctx), nil
 	}
-	refs, err := store.BlobReferences(ctx)
+	refs, err := store.ListBlobReferences(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("sweep: blob references: %w", err)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/blobs"
 	"github.com/ckptstore/ckptstore/blobs/s3blob/s3blobtest"
+	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/fdbstore"
 	"github.com/ckptstore/ckptstore/fdbstore/kv/memkv"
 	"github.com/ckptstore/ckptstore/internal/testkit"
@@ -386,7 +387,7 @@ func TestInvalidOptionsListNothing(t *testing.T) {
 	spy := &spyBucket{Bucket: blobs.NewMem(blobs.MemOptions{})}
 	s := memstore.New(ckptstore.Options{})
 	for _, o := range []sweep.Options{{OlderThan: -time.Nanosecond}, {Concurrency: -1}} {
-		if _, err := sweep.Run(context.Background(), s, spy, o); !errors.Is(err, ckptstore.ErrInvalidOptions) {
+		if _, err := sweep.Run(context.Background(), s, spy, o); !errors.Is(err, driver.ErrInvalidOptions) {
 			t.Errorf("Run(%+v) = %v, want ErrInvalidOptions", o, err)
 		}
 	}
@@ -477,13 +478,13 @@ func TestReuploadedDuringSweepSurvives(t *testing.T) {
 }
 
 // streamStore serves references through RefLister, in the given order, and
-// fails BlobReferences so that a test notices the sweep using it.
+// fails ListBlobReferences so that a test notices the sweep using it.
 type streamStore struct {
 	ckptstore.Store
 	refs []ckptstore.BlobRef
 }
 
-func (s streamStore) BlobReferences(context.Context) ([]ckptstore.BlobRef, error) {
+func (s streamStore) ListBlobReferences(context.Context) ([]ckptstore.BlobRef, error) {
 	return nil, errors.New("BlobReferences called although RefLister is implemented")
 }
 
@@ -497,13 +498,13 @@ func (s streamStore) BlobReferencesSeq(ctx context.Context) iter.Seq2[ckptstore.
 	}
 }
 
-// sliceStore returns a fixed BlobReferences slice.
+// sliceStore returns a fixed ListBlobReferences slice.
 type sliceStore struct {
 	ckptstore.Store
 	refs []ckptstore.BlobRef
 }
 
-func (s sliceStore) BlobReferences(context.Context) ([]ckptstore.BlobRef, error) {
+func (s sliceStore) ListBlobReferences(context.Context) ([]ckptstore.BlobRef, error) {
 	return s.refs, nil
 }
 

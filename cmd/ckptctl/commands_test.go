@@ -13,7 +13,6 @@ import (
 	"github.com/ckptstore/ckptstore/blobs"
 	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/internal/testkit"
-	"github.com/ckptstore/ckptstore/memstore"
 )
 
 func lines(s string) []string { return strings.Split(strings.TrimSuffix(s, "\n"), "\n") }
@@ -47,7 +46,7 @@ func TestThreadsHeadGetRefs(t *testing.T) {
 	h.fails(1, `no checkpoint "nope"`, "get", "--store", url, "nope")
 	h.fails(2, "INVALID_ID", "get", "--store", url, "")
 
-	refs, err := s.BlobReferences(context.Background())
+	refs, err := s.ListBlobReferences(context.Background())
 	must(t, err)
 	var wantRefs []string
 	for _, r := range refs {
@@ -118,7 +117,7 @@ func TestListJSONKeepsConversationBytes(t *testing.T) {
 		}
 		var cp ckptstore.Checkpoint
 		must(t, cp.UnmarshalJSON(v))
-		if want := mustGet(t, s, cp.ID); !ckptstore.EqualCheckpoints(&cp, want) {
+		if want := mustGet(t, s, cp.ID); !driver.EqualCheckpoints(&cp, want) {
 			t.Errorf("checkpoint %s read back differs", cp.ID)
 		}
 		ids = append(ids, cp.ID)
@@ -245,13 +244,13 @@ func TestCheckWithoutChecker(t *testing.T) {
 }
 
 // badChecker and cleanChecker are driver.Checkers over a memstore.
-type badChecker struct{ *memstore.Store }
+type badChecker struct{ *ckptstore.Portable }
 
 func (badChecker) Check(context.Context) ([]driver.Problem, error) {
 	return []driver.Problem{{Key: "x", What: "count at 0"}, {Key: "y", What: "chunk gap"}}, nil
 }
 
-type cleanChecker struct{ *memstore.Store }
+type cleanChecker struct{ *ckptstore.Portable }
 
 func (cleanChecker) Check(context.Context) ([]driver.Problem, error) { return nil, nil }
 
@@ -300,12 +299,12 @@ func TestUnreachableStoreExits1(t *testing.T) {
 // reports the caller's context error, as when an interrupt lands between
 // the commit and its reply.
 type lostAcquire struct {
-	*memstore.Store
+	*ckptstore.Portable
 	lose bool
 }
 
 func (s *lostAcquire) AcquireWriter(ctx context.Context, thread string) (*ckptstore.Lease, error) {
-	l, err := s.Store.AcquireWriter(ctx, thread)
+	l, err := s.Portable.AcquireWriter(ctx, thread)
 	if err == nil && s.lose {
 		s.lose = false
 		return nil, context.Canceled
@@ -315,8 +314,8 @@ func (s *lostAcquire) AcquireWriter(ctx context.Context, thread string) (*ckptst
 
 func TestALeaseTakenByAFailedAcquireIsReleased(t *testing.T) {
 	ctx := context.Background()
-	s := &lostAcquire{Store: newMem(), lose: true}
-	appendChain(t, s.Store, "chain", 3, 1)
+	s := &lostAcquire{Portable: newMem(), lose: true}
+	appendChain(t, s.Portable, "chain", 3, 1)
 	h := newHarness(t)
 	h.fails(1, "context canceled", "delete-thread", "--store", h.add("s", s), "chain")
 	l, err := s.AcquireWriter(ctx, "chain")

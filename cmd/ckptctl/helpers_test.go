@@ -133,7 +133,7 @@ func (h *harness) fails(code int, want string, args ...string) result {
 	return r
 }
 
-func newMem() *memstore.Store { return memstore.New(ckptstore.Options{}) }
+func newMem() *ckptstore.Portable { return memstore.New(ckptstore.Options{}) }
 
 // importAll writes a thread into s exactly, through Import under a lease.
 func importAll(t testing.TB, s ckptstore.Store, thread, head string, transcript json.RawMessage, cps ...*ckptstore.Checkpoint) {
@@ -142,7 +142,7 @@ func importAll(t testing.TB, s ckptstore.Store, thread, head string, transcript 
 	l, err := s.AcquireWriter(ctx, thread)
 	must(t, err)
 	defer l.Release(ctx)
-	_, err = s.(ckptstore.Importer).Import(ctx, ckptstore.ImportBatch{
+	_, err = s.Import(ctx, ckptstore.ImportBatch{
 		ThreadID: thread, Checkpoints: cps, SetHead: head != "", Head: head, Transcript: transcript, Writer: l.Writer,
 	})
 	must(t, err)
@@ -156,7 +156,7 @@ func appendChain(t testing.TB, s ckptstore.Store, thread string, n, keyBase int)
 	l, err := s.AcquireWriter(ctx, thread)
 	must(t, err)
 	defer l.Release(ctx)
-	head, err := s.Head(ctx, thread)
+	head, err := s.GetHead(ctx, thread)
 	must(t, err)
 	for i := range n {
 		id := fmt.Sprintf("%s-%04d", thread, i)
@@ -181,7 +181,7 @@ func appendChain(t testing.TB, s ckptstore.Store, thread string, n, keyBase int)
 func seed(t testing.TB, s ckptstore.Store, many int) (threads []string, cps int) {
 	t.Helper()
 	ctx := context.Background()
-	tr := s.(ckptstore.Transcripts)
+	tr := s
 	appendChain(t, s, "chain", 12, 1000)
 	must(t, tr.SaveThread(ctx, "chain", json.RawMessage(`[{"role":"user","content":"hi"}]`)))
 

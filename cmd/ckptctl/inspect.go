@@ -18,14 +18,11 @@ import (
 // threadSeq yields every thread id of s in byte order, one Threads page at
 // a time.
 func threadSeq(ctx context.Context, s *store) (iter.Seq2[string, error], error) {
-	tl, ok := s.Store.(ckptstore.ThreadLister)
-	if !ok {
-		return nil, fmt.Errorf("%s cannot list its threads (no ThreadLister)", s.desc)
-	}
+	tl := s.Store
 	return func(yield func(string, error) bool) {
 		after := ""
 		for {
-			ids, next, err := tl.Threads(ctx, after, ckptstore.MaxPageLimit)
+			ids, next, err := tl.Threads(ctx, after, driver.MaxPageLimit)
 			if err != nil {
 				yield("", err)
 				return
@@ -58,25 +55,7 @@ func unwrap(s ckptstore.Store) ckptstore.Store {
 func checkpointSeq(ctx context.Context, s ckptstore.Store, thread string, pageSize int, reverse bool) iter.Seq2[*ckptstore.Checkpoint, error] {
 	s = unwrap(s)
 	return func(yield func(*ckptstore.Checkpoint, error) bool) {
-		p, ok := s.(ckptstore.Pager)
-		if !ok {
-			cps, err := s.List(ctx, thread)
-			if err != nil {
-				yield(nil, err)
-				return
-			}
-			if reverse {
-				for i, j := 0, len(cps)-1; i < j; i, j = i+1, j-1 {
-					cps[i], cps[j] = cps[j], cps[i]
-				}
-			}
-			for _, cp := range cps {
-				if !yield(cp, nil) {
-					return
-				}
-			}
-			return
-		}
+		p := s
 		opt := ckptstore.ListOptions{Limit: pageSize, Reverse: reverse}
 		for {
 			cps, next, err := p.ListPage(ctx, thread, opt)
@@ -123,13 +102,13 @@ func runList(ctx context.Context, e *env, args []string) error {
 	f := newStoreFlags(e, "list", "the store URL")
 	asJSON := f.Bool("json", false, "print each checkpoint as one line of JSON (the @tanstack/ai-sandbox shape)")
 	reverse := f.Bool("reverse", false, "newest first")
-	page := f.Int("page", ckptstore.DefaultPageLimit, "checkpoints read per ListPage call (1.."+strconv.Itoa(ckptstore.MaxPageLimit)+")")
+	page := f.Int("page", driver.DefaultPageLimit, "checkpoints read per ListPage call (1.."+strconv.Itoa(driver.MaxPageLimit)+")")
 	pos, err := f.parse(args, 1)
 	if err != nil {
 		return err
 	}
-	if _, err := ckptstore.PageLimit(*page); err != nil || *page == 0 {
-		return usageErr("--page must be in 1..%d, got %d", ckptstore.MaxPageLimit, *page)
+	if _, err := driver.PageLimit(*page); err != nil || *page == 0 {
+		return usageErr("--page must be in 1..%d, got %d", driver.MaxPageLimit, *page)
 	}
 	s, err := f.openStore(ctx)
 	if err != nil {
@@ -193,7 +172,7 @@ func runHead(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer s.Close()
-	head, err := s.Head(ctx, pos[0])
+	head, err := s.GetHead(ctx, pos[0])
 	if err != nil || head == "" {
 		return err
 	}
@@ -208,7 +187,7 @@ func runRefs(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer s.Close()
-	refs, err := s.BlobReferences(ctx)
+	refs, err := s.ListBlobReferences(ctx)
 	if err != nil {
 		return err
 	}
@@ -249,7 +228,11 @@ var errNoChecker = errors.New("this store has no checker")
 // callCheck runs st's checker (a driver.Checker) and returns the problems
 // it reported, one string each.
 func callCheck(ctx context.Context, st ckptstore.Store) ([]string, error) {
-	c, ok := unwrap(st).(driver.Checker)
+	var backend any = unwrap(st)
+	if p, ok := backend.(*ckptstore.Portable); ok {
+		backend = p.Driver() // the checker is the backend's own
+	}
+	c, ok := backend.(driver.Checker)
 	if !ok {
 		return nil, errNoChecker
 	}

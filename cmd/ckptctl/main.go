@@ -46,9 +46,10 @@ import (
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/blobs"
 	_ "github.com/ckptstore/ckptstore/blobs/s3blob" // --bucket s3://…
-	_ "github.com/ckptstore/ckptstore/fdbstore"     // memkv, fdb:
-	_ "github.com/ckptstore/ckptstore/memstore"     // mem
-	_ "github.com/ckptstore/ckptstore/redisstore"   // redis://, rediss://, unix://, redis+sentinel://, redis+cluster://
+	"github.com/ckptstore/ckptstore/driver"
+	_ "github.com/ckptstore/ckptstore/fdbstore"   // memkv, fdb:
+	_ "github.com/ckptstore/ckptstore/memstore"   // mem
+	_ "github.com/ckptstore/ckptstore/redisstore" // redis://, rediss://, unix://, redis+sentinel://, redis+cluster://
 	"github.com/ckptstore/ckptstore/storeurl"
 )
 
@@ -237,7 +238,7 @@ func exitCode(err error) int {
 	if _, ok := errors.AsType[*usageError](err); ok {
 		return 2
 	}
-	for _, bad := range []error{ckptstore.ErrInvalidID, ckptstore.ErrInvalidEntry, ckptstore.ErrInvalidOptions, blobs.ErrInvalidURL} {
+	for _, bad := range []error{ckptstore.ErrInvalidID, ckptstore.ErrInvalidEntry, driver.ErrInvalidOptions, blobs.ErrInvalidURL} {
 		if errors.Is(err, bad) {
 			return 2
 		}

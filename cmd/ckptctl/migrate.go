@@ -22,6 +22,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 )
 
 // Batch limits. FoundationDB refuses a transaction above 10 MB and
@@ -89,35 +90,34 @@ func jsonLenEstimate(cp *ckptstore.Checkpoint) int {
 // all, so it gets no "[]" either.
 func storeThread(ctx context.Context, s ckptstore.Store, id string, listed bool) (*srcThread, error) {
 	s = unwrap(s)
-	head, err := s.Head(ctx, id)
+	head, err := s.GetHead(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	th := &srcThread{id: id, head: head, reiterable: true}
-	if tr, ok := s.(ckptstore.Transcripts); ok {
-		t, err := tr.LoadThread(ctx, id)
-		if err != nil {
-			return nil, err
+	tr := s
+	t, err := tr.LoadThread(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if !bytes.Equal(t, []byte("[]")) {
+		th.transcript = t
+	} else if head == "" && listed {
+		empty := true
+		for _, err := range checkpointSeq(ctx, s, id, 1, false) {
+			if err != nil {
+				return nil, err
+			}
+			empty = false
+			break
 		}
-		if !bytes.Equal(t, []byte("[]")) {
+		if empty {
 			th.transcript = t
-		} else if head == "" && listed {
-			empty := true
-			for _, err := range checkpointSeq(ctx, s, id, 1, false) {
-				if err != nil {
-					return nil, err
-				}
-				empty = false
-				break
-			}
-			if empty {
-				th.transcript = t
-			}
 		}
 	}
 	th.cps = func() iter.Seq2[sized, error] {
 		return func(yield func(sized, error) bool) {
-			for cp, err := range checkpointSeq(ctx, s, id, ckptstore.MaxPageLimit, false) {
+			for cp, err := range checkpointSeq(ctx, s, id, driver.MaxPageLimit, false) {
 				if err != nil {
 					yield(sized{}, err)
 					return
@@ -164,7 +164,7 @@ type migrator struct {
 	e    *env
 	opts migrateOptions
 	dst  *store
-	imp  ckptstore.Importer
+	imp  ckptstore.Store
 
 	// mu guards what follows: copy --parallel runs threads concurrently.
 	mu                  sync.Mutex
@@ -178,10 +178,7 @@ type migrator struct {
 }
 
 func newMigrator(e *env, dst *store, opts migrateOptions) (*migrator, error) {
-	imp, ok := dst.Store.(ckptstore.Importer)
-	if !ok {
-		return nil, fmt.Errorf("%s cannot import (no Importer)", dst.desc)
-	}
+	imp := dst.Store
 	now := e.now()
 	return &migrator{e: e, opts: opts, dst: dst, imp: imp, start: now, lastProgress: now}, nil
 }
@@ -290,24 +287,20 @@ type destination struct {
 // when the destination's head or transcript is neither empty nor the
 // source's.
 func (m *migrator) readDestination(ctx context.Context, th *srcThread) (*destination, error) {
-	head, err := m.dst.Head(ctx, th.id)
+	head, err := m.dst.GetHead(ctx, th.id)
 	if err != nil {
 		return nil, err
 	}
 	if head != "" && head != th.head {
 		return nil, refuse(th.id, "the destination's head is %q, the source's %q", head, th.head)
 	}
-	d := &destination{head: head, transcript: ckptstore.EmptyTranscript(), empty: true}
-	if tr, ok := m.dst.Store.(ckptstore.Transcripts); ok {
-		if d.transcript, err = tr.LoadThread(ctx, th.id); err != nil {
-			return nil, err
-		}
-	} else if th.transcript != nil {
-		return nil, fmt.Errorf("thread %q has a transcript, but %s keeps none", th.id, m.dst.desc)
+	d := &destination{head: head, transcript: driver.EmptyTranscript(), empty: true}
+	if d.transcript, err = m.dst.Store.LoadThread(ctx, th.id); err != nil {
+		return nil, err
 	}
 	srcTranscript := th.transcript
 	if srcTranscript == nil {
-		srcTranscript = ckptstore.EmptyTranscript()
+		srcTranscript = driver.EmptyTranscript()
 	}
 	if !bytes.Equal(d.transcript, []byte("[]")) && !bytes.Equal(d.transcript, srcTranscript) {
 		return nil, refuse(th.id, "the destination's transcript differs from the source's")
@@ -341,7 +334,7 @@ func (m *migrator) presentIn(ctx context.Context, th *srcThread, d *destination,
 			}
 			all = append(all, sc)
 		}
-		slices.SortFunc(all, func(a, b sized) int { return ckptstore.ComparePosition(a.cp, ckptstore.PositionOf(b.cp)) })
+		slices.SortFunc(all, func(a, b sized) int { return driver.ComparePosition(a.cp, driver.PositionOf(b.cp)) })
 		src = func(yield func(sized, error) bool) {
 			for _, sc := range all {
 				if !yield(sc, nil) {
@@ -434,24 +427,24 @@ func (m *migrator) compare(ctx context.Context, thread string, src iter.Seq2[siz
 	defer stop()
 	cur, curErr, ok := next()
 	present := map[string]bool{}
-	for d, err := range checkpointSeq(ctx, m.dst, thread, ckptstore.MaxPageLimit, false) {
+	for d, err := range checkpointSeq(ctx, m.dst, thread, driver.MaxPageLimit, false) {
 		if err != nil {
 			return nil, err
 		}
 		if err := k.maybeRenew(ctx); err != nil { // a long thread takes a while
 			return nil, err
 		}
-		pos := ckptstore.PositionOf(d)
-		for ok && curErr == nil && ckptstore.ComparePosition(cur.cp, pos) < 0 {
+		pos := driver.PositionOf(d)
+		for ok && curErr == nil && driver.ComparePosition(cur.cp, pos) < 0 {
 			cur, curErr, ok = next()
 		}
 		if curErr != nil {
 			return nil, curErr
 		}
-		if !ok || ckptstore.ComparePosition(cur.cp, pos) != 0 {
+		if !ok || driver.ComparePosition(cur.cp, pos) != 0 {
 			return nil, refuse(thread, "the destination holds checkpoint %q, which the source does not", d.ID)
 		}
-		if !ckptstore.EqualCheckpoints(cur.cp, d) {
+		if !driver.EqualCheckpoints(cur.cp, d) {
 			return nil, refuse(thread, "the destination's checkpoint %q differs from the source's", d.ID)
 		}
 		present[d.ID] = true
@@ -511,7 +504,7 @@ func runExport(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	for _, id := range only {
-		if err := ckptstore.ValidateID("thread id", id); err != nil {
+		if err := driver.ValidateID("thread id", id); err != nil {
 			return err
 		}
 	}
@@ -618,12 +611,12 @@ func (x exporter) write(ctx context.Context, ids iter.Seq2[string, error], w io.
 // bytes.
 func writeHeader(w *bufio.Writer, th *srcThread) {
 	b := append(w.AvailableBuffer(), `{"thread":`...)
-	b = ckptstore.AppendJSONString(b, th.id)
+	b = driver.AppendJSONString(b, th.id)
 	b = append(b, `,"head":`...)
 	if th.head == "" {
 		b = append(b, "null"...)
 	} else {
-		b = ckptstore.AppendJSONString(b, th.head)
+		b = driver.AppendJSONString(b, th.head)
 	}
 	b = append(b, `,"transcript":`...)
 	if th.transcript == nil {
@@ -721,7 +714,7 @@ func (r *streamReader) header(v jsontext.Value) (*srcThread, error) {
 	if h.Thread == nil {
 		return nil, usageErr("input value %d: thread header without a thread id", r.n)
 	}
-	if err := ckptstore.ValidateID("thread id", *h.Thread); err != nil {
+	if err := driver.ValidateID("thread id", *h.Thread); err != nil {
 		return nil, fmt.Errorf("input value %d: %w", r.n, err)
 	}
 	th := &srcThread{id: *h.Thread}
@@ -731,7 +724,7 @@ func (r *streamReader) header(v jsontext.Value) (*srcThread, error) {
 	r.seen[th.id] = true
 	r.cur = th.id
 	if h.Head != nil {
-		if err := ckptstore.ValidateID("head id", *h.Head); err != nil {
+		if err := driver.ValidateID("head id", *h.Head); err != nil {
 			return nil, fmt.Errorf("input value %d: %w", r.n, err)
 		}
 		th.head = *h.Head

@@ -168,7 +168,7 @@ func TestImportRefusesADifferentDestination(t *testing.T) {
 			importAll(t, dst, "odd", "elsewhere", nil)
 		}},
 		{"other transcript", "the destination's transcript differs", func(t *testing.T, dst ckptstore.Store) {
-			must(t, dst.(ckptstore.Transcripts).SaveThread(ctx, "odd", json.RawMessage(`["mine"]`)))
+			must(t, dst.SaveThread(ctx, "odd", json.RawMessage(`["mine"]`)))
 		}},
 		{"id in another thread", "refused by the destination", func(t *testing.T, dst ckptstore.Store) {
 			importAll(t, dst, "elsewhere", "", nil, testkit.Checkpoint("elsewhere", "o-c", "", 1, 1))
@@ -179,7 +179,7 @@ func TestImportRefusesADifferentDestination(t *testing.T) {
 			tc.prepare(t, dst)
 			before, err := dst.List(ctx, "odd")
 			must(t, err)
-			beforeHead, err := dst.Head(ctx, "odd")
+			beforeHead, err := dst.GetHead(ctx, "odd")
 			must(t, err)
 			h.stdin = exp
 			r := h.fails(1, tc.want, "import", "--store", h.add("dst-"+tc.name, dst))
@@ -188,7 +188,7 @@ func TestImportRefusesADifferentDestination(t *testing.T) {
 			}
 			after, err := dst.List(ctx, "odd")
 			must(t, err)
-			afterHead, err := dst.Head(ctx, "odd")
+			afterHead, err := dst.GetHead(ctx, "odd")
 			must(t, err)
 			if len(after) != len(before) || afterHead != beforeHead {
 				t.Errorf("the refused thread changed: %d → %d checkpoints, head %q → %q", len(before), len(after), beforeHead, afterHead)
@@ -311,7 +311,7 @@ func mustLease(t testing.TB, s ckptstore.Store, thread string) ckptstore.Writer 
 // more than max checkpoints, as fdbstore refuses one too large for a
 // transaction.
 type smallBatches struct {
-	*memstore.Store
+	*ckptstore.Portable
 	max     int
 	refused atomic.Int64 // copy runs threads in parallel
 }
@@ -321,13 +321,13 @@ func (s *smallBatches) Import(ctx context.Context, b ckptstore.ImportBatch) (int
 		s.refused.Add(1)
 		return 0, fmt.Errorf("%w: batch of %d is too large", ckptstore.ErrInvalidEntry, len(b.Checkpoints))
 	}
-	return s.Store.Import(ctx, b)
+	return s.Portable.Import(ctx, b)
 }
 
 func TestImportSplitsABatchTheStoreFindsTooLarge(t *testing.T) {
 	src := newMem()
 	threads, n := seed(t, src, 40)
-	dst := &smallBatches{Store: newMem(), max: 5}
+	dst := &smallBatches{Portable: newMem(), max: 5}
 	h := newHarness(t)
 	r := h.ok("copy", "--from", h.add("src", src), "--to", h.add("dst", dst), "--batch", "32", "--verify")
 	if s := parseSummary(t, r.stdout); s.written != n || dst.refused.Load() == 0 {
@@ -337,9 +337,9 @@ func TestImportSplitsABatchTheStoreFindsTooLarge(t *testing.T) {
 
 	// A checkpoint that is invalid on its own still fails, alone, with
 	// nothing of its thread's head set.
-	bad := &smallBatches{Store: newMem(), max: 0}
+	bad := &smallBatches{Portable: newMem(), max: 0}
 	h.fails(2, "INVALID_ENTRY", "copy", "--from", h.add("src2", src), "--to", h.add("bad", bad))
-	if head, err := bad.Head(context.Background(), "chain"); err != nil || head != "" {
+	if head, err := bad.GetHead(context.Background(), "chain"); err != nil || head != "" {
 		t.Errorf("head after a refused copy = %q, %v", head, err)
 	}
 }
@@ -364,7 +364,7 @@ func TestCopyRenewsTheLease(t *testing.T) {
 // failingImport is a memstore whose Import fails, as an unreachable store
 // does, from the failAt-th call on.
 type failingImport struct {
-	*memstore.Store
+	*ckptstore.Portable
 	mu     sync.Mutex
 	calls  int
 	failAt int
@@ -378,7 +378,7 @@ func (s *failingImport) Import(ctx context.Context, b ckptstore.ImportBatch) (in
 	if fail {
 		return 0, errors.New("connection refused")
 	}
-	return s.Store.Import(ctx, b)
+	return s.Portable.Import(ctx, b)
 }
 
 // TestCopyStopsAtAStoreErrorAndReleasesEveryLease: a store error ends a
@@ -388,7 +388,7 @@ func TestCopyStopsAtAStoreErrorAndReleasesEveryLease(t *testing.T) {
 	ctx := context.Background()
 	src := newMem()
 	threads, n := seed(t, src, 40)
-	dst := &failingImport{Store: newMem(), failAt: 4}
+	dst := &failingImport{Portable: newMem(), failAt: 4}
 	h := newHarness(t)
 	srcURL, dstURL := h.add("src", src), h.add("dst", dst)
 	h.fails(1, "connection refused", "copy", "--from", srcURL, "--to", dstURL, "--batch", "8", "--parallel", "4")

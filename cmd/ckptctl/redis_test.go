@@ -30,7 +30,7 @@ func faults(seed int64) memkv.Faults {
 }
 
 // newMemkvStore is fdbstore on a memkv engine with faults.
-func newMemkvStore(t testing.TB, f memkv.Faults) (*fdbstore.Store, *memkv.DB) {
+func newMemkvStore(t testing.TB, f memkv.Faults) (*ckptstore.Portable, *memkv.DB) {
 	t.Helper()
 	db, err := memkv.NewWithOptions(memkv.Options{Faults: f})
 	must(t, err)
@@ -161,7 +161,7 @@ func copyBack(t *testing.T, h *harness, srcURL, mkURL, backURL string, src ckpts
 
 // checkFindsAStrayKey: ckptctl check on memkv is clean, then finds a key
 // fdbstore never writes.
-func checkFindsAStrayKey(t *testing.T, h *harness, mkURL string, mk *fdbstore.Store, db *memkv.DB) {
+func checkFindsAStrayKey(t *testing.T, h *harness, mkURL string, mk *ckptstore.Portable, db *memkv.DB) {
 	if _, err := callCheck(context.Background(), mk); errors.Is(err, errNoChecker) {
 		return
 	}

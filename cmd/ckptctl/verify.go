@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 )
 
 // maxReported is how many differences verify prints before it only counts.
@@ -29,7 +30,7 @@ func (v *verifier) diff(format string, args ...any) {
 
 // verifyStores compares a (the source) and b (the destination): the same
 // threads, and for each the same head, transcript and checkpoints
-// (ckptstore.EqualCheckpoints, in List order), and the same blob
+// (driver.EqualCheckpoints, in List order), and the same blob
 // references. It prints each difference (the first maxReported) and fails
 // when there is any.
 func verifyStores(ctx context.Context, e *env, a, b *store) error {
@@ -60,11 +61,11 @@ func verifyStores(ctx context.Context, e *env, a, b *store) error {
 	if err != nil {
 		return err
 	}
-	ra, err := a.BlobReferences(ctx)
+	ra, err := a.ListBlobReferences(ctx)
 	if err != nil {
 		return err
 	}
-	rb, err := b.BlobReferences(ctx)
+	rb, err := b.ListBlobReferences(ctx)
 	if err != nil {
 		return err
 	}
@@ -93,11 +94,11 @@ func verifyStores(ctx context.Context, e *env, a, b *store) error {
 // thread compares one thread of both stores and returns how many
 // checkpoints the source holds.
 func (v *verifier) thread(ctx context.Context, a, b *store, id string) (int, error) {
-	ha, err := a.Head(ctx, id)
+	ha, err := a.GetHead(ctx, id)
 	if err != nil {
 		return 0, err
 	}
-	hb, err := b.Head(ctx, id)
+	hb, err := b.GetHead(ctx, id)
 	if err != nil {
 		return 0, err
 	}
@@ -116,8 +117,8 @@ func (v *verifier) thread(ctx context.Context, a, b *store, id string) (int, err
 		v.diff("thread %q: the transcripts differ (%d bytes in the source, %d in the destination)", id, len(tra), len(trb))
 	}
 	n := 0
-	byPos := func(x, y *ckptstore.Checkpoint) int { return ckptstore.ComparePosition(x, ckptstore.PositionOf(y)) }
-	err = mergeSeqs(checkpointSeq(ctx, a, id, ckptstore.MaxPageLimit, false), checkpointSeq(ctx, b, id, ckptstore.MaxPageLimit, false), byPos,
+	byPos := func(x, y *ckptstore.Checkpoint) int { return driver.ComparePosition(x, driver.PositionOf(y)) }
+	err = mergeSeqs(checkpointSeq(ctx, a, id, driver.MaxPageLimit, false), checkpointSeq(ctx, b, id, driver.MaxPageLimit, false), byPos,
 		func(x, y **ckptstore.Checkpoint) error {
 			switch {
 			case y == nil:
@@ -127,7 +128,7 @@ func (v *verifier) thread(ctx context.Context, a, b *store, id string) (int, err
 				v.diff("thread %q: checkpoint %q is only in the destination", id, (*y).ID)
 			default:
 				n++
-				if !ckptstore.EqualCheckpoints(*x, *y) {
+				if !driver.EqualCheckpoints(*x, *y) {
 					v.diff("thread %q: checkpoint %q differs", id, (*x).ID)
 				}
 			}
@@ -138,10 +139,7 @@ func (v *verifier) thread(ctx context.Context, a, b *store, id string) (int, err
 
 // transcript is the thread's transcript, "[]" for a store without them.
 func transcript(ctx context.Context, s *store, id string) ([]byte, error) {
-	tr, ok := s.Store.(ckptstore.Transcripts)
-	if !ok {
-		return []byte("[]"), nil
-	}
+	tr := s.Store
 	return tr.LoadThread(ctx, id)
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/sweep"
 )
 
@@ -113,7 +114,7 @@ func waitFlag(f *flags) *bool {
 // wait) and runs write under it, releasing the lease after: the frame of
 // delete-thread and prune.
 func underLease(ctx context.Context, e *env, s *store, thread string, wait bool, write func(ckptstore.Writer) error) error {
-	if err := ckptstore.ValidateID("thread id", thread); err != nil {
+	if err := driver.ValidateID("thread id", thread); err != nil {
 		return err
 	}
 	l, err := acquire(ctx, e, s, thread, wait, waitNote(e, thread))
@@ -132,10 +133,7 @@ func runDeleteThread(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer s.Close()
-	td, ok := s.Store.(ckptstore.ThreadDeleter)
-	if !ok {
-		return fmt.Errorf("%s cannot delete threads (no ThreadDeleter)", s.desc)
-	}
+	td := s.Store
 	thread := pos[0]
 	return underLease(ctx, e, s, thread, *wait, func(w ckptstore.Writer) error {
 		n, err := td.DeleteThread(ctx, thread, w)
@@ -163,10 +161,7 @@ func runPrune(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer s.Close()
-	p, ok := s.Store.(ckptstore.Pruner)
-	if !ok {
-		return fmt.Errorf("%s cannot prune (no Pruner)", s.desc)
-	}
+	p := s.Store
 	thread := pos[0]
 	return underLease(ctx, e, s, thread, *wait, func(w ckptstore.Writer) error {
 		ids, err := p.DeleteCheckpoints(ctx, thread, *keep, w)

@@ -129,7 +129,7 @@ func TestDevServer(t *testing.T) {
 	if err := c.Append(ctx, cp, "", l.Writer); err != nil {
 		t.Fatal(err)
 	}
-	if h, err := c.Head(ctx, "t"); err != nil || h != "c1" {
+	if h, err := c.GetHead(ctx, "t"); err != nil || h != "c1" {
 		t.Fatalf("Head = %q, %v", h, err)
 	}
 	for path, want := range map[string]string{"/healthz": "ok", "/readyz": "ok"} {
@@ -149,7 +149,7 @@ func TestDevServer(t *testing.T) {
 	}
 	// A second namespace is another, empty store.
 	other, _ := httpstore.NewClient(s.url, httpstore.ClientOptions{Namespace: "dev-test-2"})
-	if h, err := other.Head(ctx, "t"); err != nil || h != "" {
+	if h, err := other.GetHead(ctx, "t"); err != nil || h != "" {
 		t.Errorf("another namespace sees head %q, %v", h, err)
 	}
 }
@@ -260,7 +260,7 @@ func TestTokens(t *testing.T) {
 	if err := a.Append(ctx, big, "", la.Writer); !errors.As(err, &he) || he.Status != 413 || he.Code != "PAYLOAD_TOO_LARGE" {
 		t.Errorf("a body above the limit: %v", err)
 	}
-	if h, err := a.Head(ctx, "t"); err != nil || h != "" {
+	if h, err := a.GetHead(ctx, "t"); err != nil || h != "" {
 		t.Errorf("after a refused body, head %q, %v", h, err)
 	}
 }
@@ -278,7 +278,7 @@ func TestTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h, err := c.Head(context.Background(), "t"); err != nil || h != "" {
+	if h, err := c.GetHead(context.Background(), "t"); err != nil || h != "" {
 		t.Errorf("over TLS: %q, %v", h, err)
 	}
 }

@@ -31,7 +31,7 @@ func TestSentinelStore(t *testing.T) {
 	if err := c.Append(ctx, cp, "", l.Writer); err != nil {
 		t.Fatalf("Append behind the Sentinel, waiting for the replica: %v", err)
 	}
-	if h, err := c.Head(ctx, "t"); err != nil || h != "c1" {
+	if h, err := c.GetHead(ctx, "t"); err != nil || h != "c1" {
 		t.Fatalf("Head = %q, %v", h, err)
 	}
 	if code, body := get(t, s.url+"/readyz"); code != 200 {

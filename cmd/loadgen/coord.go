@@ -74,7 +74,7 @@ func appendChain(ctx context.Context, st ckptstore.Store, thread, idBase, label 
 		return err
 	}
 	defer lease.Release(context.WithoutCancel(ctx))
-	head, err := st.Head(ctx, thread)
+	head, err := st.GetHead(ctx, thread)
 	if err != nil {
 		return err
 	}

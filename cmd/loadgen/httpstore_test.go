@@ -30,11 +30,11 @@ func TestHTTPRunVerifies(t *testing.T) {
 		t.Errorf("appends %d on %q", res.Appends, res.Store)
 	}
 	// The data is in the server's namespace, not in its default one.
-	if h, _ := o.Store.Head(context.Background(), "x"); h != "" {
+	if h, _ := o.Store.GetHead(context.Background(), "x"); h != "" {
 		t.Errorf("the default namespace has a head")
 	}
 	ns, _, _ := o.Namespace("loadgen-test", ckptstore.Options{})
-	if refs, err := ns.BlobReferences(context.Background()); err != nil || len(refs) == 0 {
+	if refs, err := ns.ListBlobReferences(context.Background()); err != nil || len(refs) == 0 {
 		t.Errorf("the server's namespace holds %d blob keys, %v", len(refs), err)
 	}
 }

@@ -277,7 +277,7 @@ func (w *worker) acquire(ctx context.Context, thread string) (*leaseState, error
 
 // release ends ls, also when ctx was cancelled.
 func (w *worker) release(ctx context.Context, ls *leaseState) {
-	_ = w.call(context.WithoutCancel(ctx), "release", func(ctx context.Context) error { return ls.lease.ReleaseErr(ctx) })
+	_ = w.call(context.WithoutCancel(ctx), "release", func(ctx context.Context) error { return ls.lease.Release(ctx) })
 }
 
 // readHead reads thread's head and its checkpoint (nil for none), the
@@ -285,7 +285,7 @@ func (w *worker) release(ctx context.Context, ls *leaseState) {
 func (w *worker) readHead(ctx context.Context, thread string, ls *leaseState) (string, *ckptstore.Checkpoint, bool) {
 	st := w.r.st
 	var head string
-	if err := w.call(ctx, "head", func(ctx context.Context) (err error) { head, err = st.Head(ctx, thread); return err }); err != nil {
+	if err := w.call(ctx, "head", func(ctx context.Context) (err error) { head, err = st.GetHead(ctx, thread); return err }); err != nil {
 		w.failed("head", err, ls, time.Now())
 		return "", nil, false
 	}
@@ -409,8 +409,8 @@ func (w *worker) keepLease(ctx context.Context, ls *leaseState) bool {
 }
 
 func (w *worker) prune(ctx context.Context, thread string, ls *leaseState) {
-	p, ok := w.r.st.(ckptstore.Pruner)
-	if !ok || !w.keepLease(ctx, ls) {
+	p := w.r.st
+	if !w.keepLease(ctx, ls) {
 		return
 	}
 	var deleted []string
@@ -439,8 +439,8 @@ func (w *worker) prune(ctx context.Context, thread string, ls *leaseState) {
 // fork copies head, which the worker's live lease on thread protects, into
 // a new thread, as a user branching a conversation does.
 func (w *worker) fork(ctx context.Context, thread, head string, ls *leaseState) {
-	f, ok := w.r.st.(ckptstore.Forker)
-	if !ok || !w.keepLease(ctx, ls) {
+	f := w.r.st
+	if !w.keepLease(ctx, ls) {
 		return
 	}
 	destCP := w.gen.NewID()

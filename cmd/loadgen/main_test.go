@@ -147,10 +147,10 @@ func (l *lossy) Append(ctx context.Context, cp *ckptstore.Checkpoint, head strin
 }
 
 // miscount reports one reference too many for every blob.
-type miscount struct{ *memstore.Store }
+type miscount struct{ *ckptstore.Portable }
 
-func (m miscount) BlobReferences(ctx context.Context) ([]ckptstore.BlobRef, error) {
-	refs, err := m.Store.BlobReferences(ctx)
+func (m miscount) ListBlobReferences(ctx context.Context) ([]ckptstore.BlobRef, error) {
+	refs, err := m.Portable.ListBlobReferences(ctx)
 	for i := range refs {
 		refs[i].References++
 	}
@@ -184,7 +184,7 @@ func TestVerifyCatchesBrokenStores(t *testing.T) {
 func TestContention(t *testing.T) {
 	var (
 		once   sync.Once
-		shared *memstore.Store
+		shared *ckptstore.Portable
 	)
 	open := func(_ context.Context, _ string, sc storeurl.Options) (*storeurl.Opened, error) {
 		// Both processes pass the same lease options, so one store serves both.

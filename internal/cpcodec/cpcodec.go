@@ -12,7 +12,7 @@
 //	artifact = str(artifactId) str(name) str(mimeType) size str(blobKey) float(createdAt)
 //	str      = uvarint(len) bytes
 //	float    = 8 bytes, the IEEE-754 bits, big endian
-//	size     = uvarint, at most ckptstore.MaxSize
+//	size     = uvarint, at most driver.MaxSize
 //	list     = uvarint(0) for a nil slice, else uvarint(n+1) and n items
 //
 // A stored value starts with Version, written by the store in front of its
@@ -43,6 +43,7 @@ import (
 	"math/bits"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 )
 
 // Version is the first byte of every stored value built from these parts.
@@ -95,10 +96,10 @@ func AppendCount(b []byte, n int, isNil bool) []byte {
 	return binary.AppendUvarint(b, uint64(n)+1)
 }
 
-// AppendSize appends a size; it fails outside 0..ckptstore.MaxSize, which
+// AppendSize appends a size; it fails outside 0..driver.MaxSize, which
 // is all the decoder accepts.
 func AppendSize(b []byte, n int64) ([]byte, error) {
-	if n < 0 || n > ckptstore.MaxSize {
+	if n < 0 || n > driver.MaxSize {
 		return b, fmt.Errorf("%w: cpcodec: size %d outside 0..2^53-1", ckptstore.ErrInvalidEntry, n)
 	}
 	return binary.AppendUvarint(b, uint64(n)), nil
@@ -290,10 +291,10 @@ func (d *Decoder) Float(what string) float64 {
 	return math.Float64frombits(binary.BigEndian.Uint64(r))
 }
 
-// Size reads what AppendSize wrote; a size above ckptstore.MaxSize fails.
+// Size reads what AppendSize wrote; a size above driver.MaxSize fails.
 func (d *Decoder) Size(what string) int64 {
 	v := d.uvarint(what)
-	if v > ckptstore.MaxSize {
+	if v > driver.MaxSize {
 		d.fail(what)
 		return 0
 	}

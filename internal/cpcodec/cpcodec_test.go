@@ -18,6 +18,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/internal/cpcodec"
 	"github.com/ckptstore/ckptstore/internal/testkit"
 )
@@ -85,7 +86,7 @@ func genCheckpoint(t *rapid.T) *ckptstore.Checkpoint {
 		rapid.Map(rapid.Uint64(), math.Float64frombits),
 		rapid.SampledFrom([]float64{0, math.Copysign(0, -1), math.NaN(), math.Inf(-1), math.SmallestNonzeroFloat64, math.MaxFloat64}),
 	)
-	size := rapid.OneOf(rapid.Int64Range(0, ckptstore.MaxSize), rapid.SampledFrom([]int64{0, 127, 128, ckptstore.MaxSize}))
+	size := rapid.OneOf(rapid.Int64Range(0, driver.MaxSize), rapid.SampledFrom([]int64{0, 127, 128, driver.MaxSize}))
 	cp := &ckptstore.Checkpoint{
 		ID: "id", ThreadID: "t", // not part of the header or body
 		CreatedAt:   float.Draw(t, "createdAt"),
@@ -215,13 +216,13 @@ func TestAppendBodyRefusesInvalidEntries(t *testing.T) {
 		"directory blobKey":   func(cp *ckptstore.Checkpoint) { cp.Files[1].BlobKey = "k" },
 		"directory size":      func(cp *ckptstore.Checkpoint) { cp.Files[1].Size = 1 },
 		"negative file size":  func(cp *ckptstore.Checkpoint) { cp.Files[0].Size = -1 },
-		"file size too large": func(cp *ckptstore.Checkpoint) { cp.Files[0].Size = ckptstore.MaxSize + 1 },
+		"file size too large": func(cp *ckptstore.Checkpoint) { cp.Files[0].Size = driver.MaxSize + 1 },
 		"negative artifact":   func(cp *ckptstore.Checkpoint) { cp.Artifacts[0].Size = -1 },
 		"artifact too large":  func(cp *ckptstore.Checkpoint) { cp.Artifacts[0].Size = math.MaxInt64 },
 	} {
 		cp := &ckptstore.Checkpoint{
 			Files: []ckptstore.Entry{
-				{Path: "f", Kind: ckptstore.KindFile, BlobKey: "k", Size: ckptstore.MaxSize},
+				{Path: "f", Kind: ckptstore.KindFile, BlobKey: "k", Size: driver.MaxSize},
 				{Path: "d", Kind: ckptstore.KindDir},
 			},
 			Artifacts: []ckptstore.Artifact{{ArtifactID: "a", Size: 0}},
@@ -255,7 +256,7 @@ func TestDecodeRefusesCorruption(t *testing.T) {
 		"empty":                   "",
 		"version 1":               "\x01" + header[1:] + "\x00\x00\x00",
 		"unknown kind":            header + "\x02\x01fx" + "\x00\x00",
-		"size above MaxSize":      header + "\x02\x01ff\x00" + size(ckptstore.MaxSize+1) + "\x00\x00",
+		"size above MaxSize":      header + "\x02\x01ff\x00" + size(driver.MaxSize+1) + "\x00\x00",
 		"conversation flag 2":     header + "\x00\x02\x00",
 		"present, no bytes":       header + "\x00\x01\x00",
 		"too many files":          header + "\x04" + "\x01dd\x01ed" + "\x00\x00", // 3 claimed, 2 there
@@ -269,7 +270,7 @@ func TestDecodeRefusesCorruption(t *testing.T) {
 		}
 	}
 	// The largest size decodes.
-	if cp, err := decode([]byte(header+"\x02\x01ff\x00"+size(ckptstore.MaxSize)+"\x00\x00"), nil); err != nil || cp.Files[0].Size != ckptstore.MaxSize {
+	if cp, err := decode([]byte(header+"\x02\x01ff\x00"+size(driver.MaxSize)+"\x00\x00"), nil); err != nil || cp.Files[0].Size != driver.MaxSize {
 		t.Fatalf("size MaxSize: %+v, %v", cp, err)
 	}
 }

@@ -10,16 +10,17 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/internal/testkit"
 	"github.com/ckptstore/ckptstore/memstore"
 )
 
 // staleWins lets a stale writer's append report success: the bug a store
 // without its lease check in the atomic step has.
-type staleWins struct{ *memstore.Store }
+type staleWins struct{ *ckptstore.Portable }
 
 func (s staleWins) Append(ctx context.Context, cp *ckptstore.Checkpoint, head string, w ckptstore.Writer) error {
-	if err := s.Store.Append(ctx, cp, head, w); !errors.Is(err, ckptstore.ErrWriterLost) {
+	if err := s.Portable.Append(ctx, cp, head, w); !errors.Is(err, ckptstore.ErrWriterLost) {
 		return err
 	}
 	return nil
@@ -28,18 +29,18 @@ func (s staleWins) Append(ctx context.Context, cp *ckptstore.Checkpoint, head st
 // cachedHead answers Head from a cache that an append does not update:
 // a stale read.
 type cachedHead struct {
-	*memstore.Store
+	*ckptstore.Portable
 	mu    sync.Mutex
 	cache map[string]string
 }
 
-func (s *cachedHead) Head(ctx context.Context, thread string) (string, error) {
+func (s *cachedHead) GetHead(ctx context.Context, thread string) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if h, ok := s.cache[thread]; ok {
 		return h, nil
 	}
-	h, err := s.Store.Head(ctx, thread)
+	h, err := s.Portable.GetHead(ctx, thread)
 	if err == nil && h != "" {
 		s.cache[thread] = h
 	}
@@ -47,35 +48,37 @@ func (s *cachedHead) Head(ctx context.Context, thread string) (string, error) {
 }
 
 // lostRenew reports a renew as failed after it extended the lease.
-type lostRenew struct{ *memstore.Store }
+type lostRenew struct{ *ckptstore.Portable }
 
 func (s lostRenew) AcquireWriter(ctx context.Context, thread string) (*ckptstore.Lease, error) {
-	l, err := s.Store.AcquireWriter(ctx, thread)
+	l, err := s.Portable.AcquireWriter(ctx, thread)
 	if err != nil {
 		return nil, err
 	}
 	return ckptstore.NewLease(l.Writer, l.ExpiresAt, l.RenewAfter, s), nil
 }
 
-func (s lostRenew) RenewWriter(ctx context.Context, w ckptstore.Writer) (time.Time, error) {
-	if _, err := s.Store.RenewWriter(ctx, w); err != nil {
+func (s lostRenew) Renew(ctx context.Context, w ckptstore.Writer) (time.Time, error) {
+	if _, err := s.Portable.Renew(ctx, w); err != nil {
 		return time.Time{}, err
 	}
 	return time.Time{}, ckptstore.ErrWriterLost
 }
 
-func newStore(clock *testkit.Clock, opt Options) *memstore.Store {
+func newStore(clock *testkit.Clock, opt Options) *ckptstore.Portable {
 	return memstore.New(opt.StoreOptions(clock))
 }
 
 // TestCatchesBrokenStores shows that each broken store fails the check in
 // at least one of a few histories, while memstore passes all of them.
 func TestCatchesBrokenStores(t *testing.T) {
-	for name, wrap := range map[string]func(*memstore.Store) ckptstore.Store{
-		"memstore":    func(s *memstore.Store) ckptstore.Store { return s },
-		"stale wins":  func(s *memstore.Store) ckptstore.Store { return staleWins{s} },
-		"cached head": func(s *memstore.Store) ckptstore.Store { return &cachedHead{Store: s, cache: map[string]string{}} },
-		"lost renew":  func(s *memstore.Store) ckptstore.Store { return lostRenew{s} },
+	for name, wrap := range map[string]func(*ckptstore.Portable) ckptstore.Store{
+		"memstore":   func(s *ckptstore.Portable) ckptstore.Store { return s },
+		"stale wins": func(s *ckptstore.Portable) ckptstore.Store { return staleWins{s} },
+		"cached head": func(s *ckptstore.Portable) ckptstore.Store {
+			return &cachedHead{Portable: s, cache: map[string]string{}}
+		},
+		"lost renew": func(s *ckptstore.Portable) ckptstore.Store { return lostRenew{s} },
 	} {
 		t.Run(name, func(t *testing.T) {
 			illegal := 0
@@ -119,7 +122,7 @@ func TestOpenOutcomes(t *testing.T) {
 	}
 	late := in
 	late.clockLo, late.clockHi = 14, 15 // the lease expires at 15
-	if got := m.stepAcquire(ok[0], late, output{code: ckptstore.CodeWriterConflict}); len(got) != 1 {
+	if got := m.stepAcquire(ok[0], late, output{code: driver.CodeWriterConflict}); len(got) != 1 {
 		t.Error("a conflict explained by clock 14 must be accepted")
 	}
 	if got := m.stepAcquire(ok[0], late, output{fence: 2, token: "y", expiresAt: 25}); len(got) != 1 {

@@ -34,6 +34,7 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 )
 
 // kind is an operation of the history.
@@ -195,7 +196,7 @@ func (m model) apply(s state, in input, now int64) (state, string, output) {
 	switch in.kind {
 	case opAcquire:
 		if s.live(now) {
-			return s, ckptstore.CodeWriterConflict, output{}
+			return s, driver.CodeWriterConflict, output{}
 		}
 		s.maxFence++
 		s.leaseFence, s.leaseExp = s.maxFence, now+m.dur
@@ -203,17 +204,17 @@ func (m model) apply(s state, in input, now int64) (state, string, output) {
 		return s, "", output{fence: s.leaseFence, expiresAt: s.leaseExp}
 	case opAppend:
 		if !s.current(in.writer, now) {
-			return s, ckptstore.CodeWriterLost, output{}
+			return s, driver.CodeWriterLost, output{}
 		}
 		cps := s.checkpoints()
 		if _, dup := cps[in.id]; dup {
-			return s, ckptstore.CodeDuplicateID, output{}
+			return s, driver.CodeDuplicateID, output{}
 		}
 		if s.head != in.expected {
-			return s, ckptstore.CodeStaleHead, output{}
+			return s, driver.CodeStaleHead, output{}
 		}
 		if in.parent != in.expected {
-			return s, ckptstore.CodeParentMismatch, output{}
+			return s, driver.CodeParentMismatch, output{}
 		}
 		cps[in.id] = in.parent
 		s = withCheckpoints(s, cps)
@@ -221,12 +222,12 @@ func (m model) apply(s state, in input, now int64) (state, string, output) {
 		return s, "", output{}
 	case opDeleteHead:
 		if !s.current(in.writer, now) {
-			return s, ckptstore.CodeWriterLost, output{}
+			return s, driver.CodeWriterLost, output{}
 		}
 		cps := s.checkpoints()
 		parent, ok := cps[in.id]
 		if s.head != in.id || !ok {
-			return s, ckptstore.CodeNotHead, output{}
+			return s, driver.CodeNotHead, output{}
 		}
 		delete(cps, in.id)
 		s = withCheckpoints(s, cps)
@@ -234,7 +235,7 @@ func (m model) apply(s state, in input, now int64) (state, string, output) {
 		return s, "", output{}
 	case opRenew:
 		if !s.current(in.writer, now) {
-			return s, ckptstore.CodeWriterLost, output{}
+			return s, driver.CodeWriterLost, output{}
 		}
 		s.leaseExp = now + m.dur
 		return s, "", output{expiresAt: s.leaseExp}

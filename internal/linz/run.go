@@ -15,6 +15,7 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/internal/testkit"
 )
 
@@ -186,7 +187,7 @@ func (w *worker) run(ops int) {
 		case r < 68:
 			lw := w.lease.Writer
 			w.call(input{kind: opRelease, writer: lw}, func() (output, error) {
-				return output{}, w.lease.ReleaseErr(ctx)
+				return output{}, w.lease.Release(ctx)
 			})
 			if w.rng.IntN(2) == 0 {
 				w.lease = nil // else it writes on as a stale writer
@@ -222,7 +223,7 @@ func (w *worker) acquire(ctx context.Context) {
 
 func (w *worker) readHead(ctx context.Context) {
 	w.call(input{kind: opHead}, func() (output, error) {
-		h, err := w.s.Head(ctx, w.thread)
+		h, err := w.s.GetHead(ctx, w.thread)
 		if err == nil {
 			w.head = h
 		}
@@ -252,7 +253,7 @@ func (w *worker) append(ctx context.Context) {
 		}
 		return output{}, err
 	})
-	if ckptstore.Code(w.lastErr()) == ckptstore.CodeStaleHead {
+	if ckptstore.Code(w.lastErr()) == driver.CodeStaleHead {
 		w.readHead(ctx)
 	}
 }
@@ -262,7 +263,7 @@ func (w *worker) lastErr() error {
 		return nil
 	}
 	if c := w.ops[len(w.ops)-1].Output.(output).code; c != "" && c != unknownCode {
-		return ckptstore.ErrorFor(c)
+		return driver.ErrorFor(c)
 	}
 	return nil
 }

@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 )
 
 // mutant is one planted bug.
@@ -252,7 +253,7 @@ func (m listChainOnly) List(ctx context.Context, thread string) ([]*ckptstore.Ch
 	if err != nil {
 		return l, err
 	}
-	head, err := m.store.Head(ctx, thread)
+	head, err := m.store.GetHead(ctx, thread)
 	if err != nil {
 		return nil, err
 	}
@@ -287,8 +288,8 @@ func (m listLaxID) List(ctx context.Context, thread string) ([]*ckptstore.Checkp
 
 type headLaxID struct{ store }
 
-func (m headLaxID) Head(ctx context.Context, thread string) (string, error) {
-	h, err := m.store.Head(ctx, thread)
+func (m headLaxID) GetHead(ctx context.Context, thread string) (string, error) {
+	h, err := m.store.GetHead(ctx, thread)
 	if is(err, ckptstore.ErrInvalidID) {
 		return "", nil
 	}
@@ -297,8 +298,8 @@ func (m headLaxID) Head(ctx context.Context, thread string) (string, error) {
 
 type refsOffByOne struct{ store }
 
-func (m refsOffByOne) BlobReferences(ctx context.Context) ([]ckptstore.BlobRef, error) {
-	refs, err := m.store.BlobReferences(ctx)
+func (m refsOffByOne) ListBlobReferences(ctx context.Context) ([]ckptstore.BlobRef, error) {
+	refs, err := m.store.ListBlobReferences(ctx)
 	for i := range refs {
 		refs[i].References++
 	}
@@ -307,16 +308,16 @@ func (m refsOffByOne) BlobReferences(ctx context.Context) ([]ckptstore.BlobRef, 
 
 type refsUnsorted struct{ store }
 
-func (m refsUnsorted) BlobReferences(ctx context.Context) ([]ckptstore.BlobRef, error) {
-	refs, err := m.store.BlobReferences(ctx)
+func (m refsUnsorted) ListBlobReferences(ctx context.Context) ([]ckptstore.BlobRef, error) {
+	refs, err := m.store.ListBlobReferences(ctx)
 	slices.Reverse(refs)
 	return refs, err
 }
 
 type refsMissingKey struct{ store }
 
-func (m refsMissingKey) BlobReferences(ctx context.Context) ([]ckptstore.BlobRef, error) {
-	refs, err := m.store.BlobReferences(ctx)
+func (m refsMissingKey) ListBlobReferences(ctx context.Context) ([]ckptstore.BlobRef, error) {
+	refs, err := m.store.ListBlobReferences(ctx)
 	if len(refs) > 0 {
 		refs = refs[1:]
 	}
@@ -330,8 +331,8 @@ type refsZeroKept struct {
 	seen map[string]bool
 }
 
-func (m *refsZeroKept) BlobReferences(ctx context.Context) ([]ckptstore.BlobRef, error) {
-	refs, err := m.store.BlobReferences(ctx)
+func (m *refsZeroKept) ListBlobReferences(ctx context.Context) ([]ckptstore.BlobRef, error) {
+	refs, err := m.store.ListBlobReferences(ctx)
 	if err != nil {
 		return refs, err
 	}
@@ -354,8 +355,8 @@ func (m *refsZeroKept) BlobReferences(ctx context.Context) ([]ckptstore.BlobRef,
 // checkpoint.
 type refsPerEntry struct{ store }
 
-func (m refsPerEntry) BlobReferences(ctx context.Context) ([]ckptstore.BlobRef, error) {
-	if _, err := m.store.BlobReferences(ctx); err != nil {
+func (m refsPerEntry) ListBlobReferences(ctx context.Context) ([]ckptstore.BlobRef, error) {
+	if _, err := m.store.ListBlobReferences(ctx); err != nil {
 		return nil, err
 	}
 	n := map[string]int64{}
@@ -383,8 +384,8 @@ func (m refsPerEntry) BlobReferences(ctx context.Context) ([]ckptstore.BlobRef, 
 // refsNoArtifacts recounts the stored checkpoints' file blob keys only.
 type refsNoArtifacts struct{ store }
 
-func (m refsNoArtifacts) BlobReferences(ctx context.Context) ([]ckptstore.BlobRef, error) {
-	if _, err := m.store.BlobReferences(ctx); err != nil {
+func (m refsNoArtifacts) ListBlobReferences(ctx context.Context) ([]ckptstore.BlobRef, error) {
+	if _, err := m.store.ListBlobReferences(ctx); err != nil {
 		return nil, err
 	}
 	n := map[string]int64{}
@@ -417,7 +418,7 @@ type appendStaleHead struct{ store }
 func (m appendStaleHead) Append(ctx context.Context, c *ckptstore.Checkpoint, expected string, w ckptstore.Writer) error {
 	err := m.store.Append(ctx, c, expected, w)
 	if is(err, ckptstore.ErrConflict) {
-		if h, herr := m.store.Head(ctx, c.ThreadID); herr == nil {
+		if h, herr := m.store.GetHead(ctx, c.ThreadID); herr == nil {
 			return m.store.Append(ctx, c, h, w)
 		}
 	}
@@ -455,7 +456,7 @@ type appendHeadBeforeDup struct{ store }
 func (m appendHeadBeforeDup) Append(ctx context.Context, c *ckptstore.Checkpoint, expected string, w ckptstore.Writer) error {
 	err := m.store.Append(ctx, c, expected, w)
 	if is(err, ckptstore.ErrDuplicateID) {
-		if h, _ := m.store.Head(ctx, c.ThreadID); h != expected {
+		if h, _ := m.store.GetHead(ctx, c.ThreadID); h != expected {
 			return errorf(ckptstore.ErrConflict, "head %q", h)
 		}
 	}
@@ -576,7 +577,7 @@ type appendFailedTokenSucceeds struct {
 }
 
 func (m *appendFailedTokenSucceeds) Append(ctx context.Context, c *ckptstore.Checkpoint, expected string, w ckptstore.Writer) error {
-	tok, ok := ckptstore.OpToken(ctx)
+	tok, ok := driver.OpToken(ctx)
 	m.mu.Lock()
 	repeat := ok && m.failed[tok]
 	m.mu.Unlock()
@@ -605,7 +606,7 @@ type acquireStealsLive struct{ *tracked }
 func (m acquireStealsLive) AcquireWriter(ctx context.Context, thread string) (*ckptstore.Lease, error) {
 	l, err := m.tracked.AcquireWriter(ctx, thread)
 	if nw, ok := m.newest(thread); ok && is(err, ckptstore.ErrWriterConflict) {
-		_ = m.store.ReleaseWriter(ctx, nw)
+		_ = m.store.Release(ctx, nw)
 		return m.tracked.AcquireWriter(ctx, thread)
 	}
 	return l, err
@@ -649,8 +650,8 @@ func (m *lateExpiry) AcquireWriter(ctx context.Context, thread string) (*ckptsto
 	return ckptstore.NewLease(l.Writer, l.ExpiresAt.Add(-time.Millisecond), l.RenewAfter, m), nil
 }
 
-func (m *lateExpiry) RenewWriter(ctx context.Context, w ckptstore.Writer) (time.Time, error) {
-	t, err := m.store.RenewWriter(ctx, w)
+func (m *lateExpiry) Renew(ctx context.Context, w ckptstore.Writer) (time.Time, error) {
+	t, err := m.store.Renew(ctx, w)
 	if err == nil {
 		t = t.Add(-time.Millisecond)
 	}
@@ -669,7 +670,7 @@ func (m *renewNoop) AcquireWriter(ctx context.Context, thread string) (*ckptstor
 	return rekeep(l, err, m)
 }
 
-func (m *renewNoop) RenewWriter(ctx context.Context, w ckptstore.Writer) (time.Time, error) {
+func (m *renewNoop) Renew(ctx context.Context, w ckptstore.Writer) (time.Time, error) {
 	return m.now().Truncate(time.Millisecond).Add(m.d), nil
 }
 
@@ -693,8 +694,8 @@ func (m *renewFromOldExpiry) AcquireWriter(ctx context.Context, thread string) (
 	return rekeep(l, err, m)
 }
 
-func (m *renewFromOldExpiry) RenewWriter(ctx context.Context, w ckptstore.Writer) (time.Time, error) {
-	t, err := m.store.RenewWriter(ctx, w)
+func (m *renewFromOldExpiry) Renew(ctx context.Context, w ckptstore.Writer) (time.Time, error) {
+	t, err := m.store.Renew(ctx, w)
 	if err != nil {
 		return t, err
 	}
@@ -719,8 +720,8 @@ func (m *renewLostOK) AcquireWriter(ctx context.Context, thread string) (*ckptst
 	return rekeep(l, err, m)
 }
 
-func (m *renewLostOK) RenewWriter(ctx context.Context, w ckptstore.Writer) (time.Time, error) {
-	t, err := m.store.RenewWriter(ctx, w)
+func (m *renewLostOK) Renew(ctx context.Context, w ckptstore.Writer) (time.Time, error) {
+	t, err := m.store.Renew(ctx, w)
 	if is(err, ckptstore.ErrWriterLost) {
 		return m.now().Truncate(time.Millisecond).Add(m.d), nil
 	}
@@ -736,11 +737,11 @@ func (m *releaseAny) AcquireWriter(ctx context.Context, thread string) (*ckptsto
 	return rekeep(l, err, m)
 }
 
-func (m *releaseAny) ReleaseWriter(ctx context.Context, w ckptstore.Writer) error {
+func (m *releaseAny) Release(ctx context.Context, w ckptstore.Writer) error {
 	if nw, ok := m.newest(w.ThreadID); ok {
 		w = nw
 	}
-	return m.store.ReleaseWriter(ctx, w)
+	return m.store.Release(ctx, w)
 }
 
 type releaseNoop struct{ store }
@@ -750,7 +751,7 @@ func (m *releaseNoop) AcquireWriter(ctx context.Context, thread string) (*ckptst
 	return rekeep(l, err, m)
 }
 
-func (m *releaseNoop) ReleaseWriter(context.Context, ckptstore.Writer) error { return nil }
+func (m *releaseNoop) Release(context.Context, ckptstore.Writer) error { return nil }
 
 // ---- DeleteHead ----
 
@@ -768,7 +769,7 @@ type dhNotHeadBeforeWriter struct{ store }
 func (m dhNotHeadBeforeWriter) DeleteHead(ctx context.Context, thread, id string, w ckptstore.Writer) error {
 	err := m.store.DeleteHead(ctx, thread, id, w)
 	if is(err, ckptstore.ErrWriterLost) {
-		if h, _ := m.store.Head(ctx, thread); h != id {
+		if h, _ := m.store.GetHead(ctx, thread); h != id {
 			return errorf(ckptstore.ErrNotHead, "%q", id)
 		}
 	}
@@ -784,7 +785,7 @@ type dhDeletesHeadAnyway struct{ store }
 func (m dhDeletesHeadAnyway) DeleteHead(ctx context.Context, thread, id string, w ckptstore.Writer) error {
 	err := m.store.DeleteHead(ctx, thread, id, w)
 	if is(err, ckptstore.ErrNotHead) {
-		if h, _ := m.store.Head(ctx, thread); h != "" {
+		if h, _ := m.store.GetHead(ctx, thread); h != "" {
 			return m.store.DeleteHead(ctx, thread, h, w)
 		}
 	}
@@ -875,7 +876,7 @@ type forkDestBeforeWriter struct{ store }
 func (m forkDestBeforeWriter) ForkFromCheckpoint(ctx context.Context, in ckptstore.ForkInput) (*ckptstore.Checkpoint, error) {
 	c, err := m.store.ForkFromCheckpoint(ctx, in)
 	if is(err, ckptstore.ErrWriterLost) {
-		h, _ := m.store.Head(ctx, in.DestinationThreadID)
+		h, _ := m.store.GetHead(ctx, in.DestinationThreadID)
 		l, _ := m.store.List(ctx, in.DestinationThreadID)
 		tr, _ := m.store.LoadThread(ctx, in.DestinationThreadID)
 		used, _ := m.store.Get(ctx, in.DestinationCheckpointID)
@@ -1022,7 +1023,7 @@ type dtKeepsOffChain struct{ store }
 
 func (m dtKeepsOffChain) DeleteThread(ctx context.Context, thread string, w ckptstore.Writer) (int, error) {
 	l, _ := m.store.List(ctx, thread)
-	h, _ := m.store.Head(ctx, thread)
+	h, _ := m.store.GetHead(ctx, thread)
 	on := chain(h, l)
 	off := slices.DeleteFunc(l, func(c *ckptstore.Checkpoint) bool { return on[c.ID] })
 	n, err := m.store.DeleteThread(ctx, thread, w)
@@ -1050,7 +1051,7 @@ type dtEndsLease struct{ store }
 func (m dtEndsLease) DeleteThread(ctx context.Context, thread string, w ckptstore.Writer) (int, error) {
 	n, err := m.store.DeleteThread(ctx, thread, w)
 	if err == nil {
-		_ = m.store.ReleaseWriter(ctx, w)
+		_ = m.store.Release(ctx, w)
 	}
 	return n, err
 }
@@ -1088,10 +1089,10 @@ func (m pageRepeatsCursor) ListPage(ctx context.Context, thread string, opt ckpt
 	if err != nil || opt.After == "" {
 		return page, next, err
 	}
-	pos, _ := ckptstore.DecodeCursor(opt.After)
+	pos, _ := driver.DecodeCursor(opt.After)
 	if c, _ := m.store.Get(ctx, pos.ID); c != nil && c.ThreadID == thread && c.CreatedAt == pos.CreatedAt {
 		page = append([]*ckptstore.Checkpoint{c}, page...)
-		if limit := cmp.Or(opt.Limit, ckptstore.DefaultPageLimit); len(page) > limit {
+		if limit := cmp.Or(opt.Limit, driver.DefaultPageLimit); len(page) > limit {
 			page = page[:limit]
 		}
 	}
@@ -1101,7 +1102,7 @@ func (m pageRepeatsCursor) ListPage(ctx context.Context, thread string, opt ckpt
 type pageLimitPlusOne struct{ store }
 
 func (m pageLimitPlusOne) ListPage(ctx context.Context, thread string, opt ckptstore.ListOptions) ([]*ckptstore.Checkpoint, string, error) {
-	if opt.Limit > 0 && opt.Limit < ckptstore.MaxPageLimit {
+	if opt.Limit > 0 && opt.Limit < driver.MaxPageLimit {
 		opt.Limit++
 	}
 	return m.store.ListPage(ctx, thread, opt)
@@ -1142,7 +1143,7 @@ func (m threadsNeedCheckpoints) Threads(ctx context.Context, after string, limit
 		return ids, next, err
 	}
 	return slices.DeleteFunc(ids, func(id string) bool {
-		h, _ := m.store.Head(ctx, id)
+		h, _ := m.store.GetHead(ctx, id)
 		l, _ := m.store.List(ctx, id)
 		return h == "" && len(l) == 0
 	}), next, nil
@@ -1165,7 +1166,7 @@ func (m threadsWithLeases) Threads(ctx context.Context, after string, limit int)
 	}
 	m.mu.Unlock()
 	slices.Sort(ids)
-	if n := cmp.Or(limit, ckptstore.DefaultPageLimit); len(ids) > n {
+	if n := cmp.Or(limit, driver.DefaultPageLimit); len(ids) > n {
 		ids = ids[:n]
 	}
 	return ids, next, nil
@@ -1204,7 +1205,7 @@ func (m *threadsKeepsEmptied) Threads(ctx context.Context, after string, limit i
 	}
 	m.mu.Unlock()
 	slices.Sort(ids)
-	if n := cmp.Or(limit, ckptstore.DefaultPageLimit); len(ids) > n {
+	if n := cmp.Or(limit, driver.DefaultPageLimit); len(ids) > n {
 		ids = ids[:n]
 	}
 	return ids, next, nil
@@ -1219,8 +1220,8 @@ func (m threadsUnsorted) Threads(ctx context.Context, after string, limit int) (
 type threadsLimitIgnored struct{ store }
 
 func (m threadsLimitIgnored) Threads(ctx context.Context, after string, limit int) ([]string, string, error) {
-	if limit > 0 && limit <= ckptstore.MaxPageLimit {
-		limit = ckptstore.MaxPageLimit
+	if limit > 0 && limit <= driver.MaxPageLimit {
+		limit = driver.MaxPageLimit
 	}
 	return m.store.Threads(ctx, after, limit)
 }
@@ -1308,7 +1309,7 @@ func (m importDupBeforeWriter) Import(ctx context.Context, b ckptstore.ImportBat
 		return n, err
 	}
 	for _, c := range b.Checkpoints {
-		if old, _ := m.store.Get(ctx, c.ID); old != nil && (old.ThreadID != b.ThreadID || !ckptstore.EqualCheckpoints(old, c)) {
+		if old, _ := m.store.Get(ctx, c.ID); old != nil && (old.ThreadID != b.ThreadID || !driver.EqualCheckpoints(old, c)) {
 			return 0, errorf(ckptstore.ErrDuplicateID, "%q", c.ID)
 		}
 	}

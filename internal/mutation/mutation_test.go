@@ -340,7 +340,9 @@ func TestMutantChild(t *testing.T) {
 	b := backends[bi]
 	newStore, newInstances := b.setup(t)
 	if m.inst != nil {
-		conformance.RunInstanceStore(t, func(t *testing.T) ckptstore.InstanceStore { return m.inst(newInstances(t)) })
+		conformance.RunInstanceStore(t, func(t *testing.T) ckptstore.InstanceStore {
+			return m.inst(newInstances(t))
+		})
 		return
 	}
 	conformance.RunStoreWith(t, func(t *testing.T, opts ckptstore.Options) ckptstore.Store {

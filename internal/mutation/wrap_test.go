@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 )
 
 // store is what a mutant wraps and returns: the interface the conformance
@@ -19,7 +20,7 @@ import (
 // whose behaviour it breaks, so retargeting the mutants onto another seam
 // (a driver interface) is changing this line and the few calls that
 // differ.
-type store = ckptstore.FullStore
+type store = ckptstore.Store
 
 // instances is the instance store seam, wrapped the same way.
 type instances = ckptstore.InstanceStore
@@ -94,7 +95,7 @@ func allThreads(ctx context.Context, s store) []string {
 	var ids []string
 	after := ""
 	for {
-		page, next, err := s.Threads(ctx, after, ckptstore.MaxPageLimit)
+		page, next, err := s.Threads(ctx, after, driver.MaxPageLimit)
 		if err != nil {
 			return ids
 		}
@@ -142,7 +143,7 @@ func (s *shared) share(c *ckptstore.Checkpoint) *ckptstore.Checkpoint {
 		return nil
 	}
 	s.mu.Lock()
-	if h, ok := s.handed[c.ID]; ok && ckptstore.EqualCheckpoints(s.orig[c.ID], c) {
+	if h, ok := s.handed[c.ID]; ok && driver.EqualCheckpoints(s.orig[c.ID], c) {
 		s.mu.Unlock()
 		return h
 	}

@@ -7,7 +7,7 @@
 //
 // Invariants: FileKey and ArtifactKey are valid keys of their prefixes for
 // every n ≥ 0 and distinct for distinct n; Checkpoint passes
-// ckptstore.Validate for valid ids and createdAt; a Clock only moves when
+// driver.Validate for valid ids and createdAt; a Clock only moves when
 // Advance, Tick or Set moves it.
 package testkit
 
@@ -130,7 +130,7 @@ func (c *Clock) Set(t time.Time) {
 // Since is Now().Sub(t), as a time source such as gofakes3's needs.
 func (c *Clock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
 
-// CheckRefs fails t unless s.BlobReferences equals a recount over every
+// CheckRefs fails t unless s.ListBlobReferences equals a recount over every
 // checkpoint that s.List returns for threads (which must be every thread
 // the store holds): each distinct blob key of a checkpoint counts once,
 // and the references come sorted by key bytes. It returns the references.
@@ -144,7 +144,7 @@ func CheckRefs(t testing.TB, s ckptstore.Store, threads ...string) []ckptstore.B
 		all = append(all, cps...)
 	}
 	want := Recount(all)
-	got, err := s.BlobReferences(ctx)
+	got, err := s.ListBlobReferences(ctx)
 	Must(t, err)
 	if !slices.Equal(got, want) {
 		t.Fatalf("BlobReferences = %v, recount = %v", got, want)

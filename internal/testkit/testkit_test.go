@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/internal/testkit"
 	"github.com/ckptstore/ckptstore/memstore"
 )
@@ -23,10 +24,10 @@ type recorder struct {
 func (r *recorder) Fatalf(format string, args ...any) { r.msg = fmt.Sprintf(format, args...) }
 
 // liar reports one reference too many for every key.
-type liar struct{ *memstore.Store }
+type liar struct{ *ckptstore.Portable }
 
-func (l liar) BlobReferences(ctx context.Context) ([]ckptstore.BlobRef, error) {
-	refs, err := l.Store.BlobReferences(ctx)
+func (l liar) ListBlobReferences(ctx context.Context) ([]ckptstore.BlobRef, error) {
+	refs, err := l.Portable.ListBlobReferences(ctx)
 	for i := range refs {
 		refs[i].References++
 	}
@@ -61,7 +62,7 @@ func TestCheckRefs(t *testing.T) {
 // each call.
 func TestCheckpoint(t *testing.T) {
 	cp := testkit.Checkpoint("t", "b", "a", 2, 7, 3)
-	require.NoError(t, ckptstore.Validate(cp))
+	require.NoError(t, driver.Validate(cp))
 	assert.Equal(t, []ckptstore.Entry{
 		{Path: "f0", Kind: ckptstore.KindFile, BlobKey: testkit.FileKey(7), Size: 7},
 		{Path: "f1", Kind: ckptstore.KindFile, BlobKey: testkit.FileKey(3), Size: 3},
@@ -98,7 +99,7 @@ func TestEntryBuilders(t *testing.T) {
 	cp := testkit.Checkpoint("t", "c", "", 1)
 	cp.Files = []ckptstore.Entry{testkit.Dir("d"), testkit.File("d/f", 4, 9)}
 	cp.Artifacts = []ckptstore.Artifact{testkit.Artifact("a", 5)}
-	require.NoError(t, ckptstore.Validate(cp))
+	require.NoError(t, driver.Validate(cp))
 	assert.Equal(t, ckptstore.Entry{Path: "d/f", Kind: ckptstore.KindFile, BlobKey: testkit.FileKey(4), Size: 9}, cp.Files[1])
 	assert.Equal(t, ckptstore.Entry{Path: "d", Kind: ckptstore.KindDir}, cp.Files[0])
 	assert.Equal(t, testkit.ArtifactKey(5), cp.Artifacts[0].BlobKey)

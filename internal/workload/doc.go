@@ -14,6 +14,6 @@
 //   - A Gen never reuses a checkpoint id or a fresh blob key: ids carry the
 //     Gen's random process tag and a counter; fresh keys carry 224 random
 //     bits.
-//   - Every checkpoint a Gen makes passes ckptstore.Validate, so a run's
+//   - Every checkpoint a Gen makes passes driver.Validate, so a run's
 //     errors come from the store, not from the workload.
 package workload

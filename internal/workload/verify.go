@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 )
 
 // maxProblems caps how many violations a check lists; the count is exact.
@@ -36,7 +37,7 @@ type Census struct {
 	// Alive maps each listed checkpoint id to its thread.
 	Alive map[string]string
 	// Refs counts, per blob key whose digest starts with the tag, the
-	// listed checkpoints that use it: what BlobReferences must report.
+	// listed checkpoints that use it: what ListBlobReferences must report.
 	Refs map[string]int64
 }
 
@@ -53,7 +54,7 @@ func CheckChains(ctx context.Context, s ckptstore.Store, threads []string, tag s
 		if err != nil {
 			return nil, fmt.Errorf("list %q: %w", t, err)
 		}
-		head, err := s.Head(ctx, t)
+		head, err := s.GetHead(ctx, t)
 		if err != nil {
 			return nil, fmt.Errorf("head %q: %w", t, err)
 		}
@@ -67,7 +68,7 @@ func CheckChains(ctx context.Context, s ckptstore.Store, threads []string, tag s
 			if _, dup := byID[cp.ID]; dup {
 				p.Addf("thread %q: List returned checkpoint %q twice", t, cp.ID)
 			}
-			if i > 0 && ckptstore.CompareCheckpoints(list[i-1], cp) >= 0 {
+			if i > 0 && driver.CompareCheckpoints(list[i-1], cp) >= 0 {
 				p.Addf("thread %q: List is out of order at %q", t, cp.ID)
 			}
 			if other, dup := c.Alive[cp.ID]; dup {
@@ -100,11 +101,11 @@ func CheckChains(ctx context.Context, s ckptstore.Store, threads []string, tag s
 	return c, nil
 }
 
-// CheckRefs compares BlobReferences, restricted to keys owned by tag, with
-// the census's recount, and checks that BlobReferences is sorted and holds
+// CheckRefs compares ListBlobReferences, restricted to keys owned by tag, with
+// the census's recount, and checks that ListBlobReferences is sorted and holds
 // no count below 1. Violations go to p.
 func CheckRefs(ctx context.Context, s ckptstore.Store, tag string, c *Census, p *Problems) error {
-	refs, err := s.BlobReferences(ctx)
+	refs, err := s.ListBlobReferences(ctx)
 	if err != nil {
 		return fmt.Errorf("blob references: %w", err)
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/memstore"
 )
 
@@ -69,7 +70,7 @@ func TestGenValidAndSized(t *testing.T) {
 		var prev *ckptstore.Checkpoint
 		for range 20 {
 			cp, fresh := g.Next("t", g.NewID(), "", prev)
-			if err := ckptstore.Validate(cp); err != nil {
+			if err := driver.Validate(cp); err != nil {
 				t.Fatalf("%s: invalid checkpoint: %v", size, err)
 			}
 			b, err := json.Marshal(cp)
@@ -160,7 +161,7 @@ func TestLatencies(t *testing.T) {
 	}
 }
 
-// fakeStore serves fixed List and Head answers and BlobReferences, to
+// fakeStore serves fixed List and Head answers and ListBlobReferences, to
 // feed the checks states no correct store produces.
 type fakeStore struct {
 	ckptstore.Store
@@ -172,8 +173,8 @@ type fakeStore struct {
 func (f *fakeStore) List(_ context.Context, t string) ([]*ckptstore.Checkpoint, error) {
 	return f.lists[t], nil
 }
-func (f *fakeStore) Head(_ context.Context, t string) (string, error) { return f.heads[t], nil }
-func (f *fakeStore) BlobReferences(context.Context) ([]ckptstore.BlobRef, error) {
+func (f *fakeStore) GetHead(_ context.Context, t string) (string, error) { return f.heads[t], nil }
+func (f *fakeStore) ListBlobReferences(context.Context) ([]ckptstore.BlobRef, error) {
 	return f.refs, nil
 }
 

@@ -1,6 +1,6 @@
 // Package storetest holds the fdbstore tests that need no particular
 // engine: chunking, the size limit, multi-transaction prunes and
-// BlobReferences pages, id limits and prefixes. fdbstore's own tests run
+// ListBlobReferences pages, id limits and prefixes. fdbstore's own tests run
 // them on memkv, and fdbkv's (build tag fdb) on a real cluster, which
 // checks the transaction-size estimates against FoundationDB's own limit.
 //
@@ -75,7 +75,7 @@ func (e *suite) prefix() string { return e.env.Prefix }
 
 // store returns a store with opts under the test's prefix (unless opts
 // names one) over a counting view of the test's database.
-func (e *suite) store(t *testing.T, opts fdbstore.Options) (*fdbstore.Store, *countingDB) {
+func (e *suite) store(t *testing.T, opts fdbstore.Options) (*ckptstore.Portable, *countingDB) {
 	t.Helper()
 	env := e.env
 	if opts.Prefix == "" {
@@ -127,7 +127,7 @@ var (
 
 // Chain appends n checkpoints (testkit.Checkpoint) c0..c(n-1) to thread, each sharing blob 0
 // and owning blob 1000+i, and returns their ids.
-func Chain(t testing.TB, s *fdbstore.Store, w ckptstore.Writer, thread string, n int) []string {
+func Chain(t testing.TB, s *ckptstore.Portable, w ckptstore.Writer, thread string, n int) []string {
 	t.Helper()
 	var ids []string
 	head := ""
@@ -282,7 +282,7 @@ func (e *suite) testBlobPages(t *testing.T) {
 	cp.Artifacts = []ckptstore.Artifact{{ArtifactID: "x", Name: "x", MimeType: "text/plain", BlobKey: artifactKey(3)}}
 	must(t, s.Append(ctx, cp, "", lease.Writer))
 	before := db.reads()
-	refs, err := s.BlobReferences(ctx)
+	refs, err := s.ListBlobReferences(ctx)
 	must(t, err)
 	if n := db.reads() - before; n != 5 {
 		t.Fatalf("BlobReferences of 18 keys in pages of 4: %d transactions, want 5", n)
@@ -345,7 +345,7 @@ func (e *suite) testPrefixes(t *testing.T) {
 	if cps, _ := ab.List(ctx, "t"); len(cps) != 0 {
 		t.Fatal("a checkpoint leaked to another prefix")
 	}
-	if refs, _ := ab.BlobReferences(ctx); len(refs) != 0 {
+	if refs, _ := ab.ListBlobReferences(ctx); len(refs) != 0 {
 		t.Fatal("a reference leaked to another prefix")
 	}
 	is := fdbstore.NewInstanceStore(db, p+"a")
@@ -488,7 +488,7 @@ func (e *suite) testLongDeleteThread(t *testing.T) {
 	if n != 2 || db.commits()-before != 1 {
 		t.Fatalf("the repeated DeleteThread: %d deleted in %d transactions, want 2 in 1", n, db.commits()-before)
 	}
-	if head, _ := s.Head(ctx, "t"); head != "" {
+	if head, _ := s.GetHead(ctx, "t"); head != "" {
 		t.Fatalf("head after DeleteThread = %q", head)
 	}
 	if m, _ := s.LoadThread(ctx, "t"); string(m) != "[]" {
@@ -545,7 +545,7 @@ func (e *suite) testUncopiedCheckpoint(t *testing.T) {
 	if got == nil || !bytes.Equal(got.Conversation, cp.Conversation) {
 		t.Fatal("Get of an uncopied checkpoint returned another conversation")
 	}
-	if head, got, err := s.Restore(ctx, "t"); err != nil || head != "huge" || got == nil || !bytes.Equal(got.Conversation, cp.Conversation) {
+	if head, got, err := s.Driver().(*fdbstore.Driver).Restore(ctx, "t"); err != nil || head != "huge" || got == nil || !bytes.Equal(got.Conversation, cp.Conversation) {
 		t.Fatalf("Restore = %q, %v", head, err)
 	}
 	fl, err := s.AcquireWriter(ctx, "f")
@@ -560,7 +560,7 @@ func (e *suite) testUncopiedCheckpoint(t *testing.T) {
 	if m, _ := s.LoadThread(ctx, "f"); string(m) != "[]" {
 		t.Fatal("the refused fork wrote a transcript")
 	}
-	if head, _ := s.Head(ctx, "f"); head != "" {
+	if head, _ := s.GetHead(ctx, "f"); head != "" {
 		t.Fatal("the refused fork wrote a head")
 	}
 	// A smaller one (stored with a copy) forks in one transaction.

@@ -77,7 +77,7 @@ func TestConformance(t *testing.T) {
 }
 
 // TestConformanceSmallBatches runs the store suite again with prunes and
-// BlobReferences spread over many small transactions.
+// ListBlobReferences spread over many small transactions.
 func TestConformanceSmallBatches(t *testing.T) {
 	db := openCluster(t)
 	conformance.RunStoreWith(t, func(t *testing.T, opts ckptstore.Options) ckptstore.Store {

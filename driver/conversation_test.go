@@ -1,4 +1,4 @@
-package ckptstore
+package driver
 
 // The conversation check is a fast validator standing in for the predicate
 // the contract was first written with:

@@ -1,4 +1,4 @@
-package ckptstore_test
+package driver_test
 
 import (
 	"bytes"
@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 )
 
 func mustMarshal(t *testing.T, v any) string {
@@ -36,17 +36,17 @@ func TestMarshalCheckpointShape(t *testing.T) {
 	if got := mustMarshal(t, *cp); got != want {
 		t.Fatalf("Marshal(Checkpoint) differs from Marshal(*Checkpoint):\n%s", got)
 	}
-	if got := mustMarshal(t, []*ckptstore.Checkpoint{cp}); got != "["+want+"]" {
+	if got := mustMarshal(t, []*driver.Checkpoint{cp}); got != "["+want+"]" {
 		t.Fatalf("Marshal([]*Checkpoint) =\n%s", got)
 	}
 }
 
 func TestMarshalCheckpointEmpty(t *testing.T) {
 	const want = `{"id":"c","threadId":"t","parentCheckpointId":null,"createdAt":0,"reason":"automatic","files":[],"conversation":[],"artifacts":[]}`
-	for name, cp := range map[string]*ckptstore.Checkpoint{
-		"nil slices": {ID: "c", ThreadID: "t", Reason: ckptstore.ReasonAutomatic},
-		"empty slices": {ID: "c", ThreadID: "t", Reason: ckptstore.ReasonAutomatic,
-			Files: []ckptstore.Entry{}, Artifacts: []ckptstore.Artifact{}, Conversation: json.RawMessage{}},
+	for name, cp := range map[string]*driver.Checkpoint{
+		"nil slices": {ID: "c", ThreadID: "t", Reason: driver.ReasonAutomatic},
+		"empty slices": {ID: "c", ThreadID: "t", Reason: driver.ReasonAutomatic,
+			Files: []driver.Entry{}, Artifacts: []driver.Artifact{}, Conversation: json.RawMessage{}},
 	} {
 		if got := mustMarshal(t, cp); got != want {
 			t.Errorf("%s: Marshal =\n%s\nwant\n%s", name, got, want)
@@ -56,14 +56,14 @@ func TestMarshalCheckpointEmpty(t *testing.T) {
 
 func TestMarshalEntry(t *testing.T) {
 	for _, tt := range []struct {
-		e    ckptstore.Entry
+		e    driver.Entry
 		want string
 	}{
-		{ckptstore.Entry{Path: "d", Kind: ckptstore.KindDir}, `{"path":"d","kind":"dir"}`},
+		{driver.Entry{Path: "d", Kind: driver.KindDir}, `{"path":"d","kind":"dir"}`},
 		// A directory never carries file fields, even when the Go value does.
-		{ckptstore.Entry{Path: "d", Kind: ckptstore.KindDir, BlobKey: "x", Size: 3}, `{"path":"d","kind":"dir"}`},
-		{ckptstore.Entry{Path: "f", Kind: ckptstore.KindFile, BlobKey: fileKey(1)}, `{"path":"f","kind":"file","blobKey":"` + fileKey(1) + `","size":0}`},
-		{ckptstore.Entry{Path: "f", Kind: ckptstore.KindFile, BlobKey: fileKey(1), Size: maxSize}, `{"path":"f","kind":"file","blobKey":"` + fileKey(1) + `","size":9007199254740991}`},
+		{driver.Entry{Path: "d", Kind: driver.KindDir, BlobKey: "x", Size: 3}, `{"path":"d","kind":"dir"}`},
+		{driver.Entry{Path: "f", Kind: driver.KindFile, BlobKey: fileKey(1)}, `{"path":"f","kind":"file","blobKey":"` + fileKey(1) + `","size":0}`},
+		{driver.Entry{Path: "f", Kind: driver.KindFile, BlobKey: fileKey(1), Size: maxSize}, `{"path":"f","kind":"file","blobKey":"` + fileKey(1) + `","size":9007199254740991}`},
 	} {
 		if got := mustMarshal(t, tt.e); got != tt.want {
 			t.Errorf("Marshal(%+v) = %s, want %s", tt.e, got, tt.want)
@@ -87,8 +87,8 @@ func marshalDirect(t *testing.T, m json.Marshaler) string {
 
 // JSON.stringify writes <, > and & as they are; so must we.
 func TestMarshalNoHTMLEscaping(t *testing.T) {
-	cp := &ckptstore.Checkpoint{ID: "a<b>", ThreadID: "t&u", Reason: ckptstore.ReasonNamed, Label: "<script>&amp;</script>",
-		Files:        []ckptstore.Entry{{Path: "a&b<c>", Kind: ckptstore.KindDir}},
+	cp := &driver.Checkpoint{ID: "a<b>", ThreadID: "t&u", Reason: driver.ReasonNamed, Label: "<script>&amp;</script>",
+		Files:        []driver.Entry{{Path: "a&b<c>", Kind: driver.KindDir}},
 		Conversation: json.RawMessage(`["<&>"]`)}
 	got := marshalDirect(t, cp)
 	for _, s := range []string{`"id":"a<b>"`, `"threadId":"t&u"`, `"label":"<script>&amp;</script>"`, `"path":"a&b<c>"`} {
@@ -99,15 +99,15 @@ func TestMarshalNoHTMLEscaping(t *testing.T) {
 	if strings.Contains(got, `\u003c`) || strings.Contains(got, `\u0026`) {
 		t.Errorf("Marshal HTML-escaped: %s", got)
 	}
-	rec := ckptstore.InstanceRecord{Key: "<k>", Provider: "a&b", ProviderSandboxID: "x", ThreadID: "t"}
+	rec := driver.InstanceRecord{Key: "<k>", Provider: "a&b", ProviderSandboxID: "x", ThreadID: "t"}
 	if got := marshalDirect(t, rec); !strings.Contains(got, `"key":"<k>","provider":"a&b"`) {
 		t.Errorf("MarshalJSON(InstanceRecord) = %s, want no HTML escaping", got)
 	}
-	e := ckptstore.Entry{Path: "<&>", Kind: ckptstore.KindDir}
+	e := driver.Entry{Path: "<&>", Kind: driver.KindDir}
 	if got := marshalDirect(t, e); got != `{"path":"<&>","kind":"dir"}` {
 		t.Errorf("MarshalJSON(Entry) = %s, want no HTML escaping", got)
 	}
-	a := ckptstore.Artifact{ArtifactID: "<&>", BlobKey: artifactKey(1)}
+	a := driver.Artifact{ArtifactID: "<&>", BlobKey: artifactKey(1)}
 	if got := marshalDirect(t, a); !strings.Contains(got, `"artifactId":"<&>"`) {
 		t.Errorf("MarshalJSON(Artifact) = %s, want no HTML escaping", got)
 	}
@@ -142,7 +142,7 @@ func TestMarshalCreatedAtFormat(t *testing.T) {
 		{0, `0`}, {0.1, `0.1`}, {-1.5, `-1.5`}, {1e-7, `1e-7`}, {1e21, `1e+21`}, {1e20, `100000000000000000000`},
 		{1700000000000.123, `1700000000000.123`}, {math.MaxFloat64, `1.7976931348623157e+308`}, {5e-324, `5e-324`},
 	} {
-		cp := &ckptstore.Checkpoint{ID: "c", ThreadID: "t", Reason: ckptstore.ReasonNamed, CreatedAt: tt.f}
+		cp := &driver.Checkpoint{ID: "c", ThreadID: "t", Reason: driver.ReasonNamed, CreatedAt: tt.f}
 		if got := mustMarshal(t, cp); !strings.Contains(got, `"createdAt":`+tt.want+`,`) {
 			t.Errorf("createdAt %v encodes as %s, want %s", tt.f, got, tt.want)
 		}
@@ -151,8 +151,8 @@ func TestMarshalCreatedAtFormat(t *testing.T) {
 
 func TestMarshalRejectsInvalidConversation(t *testing.T) {
 	for _, conv := range []string{"[", "x", "[] []"} {
-		cp := &ckptstore.Checkpoint{ID: "c", ThreadID: "t", Reason: ckptstore.ReasonNamed, Conversation: json.RawMessage(conv)}
-		if _, err := json.Marshal(cp); !errors.Is(err, ckptstore.ErrInvalidEntry) {
+		cp := &driver.Checkpoint{ID: "c", ThreadID: "t", Reason: driver.ReasonNamed, Conversation: json.RawMessage(conv)}
+		if _, err := json.Marshal(cp); !errors.Is(err, driver.ErrInvalidEntry) {
 			t.Errorf("Marshal with conversation %q: error %v, want ErrInvalidEntry", conv, err)
 		}
 	}
@@ -169,8 +169,8 @@ func TestConversationBytesKept(t *testing.T) {
 		`["\ud83d\ude00😀", "\ud800"]`,                    // escapes are not decoded, even unpaired ones
 		`[{"conversation":0,"x":1}]`,                     // looks like the encoder's own placeholder
 	} {
-		cp := &ckptstore.Checkpoint{ID: "c", ThreadID: "t", Reason: ckptstore.ReasonNamed,
-			Conversation: json.RawMessage(conv), Artifacts: []ckptstore.Artifact{{ArtifactID: `"conversation":0,`}}}
+		cp := &driver.Checkpoint{ID: "c", ThreadID: "t", Reason: driver.ReasonNamed,
+			Conversation: json.RawMessage(conv), Artifacts: []driver.Artifact{{ArtifactID: `"conversation":0,`}}}
 		out := marshalDirect(t, cp)
 		if !strings.Contains(out, `"conversation":`+conv+`,"artifacts":`) {
 			t.Errorf("Marshal did not keep conversation %q:\n%s", conv, out)
@@ -178,7 +178,7 @@ func TestConversationBytesKept(t *testing.T) {
 		if !json.Valid([]byte(out)) {
 			t.Errorf("Marshal produced invalid JSON: %s", out)
 		}
-		var back ckptstore.Checkpoint
+		var back driver.Checkpoint
 		if err := json.Unmarshal([]byte(out), &back); err != nil {
 			t.Fatalf("Unmarshal(%s): %v", out, err)
 		}
@@ -197,12 +197,12 @@ func TestConversationBytesKept(t *testing.T) {
 // protocol's rule, docs/http-api.md).
 func TestConversationOuterWhitespace(t *testing.T) {
 	const conv = " \n[1, 2]\t "
-	cp := &ckptstore.Checkpoint{ID: "c", ThreadID: "t", Reason: ckptstore.ReasonNamed, Conversation: json.RawMessage(conv)}
+	cp := &driver.Checkpoint{ID: "c", ThreadID: "t", Reason: driver.ReasonNamed, Conversation: json.RawMessage(conv)}
 	out := marshalDirect(t, cp)
 	if !strings.Contains(out, `"conversation":`+conv+`,`) {
 		t.Fatalf("MarshalJSON did not keep the outer whitespace: %q", out)
 	}
-	var back ckptstore.Checkpoint
+	var back driver.Checkpoint
 	if err := json.Unmarshal([]byte(out), &back); err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +218,7 @@ func TestConversationOuterWhitespace(t *testing.T) {
 // buffer would otherwise change a decoded checkpoint.
 func TestUnmarshalCopiesConversation(t *testing.T) {
 	doc := []byte(`{"id":"c","threadId":"t","createdAt":1,"reason":"named","conversation":[1,2]}`)
-	var cp ckptstore.Checkpoint
+	var cp driver.Checkpoint
 	if err := json.Unmarshal(doc, &cp); err != nil {
 		t.Fatal(err)
 	}
@@ -239,7 +239,7 @@ func TestUnmarshalCheckpoint(t *testing.T) {
 		`"conversation":[{"role":"user","content":"hi"}],` +
 		`"artifacts":[{"artifactId":"a1","name":"report.pdf","mimeType":"application/pdf","size":2048,` +
 		`"blobKey":"` + artifactKey(1) + `","createdAt":1700000000001}]}`
-	var got ckptstore.Checkpoint
+	var got driver.Checkpoint
 	if err := json.Unmarshal([]byte(doc), &got); err != nil {
 		t.Fatal(err)
 	}
@@ -255,11 +255,11 @@ func TestUnmarshalCheckpointOptional(t *testing.T) {
 		`{"id":"c","threadId":"t","parentCheckpointId":"","createdAt":1,"reason":"automatic","label":"","sourceRunId":"","files":[],"artifacts":[]}`,
 		" \n{\"id\":\"c\",\"threadId\":\"t\",\"createdAt\":1,\"reason\":\"automatic\",\"unknownField\":{\"x\":[1]}} \n",
 	} {
-		var cp ckptstore.Checkpoint
+		var cp driver.Checkpoint
 		if err := json.Unmarshal([]byte(doc), &cp); err != nil {
 			t.Fatalf("Unmarshal(%s): %v", doc, err)
 		}
-		if cp.ID != "c" || cp.ThreadID != "t" || cp.ParentCheckpointID != "" || cp.CreatedAt != 1 || cp.Reason != ckptstore.ReasonAutomatic ||
+		if cp.ID != "c" || cp.ThreadID != "t" || cp.ParentCheckpointID != "" || cp.CreatedAt != 1 || cp.Reason != driver.ReasonAutomatic ||
 			cp.Label != "" || cp.SourceRunID != "" || len(cp.Files) != 0 || len(cp.Conversation) != 0 || len(cp.Artifacts) != 0 {
 			t.Errorf("Unmarshal(%s) = %+v", doc, cp)
 		}
@@ -295,24 +295,24 @@ func TestUnmarshalStrings(t *testing.T) {
 		{"U+FFFD itself is fine", `"id":"\ufffd"`, "\uFFFD", nil},
 		{"NUL escape", `"id":"a\u0000"`, "a\x00", nil},
 
-		{"missing id", `"x":"abc"`, "", ckptstore.ErrInvalidID},
-		{"null id", `"id":null`, "", ckptstore.ErrInvalidID},
-		{"number id", `"id":5`, "", ckptstore.ErrInvalidID},
-		{"array id", `"id":["a"]`, "", ckptstore.ErrInvalidID},
-		{"names are case-sensitive", `"ID":"abc"`, "", ckptstore.ErrInvalidID},
-		{"lone high surrogate", `"id":"\ud800"`, "", ckptstore.ErrInvalidID},
-		{"lone low surrogate", `"id":"a\udc00"`, "", ckptstore.ErrInvalidID},
-		{"reversed pair", `"id":"\ude00\ud83d"`, "", ckptstore.ErrInvalidID},
-		{"high then non-surrogate escape", `"id":"\ud800\u0041"`, "", ckptstore.ErrInvalidID},
-		{"high then other escape", `"id":"\ud800\n"`, "", ckptstore.ErrInvalidID},
-		{"two highs then a low", `"id":"\ud800\ud800\udc00"`, "", ckptstore.ErrInvalidID},
-		{"high at the end", `"id":"abc\udbff"`, "", ckptstore.ErrInvalidID},
-		{"escaped backslash then a lone surrogate", `"id":"\\\ud800"`, "", ckptstore.ErrInvalidID},
-		{"raw invalid UTF-8", "\"id\":\"a\xffb\"", "", ckptstore.ErrInvalidID},
-		{"raw WTF-8 surrogate", "\"id\":\"\xed\xa0\x80\"", "", ckptstore.ErrInvalidID},
+		{"missing id", `"x":"abc"`, "", driver.ErrInvalidID},
+		{"null id", `"id":null`, "", driver.ErrInvalidID},
+		{"number id", `"id":5`, "", driver.ErrInvalidID},
+		{"array id", `"id":["a"]`, "", driver.ErrInvalidID},
+		{"names are case-sensitive", `"ID":"abc"`, "", driver.ErrInvalidID},
+		{"lone high surrogate", `"id":"\ud800"`, "", driver.ErrInvalidID},
+		{"lone low surrogate", `"id":"a\udc00"`, "", driver.ErrInvalidID},
+		{"reversed pair", `"id":"\ude00\ud83d"`, "", driver.ErrInvalidID},
+		{"high then non-surrogate escape", `"id":"\ud800\u0041"`, "", driver.ErrInvalidID},
+		{"high then other escape", `"id":"\ud800\n"`, "", driver.ErrInvalidID},
+		{"two highs then a low", `"id":"\ud800\ud800\udc00"`, "", driver.ErrInvalidID},
+		{"high at the end", `"id":"abc\udbff"`, "", driver.ErrInvalidID},
+		{"escaped backslash then a lone surrogate", `"id":"\\\ud800"`, "", driver.ErrInvalidID},
+		{"raw invalid UTF-8", "\"id\":\"a\xffb\"", "", driver.ErrInvalidID},
+		{"raw WTF-8 surrogate", "\"id\":\"\xed\xa0\x80\"", "", driver.ErrInvalidID},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			var cp ckptstore.Checkpoint
+			var cp driver.Checkpoint
 			err := json.Unmarshal([]byte(doc(tt.fields)), &cp)
 			wantErr(t, err, tt.want, "")
 			if tt.want == nil && cp.ID != tt.wantID {
@@ -332,53 +332,53 @@ func TestUnmarshalCheckpointErrors(t *testing.T) {
 		doc  string
 		want error
 	}{
-		{"array", `[]`, ckptstore.ErrInvalidEntry},
-		{"string", `"x"`, ckptstore.ErrInvalidEntry},
-		{"null", `null`, ckptstore.ErrInvalidEntry},
+		{"array", `[]`, driver.ErrInvalidEntry},
+		{"string", `"x"`, driver.ErrInvalidEntry},
+		{"null", `null`, driver.ErrInvalidEntry},
 
-		{"missing threadId", `{"id":"c","createdAt":1,"reason":"named"}`, ckptstore.ErrInvalidID},
-		{"threadId number", `{"id":"c","threadId":1,"createdAt":1,"reason":"named"}`, ckptstore.ErrInvalidID},
-		{"threadId lone surrogate", `{"id":"c","threadId":"\udfff","createdAt":1,"reason":"named"}`, ckptstore.ErrInvalidID},
-		{"parent number", `{` + ok + `,"parentCheckpointId":7}`, ckptstore.ErrInvalidID},
-		{"parent lone surrogate", `{` + ok + `,"parentCheckpointId":"\ud800"}`, ckptstore.ErrInvalidID},
-		{"parent raw invalid UTF-8", "{" + ok + ",\"parentCheckpointId\":\"\xc3\"}", ckptstore.ErrInvalidID},
-		{"ids before content", `{"id":5,"threadId":"t","createdAt":"x","reason":1,"files":[1]}`, ckptstore.ErrInvalidID},
+		{"missing threadId", `{"id":"c","createdAt":1,"reason":"named"}`, driver.ErrInvalidID},
+		{"threadId number", `{"id":"c","threadId":1,"createdAt":1,"reason":"named"}`, driver.ErrInvalidID},
+		{"threadId lone surrogate", `{"id":"c","threadId":"\udfff","createdAt":1,"reason":"named"}`, driver.ErrInvalidID},
+		{"parent number", `{` + ok + `,"parentCheckpointId":7}`, driver.ErrInvalidID},
+		{"parent lone surrogate", `{` + ok + `,"parentCheckpointId":"\ud800"}`, driver.ErrInvalidID},
+		{"parent raw invalid UTF-8", "{" + ok + ",\"parentCheckpointId\":\"\xc3\"}", driver.ErrInvalidID},
+		{"ids before content", `{"id":5,"threadId":"t","createdAt":"x","reason":1,"files":[1]}`, driver.ErrInvalidID},
 
-		{"missing createdAt", `{"id":"c","threadId":"t","reason":"named"}`, ckptstore.ErrInvalidEntry},
-		{"null createdAt", `{"id":"c","threadId":"t","createdAt":null,"reason":"named"}`, ckptstore.ErrInvalidEntry},
-		{"string createdAt", `{"id":"c","threadId":"t","createdAt":"1","reason":"named"}`, ckptstore.ErrInvalidEntry},
-		{"createdAt beyond float64", `{"id":"c","threadId":"t","createdAt":1e400,"reason":"named"}`, ckptstore.ErrInvalidEntry},
-		{"createdAt below -float64", `{"id":"c","threadId":"t","createdAt":-1e400,"reason":"named"}`, ckptstore.ErrInvalidEntry},
-		{"missing reason", `{"id":"c","threadId":"t","createdAt":1}`, ckptstore.ErrInvalidEntry},
-		{"reason number", `{"id":"c","threadId":"t","createdAt":1,"reason":1}`, ckptstore.ErrInvalidEntry},
-		{"label number", `{` + ok + `,"label":1}`, ckptstore.ErrInvalidEntry},
-		{"label lone surrogate", `{` + ok + `,"label":"\ud800"}`, ckptstore.ErrInvalidEntry},
-		{"sourceRunId array", `{` + ok + `,"sourceRunId":[]}`, ckptstore.ErrInvalidEntry},
-		{"sourceRunId raw invalid UTF-8", "{" + ok + ",\"sourceRunId\":\"\xff\"}", ckptstore.ErrInvalidEntry},
+		{"missing createdAt", `{"id":"c","threadId":"t","reason":"named"}`, driver.ErrInvalidEntry},
+		{"null createdAt", `{"id":"c","threadId":"t","createdAt":null,"reason":"named"}`, driver.ErrInvalidEntry},
+		{"string createdAt", `{"id":"c","threadId":"t","createdAt":"1","reason":"named"}`, driver.ErrInvalidEntry},
+		{"createdAt beyond float64", `{"id":"c","threadId":"t","createdAt":1e400,"reason":"named"}`, driver.ErrInvalidEntry},
+		{"createdAt below -float64", `{"id":"c","threadId":"t","createdAt":-1e400,"reason":"named"}`, driver.ErrInvalidEntry},
+		{"missing reason", `{"id":"c","threadId":"t","createdAt":1}`, driver.ErrInvalidEntry},
+		{"reason number", `{"id":"c","threadId":"t","createdAt":1,"reason":1}`, driver.ErrInvalidEntry},
+		{"label number", `{` + ok + `,"label":1}`, driver.ErrInvalidEntry},
+		{"label lone surrogate", `{` + ok + `,"label":"\ud800"}`, driver.ErrInvalidEntry},
+		{"sourceRunId array", `{` + ok + `,"sourceRunId":[]}`, driver.ErrInvalidEntry},
+		{"sourceRunId raw invalid UTF-8", "{" + ok + ",\"sourceRunId\":\"\xff\"}", driver.ErrInvalidEntry},
 
-		{"files object", `{` + ok + `,"files":{}}`, ckptstore.ErrInvalidEntry},
-		{"files string", `{` + ok + `,"files":"a"}`, ckptstore.ErrInvalidEntry},
-		{"files of numbers", `{` + ok + `,"files":[1]}`, ckptstore.ErrInvalidEntry},
-		{"files with null", `{` + ok + `,"files":[null]}`, ckptstore.ErrInvalidEntry},
-		{"bad second entry", `{` + ok + `,"files":[` + file + `,{"path":"d","kind":"dir","size":1}]}`, ckptstore.ErrInvalidEntry},
+		{"files object", `{` + ok + `,"files":{}}`, driver.ErrInvalidEntry},
+		{"files string", `{` + ok + `,"files":"a"}`, driver.ErrInvalidEntry},
+		{"files of numbers", `{` + ok + `,"files":[1]}`, driver.ErrInvalidEntry},
+		{"files with null", `{` + ok + `,"files":[null]}`, driver.ErrInvalidEntry},
+		{"bad second entry", `{` + ok + `,"files":[` + file + `,{"path":"d","kind":"dir","size":1}]}`, driver.ErrInvalidEntry},
 
-		{"conversation object", `{` + ok + `,"conversation":{}}`, ckptstore.ErrInvalidEntry},
-		{"conversation string", `{` + ok + `,"conversation":"[]"}`, ckptstore.ErrInvalidEntry},
-		{"conversation number", `{` + ok + `,"conversation":0}`, ckptstore.ErrInvalidEntry},
-		{"conversation true", `{` + ok + `,"conversation":true}`, ckptstore.ErrInvalidEntry},
-		{"conversation raw invalid UTF-8", "{" + ok + ",\"conversation\":[\"\xff\"]}", ckptstore.ErrInvalidEntry},
+		{"conversation object", `{` + ok + `,"conversation":{}}`, driver.ErrInvalidEntry},
+		{"conversation string", `{` + ok + `,"conversation":"[]"}`, driver.ErrInvalidEntry},
+		{"conversation number", `{` + ok + `,"conversation":0}`, driver.ErrInvalidEntry},
+		{"conversation true", `{` + ok + `,"conversation":true}`, driver.ErrInvalidEntry},
+		{"conversation raw invalid UTF-8", "{" + ok + ",\"conversation\":[\"\xff\"]}", driver.ErrInvalidEntry},
 
-		{"artifacts object", `{` + ok + `,"artifacts":{}}`, ckptstore.ErrInvalidEntry},
-		{"artifact missing blobKey", `{` + ok + `,"artifacts":[{"artifactId":"a","name":"n","mimeType":"m","size":1,"createdAt":1}]}`, ckptstore.ErrInvalidEntry},
-		{"artifact fractional size", `{` + ok + `,"artifacts":[{"artifactId":"a","name":"n","mimeType":"m","size":1.5,"blobKey":"k","createdAt":1}]}`, ckptstore.ErrInvalidEntry},
+		{"artifacts object", `{` + ok + `,"artifacts":{}}`, driver.ErrInvalidEntry},
+		{"artifact missing blobKey", `{` + ok + `,"artifacts":[{"artifactId":"a","name":"n","mimeType":"m","size":1,"createdAt":1}]}`, driver.ErrInvalidEntry},
+		{"artifact fractional size", `{` + ok + `,"artifacts":[{"artifactId":"a","name":"n","mimeType":"m","size":1.5,"blobKey":"k","createdAt":1}]}`, driver.ErrInvalidEntry},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			var cp ckptstore.Checkpoint
+			var cp driver.Checkpoint
 			wantErr(t, json.Unmarshal([]byte(tt.doc), &cp), tt.want, "")
 		})
 	}
 	t.Run("syntax error", func(t *testing.T) {
-		var cp ckptstore.Checkpoint
+		var cp driver.Checkpoint
 		var syn *json.SyntaxError
 		if err := json.Unmarshal([]byte(`{"id":"c",`), &cp); !errors.As(err, &syn) {
 			t.Fatalf("error = %v, want a *json.SyntaxError", err)
@@ -394,25 +394,25 @@ func TestUnmarshalEntry(t *testing.T) {
 	for _, tt := range []struct {
 		name string
 		doc  string
-		want ckptstore.Entry
+		want driver.Entry
 	}{
-		{"dir", `{"path":"d","kind":"dir"}`, ckptstore.Entry{Path: "d", Kind: ckptstore.KindDir}},
-		{"dir, field names are case-sensitive", `{"path":"d","kind":"dir","Size":3,"BlobKey":"x"}`, ckptstore.Entry{Path: "d", Kind: ckptstore.KindDir}},
-		{"file", withSize("12"), ckptstore.Entry{Path: "f", Kind: ckptstore.KindFile, BlobKey: key, Size: 12}},
-		{"size 0", withSize("0"), ckptstore.Entry{Path: "f", Kind: ckptstore.KindFile, BlobKey: key}},
-		{"size -0", withSize("-0"), ckptstore.Entry{Path: "f", Kind: ckptstore.KindFile, BlobKey: key}},
-		{"size 1e3", withSize("1e3"), ckptstore.Entry{Path: "f", Kind: ckptstore.KindFile, BlobKey: key, Size: 1000}},
-		{"size 1E+3", withSize("1E+3"), ckptstore.Entry{Path: "f", Kind: ckptstore.KindFile, BlobKey: key, Size: 1000}},
-		{"size 2.0", withSize("2.0"), ckptstore.Entry{Path: "f", Kind: ckptstore.KindFile, BlobKey: key, Size: 2}},
-		{"size 2.5e1", withSize("2.5e1"), ckptstore.Entry{Path: "f", Kind: ckptstore.KindFile, BlobKey: key, Size: 25}},
-		{"size 2^53-1", withSize("9007199254740991"), ckptstore.Entry{Path: "f", Kind: ckptstore.KindFile, BlobKey: key, Size: maxSize}},
-		{"size 2^53-1 in exponent form", withSize("9.007199254740991e15"), ckptstore.Entry{Path: "f", Kind: ckptstore.KindFile, BlobKey: key, Size: maxSize}},
-		{"unknown fields ignored", `{"path":"f","kind":"file","blobKey":"` + key + `","size":1,"mode":420}`, ckptstore.Entry{Path: "f", Kind: ckptstore.KindFile, BlobKey: key, Size: 1}},
-		{"blobKey not checked here", `{"path":"f","kind":"file","blobKey":"any","size":1}`, ckptstore.Entry{Path: "f", Kind: ckptstore.KindFile, BlobKey: "any", Size: 1}},
-		{"path not checked here", `{"path":"/abs/../x","kind":"dir"}`, ckptstore.Entry{Path: "/abs/../x", Kind: ckptstore.KindDir}},
+		{"dir", `{"path":"d","kind":"dir"}`, driver.Entry{Path: "d", Kind: driver.KindDir}},
+		{"dir, field names are case-sensitive", `{"path":"d","kind":"dir","Size":3,"BlobKey":"x"}`, driver.Entry{Path: "d", Kind: driver.KindDir}},
+		{"file", withSize("12"), driver.Entry{Path: "f", Kind: driver.KindFile, BlobKey: key, Size: 12}},
+		{"size 0", withSize("0"), driver.Entry{Path: "f", Kind: driver.KindFile, BlobKey: key}},
+		{"size -0", withSize("-0"), driver.Entry{Path: "f", Kind: driver.KindFile, BlobKey: key}},
+		{"size 1e3", withSize("1e3"), driver.Entry{Path: "f", Kind: driver.KindFile, BlobKey: key, Size: 1000}},
+		{"size 1E+3", withSize("1E+3"), driver.Entry{Path: "f", Kind: driver.KindFile, BlobKey: key, Size: 1000}},
+		{"size 2.0", withSize("2.0"), driver.Entry{Path: "f", Kind: driver.KindFile, BlobKey: key, Size: 2}},
+		{"size 2.5e1", withSize("2.5e1"), driver.Entry{Path: "f", Kind: driver.KindFile, BlobKey: key, Size: 25}},
+		{"size 2^53-1", withSize("9007199254740991"), driver.Entry{Path: "f", Kind: driver.KindFile, BlobKey: key, Size: maxSize}},
+		{"size 2^53-1 in exponent form", withSize("9.007199254740991e15"), driver.Entry{Path: "f", Kind: driver.KindFile, BlobKey: key, Size: maxSize}},
+		{"unknown fields ignored", `{"path":"f","kind":"file","blobKey":"` + key + `","size":1,"mode":420}`, driver.Entry{Path: "f", Kind: driver.KindFile, BlobKey: key, Size: 1}},
+		{"blobKey not checked here", `{"path":"f","kind":"file","blobKey":"any","size":1}`, driver.Entry{Path: "f", Kind: driver.KindFile, BlobKey: "any", Size: 1}},
+		{"path not checked here", `{"path":"/abs/../x","kind":"dir"}`, driver.Entry{Path: "/abs/../x", Kind: driver.KindDir}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			var e ckptstore.Entry
+			var e driver.Entry
 			if err := json.Unmarshal([]byte(tt.doc), &e); err != nil {
 				t.Fatalf("Unmarshal(%s): %v", tt.doc, err)
 			}
@@ -466,12 +466,12 @@ func TestUnmarshalEntryErrors(t *testing.T) {
 		{"null", `null`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			var e ckptstore.Entry
-			wantErr(t, json.Unmarshal([]byte(tt.doc), &e), ckptstore.ErrInvalidEntry, "")
+			var e driver.Entry
+			wantErr(t, json.Unmarshal([]byte(tt.doc), &e), driver.ErrInvalidEntry, "")
 			// The same entry inside a checkpoint fails the same way.
-			var cp ckptstore.Checkpoint
+			var cp driver.Checkpoint
 			doc := `{"id":"c","threadId":"t","createdAt":1,"reason":"named","files":[` + tt.doc + `]}`
-			wantErr(t, json.Unmarshal([]byte(doc), &cp), ckptstore.ErrInvalidEntry, "")
+			wantErr(t, json.Unmarshal([]byte(doc), &cp), driver.ErrInvalidEntry, "")
 		})
 	}
 }
@@ -481,11 +481,11 @@ func TestUnmarshalArtifact(t *testing.T) {
 	doc := func(size, createdAt string) string {
 		return `{"artifactId":"a","name":"n","mimeType":"text/plain","size":` + size + `,"blobKey":"` + key + `","createdAt":` + createdAt + `}`
 	}
-	var a ckptstore.Artifact
+	var a driver.Artifact
 	if err := json.Unmarshal([]byte(doc("1e3", "-1.5")), &a); err != nil {
 		t.Fatal(err)
 	}
-	want := ckptstore.Artifact{ArtifactID: "a", Name: "n", MimeType: "text/plain", Size: 1000, BlobKey: key, CreatedAt: -1.5}
+	want := driver.Artifact{ArtifactID: "a", Name: "n", MimeType: "text/plain", Size: 1000, BlobKey: key, CreatedAt: -1.5}
 	if a != want {
 		t.Fatalf("Unmarshal = %+v, want %+v", a, want)
 	}
@@ -504,21 +504,21 @@ func TestUnmarshalArtifact(t *testing.T) {
 		`{"artifactId":"\ud800","name":"n","mimeType":"m","size":1,"blobKey":"k","createdAt":1}`,
 		`[]`, `null`,
 	} {
-		var a ckptstore.Artifact
-		if err := json.Unmarshal([]byte(bad), &a); !errors.Is(err, ckptstore.ErrInvalidEntry) {
+		var a driver.Artifact
+		if err := json.Unmarshal([]byte(bad), &a); !errors.Is(err, driver.ErrInvalidEntry) {
 			t.Errorf("Unmarshal(%s) error = %v, want ErrInvalidEntry", bad, err)
 		}
 	}
 }
 
 func TestInstanceRecordJSON(t *testing.T) {
-	full := ckptstore.InstanceRecord{Key: "k", Provider: "daytona", ProviderSandboxID: "sb-1", ThreadID: "t",
+	full := driver.InstanceRecord{Key: "k", Provider: "daytona", ProviderSandboxID: "sb-1", ThreadID: "t",
 		LatestSnapshotID: "snap-1", LatestRunID: "run-1", UpdatedAt: 1_700_000_000_123}
 	const fullJSON = `{"key":"k","provider":"daytona","providerSandboxId":"sb-1","threadId":"t","latestSnapshotId":"snap-1","latestRunId":"run-1","updatedAt":1700000000123}`
-	minimal := ckptstore.InstanceRecord{Key: "k", Provider: "p", ProviderSandboxID: "s", ThreadID: "t", UpdatedAt: -5}
+	minimal := driver.InstanceRecord{Key: "k", Provider: "p", ProviderSandboxID: "s", ThreadID: "t", UpdatedAt: -5}
 	const minimalJSON = `{"key":"k","provider":"p","providerSandboxId":"s","threadId":"t","updatedAt":-5}`
 	for _, tt := range []struct {
-		rec  ckptstore.InstanceRecord
+		rec  driver.InstanceRecord
 		want string
 	}{{full, fullJSON}, {minimal, minimalJSON}} {
 		if got := mustMarshal(t, tt.rec); got != tt.want {
@@ -527,7 +527,7 @@ func TestInstanceRecordJSON(t *testing.T) {
 		if got := mustMarshal(t, &tt.rec); got != tt.want {
 			t.Errorf("Marshal(pointer) = %s, want %s", got, tt.want)
 		}
-		var back ckptstore.InstanceRecord
+		var back driver.InstanceRecord
 		if err := json.Unmarshal([]byte(tt.want), &back); err != nil {
 			t.Fatal(err)
 		}
@@ -535,11 +535,11 @@ func TestInstanceRecordJSON(t *testing.T) {
 			t.Errorf("Unmarshal(%s) = %+v, want %+v", tt.want, back, tt.rec)
 		}
 	}
-	var back ckptstore.InstanceRecord
+	var back driver.InstanceRecord
 	if err := json.Unmarshal([]byte(`{"key":"k","provider":"p","providerSandboxId":"s","threadId":"t","updatedAt":1e3,"latestSnapshotId":null,"latestRunId":null}`), &back); err != nil {
 		t.Fatal(err)
 	}
-	if back != (ckptstore.InstanceRecord{Key: "k", Provider: "p", ProviderSandboxID: "s", ThreadID: "t", UpdatedAt: 1000}) {
+	if back != (driver.InstanceRecord{Key: "k", Provider: "p", ProviderSandboxID: "s", ThreadID: "t", UpdatedAt: 1000}) {
 		t.Errorf("null optional fields decode as %+v, want them absent", back)
 	}
 
@@ -547,22 +547,22 @@ func TestInstanceRecordJSON(t *testing.T) {
 		doc  string
 		want error
 	}{
-		{`{"provider":"p","providerSandboxId":"s","threadId":"t","updatedAt":1}`, ckptstore.ErrInvalidID},
-		{`{"key":5,"provider":"p","providerSandboxId":"s","threadId":"t","updatedAt":1}`, ckptstore.ErrInvalidID},
-		{`{"key":"\ud800","provider":"p","providerSandboxId":"s","threadId":"t","updatedAt":1}`, ckptstore.ErrInvalidID},
-		{`{"Key":"k","provider":"p","providerSandboxId":"s","threadId":"t","updatedAt":1}`, ckptstore.ErrInvalidID},
-		{`{"key":"k","providerSandboxId":"s","threadId":"t","updatedAt":1}`, ckptstore.ErrInvalidEntry},
-		{`{"key":"k","provider":"p","threadId":"t","updatedAt":1}`, ckptstore.ErrInvalidEntry},
-		{`{"key":"k","provider":"p","providerSandboxId":"s","updatedAt":1}`, ckptstore.ErrInvalidEntry},
-		{`{"key":"k","provider":"p","providerSandboxId":"s","threadId":"t"}`, ckptstore.ErrInvalidEntry},
-		{`{"key":"k","provider":"p","providerSandboxId":"s","threadId":"t","updatedAt":"1"}`, ckptstore.ErrInvalidEntry},
-		{`{"key":"k","provider":"p","providerSandboxId":"s","threadId":"t","updatedAt":1.5}`, ckptstore.ErrInvalidEntry},
-		{`{"key":"k","provider":"p","providerSandboxId":"s","threadId":"t","updatedAt":1e300}`, ckptstore.ErrInvalidEntry},
-		{`{"key":"k","provider":"p","providerSandboxId":"s","threadId":"t","updatedAt":1,"latestRunId":1}`, ckptstore.ErrInvalidEntry},
-		{`{"key":"k","provider":"p","providerSandboxId":"s","threadId":"\udc00","updatedAt":1}`, ckptstore.ErrInvalidEntry},
-		{`[]`, ckptstore.ErrInvalidEntry},
+		{`{"provider":"p","providerSandboxId":"s","threadId":"t","updatedAt":1}`, driver.ErrInvalidID},
+		{`{"key":5,"provider":"p","providerSandboxId":"s","threadId":"t","updatedAt":1}`, driver.ErrInvalidID},
+		{`{"key":"\ud800","provider":"p","providerSandboxId":"s","threadId":"t","updatedAt":1}`, driver.ErrInvalidID},
+		{`{"Key":"k","provider":"p","providerSandboxId":"s","threadId":"t","updatedAt":1}`, driver.ErrInvalidID},
+		{`{"key":"k","providerSandboxId":"s","threadId":"t","updatedAt":1}`, driver.ErrInvalidEntry},
+		{`{"key":"k","provider":"p","threadId":"t","updatedAt":1}`, driver.ErrInvalidEntry},
+		{`{"key":"k","provider":"p","providerSandboxId":"s","updatedAt":1}`, driver.ErrInvalidEntry},
+		{`{"key":"k","provider":"p","providerSandboxId":"s","threadId":"t"}`, driver.ErrInvalidEntry},
+		{`{"key":"k","provider":"p","providerSandboxId":"s","threadId":"t","updatedAt":"1"}`, driver.ErrInvalidEntry},
+		{`{"key":"k","provider":"p","providerSandboxId":"s","threadId":"t","updatedAt":1.5}`, driver.ErrInvalidEntry},
+		{`{"key":"k","provider":"p","providerSandboxId":"s","threadId":"t","updatedAt":1e300}`, driver.ErrInvalidEntry},
+		{`{"key":"k","provider":"p","providerSandboxId":"s","threadId":"t","updatedAt":1,"latestRunId":1}`, driver.ErrInvalidEntry},
+		{`{"key":"k","provider":"p","providerSandboxId":"s","threadId":"\udc00","updatedAt":1}`, driver.ErrInvalidEntry},
+		{`[]`, driver.ErrInvalidEntry},
 	} {
-		var r ckptstore.InstanceRecord
+		var r driver.InstanceRecord
 		if err := json.Unmarshal([]byte(tt.doc), &r); !errors.Is(err, tt.want) {
 			t.Errorf("Unmarshal(%s) error = %v, want %v", tt.doc, err, tt.want)
 		}
@@ -579,7 +579,7 @@ func TestUnmarshalFailureLeavesTarget(t *testing.T) {
 	if after := mustMarshal(t, &cp); after != before {
 		t.Fatalf("failed Unmarshal changed the checkpoint:\n%s\n%s", before, after)
 	}
-	e := ckptstore.Entry{Path: "keep", Kind: ckptstore.KindDir}
+	e := driver.Entry{Path: "keep", Kind: driver.KindDir}
 	if err := e.UnmarshalJSON([]byte(`{"path":"f","kind":"file"}`)); err == nil || e.Path != "keep" {
 		t.Fatalf("failed Entry.UnmarshalJSON: err %v, entry %+v", err, e)
 	}
@@ -600,11 +600,11 @@ func TestJSONMarshalIsCompact(t *testing.T) {
 // something a reader would take for a number.
 func TestMarshalNonFinite(t *testing.T) {
 	for _, f := range []float64{math.NaN(), math.Inf(1), math.Inf(-1)} {
-		cp := &ckptstore.Checkpoint{ID: "c", ThreadID: "t", Reason: ckptstore.ReasonNamed, CreatedAt: f}
+		cp := &driver.Checkpoint{ID: "c", ThreadID: "t", Reason: driver.ReasonNamed, CreatedAt: f}
 		if _, err := cp.MarshalJSON(); err == nil {
 			t.Errorf("MarshalJSON with createdAt %v succeeded", f)
 		}
-		a := ckptstore.Artifact{CreatedAt: f}
+		a := driver.Artifact{CreatedAt: f}
 		if _, err := a.MarshalJSON(); err == nil {
 			t.Errorf("Artifact.MarshalJSON with createdAt %v succeeded", f)
 		}
@@ -615,17 +615,17 @@ func TestMarshalNonFinite(t *testing.T) {
 // the syntax first) still rejects malformed input.
 func TestUnmarshalDirectMalformed(t *testing.T) {
 	for _, doc := range []string{`{`, `{"id":}`, `{"path":"a",}`, ``, `  `} {
-		var cp ckptstore.Checkpoint
-		var e ckptstore.Entry
-		var a ckptstore.Artifact
-		var r ckptstore.InstanceRecord
+		var cp driver.Checkpoint
+		var e driver.Entry
+		var a driver.Artifact
+		var r driver.InstanceRecord
 		for name, err := range map[string]error{
 			"Checkpoint":     cp.UnmarshalJSON([]byte(doc)),
 			"Entry":          e.UnmarshalJSON([]byte(doc)),
 			"Artifact":       a.UnmarshalJSON([]byte(doc)),
 			"InstanceRecord": r.UnmarshalJSON([]byte(doc)),
 		} {
-			if !errors.Is(err, ckptstore.ErrInvalidEntry) {
+			if !errors.Is(err, driver.ErrInvalidEntry) {
 				t.Errorf("%s.UnmarshalJSON(%q) error = %v, want ErrInvalidEntry", name, doc, err)
 			}
 		}

@@ -1,4 +1,4 @@
-package ckptstore
+package driver
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package ckptstore
+package driver
 
 // JSON of a Lease, for the HTTP protocol (docs/http-api.md): its Writer's
 // fields (json.go) plus expiresAt (epoch milliseconds) and renewAfterMs, as

@@ -1,4 +1,4 @@
-package ckptstore
+package driver
 
 // Validation shared by every store, so that each store rejects the same
 // input with the same error in the same order. The functions here are pure:

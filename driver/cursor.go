@@ -1,4 +1,4 @@
-package ckptstore
+package driver
 
 // Page cursors. A cursor is opaque to callers but names a position, not a
 // stored checkpoint: (createdAt, id) for ListPage, a thread id for Threads.

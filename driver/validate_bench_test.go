@@ -1,9 +1,9 @@
-package ckptstore_test
+package driver_test
 
 import (
 	"testing"
 
-	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/internal/workload"
 )
 
@@ -13,17 +13,17 @@ import (
 func BenchmarkValidateHarness(b *testing.B) {
 	g := workload.NewGenSeed(workload.GenOptions{Namespace: "bench", Payload: workload.MustSizeDist("2KB"),
 		BlobShare: 0.8, GlobalBlobs: 2, ArtifactRate: 0.25}, 7, 0)
-	cps := make([]*ckptstore.Checkpoint, 256)
-	var prev *ckptstore.Checkpoint
+	cps := make([]*driver.Checkpoint, 256)
+	var prev *driver.Checkpoint
 	for i := range cps {
 		cps[i], _ = g.Next("bench/one", g.NewID(), "", prev)
 		prev = cps[i]
 	}
-	w := ckptstore.Writer{ThreadID: "bench/one", OwnerToken: "t", Fence: 1}
+	w := driver.Writer{ThreadID: "bench/one", OwnerToken: "t", Fence: 1}
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
-		if err := ckptstore.ValidateAppend(cps[i%len(cps)], "", w); err != nil {
+		if err := driver.ValidateAppend(cps[i%len(cps)], "", w); err != nil {
 			b.Fatal(err)
 		}
 		i++

@@ -1,4 +1,4 @@
-package ckptstore
+package driver
 
 // The one JSON codec of the checkpoint types, in the shape of
 // @tanstack/ai-sandbox: camelCase names, parentCheckpointId null when

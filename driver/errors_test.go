@@ -1,4 +1,4 @@
-package ckptstore_test
+package driver_test
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 )
 
 // sentinels lists every contract error with the wire code docs/contract.md gives it.
@@ -16,31 +16,31 @@ var sentinels = []struct {
 	err  error
 	code string
 }{
-	{"ErrConflict", ckptstore.ErrConflict, "SANDBOX_SNAPSHOT_STALE_HEAD"},
-	{"ErrParentMismatch", ckptstore.ErrParentMismatch, "SANDBOX_SNAPSHOT_PARENT_MISMATCH"},
-	{"ErrDuplicateID", ckptstore.ErrDuplicateID, "SANDBOX_SNAPSHOT_DUPLICATE_ID"},
-	{"ErrNotHead", ckptstore.ErrNotHead, "SANDBOX_SNAPSHOT_NOT_HEAD"},
-	{"ErrWriterConflict", ckptstore.ErrWriterConflict, "SANDBOX_SNAPSHOT_WRITER_CONFLICT"},
-	{"ErrWriterLost", ckptstore.ErrWriterLost, "SANDBOX_SNAPSHOT_WRITER_LOST"},
-	{"ErrInvalidID", ckptstore.ErrInvalidID, "SANDBOX_SNAPSHOT_INVALID_ID"},
-	{"ErrInvalidEntry", ckptstore.ErrInvalidEntry, "SANDBOX_SNAPSHOT_INVALID_ENTRY"},
-	{"ErrForkSourceNotFound", ckptstore.ErrForkSourceNotFound, "SANDBOX_SNAPSHOT_FORK_SOURCE_NOT_FOUND"},
-	{"ErrForkSourceThreadMismatch", ckptstore.ErrForkSourceThreadMismatch, "SANDBOX_SNAPSHOT_FORK_SOURCE_THREAD_MISMATCH"},
-	{"ErrForkDestinationNotEmpty", ckptstore.ErrForkDestinationNotEmpty, "SANDBOX_SNAPSHOT_FORK_DESTINATION_NOT_EMPTY"},
+	{"ErrConflict", driver.ErrConflict, "SANDBOX_SNAPSHOT_STALE_HEAD"},
+	{"ErrParentMismatch", driver.ErrParentMismatch, "SANDBOX_SNAPSHOT_PARENT_MISMATCH"},
+	{"ErrDuplicateID", driver.ErrDuplicateID, "SANDBOX_SNAPSHOT_DUPLICATE_ID"},
+	{"ErrNotHead", driver.ErrNotHead, "SANDBOX_SNAPSHOT_NOT_HEAD"},
+	{"ErrWriterConflict", driver.ErrWriterConflict, "SANDBOX_SNAPSHOT_WRITER_CONFLICT"},
+	{"ErrWriterLost", driver.ErrWriterLost, "SANDBOX_SNAPSHOT_WRITER_LOST"},
+	{"ErrInvalidID", driver.ErrInvalidID, "SANDBOX_SNAPSHOT_INVALID_ID"},
+	{"ErrInvalidEntry", driver.ErrInvalidEntry, "SANDBOX_SNAPSHOT_INVALID_ENTRY"},
+	{"ErrForkSourceNotFound", driver.ErrForkSourceNotFound, "SANDBOX_SNAPSHOT_FORK_SOURCE_NOT_FOUND"},
+	{"ErrForkSourceThreadMismatch", driver.ErrForkSourceThreadMismatch, "SANDBOX_SNAPSHOT_FORK_SOURCE_THREAD_MISMATCH"},
+	{"ErrForkDestinationNotEmpty", driver.ErrForkDestinationNotEmpty, "SANDBOX_SNAPSHOT_FORK_DESTINATION_NOT_EMPTY"},
 }
 
 func TestCode(t *testing.T) {
 	for _, s := range sentinels {
 		t.Run(s.name, func(t *testing.T) {
-			if got := ckptstore.Code(s.err); got != s.code {
+			if got := driver.Code(s.err); got != s.code {
 				t.Errorf("Code(%s) = %q, want %q", s.name, got, s.code)
 			}
 			wrapped := fmt.Errorf("%w: thread %q", s.err, "t1")
-			if got := ckptstore.Code(wrapped); got != s.code {
+			if got := driver.Code(wrapped); got != s.code {
 				t.Errorf("Code(wrapped %s) = %q, want %q", s.name, got, s.code)
 			}
 			twice := fmt.Errorf("memstore: append: %w", wrapped)
-			if got := ckptstore.Code(twice); got != s.code {
+			if got := driver.Code(twice); got != s.code {
 				t.Errorf("Code(twice wrapped %s) = %q, want %q", s.name, got, s.code)
 			}
 			if !errors.Is(twice, s.err) {
@@ -69,10 +69,9 @@ func TestCodeOfOtherErrors(t *testing.T) {
 		errors.New("SANDBOX_SNAPSHOT_STALE_HEAD"), // the text is not the error
 		context.Canceled,
 		fmt.Errorf("wrapped: %w", context.DeadlineExceeded),
-		ckptstore.ErrInvalidOptions,
-		ckptstore.ErrPruneUnsupported,
+		driver.ErrInvalidOptions,
 	} {
-		if got := ckptstore.Code(err); got != "" {
+		if got := driver.Code(err); got != "" {
 			t.Errorf("Code(%v) = %q, want \"\"", err, got)
 		}
 	}
@@ -88,7 +87,7 @@ func TestSentinelsMatchOnlyThemselves(t *testing.T) {
 				t.Errorf("errors.Is(%s, %s) = %v, want %v", a.name, b.name, got, want)
 			}
 		}
-		for _, other := range []error{ckptstore.ErrInvalidOptions, ckptstore.ErrPruneUnsupported, context.Canceled} {
+		for _, other := range []error{driver.ErrInvalidOptions, driver.ErrCorrupt, context.Canceled} {
 			if errors.Is(a.err, other) || errors.Is(other, a.err) {
 				t.Errorf("%s and %v match each other", a.name, other)
 			}
@@ -106,13 +105,13 @@ func TestErrorForInvertsCode(t *testing.T) {
 		"SANDBOX_SNAPSHOT_FORK_SOURCE_THREAD_MISMATCH",
 		"SANDBOX_SNAPSHOT_FORK_DESTINATION_NOT_EMPTY",
 	} {
-		err := ckptstore.ErrorFor(code)
-		if err == nil || ckptstore.Code(err) != code {
-			t.Errorf("ErrorFor(%q) = %v (code %q)", code, err, ckptstore.Code(err))
+		err := driver.ErrorFor(code)
+		if err == nil || driver.Code(err) != code {
+			t.Errorf("ErrorFor(%q) = %v (code %q)", code, err, driver.Code(err))
 		}
 	}
 	for _, code := range []string{"", "STALE_HEAD", "SANDBOX_SNAPSHOT_", "sandbox_snapshot_stale_head"} {
-		if err := ckptstore.ErrorFor(code); err != nil {
+		if err := driver.ErrorFor(code); err != nil {
 			t.Errorf("ErrorFor(%q) = %v, want nil", code, err)
 		}
 	}

@@ -1,4 +1,4 @@
-package ckptstore
+package driver
 
 // Caller-chosen op tokens. Every database-backed store already makes its
 // writes idempotent with an op token per call: a retry after an unknown

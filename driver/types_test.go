@@ -1,15 +1,15 @@
-package ckptstore_test
+package driver_test
 
 import (
 	"math"
 	"slices"
 	"testing"
 
-	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 )
 
 func TestCheckpointClone(t *testing.T) {
-	if (*ckptstore.Checkpoint)(nil).Clone() != nil {
+	if (*driver.Checkpoint)(nil).Clone() != nil {
 		t.Fatal("Clone of nil is not nil")
 	}
 	orig := validCheckpoint()
@@ -21,7 +21,7 @@ func TestCheckpointClone(t *testing.T) {
 	// Writing through every reference field of the clone leaves the
 	// original alone.
 	c.Files[0].Path = "changed"
-	c.Files = append(c.Files, ckptstore.Entry{Path: "new", Kind: ckptstore.KindDir})
+	c.Files = append(c.Files, driver.Entry{Path: "new", Kind: driver.KindDir})
 	c.Artifacts[0].Name = "changed"
 	c.Conversation[1] = ' '
 	c.ID = "changed"
@@ -39,27 +39,27 @@ func TestCheckpointClone(t *testing.T) {
 }
 
 func TestCheckpointCloneKeepsNilAndEmpty(t *testing.T) {
-	c := (&ckptstore.Checkpoint{ID: "c"}).Clone()
+	c := (&driver.Checkpoint{ID: "c"}).Clone()
 	if c.Files != nil || c.Artifacts != nil || c.Conversation != nil {
 		t.Fatalf("Clone turned nil fields into empty ones: %+v", c)
 	}
 	// Appending to a clone of a checkpoint whose slices have spare capacity
 	// must not write into the original's backing array.
-	files := make([]ckptstore.Entry, 1, 4)
-	files[0] = ckptstore.Entry{Path: "a", Kind: ckptstore.KindDir}
-	orig := &ckptstore.Checkpoint{Files: files}
+	files := make([]driver.Entry, 1, 4)
+	files[0] = driver.Entry{Path: "a", Kind: driver.KindDir}
+	orig := &driver.Checkpoint{Files: files}
 	c = orig.Clone()
-	c.Files = append(c.Files, ckptstore.Entry{Path: "b", Kind: ckptstore.KindDir})
+	c.Files = append(c.Files, driver.Entry{Path: "b", Kind: driver.KindDir})
 	if got := files[:2][1].Path; got == "b" {
 		t.Fatal("append to the clone wrote into the original's array")
 	}
 }
 
 func TestInstanceRecordClone(t *testing.T) {
-	if (*ckptstore.InstanceRecord)(nil).Clone() != nil {
+	if (*driver.InstanceRecord)(nil).Clone() != nil {
 		t.Fatal("Clone of nil is not nil")
 	}
-	r := &ckptstore.InstanceRecord{Key: "k", Provider: "p", LatestRunID: "r", UpdatedAt: 3}
+	r := &driver.InstanceRecord{Key: "k", Provider: "p", LatestRunID: "r", UpdatedAt: 3}
 	c := r.Clone()
 	if *c != *r || c == r {
 		t.Fatalf("Clone = %p %+v, want an equal copy of %p", c, c, r)
@@ -71,14 +71,14 @@ func TestInstanceRecordClone(t *testing.T) {
 }
 
 func TestBlobKeys(t *testing.T) {
-	cp := &ckptstore.Checkpoint{
-		Files: []ckptstore.Entry{
-			{Path: "z", Kind: ckptstore.KindFile, BlobKey: fileKey(3)},
-			{Path: "d", Kind: ckptstore.KindDir},
-			{Path: "a", Kind: ckptstore.KindFile, BlobKey: fileKey(1)},
-			{Path: "b", Kind: ckptstore.KindFile, BlobKey: fileKey(3)}, // same bytes twice: counted once
+	cp := &driver.Checkpoint{
+		Files: []driver.Entry{
+			{Path: "z", Kind: driver.KindFile, BlobKey: fileKey(3)},
+			{Path: "d", Kind: driver.KindDir},
+			{Path: "a", Kind: driver.KindFile, BlobKey: fileKey(1)},
+			{Path: "b", Kind: driver.KindFile, BlobKey: fileKey(3)}, // same bytes twice: counted once
 		},
-		Artifacts: []ckptstore.Artifact{
+		Artifacts: []driver.Artifact{
 			{ArtifactID: "x", BlobKey: artifactKey(2)},
 			{ArtifactID: "y", BlobKey: artifactKey(2)},
 		},
@@ -88,17 +88,17 @@ func TestBlobKeys(t *testing.T) {
 		t.Fatalf("BlobKeys = %q, want %q", got, want)
 	}
 	// A directory contributes nothing, even with a stray BlobKey.
-	dirs := &ckptstore.Checkpoint{Files: []ckptstore.Entry{{Path: "d", Kind: ckptstore.KindDir, BlobKey: fileKey(1)}}}
+	dirs := &driver.Checkpoint{Files: []driver.Entry{{Path: "d", Kind: driver.KindDir, BlobKey: fileKey(1)}}}
 	if got := dirs.BlobKeys(); len(got) != 0 {
 		t.Fatalf("BlobKeys of directories only = %q, want none", got)
 	}
-	if got := (&ckptstore.Checkpoint{}).BlobKeys(); len(got) != 0 {
+	if got := (&driver.Checkpoint{}).BlobKeys(); len(got) != 0 {
 		t.Fatalf("BlobKeys of an empty checkpoint = %q", got)
 	}
 	// A file and an artifact with the same key (invalid, but BlobKeys
 	// must still count it once).
-	same := &ckptstore.Checkpoint{Files: []ckptstore.Entry{{Path: "f", Kind: ckptstore.KindFile, BlobKey: "k"}},
-		Artifacts: []ckptstore.Artifact{{BlobKey: "k"}}}
+	same := &driver.Checkpoint{Files: []driver.Entry{{Path: "f", Kind: driver.KindFile, BlobKey: "k"}},
+		Artifacts: []driver.Artifact{{BlobKey: "k"}}}
 	if got := same.BlobKeys(); !slices.Equal(got, []string{"k"}) {
 		t.Fatalf("BlobKeys = %q, want [k]", got)
 	}
@@ -109,10 +109,10 @@ func TestBlobKeys(t *testing.T) {
 }
 
 func TestCompareCheckpoints(t *testing.T) {
-	cp := func(id string, at float64) *ckptstore.Checkpoint { return &ckptstore.Checkpoint{ID: id, CreatedAt: at} }
+	cp := func(id string, at float64) *driver.Checkpoint { return &driver.Checkpoint{ID: id, CreatedAt: at} }
 	// In List order: createdAt first, then the id's bytes (not runes, not
 	// case-folded: "B" < "a" < "é", and "a" < "a\x00").
-	ordered := []*ckptstore.Checkpoint{
+	ordered := []*driver.Checkpoint{
 		cp("z", -1e300), cp("z", -1.5), cp("a", 0), cp("b", 0), cp("B", 1), cp("a", 1), cp("a\x00", 1), cp("é", 1), cp("\uFFFD", 1),
 		cp("a", 1.0000000000000002), cp("a", math.MaxFloat64),
 	}
@@ -124,19 +124,19 @@ func TestCompareCheckpoints(t *testing.T) {
 			} else if i > j {
 				want = 1
 			}
-			if got := ckptstore.CompareCheckpoints(a, b); got != want {
+			if got := driver.CompareCheckpoints(a, b); got != want {
 				t.Errorf("Compare(%q@%v, %q@%v) = %d, want %d", a.ID, a.CreatedAt, b.ID, b.CreatedAt, got, want)
 			}
 		}
 	}
 	shuffled := slices.Clone(ordered)
 	slices.Reverse(shuffled)
-	slices.SortFunc(shuffled, ckptstore.CompareCheckpoints)
+	slices.SortFunc(shuffled, driver.CompareCheckpoints)
 	if !slices.Equal(shuffled, ordered) {
 		t.Fatal("sorting with CompareCheckpoints does not give List order")
 	}
 	// -0 and +0 are the same time; the id decides.
-	if got := ckptstore.CompareCheckpoints(cp("b", math.Copysign(0, -1)), cp("a", 0)); got != 1 {
+	if got := driver.CompareCheckpoints(cp("b", math.Copysign(0, -1)), cp("a", 0)); got != 1 {
 		t.Fatalf("Compare(b@-0, a@0) = %d, want 1", got)
 	}
 }
@@ -144,18 +144,18 @@ func TestCompareCheckpoints(t *testing.T) {
 func TestForkRoot(t *testing.T) {
 	src := validCheckpoint()
 	srcJSON := marshalDirect(t, src)
-	in := ckptstore.ForkInput{
+	in := driver.ForkInput{
 		SourceThreadID: src.ThreadID, SourceCheckpointID: src.ID,
 		DestinationThreadID: "thread-2", DestinationCheckpointID: "root-1", CreatedAt: 42.5,
-		Writer: ckptstore.Writer{ThreadID: "thread-2", OwnerToken: "tok", Fence: 3},
+		Writer: driver.Writer{ThreadID: "thread-2", OwnerToken: "tok", Fence: 3},
 	}
-	root := ckptstore.ForkRoot(src, in)
-	want := &ckptstore.Checkpoint{ID: "root-1", ThreadID: "thread-2", CreatedAt: 42.5, Reason: ckptstore.ReasonForkRoot,
+	root := driver.ForkRoot(src, in)
+	want := &driver.Checkpoint{ID: "root-1", ThreadID: "thread-2", CreatedAt: 42.5, Reason: driver.ReasonForkRoot,
 		Files: src.Files, Conversation: src.Conversation, Artifacts: src.Artifacts}
 	if got, w := marshalDirect(t, root), marshalDirect(t, want); got != w {
 		t.Fatalf("ForkRoot =\n%s\nwant\n%s", got, w)
 	}
-	if err := ckptstore.Validate(root); err != nil {
+	if err := driver.Validate(root); err != nil {
 		t.Fatalf("ForkRoot of a valid checkpoint is invalid: %v", err)
 	}
 	// The root shares no memory with the source.
@@ -177,12 +177,12 @@ func TestCompareCheckpointsByBytesNotUTF16(t *testing.T) {
 		{"\uFFFF", "😀"},
 		{"a\uFF5E", "a\U0001F600"},
 	} {
-		lo := &ckptstore.Checkpoint{ID: tc.lo, CreatedAt: 1}
-		hi := &ckptstore.Checkpoint{ID: tc.hi, CreatedAt: 1}
-		if c := ckptstore.CompareCheckpoints(lo, hi); c >= 0 {
+		lo := &driver.Checkpoint{ID: tc.lo, CreatedAt: 1}
+		hi := &driver.Checkpoint{ID: tc.hi, CreatedAt: 1}
+		if c := driver.CompareCheckpoints(lo, hi); c >= 0 {
 			t.Errorf("CompareCheckpoints(%+q, %+q) = %d, want < 0 (UTF-8 byte order)", tc.lo, tc.hi, c)
 		}
-		if c := ckptstore.CompareCheckpoints(hi, lo); c <= 0 {
+		if c := driver.CompareCheckpoints(hi, lo); c <= 0 {
 			t.Errorf("CompareCheckpoints(%+q, %+q) = %d, want > 0 (UTF-8 byte order)", tc.hi, tc.lo, c)
 		}
 	}
@@ -191,7 +191,7 @@ func TestCompareCheckpointsByBytesNotUTF16(t *testing.T) {
 // BlobKeys of a checkpoint with more artifacts than files (a slice sized
 // len(Files)-len(Artifacts) would panic).
 func TestBlobKeysMoreArtifactsThanFiles(t *testing.T) {
-	cp := &ckptstore.Checkpoint{Artifacts: []ckptstore.Artifact{
+	cp := &driver.Checkpoint{Artifacts: []driver.Artifact{
 		{ArtifactID: "a", BlobKey: artifactKey(2)}, {ArtifactID: "b", BlobKey: artifactKey(1)}, {ArtifactID: "c", BlobKey: artifactKey(2)},
 	}}
 	got := cp.BlobKeys()

@@ -1,4 +1,4 @@
-package ckptstore_test
+package driver_test
 
 import (
 	"encoding/json"
@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 )
 
 // fuzzSeed is a checkpoint with every field, a directory, a file and an
@@ -44,10 +44,10 @@ func FuzzCheckpointJSON(f *testing.F) {
 		f.Add([]byte(strings.ReplaceAll(fuzzSeed, m.from, m.to)))
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
-		var cp ckptstore.Checkpoint
+		var cp driver.Checkpoint
 		err := cp.UnmarshalJSON(in)
 		if err != nil {
-			if !errors.Is(err, ckptstore.ErrInvalidEntry) && !errors.Is(err, ckptstore.ErrInvalidID) {
+			if !errors.Is(err, driver.ErrInvalidEntry) && !errors.Is(err, driver.ErrInvalidID) {
 				t.Fatalf("UnmarshalJSON(%q): untyped error %v", in, err)
 			}
 			return
@@ -59,7 +59,7 @@ func FuzzCheckpointJSON(f *testing.F) {
 		if err != nil {
 			t.Fatalf("MarshalJSON of what %q decoded to: %v", in, err)
 		}
-		var back ckptstore.Checkpoint
+		var back driver.Checkpoint
 		if err := back.UnmarshalJSON(out); err != nil {
 			t.Fatalf("UnmarshalJSON(%s), the re-encoding of %q: %v", out, in, err)
 		}
@@ -80,21 +80,21 @@ func TestDecodeErrorsNamePathAndOffset(t *testing.T) {
 		sentinel  error
 	}{
 		{`{"id":"c","threadId":"t","createdAt":1,"reason":"named","files":[{"path":"d","kind":"dir"},{"path":"f","kind":"file","blobKey":"k","size":1.5}]}`,
-			"/files/1/size 1.5 is not a safe integer in range (offset 138)", ckptstore.ErrInvalidEntry},
-		{`{"id":"c","threadId":7,"createdAt":1,"reason":"named"}`, "/threadId is not a string (offset 21)", ckptstore.ErrInvalidID},
-		{`{"id":"c","threadId":"t","createdAt":"x","reason":"named"}`, "/createdAt must be a number (offset 37)", ckptstore.ErrInvalidEntry},
+			"/files/1/size 1.5 is not a safe integer in range (offset 138)", driver.ErrInvalidEntry},
+		{`{"id":"c","threadId":7,"createdAt":1,"reason":"named"}`, "/threadId is not a string (offset 21)", driver.ErrInvalidID},
+		{`{"id":"c","threadId":"t","createdAt":"x","reason":"named"}`, "/createdAt must be a number (offset 37)", driver.ErrInvalidEntry},
 		{`{"id":"c","threadId":"t","createdAt":1,"reason":"named","artifacts":[{"artifactId":"\ud800"}]}`,
-			"/artifacts/0/artifactId is not well-formed Unicode (offset 83)", ckptstore.ErrInvalidEntry},
+			"/artifacts/0/artifactId is not well-formed Unicode (offset 83)", driver.ErrInvalidEntry},
 	} {
-		var cp ckptstore.Checkpoint
+		var cp driver.Checkpoint
 		err := cp.UnmarshalJSON([]byte(tt.doc))
 		if !errors.Is(err, tt.sentinel) || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("UnmarshalJSON(%s) = %v, want %v naming %q", tt.doc, err, tt.sentinel, tt.want)
 		}
 	}
-	var cp ckptstore.Checkpoint
+	var cp driver.Checkpoint
 	err := cp.UnmarshalJSON([]byte(`{"id":"c","threadId":"t" "x"}`))
-	if !errors.Is(err, ckptstore.ErrInvalidEntry) || !strings.Contains(err.Error(), "offset 25") {
+	if !errors.Is(err, driver.ErrInvalidEntry) || !strings.Contains(err.Error(), "offset 25") {
 		t.Errorf("a syntax error = %v, want ErrInvalidEntry naming offset 25", err)
 	}
 }

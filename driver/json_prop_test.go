@@ -1,4 +1,4 @@
-package ckptstore_test
+package driver_test
 
 // Property tests of the JSON form: random checkpoints survive an
 // encode/decode round trip exactly (createdAt bit for bit, conversation byte
@@ -16,7 +16,7 @@ import (
 
 	"pgregory.net/rapid"
 
-	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 )
 
 // genFloat draws finite float64s, weighted toward the values that break
@@ -76,29 +76,29 @@ func genJSONArray(t *rapid.T) string {
 	return "[" + strings.Join(parts, ",") + "]"
 }
 
-func genCheckpoint(t *rapid.T) *ckptstore.Checkpoint {
+func genCheckpoint(t *rapid.T) *driver.Checkpoint {
 	str := rapid.String()
 	id := rapid.StringN(1, 20, -1)
 	optional := rapid.OneOf(rapid.Just(""), str)
-	size := rapid.OneOf(rapid.Int64Range(0, ckptstore.MaxSize), rapid.SampledFrom([]int64{0, ckptstore.MaxSize}))
-	cp := &ckptstore.Checkpoint{
+	size := rapid.OneOf(rapid.Int64Range(0, driver.MaxSize), rapid.SampledFrom([]int64{0, driver.MaxSize}))
+	cp := &driver.Checkpoint{
 		ID:                 id.Draw(t, "id"),
 		ThreadID:           id.Draw(t, "threadId"),
 		ParentCheckpointID: rapid.OneOf(rapid.Just(""), id).Draw(t, "parent"),
 		CreatedAt:          genFloat().Draw(t, "createdAt"),
-		Reason:             rapid.SampledFrom([]ckptstore.Reason{ckptstore.ReasonAutomatic, ckptstore.ReasonNamed, ckptstore.ReasonForkRoot}).Draw(t, "reason"),
+		Reason:             rapid.SampledFrom([]driver.Reason{driver.ReasonAutomatic, driver.ReasonNamed, driver.ReasonForkRoot}).Draw(t, "reason"),
 		Label:              optional.Draw(t, "label"),
 		SourceRunID:        optional.Draw(t, "sourceRunId"),
 	}
 	for range rapid.IntRange(0, 5).Draw(t, "files") {
-		e := ckptstore.Entry{Path: str.Draw(t, "path"), Kind: ckptstore.KindDir}
+		e := driver.Entry{Path: str.Draw(t, "path"), Kind: driver.KindDir}
 		if rapid.Bool().Draw(t, "isFile") {
-			e.Kind, e.BlobKey, e.Size = ckptstore.KindFile, str.Draw(t, "blobKey"), size.Draw(t, "size")
+			e.Kind, e.BlobKey, e.Size = driver.KindFile, str.Draw(t, "blobKey"), size.Draw(t, "size")
 		}
 		cp.Files = append(cp.Files, e)
 	}
 	for range rapid.IntRange(0, 3).Draw(t, "artifacts") {
-		cp.Artifacts = append(cp.Artifacts, ckptstore.Artifact{
+		cp.Artifacts = append(cp.Artifacts, driver.Artifact{
 			ArtifactID: str.Draw(t, "artifactId"), Name: str.Draw(t, "name"), MimeType: str.Draw(t, "mimeType"),
 			Size: size.Draw(t, "size"), BlobKey: str.Draw(t, "blobKey"), CreatedAt: genFloat().Draw(t, "createdAt"),
 		})
@@ -111,7 +111,7 @@ func genCheckpoint(t *rapid.T) *ckptstore.Checkpoint {
 
 // sameCheckpoint reports how a and b differ, treating nil and empty slices
 // alike and an empty conversation as [], and comparing floats by their bits.
-func sameCheckpoint(a, b *ckptstore.Checkpoint) string {
+func sameCheckpoint(a, b *driver.Checkpoint) string {
 	bits := math.Float64bits
 	conv := func(c json.RawMessage) string {
 		if len(c) == 0 {
@@ -155,7 +155,7 @@ func TestJSONRoundTripProperty(t *testing.T) {
 		if !json.Valid(data) {
 			t.Fatalf("MarshalJSON wrote invalid JSON: %s", data)
 		}
-		var back ckptstore.Checkpoint
+		var back driver.Checkpoint
 		if err := json.Unmarshal(data, &back); err != nil {
 			t.Fatalf("Unmarshal(%s): %v", data, err)
 		}
@@ -174,7 +174,7 @@ func TestJSONRoundTripProperty(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var back2 ckptstore.Checkpoint
+		var back2 driver.Checkpoint
 		if err := json.Unmarshal(viaStd, &back2); err != nil {
 			t.Fatalf("Unmarshal(json.Marshal output): %v", err)
 		}
@@ -208,7 +208,7 @@ func TestJSONIDEscapesProperty(t *testing.T) {
 		id := rapid.StringN(1, 12, -1).Draw(t, "id")
 		lit := escapeJS(t, id)
 		doc := `{"id":` + lit + `,"threadId":"t","createdAt":1,"reason":"named"}`
-		var cp ckptstore.Checkpoint
+		var cp driver.Checkpoint
 		if err := json.Unmarshal([]byte(doc), &cp); err != nil {
 			t.Fatalf("Unmarshal(%s): %v", doc, err)
 		}
@@ -247,7 +247,7 @@ func TestJSONIDEscapesProperty(t *testing.T) {
 			}
 			return
 		}
-		if ckptstore.Code(err) != "SANDBOX_SNAPSHOT_INVALID_ID" {
+		if driver.Code(err) != "SANDBOX_SNAPSHOT_INVALID_ID" {
 			t.Fatalf("Unmarshal(%s) error = %v, want ErrInvalidID", doc, err)
 		}
 	})
