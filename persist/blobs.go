@@ -141,8 +141,11 @@ func checkBlobPut(key string, opts BlobPutOptions) error {
 }
 
 // maxReadAttempts bounds Get's retries when a concurrent Put or Delete
-// removes the object between reading the row and opening the bytes.
-const maxReadAttempts = 4
+// removes the object between reading the row and opening the bytes. Each
+// retry follows a version committed after the one it missed (a row that
+// still names a missing object fails at once), so only a key replaced
+// faster than a read can open it uses them up.
+const maxReadAttempts = 64
 
 // Get returns the blob's metadata and bytes, or nil when the key holds
 // none. With rng it serves only that slice and reports it in Range, while
@@ -165,10 +168,16 @@ func (s *Blobs) Get(ctx context.Context, key string, rng *BlobRange) (*BlobObjec
 			return nil, err
 		}
 	}
+	missing := "" // the object a previous attempt found gone
 	for attempt := 1; ; attempt++ {
 		meta, err := s.d.GetBlob(ctx, key)
 		if err != nil || meta == nil {
 			return nil, err
+		}
+		if meta.Object == missing {
+			// The row still names the object that is gone: not a
+			// replacement racing this read, but a row without its bytes.
+			return nil, fmt.Errorf("persist: blob %q: read: object %q: %w", key, missing, blobs.ErrNotFound)
 		}
 		obj := &BlobObject{BlobRecord: cloneBlobRecord(&meta.BlobRecord)}
 		var rc io.ReadCloser
@@ -186,7 +195,13 @@ func (s *Blobs) Get(ctx context.Context, key string, rng *BlobRange) (*BlobObjec
 			rc, err = s.openRange(ctx, meta.Object, rng.Offset, n)
 		}
 		if errors.Is(err, blobs.ErrNotFound) && attempt < maxReadAttempts {
-			continue // replaced or deleted since the row was read
+			// Replaced or deleted since the row was read: each retry
+			// follows a newer committed version, so it makes progress.
+			missing = meta.Object
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			continue
 		}
 		if err != nil {
 			return nil, fmt.Errorf("persist: blob %q: read: %w", key, err)
