@@ -54,14 +54,7 @@ func checkArtifact(r *ArtifactRecord) error {
 
 // Get returns the artifact, or nil. Check order: ctx, artifactId.
 func (s *Artifacts) Get(ctx context.Context, artifactID string) (*ArtifactRecord, error) {
-	if err := begin(ctx); err != nil {
-		return nil, err
-	}
-	if err := checkID("artifactId", artifactID); err != nil {
-		return nil, err
-	}
-	rec, err := s.c.d.GetArtifact(ctx, artifactID)
-	return cloneArtifact(rec), err
+	return readOne(ctx, "artifactId", artifactID, s.c.d.GetArtifact, cloneArtifact)
 }
 
 // List returns the run's artifacts by createdAt ascending, then artifactId

@@ -82,26 +82,12 @@ func checkGenerationRunPatch(p GenerationRunPatch) error {
 
 // Get returns the generation run, or nil. Check order: ctx, runId.
 func (s *GenerationRuns) Get(ctx context.Context, runID string) (*GenerationRunRecord, error) {
-	if err := begin(ctx); err != nil {
-		return nil, err
-	}
-	if err := checkID("runId", runID); err != nil {
-		return nil, err
-	}
-	rec, err := s.c.d.GetGenerationRun(ctx, runID)
-	return cloneGenerationRun(rec), err
+	return readOne(ctx, "runId", runID, s.c.d.GetGenerationRun, cloneGenerationRun)
 }
 
 // FindLatestForThread returns the thread's generation run with the
 // greatest startedAt whatever its status (ties: the greatest runId bytes),
 // or nil. Check order: ctx, threadId.
 func (s *GenerationRuns) FindLatestForThread(ctx context.Context, threadID string) (*GenerationRunRecord, error) {
-	if err := begin(ctx); err != nil {
-		return nil, err
-	}
-	if err := checkID("threadId", threadID); err != nil {
-		return nil, err
-	}
-	rec, err := s.c.d.LatestGenerationRun(ctx, threadID)
-	return cloneGenerationRun(rec), err
+	return readOne(ctx, "threadId", threadID, s.c.d.LatestGenerationRun, cloneGenerationRun)
 }

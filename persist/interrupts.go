@@ -140,14 +140,7 @@ func (s *Interrupts) CommitBatch(ctx context.Context, entries []InterruptCommitE
 
 // Get returns the interrupt, or nil. Check order: ctx, interruptId.
 func (s *Interrupts) Get(ctx context.Context, interruptID string) (*InterruptRecord, error) {
-	if err := begin(ctx); err != nil {
-		return nil, err
-	}
-	if err := checkID("interruptId", interruptID); err != nil {
-		return nil, err
-	}
-	rec, err := s.c.d.GetInterrupt(ctx, interruptID)
-	return cloneInterrupt(rec), err
+	return readOne(ctx, "interruptId", interruptID, s.c.d.GetInterrupt, cloneInterrupt)
 }
 
 // List returns the thread's interrupts by requestedAt ascending (ties by

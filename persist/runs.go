@@ -105,28 +105,14 @@ func checkRunPatch(p RunPatch) error {
 
 // Get returns the run, or nil when it is unknown. Check order: ctx, runId.
 func (s *Runs) Get(ctx context.Context, runID string) (*RunRecord, error) {
-	if err := begin(ctx); err != nil {
-		return nil, err
-	}
-	if err := checkID("runId", runID); err != nil {
-		return nil, err
-	}
-	rec, err := s.c.d.GetRun(ctx, runID)
-	return cloneRun(rec), err
+	return readOne(ctx, "runId", runID, s.c.d.GetRun, cloneRun)
 }
 
 // FindActiveRun returns the thread's running run with the greatest
 // startedAt (ties: the greatest runId in byte order), or nil. Check order:
 // ctx, threadId.
 func (s *Runs) FindActiveRun(ctx context.Context, threadID string) (*RunRecord, error) {
-	if err := begin(ctx); err != nil {
-		return nil, err
-	}
-	if err := checkID("threadId", threadID); err != nil {
-		return nil, err
-	}
-	rec, err := s.c.d.ActiveRun(ctx, threadID)
-	return cloneRun(rec), err
+	return readOne(ctx, "threadId", threadID, s.c.d.ActiveRun, cloneRun)
 }
 
 // ListByThread returns every run of the thread by startedAt ascending (ties

@@ -2,6 +2,7 @@ package persist
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"unicode/utf8"
@@ -152,4 +153,18 @@ func checkJSONPatch(what string, f Field[json.RawMessage], kind jsonKind) error 
 		return fmt.Errorf("%w: patch sets %s to nothing; clear it instead", ErrInvalidEntry, what)
 	}
 	return checkJSON(what, f.Value(), kind)
+}
+
+// readOne is every read of one record by one id: ctx, then the id (named
+// what in the error), then the driver's read, whose record is copied
+// before it reaches the caller (the driver keeps its own).
+func readOne[T any](ctx context.Context, what, id string, read func(context.Context, string) (*T, error), clone func(*T) *T) (*T, error) {
+	if err := begin(ctx); err != nil {
+		return nil, err
+	}
+	if err := checkID(what, id); err != nil {
+		return nil, err
+	}
+	rec, err := read(ctx, id)
+	return clone(rec), err
 }
