@@ -84,8 +84,6 @@ type fixture struct {
 	*env
 	live   map[string]ckptstore.Writer
 	stale  map[string]ckptstore.Writer
-	hasP   bool
-	hasS   bool
 	before snapshot // the state after setup, which every failing write keeps
 }
 
@@ -104,16 +102,12 @@ func (s *suite) fixture(t *testing.T) *fixture {
 	e.chain("u", ptr(f.live["u"]), "d")
 	e.chain("n", ptr(f.live["n"]), "x")
 	e.chain("w", ptr(f.live["w"]), "y")
-	p := e.s
 	e.chain("p", ptr(f.live["p"]), "p1", "p2")
-	_, err := p.DeleteCheckpoints(e.ctx, "p", 1, f.live["p"])
+	_, err := e.s.DeleteCheckpoints(e.ctx, "p", 1, f.live["p"])
 	require.NoError(t, err, "DeleteCheckpoints(p, 1)")
 	require.NoError(t, e.s.DeleteHead(e.ctx, "p", "p2", f.live["p"]), "DeleteHead p2")
-	f.hasP = true
-	tr := e.s
-	require.NoError(t, tr.SaveThread(e.ctx, "s", []byte(`[{"role":"user","content":"s"}]`)), "SaveThread s")
-	require.NoError(t, tr.SaveThread(e.ctx, "t", []byte(`["t"]`)), "SaveThread t")
-	f.hasS = true
+	require.NoError(t, e.s.SaveThread(e.ctx, "s", []byte(`[{"role":"user","content":"s"}]`)), "SaveThread s")
+	require.NoError(t, e.s.SaveThread(e.ctx, "t", []byte(`["t"]`)), "SaveThread t")
 	// Ids the writes under test would create, so snapshots cover them.
 	e.track(nil, "new", "fork", "zz")
 	f.before = e.snap()
@@ -290,7 +284,7 @@ func (ot orderTest[I]) attempt(t *testing.T, f *fixture, want error, in I) {
 	t.Helper()
 	fe := f.env.with(t)
 	fe.noTranscripts = !ot.transcripts
-	ff := &fixture{env: fe, live: f.live, stale: f.stale, hasP: f.hasP, hasS: f.hasS}
+	ff := &fixture{env: fe, live: f.live, stale: f.stale}
 	wantErr(t, "the call", ot.run(ff, in), want)
 	if ot.read {
 		return
@@ -539,11 +533,11 @@ func forkDestinationVariants() []variant[forkIn] {
 		v("destination is another source", "dt", func(x *in) { x.DestinationThreadID = "u" }),
 		{"destination has only a head", []string{"dt"}, func(f *fixture, x *in) bool {
 			x.DestinationThreadID = "p"
-			return f.hasP
+			return true
 		}},
 		{"destination has only a transcript", []string{"dt"}, func(f *fixture, x *in) bool {
 			x.DestinationThreadID = "s"
-			return f.hasS
+			return true
 		}},
 		v("destination id used elsewhere", "dc", func(x *in) { x.DestinationCheckpointID = "x" }),
 		v("destination id is the source", "dc", func(x *in) { x.DestinationCheckpointID = "g" }),

@@ -111,14 +111,9 @@ func importOrder() orderTest[importIn] {
 			a.Files = []ckptstore.Entry{testkit.File("f", 1, 1)}
 			b := testkit.Checkpoint("t", "zz", "missing", 1000)
 			b.Artifacts = []ckptstore.Artifact{testkit.Artifact("a", 2)}
-			// A transcript too (when the store keeps them), which no
-			// failed import may write.
-			in := importIn{b: ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{a, b},
-				SetHead: true, Head: "h"}}
-			if f.hasS {
-				in.b.Transcript = []byte(`["imported"]`)
-			}
-			return in
+			// A transcript too, which no failed import may write.
+			return importIn{b: ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{a, b},
+				SetHead: true, Head: "h", Transcript: []byte(`["imported"]`)}}
 		},
 		run: func(f *fixture, in importIn) error {
 			in.b.Writer = f.writer(in.w, in.b.ThreadID, "t")
