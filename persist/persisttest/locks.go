@@ -322,8 +322,18 @@ func testLockGiveUp(t *testing.T, e *env, _ *clock) {
 	released := time.Now()
 	close(release)
 	require.NoError(t, <-done)
-	require.Equal(t, released, <-got, "the waiter that gave up still held a place in the queue")
+	// The quitter's release and the holder's may conflict, and a driver
+	// of optimistic transactions (fdbdriver) then retries after a backoff
+	// of virtual time; a place still held would cost the successor the
+	// place's whole lifetime (a lease), far more than retrySlack.
+	require.WithinDuration(t, released, <-got, retrySlack, "the waiter that gave up still held a place in the queue")
 }
+
+// retrySlack is how much virtual time a case allows a driver's retries of
+// conflicting transactions where steps of two callers race (memkv backs
+// off from 1 ms, doubling to 100 ms): well under testRenewAfter and
+// testLease, so a missing wake-up or a place kept still fails.
+const retrySlack = time.Second
 
 func testLockFences(t *testing.T, e *env, _ *clock) {
 	var fences []int64
