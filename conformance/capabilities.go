@@ -39,19 +39,19 @@ func (e *env) wantTranscript(thread, want string) {
 const maxPages = 10_000
 
 // allThreads pages through Threads with the default limit.
-func (e *env) allThreads(tl ckptstore.Store) []string {
+func (e *env) allThreads() []string {
 	e.t.Helper()
-	out, err := pageThreads(e, tl, "", 0)
+	out, err := e.pageThreads("", 0)
 	require.NoError(e.t, err, "Threads")
 	return out
 }
 
 // pageThreads returns every thread id from the cursor after, paging with
 // limit (see pageThrough).
-func pageThreads(e *env, tl ckptstore.Store, after string, limit int) ([]string, error) {
+func (e *env) pageThreads(after string, limit int) ([]string, error) {
 	e.t.Helper()
 	return pageThrough(e, fmt.Sprintf("Threads(limit %d)", limit), limit, after, func(after string) ([]string, string, error) {
-		return tl.Threads(e.ctx, after, limit)
+		return e.s.Threads(e.ctx, after, limit)
 	})
 }
 
@@ -59,12 +59,11 @@ func pageThreads(e *env, tl ckptstore.Store, after string, limit int) ([]string,
 // cursor (see pageThrough).
 func (e *env) pageAll(thread string, opt ckptstore.ListOptions) []*ckptstore.Checkpoint {
 	e.t.Helper()
-	p := e.s
 	what := fmt.Sprintf("ListPage(%q, %+v)", thread, opt)
 	out, err := pageThrough(e, what, opt.Limit, opt.After, func(after string) ([]*ckptstore.Checkpoint, string, error) {
 		o := opt
 		o.After = after
-		return p.ListPage(e.ctx, thread, o)
+		return e.s.ListPage(e.ctx, thread, o)
 	})
 	require.NoError(e.t, err, what)
 	return out

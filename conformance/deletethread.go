@@ -39,8 +39,7 @@ func (e *env) wantGone(thread string, ids ...string) {
 		assert.Nil(e.t, e.get(id), "Get(%q) after DeleteThread", id)
 	}
 	e.wantTranscript(thread, "[]")
-	tl := e.s
-	assert.NotContains(e.t, e.allThreads(tl), thread, "Threads after DeleteThread")
+	assert.NotContains(e.t, e.allThreads(), thread, "Threads after DeleteThread")
 }
 
 func (s *suite) testDeleteThread(t *testing.T) {
@@ -55,7 +54,6 @@ func (s *suite) testDeleteThread(t *testing.T) {
 
 func (s *suite) deleteThreadEverything(t *testing.T) {
 	e := s.env(t)
-	d := e.s
 	w := e.acquire("t").Writer
 	for i, id := range []string{"a", "b", "c"} {
 		c := testkit.Checkpoint("t", id, "", 1000)
@@ -65,23 +63,19 @@ func (s *suite) deleteThreadEverything(t *testing.T) {
 		e.append(c, w)
 	}
 	ids := []string{"a", "b", "c"}
-	if im, ok := e.s, true; ok {
-		// Off the head chain: a parent that does not exist, and a
-		// second child of a.
-		x := testkit.Checkpoint("t", "x", "missing", 1000)
-		x.Files = []ckptstore.Entry{testkit.File("x", 50, 1)}
-		y := testkit.Checkpoint("t", "y", "a", 1000)
-		y.CreatedAt = -5
-		n, err := im.Import(e.ctx, ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{x, y}, Writer: w})
-		require.NoError(t, err, "Import of off-chain checkpoints")
-		if n != 2 {
-			t.Fatalf("Import wrote %d, want 2", n)
-		}
-		e.track(nil, "x", "y")
-		ids = append(ids, "x", "y")
-	} else {
-		t.Logf("store %T does not implement ckptstore.Store: only checkpoints on the chain", e.s)
+	// Off the head chain: a parent that does not exist, and a
+	// second child of a.
+	x := testkit.Checkpoint("t", "x", "missing", 1000)
+	x.Files = []ckptstore.Entry{testkit.File("x", 50, 1)}
+	y := testkit.Checkpoint("t", "y", "a", 1000)
+	y.CreatedAt = -5
+	n, err := e.s.Import(e.ctx, ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{x, y}, Writer: w})
+	require.NoError(t, err, "Import of off-chain checkpoints")
+	if n != 2 {
+		t.Fatalf("Import wrote %d, want 2", n)
 	}
+	e.track(nil, "x", "y")
+	ids = append(ids, "x", "y")
 	e.save("t", `["the transcript"]`)
 	wu := e.acquire("u").Writer
 	u := testkit.Checkpoint("u", "u1", "", 1000)
@@ -100,7 +94,7 @@ func (s *suite) deleteThreadEverything(t *testing.T) {
 
 	// A repeat deletes nothing more.
 	e.fails("DeleteThread repeated", nil, func() error {
-		n, err := d.DeleteThread(e.ctx, "t", w)
+		n, err := e.s.DeleteThread(e.ctx, "t", w)
 		if n != 0 {
 			t.Errorf("the repeated DeleteThread reported %d deleted, want 0", n)
 		}
@@ -136,9 +130,8 @@ func (s *suite) deleteThreadOnlyAHead(t *testing.T) {
 	// After pruning and DeleteHead, the head names a checkpoint that
 	// no longer exists: DeleteThread clears it.
 	e := s.env(t)
-	p := e.s
 	w := e.chain("t", nil, "a", "b")
-	_, err := p.DeleteCheckpoints(e.ctx, "t", 1, w)
+	_, err := e.s.DeleteCheckpoints(e.ctx, "t", 1, w)
 	require.NoError(t, err, "DeleteCheckpoints")
 	require.NoError(t, e.s.DeleteHead(e.ctx, "t", "b", w), "DeleteHead b")
 	e.wantHead("t", "a")
@@ -158,12 +151,11 @@ func (s *suite) deleteThreadOnlyATranscript(t *testing.T) {
 
 func (s *suite) deleteThreadForkIntoDeletedThread(t *testing.T) {
 	e := s.env(t)
-	f := e.s
 	e.chain("src", nil, "s1")
 	w := e.chain("t", nil, "a", "b")
 	e.save("t", `[1]`)
 	e.deleteThread("t", w, 2)
-	_, err := f.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{SourceThreadID: "src", SourceCheckpointID: "s1",
+	_, err := e.s.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{SourceThreadID: "src", SourceCheckpointID: "s1",
 		DestinationThreadID: "t", DestinationCheckpointID: "b", CreatedAt: 1, Writer: w})
 	require.NoError(t, err, "ForkFromCheckpoint into the deleted thread")
 	e.wantList("t", "b")
@@ -171,7 +163,6 @@ func (s *suite) deleteThreadForkIntoDeletedThread(t *testing.T) {
 
 func (s *suite) deleteThreadWriterLost(t *testing.T) {
 	e := s.env(t)
-	d := e.s
 	old := e.acquire("t")
 	old.Release(e.ctx)
 	l := e.acquire("t")
@@ -196,7 +187,7 @@ func (s *suite) deleteThreadWriterLost(t *testing.T) {
 		{"zero writer", ckptstore.Writer{ThreadID: "t"}},
 	} {
 		e.fails("DeleteThread with "+tc.name, ckptstore.ErrWriterLost, func() error {
-			n, err := d.DeleteThread(e.ctx, "t", tc.w)
+			n, err := e.s.DeleteThread(e.ctx, "t", tc.w)
 			if n != 0 {
 				t.Errorf("DeleteThread with %s reported %d deleted", tc.name, n)
 			}
@@ -205,12 +196,12 @@ func (s *suite) deleteThreadWriterLost(t *testing.T) {
 	}
 	e.clock.Advance(LeaseDuration) // expired at now == expiresAt
 	e.fails("DeleteThread with an expired writer", ckptstore.ErrWriterLost, func() error {
-		_, err := d.DeleteThread(e.ctx, "t", l.Writer)
+		_, err := e.s.DeleteThread(e.ctx, "t", l.Writer)
 		return err
 	})
 	l2 := e.acquire("t")
 	e.fails("DeleteThread with a replaced writer", ckptstore.ErrWriterLost, func() error {
-		_, err := d.DeleteThread(e.ctx, "t", l.Writer)
+		_, err := e.s.DeleteThread(e.ctx, "t", l.Writer)
 		return err
 	})
 	e.deleteThread("t", l2.Writer, 2)

@@ -355,24 +355,20 @@ func (e *env) snap() snapshot {
 	e.t.Helper()
 	s := snapshot{heads: map[string]string{}, lists: map[string][]*ckptstore.Checkpoint{},
 		gets: map[string]*ckptstore.Checkpoint{}, refs: orNil(e.refs())}
-	tr, hasTranscripts := e.s, !e.noTranscripts
-	if hasTranscripts {
+	if !e.noTranscripts {
 		s.transcripts = map[string]string{}
 	}
 	for _, th := range e.threads {
 		s.heads[th] = e.head(th)
 		s.lists[th] = canonAll(e.list(th))
-		if hasTranscripts {
-			m, err := tr.LoadThread(e.ctx, th)
-			require.NoError(e.t, err, "LoadThread(%q)", th)
-			s.transcripts[th] = string(m)
+		if s.transcripts != nil {
+			s.transcripts[th] = e.load(th)
 		}
 	}
 	for _, id := range e.ids {
 		s.gets[id] = canon(e.get(id))
 	}
-	tl := e.s
-	s.listing = orNil(e.allThreads(tl))
+	s.listing = orNil(e.allThreads())
 	return s
 }
 

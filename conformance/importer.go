@@ -164,7 +164,6 @@ func (s *suite) importEqualContent(t *testing.T) {
 
 func (s *suite) importOtherContentRefused(t *testing.T) {
 	e := s.env(t)
-	im := e.s
 	w := e.acquire("t").Writer
 	h := history("t")
 	e.doImport("Import", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: cloneAll(h), SetHead: true, Head: "r3", Writer: w}, len(h))
@@ -200,7 +199,7 @@ func (s *suite) importOtherContentRefused(t *testing.T) {
 		tc.mod(c)
 		e.track(nil, "fresh")
 		e.fails("Import of "+tc.name, ckptstore.ErrDuplicateID, func() error {
-			n, err := im.Import(e.ctx, ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{fresh, c}, Writer: w})
+			n, err := e.s.Import(e.ctx, ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{fresh, c}, Writer: w})
 			if err != nil && n != 0 {
 				t.Errorf("the refused Import reported %d written", n)
 			}
@@ -212,7 +211,6 @@ func (s *suite) importOtherContentRefused(t *testing.T) {
 
 func (s *suite) importInvalidRefused(t *testing.T) {
 	e := s.env(t)
-	im := e.s
 	old := e.acquire("t")
 	old.Release(e.ctx)
 	stale := old.Writer
@@ -261,7 +259,7 @@ func (s *suite) importInvalidRefused(t *testing.T) {
 		{"duplicate before head", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{testkit.Checkpoint("t", "a", "zz", 1000)}, SetHead: true, Head: "zz", Writer: w}, ckptstore.ErrDuplicateID},
 	} {
 		e.fails("Import, "+tc.name, tc.want, func() error {
-			n, err := im.Import(e.ctx, tc.b)
+			n, err := e.s.Import(e.ctx, tc.b)
 			if err != nil && n != 0 {
 				t.Errorf("the refused Import reported %d written", n)
 			}
@@ -270,14 +268,13 @@ func (s *suite) importInvalidRefused(t *testing.T) {
 	}
 	e.clock.Advance(LeaseDuration)
 	e.fails("Import with an expired writer", ckptstore.ErrWriterLost, func() error {
-		_, err := im.Import(e.ctx, ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{ok()}, Writer: w})
+		_, err := e.s.Import(e.ctx, ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{ok()}, Writer: w})
 		return err
 	})
 }
 
 func (s *suite) importHead(t *testing.T) {
 	e := s.env(t)
-	im := e.s
 	w := e.acquire("t").Writer
 	set := func(head string, cps ...*ckptstore.Checkpoint) ckptstore.ImportBatch {
 		return ckptstore.ImportBatch{ThreadID: "t", Checkpoints: cps, SetHead: true, Head: head, Writer: w}
@@ -291,7 +288,7 @@ func (s *suite) importHead(t *testing.T) {
 	e.wantHead("t", "gone")
 	for _, head := range []string{"x", "", "other"} {
 		e.fails("SetHead "+head+" on a thread whose head is gone", ckptstore.ErrConflict, func() error {
-			_, err := im.Import(e.ctx, set(head, testkit.Checkpoint("t", "y", "", 1000)))
+			_, err := e.s.Import(e.ctx, set(head, testkit.Checkpoint("t", "y", "", 1000)))
 			return err
 		})
 	}
@@ -303,7 +300,7 @@ func (s *suite) importHead(t *testing.T) {
 	e.append(testkit.Checkpoint("t", "z", "", 1000), w)
 	e.wantHead("t", "z")
 	e.fails("SetHead to the old head", ckptstore.ErrConflict, func() error {
-		_, err := im.Import(e.ctx, set("gone"))
+		_, err := e.s.Import(e.ctx, set("gone"))
 		return err
 	})
 	e.doImport("SetHead to the appended head", set("z"), 0)
@@ -313,19 +310,17 @@ func (s *suite) importNoHeadIsNotEmpty(t *testing.T) {
 	// Checkpoints imported without a head still make the thread
 	// non-empty: a fork into it is refused.
 	e := s.env(t)
-	f := e.s
 	e.chain("src", nil, "s1")
 	w := e.acquire("t").Writer
 	e.doImport("Import without a head", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{testkit.Checkpoint("t", "x", "y", 1000)}, Writer: w}, 1)
 	e.wantHead("t", "")
 	e.track(nil, "root")
 	e.fails("ForkFromCheckpoint into a thread with checkpoints and no head", ckptstore.ErrForkDestinationNotEmpty, func() error {
-		_, err := f.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{SourceThreadID: "src", SourceCheckpointID: "s1",
+		_, err := e.s.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{SourceThreadID: "src", SourceCheckpointID: "s1",
 			DestinationThreadID: "t", DestinationCheckpointID: "root", CreatedAt: 1, Writer: w})
 		return err
 	})
-	tl := e.s
-	if got := e.allThreads(tl); len(got) != 2 || got[1] != "t" {
+	if got := e.allThreads(); len(got) != 2 || got[1] != "t" {
 		t.Errorf("Threads = %q, want [src t]: checkpoints without a head make a thread", got)
 	}
 }
@@ -339,8 +334,7 @@ func (s *suite) importTranscript(t *testing.T) {
 	e.doImport("a transcript", ckptstore.ImportBatch{ThreadID: "t", Transcript: []byte(`[ "new" ]`), Writer: w}, 0)
 	e.wantTranscript("t", `[ "new" ]`)
 	e.doImport("the transcript []", ckptstore.ImportBatch{ThreadID: "u0", Transcript: []byte(`[]`), Writer: e.acquire("u0").Writer}, 0)
-	tl := e.s
-	if got := e.allThreads(tl); len(got) != 2 || got[0] != "t" || got[1] != "u0" {
+	if got := e.allThreads(); len(got) != 2 || got[0] != "t" || got[1] != "u0" {
 		t.Errorf("Threads = %q, want [t u0]: an imported transcript makes a thread", got)
 	}
 }
@@ -349,7 +343,6 @@ func (s *suite) importRoundTrip(t *testing.T) {
 	// Export a thread made by the store's own writes, delete it, and
 	// import it back: the store is as it was, blob counts included.
 	e := s.env(t)
-	d := e.s
 	w := e.acquire("t").Writer
 	for i, id := range []string{"a", "b", "c", "d"} {
 		c := richCP("t", id, "")
@@ -357,8 +350,7 @@ func (s *suite) importRoundTrip(t *testing.T) {
 		c.Files = c.Files[:1+i%3]
 		e.append(c, w)
 	}
-	p := e.s
-	_, err := p.DeleteCheckpoints(e.ctx, "t", 3, w)
+	_, err := e.s.DeleteCheckpoints(e.ctx, "t", 3, w)
 	require.NoError(t, err, "DeleteCheckpoints")
 	require.NoError(t, e.s.DeleteHead(e.ctx, "t", "d", w), "DeleteHead d")
 	e.append(testkit.Checkpoint("t", "e", "", 1000), w) // a second child of c
@@ -367,7 +359,7 @@ func (s *suite) importRoundTrip(t *testing.T) {
 	before := e.snap()
 	exported, head := e.list("t"), e.head("t")
 	transcript := []byte(e.load("t"))
-	_, err = d.DeleteThread(e.ctx, "t", w)
+	_, err = e.s.DeleteThread(e.ctx, "t", w)
 	require.NoError(t, err, "DeleteThread")
 	e.doImport("Import of the export", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: exported, SetHead: true, Head: head,
 		Transcript: transcript, Writer: w}, len(exported))

@@ -53,12 +53,10 @@ func (e *env) writerLost(what string, w ckptstore.Writer, thread string) {
 			return e.s.DeleteHead(e.ctx, thread, head, w)
 		})
 	}
-	p := e.s
 	e.fails(what+": DeleteCheckpoints", ckptstore.ErrWriterLost, func() error {
-		_, err := p.DeleteCheckpoints(e.ctx, thread, 1, w)
+		_, err := e.s.DeleteCheckpoints(e.ctx, thread, 1, w)
 		return err
 	})
-	f := e.s
 	if e.head("fork-source") == "" {
 		// A lease on the source thread, left to expire with the others.
 		fw := e.acquire("fork-source").Writer
@@ -66,7 +64,7 @@ func (e *env) writerLost(what string, w ckptstore.Writer, thread string) {
 	}
 	e.track(nil, "lost-fork")
 	e.fails(what+": ForkFromCheckpoint", ckptstore.ErrWriterLost, func() error {
-		_, err := f.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{
+		_, err := e.s.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{
 			SourceThreadID: "fork-source", SourceCheckpointID: "fork-source-cp",
 			DestinationThreadID: thread, DestinationCheckpointID: "lost-fork", CreatedAt: 1, Writer: w})
 		return err

@@ -11,10 +11,8 @@ package conformance
 // The model knows whether an input is invalid because the test builds it
 // that way (one chosen defect), not by running a validator.
 //
-// The optional capabilities join the actions when the store has them:
-// SaveThread and LoadThread, DeleteThread, ListPage, Threads and Import;
-// and writes with caller op tokens, repeated later, must report success
-// and change nothing.
+// Writes with caller op tokens, repeated later, must report success and
+// change nothing.
 
 import (
 	"context"
@@ -138,21 +136,14 @@ func (m *model) chain(thread string) []string {
 
 // machine runs one random sequence against a store and the model.
 type machine struct {
-	s           ckptstore.Store
-	pruner      ckptstore.Store
-	forker      ckptstore.Store
-	transcripts ckptstore.Store
-	deleter     ckptstore.Store
-	pager       ckptstore.Store
-	lister      ckptstore.Store
-	importer    ckptstore.Store
-	repeats     []func(*rapid.T) // repeat a write that committed with an op token
-	clock       *Clock
-	m           *model
-	leases      []*ckptstore.Lease // every lease the store granted
-	ids         []string           // every checkpoint id ever used, so ids get reused
-	fresh       int
-	stats       map[string]int // outcome counts over all runs, for the log
+	s       ckptstore.Store
+	repeats []func(*rapid.T) // repeat a write that committed with an op token
+	clock   *Clock
+	m       *model
+	leases  []*ckptstore.Lease // every lease the store granted
+	ids     []string           // every checkpoint id ever used, so ids get reused
+	fresh   int
+	stats   map[string]int // outcome counts over all runs, for the log
 }
 
 var (
@@ -192,57 +183,34 @@ func (s *suite) testModel(t *testing.T) {
 
 func (s *suite) modelRun(t *testing.T, rt *rapid.T, stats map[string]int) {
 	opts, clock := leaseOptions()
-	st := s.newStore(t, opts)
-	mc := &machine{s: st, clock: clock, stats: stats,
+	mc := &machine{s: s.newStore(t, opts), clock: clock, stats: stats,
 		m: &model{now: clock.Now, cps: map[string]*ckptstore.Checkpoint{}, threads: map[string]*mThread{}}}
-	mc.pruner = st
-	mc.forker = st
-	actions := map[string]func(*rapid.T){
-		"Acquire":        mc.acquire,
-		"Renew":          mc.renew,
-		"Release":        mc.release,
-		"Append":         mc.appendAny,
-		"Append2":        mc.appendAny, // the richest action, twice as often
-		"AppendOnHead":   mc.appendOnHead,
-		"AppendOnHead2":  mc.appendOnHead, // appends that should work, twice as often
-		"DeleteHead":     mc.deleteHead,
-		"Get":            mc.get,
-		"List":           mc.list,
-		"Head":           mc.headOf,
-		"BlobReferences": mc.refs,
-		"Advance":        mc.advance,
-	}
-	if mc.pruner != nil {
-		actions["DeleteCheckpoints"] = mc.prune
-	}
-	if mc.forker != nil {
-		actions["Fork"] = mc.fork
-	}
-	mc.transcripts = st
-	mc.deleter = st
-	mc.pager = st
-	mc.lister = st
-	mc.importer = st
-	if mc.transcripts != nil {
-		actions["SaveThread"] = mc.saveThread
-		actions["LoadThread"] = mc.loadThread
-	}
-	if mc.deleter != nil {
-		actions["DeleteThread"] = mc.deleteThread
-	}
-	if mc.pager != nil {
-		actions["ListPage"] = mc.listPage
-	}
-	if mc.lister != nil {
-		actions["Threads"] = mc.threadsPage
-	}
-	if mc.importer != nil {
-		actions["Import"] = mc.importBatch
-		actions["Import2"] = mc.importBatch // many outcomes to reach
-	}
-	actions["WithOpToken"] = mc.withOpToken
-	actions["RepeatOpToken"] = mc.repeatOpToken
-	rt.Repeat(actions)
+	rt.Repeat(map[string]func(*rapid.T){
+		"Acquire":           mc.acquire,
+		"Renew":             mc.renew,
+		"Release":           mc.release,
+		"Append":            mc.appendAny,
+		"Append2":           mc.appendAny, // the richest action, twice as often
+		"AppendOnHead":      mc.appendOnHead,
+		"AppendOnHead2":     mc.appendOnHead, // appends that should work, twice as often
+		"DeleteHead":        mc.deleteHead,
+		"Get":               mc.get,
+		"List":              mc.list,
+		"Head":              mc.headOf,
+		"BlobReferences":    mc.refs,
+		"Advance":           mc.advance,
+		"DeleteCheckpoints": mc.prune,
+		"Fork":              mc.fork,
+		"SaveThread":        mc.saveThread,
+		"LoadThread":        mc.loadThread,
+		"DeleteThread":      mc.deleteThread,
+		"ListPage":          mc.listPage,
+		"Threads":           mc.threadsPage,
+		"Import":            mc.importBatch,
+		"Import2":           mc.importBatch, // many outcomes to reach
+		"WithOpToken":       mc.withOpToken,
+		"RepeatOpToken":     mc.repeatOpToken,
+	})
 	mc.checkAll(rt)
 }
 
@@ -354,7 +322,7 @@ func (mc *machine) liveWriter(t *rapid.T, thread string) (ckptstore.Writer, bool
 	if mt := mc.m.threads[thread]; mt != nil && mt.lease != nil && mc.m.now().Before(mt.expiry) {
 		return *mt.lease, true
 	}
-	l := mc.doAcquire(t, thread)
+	l := mc.doAcquire(t.Context(), t, thread)
 	if l == nil {
 		return ckptstore.Writer{}, false
 	}
@@ -445,15 +413,11 @@ func optInvalid(ids ...string) bool {
 
 // ---- actions ----
 
-func (mc *machine) acquire(t *rapid.T) { mc.doAcquire(t, mc.drawThread(t, "thread")) }
+func (mc *machine) acquire(t *rapid.T) { mc.doAcquire(t.Context(), t, mc.drawThread(t, "thread")) }
 
 // doAcquire calls AcquireWriter and checks it against the model; it
 // returns the lease when one was granted.
-func (mc *machine) doAcquire(t *rapid.T, th string) *ckptstore.Lease {
-	return mc.doAcquireCtx(t.Context(), t, th)
-}
-
-func (mc *machine) doAcquireCtx(ctx context.Context, t *rapid.T, th string) *ckptstore.Lease {
+func (mc *machine) doAcquire(ctx context.Context, t *rapid.T, th string) *ckptstore.Lease {
 	l, err := mc.s.AcquireWriter(ctx, th)
 	switch {
 	case !validID(th):
@@ -627,7 +591,7 @@ func (mc *machine) prune(t *rapid.T) {
 	th := mc.drawThread(t, "thread")
 	keep := []int{1, 2, 3, 0, -1}[pick(t, "keep", 3, 3, 2, 1, 1)]
 	w := mc.drawWriter(t, th)
-	deleted, err := mc.pruner.DeleteCheckpoints(t.Context(), th, keep, w)
+	deleted, err := mc.s.DeleteCheckpoints(t.Context(), th, keep, w)
 	var want error
 	switch {
 	case anyInvalid(th, w.ThreadID):
@@ -679,7 +643,7 @@ func (mc *machine) fork(t *rapid.T) {
 		in.DestinationThreadID = rapid.SampledFrom(empty).Draw(t, "empty destination")
 	}
 	in.Writer = mc.drawWriter(t, in.DestinationThreadID)
-	got, err := mc.forker.ForkFromCheckpoint(t.Context(), in)
+	got, err := mc.s.ForkFromCheckpoint(t.Context(), in)
 	src := mc.m.cps[in.SourceCheckpointID]
 	var want error
 	switch {
@@ -707,10 +671,8 @@ func (mc *machine) fork(t *rapid.T) {
 	mc.m.cps[root.ID] = root
 	mc.m.thread(root.ThreadID).head = root.ID
 	mc.use(root.ID)
-	if mc.transcripts != nil {
-		tr := string(canon(root).Conversation)
-		mc.m.thread(root.ThreadID).transcript = &tr
-	}
+	tr := string(canon(root).Conversation)
+	mc.m.thread(root.ThreadID).transcript = &tr
 }
 
 func (mc *machine) get(t *rapid.T) {
@@ -774,20 +736,16 @@ func (mc *machine) checkAll(t *rapid.T) {
 		mustCP(t, c, mc.m.cps[id], "at the end: Get(%q)", id)
 	}
 	for _, th := range modelThreads {
-		if mc.transcripts != nil {
-			m, err := mc.transcripts.LoadThread(t.Context(), th)
-			mc.agree(t, "final read", "LoadThread", err, nil)
-			if want := mc.m.transcript(th); string(m) != want {
-				t.Fatalf("at the end: LoadThread(%q) = %q, model says %q", th, m, want)
-			}
+		m, err := mc.s.LoadThread(t.Context(), th)
+		mc.agree(t, "final read", "LoadThread", err, nil)
+		if want := mc.m.transcript(th); string(m) != want {
+			t.Fatalf("at the end: LoadThread(%q) = %q, model says %q", th, m, want)
 		}
 	}
-	if mc.lister != nil {
-		got, next, err := mc.lister.Threads(t.Context(), "", 0)
-		mc.agree(t, "final read", "Threads", err, nil)
-		require.Equal(t, orNil(mc.m.listed()), orNil(got), "at the end: Threads, against the model")
-		require.Empty(t, next, "at the end: Threads' next cursor")
-	}
+	threads, next, err := mc.s.Threads(t.Context(), "", 0)
+	mc.agree(t, "final read", "Threads", err, nil)
+	require.Equal(t, orNil(mc.m.listed()), orNil(threads), "at the end: Threads, against the model")
+	require.Empty(t, next, "at the end: Threads' next cursor")
 	got, err := mc.s.ListBlobReferences(t.Context())
 	mc.agree(t, "final read", "BlobReferences", err, nil)
 	mustRefList(t, got, testkit.Recount(stored), "at the end: BlobReferences differ from a recount of the stored checkpoints")

@@ -1,6 +1,7 @@
 package conformance
 
-// The model's actions for the optional capabilities and for op tokens.
+// The model's actions for transcripts, DeleteThread, paging, Import and op
+// tokens.
 
 import (
 	"context"
@@ -30,7 +31,7 @@ var modelTranscripts = []struct {
 func (mc *machine) saveThread(t *rapid.T) {
 	th := mc.drawThread(t, "thread")
 	in := modelTranscripts[pick(t, "messages", 4, 3, 2, 1, 1, 1, 1)]
-	err := mc.transcripts.SaveThread(t.Context(), th, json.RawMessage(in.m))
+	err := mc.s.SaveThread(t.Context(), th, json.RawMessage(in.m))
 	var want error
 	switch {
 	case !validID(th):
@@ -47,7 +48,7 @@ func (mc *machine) saveThread(t *rapid.T) {
 
 func (mc *machine) loadThread(t *rapid.T) {
 	th := mc.drawThread(t, "thread")
-	got, err := mc.transcripts.LoadThread(t.Context(), th)
+	got, err := mc.s.LoadThread(t.Context(), th)
 	if !validID(th) {
 		mc.agree(t, "LoadThread", "LoadThread", err, ckptstore.ErrInvalidID)
 		return
@@ -61,7 +62,7 @@ func (mc *machine) loadThread(t *rapid.T) {
 func (mc *machine) deleteThread(t *rapid.T) {
 	th := mc.drawThread(t, "thread")
 	w := mc.drawWriter(t, th)
-	n, err := mc.deleter.DeleteThread(t.Context(), th, w)
+	n, err := mc.s.DeleteThread(t.Context(), th, w)
 	var want error
 	switch {
 	case anyInvalid(th, w.ThreadID):
@@ -119,7 +120,7 @@ func (mc *machine) listPage(t *rapid.T) {
 	case 2:
 		opt.After, badCursor = "bogus", true
 	}
-	page, next, err := mc.pager.ListPage(t.Context(), th, opt)
+	page, next, err := mc.s.ListPage(t.Context(), th, opt)
 	var want error
 	switch {
 	case !validID(th):
@@ -169,7 +170,7 @@ func (mc *machine) threadsPage(t *rapid.T) {
 	case 2:
 		after, bad = "t1", true
 	}
-	page, next, err := mc.lister.Threads(t.Context(), after, limit)
+	page, next, err := mc.s.Threads(t.Context(), after, limit)
 	var want error
 	if limit < 0 || bad {
 		want = ckptstore.ErrInvalidEntry
@@ -210,7 +211,7 @@ func (mc *machine) importBatch(t *rapid.T) {
 	for i, c := range b.Checkpoints {
 		batch[i] = cloneCP(c)
 	}
-	n, err := mc.importer.Import(t.Context(), b)
+	n, err := mc.s.Import(t.Context(), b)
 	want := mc.importWant(b, batch, bad)
 	mc.agree(t, "Import", fmt.Sprintf("Import(%q, %d checkpoints, head %v %q)", b.ThreadID, len(batch), b.SetHead, b.Head), err, want)
 	if want == nil {
@@ -234,13 +235,11 @@ func (mc *machine) drawImport(t *rapid.T) (b ckptstore.ImportBatch, bad bool) {
 	case 2:
 		b.SetHead, b.Head = true, mc.drawRef(t, "head")
 	}
-	if mc.transcripts != nil {
-		switch pick(t, "transcript", 4, 2, 1) {
-		case 1:
-			b.Transcript = json.RawMessage(`["imported"]`)
-		case 2:
-			b.Transcript, bad = json.RawMessage(`{}`), true
-		}
+	switch pick(t, "transcript", 4, 2, 1) {
+	case 1:
+		b.Transcript = json.RawMessage(`["imported"]`)
+	case 2:
+		b.Transcript, bad = json.RawMessage(`{}`), true
 	}
 	b.Writer = mc.drawWriter(t, th)
 	return b, bad
@@ -377,7 +376,7 @@ func (mc *machine) withOpToken(t *rapid.T) {
 			mc.agree(t, "repeated DeleteHead", "DeleteHead repeated with its op token", mc.s.DeleteHead(ctx, th, id, w), nil)
 		})
 	case 2:
-		l := mc.doAcquireCtx(ctx, t, th)
+		l := mc.doAcquire(ctx, t, th)
 		if l == nil {
 			return
 		}

@@ -49,9 +49,8 @@ func (s *suite) testDeleteHead(t *testing.T) {
 	})
 	t.Run("HeadWithMissingParent", func(t *testing.T) {
 		e := s.env(t)
-		p := e.s
 		w := e.chain("t", nil, "a", "b", "c")
-		_, err := p.DeleteCheckpoints(e.ctx, "t", 1, w)
+		_, err := e.s.DeleteCheckpoints(e.ctx, "t", 1, w)
 		require.NoError(t, err, "DeleteCheckpoints(keep 1)")
 		require.NoError(t, e.s.DeleteHead(e.ctx, "t", "c", w), "DeleteHead c")
 		// The head moved to c's parent as stored, which no longer exists.
@@ -73,9 +72,8 @@ func (s *suite) testDeleteHead(t *testing.T) {
 	})
 	t.Run("HeadInAnotherThread", func(t *testing.T) {
 		e := s.env(t)
-		p := e.s
 		wt := e.chain("t", nil, "p", "q")
-		_, err := p.DeleteCheckpoints(e.ctx, "t", 1, wt)
+		_, err := e.s.DeleteCheckpoints(e.ctx, "t", 1, wt)
 		require.NoError(t, err, "DeleteCheckpoints(t, 1)")
 		wu := e.chain("u", nil, "p") // p's id, reused by u
 		require.NoError(t, e.s.DeleteHead(e.ctx, "t", "q", wt), "DeleteHead q")
@@ -105,7 +103,6 @@ func (s *suite) testDeleteCheckpoints(t *testing.T) {
 
 func (s *suite) deleteCheckpointsFollowsChainNotCreatedAt(t *testing.T) {
 	e := s.env(t)
-	p := e.s
 	w := e.acquire("t").Writer
 	// createdAt falls along the chain: the newest by createdAt are the
 	// farthest from the head.
@@ -116,7 +113,7 @@ func (s *suite) deleteCheckpointsFollowsChainNotCreatedAt(t *testing.T) {
 		e.append(c, w)
 	}
 	kept := []*ckptstore.Checkpoint{e.get("c5"), e.get("c4")}
-	deleted, err := p.DeleteCheckpoints(e.ctx, "t", 2, w)
+	deleted, err := e.s.DeleteCheckpoints(e.ctx, "t", 2, w)
 	require.NoError(t, err, "DeleteCheckpoints(keep 2)")
 	assert.Equal(t, []string{"c1", "c2", "c3"}, deleted, "deleted, in chain order, farthest from the head first")
 	e.wantList("t", "c5", "c4")
@@ -137,10 +134,9 @@ func (s *suite) deleteCheckpointsFollowsChainNotCreatedAt(t *testing.T) {
 
 func (s *suite) deleteCheckpointsNothingToDelete(t *testing.T) {
 	e := s.env(t)
-	p := e.s
 	w := e.acquire("empty").Writer
 	e.fails("DeleteCheckpoints on an empty thread", nil, func() error {
-		d, err := p.DeleteCheckpoints(e.ctx, "empty", 1, w)
+		d, err := e.s.DeleteCheckpoints(e.ctx, "empty", 1, w)
 		if len(d) != 0 {
 			t.Errorf("DeleteCheckpoints on an empty thread deleted %q", d)
 		}
@@ -149,7 +145,7 @@ func (s *suite) deleteCheckpointsNothingToDelete(t *testing.T) {
 	w = e.chain("t", nil, "a", "b", "c")
 	for _, keep := range []int{3, 4, maxSize} {
 		e.fails("DeleteCheckpoints keeping the whole chain", nil, func() error {
-			d, err := p.DeleteCheckpoints(e.ctx, "t", keep, w)
+			d, err := e.s.DeleteCheckpoints(e.ctx, "t", keep, w)
 			if len(d) != 0 {
 				t.Errorf("DeleteCheckpoints(keep %d) of a 3-chain deleted %q", keep, d)
 			}
@@ -160,11 +156,10 @@ func (s *suite) deleteCheckpointsNothingToDelete(t *testing.T) {
 
 func (s *suite) deleteCheckpointsKeepOne(t *testing.T) {
 	e := s.env(t)
-	p := e.s
 	w := e.chain("t", nil, "a", "b", "c", "d")
 	e.chain("u", nil, "other")
 	before := e.snap()
-	deleted, err := p.DeleteCheckpoints(e.ctx, "t", 1, w)
+	deleted, err := e.s.DeleteCheckpoints(e.ctx, "t", 1, w)
 	require.NoError(t, err, "DeleteCheckpoints(keep 1)")
 	assert.Equal(t, []string{"a", "b", "c"}, deleted, "deleted")
 	e.wantList("t", "d")
@@ -178,14 +173,13 @@ func (s *suite) deleteCheckpointsForeignAncestorsStay(t *testing.T) {
 	// The chain walk stops at a checkpoint of another thread: t's
 	// oldest parent id is reused by u, and pruning t leaves it.
 	e := s.env(t)
-	p := e.s
 	wt := e.chain("t", nil, "p", "q")
-	_, err := p.DeleteCheckpoints(e.ctx, "t", 1, wt)
+	_, err := e.s.DeleteCheckpoints(e.ctx, "t", 1, wt)
 	require.NoError(t, err, "DeleteCheckpoints(t, 1)")
 	e.chain("u", nil, "p")
 	e.append(testkit.Checkpoint("t", "r", "", 1000), wt)
 	e.append(testkit.Checkpoint("t", "s", "", 1000), wt)
-	deleted, err := p.DeleteCheckpoints(e.ctx, "t", 1, wt)
+	deleted, err := e.s.DeleteCheckpoints(e.ctx, "t", 1, wt)
 	require.NoError(t, err, "DeleteCheckpoints(t, 1) again")
 	assert.Equal(t, []string{"q", "r"}, deleted, "deleted")
 	e.wantList("t", "s")
@@ -198,21 +192,20 @@ func (s *suite) deleteCheckpointsParentCycle(t *testing.T) {
 	// x → y, prune x, then append a new x on y: y's parent is x again,
 	// and the chain from the head loops. The walk must stop.
 	e := s.env(t)
-	p := e.s
 	w := e.chain("t", nil, "x", "y")
-	_, err := p.DeleteCheckpoints(e.ctx, "t", 1, w)
+	_, err := e.s.DeleteCheckpoints(e.ctx, "t", 1, w)
 	require.NoError(t, err, "DeleteCheckpoints(keep 1)")
 	e.append(testkit.Checkpoint("t", "x", "", 1000), w) // parent y; y's parent is x
 	e.wantList("t", "x", "y")
 	e.fails("DeleteCheckpoints(keep 2) of a 2-cycle", nil, func() error {
-		d, err := p.DeleteCheckpoints(e.ctx, "t", 2, w)
+		d, err := e.s.DeleteCheckpoints(e.ctx, "t", 2, w)
 		if len(d) != 0 {
 			t.Errorf("keep 2 of a 2-cycle deleted %q", d)
 		}
 		return err
 	})
 	e.append(testkit.Checkpoint("t", "z", "", 1000), w) // z → x → y → x
-	deleted, err := p.DeleteCheckpoints(e.ctx, "t", 1, w)
+	deleted, err := e.s.DeleteCheckpoints(e.ctx, "t", 1, w)
 	require.NoError(t, err, "DeleteCheckpoints(keep 1) of a cycle")
 	assert.Equal(t, []string{"y", "x"}, deleted, "deleted")
 	e.wantList("t", "z")
@@ -253,7 +246,6 @@ func (s *suite) testFork(t *testing.T) {
 
 func (s *suite) forkRoot(t *testing.T) {
 	e := s.env(t)
-	f := e.s
 	ws := e.acquire("src").Writer
 	a := richCP("src", "a", "")
 	e.append(a, ws)
@@ -266,7 +258,7 @@ func (s *suite) forkRoot(t *testing.T) {
 	before := e.snap()
 	in := ckptstore.ForkInput{SourceThreadID: "src", SourceCheckpointID: "a",
 		DestinationThreadID: "dest", DestinationCheckpointID: "f1", CreatedAt: -42.5, Writer: wd}
-	got, err := f.ForkFromCheckpoint(e.ctx, in)
+	got, err := e.s.ForkFromCheckpoint(e.ctx, in)
 	require.NoError(t, err, "ForkFromCheckpoint")
 	want := wantForkRoot(src, in)
 	wantCP(t, got, want, "ForkFromCheckpoint returned")
@@ -287,7 +279,6 @@ func (s *suite) forkRoot(t *testing.T) {
 
 func (s *suite) forkCountsUp(t *testing.T) {
 	e := s.env(t)
-	f := e.s
 	ws := e.acquire("src").Writer
 	c := testkit.Checkpoint("src", "a", "", 1000)
 	c.Files = []ckptstore.Entry{testkit.File("x", 1, 1), testkit.File("y", 1, 1), testkit.File("z", 2, 1), testkit.Dir("d")}
@@ -295,7 +286,7 @@ func (s *suite) forkCountsUp(t *testing.T) {
 	e.append(c, ws)
 	for i, dest := range []string{"d1", "d2"} {
 		wd := e.acquire(dest).Writer
-		_, err := f.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{SourceThreadID: "src", SourceCheckpointID: "a",
+		_, err := e.s.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{SourceThreadID: "src", SourceCheckpointID: "a",
 			DestinationThreadID: dest, DestinationCheckpointID: dest + "-root", CreatedAt: 1, Writer: wd})
 		require.NoError(t, err, "ForkFromCheckpoint into "+dest)
 		n := int64(i + 2)
@@ -310,11 +301,10 @@ func (s *suite) forkIntoEmptiedThread(t *testing.T) {
 	// A thread whose checkpoints were all deleted has no head and is
 	// empty again.
 	e := s.env(t)
-	f := e.s
 	e.chain("src", nil, "a")
 	wd := e.chain("dest", nil, "old")
 	require.NoError(t, e.s.DeleteHead(e.ctx, "dest", "old", wd), "DeleteHead old")
-	_, err := f.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{SourceThreadID: "src", SourceCheckpointID: "a",
+	_, err := e.s.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{SourceThreadID: "src", SourceCheckpointID: "a",
 		DestinationThreadID: "dest", DestinationCheckpointID: "old", CreatedAt: 1, Writer: wd})
 	require.NoError(t, err, "ForkFromCheckpoint into an emptied thread, reusing a deleted id")
 	e.wantList("dest", "old")
@@ -325,17 +315,16 @@ func (s *suite) forkIntoEmptiedThread(t *testing.T) {
 
 func (s *suite) forkForkOfForkAndSourceLeaseNotNeeded(t *testing.T) {
 	e := s.env(t)
-	f := e.s
 	e.chain("src", nil, "a")
 	e.clock.Advance(LeaseDuration) // src's lease expired: forking needs only the destination's
 	w1 := e.acquire("d1").Writer
-	_, err := f.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{SourceThreadID: "src", SourceCheckpointID: "a",
+	_, err := e.s.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{SourceThreadID: "src", SourceCheckpointID: "a",
 		DestinationThreadID: "d1", DestinationCheckpointID: "r1", CreatedAt: 1, Writer: w1})
 	require.NoError(t, err, "fork src → d1")
 	w2 := e.acquire("d2").Writer
 	in := ckptstore.ForkInput{SourceThreadID: "d1", SourceCheckpointID: "r1",
 		DestinationThreadID: "d2", DestinationCheckpointID: "r2", CreatedAt: 2, Writer: w2}
-	got, err := f.ForkFromCheckpoint(e.ctx, in)
+	got, err := e.s.ForkFromCheckpoint(e.ctx, in)
 	require.NoError(t, err, "fork d1 → d2")
 	wantCP(t, got, wantForkRoot(e.get("r1"), in), "fork of a fork root")
 }
@@ -365,12 +354,10 @@ func (s *suite) testContext(t *testing.T) {
 	canceled("AcquireWriter", err)
 	_, err = l.Renew(ctx)
 	canceled("Renew", err)
-	p := e.s
-	_, err = p.DeleteCheckpoints(ctx, "t", 1, l.Writer)
+	_, err = e.s.DeleteCheckpoints(ctx, "t", 1, l.Writer)
 	canceled("DeleteCheckpoints", err)
-	f := e.s
 	wd := e.acquire("dest").Writer
-	_, err = f.ForkFromCheckpoint(ctx, ckptstore.ForkInput{SourceThreadID: "t", SourceCheckpointID: "a",
+	_, err = e.s.ForkFromCheckpoint(ctx, ckptstore.ForkInput{SourceThreadID: "t", SourceCheckpointID: "a",
 		DestinationThreadID: "dest", DestinationCheckpointID: "fork", CreatedAt: 1, Writer: wd})
 	canceled("ForkFromCheckpoint", err)
 	e.unchanged("calls with a cancelled context", before)

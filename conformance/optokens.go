@@ -96,7 +96,6 @@ func (s *suite) opTokensDeleteHead(t *testing.T, o opTokens) {
 
 func (s *suite) opTokensFork(t *testing.T, o opTokens) {
 	e := s.env(t)
-	f := e.s
 	ws := e.acquire("src").Writer
 	a := richCP("src", "a", "")
 	e.append(a, ws)
@@ -105,12 +104,12 @@ func (s *suite) opTokensFork(t *testing.T, o opTokens) {
 	in := ckptstore.ForkInput{SourceThreadID: "src", SourceCheckpointID: "a",
 		DestinationThreadID: "dest", DestinationCheckpointID: "root", CreatedAt: 3, Writer: wd}
 	ctx := o.tok("fork")
-	first, err := f.ForkFromCheckpoint(ctx, in)
+	first, err := e.s.ForkFromCheckpoint(ctx, in)
 	require.NoError(t, err, "ForkFromCheckpoint with an op token")
 	want := wantForkRoot(e.get("a"), in)
 	wantCP(t, first, want, "ForkFromCheckpoint returned")
 	e.fails("the repeated fork", nil, func() error {
-		again, err := f.ForkFromCheckpoint(ctx, in)
+		again, err := e.s.ForkFromCheckpoint(ctx, in)
 		if err == nil {
 			wantCP(t, again, want, "the repeated fork returned")
 			scribble(again) // the caller's own copy
@@ -120,7 +119,7 @@ func (s *suite) opTokensFork(t *testing.T, o opTokens) {
 	wantCP(t, e.get("root"), want, "changing what the repeated fork returned changed the store")
 	e.wantRecount()
 	e.fails("the same fork with another token", ckptstore.ErrForkDestinationNotEmpty, func() error {
-		_, err := f.ForkFromCheckpoint(o.tok("fork-2"), in)
+		_, err := e.s.ForkFromCheckpoint(o.tok("fork-2"), in)
 		return err
 	})
 }

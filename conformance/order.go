@@ -47,10 +47,9 @@ var lostWriters = []struct {
 	{"thread id swapped", wThreadSwap},
 }
 
-// fieldVariant is a variant that changes one field with f and applies to
-// every store.
+// fieldVariant is a variant that changes one field with f.
 func fieldVariant[I any](name, field string, f func(in *I)) variant[I] {
-	return variant[I]{name, []string{field}, func(_ *fixture, in *I) bool { f(in); return true }}
+	return variant[I]{name, []string{field}, f}
 }
 
 // writerVariant is the variant of field "writer" that set makes writer
@@ -151,7 +150,7 @@ func (f *fixture) writer(k writerKind, thread, base string) ckptstore.Writer {
 type variant[I any] struct {
 	name   string
 	fields []string
-	apply  func(f *fixture, in *I) bool // false: does not apply to this store
+	apply  func(in *I)
 }
 
 // check is one step of a method's check order.
@@ -219,15 +218,9 @@ func runOrder[I any](t *testing.T, s *suite, ot orderTest[I]) {
 // runCheck runs each variant of check c alone: each must fail with c's
 // error.
 func (ot orderTest[I]) runCheck(t *testing.T, s *suite, c check[I]) {
-	f := ot.setup(t, s)
+	f := s.fixture(t)
 	for _, v := range c.variants {
-		t.Run(v.name, func(t *testing.T) {
-			in, ok := ot.build(f, v)
-			if !ok {
-				t.Skipf("variant %q needs a capability this store lacks", v.name)
-			}
-			ot.attempt(t, f, c.err, in)
-		})
+		t.Run(v.name, func(t *testing.T) { ot.attempt(t, f, c.err, ot.build(f, v)) })
 	}
 }
 
@@ -236,15 +229,15 @@ func (ot orderTest[I]) runCheck(t *testing.T, s *suite, c check[I]) {
 // failing its check. Each must fail with ci's error, and there must be
 // one.
 func (ot orderTest[I]) runPair(t *testing.T, s *suite, ci, cj check[I]) {
-	f := ot.setup(t, s)
+	f := s.fixture(t)
 	n := 0
 	for _, vi := range ci.variants {
 		for _, vj := range cj.variants {
 			if overlap(vi.fields, vj.fields) {
 				continue
 			}
-			in, ok := ot.build(f, vi, vj)
-			if !ok || (ci.holds != nil && !ci.holds(&in)) || (cj.holds != nil && !cj.holds(&in)) {
+			in := ot.build(f, vi, vj)
+			if (ci.holds != nil && !ci.holds(&in)) || (cj.holds != nil && !cj.holds(&in)) {
 				continue
 			}
 			n++
@@ -256,24 +249,13 @@ func (ot orderTest[I]) runPair(t *testing.T, s *suite, ci, cj check[I]) {
 	}
 }
 
-// setup returns a fresh fixture, or skips the test when the store lacks
-// the method.
-func (ot orderTest[I]) setup(t *testing.T, s *suite) *fixture {
-	t.Helper()
-	f := s.fixture(t)
-	return f
-}
-
-// build applies the variants to the base input; false when one does not
-// apply to this store.
-func (ot orderTest[I]) build(f *fixture, vs ...variant[I]) (I, bool) {
+// build applies the variants to the base input.
+func (ot orderTest[I]) build(f *fixture, vs ...variant[I]) I {
 	in := ot.base(f)
 	for _, v := range vs {
-		if !v.apply(f, &in) {
-			return in, false
-		}
+		v.apply(&in)
 	}
-	return in, true
+	return in
 }
 
 // attempt runs one failing call. Every write on a fixture must fail, so one
@@ -531,14 +513,8 @@ func forkDestinationVariants() []variant[forkIn] {
 	return []variant[in]{
 		v("destination has checkpoints", "dt", func(x *in) { x.DestinationThreadID = "n" }),
 		v("destination is another source", "dt", func(x *in) { x.DestinationThreadID = "u" }),
-		{"destination has only a head", []string{"dt"}, func(f *fixture, x *in) bool {
-			x.DestinationThreadID = "p"
-			return true
-		}},
-		{"destination has only a transcript", []string{"dt"}, func(f *fixture, x *in) bool {
-			x.DestinationThreadID = "s"
-			return true
-		}},
+		v("destination has only a head", "dt", func(x *in) { x.DestinationThreadID = "p" }),
+		v("destination has only a transcript", "dt", func(x *in) { x.DestinationThreadID = "s" }),
 		v("destination id used elsewhere", "dc", func(x *in) { x.DestinationCheckpointID = "x" }),
 		v("destination id is the source", "dc", func(x *in) { x.DestinationCheckpointID = "g" }),
 		v("destination id is the source head", "dc", func(x *in) { x.DestinationCheckpointID = "h" }),

@@ -29,7 +29,6 @@ func (e *env) fill(thread string, w ckptstore.Writer, prefix string, n int) []st
 	e.t.Helper()
 	head := e.head(thread)
 	out := make([]string, 0, n)
-	im := e.s
 	// Import sets a head only on a thread without one (or the same), so
 	// the first batch sets the last id as the head, ahead of its checkpoint.
 	batched := n > 100 && head == ""
@@ -38,7 +37,7 @@ func (e *env) fill(thread string, w ckptstore.Writer, prefix string, n int) []st
 	flush := func() {
 		if len(batch) > 0 {
 			first := len(out) <= 100
-			_, err := im.Import(e.ctx, ckptstore.ImportBatch{ThreadID: thread, Checkpoints: batch, SetHead: first, Head: last, Writer: w})
+			_, err := e.s.Import(e.ctx, ckptstore.ImportBatch{ThreadID: thread, Checkpoints: batch, SetHead: first, Head: last, Writer: w})
 			require.NoError(e.t, err, "Import of a batch to fill "+thread)
 			batch = nil
 		}
@@ -258,11 +257,10 @@ func (s *suite) listPageCopies(t *testing.T) {
 
 func (s *suite) listPageOffChain(t *testing.T) {
 	e := s.env(t)
-	im := e.s
 	w := e.chain("t", nil, "a", "b")
 	x := testkit.Checkpoint("t", "x", "nowhere", 1000)
 	x.CreatedAt = 1000.5
-	_, err := im.Import(e.ctx, ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{x}, Writer: w})
+	_, err := e.s.Import(e.ctx, ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{x}, Writer: w})
 	require.NoError(t, err, "Import")
 	e.track(nil, "x")
 	assert.Equal(t, []string{"a", "x", "b"}, testkit.IDs(e.pageAll("t", ckptstore.ListOptions{Limit: 1})), "pages, with the checkpoint off the chain")
@@ -404,7 +402,7 @@ func (r *pagingRun) check(reverse bool) {
 // wantThreads checks that a full walk of Threads gives want.
 func wantThreads(e *env, what string, want ...string) {
 	e.t.Helper()
-	assert.Equal(e.t, orNil(want), orNil(e.allThreads(e.s)), "%s: Threads", what)
+	assert.Equal(e.t, orNil(want), orNil(e.allThreads()), "%s: Threads", what)
 }
 
 func (s *suite) testThreads(t *testing.T) {
@@ -424,27 +422,24 @@ func (s *suite) threadsWhatCounts(t *testing.T) {
 	wantThreads(e, "one checkpoint", "t")
 	require.NoError(t, e.s.DeleteHead(e.ctx, "t", "a", w), "DeleteHead a")
 	wantThreads(e, "emptied by DeleteHead")
-	p := e.s
 	wp := e.chain("p", nil, "p1", "p2")
-	_, err := p.DeleteCheckpoints(e.ctx, "p", 1, wp)
+	_, err := e.s.DeleteCheckpoints(e.ctx, "p", 1, wp)
 	require.NoError(t, err, "DeleteCheckpoints")
 	require.NoError(t, e.s.DeleteHead(e.ctx, "p", "p2", wp), "DeleteHead p2")
 	wantThreads(e, "a head whose checkpoint is gone", "p")
 	e.save("s", `[]`)
 	e.wantTranscript("s", `[]`)
-	f := e.s
 	e.chain("src", nil, "s1")
 	wd := e.acquire("fork").Writer
-	_, err = f.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{SourceThreadID: "src", SourceCheckpointID: "s1",
+	_, err = e.s.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{SourceThreadID: "src", SourceCheckpointID: "s1",
 		DestinationThreadID: "fork", DestinationCheckpointID: "f1", CreatedAt: 1, Writer: wd})
 	require.NoError(t, err, "ForkFromCheckpoint")
 	var want []string
 	want = append(want, "fork", "p", "s", "src")
 	wantThreads(e, "after a prune, a transcript and a fork", want...)
-	d := e.s
 	wt := e.chain("tmp", nil, "tmp1")
 	e.save("tmp", `[1]`)
-	_, err = d.DeleteThread(e.ctx, "tmp", wt)
+	_, err = e.s.DeleteThread(e.ctx, "tmp", wt)
 	require.NoError(t, err, "DeleteThread")
 	wantThreads(e, "after DeleteThread", want...)
 }
@@ -462,7 +457,6 @@ func (s *suite) threadsByteOrder(t *testing.T) {
 
 func (s *suite) threadsPaging(t *testing.T) {
 	e := s.env(t)
-	tl := e.s
 	var all []string
 	writers := map[string]ckptstore.Writer{}
 	for i := range 25 {
@@ -471,11 +465,11 @@ func (s *suite) threadsPaging(t *testing.T) {
 		all = append(all, th)
 	}
 	for _, limit := range []int{1, 2, 7, 24, 25, 26, 0, 1000} {
-		got, err := pageThreads(e, tl, "", limit)
+		got, err := e.pageThreads("", limit)
 		require.NoError(t, err, "Threads")
 		assert.Equal(t, all, got, "pages of %d", limit)
 	}
-	page, next, err := tl.Threads(e.ctx, "", 10)
+	page, next, err := e.s.Threads(e.ctx, "", 10)
 	require.NoError(t, err, "Threads")
 	if !slices.Equal(page, all[:10]) || next == "" {
 		t.Errorf("Threads(\"\", 10) = %q, next %q; want %q and a cursor", page, next, all[:10])
@@ -488,7 +482,7 @@ func (s *suite) threadsPaging(t *testing.T) {
 	for _, th := range []string{"t09", "t20"} {
 		require.NoError(t, e.s.DeleteHead(e.ctx, th, th+"-c", writers[th]), "DeleteHead")
 	}
-	rest, err := pageThreads(e, tl, next, 4)
+	rest, err := e.pageThreads(next, 4)
 	require.NoError(t, err, "Threads from the cursor")
 	want := append(slices.Clone(all[10:16]), "t15x")
 	want = append(want, all[16:20]...)
@@ -496,12 +490,12 @@ func (s *suite) threadsPaging(t *testing.T) {
 	assert.Equal(t, want, rest, "Threads after adding between pages")
 	for _, limit := range []int{-1, 1001, math.MaxInt} {
 		e.fails(fmt.Sprintf("Threads(limit %d)", limit), ckptstore.ErrInvalidEntry, func() error {
-			_, _, err := tl.Threads(e.ctx, "", limit)
+			_, _, err := e.s.Threads(e.ctx, "", limit)
 			return err
 		})
 	}
 	e.fails("Threads with a list cursor", ckptstore.ErrInvalidEntry, func() error {
-		_, _, err := tl.Threads(e.ctx, driver.EncodeCursor(driver.Position{CreatedAt: 1, ID: "t"}), 1)
+		_, _, err := e.s.Threads(e.ctx, driver.EncodeCursor(driver.Position{CreatedAt: 1, ID: "t"}), 1)
 		return err
 	})
 }

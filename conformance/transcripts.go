@@ -105,7 +105,6 @@ func (s *suite) transcriptsThreadsApart(t *testing.T) {
 
 func (s *suite) transcriptsRefused(t *testing.T) {
 	e := s.env(t)
-	tr := e.s
 	e.save("t", `["kept"]`)
 	for _, bad := range []struct{ name, m string }{
 		{"empty", ""}, {"whitespace only", " \n"}, {"object", `{}`}, {"null", `null`}, {"string", `"x"`}, {"number", `0`},
@@ -115,19 +114,19 @@ func (s *suite) transcriptsRefused(t *testing.T) {
 	} {
 		for _, th := range []string{"t", "new"} {
 			e.fails("SaveThread("+th+", "+bad.name+")", ckptstore.ErrInvalidEntry, func() error {
-				return tr.SaveThread(e.ctx, th, json.RawMessage(bad.m))
+				return e.s.SaveThread(e.ctx, th, json.RawMessage(bad.m))
 			})
 		}
 	}
-	e.fails("SaveThread(nil)", ckptstore.ErrInvalidEntry, func() error { return tr.SaveThread(e.ctx, "t", nil) })
+	e.fails("SaveThread(nil)", ckptstore.ErrInvalidEntry, func() error { return e.s.SaveThread(e.ctx, "t", nil) })
 	for _, bad := range invalidIDs {
 		e.fails("SaveThread("+bad.name+")", ckptstore.ErrInvalidID, func() error {
-			return tr.SaveThread(e.ctx, bad.id, json.RawMessage(`[]`))
+			return e.s.SaveThread(e.ctx, bad.id, json.RawMessage(`[]`))
 		})
 		e.fails("SaveThread("+bad.name+", invalid messages)", ckptstore.ErrInvalidID, func() error {
-			return tr.SaveThread(e.ctx, bad.id, json.RawMessage(`{}`))
+			return e.s.SaveThread(e.ctx, bad.id, json.RawMessage(`{}`))
 		})
-		m, err := tr.LoadThread(e.ctx, bad.id)
+		m, err := e.s.LoadThread(e.ctx, bad.id)
 		if wantErr(t, "LoadThread("+bad.name+")", err, ckptstore.ErrInvalidID) && m != nil {
 			t.Errorf("LoadThread(%s) failed but returned %q", bad.name, m)
 		}
@@ -138,18 +137,17 @@ func (s *suite) transcriptsRefused(t *testing.T) {
 
 func (s *suite) transcriptsImmutability(t *testing.T) {
 	e := s.env(t)
-	tr := e.s
 	in := json.RawMessage(`["abc"]`)
-	require.NoError(t, tr.SaveThread(e.ctx, "t", in), "SaveThread")
+	require.NoError(t, e.s.SaveThread(e.ctx, "t", in), "SaveThread")
 	copy(in, `[1234]`)
 	e.wantTranscript("t", `["abc"]`)
-	out, err := tr.LoadThread(e.ctx, "t")
+	out, err := e.s.LoadThread(e.ctx, "t")
 	require.NoError(t, err, "LoadThread")
 	for i := range out {
 		out[i] = ' '
 	}
 	e.wantTranscript("t", `["abc"]`)
-	def, err := tr.LoadThread(e.ctx, "none")
+	def, err := e.s.LoadThread(e.ctx, "none")
 	require.NoError(t, err, "LoadThread(none)")
 	if len(def) > 0 {
 		def[0] = '{'
@@ -161,27 +159,25 @@ func (s *suite) transcriptsSavedEmptyArrayCounts(t *testing.T) {
 	// A thread has a transcript once one was saved, even [].
 	e := s.env(t)
 	e.save("d", `[]`)
-	tl := e.s
-	if got := e.allThreads(tl); len(got) != 1 || got[0] != "d" {
+	if got := e.allThreads(); len(got) != 1 || got[0] != "d" {
 		t.Errorf("Threads = %q after SaveThread(d, []), want [d]", got)
 	}
-	f := e.s
 	e.chain("src", nil, "a")
 	wd := e.acquire("d").Writer
 	e.track(nil, "root")
 	e.fails("ForkFromCheckpoint into a thread with the transcript []", ckptstore.ErrForkDestinationNotEmpty, func() error {
-		_, err := f.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{SourceThreadID: "src", SourceCheckpointID: "a",
+		_, err := e.s.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{SourceThreadID: "src", SourceCheckpointID: "a",
 			DestinationThreadID: "d", DestinationCheckpointID: "root", CreatedAt: 1, Writer: wd})
 		return err
 	})
 }
 
 // forkLeased forks into dest with a new lease of dest, which it returns.
-func (e *env) forkLeased(f ckptstore.Store, src, id, dest, root string) (ckptstore.Writer, error) {
+func (e *env) forkLeased(src, id, dest, root string) (ckptstore.Writer, error) {
 	e.t.Helper()
 	wd := e.acquire(dest).Writer
 	e.track([]string{dest}, root)
-	_, err := f.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{SourceThreadID: src, SourceCheckpointID: id,
+	_, err := e.s.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{SourceThreadID: src, SourceCheckpointID: id,
 		DestinationThreadID: dest, DestinationCheckpointID: root, CreatedAt: 9, Writer: wd})
 	return wd, err
 }
@@ -194,7 +190,6 @@ func (s *suite) testForkTranscript(t *testing.T) {
 
 func (s *suite) forkTranscriptWrites(t *testing.T) {
 	e := s.env(t)
-	f := e.s
 	ws := e.acquire("src").Writer
 	a := testkit.Checkpoint("src", "a", "", 1000)
 	a.Conversation = []byte(" [ {\"role\":\"user\", \"content\":\"é\"} ]\n")
@@ -203,40 +198,38 @@ func (s *suite) forkTranscriptWrites(t *testing.T) {
 	b.Conversation = nil
 	e.append(b, ws)
 	e.save("src", `["the source's own"]`)
-	_, err := e.forkLeased(f, "src", "a", "d1", "r1")
+	_, err := e.forkLeased("src", "a", "d1", "r1")
 	require.NoError(t, err, "fork of a")
 	e.wantTranscript("d1", string(a.Conversation))
-	w2, err := e.forkLeased(f, "src", "b", "d2", "r2")
+	w2, err := e.forkLeased("src", "b", "d2", "r2")
 	require.NoError(t, err, "fork of b")
 	e.wantTranscript("d2", "[]")
 	// That [] is a transcript: once the root is gone, d2 is still not
 	// empty.
 	require.NoError(t, e.s.DeleteHead(e.ctx, "d2", "r2", w2), "DeleteHead r2")
-	tl := e.s
-	if got := e.allThreads(tl); !slices.Contains(got, "d2") {
+	if got := e.allThreads(); !slices.Contains(got, "d2") {
 		t.Errorf("Threads = %q: d2 has the transcript [] from its fork and must be listed", got)
 	}
 	e.fails("fork into d2, whose transcript is the fork's []", ckptstore.ErrForkDestinationNotEmpty, func() error {
-		_, err := f.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{SourceThreadID: "src", SourceCheckpointID: "b",
+		_, err := e.s.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{SourceThreadID: "src", SourceCheckpointID: "b",
 			DestinationThreadID: "d2", DestinationCheckpointID: "r2", CreatedAt: 9, Writer: w2})
 		return err
 	})
 	e.wantTranscript("src", `["the source's own"]`)
 	// A fork of the fork copies the root's conversation again.
-	_, err = e.forkLeased(f, "d1", "r1", "d3", "r3")
+	_, err = e.forkLeased("d1", "r1", "d3", "r3")
 	require.NoError(t, err, "fork of the fork")
 	e.wantTranscript("d3", string(a.Conversation))
 }
 
 func (s *suite) forkTranscriptRefusedByTranscript(t *testing.T) {
 	e := s.env(t)
-	f := e.s
 	e.chain("src", nil, "a")
 	e.save("d", `["existing"]`)
 	wd := e.acquire("d").Writer
 	e.track(nil, "root")
 	e.fails("ForkFromCheckpoint into a thread with a transcript", ckptstore.ErrForkDestinationNotEmpty, func() error {
-		got, err := f.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{SourceThreadID: "src", SourceCheckpointID: "a",
+		got, err := e.s.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{SourceThreadID: "src", SourceCheckpointID: "a",
 			DestinationThreadID: "d", DestinationCheckpointID: "root", CreatedAt: 1, Writer: wd})
 		if err != nil && got != nil {
 			t.Errorf("the refused fork returned %+v", got)
@@ -251,7 +244,6 @@ func (s *suite) forkTranscriptFailedForkWritesNone(t *testing.T) {
 	// A fork refused for any reason leaves the destination without a
 	// transcript: the transcript is part of the fork's atomic step.
 	e := s.env(t)
-	f := e.s
 	a := testkit.Checkpoint("src", "a", "", 1000)
 	a.Conversation = []byte(`["x"]`)
 	e.append(a, e.acquire("src").Writer)
@@ -274,7 +266,7 @@ func (s *suite) forkTranscriptFailedForkWritesNone(t *testing.T) {
 		}
 		e.track([]string{tc.dest}, tc.root)
 		e.fails(tc.name, tc.want, func() error {
-			_, err := f.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{SourceThreadID: "src", SourceCheckpointID: "a",
+			_, err := e.s.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{SourceThreadID: "src", SourceCheckpointID: "a",
 				DestinationThreadID: tc.dest, DestinationCheckpointID: tc.root, CreatedAt: 1, Writer: wd})
 			return err
 		})
