@@ -857,96 +857,70 @@ func (r *JSONReader) InstanceRecord(path string) (*InstanceRecord, error) {
 	return rec, nil
 }
 
-// unmarshal decodes b, one JSON value and nothing else, with read; it is
-// every UnmarshalJSON method. A value that is not an object, null
-// included, fails with ErrInvalidEntry.
-func unmarshal[T any](b []byte, what string, read func(r *JSONReader) (T, error)) (T, error) {
+// unmarshal decodes b, one JSON value and nothing else, with read, and
+// hands the value to set; it is every UnmarshalJSON method, which so
+// leaves its receiver as it was on failure. A value that is not an
+// object, null included, fails with ErrInvalidEntry.
+func unmarshal[T any](b []byte, what string, read func(r *JSONReader) (T, error), set func(T)) error {
 	r := NewJSONReader(b)
 	defer r.Close()
-	var zero T
 	if r.dec.PeekKind() != '{' {
 		if err := r.Skip(); err != nil {
-			return zero, err
+			return err
 		}
-		return zero, invalid("%s is not a JSON object", what)
+		return invalid("%s is not a JSON object", what)
 	}
 	v, err := read(r)
 	if err == nil {
 		err = r.End()
 	}
 	if r.err != nil {
-		return zero, r.err
+		return r.err
 	}
-	return v, err
+	if err == nil {
+		set(v)
+	}
+	return err
 }
 
 // UnmarshalJSON decodes a checkpoint (see JSONReader.Checkpoint). On
 // failure cp is left as it was.
 func (cp *Checkpoint) UnmarshalJSON(b []byte) error {
-	out, err := unmarshal(b, "checkpoint", func(r *JSONReader) (*Checkpoint, error) { return r.Checkpoint("") })
-	if err != nil {
-		return err
-	}
-	*cp = *out
-	return nil
+	return unmarshal(b, "checkpoint", func(r *JSONReader) (*Checkpoint, error) { return r.Checkpoint("") },
+		func(v *Checkpoint) { *cp = *v })
 }
 
 // UnmarshalJSON decodes an entry, rejecting a directory with a blobKey or
 // size and a file without them.
 func (e *Entry) UnmarshalJSON(b []byte) error {
-	out, err := unmarshal(b, "entry", func(r *JSONReader) (Entry, error) {
+	return unmarshal(b, "entry", func(r *JSONReader) (Entry, error) {
 		var a arena
 		x, err := r.entry(&a, jsonPath{})
-		if err != nil {
-			return Entry{}, err
-		}
-		return a.entry(x, string(a.b)), nil
-	})
-	if err != nil {
-		return err
-	}
-	*e = out
-	return nil
+		return a.entry(x, string(a.b)), err
+	}, func(v Entry) { *e = v })
 }
 
 // UnmarshalJSON decodes an artifact; every field is required.
 func (x *Artifact) UnmarshalJSON(b []byte) error {
-	out, err := unmarshal(b, "artifact", func(r *JSONReader) (Artifact, error) {
+	return unmarshal(b, "artifact", func(r *JSONReader) (Artifact, error) {
 		var a arena
 		s, err := r.artifact(&a, jsonPath{})
-		if err != nil {
-			return Artifact{}, err
-		}
-		return a.artifact(s, string(a.b)), nil
-	})
-	if err != nil {
-		return err
-	}
-	*x = out
-	return nil
+		return a.artifact(s, string(a.b)), err
+	}, func(v Artifact) { *x = v })
 }
 
 // UnmarshalJSON decodes an instance record (see JSONReader.InstanceRecord).
 func (rec *InstanceRecord) UnmarshalJSON(b []byte) error {
-	out, err := unmarshal(b, "instance record", func(r *JSONReader) (*InstanceRecord, error) { return r.InstanceRecord("") })
-	if err != nil {
-		return err
-	}
-	*rec = *out
-	return nil
+	return unmarshal(b, "instance record", func(r *JSONReader) (*InstanceRecord, error) { return r.InstanceRecord("") },
+		func(v *InstanceRecord) { *rec = *v })
 }
 
 // UnmarshalJSON decodes a writer (see JSONReader.Writer).
 func (w *Writer) UnmarshalJSON(b []byte) error {
-	out, err := unmarshal(b, "writer", func(r *JSONReader) (Writer, error) {
-		w, _, err := r.Writer("")
-		return w, err
-	})
-	if err != nil {
-		return err
-	}
-	*w = out
-	return nil
+	return unmarshal(b, "writer", func(r *JSONReader) (Writer, error) {
+		v, _, err := r.Writer("")
+		return v, err
+	}, func(v Writer) { *w = v })
 }
 
 // ---- writing ----
