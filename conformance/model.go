@@ -109,13 +109,7 @@ func (m *model) listed() []string {
 	return out
 }
 
-func (m *model) all() []*ckptstore.Checkpoint {
-	var out []*ckptstore.Checkpoint
-	for _, c := range m.cps {
-		out = append(out, c)
-	}
-	return out
-}
+func (m *model) all() []*ckptstore.Checkpoint { return slices.Collect(maps.Values(m.cps)) }
 
 // chain is the walk from thread's head through parents of the same thread,
 // stopping at a missing, foreign or already visited checkpoint.

@@ -133,10 +133,10 @@ var _ driver.Checker = (*Driver)(nil)
 // a large store. The count problems (and a recount that would show a
 // leak) are therefore exact only on a quiet store: the exact recount needs
 // Check to run with no writer, and a count problem found while writers
-// run is a reason to run Check again quietly. So is a leftover marker of
-// the old global layout (a test fixture only). The other problems of the
-// whole store, keys outside the layout and records that do not decode, are
-// of one key each, which no write of this package makes.
+// run is a reason to run Check again quietly. The other problems of the
+// whole store, keys outside the layout (the first layout's global markers
+// among them) and records that do not decode, are of one key each, which
+// no write of this package makes.
 func (s *Driver) Check(ctx context.Context) ([]driver.Problem, error) {
 	return s.check(ctx, defaultCheckLimits)
 }
@@ -414,8 +414,7 @@ type subject struct{ thread, id string }
 type checker struct {
 	s *Driver
 	// partial: only some threads and ids were read (a confirming read):
-	// the checks that need every key (the blob counts, the old global
-	// markers) are left out.
+	// the checks that need every key (the blob counts) are left out.
 	partial  bool
 	seed     maphash.Seed
 	problems []problem

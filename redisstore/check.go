@@ -393,17 +393,11 @@ func (c *checker) checkThreads() {
 			c.add(string(k.thread(a.thread)), "fence %d went down: AcquireWriter issued %d (%s)", f, a.fence, a.key)
 		}
 	}
-	var want []string
-	for thread := range c.heads {
-		want = append(want, thread)
-	}
+	want := slices.AppendSeq(slices.Collect(maps.Keys(c.heads)), maps.Keys(c.transcripts))
 	for thread, ms := range c.lists {
 		if len(ms) > 0 {
 			want = append(want, thread)
 		}
-	}
-	for thread := range c.transcripts {
-		want = append(want, thread)
 	}
 	slices.Sort(want)
 	want = slices.Compact(want)

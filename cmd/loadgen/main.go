@@ -32,6 +32,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/signal"
 	"slices"
@@ -320,16 +321,12 @@ func (r *runner) gather(ctx context.Context, workers []*worker, proc string, pro
 	rep := procReport{Proc: proc}
 	o := &outcome{acked: map[string]string{}, gone: map[string]bool{}, uncertain: map[string]bool{}}
 	for _, w := range workers {
-		for id, t := range w.acked {
-			o.acked[id] = t
-		}
+		maps.Copy(o.acked, w.acked)
 		o.ackedN += w.ackedN
 		o.deletedN += w.deletedN
 		rep.Forks = append(rep.Forks, w.forks...)
 		rep.Pruned = append(rep.Pruned, w.pruned...)
-		for t := range w.uncertain {
-			rep.Uncertain = append(rep.Uncertain, t)
-		}
+		rep.Uncertain = slices.AppendSeq(rep.Uncertain, maps.Keys(w.uncertain))
 		o.fenced += w.fenced
 	}
 	reports := []procReport{rep}

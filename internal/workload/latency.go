@@ -1,9 +1,12 @@
 package workload
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -128,24 +131,14 @@ type OpSummary struct {
 func (l *Latencies) Summary(elapsed time.Duration, order ...string) []OpSummary {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	names := make([]string, 0, len(l.ops))
-	for name := range l.ops {
-		names = append(names, name)
-	}
 	rank := func(n string) int {
 		if i := slices.Index(order, n); i >= 0 {
 			return i
 		}
 		return len(order)
 	}
-	slices.SortFunc(names, func(a, b string) int {
-		if ra, rb := rank(a), rank(b); ra != rb {
-			return ra - rb
-		}
-		if a < b {
-			return -1
-		}
-		return 1
+	names := slices.SortedFunc(maps.Keys(l.ops), func(a, b string) int {
+		return cmp.Or(rank(a)-rank(b), strings.Compare(a, b))
 	})
 	out := make([]OpSummary, 0, len(names))
 	for _, n := range names {
