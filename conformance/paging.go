@@ -23,8 +23,8 @@ import (
 
 // fill adds n checkpoints to thread with w, a chain on its head, with
 // createdAt values that List order shuffles (and some ties), and returns
-// their ids. Beyond a few, a store with Import gets them in batches of 100:
-// a thousand appends through a faulty network would dominate the suite.
+// their ids. Beyond 100 on an empty thread they go in Imports of 100: a
+// thousand appends through a faulty network would dominate the suite.
 func (e *env) fill(thread string, w ckptstore.Writer, prefix string, n int) []string {
 	e.t.Helper()
 	head := e.head(thread)
@@ -272,13 +272,6 @@ func (s *suite) listPageWhileWriting(t *testing.T) {
 	}
 }
 
-// pageWhileWriting pages through a thread while, between pages, new
-// checkpoints are appended (ahead of and behind the cursor, some at the
-// cursor's own createdAt) and heads are deleted, some of them the
-// checkpoint the cursor came from. Every checkpoint that exists from the
-// first page to the last must come exactly once, in order; nothing comes
-// twice, and nothing comes that was deleted before the page that returned
-// it.
 // pagingRun is one run of pageWhileWriting: thread t of the store, the
 // lease, and what the writes between pages and the pages themselves did.
 type pagingRun struct {
@@ -295,6 +288,13 @@ type pagingRun struct {
 	deletes    int                              // heads deleted between pages
 }
 
+// pageWhileWriting pages through a thread while, between pages, new
+// checkpoints are appended (ahead of and behind the cursor, some at the
+// cursor's own createdAt) and heads are deleted, some of them the
+// checkpoint the cursor came from. Every checkpoint that exists from the
+// first page to the last must come exactly once, in order; nothing comes
+// twice, and nothing comes that was deleted before the page that returned
+// it.
 func (s *suite) pageWhileWriting(t *testing.T, reverse bool) {
 	e := s.env(t)
 	r := &pagingRun{t: t, e: e, w: e.acquire("t").Writer,
@@ -364,8 +364,8 @@ func (r *pagingRun) writeBetween(last *ckptstore.Checkpoint) {
 			r.head = c.ParentCheckpointID
 		}
 	}
-	if p := r.e.s; r.rng.IntN(8) == 0 {
-		deleted, err := p.DeleteCheckpoints(r.e.ctx, "t", 30, r.w)
+	if r.rng.IntN(8) == 0 {
+		deleted, err := r.e.s.DeleteCheckpoints(r.e.ctx, "t", 30, r.w)
 		require.NoError(r.t, err, "DeleteCheckpoints")
 		for _, id := range deleted {
 			r.gone(id)
