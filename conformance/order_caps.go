@@ -1,8 +1,8 @@
 package conformance
 
-// Check orders of the optional capabilities' methods, run by runOrder on
-// the same fixture as the core methods: SaveThread, DeleteThread, Import,
-// ListPage and Threads. Every call here must fail and change nothing.
+// Check orders of SaveThread, DeleteThread, Import, ListPage and Threads,
+// run by runOrder on the same fixture as the other methods. Every call
+// here must fail and change nothing.
 
 import (
 	"encoding/base64"

@@ -2,7 +2,7 @@ package fdbstore
 
 // The writes. Each is one serializable transaction (DeleteCheckpoints and
 // DeleteThread: one per batch; deletethread.go, import.go and
-// transcripts.go hold the capability writes) shaped the same way:
+// transcripts.go hold those and the transcript writes) shaped the same way:
 //
 //  1. the portable store (ckptstore.Portable) has checked the arguments
 //     without the database, so every store fails the same input the same
