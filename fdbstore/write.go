@@ -1,8 +1,8 @@
 package fdbstore
 
 // The writes. Each is one serializable transaction (DeleteCheckpoints and
-// DeleteThread: one per batch; deletethread.go, import.go and
-// transcripts.go hold those and the transcript writes) shaped the same way:
+// DeleteThread: one per batch; DeleteThread, Import and SaveThread are in
+// deletethread.go, import.go and transcripts.go) shaped the same way:
 //
 //  1. the portable store (ckptstore.Portable) has checked the arguments
 //     without the database, so every store fails the same input the same
