@@ -66,7 +66,9 @@ type client struct {
 	base    string // ".../v1/"
 	opts    ClientOptions
 	hc      *http.Client
-	headers http.Header // the headers of every request
+	rt      http.RoundTripper   // hc's transport when hc is the client's own (see send)
+	urls    map[string]*url.URL // base+method of each method, parsed once; shared read-only
+	headers http.Header         // the headers of every request
 	retries int
 	backoff time.Duration
 }
@@ -92,7 +94,14 @@ func NewClient(baseURL string, opts ClientOptions) (*Client, error) {
 	c := &client{base: strings.TrimSuffix(u.String(), "/") + "/v1/", opts: opts, hc: opts.HTTPClient,
 		retries: opts.Retries, backoff: opts.RetryBackoff, headers: http.Header{}}
 	if c.hc == nil {
-		c.hc = &http.Client{Transport: NewTransport()}
+		t := NewTransport()
+		c.hc, c.rt = &http.Client{Transport: t}, t
+	}
+	c.urls = make(map[string]*url.URL, len(routes))
+	for name := range routes {
+		if c.urls[name], err = url.Parse(c.base + name); err != nil {
+			return nil, fmt.Errorf("httpstore: %q is not an http:// or https:// URL", baseURL)
+		}
 	}
 	if c.retries == 0 {
 		c.retries = DefaultRetries
@@ -217,7 +226,7 @@ func (c *client) do(ctx context.Context, method string, write bool, token string
 func (c *client) send(ctx context.Context, method string, pb *pooledBody, body []byte, key string, read replyReader) (bool, error) {
 	pb.refs.Add(1)
 	rd := &attemptBody{Reader: bytes.NewReader(body), p: pb}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+method, rd)
+	req, err := c.request(ctx, method, rd)
 	if err != nil {
 		rd.Close()
 		return false, err
@@ -232,7 +241,7 @@ func (c *client) send(ctx context.Context, method string, pb *pooledBody, body [
 	if now := c.opts.Lease.Now; now != nil {
 		req.Header[HeaderNow] = []string{string(driver.AppendMillis(nil, now().UnixNano()))}
 	}
-	resp, err := c.hc.Do(req)
+	resp, err := c.roundTrip(req)
 	if err != nil {
 		if ctx.Err() != nil {
 			return false, ctx.Err()
@@ -290,6 +299,32 @@ func (c *client) send(ctx context.Context, method string, pb *pooledBody, body [
 		e.Message = msg
 	}
 	return resp.StatusCode == http.StatusServiceUnavailable, e
+}
+
+// request is a POST of method with body, its URL parsed once.
+func (c *client) request(ctx context.Context, method string, body io.ReadCloser) (*http.Request, error) {
+	u := c.urls[method]
+	if u == nil {
+		return http.NewRequestWithContext(ctx, http.MethodPost, c.base+method, body)
+	}
+	req := &http.Request{Method: http.MethodPost, URL: u, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: make(http.Header, len(c.headers)+2), Body: body, Host: strings.TrimSuffix(u.Host, ":")}
+	return req.WithContext(ctx), nil
+}
+
+// roundTrip sends req. On the client's own transport it skips
+// http.Client.Do, whose redirect following (a protocol of POSTs has none),
+// cookie jar and header copying the protocol does not use; its errors are
+// wrapped as Do wraps them, so a failure reads and retries the same.
+func (c *client) roundTrip(req *http.Request) (*http.Response, error) {
+	if c.rt == nil {
+		return c.hc.Do(req)
+	}
+	resp, err := c.rt.RoundTrip(req)
+	if err != nil {
+		return nil, &url.Error{Op: "Post", URL: req.URL.String(), Err: err}
+	}
+	return resp, nil
 }
 
 // field returns a replyReader that reads the field name with read and
