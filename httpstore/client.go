@@ -16,7 +16,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/ckptstore/ckptstore"
@@ -147,33 +146,15 @@ func (c *Client) Instances() *ckptstore.PortableInstances {
 
 var bodyPool = sync.Pool{New: func() any { return new(object) }}
 
-// pooledBody is a request body from bodyPool, shared by the attempts of one
-// call. The transport may still read an attempt's body after RoundTrip
-// returned (a server that answers before reading all of it, as a 413
-// does), and says it is done by closing it; the buffer goes back to the
-// pool when the call and every attempt's body are done with it.
-type pooledBody struct {
-	o    *object
-	refs atomic.Int32
-}
-
-func (p *pooledBody) release() {
-	if p.refs.Add(-1) == 0 && cap(p.o.b) <= maxPooledBuffer {
-		bodyPool.Put(p.o)
-	}
-}
-
-// attemptBody is one attempt's reader of a pooledBody.
-type attemptBody struct {
-	*bytes.Reader
-	p    *pooledBody
-	once sync.Once
-}
-
-func (b *attemptBody) Close() error {
-	b.once.Do(b.p.release)
-	return nil
-}
+// A request body is built in a buffer from bodyPool and sent as a copy of
+// its own, read through a *bytes.Reader: net/http writes the headers and a
+// body of a type it knows is in memory in one write (one packet, one read
+// for the server), where a body of its own type, one that would say when
+// the transport is done with a pooled buffer, costs a second write and a
+// copy buffer as large as the body. The transport may still read a body
+// after RoundTrip returned (a server that answers before reading all of
+// it, as a 413 does), so the copy is never reused; the attempts of one
+// call share it.
 
 // replyReader reads one field of a reply object (see readObject).
 type replyReader = func(r *driver.JSONReader, name []byte) error
@@ -185,17 +166,19 @@ type replyReader = func(r *driver.JSONReader, name []byte) error
 // recognised too, else a fresh one.
 func (c *client) do(ctx context.Context, method string, write bool, token string, build func(o *object) error, read replyReader) error {
 	o := bodyPool.Get().(*object)
-	pb := &pooledBody{o: o}
-	pb.refs.Store(1)
-	defer pb.release()
 	o.start()
+	var err error
 	if build != nil {
-		if err := build(o); err != nil {
-			return err
-		}
+		err = build(o)
 	}
-	body := o.end()
-	o.b = body
+	o.b = o.end()
+	body := bytes.Clone(o.b)
+	if cap(o.b) <= maxPooledBuffer {
+		bodyPool.Put(o)
+	}
+	if err != nil {
+		return err
+	}
 	key := ""
 	if write {
 		key = token
@@ -205,7 +188,7 @@ func (c *client) do(ctx context.Context, method string, write bool, token string
 	}
 	wait := c.backoff
 	for attempt := 0; ; attempt++ {
-		retry, err := c.send(ctx, method, pb, body, key, read)
+		retry, err := c.send(ctx, method, body, key, read)
 		if !retry || attempt >= c.retries || ctx.Err() != nil {
 			return err
 		}
@@ -223,12 +206,9 @@ func (c *client) do(ctx context.Context, method string, write bool, token string
 
 // send makes one attempt; retry says whether another may succeed (a
 // network error or 503).
-func (c *client) send(ctx context.Context, method string, pb *pooledBody, body []byte, key string, read replyReader) (bool, error) {
-	pb.refs.Add(1)
-	rd := &attemptBody{Reader: bytes.NewReader(body), p: pb}
-	req, err := c.request(ctx, method, rd)
+func (c *client) send(ctx context.Context, method string, body []byte, key string, read replyReader) (bool, error) {
+	req, err := c.request(ctx, method, io.NopCloser(bytes.NewReader(body)))
 	if err != nil {
-		rd.Close()
 		return false, err
 	}
 	req.ContentLength = int64(len(body))
