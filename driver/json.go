@@ -5,7 +5,7 @@ package driver
 // empty, a directory entry without blobKey and size, a file entry always
 // with size, optional strings left out when empty, arrays never null.
 //
-// Decoding is a single pass of a jsontext decoder over the input (a
+// Decoding is a single pass of the scanner of scan.go over the input (a
 // JSONReader), strict about the shape the TypeScript types imply: a field
 // of the wrong JSON type, a size that is not a safe integer or a directory
 // with file fields fails with ErrInvalidEntry, and a missing, non-string or
@@ -70,8 +70,7 @@ func jsonValid(b []byte) bool { return jsontext.Value(b).IsValid(jsonOptions...)
 // for concurrent use.
 type JSONReader struct {
 	raw     []byte
-	src     bytes.Buffer
-	dec     jsontext.Decoder
+	dec     scanner
 	err     error  // the first syntax error
 	nameEnd int64  // the offset just past the last object name read
 	name    []byte // scratch for a name with escapes
@@ -90,16 +89,14 @@ var readerPool = sync.Pool{New: func() any { return new(JSONReader) }}
 func NewJSONReader(b []byte) *JSONReader {
 	r := readerPool.Get().(*JSONReader)
 	r.raw, r.err, r.nameEnd = b, nil, 0
-	r.src = *bytes.NewBuffer(b)
-	r.dec.Reset(&r.src, jsonOptions...)
+	r.dec.Reset(b)
 	return r
 }
 
 // Close releases r, which must not be used after.
 func (r *JSONReader) Close() {
 	r.raw = nil
-	r.src = bytes.Buffer{}
-	r.dec.Reset(&r.src) // drop the decoder's references into the input
+	r.dec.Reset(nil) // drop the scanner's reference to the input
 	if cap(r.name) > 1<<10 || cap(r.ar.b) > 64<<10 || cap(r.files) > 1<<10 || cap(r.arts) > 1<<10 {
 		r.name, r.ar.b, r.files, r.arts = nil, nil, nil, nil // a rare huge value is left to the collector
 	}

@@ -51,3 +51,23 @@ func ValidOpToken(t string) bool {
 	}
 	return true
 }
+
+// OpTokenContext is a context carrying an op token, as WithOpToken returns
+// one, for a caller that keeps it inside a value it allocates anyway (the
+// HTTP handler's per-request state), so that carrying the token costs no
+// allocation of its own. Set both fields before use; Value answers the op
+// token's key with Token and hands every other key to Context, so
+// cancellation and the values of Context pass through unchanged.
+type OpTokenContext struct {
+	context.Context
+	Token string
+}
+
+// Value returns Token for the op token's key and Context's value for any
+// other.
+func (c *OpTokenContext) Value(key any) any {
+	if _, ok := key.(opTokenKey); ok {
+		return c.Token
+	}
+	return c.Context.Value(key)
+}

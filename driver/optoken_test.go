@@ -25,3 +25,25 @@ func TestOpToken(t *testing.T) {
 		}
 	}
 }
+
+// TestOpTokenContext: an OpTokenContext carries its token as WithOpToken
+// does, passes other values through and is cancelled with its parent
+// (without a goroutine: context finds the parent's cancelCtx through it).
+func TestOpTokenContext(t *testing.T) {
+	type k struct{}
+	parent, cancel := context.WithCancel(context.WithValue(context.Background(), k{}, "v"))
+	c := &OpTokenContext{Context: parent, Token: "tok_1"}
+	if got, ok := OpToken(c); !ok || got != "tok_1" {
+		t.Errorf("OpToken = %q %v, want tok_1", got, ok)
+	}
+	if c.Value(k{}) != "v" {
+		t.Errorf("the parent's value is %v", c.Value(k{}))
+	}
+	child, stop := context.WithCancel(c)
+	defer stop()
+	cancel()
+	<-child.Done()
+	if c.Err() == nil || child.Err() == nil {
+		t.Errorf("cancel did not reach: %v %v", c.Err(), child.Err())
+	}
+}

@@ -16,7 +16,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/ckptstore/ckptstore"
@@ -66,7 +65,9 @@ type client struct {
 	base    string // ".../v1/"
 	opts    ClientOptions
 	hc      *http.Client
-	headers http.Header // the headers of every request
+	rt      http.RoundTripper   // hc's transport when hc is the client's own (see send)
+	urls    map[string]*url.URL // base+method of each method, parsed once; shared read-only
+	headers http.Header         // the headers of every request
 	retries int
 	backoff time.Duration
 }
@@ -92,7 +93,14 @@ func NewClient(baseURL string, opts ClientOptions) (*Client, error) {
 	c := &client{base: strings.TrimSuffix(u.String(), "/") + "/v1/", opts: opts, hc: opts.HTTPClient,
 		retries: opts.Retries, backoff: opts.RetryBackoff, headers: http.Header{}}
 	if c.hc == nil {
-		c.hc = &http.Client{Transport: NewTransport()}
+		t := NewTransport()
+		c.hc, c.rt = &http.Client{Transport: t}, t
+	}
+	c.urls = make(map[string]*url.URL, len(routes))
+	for name := range routes {
+		if c.urls[name], err = url.Parse(c.base + name); err != nil {
+			return nil, fmt.Errorf("httpstore: %q is not an http:// or https:// URL", baseURL)
+		}
 	}
 	if c.retries == 0 {
 		c.retries = DefaultRetries
@@ -138,33 +146,15 @@ func (c *Client) Instances() *ckptstore.PortableInstances {
 
 var bodyPool = sync.Pool{New: func() any { return new(object) }}
 
-// pooledBody is a request body from bodyPool, shared by the attempts of one
-// call. The transport may still read an attempt's body after RoundTrip
-// returned (a server that answers before reading all of it, as a 413
-// does), and says it is done by closing it; the buffer goes back to the
-// pool when the call and every attempt's body are done with it.
-type pooledBody struct {
-	o    *object
-	refs atomic.Int32
-}
-
-func (p *pooledBody) release() {
-	if p.refs.Add(-1) == 0 && cap(p.o.b) <= maxPooledBuffer {
-		bodyPool.Put(p.o)
-	}
-}
-
-// attemptBody is one attempt's reader of a pooledBody.
-type attemptBody struct {
-	*bytes.Reader
-	p    *pooledBody
-	once sync.Once
-}
-
-func (b *attemptBody) Close() error {
-	b.once.Do(b.p.release)
-	return nil
-}
+// A request body is built in a buffer from bodyPool and sent as a copy of
+// its own, read through a *bytes.Reader: net/http writes the headers and a
+// body of a type it knows is in memory in one write (one packet, one read
+// for the server), where a body of its own type, one that would say when
+// the transport is done with a pooled buffer, costs a second write and a
+// copy buffer as large as the body. The transport may still read a body
+// after RoundTrip returned (a server that answers before reading all of
+// it, as a 413 does), so the copy is never reused; the attempts of one
+// call share it.
 
 // replyReader reads one field of a reply object (see readObject).
 type replyReader = func(r *driver.JSONReader, name []byte) error
@@ -176,17 +166,19 @@ type replyReader = func(r *driver.JSONReader, name []byte) error
 // recognised too, else a fresh one.
 func (c *client) do(ctx context.Context, method string, write bool, token string, build func(o *object) error, read replyReader) error {
 	o := bodyPool.Get().(*object)
-	pb := &pooledBody{o: o}
-	pb.refs.Store(1)
-	defer pb.release()
 	o.start()
+	var err error
 	if build != nil {
-		if err := build(o); err != nil {
-			return err
-		}
+		err = build(o)
 	}
-	body := o.end()
-	o.b = body
+	o.b = o.end()
+	body := bytes.Clone(o.b)
+	if cap(o.b) <= maxPooledBuffer {
+		bodyPool.Put(o)
+	}
+	if err != nil {
+		return err
+	}
 	key := ""
 	if write {
 		key = token
@@ -196,7 +188,7 @@ func (c *client) do(ctx context.Context, method string, write bool, token string
 	}
 	wait := c.backoff
 	for attempt := 0; ; attempt++ {
-		retry, err := c.send(ctx, method, pb, body, key, read)
+		retry, err := c.send(ctx, method, body, key, read)
 		if !retry || attempt >= c.retries || ctx.Err() != nil {
 			return err
 		}
@@ -214,12 +206,9 @@ func (c *client) do(ctx context.Context, method string, write bool, token string
 
 // send makes one attempt; retry says whether another may succeed (a
 // network error or 503).
-func (c *client) send(ctx context.Context, method string, pb *pooledBody, body []byte, key string, read replyReader) (bool, error) {
-	pb.refs.Add(1)
-	rd := &attemptBody{Reader: bytes.NewReader(body), p: pb}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+method, rd)
+func (c *client) send(ctx context.Context, method string, body []byte, key string, read replyReader) (bool, error) {
+	req, err := c.request(ctx, method, io.NopCloser(bytes.NewReader(body)))
 	if err != nil {
-		rd.Close()
 		return false, err
 	}
 	req.ContentLength = int64(len(body))
@@ -232,7 +221,7 @@ func (c *client) send(ctx context.Context, method string, pb *pooledBody, body [
 	if now := c.opts.Lease.Now; now != nil {
 		req.Header[HeaderNow] = []string{string(driver.AppendMillis(nil, now().UnixNano()))}
 	}
-	resp, err := c.hc.Do(req)
+	resp, err := c.roundTrip(req)
 	if err != nil {
 		if ctx.Err() != nil {
 			return false, ctx.Err()
@@ -290,6 +279,32 @@ func (c *client) send(ctx context.Context, method string, pb *pooledBody, body [
 		e.Message = msg
 	}
 	return resp.StatusCode == http.StatusServiceUnavailable, e
+}
+
+// request is a POST of method with body, its URL parsed once.
+func (c *client) request(ctx context.Context, method string, body io.ReadCloser) (*http.Request, error) {
+	u := c.urls[method]
+	if u == nil {
+		return http.NewRequestWithContext(ctx, http.MethodPost, c.base+method, body)
+	}
+	req := &http.Request{Method: http.MethodPost, URL: u, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: make(http.Header, len(c.headers)+2), Body: body, Host: strings.TrimSuffix(u.Host, ":")}
+	return req.WithContext(ctx), nil
+}
+
+// roundTrip sends req. On the client's own transport it skips
+// http.Client.Do, whose redirect following (a protocol of POSTs has none),
+// cookie jar and header copying the protocol does not use; its errors are
+// wrapped as Do wraps them, so a failure reads and retries the same.
+func (c *client) roundTrip(req *http.Request) (*http.Response, error) {
+	if c.rt == nil {
+		return c.hc.Do(req)
+	}
+	resp, err := c.rt.RoundTrip(req)
+	if err != nil {
+		return nil, &url.Error{Op: "Post", URL: req.URL.String(), Err: err}
+	}
+	return resp, nil
 }
 
 // field returns a replyReader that reads the field name with read and

@@ -158,6 +158,7 @@ func reqErr(code, format string, args ...any) error {
 // call is one request being served.
 type call struct {
 	ctx  context.Context
+	tok  driver.OpTokenContext // ctx when the request carries an Idempotency-Key
 	ns   *namespace
 	in   request
 	out  object
@@ -293,7 +294,8 @@ func (h *handler) prepare(w http.ResponseWriter, r *http.Request, rt *route, c *
 		if !driver.ValidOpToken(key) {
 			return reqErr(CodeBadRequest, "%s must be 1 to %d characters of [A-Za-z0-9_-]", HeaderIdempotencyKey, driver.MaxOpTokenBytes)
 		}
-		c.ctx = ckptstore.WithOpToken(c.ctx, key)
+		c.tok = driver.OpTokenContext{Context: c.ctx, Token: key}
+		c.ctx = &c.tok // inside the call, which is allocated anyway
 	}
 	if r.ContentLength > h.opts.MaxBodyBytes {
 		return reqErr(CodePayloadTooLarge, "the body is %d bytes, more than the limit of %d", r.ContentLength, h.opts.MaxBodyBytes)
