@@ -98,6 +98,7 @@ func suiteGroups(locks []test) []group {
 		{"Blobs", blobTests},
 		{"Validation", validationTests},
 		{"Concurrency", concurrencyTests},
+		{"Port", portTests},
 		{"Locks", locks},
 		{"Model", modelTests},
 	}
