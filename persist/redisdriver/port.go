@@ -361,4 +361,3 @@ func (d *Driver) loadOne(ctx context.Context, r driver.Record) (driver.Record, e
 	}
 	return driver.Record{}, nil
 }
-
