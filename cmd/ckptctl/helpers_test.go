@@ -17,6 +17,7 @@ import (
 	"github.com/ckptstore/ckptstore/blobs"
 	"github.com/ckptstore/ckptstore/internal/testkit"
 	"github.com/ckptstore/ckptstore/memstore"
+	pdriver "github.com/ckptstore/ckptstore/persist/driver"
 )
 
 var must = testkit.Must
@@ -49,6 +50,8 @@ type harness struct {
 	t       testing.TB
 	stores  map[string]ckptstore.Store
 	buckets map[string]blobs.Bucket
+	// persists are the persistence drivers of the test stores.
+	persists map[string]pdriver.Driver
 	stdin   string
 	// afterBatch is copied into each command's env.
 	afterBatch func() error
@@ -57,7 +60,7 @@ type harness struct {
 }
 
 func newHarness(t testing.TB) *harness {
-	return &harness{t: t, stores: map[string]ckptstore.Store{}, buckets: map[string]blobs.Bucket{}}
+	return &harness{t: t, stores: map[string]ckptstore.Store{}, buckets: map[string]blobs.Bucket{}, persists: map[string]pdriver.Driver{}}
 }
 
 func (h *harness) add(name string, s ckptstore.Store) string {
@@ -83,7 +86,7 @@ func (h *harness) env(stdout, stderr *syncBuffer) *env {
 			if !ok {
 				return nil, usageErr("no test store %q", name)
 			}
-			return &store{Store: s, desc: url}, nil
+			return &store{Store: s, persist: h.persists[name], desc: url}, nil
 		}
 		return openStore(ctx, url, lease)
 	}

@@ -49,6 +49,7 @@ import (
 	"github.com/ckptstore/ckptstore/driver"
 	_ "github.com/ckptstore/ckptstore/fdbstore"   // memkv, fdb:
 	_ "github.com/ckptstore/ckptstore/memstore"   // mem
+	pdriver "github.com/ckptstore/ckptstore/persist/driver"
 	_ "github.com/ckptstore/ckptstore/redisstore" // redis://, rediss://, unix://, redis+sentinel://, redis+cluster://
 	"github.com/ckptstore/ckptstore/storeurl"
 )
@@ -130,9 +131,14 @@ func defaultEnv(stdin io.Reader, stdout, stderr io.Writer) *env {
 	}
 }
 
-// store is an open store and how to close it.
+// store is an open store, the persistence driver of its key space, and
+// how to close them.
 type store struct {
 	ckptstore.Store
+	// persist is the persistence driver (runs, interrupts, metadata,
+	// artifacts, blob rows, locks) of the store's key space; nil for a
+	// store that keeps none.
+	persist pdriver.Driver
 	// desc names the store in messages, without credentials.
 	desc  string
 	close func() error
@@ -148,7 +154,14 @@ func openStore(ctx context.Context, url string, lease ckptstore.Options) (*store
 		}
 		return nil, err
 	}
-	return &store{Store: o.Store, desc: o.Desc, close: o.Close}, nil
+	// nil now: the backend's own clock (the Redis server's TIME). ckptctl
+	// takes no lock leases, so the clock decides nothing here.
+	p, err := o.StorePersistence(nil)
+	if err != nil && !errors.Is(err, storeurl.ErrNoPersistence) {
+		_ = o.Close()
+		return nil, err
+	}
+	return &store{Store: o.Store, persist: p, desc: o.Desc, close: o.Close}, nil
 }
 
 // usageError is input that cannot run (a bad flag, a malformed stream);
@@ -181,10 +194,10 @@ func init() {
 		{"delete-thread", "--store URL [--wait] THREAD", "delete a whole thread under its writer lease", runDeleteThread},
 		{"prune", "--store URL --keep N [--wait] THREAD", "keep the head and the N-1 checkpoints before it", runPrune},
 		{"sweep", "--store URL --bucket URL --older-than D [--dry-run]", "delete the blobs no checkpoint uses", runSweep},
-		{"export", "--store URL [--out FILE] [--thread T]…", "write the store (or some threads) as JSON Lines", runExport},
+		{"export", "--store URL [--out FILE] [--thread T]…", "write the store (or some threads) and its persistence records as JSON Lines", runExport},
 		{"import", "--store URL [--in FILE] [--wait]", "read an export stream into the store", runImport},
-		{"copy", "--from URL --to URL [--verify] [--wait]", "copy every thread of one store into another", runCopy},
-		{"check", "--store URL", "run the store's consistency checker", runCheck},
+		{"copy", "--from URL --to URL [--bucket URL --to-bucket URL] [--verify] [--wait]", "copy every thread and persistence record of one store into another", runCopy},
+		{"check", "--store URL", "run the store's and its persistence driver's consistency checkers", runCheck},
 	}
 }
 
@@ -238,7 +251,7 @@ func exitCode(err error) int {
 	if _, ok := errors.AsType[*usageError](err); ok {
 		return 2
 	}
-	for _, bad := range []error{ckptstore.ErrInvalidID, ckptstore.ErrInvalidEntry, driver.ErrInvalidOptions, blobs.ErrInvalidURL} {
+	for _, bad := range []error{ckptstore.ErrInvalidID, ckptstore.ErrInvalidEntry, driver.ErrInvalidOptions, blobs.ErrInvalidURL, pdriver.ErrInvalidID, pdriver.ErrInvalidEntry} {
 		if errors.Is(err, bad) {
 			return 2
 		}
