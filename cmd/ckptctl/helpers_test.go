@@ -52,7 +52,7 @@ type harness struct {
 	buckets map[string]blobs.Bucket
 	// persists are the persistence drivers of the test stores.
 	persists map[string]pdriver.Driver
-	stdin   string
+	stdin    string
 	// afterBatch is copied into each command's env.
 	afterBatch func() error
 	// now, when set, is the commands' clock.

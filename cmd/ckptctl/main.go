@@ -47,8 +47,8 @@ import (
 	"github.com/ckptstore/ckptstore/blobs"
 	_ "github.com/ckptstore/ckptstore/blobs/s3blob" // --bucket s3://…
 	"github.com/ckptstore/ckptstore/driver"
-	_ "github.com/ckptstore/ckptstore/fdbstore"   // memkv, fdb:
-	_ "github.com/ckptstore/ckptstore/memstore"   // mem
+	_ "github.com/ckptstore/ckptstore/fdbstore" // memkv, fdb:
+	_ "github.com/ckptstore/ckptstore/memstore" // mem
 	pdriver "github.com/ckptstore/ckptstore/persist/driver"
 	_ "github.com/ckptstore/ckptstore/redisstore" // redis://, rediss://, unix://, redis+sentinel://, redis+cluster://
 	"github.com/ckptstore/ckptstore/storeurl"
@@ -231,7 +231,11 @@ func run(ctx context.Context, args []string, e *env) int {
 	}
 	code := exitCode(err)
 	msg := err.Error()
-	if wire := ckptstore.Code(err); wire != "" && !strings.Contains(msg, wire) {
+	wire := ckptstore.Code(err)
+	if wire == "" {
+		wire = pdriver.Code(err) // a persistence contract error
+	}
+	if wire != "" && !strings.Contains(msg, wire) {
 		msg += " (" + wire + ")"
 	}
 	if ctx.Err() != nil && errors.Is(err, context.Canceled) {

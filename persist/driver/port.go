@@ -27,6 +27,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"unicode/utf8"
 )
 
 // RecordKind names the store a Record belongs to.
@@ -163,13 +164,45 @@ func (r Record) Check() error {
 	if !want || set != 1 {
 		return fmt.Errorf("%w: a %s record must hold exactly its %s", ErrInvalidEntry, r.Kind, r.Kind)
 	}
-	if r.ID() == "" {
-		return fmt.Errorf("%w: a %s record without an id", ErrInvalidID, r.Kind)
+	if err := r.checkFields(); err != nil {
+		return err
 	}
 	for _, v := range raws {
 		if len(v) > 0 && !json.Valid(v) {
 			return fmt.Errorf("%w: %s %q holds a value that is not JSON", ErrInvalidEntry, r.Kind, r.ID())
 		}
+	}
+	return nil
+}
+
+// checkFields checks the ids and statuses a record of its kind must have.
+func (r Record) checkFields() error {
+	var ids []string
+	ok := true
+	switch r.Kind {
+	case KindRun:
+		ids, ok = []string{r.Run.RunID, r.Run.ThreadID}, r.Run.Status.Valid()
+	case KindGenerationRun:
+		g := r.GenerationRun
+		ids, ok = []string{g.RunID, g.ThreadID}, g.Status.Valid()
+	case KindInterrupt:
+		x := r.Interrupt
+		ids = []string{x.InterruptID, x.RunID, x.ThreadID}
+		ok = x.Status == InterruptPending || x.Status == InterruptResolved || x.Status == InterruptCancelled
+	case KindMetadata:
+		ids = []string{r.Metadata.Namespace, r.Metadata.Key}
+	case KindArtifact:
+		ids = []string{r.Artifact.ArtifactID, r.Artifact.RunID, r.Artifact.ThreadID}
+	case KindBlob:
+		ids = []string{r.Blob.Key}
+	}
+	for _, id := range ids {
+		if id == "" || len(id) > MaxIDBytes || !utf8.ValidString(id) {
+			return fmt.Errorf("%w: a %s record with the id %q", ErrInvalidID, r.Kind, id)
+		}
+	}
+	if !ok {
+		return fmt.Errorf("%w: %s %q has no valid status", ErrInvalidEntry, r.Kind, r.ID())
 	}
 	return nil
 }
