@@ -88,7 +88,7 @@ func (h *harness) env(stdout, stderr *syncBuffer) *env {
 			}
 			return &store{Store: s, persist: h.persists[name], desc: url}, nil
 		}
-		return openStore(ctx, url, lease)
+		return openStore(ctx, url, lease, e.namespace)
 	}
 	e.openBucket = func(ctx context.Context, url string) (blobs.Bucket, error) {
 		if b, ok := h.buckets[url]; ok {

@@ -109,6 +109,9 @@ type env struct {
 	// lease is the duration of the leases the command takes (--lease; 0 =
 	// the contract's default).
 	lease time.Duration
+	// namespace is --namespace: the tenant of every store URL the command
+	// opens ("" = the URL's own key space).
+	namespace string
 	// openBucket opens a --bucket URL.
 	openBucket func(ctx context.Context, url string) (blobs.Bucket, error)
 	// poll is how long --wait sleeps between two lease attempts.
@@ -122,13 +125,17 @@ type env struct {
 }
 
 func defaultEnv(stdin io.Reader, stdout, stderr io.Writer) *env {
-	return &env{
+	e := &env{
 		stdin: stdin, stdout: stdout, stderr: stderr,
-		open:       openStore,
+		open:       nil, // set below: it reads the --namespace flag
 		openBucket: blobs.Open,
 		poll:       250 * time.Millisecond,
 		now:        time.Now,
 	}
+	e.open = func(ctx context.Context, url string, lease ckptstore.Options) (*store, error) {
+		return openStore(ctx, url, lease, e.namespace)
+	}
+	return e
 }
 
 // store is an open store, the persistence driver of its key space, and
@@ -145,8 +152,10 @@ type store struct {
 }
 
 // openStore opens a store through storeurl, the opener loadgen and
-// ckptserver share.
-func openStore(ctx context.Context, url string, lease ckptstore.Options) (*store, error) {
+// ckptserver share: the URL's own key space, or with namespace the key
+// space of that tenant (as ckptserver serves it), checkpoints and
+// persistence state alike.
+func openStore(ctx context.Context, url string, lease ckptstore.Options, namespace string) (*store, error) {
 	o, err := storeurl.Open(ctx, url, storeurl.Options{Lease: lease})
 	if err != nil {
 		if errors.Is(err, storeurl.ErrBadURL) {
@@ -154,14 +163,29 @@ func openStore(ctx context.Context, url string, lease ckptstore.Options) (*store
 		}
 		return nil, err
 	}
+	st, desc := o.Store, o.Desc
 	// nil now: the backend's own clock (the Redis server's TIME). ckptctl
 	// takes no lock leases, so the clock decides nothing here.
-	p, err := o.StorePersistence(nil)
-	if err != nil && !errors.Is(err, storeurl.ErrNoPersistence) {
+	var p pdriver.Driver
+	if namespace == "" {
+		p, err = o.StorePersistence(nil)
+	} else {
+		desc = fmt.Sprintf("%s, namespace %q", desc, namespace)
+		if st, _, err = o.Namespace(namespace, lease); err == nil {
+			p, err = o.Persistence(namespace, nil)
+		}
+	}
+	if errors.Is(err, storeurl.ErrNoPersistence) {
+		p, err = nil, nil
+	}
+	if err != nil {
 		_ = o.Close()
+		if errors.Is(err, storeurl.ErrBadURL) {
+			return nil, usageErr("--namespace: %v", err)
+		}
 		return nil, err
 	}
-	return &store{Store: o.Store, persist: p, desc: o.Desc, close: o.Close}, nil
+	return &store{Store: st, persist: p, desc: desc, close: o.Close}, nil
 }
 
 // usageError is input that cannot run (a bad flag, a malformed stream);
@@ -303,6 +327,7 @@ func newFlags(e *env, name string) *flags {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
 	f := &flags{FlagSet: fs, cmd: name, e: e}
+	fs.StringVar(&e.namespace, "namespace", "", "the tenant (a ckptserver namespace) of every store URL the command opens: its checkpoints and\npersistence state; default: the URL's own key space")
 	fs.DurationVar(&e.lease, "lease", 0, "duration of the writer leases this command takes (default 120s); a run killed\nwithout a chance to release its lease blocks the thread this long")
 	fs.Usage = func() {
 		i := slices.IndexFunc(commands, func(c command) bool { return c.name == name })

@@ -15,6 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/blobs"
 	"github.com/ckptstore/ckptstore/fdbstore/kv"
 	"github.com/ckptstore/ckptstore/fdbstore/kv/memkv"
@@ -330,4 +333,48 @@ func newMemPersist() pdriver.Driver {
 		panic(err)
 	}
 	return d
+}
+
+// TestCopyNamespace moves one ckptserver tenant (a namespace) between two
+// Redis key spaces with --namespace: its checkpoints and persistence
+// records arrive, every key the copy wrote lies in the tenant's hash tag
+// of the destination, and the source's other tenant stays behind.
+func TestCopyNamespace(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	srcURL := "redis://" + srv.Addr + "/0?prefix=nsrc"
+	dstURL := "redis://" + srv.Addr + "/0?prefix=ndst"
+	so, err := storeurl.Open(ctx, srcURL, storeurl.Options{})
+	must(t, err)
+	t.Cleanup(func() { _ = so.Close() })
+	for _, tenant := range []string{"tenant{a}", "other"} {
+		st, _, err := so.Namespace(tenant, ckptstore.Options{})
+		must(t, err)
+		seed(t, st, 3)
+		p, err := so.Persistence(tenant, nil)
+		must(t, err)
+		fillPersist(t, p, blobs.NewMem(blobs.MemOptions{}))
+	}
+	h := newHarness(t)
+	r := h.ok("copy", "--namespace", "tenant{a}", "--from", srcURL, "--to", dstURL, "--verify")
+	if !strings.Contains(r.stdout, "verify: equal: 5 threads") {
+		t.Errorf("copy: %v", r)
+	}
+	keys, err := so.Handle.(redis.UniversalClient).Keys(ctx, "{ndst*").Result()
+	must(t, err)
+	tag := "{" + storeurl.RedisNamespacePrefix("ndst", "tenant{a}") + "}:"
+	persistKeys := 0
+	for _, k := range keys {
+		if !strings.HasPrefix(k, tag) {
+			t.Errorf("the copy wrote %q, outside the tenant's key space %q", k, tag)
+		}
+		if strings.HasPrefix(k, tag+"p:") {
+			persistKeys++
+		}
+	}
+	if persistKeys == 0 {
+		t.Error("no persistence key arrived")
+	}
+	h.ok("check", "--namespace", "tenant{a}", "--store", dstURL)
+	h.fails(2, "--namespace", "threads", "--namespace", "\xff", "--store", dstURL)
 }
