@@ -19,6 +19,7 @@ import (
 
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/blobs"
+	"github.com/ckptstore/ckptstore/fdbstore"
 	"github.com/ckptstore/ckptstore/fdbstore/kv"
 	"github.com/ckptstore/ckptstore/fdbstore/kv/memkv"
 	"github.com/ckptstore/ckptstore/internal/redistest"
@@ -377,4 +378,67 @@ func TestCopyNamespace(t *testing.T) {
 	}
 	h.ok("check", "--namespace", "tenant{a}", "--store", dstURL)
 	h.fails(2, "--namespace", "threads", "--namespace", "\xff", "--store", dstURL)
+}
+
+// BenchmarkCopyPersistenceRedisToMemkv copies 10,000 persistence records (2,500 each of
+// runs, interrupts, metadata values and artifacts, with their indexes)
+// from Redis into fdbdriver on memkv with the default batches, and reports
+// records per second.
+func BenchmarkCopyPersistenceRedisToMemkv(b *testing.B) {
+	ctx := context.Background()
+	srv := redistest.Start(b)
+	srcURL := "redis://" + srv.Addr + "/0?prefix=bench"
+	so, err := storeurl.Open(ctx, srcURL, storeurl.Options{})
+	must(b, err)
+	b.Cleanup(func() { _ = so.Close() })
+	p, err := so.StorePersistence(nil)
+	must(b, err)
+	const n = 2500
+	for i := range n {
+		id := fmt.Sprintf("r-%05d", i)
+		_, err := p.CreateOrResumeRun(ctx, &pdriver.RunRecord{RunID: id, ThreadID: fmt.Sprintf("t-%d", i%100), Status: pdriver.RunRunning, StartedAt: int64(i), Usage: json.RawMessage(`{"tokens": 1234}`)})
+		must(b, err)
+		must(b, p.CreateInterrupt(ctx, &pdriver.InterruptRecord{InterruptID: "i-" + id, RunID: id, ThreadID: "t", Status: pdriver.InterruptPending, RequestedAt: int64(i), Payload: json.RawMessage(`{"tool":"x"}`)}))
+		must(b, p.SetMetadata(ctx, "ns", id, json.RawMessage(`{"v":1}`)))
+		must(b, p.SaveArtifact(ctx, &pdriver.ArtifactRecord{ArtifactID: "a-" + id, RunID: id, ThreadID: "t", Name: "n", MimeType: "text/plain", Size: 1, CreatedAt: int64(i)}))
+	}
+	h := newHarness(b)
+	db := memkv.New()
+	st, err := fdbstore.New(db, fdbstore.Options{})
+	must(b, err)
+	d, err := fdbdriver.New(db, fdbdriver.Options{})
+	must(b, err)
+	mkURL := h.add("mk", st)
+	h.persists["mk"] = d
+	b.Run("redis-to-memkv", func(b *testing.B) {
+		for range b.N {
+			{ // an empty destination each time
+				b.StopTimer()
+				must(b, db.Transact(ctx, func(tr kv.Transaction) error {
+					tr.ClearRange(kv.KeyRange{Begin: []byte{}, End: []byte{0xff}})
+					return nil
+				}))
+				b.StartTimer()
+			}
+			start := time.Now()
+			r := h.ok("copy", "--from", srcURL, "--to", mkURL)
+			if s := persistSummary(b, r.stdout); s[1] != 4*n {
+				b.Fatalf("copy: %v", s)
+			}
+			b.ReportMetric(float64(4*n)/time.Since(start).Seconds(), "records/s")
+		}
+	})
+	backs := 0
+	b.Run("memkv-to-redis", func(b *testing.B) {
+		for range b.N {
+			backs++
+			dst := fmt.Sprintf("redis://%s/0?prefix=benchback%d", srv.Addr, backs)
+			start := time.Now()
+			r := h.ok("copy", "--from", mkURL, "--to", dst)
+			if s := persistSummary(b, r.stdout); s[1] != 4*n {
+				b.Fatalf("copy back: %v", s)
+			}
+			b.ReportMetric(float64(4*n)/time.Since(start).Seconds(), "records/s")
+		}
+	})
 }

@@ -6,7 +6,8 @@ package redisdriver
 // hash. Load checks every record first (one pipelined read), fails the
 // call with ErrRecordConflict before any write when one differs, and then
 // writes each absent record with loadScript, an insert-if-absent of the
-// record hash with its index members in one script: a record created by
+// record hash with its index members in one script, all of them in one
+// pipeline: a record created by
 // someone else between the check and the write is never overwritten, and
 // Load reports it as a conflict. Op keys and lock keys are not read.
 
@@ -266,9 +267,13 @@ func (d *Driver) Load(ctx context.Context, recs []driver.Record) (int, error) {
 			return 0, fmt.Errorf("%w: %s %q", driver.ErrRecordConflict, r.Kind, r.ID())
 		}
 	}
+	founds, errs := d.loadAll(ctx, fresh)
 	stored := 0
-	for _, r := range fresh {
-		found, err := d.loadOne(ctx, r)
+	for i, r := range fresh {
+		found, err := founds[i], errs[i]
+		if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+			found, err = d.loadOne(ctx, r) // the script cache was flushed: EVAL
+		}
 		if err != nil {
 			return stored, fmt.Errorf("redisdriver: load %s %q: %w", r.Kind, r.ID(), err)
 		}
@@ -280,6 +285,68 @@ func (d *Driver) Load(ctx context.Context, recs []driver.Record) (int, error) {
 		}
 	}
 	return stored, nil
+}
+
+// loadAll runs loadOne's writes for every record in one pipeline
+// (EVALSHA of loadScript, HSETNX for metadata): one round trip for the
+// batch instead of one per record. A record's error is its command's; a
+// NOSCRIPT one is retried with EVAL by the caller.
+func (d *Driver) loadAll(ctx context.Context, recs []driver.Record) ([]driver.Record, []error) {
+	founds := make([]driver.Record, len(recs))
+	errs := make([]error, len(recs))
+	if len(recs) == 0 {
+		return founds, errs
+	}
+	if err := loadScript.Load(ctx, d.c).Err(); err != nil {
+		for i := range errs {
+			errs[i] = err
+		}
+		return founds, errs
+	}
+	cmds := make([]redis.Cmder, len(recs))
+	_, _ = d.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, r := range recs {
+			if r.Kind == driver.KindMetadata {
+				cmds[i] = p.HSetNX(ctx, d.k.meta(), metaField(r.Metadata.Namespace, r.Metadata.Key), string(r.Metadata.Value))
+				continue
+			}
+			keys, args, err := d.loadArgs(r)
+			if err != nil {
+				errs[i] = err
+				continue
+			}
+			cmds[i] = p.EvalSha(ctx, loadScript.Hash(), keys, args...)
+		}
+		return nil
+	})
+	for i, r := range recs {
+		if errs[i] != nil {
+			continue
+		}
+		switch c := cmds[i].(type) {
+		case *redis.BoolCmd: // metadata: set, or read what is there
+			set, err := c.Result()
+			if err == nil && !set {
+				founds[i], err = d.loadOne(ctx, r)
+			}
+			errs[i] = err
+		case *redis.Cmd:
+			v, err := c.Result()
+			if err != nil {
+				errs[i] = err
+				continue
+			}
+			res, _ := v.([]any)
+			switch {
+			case len(res) == 2 && res[0] == "found":
+				flat, _ := res[1].([]any)
+				founds[i], errs[i] = decodeRecord(r.Kind, flat)
+			case len(res) != 1 || res[0] != "new":
+				errs[i] = fmt.Errorf("%w: load reply %v", driver.ErrCorrupt, res)
+			}
+		}
+	}
+	return founds, errs
 }
 
 // current reads what the store holds under each record's identity (a
