@@ -228,8 +228,9 @@ func testPortLoadTwice(t *testing.T, newDriver NewDriver) {
 	ctx := context.Background()
 	c := &clock{fixed: epoch}
 	a := newDriver(t, c.Now)
+	pa := porter(t, a)
 	fillAll(t, a)
-	recs := dumpAll(t, porter(t, a))
+	recs := dumpAll(t, pa)
 	b := newDriver(t, c.Now)
 	pb := porter(t, b)
 	_, err := pb.Load(ctx, recs[:len(recs)/2]) // a load killed halfway
