@@ -3,10 +3,13 @@ package fdbstore
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/fdbstore/kv"
 	"github.com/ckptstore/ckptstore/fdbstore/kv/memkv"
+	pdriver "github.com/ckptstore/ckptstore/persist/driver"
+	"github.com/ckptstore/ckptstore/persist/fdbdriver"
 	"github.com/ckptstore/ckptstore/storeurl"
 )
 
@@ -60,17 +63,32 @@ func openMemkvURL(_ context.Context, url string, opts storeurl.Options) (*storeu
 }
 
 // openedOn opens fdbstore on db, at the default prefix, with namespaces at
-// storeurl.FDBNamespacePrefix. Kind and Desc are the caller's.
+// storeurl.FDBNamespacePrefix, and the persistence drivers beside them:
+// fdbdriver.DefaultPrefix for the default key space and
+// fdbdriver.NamespacePrefix(name) — ("ckptstore.ns", name, "persist"), the
+// sibling of the namespace's checkpoints ("ckptstore.ns", name, nil) — for
+// a namespace, so a tenant's whole state is the range of ("ckptstore.ns",
+// name). Kind and Desc are the caller's.
 func openedOn(db kv.DB, opts storeurl.Options) (*storeurl.Opened, error) {
 	st, in, err := openPrefix(db, opts.Lease, "")
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", storeurl.ErrBadURL, err)
 	}
+	var persist storeurl.DriverCache
 	return &storeurl.Opened{
 		Store:     st,
 		Instances: in,
 		Close:     func() error { return nil },
 		Handle:    db,
+		OpenPersistence: func(name string, now func() time.Time) (pdriver.Driver, error) {
+			return persist.Get(name, func() (pdriver.Driver, error) {
+				prefix := fdbdriver.DefaultPrefix
+				if name != "" {
+					prefix = fdbdriver.NamespacePrefix(name)
+				}
+				return fdbdriver.New(db, fdbdriver.Options{Prefix: prefix, Now: now})
+			})
+		},
 		OpenNamespace: func(name string, lease ckptstore.Options) (ckptstore.Store, *ckptstore.PortableInstances, error) {
 			return openPrefix(db, lease, storeurl.FDBNamespacePrefix(name))
 		},

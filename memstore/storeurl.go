@@ -3,13 +3,17 @@ package memstore
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/ckptstore/ckptstore"
+	pdriver "github.com/ckptstore/ckptstore/persist/driver"
+	"github.com/ckptstore/ckptstore/persist/memdriver"
 	"github.com/ckptstore/ckptstore/storeurl"
 )
 
 // init registers the mem scheme with storeurl: "mem" or "mem://" opens a
-// memstore in the process, and each namespace is a memstore of its own.
+// memstore in the process, and each namespace is a memstore of its own;
+// the persistence state of each key space is a memdriver of its own.
 func init() {
 	storeurl.Register("mem | mem://", openURL, "mem")
 }
@@ -26,12 +30,19 @@ func openURL(_ context.Context, url string, opts storeurl.Options) (*storeurl.Op
 		instances *ckptstore.PortableInstances
 	}
 	spaces := map[string]namespace{}
+	// The drivers are the data too: one per key space ("" = Store's).
+	var persist storeurl.DriverCache
 	return &storeurl.Opened{
 		Store:     New(opts.Lease),
 		Instances: NewInstanceStore(),
 		Kind:      "mem",
 		Desc:      "mem (memstore, in process)",
 		Close:     func() error { return nil },
+		OpenPersistence: func(name string, now func() time.Time) (pdriver.Driver, error) {
+			return persist.Get(name, func() (pdriver.Driver, error) {
+				return memdriver.New(memdriver.Options{Now: now}), nil
+			})
+		},
 		OpenNamespace: func(name string, lease ckptstore.Options) (ckptstore.Store, *ckptstore.PortableInstances, error) {
 			mu.Lock()
 			defer mu.Unlock()

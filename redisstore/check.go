@@ -45,7 +45,8 @@ var _ driver.Checker = (*Driver)(nil)
 //   - a transcript that is not a JSON array;
 //   - an op key without an expiry or with one beyond Options.OpTTL (it
 //     would outlive its TTL);
-//   - a key of no kind this package writes.
+//   - a key of no kind this package writes (the persistence driver's keys,
+//     "{prefix}:p:…", are redisdriver's, which checks them).
 //
 // Heads are not checked against checkpoints: the contract lets a head
 // name a pruned checkpoint whose id was then reused, in this thread or in
@@ -181,6 +182,9 @@ func (c *checker) read(ctx context.Context, node redis.Cmdable, k, rest string) 
 		c.add(k, "a thread of the first layout: run Upgrade")
 	case kind == "i":
 		// Instance records: InstanceStore's, checked by its own reads.
+	case kind == "p":
+		// The tenant's persistence state (persist/redisdriver keeps every
+		// key of it under "{prefix}:p:"), checked by that driver's Check.
 	default:
 		c.add(k, "a key of no kind this package writes")
 	}

@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"strconv"
@@ -11,6 +12,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ckptstore/ckptstore"
+	pdriver "github.com/ckptstore/ckptstore/persist/driver"
+	"github.com/ckptstore/ckptstore/persist/redisdriver"
 	"github.com/ckptstore/ckptstore/storeurl"
 )
 
@@ -118,13 +121,29 @@ func openURL(ctx context.Context, spec string, opts storeurl.Options) (*storeurl
 		}
 		desc += fmt.Sprintf(", writes wait for %d replicas up to %v", ro.MinReplicas, wait)
 	}
+	// The persistence drivers share the client and the hash tag of their
+	// key space's checkpoints ({prefix}:p:…); one per key space, so that
+	// one lock subscription serves it.
+	var persist storeurl.DriverCache
 	return &storeurl.Opened{
 		Store:     st,
 		Instances: in,
 		Kind:      "redis",
 		Desc:      desc + ")",
-		Close:     client.Close,
-		Handle:    client,
+		Close: func() error {
+			err := persist.Close()
+			return errors.Join(err, client.Close())
+		},
+		Handle: client,
+		OpenPersistence: func(name string, now func() time.Time) (pdriver.Driver, error) {
+			return persist.Get(name, func() (pdriver.Driver, error) {
+				prefix := ro.Prefix
+				if name != "" {
+					prefix = storeurl.RedisNamespacePrefix(ro.Prefix, name)
+				}
+				return redisdriver.New(redisdriver.Options{Client: client, Prefix: prefix, Now: now})
+			})
+		},
 		OpenNamespace: func(name string, lease ckptstore.Options) (ckptstore.Store, *ckptstore.PortableInstances, error) {
 			o := ro
 			o.Prefix = storeurl.RedisNamespacePrefix(ro.Prefix, name)

@@ -44,6 +44,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ckptstore/ckptstore"
+	pdriver "github.com/ckptstore/ckptstore/persist/driver"
 )
 
 // ErrBadURL is wrapped by Open's errors for a URL or option it cannot
@@ -153,6 +154,102 @@ type Opened struct {
 	// checks name and lease first): it opens the store and instance store
 	// of one tenant.
 	OpenNamespace func(name string, lease ckptstore.Options) (ckptstore.Store, *ckptstore.PortableInstances, error)
+	// OpenPersistence is set by the driver, and called by Persistence
+	// (name checked first) and StorePersistence (name ""): it returns the
+	// persistence driver of namespace name, or of Store's own key space
+	// when name is "". now is the store's clock for lock leases and op
+	// tokens; nil means the backend's own (the Redis server's TIME,
+	// time.Now elsewhere). A backend keeps one driver per key space and
+	// returns it to every later call, whose now is then ignored: memdriver
+	// holds the data, and fdbdriver and redisdriver wake the lock watchers
+	// of their own process through the driver value. nil when the backend
+	// keeps no persistence state.
+	OpenPersistence func(name string, now func() time.Time) (pdriver.Driver, error)
+}
+
+// ErrNoPersistence is Persistence's error for a backend that keeps no
+// persistence state (its Opener left OpenPersistence nil). It wraps
+// errors.ErrUnsupported.
+var ErrNoPersistence = fmt.Errorf("storeurl: this store keeps no persistence state: %w", errors.ErrUnsupported)
+
+// Persistence returns the persistence driver (runs, generation runs,
+// interrupts, metadata, artifacts, blob metadata, locks) of the tenant
+// name, in the tenant's key space beside its checkpoints. The name rules
+// are Namespace's (the error wraps ErrBadURL); now is the store's clock,
+// taken by the first call for name (see OpenPersistence). It implements
+// httpstore.Backend's Persistence.
+func (o *Opened) Persistence(name string, now func() time.Time) (pdriver.Driver, error) {
+	if err := checkNamespace(name); err != nil {
+		return nil, err
+	}
+	if o.OpenPersistence == nil {
+		return nil, ErrNoPersistence
+	}
+	return o.OpenPersistence(name, now)
+}
+
+// StorePersistence returns the persistence driver of Store's own key
+// space (the URL's prefix, or the backend's default), as Persistence does
+// for a namespace. ckptctl uses it to move a store's whole state.
+func (o *Opened) StorePersistence(now func() time.Time) (pdriver.Driver, error) {
+	if o.OpenPersistence == nil {
+		return nil, ErrNoPersistence
+	}
+	return o.OpenPersistence("", now)
+}
+
+// checkNamespace applies the name rules of Namespace and Persistence.
+func checkNamespace(name string) error {
+	if name == "" || len(name) > MaxNamespaceBytes || !utf8.ValidString(name) {
+		return fmt.Errorf("%w: namespace %q: want 1 to %d bytes of valid UTF-8", ErrBadURL, name, MaxNamespaceBytes)
+	}
+	return nil
+}
+
+// DriverCache keeps one persistence driver per key space for an
+// OpenPersistence: the first call for a name builds it with open, every
+// later call returns it. Close closes those that have a Close method.
+type DriverCache struct {
+	mu      sync.Mutex
+	drivers map[string]pdriver.Driver
+	closed  bool
+}
+
+// Get returns the driver of name, building it with open on first use.
+func (c *DriverCache) Get(name string, open func() (pdriver.Driver, error)) (pdriver.Driver, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, errors.New("storeurl: the store is closed")
+	}
+	if d, ok := c.drivers[name]; ok {
+		return d, nil
+	}
+	d, err := open()
+	if err != nil {
+		return nil, err
+	}
+	if c.drivers == nil {
+		c.drivers = map[string]pdriver.Driver{}
+	}
+	c.drivers[name] = d
+	return d, nil
+}
+
+// Close closes every cached driver that has a Close() error method (the
+// Redis driver's lock subscription) and refuses later Gets.
+func (c *DriverCache) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
+	var errs []error
+	for _, d := range c.drivers {
+		if cl, ok := d.(interface{ Close() error }); ok {
+			errs = append(errs, cl.Close())
+		}
+	}
+	c.drivers = nil
+	return errors.Join(errs...)
 }
 
 // Namespace returns the store and instance store of the tenant name, built
@@ -163,8 +260,8 @@ type Opened struct {
 // MaxNamespaceBytes bytes of valid UTF-8, else the error wraps ErrBadURL;
 // invalid lease options wrap driver.ErrInvalidOptions.
 func (o *Opened) Namespace(name string, lease ckptstore.Options) (ckptstore.Store, *ckptstore.PortableInstances, error) {
-	if name == "" || len(name) > MaxNamespaceBytes || !utf8.ValidString(name) {
-		return nil, nil, fmt.Errorf("%w: namespace %q: want 1 to %d bytes of valid UTF-8", ErrBadURL, name, MaxNamespaceBytes)
+	if err := checkNamespace(name); err != nil {
+		return nil, nil, err
 	}
 	if _, err := lease.Resolve(); err != nil {
 		return nil, nil, err

@@ -17,6 +17,7 @@ import (
 	"github.com/ckptstore/ckptstore/blobs"
 	"github.com/ckptstore/ckptstore/internal/testkit"
 	"github.com/ckptstore/ckptstore/memstore"
+	pdriver "github.com/ckptstore/ckptstore/persist/driver"
 )
 
 var must = testkit.Must
@@ -49,7 +50,9 @@ type harness struct {
 	t       testing.TB
 	stores  map[string]ckptstore.Store
 	buckets map[string]blobs.Bucket
-	stdin   string
+	// persists are the persistence drivers of the test stores.
+	persists map[string]pdriver.Driver
+	stdin    string
 	// afterBatch is copied into each command's env.
 	afterBatch func() error
 	// now, when set, is the commands' clock.
@@ -57,7 +60,7 @@ type harness struct {
 }
 
 func newHarness(t testing.TB) *harness {
-	return &harness{t: t, stores: map[string]ckptstore.Store{}, buckets: map[string]blobs.Bucket{}}
+	return &harness{t: t, stores: map[string]ckptstore.Store{}, buckets: map[string]blobs.Bucket{}, persists: map[string]pdriver.Driver{}}
 }
 
 func (h *harness) add(name string, s ckptstore.Store) string {
@@ -83,9 +86,9 @@ func (h *harness) env(stdout, stderr *syncBuffer) *env {
 			if !ok {
 				return nil, usageErr("no test store %q", name)
 			}
-			return &store{Store: s, desc: url}, nil
+			return &store{Store: s, persist: h.persists[name], desc: url}, nil
 		}
-		return openStore(ctx, url, lease)
+		return openStore(ctx, url, lease, e.namespace)
 	}
 	e.openBucket = func(ctx context.Context, url string) (blobs.Bucket, error) {
 		if b, ok := h.buckets[url]; ok {

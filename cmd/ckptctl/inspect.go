@@ -200,7 +200,8 @@ func runRefs(ctx context.Context, e *env, args []string) error {
 }
 
 // runCheck calls the store's consistency checker, Check(ctx), when it has
-// one (fdbstore and redisstore), and prints each broken invariant.
+// one (fdbstore and redisstore), and its persistence driver's (fdbdriver
+// and redisdriver), and prints each broken invariant.
 func runCheck(ctx context.Context, e *env, args []string) error {
 	f := newStoreFlags(e, "check", "the store URL")
 	_, s, err := f.parseOpen(ctx, args, 0)
@@ -211,6 +212,17 @@ func runCheck(ctx context.Context, e *env, args []string) error {
 	problems, err := callCheck(ctx, s.Store)
 	if err != nil {
 		return fmt.Errorf("%s: %w", s.desc, err)
+	}
+	// The persistence driver's keys, through the same interface: the
+	// drivers that keep keys (fdbdriver, redisdriver) are Checkers.
+	if c, ok := s.persist.(driver.Checker); ok {
+		ps, err := checkProblems(ctx, c)
+		if err != nil {
+			return fmt.Errorf("%s: persistence: %w", s.desc, err)
+		}
+		for _, p := range ps {
+			problems = append(problems, "persistence: "+p)
+		}
 	}
 	for _, p := range problems {
 		fmt.Fprintln(e.stdout, p)
@@ -236,6 +248,11 @@ func callCheck(ctx context.Context, st ckptstore.Store) ([]string, error) {
 	if !ok {
 		return nil, errNoChecker
 	}
+	return checkProblems(ctx, c)
+}
+
+// checkProblems runs c and returns its problems, one string each.
+func checkProblems(ctx context.Context, c driver.Checker) ([]string, error) {
 	ps, err := c.Check(ctx)
 	out := make([]string, len(ps))
 	for i, p := range ps {

@@ -47,8 +47,9 @@ import (
 	"github.com/ckptstore/ckptstore/blobs"
 	_ "github.com/ckptstore/ckptstore/blobs/s3blob" // --bucket s3://…
 	"github.com/ckptstore/ckptstore/driver"
-	_ "github.com/ckptstore/ckptstore/fdbstore"   // memkv, fdb:
-	_ "github.com/ckptstore/ckptstore/memstore"   // mem
+	_ "github.com/ckptstore/ckptstore/fdbstore" // memkv, fdb:
+	_ "github.com/ckptstore/ckptstore/memstore" // mem
+	pdriver "github.com/ckptstore/ckptstore/persist/driver"
 	_ "github.com/ckptstore/ckptstore/redisstore" // redis://, rediss://, unix://, redis+sentinel://, redis+cluster://
 	"github.com/ckptstore/ckptstore/storeurl"
 )
@@ -108,6 +109,9 @@ type env struct {
 	// lease is the duration of the leases the command takes (--lease; 0 =
 	// the contract's default).
 	lease time.Duration
+	// namespace is --namespace: the tenant of every store URL the command
+	// opens ("" = the URL's own key space).
+	namespace string
 	// openBucket opens a --bucket URL.
 	openBucket func(ctx context.Context, url string) (blobs.Bucket, error)
 	// poll is how long --wait sleeps between two lease attempts.
@@ -121,26 +125,37 @@ type env struct {
 }
 
 func defaultEnv(stdin io.Reader, stdout, stderr io.Writer) *env {
-	return &env{
+	e := &env{
 		stdin: stdin, stdout: stdout, stderr: stderr,
-		open:       openStore,
+		open:       nil, // set below: it reads the --namespace flag
 		openBucket: blobs.Open,
 		poll:       250 * time.Millisecond,
 		now:        time.Now,
 	}
+	e.open = func(ctx context.Context, url string, lease ckptstore.Options) (*store, error) {
+		return openStore(ctx, url, lease, e.namespace)
+	}
+	return e
 }
 
-// store is an open store and how to close it.
+// store is an open store, the persistence driver of its key space, and
+// how to close them.
 type store struct {
 	ckptstore.Store
+	// persist is the persistence driver (runs, interrupts, metadata,
+	// artifacts, blob rows, locks) of the store's key space; nil for a
+	// store that keeps none.
+	persist pdriver.Driver
 	// desc names the store in messages, without credentials.
 	desc  string
 	close func() error
 }
 
 // openStore opens a store through storeurl, the opener loadgen and
-// ckptserver share.
-func openStore(ctx context.Context, url string, lease ckptstore.Options) (*store, error) {
+// ckptserver share: the URL's own key space, or with namespace the key
+// space of that tenant (as ckptserver serves it), checkpoints and
+// persistence state alike.
+func openStore(ctx context.Context, url string, lease ckptstore.Options, namespace string) (*store, error) {
 	o, err := storeurl.Open(ctx, url, storeurl.Options{Lease: lease})
 	if err != nil {
 		if errors.Is(err, storeurl.ErrBadURL) {
@@ -148,7 +163,29 @@ func openStore(ctx context.Context, url string, lease ckptstore.Options) (*store
 		}
 		return nil, err
 	}
-	return &store{Store: o.Store, desc: o.Desc, close: o.Close}, nil
+	st, desc := o.Store, o.Desc
+	// nil now: the backend's own clock (the Redis server's TIME). ckptctl
+	// takes no lock leases, so the clock decides nothing here.
+	var p pdriver.Driver
+	if namespace == "" {
+		p, err = o.StorePersistence(nil)
+	} else {
+		desc = fmt.Sprintf("%s, namespace %q", desc, namespace)
+		if st, _, err = o.Namespace(namespace, lease); err == nil {
+			p, err = o.Persistence(namespace, nil)
+		}
+	}
+	if errors.Is(err, storeurl.ErrNoPersistence) {
+		p, err = nil, nil
+	}
+	if err != nil {
+		_ = o.Close()
+		if errors.Is(err, storeurl.ErrBadURL) {
+			return nil, usageErr("--namespace: %v", err)
+		}
+		return nil, err
+	}
+	return &store{Store: st, persist: p, desc: desc, close: o.Close}, nil
 }
 
 // usageError is input that cannot run (a bad flag, a malformed stream);
@@ -181,10 +218,10 @@ func init() {
 		{"delete-thread", "--store URL [--wait] THREAD", "delete a whole thread under its writer lease", runDeleteThread},
 		{"prune", "--store URL --keep N [--wait] THREAD", "keep the head and the N-1 checkpoints before it", runPrune},
 		{"sweep", "--store URL --bucket URL --older-than D [--dry-run]", "delete the blobs no checkpoint uses", runSweep},
-		{"export", "--store URL [--out FILE] [--thread T]…", "write the store (or some threads) as JSON Lines", runExport},
+		{"export", "--store URL [--out FILE] [--thread T]…", "write the store (or some threads) and its persistence records as JSON Lines", runExport},
 		{"import", "--store URL [--in FILE] [--wait]", "read an export stream into the store", runImport},
-		{"copy", "--from URL --to URL [--verify] [--wait]", "copy every thread of one store into another", runCopy},
-		{"check", "--store URL", "run the store's consistency checker", runCheck},
+		{"copy", "--from URL --to URL [--bucket URL --to-bucket URL] [--verify] [--wait]", "copy every thread and persistence record of one store into another", runCopy},
+		{"check", "--store URL", "run the store's and its persistence driver's consistency checkers", runCheck},
 	}
 }
 
@@ -218,7 +255,11 @@ func run(ctx context.Context, args []string, e *env) int {
 	}
 	code := exitCode(err)
 	msg := err.Error()
-	if wire := ckptstore.Code(err); wire != "" && !strings.Contains(msg, wire) {
+	wire := ckptstore.Code(err)
+	if wire == "" {
+		wire = pdriver.Code(err) // a persistence contract error
+	}
+	if wire != "" && !strings.Contains(msg, wire) {
 		msg += " (" + wire + ")"
 	}
 	if ctx.Err() != nil && errors.Is(err, context.Canceled) {
@@ -238,7 +279,7 @@ func exitCode(err error) int {
 	if _, ok := errors.AsType[*usageError](err); ok {
 		return 2
 	}
-	for _, bad := range []error{ckptstore.ErrInvalidID, ckptstore.ErrInvalidEntry, driver.ErrInvalidOptions, blobs.ErrInvalidURL} {
+	for _, bad := range []error{ckptstore.ErrInvalidID, ckptstore.ErrInvalidEntry, driver.ErrInvalidOptions, blobs.ErrInvalidURL, pdriver.ErrInvalidID, pdriver.ErrInvalidEntry} {
 		if errors.Is(err, bad) {
 			return 2
 		}
@@ -286,6 +327,7 @@ func newFlags(e *env, name string) *flags {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
 	f := &flags{FlagSet: fs, cmd: name, e: e}
+	fs.StringVar(&e.namespace, "namespace", "", "the tenant (a ckptserver namespace) of every store URL the command opens: its checkpoints and\npersistence state; default: the URL's own key space")
 	fs.DurationVar(&e.lease, "lease", 0, "duration of the writer leases this command takes (default 120s); a run killed\nwithout a chance to release its lease blocks the thread this long")
 	fs.Usage = func() {
 		i := slices.IndexFunc(commands, func(c command) bool { return c.name == name })

@@ -23,6 +23,7 @@ import (
 
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/driver"
+	pdriver "github.com/ckptstore/ckptstore/persist/driver"
 )
 
 // Batch limits. FoundationDB refuses a transaction above 10 MB and
@@ -527,7 +528,7 @@ func runExport(ctx context.Context, e *env, args []string) error {
 		w = file
 	}
 	start := e.now()
-	x := exporter{e: e, s: s, listed: len(only) == 0, every: *every}
+	x := &exporter{e: e, s: s, listed: len(only) == 0, every: *every, persist: len(only) == 0}
 	threads, cps, err := x.write(ctx, ids, w)
 	if err != nil {
 		return err
@@ -538,7 +539,7 @@ func runExport(ctx context.Context, e *env, args []string) error {
 		}
 	}
 	d := e.now().Sub(start)
-	fmt.Fprintf(e.stderr, "export: %d threads, %d checkpoints, %v, %.0f checkpoints/s\n", threads, cps, d.Round(time.Millisecond), rate(cps, d))
+	fmt.Fprintf(e.stderr, "export: %d threads, %d checkpoints, %d persistence records, %v, %.0f checkpoints/s\n", threads, cps, x.records, d.Round(time.Millisecond), rate(cps, d))
 	return nil
 }
 
@@ -566,12 +567,16 @@ type exporter struct {
 	listed bool
 	// every is the interval of the progress lines (0 = none).
 	every time.Duration
+	// persist: write the persistence records after the threads (an
+	// export of the whole store); records is how many were written.
+	persist bool
+	records int
 }
 
 // write writes the threads ids names to w as an export stream, each a
 // header line and then its checkpoints, one line each, and returns the
 // counts.
-func (x exporter) write(ctx context.Context, ids iter.Seq2[string, error], w io.Writer) (threads, cps int, err error) {
+func (x *exporter) write(ctx context.Context, ids iter.Seq2[string, error], w io.Writer) (threads, cps int, err error) {
 	e, s, every := x.e, x.s, x.every
 	bw := bufio.NewWriterSize(w, 1<<20)
 	last := e.now()
@@ -600,6 +605,13 @@ func (x exporter) write(ctx context.Context, ids iter.Seq2[string, error], w io.
 		if now := e.now(); every > 0 && now.Sub(last) >= every {
 			last = now
 			fmt.Fprintf(e.stderr, "export: %d threads, %d checkpoints\n", threads, cps)
+		}
+	}
+	if x.persist {
+		n, err := writePersist(ctx, s, bw)
+		x.records = n
+		if err != nil {
+			return threads, cps, err
 		}
 	}
 	return threads, cps, bw.Flush()
@@ -640,6 +652,9 @@ type streamReader struct {
 	seen map[string]bool
 	// cur is the thread whose checkpoints are being read.
 	cur string
+	// onPersist takes each persistence record value ({"persist": …});
+	// nil refuses them.
+	onPersist func(v jsontext.Value) error
 }
 
 func newStreamReader(r io.Reader) *streamReader {
@@ -670,16 +685,21 @@ func (r *streamReader) value() (jsontext.Value, error) {
 }
 
 // isHeader reports whether v is an object whose first member is "thread".
-func isHeader(v jsontext.Value) bool {
+func isHeader(v jsontext.Value) bool { return firstMember(v, "thread") }
+
+// firstMember reports whether v is an object whose first member is name
+// (a name without escapes).
+func firstMember(v jsontext.Value, name string) bool {
 	b := bytes.TrimLeft(v, " \t\r\n")
 	if len(b) == 0 || b[0] != '{' {
 		return false
 	}
 	b = bytes.TrimLeft(b[1:], " \t\r\n")
-	if !bytes.HasPrefix(b, []byte(`"thread"`)) {
+	quoted := `"` + name + `"`
+	if !bytes.HasPrefix(b, []byte(quoted)) {
 		return false
 	}
-	b = bytes.TrimLeft(b[len(`"thread"`):], " \t\r\n")
+	b = bytes.TrimLeft(b[len(quoted):], " \t\r\n")
 	return len(b) > 0 && b[0] == ':'
 }
 
@@ -693,6 +713,17 @@ func (r *streamReader) nextThread() (*srcThread, error) {
 		}
 		if isHeader(v) {
 			return r.header(v)
+		}
+		if isPersist(v) {
+			// A persistence record ends the thread before it.
+			r.cur = ""
+			if r.onPersist == nil {
+				return nil, usageErr("input value %d: a persistence record, which this command does not read", r.n)
+			}
+			if err := r.onPersist(v); err != nil {
+				return nil, err
+			}
+			continue
 		}
 		if r.cur == "" {
 			return nil, usageErr("input value %d: a checkpoint before the first thread header", r.n)
@@ -751,7 +782,7 @@ func (r *streamReader) header(v jsontext.Value) (*srcThread, error) {
 					r.cur = ""
 					return
 				}
-				if isHeader(v) {
+				if isHeader(v) || isPersist(v) {
 					r.peek = v
 					r.cur = ""
 					return
@@ -805,7 +836,18 @@ func runImport(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	l, err := newLoader(m, s, nil)
+	if err != nil {
+		return err
+	}
 	sr := newStreamReader(bufio.NewReaderSize(r, 1<<20))
+	sr.onPersist = func(v jsontext.Value) error {
+		var rec pdriver.Record
+		if err := rec.UnmarshalJSON(v); err != nil {
+			return fmt.Errorf("input value %d: %w", sr.n, err)
+		}
+		return l.add(ctx, rec, len(v))
+	}
 	for {
 		th, err := sr.nextThread()
 		if err != nil {
@@ -818,7 +860,10 @@ func runImport(ctx context.Context, e *env, args []string) error {
 			return err
 		}
 	}
-	return m.summary(e.stdout)
+	if err := l.flush(ctx); err != nil {
+		return err
+	}
+	return errors.Join(m.summary(e.stdout), l.summary(e.stdout))
 }
 
 // ---- copy ----
@@ -829,6 +874,8 @@ func runCopy(ctx context.Context, e *env, args []string) error {
 	to := f.String("to", "", "the destination store URL")
 	verify := f.Bool("verify", false, "compare the two stores at the end: threads, heads, transcripts, every checkpoint, blob counts")
 	parallel := f.Int("parallel", 8, "threads copied at the same time (1..64)")
+	fromBucket := f.String("bucket", "", "the source's blob bucket (mem://, file:///dir, s3://…): with --to-bucket, the bytes of every blob row are copied there before the row")
+	toBucket := f.String("to-bucket", "", "the destination's blob bucket (with --bucket)")
 	var opts migrateOptions
 	opts.register(f, "copy")
 	if _, err := f.parse(args, 0); err != nil {
@@ -843,6 +890,10 @@ func runCopy(ctx context.Context, e *env, args []string) error {
 	if *from != "" && *from == *to {
 		return usageErr("--from and --to name the same store")
 	}
+	bc, err := openBuckets(ctx, e, *fromBucket, *toBucket)
+	if err != nil {
+		return err
+	}
 	src, err := openFlag(ctx, e, "from", *from)
 	if err != nil {
 		return err
@@ -853,11 +904,21 @@ func runCopy(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer dst.Close()
-	if err := copyStores(ctx, e, src, dst, opts, *parallel); err != nil {
+	threadsErr := copyStores(ctx, e, src, dst, opts, *parallel)
+	if ctx.Err() != nil {
+		return threadsErr
+	}
+	// The persistence records go after the threads, also when a thread
+	// was refused: they do not depend on the checkpoints.
+	pm, err := newMigrator(e, dst, opts)
+	if err != nil {
+		return err
+	}
+	if err := errors.Join(threadsErr, copyPersist(ctx, pm, src, dst, bc)); err != nil {
 		return err
 	}
 	if *verify {
-		return verifyStores(ctx, e, src, dst)
+		return verifyStores(ctx, e, src, dst, bc)
 	}
 	return nil
 }

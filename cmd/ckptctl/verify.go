@@ -33,7 +33,7 @@ func (v *verifier) diff(format string, args ...any) {
 // (driver.EqualCheckpoints, in List order), and the same blob
 // references. It prints each difference (the first maxReported) and fails
 // when there is any.
-func verifyStores(ctx context.Context, e *env, a, b *store) error {
+func verifyStores(ctx context.Context, e *env, a, b *store, bc *blobCopier) error {
 	v := &verifier{e: e}
 	ta, err := threadSeq(ctx, a)
 	if err != nil {
@@ -84,10 +84,14 @@ func verifyStores(ctx context.Context, e *env, a, b *store) error {
 	if err != nil {
 		return err
 	}
+	records, err := verifyPersist(ctx, v, a, b, bc)
+	if err != nil {
+		return err
+	}
 	if v.diffs > 0 {
 		return fmt.Errorf("verify: %d differences between %s and %s", v.diffs, a.desc, b.desc)
 	}
-	fmt.Fprintf(e.stdout, "verify: equal: %d threads, %d checkpoints, %d blob keys\n", threads, cps, len(ra))
+	fmt.Fprintf(e.stdout, "verify: equal: %d threads, %d checkpoints, %d blob keys, %d persistence records\n", threads, cps, len(ra), records)
 	return nil
 }
 

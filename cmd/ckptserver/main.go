@@ -3,10 +3,14 @@
 // (clients/ts) and the Go client httpstore.Client speak its protocol.
 //
 //	ckptserver --listen 127.0.0.1:0 --store mem --dev
-//	ckptserver --listen :7070 --store 'redis://…' --tokens tokens.txt [--tls-cert c --tls-key k]
+//	ckptserver --listen :7070 --store 'redis://…' --tokens tokens.txt [--tls-cert c --tls-key k] [--bucket s3://…]
 //
 // It prints "listening on http://HOST:PORT" on one line once it accepts
-// connections. The server keeps no state of its own — leases, op tokens
+// connections. Besides the checkpoint store it serves each namespace's
+// persistence stores (runs, interrupts, metadata, artifacts, blobs, locks:
+// docs/persistence.md) from the same key space; the blob bytes go to the
+// --bucket (mem://, file:///dir, s3://…), and without one the blob routes
+// answer 501. The server keeps no state of its own — leases, op tokens
 // and data live in the store — so several servers may run behind one load
 // balancer over one Redis or FoundationDB. Besides /v1/ it serves /healthz
 // (the process is up), /readyz (the store answers) and /metrics
@@ -28,6 +32,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"strings"
@@ -40,7 +45,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/ckptstore/ckptstore"
-	_ "github.com/ckptstore/ckptstore/fdbstore" // memkv, fdb:
+	"github.com/ckptstore/ckptstore/blobs"
+	_ "github.com/ckptstore/ckptstore/blobs/s3blob" // --bucket s3://…
+	_ "github.com/ckptstore/ckptstore/fdbstore"     // memkv, fdb:
 	"github.com/ckptstore/ckptstore/httpstore"
 	_ "github.com/ckptstore/ckptstore/memstore"   // mem
 	_ "github.com/ckptstore/ckptstore/redisstore" // redis://, rediss://, unix://, redis+sentinel://, redis+cluster://
@@ -56,6 +63,7 @@ func main() {
 // config is the parsed command line.
 type config struct {
 	listen, store, tokens, tlsCert, tlsKey string
+	bucket                                 string
 	dev                                    bool
 	lease, renewAfter                      time.Duration
 	maxBody                                int64
@@ -82,6 +90,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	}
 	fs.StringVar(&c.listen, "listen", "127.0.0.1:7070", "address to listen on; port 0 picks a free one (the bound address is printed)")
 	fs.StringVar(&c.store, "store", "mem", "the store URL: "+storeurl.Forms())
+	fs.StringVar(&c.bucket, "bucket", "", "the blob bucket of the persistence blobs routes: mem://, file:///dir[?create=true], s3://BUCKET?endpoint=…&region=…; none = those routes answer 501")
 	fs.StringVar(&c.tokens, "tokens", "", "file of bearer tokens: one `token namespace` per line (# comments); required outside --dev")
 	fs.StringVar(&c.tlsCert, "tls-cert", "", "TLS certificate file (PEM); with --tls-key, serve HTTPS")
 	fs.StringVar(&c.tlsKey, "tls-key", "", "TLS private key file (PEM)")
@@ -218,6 +227,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			err = usage("--lease, --renew-after: %v", lerr)
 		}
 	}
+	var bucket blobs.Bucket
+	if err == nil {
+		if bucket, err = openBucket(ctx, c.bucket); err != nil && !errors.As(err, new(*usageError)) {
+			fmt.Fprintf(stderr, "ckptserver: %v\n", err)
+			return 1
+		}
+	}
 	var ue *usageError
 	if errors.As(err, &ue) {
 		fmt.Fprintf(stderr, "ckptserver: %v\nRun 'ckptserver -h' for the flags.\n", err)
@@ -227,7 +243,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "ckptserver: %v\n", err)
 		return 2
 	}
-	if err := serve(ctx, &setup{c: c, tokens: tokens, lease: lease, log: log}, stdout); err != nil {
+	if err := serve(ctx, &setup{c: c, tokens: tokens, lease: lease, bucket: bucket, log: log}, stdout); err != nil {
 		log.Error("ckptserver failed", "err", err)
 		if errors.Is(err, storeurl.ErrBadURL) {
 			return 2
@@ -237,11 +253,31 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// openBucket opens the --bucket URL (nil for ""): a URL blobs.Open cannot
+// accept is a usage error, a bucket that cannot be reached another.
+func openBucket(ctx context.Context, rawURL string) (blobs.Bucket, error) {
+	if rawURL == "" {
+		return nil, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	b, err := blobs.Open(ctx, rawURL)
+	if errors.Is(err, blobs.ErrInvalidURL) {
+		return nil, usage("--bucket: %v", err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("--bucket: %w", err)
+	}
+	return b, nil
+}
+
 // setup is what run read and checked before serving.
 type setup struct {
 	c      *config
 	tokens map[string]string // --tokens; nil for none
 	lease  ckptstore.Options
+	// bucket is --bucket's, nil without one.
+	bucket blobs.Bucket
 	log    *slog.Logger
 }
 
@@ -269,7 +305,7 @@ func serve(ctx context.Context, s *setup, stdout io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(stdout, "listening on %s://%s\n", scheme, ln.Addr())
-	log.Info("listening", "addr", ln.Addr().String(), "tls", scheme == "https", "store", opened.Desc, "dev", c.dev, "namespaces", len(s.tokens))
+	log.Info("listening", "addr", ln.Addr().String(), "tls", scheme == "https", "store", opened.Desc, "dev", c.dev, "namespaces", len(s.tokens), "bucket", redact(c.bucket))
 
 	errc := make(chan error, 1)
 	go func() {
@@ -297,6 +333,14 @@ func serve(ctx context.Context, s *setup, stdout io.Writer) error {
 	return nil
 }
 
+// redact is a URL for logs, without a password.
+func redact(raw string) string {
+	if u, err := url.Parse(raw); err == nil {
+		return u.Redacted()
+	}
+	return "(unparsable)"
+}
+
 // newServer returns the HTTP server of opened: the protocol under /v1/,
 // /healthz, /readyz (503 once draining is set, or while the store does not
 // answer) and /metrics, with TLS when --tls-cert is set.
@@ -306,6 +350,7 @@ func (s *setup) newServer(opened *storeurl.Opened, draining *atomic.Bool) (*http
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	api := httpstore.NewHandler(opened, httpstore.HandlerOptions{
 		Dev: c.dev, Tokens: s.tokens, Lease: s.lease, MaxBodyBytes: c.maxBody, Logger: s.log, Registerer: reg,
+		// TODO(merge, H1): Bucket: s.bucket, once httpstore.HandlerOptions.Bucket is on main.
 	})
 	mux := http.NewServeMux()
 	mux.Handle("/v1/", api)

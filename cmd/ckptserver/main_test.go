@@ -106,6 +106,9 @@ func TestFlagsRefused(t *testing.T) {
 		{"--dev", "--listen", "127.0.0.1:0", "--store", "redis+cluster://127.0.0.1:1/3"},
 		{"--dev", "--listen", "127.0.0.1:0", "--lease", "1s", "--renew-after", "2s"},
 		{"--dev", "extra"},
+		{"--dev", "--listen", "127.0.0.1:0", "--bucket", "ftp://x"},
+		{"--dev", "--listen", "127.0.0.1:0", "--bucket", "mem://x/y"},
+		{"--dev", "--listen", "127.0.0.1:0", "--bucket", "s3://b?nope=1"},
 	} {
 		var stderr strings.Builder
 		if code := run(context.Background(), args, io.Discard, &stderr); code != 2 {
@@ -306,4 +309,42 @@ func selfSigned(t *testing.T, dir string) (certFile, keyFile string, pool *x509.
 	pool = x509.NewCertPool()
 	pool.AddCert(cert)
 	return certFile, keyFile, pool
+}
+
+// TestBucketFlag: --bucket opens the blobs.Open forms (mem://, a file
+// directory, s3:// with s3blob linked) into a working bucket, and a server
+// starts with one.
+func TestBucketFlag(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	for _, u := range []string{"", "mem://", "file://" + dir + "?create=true", "s3://bucket?endpoint=http://127.0.0.1:1&region=us-east-1&use_path_style=true"} {
+		b, err := openBucket(ctx, u)
+		if err != nil {
+			t.Fatalf("--bucket %q: %v", u, err)
+		}
+		if (b == nil) != (u == "") {
+			t.Fatalf("--bucket %q: bucket %v", u, b)
+		}
+		if b == nil || strings.HasPrefix(u, "s3:") {
+			continue // no S3 server here: opening is all the flag does
+		}
+		if err := b.Put(ctx, "tanstack-blobs/x", strings.NewReader("bytes")); err != nil {
+			t.Fatalf("--bucket %q: put: %v", u, err)
+		}
+		rc, err := b.Get(ctx, "tanstack-blobs/x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := io.ReadAll(rc)
+		rc.Close()
+		if string(got) != "bytes" {
+			t.Fatalf("--bucket %q: read %q", u, got)
+		}
+	}
+	// A bucket that cannot be opened (no directory) is not a usage error.
+	var stderr strings.Builder
+	if code := run(ctx, []string{"--dev", "--listen", "127.0.0.1:0", "--bucket", "file:///no/such/dir"}, io.Discard, &stderr); code != 1 || !strings.Contains(stderr.String(), "--bucket") {
+		t.Errorf("a missing bucket directory: exit %d, %s", code, stderr.String())
+	}
+	start(t, "--dev", "--listen", "127.0.0.1:0", "--bucket", "file://"+dir)
 }

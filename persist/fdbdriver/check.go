@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 
+	ckptdriver "github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/fdbstore/kv"
 	"github.com/ckptstore/ckptstore/persist/driver"
 )
@@ -13,15 +14,13 @@ import (
 // checkPage is how many keys one transaction of Check reads.
 const checkPage = 1000
 
-// Problem is one broken invariant Check found.
-type Problem struct {
-	// Key is the key at fault.
-	Key []byte
-	// What says what is wrong.
-	What string
-}
+// Problem is one broken invariant Check found: the key at fault (its raw
+// bytes, printed with %q) and what is wrong. It is the checkpoint
+// drivers' driver.Problem, so that Driver is a driver.Checker and ckptctl
+// check reads every store through that one interface.
+type Problem = ckptdriver.Problem
 
-func (p Problem) String() string { return fmt.Sprintf("%x: %s", p.Key, p.What) }
+var _ ckptdriver.Checker = (*Driver)(nil)
 
 // Check reads every key under the driver's prefix, in pages of one
 // transaction each, and reports what breaks the layout: a key of no key
@@ -64,7 +63,7 @@ type checker struct {
 }
 
 func (c *checker) bad(key []byte, format string, args ...any) {
-	c.problems = append(c.problems, Problem{Key: key, What: fmt.Sprintf(format, args...)})
+	c.problems = append(c.problems, Problem{Key: string(key), What: fmt.Sprintf(format, args...)})
 }
 
 // spaceOf returns the key space element that follows the prefix.

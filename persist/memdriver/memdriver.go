@@ -6,9 +6,12 @@
 package memdriver
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
+	"iter"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -573,4 +576,132 @@ func (d *Driver) WatchLock(_ context.Context, key string) (<-chan struct{}, erro
 		l.changed = make(chan struct{})
 	}
 	return l.changed, nil
+}
+
+// Export and import (driver.Porter).
+
+var _ driver.Porter = (*Driver)(nil)
+
+// Dump implements driver.Porter: a snapshot taken under the lock, yielded
+// kind by kind, each kind in id order (metadata by namespace, then key).
+func (d *Driver) Dump(ctx context.Context) iter.Seq2[driver.Record, error] {
+	return func(yield func(driver.Record, error) bool) {
+		if err := ctx.Err(); err != nil {
+			yield(driver.Record{}, err)
+			return
+		}
+		var recs []driver.Record
+		d.mu.Lock()
+		for _, id := range slices.Sorted(maps.Keys(d.runs)) {
+			recs = append(recs, driver.Record{Kind: driver.KindRun, Run: d.runs[id]})
+		}
+		for _, id := range slices.Sorted(maps.Keys(d.genRuns)) {
+			recs = append(recs, driver.Record{Kind: driver.KindGenerationRun, GenerationRun: d.genRuns[id]})
+		}
+		for _, id := range slices.Sorted(maps.Keys(d.interrupts)) {
+			recs = append(recs, driver.Record{Kind: driver.KindInterrupt, Interrupt: d.interrupts[id]})
+		}
+		mks := slices.SortedFunc(maps.Keys(d.metadata), func(a, b metaKey) int {
+			return cmp.Or(strings.Compare(a.namespace, b.namespace), strings.Compare(a.key, b.key))
+		})
+		for _, k := range mks {
+			recs = append(recs, driver.Record{Kind: driver.KindMetadata, Metadata: &driver.MetadataEntry{Namespace: k.namespace, Key: k.key, Value: d.metadata[k]}})
+		}
+		for _, id := range slices.Sorted(maps.Keys(d.artifacts)) {
+			recs = append(recs, driver.Record{Kind: driver.KindArtifact, Artifact: d.artifacts[id]})
+		}
+		for _, k := range slices.Sorted(maps.Keys(d.blobs)) {
+			recs = append(recs, driver.Record{Kind: driver.KindBlob, Blob: d.blobs[k]})
+		}
+		d.mu.Unlock()
+		// Stored records are never modified in place, so the snapshot's
+		// pointers stay valid after the lock.
+		for _, r := range recs {
+			if err := ctx.Err(); err != nil {
+				yield(driver.Record{}, err)
+				return
+			}
+			if !yield(r, nil) {
+				return
+			}
+		}
+	}
+}
+
+// stored returns what the driver holds under r's identity, as a Record,
+// or ok false. d.mu is held.
+func (d *Driver) stored(r driver.Record) (driver.Record, bool) {
+	out := driver.Record{Kind: r.Kind}
+	var ok bool
+	switch r.Kind {
+	case driver.KindRun:
+		out.Run, ok = d.runs[r.Run.RunID]
+	case driver.KindGenerationRun:
+		out.GenerationRun, ok = d.genRuns[r.GenerationRun.RunID]
+	case driver.KindInterrupt:
+		out.Interrupt, ok = d.interrupts[r.Interrupt.InterruptID]
+	case driver.KindMetadata:
+		var v json.RawMessage
+		v, ok = d.metadata[metaKey{r.Metadata.Namespace, r.Metadata.Key}]
+		out.Metadata = &driver.MetadataEntry{Namespace: r.Metadata.Namespace, Key: r.Metadata.Key, Value: v}
+	case driver.KindArtifact:
+		out.Artifact, ok = d.artifacts[r.Artifact.ArtifactID]
+	case driver.KindBlob:
+		out.Blob, ok = d.blobs[r.Blob.Key]
+	}
+	return out, ok
+}
+
+// Load implements driver.Porter: every record is checked before the first
+// is stored, under one lock.
+func (d *Driver) Load(ctx context.Context, recs []driver.Record) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	for _, r := range recs {
+		if err := r.Check(); err != nil {
+			return 0, err
+		}
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var fresh []driver.Record
+	seen := map[string]driver.Record{}
+	for _, r := range recs {
+		id := string(r.Kind) + "\x00" + r.ID()
+		if prev, dup := seen[id]; dup {
+			if !driver.Equal(prev, r) {
+				return 0, fmt.Errorf("%w: %s %q comes twice with different content", driver.ErrRecordConflict, r.Kind, r.ID())
+			}
+			continue
+		}
+		seen[id] = r
+		cur, ok := d.stored(r)
+		switch {
+		case !ok:
+			fresh = append(fresh, r)
+		case !driver.Equal(cur, r):
+			return 0, fmt.Errorf("%w: %s %q", driver.ErrRecordConflict, r.Kind, r.ID())
+		}
+	}
+	for _, r := range fresh {
+		switch r.Kind {
+		case driver.KindRun:
+			d.runs[r.Run.RunID] = r.Run
+			d.threadRuns[r.Run.ThreadID] = append(d.threadRuns[r.Run.ThreadID], r.Run.RunID)
+		case driver.KindGenerationRun:
+			g := r.GenerationRun
+			d.genRuns[g.RunID] = g
+			d.threadGenRuns[g.ThreadID] = append(d.threadGenRuns[g.ThreadID], g.RunID)
+		case driver.KindInterrupt:
+			d.interrupts[r.Interrupt.InterruptID] = r.Interrupt
+		case driver.KindMetadata:
+			d.metadata[metaKey{r.Metadata.Namespace, r.Metadata.Key}] = r.Metadata.Value
+		case driver.KindArtifact:
+			d.artifacts[r.Artifact.ArtifactID] = r.Artifact
+		case driver.KindBlob:
+			d.blobs[r.Blob.Key] = r.Blob
+		}
+	}
+	return len(fresh), nil
 }

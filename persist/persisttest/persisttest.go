@@ -35,6 +35,10 @@
 //     atomic step: one winner, nothing lost, no bytes left behind.
 //   - Immutability: changing an input after a call, or a returned record,
 //     changes nothing stored.
+//   - Port (driver.Porter): dump → load into an empty driver gives the
+//     same records and the same reads of every store, without the locks
+//     and op tokens; loading twice changes nothing; a differing record
+//     fails with ErrRecordConflict and writes nothing.
 //   - Model: random sequences of the state stores' operations (runs,
 //     interrupts and commit batches, artifacts, metadata, clock moves) on
 //     small id pools, each result and every list equal to a plain model's.
@@ -98,6 +102,7 @@ func suiteGroups(locks []test) []group {
 		{"Blobs", blobTests},
 		{"Validation", validationTests},
 		{"Concurrency", concurrencyTests},
+		{"Port", portTests},
 		{"Locks", locks},
 		{"Model", modelTests},
 	}

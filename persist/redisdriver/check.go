@@ -15,21 +15,18 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	ckptdriver "github.com/ckptstore/ckptstore/driver"
+
 	"github.com/ckptstore/ckptstore/persist/driver"
 )
 
 // Problem is one broken invariant: the key where it shows and what is
-// wrong. It wraps driver.ErrCorrupt.
-type Problem struct {
-	Key  string
-	What string
-}
+// wrong. It is the checkpoint drivers' driver.Problem (an error wrapping
+// their ErrCorrupt), so that Driver is a driver.Checker and ckptctl check
+// reads every store through that one interface.
+type Problem = ckptdriver.Problem
 
-// Error is the key, quoted, and what is wrong.
-func (p Problem) Error() string { return fmt.Sprintf("%q: %s", p.Key, p.What) }
-
-// Unwrap returns driver.ErrCorrupt.
-func (p Problem) Unwrap() error { return driver.ErrCorrupt }
+var _ ckptdriver.Checker = (*Driver)(nil)
 
 // checker collects what Check expects and finds.
 type checker struct {

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	ckptdriver "github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/persist/driver"
 	"github.com/ckptstore/ckptstore/persist/redisdriver"
 )
@@ -57,7 +58,7 @@ func TestCheckFindsCorruption(t *testing.T) {
 	require.NoError(t, err)
 	var got []string
 	for _, p := range problems {
-		require.ErrorIs(t, p, driver.ErrCorrupt)
+		require.ErrorIs(t, p, ckptdriver.ErrCorrupt) // the checkpoint drivers' Problem
 		got = append(got, strings.TrimPrefix(p.Key, base)+": "+p.What)
 	}
 	want := []string{"arts:run", "arts:thread", "blobs", "art:a", "int:i", "lock:l", "meta", "runs:active"}

@@ -1,0 +1,422 @@
+package main
+
+// export, import, copy and verify of the persistence stores (runs,
+// generation runs, interrupts, metadata, artifacts, blob metadata) beside
+// the checkpoints, and the copy of blob bytes between buckets.
+//
+// Invariants:
+//
+//   - Records move only through driver.Porter: Dump on the source, Load on
+//     the destination. Load is idempotent by content and never
+//     overwrites, so a rerun after any interruption loads what is missing
+//     and nothing twice; a destination record that differs is refused
+//     (reported, exit 1) and left as it is.
+//   - A blob row is loaded only after its bytes are in the destination
+//     bucket (when buckets are given), so a destination row never names
+//     an object that is not there. Bucket objects are immutable and
+//     uniquely named (persist.Blobs puts each under a random name), so an
+//     object already present with the row's size is the same bytes, and
+//     a resumed copy skips it.
+//   - Op-token markers and lock leases are not records (see
+//     persist/driver's Porter) and are never copied.
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/ckptstore/ckptstore/blobs"
+	pdriver "github.com/ckptstore/ckptstore/persist/driver"
+)
+
+// porterOf returns the persistence driver of s as a Porter, nil when s
+// keeps no persistence state.
+func porterOf(s *store) (pdriver.Porter, error) {
+	if s.persist == nil {
+		return nil, nil
+	}
+	p, ok := s.persist.(pdriver.Porter)
+	if !ok {
+		return nil, fmt.Errorf("%s: the persistence driver %T cannot export or import (no driver.Porter)", s.desc, s.persist)
+	}
+	return p, nil
+}
+
+// isPersist reports whether v is an object whose first member is
+// "persist": a persistence record line.
+func isPersist(v jsontext.Value) bool { return firstMember(v, "persist") }
+
+// writePersist writes every persistence record of s to w, one line each
+// (Record.MarshalJSON, raw values kept byte for byte), and returns how
+// many.
+func writePersist(ctx context.Context, s *store, w io.Writer) (int, error) {
+	p, err := porterOf(s)
+	if p == nil || err != nil {
+		return 0, err
+	}
+	n := 0
+	for r, err := range p.Dump(ctx) {
+		if err != nil {
+			return n, fmt.Errorf("persistence: %w", err)
+		}
+		b, err := r.MarshalJSON()
+		if err != nil {
+			return n, fmt.Errorf("persistence: %s %q: %w", r.Kind, r.ID(), err)
+		}
+		if _, err := w.Write(append(b, '\n')); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
+
+// blobCopier copies the bytes of blob rows from one bucket to another.
+type blobCopier struct {
+	from, to blobs.Bucket
+	// copied and present count objects; bytes the bytes copied.
+	copied, present int
+	bytes           int64
+}
+
+// copyObject makes the row's object present in the destination bucket:
+// skipped when an object of the row's size is there already, else read
+// from the source, hashed on the way and checked against the row's etag
+// (a mismatch deletes what was put and fails).
+func (c *blobCopier) copyObject(ctx context.Context, m *pdriver.BlobMeta) error {
+	if o, err := c.to.Head(ctx, m.Object); err == nil && o.Size == m.Size {
+		c.present++
+		return nil
+	} else if err != nil && !errors.Is(err, blobs.ErrNotFound) {
+		return fmt.Errorf("blob %q: destination bucket: %w", m.Key, err)
+	}
+	rc, err := c.from.Get(ctx, m.Object)
+	if errors.Is(err, blobs.ErrNotFound) {
+		return &recordFailure{kind: pdriver.KindBlob, id: m.Key, reason: fmt.Sprintf("its object %q is not in the source bucket", m.Object)}
+	}
+	if err != nil {
+		return fmt.Errorf("blob %q: source bucket: %w", m.Key, err)
+	}
+	defer rc.Close()
+	h := sha256.New()
+	cr := &countReader{r: io.TeeReader(rc, h)}
+	if err := c.to.Put(ctx, m.Object, cr); err != nil {
+		return fmt.Errorf("blob %q: destination bucket: %w", m.Key, err)
+	}
+	if sum := hex.EncodeToString(h.Sum(nil)); sum != m.ETag || cr.n != m.Size {
+		_ = c.to.Delete(context.WithoutCancel(ctx), m.Object)
+		return &recordFailure{kind: pdriver.KindBlob, id: m.Key, reason: fmt.Sprintf("the source object holds %d bytes of SHA-256 %s, the row says %d bytes of %s", cr.n, sum, m.Size, m.ETag)}
+	}
+	c.copied++
+	c.bytes += cr.n
+	return nil
+}
+
+type countReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// recordFailure is a persistence record the migration did not load: the
+// destination holds another record under its identity, or its blob bytes
+// could not be copied.
+type recordFailure struct {
+	kind   pdriver.RecordKind
+	id     string
+	reason string
+	err    error
+}
+
+func (f *recordFailure) Error() string {
+	return fmt.Sprintf("%s %q: refused: %s", f.kind, f.id, f.reason)
+}
+
+func (f *recordFailure) Unwrap() error { return f.err }
+
+// loader gathers persistence records into Load batches for a destination.
+type loader struct {
+	m      *migrator
+	p      pdriver.Porter
+	blobs  *blobCopier // nil: no bytes to copy
+	batch  []pdriver.Record
+	size   int
+	loaded int // records newly stored
+	seen   int // records read from the source
+	failed []error
+}
+
+func newLoader(m *migrator, dst *store, bc *blobCopier) (*loader, error) {
+	p, err := porterOf(dst)
+	if err != nil {
+		return nil, err
+	}
+	return &loader{m: m, p: p, blobs: bc}, nil
+}
+
+// add queues r, flushing the batch when it is full. A record that cannot
+// go into this destination is recorded as failed.
+func (l *loader) add(ctx context.Context, r pdriver.Record, size int) error {
+	if l.p == nil {
+		return fmt.Errorf("%s keeps no persistence state, and the source holds %s records", l.m.dst.desc, r.Kind)
+	}
+	l.seen++
+	if r.Kind == pdriver.KindBlob && l.blobs != nil {
+		if err := l.blobs.copyObject(ctx, r.Blob); err != nil {
+			if f, ok := errors.AsType[*recordFailure](err); ok {
+				l.fail(f)
+				return nil
+			}
+			return err
+		}
+	}
+	if len(l.batch) > 0 && (len(l.batch) >= l.m.opts.batchCount || l.size+size > l.m.opts.batchBytes) {
+		if err := l.flush(ctx); err != nil {
+			return err
+		}
+	}
+	l.batch = append(l.batch, r)
+	l.size += size
+	return nil
+}
+
+func (l *loader) fail(f *recordFailure) {
+	l.failed = append(l.failed, f)
+	fmt.Fprintf(l.m.e.stderr, "ckptctl %s: %v\n", l.m.opts.verb, f)
+}
+
+// flush loads the batch. A batch the destination refuses (a differing
+// record, or too large for one transaction) is loaded in halves, down to
+// the single records at fault: a conflicting one is reported and left, an
+// invalid one stops the migration.
+func (l *loader) flush(ctx context.Context) error {
+	if len(l.batch) == 0 {
+		return nil
+	}
+	err := l.load(ctx, l.batch)
+	l.batch, l.size = nil, 0
+	return err
+}
+
+func (l *loader) load(ctx context.Context, recs []pdriver.Record) error {
+	n, err := l.p.Load(ctx, recs)
+	if err == nil {
+		l.loaded += n
+		l.m.update("", func() {
+			l.m.batches++
+			if l.m.e.afterBatch != nil {
+				err = l.m.e.afterBatch()
+			}
+		})
+		return err
+	}
+	conflict := errors.Is(err, pdriver.ErrRecordConflict)
+	if !conflict && !errors.Is(err, pdriver.ErrInvalidEntry) || ctx.Err() != nil {
+		return err
+	}
+	if len(recs) == 1 {
+		if conflict {
+			l.fail(&recordFailure{kind: recs[0].Kind, id: recs[0].ID(), reason: "the destination holds another record under its identity", err: err})
+			return nil
+		}
+		return err
+	}
+	half := len(recs) / 2
+	if err := l.load(ctx, recs[:half:half]); err != nil {
+		return err
+	}
+	return l.load(ctx, recs[half:])
+}
+
+// summary prints what the loader did and returns an error naming the
+// refused records.
+func (l *loader) summary(w io.Writer) error {
+	if l.seen == 0 && len(l.failed) == 0 {
+		return nil
+	}
+	line := fmt.Sprintf("persistence: %d records, %d loaded, %d already present, %d refused", l.seen, l.loaded, l.seen-l.loaded-len(l.failed), len(l.failed))
+	if l.blobs != nil {
+		line += fmt.Sprintf("; blob bytes: %d objects copied (%d bytes), %d already there", l.blobs.copied, l.blobs.bytes, l.blobs.present)
+	}
+	fmt.Fprintln(w, line)
+	if len(l.failed) > 0 {
+		return fmt.Errorf("%d persistence records not loaded (listed above): %w", len(l.failed), errors.Join(l.failed...))
+	}
+	return nil
+}
+
+// copyPersist copies every persistence record of src into dst (and the
+// blob bytes, when bc is set).
+func copyPersist(ctx context.Context, m *migrator, src, dst *store, bc *blobCopier) error {
+	ps, err := porterOf(src)
+	if ps == nil || err != nil {
+		return err
+	}
+	l, err := newLoader(m, dst, bc)
+	if err != nil {
+		return err
+	}
+	for r, err := range ps.Dump(ctx) {
+		if err != nil {
+			return fmt.Errorf("source persistence: %w", err)
+		}
+		b, err := r.MarshalJSON()
+		if err != nil {
+			return fmt.Errorf("source persistence: %s %q: %w", r.Kind, r.ID(), err)
+		}
+		if err := l.add(ctx, r, len(b)); err != nil {
+			return err
+		}
+	}
+	if err := l.flush(ctx); err != nil {
+		return err
+	}
+	return l.summary(m.e.stdout)
+}
+
+// openBuckets opens copy's --bucket and --to-bucket: both, or neither
+// (the stores share one bucket, or the bytes are copied otherwise).
+func openBuckets(ctx context.Context, e *env, from, to string) (*blobCopier, error) {
+	switch {
+	case from == "" && to == "":
+		return nil, nil
+	case from == "" || to == "":
+		return nil, usageErr("--bucket and --to-bucket go together: the source's bucket and the destination's (give neither when both stores use one bucket)")
+	case from == to:
+		return nil, usageErr("--bucket and --to-bucket name the same bucket: give neither when both stores use one bucket")
+	}
+	fb, err := e.openBucket(ctx, from)
+	if err != nil {
+		return nil, fmt.Errorf("--bucket: %w", err)
+	}
+	tb, err := e.openBucket(ctx, to)
+	if err != nil {
+		return nil, fmt.Errorf("--to-bucket: %w", err)
+	}
+	return &blobCopier{from: fb, to: tb}, nil
+}
+
+// lookup reads what d holds under r's identity (ok false: nothing).
+func lookup(ctx context.Context, d pdriver.Driver, r pdriver.Record) (pdriver.Record, bool, error) {
+	out := pdriver.Record{Kind: r.Kind}
+	var err error
+	switch r.Kind {
+	case pdriver.KindRun:
+		out.Run, err = d.GetRun(ctx, r.Run.RunID)
+		return out, out.Run != nil, err
+	case pdriver.KindGenerationRun:
+		out.GenerationRun, err = d.GetGenerationRun(ctx, r.GenerationRun.RunID)
+		return out, out.GenerationRun != nil, err
+	case pdriver.KindInterrupt:
+		out.Interrupt, err = d.GetInterrupt(ctx, r.Interrupt.InterruptID)
+		return out, out.Interrupt != nil, err
+	case pdriver.KindMetadata:
+		v, err := d.GetMetadata(ctx, r.Metadata.Namespace, r.Metadata.Key)
+		out.Metadata = &pdriver.MetadataEntry{Namespace: r.Metadata.Namespace, Key: r.Metadata.Key, Value: v}
+		return out, v != nil, err
+	case pdriver.KindArtifact:
+		out.Artifact, err = d.GetArtifact(ctx, r.Artifact.ArtifactID)
+		return out, out.Artifact != nil, err
+	default:
+		out.Blob, err = d.GetBlob(ctx, r.Blob.Key)
+		return out, out.Blob != nil, err
+	}
+}
+
+// verifyPersist compares the persistence records of a and b: every record
+// of a is in b, equal (point reads on b), and b holds no more; with bc,
+// every blob row's object is in the destination bucket with its size.
+func verifyPersist(ctx context.Context, v *verifier, a, b *store, bc *blobCopier) (int, error) {
+	pa, err := porterOf(a)
+	if err != nil {
+		return 0, err
+	}
+	pb, err := porterOf(b)
+	if err != nil {
+		return 0, err
+	}
+	count := func(p pdriver.Porter) (int, error) {
+		if p == nil {
+			return 0, nil
+		}
+		n := 0
+		for _, err := range p.Dump(ctx) {
+			if err != nil {
+				return n, err
+			}
+			n++
+		}
+		return n, nil
+	}
+	na := 0
+	if pa != nil {
+		for r, err := range pa.Dump(ctx) {
+			if err != nil {
+				return na, err
+			}
+			na++
+			if pb == nil {
+				v.diff("the source holds persistence records and %s keeps none", b.desc)
+				return na, nil
+			}
+			got, ok, err := lookup(ctx, b.persist, r)
+			if err != nil {
+				return na, err
+			}
+			switch {
+			case !ok:
+				v.diff("%s %q is only in the source", r.Kind, r.ID())
+			case !pdriver.Equal(got, r):
+				v.diff("%s %q differs", r.Kind, r.ID())
+			case r.Kind == pdriver.KindBlob && bc != nil:
+				if o, err := bc.to.Head(ctx, r.Blob.Object); err != nil || o.Size != r.Blob.Size {
+					v.diff("blob %q: its object %q is not in the destination bucket with %d bytes (%v)", r.ID(), r.Blob.Object, r.Blob.Size, err)
+				}
+			}
+		}
+	}
+	nb, err := count(pb)
+	if err != nil {
+		return na, err
+	}
+	if nb > na {
+		v.diff("the destination holds %d persistence records, the source %d", nb, na)
+	}
+	return na, nil
+}
+
+// records yields the persistence records an import stream holds, for
+// tests.
+func streamRecords(r io.Reader) iter.Seq2[pdriver.Record, error] {
+	return func(yield func(pdriver.Record, error) bool) {
+		dec := jsontext.NewDecoder(r, jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+		for {
+			v, err := dec.ReadValue()
+			if err == io.EOF {
+				return
+			}
+			if err != nil {
+				yield(pdriver.Record{}, err)
+				return
+			}
+			if !isPersist(v) {
+				continue
+			}
+			var rec pdriver.Record
+			if err := rec.UnmarshalJSON(v); !yield(rec, err) || err != nil {
+				return
+			}
+		}
+	}
+}

@@ -1,0 +1,352 @@
+package driver
+
+// Export and import of a driver's records: what ckptctl's export, import
+// and copy move between backends.
+//
+// Invariants:
+//
+//   - A Record is exactly one stored record of one store, tagged by kind;
+//     its JSON (MarshalJSON) keeps every raw JSON value byte for byte, so
+//     that dump → load → dump gives the same bytes.
+//   - Load is idempotent by content: a record already stored with equal
+//     content is skipped, so loading a batch twice changes nothing, and a
+//     killed load is finished by loading again.
+//   - Load never overwrites: a record stored under the same identity with
+//     other content fails the call with ErrRecordConflict, like the
+//     checkpoint import's refusal of a differing thread.
+//   - Op-token markers (a commit batch's token, a call's resend marker)
+//     and lock leases and queues are not records: they are short-lived
+//     state of calls in flight and of live processes, and a copy of them
+//     would either be expired on arrival or hand a lease to a holder that
+//     never asked the destination for it.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"unicode/utf8"
+)
+
+// RecordKind names the store a Record belongs to.
+type RecordKind string
+
+// The kinds, one per store that keeps records. Locks keep none (see the
+// file comment).
+const (
+	KindRun           RecordKind = "run"
+	KindGenerationRun RecordKind = "generationRun"
+	KindInterrupt     RecordKind = "interrupt"
+	KindMetadata      RecordKind = "metadata"
+	KindArtifact      RecordKind = "artifact"
+	KindBlob          RecordKind = "blob"
+)
+
+// Kinds lists the kinds in the order Dump yields them.
+var Kinds = []RecordKind{KindRun, KindGenerationRun, KindInterrupt, KindMetadata, KindArtifact, KindBlob}
+
+// MetadataEntry is one metadata value with its two-part identity.
+type MetadataEntry struct {
+	Namespace string          `json:"namespace"`
+	Key       string          `json:"key"`
+	Value     json.RawMessage `json:"value"`
+}
+
+// Record is one stored record: exactly one of the pointers is set, the
+// one Kind names. A blob record is the row with its bucket object, so
+// that the object's bytes can be copied beside it.
+type Record struct {
+	Kind          RecordKind
+	Run           *RunRecord
+	GenerationRun *GenerationRunRecord
+	Interrupt     *InterruptRecord
+	Metadata      *MetadataEntry
+	Artifact      *ArtifactRecord
+	Blob          *BlobMeta
+}
+
+// ErrRecordConflict is Load's error for a record whose identity the store
+// already holds with other content. Nothing of that Load was written.
+var ErrRecordConflict = errors.New("persist: the store holds another record under the same identity")
+
+// Porter is the export and import capability that every driver of this
+// module implements (memdriver, fdbdriver, redisdriver).
+type Porter interface {
+	// Dump yields every record of the store, kind by kind in Kinds order
+	// (within a kind in an order of the driver's), read in pages, each
+	// page one bounded read. It is exact on a store nobody writes meanwhile; an
+	// error ends the sequence.
+	Dump(ctx context.Context) iter.Seq2[Record, error]
+	// Load stores every record that the store lacks, with its indexes, and
+	// returns how many it stored. A record stored already with equal
+	// content is skipped (Equal); one stored with other content fails
+	// the call with ErrRecordConflict before anything is written. A batch
+	// too large for one transaction of the backend fails with
+	// ErrInvalidEntry and changes nothing, so the caller can split it.
+	// On Redis the check and the writes are one step per record, not per
+	// call: a record created between them is never overwritten and is
+	// reported as a conflict by the next Load.
+	Load(ctx context.Context, recs []Record) (int, error)
+}
+
+// ID is the record's identity within its kind: the id, the blob key, or
+// the metadata namespace and key (length-prefixed, so no two collide).
+func (r Record) ID() string {
+	switch r.Kind {
+	case KindRun:
+		return r.Run.RunID
+	case KindGenerationRun:
+		return r.GenerationRun.RunID
+	case KindInterrupt:
+		return r.Interrupt.InterruptID
+	case KindMetadata:
+		return fmt.Sprintf("%d:%s%s", len(r.Metadata.Namespace), r.Metadata.Namespace, r.Metadata.Key)
+	case KindArtifact:
+		return r.Artifact.ArtifactID
+	case KindBlob:
+		return r.Blob.Key
+	}
+	return ""
+}
+
+// Check reports a record that is not one well-formed record of its kind:
+// the kind unknown, not exactly the pointer of its kind set, an empty id,
+// or a raw JSON value that is not valid JSON. Load's callers check records
+// read from a stream with it; the records of a Dump pass.
+func (r Record) Check() error {
+	set := 0
+	for _, p := range []bool{r.Run != nil, r.GenerationRun != nil, r.Interrupt != nil, r.Metadata != nil, r.Artifact != nil, r.Blob != nil} {
+		if p {
+			set++
+		}
+	}
+	var want bool
+	var raws []json.RawMessage
+	switch r.Kind {
+	case KindRun:
+		want = r.Run != nil
+		if want {
+			raws = []json.RawMessage{r.Run.Usage}
+		}
+	case KindGenerationRun:
+		want = r.GenerationRun != nil
+		if want {
+			raws = []json.RawMessage{r.GenerationRun.Result, r.GenerationRun.Artifacts, r.GenerationRun.Usage}
+		}
+	case KindInterrupt:
+		want = r.Interrupt != nil
+		if want {
+			raws = []json.RawMessage{r.Interrupt.Payload, r.Interrupt.Response}
+			if len(r.Interrupt.Payload) == 0 {
+				return fmt.Errorf("%w: interrupt %q has no payload", ErrInvalidEntry, r.Interrupt.InterruptID)
+			}
+		}
+	case KindMetadata:
+		want = r.Metadata != nil
+		if want {
+			raws = []json.RawMessage{r.Metadata.Value}
+			if len(r.Metadata.Value) == 0 || r.Metadata.Namespace == "" || r.Metadata.Key == "" {
+				return fmt.Errorf("%w: metadata needs a namespace, a key and a value", ErrInvalidEntry)
+			}
+		}
+	case KindArtifact:
+		want = r.Artifact != nil
+	case KindBlob:
+		want = r.Blob != nil
+		if want && r.Blob.Object == "" {
+			return fmt.Errorf("%w: blob %q names no bucket object", ErrInvalidEntry, r.Blob.Key)
+		}
+	default:
+		return fmt.Errorf("%w: unknown record kind %q", ErrInvalidEntry, r.Kind)
+	}
+	if !want || set != 1 {
+		return fmt.Errorf("%w: a %s record must hold exactly its %s", ErrInvalidEntry, r.Kind, r.Kind)
+	}
+	if err := r.checkFields(); err != nil {
+		return err
+	}
+	for _, v := range raws {
+		if len(v) > 0 && !json.Valid(v) {
+			return fmt.Errorf("%w: %s %q holds a value that is not JSON", ErrInvalidEntry, r.Kind, r.ID())
+		}
+	}
+	return nil
+}
+
+// checkFields checks the ids and statuses a record of its kind must have.
+func (r Record) checkFields() error {
+	var ids []string
+	ok := true
+	switch r.Kind {
+	case KindRun:
+		ids, ok = []string{r.Run.RunID, r.Run.ThreadID}, r.Run.Status.Valid()
+	case KindGenerationRun:
+		g := r.GenerationRun
+		ids, ok = []string{g.RunID, g.ThreadID}, g.Status.Valid()
+	case KindInterrupt:
+		x := r.Interrupt
+		ids = []string{x.InterruptID, x.RunID, x.ThreadID}
+		ok = x.Status == InterruptPending || x.Status == InterruptResolved || x.Status == InterruptCancelled
+	case KindMetadata:
+		ids = []string{r.Metadata.Namespace, r.Metadata.Key}
+	case KindArtifact:
+		ids = []string{r.Artifact.ArtifactID, r.Artifact.RunID, r.Artifact.ThreadID}
+	case KindBlob:
+		ids = []string{r.Blob.Key}
+	}
+	for _, id := range ids {
+		if id == "" || len(id) > MaxIDBytes || !utf8.ValidString(id) {
+			return fmt.Errorf("%w: a %s record with the id %q", ErrInvalidID, r.Kind, id)
+		}
+	}
+	if !ok {
+		return fmt.Errorf("%w: %s %q has no valid status", ErrInvalidEntry, r.Kind, r.ID())
+	}
+	return nil
+}
+
+// Equal reports whether a and b are the same record: the same kind and
+// every field equal, raw JSON values byte for byte.
+func Equal(a, b Record) bool {
+	x, err1 := a.MarshalJSON()
+	y, err2 := b.MarshalJSON()
+	return err1 == nil && err2 == nil && bytes.Equal(x, y)
+}
+
+// rawMember is one raw JSON member spliced into a record's JSON.
+type rawMember struct {
+	name string
+	v    json.RawMessage
+	keep bool // written even when empty (as null): a required member
+}
+
+// blobJSON is a blob row's JSON: the record and its object.
+type blobJSON struct {
+	BlobRecord
+	Object string `json:"object"`
+}
+
+// MarshalJSON writes {"persist": kind, "record": …}: the record in
+// TanStack's JSON shape (a blob row with its "object", metadata as
+// {namespace, key, value}), with its raw JSON values as stored, byte for
+// byte. encoding/json compacts what a Marshaler returns, so a caller that
+// keeps the bytes calls MarshalJSON itself.
+func (r Record) MarshalJSON() ([]byte, error) {
+	if err := r.Check(); err != nil {
+		return nil, err
+	}
+	var body any
+	var raws []rawMember
+	switch r.Kind {
+	case KindRun:
+		c := *r.Run
+		raws = []rawMember{{"usage", c.Usage, false}}
+		c.Usage = nil
+		body = c
+	case KindGenerationRun:
+		c := *r.GenerationRun
+		raws = []rawMember{{"result", c.Result, false}, {"artifacts", c.Artifacts, false}, {"usage", c.Usage, false}}
+		c.Result, c.Artifacts, c.Usage = nil, nil, nil
+		body = c
+	case KindInterrupt:
+		c := *r.Interrupt
+		raws = []rawMember{{"payload", c.Payload, true}, {"response", c.Response, false}}
+		c.Payload, c.Response = nil, nil
+		body = struct {
+			InterruptRecord
+			Payload json.RawMessage `json:"payload,omitempty"`
+		}{InterruptRecord: c}
+	case KindMetadata:
+		raws = []rawMember{{"value", r.Metadata.Value, true}}
+		body = struct {
+			Namespace string `json:"namespace"`
+			Key       string `json:"key"`
+		}{r.Metadata.Namespace, r.Metadata.Key}
+	case KindArtifact:
+		body = r.Artifact
+	case KindBlob:
+		body = blobJSON{r.Blob.BlobRecord, r.Blob.Object}
+	}
+	b, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	b = b[:len(b)-1] // the closing brace
+	for _, m := range raws {
+		if len(m.v) == 0 && !m.keep {
+			continue
+		}
+		v := m.v
+		if len(v) == 0 {
+			v = json.RawMessage("null")
+		}
+		if len(b) > 1 {
+			b = append(b, ',')
+		}
+		b = append(b, '"')
+		b = append(b, m.name...)
+		b = append(b, `":`...)
+		b = append(b, v...)
+	}
+	b = append(b, '}')
+	out := append([]byte(`{"persist":`), fmt.Sprintf("%q", string(r.Kind))...)
+	out = append(out, `,"record":`...)
+	out = append(out, b...)
+	return append(out, '}'), nil
+}
+
+// UnmarshalJSON reads MarshalJSON's form. Unknown members fail; raw JSON
+// values keep their bytes. The record is then Checked.
+func (r *Record) UnmarshalJSON(b []byte) error {
+	var env struct {
+		Kind   RecordKind      `json:"persist"`
+		Record json.RawMessage `json:"record"`
+	}
+	if err := strict(b, &env); err != nil {
+		return fmt.Errorf("%w: a persistence record must be {\"persist\": KIND, \"record\": {…}}: %v", ErrInvalidEntry, err)
+	}
+	*r = Record{Kind: env.Kind}
+	var err error
+	switch env.Kind {
+	case KindRun:
+		r.Run = new(RunRecord)
+		err = strict(env.Record, r.Run)
+	case KindGenerationRun:
+		r.GenerationRun = new(GenerationRunRecord)
+		err = strict(env.Record, r.GenerationRun)
+	case KindInterrupt:
+		r.Interrupt = new(InterruptRecord)
+		err = strict(env.Record, r.Interrupt)
+	case KindMetadata:
+		r.Metadata = new(MetadataEntry)
+		err = strict(env.Record, r.Metadata)
+	case KindArtifact:
+		r.Artifact = new(ArtifactRecord)
+		err = strict(env.Record, r.Artifact)
+	case KindBlob:
+		var j blobJSON
+		err = strict(env.Record, &j)
+		r.Blob = &BlobMeta{BlobRecord: j.BlobRecord, Object: j.Object}
+	default:
+		return fmt.Errorf("%w: unknown record kind %q", ErrInvalidEntry, env.Kind)
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %s record: %v", ErrInvalidEntry, env.Kind, err)
+	}
+	return r.Check()
+}
+
+// strict decodes b into v refusing unknown members and trailing data.
+func strict(b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return errors.New("trailing data after the record")
+	}
+	return nil
+}
