@@ -71,6 +71,7 @@ interface Grant {
   fence: number
   expiresAt: number
   now: number
+  leaseMs?: number
   renewAfterMs?: number
 }
 
@@ -81,6 +82,7 @@ function grantOf(r: Record<string, unknown>, method: string): Grant {
     expiresAt: Number(r['expiresAt']),
     now: Number(r['now']),
   }
+  if (typeof r['leaseMs'] === 'number') g.leaseMs = r['leaseMs']
   if (typeof r['renewAfterMs'] === 'number') g.renewAfterMs = r['renewAfterMs']
   return g
 }
@@ -97,7 +99,9 @@ export function createLockStore(options: LockStoreOptions): LockStoreClientWithN
 
   /** The lease and renew-after the holder keeps to, from a grant. */
   function timing(g: Grant): { lease: number; renewAfter: number } {
-    const answered = g.expiresAt - g.now
+    // The server's own numbers when it sends them (leaseMs, renewAfterMs),
+    // else what the grant implies, else the options.
+    const answered = g.leaseMs ?? g.expiresAt - g.now
     const lease = Number.isFinite(answered) && answered > 0 ? answered : (options.leaseDurationMs ?? defaultLeaseMs)
     let renewAfter = g.renewAfterMs ?? options.renewAfterMs
     if (renewAfter === undefined || !(renewAfter > 0) || renewAfter >= lease) renewAfter = (lease * 3) / 8
@@ -128,8 +132,7 @@ export function createLockStore(options: LockStoreOptions): LockStoreClientWithN
         throw err
       }
       if (g.held) return { grant: g, sent }
-      const answered = g.expiresAt - g.now
-      if (Number.isFinite(answered) && answered > 0) lease = Math.min(lease, Math.max(answered, 1))
+      if (typeof g.leaseMs === 'number' && g.leaseMs > 0) lease = g.leaseMs
       // The server waited waitMs (or until the key changed and it stepped
       // again). One that answers not-held much sooner does not wait: pause,
       // growing, so this never spins.

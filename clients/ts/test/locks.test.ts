@@ -121,13 +121,17 @@ function suite(backend: string, servers: () => Running[], store: () => string) {
       const bIn = new Promise<void>((r) => (bEntered = r))
       let finishB!: () => void
       const bHold = new Promise<void>((r) => (finishB = r))
+      let aEntered!: () => void
+      const aIn = new Promise<void>((r) => (aEntered = r))
       const aRun = a.withLock('k', async (signal) => {
         aSignal = signal
+        aEntered()
         await bIn
         await new Promise<void>((r) => (signal.aborted ? r() : signal.addEventListener('abort', () => r())))
         return 'a finished'
       })
       aRun.catch(() => {})
+      await aIn // b asks only once a holds (else b could come first and a wait for ever on its frozen clock)
       let bSignal: AbortSignal | undefined
       const bRun = b.withLock('k', async (signal) => {
         bSignal = signal
@@ -145,7 +149,6 @@ function suite(backend: string, servers: () => Running[], store: () => string) {
       assert.equal(r.status, 200, JSON.stringify(r.json))
       assert.equal(r.json['held'], false, 'the stale release freed the successor')
       await post(s!.url, 'locks/release', { key: 'k', token: probe }, h)
-      // And a's own token, released again by hand, changes nothing either.
       assert.equal(bSignal?.aborted, false)
       finishB()
       await bRun
@@ -174,12 +177,16 @@ function suite(backend: string, servers: () => Running[], store: () => string) {
       const b = createLockStore({ url: s!.url, namespace: a.namespace!, now: () => t0 + 5_000 })
       let stolen!: () => void
       const taken = new Promise<void>((r) => (stolen = r))
+      let aEntered!: () => void
+      const aIn = new Promise<void>((r) => (aEntered = r))
       const aRun = a.withLock('k', async (signal) => {
+        aEntered()
         await taken
         await new Promise<void>((r) => (signal.aborted ? r() : signal.addEventListener('abort', () => r())))
         return 'ignored the signal'
       })
       aRun.catch(() => {})
+      await aIn
       await b.withLock('k', async () => stolen())
       await assert.rejects(aRun, (e: unknown) => (e as { code?: string }).code === 'PERSIST_LOCK_LOST')
     })
