@@ -1,6 +1,8 @@
 /**
  * @ckptstore/client: the checkpoint store, instance store and message store
- * of @tanstack/ai-sandbox over a ckptserver. Put `createCheckpointStore(…)`
+ * of @tanstack/ai-sandbox, @tanstack/ai-persistence's seven stores
+ * (createPersistence) and @tanstack/ai's LockStore (createLockStore), over a
+ * ckptserver. Put `createCheckpointStore(…)`
  * where InMemorySandboxCheckpointStore would go; it keeps the same promises,
  * with the checkpoints in whatever store the server runs on (memory, Redis,
  * FoundationDB).
@@ -24,7 +26,10 @@ import type {
 
 export * from './errors.js'
 export type * from './types.js'
+export type * from './persist-types.js'
 export type { ClientOptions } from './transport.js'
+export { createPersistence, type PersistenceClient, type PersistenceOptions, type PersistenceStores } from './persistence.js'
+export { createLockStore, type LockStoreClientWithNamespace, type LockStoreOptions } from './locks.js'
 
 /** The checkpoint store: TanStack's SandboxCheckpointStore with fork and prune, and three operator methods. */
 // The message type defaults to any, not unknown: a harness that opens the

@@ -100,15 +100,22 @@ interface NodeRequestOptions {
 interface NodeIncomingMessage {
   statusCode?: number
   complete: boolean
+  headers: Record<string, string | string[] | undefined>
   setEncoding(encoding: 'utf8'): void
   on(event: 'data', f: (chunk: string) => void): void
+  on(event: 'data', f: (chunk: Uint8Array) => void): void
   on(event: 'end', f: () => void): void
   on(event: 'error' | 'close', f: (err?: Error) => void): void
+  pause(): void
+  resume(): void
+  destroy(err?: Error): void
 }
 interface NodeClientRequest {
   on(event: 'error', f: (err: Error) => void): void
+  once(event: 'drain' | 'close', f: () => void): void
   destroy(err?: Error): void
-  end(body: string): void
+  write(chunk: Uint8Array): boolean
+  end(body?: string | Uint8Array): void
 }
 interface NodeProcess {
   versions?: { node?: string; bun?: string }
@@ -142,6 +149,21 @@ function nodeHttp(protocol: string): { mod: NodeHttpModule; agent: object } | un
     agents.set(protocol, agent)
   }
   return { mod, agent }
+}
+
+/**
+ * The body of a raw call: a string or bytes (sent with a length, and
+ * again on a retry), or a source of streams (sent chunked; again on a
+ * retry only when replayable, that is when stream() makes a fresh one).
+ */
+export type RawBody = string | { bytes: Uint8Array } | { stream: () => ReadableStream<Uint8Array>; replayable: boolean }
+
+/** A 2xx reply of a raw call: the status and headers, and the whole text or the body as a stream. */
+export interface RawReply {
+  status: number
+  header: (name: string) => string | undefined
+  text?: string
+  body?: ReadableStream<Uint8Array>
 }
 
 /** Transport sends the calls of one namespace to one server. */
@@ -220,11 +242,17 @@ export class Transport {
     throw last ?? new CkptstoreError('NETWORK_ERROR', 'no attempt was made')
   }
 
-  private async attempt(method: string, payload: string, key: string | undefined): Promise<Record<string, unknown>> {
+  /** The headers of one attempt: the store's, the clock of this request, the write's key. */
+  private headersFor(key: string | undefined): Record<string, string> {
     const headers: Record<string, string> = { ...this.headers }
     // The clock is read per attempt: it is the clock of this request.
     if (this.now) headers['ckpt-now'] = JSON.stringify(this.now())
     if (key !== undefined) headers['idempotency-key'] = key
+    return headers
+  }
+
+  private async attempt(method: string, payload: string, key: string | undefined): Promise<Record<string, unknown>> {
+    const headers = this.headersFor(key)
     const res = this.node !== undefined ? await this.sendNode(this.node, method, payload, headers) : await this.sendFetch(method, payload, headers)
     const text = res.text
     if (res.status >= 200 && res.status < 300) {
@@ -315,6 +343,302 @@ export class Transport {
       req.on('error', (err) => fail(this.networkError(method, err)))
       req.end(payload)
     })
+  }
+
+  /**
+   * raw sends one call whose request or reply is bytes, not a JSON object
+   * (the blob routes). A 2xx reply comes back as it is: its text, or, when
+   * streamReply is set and the reply is application/octet-stream, its body
+   * as a stream; any other reply rejects as call's do. The call is repeated
+   * on network errors and 503 only when its body can be sent again (a
+   * string, bytes, or a stream source that makes a fresh stream); a
+   * one-shot stream gets one attempt. A failure of the caller's own stream
+   * rejects with that stream's error and is never repeated.
+   */
+  async raw(method: string, body: RawBody, extra: Record<string, string>, streamReply: boolean): Promise<RawReply> {
+    const attempts = typeof body === 'string' || 'bytes' in body || body.replayable ? this.maxAttempts : 1
+    let last: Error | undefined
+    for (let attempt = 1; attempt <= attempts; attempt++) {
+      if (attempt > 1) await sleep(backoff(attempt))
+      try {
+        const headers = { ...this.headersFor(undefined), ...extra }
+        const res = this.node !== undefined
+          ? await this.sendNodeRaw(this.node, method, body, headers, streamReply)
+          : await this.sendFetchRaw(method, body, headers, streamReply)
+        if (res.status >= 200 && res.status < 300) return res
+        const e = parseObject(res.text ?? '')
+        const err =
+          e !== undefined && typeof e['code'] === 'string'
+            ? errorFromWire(e['code'], typeof e['message'] === 'string' ? e['message'] : e['code'], res.status)
+            : new CkptstoreError(res.status === 503 ? 'UNAVAILABLE' : `HTTP_${res.status}`, `ckptstore ${method}: HTTP ${res.status}`, res.status)
+        if (res.status === 503) throw new Retryable(err)
+        throw err
+      } catch (err) {
+        if (!(err instanceof Retryable)) throw err
+        last = err.last
+      }
+    }
+    throw last ?? new CkptstoreError('NETWORK_ERROR', 'no attempt was made')
+  }
+
+  /**
+   * sendNodeRaw is raw's attempt over node:http(s). Its timer is an idle
+   * timer: it restarts with every chunk sent or received, so a long upload
+   * or download that keeps moving never times out, and one that stalls for
+   * timeoutMs does. A streamed request body goes chunked, written as the
+   * socket takes it (write's backpressure), and a reply that comes first
+   * (a refusal) stops the upload and cancels the caller's stream.
+   */
+  private sendNodeRaw(
+    node: { mod: NodeHttpModule; agent: object },
+    method: string,
+    body: RawBody,
+    headers: Record<string, string>,
+    streamReply: boolean,
+  ): Promise<RawReply> {
+    return new Promise<RawReply>((resolve, reject) => {
+      let settled = false
+      let replied = false
+      let reqClosed = false
+      let sourceFailed = false
+      let timer: ReturnType<typeof setTimeout> | undefined
+      // Where a failure goes once the reply's body is a stream.
+      let streamError: ((err: Error) => void) | undefined
+      const fail = (err: Error) => {
+        clearTimeout(timer)
+        if (streamError) return streamError(err instanceof Retryable ? err.last : err)
+        if (settled) return
+        settled = true
+        reject(err)
+      }
+      const arm = () => {
+        clearTimeout(timer)
+        timer = setTimeout(() => {
+          const err = new Error(`no progress within ${this.timeoutMs} ms`)
+          err.name = 'TimeoutError'
+          fail(this.timeoutError(method, err))
+          req.destroy(err)
+        }, this.timeoutMs)
+      }
+      const cutOff = () => this.networkError(method, new Error('the reply was cut off'))
+      const lost = (err?: Error) => fail(this.networkError(method, err))
+      const req = node.mod.request(
+        { agent: node.agent, hostname: this.hostname, port: this.port, path: `${this.pathPrefix}/v1/${method}`, method: 'POST', headers },
+        (res) => {
+          replied = true
+          arm()
+          const status = res.statusCode ?? 0
+          const header = (name: string) => {
+            const v = res.headers[name.toLowerCase()]
+            return Array.isArray(v) ? v.join(', ') : v
+          }
+          if (streamReply && status >= 200 && status < 300 && (header('content-type') ?? '').startsWith('application/octet-stream')) {
+            settled = true
+            let done = false
+            const stream = new ReadableStream<Uint8Array>(
+              {
+                start(c) {
+                  streamError = (err) => {
+                    if (done) return
+                    done = true
+                    c.error(err)
+                  }
+                  res.on('data', (chunk: Uint8Array) => {
+                    if (done) return
+                    arm()
+                    c.enqueue(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength))
+                    if ((c.desiredSize ?? 1) <= 0) res.pause()
+                  })
+                  res.on('end', () => {
+                    clearTimeout(timer)
+                    if (done) return
+                    if (!res.complete) return streamError!(cutOff().last)
+                    done = true
+                    c.close()
+                  })
+                  res.on('error', lost)
+                  res.on('close', () => {
+                    if (!res.complete) fail(cutOff())
+                  })
+                },
+                pull() {
+                  res.resume()
+                },
+                cancel() {
+                  done = true
+                  clearTimeout(timer)
+                  res.destroy()
+                },
+              },
+              { highWaterMark: 4 },
+            )
+            return resolve({ status, header, body: stream })
+          }
+          let text = ''
+          res.setEncoding('utf8')
+          res.on('data', (chunk: string) => {
+            arm()
+            text += chunk
+          })
+          res.on('end', () => {
+            if (settled) return
+            if (!res.complete) return fail(cutOff())
+            settled = true
+            clearTimeout(timer)
+            resolve({ status, header, text })
+          })
+          res.on('error', (err) => fail(this.networkError(method, err)))
+          res.on('close', () => {
+            if (!res.complete) fail(cutOff())
+          })
+        },
+      )
+      req.once('close', () => {
+        reqClosed = true
+      })
+      // An error writing the request after the reply came (the server
+      // refused early and closed) is not the outcome: the reply is.
+      req.on('error', (err) => {
+        if (!replied && !sourceFailed) fail(this.networkError(method, err))
+      })
+      arm()
+      if (typeof body === 'string') return req.end(body)
+      if ('bytes' in body) return req.end(body.bytes)
+      void (async () => {
+        const reader = body.stream().getReader()
+        try {
+          for (;;) {
+            if (replied || reqClosed) {
+              await reader.cancel().catch(() => {})
+              return
+            }
+            const { value, done } = await reader.read()
+            if (done) break
+            arm()
+            if (value.byteLength === 0) continue
+            if (!req.write(value)) {
+              await new Promise<void>((r) => {
+                if (reqClosed) return r()
+                req.once('drain', r)
+                req.once('close', r)
+              })
+            }
+          }
+          req.end()
+        } catch (err) {
+          // The caller's stream failed: the request is cut (the server
+          // keeps nothing of it) and the call rejects with that error.
+          sourceFailed = true
+          const e = err instanceof Error ? err : new Error(String(err))
+          if (!settled) {
+            settled = true
+            clearTimeout(timer)
+            reject(e)
+          }
+          req.destroy(e)
+        } finally {
+          try {
+            reader.releaseLock()
+          } catch {
+            // a read is still pending on a cancelled reader: nothing to free
+          }
+        }
+      })()
+    })
+  }
+
+  /**
+   * sendFetchRaw is raw's attempt over fetch: a streamed request body goes
+   * as a ReadableStream with duplex 'half', and the idle timer restarts
+   * with every chunk either way, as sendNodeRaw's does.
+   */
+  private async sendFetchRaw(method: string, body: RawBody, headers: Record<string, string>, streamReply: boolean): Promise<RawReply> {
+    const ac = new AbortController()
+    let timer: ReturnType<typeof setTimeout> | undefined
+    let timedOut = false
+    const arm = () => {
+      clearTimeout(timer)
+      timer = setTimeout(() => {
+        timedOut = true
+        const err = new Error(`no progress within ${this.timeoutMs} ms`)
+        err.name = 'TimeoutError'
+        ac.abort(err)
+      }, this.timeoutMs)
+    }
+    let sourceError: unknown
+    let sourceFailed = false
+    const init: RequestInit & { duplex?: 'half' } = { method: 'POST', headers, signal: ac.signal }
+    if (typeof body === 'string') init.body = body
+    else if ('bytes' in body) init.body = body.bytes as Uint8Array<ArrayBuffer>
+    else {
+      const reader = body.stream().getReader()
+      init.body = new ReadableStream<Uint8Array>({
+        async pull(c) {
+          let r: ReadableStreamReadResult<Uint8Array>
+          try {
+            r = await reader.read()
+          } catch (err) {
+            sourceFailed = true
+            sourceError = err
+            c.error(err)
+            return
+          }
+          if (r.done) return c.close()
+          arm()
+          c.enqueue(r.value)
+        },
+        cancel(reason) {
+          return reader.cancel(reason)
+        },
+      })
+      init.duplex = 'half'
+    }
+    arm()
+    let res: Response
+    try {
+      res = await this.fetch!(`${this.base}/v1/${method}`, init)
+    } catch (err) {
+      clearTimeout(timer)
+      if (sourceFailed) throw sourceError
+      throw timedOut ? this.timeoutError(method, err) : this.networkError(method, err)
+    }
+    const header = (name: string) => res.headers.get(name) ?? undefined
+    if (streamReply && res.ok && res.body !== null && (header('content-type') ?? '').startsWith('application/octet-stream')) {
+      arm()
+      const reader = res.body.getReader()
+      const wrap = (err: unknown) => (timedOut ? this.timeoutError(method, err).last : this.networkError(method, err).last)
+      const stream = new ReadableStream<Uint8Array>({
+        async pull(c) {
+          let r: ReadableStreamReadResult<Uint8Array>
+          try {
+            r = await reader.read()
+          } catch (err) {
+            clearTimeout(timer)
+            c.error(wrap(err))
+            return
+          }
+          if (r.done) {
+            clearTimeout(timer)
+            return c.close()
+          }
+          arm()
+          c.enqueue(r.value)
+        },
+        cancel(reason) {
+          clearTimeout(timer)
+          return reader.cancel(reason)
+        },
+      })
+      return { status: res.status, header, body: stream }
+    }
+    try {
+      const text = await res.text()
+      return { status: res.status, header, text }
+    } catch (err) {
+      throw timedOut ? this.timeoutError(method, err) : this.networkError(method, err)
+    } finally {
+      clearTimeout(timer)
+    }
   }
 }
 

@@ -12,6 +12,16 @@
 // checked twice: strict with exactOptionalPropertyTypes and the DOM lib
 // only (a Workers-like harness), and strict with @types/node and no DOM.
 //
+// The persistence half restates, the same way, @tanstack/ai-persistence's
+// store interfaces (packages/ai-persistence/src/types.ts), @tanstack/ai's
+// RunStore and RunRecord (packages/ai/src/activities/chat/middleware/
+// run-store.ts), LockStore (…/middleware/locks.ts), TokenUsage
+// (packages/ai-event-client) and PersistedArtifactRef (packages/ai/src/
+// types.ts), and checks createPersistence's stores and createLockStore
+// against them. Upstream's optional methods (runs.listByThread,
+// runs.listReclaimable, interrupts.commitBatch) are required on the client,
+// so TanStack's direction compares with Required<…> of the store.
+//
 // The published @tanstack/ai-sandbox (0.2.4) predates these interfaces, so
 // they cannot be imported; and nothing of TanStack's is copied here.
 
@@ -49,6 +59,35 @@ import {
   type InstanceStoreClient,
   type MessageStoreClient,
   type SandboxCheckpointErrorCode as ClientErrorCode,
+  createLockStore,
+  createPersistence,
+  type ArtifactRecord as CArtifactRecord,
+  type ArtifactStoreClient,
+  type BlobBody as CBlobBody,
+  type BlobGetOptions as CBlobGetOptions,
+  type BlobListOptions as CBlobListOptions,
+  type BlobListPage as CBlobListPage,
+  type BlobObject as CBlobObject,
+  type BlobPutOptions as CBlobPutOptions,
+  type BlobRange as CBlobRange,
+  type BlobRecord as CBlobRecord,
+  type BlobStoreClient,
+  type GenerationRunRecord as CGenerationRunRecord,
+  type GenerationRunStoreClient,
+  type InterruptCommitEntry as CInterruptCommitEntry,
+  type InterruptRecord as CInterruptRecord,
+  type InterruptStatus as CInterruptStatus,
+  type InterruptStoreClient,
+  type LockStoreClient,
+  type MetadataStoreClient,
+  type PersistedArtifactRef as CPersistedArtifactRef,
+  type PersistenceClient,
+  type RunError as CRunError,
+  type RunRecord as CRunRecord,
+  type RunStatus as CRunStatus,
+  type RunStoreClient,
+  type TerminalRunStatus as CTerminalRunStatus,
+  type TokenUsage as CTokenUsage,
 } from '@ckptstore/client'
 
 // ---- TanStack's types, as upstream declares them ------------------------
@@ -206,6 +245,249 @@ declare function runSandboxInstanceStoreConformance(
   makeStore: () => SandboxInstanceStore | Promise<SandboxInstanceStore>,
 ): void
 
+
+// ---- @tanstack/ai-persistence and @tanstack/ai, as upstream declares them --
+
+type UsageUnit = 'tokens' | 'seconds' | 'characters' | 'images' | 'videos' | 'megapixels' | 'requests' | 'units' | (string & {})
+interface UsageTotals<D = Record<string, NonNullable<unknown>>> {
+  promptTokens: number
+  completionTokens: number
+  totalTokens: number
+  promptTokensDetails?: {
+    cachedTokens?: number
+    cacheWriteTokens?: number
+    audioTokens?: number
+    videoTokens?: number
+    imageTokens?: number
+    textTokens?: number
+    documentTokens?: number
+  }
+  completionTokensDetails?: {
+    reasoningTokens?: number
+    audioTokens?: number
+    videoTokens?: number
+    imageTokens?: number
+    textTokens?: number
+    documentTokens?: number
+  }
+  billed?: { quantity: number; unit: UsageUnit }
+  durationSeconds?: number
+  unitsBilled?: number
+  providerUsageDetails?: D
+  cost?: number
+  costDetails?: { upstreamCost?: number; upstreamInputCost?: number; upstreamOutputCost?: number }
+}
+
+type UpRunStatus = 'running' | 'interrupted' | 'completed' | 'failed' | 'aborted'
+type UpTerminalRunStatus = 'completed' | 'failed' | 'aborted'
+interface UpRunError {
+  message: string
+  code?: string
+}
+interface UpRunRecord {
+  runId: string
+  threadId: string
+  status: UpRunStatus
+  startedAt: number
+  finishedAt?: number
+  error?: UpRunError
+  usage?: UsageTotals
+  sandboxKey?: string
+  detachedSince?: number
+  cancelRequested?: boolean
+  driverEpoch?: number
+}
+/** Upstream's two list methods are optional. */
+interface UpRunStore {
+  createOrResume: (input: Pick<UpRunRecord, 'runId' | 'threadId' | 'startedAt'> & { status?: UpRunStatus }) => Promise<UpRunRecord>
+  update: (
+    runId: string,
+    patch: Partial<Pick<UpRunRecord, 'status' | 'finishedAt' | 'error' | 'usage' | 'sandboxKey' | 'detachedSince' | 'cancelRequested' | 'driverEpoch'>>,
+  ) => Promise<void>
+  get: (runId: string) => Promise<UpRunRecord | null>
+  listByThread?: (threadId: string) => Promise<Array<UpRunRecord>>
+  listReclaimable?: (opts: { now: number; ttlMs: number }) => Promise<Array<UpRunRecord>>
+  findActiveRun: (threadId: string) => Promise<UpRunRecord | null>
+}
+
+interface UpArtifactRef {
+  role: 'input' | 'output'
+  artifactId: string
+  threadId: string
+  runId: string
+  name: string
+  mimeType: string
+  size: number
+  createdAt: string
+  sourceUrl?: string
+  url?: string
+  source: {
+    activity: 'image' | 'audio' | 'tts' | 'video' | 'transcription'
+    path: string
+    provider: string
+    model: string
+    mediaType?: 'image' | 'audio' | 'video' | 'document' | 'json'
+    jobId?: string
+    expiresAt?: string
+  }
+}
+interface UpGenerationRunRecord {
+  runId: string
+  threadId: string
+  activity: string
+  provider: string
+  model: string
+  status: UpRunStatus
+  startedAt: number
+  finishedAt?: number
+  error?: { message: string; code?: string }
+  result?: unknown
+  artifacts?: Array<UpArtifactRef>
+  usage?: UsageTotals
+}
+interface UpGenerationRunStore {
+  createOrResume: (
+    input: Pick<UpGenerationRunRecord, 'runId' | 'threadId' | 'activity' | 'provider' | 'model' | 'startedAt'> & { status?: UpRunStatus },
+  ) => Promise<UpGenerationRunRecord>
+  update: (
+    runId: string,
+    patch: Partial<Pick<UpGenerationRunRecord, 'status' | 'finishedAt' | 'error' | 'result' | 'artifacts' | 'usage'>>,
+  ) => Promise<void>
+  get: (runId: string) => Promise<UpGenerationRunRecord | null>
+  findLatestForThread: (threadId: string) => Promise<UpGenerationRunRecord | null>
+}
+
+type UpInterruptStatus = 'pending' | 'resolved' | 'cancelled'
+interface UpInterruptRecord {
+  interruptId: string
+  runId: string
+  threadId: string
+  status: UpInterruptStatus
+  requestedAt: number
+  resolvedAt?: number
+  payload: Record<string, unknown>
+  response?: unknown
+}
+type UpInterruptCommitEntry =
+  | { interruptId: string; status: 'resolved'; response?: unknown }
+  | { interruptId: string; status: 'cancelled' }
+/** commitBatch is optional upstream. */
+interface UpInterruptStore {
+  create: (record: Omit<UpInterruptRecord, 'status' | 'resolvedAt'>) => Promise<void>
+  resolve: (interruptId: string, response?: unknown) => Promise<void>
+  cancel: (interruptId: string) => Promise<void>
+  commitBatch?: (entries: ReadonlyArray<UpInterruptCommitEntry>) => Promise<void>
+  get: (interruptId: string) => Promise<UpInterruptRecord | null>
+  list: (threadId: string) => Promise<Array<UpInterruptRecord>>
+  listPending: (threadId: string) => Promise<Array<UpInterruptRecord>>
+  listByRun: (runId: string) => Promise<Array<UpInterruptRecord>>
+  listPendingByRun: (runId: string) => Promise<Array<UpInterruptRecord>>
+}
+
+interface UpMetadataStore {
+  get: (namespace: string, key: string) => Promise<unknown | null>
+  set: (namespace: string, key: string, value: unknown) => Promise<void>
+  delete: (namespace: string, key: string) => Promise<void>
+}
+
+interface UpArtifactRecord {
+  artifactId: string
+  runId: string
+  threadId: string
+  blobKey?: string
+  name: string
+  mimeType: string
+  size: number
+  sourceUrl?: string
+  createdAt: number
+}
+interface UpArtifactStore {
+  save: (record: UpArtifactRecord) => Promise<void>
+  get: (artifactId: string) => Promise<UpArtifactRecord | null>
+  list: (runId: string) => Promise<Array<UpArtifactRecord>>
+  listForThread: (threadId: string) => Promise<Array<UpArtifactRecord>>
+  delete: (artifactId: string) => Promise<void>
+  deleteForRun: (runId: string) => Promise<void>
+}
+
+type UpBlobBody = ReadableStream<Uint8Array> | ArrayBuffer | ArrayBufferView | string | Blob
+interface UpBlobRecord {
+  key: string
+  size?: number
+  etag?: string
+  contentType?: string
+  customMetadata?: Record<string, string>
+  createdAt?: number
+  updatedAt?: number
+}
+interface UpBlobRange {
+  offset: number
+  length?: number
+}
+interface UpBlobGetOptions {
+  range?: UpBlobRange
+}
+interface UpBlobObject extends UpBlobRecord {
+  arrayBuffer: () => Promise<ArrayBuffer>
+  text: () => Promise<string>
+  body?: ReadableStream<Uint8Array>
+  range?: { offset: number; length: number }
+}
+interface UpBlobListPage {
+  objects: Array<UpBlobRecord>
+  cursor?: string
+  truncated?: boolean
+}
+interface UpBlobPutOptions {
+  contentType?: string
+  customMetadata?: Record<string, string>
+  expectedLength?: number
+}
+interface UpBlobListOptions {
+  prefix?: string
+  cursor?: string
+  limit?: number
+}
+interface UpBlobStore {
+  put: (key: string, body: UpBlobBody, options?: UpBlobPutOptions) => Promise<UpBlobRecord>
+  get: (key: string, options?: UpBlobGetOptions) => Promise<UpBlobObject | null>
+  head: (key: string) => Promise<UpBlobRecord | null>
+  delete: (key: string) => Promise<void>
+  list: (options?: UpBlobListOptions) => Promise<UpBlobListPage>
+}
+
+/** The sparse bag of AIPersistence and the full aggregate createPersistence must fit. */
+interface UpPersistenceStores {
+  messages?: MessageStore
+  runs?: UpRunStore
+  interrupts?: UpInterruptStore
+  metadata?: UpMetadataStore
+  generationRuns?: UpGenerationRunStore
+  artifacts?: UpArtifactStore
+  blobs?: UpBlobStore
+}
+interface UpAIPersistence<S extends UpPersistenceStores = UpPersistenceStores> {
+  stores: S
+}
+/** memoryPersistence()'s chat shape: the four state stores required. */
+interface UpChatPersistenceStores {
+  messages: MessageStore
+  runs: UpRunStore
+  interrupts: UpInterruptStore
+  metadata: UpMetadataStore
+}
+
+interface UpLockStore {
+  withLock: <T>(key: string, fn: (signal: AbortSignal) => Promise<T>) => Promise<T>
+}
+
+declare function runPersistenceConformance(
+  name: string,
+  makePersistence: () => Promise<UpAIPersistence> | UpAIPersistence,
+  options?: { skip?: Array<keyof UpPersistenceStores>; skipMethods?: Array<'runs.listByThread' | 'runs.listReclaimable'> },
+): void
+declare function runDurableRunFieldsConformance(name: string, makeStore: () => UpRunStore | Promise<UpRunStore>): void
+
 // ---- The checks ----------------------------------------------------------
 
 /** true when each of A and B is assignable to the other. */
@@ -253,6 +535,54 @@ check<Extends<SandboxCheckpointStoreOptions, Partial<ClientOptions>>>()
 // The client's errors are upstream's: an Error with a code of the union.
 check<Extends<SandboxCheckpointError, SandboxCheckpointErrorShape>>()
 
+
+// The persistence records: the same keys, mutually assignable.
+check<Mutual<CRunStatus, UpRunStatus>>()
+check<Mutual<CTerminalRunStatus, UpTerminalRunStatus>>()
+check<Same<CRunError, UpRunError>>()
+check<Same<CTokenUsage, UsageTotals>>()
+check<Same<CRunRecord, UpRunRecord>>()
+check<Same<CPersistedArtifactRef, UpArtifactRef>>()
+check<Same<CGenerationRunRecord, UpGenerationRunRecord>>()
+check<Mutual<CInterruptStatus, UpInterruptStatus>>()
+check<Same<CInterruptRecord, UpInterruptRecord>>()
+check<Mutual<CInterruptCommitEntry, UpInterruptCommitEntry>>()
+check<Same<CArtifactRecord, UpArtifactRecord>>()
+check<Mutual<CBlobBody, UpBlobBody>>()
+check<Same<CBlobRecord, UpBlobRecord>>()
+check<Same<CBlobRange, UpBlobRange>>()
+check<Same<CBlobGetOptions, UpBlobGetOptions>>()
+check<Same<CBlobObject, UpBlobObject>>()
+check<Same<CBlobListPage, UpBlobListPage>>()
+check<Same<CBlobPutOptions, UpBlobPutOptions>>()
+check<Same<CBlobListOptions, UpBlobListOptions>>()
+
+// The persistence stores, the client's way: each fits TanStack's store.
+check<Extends<RunStoreClient, UpRunStore>>()
+check<Extends<GenerationRunStoreClient, UpGenerationRunStore>>()
+check<Extends<InterruptStoreClient, UpInterruptStore>>()
+check<Extends<MetadataStoreClient, UpMetadataStore>>()
+check<Extends<ArtifactStoreClient, UpArtifactStore>>()
+check<Extends<BlobStoreClient, UpBlobStore>>()
+check<Extends<LockStoreClient, UpLockStore>>()
+type ModelPersistence = PersistenceClient<ModelMessage>
+check<Extends<ModelPersistence, UpAIPersistence>>()
+check<Extends<ModelPersistence, UpAIPersistence<UpChatPersistenceStores>>>()
+check<Extends<ModelPersistence['stores'], Required<UpPersistenceStores>>>()
+// And TanStack's way: the client's stores have exactly upstream's members
+// (its optional ones made required), each mutually assignable.
+check<Same<RunStoreClient, Required<UpRunStore>>>()
+check<Same<GenerationRunStoreClient, UpGenerationRunStore>>()
+check<Same<InterruptStoreClient, Required<UpInterruptStore>>>()
+check<Same<MetadataStoreClient, UpMetadataStore>>()
+check<Same<ArtifactStoreClient, UpArtifactStore>>()
+check<Same<BlobStoreClient, UpBlobStore>>()
+check<Same<LockStoreClient, UpLockStore>>()
+check<Same<Pick<ModelPersistence['stores']['messages'], keyof MessageStore>, MessageStore>>()
+check<Mutual<keyof ModelPersistence['stores'], keyof UpPersistenceStores>>()
+// The lock store's options are the client's.
+check<Extends<SandboxCheckpointStoreOptions, Partial<Parameters<typeof createLockStore>[0]>>>()
+
 // ---- The kits and a harness, with @ckptstore/client in place ------------
 
 const url = 'http://127.0.0.1:7070'
@@ -282,6 +612,33 @@ runSandboxCheckpointForkConformance('ckptstore', async () => {
   return { persistence: { stores: { messages: createMessageStore({ url, namespace: c.namespace! }) } }, checkpoints: c }
 })
 runSandboxInstanceStoreConformance('ckptstore', async () => createInstanceStore({ url }))
+
+
+// The persistence kits and a chat harness, with createPersistence in place.
+runPersistenceConformance('ckptstore', () => createPersistence({ url }))
+runPersistenceConformance('ckptstore', async () => createPersistence({ url, token: 'secret' }), { skip: [], skipMethods: [] })
+runDurableRunFieldsConformance('ckptstore', () => createPersistence({ url }).stores.runs)
+const chat: UpAIPersistence<UpChatPersistenceStores> = createPersistence({ url })
+const sparse: UpAIPersistence = createPersistence<ModelMessage>({ url, namespace: 'n' })
+const locks: UpLockStore = createLockStore({ url, now: () => 1, leaseDurationMs: 100, renewAfterMs: 25 })
+void [chat, sparse, locks]
+export async function turn(p: PersistenceClient<ModelMessage>, l: UpLockStore, threadId: string) {
+  return l.withLock(`thread:${threadId}`, async (signal) => {
+    const run: UpRunRecord = await p.stores.runs.createOrResume({ runId: 'r', threadId, startedAt: 1 })
+    await p.stores.messages.saveThread(threadId, [{ role: 'user', content: 'hi' }])
+    if (signal.aborted) throw signal.reason
+    // (An explicit `sandboxKey: undefined`, which clears, is upstream's type
+    // too, so exactOptionalPropertyTypes refuses it here as it does there.)
+    await p.stores.runs.update(run.runId, { status: 'completed', finishedAt: 2 })
+    const active: UpRunRecord | null = await p.stores.runs.findActiveRun(threadId)
+    const listed: UpRunRecord[] = await p.stores.runs.listByThread(threadId)
+    await p.stores.interrupts.commitBatch([{ interruptId: 'i', status: 'resolved', response: { ok: true } }, { interruptId: 'j', status: 'cancelled' }])
+    const blob: UpBlobRecord = await p.stores.blobs.put('k', new Uint8Array([1]), { contentType: 'x/y' })
+    const got: UpBlobObject | null = await p.stores.blobs.get('k', { range: { offset: 0 } })
+    const bytes: ArrayBuffer | undefined = await got?.arrayBuffer()
+    return { active, listed, blob, bytes }
+  })
+}
 
 // The contract page's keepNewest takes a store with deleteCheckpoints; the
 // page, not upstream's interface, names the method, so a harness writes
@@ -383,4 +740,25 @@ export async function refused(s: CheckpointStoreClient<ModelMessage>, cp: Sandbo
   // @ts-expect-error createCheckpointStore needs a url
   createCheckpointStore({ token: 'x' })
   void [h, g, old]
+}
+
+// And what must not type-check in the persistence half.
+export async function refusedPersistence(p: PersistenceClient<ModelMessage>) {
+  // @ts-expect-error a run needs its threadId
+  await p.stores.runs.createOrResume({ runId: 'r', startedAt: 1 })
+  // @ts-expect-error runId is not a patchable field
+  await p.stores.runs.update('r', { runId: 'other' })
+  // @ts-expect-error a status outside the five
+  await p.stores.runs.update('r', { status: 'done' })
+  // @ts-expect-error create takes no status: an interrupt is born pending
+  await p.stores.interrupts.create({ interruptId: 'i', runId: 'r', threadId: 't', requestedAt: 1, payload: {}, status: 'resolved' })
+  // @ts-expect-error a cancelled entry carries no response
+  await p.stores.interrupts.commitBatch([{ interruptId: 'i', status: 'cancelled', response: 1 }])
+  // @ts-expect-error a number is no blob body
+  await p.stores.blobs.put('k', 42)
+  // @ts-expect-error get may answer null
+  const o: UpBlobObject = await p.stores.blobs.get('k')
+  // @ts-expect-error there is no locks store among the stores
+  void p.stores.locks
+  void o
 }
