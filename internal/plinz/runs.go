@@ -217,7 +217,9 @@ func runClient(rs *persist.Runs, rng *rand.Rand, client int, opt RunsOptions) []
 				p.Status = runStatuses[rng.IntN(len(runStatuses))]
 			}
 			p.FinishedAt, p.DetachedSince, p.DriverEpoch, p.SandboxKey = randomEdit(rng), randomEdit(rng), randomEdit(rng), randomEdit(rng)
-			do = func() (*persist.RunRecord, error) { return nil, rs.Update(ctx, runID(in.Part, in.Slot), in.Patch.RunPatch()) }
+			do = func() (*persist.RunRecord, error) {
+				return nil, rs.Update(ctx, runID(in.Part, in.Slot), in.Patch.RunPatch())
+			}
 		case r < 80:
 			in.Kind = RunGet
 			do = func() (*persist.RunRecord, error) { return rs.Get(ctx, runID(in.Part, in.Slot)) }
@@ -331,10 +333,10 @@ func (o opt) edit(e Edit) opt {
 
 // mrun is one run of the model.
 type mrun struct {
-	present   bool
-	thread    int
-	status    driver.RunStatus
-	startedAt int64
+	present                                            bool
+	thread                                             int
+	status                                             driver.RunStatus
+	startedAt                                          int64
 	finishedAt, detachedSince, driverEpoch, sandboxKey opt
 }
 
