@@ -301,6 +301,7 @@ type LockOptions struct {
 	Holders  int           // goroutines; 0 = 6
 	Sections int           // WithLock calls per goroutine; 0 = 8
 	Lease    time.Duration // the stores' LeaseDuration; required
+	MaxWork  time.Duration // the longest section that does not stall; 0 = 1.5 leases
 	// StallRate is the share of sections that cut their renewals off and
 	// run 1.5 leases ignoring their context: a holder that stalls past its
 	// lease. It needs a Faulty in every stack.
@@ -344,7 +345,7 @@ func RecordLocks(stacks []LockStack, opt LockOptions) *LockHistory {
 			for range opt.Sections {
 				key := fmt.Sprintf("k%d", rng.IntN(opt.Keys))
 				stall := st.Faulty != nil && rng.Float64() < opt.StallRate
-				work := time.Duration(rng.Int64N(int64(opt.Lease)*3/2)) + time.Millisecond
+				work := time.Duration(rng.Int64N(int64(cmp.Or(opt.MaxWork, opt.Lease*3/2)))) + time.Millisecond
 				ctx, cancel := context.WithCancel(context.Background())
 				var entered atomic.Bool
 				impatient := time.AfterFunc(time.Hour, func() {})
@@ -655,4 +656,40 @@ func Stacks(d driver.Driver, storeClock func() time.Time, opt StackOptions) ([]L
 		out = append(out, LockStack{Store: s, Recorder: rec, Faulty: fy})
 	}
 	return out, nil
+}
+
+// Add sums o into r.
+func (r *LockReport) Add(o LockReport) {
+	r.Steps += o.Steps
+	r.Grants += o.Grants
+	r.Sections += o.Sections
+	r.Ghosts += o.Ghosts
+	r.Overran += o.Overran
+	r.Aborted += o.Aborted
+	r.Stalled += o.Stalled
+	r.Violations = append(r.Violations, o.Violations...)
+}
+
+// Totals sums what several histories and their reports hold, for a
+// test's figures.
+type Totals struct {
+	Histories, Holders, Attempts, GaveUp, Failed, MaxWaiting int
+	LockReport
+}
+
+// Add counts one checked history.
+func (t *Totals) Add(h *LockHistory, r LockReport) {
+	t.Histories++
+	t.Holders += h.Holders
+	t.Attempts += h.Attempts
+	t.GaveUp += h.GaveUp
+	t.Failed += h.Failed
+	t.MaxWaiting = max(t.MaxWaiting, h.MaxWaiting)
+	t.LockReport.Add(r)
+}
+
+// String is the figures, one line.
+func (t Totals) String() string {
+	return fmt.Sprintf("%d histories: %d holders, %d WithLock calls (%d gave up waiting, %d failed by faults), %d sections, %d lock steps, %d grants (%d known only by their release); max %d waiting at once; %d stalled, %d aborted, %d overran a successor's grant; %d violations",
+		t.Histories, t.Holders, t.Attempts, t.GaveUp, t.Failed, t.Sections, t.Steps, t.Grants, t.Ghosts, t.MaxWaiting, t.Stalled, t.Aborted, t.Overran, len(t.Violations))
 }

@@ -38,7 +38,9 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -476,4 +478,66 @@ func RunsModel() porcupine.Model {
 		},
 	}
 	return nm.ToModel()
+}
+
+// Soak is the factor PLINZ_SOAK sets (default 1): the driver tests run
+// that many times their CI number of histories, for a long local run.
+func Soak() int {
+	if n, err := strconv.Atoi(os.Getenv("PLINZ_SOAK")); err == nil && n > 0 {
+		return n
+	}
+	return 1
+}
+
+// Explain returns, for the first partition that is not linearizable, its
+// calls in call order (times in µs from the first), then the end of
+// porcupine's longest partial linearization and the first calls it could
+// not place: what a person reads beside the visualization.
+func (h *RunsHistory) Explain(timeout time.Duration) string {
+	m := RunsModel()
+	for _, part := range m.Partition(h.operations()) {
+		verdict, info := porcupine.CheckOperationsVerbose(m, part, timeout)
+		if verdict != porcupine.Illegal {
+			continue
+		}
+		slices.SortFunc(part, func(a, b porcupine.Operation) int { return cmp.Compare(a.Call, b.Call) })
+		t0 := part[0].Call
+		var b strings.Builder
+		line := func(op porcupine.Operation) {
+			ret := fmt.Sprint((op.Return - t0) / 1000)
+			if op.Output.(RunReturn).Unknown {
+				ret = "∞"
+			}
+			fmt.Fprintf(&b, "c%d [%d..%s] %s\n", op.ClientId, (op.Call-t0)/1000, ret, m.DescribeOperation(op.Input, op.Output))
+		}
+		for _, op := range part {
+			line(op)
+		}
+		var longest []porcupine.Operation
+		for _, parts := range info.PartialLinearizationsOperations() {
+			for _, lin := range parts {
+				if len(lin) > len(longest) {
+					longest = lin
+				}
+			}
+		}
+		fmt.Fprintf(&b, "longest linearization: %d of %d calls; it ends with:\n", len(longest), len(part))
+		for _, op := range longest[max(0, len(longest)-8):] {
+			line(op)
+		}
+		placed := map[int64]bool{}
+		for _, op := range longest {
+			placed[op.Call] = true
+		}
+		b.WriteString("first calls it could not place:\n")
+		n := 0
+		for _, op := range part {
+			if !placed[op.Call] && n < 6 {
+				line(op)
+				n++
+			}
+		}
+		return b.String()
+	}
+	return ""
 }
