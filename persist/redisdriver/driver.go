@@ -388,8 +388,8 @@ func (d *Driver) CreateOrResumeRun(ctx context.Context, rec *driver.RunRecord) (
 	if err != nil {
 		return nil, err
 	}
-	args := append([]any{string(rec.Status), member(rec.ThreadID, rec.StartedAt, rec.RunID)}, pairs...)
-	res, err := d.eval(ctx, createRunScript, []string{d.k.run(rec.RunID), d.k.runs(), d.k.activeRuns()}, args)
+	args := append([]any{string(rec.Status), member(rec.ThreadID, rec.StartedAt, rec.RunID), d.opTTL}, pairs...)
+	res, err := d.eval(ctx, createRunScript, []string{d.k.run(rec.RunID), d.k.runs(), d.k.activeRuns(), d.k.op('r', newToken())}, args)
 	if err != nil {
 		return nil, fmt.Errorf("redisdriver: create run %q: %w", rec.RunID, err)
 	}
@@ -460,8 +460,8 @@ func (d *Driver) CreateOrResumeGenerationRun(ctx context.Context, rec *driver.Ge
 	if err != nil {
 		return nil, err
 	}
-	args := append([]any{member(rec.ThreadID, rec.StartedAt, rec.RunID)}, pairs...)
-	res, err := d.eval(ctx, createGenRunScript, []string{d.k.genRun(rec.RunID), d.k.genRuns()}, args)
+	args := append([]any{member(rec.ThreadID, rec.StartedAt, rec.RunID), d.opTTL}, pairs...)
+	res, err := d.eval(ctx, createGenRunScript, []string{d.k.genRun(rec.RunID), d.k.genRuns(), d.k.op('n', newToken())}, args)
 	if err != nil {
 		return nil, fmt.Errorf("redisdriver: create generation run %q: %w", rec.RunID, err)
 	}
