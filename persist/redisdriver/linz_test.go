@@ -150,7 +150,7 @@ func TestRunsLinearizableTwoProcesses(t *testing.T) {
 	p := redistest.NewProxy(t, srv.Addr)
 	p.SetFaults(5, 0.03, 0.03)
 	c := faultyClient(t, p.Addr)
-	runs := 2 * plinz.Soak()
+	runs := 4 * plinz.Soak()
 	var total plinz.RunsStats
 	for seed := range uint64(runs) {
 		prefix := fmt.Sprintf("plinz-runs-%d", seed)
