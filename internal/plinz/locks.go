@@ -403,7 +403,9 @@ func RecordLocks(stacks []LockStack, opt LockOptions) *LockHistory {
 // unless it stalls) and records what happened by the store's clock.
 func hold(ctx context.Context, st LockStack, key, name string, stall bool, work time.Duration, opt LockOptions) *Section {
 	fence, _ := persist.LockFence(ctx)
-	sec := &Section{Key: key, Fence: fence, Holder: name, Start: opt.StoreClock(), Stalled: stall}
+	sec := &Section{Key: key, Fence: fence, Holder: name, Start: opt.StoreClock()}
+	stall = stall && st.Recorder.Token(key, fence) != "" // a grant the Recorder saw: its token can be cut off
+	sec.Stalled = stall
 	var cancelAt time.Time
 	var lost bool
 	fired := make(chan struct{})
@@ -413,9 +415,7 @@ func hold(ctx context.Context, st LockStack, key, name string, stall bool, work 
 		close(fired)
 	})
 	if stall {
-		if tok := st.Recorder.Token(key, fence); tok != "" {
-			st.Faulty.Isolate(tok)
-		}
+		st.Faulty.Isolate(st.Recorder.Token(key, fence))
 		time.Sleep(opt.Lease * 3 / 2) // ignoring ctx: the stall
 	} else {
 		t := time.NewTimer(work)

@@ -61,6 +61,19 @@ func openDriver(t testing.TB, c redis.UniversalClient, prefix string) *redisdriv
 	return d
 }
 
+// checkKeyspace runs Check on the prefix through a direct connection: a
+// history must leave the indexes in step with the records.
+func checkKeyspace(t *testing.T, direct redis.UniversalClient, prefix string) {
+	t.Helper()
+	problems, err := openDriver(t, direct, prefix).Check(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("Check %s: %v", prefix, p)
+	}
+}
+
 func openStores(t testing.TB, d *redisdriver.Driver, n int) []*persist.Store {
 	t.Helper()
 	var out []*persist.Store
@@ -137,7 +150,8 @@ func startChild(t *testing.T, kind, addr, prefix string, seed uint64) (wait func
 // process drives six clients over a driver through the fault proxy (3 %
 // of replies lost after the script ran, 3 % of requests cut before it
 // did, two resends) and one on a direct connection, and a child process
-// four more through the proxy. PLINZ_SOAK multiplies the histories.
+// four more through the proxy; Check after each history. PLINZ_SOAK
+// multiplies the histories.
 func TestRunsLinearizableTwoProcesses(t *testing.T) {
 	start := time.Now()
 	srv := redistest.Start(t)
@@ -150,7 +164,7 @@ func TestRunsLinearizableTwoProcesses(t *testing.T) {
 	p := redistest.NewProxy(t, srv.Addr)
 	p.SetFaults(5, 0.03, 0.03)
 	c := faultyClient(t, p.Addr)
-	runs := 4 * plinz.Soak()
+	runs := 2 * plinz.Soak()
 	var total plinz.RunsStats
 	for seed := range uint64(runs) {
 		prefix := fmt.Sprintf("plinz-runs-%d", seed)
@@ -160,6 +174,7 @@ func TestRunsLinearizableTwoProcesses(t *testing.T) {
 		var child plinz.RunsHistory
 		wait(&child)
 		h.Merge(&child)
+		checkKeyspace(t, direct, prefix)
 		st := h.Stats()
 		total.Operations += st.Operations
 		total.Unknown += st.Unknown
@@ -203,7 +218,8 @@ func recordRedisLocks(t testing.TB, c redis.UniversalClient, prefix string, seed
 // (3 % of replies lost, 3 % of requests cut, two resends) on one
 // redis-server judging leases by its own clock, with skewed holder
 // clocks, injected step faults and stalls, and checks the merged history
-// by the server's clock (milliseconds: a slack of 1 ms).
+// by the server's clock (milliseconds: a slack of 1 ms); Check after
+// each history.
 func TestLockHistoriesTwoProcesses(t *testing.T) {
 	start := time.Now()
 	srv := redistest.Start(t)
@@ -225,6 +241,7 @@ func TestLockHistoriesTwoProcesses(t *testing.T) {
 		var child plinz.LockHistory
 		wait(&child)
 		h.Merge(&child)
+		checkKeyspace(t, direct, prefix)
 		r := plinz.CheckLocks(h, time.Millisecond)
 		for _, v := range r.Violations {
 			t.Errorf("seed %d: %s", seed, v)
