@@ -18,7 +18,8 @@
 // A write that a resend could turn into a wrong answer (a patch over a
 // newer write, a commit batch that would fail as not pending, a blob put
 // that would name its own bytes as replaced, a renew or release after the
-// lease moved on) records its reply under a per-call op key, and a resend
+// lease moved on, an insert that would answer with the run as a patch
+// between the sends left it) records its reply under a per-call op key, and a resend
 // of the call (go-redis resending after a lost reply) returns that reply.
 //
 // Leases are judged by Options.Now, passed to the scripts, or, when it is
