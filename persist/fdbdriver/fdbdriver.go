@@ -16,9 +16,11 @@
 // same round as its data: a retry that finds it returns the recorded result
 // and writes nothing. The token is random per call, so markers spread over
 // the key space; once Transact has returned the marker has done its work,
-// and the driver clears it blind in its next write transaction. Inserts
-// (createOrResume, interrupt create) and blind writes (metadata) need no
-// marker: a retry that finds the record it stored answers the same.
+// and the driver clears it blind in its next write transaction. A
+// createOrResume that inserts writes a marker too (created.go): its retry
+// would otherwise answer with the record as a later update left it.
+// Interrupt create (which answers nothing) and blind writes (metadata)
+// need none.
 //
 // Lock notification. kv exposes no FoundationDB watch, so WatchLock
 // combines two things: a change committed through this Driver value wakes

@@ -38,22 +38,17 @@ func (d *Driver) CreateOrResumeRun(ctx context.Context, rec *driver.RunRecord) (
 		return nil, err
 	}
 	key := d.k.record(spaceRun, rec.RunID)
-	var out *driver.RunRecord
-	err = d.plain(ctx, func(tr kv.Transaction) error {
-		b, err := tr.Get(key).Get()
-		if err != nil {
-			return err
-		}
-		if b != nil {
-			out, err = decode[driver.RunRecord](key, b)
-			return err
-		}
+	b, err := d.created(ctx, key, func(tr kv.Transaction) {
 		tr.Set(key, val)
 		d.runIndex(tr, rec, val)
-		out = rec
-		return nil
 	})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	if b == nil {
+		return rec, nil
+	}
+	return decode[driver.RunRecord](key, b)
 }
 
 // UpdateRun implements driver.Runs.
@@ -153,22 +148,17 @@ func (d *Driver) CreateOrResumeGenerationRun(ctx context.Context, rec *driver.Ge
 		return nil, err
 	}
 	key := d.k.record(spaceGen, rec.RunID)
-	var out *driver.GenerationRunRecord
-	err = d.plain(ctx, func(tr kv.Transaction) error {
-		b, err := tr.Get(key).Get()
-		if err != nil {
-			return err
-		}
-		if b != nil {
-			out, err = decode[driver.GenerationRunRecord](key, b)
-			return err
-		}
+	b, err := d.created(ctx, key, func(tr kv.Transaction) {
 		tr.Set(key, val)
 		tr.Set(d.k.entry(spaceGenThread, rec.ThreadID, rec.StartedAt, rec.RunID), val)
-		out = rec
-		return nil
 	})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	if b == nil {
+		return rec, nil
+	}
+	return decode[driver.GenerationRunRecord](key, b)
 }
 
 // UpdateGenerationRun implements driver.GenerationRuns. The thread and

@@ -20,7 +20,7 @@ import (
 	"pgregory.net/rapid"
 )
 
-var modelTests = []test{{"Model", testModel}}
+var modelTests = []test{{"Model", testModel}, {"ModelLocks", testModelLocks}} // ModelLocks: modellocks.go
 
 type model struct {
 	runs       map[string]persist.RunRecord

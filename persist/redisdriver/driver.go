@@ -18,7 +18,8 @@
 // A write that a resend could turn into a wrong answer (a patch over a
 // newer write, a commit batch that would fail as not pending, a blob put
 // that would name its own bytes as replaced, a renew or release after the
-// lease moved on) records its reply under a per-call op key, and a resend
+// lease moved on, an insert that would answer with the run as a patch
+// between the sends left it) records its reply under a per-call op key, and a resend
 // of the call (go-redis resending after a lost reply) returns that reply.
 //
 // Leases are judged by Options.Now, passed to the scripts, or, when it is
@@ -388,8 +389,8 @@ func (d *Driver) CreateOrResumeRun(ctx context.Context, rec *driver.RunRecord) (
 	if err != nil {
 		return nil, err
 	}
-	args := append([]any{string(rec.Status), member(rec.ThreadID, rec.StartedAt, rec.RunID)}, pairs...)
-	res, err := d.eval(ctx, createRunScript, []string{d.k.run(rec.RunID), d.k.runs(), d.k.activeRuns()}, args)
+	args := append([]any{string(rec.Status), member(rec.ThreadID, rec.StartedAt, rec.RunID), d.opTTL}, pairs...)
+	res, err := d.eval(ctx, createRunScript, []string{d.k.run(rec.RunID), d.k.runs(), d.k.activeRuns(), d.k.op('r', newToken())}, args)
 	if err != nil {
 		return nil, fmt.Errorf("redisdriver: create run %q: %w", rec.RunID, err)
 	}
@@ -460,8 +461,8 @@ func (d *Driver) CreateOrResumeGenerationRun(ctx context.Context, rec *driver.Ge
 	if err != nil {
 		return nil, err
 	}
-	args := append([]any{member(rec.ThreadID, rec.StartedAt, rec.RunID)}, pairs...)
-	res, err := d.eval(ctx, createGenRunScript, []string{d.k.genRun(rec.RunID), d.k.genRuns()}, args)
+	args := append([]any{member(rec.ThreadID, rec.StartedAt, rec.RunID), d.opTTL}, pairs...)
+	res, err := d.eval(ctx, createGenRunScript, []string{d.k.genRun(rec.RunID), d.k.genRuns(), d.k.op('n', newToken())}, args)
 	if err != nil {
 		return nil, fmt.Errorf("redisdriver: create generation run %q: %w", rec.RunID, err)
 	}

@@ -54,16 +54,20 @@ end
 
 func newScript(src string) *redis.Script { return redis.NewScript(lib + src) }
 
-// createRunScript: KEYS rec, runs, active; ARGV status, member, pairs….
-// Insert-if-absent needs no op key: a resend finds the run and returns it,
-// which is the first send's answer.
+// createRunScript: KEYS rec, runs, active, op; ARGV status, member, ttl,
+// pairs…. An insert records 'new' under its op key: a resend after a lost
+// reply must answer 'new' too, not the run as an update that came between
+// the two sends left it (plinz's runs history caught that). A resume
+// writes nothing.
 var createRunScript = newScript(`
+local r = replay(KEYS[4])
+if r then return r end
 if redis.call('EXISTS', KEYS[1]) == 1 then return {'found', redis.call('HGETALL', KEYS[1])} end
-set_pairs(KEYS[1], 3)
+set_pairs(KEYS[1], 4)
 redis.call('HSET', KEYS[1], '~m', ARGV[2])
 redis.call('ZADD', KEYS[2], 0, ARGV[2])
 if ARGV[1] == 'running' then redis.call('ZADD', KEYS[3], 0, ARGV[2]) end
-return {'new'}
+return record(KEYS[4], ARGV[3], {'new'})
 `)
 
 // updateRunScript: KEYS rec, active, reclaim, op; ARGV ttl, mode
@@ -90,13 +94,16 @@ if rm and running then redis.call('ZADD', KEYS[3], 0, rm) end
 return record(KEYS[4], ARGV[1], {1})
 `)
 
-// createGenRunScript: KEYS rec, gens; ARGV member, pairs….
+// createGenRunScript: KEYS rec, gens, op; ARGV member, ttl, pairs…; as
+// createRunScript.
 var createGenRunScript = newScript(`
+local r = replay(KEYS[3])
+if r then return r end
 if redis.call('EXISTS', KEYS[1]) == 1 then return {'found', redis.call('HGETALL', KEYS[1])} end
-set_pairs(KEYS[1], 2)
+set_pairs(KEYS[1], 3)
 redis.call('HSET', KEYS[1], '~m', ARGV[1])
 redis.call('ZADD', KEYS[2], 0, ARGV[1])
-return {'new'}
+return record(KEYS[3], ARGV[2], {'new'})
 `)
 
 // patchScript: KEYS rec, op; ARGV ttl, pairs…. A patch of a record whose
