@@ -61,7 +61,7 @@ function suite(backend: string, server: () => Running) {
       })
       assert.equal(r.status, 0, `late-handler exited ${r.status ?? r.signal}:\n${r.stdout}${r.stderr}`)
       assert.doesNotMatch(r.stderr, /unhandled/i)
-      assert.equal(r.stdout.match(/^ok /gm)?.length, 20, r.stdout)
+      assert.equal(r.stdout.match(/^ok /gm)?.length, 32, r.stdout)
       assert.match(r.stdout, /^done$/m)
     })
   })
@@ -118,7 +118,7 @@ function suite(backend: string, server: () => Running) {
 {
   let server: Running
   before(async () => {
-    server = await startServer('mem')
+    server = await startServer('mem', ['--dev', '--bucket', 'mem://'])
   })
   after(async () => server?.stop())
   suite('mem', () => server)
@@ -133,7 +133,7 @@ function suite(backend: string, server: () => Running) {
     let server: Running
     before(async () => {
       redis = await startRedis()
-      server = await startServer(`${redis.url}?prefix=tscontract`)
+      server = await startServer(`${redis.url}?prefix=tscontract`, ['--dev', '--bucket', 'mem://'])
     })
     after(async () => {
       await server?.stop()

@@ -7,7 +7,7 @@
 
 import assert from 'node:assert/strict'
 import { setTimeout as wait } from 'node:timers/promises'
-import { createCheckpointStore, createInstanceStore, createMessageStore } from '@ckptstore/client'
+import { createCheckpointStore, createInstanceStore, createLockStore, createMessageStore, createPersistence } from '@ckptstore/client'
 import { checkpoint } from './helpers.js'
 
 const url = process.argv[2]
@@ -17,6 +17,8 @@ const checkpoints = createCheckpointStore({ url })
 const same = { url, namespace: checkpoints.namespace! }
 const messages = createMessageStore(same)
 const instances = createInstanceStore(same)
+const { stores } = createPersistence(same)
+const locks = createLockStore(same)
 
 /** The fork kit's destinationState: four reads with real I/O. */
 async function reads() {
@@ -71,6 +73,25 @@ await late('saveThread, invalid id', messages.saveThread('', []), 'SANDBOX_SNAPS
 await late('instance get, invalid key', instances.get(''), 'SANDBOX_SNAPSHOT_INVALID_ID')
 await late('instance upsert, invalid key', instances.upsert({ key: '', provider: 'p', providerSandboxId: 's', threadId: 't', updatedAt: 1 }), 'SANDBOX_SNAPSHOT_INVALID_ID')
 await late('instance delete, invalid key', instances.delete(''), 'SANDBOX_SNAPSHOT_INVALID_ID')
+// The persistence stores and the lock store: each rejection, its handler
+// attached only after the reads.
+await stores.interrupts.create({ interruptId: 'i1', runId: 'r1', threadId: 't1', requestedAt: 1, payload: {} })
+await stores.interrupts.resolve('i1', 'yes')
+await late('runs createOrResume, invalid id', stores.runs.createOrResume({ runId: '', threadId: 't', startedAt: 1 }), 'PERSIST_INVALID_ID')
+await late('runs update, bad status', stores.runs.update('r1', { status: 'sleeping' as never }), 'PERSIST_INVALID_ENTRY')
+await late('generationRuns get, invalid id', stores.generationRuns.get('\uD800'), 'PERSIST_INVALID_ID')
+await late('interrupts commitBatch, not pending', stores.interrupts.commitBatch([{ interruptId: 'i1', status: 'cancelled' }]), 'PERSIST_BATCH_NOT_PENDING')
+await late('interrupts commitBatch, missing', stores.interrupts.commitBatch([{ interruptId: 'nope', status: 'cancelled' }]), 'PERSIST_BATCH_MISSING_ID')
+await late('metadata set, invalid key', stores.metadata.set('ns', '', 1), 'PERSIST_INVALID_ID')
+await late('artifacts save, invalid id', stores.artifacts.save({ artifactId: '', runId: 'r', threadId: 't', name: 'n', mimeType: 'text/plain', size: 1, createdAt: 1 }), 'PERSIST_INVALID_ID')
+await stores.blobs.put('b1', 'hello')
+await late('blobs get, range outside', stores.blobs.get('b1', { range: { offset: 99 } }), 'PERSIST_RANGE_NOT_SATISFIABLE')
+await late('blobs head, invalid key', stores.blobs.head(''), 'PERSIST_INVALID_ID')
+await late('withLock, invalid key', locks.withLock('', async () => 1), 'PERSIST_INVALID_ID')
+class Thrown extends Error {
+  code = 'FN_THREW'
+}
+await late('withLock, fn throws', locks.withLock('k', async () => { throw new Thrown('no') }), 'FN_THREW')
 // A network failure rejects too: a server that is not there.
 const gone = createCheckpointStore({ url: 'http://127.0.0.1:1', maxAttempts: 1 })
 await late('get, no server', gone.get('x'), 'NETWORK_ERROR')
