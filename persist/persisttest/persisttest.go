@@ -124,7 +124,8 @@ type test struct {
 type env struct {
 	t      *testing.T
 	ctx    context.Context
-	s      *persist.Store
+	s      *persist.Store // the store under test: server's, or a remote client of it
+	server *persist.Store // the portable store on the driver
 	d      *recorder
 	bucket *blobs.MemBucket
 	clock  *clock
@@ -185,7 +186,7 @@ func makeEnv(t *testing.T, newDriver NewDriver, process, store *clock) *env {
 		LeaseDuration: testLease, RenewAfter: testRenewAfter,
 	})
 	require.NoError(t, err)
-	return &env{t: t, ctx: context.Background(), s: s, d: rec, bucket: bucket, clock: process}
+	return &env{t: t, ctx: context.Background(), s: s, server: s, d: rec, bucket: bucket, clock: process}
 }
 
 // jsonEq asserts that two values marshal to equal JSON.
