@@ -129,6 +129,7 @@ type env struct {
 	d      *recorder
 	bucket *blobs.MemBucket
 	clock  *clock
+	remote bool // s is a remote client of server
 }
 
 // clock is a settable clock. Outside a synctest bubble it stands still
@@ -179,14 +180,17 @@ func newLockEnv(t *testing.T, newDriver NewDriver) (*env, *clock) {
 
 func makeEnv(t *testing.T, newDriver NewDriver, process, store *clock) *env {
 	t.Helper()
-	rec := &recorder{Driver: newDriver(t, store.Now)}
+	d, remote := unwrapRemote(newDriver(t, store.Now))
+	rec := &recorder{Driver: d}
 	bucket := blobs.NewMem(blobs.MemOptions{})
 	s, err := persist.New(rec, persist.Options{
 		Bucket: bucket, Now: process.Now,
 		LeaseDuration: testLease, RenewAfter: testRenewAfter,
 	})
 	require.NoError(t, err)
-	return &env{t: t, ctx: context.Background(), s: s, server: s, d: rec, bucket: bucket, clock: process}
+	e := &env{t: t, ctx: context.Background(), s: s, server: s, d: rec, bucket: bucket, clock: process}
+	e.serveRemote(remote)
+	return e
 }
 
 // jsonEq asserts that two values marshal to equal JSON.

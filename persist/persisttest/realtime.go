@@ -72,12 +72,15 @@ func rtLockTest(f func(t *testing.T, e *env)) func(*testing.T, NewDriver) {
 	return func(t *testing.T, nd NewDriver) {
 		t.Helper()
 		store := &clock{}
-		rec := &recorder{Driver: nd(t, store.Now)}
-		s, err := persist.New(rec, persist.Options{Bucket: blobs.NewMem(blobs.MemOptions{}), Now: time.Now, LeaseDuration: rtLease, RenewAfter: rtRenewAfter})
+		d, remote := unwrapRemote(nd(t, store.Now))
+		rec := &recorder{Driver: d}
+		bucket := blobs.NewMem(blobs.MemOptions{})
+		s, err := persist.New(rec, persist.Options{Bucket: bucket, Now: time.Now, LeaseDuration: rtLease, RenewAfter: rtRenewAfter})
 		require.NoError(t, err)
 		ctx, cancel := context.WithTimeout(context.Background(), 4*rtPatience)
 		defer cancel()
-		e := &env{t: t, ctx: ctx, s: s, server: s, d: rec, clock: &clock{}}
+		e := &env{t: t, ctx: ctx, s: s, server: s, d: rec, bucket: bucket, clock: &clock{}}
+		e.serveRemote(remote)
 		f(t, e)
 		checkNoOverlap(t, e.d.steps())
 	}
