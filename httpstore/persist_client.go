@@ -630,6 +630,8 @@ func (s blobStore) Put(ctx context.Context, key string, body io.Reader, opts per
 		return struct{ io.Reader }{be}, true // hidden type: chunked, and no transport replays
 	})
 	if err != nil {
+		// A body that failed is the put's failure, whatever the server
+		// answered to the part of it that arrived.
 		if be != nil && be.err != nil {
 			return persist.BlobRecord{}, fmt.Errorf("httpstore: blobs/put: the body failed: %w", be.err)
 		}

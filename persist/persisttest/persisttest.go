@@ -104,13 +104,39 @@ func suiteGroups(locks []test) []group {
 }
 
 func runGroups(t *testing.T, newDriver NewDriver, groups []group) {
+	runGroupsOpt(t, newDriver, groups, false)
+}
+
+// runGroupsOpt runs groups; with parallel, the groups run side by side,
+// and so do the real-time lock cases (each on its own store), whose
+// seconds of leases are most of a remote run's time. They run in
+// goroutines of their own rather than by t.Parallel, whose limit
+// (-test.parallel, the number of cores) would queue cases that mostly
+// sleep.
+func runGroupsOpt(t *testing.T, newDriver NewDriver, groups []group, parallel bool) {
+	var all sync.WaitGroup
 	for _, g := range groups {
-		t.Run(g.name, func(t *testing.T) {
-			for _, tc := range g.tests {
-				t.Run(tc.name, func(t *testing.T) { tc.run(t, newDriver) })
-			}
-		})
+		run := func() {
+			t.Run(g.name, func(t *testing.T) {
+				var cases sync.WaitGroup
+				for _, tc := range g.tests {
+					one := func() { t.Run(tc.name, func(t *testing.T) { tc.run(t, newDriver) }) }
+					if parallel && g.name == "Locks" {
+						cases.Go(one)
+					} else {
+						one()
+					}
+				}
+				cases.Wait()
+			})
+		}
+		if parallel {
+			all.Go(run)
+		} else {
+			run()
+		}
 	}
+	all.Wait()
 }
 
 // test is one case of the suite.

@@ -23,8 +23,11 @@ type Remote func(t *testing.T, server *persist.Store) *persist.Store
 // keeps a testing/synctest bubble's time from advancing. Cases that read a
 // fault the suite injects in the driver accept it as any non-contract
 // error, since only its code crosses the wire.
+//
+// The groups run in parallel, and so do the lock cases, each case on a
+// store of its own: remote must be safe for concurrent use.
 func RunRemote(t *testing.T, newDriver NewDriver, remote Remote) {
-	runGroups(t, remoteDriver(newDriver, remote), suiteGroups(realTimeLockTests))
+	runGroupsOpt(t, remoteDriver(newDriver, remote), suiteGroups(realTimeLockTests), true)
 }
 
 // RunRemoteGroups is RunRemote of the named groups only (Runs,
@@ -43,7 +46,7 @@ func RunRemoteGroups(t *testing.T, newDriver NewDriver, remote Remote, names ...
 	if len(groups) != len(names) {
 		t.Fatalf("persisttest: unknown group among %v", names)
 	}
-	runGroups(t, remoteDriver(newDriver, remote), groups)
+	runGroupsOpt(t, remoteDriver(newDriver, remote), groups, true)
 }
 
 // remoteMarked carries the Remote of a RunRemote through the NewDriver of
