@@ -962,5 +962,3 @@ func (l *lockSteps) Renew(ctx context.Context, key, token string) (persist.LockS
 func (l *lockSteps) Release(ctx context.Context, key, token string) (persist.LockStep, error) {
 	return l.step(ctx, "locks/release", key, token, 0, false)
 }
-
-
