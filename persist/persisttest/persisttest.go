@@ -57,6 +57,11 @@
 // driver runs RunNetwork, whose lock cases run on real time and assert
 // order, exclusion, lost leases, store-clock readings of the history and
 // counts of driver calls, never tight timings (see RunRealTimeLocks).
+//
+// A store behind a server (httpstore's Go client) runs RunRemote: the
+// suite builds the server-side portable store on the driver as Run does,
+// the caller serves it, and every case runs on the client's store while
+// it inspects the server's driver and bucket.
 package persisttest
 
 import (
