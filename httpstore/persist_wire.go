@@ -133,7 +133,11 @@ func appendInterrupt(b []byte, r *persist.InterruptRecord) []byte {
 	w.str("status", string(r.Status))
 	w.int("requestedAt", r.RequestedAt)
 	w.optInt("resolvedAt", r.ResolvedAt)
-	w.raw("payload", r.Payload)
+	if r.Payload == nil { // required; never absent in a stored record
+		w.raw("payload", []byte("null"))
+	} else {
+		w.raw("payload", r.Payload)
+	}
 	w.optRaw("response", r.Response)
 	w.close()
 	return w.b
