@@ -20,6 +20,7 @@ import (
 
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/driver"
+	"github.com/ckptstore/ckptstore/persist"
 )
 
 // ClientOptions configure NewClient.
@@ -56,7 +57,8 @@ const DefaultRetries = 5
 // for concurrent use.
 type Client struct {
 	*ckptstore.Portable
-	c *client
+	c      *client
+	pstore *persist.Store
 }
 
 // client is the driver.Store of a Client: each method is one call of the
@@ -124,7 +126,7 @@ func NewClient(baseURL string, opts ClientOptions) (*Client, error) {
 	if d := opts.Lease.RenewAfter; d != 0 {
 		c.headers[HeaderRenewAfter] = []string{string(driver.AppendMillis(nil, int64(d)))}
 	}
-	return &Client{Portable: ckptstore.New(c), c: c}, nil
+	return &Client{Portable: ckptstore.New(c), c: c, pstore: newPersistence(c)}, nil
 }
 
 // NewTransport returns the transport of a Client without HTTPClient:
@@ -260,9 +262,15 @@ func (c *client) send(ctx context.Context, method string, body []byte, key strin
 		}
 		return false, fieldErr
 	}
-	e := &Error{Status: resp.StatusCode, Code: CodeInternal, Message: strings.TrimSpace(buf.String())}
+	return resp.StatusCode == http.StatusServiceUnavailable, replyError(resp.StatusCode, buf.Bytes())
+}
+
+// replyError is the Error of a reply that is not 200: its code and message
+// when the body is the error object, else INTERNAL with the body's text.
+func replyError(status int, body []byte) *Error {
+	e := &Error{Status: status, Code: CodeInternal, Message: strings.TrimSpace(string(body))}
 	var code, msg string
-	if readObject(buf.Bytes(), func(r *driver.JSONReader, name []byte) error {
+	if readObject(body, func(r *driver.JSONReader, name []byte) error {
 		switch string(name) {
 		case "code":
 			code, _, _ = r.String("/code", errBadReply)
@@ -278,7 +286,7 @@ func (c *client) send(ctx context.Context, method string, body []byte, key strin
 		}
 		e.Message = msg
 	}
-	return resp.StatusCode == http.StatusServiceUnavailable, e
+	return e
 }
 
 // request is a POST of method with body, its URL parsed once.

@@ -7,6 +7,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -20,7 +21,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/blobs"
 	"github.com/ckptstore/ckptstore/driver"
+	"github.com/ckptstore/ckptstore/persist"
+	pdriver "github.com/ckptstore/ckptstore/persist/driver"
 )
 
 // Backend opens the store of a namespace. *storeurl.Opened is one.
@@ -29,6 +33,21 @@ type Backend interface {
 	// built with the lease options lease. The handler calls it once per
 	// name and keeps the result.
 	Namespace(name string, lease ckptstore.Options) (ckptstore.Store, *ckptstore.PortableInstances, error)
+}
+
+// PersistenceBackend is a Backend that also keeps TanStack AI's
+// persistence state (package persist): the handler serves the
+// /v1/runs/…, /v1/generationRuns/…, /v1/interrupts/…, /v1/metadata/…,
+// /v1/artifacts/…, /v1/blobs/… and /v1/locks/… routes of a namespace from
+// the driver it opens. A Backend without it answers those routes with
+// 501 UNSUPPORTED.
+type PersistenceBackend interface {
+	Backend
+	// Persistence returns the persistence driver of the tenant name, whose
+	// store clock (by which lock leases expire) is now: the namespace's
+	// --dev clock in Dev, else time.Now. The handler calls it once per
+	// name, on the first persistence request, and keeps the result.
+	Persistence(name string, now func() time.Time) (pdriver.Driver, error)
 }
 
 // DefaultMaxBodyBytes is the request-body limit of a zero
@@ -62,6 +81,15 @@ type HandlerOptions struct {
 	// Logger receives one record per request (Debug; Warn for server-side
 	// failures); nil discards them.
 	Logger *slog.Logger
+	// Bucket holds the bytes of the blobs routes (persist.Options.Bucket);
+	// nil: the blob routes answer 501 UNSUPPORTED.
+	Bucket blobs.Bucket
+	// BlobPrefix is persist.Options.BlobPrefix: where blob bytes go in
+	// Bucket ("" means persist.DefaultBlobPrefix).
+	BlobPrefix string
+	// MaxBlobBytes bounds the body of one blob put (413 above it); 0
+	// means DefaultMaxBlobBytes.
+	MaxBlobBytes int64
 	// Registerer, when not nil, gets the handler's Prometheus metrics:
 	// requests by method and status code, latency histograms by method,
 	// requests in flight.
@@ -81,6 +109,9 @@ func NewHandler(b Backend, opts HandlerOptions) http.Handler {
 	}
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if opts.MaxBlobBytes <= 0 {
+		opts.MaxBlobBytes = DefaultMaxBlobBytes
 	}
 	log := opts.Logger
 	if log == nil {
@@ -105,6 +136,10 @@ type handler struct {
 
 	mu         sync.Mutex
 	namespaces sync.Map // name → *namespace
+
+	// persistFor, when set (by tests), opens a namespace's persistence
+	// store in place of the backend.
+	persistFor func(name string) (*persist.Store, error)
 }
 
 // token is a bearer token by its SHA-256 digest: comparing digests of a
@@ -119,6 +154,13 @@ type token struct {
 type namespace struct {
 	store ckptstore.Store
 	inst  *ckptstore.PortableInstances
+	name  string
+	lease ckptstore.Options // resolved
+
+	// The persistence store, opened on first use (pmu guards it).
+	pmu    sync.Mutex
+	pstore *persist.Store
+	pblobs bool // the store has a bucket
 
 	// clock is the Dev clock: while a request that carries Ckpt-Now runs,
 	// it holds mu exclusively and sets nowSet and now; other requests hold
@@ -164,6 +206,11 @@ type call struct {
 	out  object
 	done bool // out holds a whole reply (acquireWriter's lease)
 
+	w        http.ResponseWriter
+	body     []byte    // a JSON body (persistence routes read it themselves)
+	stream   io.Reader // the body of a raw route
+	streamed bool      // the route wrote the reply itself
+
 	setsClock bool  // a --dev request with Ckpt-Now
 	now       int64 // its clock, ns since the epoch
 }
@@ -172,6 +219,12 @@ type call struct {
 type route struct {
 	name  string
 	serve func(h *handler, c *call) error
+	// persist: the route decodes its own body (c.body), a persistence
+	// route. raw: the body is bytes (application/octet-stream), read by
+	// the route as a stream. unclocked: the route does not hold the --dev
+	// clock while it runs (a long-polling lock acquire); each driver step
+	// takes it instead.
+	persist, raw, unclocked bool
 }
 
 var routes = map[string]*route{}
@@ -210,6 +263,9 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rm := h.metrics.route(routeName)
 	rm.inFlight.Inc()
 	status, code, err := h.serve(w, r, rt)
+	if status == 0 {
+		status = http.StatusOK // a reply the route streamed
+	}
 	rm.inFlight.Dec()
 	d := time.Since(start)
 	rm.observe(status, d)
@@ -231,7 +287,7 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request, rt *route) (int,
 		}
 	}()
 	buf.Reset()
-	c := &call{}
+	c := &call{w: w}
 	c.out.b = buf.Bytes()[:0]
 	err := h.prepare(w, r, rt, c, buf)
 	if err == nil {
@@ -246,6 +302,9 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request, rt *route) (int,
 		c.out.str("message", err.Error())
 		writeReply(w, status, c.out.end())
 		return status, code, err
+	}
+	if c.streamed {
+		return 0, "", nil
 	}
 	reply := c.out.b
 	if !c.done {
@@ -275,7 +334,9 @@ func (h *handler) prepare(w http.ResponseWriter, r *http.Request, rt *route, c *
 		w.Header().Set("Allow", http.MethodPost)
 		return reqErr(CodeMethodNotAllowed, "%s %s: use POST", r.Method, r.URL.Path)
 	}
-	if ct := r.Header.Get("Content-Type"); !isJSON(ct) {
+	if ct := r.Header.Get("Content-Type"); rt.raw && !isMedia(ct, "application/octet-stream") {
+		return reqErr(CodeUnsupportedMedia, "Content-Type %q: want application/octet-stream", ct)
+	} else if !rt.raw && !isJSON(ct) {
 		return reqErr(CodeUnsupportedMedia, "Content-Type %q: want application/json", ct)
 	}
 	ns, err := h.namespaceOf(r)
@@ -297,6 +358,14 @@ func (h *handler) prepare(w http.ResponseWriter, r *http.Request, rt *route, c *
 		c.tok = driver.OpTokenContext{Context: c.ctx, Token: key}
 		c.ctx = &c.tok // inside the call, which is allocated anyway
 	}
+	if rt.raw {
+		if r.ContentLength > h.opts.MaxBlobBytes {
+			return reqErr(CodePayloadTooLarge, "the body is %d bytes, more than the limit of %d", r.ContentLength, h.opts.MaxBlobBytes)
+		}
+		c.stream = http.MaxBytesReader(w, r.Body, h.opts.MaxBlobBytes)
+		c.in.r = r
+		return nil
+	}
 	if r.ContentLength > h.opts.MaxBodyBytes {
 		return reqErr(CodePayloadTooLarge, "the body is %d bytes, more than the limit of %d", r.ContentLength, h.opts.MaxBodyBytes)
 	}
@@ -310,6 +379,11 @@ func (h *handler) prepare(w http.ResponseWriter, r *http.Request, rt *route, c *
 		}
 		return reqErr(CodeBadRequest, "reading the body: %v", err)
 	}
+	if rt.persist {
+		c.body = buf.Bytes()
+		c.out.b = buf.Bytes()[len(buf.Bytes()):]
+		return nil
+	}
 	if err := decodeRequest(buf.Bytes(), &c.in); err != nil {
 		return reqErr(CodeBadRequest, "%v", err)
 	}
@@ -322,14 +396,21 @@ func (h *handler) prepare(w http.ResponseWriter, r *http.Request, rt *route, c *
 // isJSON reports whether a Content-Type is application/json (parameters
 // such as charset allowed). Requiring it keeps browsers from posting to a
 // --dev server from a web page without a CORS preflight.
-func isJSON(ct string) bool {
+func isJSON(ct string) bool { return isMedia(ct, "application/json") }
+
+// isMedia reports whether a Content-Type is the media type want.
+func isMedia(ct, want string) bool {
 	mt, _, _ := strings.Cut(ct, ";")
-	return strings.EqualFold(strings.TrimSpace(mt), "application/json")
+	return strings.EqualFold(strings.TrimSpace(mt), want)
 }
 
 // run serves c, holding the namespace's Dev clock when the request sets it.
 func (h *handler) run(rt *route, c *call) error {
 	if !h.opts.Dev {
+		return rt.serve(h, c)
+	}
+	if rt.unclocked {
+		c.ctx = context.WithValue(c.ctx, unclockedKey{}, c)
 		return rt.serve(h, c)
 	}
 	if !c.setsClock {
@@ -405,13 +486,15 @@ func (h *handler) open(name string, lease ckptstore.Options, dev bool) (*namespa
 	if ns, ok := h.namespaces.Load(name); ok {
 		return ns.(*namespace), nil
 	}
-	ns := &namespace{}
+	ns := &namespace{name: name}
 	if dev {
 		lease.Now = ns.clock
 	}
-	if _, err := lease.Resolve(); err != nil {
+	resolved, err := lease.Resolve()
+	if err != nil {
 		return nil, reqErr(CodeBadRequest, "lease options: %v", err)
 	}
+	ns.lease = resolved
 	st, inst, err := h.b.Namespace(name, lease)
 	if err != nil {
 		if errors.Is(err, driver.ErrInvalidOptions) {
@@ -447,13 +530,19 @@ func (h *handler) authenticate(auth string) (string, bool) {
 
 // errorCode is the wire code of err.
 func errorCode(err error) string {
+	if c := pdriver.Code(err); c != "" {
+		return c
+	}
 	if c := ckptstore.Code(err); c != "" {
 		return c
 	}
 	var re *requestError
+	var tooLarge *http.MaxBytesError
 	switch {
 	case errors.As(err, &re):
 		return re.code
+	case errors.As(err, &tooLarge):
+		return CodePayloadTooLarge
 	case errors.Is(err, errors.ErrUnsupported):
 		return CodeUnsupported
 	case errors.Is(err, driver.ErrInvalidOptions):

@@ -15,6 +15,7 @@ import (
 
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/driver"
+	pdriver "github.com/ckptstore/ckptstore/persist/driver"
 )
 
 // Header names of the protocol.
@@ -69,9 +70,13 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("httpstore: %d %s: %s", e.Status, e.Code, e.Message)
 }
 
-// Unwrap returns the sentinel of e's code, if it has one.
+// Unwrap returns the sentinel of e's code, if it has one: a checkpoint
+// contract error's, or a persistence one's (persist.ErrInvalidID, …).
 func (e *Error) Unwrap() error {
 	if s := driver.ErrorFor(e.Code); s != nil {
+		return s
+	}
+	if s := pdriver.ErrorFor(e.Code); s != nil {
 		return s
 	}
 	switch e.Code {
@@ -86,8 +91,13 @@ func (e *Error) Unwrap() error {
 // statusOf is the HTTP status of a wire code.
 func statusOf(code string) int {
 	switch code {
-	case driver.CodeInvalidID, driver.CodeInvalidEntry, CodeBadRequest:
+	case driver.CodeInvalidID, driver.CodeInvalidEntry, CodeBadRequest,
+		pdriver.CodeInvalidID, pdriver.CodeInvalidEntry:
 		return http.StatusBadRequest
+	case pdriver.CodeDuplicateEntry, pdriver.CodeNotFound, pdriver.CodeNotPending, pdriver.CodeLockLost:
+		return http.StatusConflict
+	case pdriver.CodeRangeNotSatisfiable:
+		return http.StatusRequestedRangeNotSatisfiable
 	case driver.CodeForkSourceNotFound, CodeNotFound:
 		return http.StatusNotFound
 	case driver.CodeStaleHead, driver.CodeParentMismatch, driver.CodeDuplicateID,
@@ -277,6 +287,7 @@ type request struct {
 	messages, transcript                                         []byte // with their whitespace; nil when absent or null
 	record                                                       *ckptstore.InstanceRecord
 	recordErr                                                    error
+	r                                                            *http.Request // a raw route's request, for its headers
 }
 
 // decodeRequest decodes body, one JSON object, into q. The error is the

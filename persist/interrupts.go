@@ -3,7 +3,6 @@ package persist
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 
 	"github.com/ckptstore/ckptstore/persist/driver"
 )
@@ -32,21 +31,7 @@ func (s *Interrupts) Create(ctx context.Context, in NewInterrupt) error {
 	if err := begin(ctx); err != nil {
 		return err
 	}
-	for _, f := range [...]struct{ what, v string }{{"interruptId", in.InterruptID}, {"runId", in.RunID}, {"threadId", in.ThreadID}} {
-		if err := checkID(f.what, f.v); err != nil {
-			return err
-		}
-	}
-	if err := checkInt("requestedAt", in.RequestedAt, false); err != nil {
-		return err
-	}
-	if in.Payload == nil {
-		return fmt.Errorf("%w: payload is required", ErrInvalidEntry)
-	}
-	if err := checkJSON("payload", in.Payload, objectJSON); err != nil {
-		return err
-	}
-	if err := checkJSON("response", in.Response, anyJSON); err != nil {
+	if err := CheckNewInterrupt(in); err != nil {
 		return err
 	}
 	return s.c.d.CreateInterrupt(ctx, &InterruptRecord{
@@ -108,28 +93,11 @@ func (s *Interrupts) CommitBatch(ctx context.Context, entries []InterruptCommitE
 	if err != nil {
 		return err
 	}
-	seen := make(map[string]bool, len(entries))
+	if err := CheckCommitBatch(entries); err != nil {
+		return err
+	}
 	batch := make([]InterruptCommitEntry, len(entries))
 	for i, e := range entries {
-		if err := checkID(fmt.Sprintf("entries[%d].interruptId", i), e.InterruptID); err != nil {
-			return err
-		}
-		switch e.Status {
-		case InterruptResolved:
-			if err := checkJSON(fmt.Sprintf("entries[%d].response", i), e.Response, anyJSON); err != nil {
-				return err
-			}
-		case InterruptCancelled:
-			if e.Response != nil {
-				return fmt.Errorf("%w: entries[%d] is cancelled and has a response", ErrInvalidEntry, i)
-			}
-		default:
-			return fmt.Errorf("%w: entries[%d].status %q is not resolved or cancelled", ErrInvalidEntry, i, e.Status)
-		}
-		if seen[e.InterruptID] {
-			return fmt.Errorf("%w: %q", ErrDuplicateEntry, e.InterruptID)
-		}
-		seen[e.InterruptID] = true
 		batch[i] = InterruptCommitEntry{InterruptID: e.InterruptID, Status: e.Status, Response: rawClone(e.Response)}
 	}
 	if len(batch) == 0 {

@@ -124,16 +124,18 @@ type Options struct {
 // put, named by a random id.
 const DefaultBlobPrefix = "tanstack-blobs/"
 
-// Store is the portable persistence of one namespace: one field per
-// TanStack store, all on one driver.
+// Store is the persistence of one namespace: one field per TanStack store.
+// New fills it with the portable types over one driver; a client of a
+// remote store (httpstore) fills it with its own.
 type Store struct {
-	Runs           *Runs
-	GenerationRuns *GenerationRuns
-	Interrupts     *Interrupts
-	Metadata       *Metadata
-	Artifacts      *Artifacts
-	Blobs          *Blobs
-	Locks          *Locks
+	Runs           RunStore
+	GenerationRuns GenerationRunStore
+	Interrupts     InterruptStore
+	Metadata       MetadataStore
+	Artifacts      ArtifactStore
+	Blobs          BlobStore
+	// Locks is the lock protocol; New's runs over DriverLockSteps.
+	Locks LockStore
 }
 
 // New returns the portable stores over d. It fails with an error wrapping
@@ -163,7 +165,7 @@ func New(d driver.Driver, opts Options) (*Store, error) {
 		Metadata:       &Metadata{c},
 		Artifacts:      &Artifacts{c},
 		Blobs:          &Blobs{core: c, bucket: opts.Bucket, prefix: prefix},
-		Locks:          &Locks{core: c, lease: lease.LeaseDuration, renewAfter: lease.RenewAfter},
+		Locks:          NewLocks(NewDriverLockSteps(d, lease.Now, lease.LeaseDuration, lease.RenewAfter), lease.Now, 0),
 	}, nil
 }
 

@@ -440,41 +440,50 @@ func testLockDeadWaiter(t *testing.T, e *env, _ *clock) {
 	require.NoError(t, <-got, "a dead waiter kept the lock from the live one")
 }
 
-// testLockPortableSteps runs the protocol through the portable steps, as a
-// remote holder does: a grant, a waiter, a watch that fires on release.
+// testLockPortableSteps runs the protocol through the server's lock steps,
+// as a remote holder does: a grant, a waiter, an acquire that waits and is
+// woken by the release (no timer), a renewal, a lost renewal, fences.
 func testLockPortableSteps(t *testing.T, e *env, _ *clock) {
-	l := e.s.Locks
-	a, err := l.Acquire(e.ctx, "k", "remote-a", testLease)
+	l := e.lockSteps()
+	a, err := l.Acquire(e.ctx, "k", "remote-a", 0)
 	require.NoError(t, err)
 	require.True(t, a.Held)
-	b, err := l.Acquire(e.ctx, "k", "remote-b", testLease)
+	require.Equal(t, testLease, a.Lease)
+	require.Equal(t, testRenewAfter, a.RenewAfter)
+	b, err := l.Acquire(e.ctx, "k", "remote-b", 0)
 	require.NoError(t, err)
 	require.False(t, b.Held)
-	wctx, stop := context.WithCancel(e.ctx)
-	defer stop()
-	changed, err := l.Watch(wctx, "k")
-	require.NoError(t, err)
-	r, err := l.Renew(e.ctx, "k", "remote-a", testLease)
+	r, err := l.Renew(e.ctx, "k", "remote-a")
 	require.NoError(t, err)
 	require.True(t, r.Held)
-	_, err = l.Renew(e.ctx, "k", "remote-b", testLease)
+	_, err = l.Renew(e.ctx, "k", "remote-b")
 	require.ErrorIs(t, err, persist.ErrLockLost)
+	got := make(chan persist.LockStep, 1)
+	go func() {
+		st, err := l.Acquire(e.ctx, "k", "remote-b", time.Hour)
+		require.NoError(t, err)
+		got <- st
+	}()
+	synctest.Wait()
+	start := time.Now()
 	rel, err := l.Release(e.ctx, "k", "remote-a")
 	require.NoError(t, err)
 	require.True(t, rel.Held)
-	if changed == nil {
-		t.Log("the driver has no lock notification; waiters poll with backoff")
-	} else {
-		select {
-		case <-changed:
-		default:
-			t.Fatal("a release did not fire the watch")
-		}
-	}
-	b, err = l.Acquire(e.ctx, "k", "remote-b", testLease)
-	require.NoError(t, err)
+	b = <-got
 	require.True(t, b.Held)
+	require.WithinDuration(t, start, time.Now(), retrySlack, "the waiting acquire was not woken by the release")
 	require.Greater(t, b.Fence, a.Fence)
+	timed, err := l.Acquire(e.ctx, "k", "remote-c", testLease/4)
+	require.NoError(t, err)
+	require.False(t, timed.Held, "a wait that passed answers the last state")
+	_, err = l.Release(e.ctx, "k", "remote-c")
+	require.NoError(t, err)
 	_, err = l.Release(e.ctx, "k", "remote-b")
 	require.NoError(t, err)
+}
+
+// lockSteps returns the lock steps of the server's store (the env's own
+// store, or the one behind a remote client).
+func (e *env) lockSteps() *persist.DriverLockSteps {
+	return e.server.Locks.(*persist.Locks).Steps().(*persist.DriverLockSteps)
 }

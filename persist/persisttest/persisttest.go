@@ -61,6 +61,11 @@
 // driver runs RunNetwork, whose lock cases run on real time and assert
 // order, exclusion, lost leases, store-clock readings of the history and
 // counts of driver calls, never tight timings (see RunRealTimeLocks).
+//
+// A store behind a server (httpstore's Go client) runs RunRemote: the
+// suite builds the server-side portable store on the driver as Run does,
+// the caller serves it, and every case runs on the client's store while
+// it inspects the server's driver and bucket.
 package persisttest
 
 import (
@@ -109,13 +114,39 @@ func suiteGroups(locks []test) []group {
 }
 
 func runGroups(t *testing.T, newDriver NewDriver, groups []group) {
+	runGroupsOpt(t, newDriver, groups, false)
+}
+
+// runGroupsOpt runs groups; with parallel, the groups run side by side,
+// and so do the real-time lock cases (each on its own store), whose
+// seconds of leases are most of a remote run's time. They run in
+// goroutines of their own rather than by t.Parallel, whose limit
+// (-test.parallel, the number of cores) would queue cases that mostly
+// sleep.
+func runGroupsOpt(t *testing.T, newDriver NewDriver, groups []group, parallel bool) {
+	var all sync.WaitGroup
 	for _, g := range groups {
-		t.Run(g.name, func(t *testing.T) {
-			for _, tc := range g.tests {
-				t.Run(tc.name, func(t *testing.T) { tc.run(t, newDriver) })
-			}
-		})
+		run := func() {
+			t.Run(g.name, func(t *testing.T) {
+				var cases sync.WaitGroup
+				for _, tc := range g.tests {
+					one := func() { t.Run(tc.name, func(t *testing.T) { tc.run(t, newDriver) }) }
+					if parallel && g.name == "Locks" {
+						cases.Go(one)
+					} else {
+						one()
+					}
+				}
+				cases.Wait()
+			})
+		}
+		if parallel {
+			all.Go(run)
+		} else {
+			run()
+		}
 	}
+	all.Wait()
 }
 
 // test is one case of the suite.
@@ -129,10 +160,12 @@ type test struct {
 type env struct {
 	t      *testing.T
 	ctx    context.Context
-	s      *persist.Store
+	s      *persist.Store // the store under test: server's, or a remote client of it
+	server *persist.Store // the portable store on the driver
 	d      *recorder
 	bucket *blobs.MemBucket
 	clock  *clock
+	remote bool // s is a remote client of server
 }
 
 // clock is a settable clock. Outside a synctest bubble it stands still
@@ -183,14 +216,17 @@ func newLockEnv(t *testing.T, newDriver NewDriver) (*env, *clock) {
 
 func makeEnv(t *testing.T, newDriver NewDriver, process, store *clock) *env {
 	t.Helper()
-	rec := &recorder{Driver: newDriver(t, store.Now)}
+	d, remote := unwrapRemote(newDriver(t, store.Now))
+	rec := &recorder{Driver: d}
 	bucket := blobs.NewMem(blobs.MemOptions{})
 	s, err := persist.New(rec, persist.Options{
 		Bucket: bucket, Now: process.Now,
 		LeaseDuration: testLease, RenewAfter: testRenewAfter,
 	})
 	require.NoError(t, err)
-	return &env{t: t, ctx: context.Background(), s: s, d: rec, bucket: bucket, clock: process}
+	e := &env{t: t, ctx: context.Background(), s: s, server: s, d: rec, bucket: bucket, clock: process}
+	e.serveRemote(remote)
+	return e
 }
 
 // jsonEq asserts that two values marshal to equal JSON.

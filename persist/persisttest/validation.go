@@ -55,11 +55,20 @@ func (e *env) dump() string {
 	return string(out)
 }
 
-// invalid is one call that must fail with want.
+// invalid is one call that must fail with want. A call of the lock steps
+// (named Lock…/…) runs on the server's store, which is the env's own store
+// but for a remote one.
 type invalid struct {
 	name string
 	want error
 	call func(ctx context.Context, s *persist.Store) error
+}
+
+// steps makes a call of the server's lock steps.
+func steps(f func(ctx context.Context, l *persist.DriverLockSteps) error) func(ctx context.Context, s *persist.Store) error {
+	return func(ctx context.Context, s *persist.Store) error {
+		return f(ctx, s.Locks.(*persist.Locks).Steps().(*persist.DriverLockSteps))
+	}
 }
 
 var (
@@ -229,26 +238,22 @@ func invalidCalls() []invalid {
 		{"WithLock/LongKey", persist.ErrInvalidID, func(ctx context.Context, s *persist.Store) error {
 			return s.Locks.WithLock(ctx, tooLong, func(context.Context) error { panic("fn ran") })
 		}},
-		{"LockAcquire/EmptyToken", persist.ErrInvalidID, func(ctx context.Context, s *persist.Store) error {
-			_, err := s.Locks.Acquire(ctx, "k", "", time.Second)
+		{"LockAcquire/EmptyToken", persist.ErrInvalidID, steps(func(ctx context.Context, l *persist.DriverLockSteps) error {
+			_, err := l.Acquire(ctx, "k", "", time.Second)
 			return err
-		}},
-		{"LockAcquire/ZeroLease", persist.ErrInvalidEntry, func(ctx context.Context, s *persist.Store) error {
-			_, err := s.Locks.Acquire(ctx, "k", "t", 0)
+		})},
+		{"LockAcquire/NegativeWait", persist.ErrInvalidEntry, steps(func(ctx context.Context, l *persist.DriverLockSteps) error {
+			_, err := l.Acquire(ctx, "k", "t", -time.Millisecond)
 			return err
-		}},
-		{"LockRenew/LongLease", persist.ErrInvalidEntry, func(ctx context.Context, s *persist.Store) error {
-			_, err := s.Locks.Renew(ctx, "k", "t", persist.MaxLockLease+time.Millisecond)
+		})},
+		{"LockRenew/LongToken", persist.ErrInvalidID, steps(func(ctx context.Context, l *persist.DriverLockSteps) error {
+			_, err := l.Renew(ctx, "k", tooLong)
 			return err
-		}},
-		{"LockRelease/BadKey", persist.ErrInvalidID, func(ctx context.Context, s *persist.Store) error {
-			_, err := s.Locks.Release(ctx, badUTF8, "t")
+		})},
+		{"LockRelease/BadKey", persist.ErrInvalidID, steps(func(ctx context.Context, l *persist.DriverLockSteps) error {
+			_, err := l.Release(ctx, badUTF8, "t")
 			return err
-		}},
-		{"LockWatch/EmptyKey", persist.ErrInvalidID, func(ctx context.Context, s *persist.Store) error {
-			_, err := s.Locks.Watch(ctx, "")
-			return err
-		}},
+		})},
 	}
 }
 
@@ -259,7 +264,11 @@ func testInvalidInputs(t *testing.T, nd NewDriver) {
 	e.seed()
 	before := e.dump()
 	for _, c := range invalidCalls() {
-		err := c.call(e.ctx, e.s)
+		s := e.s
+		if strings.HasPrefix(c.name, "Lock") {
+			s = e.server
+		}
+		err := c.call(e.ctx, s)
 		require.ErrorIs(t, err, c.want, c.name)
 		require.NotEmpty(t, persist.Code(err), "%s: a contract error has a wire code", c.name)
 		require.Equal(t, before, e.dump(), "%s changed something", c.name)
