@@ -195,7 +195,7 @@ func randomEdit(rng *rand.Rand) Edit {
 	return Edit{}
 }
 
-func runClient(rs *persist.Runs, rng *rand.Rand, client int, opt RunsOptions) []RunOp {
+func runClient(rs persist.RunStore, rng *rand.Rand, client int, opt RunsOptions) []RunOp {
 	ctx := context.Background()
 	ops := make([]RunOp, 0, opt.OpsPerClient)
 	for range opt.OpsPerClient {
