@@ -119,8 +119,19 @@ func (h *handler) persistOf(ns *namespace) (*persist.Store, error) {
 	if !ok {
 		return nil, reqErr(CodeUnsupported, "this server keeps no persistence state (its backend has no persistence driver)")
 	}
-	d, err := pb.Persistence(ns.name, ns.clock)
+	// The store's clock judges lock leases. Outside --dev it is the
+	// backend's own (nil: Redis's TIME, so that several servers behind one
+	// balancer agree on every expiry whatever their clocks); in --dev it is
+	// the namespace's, which a request's Ckpt-Now sets.
+	var storeClock func() time.Time
+	if h.opts.Dev {
+		storeClock = ns.clock
+	}
+	d, err := pb.Persistence(ns.name, storeClock)
 	if err != nil {
+		if errors.Is(err, errors.ErrUnsupported) {
+			return nil, reqErr(CodeUnsupported, "the persistence of %q: %v", ns.name, err)
+		}
 		if errors.Is(err, ckptdriver.ErrInvalidOptions) {
 			return nil, reqErr(CodeBadRequest, "namespace %q: %v", ns.name, err)
 		}

@@ -66,7 +66,7 @@ type config struct {
 	bucket                                 string
 	dev                                    bool
 	lease, renewAfter                      time.Duration
-	maxBody                                int64
+	maxBody, maxBlob                       int64
 	readHeaderTimeout, readTimeout         time.Duration
 	writeTimeout, idleTimeout              time.Duration
 	shutdownTimeout                        time.Duration
@@ -98,6 +98,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.DurationVar(&c.lease, "lease", 0, "writer lease duration of every namespace (0 = 120s; in --dev a client may set its own)")
 	fs.DurationVar(&c.renewAfter, "renew-after", 0, "renew-after of every namespace (0 = 45s, or 3/8 of --lease)")
 	fs.Int64Var(&c.maxBody, "max-body-bytes", httpstore.DefaultMaxBodyBytes, "largest request body; larger ones get 413")
+	fs.Int64Var(&c.maxBlob, "max-blob-bytes", httpstore.DefaultMaxBlobBytes, "largest blob a blobs/put stores; larger ones get 413 and store nothing")
 	fs.DurationVar(&c.readHeaderTimeout, "read-header-timeout", 10*time.Second, "time to read a request's headers")
 	fs.DurationVar(&c.readTimeout, "read-timeout", 2*time.Minute, "time to read a whole request")
 	fs.DurationVar(&c.writeTimeout, "write-timeout", 2*time.Minute, "time from the end of a request's headers to the end of its reply")
@@ -120,6 +121,8 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 		return nil, usage("--tls-cert and --tls-key go together")
 	case c.maxBody <= 0:
 		return nil, usage("--max-body-bytes must be positive")
+	case c.maxBlob <= 0:
+		return nil, usage("--max-blob-bytes must be positive")
 	case c.logFormat != "json" && c.logFormat != "text":
 		return nil, usage("--log-format must be json or text")
 	}
@@ -350,7 +353,7 @@ func (s *setup) newServer(opened *storeurl.Opened, draining *atomic.Bool) (*http
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	api := httpstore.NewHandler(opened, httpstore.HandlerOptions{
 		Dev: c.dev, Tokens: s.tokens, Lease: s.lease, MaxBodyBytes: c.maxBody, Logger: s.log, Registerer: reg,
-		// TODO(merge, H1): Bucket: s.bucket, once httpstore.HandlerOptions.Bucket is on main.
+		Bucket: s.bucket, MaxBlobBytes: c.maxBlob,
 	})
 	mux := http.NewServeMux()
 	mux.Handle("/v1/", api)

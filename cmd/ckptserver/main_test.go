@@ -9,6 +9,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"io"
@@ -16,6 +17,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -23,6 +25,7 @@ import (
 
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/httpstore"
+	"github.com/ckptstore/ckptstore/persist"
 )
 
 // server is a ckptserver run in process.
@@ -109,6 +112,7 @@ func TestFlagsRefused(t *testing.T) {
 		{"--dev", "--listen", "127.0.0.1:0", "--bucket", "ftp://x"},
 		{"--dev", "--listen", "127.0.0.1:0", "--bucket", "mem://x/y"},
 		{"--dev", "--listen", "127.0.0.1:0", "--bucket", "s3://b?nope=1"},
+		{"--dev", "--listen", "127.0.0.1:0", "--max-blob-bytes", "0"},
 	} {
 		var stderr strings.Builder
 		if code := run(context.Background(), args, io.Discard, &stderr); code != 2 {
@@ -347,4 +351,68 @@ func TestBucketFlag(t *testing.T) {
 		t.Errorf("a missing bucket directory: exit %d, %s", code, stderr.String())
 	}
 	start(t, "--dev", "--listen", "127.0.0.1:0", "--bucket", "file://"+dir)
+}
+
+// TestPersistence serves TanStack AI's persistence from the server's own
+// wiring: the store URL's persistence driver, --bucket for the bytes and
+// --max-blob-bytes for their limit, beside the checkpoints of one namespace.
+func TestPersistence(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s := start(t, "--dev", "--listen", "127.0.0.1:0", "--store", "memkv", "--bucket", "file://"+dir, "--max-blob-bytes", "8")
+	c, err := httpstore.NewClient(s.url, httpstore.ClientOptions{Namespace: "tenant"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := c.Persistence()
+	run, err := p.Runs.CreateOrResume(ctx, persist.RunStart{RunID: "r1", ThreadID: "t1", StartedAt: 5})
+	if err != nil || run.Status != persist.RunRunning {
+		t.Fatalf("createOrResume: %+v, %v", run, err)
+	}
+	if err := c.SaveThread(ctx, "t1", json.RawMessage(`[{"role":"user","content":"hi"}]`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Runs.Update(ctx, "r1", persist.RunPatch{Status: persist.Set(persist.RunCompleted)}); err != nil {
+		t.Fatal(err)
+	}
+	if active, err := p.Runs.FindActiveRun(ctx, "t1"); err != nil || active != nil {
+		t.Fatalf("findActiveRun after completion: %+v, %v", active, err)
+	}
+	if _, err := p.Blobs.Put(ctx, "k", strings.NewReader("8 bytes!"), persist.BlobPutOptions{}); err != nil {
+		t.Fatalf("a put at the limit: %v", err)
+	}
+	if _, err := p.Blobs.Put(ctx, "k", strings.NewReader("nine byte"), persist.BlobPutOptions{}); err == nil {
+		t.Fatal("a put above --max-blob-bytes was stored")
+	}
+	obj, err := p.Blobs.Get(ctx, "k", nil)
+	if err != nil || obj == nil {
+		t.Fatalf("get: %+v, %v", obj, err)
+	}
+	got, _ := io.ReadAll(obj.Body)
+	obj.Body.Close()
+	if string(got) != "8 bytes!" {
+		t.Fatalf("the refused put changed the bytes: %q", got)
+	}
+	// The bytes are in the --bucket directory (its objects under d/), the
+	// row in the store.
+	var files int
+	_ = filepath.WalkDir(filepath.Join(dir, "d"), func(_ string, d os.DirEntry, _ error) error {
+		if d != nil && !d.IsDir() {
+			files++
+		}
+		return nil
+	})
+	if files != 1 {
+		out, _ := exec.Command("find", dir).CombinedOutput()
+		t.Fatalf("%d objects in the bucket, want 1:\n%s", files, out)
+	}
+	// Another namespace sees none of it.
+	other, _ := httpstore.NewClient(s.url, httpstore.ClientOptions{Namespace: "other"})
+	if r, err := other.Persistence().Runs.Get(ctx, "r1"); err != nil || r != nil {
+		t.Fatalf("another namespace reads the run: %+v, %v", r, err)
+	}
+	held := false
+	if err := p.Locks.WithLock(ctx, "sandbox:t1", func(context.Context) error { held = true; return nil }); err != nil || !held {
+		t.Fatalf("withLock: %v (ran %v)", err, held)
+	}
 }
