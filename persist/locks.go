@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ckptstore/ckptstore/persist/driver"
@@ -190,8 +191,12 @@ func (l *Locks) hold(ctx context.Context, key, token string, st LockStep, fn fun
 // critical section when the store says the lease is lost or when no renewal
 // is confirmed by the holder's deadline.
 func (l *Locks) keep(ctx context.Context, abort context.CancelCauseFunc, key, token string, last LockStep) {
+	// The timer's func runs on its own goroutine: it reads the window it
+	// reports from window, never from last, which this loop rewrites.
+	var window atomic.Int64
+	window.Store(int64(abortAfter(last)))
 	deadline := time.AfterFunc(l.until(last.Sent, abortAfter(last)), func() {
-		abort(fmt.Errorf("%w: no renewal of %q was confirmed within %v", ErrLockLost, key, abortAfter(last)))
+		abort(fmt.Errorf("%w: no renewal of %q was confirmed within %v", ErrLockLost, key, time.Duration(window.Load())))
 	})
 	defer deadline.Stop()
 	for {
@@ -206,6 +211,7 @@ func (l *Locks) keep(ctx context.Context, abort context.CancelCauseFunc, key, to
 					st.Lease, st.RenewAfter = last.Lease, last.RenewAfter
 				}
 				last = st
+				window.Store(int64(abortAfter(last)))
 				deadline.Reset(l.until(last.Sent, abortAfter(last)))
 				break
 			}
