@@ -38,9 +38,6 @@ type (
 	InstanceRecord = driver.InstanceRecord
 	// Options are the lease settings and clock shared by every store.
 	Options = driver.Options
-	// InstanceStore is what every instance store does: the portable one
-	// (*PortableInstances) and the drivers'.
-	InstanceStore = driver.InstanceStore
 )
 
 // The reasons a checkpoint may carry and the kinds of entry.

@@ -6,8 +6,8 @@
 //
 // This package is what a harness uses: the types (declared in package
 // driver and aliased here), the sentinel errors, lease options and the
-// Lease handle, op tokens, KeepNewest, and Portable, the store every
-// backend's constructor returns. Portable runs every check that needs no
+// Lease handle, op tokens, KeepNewest, and Store, the store every
+// backend's constructor returns. Store runs every check that needs no
 // state once, in the contract's order, and then calls its driver (package
 // driver), which runs only the state checks, inside its atomic step. The
 // drivers are memstore (in memory), fdbstore (FoundationDB), redisstore

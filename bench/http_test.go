@@ -70,7 +70,7 @@ func viaHTTP(be backend) backend {
 // fresh namespace) as every namespace, the token's included.
 type oneStore struct{ o *storeurl.Opened }
 
-func (s oneStore) Namespace(string, ckptstore.Options) (ckptstore.Store, *ckptstore.PortableInstances, error) {
+func (s oneStore) Namespace(string, ckptstore.Options) (*ckptstore.Store, *ckptstore.InstanceStore, error) {
 	return s.o.Store, s.o.Instances, nil
 }
 

@@ -57,7 +57,7 @@ func TestThreadsHeadGetRefs(t *testing.T) {
 	}
 }
 
-func mustGet(t testing.TB, s ckptstore.Store, id string) *ckptstore.Checkpoint {
+func mustGet(t testing.TB, s *ckptstore.Store, id string) *ckptstore.Checkpoint {
 	t.Helper()
 	cp, err := s.Get(context.Background(), id)
 	must(t, err)
@@ -244,13 +244,13 @@ func TestCheckWithoutChecker(t *testing.T) {
 }
 
 // badChecker and cleanChecker are driver.Checkers over a memstore.
-type badChecker struct{ *ckptstore.Portable }
+type badChecker struct{ *ckptstore.Store }
 
 func (badChecker) Check(context.Context) ([]driver.Problem, error) {
 	return []driver.Problem{{Key: "x", What: "count at 0"}, {Key: "y", What: "chunk gap"}}, nil
 }
 
-type cleanChecker struct{ *ckptstore.Portable }
+type cleanChecker struct{ *ckptstore.Store }
 
 func (cleanChecker) Check(context.Context) ([]driver.Problem, error) { return nil, nil }
 
@@ -299,12 +299,12 @@ func TestUnreachableStoreExits1(t *testing.T) {
 // reports the caller's context error, as when an interrupt lands between
 // the commit and its reply.
 type lostAcquire struct {
-	*ckptstore.Portable
+	*ckptstore.Store
 	lose bool
 }
 
 func (s *lostAcquire) AcquireWriter(ctx context.Context, thread string) (*ckptstore.Lease, error) {
-	l, err := s.Portable.AcquireWriter(ctx, thread)
+	l, err := s.Store.AcquireWriter(ctx, thread)
 	if err == nil && s.lose {
 		s.lose = false
 		return nil, context.Canceled
@@ -314,8 +314,8 @@ func (s *lostAcquire) AcquireWriter(ctx context.Context, thread string) (*ckptst
 
 func TestALeaseTakenByAFailedAcquireIsReleased(t *testing.T) {
 	ctx := context.Background()
-	s := &lostAcquire{Portable: newMem(), lose: true}
-	appendChain(t, s.Portable, "chain", 3, 1)
+	s := &lostAcquire{Store: newMem(), lose: true}
+	appendChain(t, s.Store, "chain", 3, 1)
 	h := newHarness(t)
 	h.fails(1, "context canceled", "delete-thread", "--store", h.add("s", s), "chain")
 	l, err := s.AcquireWriter(ctx, "chain")

@@ -42,7 +42,7 @@ func threadSeq(ctx context.Context, s *store) (iter.Seq2[string, error], error) 
 
 // unwrap returns the store a *store wraps, whose optional capabilities a
 // type assertion can see (the wrapper has only Store's methods).
-func unwrap(s ckptstore.Store) ckptstore.Store {
+func unwrap(s *ckptstore.Store) *ckptstore.Store {
 	if w, ok := s.(*store); ok {
 		return w.Store
 	}
@@ -52,7 +52,7 @@ func unwrap(s ckptstore.Store) ckptstore.Store {
 // checkpointSeq yields the checkpoints of thread in List order (or its
 // reverse), a page of pageSize at a time through ListPage; a store without
 // Pager is read with one List.
-func checkpointSeq(ctx context.Context, s ckptstore.Store, thread string, pageSize int, reverse bool) iter.Seq2[*ckptstore.Checkpoint, error] {
+func checkpointSeq(ctx context.Context, s *ckptstore.Store, thread string, pageSize int, reverse bool) iter.Seq2[*ckptstore.Checkpoint, error] {
 	s = unwrap(s)
 	return func(yield func(*ckptstore.Checkpoint, error) bool) {
 		p := s
@@ -239,9 +239,9 @@ var errNoChecker = errors.New("this store has no checker")
 
 // callCheck runs st's checker (a driver.Checker) and returns the problems
 // it reported, one string each.
-func callCheck(ctx context.Context, st ckptstore.Store) ([]string, error) {
+func callCheck(ctx context.Context, st *ckptstore.Store) ([]string, error) {
 	var backend any = unwrap(st)
-	if p, ok := backend.(*ckptstore.Portable); ok {
+	if p, ok := backend.(*ckptstore.Store); ok {
 		backend = p.Driver() // the checker is the backend's own
 	}
 	c, ok := backend.(driver.Checker)

@@ -89,7 +89,7 @@ func jsonLenEstimate(cp *ckptstore.Checkpoint) int {
 // behaves the same. listed says that Threads returned id; a thread named
 // by the operator (export --thread) that has nothing may not exist at
 // all, so it gets no "[]" either.
-func storeThread(ctx context.Context, s ckptstore.Store, id string, listed bool) (*srcThread, error) {
+func storeThread(ctx context.Context, s *ckptstore.Store, id string, listed bool) (*srcThread, error) {
 	s = unwrap(s)
 	head, err := s.GetHead(ctx, id)
 	if err != nil {
@@ -165,7 +165,7 @@ type migrator struct {
 	e    *env
 	opts migrateOptions
 	dst  *store
-	imp  ckptstore.Store
+	imp  *ckptstore.Store
 
 	// mu guards what follows: copy --parallel runs threads concurrently.
 	mu                  sync.Mutex

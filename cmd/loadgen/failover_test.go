@@ -53,7 +53,7 @@ func failover(t *testing.T, minReplicas int) {
 			if err != nil {
 				return nil, err
 			}
-			ts.Portable = o.Store.(*ckptstore.Portable)
+			ts.Store = o.Store.(*ckptstore.Store)
 			o.Store = ts
 			return o, nil
 		}
@@ -124,7 +124,7 @@ func failover(t *testing.T, minReplicas int) {
 			}
 		}
 	}
-	problems, err := o.Store.(*ckptstore.Portable).Driver().(driver.Checker).Check(ctx)
+	problems, err := o.Store.(*ckptstore.Store).Driver().(driver.Checker).Check(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +173,7 @@ func opSummary(res *result, op string) workload.OpSummary {
 // what was acknowledged, what was deleted (surely, or maybe), and when
 // each append succeeded, to judge the failover with no help from loadgen.
 type ackStore struct {
-	*ckptstore.Portable
+	*ckptstore.Store
 	appends atomic.Int64
 
 	mu            sync.Mutex
@@ -248,7 +248,7 @@ func errorKind(err error) string {
 }
 
 func (s *ackStore) Append(ctx context.Context, cp *ckptstore.Checkpoint, expected string, w ckptstore.Writer) error {
-	err := s.Portable.Append(ctx, cp, expected, w)
+	err := s.Store.Append(ctx, cp, expected, w)
 	s.note(err)
 	if err == nil {
 		s.appends.Add(1)
@@ -263,7 +263,7 @@ func (s *ackStore) Append(ctx context.Context, cp *ckptstore.Checkpoint, expecte
 }
 
 func (s *ackStore) ForkFromCheckpoint(ctx context.Context, in ckptstore.ForkInput) (*ckptstore.Checkpoint, error) {
-	cp, err := s.Portable.ForkFromCheckpoint(ctx, in)
+	cp, err := s.Store.ForkFromCheckpoint(ctx, in)
 	s.note(err)
 	if err == nil {
 		s.mu.Lock()
@@ -274,7 +274,7 @@ func (s *ackStore) ForkFromCheckpoint(ctx context.Context, in ckptstore.ForkInpu
 }
 
 func (s *ackStore) DeleteHead(ctx context.Context, thread, id string, w ckptstore.Writer) error {
-	err := s.Portable.DeleteHead(ctx, thread, id, w)
+	err := s.Store.DeleteHead(ctx, thread, id, w)
 	s.note(err)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -288,7 +288,7 @@ func (s *ackStore) DeleteHead(ctx context.Context, thread, id string, w ckptstor
 }
 
 func (s *ackStore) DeleteCheckpoints(ctx context.Context, thread string, keep int, w ckptstore.Writer) ([]string, error) {
-	ids, err := s.Portable.DeleteCheckpoints(ctx, thread, keep, w)
+	ids, err := s.Store.DeleteCheckpoints(ctx, thread, keep, w)
 	s.note(err)
 	s.mu.Lock()
 	defer s.mu.Unlock()

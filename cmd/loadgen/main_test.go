@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/conformance"
 	"github.com/ckptstore/ckptstore/internal/redistest"
 	"github.com/ckptstore/ckptstore/internal/workload"
 	"github.com/ckptstore/ckptstore/memstore"
@@ -135,7 +136,7 @@ func TestTableOutput(t *testing.T) {
 
 // lossy acknowledges every tenth append without storing it.
 type lossy struct {
-	ckptstore.Store
+	conformance.Store
 	n atomic.Int64
 }
 
@@ -147,24 +148,24 @@ func (l *lossy) Append(ctx context.Context, cp *ckptstore.Checkpoint, head strin
 }
 
 // miscount reports one reference too many for every blob.
-type miscount struct{ *ckptstore.Portable }
+type miscount struct{ *ckptstore.Store }
 
 func (m miscount) ListBlobReferences(ctx context.Context) ([]ckptstore.BlobRef, error) {
-	refs, err := m.Portable.ListBlobReferences(ctx)
+	refs, err := m.Store.ListBlobReferences(ctx)
 	for i := range refs {
 		refs[i].References++
 	}
 	return refs, err
 }
 
-func openWith(s ckptstore.Store) func(context.Context, string, storeurl.Options) (*storeurl.Opened, error) {
+func openWith(s conformance.Store) func(context.Context, string, storeurl.Options) (*storeurl.Opened, error) {
 	return func(context.Context, string, storeurl.Options) (*storeurl.Opened, error) {
 		return &storeurl.Opened{Store: s, Kind: "mem", Desc: "test", Close: func() error { return nil }}, nil
 	}
 }
 
 func TestVerifyCatchesBrokenStores(t *testing.T) {
-	for name, s := range map[string]ckptstore.Store{
+	for name, s := range map[string]conformance.Store{
 		"lost append": &lossy{Store: memstore.New(ckptstore.Options{})},
 		"miscount":    miscount{memstore.New(ckptstore.Options{})},
 	} {
@@ -184,7 +185,7 @@ func TestVerifyCatchesBrokenStores(t *testing.T) {
 func TestContention(t *testing.T) {
 	var (
 		once   sync.Once
-		shared *ckptstore.Portable
+		shared *ckptstore.Store
 	)
 	open := func(_ context.Context, _ string, sc storeurl.Options) (*storeurl.Opened, error) {
 		// Both processes pass the same lease options, so one store serves both.

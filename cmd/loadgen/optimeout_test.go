@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/conformance"
 	"github.com/ckptstore/ckptstore/fdbstore/kv/memkv"
 	"github.com/ckptstore/ckptstore/internal/workload"
 	"github.com/ckptstore/ckptstore/memstore"
@@ -94,7 +95,7 @@ func TestOpTimeoutStallOnMemkv(t *testing.T) {
 // even ones never. It refuses a call without a deadline, so a run without
 // --op-timeout's context cannot hang on it.
 type lateStore struct {
-	ckptstore.Store
+	conformance.Store
 	n              atomic.Int64
 	deadlined      atomic.Int64 // appends answered with the context's deadline error, late or not
 	mu             sync.Mutex

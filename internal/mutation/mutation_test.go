@@ -340,18 +340,18 @@ func TestMutantChild(t *testing.T) {
 	b := backends[bi]
 	newStore, newInstances := b.setup(t)
 	if m.inst != nil {
-		conformance.RunInstanceStore(t, func(t *testing.T) ckptstore.InstanceStore {
+		conformance.RunInstanceStore(t, func(t *testing.T) conformance.InstanceStore {
 			return m.inst(newInstances(t))
 		})
 		return
 	}
-	conformance.RunStoreWith(t, func(t *testing.T, opts ckptstore.Options) ckptstore.Store {
+	conformance.RunStoreWith(t, func(t *testing.T, opts ckptstore.Options) conformance.Store {
 		if m.tweak != nil {
 			m.tweak(&opts)
 		}
 		return m.wrap(newStore(t, opts), opts)
 	}, b.suite)
 	if name == none.name {
-		conformance.RunInstanceStore(t, func(t *testing.T) ckptstore.InstanceStore { return newInstances(t) })
+		conformance.RunInstanceStore(t, func(t *testing.T) conformance.InstanceStore { return newInstances(t) })
 	}
 }

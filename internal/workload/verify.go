@@ -47,7 +47,7 @@ type Census struct {
 // once (the walk stops at a parent that pruning removed). It adds the
 // thread's checkpoints to a recount of the blob keys owned by tag. An
 // error means the store could not be read; violations go to p.
-func CheckChains(ctx context.Context, s ckptstore.Store, threads []string, tag string, p *Problems) (*Census, error) {
+func CheckChains(ctx context.Context, s *ckptstore.Store, threads []string, tag string, p *Problems) (*Census, error) {
 	c := &Census{Alive: map[string]string{}, Refs: map[string]int64{}}
 	for _, t := range threads {
 		list, err := s.List(ctx, t)
@@ -104,7 +104,7 @@ func CheckChains(ctx context.Context, s ckptstore.Store, threads []string, tag s
 // CheckRefs compares ListBlobReferences, restricted to keys owned by tag, with
 // the census's recount, and checks that ListBlobReferences is sorted and holds
 // no count below 1. Violations go to p.
-func CheckRefs(ctx context.Context, s ckptstore.Store, tag string, c *Census, p *Problems) error {
+func CheckRefs(ctx context.Context, s *ckptstore.Store, tag string, c *Census, p *Problems) error {
 	refs, err := s.ListBlobReferences(ctx)
 	if err != nil {
 		return fmt.Errorf("blob references: %w", err)
