@@ -1,5 +1,11 @@
 package conformance
 
+// The seam the suites test through: the method sets they exercise, as
+// interfaces, so that a test can hand them a wrapped store (the behavioural
+// mutants of internal/mutation, a store that fails on purpose). Every
+// backend's constructor returns a *ckptstore.Store, which implements Store;
+// its instance store, a *ckptstore.InstanceStore, implements InstanceStore.
+
 import (
 	"context"
 	"encoding/json"
@@ -8,11 +14,9 @@ import (
 	"github.com/ckptstore/ckptstore"
 )
 
-// Store keeps chains of checkpoints per thread, their heads, writer leases,
-// blob reference counts and transcripts: every method of the contract
-// (docs/contract.md), none optional. *Store, which every backend's
-// constructor returns, implements it; the interface remains for the tests
-// and tools that wrap a store. Implementations are safe for concurrent use.
+// Store is what RunStore tests: every method of the contract
+// (docs/contract.md), none optional. Implementations are safe for
+// concurrent use.
 type Store interface {
 	// Get returns the checkpoint, or nil and no error when id is not stored.
 	// Checks: id (ErrInvalidID).
@@ -97,4 +101,17 @@ type Store interface {
 	// with other content: ErrDuplicateID), head (with SetHead, a thread
 	// whose head is neither "" nor Head: ErrConflict).
 	Import(ctx context.Context, b ckptstore.ImportBatch) (int, error)
+}
+
+// InstanceStore is what RunInstanceStore tests.
+type InstanceStore interface {
+	// Get returns the record, or nil and no error when key is not stored.
+	// Checks: key (ErrInvalidID).
+	Get(ctx context.Context, key string) (*ckptstore.InstanceRecord, error)
+	// Upsert replaces the whole record of rec.Key; the last write wins.
+	// Checks: key (ErrInvalidID), record (ErrInvalidEntry).
+	Upsert(ctx context.Context, rec *ckptstore.InstanceRecord) error
+	// Delete removes the record; a missing key is not an error. Checks: key
+	// (ErrInvalidID).
+	Delete(ctx context.Context, key string) error
 }
