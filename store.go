@@ -110,7 +110,7 @@ func (s *Store) AcquireWriter(ctx context.Context, threadID string) (*Lease, err
 	if err != nil {
 		return nil, err
 	}
-	return &Lease{Lease: l, keeper: s}, nil
+	return driver.NewLease(l.Writer, l.ExpiresAt, l.RenewAfter, s), nil
 }
 
 // Renew extends w's lease to now + the lease duration and returns
