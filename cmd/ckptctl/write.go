@@ -117,7 +117,7 @@ func underLease(ctx context.Context, e *env, s *store, thread string, wait bool,
 	if err := driver.ValidateID("thread id", thread); err != nil {
 		return err
 	}
-	l, err := acquire(ctx, e, s, thread, wait, waitNote(e, thread))
+	l, err := acquire(ctx, e, s.Store, thread, wait, waitNote(e, thread))
 	if err != nil {
 		return err
 	}
