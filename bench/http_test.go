@@ -61,7 +61,7 @@ func viaHTTP(be backend) backend {
 		if err != nil {
 			b.Fatal(err)
 		}
-		return &storeurl.Opened{Store: c, Instances: c.Instances(), Kind: "http", Desc: "http " + o.Desc, Close: func() error { return nil }},
+		return &storeurl.Opened{Store: c.Store, Instances: c.Instances(), Kind: "http", Desc: "http " + o.Desc, Close: func() error { return nil }},
 			func() { srv.Close(); free() }
 	}}
 }

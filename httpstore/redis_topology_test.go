@@ -186,7 +186,7 @@ func TestClusterThroughServer(t *testing.T) {
 		if cp, err := st.Get(ctx, "cp-"+other); err != nil || cp != nil {
 			t.Errorf("namespace %q sees the checkpoint of %q: %v, %v", own, other, cp, err)
 		}
-		problems, err := st.(*ckptstore.Store).Driver().(driver.Checker).Check(ctx)
+		problems, err := st.Driver().(driver.Checker).Check(ctx)
 		testkit.Must(t, err)
 		if len(problems) > 0 {
 			t.Errorf("Check of namespace %q: %v", own, problems)
