@@ -11,8 +11,9 @@ import (
 	"github.com/ckptstore/ckptstore/internal/seqs"
 )
 
-// Store is a checkpoint store over a backend: memstore.New,
-// fdbstore.New, redisstore.New and httpstore.NewClient return one. It runs
+// Store is the portable checkpoint store, over a backend's driver:
+// memstore.New, fdbstore.New and redisstore.New return one, and
+// httpstore.NewClient one inside its Client. It runs
 // every rule of docs/contract.md that needs no state — ids, content,
 // limits, cursors, the writer's thread, the context and the caller's op
 // token — once, in contract order, and leaves the state checks to the
@@ -247,9 +248,9 @@ func (s *Store) Import(ctx context.Context, b ImportBatch) (int, error) {
 // operations beyond the contract (a consistency check).
 func (s *Store) Driver() driver.Store { return s.d }
 
-// InstanceStore is an instance store over a backend: it checks keys
-// and records (ErrInvalidID, ErrInvalidEntry) and the context, and hands
-// the rest to the driver.
+// InstanceStore is the portable instance store, over a backend's driver:
+// it checks keys and records (ErrInvalidID, ErrInvalidEntry) and the
+// context, and hands the rest to the driver.
 type InstanceStore struct {
 	d driver.InstanceStore
 }

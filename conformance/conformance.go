@@ -97,10 +97,10 @@
 // store built with the options it is given:
 //
 //	func TestConformance(t *testing.T) {
-//		conformance.RunStore(t, func(t *testing.T, opts ckptstore.Options) Store {
+//		conformance.RunStore(t, func(t *testing.T, opts ckptstore.Options) conformance.Store {
 //			return memstore.New(opts)
 //		})
-//		conformance.RunInstanceStore(t, func(t *testing.T) InstanceStore {
+//		conformance.RunInstanceStore(t, func(t *testing.T) conformance.InstanceStore {
 //			return memstore.NewInstanceStore()
 //		})
 //	}
