@@ -38,9 +38,9 @@ type (
 	InstanceRecord = driver.InstanceRecord
 	// Options are the lease settings and clock shared by every store.
 	Options = driver.Options
-	// InstanceStore is what every instance store does: the portable one
-	// (*PortableInstances) and the drivers'.
-	InstanceStore = driver.InstanceStore
+	// Lease is a thread's writer lease, as Store.AcquireWriter returns it:
+	// its Writer goes with every write; Renew and Release keep and end it.
+	Lease = driver.Lease
 )
 
 // The reasons a checkpoint may carry and the kinds of entry.

@@ -5,11 +5,13 @@
 // of @tanstack/ai-sandbox.
 //
 // This package is what a harness uses: the types (declared in package
-// driver and aliased here), the sentinel errors, lease options and the
-// Lease handle, op tokens, KeepNewest, and Portable, the store every
-// backend's constructor returns. Portable runs every check that needs no
-// state once, in the contract's order, and then calls its driver (package
-// driver), which runs only the state checks, inside its atomic step. The
+// driver and aliased here, the Lease handle among them), the sentinel
+// errors, lease options, op tokens, KeepNewest, and Store, the portable
+// store every backend's constructor returns. Store runs every check that
+// needs no state once, in the contract's order, and then calls its driver
+// (package driver), which runs only the state checks, inside its atomic
+// step. Package driver also holds what only implementers need, such as
+// driver.NewLease. The
 // drivers are memstore (in memory), fdbstore (FoundationDB), redisstore
 // (Redis) and httpstore's client; package conformance proves that a store
 // keeps every rule.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/conformance"
 	"github.com/ckptstore/ckptstore/memstore"
 )
 
@@ -106,10 +107,10 @@ func ExampleKeepNewest() {
 
 // ForkFromCheckpoint copies one checkpoint into a new, empty thread as its
 // root, under that thread's lease.
-func ExamplePortable_ForkFromCheckpoint() {
+func ExampleStore_ForkFromCheckpoint() {
 	ctx := context.Background()
 	now := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
-	var store ckptstore.Store = memstore.New(ckptstore.Options{Now: func() time.Time { return now }})
+	var store conformance.Store = memstore.New(ckptstore.Options{Now: func() time.Time { return now }})
 
 	lease, err := store.AcquireWriter(ctx, "thread-1")
 	if err != nil {

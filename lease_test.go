@@ -113,7 +113,7 @@ func (k failingKeeper) Release(context.Context, ckptstore.Writer) error { return
 func TestLeaseUnreachableStore(t *testing.T) {
 	down := errors.New("connection refused")
 	exp := time.Date(2025, 1, 1, 0, 2, 0, 0, time.UTC)
-	l := ckptstore.NewLease(ckptstore.Writer{ThreadID: "t", OwnerToken: "x", Fence: 1}, exp, time.Second, failingKeeper{down})
+	l := driver.NewLease(ckptstore.Writer{ThreadID: "t", OwnerToken: "x", Fence: 1}, exp, time.Second, failingKeeper{down})
 	l.Release(context.Background()) // never fails, never panics
 	if err := l.Release(context.Background()); !errors.Is(err, down) {
 		t.Fatalf("Release = %v, want the store's error", err)

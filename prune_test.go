@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/conformance"
+	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/memstore"
 )
 
@@ -16,7 +18,7 @@ import (
 // the parent of the next, under a lease it releases again. Each has a blob
 // of its own (keyed by len(thread) and i, so threads of different name
 // lengths never share one) and one blob shared by all.
-func appendChain(t *testing.T, s ckptstore.Store, thread string, n int) []string {
+func appendChain(t *testing.T, s conformance.Store, thread string, n int) []string {
 	t.Helper()
 	ctx := context.Background()
 	lease, err := s.AcquireWriter(ctx, thread)
@@ -45,7 +47,7 @@ func appendChain(t *testing.T, s ckptstore.Store, thread string, n int) []string
 	return ids
 }
 
-func listIDs(t *testing.T, s ckptstore.Store, thread string) []string {
+func listIDs(t *testing.T, s conformance.Store, thread string) []string {
 	t.Helper()
 	cps, err := s.List(context.Background(), thread)
 	if err != nil {
@@ -58,7 +60,7 @@ func listIDs(t *testing.T, s ckptstore.Store, thread string) []string {
 	return ids
 }
 
-func refs(t *testing.T, s ckptstore.Store) map[string]int64 {
+func refs(t *testing.T, s conformance.Store) map[string]int64 {
 	t.Helper()
 	rs, err := s.ListBlobReferences(context.Background())
 	if err != nil {
@@ -163,11 +165,11 @@ func TestKeepNewestInvalidThread(t *testing.T) {
 // backs its leases with a keeper that refuses a cancelled context, as a
 // network store would.
 type cancelStore struct {
-	*ckptstore.Portable
+	*ckptstore.Store
 	cancel context.CancelFunc
 }
 
-type ctxKeeper struct{ s *ckptstore.Portable }
+type ctxKeeper struct{ s *ckptstore.Store }
 
 func (k ctxKeeper) Renew(ctx context.Context, w ckptstore.Writer) (time.Time, error) {
 	return k.s.Renew(ctx, w)
@@ -181,16 +183,16 @@ func (k ctxKeeper) Release(ctx context.Context, w ckptstore.Writer) error {
 }
 
 func (c cancelStore) AcquireWriter(ctx context.Context, threadID string) (*ckptstore.Lease, error) {
-	l, err := c.Portable.AcquireWriter(ctx, threadID)
+	l, err := c.Store.AcquireWriter(ctx, threadID)
 	if err != nil {
 		return nil, err
 	}
-	return ckptstore.NewLease(l.Writer, l.ExpiresAt, l.RenewAfter, ctxKeeper{c.Portable}), nil
+	return driver.NewLease(l.Writer, l.ExpiresAt, l.RenewAfter, ctxKeeper{c.Store}), nil
 }
 
 func (c cancelStore) DeleteCheckpoints(ctx context.Context, threadID string, keep int, w ckptstore.Writer) ([]string, error) {
 	c.cancel()
-	return c.Portable.DeleteCheckpoints(ctx, threadID, keep, w)
+	return c.Store.DeleteCheckpoints(ctx, threadID, keep, w)
 }
 
 // A cancelled context must not leave the lease held until it expires.

@@ -30,6 +30,7 @@ import (
 
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/blobs"
+	"github.com/ckptstore/ckptstore/conformance"
 	"github.com/ckptstore/ckptstore/internal/workload"
 	"github.com/ckptstore/ckptstore/storeurl"
 	"github.com/ckptstore/ckptstore/sweep"
@@ -96,7 +97,7 @@ func latency(b *testing.B, o *storeurl.Opened, on bool) {
 }
 
 // chain appends n checkpoints to thread under one lease, and returns them.
-func chain(b *testing.B, st ckptstore.Store, g *workload.Gen, thread string, n int) []*ckptstore.Checkpoint {
+func chain(b *testing.B, st conformance.Store, g *workload.Gen, thread string, n int) []*ckptstore.Checkpoint {
 	ctx := context.Background()
 	lease, err := st.AcquireWriter(ctx, thread)
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"testing"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/conformance"
 	"github.com/ckptstore/ckptstore/fdbstore/kv/memkv"
 	"github.com/ckptstore/ckptstore/internal/workload"
 	"github.com/ckptstore/ckptstore/storeurl"
@@ -59,7 +60,7 @@ func BenchmarkHotRange(b *testing.B) {
 
 // hotLoad is the state of hotThreads harness threads.
 type hotLoad struct {
-	st      ckptstore.Store
+	st      conformance.Store
 	gens    []*workload.Gen // one per worker
 	threads []hotThread
 }
@@ -69,7 +70,7 @@ type hotThread struct {
 	head *ckptstore.Checkpoint
 }
 
-func newHotLoad(st ckptstore.Store, opts workload.GenOptions) *hotLoad {
+func newHotLoad(st conformance.Store, opts workload.GenOptions) *hotLoad {
 	ld := &hotLoad{st: st}
 	for w := range hotWorkers {
 		ld.gens = append(ld.gens, workload.NewGenSeed(opts, uint64(w), 7))

@@ -97,10 +97,10 @@
 // store built with the options it is given:
 //
 //	func TestConformance(t *testing.T) {
-//		conformance.RunStore(t, func(t *testing.T, opts ckptstore.Options) ckptstore.Store {
+//		conformance.RunStore(t, func(t *testing.T, opts ckptstore.Options) conformance.Store {
 //			return memstore.New(opts)
 //		})
-//		conformance.RunInstanceStore(t, func(t *testing.T) ckptstore.InstanceStore {
+//		conformance.RunInstanceStore(t, func(t *testing.T) conformance.InstanceStore {
 //			return memstore.NewInstanceStore()
 //		})
 //	}
@@ -156,19 +156,19 @@ type Options struct {
 
 // newStoreFunc returns a fresh, empty store that uses opts for its clock
 // and lease timing. It may register cleanups on t.
-type newStoreFunc = func(t *testing.T, opts ckptstore.Options) ckptstore.Store
+type newStoreFunc = func(t *testing.T, opts ckptstore.Options) Store
 
 // RunStore runs the whole checkpoint store suite, with the default Options,
 // against stores made by newStore. Each call of newStore must return a
 // fresh, empty store that uses the given options: the suite's Clock as Now,
 // LeaseDuration and RenewAfter (occasionally zero, to test the defaults).
-func RunStore(t *testing.T, newStore func(t *testing.T, opts ckptstore.Options) ckptstore.Store) {
+func RunStore(t *testing.T, newStore func(t *testing.T, opts ckptstore.Options) Store) {
 	t.Helper()
 	RunStoreWith(t, newStore, Options{})
 }
 
 // RunStoreWith is RunStore with tuning options.
-func RunStoreWith(t *testing.T, newStore func(t *testing.T, opts ckptstore.Options) ckptstore.Store, o Options) {
+func RunStoreWith(t *testing.T, newStore func(t *testing.T, opts ckptstore.Options) Store, o Options) {
 	t.Helper()
 	if o.ConcurrentAppends <= 0 {
 		o.ConcurrentAppends = 6
@@ -230,13 +230,13 @@ type suite struct {
 }
 
 // RunPureChecks runs the half of every method's check order that the
-// portable store (ckptstore.Portable) decides alone: each pure check —
+// portable store (ckptstore.Store) decides alone: each pure check —
 // ids, entries, limits, cursors, keep, createdAt, distinct fork threads,
 // transcripts — and each pair whose earlier check is pure, every failing
 // call changing nothing. Those checks run in one place, before any driver,
 // so the conformance package runs them once, over memstore; RunStore runs
 // the other half against every backend.
-func RunPureChecks(t *testing.T, newStore func(t *testing.T, opts ckptstore.Options) ckptstore.Store) {
+func RunPureChecks(t *testing.T, newStore func(t *testing.T, opts ckptstore.Options) Store) {
 	t.Helper()
 	s := &suite{newStore: newStore, opts: Options{ConcurrentAppends: 6}, pure: true}
 	for _, st := range []struct {
@@ -278,7 +278,7 @@ func (s *suite) env(t *testing.T) *env {
 // subtest named InstanceStore, against stores made by newStore; each call
 // must return a fresh, empty store. The subtest keeps the names apart from
 // RunStore's when a test calls both.
-func RunInstanceStore(t *testing.T, newStore func(t *testing.T) ckptstore.InstanceStore) {
+func RunInstanceStore(t *testing.T, newStore func(t *testing.T) InstanceStore) {
 	t.Helper()
 	t.Run("InstanceStore", func(t *testing.T) { runInstanceStore(t, newStore) })
 }

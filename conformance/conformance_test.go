@@ -103,7 +103,7 @@ func TestMutantChild(t *testing.T) {
 	if name == "" {
 		t.Skip("only runs as a child of TestMutants")
 	}
-	newMutant := func(t *testing.T, opts ckptstore.Options) ckptstore.Store {
+	newMutant := func(t *testing.T, opts ckptstore.Options) conformance.Store {
 		m := &mutant{kind: name, latest: map[string]ckptstore.Writer{}, seen: map[string]bool{},
 			cache: map[string]*ckptstore.Checkpoint{}, threads: map[string]bool{}}
 		if name == "late-expiry" {
@@ -111,7 +111,7 @@ func TestMutantChild(t *testing.T) {
 			// tested now > expiresAt instead of now >= expiresAt.
 			opts.LeaseDuration += time.Millisecond
 		}
-		m.Portable = memstore.New(opts)
+		m.Store = memstore.New(opts)
 		return m
 	}
 	// Both halves of the check orders, under the same subtest names, so
@@ -124,14 +124,14 @@ func TestMutantChild(t *testing.T) {
 // memstore: the portable store decides it before any driver, so the
 // backends' suites (RunStore) leave it out.
 func TestPureChecks(t *testing.T) {
-	conformance.RunPureChecks(t, func(t *testing.T, opts ckptstore.Options) ckptstore.Store {
+	conformance.RunPureChecks(t, func(t *testing.T, opts ckptstore.Options) conformance.Store {
 		return memstore.New(opts)
 	})
 }
 
 // mutant is memstore with the bug named by kind.
 type mutant struct {
-	*ckptstore.Portable
+	*ckptstore.Store
 	kind string
 
 	mu      sync.Mutex
@@ -152,14 +152,14 @@ func (m *mutant) Get(ctx context.Context, id string) (*ckptstore.Checkpoint, err
 		return nil, nil
 	}
 	if m.kind != "shared-get" {
-		return m.Portable.Get(ctx, id)
+		return m.Store.Get(ctx, id)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if c, ok := m.cache[id]; ok {
 		return c, nil
 	}
-	c, err := m.Portable.Get(ctx, id)
+	c, err := m.Store.Get(ctx, id)
 	if err == nil && c != nil {
 		m.cache[id] = c
 	}
@@ -170,7 +170,7 @@ func (m *mutant) List(ctx context.Context, thread string) ([]*ckptstore.Checkpoi
 	if m.kind == "lax-read-ids" && thread != "" && !utf8.ValidString(thread) {
 		return nil, nil
 	}
-	l, err := m.Portable.List(ctx, thread)
+	l, err := m.Store.List(ctx, thread)
 	if m.kind == "utf16-order" {
 		slices.SortStableFunc(l, func(a, b *ckptstore.Checkpoint) int {
 			if c := cmp.Compare(a.CreatedAt, b.CreatedAt); c != 0 {
@@ -186,7 +186,7 @@ func (m *mutant) GetHead(ctx context.Context, thread string) (string, error) {
 	if m.kind == "lax-read-ids" && thread != "" && !utf8.ValidString(thread) {
 		return "", nil
 	}
-	return m.Portable.GetHead(ctx, thread)
+	return m.Store.GetHead(ctx, thread)
 }
 
 // ctx drops the caller's op token for the op-tokens-ignored mutant.
@@ -209,7 +209,7 @@ func (m *mutant) Append(ctx context.Context, c *ckptstore.Checkpoint, expected s
 	switch m.kind {
 	case "dup-before-writer":
 		if driver.ValidateAppend(c, expected, w) == nil {
-			if old, _ := m.Portable.Get(ctx, c.ID); old != nil {
+			if old, _ := m.Store.Get(ctx, c.ID); old != nil {
 				return fmt.Errorf("%w: %q", ckptstore.ErrDuplicateID, c.ID)
 			}
 		}
@@ -218,29 +218,29 @@ func (m *mutant) Append(ctx context.Context, c *ckptstore.Checkpoint, expected s
 			w.Fence = latest.Fence
 		}
 	}
-	return m.Portable.Append(ctx, c, expected, w)
+	return m.Store.Append(ctx, c, expected, w)
 }
 
 func (m *mutant) DeleteHead(ctx context.Context, thread, id string, w ckptstore.Writer) error {
 	defer m.written()
 	ctx = m.ctx(ctx)
 	if m.kind == "not-head-first" && driver.ValidateDeleteHead(thread, id, w) == nil {
-		if h, _ := m.Portable.GetHead(ctx, thread); h != id {
+		if h, _ := m.Store.GetHead(ctx, thread); h != id {
 			return fmt.Errorf("%w: %q", ckptstore.ErrNotHead, id)
 		}
 	}
-	return m.Portable.DeleteHead(ctx, thread, id, w)
+	return m.Store.DeleteHead(ctx, thread, id, w)
 }
 
 func (m *mutant) DeleteCheckpoints(ctx context.Context, thread string, keep int, w ckptstore.Writer) ([]string, error) {
 	defer m.written()
 	if m.kind == "writer-before-keep" && keep < 1 {
 		// Check the writer first: a prune that keeps everything.
-		if _, err := m.Portable.DeleteCheckpoints(ctx, thread, 1<<53-1, w); err != nil {
+		if _, err := m.Store.DeleteCheckpoints(ctx, thread, 1<<53-1, w); err != nil {
 			return nil, err
 		}
 	}
-	d, err := m.Portable.DeleteCheckpoints(ctx, thread, keep, w)
+	d, err := m.Store.DeleteCheckpoints(ctx, thread, keep, w)
 	if m.kind == "prune-newest-first" {
 		slices.Reverse(d)
 	}
@@ -253,12 +253,12 @@ func (m *mutant) ForkFromCheckpoint(ctx context.Context, in ckptstore.ForkInput)
 	m.mu.Lock()
 	m.threads[in.DestinationThreadID] = true
 	m.mu.Unlock()
-	c, err := m.Portable.ForkFromCheckpoint(ctx, in)
+	c, err := m.Store.ForkFromCheckpoint(ctx, in)
 	if err == nil && m.kind == "fork-transcript-empty" {
-		_ = m.Portable.SaveThread(ctx, in.DestinationThreadID, []byte("[]"))
+		_ = m.Store.SaveThread(ctx, in.DestinationThreadID, []byte("[]"))
 	}
 	if err == nil && m.kind == "fork-keeps-label" {
-		if src, _ := m.Portable.Get(ctx, in.SourceCheckpointID); src != nil {
+		if src, _ := m.Store.Get(ctx, in.SourceCheckpointID); src != nil {
 			c.Label = src.Label
 			c.SourceRunID = src.SourceRunID
 		}
@@ -267,7 +267,7 @@ func (m *mutant) ForkFromCheckpoint(ctx context.Context, in ckptstore.ForkInput)
 }
 
 func (m *mutant) AcquireWriter(ctx context.Context, thread string) (*ckptstore.Lease, error) {
-	l, err := m.Portable.AcquireWriter(m.ctx(ctx), thread)
+	l, err := m.Store.AcquireWriter(m.ctx(ctx), thread)
 	if err != nil {
 		return l, err
 	}
@@ -276,9 +276,9 @@ func (m *mutant) AcquireWriter(ctx context.Context, thread string) (*ckptstore.L
 	m.mu.Unlock()
 	switch m.kind {
 	case "late-expiry":
-		return ckptstore.NewLease(l.Writer, l.ExpiresAt.Add(-time.Millisecond), l.RenewAfter, keeper{m}), nil
+		return driver.NewLease(l.Writer, l.ExpiresAt.Add(-time.Millisecond), l.RenewAfter, keeper{m}), nil
 	case "release-any":
-		return ckptstore.NewLease(l.Writer, l.ExpiresAt, l.RenewAfter, keeper{m}), nil
+		return driver.NewLease(l.Writer, l.ExpiresAt, l.RenewAfter, keeper{m}), nil
 	}
 	return l, nil
 }
@@ -287,7 +287,7 @@ func (m *mutant) AcquireWriter(ctx context.Context, thread string) (*ckptstore.L
 type keeper struct{ m *mutant }
 
 func (k keeper) Renew(ctx context.Context, w ckptstore.Writer) (time.Time, error) {
-	t, err := k.m.Portable.Renew(ctx, w)
+	t, err := k.m.Store.Renew(ctx, w)
 	if err == nil && k.m.kind == "late-expiry" {
 		t = t.Add(-time.Millisecond)
 	}
@@ -300,11 +300,11 @@ func (k keeper) Release(ctx context.Context, w ckptstore.Writer) error {
 		w = k.m.latest[w.ThreadID]
 		k.m.mu.Unlock()
 	}
-	return k.m.Portable.Release(ctx, w)
+	return k.m.Store.Release(ctx, w)
 }
 
 func (m *mutant) ListBlobReferences(ctx context.Context) ([]ckptstore.BlobRef, error) {
-	refs, err := m.Portable.ListBlobReferences(ctx)
+	refs, err := m.Store.ListBlobReferences(ctx)
 	if err != nil {
 		return refs, err
 	}
@@ -325,7 +325,7 @@ func (m *mutant) ListBlobReferences(ctx context.Context) ([]ckptstore.BlobRef, e
 	case "per-entry-refs":
 		n := map[string]int64{}
 		for th := range m.threads {
-			l, _ := m.Portable.List(ctx, th)
+			l, _ := m.Store.List(ctx, th)
 			for _, c := range l {
 				for _, e := range c.Files {
 					if e.Kind == ckptstore.KindFile {
@@ -347,13 +347,13 @@ func (m *mutant) ListBlobReferences(ctx context.Context) ([]ckptstore.BlobRef, e
 }
 
 func (m *mutant) ListPage(ctx context.Context, thread string, opt ckptstore.ListOptions) ([]*ckptstore.Checkpoint, string, error) {
-	page, next, err := m.Portable.ListPage(ctx, thread, opt)
+	page, next, err := m.Store.ListPage(ctx, thread, opt)
 	if err != nil || m.kind != "page-repeats-cursor" || opt.After == "" {
 		return page, next, err
 	}
 	// The page starts at the cursor's checkpoint instead of after it.
 	pos, _ := driver.DecodeCursor(opt.After)
-	if c, _ := m.Portable.Get(ctx, pos.ID); c != nil && c.ThreadID == thread && c.CreatedAt == pos.CreatedAt {
+	if c, _ := m.Store.Get(ctx, pos.ID); c != nil && c.ThreadID == thread && c.CreatedAt == pos.CreatedAt {
 		page = append([]*ckptstore.Checkpoint{c}, page...)
 		if limit := cmp.Or(opt.Limit, 100); len(page) > limit {
 			page = page[:limit]
@@ -363,15 +363,15 @@ func (m *mutant) ListPage(ctx context.Context, thread string, opt ckptstore.List
 }
 
 func (m *mutant) Threads(ctx context.Context, after string, limit int) ([]string, string, error) {
-	ids, next, err := m.Portable.Threads(ctx, after, limit)
+	ids, next, err := m.Store.Threads(ctx, after, limit)
 	if err != nil || m.kind != "threads-need-checkpoints" {
 		return ids, next, err
 	}
 	// Only threads with a head or a checkpoint, not those with only a
 	// transcript.
 	return slices.DeleteFunc(ids, func(id string) bool {
-		h, _ := m.Portable.GetHead(ctx, id)
-		l, _ := m.Portable.List(ctx, id)
+		h, _ := m.Store.GetHead(ctx, id)
+		l, _ := m.Store.List(ctx, id)
 		return h == "" && len(l) == 0
 	}), next, nil
 }
@@ -379,12 +379,12 @@ func (m *mutant) Threads(ctx context.Context, after string, limit int) ([]string
 func (m *mutant) DeleteThread(ctx context.Context, thread string, w ckptstore.Writer) (int, error) {
 	defer m.written()
 	if m.kind != "delete-thread-keeps-transcript" {
-		return m.Portable.DeleteThread(ctx, thread, w)
+		return m.Store.DeleteThread(ctx, thread, w)
 	}
-	tr, _ := m.Portable.LoadThread(ctx, thread)
-	n, err := m.Portable.DeleteThread(ctx, thread, w)
+	tr, _ := m.Store.LoadThread(ctx, thread)
+	n, err := m.Store.DeleteThread(ctx, thread, w)
 	if err == nil && string(tr) != "[]" {
-		_ = m.Portable.SaveThread(ctx, thread, tr)
+		_ = m.Store.SaveThread(ctx, thread, tr)
 	}
 	return n, err
 }
@@ -395,9 +395,9 @@ func (m *mutant) Import(ctx context.Context, b ckptstore.ImportBatch) (int, erro
 		// A checkpoint stored in the thread is skipped whatever its
 		// content.
 		b.Checkpoints = slices.DeleteFunc(slices.Clone(b.Checkpoints), func(c *ckptstore.Checkpoint) bool {
-			old, _ := m.Portable.Get(ctx, c.ID)
+			old, _ := m.Store.Get(ctx, c.ID)
 			return old != nil && old.ThreadID == b.ThreadID
 		})
 	}
-	return m.Portable.Import(ctx, b)
+	return m.Store.Import(ctx, b)
 }

@@ -1,6 +1,6 @@
 package conformance
 
-// DeleteThread (ckptstore.Store): every checkpoint of the thread,
+// DeleteThread: every checkpoint of the thread,
 // on and off the head chain, its head and its transcript go; blob counts
 // drop; the lease stays and can write again; other threads keep theirs. And
 // DeleteThread followed by the sweep frees exactly the blobs that only that

@@ -15,10 +15,10 @@ func ExampleRunStore() {
 	// A store's _test.go file runs the suite from a test function, with a
 	// factory that returns a fresh, empty store using the options given:
 	testConformance := func(t *testing.T) {
-		conformance.RunStore(t, func(t *testing.T, opts ckptstore.Options) ckptstore.Store {
+		conformance.RunStore(t, func(t *testing.T, opts ckptstore.Options) conformance.Store {
 			return memstore.New(opts)
 		})
-		conformance.RunInstanceStore(t, func(t *testing.T) ckptstore.InstanceStore {
+		conformance.RunInstanceStore(t, func(t *testing.T) conformance.InstanceStore {
 			return memstore.NewInstanceStore()
 		})
 	}

@@ -207,7 +207,7 @@ func richCP(thread, id, parent string) *ckptstore.Checkpoint {
 type env struct {
 	t       *testing.T
 	ctx     context.Context
-	s       ckptstore.Store
+	s       Store
 	clock   *Clock
 	threads []string
 	ids     []string
@@ -218,7 +218,7 @@ type env struct {
 	noTranscripts bool
 }
 
-func newEnv(t *testing.T, s ckptstore.Store, c *Clock) *env {
+func newEnv(t *testing.T, s Store, c *Clock) *env {
 	return &env{t: t, ctx: context.Background(), s: s, clock: c, known: map[string]bool{}}
 }
 

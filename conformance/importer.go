@@ -1,6 +1,6 @@
 package conformance
 
-// Import (ckptstore.Store): a batch is stored exactly as given — ids,
+// Import: a batch is stored exactly as given — ids,
 // parents, createdAt bits, reasons, checkpoints off the chain — in one
 // atomic step under the thread's lease; a repeated batch writes nothing and
 // succeeds; a checkpoint id stored elsewhere or with other content is

@@ -28,7 +28,7 @@ func fullRecord(key string, n int) *ckptstore.InstanceRecord {
 type istore struct {
 	t   *testing.T
 	ctx context.Context
-	s   ckptstore.InstanceStore
+	s   InstanceStore
 }
 
 func (s istore) upsert(r *ckptstore.InstanceRecord) {
@@ -45,7 +45,7 @@ func (s istore) want(key string, want *ckptstore.InstanceRecord) {
 
 // instanceFactory makes a fresh instance store for each subtest of
 // runInstanceStore.
-type instanceFactory func(*testing.T) ckptstore.InstanceStore
+type instanceFactory func(*testing.T) InstanceStore
 
 // fresh returns a new, empty instance store wrapped with assertions.
 func (f instanceFactory) fresh(t *testing.T) istore {
@@ -57,7 +57,7 @@ func (f instanceFactory) fresh(t *testing.T) istore {
 	return istore{t: t, ctx: context.Background(), s: s}
 }
 
-func runInstanceStore(t *testing.T, newStore func(*testing.T) ckptstore.InstanceStore) {
+func runInstanceStore(t *testing.T, newStore func(*testing.T) InstanceStore) {
 	f := instanceFactory(newStore)
 	t.Run("Empty", f.instanceStoreEmpty)
 	t.Run("RoundTrip", f.instanceStoreRoundTrip)

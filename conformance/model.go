@@ -130,7 +130,7 @@ func (m *model) chain(thread string) []string {
 
 // machine runs one random sequence against a store and the model.
 type machine struct {
-	s       ckptstore.Store
+	s       Store
 	repeats []func(*rapid.T) // repeat a write that committed with an op token
 	clock   *Clock
 	m       *model

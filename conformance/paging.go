@@ -1,6 +1,6 @@
 package conformance
 
-// ListPage (ckptstore.Store) and Threads (ckptstore.Store): limits,
+// ListPage and Threads: limits,
 // List's order and its reverse, cursors that name positions, and paging
 // that neither skips nor repeats a checkpoint (or thread) that exists for
 // the whole paging while others are added and deleted between pages.

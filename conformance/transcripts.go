@@ -1,6 +1,6 @@
 package conformance
 
-// Thread transcripts (ckptstore.Store): LoadThread and SaveThread,
+// Thread transcripts: LoadThread and SaveThread,
 // byte for byte, "[]" by default, no lease needed, and the fork's use of
 // them: a destination with a transcript is not empty, and a fork writes the
 // destination's transcript in the same atomic step.

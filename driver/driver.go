@@ -3,7 +3,7 @@
 // the contract's types, sentinel errors and wire codes, and the helpers
 // that only backends and the wire need (validation, cursors, op tokens,
 // JSON, millisecond numbers). Harnesses use package ckptstore, whose
-// portable *ckptstore.Portable runs every rule that needs no state, once, and
+// portable *ckptstore.Store runs every rule that needs no state, once, and
 // then calls a driver; package ckptstore aliases the types a harness needs,
 // so a driver's values and a harness's are the same.
 //
@@ -53,7 +53,7 @@ import (
 	"time"
 )
 
-// Store is the backend of a ckptstore.Portable: every method of the contract,
+// Store is the backend of a ckptstore.Store: every method of the contract,
 // with its inputs checked as the package comment says. Its methods carry
 // the names of the TanStack contract and of the wire (docs/contract.md,
 // "One name per operation"). Implementations are safe for concurrent use.
@@ -133,7 +133,7 @@ type Fork struct {
 	WriterThreadErr error
 }
 
-// InstanceStore is the backend of a ckptstore.PortableInstances. Keys and
+// InstanceStore is the backend of a ckptstore.InstanceStore. Keys and
 // records arrive checked (ErrInvalidID, ErrInvalidEntry) and the context
 // not done; the record is the driver's to read during the call only.
 type InstanceStore interface {

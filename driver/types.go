@@ -7,7 +7,6 @@ import (
 	"math"
 	"slices"
 	"strings"
-	"time"
 )
 
 // Reason says why a checkpoint was taken.
@@ -178,12 +177,3 @@ func conversationBytes(c json.RawMessage) []byte {
 // EmptyTranscript returns "[]", what LoadThread returns for a thread with no
 // transcript, as a new slice the caller owns.
 func EmptyTranscript() json.RawMessage { return json.RawMessage("[]") }
-
-// Lease is a thread's writer lease as a store grants it: the Writer that
-// goes with every write, when it expires unless renewed, and how long after
-// taking or renewing it the holder should renew it.
-type Lease struct {
-	Writer
-	ExpiresAt  time.Time
-	RenewAfter time.Duration
-}

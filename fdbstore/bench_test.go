@@ -159,7 +159,7 @@ func benchAppendParallel(b *testing.B, threads int, payload string) {
 // appendWriters takes the leases of threads threads and generates their
 // checkpoints: writer i appends b.N/threads of the b.N, the first
 // b.N%threads one more, with payloads of the size distribution payload.
-func appendWriters(b *testing.B, s *ckptstore.Portable, threads int, payload string) []*appendWriter {
+func appendWriters(b *testing.B, s *ckptstore.Store, threads int, payload string) []*appendWriter {
 	gopts := workload.GenOptions{
 		Namespace: "bench", Payload: workload.MustSizeDist(payload),
 		BlobShare: 0.8, GlobalBlobs: 2, ArtifactRate: 0.25,

@@ -40,7 +40,7 @@ func TestCapabilitiesIdempotentAfterUnknownResult(t *testing.T) {
 
 // importOnceAfterUnknown: Import reports the count of the attempt that
 // committed, not 0, and its repeat writes nothing.
-func importOnceAfterUnknown(t *testing.T, s *ckptstore.Portable, db *memkv.DB) {
+func importOnceAfterUnknown(t *testing.T, s *ckptstore.Store, db *memkv.DB) {
 	il, err := s.AcquireWriter(ctx, "imp")
 	must(t, err)
 	batch := ckptstore.ImportBatch{ThreadID: "imp", Writer: il.Writer, SetHead: true, Head: "i1",
@@ -61,7 +61,7 @@ func importOnceAfterUnknown(t *testing.T, s *ckptstore.Portable, db *memkv.DB) {
 
 // deleteThreadOnceAfterUnknown: DeleteThread of t (its n checkpoints) in
 // batches of 2 counts every batch once; the lease stays.
-func deleteThreadOnceAfterUnknown(t *testing.T, s *ckptstore.Portable, db *memkv.DB, w ckptstore.Writer, want int) {
+func deleteThreadOnceAfterUnknown(t *testing.T, s *ckptstore.Store, db *memkv.DB, w ckptstore.Writer, want int) {
 	restore := unknownApplied(t, db)
 	n, err := s.DeleteThread(ctx, "t", w)
 	restore()
@@ -83,7 +83,7 @@ func deleteThreadOnceAfterUnknown(t *testing.T, s *ckptstore.Portable, db *memkv
 // opTokensAfterUnknown: caller op tokens across calls, with unknown results
 // inside the first call too: the repeated AcquireWriter returns the same
 // lease, the repeated fork the same root.
-func opTokensAfterUnknown(t *testing.T, s *ckptstore.Portable, db *memkv.DB) {
+func opTokensAfterUnknown(t *testing.T, s *ckptstore.Store, db *memkv.DB) {
 	tok := ckptstore.WithOpToken(ctx, "caller-token-1")
 	restore := unknownApplied(t, db)
 	fl, err := s.AcquireWriter(tok, "fork")

@@ -13,11 +13,11 @@ import (
 )
 
 func TestConformance(t *testing.T) {
-	conformance.RunStore(t, func(t *testing.T, opts ckptstore.Options) ckptstore.Store {
+	conformance.RunStore(t, func(t *testing.T, opts ckptstore.Options) conformance.Store {
 		s, _ := newMemStore(t, fdbstore.Options{Options: opts}, memkv.Options{})
 		return checked(t, s)
 	})
-	conformance.RunInstanceStore(t, func(t *testing.T) ckptstore.InstanceStore {
+	conformance.RunInstanceStore(t, func(t *testing.T) conformance.InstanceStore {
 		return fdbstore.NewInstanceStore(memkv.New(), "")
 	})
 }
@@ -25,7 +25,7 @@ func TestConformance(t *testing.T) {
 // TestConformanceSingleCopy runs the store suite on stores that keep no
 // copy under the index, so that every read takes the by-thread path.
 func TestConformanceSingleCopy(t *testing.T) {
-	conformance.RunStore(t, func(t *testing.T, opts ckptstore.Options) ckptstore.Store {
+	conformance.RunStore(t, func(t *testing.T, opts ckptstore.Options) conformance.Store {
 		s, _ := newMemStore(t, fdbstore.Options{Options: opts, SingleCopy: true}, memkv.Options{})
 		return checked(t, s)
 	})
@@ -57,14 +57,14 @@ func TestConformanceWithFaults(t *testing.T) {
 		dbs = append(dbs, db)
 		return db
 	}
-	conformance.RunStore(t, func(t *testing.T, opts ckptstore.Options) ckptstore.Store {
+	conformance.RunStore(t, func(t *testing.T, opts ckptstore.Options) conformance.Store {
 		s, err := fdbstore.New(engine(t), fdbstore.Options{Options: opts, PruneBatch: 2, BlobPage: 3})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return checked(t, s)
 	})
-	conformance.RunInstanceStore(t, func(t *testing.T) ckptstore.InstanceStore {
+	conformance.RunInstanceStore(t, func(t *testing.T) conformance.InstanceStore {
 		return fdbstore.NewInstanceStore(engine(t), "")
 	})
 	for _, db := range dbs {
@@ -83,7 +83,7 @@ func TestConformanceWithFaults(t *testing.T) {
 
 // checked runs Check on s when the test ends: a store that passes the
 // suite but breaks an invariant of its keyspace fails too.
-func checked(t *testing.T, s *ckptstore.Portable) *ckptstore.Portable {
+func checked(t *testing.T, s *ckptstore.Store) *ckptstore.Store {
 	t.Cleanup(func() {
 		problems, err := fdbDriver(s).Check(context.Background())
 		if err != nil {

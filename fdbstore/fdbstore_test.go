@@ -22,7 +22,7 @@ import (
 )
 
 // newMemStore returns a Store over a fresh memkv engine.
-func newMemStore(t testing.TB, opts fdbstore.Options, mopts memkv.Options) (*ckptstore.Portable, *memkv.DB) {
+func newMemStore(t testing.TB, opts fdbstore.Options, mopts memkv.Options) (*ckptstore.Store, *memkv.DB) {
 	t.Helper()
 	db, err := memkv.NewWithOptions(mopts)
 	if err != nil {
@@ -302,4 +302,4 @@ func TestNewInstancesTakesStoreOptions(t *testing.T) {
 
 // fdbDriver is the driver under s, for what only fdbstore has: Check,
 // Restore and the resolved Options.
-func fdbDriver(s *ckptstore.Portable) *fdbstore.Driver { return s.Driver().(*fdbstore.Driver) }
+func fdbDriver(s *ckptstore.Store) *fdbstore.Driver { return s.Driver().(*fdbstore.Driver) }

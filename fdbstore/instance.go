@@ -28,7 +28,7 @@ type instances struct {
 // both; an error wraps driver.ErrInvalidOptions. Only the prefix
 // matters to the records: the lease and batch options are checked but
 // unused.
-func NewInstances(db kv.DB, opts Options) (*ckptstore.PortableInstances, error) {
+func NewInstances(db kv.DB, opts Options) (*ckptstore.InstanceStore, error) {
 	st, err := NewDriver(db, opts) // the one place that checks Options
 	if err != nil {
 		return nil, err
@@ -41,7 +41,7 @@ func NewInstances(db kv.DB, opts Options) (*ckptstore.PortableInstances, error) 
 // panics, as on a programming error, when prefix starts with 0xff or is
 // longer than MaxPrefixBytes, or db is nil; use NewInstances for a prefix
 // that comes from configuration.
-func NewInstanceStore(db kv.DB, prefix string) *ckptstore.PortableInstances {
+func NewInstanceStore(db kv.DB, prefix string) *ckptstore.InstanceStore {
 	s, err := NewInstances(db, Options{Prefix: prefix})
 	if err != nil {
 		panic(err)

@@ -57,7 +57,7 @@ func TestReadRounds(t *testing.T) {
 
 // getRounds: Get reads in one round, a checkpoint of several values (big)
 // and a missing id too.
-func getRounds(t *testing.T, s *ckptstore.Portable, db *memkv.DB, big *ckptstore.Checkpoint) {
+func getRounds(t *testing.T, s *ckptstore.Store, db *memkv.DB, big *ckptstore.Checkpoint) {
 	var got *ckptstore.Checkpoint
 	wantRounds(t, "Get", rounds(t, db, func() (err error) { got, err = s.Get(ctx, "c"); return }), 1, 1)
 	if got == nil || got.ID != "c" || got.ParentCheckpointID != "big" {
@@ -77,7 +77,7 @@ func getRounds(t *testing.T, s *ckptstore.Portable, db *memkv.DB, big *ckptstore
 // restoreRounds: Restore reads in one round when the head is the newest
 // checkpoint and has at most four chunks, in two otherwise; DeleteHead in
 // one. It leaves t's head on "old".
-func restoreRounds(t *testing.T, s *ckptstore.Portable, db *memkv.DB, w ckptstore.Writer, big *ckptstore.Checkpoint) {
+func restoreRounds(t *testing.T, s *ckptstore.Store, db *memkv.DB, w ckptstore.Writer, big *ckptstore.Checkpoint) {
 	var head string
 	var got *ckptstore.Checkpoint
 	wantRounds(t, "Restore", rounds(t, db, func() (err error) { head, got, err = fdbDriver(s).Restore(ctx, "t"); return }), 1, 2)
@@ -113,7 +113,7 @@ func restoreRounds(t *testing.T, s *ckptstore.Portable, db *memkv.DB, w ckptstor
 
 // restoreOfAForeignHead: a head that names a checkpoint of another thread
 // restores as the head and no checkpoint. t's head must be "old".
-func restoreOfAForeignHead(t *testing.T, s *ckptstore.Portable, w ckptstore.Writer) {
+func restoreOfAForeignHead(t *testing.T, s *ckptstore.Store, w ckptstore.Writer) {
 	ul, err := s.AcquireWriter(ctx, "u")
 	must(t, err)
 	must(t, s.Append(ctx, testkit.Checkpoint("u", "u0", "", 1), "", ul.Writer))
@@ -129,7 +129,7 @@ func restoreOfAForeignHead(t *testing.T, s *ckptstore.Portable, w ckptstore.Writ
 
 // writeAndListRounds: DeleteHead of a root and ForkFromCheckpoint take one
 // round, as do Threads and LoadThread.
-func writeAndListRounds(t *testing.T, s *ckptstore.Portable, db *memkv.DB) {
+func writeAndListRounds(t *testing.T, s *ckptstore.Store, db *memkv.DB) {
 	// DeleteHead of a root, which empties its thread: one round too.
 	rl, err := s.AcquireWriter(ctx, "r")
 	must(t, err)

@@ -1,5 +1,5 @@
 // Package fdbstore is the FoundationDB ckptstore driver: every method of
-// driver.Store (New returns the ckptstore.Portable over it) and an
+// driver.Store (New returns the ckptstore.Store over it) and an
 // instance store, written against the transaction interface of package kv,
 // so the same code runs on a real cluster (kv/fdbkv, build tag fdb) and on
 // kv/memkv, the in-process engine the tests use. docs/contract.md gives
@@ -234,7 +234,7 @@ var _ driver.Store = (*Driver)(nil)
 // New returns the portable store over a Driver over db. It fails, with an
 // error wrapping driver.ErrInvalidOptions, when the lease options or the
 // prefix are invalid, or the batch sizes negative.
-func New(db kv.DB, opts Options) (*ckptstore.Portable, error) {
+func New(db kv.DB, opts Options) (*ckptstore.Store, error) {
 	d, err := NewDriver(db, opts)
 	if err != nil {
 		return nil, err

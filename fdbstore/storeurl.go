@@ -89,7 +89,7 @@ func openedOn(db kv.DB, opts storeurl.Options) (*storeurl.Opened, error) {
 				return fdbdriver.New(db, fdbdriver.Options{Prefix: prefix, Now: now})
 			})
 		},
-		OpenNamespace: func(name string, lease ckptstore.Options) (ckptstore.Store, *ckptstore.PortableInstances, error) {
+		OpenNamespace: func(name string, lease ckptstore.Options) (*ckptstore.Store, *ckptstore.InstanceStore, error) {
 			return openPrefix(db, lease, storeurl.FDBNamespacePrefix(name))
 		},
 	}, nil
@@ -97,7 +97,7 @@ func openedOn(db kv.DB, opts storeurl.Options) (*storeurl.Opened, error) {
 
 // openPrefix opens the store and the instance store of one prefix of db,
 // with one Options value for both.
-func openPrefix(db kv.DB, lease ckptstore.Options, prefix string) (*ckptstore.Portable, *ckptstore.PortableInstances, error) {
+func openPrefix(db kv.DB, lease ckptstore.Options, prefix string) (*ckptstore.Store, *ckptstore.InstanceStore, error) {
 	o := Options{Options: lease, Prefix: prefix}
 	st, err := New(db, o)
 	if err != nil {

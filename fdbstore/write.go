@@ -4,7 +4,7 @@ package fdbstore
 // DeleteThread: one per batch; DeleteThread, Import and SaveThread are in
 // deletethread.go, import.go and transcripts.go) shaped the same way:
 //
-//  1. the portable store (ckptstore.Portable) has checked the arguments
+//  1. the portable store (ckptstore.Store) has checked the arguments
 //     without the database, so every store fails the same input the same
 //     way; the driver checks only fdbstore's own id length limit;
 //  2. start every read as a future — the write round of markers.go first:

@@ -56,7 +56,7 @@ const DefaultRetries = 5
 // same namespace. Contract errors come back as their sentinels. It is safe
 // for concurrent use.
 type Client struct {
-	*ckptstore.Portable
+	*ckptstore.Store
 	c      *client
 	pstore *persist.Store
 }
@@ -126,7 +126,7 @@ func NewClient(baseURL string, opts ClientOptions) (*Client, error) {
 	if d := opts.Lease.RenewAfter; d != 0 {
 		c.headers[HeaderRenewAfter] = []string{string(driver.AppendMillis(nil, int64(d)))}
 	}
-	return &Client{Portable: ckptstore.New(c), c: c, pstore: newPersistence(c)}, nil
+	return &Client{Store: ckptstore.New(c), c: c, pstore: newPersistence(c)}, nil
 }
 
 // NewTransport returns the transport of a Client without HTTPClient:
@@ -142,7 +142,7 @@ func NewTransport() *http.Transport {
 }
 
 // Instances returns the instance store of the client's namespace.
-func (c *Client) Instances() *ckptstore.PortableInstances {
+func (c *Client) Instances() *ckptstore.InstanceStore {
 	return ckptstore.NewInstanceStore(instances{c.c})
 }
 

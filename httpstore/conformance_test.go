@@ -84,10 +84,10 @@ func runConformanceVia(t *testing.T, addr string, hc *http.Client) {
 	} else {
 		t.Log("the model-based test runs few sequences through HTTP; CKPT_HTTP_LONG=1 runs rapid's full count")
 	}
-	conformance.RunStoreWith(t, func(t *testing.T, opts ckptstore.Options) ckptstore.Store {
+	conformance.RunStoreWith(t, func(t *testing.T, opts ckptstore.Options) conformance.Store {
 		return clientVia(t, addr, hc, opts)
 	}, o)
-	conformance.RunInstanceStore(t, func(t *testing.T) ckptstore.InstanceStore {
+	conformance.RunInstanceStore(t, func(t *testing.T) conformance.InstanceStore {
 		return clientVia(t, addr, hc, ckptstore.Options{}).Instances()
 	})
 }

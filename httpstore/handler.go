@@ -32,7 +32,7 @@ type Backend interface {
 	// Namespace returns the store and instance store of the tenant name,
 	// built with the lease options lease. The handler calls it once per
 	// name and keeps the result.
-	Namespace(name string, lease ckptstore.Options) (ckptstore.Store, *ckptstore.PortableInstances, error)
+	Namespace(name string, lease ckptstore.Options) (*ckptstore.Store, *ckptstore.InstanceStore, error)
 }
 
 // PersistenceBackend is a Backend that also keeps TanStack AI's
@@ -152,8 +152,8 @@ type token struct {
 
 // namespace is an opened tenant.
 type namespace struct {
-	store ckptstore.Store
-	inst  *ckptstore.PortableInstances
+	store *ckptstore.Store
+	inst  *ckptstore.InstanceStore
 	name  string
 	lease ckptstore.Options // resolved
 

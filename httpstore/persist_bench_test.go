@@ -24,7 +24,7 @@ import (
 // namespace's prefix.
 type redisBackend struct{ c redis.UniversalClient }
 
-func (b redisBackend) Namespace(name string, lease ckptstore.Options) (ckptstore.Store, *ckptstore.PortableInstances, error) {
+func (b redisBackend) Namespace(name string, lease ckptstore.Options) (*ckptstore.Store, *ckptstore.InstanceStore, error) {
 	s, err := redisstore.New(b.c, redisstore.Options{Options: lease, Prefix: "ckpt-" + name})
 	if err != nil {
 		return nil, nil, err

@@ -28,7 +28,7 @@ import (
 // checkpoints, a fresh memdriver per namespace for the persistence.
 type memBackend struct{}
 
-func (memBackend) Namespace(_ string, lease ckptstore.Options) (ckptstore.Store, *ckptstore.PortableInstances, error) {
+func (memBackend) Namespace(_ string, lease ckptstore.Options) (*ckptstore.Store, *ckptstore.InstanceStore, error) {
 	return memstore.New(lease), memstore.NewInstanceStore(), nil
 }
 

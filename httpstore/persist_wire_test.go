@@ -212,7 +212,7 @@ func TestPersistNoBackend(t *testing.T) {
 
 type checkpointsOnly struct{}
 
-func (checkpointsOnly) Namespace(_ string, lease ckptstore.Options) (ckptstore.Store, *ckptstore.PortableInstances, error) {
+func (checkpointsOnly) Namespace(_ string, lease ckptstore.Options) (*ckptstore.Store, *ckptstore.InstanceStore, error) {
 	return memstore.New(lease), memstore.NewInstanceStore(), nil
 }
 

@@ -124,10 +124,10 @@ func TestClusterThroughServer(t *testing.T) {
 		hc = &http.Client{Transport: inProcess{httpstore.NewHandler(o, httpstore.HandlerOptions{Dev: true})}}
 		suiteAddr, opts.ModelChecks = "http://in-process", 1
 	}
-	conformance.RunStoreWith(t, func(t *testing.T, lease ckptstore.Options) ckptstore.Store {
+	conformance.RunStoreWith(t, func(t *testing.T, lease ckptstore.Options) conformance.Store {
 		return clientVia(t, suiteAddr, hc, lease)
 	}, opts)
-	conformance.RunInstanceStore(t, func(t *testing.T) ckptstore.InstanceStore {
+	conformance.RunInstanceStore(t, func(t *testing.T) conformance.InstanceStore {
 		return clientVia(t, suiteAddr, hc, ckptstore.Options{}).Instances()
 	})
 
@@ -186,7 +186,7 @@ func TestClusterThroughServer(t *testing.T) {
 		if cp, err := st.Get(ctx, "cp-"+other); err != nil || cp != nil {
 			t.Errorf("namespace %q sees the checkpoint of %q: %v, %v", own, other, cp, err)
 		}
-		problems, err := st.(*ckptstore.Portable).Driver().(driver.Checker).Check(ctx)
+		problems, err := st.Driver().(driver.Checker).Check(ctx)
 		testkit.Must(t, err)
 		if len(problems) > 0 {
 			t.Errorf("Check of namespace %q: %v", own, problems)

@@ -247,7 +247,7 @@ func (h *handler) threads(c *call) error {
 
 // transcriptThread is the start of loadThread and saveThread: the store
 // and the thread id.
-func (h *handler) transcriptThread(c *call) (ckptstore.Store, string, error) {
+func (h *handler) transcriptThread(c *call) (*ckptstore.Store, string, error) {
 	return c.ns.store, c.in.threadID.v, c.in.threadID.err
 }
 
@@ -350,7 +350,7 @@ func (h *handler) instanceDelete(c *call) error {
 // Capabilities lists the capabilities of a store, by the names of the
 // capabilities method: every store has all of them, so the list is fixed;
 // the method stays for clients that ask.
-func Capabilities(ckptstore.Store) []string {
+func Capabilities(*ckptstore.Store) []string {
 	return []string{CapPrune, CapFork, CapTranscripts, CapDeleteThread, CapListPage, CapThreads, CapImport}
 }
 

@@ -15,7 +15,7 @@ type instances struct {
 }
 
 // NewInstanceStore returns an empty instance store.
-func NewInstanceStore() *ckptstore.PortableInstances {
+func NewInstanceStore() *ckptstore.InstanceStore {
 	return ckptstore.NewInstanceStore(&instances{records: make(map[string]ckptstore.InstanceRecord)})
 }
 

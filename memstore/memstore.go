@@ -2,7 +2,7 @@
 // of the contract and the embedded default. It keeps nothing across
 // restarts.
 //
-// New returns the portable *ckptstore.Portable over this package's Driver,
+// New returns the portable *ckptstore.Store over this package's Driver,
 // which implements every method of driver.Store and honours caller op
 // tokens. The portable store runs the pure checks (ids, entries, limits,
 // the writer's thread, ctx, op tokens) before a Driver method is called, so
@@ -97,7 +97,7 @@ var _ driver.Store = (*Driver)(nil)
 
 // New returns an empty store. It panics when opts are invalid (see
 // ckptstore.Options.Resolve), as a programming error.
-func New(opts ckptstore.Options) *ckptstore.Portable { return ckptstore.New(NewDriver(opts)) }
+func New(opts ckptstore.Options) *ckptstore.Store { return ckptstore.New(NewDriver(opts)) }
 
 // NewDriver returns an empty in-memory driver, for a program that wraps
 // it before it builds the portable store (ckptstore.New). It panics as New

@@ -15,13 +15,13 @@ import (
 )
 
 func TestConformance(t *testing.T) {
-	conformance.RunStore(t, func(t *testing.T, opts ckptstore.Options) ckptstore.Store {
+	conformance.RunStore(t, func(t *testing.T, opts ckptstore.Options) conformance.Store {
 		return memstore.New(opts)
 	})
 }
 
 func TestInstanceConformance(t *testing.T) {
-	conformance.RunInstanceStore(t, func(t *testing.T) ckptstore.InstanceStore {
+	conformance.RunInstanceStore(t, func(t *testing.T) conformance.InstanceStore {
 		return memstore.NewInstanceStore()
 	})
 }

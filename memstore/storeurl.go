@@ -26,8 +26,8 @@ func openURL(_ context.Context, url string, opts storeurl.Options) (*storeurl.Op
 	// The stores are the data, so a name must always get the same ones.
 	var mu sync.Mutex
 	type namespace struct {
-		store     ckptstore.Store
-		instances *ckptstore.PortableInstances
+		store     *ckptstore.Store
+		instances *ckptstore.InstanceStore
 	}
 	spaces := map[string]namespace{}
 	// The drivers are the data too: one per key space ("" = Store's).
@@ -43,7 +43,7 @@ func openURL(_ context.Context, url string, opts storeurl.Options) (*storeurl.Op
 				return memdriver.New(memdriver.Options{Now: now}), nil
 			})
 		},
-		OpenNamespace: func(name string, lease ckptstore.Options) (ckptstore.Store, *ckptstore.PortableInstances, error) {
+		OpenNamespace: func(name string, lease ckptstore.Options) (*ckptstore.Store, *ckptstore.InstanceStore, error) {
 			mu.Lock()
 			defer mu.Unlock()
 			n, ok := spaces[name]

@@ -18,10 +18,10 @@ func TestCluster(t *testing.T) {
 	cl := redistest.StartCluster(t, 3)
 	c := cl.Client(t)
 	t.Run("Conformance", func(t *testing.T) {
-		conformance.RunStoreWith(t, func(t *testing.T, opts ckptstore.Options) ckptstore.Store {
+		conformance.RunStoreWith(t, func(t *testing.T, opts ckptstore.Options) conformance.Store {
 			return checkedStore(t, c, Options{Options: opts}).p()
 		}, conformance.Options{ModelChecks: 20})
-		conformance.RunInstanceStore(t, func(t *testing.T) ckptstore.InstanceStore {
+		conformance.RunInstanceStore(t, func(t *testing.T) conformance.InstanceStore {
 			return NewInstanceStore(c, "inst")
 		})
 	})

@@ -16,19 +16,19 @@ import (
 // prefix: tenants that never see each other's keys.
 func TestConformance(t *testing.T) {
 	t.Run("miniredis", func(t *testing.T) {
-		conformance.RunStore(t, func(t *testing.T, opts ckptstore.Options) ckptstore.Store {
+		conformance.RunStore(t, func(t *testing.T, opts ckptstore.Options) conformance.Store {
 			return checkedStore(t, miniClient(t), Options{Options: opts}).p()
 		})
-		conformance.RunInstanceStore(t, func(t *testing.T) ckptstore.InstanceStore {
+		conformance.RunInstanceStore(t, func(t *testing.T) conformance.InstanceStore {
 			return NewInstanceStore(miniClient(t), "")
 		})
 	})
 	t.Run("redis-server", func(t *testing.T) {
 		c := redistest.Start(t).Client(t, nil)
-		conformance.RunStore(t, func(t *testing.T, opts ckptstore.Options) ckptstore.Store {
+		conformance.RunStore(t, func(t *testing.T, opts ckptstore.Options) conformance.Store {
 			return checkedStore(t, c, Options{Options: opts}).p()
 		})
-		conformance.RunInstanceStore(t, func(t *testing.T) ckptstore.InstanceStore {
+		conformance.RunInstanceStore(t, func(t *testing.T) conformance.InstanceStore {
 			return NewInstanceStore(c, fmt.Sprintf("inst%d", prefixSeq.Add(1)))
 		})
 	})
@@ -42,7 +42,7 @@ func TestConformanceThroughFaults(t *testing.T) {
 	srv := redistest.Start(t)
 	c, proxy := faultyClient(t, srv.Addr)
 	proxy.SetFaults(7, 0.02, 0.02)
-	conformance.RunStoreWith(t, func(t *testing.T, opts ckptstore.Options) ckptstore.Store {
+	conformance.RunStoreWith(t, func(t *testing.T, opts ckptstore.Options) conformance.Store {
 		return checkedStore(t, c, Options{Options: opts}).p()
 	}, conformance.Options{ModelChecks: 30})
 	if proxy.DroppedReplies() == 0 || proxy.DroppedRequests() == 0 {

@@ -12,7 +12,7 @@
 // fails a check returns before its first write, so a failed call changes
 // nothing. The pure checks (ids, entries, keep, limits, cursors, the
 // writer's thread) run in Go first, in the portable store
-// (ckptstore.Portable), as for every driver. Three calls span a whole thread and are one script per batch of
+// (ckptstore.Store), as for every driver. Three calls span a whole thread and are one script per batch of
 // Options.BatchSize checkpoints instead, so that no script holds the
 // server (which runs one at a time) for longer than a batch: List (see
 // Order), a long DeleteCheckpoints and DeleteThread (see Batches).

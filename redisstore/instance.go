@@ -41,7 +41,7 @@ func (s *instances) op() key { return key(s.ops + rand.Text()) }
 // New does, so one Options value serves both; an error wraps
 // driver.ErrInvalidOptions. The lease, page and batch options are
 // checked but unused.
-func NewInstances(client redis.UniversalClient, opts Options) (*ckptstore.PortableInstances, error) {
+func NewInstances(client redis.UniversalClient, opts Options) (*ckptstore.InstanceStore, error) {
 	o, r, err := resolveClient(client, opts)
 	if err != nil {
 		return nil, err
@@ -54,7 +54,7 @@ func NewInstances(client redis.UniversalClient, opts Options) (*ckptstore.Portab
 // DefaultPrefix), with DefaultOpTTL and no waiting for replicas. Every
 // prefix is valid, so it has no error to return; use NewInstances to
 // share a Store's Options.
-func NewInstanceStore(client redis.UniversalClient, prefix string) *ckptstore.PortableInstances {
+func NewInstanceStore(client redis.UniversalClient, prefix string) *ckptstore.InstanceStore {
 	return ckptstore.NewInstanceStore(newInstanceStore(runner{c: client}, prefix, DefaultOpTTL))
 }
 

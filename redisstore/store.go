@@ -51,7 +51,7 @@ var _ driver.Store = (*Driver)(nil)
 // New returns the portable store over a Driver over client. It does no
 // I/O; scripts are loaded on first use. An error wraps
 // driver.ErrInvalidOptions.
-func New(client redis.UniversalClient, opts Options) (*ckptstore.Portable, error) {
+func New(client redis.UniversalClient, opts Options) (*ckptstore.Store, error) {
 	d, err := NewDriver(client, opts)
 	if err != nil {
 		return nil, err

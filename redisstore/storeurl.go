@@ -144,7 +144,7 @@ func openURL(ctx context.Context, spec string, opts storeurl.Options) (*storeurl
 				return redisdriver.New(redisdriver.Options{Client: client, Prefix: prefix, Now: now})
 			})
 		},
-		OpenNamespace: func(name string, lease ckptstore.Options) (ckptstore.Store, *ckptstore.PortableInstances, error) {
+		OpenNamespace: func(name string, lease ckptstore.Options) (*ckptstore.Store, *ckptstore.InstanceStore, error) {
 			o := ro
 			o.Prefix = storeurl.RedisNamespacePrefix(ro.Prefix, name)
 			return openPrefix(client, lease, o)
@@ -224,7 +224,7 @@ func toGoRedis(u *url.URL, base string, more []string) {
 
 // openPrefix opens the store and the instance store of o.Prefix, with the
 // lease options lease and the rest of o for both.
-func openPrefix(client redis.UniversalClient, lease ckptstore.Options, o Options) (*ckptstore.Portable, *ckptstore.PortableInstances, error) {
+func openPrefix(client redis.UniversalClient, lease ckptstore.Options, o Options) (*ckptstore.Store, *ckptstore.InstanceStore, error) {
 	o.Options = lease
 	st, err := New(client, o)
 	if err != nil {

@@ -13,7 +13,7 @@ import (
 	"github.com/ckptstore/ckptstore/sweep"
 )
 
-var _ sweep.RefLister = (*ckptstore.Portable)(nil)
+var _ sweep.RefLister = (*ckptstore.Store)(nil)
 
 // The sweep streams the store's references page by page (PageSize 2 here)
 // and deletes exactly the blobs no checkpoint uses.

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/conformance"
 	"github.com/ckptstore/ckptstore/fdbstore/kv"
 	"github.com/ckptstore/ckptstore/internal/redistest"
 	pdriver "github.com/ckptstore/ckptstore/persist/driver"
@@ -146,7 +147,7 @@ func persistIsolation(t *testing.T, o *storeurl.Opened, keys rawKeys, own func(n
 		before := keys(t)
 		var d pdriver.Driver
 		var err error
-		var st ckptstore.Store
+		var st conformance.Store
 		if name == "" {
 			d, err = o.StorePersistence(nil)
 			st = o.Store

@@ -130,9 +130,9 @@ type Options struct {
 type Opened struct {
 	// Store is the store of the URL's own key space (the prefix it names,
 	// or the backend's default).
-	Store ckptstore.Store
+	Store *ckptstore.Store
 	// Instances is the instance store beside Store.
-	Instances *ckptstore.PortableInstances
+	Instances *ckptstore.InstanceStore
 	// Kind is the backend: "mem", "memkv", "redis" or "fdb".
 	Kind string
 	// Desc names the target for reports, without credentials.
@@ -153,7 +153,7 @@ type Opened struct {
 	// OpenNamespace is set by the driver, and called by Namespace (which
 	// checks name and lease first): it opens the store and instance store
 	// of one tenant.
-	OpenNamespace func(name string, lease ckptstore.Options) (ckptstore.Store, *ckptstore.PortableInstances, error)
+	OpenNamespace func(name string, lease ckptstore.Options) (*ckptstore.Store, *ckptstore.InstanceStore, error)
 	// OpenPersistence is set by the driver, and called by Persistence
 	// (name checked first) and StorePersistence (name ""): it returns the
 	// persistence driver of namespace name, or of Store's own key space
@@ -259,7 +259,7 @@ func (c *DriverCache) Close() error {
 // options) and every later call returns it. A name must be 1 to
 // MaxNamespaceBytes bytes of valid UTF-8, else the error wraps ErrBadURL;
 // invalid lease options wrap driver.ErrInvalidOptions.
-func (o *Opened) Namespace(name string, lease ckptstore.Options) (ckptstore.Store, *ckptstore.PortableInstances, error) {
+func (o *Opened) Namespace(name string, lease ckptstore.Options) (*ckptstore.Store, *ckptstore.InstanceStore, error) {
 	if err := checkNamespace(name); err != nil {
 		return nil, nil, err
 	}

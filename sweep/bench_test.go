@@ -38,6 +38,7 @@ import (
 
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/blobs"
+	"github.com/ckptstore/ckptstore/conformance"
 	"github.com/ckptstore/ckptstore/memstore"
 	"github.com/ckptstore/ckptstore/sweep"
 )
@@ -51,7 +52,7 @@ func benchKey(i, n int) string {
 
 // genRefs is a RefLister referencing every even key of n.
 type genRefs struct {
-	ckptstore.Store
+	conformance.Store
 	n int
 }
 

@@ -28,6 +28,7 @@ import (
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/blobs"
 	"github.com/ckptstore/ckptstore/blobs/s3blob/s3blobtest"
+	"github.com/ckptstore/ckptstore/conformance"
 	"github.com/ckptstore/ckptstore/internal/testkit"
 	"github.com/ckptstore/ckptstore/memstore"
 	"github.com/ckptstore/ckptstore/sweep"
@@ -121,7 +122,7 @@ func TestSweepWhileCapturing(t *testing.T) {
 	}
 }
 
-func runConcurrent(t *testing.T, s *ckptstore.Portable, b blobs.Bucket, c *gatedClock, captures int) *figures {
+func runConcurrent(t *testing.T, s *ckptstore.Store, b blobs.Bucket, c *gatedClock, captures int) *figures {
 	ctx := context.Background()
 	var f figures
 	var wg sync.WaitGroup
@@ -191,7 +192,7 @@ func runConcurrent(t *testing.T, s *ckptstore.Portable, b blobs.Bucket, c *gated
 // perCapture contents drawn from the pool (most of them stored already,
 // many old and unreferenced) and appends a checkpoint naming them, then
 // prunes the thread to its newest checkpoint so blobs fall out of use.
-func capture(t *testing.T, s *ckptstore.Portable, b blobs.Bucket, up *blobs.Uploader, c *gatedClock, thread string, seed uint64, n int, f *figures) {
+func capture(t *testing.T, s *ckptstore.Store, b blobs.Bucket, up *blobs.Uploader, c *gatedClock, thread string, seed uint64, n int, f *figures) {
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(seed, 99))
 	lease, err := s.AcquireWriter(ctx, thread)
@@ -255,7 +256,7 @@ func poolContent(i int) string { return fmt.Sprintf("content %d of the pool\n", 
 
 // checkStored fails t when a checkpoint stored in one of threads names a
 // blob that the bucket does not hold.
-func checkStored(t *testing.T, s ckptstore.Store, b blobs.Bucket, threads ...string) {
+func checkStored(t *testing.T, s conformance.Store, b blobs.Bucket, threads ...string) {
 	t.Helper()
 	ctx := context.Background()
 	for _, th := range threads {

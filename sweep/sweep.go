@@ -114,8 +114,15 @@ type Stats struct {
 	Failed  int64 // a Head or Delete failed
 }
 
-// RefLister is a Store that can stream its blob references. Stores that hold
-// many references implement it so that a sweep does not load them all.
+// Refs is what a sweep reads from a store: every blob key that a stored
+// checkpoint uses. *ckptstore.Store has it, and so has any wrapper of one.
+type Refs interface {
+	ListBlobReferences(ctx context.Context) ([]ckptstore.BlobRef, error)
+}
+
+// RefLister is the streaming form of Refs: a Refs that also implements it,
+// as *ckptstore.Store does, is streamed, so that a sweep does not load
+// every reference.
 //
 // BlobReferencesSeq yields the same references as ListBlobReferences: every key
 // with a count above 0, each once, in strictly ascending byte order of the
@@ -150,14 +157,14 @@ func (e *KeyError) Unwrap() error { return e.Err }
 // store error, or a cancelled ctx, stops it; the deletions already started
 // finish and are returned. RunStats does the same and also returns the
 // counts.
-func Run(ctx context.Context, refs ckptstore.Store, b blobs.Bucket, opts Options) ([]string, error) {
+func Run(ctx context.Context, refs Refs, b blobs.Bucket, opts Options) ([]string, error) {
 	deleted, _, err := RunStats(ctx, refs, b, opts)
 	return deleted, err
 }
 
 // RunStats is Run that also returns what the sweep saw and did. The counts
 // cover the whole run, also when an error stopped it early.
-func RunStats(ctx context.Context, refs ckptstore.Store, b blobs.Bucket, opts Options) ([]string, Stats, error) {
+func RunStats(ctx context.Context, refs Refs, b blobs.Bucket, opts Options) ([]string, Stats, error) {
 	if refs == nil || b == nil {
 		return nil, Stats{}, fmt.Errorf("%w: sweep needs a store and a bucket", driver.ErrInvalidOptions)
 	}
@@ -186,7 +193,7 @@ func RunStats(ctx context.Context, refs ckptstore.Store, b blobs.Bucket, opts Op
 
 // merge walks the listing of both prefixes against the references and hands
 // each unreferenced, old key to d. It returns the error that stopped it.
-func merge(ctx context.Context, store ckptstore.Store, b blobs.Bucket, cutoff time.Time, d *deleter) error {
+func merge(ctx context.Context, store Refs, b blobs.Bucket, cutoff time.Time, d *deleter) error {
 	refs, err := refSeq(ctx, store)
 	if err != nil {
 		return err
@@ -284,7 +291,7 @@ func (c *refCursor) referenced(key string) (bool, error) {
 
 // refSeq returns the store's references as a sorted sequence: streamed when
 // the store is a RefLister, else from the slice, sorted if it is not.
-func refSeq(ctx context.Context, store ckptstore.Store) (iter.Seq2[ckptstore.BlobRef, error], error) {
+func refSeq(ctx context.Context, store Refs) (iter.Seq2[ckptstore.BlobRef, error], error) {
 	if rl, ok := store.(RefLister); ok {
 		return rl.BlobReferencesSeq(ctx), nil
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/blobs"
 	"github.com/ckptstore/ckptstore/blobs/s3blob/s3blobtest"
+	"github.com/ckptstore/ckptstore/conformance"
 	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/fdbstore"
 	"github.com/ckptstore/ckptstore/fdbstore/kv/memkv"
@@ -61,21 +62,21 @@ var bucketKinds = []bucketKind{
 
 type storeKind struct {
 	name string
-	open func(t *testing.T) ckptstore.Store
+	open func(t *testing.T) conformance.Store
 }
 
 // storeKinds are the stores the sweep is tested against. Stores added to
 // the module join here.
 var storeKinds = []storeKind{
-	{"memstore", func(t *testing.T) ckptstore.Store { return memstore.New(ckptstore.Options{}) }},
-	{"fdbstore-memkv", func(t *testing.T) ckptstore.Store {
+	{"memstore", func(t *testing.T) conformance.Store { return memstore.New(ckptstore.Options{}) }},
+	{"fdbstore-memkv", func(t *testing.T) conformance.Store {
 		s, err := fdbstore.New(memkv.New(), fdbstore.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return s
 	}},
-	{"redisstore-miniredis", func(t *testing.T) ckptstore.Store {
+	{"redisstore-miniredis", func(t *testing.T) conformance.Store {
 		c := redis.NewClient(&redis.Options{Addr: miniredis.RunT(t).Addr()})
 		t.Cleanup(func() { c.Close() })
 		s, err := redisstore.New(c, redisstore.Options{})
@@ -86,7 +87,7 @@ var storeKinds = []storeKind{
 	}},
 }
 
-func forEach(t *testing.T, f func(t *testing.T, s ckptstore.Store, b blobs.Bucket, c *clock)) {
+func forEach(t *testing.T, f func(t *testing.T, s conformance.Store, b blobs.Bucket, c *clock)) {
 	for _, sk := range storeKinds {
 		for _, bk := range bucketKinds {
 			t.Run(sk.name+"/"+bk.name, func(t *testing.T) {
@@ -113,14 +114,14 @@ func putKeys(t *testing.T, b blobs.Bucket, keys ...string) {
 // thread appends checkpoints to one thread of a store.
 type thread struct {
 	t     *testing.T
-	s     ckptstore.Store
+	s     conformance.Store
 	id    string
 	head  string
 	n     int
 	lease *ckptstore.Lease
 }
 
-func newThread(t *testing.T, s ckptstore.Store, id string) *thread {
+func newThread(t *testing.T, s conformance.Store, id string) *thread {
 	lease, err := s.AcquireWriter(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
@@ -178,7 +179,7 @@ func sorted(keys ...string) []string {
 }
 
 func TestSweep(t *testing.T) {
-	forEach(t, func(t *testing.T, s ckptstore.Store, b blobs.Bucket, c *clock) {
+	forEach(t, func(t *testing.T, s conformance.Store, b blobs.Bucket, c *clock) {
 		ctx := context.Background()
 		used, usedArt, shared := fileKey("used"), artifactKey("used"), fileKey("shared")
 		gone, goneArt := fileKey("only in a deleted checkpoint"), artifactKey("only in a deleted checkpoint")
@@ -216,7 +217,7 @@ func TestSweep(t *testing.T) {
 }
 
 func TestGraceBoundary(t *testing.T) {
-	forEach(t, func(t *testing.T, s ckptstore.Store, b blobs.Bucket, c *clock) {
+	forEach(t, func(t *testing.T, s conformance.Store, b blobs.Bucket, c *clock) {
 		older, exact := fileKey("older"), fileKey("exact")
 		putKeys(t, b, older)
 		c.Advance(time.Second)
@@ -237,7 +238,7 @@ func TestGraceBoundary(t *testing.T) {
 }
 
 func TestDryRun(t *testing.T) {
-	forEach(t, func(t *testing.T, s ckptstore.Store, b blobs.Bucket, c *clock) {
+	forEach(t, func(t *testing.T, s conformance.Store, b blobs.Bucket, c *clock) {
 		keys := sorted(fileKey("a"), fileKey("b"), artifactKey("c"))
 		putKeys(t, b, keys...)
 		c.Advance(time.Hour)
@@ -266,7 +267,7 @@ func TestDryRun(t *testing.T) {
 // TestEndToEndPrune proves that pruning then sweeping frees exactly the
 // bytes that only the pruned checkpoints used.
 func TestEndToEndPrune(t *testing.T) {
-	forEach(t, func(t *testing.T, s ckptstore.Store, b blobs.Bucket, c *clock) {
+	forEach(t, func(t *testing.T, s conformance.Store, b blobs.Bucket, c *clock) {
 		ctx := context.Background()
 		content := func(name string, size int) string { return strings.Repeat(name, size) }
 		put := func(kind, text string) string {
@@ -458,7 +459,7 @@ func TestUnsortedListingStops(t *testing.T) {
 // it and before it deletes it, as a capture refreshing an old blob does: the
 // sweep must see the new ModTime and keep it.
 func TestReuploadedDuringSweepSurvives(t *testing.T) {
-	forEach(t, func(t *testing.T, s ckptstore.Store, b blobs.Bucket, c *clock) {
+	forEach(t, func(t *testing.T, s conformance.Store, b blobs.Bucket, c *clock) {
 		k1, k2 := fileKey("refreshed"), fileKey("stale")
 		putKeys(t, b, k1, k2)
 		c.Advance(time.Hour)
@@ -480,7 +481,7 @@ func TestReuploadedDuringSweepSurvives(t *testing.T) {
 // streamStore serves references through RefLister, in the given order, and
 // fails ListBlobReferences so that a test notices the sweep using it.
 type streamStore struct {
-	ckptstore.Store
+	conformance.Store
 	refs []ckptstore.BlobRef
 }
 
@@ -500,7 +501,7 @@ func (s streamStore) BlobReferencesSeq(ctx context.Context) iter.Seq2[ckptstore.
 
 // sliceStore returns a fixed ListBlobReferences slice.
 type sliceStore struct {
-	ckptstore.Store
+	conformance.Store
 	refs []ckptstore.BlobRef
 }
 

@@ -57,7 +57,7 @@ func TestThreadsHeadGetRefs(t *testing.T) {
 	}
 }
 
-func mustGet(t testing.TB, s ckptstore.Store, id string) *ckptstore.Checkpoint {
+func mustGet(t testing.TB, s *ckptstore.Store, id string) *ckptstore.Checkpoint {
 	t.Helper()
 	cp, err := s.Get(context.Background(), id)
 	must(t, err)
@@ -243,24 +243,24 @@ func TestCheckWithoutChecker(t *testing.T) {
 	h.fails(1, "this store has no checker", "check", "--store", url)
 }
 
-// badChecker and cleanChecker are driver.Checkers over a memstore.
-type badChecker struct{ *ckptstore.Portable }
+// badChecker and cleanChecker are driver.Checkers over memstore's driver.
+type badChecker struct{ driver.Store }
 
 func (badChecker) Check(context.Context) ([]driver.Problem, error) {
 	return []driver.Problem{{Key: "x", What: "count at 0"}, {Key: "y", What: "chunk gap"}}, nil
 }
 
-type cleanChecker struct{ *ckptstore.Portable }
+type cleanChecker struct{ driver.Store }
 
 func (cleanChecker) Check(context.Context) ([]driver.Problem, error) { return nil, nil }
 
 func TestCheckCallsTheStoresChecker(t *testing.T) {
 	h := newHarness(t)
-	r := h.fails(1, "2 broken invariants", "check", "--store", h.add("bad", badChecker{newMem()}))
+	r := h.fails(1, "2 broken invariants", "check", "--store", h.add("bad", ckptstore.New(badChecker{newMem().Driver()})))
 	if r.stdout != "\"x\": count at 0\n\"y\": chunk gap\n" {
 		t.Errorf("check printed %q", r.stdout)
 	}
-	if r := h.ok("check", "--store", h.add("good", cleanChecker{newMem()})); !strings.Contains(r.stdout, "no broken invariant") {
+	if r := h.ok("check", "--store", h.add("good", ckptstore.New(cleanChecker{newMem().Driver()}))); !strings.Contains(r.stdout, "no broken invariant") {
 		t.Errorf("check on a clean store: %v", r)
 	}
 }
@@ -295,27 +295,28 @@ func TestUnreachableStoreExits1(t *testing.T) {
 	}
 }
 
-// lostAcquire is a memstore whose AcquireWriter takes the lease and then
-// reports the caller's context error, as when an interrupt lands between
-// the commit and its reply.
+// lostAcquire is memstore's driver whose AcquireWriter takes the lease and
+// then reports the caller's context error, as when an interrupt lands
+// between the commit and its reply.
 type lostAcquire struct {
-	*ckptstore.Portable
+	driver.Store
 	lose bool
 }
 
-func (s *lostAcquire) AcquireWriter(ctx context.Context, thread string) (*ckptstore.Lease, error) {
-	l, err := s.Portable.AcquireWriter(ctx, thread)
+func (s *lostAcquire) AcquireWriter(ctx context.Context, thread, opToken string) (driver.Lease, error) {
+	l, err := s.Store.AcquireWriter(ctx, thread, opToken)
 	if err == nil && s.lose {
 		s.lose = false
-		return nil, context.Canceled
+		return driver.Lease{}, context.Canceled
 	}
 	return l, err
 }
 
 func TestALeaseTakenByAFailedAcquireIsReleased(t *testing.T) {
 	ctx := context.Background()
-	s := &lostAcquire{Portable: newMem(), lose: true}
-	appendChain(t, s.Portable, "chain", 3, 1)
+	mem := newMem()
+	appendChain(t, mem, "chain", 3, 1)
+	s := ckptstore.New(&lostAcquire{Store: mem.Driver(), lose: true})
 	h := newHarness(t)
 	h.fails(1, "context canceled", "delete-thread", "--store", h.add("s", s), "chain")
 	l, err := s.AcquireWriter(ctx, "chain")

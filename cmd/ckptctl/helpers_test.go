@@ -48,7 +48,7 @@ func (s *syncBuffer) String() string {
 // to the real opener.
 type harness struct {
 	t       testing.TB
-	stores  map[string]ckptstore.Store
+	stores  map[string]*ckptstore.Store
 	buckets map[string]blobs.Bucket
 	// persists are the persistence drivers of the test stores.
 	persists map[string]pdriver.Driver
@@ -60,10 +60,10 @@ type harness struct {
 }
 
 func newHarness(t testing.TB) *harness {
-	return &harness{t: t, stores: map[string]ckptstore.Store{}, buckets: map[string]blobs.Bucket{}, persists: map[string]pdriver.Driver{}}
+	return &harness{t: t, stores: map[string]*ckptstore.Store{}, buckets: map[string]blobs.Bucket{}, persists: map[string]pdriver.Driver{}}
 }
 
-func (h *harness) add(name string, s ckptstore.Store) string {
+func (h *harness) add(name string, s *ckptstore.Store) string {
 	h.stores[name] = s
 	return "test:" + name
 }
@@ -136,10 +136,10 @@ func (h *harness) fails(code int, want string, args ...string) result {
 	return r
 }
 
-func newMem() *ckptstore.Portable { return memstore.New(ckptstore.Options{}) }
+func newMem() *ckptstore.Store { return memstore.New(ckptstore.Options{}) }
 
 // importAll writes a thread into s exactly, through Import under a lease.
-func importAll(t testing.TB, s ckptstore.Store, thread, head string, transcript json.RawMessage, cps ...*ckptstore.Checkpoint) {
+func importAll(t testing.TB, s *ckptstore.Store, thread, head string, transcript json.RawMessage, cps ...*ckptstore.Checkpoint) {
 	t.Helper()
 	ctx := context.Background()
 	l, err := s.AcquireWriter(ctx, thread)
@@ -153,7 +153,7 @@ func importAll(t testing.TB, s ckptstore.Store, thread, head string, transcript 
 
 // appendChain appends n checkpoints to thread with Append, the way a
 // harness does: each shares one blob with its parent and has a fresh one.
-func appendChain(t testing.TB, s ckptstore.Store, thread string, n, keyBase int) {
+func appendChain(t testing.TB, s *ckptstore.Store, thread string, n, keyBase int) {
 	t.Helper()
 	ctx := context.Background()
 	l, err := s.AcquireWriter(ctx, thread)
@@ -181,7 +181,7 @@ func appendChain(t testing.TB, s ckptstore.Store, thread string, n, keyBase int)
 //   - only-transcript: a transcript with raw newlines and no checkpoint;
 //   - empty-transcript: a saved "[]" and nothing else;
 //   - many: enough checkpoints for several batches.
-func seed(t testing.TB, s ckptstore.Store, many int) (threads []string, cps int) {
+func seed(t testing.TB, s *ckptstore.Store, many int) (threads []string, cps int) {
 	t.Helper()
 	ctx := context.Background()
 	tr := s
@@ -223,7 +223,7 @@ func seed(t testing.TB, s ckptstore.Store, many int) (threads []string, cps int)
 }
 
 // countAll returns how many checkpoints s holds in threads.
-func countAll(t testing.TB, s ckptstore.Store, threads []string) int {
+func countAll(t testing.TB, s *ckptstore.Store, threads []string) int {
 	t.Helper()
 	n := 0
 	for _, th := range threads {

@@ -40,20 +40,10 @@ func threadSeq(ctx context.Context, s *store) (iter.Seq2[string, error], error) 
 	}, nil
 }
 
-// unwrap returns the store a *store wraps, whose optional capabilities a
-// type assertion can see (the wrapper has only Store's methods).
-func unwrap(s ckptstore.Store) ckptstore.Store {
-	if w, ok := s.(*store); ok {
-		return w.Store
-	}
-	return s
-}
-
 // checkpointSeq yields the checkpoints of thread in List order (or its
 // reverse), a page of pageSize at a time through ListPage; a store without
 // Pager is read with one List.
-func checkpointSeq(ctx context.Context, s ckptstore.Store, thread string, pageSize int, reverse bool) iter.Seq2[*ckptstore.Checkpoint, error] {
-	s = unwrap(s)
+func checkpointSeq(ctx context.Context, s *ckptstore.Store, thread string, pageSize int, reverse bool) iter.Seq2[*ckptstore.Checkpoint, error] {
 	return func(yield func(*ckptstore.Checkpoint, error) bool) {
 		p := s
 		opt := ckptstore.ListOptions{Limit: pageSize, Reverse: reverse}
@@ -120,7 +110,7 @@ func runList(ctx context.Context, e *env, args []string) error {
 	if !*asJSON {
 		fmt.Fprintln(w, "ID\tCREATED_AT\tREASON\tPARENT\tFILES\tARTIFACTS\tLABEL")
 	}
-	for cp, err := range checkpointSeq(ctx, s, pos[0], *page, *reverse) {
+	for cp, err := range checkpointSeq(ctx, s.Store, pos[0], *page, *reverse) {
 		if err != nil {
 			return err
 		}
@@ -239,12 +229,8 @@ var errNoChecker = errors.New("this store has no checker")
 
 // callCheck runs st's checker (a driver.Checker) and returns the problems
 // it reported, one string each.
-func callCheck(ctx context.Context, st ckptstore.Store) ([]string, error) {
-	var backend any = unwrap(st)
-	if p, ok := backend.(*ckptstore.Portable); ok {
-		backend = p.Driver() // the checker is the backend's own
-	}
-	c, ok := backend.(driver.Checker)
+func callCheck(ctx context.Context, st *ckptstore.Store) ([]string, error) {
+	c, ok := st.Driver().(driver.Checker) // the checker is the backend's own
 	if !ok {
 		return nil, errNoChecker
 	}

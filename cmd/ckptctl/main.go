@@ -141,7 +141,7 @@ func defaultEnv(stdin io.Reader, stdout, stderr io.Writer) *env {
 // store is an open store, the persistence driver of its key space, and
 // how to close them.
 type store struct {
-	ckptstore.Store
+	*ckptstore.Store
 	// persist is the persistence driver (runs, interrupts, metadata,
 	// artifacts, blob rows, locks) of the store's key space; nil for a
 	// store that keeps none.

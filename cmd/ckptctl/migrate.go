@@ -89,8 +89,7 @@ func jsonLenEstimate(cp *ckptstore.Checkpoint) int {
 // behaves the same. listed says that Threads returned id; a thread named
 // by the operator (export --thread) that has nothing may not exist at
 // all, so it gets no "[]" either.
-func storeThread(ctx context.Context, s ckptstore.Store, id string, listed bool) (*srcThread, error) {
-	s = unwrap(s)
+func storeThread(ctx context.Context, s *ckptstore.Store, id string, listed bool) (*srcThread, error) {
 	head, err := s.GetHead(ctx, id)
 	if err != nil {
 		return nil, err
@@ -165,7 +164,7 @@ type migrator struct {
 	e    *env
 	opts migrateOptions
 	dst  *store
-	imp  ckptstore.Store
+	imp  *ckptstore.Store
 
 	// mu guards what follows: copy --parallel runs threads concurrently.
 	mu                  sync.Mutex
@@ -221,7 +220,7 @@ func (m *migrator) thread(ctx context.Context, th *srcThread) error {
 // that differs (before writing anything), and sends the missing
 // checkpoints in batches, the last with the head and the transcript.
 func (m *migrator) importThread(ctx context.Context, th *srcThread) error {
-	l, err := acquire(ctx, m.e, m.dst, th.id, m.opts.wait, waitNote(m.e, th.id))
+	l, err := acquire(ctx, m.e, m.dst.Store, th.id, m.opts.wait, waitNote(m.e, th.id))
 	if errors.Is(err, ckptstore.ErrWriterConflict) {
 		return &threadFailure{thread: th.id, reason: "skipped: another writer holds its lease (rerun, with --wait to wait for it)", err: err}
 	}
@@ -306,7 +305,7 @@ func (m *migrator) readDestination(ctx context.Context, th *srcThread) (*destina
 	if !bytes.Equal(d.transcript, []byte("[]")) && !bytes.Equal(d.transcript, srcTranscript) {
 		return nil, refuse(th.id, "the destination's transcript differs from the source's")
 	}
-	for _, err := range checkpointSeq(ctx, m.dst, th.id, 1, false) {
+	for _, err := range checkpointSeq(ctx, m.dst.Store, th.id, 1, false) {
 		if err != nil {
 			return nil, err
 		}
@@ -428,7 +427,7 @@ func (m *migrator) compare(ctx context.Context, thread string, src iter.Seq2[siz
 	defer stop()
 	cur, curErr, ok := next()
 	present := map[string]bool{}
-	for d, err := range checkpointSeq(ctx, m.dst, thread, driver.MaxPageLimit, false) {
+	for d, err := range checkpointSeq(ctx, m.dst.Store, thread, driver.MaxPageLimit, false) {
 		if err != nil {
 			return nil, err
 		}
@@ -584,7 +583,7 @@ func (x *exporter) write(ctx context.Context, ids iter.Seq2[string, error], w io
 		if err != nil {
 			return threads, cps, err
 		}
-		th, err := storeThread(ctx, s, id, x.listed)
+		th, err := storeThread(ctx, s.Store, id, x.listed)
 		if err != nil {
 			return threads, cps, err
 		}
@@ -943,7 +942,7 @@ func copyStores(ctx context.Context, e *env, src, dst *store, opts migrateOption
 	for range parallel {
 		wg.Go(func() {
 			for id := range work {
-				th, err := storeThread(wctx, src, id, true)
+				th, err := storeThread(wctx, src.Store, id, true)
 				if err != nil {
 					cancel(fmt.Errorf("source thread %q: %w", id, err))
 					continue // drain: the feeder stops at the cancel

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/internal/testkit"
 	"github.com/ckptstore/ckptstore/memstore"
 )
@@ -36,7 +37,7 @@ func parseSummary(t testing.TB, out string) summary {
 }
 
 // equalStores fails t unless verifyStores finds a and b equal.
-func equalStores(t testing.TB, a, b ckptstore.Store) {
+func equalStores(t testing.TB, a, b *ckptstore.Store) {
 	t.Helper()
 	var out, errb syncBuffer
 	e := defaultEnv(nil, &out, &errb)
@@ -155,22 +156,22 @@ func TestImportRefusesADifferentDestination(t *testing.T) {
 
 	for _, tc := range []struct {
 		name, want string
-		prepare    func(t *testing.T, dst ckptstore.Store)
+		prepare    func(t *testing.T, dst *ckptstore.Store)
 	}{
-		{"extra checkpoint", `the destination holds checkpoint "intruder", which the source does not`, func(t *testing.T, dst ckptstore.Store) {
+		{"extra checkpoint", `the destination holds checkpoint "intruder", which the source does not`, func(t *testing.T, dst *ckptstore.Store) {
 			importAll(t, dst, "odd", "", nil, testkit.Checkpoint("odd", "intruder", "", 3, 9))
 		}},
-		{"other content", `the destination's checkpoint "o-b" differs from the source's`, func(t *testing.T, dst ckptstore.Store) {
+		{"other content", `the destination's checkpoint "o-b" differs from the source's`, func(t *testing.T, dst *ckptstore.Store) {
 			cp := testkit.Checkpoint("odd", "o-b", "o-a", 0, 2, 3)
 			importAll(t, dst, "odd", "", nil, cp) // not named, no label: differs
 		}},
-		{"other head", `the destination's head is "elsewhere"`, func(t *testing.T, dst ckptstore.Store) {
+		{"other head", `the destination's head is "elsewhere"`, func(t *testing.T, dst *ckptstore.Store) {
 			importAll(t, dst, "odd", "elsewhere", nil)
 		}},
-		{"other transcript", "the destination's transcript differs", func(t *testing.T, dst ckptstore.Store) {
+		{"other transcript", "the destination's transcript differs", func(t *testing.T, dst *ckptstore.Store) {
 			must(t, dst.SaveThread(ctx, "odd", json.RawMessage(`["mine"]`)))
 		}},
-		{"id in another thread", "refused by the destination", func(t *testing.T, dst ckptstore.Store) {
+		{"id in another thread", "refused by the destination", func(t *testing.T, dst *ckptstore.Store) {
 			importAll(t, dst, "elsewhere", "", nil, testkit.Checkpoint("elsewhere", "o-c", "", 1, 1))
 		}},
 	} {
@@ -299,7 +300,7 @@ func TestVerifyReportsDifferences(t *testing.T) {
 	}
 }
 
-func mustLease(t testing.TB, s ckptstore.Store, thread string) ckptstore.Writer {
+func mustLease(t testing.TB, s *ckptstore.Store, thread string) ckptstore.Writer {
 	t.Helper()
 	l, err := s.AcquireWriter(context.Background(), thread)
 	must(t, err)
@@ -307,11 +308,11 @@ func mustLease(t testing.TB, s ckptstore.Store, thread string) ckptstore.Writer 
 	return l.Writer
 }
 
-// smallBatches is a memstore that refuses, as invalid, an import batch of
-// more than max checkpoints, as fdbstore refuses one too large for a
+// smallBatches is memstore's driver refusing, as invalid, an import batch
+// of more than max checkpoints, as fdbstore refuses one too large for a
 // transaction.
 type smallBatches struct {
-	*ckptstore.Portable
+	driver.Store
 	max     int
 	refused atomic.Int64 // copy runs threads in parallel
 }
@@ -321,23 +322,24 @@ func (s *smallBatches) Import(ctx context.Context, b ckptstore.ImportBatch) (int
 		s.refused.Add(1)
 		return 0, fmt.Errorf("%w: batch of %d is too large", ckptstore.ErrInvalidEntry, len(b.Checkpoints))
 	}
-	return s.Portable.Import(ctx, b)
+	return s.Store.Import(ctx, b)
 }
 
 func TestImportSplitsABatchTheStoreFindsTooLarge(t *testing.T) {
 	src := newMem()
 	threads, n := seed(t, src, 40)
-	dst := &smallBatches{Portable: newMem(), max: 5}
+	small := &smallBatches{Store: newMem().Driver(), max: 5}
+	dst := ckptstore.New(small)
 	h := newHarness(t)
 	r := h.ok("copy", "--from", h.add("src", src), "--to", h.add("dst", dst), "--batch", "32", "--verify")
-	if s := parseSummary(t, r.stdout); s.written != n || dst.refused.Load() == 0 {
-		t.Errorf("copy into a store of small batches: %+v, %d refused", s, dst.refused.Load())
+	if s := parseSummary(t, r.stdout); s.written != n || small.refused.Load() == 0 {
+		t.Errorf("copy into a store of small batches: %+v, %d refused", s, small.refused.Load())
 	}
 	testkit.CheckRefs(t, dst, threads...)
 
 	// A checkpoint that is invalid on its own still fails, alone, with
 	// nothing of its thread's head set.
-	bad := &smallBatches{Portable: newMem(), max: 0}
+	bad := ckptstore.New(&smallBatches{Store: newMem().Driver(), max: 0})
 	h.fails(2, "INVALID_ENTRY", "copy", "--from", h.add("src2", src), "--to", h.add("bad", bad))
 	if head, err := bad.GetHead(context.Background(), "chain"); err != nil || head != "" {
 		t.Errorf("head after a refused copy = %q, %v", head, err)
@@ -361,10 +363,10 @@ func TestCopyRenewsTheLease(t *testing.T) {
 	}
 }
 
-// failingImport is a memstore whose Import fails, as an unreachable store
-// does, from the failAt-th call on.
+// failingImport is memstore's driver whose Import fails, as an unreachable
+// store does, from the failAt-th call on.
 type failingImport struct {
-	*ckptstore.Portable
+	driver.Store
 	mu     sync.Mutex
 	calls  int
 	failAt int
@@ -378,7 +380,7 @@ func (s *failingImport) Import(ctx context.Context, b ckptstore.ImportBatch) (in
 	if fail {
 		return 0, errors.New("connection refused")
 	}
-	return s.Portable.Import(ctx, b)
+	return s.Store.Import(ctx, b)
 }
 
 // TestCopyStopsAtAStoreErrorAndReleasesEveryLease: a store error ends a
@@ -388,7 +390,8 @@ func TestCopyStopsAtAStoreErrorAndReleasesEveryLease(t *testing.T) {
 	ctx := context.Background()
 	src := newMem()
 	threads, n := seed(t, src, 40)
-	dst := &failingImport{Portable: newMem(), failAt: 4}
+	failing := &failingImport{Store: newMem().Driver(), failAt: 4}
+	dst := ckptstore.New(failing)
 	h := newHarness(t)
 	srcURL, dstURL := h.add("src", src), h.add("dst", dst)
 	h.fails(1, "connection refused", "copy", "--from", srcURL, "--to", dstURL, "--batch", "8", "--parallel", "4")
@@ -399,7 +402,7 @@ func TestCopyStopsAtAStoreErrorAndReleasesEveryLease(t *testing.T) {
 		}
 		l.Release(ctx)
 	}
-	dst.failAt = 1 << 30
+	failing.failAt = 1 << 30
 	r := h.ok("copy", "--from", srcURL, "--to", dstURL, "--verify")
 	if s := parseSummary(t, r.stdout); s.written+s.present != n {
 		t.Errorf("rerun: %+v", s)

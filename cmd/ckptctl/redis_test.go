@@ -30,7 +30,7 @@ func faults(seed int64) memkv.Faults {
 }
 
 // newMemkvStore is fdbstore on a memkv engine with faults.
-func newMemkvStore(t testing.TB, f memkv.Faults) (*ckptstore.Portable, *memkv.DB) {
+func newMemkvStore(t testing.TB, f memkv.Faults) (*ckptstore.Store, *memkv.DB) {
 	t.Helper()
 	db, err := memkv.NewWithOptions(memkv.Options{Faults: f})
 	must(t, err)
@@ -41,7 +41,7 @@ func newMemkvStore(t testing.TB, f memkv.Faults) (*ckptstore.Portable, *memkv.DB
 
 // openURL opens a store URL the way ckptctl does, for seeding and
 // checking.
-func openURL(t testing.TB, url string) ckptstore.Store {
+func openURL(t testing.TB, url string) *ckptstore.Store {
 	t.Helper()
 	o, err := storeurl.Open(context.Background(), url, storeurl.Options{})
 	must(t, err)
@@ -50,7 +50,7 @@ func openURL(t testing.TB, url string) ckptstore.Store {
 }
 
 // checkStore runs the store's own consistency checker when it has one.
-func checkStore(t testing.TB, s ckptstore.Store, what string) {
+func checkStore(t testing.TB, s *ckptstore.Store, what string) {
 	t.Helper()
 	problems, err := callCheck(context.Background(), s)
 	if errors.Is(err, errNoChecker) {
@@ -86,7 +86,7 @@ func TestCopyRedisToMemkvAndBack(t *testing.T) {
 // copyInterrupted copies srcURL to mkURL (store mk) in batches of 16,
 // cancelled after the fourth, and returns how many of the n checkpoints
 // of threads it left, some but not all.
-func copyInterrupted(t *testing.T, h *harness, srcURL, mkURL string, mk ckptstore.Store, threads []string, n int) int {
+func copyInterrupted(t *testing.T, h *harness, srcURL, mkURL string, mk *ckptstore.Store, threads []string, n int) int {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	batches := 0
@@ -111,7 +111,7 @@ func copyInterrupted(t *testing.T, h *harness, srcURL, mkURL string, mk ckptstor
 
 // resumeCopy runs the copy again with --verify: it writes the rest of the
 // n checkpoints (first were copied before), through memkv's faults.
-func resumeCopy(t *testing.T, h *harness, srcURL, mkURL string, src, mk ckptstore.Store, db *memkv.DB, threads []string, n, first int) {
+func resumeCopy(t *testing.T, h *harness, srcURL, mkURL string, src, mk *ckptstore.Store, db *memkv.DB, threads []string, n, first int) {
 	r := h.ok("copy", "--from", srcURL, "--to", mkURL, "--batch", "16", "--verify")
 	s := parseSummary(t, r.stdout)
 	// A commit_unknown_result that was applied makes fdbstore's retry find
@@ -136,7 +136,7 @@ func resumeCopy(t *testing.T, h *harness, srcURL, mkURL string, src, mk ckptstor
 
 // copyBack copies mkURL to backURL, with the faults still on, and checks
 // that the three stores hold and export the same.
-func copyBack(t *testing.T, h *harness, srcURL, mkURL, backURL string, src ckptstore.Store, threads []string, n int) {
+func copyBack(t *testing.T, h *harness, srcURL, mkURL, backURL string, src *ckptstore.Store, threads []string, n int) {
 	r := h.ok("copy", "--from", mkURL, "--to", backURL, "--batch", "64", "--verify")
 	if s := parseSummary(t, r.stdout); s.written != n || s.present != 0 {
 		t.Errorf("copy back: %+v", s)
@@ -161,7 +161,7 @@ func copyBack(t *testing.T, h *harness, srcURL, mkURL, backURL string, src ckpts
 
 // checkFindsAStrayKey: ckptctl check on memkv is clean, then finds a key
 // fdbstore never writes.
-func checkFindsAStrayKey(t *testing.T, h *harness, mkURL string, mk *ckptstore.Portable, db *memkv.DB) {
+func checkFindsAStrayKey(t *testing.T, h *harness, mkURL string, mk *ckptstore.Store, db *memkv.DB) {
 	if _, err := callCheck(context.Background(), mk); errors.Is(err, errNoChecker) {
 		return
 	}
@@ -300,7 +300,7 @@ func BenchmarkCopyRedisToMemkv(b *testing.B) {
 
 // seedWorkload fills s with total checkpoints of workload.Gen's shape, in
 // threads of perThread, through Import.
-func seedWorkload(t testing.TB, s ckptstore.Store, total, perThread int) []string {
+func seedWorkload(t testing.TB, s *ckptstore.Store, total, perThread int) []string {
 	t.Helper()
 	dist, err := workload.ParseSizeDist("2KB")
 	must(t, err)

@@ -122,7 +122,7 @@ func (v *verifier) thread(ctx context.Context, a, b *store, id string) (int, err
 	}
 	n := 0
 	byPos := func(x, y *ckptstore.Checkpoint) int { return driver.ComparePosition(x, driver.PositionOf(y)) }
-	err = mergeSeqs(checkpointSeq(ctx, a, id, driver.MaxPageLimit, false), checkpointSeq(ctx, b, id, driver.MaxPageLimit, false), byPos,
+	err = mergeSeqs(checkpointSeq(ctx, a.Store, id, driver.MaxPageLimit, false), checkpointSeq(ctx, b.Store, id, driver.MaxPageLimit, false), byPos,
 		func(x, y **ckptstore.Checkpoint) error {
 			switch {
 			case y == nil:

@@ -29,7 +29,7 @@ const releaseTimeout = 5 * time.Second
 // interrupt, a lost connection — may still have taken the lease, which
 // would then block the thread until it expires; the same token asked
 // again reports that lease (or takes one), which is released at once.
-func acquire(ctx context.Context, e *env, s ckptstore.Store, thread string, wait bool, onWait func()) (*ckptstore.Lease, error) {
+func acquire(ctx context.Context, e *env, s *ckptstore.Store, thread string, wait bool, onWait func()) (*ckptstore.Lease, error) {
 	for first := true; ; first = false {
 		token := rand.Text()
 		l, err := s.AcquireWriter(ckptstore.WithOpToken(ctx, token), thread)
@@ -60,7 +60,7 @@ func acquire(ctx context.Context, e *env, s ckptstore.Store, thread string, wait
 
 // abandon releases the lease a failed AcquireWriter with token may have
 // taken, on a context that outlives ctx.
-func abandon(ctx context.Context, s ckptstore.Store, thread, token string) {
+func abandon(ctx context.Context, s *ckptstore.Store, thread, token string) {
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()
 	if l, err := s.AcquireWriter(ckptstore.WithOpToken(actx, token), thread); err == nil {
@@ -117,7 +117,7 @@ func underLease(ctx context.Context, e *env, s *store, thread string, wait bool,
 	if err := driver.ValidateID("thread id", thread); err != nil {
 		return err
 	}
-	l, err := acquire(ctx, e, s, thread, wait, waitNote(e, thread))
+	l, err := acquire(ctx, e, s.Store, thread, wait, waitNote(e, thread))
 	if err != nil {
 		return err
 	}

@@ -38,7 +38,7 @@ func barrierThread(ns string) string      { return "lg/" + ns + "/barrier" }
 func reportThread(ns, proc string) string { return "lg/" + ns + "/report/" + proc }
 
 // arrived returns the processes that have marked the barrier.
-func arrived(ctx context.Context, st ckptstore.Store, ns string) ([]string, error) {
+func arrived(ctx context.Context, st *ckptstore.Store, ns string) ([]string, error) {
 	list, err := st.List(ctx, barrierThread(ns))
 	if err != nil {
 		return nil, err
@@ -53,7 +53,7 @@ func arrived(ctx context.Context, st ckptstore.Store, ns string) ([]string, erro
 }
 
 // acquire takes thread's lease, waiting while another process holds it.
-func acquire(ctx context.Context, st ckptstore.Store, thread string) (*ckptstore.Lease, error) {
+func acquire(ctx context.Context, st *ckptstore.Store, thread string) (*ckptstore.Lease, error) {
 	for {
 		l, err := st.AcquireWriter(ctx, thread)
 		if !errors.Is(err, ckptstore.ErrWriterConflict) {
@@ -68,7 +68,7 @@ func acquire(ctx context.Context, st ckptstore.Store, thread string) (*ckptstore
 
 // appendChain appends one checkpoint per conversation to thread, under one
 // lease, renewing it as needed.
-func appendChain(ctx context.Context, st ckptstore.Store, thread, idBase, label string, convs [][]byte) error {
+func appendChain(ctx context.Context, st *ckptstore.Store, thread, idBase, label string, convs [][]byte) error {
 	lease, err := acquire(ctx, st, thread)
 	if err != nil {
 		return err
@@ -127,7 +127,7 @@ func (rep procReport) chunks() [][]byte {
 
 // meet publishes rep, marks the barrier, waits until n processes have
 // marked it, and returns every process's report, rep included.
-func meet(ctx context.Context, st ckptstore.Store, ns string, n int, rep procReport, timeout time.Duration) ([]procReport, error) {
+func meet(ctx context.Context, st *ckptstore.Store, ns string, n int, rep procReport, timeout time.Duration) ([]procReport, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if err := appendChain(ctx, st, reportThread(ns, rep.Proc), rep.Proc+".report", "loadgen report", rep.chunks()); err != nil {

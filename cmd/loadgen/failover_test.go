@@ -53,8 +53,8 @@ func failover(t *testing.T, minReplicas int) {
 			if err != nil {
 				return nil, err
 			}
-			ts.Portable = o.Store.(*ckptstore.Portable)
-			o.Store = ts
+			ts.Store = o.Store.Driver()
+			o.Store = ckptstore.New(ts)
 			return o, nil
 		}
 	}
@@ -124,7 +124,7 @@ func failover(t *testing.T, minReplicas int) {
 			}
 		}
 	}
-	problems, err := o.Store.(*ckptstore.Portable).Driver().(driver.Checker).Check(ctx)
+	problems, err := o.Store.Driver().(driver.Checker).Check(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,11 +169,11 @@ func opSummary(res *result, op string) workload.OpSummary {
 	return workload.OpSummary{}
 }
 
-// ackStore is the store the failover workload writes through: it records
+// ackStore is the driver the failover workload writes through: it records
 // what was acknowledged, what was deleted (surely, or maybe), and when
 // each append succeeded, to judge the failover with no help from loadgen.
 type ackStore struct {
-	*ckptstore.Portable
+	driver.Store
 	appends atomic.Int64
 
 	mu            sync.Mutex
@@ -247,8 +247,8 @@ func errorKind(err error) string {
 	return "other: " + msg
 }
 
-func (s *ackStore) Append(ctx context.Context, cp *ckptstore.Checkpoint, expected string, w ckptstore.Writer) error {
-	err := s.Portable.Append(ctx, cp, expected, w)
+func (s *ackStore) Append(ctx context.Context, cp *ckptstore.Checkpoint, expected string, w ckptstore.Writer, opToken string) error {
+	err := s.Store.Append(ctx, cp, expected, w, opToken)
 	s.note(err)
 	if err == nil {
 		s.appends.Add(1)
@@ -262,8 +262,8 @@ func (s *ackStore) Append(ctx context.Context, cp *ckptstore.Checkpoint, expecte
 	return err
 }
 
-func (s *ackStore) ForkFromCheckpoint(ctx context.Context, in ckptstore.ForkInput) (*ckptstore.Checkpoint, error) {
-	cp, err := s.Portable.ForkFromCheckpoint(ctx, in)
+func (s *ackStore) ForkFromCheckpoint(ctx context.Context, in driver.Fork) (*ckptstore.Checkpoint, error) {
+	cp, err := s.Store.ForkFromCheckpoint(ctx, in)
 	s.note(err)
 	if err == nil {
 		s.mu.Lock()
@@ -273,8 +273,8 @@ func (s *ackStore) ForkFromCheckpoint(ctx context.Context, in ckptstore.ForkInpu
 	return cp, err
 }
 
-func (s *ackStore) DeleteHead(ctx context.Context, thread, id string, w ckptstore.Writer) error {
-	err := s.Portable.DeleteHead(ctx, thread, id, w)
+func (s *ackStore) DeleteHead(ctx context.Context, thread, id string, w ckptstore.Writer, opToken string) error {
+	err := s.Store.DeleteHead(ctx, thread, id, w, opToken)
 	s.note(err)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -288,7 +288,7 @@ func (s *ackStore) DeleteHead(ctx context.Context, thread, id string, w ckptstor
 }
 
 func (s *ackStore) DeleteCheckpoints(ctx context.Context, thread string, keep int, w ckptstore.Writer) ([]string, error) {
-	ids, err := s.Portable.DeleteCheckpoints(ctx, thread, keep, w)
+	ids, err := s.Store.DeleteCheckpoints(ctx, thread, keep, w)
 	s.note(err)
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -49,7 +49,7 @@ func openHTTP(ctx context.Context, url, token, namespace string, opts storeurl.O
 		}
 	}
 	return &storeurl.Opened{
-		Store:     c,
+		Store:     c.Store,
 		Instances: c.Instances(),
 		Kind:      "http",
 		Desc:      fmt.Sprintf("http %s (ckptserver, namespace %s, capabilities %s)", url, ns, strings.Join(caps, " ")),

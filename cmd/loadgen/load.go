@@ -22,7 +22,7 @@ var opOrder = []string{"acquire", "head", "get", "upload", "append", "renew", "u
 // counters the progress line reads.
 type runner struct {
 	cfg        *config
-	st         ckptstore.Store
+	st         *ckptstore.Store
 	bucket     blobs.Bucket
 	lat        *workload.Latencies
 	ns         string

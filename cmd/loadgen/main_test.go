@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"iter"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/internal/redistest"
 	"github.com/ckptstore/ckptstore/internal/workload"
 	"github.com/ckptstore/ckptstore/memstore"
@@ -133,40 +135,46 @@ func TestTableOutput(t *testing.T) {
 	}
 }
 
-// lossy acknowledges every tenth append without storing it.
+// lossy is a driver that acknowledges every tenth append without storing
+// it.
 type lossy struct {
-	ckptstore.Store
+	driver.Store
 	n atomic.Int64
 }
 
-func (l *lossy) Append(ctx context.Context, cp *ckptstore.Checkpoint, head string, w ckptstore.Writer) error {
+func (l *lossy) Append(ctx context.Context, cp *ckptstore.Checkpoint, head string, w ckptstore.Writer, opToken string) error {
 	if l.n.Add(1)%10 == 0 {
 		return nil
 	}
-	return l.Store.Append(ctx, cp, head, w)
+	return l.Store.Append(ctx, cp, head, w, opToken)
 }
 
-// miscount reports one reference too many for every blob.
-type miscount struct{ *ckptstore.Portable }
+// miscount is a driver that reports one reference too many for every blob.
+type miscount struct{ driver.Store }
 
-func (m miscount) ListBlobReferences(ctx context.Context) ([]ckptstore.BlobRef, error) {
-	refs, err := m.Portable.ListBlobReferences(ctx)
-	for i := range refs {
-		refs[i].References++
+func (m miscount) ListBlobReferences(ctx context.Context) iter.Seq2[ckptstore.BlobRef, error] {
+	return func(yield func(ckptstore.BlobRef, error) bool) {
+		for r, err := range m.Store.ListBlobReferences(ctx) {
+			if err == nil {
+				r.References++
+			}
+			if !yield(r, err) {
+				return
+			}
+		}
 	}
-	return refs, err
 }
 
-func openWith(s ckptstore.Store) func(context.Context, string, storeurl.Options) (*storeurl.Opened, error) {
+func openWith(s *ckptstore.Store) func(context.Context, string, storeurl.Options) (*storeurl.Opened, error) {
 	return func(context.Context, string, storeurl.Options) (*storeurl.Opened, error) {
 		return &storeurl.Opened{Store: s, Kind: "mem", Desc: "test", Close: func() error { return nil }}, nil
 	}
 }
 
 func TestVerifyCatchesBrokenStores(t *testing.T) {
-	for name, s := range map[string]ckptstore.Store{
-		"lost append": &lossy{Store: memstore.New(ckptstore.Options{})},
-		"miscount":    miscount{memstore.New(ckptstore.Options{})},
+	for name, s := range map[string]*ckptstore.Store{
+		"lost append": ckptstore.New(&lossy{Store: memstore.New(ckptstore.Options{}).Driver()}),
+		"miscount":    ckptstore.New(miscount{memstore.New(ckptstore.Options{}).Driver()}),
 	} {
 		t.Run(name, func(t *testing.T) {
 			res, code, out := runJSON(t, func(c *config) { c.open = openWith(s) },
@@ -184,7 +192,7 @@ func TestVerifyCatchesBrokenStores(t *testing.T) {
 func TestContention(t *testing.T) {
 	var (
 		once   sync.Once
-		shared *ckptstore.Portable
+		shared *ckptstore.Store
 	)
 	open := func(_ context.Context, _ string, sc storeurl.Options) (*storeurl.Opened, error) {
 		// Both processes pass the same lease options, so one store serves both.

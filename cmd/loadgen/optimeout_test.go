@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/fdbstore/kv/memkv"
 	"github.com/ckptstore/ckptstore/internal/workload"
 	"github.com/ckptstore/ckptstore/memstore"
@@ -89,37 +90,37 @@ func TestOpTimeoutStallOnMemkv(t *testing.T) {
 	t.Logf("stall %v from %v, %d calls past the deadline, %d appends", st.Duration, st.Start, deadline, res.Appends)
 }
 
-// lateStore answers every tenth append only at the call's deadline: the
+// lateStore is a driver that answers every tenth append only at the call's deadline: the
 // odd ones are stored first (the commit landed, its answer did not), the
 // even ones never. It refuses a call without a deadline, so a run without
 // --op-timeout's context cannot hang on it.
 type lateStore struct {
-	ckptstore.Store
+	driver.Store
 	n              atomic.Int64
 	deadlined      atomic.Int64 // appends answered with the context's deadline error, late or not
 	mu             sync.Mutex
 	stored, absent []string // ids answered late, by outcome
 }
 
-func (s *lateStore) Append(ctx context.Context, cp *ckptstore.Checkpoint, head string, w ckptstore.Writer) error {
-	err := s.append(ctx, cp, head, w)
+func (s *lateStore) Append(ctx context.Context, cp *ckptstore.Checkpoint, head string, w ckptstore.Writer, opToken string) error {
+	err := s.append(ctx, cp, head, w, opToken)
 	if errors.Is(err, context.DeadlineExceeded) {
 		s.deadlined.Add(1)
 	}
 	return err
 }
 
-func (s *lateStore) append(ctx context.Context, cp *ckptstore.Checkpoint, head string, w ckptstore.Writer) error {
+func (s *lateStore) append(ctx context.Context, cp *ckptstore.Checkpoint, head string, w ckptstore.Writer, opToken string) error {
 	k := s.n.Add(1)
 	if k%10 != 0 {
-		return s.Store.Append(ctx, cp, head, w) // on a loaded machine it too may meet the deadline
+		return s.Store.Append(ctx, cp, head, w, opToken) // on a loaded machine it too may meet the deadline
 	}
 	if _, ok := ctx.Deadline(); !ok {
 		return errors.New("lateStore: an append without a deadline")
 	}
 	applied := k%20 == 10
 	if applied {
-		if err := s.Store.Append(context.WithoutCancel(ctx), cp, head, w); err != nil {
+		if err := s.Store.Append(context.WithoutCancel(ctx), cp, head, w, opToken); err != nil {
 			return err
 		}
 	}
@@ -139,8 +140,8 @@ func (s *lateStore) append(ctx context.Context, cp *ckptstore.Checkpoint, head s
 // never acknowledged, so it is not lost, and a stored one is the head the
 // next run reads and extends, so no chain forks and nothing is doubled.
 func TestOpTimeoutMaybeCommitted(t *testing.T) {
-	s := &lateStore{Store: memstore.New(ckptstore.Options{})}
-	res, code, out := runJSON(t, func(c *config) { c.open = openWith(s) },
+	s := &lateStore{Store: memstore.New(ckptstore.Options{}).Driver()}
+	res, code, out := runJSON(t, func(c *config) { c.open = openWith(ckptstore.New(s)) },
 		"--ops", "300", "--op-timeout", "50ms", "--threads", "4", "--workers", "2", "--payload", "2KB",
 		"--undo-rate", "0", "--prune-rate", "0", "--fork-rate", "0")
 	if code != 0 || res.Verify == nil || !res.Verify.OK {
@@ -182,8 +183,8 @@ func TestOpTimeoutOffByDefault(t *testing.T) {
 	if err != nil || cfg.opTimeout != 0 {
 		t.Fatalf("--op-timeout default = %v (%v), want 0", cfg.opTimeout, err)
 	}
-	s := &lateStore{Store: memstore.New(ckptstore.Options{})}
-	res, _, out := runJSON(t, func(c *config) { c.open = openWith(s) },
+	s := &lateStore{Store: memstore.New(ckptstore.Options{}).Driver()}
+	res, _, out := runJSON(t, func(c *config) { c.open = openWith(ckptstore.New(s)) },
 		"--ops", "30", "--threads", "2", "--workers", "2", "--payload", "2KB", "--undo-rate", "0", "--prune-rate", "0", "--fork-rate", "0")
 	for _, o := range res.Ops {
 		if o.Codes[workload.CodeDeadline] > 0 {

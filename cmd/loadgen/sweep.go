@@ -18,6 +18,6 @@ type sweepOutcome struct {
 
 // runSweep is the closing sweep: it deletes the bucket's blobs that no
 // checkpoint uses and that are older than olderThan.
-func runSweep(ctx context.Context, st ckptstore.Store, b blobs.Bucket, olderThan time.Duration) ([]string, error) {
+func runSweep(ctx context.Context, st *ckptstore.Store, b blobs.Bucket, olderThan time.Duration) ([]string, error) {
 	return sweep.Run(ctx, st, b, sweep.Options{OlderThan: olderThan})
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/conformance"
 	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/internal/testkit"
 	"github.com/ckptstore/ckptstore/memstore"
@@ -17,10 +18,10 @@ import (
 
 // staleWins lets a stale writer's append report success: the bug a store
 // without its lease check in the atomic step has.
-type staleWins struct{ *ckptstore.Portable }
+type staleWins struct{ *ckptstore.Store }
 
 func (s staleWins) Append(ctx context.Context, cp *ckptstore.Checkpoint, head string, w ckptstore.Writer) error {
-	if err := s.Portable.Append(ctx, cp, head, w); !errors.Is(err, ckptstore.ErrWriterLost) {
+	if err := s.Store.Append(ctx, cp, head, w); !errors.Is(err, ckptstore.ErrWriterLost) {
 		return err
 	}
 	return nil
@@ -29,7 +30,7 @@ func (s staleWins) Append(ctx context.Context, cp *ckptstore.Checkpoint, head st
 // cachedHead answers Head from a cache that an append does not update:
 // a stale read.
 type cachedHead struct {
-	*ckptstore.Portable
+	*ckptstore.Store
 	mu    sync.Mutex
 	cache map[string]string
 }
@@ -40,7 +41,7 @@ func (s *cachedHead) GetHead(ctx context.Context, thread string) (string, error)
 	if h, ok := s.cache[thread]; ok {
 		return h, nil
 	}
-	h, err := s.Portable.GetHead(ctx, thread)
+	h, err := s.Store.GetHead(ctx, thread)
 	if err == nil && h != "" {
 		s.cache[thread] = h
 	}
@@ -48,37 +49,37 @@ func (s *cachedHead) GetHead(ctx context.Context, thread string) (string, error)
 }
 
 // lostRenew reports a renew as failed after it extended the lease.
-type lostRenew struct{ *ckptstore.Portable }
+type lostRenew struct{ *ckptstore.Store }
 
 func (s lostRenew) AcquireWriter(ctx context.Context, thread string) (*ckptstore.Lease, error) {
-	l, err := s.Portable.AcquireWriter(ctx, thread)
+	l, err := s.Store.AcquireWriter(ctx, thread)
 	if err != nil {
 		return nil, err
 	}
-	return ckptstore.NewLease(l.Writer, l.ExpiresAt, l.RenewAfter, s), nil
+	return driver.NewLease(l.Writer, l.ExpiresAt, l.RenewAfter, s), nil
 }
 
 func (s lostRenew) Renew(ctx context.Context, w ckptstore.Writer) (time.Time, error) {
-	if _, err := s.Portable.Renew(ctx, w); err != nil {
+	if _, err := s.Store.Renew(ctx, w); err != nil {
 		return time.Time{}, err
 	}
 	return time.Time{}, ckptstore.ErrWriterLost
 }
 
-func newStore(clock *testkit.Clock, opt Options) *ckptstore.Portable {
+func newStore(clock *testkit.Clock, opt Options) *ckptstore.Store {
 	return memstore.New(opt.StoreOptions(clock))
 }
 
 // TestCatchesBrokenStores shows that each broken store fails the check in
 // at least one of a few histories, while memstore passes all of them.
 func TestCatchesBrokenStores(t *testing.T) {
-	for name, wrap := range map[string]func(*ckptstore.Portable) ckptstore.Store{
-		"memstore":   func(s *ckptstore.Portable) ckptstore.Store { return s },
-		"stale wins": func(s *ckptstore.Portable) ckptstore.Store { return staleWins{s} },
-		"cached head": func(s *ckptstore.Portable) ckptstore.Store {
-			return &cachedHead{Portable: s, cache: map[string]string{}}
+	for name, wrap := range map[string]func(*ckptstore.Store) conformance.Store{
+		"memstore":   func(s *ckptstore.Store) conformance.Store { return s },
+		"stale wins": func(s *ckptstore.Store) conformance.Store { return staleWins{s} },
+		"cached head": func(s *ckptstore.Store) conformance.Store {
+			return &cachedHead{Store: s, cache: map[string]string{}}
 		},
-		"lost renew": func(s *ckptstore.Portable) ckptstore.Store { return lostRenew{s} },
+		"lost renew": func(s *ckptstore.Store) conformance.Store { return lostRenew{s} },
 	} {
 		t.Run(name, func(t *testing.T) {
 			illegal := 0

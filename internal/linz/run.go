@@ -15,6 +15,7 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/conformance"
 	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/internal/testkit"
 )
@@ -66,7 +67,7 @@ type Result struct {
 // Threads×WorkersPerThread goroutines, and fails t unless the history is
 // linearizable. On failure porcupine's visualization is written to
 // t.ArtifactDir() and its path logged.
-func Run(t *testing.T, s ckptstore.Store, clock *testkit.Clock, opt Options) Result {
+func Run(t *testing.T, s conformance.Store, clock *testkit.Clock, opt Options) Result {
 	t.Helper()
 	h := Record(s, clock, opt)
 	verdict, visualize := h.Check()
@@ -92,7 +93,7 @@ type History struct {
 }
 
 // Record drives s as Run does and returns the history, unchecked.
-func Record(s ckptstore.Store, clock *testkit.Clock, opt Options) *History {
+func Record(s conformance.Store, clock *testkit.Clock, opt Options) *History {
 	opt = opt.withDefaults()
 	start := time.Now()
 	var (
@@ -151,7 +152,7 @@ func (h *History) Check() (porcupine.CheckResult, func(path string) error) {
 // mistakes a harness makes: stale writers after an expiry, appends on a
 // head that moved, ids used twice.
 type worker struct {
-	s      ckptstore.Store
+	s      conformance.Store
 	clock  *testkit.Clock
 	thread string
 	ids    string

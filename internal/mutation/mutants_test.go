@@ -647,7 +647,7 @@ func (m *lateExpiry) AcquireWriter(ctx context.Context, thread string) (*ckptsto
 	if err != nil {
 		return l, err
 	}
-	return ckptstore.NewLease(l.Writer, l.ExpiresAt.Add(-time.Millisecond), l.RenewAfter, m), nil
+	return driver.NewLease(l.Writer, l.ExpiresAt.Add(-time.Millisecond), l.RenewAfter, m), nil
 }
 
 func (m *lateExpiry) Renew(ctx context.Context, w ckptstore.Writer) (time.Time, error) {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/conformance"
 	"github.com/ckptstore/ckptstore/driver"
 )
 
@@ -20,10 +21,10 @@ import (
 // whose behaviour it breaks, so retargeting the mutants onto another seam
 // (a driver interface) is changing this line and the few calls that
 // differ.
-type store = ckptstore.Store
+type store = conformance.Store
 
 // instances is the instance store seam, wrapped the same way.
-type instances = ckptstore.InstanceStore
+type instances = conformance.InstanceStore
 
 // errorf returns an error that satisfies errors.Is with sentinel only, as a
 // store's own error does.
@@ -64,11 +65,11 @@ func (t *tracked) newest(thread string) (ckptstore.Writer, bool) {
 
 // rekeep returns l backed by k, so that Lease.Renew and Lease.Release go
 // through a mutant's RenewWriter and ReleaseWriter.
-func rekeep(l *ckptstore.Lease, err error, k ckptstore.LeaseKeeper) (*ckptstore.Lease, error) {
+func rekeep(l *ckptstore.Lease, err error, k driver.LeaseKeeper) (*ckptstore.Lease, error) {
 	if err != nil {
 		return l, err
 	}
-	return ckptstore.NewLease(l.Writer, l.ExpiresAt, l.RenewAfter, k), nil
+	return driver.NewLease(l.Writer, l.ExpiresAt, l.RenewAfter, k), nil
 }
 
 // chain returns the ids on the parent chain from head through checkpoints

@@ -134,7 +134,12 @@ func (c *Clock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
 // checkpoint that s.List returns for threads (which must be every thread
 // the store holds): each distinct blob key of a checkpoint counts once,
 // and the references come sorted by key bytes. It returns the references.
-func CheckRefs(t testing.TB, s ckptstore.Store, threads ...string) []ckptstore.BlobRef {
+// s is any store: a *ckptstore.Store or a suite's wrapper of one (package
+// conformance imports this one, so it cannot name conformance.Store).
+func CheckRefs(t testing.TB, s interface {
+	List(ctx context.Context, threadID string) ([]*ckptstore.Checkpoint, error)
+	ListBlobReferences(ctx context.Context) ([]ckptstore.BlobRef, error)
+}, threads ...string) []ckptstore.BlobRef {
 	t.Helper()
 	ctx := context.Background()
 	var all []*ckptstore.Checkpoint

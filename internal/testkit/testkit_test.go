@@ -24,10 +24,10 @@ type recorder struct {
 func (r *recorder) Fatalf(format string, args ...any) { r.msg = fmt.Sprintf(format, args...) }
 
 // liar reports one reference too many for every key.
-type liar struct{ *ckptstore.Portable }
+type liar struct{ *ckptstore.Store }
 
 func (l liar) ListBlobReferences(ctx context.Context) ([]ckptstore.BlobRef, error) {
-	refs, err := l.Portable.ListBlobReferences(ctx)
+	refs, err := l.Store.ListBlobReferences(ctx)
 	for i := range refs {
 		refs[i].References++
 	}

@@ -41,13 +41,21 @@ type Census struct {
 	Refs map[string]int64
 }
 
+// Reader is what the checks read from a store: a *ckptstore.Store, or a
+// test's fake that serves fixed answers.
+type Reader interface {
+	List(ctx context.Context, threadID string) ([]*ckptstore.Checkpoint, error)
+	GetHead(ctx context.Context, threadID string) (string, error)
+	ListBlobReferences(ctx context.Context) ([]ckptstore.BlobRef, error)
+}
+
 // CheckChains lists every thread and checks that each is one linear
 // chain: its checkpoints belong to it, List orders them by createdAt then
 // id, and walking parents from the head visits every one of them exactly
 // once (the walk stops at a parent that pruning removed). It adds the
 // thread's checkpoints to a recount of the blob keys owned by tag. An
 // error means the store could not be read; violations go to p.
-func CheckChains(ctx context.Context, s ckptstore.Store, threads []string, tag string, p *Problems) (*Census, error) {
+func CheckChains(ctx context.Context, s Reader, threads []string, tag string, p *Problems) (*Census, error) {
 	c := &Census{Alive: map[string]string{}, Refs: map[string]int64{}}
 	for _, t := range threads {
 		list, err := s.List(ctx, t)
@@ -104,7 +112,7 @@ func CheckChains(ctx context.Context, s ckptstore.Store, threads []string, tag s
 // CheckRefs compares ListBlobReferences, restricted to keys owned by tag, with
 // the census's recount, and checks that ListBlobReferences is sorted and holds
 // no count below 1. Violations go to p.
-func CheckRefs(ctx context.Context, s ckptstore.Store, tag string, c *Census, p *Problems) error {
+func CheckRefs(ctx context.Context, s Reader, tag string, c *Census, p *Problems) error {
 	refs, err := s.ListBlobReferences(ctx)
 	if err != nil {
 		return fmt.Errorf("blob references: %w", err)

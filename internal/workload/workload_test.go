@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/conformance"
 	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/memstore"
 )
@@ -164,7 +165,7 @@ func TestLatencies(t *testing.T) {
 // fakeStore serves fixed List and Head answers and ListBlobReferences, to
 // feed the checks states no correct store produces.
 type fakeStore struct {
-	ckptstore.Store
+	conformance.Store
 	lists map[string][]*ckptstore.Checkpoint
 	heads map[string]string
 	refs  []ckptstore.BlobRef

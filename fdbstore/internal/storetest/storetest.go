@@ -75,7 +75,7 @@ func (e *suite) prefix() string { return e.env.Prefix }
 
 // store returns a store with opts under the test's prefix (unless opts
 // names one) over a counting view of the test's database.
-func (e *suite) store(t *testing.T, opts fdbstore.Options) (*ckptstore.Portable, *countingDB) {
+func (e *suite) store(t *testing.T, opts fdbstore.Options) (*ckptstore.Store, *countingDB) {
 	t.Helper()
 	env := e.env
 	if opts.Prefix == "" {
@@ -127,7 +127,7 @@ var (
 
 // Chain appends n checkpoints (testkit.Checkpoint) c0..c(n-1) to thread, each sharing blob 0
 // and owning blob 1000+i, and returns their ids.
-func Chain(t testing.TB, s *ckptstore.Portable, w ckptstore.Writer, thread string, n int) []string {
+func Chain(t testing.TB, s *ckptstore.Store, w ckptstore.Writer, thread string, n int) []string {
 	t.Helper()
 	var ids []string
 	head := ""

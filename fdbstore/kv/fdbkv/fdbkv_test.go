@@ -64,14 +64,14 @@ func TestKV(t *testing.T) {
 // store in its own prefix.
 func TestConformance(t *testing.T) {
 	db := openCluster(t)
-	conformance.RunStore(t, func(t *testing.T, opts ckptstore.Options) ckptstore.Store {
+	conformance.RunStore(t, func(t *testing.T, opts ckptstore.Options) conformance.Store {
 		s, err := fdbstore.New(db, fdbstore.Options{Options: opts, Prefix: string(testPrefix(t, db))})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return s
 	})
-	conformance.RunInstanceStore(t, func(t *testing.T) ckptstore.InstanceStore {
+	conformance.RunInstanceStore(t, func(t *testing.T) conformance.InstanceStore {
 		return fdbstore.NewInstanceStore(db, string(testPrefix(t, db)))
 	})
 }
@@ -80,7 +80,7 @@ func TestConformance(t *testing.T) {
 // ListBlobReferences spread over many small transactions.
 func TestConformanceSmallBatches(t *testing.T) {
 	db := openCluster(t)
-	conformance.RunStoreWith(t, func(t *testing.T, opts ckptstore.Options) ckptstore.Store {
+	conformance.RunStoreWith(t, func(t *testing.T, opts ckptstore.Options) conformance.Store {
 		s, err := fdbstore.New(db, fdbstore.Options{Options: opts, Prefix: string(testPrefix(t, db)), PruneBatch: 2, BlobPage: 3})
 		if err != nil {
 			t.Fatal(err)

@@ -11,19 +11,20 @@ import (
 	"github.com/ckptstore/ckptstore/internal/seqs"
 )
 
-// Portable is a checkpoint store over a backend: memstore.New,
-// fdbstore.New, redisstore.New and httpstore.NewClient return one. It runs
+// Store is the portable checkpoint store, over a backend's driver:
+// memstore.New, fdbstore.New and redisstore.New return one, and
+// httpstore.NewClient one inside its Client. It runs
 // every rule of docs/contract.md that needs no state — ids, content,
 // limits, cursors, the writer's thread, the context and the caller's op
 // token — once, in contract order, and leaves the state checks to the
 // driver, inside its atomic step. It is safe for concurrent use.
-type Portable struct {
+type Store struct {
 	d driver.Store
 }
 
 // New returns the store over the driver d. Backends call it from their
 // constructors; a harness gets its store from one of them.
-func New(d driver.Store) *Portable { return &Portable{d: d} }
+func New(d driver.Store) *Store { return &Store{d: d} }
 
 // opToken returns the caller's op token, "" for none, or ErrInvalidEntry
 // for one that is not well formed: it would become an owner token, and a
@@ -41,7 +42,7 @@ func opToken(ctx context.Context) (string, error) {
 
 // Get returns the checkpoint, or nil and no error when id is not stored.
 // Checks: id (ErrInvalidID).
-func (s *Portable) Get(ctx context.Context, id string) (*Checkpoint, error) {
+func (s *Store) Get(ctx context.Context, id string) (*Checkpoint, error) {
 	if err := checkRead(ctx, "checkpoint id", id); err != nil {
 		return nil, err
 	}
@@ -50,7 +51,7 @@ func (s *Portable) Get(ctx context.Context, id string) (*Checkpoint, error) {
 
 // List returns every checkpoint of the thread, also those off the head
 // chain, in List order; an unknown thread has none. Checks: thread id.
-func (s *Portable) List(ctx context.Context, threadID string) ([]*Checkpoint, error) {
+func (s *Store) List(ctx context.Context, threadID string) ([]*Checkpoint, error) {
 	if err := checkRead(ctx, "thread id", threadID); err != nil {
 		return nil, err
 	}
@@ -59,7 +60,7 @@ func (s *Portable) List(ctx context.Context, threadID string) ([]*Checkpoint, er
 
 // GetHead returns the thread's head id, or "" when it has none. After pruning
 // it may name a checkpoint that no longer exists. Checks: thread id.
-func (s *Portable) GetHead(ctx context.Context, threadID string) (string, error) {
+func (s *Store) GetHead(ctx context.Context, threadID string) (string, error) {
 	if err := checkRead(ctx, "thread id", threadID); err != nil {
 		return "", err
 	}
@@ -70,7 +71,7 @@ func (s *Portable) GetHead(ctx context.Context, threadID string) (string, error)
 // expectedHeadID, as one compare-and-swap, and adds a reference to each of
 // cp's blob keys. Checks, first failure wins: ids, content, writer, id
 // unused, head, parent.
-func (s *Portable) Append(ctx context.Context, cp *Checkpoint, expectedHeadID string, w Writer) error {
+func (s *Store) Append(ctx context.Context, cp *Checkpoint, expectedHeadID string, w Writer) error {
 	if err := checkAppend(ctx, cp, expectedHeadID, w); err != nil {
 		return err
 	}
@@ -84,7 +85,7 @@ func (s *Portable) Append(ctx context.Context, cp *Checkpoint, expectedHeadID st
 // DeleteHead removes the head checkpoint, moves the head to its parent and
 // drops a reference from each of its blob keys. Checks: ids, writer, the
 // checkpoint is the head (ErrNotHead).
-func (s *Portable) DeleteHead(ctx context.Context, threadID, checkpointID string, w Writer) error {
+func (s *Store) DeleteHead(ctx context.Context, threadID, checkpointID string, w Writer) error {
 	if err := checkDeleteHead(ctx, threadID, checkpointID, w); err != nil {
 		return err
 	}
@@ -98,7 +99,7 @@ func (s *Portable) DeleteHead(ctx context.Context, threadID, checkpointID string
 // AcquireWriter takes the thread's writer lease without waiting, or fails
 // with ErrWriterConflict while another lease is live. Checks: thread id, no
 // live lease.
-func (s *Portable) AcquireWriter(ctx context.Context, threadID string) (*Lease, error) {
+func (s *Store) AcquireWriter(ctx context.Context, threadID string) (*Lease, error) {
 	if err := checkAcquireWriter(ctx, threadID); err != nil {
 		return nil, err
 	}
@@ -110,12 +111,12 @@ func (s *Portable) AcquireWriter(ctx context.Context, threadID string) (*Lease, 
 	if err != nil {
 		return nil, err
 	}
-	return &Lease{Lease: l, keeper: s}, nil
+	return driver.NewLease(l.Writer, l.ExpiresAt, l.RenewAfter, s), nil
 }
 
 // Renew extends w's lease to now + the lease duration and returns
 // the new expiry; ErrWriterLost when w is no longer the live lease.
-func (s *Portable) Renew(ctx context.Context, w Writer) (time.Time, error) {
+func (s *Store) Renew(ctx context.Context, w Writer) (time.Time, error) {
 	if err := checkRenew(ctx, w); err != nil {
 		return time.Time{}, err
 	}
@@ -124,7 +125,7 @@ func (s *Portable) Renew(ctx context.Context, w Writer) (time.Time, error) {
 
 // Release ends w's lease when it is still the thread's lease and
 // does nothing otherwise; an error means the backend could not be reached.
-func (s *Portable) Release(ctx context.Context, w Writer) error {
+func (s *Store) Release(ctx context.Context, w Writer) error {
 	if ok, err := checkRelease(ctx, w); !ok || err != nil {
 		return err
 	}
@@ -133,14 +134,14 @@ func (s *Portable) Release(ctx context.Context, w Writer) error {
 
 // ListBlobReferences returns every blob key with a count above 0, over all
 // threads, in byte order.
-func (s *Portable) ListBlobReferences(ctx context.Context) ([]BlobRef, error) {
+func (s *Store) ListBlobReferences(ctx context.Context) ([]BlobRef, error) {
 	return seqs.Collect(s.BlobReferencesSeq(ctx))
 }
 
 // BlobReferencesSeq yields what ListBlobReferences returns, streamed as the
 // backend reads it (in pages in the database-backed stores), so that a
 // sweep never holds every reference (sweep.RefLister).
-func (s *Portable) BlobReferencesSeq(ctx context.Context) iter.Seq2[BlobRef, error] {
+func (s *Store) BlobReferencesSeq(ctx context.Context) iter.Seq2[BlobRef, error] {
 	if err := ctx.Err(); err != nil {
 		return func(yield func(BlobRef, error) bool) { yield(BlobRef{}, err) }
 	}
@@ -151,7 +152,7 @@ func (s *Portable) BlobReferencesSeq(ctx context.Context) iter.Seq2[BlobRef, err
 // the parent chain, deletes the older ones of that chain, and returns their
 // ids farthest from the head first. Checks: ids, keep ≥ 1
 // (ErrInvalidEntry), writer.
-func (s *Portable) DeleteCheckpoints(ctx context.Context, threadID string, keep int, w Writer) ([]string, error) {
+func (s *Store) DeleteCheckpoints(ctx context.Context, threadID string, keep int, w Writer) ([]string, error) {
 	if err := checkDeleteCheckpoints(ctx, threadID, keep, w); err != nil {
 		return nil, err
 	}
@@ -163,7 +164,7 @@ func (s *Portable) DeleteCheckpoints(ctx context.Context, threadID string, keep 
 // the destination's head and sets the destination's transcript to its
 // conversation. Checks: ids, createdAt, distinct threads, source exists,
 // source in the source thread, writer, destination empty.
-func (s *Portable) ForkFromCheckpoint(ctx context.Context, in ForkInput) (*Checkpoint, error) {
+func (s *Store) ForkFromCheckpoint(ctx context.Context, in ForkInput) (*Checkpoint, error) {
 	if err := checkFork(ctx, in); err != nil {
 		return nil, err
 	}
@@ -180,7 +181,7 @@ func (s *Portable) ForkFromCheckpoint(ctx context.Context, in ForkInput) (*Check
 
 // LoadThread returns the thread's transcript, or "[]" when none was saved.
 // Checks: thread id.
-func (s *Portable) LoadThread(ctx context.Context, threadID string) (json.RawMessage, error) {
+func (s *Store) LoadThread(ctx context.Context, threadID string) (json.RawMessage, error) {
 	if err := checkLoadThread(ctx, threadID); err != nil {
 		return nil, err
 	}
@@ -190,7 +191,7 @@ func (s *Portable) LoadThread(ctx context.Context, threadID string) (json.RawMes
 // SaveThread replaces the thread's whole transcript with messages, a JSON
 // array kept byte for byte. It needs no lease. Checks: thread id, messages
 // a JSON array (ErrInvalidEntry).
-func (s *Portable) SaveThread(ctx context.Context, threadID string, messages json.RawMessage) error {
+func (s *Store) SaveThread(ctx context.Context, threadID string, messages json.RawMessage) error {
 	if err := checkSaveThread(ctx, threadID, messages); err != nil {
 		return err
 	}
@@ -201,7 +202,7 @@ func (s *Portable) SaveThread(ctx context.Context, threadID string, messages jso
 // chain), its head and its transcript, drops their blob counts, and
 // returns how many checkpoints it removed. The lease stays. Checks: ids,
 // writer.
-func (s *Portable) DeleteThread(ctx context.Context, threadID string, w Writer) (int, error) {
+func (s *Store) DeleteThread(ctx context.Context, threadID string, w Writer) (int, error) {
 	if err := checkDeleteThread(ctx, threadID, w); err != nil {
 		return 0, err
 	}
@@ -212,7 +213,7 @@ func (s *Portable) DeleteThread(ctx context.Context, threadID string, w Writer) 
 // order (or its reverse) strictly after the cursor opt.After, and the
 // cursor of the next page ("" when nothing follows). Checks: thread id,
 // limit, cursor (ErrInvalidEntry).
-func (s *Portable) ListPage(ctx context.Context, threadID string, opt ListOptions) ([]*Checkpoint, string, error) {
+func (s *Store) ListPage(ctx context.Context, threadID string, opt ListOptions) ([]*Checkpoint, string, error) {
 	p, err := checkListPage(ctx, threadID, opt)
 	if err != nil {
 		return nil, "", err
@@ -224,7 +225,7 @@ func (s *Portable) ListPage(ctx context.Context, threadID string, opt ListOption
 // have a head, a checkpoint or a transcript, strictly after the cursor
 // after, and the next cursor ("" when nothing follows). Checks: limit,
 // cursor (ErrInvalidEntry). For operators, not for hot paths.
-func (s *Portable) Threads(ctx context.Context, after string, limit int) ([]string, string, error) {
+func (s *Store) Threads(ctx context.Context, after string, limit int) ([]string, string, error) {
 	p, err := checkThreads(ctx, after, limit)
 	if err != nil {
 		return nil, "", err
@@ -236,7 +237,7 @@ func (s *Portable) Threads(ctx context.Context, after string, limit int) ([]stri
 // returns how many checkpoints it newly wrote. A repeated batch writes
 // nothing and succeeds. Checks: ids, content, writer, ids unused elsewhere
 // or stored equal (ErrDuplicateID), head (ErrConflict).
-func (s *Portable) Import(ctx context.Context, b ImportBatch) (int, error) {
+func (s *Store) Import(ctx context.Context, b ImportBatch) (int, error) {
 	if err := checkImport(ctx, b); err != nil {
 		return 0, err
 	}
@@ -245,22 +246,22 @@ func (s *Portable) Import(ctx context.Context, b ImportBatch) (int, error) {
 
 // Driver returns the backend the store runs over, for a backend's own
 // operations beyond the contract (a consistency check).
-func (s *Portable) Driver() driver.Store { return s.d }
+func (s *Store) Driver() driver.Store { return s.d }
 
-// PortableInstances is an instance store over a backend: it checks keys
-// and records (ErrInvalidID, ErrInvalidEntry) and the context, and hands
-// the rest to the driver.
-type PortableInstances struct {
+// InstanceStore is the portable instance store, over a backend's driver:
+// it checks keys and records (ErrInvalidID, ErrInvalidEntry) and the
+// context, and hands the rest to the driver.
+type InstanceStore struct {
 	d driver.InstanceStore
 }
 
 // NewInstanceStore returns the instance store over d.
-func NewInstanceStore(d driver.InstanceStore) *PortableInstances {
-	return &PortableInstances{d: d}
+func NewInstanceStore(d driver.InstanceStore) *InstanceStore {
+	return &InstanceStore{d: d}
 }
 
 // Get returns the record, or nil and no error when key is not stored.
-func (s *PortableInstances) Get(ctx context.Context, key string) (*InstanceRecord, error) {
+func (s *InstanceStore) Get(ctx context.Context, key string) (*InstanceRecord, error) {
 	if err := checkInstanceKey(ctx, key); err != nil {
 		return nil, err
 	}
@@ -268,7 +269,7 @@ func (s *PortableInstances) Get(ctx context.Context, key string) (*InstanceRecor
 }
 
 // Upsert replaces the whole record of rec.Key; the last write wins.
-func (s *PortableInstances) Upsert(ctx context.Context, rec *InstanceRecord) error {
+func (s *InstanceStore) Upsert(ctx context.Context, rec *InstanceRecord) error {
 	if err := checkInstanceUpsert(ctx, rec); err != nil {
 		return err
 	}
@@ -276,7 +277,7 @@ func (s *PortableInstances) Upsert(ctx context.Context, rec *InstanceRecord) err
 }
 
 // Delete removes the record; a missing key is not an error.
-func (s *PortableInstances) Delete(ctx context.Context, key string) error {
+func (s *InstanceStore) Delete(ctx context.Context, key string) error {
 	if err := checkInstanceKey(ctx, key); err != nil {
 		return err
 	}
