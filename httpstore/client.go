@@ -462,7 +462,7 @@ func (c *client) AcquireWriter(ctx context.Context, threadID, token string) (dri
 // RenewWriter implements driver.Store.
 func (c *client) Renew(ctx context.Context, w ckptstore.Writer) (time.Time, error) {
 	ns, found := int64(0), false
-	err := c.do(ctx, "renewWriter", true, "", func(o *object) error { o.writer("writer", w); return nil },
+	err := c.do(ctx, "renew", true, "", func(o *object) error { o.writer("writer", w); return nil },
 		field("expiresAt", func(r *driver.JSONReader) (err error) { ns, err = r.Millis("/expiresAt"); found = true; return err }))
 	if err == nil && !found {
 		err = fmt.Errorf("%w: no expiresAt", errBadReply)
@@ -475,7 +475,7 @@ func (c *client) Renew(ctx context.Context, w ckptstore.Writer) (time.Time, erro
 
 // Release implements driver.Store.
 func (c *client) Release(ctx context.Context, w ckptstore.Writer) error {
-	return c.do(ctx, "releaseWriter", true, "", func(o *object) error { o.writer("writer", w); return nil }, nil)
+	return c.do(ctx, "release", true, "", func(o *object) error { o.writer("writer", w); return nil }, nil)
 }
 
 // ListBlobReferences implements driver.Store: one call, whose reply holds
@@ -651,22 +651,6 @@ func (c *client) Import(ctx context.Context, b ckptstore.ImportBatch) (int, erro
 		return nil
 	}, field("written", func(r *driver.JSONReader) (err error) { n, _, err = r.Int("/written"); return err }))
 	return int(n), err
-}
-
-// Capabilities returns the optional capabilities of the server's store:
-// of "prune", "fork", "transcripts", "deleteThread", "listPage", "threads"
-// and "import".
-func (c *Client) Capabilities(ctx context.Context) ([]string, error) {
-	var caps []string
-	err := c.c.do(ctx, "capabilities", false, "", nil,
-		field("capabilities", func(r *driver.JSONReader) (err error) {
-			caps, err = r.Strings("/capabilities", errBadReply)
-			return err
-		}))
-	if err != nil {
-		return nil, err
-	}
-	return caps, nil
 }
 
 // instances is the instance store of a Client's namespace.

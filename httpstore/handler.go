@@ -233,13 +233,13 @@ func init() {
 	for name, fn := range map[string]func(*handler, *call) error{
 		"get": (*handler).get, "list": (*handler).list, "listPage": (*handler).listPage,
 		"getHead": (*handler).getHead, "append": (*handler).append, "deleteHead": (*handler).deleteHead,
-		"acquireWriter": (*handler).acquireWriter, "renewWriter": (*handler).renewWriter,
-		"releaseWriter": (*handler).releaseWriter, "listBlobReferences": (*handler).listBlobReferences,
+		"acquireWriter": (*handler).acquireWriter, "renew": (*handler).renew,
+		"release": (*handler).release, "listBlobReferences": (*handler).listBlobReferences,
 		"deleteCheckpoints": (*handler).deleteCheckpoints, "forkFromCheckpoint": (*handler).fork,
 		"deleteThread": (*handler).deleteThread, "threads": (*handler).threads,
 		"loadThread": (*handler).loadThread, "saveThread": (*handler).saveThread, "import": (*handler).importBatch,
 		"instanceGet": (*handler).instanceGet, "instanceUpsert": (*handler).instanceUpsert,
-		"instanceDelete": (*handler).instanceDelete, "capabilities": (*handler).capabilities,
+		"instanceDelete": (*handler).instanceDelete,
 	} {
 		routes[name] = &route{name: name, serve: fn}
 	}

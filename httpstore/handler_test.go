@@ -57,7 +57,7 @@ func TestStrictIDs(t *testing.T) {
 		"append":             {`{"checkpoint":` + cp(lone, `"t"`) + `,"expectedHeadId":null,"writer":` + w(`"t"`) + `}`, `{"checkpoint":` + cp(`"c"`, lone) + `,"expectedHeadId":null,"writer":` + w(`"t"`) + `}`, `{"checkpoint":` + cp(`"c"`, `"t"`) + `,"expectedHeadId":` + lone + `,"writer":` + w(`"t"`) + `}`, `{"checkpoint":` + cp(`"c"`, `"t"`) + `,"expectedHeadId":null,"writer":` + w(lone) + `}`, `{"expectedHeadId":null,"writer":` + w(`"t"`) + `}`},
 		"deleteHead":         {`{"threadId":` + lone + `,"checkpointId":"c","writer":` + w(`"t"`) + `}`, `{"threadId":"t","checkpointId":` + lone + `,"writer":` + w(`"t"`) + `}`},
 		"acquireWriter":      {`{"threadId":` + lone + `}`},
-		"renewWriter":        {`{"writer":` + w(lone) + `}`},
+		"renew":              {`{"writer":` + w(lone) + `}`},
 		"deleteCheckpoints":  {`{"threadId":` + lone + `,"keep":0,"writer":` + w(`"t"`) + `}`},
 		"forkFromCheckpoint": {`{"sourceThreadId":` + lone + `,"sourceCheckpointId":"c","destinationThreadId":"d","destinationCheckpointId":"e","createdAt":1,"writer":` + w(`"d"`) + `}`, `{"sourceThreadId":"t","sourceCheckpointId":"c","destinationThreadId":"d","destinationCheckpointId":` + lone + `,"writer":` + w(`"d"`) + `}`},
 		"deleteThread":       {`{"threadId":` + lone + `,"writer":` + w(`"t"`) + `}`},
@@ -76,10 +76,10 @@ func TestStrictIDs(t *testing.T) {
 			}
 		}
 	}
-	// releaseWriter never fails on its input: a writer of no valid thread
+	// release never fails on its input: a writer of no valid thread
 	// releases nothing.
-	if status, reply := call(t, addr, "releaseWriter", `{"writer":`+w(lone)+`}`); status != 200 || reply != `{}` {
-		t.Errorf("releaseWriter of an invalid thread: %d %s", status, reply)
+	if status, reply := call(t, addr, "release", `{"writer":`+w(lone)+`}`); status != 200 || reply != `{}` {
+		t.Errorf("release of an invalid thread: %d %s", status, reply)
 	}
 }
 

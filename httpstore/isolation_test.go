@@ -108,9 +108,6 @@ func everyRequest(t *testing.T, c *httpstore.Client, i int) {
 	if _, err := c.ListBlobReferences(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Capabilities(ctx); err != nil {
-		t.Fatal(err)
-	}
 	instanceRequests(t, c, label)
 	l.Release(ctx)
 	ld.Release(ctx)

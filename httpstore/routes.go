@@ -125,7 +125,7 @@ func (h *handler) acquireWriter(c *call) error {
 	return nil
 }
 
-func (h *handler) renewWriter(c *call) error {
+func (h *handler) renew(c *call) error {
 	k := c.ns.store
 	w, err := c.in.writerOf()
 	if err != nil {
@@ -140,7 +140,7 @@ func (h *handler) renewWriter(c *call) error {
 	return nil
 }
 
-func (h *handler) releaseWriter(c *call) error {
+func (h *handler) release(c *call) error {
 	k := c.ns.store
 	w, err := c.in.writerOf()
 	if errors.Is(err, ckptstore.ErrInvalidID) {
@@ -345,19 +345,4 @@ func (h *handler) instanceDelete(c *call) error {
 		return err
 	}
 	return c.ns.inst.Delete(c.ctx, key)
-}
-
-// Capabilities lists the capabilities of a store, by the names of the
-// capabilities method: every store has all of them, so the list is fixed;
-// the method stays for clients that ask.
-func Capabilities(*ckptstore.Store) []string {
-	return []string{CapPrune, CapFork, CapTranscripts, CapDeleteThread, CapListPage, CapThreads, CapImport}
-}
-
-func (h *handler) capabilities(c *call) error {
-	if err := c.ctx.Err(); err != nil {
-		return err
-	}
-	c.out.strings("capabilities", Capabilities(c.ns.store))
-	return nil
 }

@@ -44,17 +44,6 @@ const (
 	CodeNotReplicated = "NOT_REPLICATED"
 )
 
-// Capability names, as the capabilities method lists them.
-const (
-	CapPrune        = "prune"
-	CapFork         = "fork"
-	CapTranscripts  = "transcripts"
-	CapDeleteThread = "deleteThread"
-	CapListPage     = "listPage"
-	CapThreads      = "threads"
-	CapImport       = "import"
-)
-
 // Error is a failure the server reported. A contract error unwraps to its
 // sentinel (errors.Is(err, ckptstore.ErrConflict), ckptstore.Code),
 // UNSUPPORTED to errors.ErrUnsupported and NOT_REPLICATED to

@@ -126,14 +126,14 @@ function leaseOf(t: Transport, wire: Record<string, unknown>): CheckpointWriterL
     expiresAt: field<number>(wire, 'acquireWriter', 'expiresAt'),
     renewAfterMs: field<number>(wire, 'acquireWriter', 'renewAfterMs'),
     renew: handled(async () => {
-      const r = await t.call('renewWriter', { writer: writerOf(lease) }, 'write')
-      const expiresAt = field<number>(r, 'renewWriter', 'expiresAt')
+      const r = await t.call('renew', { writer: writerOf(lease) }, 'write')
+      const expiresAt = field<number>(r, 'renew', 'expiresAt')
       lease.expiresAt = expiresAt
       return { expiresAt }
     }),
     release: handled(async () => {
       try {
-        await t.call('releaseWriter', { writer: writerOf(lease) }, 'write')
+        await t.call('release', { writer: writerOf(lease) }, 'write')
       } catch {
         // release never throws: a lease it cannot end expires by itself.
       }

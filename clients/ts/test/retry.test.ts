@@ -181,7 +181,7 @@ function lostResponse(backend: string, up: () => Running) {
     })
 
     test('deleteCheckpoints, saveThread, instanceUpsert: the retries repeat to the same state', async () => {
-      const lost = new Set(['deleteCheckpoints', 'saveThread', 'instanceUpsert', 'instanceDelete', 'renewWriter'])
+      const lost = new Set(['deleteCheckpoints', 'saveThread', 'instanceUpsert', 'instanceDelete', 'renew'])
       const proxy = await startProxy(up().url, (m, n) => (lost.has(m) && n === 1 ? 'drop' : 'forward'))
       try {
         const store = createCheckpointStore({ url: proxy.url })
@@ -372,7 +372,7 @@ describe('retries', () => {
     const lease = await store.acquireWriter('t')
     down = true
     assert.equal(await lease.release(), undefined)
-    assert.equal(s.of('releaseWriter').length, 2)
+    assert.equal(s.of('release').length, 2)
   })
 
   test('a server error (500 INTERNAL) is a CkptstoreError and is not retried', async () => {
