@@ -18,8 +18,12 @@ import (
 // driver's lock subscription), which keeps a testing/synctest bubble's
 // virtual time from advancing: every group of Run, with the real-time lock
 // cases (RunRealTimeLocks) in place of the synctest ones.
+//
+// The groups run side by side, and so do the real-time lock cases (each on
+// a store of its own), as in RunRemote: their seconds of leases are most of
+// a network driver's run, and they mostly sleep.
 func RunNetwork(t *testing.T, newDriver NewDriver) {
-	runGroups(t, newDriver, suiteGroups(realTimeLockTests))
+	runGroupsOpt(t, newDriver, suiteGroups(realTimeLockTests), true)
 }
 
 // RunRealTimeLocks runs the real-time lock cases only, for a driver that
@@ -34,7 +38,7 @@ func RunNetwork(t *testing.T, newDriver NewDriver) {
 // or allows a margin of a whole second. None of them moves the store's
 // clock, so they also run on a driver that reads the server's own clock.
 func RunRealTimeLocks(t *testing.T, newDriver NewDriver) {
-	runGroups(t, newDriver, []group{{"LocksRealTime", realTimeLockTests}})
+	runGroupsOpt(t, newDriver, []group{{"Locks", realTimeLockTests}}, true)
 }
 
 var realTimeLockTests = []test{

@@ -39,6 +39,7 @@ func newDriver(t *testing.T, c redis.UniversalClient, now func() time.Time) *red
 // cases: the lock subscription waits on the network, which the synctest
 // cases' virtual time cannot include.
 func TestConformance(t *testing.T) {
+	t.Parallel() // a server of its own; the lock cases mostly sleep
 	srv := redistest.Start(t)
 	c := srv.Client(t, nil)
 	persisttest.RunNetwork(t, func(t *testing.T, now func() time.Time) driver.Driver {
@@ -50,6 +51,7 @@ func TestConformance(t *testing.T) {
 // own clock (Options.Now nil: TIME inside the scripts), the setting for
 // several processes sharing a store; none of the cases moves the clock.
 func TestServerClockLocks(t *testing.T) {
+	t.Parallel() // a server of its own; the lock cases mostly sleep
 	srv := redistest.Start(t)
 	c := srv.Client(t, nil)
 	persisttest.RunRealTimeLocks(t, func(t *testing.T, _ func() time.Time) driver.Driver {
@@ -61,6 +63,7 @@ func TestServerClockLocks(t *testing.T) {
 // (gopher-lua, with cjson) and delivers PUBLISH from a script to
 // subscribers.
 func TestMiniredis(t *testing.T) {
+	t.Parallel() // a server of its own; the lock cases mostly sleep
 	m := miniredis.RunT(t)
 	c := redis.NewClient(&redis.Options{Addr: m.Addr()})
 	t.Cleanup(func() { _ = c.Close() })
@@ -74,6 +77,7 @@ func TestMiniredis(t *testing.T) {
 // script stays inside one slot, and the lock scripts' PUBLISH reaches the
 // subscription whichever node it is on.
 func TestCluster(t *testing.T) {
+	t.Parallel() // a server of its own; the lock cases mostly sleep
 	cl := redistest.StartCluster(t, 3)
 	c := cl.Client(t)
 	persisttest.RunNetwork(t, func(t *testing.T, now func() time.Time) driver.Driver {
