@@ -293,17 +293,28 @@ func (w *worker) call(in input, do func() (output, error)) {
 // of porcupine's longest partial linearization and the operations it could
 // not place: what a person reads beside the visualization.
 func (h *History) Explain() string {
-	model := porcupineModel(h.opt.Lease.Milliseconds())
-	for _, part := range model.Partition(h.ops) {
-		verdict, info := porcupine.CheckOperationsVerbose(model, part, h.opt.CheckTimeout)
+	m := porcupineModel(h.opt.Lease.Milliseconds())
+	return ExplainFirstIllegal(m, h.ops, h.opt.CheckTimeout, func(op porcupine.Operation, _ int64) string {
+		return fmt.Sprintf("[%d..%d] %s", op.Call/1000, op.Return/1000, m.DescribeOperation(op.Input, op.Output))
+	})
+}
+
+// ExplainFirstIllegal returns, for the first partition of ops that m finds
+// not linearizable, its operations in call order, then the end of
+// porcupine's longest partial linearization and the first operations it
+// could not place, each line "c<client> " and what describe says of the
+// operation (t0 is the partition's first call time); "" when every
+// partition is linearizable. The runs and lock checkers share it.
+func ExplainFirstIllegal(m porcupine.Model, ops []porcupine.Operation, timeout time.Duration, describe func(op porcupine.Operation, t0 int64) string) string {
+	for _, part := range m.Partition(ops) {
+		verdict, info := porcupine.CheckOperationsVerbose(m, part, timeout)
 		if verdict != porcupine.Illegal {
 			continue
 		}
 		slices.SortFunc(part, func(a, b porcupine.Operation) int { return cmp.Compare(a.Call, b.Call) })
+		t0 := part[0].Call
 		var b strings.Builder
-		line := func(op porcupine.Operation) {
-			fmt.Fprintf(&b, "c%d [%d..%d] %s\n", op.ClientId, op.Call/1000, op.Return/1000, model.DescribeOperation(op.Input, op.Output))
-		}
+		line := func(op porcupine.Operation) { fmt.Fprintf(&b, "c%d %s\n", op.ClientId, describe(op, t0)) }
 		for _, op := range part {
 			line(op)
 		}
@@ -316,10 +327,10 @@ func (h *History) Explain() string {
 			}
 		}
 		fmt.Fprintf(&b, "longest linearization: %d of %d operations; it ends with:\n", len(longest), len(part))
-		for _, op := range longest[max(0, len(longest)-6):] {
+		for _, op := range longest[max(0, len(longest)-8):] {
 			line(op)
 		}
-		placed := make(map[int64]bool)
+		placed := make(map[int64]bool, len(longest))
 		for _, op := range longest {
 			placed[op.Call] = true
 		}

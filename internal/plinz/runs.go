@@ -36,6 +36,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/ckptstore/ckptstore/internal/linz"
 	"maps"
 	"math/rand/v2"
 	"os"
@@ -495,49 +496,11 @@ func Soak() int {
 // not place: what a person reads beside the visualization.
 func (h *RunsHistory) Explain(timeout time.Duration) string {
 	m := RunsModel()
-	for _, part := range m.Partition(h.operations()) {
-		verdict, info := porcupine.CheckOperationsVerbose(m, part, timeout)
-		if verdict != porcupine.Illegal {
-			continue
+	return linz.ExplainFirstIllegal(m, h.operations(), timeout, func(op porcupine.Operation, t0 int64) string {
+		ret := fmt.Sprint((op.Return - t0) / 1000)
+		if op.Output.(RunReturn).Unknown {
+			ret = "∞"
 		}
-		slices.SortFunc(part, func(a, b porcupine.Operation) int { return cmp.Compare(a.Call, b.Call) })
-		t0 := part[0].Call
-		var b strings.Builder
-		line := func(op porcupine.Operation) {
-			ret := fmt.Sprint((op.Return - t0) / 1000)
-			if op.Output.(RunReturn).Unknown {
-				ret = "∞"
-			}
-			fmt.Fprintf(&b, "c%d [%d..%s] %s\n", op.ClientId, (op.Call-t0)/1000, ret, m.DescribeOperation(op.Input, op.Output))
-		}
-		for _, op := range part {
-			line(op)
-		}
-		var longest []porcupine.Operation
-		for _, parts := range info.PartialLinearizationsOperations() {
-			for _, lin := range parts {
-				if len(lin) > len(longest) {
-					longest = lin
-				}
-			}
-		}
-		fmt.Fprintf(&b, "longest linearization: %d of %d calls; it ends with:\n", len(longest), len(part))
-		for _, op := range longest[max(0, len(longest)-8):] {
-			line(op)
-		}
-		placed := map[int64]bool{}
-		for _, op := range longest {
-			placed[op.Call] = true
-		}
-		b.WriteString("first calls it could not place:\n")
-		n := 0
-		for _, op := range part {
-			if !placed[op.Call] && n < 6 {
-				line(op)
-				n++
-			}
-		}
-		return b.String()
-	}
-	return ""
+		return fmt.Sprintf("[%d..%s] %s", (op.Call-t0)/1000, ret, m.DescribeOperation(op.Input, op.Output))
+	})
 }

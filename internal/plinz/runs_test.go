@@ -3,6 +3,7 @@ package plinz
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -155,6 +156,15 @@ func TestRunsModelRejects(t *testing.T) {
 			v, _ := c.h.Check(10 * time.Second)
 			if want := map[bool]porcupine.CheckResult{true: porcupine.Ok, false: porcupine.Illegal}[c.ok]; v != want {
 				t.Errorf("verdict %v, want %v", v, want)
+			}
+			// Explain speaks of an illegal history only, and then names
+			// every call and what it could not place.
+			ex := c.h.Explain(10 * time.Second)
+			if c.ok != (ex == "") {
+				t.Errorf("Explain of a history whose verdict is %v: %q", v, ex)
+			}
+			if !c.ok && (strings.Count(ex, "\n") < len(c.h.Ops)+2 || !strings.Contains(ex, "could not place")) {
+				t.Errorf("Explain leaves out calls or the unplaced ones:\n%s", ex)
 			}
 		})
 	}
