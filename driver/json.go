@@ -502,11 +502,32 @@ func parseFloat(v jsonValue, path jsonPath, name string) (float64, error) {
 	if v.isNull() || !(v.b[0] == '-' || '0' <= v.b[0] && v.b[0] <= '9') {
 		return 0, fieldErr(ErrInvalidEntry, path, name, v.off, "must be a number")
 	}
+	if n, ok := smallUint(v.b); ok {
+		return float64(n), nil
+	}
 	f, err := strconv.ParseFloat(string(v.b), 64)
 	if err != nil {
 		return 0, fieldErr(ErrInvalidEntry, path, name, v.off, "%s is out of range", v.b)
 	}
 	return f, nil
+}
+
+// smallUint returns the value of b when it is a run of at most 15 digits,
+// which a float64 holds exactly: the sizes, fences and millisecond times
+// that are most of the numbers read, without strconv's general parse. The
+// scanner has checked b's grammar, so it has no leading zero.
+func smallUint(b []byte) (uint64, bool) {
+	if len(b) > 15 {
+		return 0, false
+	}
+	var n uint64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + uint64(c-'0')
+	}
+	return n, true
 }
 
 // parseInt decodes v, a JSON number that is an integer from lowest to

@@ -6,6 +6,7 @@ package driver_test
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/ckptstore/ckptstore/driver"
@@ -51,5 +52,60 @@ func BenchmarkMarshalCheckpoint(b *testing.B) {
 		if _, err := cp.MarshalJSON(); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// appendBody is the body of an HTTP append of bench/'s 2 KB harness shape:
+// 8 entries (3 directories), a 700-byte conversation, a writer.
+func appendBody() []byte {
+	cp := &driver.Checkpoint{ID: "9fe34aff601e.6", ThreadID: "bench/floor", ParentCheckpointID: "9fe34aff601e.5",
+		CreatedAt: 1796193436963, Reason: driver.ReasonAutomatic, SourceRunID: "run-9fe34aff601e.6"}
+	for _, d := range []struct {
+		dir   string
+		files int
+		size  int64
+	}{{"src", 0, 0}, {"src/d0", 3, 88324}, {"vendor", 2, 1 << 20}} {
+		cp.Files = append(cp.Files, driver.Entry{Path: d.dir, Kind: driver.KindDir})
+		for i := range d.files {
+			cp.Files = append(cp.Files, driver.Entry{Path: fmt.Sprintf("%s/f%d.txt", d.dir, i), Kind: driver.KindFile,
+				BlobKey: fmt.Sprintf("sandbox-files/sha256/%064x", len(cp.Files)), Size: d.size})
+		}
+	}
+	cp.Conversation = json.RawMessage(`[{"role":"user","content":"` +
+		strings.Repeat("the agent read the file ran the tests and wrote a patch ", 12) + `"}]`)
+	b, err := cp.AppendJSON([]byte(`{"checkpoint":`))
+	if err != nil {
+		panic(err)
+	}
+	return append(b, `,"expectedHeadId":"9fe34aff601e.5","writer":{"threadId":"bench/floor","ownerToken":"owner-0123456789","fence":1}}`...)
+}
+
+// BenchmarkDecodeAppendBody measures what ckptserver's handler does with
+// an append's body before the store sees it.
+func BenchmarkDecodeAppendBody(b *testing.B) {
+	body := appendBody()
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		r := driver.NewJSONReader(body)
+		err := r.Object("", func(name []byte) error {
+			switch string(name) {
+			case "checkpoint":
+				_, err := r.Checkpoint("/checkpoint")
+				return err
+			case "writer":
+				_, _, err := r.Writer("/writer")
+				return err
+			default:
+				return r.Skip()
+			}
+		})
+		if err == nil {
+			err = r.End()
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		r.Close()
 	}
 }

@@ -40,11 +40,17 @@ type scanner struct {
 	stack    []frame
 	rootDone bool
 	err      error
+
+	// peeked is whether peekAt is next()'s answer at pos: PeekKind and the
+	// read that follows it would otherwise each skip the same space and
+	// check the same grammar. Every read moves pos forward, so pos keys it.
+	peeked          bool
+	peekPos, peekAt int
 }
 
 // Reset makes s read b from its start.
 func (s *scanner) Reset(b []byte) {
-	s.b, s.pos, s.last, s.rootDone, s.err = b, 0, 0, false, nil
+	s.b, s.pos, s.last, s.rootDone, s.err, s.peeked = b, 0, 0, false, nil, false
 	s.stack = s.stack[:0]
 	if cap(s.stack) > 64 {
 		s.stack = nil // a rare deep document is left to the collector
@@ -88,6 +94,18 @@ func (s *scanner) next() (int, error) {
 	if s.err != nil {
 		return 0, s.err
 	}
+	if s.peeked && s.peekPos == s.pos {
+		return s.peekAt, nil
+	}
+	i, err := s.advance()
+	if err == nil {
+		s.peeked, s.peekPos, s.peekAt = true, s.pos, i
+	}
+	return i, err
+}
+
+// advance is next without the memo.
+func (s *scanner) advance() (int, error) {
 	i := s.skipSpace(s.pos)
 	if len(s.stack) == 0 {
 		if !s.rootDone {
