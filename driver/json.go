@@ -574,6 +574,28 @@ func (a *arena) artifact(x artifactSpans, s string) Artifact {
 // at the same index of vals (a repeated name keeps its last value), and
 // handing any other name to other, or skipping it when other is nil.
 func (r *JSONReader) fields(path jsonPath, names []string, vals []jsonValue, other func(name []byte) error) error {
+	if other == nil && r.err == nil && r.dec.PeekKind() == '{' {
+		// A flat object (entry, artifact, writer, instance) is read in
+		// one pass of the scanner, a member at a time, not a token at a
+		// time: most of an append's decoding is its entries.
+		err := r.dec.ReadObject(func(quoted, val []byte, off int) {
+			name := quoted[1 : len(quoted)-1]
+			if bytes.IndexByte(name, '\\') >= 0 {
+				r.name, _ = jsontext.AppendUnquote(r.name[:0], quoted)
+				name = r.name
+			}
+			for i, n := range names {
+				if n == string(name) {
+					vals[i] = jsonValue{val, int64(off)}
+					return
+				}
+			}
+		})
+		if err != nil {
+			return r.syntax(err)
+		}
+		return nil
+	}
 	return r.object(path, func(name []byte) error {
 		for i, n := range names {
 			if n == string(name) {

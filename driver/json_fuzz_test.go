@@ -30,7 +30,8 @@ var fuzzMutations = []struct{ from, to string }{
 	{`"conversation":`, `"conversation":null,"c":`}, {`"conversation":[`, "\"conversation\":\n[\"\xff\","},
 	{`"conversation":`, `"conversation":"[]","c":`}, {`"artifacts":[`, `"artifacts":[{},`}, {`"artifactId":"`, `"artifactId":3,"a":"`},
 	{`}`, ` }`}, {`{`, ` { `}, {`]`, ` ] `}, {`,`, ` , `}, {`:`, ` : `}, {`}`, `} {}`}, {`,`, `,,`}, {`]`, ``},
-	{`{"id"`, `{"extra":{"deep":[1,2,{"x":null}]},"id"`}, {`"artifacts":[`, `"artifacts":null,"artifacts":[`},
+	{`{"id"`, `{"extra":{"deep":[1,2,{"x":null}]},"id"`}, {`"path":"`, `"p\u0061th":"`},
+	{`"kind":"dir"`, `"kind":"file","kind":"dir"`}, {`"kind":"file"`, `"x":{"kind":"dir"},"kind":"file"`}, {`"artifacts":[`, `"artifacts":null,"artifacts":[`},
 }
 
 // FuzzCheckpointJSON is the codec's property: what decodes re-encodes and

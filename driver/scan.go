@@ -381,6 +381,14 @@ func (s *scanner) number(i int) (int, error) {
 // container scans the object or array at i, at depth depth, and returns
 // its end.
 func (s *scanner) container(i, depth int) (int, error) {
+	return s.members(i, depth, nil)
+}
+
+// members is container, calling member, when it is not nil, with the
+// name (a JSON string, quotes included) and the value of each member of
+// an object, and the value's offset. It is how JSONReader reads a flat
+// object in one pass instead of a token at a time.
+func (s *scanner) members(i, depth int, member func(name []byte, val []byte, off int)) (int, error) {
 	if depth > maxDepth {
 		return i, s.fail(i, "nesting deeper than %d levels", maxDepth)
 	}
@@ -396,6 +404,7 @@ func (s *scanner) container(i, depth int) (int, error) {
 	}
 	for {
 		var err error
+		nameAt, nameEnd := j, j
 		if obj {
 			if j >= len(b) || b[j] != '"' {
 				return j, s.fail(j, "%s where an object name belongs", s.describe(j))
@@ -403,14 +412,19 @@ func (s *scanner) container(i, depth int) (int, error) {
 			if j, err = s.str(j); err != nil {
 				return j, err
 			}
+			nameEnd = j
 			j = s.skipSpace(j)
 			if j >= len(b) || b[j] != ':' {
 				return j, s.fail(j, "%s after an object name, want ':'", s.describe(j))
 			}
 			j = s.skipSpace(j + 1)
 		}
+		at := j
 		if j, err = s.value(j, depth); err != nil {
 			return j, err
+		}
+		if member != nil {
+			member(b[nameAt:nameEnd:nameEnd], b[at:j:j], at)
 		}
 		j = s.skipSpace(j)
 		if j < len(b) && b[j] == ',' {
@@ -422,4 +436,20 @@ func (s *scanner) container(i, depth int) (int, error) {
 		}
 		return j, s.fail(j, "%s after a value, want ',' or %q", s.describe(j), closer)
 	}
+}
+
+// ReadObject reads the next value, an object (PeekKind has said '{'),
+// calling member with each member as members does.
+func (s *scanner) ReadObject(member func(name []byte, val []byte, off int)) error {
+	i, err := s.next()
+	if err != nil {
+		return err
+	}
+	end, err := s.members(i, len(s.stack)+1, member)
+	if err != nil {
+		return err
+	}
+	s.begin()
+	s.pos, s.last = end, end
+	return nil
 }
