@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/base32"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -185,7 +186,7 @@ func (c *client) do(ctx context.Context, method string, write bool, token string
 	if write {
 		key = token
 		if key == "" {
-			key = rand.Text()
+			key = newKey()
 		}
 	}
 	wait := c.backoff
@@ -204,6 +205,28 @@ func (c *client) do(ctx context.Context, method string, write bool, token string
 		case <-t.C:
 		}
 	}
+}
+
+// keyRNGs are ChaCha8 generators, each seeded from crypto/rand: a key
+// from one is as unpredictable as rand.Text's (a lease's owner token is
+// its acquire's key) without a getrandom call per write, which was a
+// percent of an append.
+var keyRNGs = sync.Pool{New: func() any {
+	var seed [32]byte
+	_, _ = rand.Read(seed[:]) // never fails (crypto/rand's contract)
+	return mathrand.NewChaCha8(seed)
+}}
+
+var keyEncoding = base32.StdEncoding.WithPadding(base32.NoPadding)
+
+// newKey returns a fresh Idempotency-Key: 128 random bits in 26 base32
+// characters, an op token.
+func newKey() string {
+	g := keyRNGs.Get().(*mathrand.ChaCha8)
+	var b [16]byte
+	_, _ = g.Read(b[:])
+	keyRNGs.Put(g)
+	return keyEncoding.EncodeToString(b[:])
 }
 
 // send makes one attempt; retry says whether another may succeed (a
