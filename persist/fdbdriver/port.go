@@ -142,6 +142,22 @@ func (d *Driver) recordKey(r driver.Record) []byte {
 	}
 }
 
+// entries is the index entries of r's record (none for metadata and blob
+// rows).
+func (k keys) entries(r driver.Record) [][]byte {
+	switch r.Kind {
+	case driver.KindRun:
+		return k.runEntries(r.Run)
+	case driver.KindGenerationRun:
+		return k.genEntries(r.GenerationRun)
+	case driver.KindInterrupt:
+		return k.intEntries(r.Interrupt)
+	case driver.KindArtifact:
+		return k.artEntries(r.Artifact)
+	}
+	return nil
+}
+
 // encodeRecord is the value of r's record and how many copies of it its
 // indexes hold.
 func encodeRecord(r driver.Record) ([]byte, int, error) {
@@ -232,17 +248,7 @@ func (d *Driver) Load(ctx context.Context, recs []driver.Record) (int, error) {
 			}
 			stored++
 			tr.Set(it.key, it.val)
-			switch r := it.r; r.Kind {
-			case driver.KindRun:
-				d.runIndex(tr, r.Run, it.val)
-			case driver.KindGenerationRun:
-				g := r.GenerationRun
-				tr.Set(d.k.entry(spaceGenThread, g.ThreadID, g.StartedAt, g.RunID), it.val)
-			case driver.KindInterrupt:
-				d.intIndex(tr, r.Interrupt, it.val)
-			case driver.KindArtifact:
-				d.artIndex(tr, r.Artifact, it.val)
-			}
+			setIndex(tr, d.k.entries(it.r), it.val)
 		}
 		return nil
 	})
