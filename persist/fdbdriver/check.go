@@ -31,24 +31,14 @@ var _ ckptdriver.Checker = (*Driver)(nil)
 // as a passing mismatch. The error is a transport failure.
 func (d *Driver) Check(ctx context.Context) ([]Problem, error) {
 	c := &checker{d: d, want: map[string][]byte{}, have: map[string][]byte{}}
-	r := kv.KeyRange{Begin: d.k.q, End: kv.Strinc(d.k.q)}
-	for {
-		var page []kv.KeyValue
-		err := d.read(ctx, func(tr kv.ReadTransaction) error {
-			var err error
-			page, err = tr.GetRange(r, kv.RangeOptions{Limit: checkPage}).Get()
-			return err
-		})
-		if err != nil {
-			return nil, err
-		}
+	err := d.pages(ctx, kv.KeyRange{Begin: d.k.q, End: kv.Strinc(d.k.q)}, checkPage, func(page []kv.KeyValue) bool {
 		for _, p := range page {
 			c.key(p)
 		}
-		if len(page) < checkPage {
-			break
-		}
-		r.Begin = append(append([]byte(nil), page[len(page)-1].Key...), 0x00)
+		return true
+	})
+	if err != nil {
+		return nil, err
 	}
 	c.compare()
 	return c.problems, nil

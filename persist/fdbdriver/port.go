@@ -45,28 +45,22 @@ var dumpSpaces = []struct {
 func (d *Driver) Dump(ctx context.Context) iter.Seq2[driver.Record, error] {
 	return func(yield func(driver.Record, error) bool) {
 		for _, sp := range dumpSpaces {
-			r := kv.PrefixRange(d.k.space(sp.space))
-			for {
-				var page []kv.KeyValue
-				err := d.read(ctx, func(tr kv.ReadTransaction) error {
-					var err error
-					page, err = tr.GetRange(r, kv.RangeOptions{Limit: dumpPage}).Get()
-					return err
-				})
-				if err != nil {
-					yield(driver.Record{}, err)
-					return
-				}
+			more := true
+			err := d.pages(ctx, kv.PrefixRange(d.k.space(sp.space)), dumpPage, func(page []kv.KeyValue) bool {
 				for _, p := range page {
 					rec, err := d.decodeRecord(sp.kind, p)
-					if !yield(rec, err) || err != nil {
-						return
+					if more = yield(rec, err) && err == nil; !more {
+						return false
 					}
 				}
-				if len(page) < dumpPage {
-					break
-				}
-				r.Begin = append(append([]byte(nil), page[len(page)-1].Key...), 0x00)
+				return true
+			})
+			if err != nil {
+				yield(driver.Record{}, err)
+				return
+			}
+			if !more {
+				return
 			}
 		}
 	}

@@ -120,12 +120,8 @@ func createOrResume[T any](ctx context.Context, d *Driver, kd kind[T], rec *T) (
 func change[T any](ctx context.Context, d *Driver, kd kind[T], id string, next func(*T) *T) (bool, error) {
 	key := d.k.record(kd.space, id)
 	return marked(ctx, d, func(c *call) (bool, error) {
-		f := c.tr.Get(key)
-		if done, err := c.replayed(); err != nil || done {
-			return false, err
-		}
-		b, err := f.Get()
-		if err != nil || b == nil {
+		b, done, err := c.get(key)
+		if err != nil || done || b == nil {
 			return false, err
 		}
 		cur, err := decode[T](key, b)
@@ -492,12 +488,8 @@ type putResult struct {
 func (d *Driver) PutBlob(ctx context.Context, meta *driver.BlobMeta) (*driver.BlobMeta, string, error) {
 	key := d.k.blob(meta.Key)
 	res, err := marked(ctx, d, func(c *call) (putResult, error) {
-		f := c.tr.Get(key)
-		if done, err := c.replayed(); err != nil || done {
-			return putResult{}, err
-		}
-		b, err := f.Get()
-		if err != nil {
+		b, done, err := c.get(key)
+		if err != nil || done {
 			return putResult{}, err
 		}
 		cur, err := decode[blobRow](key, b)
@@ -535,12 +527,8 @@ func (d *Driver) GetBlob(ctx context.Context, key string) (*driver.BlobMeta, err
 func (d *Driver) DeleteBlob(ctx context.Context, key string) (string, error) {
 	k := d.k.blob(key)
 	return marked(ctx, d, func(c *call) (string, error) {
-		f := c.tr.Get(k)
-		if done, err := c.replayed(); err != nil || done {
-			return "", err
-		}
-		b, err := f.Get()
-		if err != nil || b == nil {
+		b, done, err := c.get(k)
+		if err != nil || done || b == nil {
 			return "", err
 		}
 		cur, err := decode[blobRow](k, b)
