@@ -252,6 +252,9 @@ func jsonEq(t interface {
 	require.JSONEq(t, string(w), string(g), msg...)
 }
 
+// errOf is the error of a call whose other result a case ignores.
+func errOf[T any](_ T, err error) error { return err }
+
 func i64(v int64) *int64   { return &v }
 func str(v string) *string { return &v }
 func raw(s string) json.RawMessage {
