@@ -79,9 +79,9 @@ func setIndex(tr kv.Transaction, entries [][]byte, val []byte) {
 	}
 }
 
-// store writes next, record and index entries, in place of cur (nil:
+// store writes next at key with its index entries, in place of cur (nil:
 // none), whose entries it clears first.
-func store[T any](tr kv.Transaction, k keys, kd kind[T], cur, next *T) error {
+func store[T any](tr kv.Transaction, k keys, kd kind[T], key []byte, cur, next *T) error {
 	val, err := encode(kd.what, next)
 	if err != nil {
 		return err
@@ -89,7 +89,7 @@ func store[T any](tr kv.Transaction, k keys, kd kind[T], cur, next *T) error {
 	if cur != nil {
 		setIndex(tr, kd.entries(k, cur), nil)
 	}
-	tr.Set(k.record(kd.space, kd.id(next)), val)
+	tr.Set(key, val)
 	setIndex(tr, kd.entries(k, next), val)
 	return nil
 }
@@ -128,7 +128,7 @@ func change[T any](ctx context.Context, d *Driver, kd kind[T], id string, next f
 		if err != nil {
 			return false, err
 		}
-		return true, store(c.tr, d.k, kd, cur, next(cur))
+		return true, store(c.tr, d.k, kd, key, cur, next(cur))
 	})
 }
 
@@ -239,7 +239,7 @@ func (d *Driver) CreateInterrupt(ctx context.Context, rec *driver.InterruptRecor
 		if err != nil || b != nil {
 			return err
 		}
-		return store(tr, d.k, intKind, nil, rec)
+		return store(tr, d.k, intKind, key, nil, rec)
 	})
 }
 
@@ -322,7 +322,7 @@ func (d *Driver) CommitInterrupts(ctx context.Context, entries []driver.Interrup
 			if en.Status == driver.InterruptResolved {
 				next = resolved(curs[i], at, en.Response)
 			}
-			if err := store(c.tr, d.k, intKind, curs[i], next); err != nil {
+			if err := store(c.tr, d.k, intKind, d.k.record(spaceInt, en.InterruptID), curs[i], next); err != nil {
 				return struct{}{}, err
 			}
 		}
@@ -403,7 +403,7 @@ func (d *Driver) SaveArtifact(ctx context.Context, rec *driver.ArtifactRecord) e
 		if err != nil {
 			return err
 		}
-		return store(tr, d.k, artKind, cur, rec)
+		return store(tr, d.k, artKind, key, cur, rec)
 	})
 }
 
