@@ -70,10 +70,7 @@ func (s *Artifacts) ListForThread(ctx context.Context, threadID string) ([]*Arti
 }
 
 func (s *Artifacts) list(ctx context.Context, what string, scope driver.ArtifactScope) ([]*ArtifactRecord, error) {
-	if err := begin(ctx); err != nil {
-		return nil, err
-	}
-	if err := checkID(what, scope.ThreadID+scope.RunID); err != nil {
+	if err := beginID(ctx, what, scope.ThreadID+scope.RunID); err != nil {
 		return nil, err
 	}
 	return collect(ctx, func(after *driver.Position) ([]*ArtifactRecord, error) {
@@ -85,10 +82,7 @@ func (s *Artifacts) list(ctx context.Context, what string, scope driver.Artifact
 // not touch the blob: the two are written and deleted as a pair by the
 // caller. Check order: ctx, artifactId.
 func (s *Artifacts) Delete(ctx context.Context, artifactID string) error {
-	if err := begin(ctx); err != nil {
-		return err
-	}
-	if err := checkID("artifactId", artifactID); err != nil {
+	if err := beginID(ctx, "artifactId", artifactID); err != nil {
 		return err
 	}
 	return s.c.d.DeleteArtifact(ctx, artifactID)
@@ -99,10 +93,7 @@ func (s *Artifacts) Delete(ctx context.Context, artifactID string) error {
 // deleted in steps of that many; after a failure the call can be repeated.
 // Check order: ctx, runId.
 func (s *Artifacts) DeleteForRun(ctx context.Context, runID string) error {
-	if err := begin(ctx); err != nil {
-		return err
-	}
-	if err := checkID("runId", runID); err != nil {
+	if err := beginID(ctx, "runId", runID); err != nil {
 		return err
 	}
 	for {

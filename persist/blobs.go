@@ -157,16 +157,8 @@ func (s *Blobs) Get(ctx context.Context, key string, rng *BlobRange) (*BlobObjec
 	if err := begin(ctx); err != nil {
 		return nil, err
 	}
-	if err := checkID("key", key); err != nil {
+	if err := CheckBlobGet(key, rng); err != nil {
 		return nil, err
-	}
-	if rng != nil {
-		if err := checkInt("range.offset", rng.Offset, true); err != nil {
-			return nil, err
-		}
-		if err := checkOptInt("range.length", rng.Length, true); err != nil {
-			return nil, err
-		}
 	}
 	missing := "" // the object a previous attempt found gone
 	for attempt := 1; ; attempt++ {
@@ -232,10 +224,7 @@ func (s *Blobs) openRange(ctx context.Context, object string, offset, n int64) (
 
 // Head returns the blob's metadata, or nil. Check order: ctx, key.
 func (s *Blobs) Head(ctx context.Context, key string) (*BlobRecord, error) {
-	if err := begin(ctx); err != nil {
-		return nil, err
-	}
-	if err := checkID("key", key); err != nil {
+	if err := beginID(ctx, "key", key); err != nil {
 		return nil, err
 	}
 	meta, err := s.d.GetBlob(ctx, key)
@@ -248,10 +237,7 @@ func (s *Blobs) Head(ctx context.Context, key string) (*BlobRecord, error) {
 
 // Delete removes the blob; an absent key is a no-op. Check order: ctx, key.
 func (s *Blobs) Delete(ctx context.Context, key string) error {
-	if err := begin(ctx); err != nil {
-		return err
-	}
-	if err := checkID("key", key); err != nil {
+	if err := beginID(ctx, "key", key); err != nil {
 		return err
 	}
 	object, err := s.d.DeleteBlob(ctx, key)
@@ -276,17 +262,11 @@ func (s *Blobs) List(ctx context.Context, opts BlobListOptions) (BlobListPage, e
 	if err := begin(ctx); err != nil {
 		return BlobListPage{}, err
 	}
-	if err := checkText("prefix", opts.Prefix); err != nil {
-		return BlobListPage{}, err
-	}
-	if err := checkText("cursor", opts.Cursor); err != nil {
+	if err := CheckBlobList(opts); err != nil {
 		return BlobListPage{}, err
 	}
 	want := -1 // no limit
 	if opts.Limit != nil {
-		if err := checkLimit(*opts.Limit); err != nil {
-			return BlobListPage{}, err
-		}
 		want = *opts.Limit
 	}
 	page := BlobListPage{Objects: []BlobRecord{}}

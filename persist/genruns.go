@@ -28,13 +28,8 @@ func (s *GenerationRuns) CreateOrResume(ctx context.Context, in GenerationRunSta
 	if err := begin(ctx); err != nil {
 		return nil, err
 	}
-	if err := checkStart(in.RunID, in.ThreadID, in.StartedAt, &in.Status); err != nil {
+	if err := CheckGenerationRunStart(&in); err != nil {
 		return nil, err
-	}
-	for _, f := range [...]struct{ what, v string }{{"activity", in.Activity}, {"provider", in.Provider}, {"model", in.Model}} {
-		if err := checkText(f.what, f.v); err != nil {
-			return nil, err
-		}
 	}
 	rec, err := s.c.d.CreateOrResumeGenerationRun(ctx, &GenerationRunRecord{
 		RunID: in.RunID, ThreadID: in.ThreadID, Activity: in.Activity, Provider: in.Provider,
@@ -51,10 +46,7 @@ func (s *GenerationRuns) Update(ctx context.Context, runID string, patch Generat
 	if err := begin(ctx); err != nil {
 		return err
 	}
-	if err := checkID("runId", runID); err != nil {
-		return err
-	}
-	if err := checkGenerationRunPatch(patch); err != nil {
+	if err := CheckGenerationRunUpdate(runID, patch); err != nil {
 		return err
 	}
 	_, err := s.c.d.UpdateGenerationRun(ctx, runID, cloneGenerationRunPatch(patch))

@@ -49,10 +49,7 @@ func (s *Interrupts) Resolve(ctx context.Context, interruptID string, response j
 	if err := begin(ctx); err != nil {
 		return err
 	}
-	if err := checkID("interruptId", interruptID); err != nil {
-		return err
-	}
-	if err := checkJSON("response", response, anyJSON); err != nil {
+	if err := CheckResolve(interruptID, response); err != nil {
 		return err
 	}
 	_, err := s.c.d.ResolveInterrupt(ctx, interruptID, s.c.nowMs(), rawClone(response))
@@ -62,10 +59,7 @@ func (s *Interrupts) Resolve(ctx context.Context, interruptID string, response j
 // Cancel moves the interrupt to cancelled, stamping resolvedAt. An unknown
 // id is a no-op. Check order: ctx, interruptId.
 func (s *Interrupts) Cancel(ctx context.Context, interruptID string) error {
-	if err := begin(ctx); err != nil {
-		return err
-	}
-	if err := checkID("interruptId", interruptID); err != nil {
+	if err := beginID(ctx, "interruptId", interruptID); err != nil {
 		return err
 	}
 	_, err := s.c.d.CancelInterrupt(ctx, interruptID, s.c.nowMs())
@@ -134,10 +128,7 @@ func (s *Interrupts) ListPendingByRun(ctx context.Context, runID string) ([]*Int
 }
 
 func (s *Interrupts) list(ctx context.Context, what string, scope driver.InterruptScope) ([]*InterruptRecord, error) {
-	if err := begin(ctx); err != nil {
-		return nil, err
-	}
-	if err := checkID(what, scope.ThreadID+scope.RunID); err != nil {
+	if err := beginID(ctx, what, scope.ThreadID+scope.RunID); err != nil {
 		return nil, err
 	}
 	return collect(ctx, func(after *driver.Position) ([]*InterruptRecord, error) {

@@ -118,10 +118,7 @@ func LockFence(ctx context.Context) (int64, bool) {
 // released; a release never frees a successor's lease. Check order: ctx,
 // key (ErrInvalidID).
 func (l *Locks) WithLock(ctx context.Context, key string, fn func(ctx context.Context) error) error {
-	if err := begin(ctx); err != nil {
-		return err
-	}
-	if err := checkID("key", key); err != nil {
+	if err := beginID(ctx, "key", key); err != nil {
 		return err
 	}
 	token := randomID()
@@ -364,10 +361,7 @@ func (s *DriverLockSteps) Release(ctx context.Context, key, token string) (LockS
 }
 
 func (s *DriverLockSteps) check(ctx context.Context, key, token string) error {
-	if err := begin(ctx); err != nil {
-		return err
-	}
-	if err := checkID("key", key); err != nil {
+	if err := beginID(ctx, "key", key); err != nil {
 		return err
 	}
 	return checkID("token", token)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 )
 
 // Metadata is TanStack's MetadataStore: app-owned JSON values under
@@ -33,10 +32,7 @@ func (s *Metadata) Set(ctx context.Context, namespace, key string, value json.Ra
 	if err := s.check(ctx, namespace, key); err != nil {
 		return err
 	}
-	if value == nil {
-		return fmt.Errorf("%w: value is required (a JSON null stores null)", ErrInvalidEntry)
-	}
-	if err := checkJSON("value", value, anyJSON); err != nil {
+	if err := CheckMetadataValue(value); err != nil {
 		return err
 	}
 	return s.c.d.SetMetadata(ctx, namespace, key, rawClone(value))
@@ -55,8 +51,5 @@ func (s *Metadata) check(ctx context.Context, namespace, key string) error {
 	if err := begin(ctx); err != nil {
 		return err
 	}
-	if err := checkID("namespace", namespace); err != nil {
-		return err
-	}
-	return checkID("key", key)
+	return CheckMetadataKey(namespace, key)
 }

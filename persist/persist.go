@@ -192,6 +192,14 @@ func begin(ctx context.Context) error {
 	return nil
 }
 
+// beginID is begin, then the check of the method's one id (what names it).
+func beginID(ctx context.Context, what, id string) error {
+	if err := begin(ctx); err != nil {
+		return err
+	}
+	return checkID(what, id)
+}
+
 // opToken returns the op token ctx carries (ckptstore.WithOpToken), "" when
 // none, or ErrInvalidEntry when it is malformed.
 func opToken(ctx context.Context) (string, error) {

@@ -34,7 +34,7 @@ func (s *Runs) CreateOrResume(ctx context.Context, in RunStart) (*RunRecord, err
 	if err := begin(ctx); err != nil {
 		return nil, err
 	}
-	if err := checkStart(in.RunID, in.ThreadID, in.StartedAt, &in.Status); err != nil {
+	if err := CheckRunStart(&in); err != nil {
 		return nil, err
 	}
 	rec, err := s.c.d.CreateOrResumeRun(ctx, &RunRecord{RunID: in.RunID, ThreadID: in.ThreadID, Status: in.Status, StartedAt: in.StartedAt})
@@ -69,10 +69,7 @@ func (s *Runs) Update(ctx context.Context, runID string, patch RunPatch) error {
 	if err := begin(ctx); err != nil {
 		return err
 	}
-	if err := checkID("runId", runID); err != nil {
-		return err
-	}
-	if err := checkRunPatch(patch); err != nil {
+	if err := CheckRunUpdate(runID, patch); err != nil {
 		return err
 	}
 	_, err := s.c.d.UpdateRun(ctx, runID, cloneRunPatch(patch))
@@ -118,10 +115,7 @@ func (s *Runs) FindActiveRun(ctx context.Context, threadID string) (*RunRecord, 
 // ListByThread returns every run of the thread by startedAt ascending (ties
 // by runId bytes). Check order: ctx, threadId.
 func (s *Runs) ListByThread(ctx context.Context, threadID string) ([]*RunRecord, error) {
-	if err := begin(ctx); err != nil {
-		return nil, err
-	}
-	if err := checkID("threadId", threadID); err != nil {
+	if err := beginID(ctx, "threadId", threadID); err != nil {
 		return nil, err
 	}
 	return collect(ctx, func(after *driver.Position) ([]*RunRecord, error) {
@@ -138,10 +132,7 @@ func (s *Runs) ListReclaimable(ctx context.Context, q ReclaimQuery) ([]*RunRecor
 	if err := begin(ctx); err != nil {
 		return nil, err
 	}
-	if err := checkInt("now", q.Now, false); err != nil {
-		return nil, err
-	}
-	if err := checkInt("ttlMs", q.TTLMs, true); err != nil {
+	if err := CheckReclaimQuery(q); err != nil {
 		return nil, err
 	}
 	cutoff := q.Now - q.TTLMs

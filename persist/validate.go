@@ -159,10 +159,7 @@ func checkJSONPatch(what string, f Field[json.RawMessage], kind jsonKind) error 
 // what in the error), then the driver's read, whose record is copied
 // before it reaches the caller (the driver keeps its own).
 func readOne[T any](ctx context.Context, what, id string, read func(context.Context, string) (*T, error), clone func(*T) *T) (*T, error) {
-	if err := begin(ctx); err != nil {
-		return nil, err
-	}
-	if err := checkID(what, id); err != nil {
+	if err := beginID(ctx, what, id); err != nil {
 		return nil, err
 	}
 	rec, err := read(ctx, id)

@@ -8,7 +8,6 @@ import (
 
 	ckptdriver "github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/fdbstore/kv"
-	"github.com/ckptstore/ckptstore/persist/driver"
 )
 
 // checkPage is how many keys one transaction of Check reads.
@@ -32,24 +31,14 @@ var _ ckptdriver.Checker = (*Driver)(nil)
 // as a passing mismatch. The error is a transport failure.
 func (d *Driver) Check(ctx context.Context) ([]Problem, error) {
 	c := &checker{d: d, want: map[string][]byte{}, have: map[string][]byte{}}
-	r := kv.KeyRange{Begin: d.k.q, End: kv.Strinc(d.k.q)}
-	for {
-		var page []kv.KeyValue
-		err := d.read(ctx, func(tr kv.ReadTransaction) error {
-			var err error
-			page, err = tr.GetRange(r, kv.RangeOptions{Limit: checkPage}).Get()
-			return err
-		})
-		if err != nil {
-			return nil, err
-		}
+	err := d.pages(ctx, kv.KeyRange{Begin: d.k.q, End: kv.Strinc(d.k.q)}, checkPage, func(page []kv.KeyValue) bool {
 		for _, p := range page {
 			c.key(p)
 		}
-		if len(page) < checkPage {
-			break
-		}
-		r.Begin = append(append([]byte(nil), page[len(page)-1].Key...), 0x00)
+		return true
+	})
+	if err != nil {
+		return nil, err
 	}
 	c.compare()
 	return c.problems, nil
@@ -88,41 +77,13 @@ func (c *checker) key(p kv.KeyValue) {
 	k := c.d.k
 	switch space {
 	case spaceRun:
-		rec, ok := checkRecord[driver.RunRecord](c, p, spaceRun, "run", func(r *driver.RunRecord) string { return r.RunID })
-		if ok {
-			val, _ := encode("run", rec)
-			c.expect(k.entry(spaceRunThread, rec.ThreadID, rec.StartedAt, rec.RunID), val)
-			if rec.Status == driver.RunRunning {
-				c.expect(k.entry(spaceRunActive, rec.ThreadID, rec.StartedAt, rec.RunID), val)
-				if rec.DetachedSince != nil {
-					c.expect(k.reclaim(*rec.DetachedSince, rec.RunID), val)
-				}
-			}
-		}
+		checkRecord(c, p, runKind)
 	case spaceGen:
-		rec, ok := checkRecord[driver.GenerationRunRecord](c, p, spaceGen, "generation run", func(r *driver.GenerationRunRecord) string { return r.RunID })
-		if ok {
-			val, _ := encode("generation run", rec)
-			c.expect(k.entry(spaceGenThread, rec.ThreadID, rec.StartedAt, rec.RunID), val)
-		}
+		checkRecord(c, p, genKind)
 	case spaceInt:
-		rec, ok := checkRecord[driver.InterruptRecord](c, p, spaceInt, "interrupt", func(r *driver.InterruptRecord) string { return r.InterruptID })
-		if ok {
-			val, _ := encode("interrupt", rec)
-			c.expect(k.entry(spaceIntThread, rec.ThreadID, rec.RequestedAt, rec.InterruptID), val)
-			c.expect(k.entry(spaceIntRun, rec.RunID, rec.RequestedAt, rec.InterruptID), val)
-			if rec.Status == driver.InterruptPending {
-				c.expect(k.entry(spaceIntThreadPend, rec.ThreadID, rec.RequestedAt, rec.InterruptID), val)
-				c.expect(k.entry(spaceIntRunPend, rec.RunID, rec.RequestedAt, rec.InterruptID), val)
-			}
-		}
+		checkRecord(c, p, intKind)
 	case spaceArt:
-		rec, ok := checkRecord[driver.ArtifactRecord](c, p, spaceArt, "artifact", func(r *driver.ArtifactRecord) string { return r.ArtifactID })
-		if ok {
-			val, _ := encode("artifact", rec)
-			c.expect(k.entry(spaceArtRun, rec.RunID, rec.CreatedAt, rec.ArtifactID), val)
-			c.expect(k.entry(spaceArtThread, rec.ThreadID, rec.CreatedAt, rec.ArtifactID), val)
-		}
+		checkRecord(c, p, artKind)
 	case spaceRunThread, spaceRunActive, spaceRunReclaim, spaceGenThread,
 		spaceIntThread, spaceIntThreadPend, spaceIntRun, spaceIntRunPend,
 		spaceArtRun, spaceArtThread:
@@ -158,21 +119,23 @@ func (c *checker) key(p kv.KeyValue) {
 	}
 }
 
-// checkRecord decodes a record and checks that it is under its own key.
-func checkRecord[T any](c *checker, p kv.KeyValue, space, what string, id func(*T) string) (*T, bool) {
+// checkRecord decodes a record, checks that it is under its own key, and
+// expects its index entries.
+func checkRecord[T any](c *checker, p kv.KeyValue, kd kind[T]) {
 	rec, err := decode[T](p.Key, p.Value)
 	if err != nil {
-		c.bad(p.Key, "%s record: %v", what, err)
-		return nil, false
+		c.bad(p.Key, "%s record: %v", kd.what, err)
+		return
 	}
-	if !bytes.Equal(c.d.k.record(space, id(rec)), p.Key) {
-		c.bad(p.Key, "%s record of id %q under another key", what, id(rec))
-		return nil, false
+	if !bytes.Equal(c.d.k.record(kd.space, kd.id(rec)), p.Key) {
+		c.bad(p.Key, "%s record of id %q under another key", kd.what, kd.id(rec))
+		return
 	}
-	return rec, true
+	val, _ := encode(kd.what, rec)
+	for _, e := range kd.entries(c.d.k, rec) {
+		c.want[string(e)] = val
+	}
 }
-
-func (c *checker) expect(key, val []byte) { c.want[string(key)] = val }
 
 // compare reports index entries without their record (orphans) or with a
 // value the record disagrees with, and records without their entries.

@@ -121,6 +121,17 @@ func (c *call) replayed() (bool, error) {
 	return v != nil, nil
 }
 
+// get reads key in the marker's round. done says an earlier attempt of
+// this call committed; then b is nil and the caller must write nothing.
+func (c *call) get(key []byte) (b []byte, done bool, err error) {
+	f := c.tr.Get(key)
+	if done, err := c.replayed(); err != nil || done {
+		return nil, done, err
+	}
+	b, err = f.Get()
+	return b, false, err
+}
+
 // markerValue is what a marker holds: when it was written (store ms, for
 // Check) and the call's result.
 type markerValue struct {
@@ -173,6 +184,23 @@ func (d *Driver) plain(ctx context.Context, fn func(tr kv.Transaction) error) er
 // read runs fn as one read-only transaction.
 func (d *Driver) read(ctx context.Context, fn func(tr kv.ReadTransaction) error) error {
 	return d.db.ReadTransact(ctx, fn)
+}
+
+// pages reads r in pages of at most n keys, each in a read transaction of
+// its own, and hands each to fn until fn returns false.
+func (d *Driver) pages(ctx context.Context, r kv.KeyRange, n int, fn func([]kv.KeyValue) bool) error {
+	for {
+		var page []kv.KeyValue
+		err := d.read(ctx, func(tr kv.ReadTransaction) error {
+			var err error
+			page, err = tr.GetRange(r, kv.RangeOptions{Limit: n}).Get()
+			return err
+		})
+		if err != nil || !fn(page) || len(page) < n {
+			return err
+		}
+		r.Begin = append(append([]byte(nil), page[len(page)-1].Key...), 0x00)
+	}
 }
 
 // takeRetired hands the next write the markers it is to clear.

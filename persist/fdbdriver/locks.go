@@ -50,12 +50,8 @@ type lockResult struct {
 func (d *Driver) lockStep(ctx context.Context, key string, step func(l *lockValue, now time.Time) (lockResult, error)) (driver.LockState, error) {
 	k := d.k.lock(key)
 	res, err := marked(ctx, d, func(c *call) (lockResult, error) {
-		f := c.tr.Get(k)
-		if done, err := c.replayed(); err != nil || done {
-			return lockResult{}, err
-		}
-		b, err := f.Get()
-		if err != nil {
+		b, done, err := c.get(k)
+		if err != nil || done {
 			return lockResult{}, err
 		}
 		l, err := decode[lockValue](k, b)

@@ -45,28 +45,22 @@ var dumpSpaces = []struct {
 func (d *Driver) Dump(ctx context.Context) iter.Seq2[driver.Record, error] {
 	return func(yield func(driver.Record, error) bool) {
 		for _, sp := range dumpSpaces {
-			r := kv.PrefixRange(d.k.space(sp.space))
-			for {
-				var page []kv.KeyValue
-				err := d.read(ctx, func(tr kv.ReadTransaction) error {
-					var err error
-					page, err = tr.GetRange(r, kv.RangeOptions{Limit: dumpPage}).Get()
-					return err
-				})
-				if err != nil {
-					yield(driver.Record{}, err)
-					return
-				}
+			more := true
+			err := d.pages(ctx, kv.PrefixRange(d.k.space(sp.space)), dumpPage, func(page []kv.KeyValue) bool {
 				for _, p := range page {
 					rec, err := d.decodeRecord(sp.kind, p)
-					if !yield(rec, err) || err != nil {
-						return
+					if more = yield(rec, err) && err == nil; !more {
+						return false
 					}
 				}
-				if len(page) < dumpPage {
-					break
-				}
-				r.Begin = append(append([]byte(nil), page[len(page)-1].Key...), 0x00)
+				return true
+			})
+			if err != nil {
+				yield(driver.Record{}, err)
+				return
+			}
+			if !more {
+				return
 			}
 		}
 	}
@@ -140,6 +134,22 @@ func (d *Driver) recordKey(r driver.Record) []byte {
 	default:
 		return d.k.blob(r.Blob.Key)
 	}
+}
+
+// entries is the index entries of r's record (none for metadata and blob
+// rows).
+func (k keys) entries(r driver.Record) [][]byte {
+	switch r.Kind {
+	case driver.KindRun:
+		return k.runEntries(r.Run)
+	case driver.KindGenerationRun:
+		return k.genEntries(r.GenerationRun)
+	case driver.KindInterrupt:
+		return k.intEntries(r.Interrupt)
+	case driver.KindArtifact:
+		return k.artEntries(r.Artifact)
+	}
+	return nil
 }
 
 // encodeRecord is the value of r's record and how many copies of it its
@@ -232,17 +242,7 @@ func (d *Driver) Load(ctx context.Context, recs []driver.Record) (int, error) {
 			}
 			stored++
 			tr.Set(it.key, it.val)
-			switch r := it.r; r.Kind {
-			case driver.KindRun:
-				d.runIndex(tr, r.Run, it.val)
-			case driver.KindGenerationRun:
-				g := r.GenerationRun
-				tr.Set(d.k.entry(spaceGenThread, g.ThreadID, g.StartedAt, g.RunID), it.val)
-			case driver.KindInterrupt:
-				d.intIndex(tr, r.Interrupt, it.val)
-			case driver.KindArtifact:
-				d.artIndex(tr, r.Artifact, it.val)
-			}
+			setIndex(tr, d.k.entries(it.r), it.val)
 		}
 		return nil
 	})

@@ -9,38 +9,102 @@ import (
 	"github.com/ckptstore/ckptstore/persist/driver"
 )
 
-// ---- runs ----
+// ---- record kinds ----
 
-// runIndex writes (set) or clears every index entry of rec; val is rec's
-// encoding.
-func (d *Driver) runIndex(tr kv.Transaction, rec *driver.RunRecord, val []byte) {
-	put := func(k []byte) {
+// kind is what the record steps shared by runs, generation runs,
+// interrupts and artifacts need of one record type: its name in errors,
+// its key space, its id and its index entries, each a copy of the record.
+type kind[T any] struct {
+	what    string
+	space   string
+	id      func(*T) string
+	entries func(k keys, rec *T) [][]byte
+}
+
+var (
+	runKind = kind[driver.RunRecord]{"run", spaceRun,
+		func(r *driver.RunRecord) string { return r.RunID }, keys.runEntries}
+	genKind = kind[driver.GenerationRunRecord]{"generation run", spaceGen,
+		func(r *driver.GenerationRunRecord) string { return r.RunID }, keys.genEntries}
+	intKind = kind[driver.InterruptRecord]{"interrupt", spaceInt,
+		func(r *driver.InterruptRecord) string { return r.InterruptID }, keys.intEntries}
+	artKind = kind[driver.ArtifactRecord]{"artifact", spaceArt,
+		func(r *driver.ArtifactRecord) string { return r.ArtifactID }, keys.artEntries}
+)
+
+// runEntries is every index entry of a run: the thread's runs, and while
+// it runs the thread's running runs and, when detached, the reclaim index.
+func (k keys) runEntries(rec *driver.RunRecord) [][]byte {
+	out := [][]byte{k.entry(spaceRunThread, rec.ThreadID, rec.StartedAt, rec.RunID)}
+	if rec.Status == driver.RunRunning {
+		out = append(out, k.entry(spaceRunActive, rec.ThreadID, rec.StartedAt, rec.RunID))
+		if rec.DetachedSince != nil {
+			out = append(out, k.reclaim(*rec.DetachedSince, rec.RunID))
+		}
+	}
+	return out
+}
+
+func (k keys) genEntries(rec *driver.GenerationRunRecord) [][]byte {
+	return [][]byte{k.entry(spaceGenThread, rec.ThreadID, rec.StartedAt, rec.RunID)}
+}
+
+func (k keys) intEntries(rec *driver.InterruptRecord) [][]byte {
+	out := [][]byte{
+		k.entry(spaceIntThread, rec.ThreadID, rec.RequestedAt, rec.InterruptID),
+		k.entry(spaceIntRun, rec.RunID, rec.RequestedAt, rec.InterruptID),
+	}
+	if rec.Status == driver.InterruptPending {
+		out = append(out, k.entry(spaceIntThreadPend, rec.ThreadID, rec.RequestedAt, rec.InterruptID),
+			k.entry(spaceIntRunPend, rec.RunID, rec.RequestedAt, rec.InterruptID))
+	}
+	return out
+}
+
+func (k keys) artEntries(rec *driver.ArtifactRecord) [][]byte {
+	return [][]byte{
+		k.entry(spaceArtRun, rec.RunID, rec.CreatedAt, rec.ArtifactID),
+		k.entry(spaceArtThread, rec.ThreadID, rec.CreatedAt, rec.ArtifactID),
+	}
+}
+
+// setIndex writes val under every entry, or clears them when val is nil.
+func setIndex(tr kv.Transaction, entries [][]byte, val []byte) {
+	for _, k := range entries {
 		if val == nil {
 			tr.Clear(k)
 		} else {
 			tr.Set(k, val)
 		}
 	}
-	put(d.k.entry(spaceRunThread, rec.ThreadID, rec.StartedAt, rec.RunID))
-	if rec.Status == driver.RunRunning {
-		put(d.k.entry(spaceRunActive, rec.ThreadID, rec.StartedAt, rec.RunID))
-		if rec.DetachedSince != nil {
-			put(d.k.reclaim(*rec.DetachedSince, rec.RunID))
-		}
-	}
 }
 
-// CreateOrResumeRun implements driver.Runs. A retry that finds the run its
-// first attempt stored returns it, as the contract says: no marker.
-func (d *Driver) CreateOrResumeRun(ctx context.Context, rec *driver.RunRecord) (*driver.RunRecord, error) {
-	val, err := encode("run", rec)
+// store writes next at key with its index entries, in place of cur (nil:
+// none), whose entries it clears first.
+func store[T any](tr kv.Transaction, k keys, kd kind[T], key []byte, cur, next *T) error {
+	val, err := encode(kd.what, next)
+	if err != nil {
+		return err
+	}
+	if cur != nil {
+		setIndex(tr, kd.entries(k, cur), nil)
+	}
+	tr.Set(key, val)
+	setIndex(tr, kd.entries(k, next), val)
+	return nil
+}
+
+// createOrResume stores rec and its index entries when its id has no
+// record and returns it, or returns the stored record (see created).
+func createOrResume[T any](ctx context.Context, d *Driver, kd kind[T], rec *T) (*T, error) {
+	val, err := encode(kd.what, rec)
 	if err != nil {
 		return nil, err
 	}
-	key := d.k.record(spaceRun, rec.RunID)
+	key := d.k.record(kd.space, kd.id(rec))
 	b, err := d.created(ctx, key, func(tr kv.Transaction) {
 		tr.Set(key, val)
-		d.runIndex(tr, rec, val)
+		setIndex(tr, kd.entries(d.k, rec), val)
 	})
 	if err != nil {
 		return nil, err
@@ -48,40 +112,24 @@ func (d *Driver) CreateOrResumeRun(ctx context.Context, rec *driver.RunRecord) (
 	if b == nil {
 		return rec, nil
 	}
-	return decode[driver.RunRecord](key, b)
+	return decode[T](key, b)
 }
 
-// UpdateRun implements driver.Runs.
-func (d *Driver) UpdateRun(ctx context.Context, runID string, patch driver.RunPatch) (bool, error) {
-	key := d.k.record(spaceRun, runID)
+// change replaces record id with next(cur), moving its index entries,
+// and reports whether it existed.
+func change[T any](ctx context.Context, d *Driver, kd kind[T], id string, next func(*T) *T) (bool, error) {
+	key := d.k.record(kd.space, id)
 	return marked(ctx, d, func(c *call) (bool, error) {
-		f := c.tr.Get(key)
-		if done, err := c.replayed(); err != nil || done {
+		b, done, err := c.get(key)
+		if err != nil || done || b == nil {
 			return false, err
 		}
-		b, err := f.Get()
-		if err != nil || b == nil {
-			return false, err
-		}
-		cur, err := decode[driver.RunRecord](key, b)
+		cur, err := decode[T](key, b)
 		if err != nil {
 			return false, err
 		}
-		next := patch.Apply(cur)
-		val, err := encode("run", next)
-		if err != nil {
-			return false, err
-		}
-		d.runIndex(c.tr, cur, nil)
-		c.tr.Set(key, val)
-		d.runIndex(c.tr, next, val)
-		return true, nil
+		return true, store(c.tr, d.k, kd, key, cur, next(cur))
 	})
-}
-
-// GetRun implements driver.Runs.
-func (d *Driver) GetRun(ctx context.Context, runID string) (*driver.RunRecord, error) {
-	return getRecord[driver.RunRecord](ctx, d, d.k.record(spaceRun, runID))
 }
 
 func getRecord[T any](ctx context.Context, d *Driver, key []byte) (*T, error) {
@@ -123,6 +171,23 @@ func list[T any](ctx context.Context, d *Driver, r kv.KeyRange, limit int) ([]*T
 	return out, err
 }
 
+// ---- runs ----
+
+// CreateOrResumeRun implements driver.Runs.
+func (d *Driver) CreateOrResumeRun(ctx context.Context, rec *driver.RunRecord) (*driver.RunRecord, error) {
+	return createOrResume(ctx, d, runKind, rec)
+}
+
+// UpdateRun implements driver.Runs.
+func (d *Driver) UpdateRun(ctx context.Context, runID string, patch driver.RunPatch) (bool, error) {
+	return change(ctx, d, runKind, runID, patch.Apply)
+}
+
+// GetRun implements driver.Runs.
+func (d *Driver) GetRun(ctx context.Context, runID string) (*driver.RunRecord, error) {
+	return getRecord[driver.RunRecord](ctx, d, d.k.record(spaceRun, runID))
+}
+
 // ActiveRun implements driver.Runs: the last entry of the thread's
 // running-runs index, whose order is (startedAt, runId).
 func (d *Driver) ActiveRun(ctx context.Context, threadID string) (*driver.RunRecord, error) {
@@ -143,50 +208,12 @@ func (d *Driver) ReclaimableRuns(ctx context.Context, cutoff int64, after *drive
 
 // CreateOrResumeGenerationRun implements driver.GenerationRuns.
 func (d *Driver) CreateOrResumeGenerationRun(ctx context.Context, rec *driver.GenerationRunRecord) (*driver.GenerationRunRecord, error) {
-	val, err := encode("generation run", rec)
-	if err != nil {
-		return nil, err
-	}
-	key := d.k.record(spaceGen, rec.RunID)
-	b, err := d.created(ctx, key, func(tr kv.Transaction) {
-		tr.Set(key, val)
-		tr.Set(d.k.entry(spaceGenThread, rec.ThreadID, rec.StartedAt, rec.RunID), val)
-	})
-	if err != nil {
-		return nil, err
-	}
-	if b == nil {
-		return rec, nil
-	}
-	return decode[driver.GenerationRunRecord](key, b)
+	return createOrResume(ctx, d, genKind, rec)
 }
 
-// UpdateGenerationRun implements driver.GenerationRuns. The thread and
-// startedAt never change, so the index entry keeps its key.
+// UpdateGenerationRun implements driver.GenerationRuns.
 func (d *Driver) UpdateGenerationRun(ctx context.Context, runID string, patch driver.GenerationRunPatch) (bool, error) {
-	key := d.k.record(spaceGen, runID)
-	return marked(ctx, d, func(c *call) (bool, error) {
-		f := c.tr.Get(key)
-		if done, err := c.replayed(); err != nil || done {
-			return false, err
-		}
-		b, err := f.Get()
-		if err != nil || b == nil {
-			return false, err
-		}
-		cur, err := decode[driver.GenerationRunRecord](key, b)
-		if err != nil {
-			return false, err
-		}
-		next := patch.Apply(cur)
-		val, err := encode("generation run", next)
-		if err != nil {
-			return false, err
-		}
-		c.tr.Set(key, val)
-		c.tr.Set(d.k.entry(spaceGenThread, next.ThreadID, next.StartedAt, next.RunID), val)
-		return true, nil
-	})
+	return change(ctx, d, genKind, runID, patch.Apply)
 }
 
 // GetGenerationRun implements driver.GenerationRuns.
@@ -201,36 +228,6 @@ func (d *Driver) LatestGenerationRun(ctx context.Context, threadID string) (*dri
 
 // ---- interrupts ----
 
-func (d *Driver) intIndex(tr kv.Transaction, rec *driver.InterruptRecord, val []byte) {
-	put := func(k []byte) {
-		if val == nil {
-			tr.Clear(k)
-		} else {
-			tr.Set(k, val)
-		}
-	}
-	put(d.k.entry(spaceIntThread, rec.ThreadID, rec.RequestedAt, rec.InterruptID))
-	put(d.k.entry(spaceIntRun, rec.RunID, rec.RequestedAt, rec.InterruptID))
-	if rec.Status == driver.InterruptPending {
-		put(d.k.entry(spaceIntThreadPend, rec.ThreadID, rec.RequestedAt, rec.InterruptID))
-		put(d.k.entry(spaceIntRunPend, rec.RunID, rec.RequestedAt, rec.InterruptID))
-	}
-}
-
-// storeInterrupt replaces cur with next, record and indexes.
-func (d *Driver) storeInterrupt(tr kv.Transaction, cur, next *driver.InterruptRecord) error {
-	val, err := encode("interrupt", next)
-	if err != nil {
-		return err
-	}
-	if cur != nil {
-		d.intIndex(tr, cur, nil)
-	}
-	tr.Set(d.k.record(spaceInt, next.InterruptID), val)
-	d.intIndex(tr, next, val)
-	return nil
-}
-
 // CreateInterrupt implements driver.Interrupts.
 func (d *Driver) CreateInterrupt(ctx context.Context, rec *driver.InterruptRecord) error {
 	if _, err := encode("interrupt", rec); err != nil {
@@ -242,28 +239,7 @@ func (d *Driver) CreateInterrupt(ctx context.Context, rec *driver.InterruptRecor
 		if err != nil || b != nil {
 			return err
 		}
-		return d.storeInterrupt(tr, nil, rec)
-	})
-}
-
-// changeInterrupt applies change to interrupt id and reports whether it
-// existed.
-func (d *Driver) changeInterrupt(ctx context.Context, id string, change func(*driver.InterruptRecord) *driver.InterruptRecord) (bool, error) {
-	key := d.k.record(spaceInt, id)
-	return marked(ctx, d, func(c *call) (bool, error) {
-		f := c.tr.Get(key)
-		if done, err := c.replayed(); err != nil || done {
-			return false, err
-		}
-		b, err := f.Get()
-		if err != nil || b == nil {
-			return false, err
-		}
-		cur, err := decode[driver.InterruptRecord](key, b)
-		if err != nil {
-			return false, err
-		}
-		return true, d.storeInterrupt(c.tr, cur, change(cur))
+		return store(tr, d.k, intKind, key, nil, rec)
 	})
 }
 
@@ -281,12 +257,12 @@ func cancelled(cur *driver.InterruptRecord, at int64) *driver.InterruptRecord {
 
 // ResolveInterrupt implements driver.Interrupts.
 func (d *Driver) ResolveInterrupt(ctx context.Context, id string, at int64, response json.RawMessage) (bool, error) {
-	return d.changeInterrupt(ctx, id, func(cur *driver.InterruptRecord) *driver.InterruptRecord { return resolved(cur, at, response) })
+	return change(ctx, d, intKind, id, func(cur *driver.InterruptRecord) *driver.InterruptRecord { return resolved(cur, at, response) })
 }
 
 // CancelInterrupt implements driver.Interrupts.
 func (d *Driver) CancelInterrupt(ctx context.Context, id string, at int64) (bool, error) {
-	return d.changeInterrupt(ctx, id, func(cur *driver.InterruptRecord) *driver.InterruptRecord { return cancelled(cur, at) })
+	return change(ctx, d, intKind, id, func(cur *driver.InterruptRecord) *driver.InterruptRecord { return cancelled(cur, at) })
 }
 
 // epochOf is the op-token epoch of a store time: whole OpTokenTTLs. A
@@ -346,7 +322,7 @@ func (d *Driver) CommitInterrupts(ctx context.Context, entries []driver.Interrup
 			if en.Status == driver.InterruptResolved {
 				next = resolved(curs[i], at, en.Response)
 			}
-			if err := d.storeInterrupt(c.tr, curs[i], next); err != nil {
+			if err := store(c.tr, d.k, intKind, d.k.record(spaceInt, en.InterruptID), curs[i], next); err != nil {
 				return struct{}{}, err
 			}
 		}
@@ -411,24 +387,10 @@ func (d *Driver) DeleteMetadata(ctx context.Context, namespace, key string) erro
 
 // ---- artifacts ----
 
-func (d *Driver) artIndex(tr kv.Transaction, rec *driver.ArtifactRecord, val []byte) {
-	for _, k := range [][]byte{
-		d.k.entry(spaceArtRun, rec.RunID, rec.CreatedAt, rec.ArtifactID),
-		d.k.entry(spaceArtThread, rec.ThreadID, rec.CreatedAt, rec.ArtifactID),
-	} {
-		if val == nil {
-			tr.Clear(k)
-		} else {
-			tr.Set(k, val)
-		}
-	}
-}
-
 // SaveArtifact implements driver.Artifacts. A retry stores the same record
 // over itself: no marker.
 func (d *Driver) SaveArtifact(ctx context.Context, rec *driver.ArtifactRecord) error {
-	val, err := encode("artifact", rec)
-	if err != nil {
+	if _, err := encode("artifact", rec); err != nil {
 		return err
 	}
 	key := d.k.record(spaceArt, rec.ArtifactID)
@@ -437,14 +399,11 @@ func (d *Driver) SaveArtifact(ctx context.Context, rec *driver.ArtifactRecord) e
 		if err != nil {
 			return err
 		}
-		if cur, err := decode[driver.ArtifactRecord](key, b); err != nil {
+		cur, err := decode[driver.ArtifactRecord](key, b)
+		if err != nil {
 			return err
-		} else if cur != nil {
-			d.artIndex(tr, cur, nil)
 		}
-		tr.Set(key, val)
-		d.artIndex(tr, rec, val)
-		return nil
+		return store(tr, d.k, artKind, key, cur, rec)
 	})
 }
 
@@ -475,7 +434,7 @@ func (d *Driver) DeleteArtifact(ctx context.Context, artifactID string) error {
 			return err
 		}
 		tr.Clear(key)
-		d.artIndex(tr, cur, nil)
+		setIndex(tr, d.k.artEntries(cur), nil)
 		return nil
 	})
 }
@@ -499,7 +458,7 @@ func (d *Driver) DeleteRunArtifacts(ctx context.Context, runID string, limit int
 		}
 		for _, r := range recs {
 			c.tr.Clear(d.k.record(spaceArt, r.ArtifactID))
-			d.artIndex(c.tr, r, nil)
+			setIndex(c.tr, d.k.artEntries(r), nil)
 		}
 		return len(recs), nil
 	})
@@ -529,12 +488,8 @@ type putResult struct {
 func (d *Driver) PutBlob(ctx context.Context, meta *driver.BlobMeta) (*driver.BlobMeta, string, error) {
 	key := d.k.blob(meta.Key)
 	res, err := marked(ctx, d, func(c *call) (putResult, error) {
-		f := c.tr.Get(key)
-		if done, err := c.replayed(); err != nil || done {
-			return putResult{}, err
-		}
-		b, err := f.Get()
-		if err != nil {
+		b, done, err := c.get(key)
+		if err != nil || done {
 			return putResult{}, err
 		}
 		cur, err := decode[blobRow](key, b)
@@ -572,12 +527,8 @@ func (d *Driver) GetBlob(ctx context.Context, key string) (*driver.BlobMeta, err
 func (d *Driver) DeleteBlob(ctx context.Context, key string) (string, error) {
 	k := d.k.blob(key)
 	return marked(ctx, d, func(c *call) (string, error) {
-		f := c.tr.Get(k)
-		if done, err := c.replayed(); err != nil || done {
-			return "", err
-		}
-		b, err := f.Get()
-		if err != nil || b == nil {
+		b, done, err := c.get(k)
+		if err != nil || done || b == nil {
 			return "", err
 		}
 		cur, err := decode[blobRow](k, b)

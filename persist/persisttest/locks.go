@@ -20,7 +20,7 @@ var lockTests = []test{
 	{"ArrivalOrder", lockTest(testLockArrivalOrder)},
 	{"ReleaseWakesWaiter", lockTest(testLockWake)},
 	{"NoBusyPolling", lockTest(testLockNoBusyPolling)},
-	{"RenewalKeepsLease", lockTest(testLockRenewal)},
+	{"RenewalKeepsLease", lockTest(func(t *testing.T, e *env, _ *clock) { testLockRenewal(t, e, 5) })},
 	{"LostLeaseAborts", lockTest(testLockLost)},
 	{"UnconfirmedRenewAbortsInTime", lockTest(testLockUnconfirmedRenew)},
 	{"StaleReleaseKeepsSuccessor", lockTest(testLockStaleRelease)},
@@ -197,11 +197,13 @@ func testLockNoBusyPolling(t *testing.T, e *env, _ *clock) {
 	require.LessOrEqual(t, calls, bound, "a waiter asked %d times in %v; it should wait for a change, not poll", calls, holdFor)
 }
 
-func testLockRenewal(t *testing.T, e *env, _ *clock) {
+// testLockRenewal: through rounds leases, an intruder never finds the
+// lease its holder renews lapsed.
+func testLockRenewal(t *testing.T, e *env, rounds int) {
 	err := e.s.Locks.WithLock(e.ctx, "k", func(ctx context.Context) error {
-		for range 5 {
-			time.Sleep(testLease)
-			st, err := e.d.Driver.AcquireLock(ctx, driver.LockRequest{Key: "k", Token: "intruder", Lease: testLease})
+		for range rounds {
+			time.Sleep(e.lease)
+			st, err := e.d.Driver.AcquireLock(ctx, driver.LockRequest{Key: "k", Token: "intruder", Lease: e.lease})
 			require.NoError(t, err)
 			require.False(t, st.Held, "the lease lapsed while its holder renewed it")
 			_, err = e.d.Driver.ReleaseLock(ctx, "k", "intruder")
@@ -230,6 +232,10 @@ func testLockLost(t *testing.T, e *env, store *clock) {
 	require.True(t, st.Held)
 }
 
+// testLockUnconfirmedRenew: with every renewal hanging, fn is aborted
+// after a renewal was due and before the store's lease expires. The
+// holder's and the store's clocks are one here (the bubble's, or one
+// machine's).
 func testLockUnconfirmedRenew(t *testing.T, e *env, _ *clock) {
 	var aborted time.Time
 	var cause error
@@ -242,14 +248,10 @@ func testLockUnconfirmedRenew(t *testing.T, e *env, _ *clock) {
 	e.d.setStallRenew(false)
 	require.ErrorIs(t, err, persist.ErrLockLost)
 	require.ErrorIs(t, cause, persist.ErrLockLost)
-	var grant lockStep
-	for _, s := range e.d.steps() {
-		if s.op == "acquire" {
-			grant = s
-		}
-	}
+	grant, ok := e.d.grant("k")
+	require.True(t, ok)
 	require.True(t, aborted.Before(grant.st.ExpiresAt), "fn was aborted at %v, not before the store's lease expired at %v", aborted, grant.st.ExpiresAt)
-	require.True(t, aborted.After(grant.st.Now.Add(testRenewAfter)), "fn was aborted before a renewal was even due")
+	require.True(t, aborted.After(grant.st.Now.Add(e.renewAfter)), "fn was aborted before a renewal was even due")
 }
 
 func testLockStaleRelease(t *testing.T, e *env, store *clock) {
@@ -427,14 +429,14 @@ func testLockDeadWaiter(t *testing.T, e *env, _ *clock) {
 	release := make(chan struct{})
 	held, done := e.holdUntil("k", release)
 	<-held
-	st, err := e.d.AcquireLock(e.ctx, driver.LockRequest{Key: "k", Token: "ghost", Lease: testLease})
+	st, err := e.d.AcquireLock(e.ctx, driver.LockRequest{Key: "k", Token: "ghost", Lease: e.lease})
 	require.NoError(t, err)
 	require.False(t, st.Held)
 	got := make(chan error, 1)
-	ctx, cancel := context.WithTimeout(e.ctx, 5*testLease)
+	ctx, cancel := context.WithTimeout(e.ctx, 5*e.lease)
 	defer cancel()
 	go func() { got <- e.s.Locks.WithLock(ctx, "k", func(context.Context) error { return nil }) }()
-	synctest.Wait()
+	e.settle(t, "live waiter queued", func() bool { return len(e.d.waiting("k")) == 2 })
 	close(release)
 	require.NoError(t, <-done)
 	require.NoError(t, <-got, "a dead waiter kept the lock from the live one")

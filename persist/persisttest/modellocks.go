@@ -111,7 +111,7 @@ func sameLockState(t require.TestingT, want, got driver.LockState, step string) 
 func testModelLocks(t *testing.T, nd NewDriver) {
 	rapid.Check(t, func(rt *rapid.T) {
 		store := &clock{fixed: epoch}
-		e := makeEnv(t, nd, &clock{fixed: epoch}, store)
+		e := makeEnv(t, nd, &clock{fixed: epoch}, store, testLease, testRenewAfter)
 		m := map[string]*mlock{"k0": {}, "k1": {}}
 		key := rapid.SampledFrom([]string{"k0", "k1"})
 		token := rapid.SampledFrom([]string{"a", "b", "c"})

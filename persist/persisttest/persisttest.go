@@ -73,6 +73,7 @@ import (
 	"encoding/json"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/ckptstore/ckptstore/blobs"
@@ -166,6 +167,12 @@ type env struct {
 	bucket *blobs.MemBucket
 	clock  *clock
 	remote bool // s is a remote client of server
+	// lease and renewAfter are the store's lease timing.
+	lease, renewAfter time.Duration
+	// settle returns once cond holds: in a synctest bubble when every
+	// goroutine is blocked (which is when it holds), on real time by
+	// polling (eventually). The lock cases shared by both variants use it.
+	settle func(t *testing.T, what string, cond func() bool)
 }
 
 // clock is a settable clock. Outside a synctest bubble it stands still
@@ -204,27 +211,30 @@ const (
 // newEnv makes a test's store. The process clock stands still at epoch;
 // the store's clock too.
 func newEnv(t *testing.T, newDriver NewDriver) *env {
-	return makeEnv(t, newDriver, &clock{fixed: epoch}, &clock{fixed: epoch})
+	return makeEnv(t, newDriver, &clock{fixed: epoch}, &clock{fixed: epoch}, testLease, testRenewAfter)
 }
 
 // newLockEnv makes a lock test's store inside a synctest bubble: both
 // clocks follow the bubble's time; storeClock can be moved apart.
 func newLockEnv(t *testing.T, newDriver NewDriver) (*env, *clock) {
 	store := &clock{}
-	return makeEnv(t, newDriver, &clock{}, store), store
+	e := makeEnv(t, newDriver, &clock{}, store, testLease, testRenewAfter)
+	e.settle = func(*testing.T, string, func() bool) { synctest.Wait() }
+	return e, store
 }
 
-func makeEnv(t *testing.T, newDriver NewDriver, process, store *clock) *env {
+func makeEnv(t *testing.T, newDriver NewDriver, process, store *clock, lease, renewAfter time.Duration) *env {
 	t.Helper()
 	d, remote := unwrapRemote(newDriver(t, store.Now))
 	rec := &recorder{Driver: d}
 	bucket := blobs.NewMem(blobs.MemOptions{})
 	s, err := persist.New(rec, persist.Options{
 		Bucket: bucket, Now: process.Now,
-		LeaseDuration: testLease, RenewAfter: testRenewAfter,
+		LeaseDuration: lease, RenewAfter: renewAfter,
 	})
 	require.NoError(t, err)
-	e := &env{t: t, ctx: context.Background(), s: s, server: s, d: rec, bucket: bucket, clock: process}
+	e := &env{t: t, ctx: context.Background(), s: s, server: s, d: rec, bucket: bucket, clock: process,
+		lease: lease, renewAfter: renewAfter}
 	e.serveRemote(remote)
 	return e
 }
@@ -241,6 +251,9 @@ func jsonEq(t interface {
 	require.NoError(t, err)
 	require.JSONEq(t, string(w), string(g), msg...)
 }
+
+// errOf is the error of a call whose other result a case ignores.
+func errOf[T any](_ T, err error) error { return err }
 
 func i64(v int64) *int64   { return &v }
 func str(v string) *string { return &v }

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ckptstore/ckptstore/blobs"
 	"github.com/ckptstore/ckptstore/persist"
 	"github.com/ckptstore/ckptstore/persist/driver"
 	"github.com/stretchr/testify/require"
@@ -45,15 +44,15 @@ var realTimeLockTests = []test{
 	{"Exclusion", rtLockTest(testRTExclusion)},
 	{"ArrivalOrder", rtLockTest(testRTArrivalOrder)},
 	{"NoBusyPolling", rtLockTest(testRTNoBusyPolling)},
-	{"RenewalKeepsLease", rtLockTest(testRTRenewal)},
+	{"RenewalKeepsLease", rtLockTest(func(t *testing.T, e *env) { testLockRenewal(t, e, 3) })},
 	{"LostLeaseAborts", rtLockTest(testRTLost)},
-	{"UnconfirmedRenewAbortsInTime", rtLockTest(testRTUnconfirmedRenew)},
+	{"UnconfirmedRenewAbortsInTime", rtLockTest(func(t *testing.T, e *env) { testLockUnconfirmedRenew(t, e, nil) })},
 	{"StaleReleaseKeepsSuccessor", rtLockTest(testRTStaleRelease)},
 	{"DeadHolderExpires", rtLockTest(testRTDeadHolder)},
 	{"ErrorReleases", rtLockTest(testRTError)},
 	{"PanicReleases", rtLockTest(testRTPanic)},
 	{"WaiterGivesUp", rtLockTest(testRTGiveUp)},
-	{"DeadWaiterIsSkipped", rtLockTest(testRTDeadWaiter)},
+	{"DeadWaiterIsSkipped", rtLockTest(func(t *testing.T, e *env) { testLockDeadWaiter(t, e, nil) })},
 	{"FencesGoUp", rtLockTest(testLockFencesRT)},
 	{"KeysAreIndependent", rtLockTest(testRTKeys)},
 	{"PortableSteps", rtLockTest(testRTPortableSteps)},
@@ -75,16 +74,12 @@ const (
 func rtLockTest(f func(t *testing.T, e *env)) func(*testing.T, NewDriver) {
 	return func(t *testing.T, nd NewDriver) {
 		t.Helper()
-		store := &clock{}
-		d, remote := unwrapRemote(nd(t, store.Now))
-		rec := &recorder{Driver: d}
-		bucket := blobs.NewMem(blobs.MemOptions{})
-		s, err := persist.New(rec, persist.Options{Bucket: bucket, Now: time.Now, LeaseDuration: rtLease, RenewAfter: rtRenewAfter})
-		require.NoError(t, err)
+		// Unmoved and outside a bubble, both clocks read time.Now.
+		e := makeEnv(t, nd, &clock{}, &clock{}, rtLease, rtRenewAfter)
 		ctx, cancel := context.WithTimeout(context.Background(), 4*rtPatience)
 		defer cancel()
-		e := &env{t: t, ctx: ctx, s: s, server: s, d: rec, bucket: bucket, clock: &clock{}}
-		e.serveRemote(remote)
+		e.ctx = ctx
+		e.settle = eventually
 		f(t, e)
 		checkNoOverlap(t, e.d.steps())
 	}
@@ -226,21 +221,6 @@ func testRTNoBusyPolling(t *testing.T, e *env) {
 	require.LessOrEqual(t, calls, bound, "a waiter asked %d times in %v; it should wait for a change, not poll", calls, holdFor)
 }
 
-func testRTRenewal(t *testing.T, e *env) {
-	err := e.s.Locks.WithLock(e.ctx, "k", func(ctx context.Context) error {
-		for range 3 {
-			time.Sleep(rtLease)
-			st, err := e.d.Driver.AcquireLock(ctx, driver.LockRequest{Key: "k", Token: "intruder", Lease: rtLease})
-			require.NoError(t, err)
-			require.False(t, st.Held, "the lease lapsed while its holder renewed it")
-			_, err = e.d.Driver.ReleaseLock(ctx, "k", "intruder")
-			require.NoError(t, err)
-		}
-		return ctx.Err()
-	})
-	require.NoError(t, err)
-}
-
 // testRTLost takes the lease from under its holder (released by its own
 // token, as a store whose lease ran out would give it away) and hands it
 // to a successor: the holder's next renewal fails, fn's context is
@@ -266,26 +246,6 @@ func testRTLost(t *testing.T, e *env) {
 	require.True(t, st.Held)
 	_, err = e.d.ReleaseLock(e.ctx, "k", "successor")
 	require.NoError(t, err)
-}
-
-func testRTUnconfirmedRenew(t *testing.T, e *env) {
-	var aborted time.Time
-	var cause error
-	err := e.s.Locks.WithLock(e.ctx, "k", func(ctx context.Context) error {
-		e.d.setStallRenew(true)
-		<-ctx.Done()
-		aborted, cause = time.Now(), context.Cause(ctx)
-		return nil
-	})
-	e.d.setStallRenew(false)
-	require.ErrorIs(t, err, persist.ErrLockLost)
-	require.ErrorIs(t, cause, persist.ErrLockLost)
-	g, ok := e.d.grant("k")
-	require.True(t, ok)
-	// The store's and the holder's clocks are one machine's here; the
-	// holder aborts a second before the lease's end.
-	require.True(t, aborted.Before(g.st.ExpiresAt), "fn was aborted at %v, not before the store's lease expired at %v", aborted, g.st.ExpiresAt)
-	require.True(t, aborted.After(g.st.Now.Add(rtRenewAfter)), "fn was aborted before a renewal was even due")
 }
 
 func testRTStaleRelease(t *testing.T, e *env) {
@@ -377,23 +337,6 @@ func testRTGiveUp(t *testing.T, e *env) {
 	g, ok := e.d.grant("k", holder.token)
 	require.True(t, ok)
 	require.True(t, g.st.Now.Before(lastPlace), "the waiter that gave up kept its place until it expired")
-}
-
-func testRTDeadWaiter(t *testing.T, e *env) {
-	release := make(chan struct{})
-	held, done := e.holdUntil("k", release)
-	<-held
-	st, err := e.d.AcquireLock(e.ctx, driver.LockRequest{Key: "k", Token: "ghost", Lease: rtLease})
-	require.NoError(t, err)
-	require.False(t, st.Held)
-	ctx, cancel := context.WithTimeout(e.ctx, 5*rtLease)
-	defer cancel()
-	got := make(chan error, 1)
-	go func() { got <- e.s.Locks.WithLock(ctx, "k", func(context.Context) error { return nil }) }()
-	eventually(t, "live waiter queued", func() bool { return len(e.d.waiting("k")) == 2 })
-	close(release)
-	require.NoError(t, <-done)
-	require.NoError(t, <-got, "a dead waiter kept the lock from the live one")
 }
 
 func testLockFencesRT(t *testing.T, e *env) { testLockFences(t, e, nil) }

@@ -82,10 +82,7 @@ func invalidCalls() []invalid {
 	start := func(mod func(*persist.RunStart)) func(context.Context, *persist.Store) error {
 		in := ok
 		mod(&in)
-		return func(ctx context.Context, s *persist.Store) error {
-			_, err := s.Runs.CreateOrResume(ctx, in)
-			return err
-		}
+		return func(ctx context.Context, s *persist.Store) error { return errOf(s.Runs.CreateOrResume(ctx, in)) }
 	}
 	update := func(p persist.RunPatch) func(context.Context, *persist.Store) error {
 		return func(ctx context.Context, s *persist.Store) error { return s.Runs.Update(ctx, "v-run", p) }
@@ -94,8 +91,7 @@ func invalidCalls() []invalid {
 		in := genStart("x-gen", "x-thread", 1)
 		mod(&in)
 		return func(ctx context.Context, s *persist.Store) error {
-			_, err := s.GenerationRuns.CreateOrResume(ctx, in)
-			return err
+			return errOf(s.GenerationRuns.CreateOrResume(ctx, in))
 		}
 	}
 	genUpdate := func(p persist.GenerationRunPatch) func(context.Context, *persist.Store) error {
@@ -113,15 +109,11 @@ func invalidCalls() []invalid {
 	}
 	put := func(key string, opts persist.BlobPutOptions) func(context.Context, *persist.Store) error {
 		return func(ctx context.Context, s *persist.Store) error {
-			_, err := s.Blobs.Put(ctx, key, bytes.NewReader([]byte("new")), opts)
-			return err
+			return errOf(s.Blobs.Put(ctx, key, bytes.NewReader([]byte("new")), opts))
 		}
 	}
 	get := func(rng persist.BlobRange) func(context.Context, *persist.Store) error {
-		return func(ctx context.Context, s *persist.Store) error {
-			_, err := s.Blobs.Get(ctx, "v-blob", &rng)
-			return err
-		}
+		return func(ctx context.Context, s *persist.Store) error { return errOf(s.Blobs.Get(ctx, "v-blob", &rng)) }
 	}
 	neg := -1
 	return []invalid{
@@ -145,19 +137,14 @@ func invalidCalls() []invalid {
 		{"Update/BadSandboxKey", persist.ErrInvalidEntry, update(persist.RunPatch{SandboxKey: persist.Set(badUTF8), DetachedSince: persist.Clear[int64]()})},
 		{"Update/UnsafeDetachedSince", persist.ErrInvalidEntry, update(persist.RunPatch{DetachedSince: persist.Set(-unsafe), SandboxKey: persist.Clear[string]()})},
 		{"Update/NegativeDriverEpoch", persist.ErrInvalidEntry, update(persist.RunPatch{DriverEpoch: persist.Set[int64](-1), DetachedSince: persist.Clear[int64]()})},
-		{"Get/EmptyRunID", persist.ErrInvalidID, func(ctx context.Context, s *persist.Store) error { _, err := s.Runs.Get(ctx, ""); return err }},
-		{"FindActiveRun/BadThreadID", persist.ErrInvalidID, func(ctx context.Context, s *persist.Store) error {
-			_, err := s.Runs.FindActiveRun(ctx, badUTF8)
-			return err
-		}},
-		{"ListByThread/EmptyThreadID", persist.ErrInvalidID, func(ctx context.Context, s *persist.Store) error { _, err := s.Runs.ListByThread(ctx, ""); return err }},
+		{"Get/EmptyRunID", persist.ErrInvalidID, func(ctx context.Context, s *persist.Store) error { return errOf(s.Runs.Get(ctx, "")) }},
+		{"FindActiveRun/BadThreadID", persist.ErrInvalidID, func(ctx context.Context, s *persist.Store) error { return errOf(s.Runs.FindActiveRun(ctx, badUTF8)) }},
+		{"ListByThread/EmptyThreadID", persist.ErrInvalidID, func(ctx context.Context, s *persist.Store) error { return errOf(s.Runs.ListByThread(ctx, "")) }},
 		{"ListReclaimable/NegativeTTL", persist.ErrInvalidEntry, func(ctx context.Context, s *persist.Store) error {
-			_, err := s.Runs.ListReclaimable(ctx, persist.ReclaimQuery{Now: 1, TTLMs: -1})
-			return err
+			return errOf(s.Runs.ListReclaimable(ctx, persist.ReclaimQuery{Now: 1, TTLMs: -1}))
 		}},
 		{"ListReclaimable/UnsafeNow", persist.ErrInvalidEntry, func(ctx context.Context, s *persist.Store) error {
-			_, err := s.Runs.ListReclaimable(ctx, persist.ReclaimQuery{Now: unsafe})
-			return err
+			return errOf(s.Runs.ListReclaimable(ctx, persist.ReclaimQuery{Now: unsafe}))
 		}},
 		// Generation runs.
 		{"GenerationCreate/EmptyThreadID", persist.ErrInvalidID, gen(func(in *persist.GenerationRunStart) { in.ThreadID = "" })},
@@ -169,8 +156,7 @@ func invalidCalls() []invalid {
 		{"GenerationUpdate/ResultNotJSON", persist.ErrInvalidEntry, genUpdate(persist.GenerationRunPatch{Result: persist.Set(raw(`nope`))})},
 		{"GenerationUpdate/ResultNil", persist.ErrInvalidEntry, genUpdate(persist.GenerationRunPatch{Result: persist.Set[json.RawMessage](nil)})},
 		{"GenerationLatest/EmptyThreadID", persist.ErrInvalidID, func(ctx context.Context, s *persist.Store) error {
-			_, err := s.GenerationRuns.FindLatestForThread(ctx, "")
-			return err
+			return errOf(s.GenerationRuns.FindLatestForThread(ctx, ""))
 		}},
 		// Interrupts.
 		{"InterruptCreate/EmptyID", persist.ErrInvalidID, create(func(in *persist.NewInterrupt) { in.InterruptID = "" })},
@@ -183,14 +169,8 @@ func invalidCalls() []invalid {
 		{"Resolve/EmptyID", persist.ErrInvalidID, func(ctx context.Context, s *persist.Store) error { return s.Interrupts.Resolve(ctx, "", raw(`{`)) }},
 		{"Resolve/BadResponse", persist.ErrInvalidEntry, func(ctx context.Context, s *persist.Store) error { return s.Interrupts.Resolve(ctx, "v-int", raw(`{`)) }},
 		{"Cancel/EmptyID", persist.ErrInvalidID, func(ctx context.Context, s *persist.Store) error { return s.Interrupts.Cancel(ctx, "") }},
-		{"ListByRun/EmptyRunID", persist.ErrInvalidID, func(ctx context.Context, s *persist.Store) error {
-			_, err := s.Interrupts.ListByRun(ctx, "")
-			return err
-		}},
-		{"ListPending/EmptyThreadID", persist.ErrInvalidID, func(ctx context.Context, s *persist.Store) error {
-			_, err := s.Interrupts.ListPending(ctx, "")
-			return err
-		}},
+		{"ListByRun/EmptyRunID", persist.ErrInvalidID, func(ctx context.Context, s *persist.Store) error { return errOf(s.Interrupts.ListByRun(ctx, "")) }},
+		{"ListPending/EmptyThreadID", persist.ErrInvalidID, func(ctx context.Context, s *persist.Store) error { return errOf(s.Interrupts.ListPending(ctx, "")) }},
 		// Metadata.
 		{"MetadataSet/EmptyNamespace", persist.ErrInvalidID, func(ctx context.Context, s *persist.Store) error { return s.Metadata.Set(ctx, "", "k", raw(`1`)) }},
 		{"MetadataSet/BadKey", persist.ErrInvalidID, func(ctx context.Context, s *persist.Store) error {
@@ -222,14 +202,12 @@ func invalidCalls() []invalid {
 		{"BlobGet/NegativeLength", persist.ErrInvalidEntry, get(persist.BlobRange{Offset: 0, Length: i64(-1)})},
 		{"BlobGet/OffsetPastEnd", persist.ErrRangeNotSatisfiable, get(persist.BlobRange{Offset: 5})},
 		{"BlobDelete/EmptyKey", persist.ErrInvalidID, func(ctx context.Context, s *persist.Store) error { return s.Blobs.Delete(ctx, "") }},
-		{"BlobHead/LongKey", persist.ErrInvalidID, func(ctx context.Context, s *persist.Store) error { _, err := s.Blobs.Head(ctx, tooLong); return err }},
+		{"BlobHead/LongKey", persist.ErrInvalidID, func(ctx context.Context, s *persist.Store) error { return errOf(s.Blobs.Head(ctx, tooLong)) }},
 		{"BlobList/NegativeLimit", persist.ErrInvalidEntry, func(ctx context.Context, s *persist.Store) error {
-			_, err := s.Blobs.List(ctx, persist.BlobListOptions{Limit: &neg})
-			return err
+			return errOf(s.Blobs.List(ctx, persist.BlobListOptions{Limit: &neg}))
 		}},
 		{"BlobList/BadPrefix", persist.ErrInvalidEntry, func(ctx context.Context, s *persist.Store) error {
-			_, err := s.Blobs.List(ctx, persist.BlobListOptions{Prefix: badUTF8})
-			return err
+			return errOf(s.Blobs.List(ctx, persist.BlobListOptions{Prefix: badUTF8}))
 		}},
 		// Locks.
 		{"WithLock/EmptyKey", persist.ErrInvalidID, func(ctx context.Context, s *persist.Store) error {
@@ -239,20 +217,14 @@ func invalidCalls() []invalid {
 			return s.Locks.WithLock(ctx, tooLong, func(context.Context) error { panic("fn ran") })
 		}},
 		{"LockAcquire/EmptyToken", persist.ErrInvalidID, steps(func(ctx context.Context, l *persist.DriverLockSteps) error {
-			_, err := l.Acquire(ctx, "k", "", time.Second)
-			return err
+			return errOf(l.Acquire(ctx, "k", "", time.Second))
 		})},
 		{"LockAcquire/NegativeWait", persist.ErrInvalidEntry, steps(func(ctx context.Context, l *persist.DriverLockSteps) error {
-			_, err := l.Acquire(ctx, "k", "t", -time.Millisecond)
-			return err
+			return errOf(l.Acquire(ctx, "k", "t", -time.Millisecond))
 		})},
-		{"LockRenew/LongToken", persist.ErrInvalidID, steps(func(ctx context.Context, l *persist.DriverLockSteps) error {
-			_, err := l.Renew(ctx, "k", tooLong)
-			return err
-		})},
+		{"LockRenew/LongToken", persist.ErrInvalidID, steps(func(ctx context.Context, l *persist.DriverLockSteps) error { return errOf(l.Renew(ctx, "k", tooLong)) })},
 		{"LockRelease/BadKey", persist.ErrInvalidID, steps(func(ctx context.Context, l *persist.DriverLockSteps) error {
-			_, err := l.Release(ctx, badUTF8, "t")
-			return err
+			return errOf(l.Release(ctx, badUTF8, "t"))
 		})},
 	}
 }
@@ -285,17 +257,13 @@ func testDoneContext(t *testing.T, nd NewDriver) {
 	cancel()
 	valid := []func(context.Context, *persist.Store) error{
 		func(ctx context.Context, s *persist.Store) error {
-			_, err := s.Runs.CreateOrResume(ctx, persist.RunStart{RunID: "c", ThreadID: "v-thread", StartedAt: 1})
-			return err
+			return errOf(s.Runs.CreateOrResume(ctx, persist.RunStart{RunID: "c", ThreadID: "v-thread", StartedAt: 1}))
 		},
 		func(ctx context.Context, s *persist.Store) error {
 			return s.Runs.Update(ctx, "v-run", persist.RunPatch{Status: persist.Set(persist.RunFailed)})
 		},
-		func(ctx context.Context, s *persist.Store) error { _, err := s.Runs.Get(ctx, "v-run"); return err },
-		func(ctx context.Context, s *persist.Store) error {
-			_, err := s.Runs.ListByThread(ctx, "v-thread")
-			return err
-		},
+		func(ctx context.Context, s *persist.Store) error { return errOf(s.Runs.Get(ctx, "v-run")) },
+		func(ctx context.Context, s *persist.Store) error { return errOf(s.Runs.ListByThread(ctx, "v-thread")) },
 		func(ctx context.Context, s *persist.Store) error { return s.Interrupts.Cancel(ctx, "v-int") },
 		func(ctx context.Context, s *persist.Store) error {
 			return s.Interrupts.CommitBatch(ctx, []persist.InterruptCommitEntry{{InterruptID: "v-int", Status: persist.InterruptCancelled}})
@@ -304,8 +272,7 @@ func testDoneContext(t *testing.T, nd NewDriver) {
 		func(ctx context.Context, s *persist.Store) error { return s.Artifacts.DeleteForRun(ctx, "v-run") },
 		func(ctx context.Context, s *persist.Store) error { return s.Blobs.Delete(ctx, "v-blob") },
 		func(ctx context.Context, s *persist.Store) error {
-			_, err := s.Blobs.Put(ctx, "v-blob", strings.NewReader("x"), persist.BlobPutOptions{})
-			return err
+			return errOf(s.Blobs.Put(ctx, "v-blob", strings.NewReader("x"), persist.BlobPutOptions{}))
 		},
 		func(ctx context.Context, s *persist.Store) error {
 			return s.Locks.WithLock(ctx, "k", func(context.Context) error { panic("fn ran") })

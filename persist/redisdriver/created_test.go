@@ -8,9 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"github.com/ckptstore/ckptstore/internal/redistest"
 	"github.com/ckptstore/ckptstore/persist/driver"
-	"github.com/ckptstore/ckptstore/persist/redisdriver"
 )
 
 // resendOnce sends the next script, runs between, then sends it again, as
@@ -43,11 +41,7 @@ func (h *resendOnce) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 // it inserted, not the updated one.
 func TestCreateResendAnswersItsInsert(t *testing.T) {
 	ctx := context.Background()
-	srv := redistest.Start(t)
-	direct := srv.Client(t, nil)
-	for _, sc := range redisdriver.Scripts() {
-		require.NoError(t, sc.Load(ctx, direct).Err())
-	}
+	srv, direct := startLoaded(t)
 	hooked := srv.Client(t, nil)
 	h := &resendOnce{}
 	hooked.AddHook(h)

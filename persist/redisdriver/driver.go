@@ -381,23 +381,41 @@ func replyInt(res []any) int64 {
 	return -1
 }
 
-// Runs.
-
-// CreateOrResumeRun implements driver.Runs.
-func (d *Driver) CreateOrResumeRun(ctx context.Context, rec *driver.RunRecord) (*driver.RunRecord, error) {
+// createOrResume runs the create script of a run or generation run with
+// args then rec's pairs; the script answers "new", or "found" with the
+// stored record.
+func createOrResume[T any](ctx context.Context, d *Driver, what, id string, rec *T, sc *redis.Script, keys []string, args ...any) (*T, error) {
 	pairs, err := fields(rec)
 	if err != nil {
 		return nil, err
 	}
-	args := append([]any{string(rec.Status), member(rec.ThreadID, rec.StartedAt, rec.RunID), d.opTTL}, pairs...)
-	res, err := d.eval(ctx, createRunScript, []string{d.k.run(rec.RunID), d.k.runs(), d.k.activeRuns(), d.k.op('r', newToken())}, args)
+	res, err := d.eval(ctx, sc, keys, append(args, pairs...))
 	if err != nil {
-		return nil, fmt.Errorf("redisdriver: create run %q: %w", rec.RunID, err)
+		return nil, fmt.Errorf("redisdriver: create %s %q: %w", what, id, err)
 	}
 	if len(res) == 2 && res[0] == "found" {
-		return decode[driver.RunRecord](res[1])
+		return decode[T](res[1])
 	}
 	return rec, nil
+}
+
+// newest is the record of scope's last member in index, or nil.
+func newest[T any](ctx context.Context, d *Driver, index, scope, recPrefix string) (*T, error) {
+	lo, hi, off := scopeRange(scope, nil)
+	rs, err := list[T](ctx, d, index, lo, hi, 1, recPrefix, off, true)
+	if err != nil || len(rs) == 0 {
+		return nil, err
+	}
+	return rs[0], nil
+}
+
+// Runs.
+
+// CreateOrResumeRun implements driver.Runs.
+func (d *Driver) CreateOrResumeRun(ctx context.Context, rec *driver.RunRecord) (*driver.RunRecord, error) {
+	keys := []string{d.k.run(rec.RunID), d.k.runs(), d.k.activeRuns(), d.k.op('r', newToken())}
+	return createOrResume(ctx, d, "run", rec.RunID, rec, createRunScript, keys,
+		string(rec.Status), member(rec.ThreadID, rec.StartedAt, rec.RunID), d.opTTL)
 }
 
 // UpdateRun implements driver.Runs.
@@ -428,12 +446,7 @@ func (d *Driver) GetRun(ctx context.Context, runID string) (*driver.RunRecord, e
 
 // ActiveRun implements driver.Runs.
 func (d *Driver) ActiveRun(ctx context.Context, threadID string) (*driver.RunRecord, error) {
-	lo, hi, off := scopeRange(threadID, nil)
-	rs, err := list[driver.RunRecord](ctx, d, d.k.activeRuns(), lo, hi, 1, d.k.run(""), off, true)
-	if err != nil || len(rs) == 0 {
-		return nil, err
-	}
-	return rs[0], nil
+	return newest[driver.RunRecord](ctx, d, d.k.activeRuns(), threadID, d.k.run(""))
 }
 
 // ThreadRuns implements driver.Runs.
@@ -457,19 +470,9 @@ func (d *Driver) ReclaimableRuns(ctx context.Context, cutoff int64, after *drive
 
 // CreateOrResumeGenerationRun implements driver.GenerationRuns.
 func (d *Driver) CreateOrResumeGenerationRun(ctx context.Context, rec *driver.GenerationRunRecord) (*driver.GenerationRunRecord, error) {
-	pairs, err := fields(rec)
-	if err != nil {
-		return nil, err
-	}
-	args := append([]any{member(rec.ThreadID, rec.StartedAt, rec.RunID), d.opTTL}, pairs...)
-	res, err := d.eval(ctx, createGenRunScript, []string{d.k.genRun(rec.RunID), d.k.genRuns(), d.k.op('n', newToken())}, args)
-	if err != nil {
-		return nil, fmt.Errorf("redisdriver: create generation run %q: %w", rec.RunID, err)
-	}
-	if len(res) == 2 && res[0] == "found" {
-		return decode[driver.GenerationRunRecord](res[1])
-	}
-	return rec, nil
+	keys := []string{d.k.genRun(rec.RunID), d.k.genRuns(), d.k.op('n', newToken())}
+	return createOrResume(ctx, d, "generation run", rec.RunID, rec, createGenRunScript, keys,
+		member(rec.ThreadID, rec.StartedAt, rec.RunID), d.opTTL)
 }
 
 // UpdateGenerationRun implements driver.GenerationRuns.
@@ -492,12 +495,7 @@ func (d *Driver) GetGenerationRun(ctx context.Context, runID string) (*driver.Ge
 
 // LatestGenerationRun implements driver.GenerationRuns.
 func (d *Driver) LatestGenerationRun(ctx context.Context, threadID string) (*driver.GenerationRunRecord, error) {
-	lo, hi, off := scopeRange(threadID, nil)
-	rs, err := list[driver.GenerationRunRecord](ctx, d, d.k.genRuns(), lo, hi, 1, d.k.genRun(""), off, true)
-	if err != nil || len(rs) == 0 {
-		return nil, err
-	}
-	return rs[0], nil
+	return newest[driver.GenerationRunRecord](ctx, d, d.k.genRuns(), threadID, d.k.genRun(""))
 }
 
 // Interrupts.

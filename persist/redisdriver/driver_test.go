@@ -34,6 +34,11 @@ func newDriver(t *testing.T, c redis.UniversalClient, now func() time.Time) *red
 	return d
 }
 
+// suiteDriver is the suite's NewDriver on c.
+func suiteDriver(c redis.UniversalClient) persisttest.NewDriver {
+	return func(t *testing.T, now func() time.Time) driver.Driver { return newDriver(t, c, now) }
+}
+
 // TestConformance runs the suite on a real redis-server, the store's
 // clock the suite's (passed to the scripts), with the real-time lock
 // cases: the lock subscription waits on the network, which the synctest
@@ -41,10 +46,7 @@ func newDriver(t *testing.T, c redis.UniversalClient, now func() time.Time) *red
 func TestConformance(t *testing.T) {
 	t.Parallel() // a server of its own; the lock cases mostly sleep
 	srv := redistest.Start(t)
-	c := srv.Client(t, nil)
-	persisttest.RunNetwork(t, func(t *testing.T, now func() time.Time) driver.Driver {
-		return newDriver(t, c, now)
-	})
+	persisttest.RunNetwork(t, suiteDriver(srv.Client(t, nil)))
 }
 
 // TestServerClockLocks runs the real-time lock cases with the server's
@@ -67,9 +69,7 @@ func TestMiniredis(t *testing.T) {
 	m := miniredis.RunT(t)
 	c := redis.NewClient(&redis.Options{Addr: m.Addr()})
 	t.Cleanup(func() { _ = c.Close() })
-	persisttest.RunNetwork(t, func(t *testing.T, now func() time.Time) driver.Driver {
-		return newDriver(t, c, now)
-	})
+	persisttest.RunNetwork(t, suiteDriver(c))
 }
 
 // TestCluster runs the suite on a three-master Redis Cluster through a
@@ -79,10 +79,7 @@ func TestMiniredis(t *testing.T) {
 func TestCluster(t *testing.T) {
 	t.Parallel() // a server of its own; the lock cases mostly sleep
 	cl := redistest.StartCluster(t, 3)
-	c := cl.Client(t)
-	persisttest.RunNetwork(t, func(t *testing.T, now func() time.Time) driver.Driver {
-		return newDriver(t, c, now)
-	})
+	persisttest.RunNetwork(t, suiteDriver(cl.Client(t)))
 }
 
 // TestWatchAcrossReconnect: a watcher waiting while the server restarts is

@@ -47,6 +47,21 @@ const (
 
 // faultyClient is a client through the fault proxy that resends at most
 // twice, so some calls end with their outcome unknown.
+// startLoaded starts a redis-server and loads every script on it through
+// the direct client it returns, so that EVALSHA finds them: one round per
+// call, and a resend is a resend of the script itself.
+func startLoaded(t *testing.T) (*redistest.Server, *redis.Client) {
+	t.Helper()
+	srv := redistest.Start(t)
+	direct := srv.Client(t, nil)
+	for _, sc := range redisdriver.Scripts() {
+		if err := sc.Load(context.Background(), direct).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return srv, direct
+}
+
 func faultyClient(t testing.TB, addr string) *redis.Client {
 	return redistest.NewClient(t, addr, &redis.Options{MaxRetries: 2, MinRetryBackoff: time.Millisecond, MaxRetryBackoff: 2 * time.Millisecond})
 }
@@ -154,13 +169,7 @@ func startChild(t *testing.T, kind, addr, prefix string, seed uint64) (wait func
 // multiplies the histories.
 func TestRunsLinearizableTwoProcesses(t *testing.T) {
 	start := time.Now()
-	srv := redistest.Start(t)
-	direct := srv.Client(t, nil)
-	for _, sc := range redisdriver.Scripts() {
-		if err := sc.Load(context.Background(), direct).Err(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	srv, direct := startLoaded(t)
 	p := redistest.NewProxy(t, srv.Addr)
 	p.SetFaults(5, 0.03, 0.03)
 	c := faultyClient(t, p.Addr)
@@ -222,13 +231,7 @@ func recordRedisLocks(t testing.TB, c redis.UniversalClient, prefix string, seed
 // each history.
 func TestLockHistoriesTwoProcesses(t *testing.T) {
 	start := time.Now()
-	srv := redistest.Start(t)
-	direct := srv.Client(t, nil)
-	for _, sc := range redisdriver.Scripts() {
-		if err := sc.Load(context.Background(), direct).Err(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	srv, direct := startLoaded(t)
 	p := redistest.NewProxy(t, srv.Addr)
 	p.SetFaults(9, 0.03, 0.03)
 	c := faultyClient(t, p.Addr)

@@ -136,39 +136,30 @@ func (d *Driver) readHashes(ctx context.Context, keys []string) ([][]any, error)
 	return out, nil
 }
 
-// decodeRecord reads a record hash of kind; an empty hash gives a Record
-// without its pointer (ID "").
+// decodeRecord reads a record hash of kind (not metadata, which is no
+// hash); an empty hash gives a Record without its pointer (ID "").
 func decodeRecord(kind driver.RecordKind, flat []any) (driver.Record, error) {
+	if len(flat) == 0 {
+		return driver.Record{}, nil
+	}
 	out := driver.Record{Kind: kind}
 	var err error
 	switch kind {
 	case driver.KindRun:
 		out.Run, err = decode[driver.RunRecord](flat)
-		if out.Run == nil {
-			return driver.Record{}, err
-		}
 	case driver.KindGenerationRun:
 		out.GenerationRun, err = decode[driver.GenerationRunRecord](flat)
-		if out.GenerationRun == nil {
-			return driver.Record{}, err
-		}
 	case driver.KindInterrupt:
 		out.Interrupt, err = decode[driver.InterruptRecord](flat)
-		if out.Interrupt == nil {
-			return driver.Record{}, err
-		}
 	case driver.KindArtifact:
 		out.Artifact, err = decode[driver.ArtifactRecord](flat)
-		if out.Artifact == nil {
-			return driver.Record{}, err
-		}
 	case driver.KindBlob:
 		out.Blob, err = decodeBlob(flat)
-		if out.Blob == nil {
-			return driver.Record{}, err
-		}
 	}
-	return out, err
+	if err != nil {
+		return driver.Record{}, err
+	}
+	return out, nil
 }
 
 // loadArgs is loadScript's keys and arguments for r: the record hash, its

@@ -11,7 +11,6 @@ import (
 
 	"github.com/ckptstore/ckptstore/internal/redistest"
 	"github.com/ckptstore/ckptstore/persist/driver"
-	"github.com/ckptstore/ckptstore/persist/redisdriver"
 )
 
 // TestResendAfterLostReply loses the reply of each write after the server
@@ -20,11 +19,7 @@ import (
 // resend without the op key would have answered instead.
 func TestResendAfterLostReply(t *testing.T) {
 	ctx := context.Background()
-	srv := redistest.Start(t)
-	direct := srv.Client(t, nil)
-	for _, sc := range redisdriver.Scripts() {
-		require.NoError(t, sc.Load(ctx, direct).Err()) // EVALSHA finds them: one round per call
-	}
+	srv, _ := startLoaded(t)
 	proxy := redistest.NewProxy(t, srv.Addr)
 	c := redistest.NewClient(t, proxy.Addr, &redis.Options{MaxRetries: 20, MinRetryBackoff: time.Millisecond, MaxRetryBackoff: 2 * time.Millisecond})
 	require.NoError(t, c.Ping(ctx).Err())
