@@ -768,8 +768,8 @@ func (r *JSONReader) Checkpoint(path string) (*Checkpoint, error) {
 	sp[5], _, errs[6] = a.str(run, p, "sourceRunId", ErrInvalidEntry)
 	errs[7] = filesErr
 	if conv != nil {
-		// jsontext has checked the syntax as it read the value; what is
-		// left of validateConversation is the kind and the UTF-8.
+		// The scanner has checked the syntax as it read the value; what
+		// is left of validateConversation is the kind and the UTF-8.
 		if t := bytes.TrimLeft(conv, " \t\r\n"); t[0] != '[' || !utf8.Valid(conv) {
 			errs[8] = fieldErr(ErrInvalidEntry, p, "conversation", convOff, "is not a JSON array of valid UTF-8")
 		}
