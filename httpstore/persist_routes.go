@@ -403,7 +403,7 @@ func genCreateOrResume(h *handler, c *call, s *persist.Store) error {
 // present and not null.
 func recordOf[T any](c *call, method string, read func(x *rd, name []byte, rec *T) error) (*T, error) {
 	var rec *T
-	if err := only(c, "record", func(x *rd) { rec = nullable(x, "/record", read) }); err != nil {
+	if err := only(c, "record", func(x *rd) { rec = nullable(x, read) }); err != nil {
 		return nil, err
 	}
 	if rec == nil {
@@ -561,7 +561,7 @@ func blobGet(h *handler, c *call, s *persist.Store) error {
 		case "key":
 			x.id(&key, "/key")
 		case "range":
-			rng = nullable(x, "/range", func(y *rd, name []byte, r *persist.BlobRange) error {
+			rng = nullable(x, func(y *rd, name []byte, r *persist.BlobRange) error {
 				switch string(name) {
 				case "offset":
 					y.int(&r.Offset, "/range/offset")

@@ -378,7 +378,7 @@ func readWhole(b []byte, field func(x *rd, name []byte) error) error {
 }
 
 // nullable reads a record field that may be null.
-func nullable[T any](x *rd, path string, read func(x *rd, name []byte, rec *T) error) *T {
+func nullable[T any](x *rd, read func(x *rd, name []byte, rec *T) error) *T {
 	v, ok, err := x.r.Padded()
 	if err != nil || !ok {
 		x.f.add(err)
