@@ -82,11 +82,6 @@ func (p pc) call(ctx context.Context, method string, write bool, token string, b
 	})
 }
 
-func record(o *object, name string, app func([]byte) []byte) {
-	o.name(name)
-	o.b = app(o.b)
-}
-
 // fetch makes one call and returns its reply's member name, one record
 // (read reads it) or null.
 func fetch[T any](p pc, ctx context.Context, method string, write bool, build func(o *object) error, name string, read func(x *rd, name []byte, rec *T) error) (*T, error) {
@@ -120,7 +115,7 @@ func fetchList[T any](p pc, ctx context.Context, method string, build func(o *ob
 // fetchByID is fetch for a read of one id, the member what, which it
 // checks first.
 func fetchByID[T any](p pc, ctx context.Context, method, what, id, name string, read func(x *rd, name []byte, rec *T) error) (*T, error) {
-	if err := checkOne(ctx, what, id); err != nil {
+	if err := checked(ctx, persist.CheckID(what, id)); err != nil {
 		return nil, err
 	}
 	return fetch(p, ctx, method, false, idBody(what, id), name, read)
@@ -129,7 +124,7 @@ func fetchByID[T any](p pc, ctx context.Context, method, what, id, name string, 
 // listByID is fetchList for a read of one id, the member what, which it
 // checks first.
 func listByID[T any](p pc, ctx context.Context, method, what, id, name string, read func(x *rd, name []byte, rec *T) error) ([]*T, error) {
-	if err := checkOne(ctx, what, id); err != nil {
+	if err := checked(ctx, persist.CheckID(what, id)); err != nil {
 		return nil, err
 	}
 	return fetchList(p, ctx, method, idBody(what, id), name, read)
@@ -138,26 +133,32 @@ func listByID[T any](p pc, ctx context.Context, method, what, id, name string, r
 // sendByID makes a write of one id, the member what, which it checks
 // first; the reply says nothing.
 func sendByID(p pc, ctx context.Context, method, what, id string) error {
-	if err := checkOne(ctx, what, id); err != nil {
+	if err := checked(ctx, persist.CheckID(what, id)); err != nil {
 		return err
 	}
 	return p.call(ctx, method, true, "", idBody(what, id), nil)
 }
 
-// checkOne is the check of a method of one id: ctx, then the id.
-func checkOne(ctx context.Context, what, id string) error {
+// checked is a method's checks in its portable counterpart's order: ctx,
+// then check, the method's own. The checks are pure, so computing check
+// first changes nothing but the work a done ctx wastes.
+func checked(ctx context.Context, check error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return persist.CheckID(what, id)
+	return check
 }
 
 func idBody(name, id string) func(o *object) error {
 	return func(o *object) error { o.str(name, id); return nil }
 }
 
-// sendUpdate sends a run store's update (runId and patch), already checked.
-func sendUpdate(p pc, ctx context.Context, method, runID string, patch json.Marshaler) error {
+// sendUpdate sends a run store's update, runId and patch, after ctx and
+// check (its portable counterpart's) pass.
+func sendUpdate[P json.Marshaler](p pc, ctx context.Context, method, runID string, patch P, check func(string, P) error) error {
+	if err := checked(ctx, check(runID, patch)); err != nil {
+		return err
+	}
 	return p.call(ctx, method, true, "", func(o *object) error {
 		o.str("runId", runID)
 		b, err := patch.MarshalJSON()
@@ -171,10 +172,7 @@ type runStore struct{ p pc }
 
 // CreateOrResume implements persist.RunStore.
 func (s runStore) CreateOrResume(ctx context.Context, in persist.RunStart) (*persist.RunRecord, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	if err := persist.CheckRunStart(&in); err != nil {
+	if err := checked(ctx, persist.CheckRunStart(&in)); err != nil {
 		return nil, err
 	}
 	rec, err := fetch(s.p, ctx, "runs/createOrResume", true, func(o *object) error {
@@ -192,13 +190,7 @@ func (s runStore) CreateOrResume(ctx context.Context, in persist.RunStart) (*per
 
 // Update implements persist.RunStore.
 func (s runStore) Update(ctx context.Context, runID string, patch persist.RunPatch) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if err := persist.CheckRunUpdate(runID, patch); err != nil {
-		return err
-	}
-	return sendUpdate(s.p, ctx, "runs/update", runID, patch)
+	return sendUpdate(s.p, ctx, "runs/update", runID, patch, persist.CheckRunUpdate)
 }
 
 // Get implements persist.RunStore.
@@ -218,10 +210,7 @@ func (s runStore) ListByThread(ctx context.Context, threadID string) ([]*persist
 
 // ListReclaimable implements persist.RunStore.
 func (s runStore) ListReclaimable(ctx context.Context, q persist.ReclaimQuery) ([]*persist.RunRecord, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	if err := persist.CheckReclaimQuery(q); err != nil {
+	if err := checked(ctx, persist.CheckReclaimQuery(q)); err != nil {
 		return nil, err
 	}
 	return fetchList(s.p, ctx, "runs/listReclaimable", func(o *object) error {
@@ -236,10 +225,7 @@ type genStore struct{ p pc }
 
 // CreateOrResume implements persist.GenerationRunStore.
 func (s genStore) CreateOrResume(ctx context.Context, in persist.GenerationRunStart) (*persist.GenerationRunRecord, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	if err := persist.CheckGenerationRunStart(&in); err != nil {
+	if err := checked(ctx, persist.CheckGenerationRunStart(&in)); err != nil {
 		return nil, err
 	}
 	rec, err := fetch(s.p, ctx, "generationRuns/createOrResume", true, func(o *object) error {
@@ -260,13 +246,7 @@ func (s genStore) CreateOrResume(ctx context.Context, in persist.GenerationRunSt
 
 // Update implements persist.GenerationRunStore.
 func (s genStore) Update(ctx context.Context, runID string, patch persist.GenerationRunPatch) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if err := persist.CheckGenerationRunUpdate(runID, patch); err != nil {
-		return err
-	}
-	return sendUpdate(s.p, ctx, "generationRuns/update", runID, patch)
+	return sendUpdate(s.p, ctx, "generationRuns/update", runID, patch, persist.CheckGenerationRunUpdate)
 }
 
 // Get implements persist.GenerationRunStore.
@@ -284,10 +264,7 @@ type interruptStore struct{ p pc }
 
 // Create implements persist.InterruptStore.
 func (s interruptStore) Create(ctx context.Context, in persist.NewInterrupt) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if err := persist.CheckNewInterrupt(in); err != nil {
+	if err := checked(ctx, persist.CheckNewInterrupt(in)); err != nil {
 		return err
 	}
 	return s.p.call(ctx, "interrupts/create", true, "", func(o *object) error {
@@ -308,10 +285,7 @@ func (s interruptStore) Create(ctx context.Context, in persist.NewInterrupt) err
 
 // Resolve implements persist.InterruptStore.
 func (s interruptStore) Resolve(ctx context.Context, interruptID string, response json.RawMessage) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if err := persist.CheckResolve(interruptID, response); err != nil {
+	if err := checked(ctx, persist.CheckResolve(interruptID, response)); err != nil {
 		return err
 	}
 	return s.p.call(ctx, "interrupts/resolve", true, "", func(o *object) error {
@@ -403,10 +377,7 @@ func metaBody(namespace, key string) func(o *object) error {
 
 // Get implements persist.MetadataStore.
 func (s metadataStore) Get(ctx context.Context, namespace, key string) (json.RawMessage, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	if err := persist.CheckMetadataKey(namespace, key); err != nil {
+	if err := checked(ctx, persist.CheckMetadataKey(namespace, key)); err != nil {
 		return nil, err
 	}
 	var v json.RawMessage
@@ -425,10 +396,7 @@ func (s metadataStore) Get(ctx context.Context, namespace, key string) (json.Raw
 
 // Set implements persist.MetadataStore.
 func (s metadataStore) Set(ctx context.Context, namespace, key string, value json.RawMessage) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if err := persist.CheckMetadataKey(namespace, key); err != nil {
+	if err := checked(ctx, persist.CheckMetadataKey(namespace, key)); err != nil {
 		return err
 	}
 	if err := persist.CheckMetadataValue(value); err != nil {
@@ -444,10 +412,7 @@ func (s metadataStore) Set(ctx context.Context, namespace, key string, value jso
 
 // Delete implements persist.MetadataStore.
 func (s metadataStore) Delete(ctx context.Context, namespace, key string) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if err := persist.CheckMetadataKey(namespace, key); err != nil {
+	if err := checked(ctx, persist.CheckMetadataKey(namespace, key)); err != nil {
 		return err
 	}
 	return s.p.call(ctx, "metadata/delete", true, "", metaBody(namespace, key), nil)
@@ -458,6 +423,8 @@ type artifactStore struct{ p pc }
 
 // Save implements persist.ArtifactStore.
 func (s artifactStore) Save(ctx context.Context, rec *persist.ArtifactRecord) error {
+	// Not checked: CheckArtifact dereferences rec, which a done ctx must
+	// not reach when it is nil.
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -465,7 +432,8 @@ func (s artifactStore) Save(ctx context.Context, rec *persist.ArtifactRecord) er
 		return err
 	}
 	return s.p.call(ctx, "artifacts/save", true, "", func(o *object) error {
-		record(o, "record", func(b []byte) []byte { return appendArtifact(b, rec) })
+		o.name("record")
+		o.b = appendArtifact(o.b, rec)
 		return nil
 	}, nil)
 }
@@ -518,10 +486,7 @@ func (b *bodyErr) Read(p []byte) (int, error) {
 // length needed). A put is retried after a lost reply or a 503 only when
 // body is an io.Seeker, which is rewound to where it started.
 func (s blobStore) Put(ctx context.Context, key string, body io.Reader, opts persist.BlobPutOptions) (persist.BlobRecord, error) {
-	if err := ctx.Err(); err != nil {
-		return persist.BlobRecord{}, err
-	}
-	if err := persist.CheckBlobPut(key, opts); err != nil {
+	if err := checked(ctx, persist.CheckBlobPut(key, opts)); err != nil {
 		return persist.BlobRecord{}, err
 	}
 	w := jw{}
@@ -609,10 +574,7 @@ func readReply(resp *http.Response, method string, read func(x *rd, name string)
 // Get implements persist.BlobStore: Body streams the server's reply and
 // must be closed.
 func (s blobStore) Get(ctx context.Context, key string, rng *persist.BlobRange) (*persist.BlobObject, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	if err := persist.CheckBlobGet(key, rng); err != nil {
+	if err := checked(ctx, persist.CheckBlobGet(key, rng)); err != nil {
 		return nil, err
 	}
 	o := object{}
@@ -690,10 +652,7 @@ func (s blobStore) Delete(ctx context.Context, key string) error {
 
 // List implements persist.BlobStore.
 func (s blobStore) List(ctx context.Context, opts persist.BlobListOptions) (persist.BlobListPage, error) {
-	if err := ctx.Err(); err != nil {
-		return persist.BlobListPage{}, err
-	}
-	if err := persist.CheckBlobList(opts); err != nil {
+	if err := checked(ctx, persist.CheckBlobList(opts)); err != nil {
 		return persist.BlobListPage{}, err
 	}
 	page := persist.BlobListPage{Objects: []persist.BlobRecord{}}
