@@ -577,19 +577,18 @@ func (s blobStore) Get(ctx context.Context, key string, rng *persist.BlobRange) 
 	if err := checked(ctx, persist.CheckBlobGet(key, rng)); err != nil {
 		return nil, err
 	}
-	o := object{}
-	o.start()
-	o.str("key", key)
+	w := jw{}
+	w.open()
+	w.str("key", key)
 	if rng != nil {
-		w := jw{b: o.b, n: 1}
 		w.name("range")
 		w.open()
 		w.int("offset", rng.Offset)
 		w.optInt("length", rng.Length)
 		w.close()
-		o.b = w.b
 	}
-	body := o.end()
+	w.close()
+	body := w.b
 	resp, err := s.p.c.open(ctx, "blobs/get", http.Header{"Content-Type": jsonContentType}, func() (io.Reader, bool) {
 		return bytes.NewReader(body), true
 	})

@@ -452,21 +452,28 @@ func intCommitBatch(h *handler, c *call, s *persist.Store) error {
 	return s.Interrupts.CommitBatch(c.ctx, batch) // c.ctx carries Idempotency-Key as the op token
 }
 
-func metaKey(x *rd, n string, ns, key *string) bool {
-	switch n {
-	case "namespace":
-		x.id(ns, "/namespace")
-	case "key":
-		x.id(key, "/key")
-	default:
-		return false
-	}
-	return true
+// metaKey reads a metadata route's namespace and key, and its value when
+// value is not nil.
+func metaKey(c *call, value *json.RawMessage) (ns, key string, err error) {
+	err = decode(c, func(x *rd, n string) bool {
+		switch {
+		case n == "namespace":
+			x.id(&ns, "/namespace")
+		case n == "key":
+			x.id(&key, "/key")
+		case n == "value" && value != nil:
+			x.rawOrNull(value)
+		default:
+			return false
+		}
+		return true
+	})
+	return ns, key, err
 }
 
 func metaGet(h *handler, c *call, s *persist.Store) error {
-	var ns, key string
-	if err := decode(c, func(x *rd, n string) bool { return metaKey(x, n, &ns, &key) }); err != nil {
+	ns, key, err := metaKey(c, nil)
+	if err != nil {
 		return err
 	}
 	v, err := s.Metadata.Get(c.ctx, ns, key)
@@ -481,15 +488,8 @@ func metaGet(h *handler, c *call, s *persist.Store) error {
 }
 
 func metaSet(h *handler, c *call, s *persist.Store) error {
-	var ns, key string
 	var v json.RawMessage
-	err := decode(c, func(x *rd, n string) bool {
-		if n == "value" {
-			x.rawOrNull(&v)
-			return true
-		}
-		return metaKey(x, n, &ns, &key)
-	})
+	ns, key, err := metaKey(c, &v)
 	if err != nil {
 		return err
 	}
@@ -500,8 +500,8 @@ func metaSet(h *handler, c *call, s *persist.Store) error {
 }
 
 func metaDelete(h *handler, c *call, s *persist.Store) error {
-	var ns, key string
-	if err := decode(c, func(x *rd, n string) bool { return metaKey(x, n, &ns, &key) }); err != nil {
+	ns, key, err := metaKey(c, nil)
+	if err != nil {
 		return err
 	}
 	return s.Metadata.Delete(c.ctx, ns, key)
