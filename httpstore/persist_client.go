@@ -320,21 +320,8 @@ func (s interruptStore) CommitBatch(ctx context.Context, entries []persist.Inter
 		return nil
 	}
 	return s.p.call(ctx, "interrupts/commitBatch", true, token, func(o *object) error {
-		w := jw{b: o.b}
-		w.name("entries")
-		w.b = append(w.b, '[')
-		for i, e := range entries {
-			if i > 0 {
-				w.b = append(w.b, ',')
-			}
-			w.open()
-			w.str("interruptId", e.InterruptID)
-			w.str("status", string(e.Status))
-			w.optRaw("response", e.Response)
-			w.close()
-		}
-		w.b = append(w.b, ']')
-		o.b = w.b
+		o.name("entries")
+		o.b = appendList(o.b, entries, appendCommitEntry)
 		return nil
 	}, nil)
 }

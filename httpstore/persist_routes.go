@@ -303,8 +303,8 @@ func reply[T any](c *call, name string, app func([]byte, T) []byte, v T, err err
 }
 
 // listOf appends a list of the records one appends.
-func listOf[T any](one func([]byte, *T) []byte) func([]byte, []*T) []byte {
-	return func(b []byte, recs []*T) []byte { return appendList(b, recs, one) }
+func listOf[T any](one func([]byte, T) []byte) func([]byte, []T) []byte {
+	return func(b []byte, recs []T) []byte { return appendList(b, recs, one) }
 }
 
 // getByID serves a read of one id, the member field: what m returns from
@@ -642,14 +642,7 @@ func blobList(h *handler, c *call, s *persist.Store) error {
 		return err
 	}
 	c.out.name("objects")
-	c.out.b = append(c.out.b, '[')
-	for i := range page.Objects {
-		if i > 0 {
-			c.out.b = append(c.out.b, ',')
-		}
-		c.out.b = appendBlobRecord(c.out.b, &page.Objects[i])
-	}
-	c.out.b = append(c.out.b, ']')
+	c.out.b = appendList(c.out.b, page.Objects, func(b []byte, r persist.BlobRecord) []byte { return appendBlobRecord(b, &r) })
 	if page.Cursor != "" {
 		c.out.str("cursor", page.Cursor)
 	}

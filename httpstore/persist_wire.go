@@ -184,7 +184,7 @@ func appendStringMap(b []byte, m map[string]string) []byte {
 	return w.b
 }
 
-func appendList[T any](b []byte, recs []*T, one func([]byte, *T) []byte) []byte {
+func appendList[T any](b []byte, recs []T, one func([]byte, T) []byte) []byte {
 	b = append(b, '[')
 	for i, r := range recs {
 		if i > 0 {
@@ -510,6 +510,16 @@ func readNewInterrupt(x *rd, name []byte, r *persist.NewInterrupt) error {
 		return unknown("record", name)
 	}
 	return nil
+}
+
+func appendCommitEntry(b []byte, e persist.InterruptCommitEntry) []byte {
+	w := jw{b: b}
+	w.open()
+	w.str("interruptId", e.InterruptID)
+	w.str("status", string(e.Status))
+	w.optRaw("response", e.Response)
+	w.close()
+	return w.b
 }
 
 func readCommitEntry(x *rd, name []byte, e *persist.InterruptCommitEntry) error {
