@@ -1,14 +1,15 @@
 package httpstore
 
-// The persistence and lock routes of docs/http-api.md: one function per
-// TanStack method, named /v1/<store>/<method>. Each reads its body into
-// typed fields (ids strictly; the first id fault, else the first other
-// fault, is the request's), then calls the namespace's persist.Store, which
-// runs the pure checks in the method's documented order and then its
-// driver's. Invariants: a long-polling acquire never holds the --dev clock
-// while it waits (each driver step takes it, clockedDriver); a blob get
-// that fails after its first byte cuts the connection rather than end a
-// short body cleanly.
+// The persistence and lock routes of docs/http-api.md: one route per
+// TanStack method, named /v1/<store>/<method>; the methods whose body is
+// one id share getByID and writeByID, which the table in init fills with
+// the store's method. Each reads its body into typed fields (ids strictly;
+// the first id fault, else the first other fault, is the request's), then
+// calls the namespace's persist.Store, which runs the pure checks in the
+// method's documented order and then its driver's. Invariants: a
+// long-polling acquire never holds the --dev clock while it waits (each
+// driver step takes it, clockedDriver); a blob get that fails after its
+// first byte cuts the connection rather than end a short body cleanly.
 
 import (
 	"context"
@@ -46,6 +47,9 @@ const (
 type persistRoute = func(h *handler, c *call, s *persist.Store) error
 
 func init() {
+	// Flags: raw (the body is bytes), unclocked (see clockedDriver), bucket
+	// (501 on a server without a blob bucket, before the route reads its
+	// body).
 	add := func(name string, fn persistRoute, flags ...string) {
 		rt := &route{name: name, persist: true}
 		bucket := false
@@ -71,43 +75,43 @@ func init() {
 		}
 		routes[name] = rt
 	}
-	runs := func(s *persist.Store) persist.RunStore { return s.Runs }
+	runsOf := func(s *persist.Store) persist.RunStore { return s.Runs }
 	add("runs/createOrResume", runsCreateOrResume)
-	add("runs/update", update(runs, readRunPatch, persist.RunStore.Update))
-	add("runs/get", getByID("runId", runs, persist.RunStore.Get, "run", appendRun))
-	add("runs/findActiveRun", getByID("threadId", runs, persist.RunStore.FindActiveRun, "run", appendRun))
-	add("runs/listByThread", getByID("threadId", runs, persist.RunStore.ListByThread, "runs", listOf(appendRun)))
+	add("runs/update", update(runsOf, readRunPatch, persist.RunStore.Update))
+	add("runs/get", getByID("runId", runsOf, persist.RunStore.Get, "run", appendRun))
+	add("runs/findActiveRun", getByID("threadId", runsOf, persist.RunStore.FindActiveRun, "run", appendRun))
+	add("runs/listByThread", getByID("threadId", runsOf, persist.RunStore.ListByThread, "runs", listOf(appendRun)))
 	add("runs/listReclaimable", runsListReclaimable)
-	gen := func(s *persist.Store) persist.GenerationRunStore { return s.GenerationRuns }
+	genOf := func(s *persist.Store) persist.GenerationRunStore { return s.GenerationRuns }
 	add("generationRuns/createOrResume", genCreateOrResume)
-	add("generationRuns/update", update(gen, readGenerationRunPatch, persist.GenerationRunStore.Update))
-	add("generationRuns/get", getByID("runId", gen, persist.GenerationRunStore.Get, "run", appendGenerationRun))
-	add("generationRuns/findLatestForThread", getByID("threadId", gen, persist.GenerationRunStore.FindLatestForThread, "run", appendGenerationRun))
-	ints := func(s *persist.Store) persist.InterruptStore { return s.Interrupts }
+	add("generationRuns/update", update(genOf, readGenerationRunPatch, persist.GenerationRunStore.Update))
+	add("generationRuns/get", getByID("runId", genOf, persist.GenerationRunStore.Get, "run", appendGenerationRun))
+	add("generationRuns/findLatestForThread", getByID("threadId", genOf, persist.GenerationRunStore.FindLatestForThread, "run", appendGenerationRun))
+	intsOf := func(s *persist.Store) persist.InterruptStore { return s.Interrupts }
 	add("interrupts/create", intCreate)
 	add("interrupts/resolve", intResolve)
-	add("interrupts/cancel", writeByID("interruptId", ints, persist.InterruptStore.Cancel))
+	add("interrupts/cancel", writeByID("interruptId", intsOf, persist.InterruptStore.Cancel))
 	add("interrupts/commitBatch", intCommitBatch)
-	add("interrupts/get", getByID("interruptId", ints, persist.InterruptStore.Get, "interrupt", appendInterrupt))
-	add("interrupts/list", getByID("threadId", ints, persist.InterruptStore.List, "interrupts", listOf(appendInterrupt)))
-	add("interrupts/listPending", getByID("threadId", ints, persist.InterruptStore.ListPending, "interrupts", listOf(appendInterrupt)))
-	add("interrupts/listByRun", getByID("runId", ints, persist.InterruptStore.ListByRun, "interrupts", listOf(appendInterrupt)))
-	add("interrupts/listPendingByRun", getByID("runId", ints, persist.InterruptStore.ListPendingByRun, "interrupts", listOf(appendInterrupt)))
+	add("interrupts/get", getByID("interruptId", intsOf, persist.InterruptStore.Get, "interrupt", appendInterrupt))
+	add("interrupts/list", getByID("threadId", intsOf, persist.InterruptStore.List, "interrupts", listOf(appendInterrupt)))
+	add("interrupts/listPending", getByID("threadId", intsOf, persist.InterruptStore.ListPending, "interrupts", listOf(appendInterrupt)))
+	add("interrupts/listByRun", getByID("runId", intsOf, persist.InterruptStore.ListByRun, "interrupts", listOf(appendInterrupt)))
+	add("interrupts/listPendingByRun", getByID("runId", intsOf, persist.InterruptStore.ListPendingByRun, "interrupts", listOf(appendInterrupt)))
 	add("metadata/get", metaGet)
 	add("metadata/set", metaSet)
 	add("metadata/delete", metaDelete)
-	arts := func(s *persist.Store) persist.ArtifactStore { return s.Artifacts }
+	artsOf := func(s *persist.Store) persist.ArtifactStore { return s.Artifacts }
 	add("artifacts/save", artSave)
-	add("artifacts/get", getByID("artifactId", arts, persist.ArtifactStore.Get, "artifact", appendArtifact))
-	add("artifacts/list", getByID("runId", arts, persist.ArtifactStore.List, "artifacts", listOf(appendArtifact)))
-	add("artifacts/listForThread", getByID("threadId", arts, persist.ArtifactStore.ListForThread, "artifacts", listOf(appendArtifact)))
-	add("artifacts/delete", writeByID("artifactId", arts, persist.ArtifactStore.Delete))
-	add("artifacts/deleteForRun", writeByID("runId", arts, persist.ArtifactStore.DeleteForRun))
-	blobStore := func(s *persist.Store) persist.BlobStore { return s.Blobs }
+	add("artifacts/get", getByID("artifactId", artsOf, persist.ArtifactStore.Get, "artifact", appendArtifact))
+	add("artifacts/list", getByID("runId", artsOf, persist.ArtifactStore.List, "artifacts", listOf(appendArtifact)))
+	add("artifacts/listForThread", getByID("threadId", artsOf, persist.ArtifactStore.ListForThread, "artifacts", listOf(appendArtifact)))
+	add("artifacts/delete", writeByID("artifactId", artsOf, persist.ArtifactStore.Delete))
+	add("artifacts/deleteForRun", writeByID("runId", artsOf, persist.ArtifactStore.DeleteForRun))
+	blobsOf := func(s *persist.Store) persist.BlobStore { return s.Blobs }
 	add("blobs/put", blobPut, "raw", "bucket")
 	add("blobs/get", blobGet, "bucket")
-	add("blobs/head", getByID("key", blobStore, persist.BlobStore.Head, "blob", appendBlobRecord), "bucket")
-	add("blobs/delete", writeByID("key", blobStore, persist.BlobStore.Delete), "bucket")
+	add("blobs/head", getByID("key", blobsOf, persist.BlobStore.Head, "blob", appendBlobRecord), "bucket")
+	add("blobs/delete", writeByID("key", blobsOf, persist.BlobStore.Delete), "bucket")
 	add("blobs/list", blobList, "bucket")
 	add("locks/acquire", lockAcquire, "unclocked")
 	add("locks/renew", lockRoute((*persist.DriverLockSteps).Renew, lockReply), "unclocked")
