@@ -82,33 +82,28 @@ func (p pc) call(ctx context.Context, method string, write bool, token string, b
 	})
 }
 
-func record(o *object, name string, app func([]byte) []byte) {
-	o.name(name)
-	o.b = app(o.b)
-}
-
-// runStore is persist.RunStore over the wire.
-type runStore struct{ p pc }
-
-func (s runStore) readRun(method string, ctx context.Context, build func(o *object) error) (*persist.RunRecord, error) {
-	var rec *persist.RunRecord
-	err := s.p.call(ctx, method, false, "", build, func(x *rd, n string) bool {
-		if n != "run" {
+// fetch makes one call and returns its reply's member name, one record
+// (read reads it) or null.
+func fetch[T any](p pc, ctx context.Context, method string, write bool, build func(o *object) error, name string, read func(x *rd, name []byte, rec *T) error) (*T, error) {
+	var rec *T
+	err := p.call(ctx, method, write, "", build, func(x *rd, n string) bool {
+		if n != name {
 			return false
 		}
-		rec = nullable(x, "/run", readRun)
+		rec = nullable(x, read)
 		return true
 	})
 	return rec, err
 }
 
-func (s runStore) readRuns(method string, ctx context.Context, build func(o *object) error) ([]*persist.RunRecord, error) {
-	recs := []*persist.RunRecord{}
-	err := s.p.call(ctx, method, false, "", build, func(x *rd, n string) bool {
-		if n != "runs" {
+// fetchList is fetch for a read whose member name is a list of records.
+func fetchList[T any](p pc, ctx context.Context, method string, build func(o *object) error, name string, read func(x *rd, name []byte, rec *T) error) ([]*T, error) {
+	recs := []*T{}
+	err := p.call(ctx, method, false, "", build, func(x *rd, n string) bool {
+		if n != name {
 			return false
 		}
-		recs = list(x, "/runs", readRun)
+		recs = list(x, "/"+name, read)
 		return true
 	})
 	if err != nil {
@@ -117,32 +112,76 @@ func (s runStore) readRuns(method string, ctx context.Context, build func(o *obj
 	return recs, nil
 }
 
+// fetchByID is fetch for a read of one id, the member what, which it
+// checks first.
+func fetchByID[T any](p pc, ctx context.Context, method, what, id, name string, read func(x *rd, name []byte, rec *T) error) (*T, error) {
+	if err := checked(ctx, persist.CheckID(what, id)); err != nil {
+		return nil, err
+	}
+	return fetch(p, ctx, method, false, idBody(what, id), name, read)
+}
+
+// listByID is fetchList for a read of one id, the member what, which it
+// checks first.
+func listByID[T any](p pc, ctx context.Context, method, what, id, name string, read func(x *rd, name []byte, rec *T) error) ([]*T, error) {
+	if err := checked(ctx, persist.CheckID(what, id)); err != nil {
+		return nil, err
+	}
+	return fetchList(p, ctx, method, idBody(what, id), name, read)
+}
+
+// sendByID makes a write of one id, the member what, which it checks
+// first; the reply says nothing.
+func sendByID(p pc, ctx context.Context, method, what, id string) error {
+	if err := checked(ctx, persist.CheckID(what, id)); err != nil {
+		return err
+	}
+	return p.call(ctx, method, true, "", idBody(what, id), nil)
+}
+
+// checked is a method's checks in its portable counterpart's order: ctx,
+// then check, the method's own. The checks are pure, so computing check
+// first changes nothing but the work a done ctx wastes.
+func checked(ctx context.Context, check error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return check
+}
+
 func idBody(name, id string) func(o *object) error {
 	return func(o *object) error { o.str(name, id); return nil }
 }
 
+// sendUpdate sends a run store's update, runId and patch, after ctx and
+// check (its portable counterpart's) pass.
+func sendUpdate[P json.Marshaler](p pc, ctx context.Context, method, runID string, patch P, check func(string, P) error) error {
+	if err := checked(ctx, check(runID, patch)); err != nil {
+		return err
+	}
+	return p.call(ctx, method, true, "", func(o *object) error {
+		o.str("runId", runID)
+		b, err := patch.MarshalJSON()
+		o.raw("patch", b)
+		return err
+	}, nil)
+}
+
+// runStore is persist.RunStore over the wire.
+type runStore struct{ p pc }
+
 // CreateOrResume implements persist.RunStore.
 func (s runStore) CreateOrResume(ctx context.Context, in persist.RunStart) (*persist.RunRecord, error) {
-	if err := ctx.Err(); err != nil {
+	if err := checked(ctx, persist.CheckRunStart(&in)); err != nil {
 		return nil, err
 	}
-	if err := persist.CheckRunStart(&in); err != nil {
-		return nil, err
-	}
-	var rec *persist.RunRecord
-	err := s.p.call(ctx, "runs/createOrResume", true, "", func(o *object) error {
+	rec, err := fetch(s.p, ctx, "runs/createOrResume", true, func(o *object) error {
 		o.str("runId", in.RunID)
 		o.str("threadId", in.ThreadID)
 		o.int("startedAt", in.StartedAt)
 		o.str("status", string(in.Status))
 		return nil
-	}, func(x *rd, n string) bool {
-		if n != "run" {
-			return false
-		}
-		rec = nullable(x, "/run", readRun)
-		return true
-	})
+	}, "run", readRun)
 	if err == nil && rec == nil {
 		err = fmt.Errorf("%w: no run", errBadReply)
 	}
@@ -151,91 +190,45 @@ func (s runStore) CreateOrResume(ctx context.Context, in persist.RunStart) (*per
 
 // Update implements persist.RunStore.
 func (s runStore) Update(ctx context.Context, runID string, patch persist.RunPatch) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if err := persist.CheckRunUpdate(runID, patch); err != nil {
-		return err
-	}
-	return s.p.call(ctx, "runs/update", true, "", func(o *object) error {
-		o.str("runId", runID)
-		b, err := patch.MarshalJSON()
-		o.raw("patch", b)
-		return err
-	}, nil)
+	return sendUpdate(s.p, ctx, "runs/update", runID, patch, persist.CheckRunUpdate)
 }
 
 // Get implements persist.RunStore.
 func (s runStore) Get(ctx context.Context, runID string) (*persist.RunRecord, error) {
-	if err := checkOne(ctx, "runId", runID); err != nil {
-		return nil, err
-	}
-	return s.readRun("runs/get", ctx, idBody("runId", runID))
+	return fetchByID(s.p, ctx, "runs/get", "runId", runID, "run", readRun)
 }
 
 // FindActiveRun implements persist.RunStore.
 func (s runStore) FindActiveRun(ctx context.Context, threadID string) (*persist.RunRecord, error) {
-	if err := checkOne(ctx, "threadId", threadID); err != nil {
-		return nil, err
-	}
-	return s.readRun("runs/findActiveRun", ctx, idBody("threadId", threadID))
+	return fetchByID(s.p, ctx, "runs/findActiveRun", "threadId", threadID, "run", readRun)
 }
 
 // ListByThread implements persist.RunStore.
 func (s runStore) ListByThread(ctx context.Context, threadID string) ([]*persist.RunRecord, error) {
-	if err := checkOne(ctx, "threadId", threadID); err != nil {
-		return nil, err
-	}
-	return s.readRuns("runs/listByThread", ctx, idBody("threadId", threadID))
+	return listByID(s.p, ctx, "runs/listByThread", "threadId", threadID, "runs", readRun)
 }
 
 // ListReclaimable implements persist.RunStore.
 func (s runStore) ListReclaimable(ctx context.Context, q persist.ReclaimQuery) ([]*persist.RunRecord, error) {
-	if err := ctx.Err(); err != nil {
+	if err := checked(ctx, persist.CheckReclaimQuery(q)); err != nil {
 		return nil, err
 	}
-	if err := persist.CheckReclaimQuery(q); err != nil {
-		return nil, err
-	}
-	return s.readRuns("runs/listReclaimable", ctx, func(o *object) error {
+	return fetchList(s.p, ctx, "runs/listReclaimable", func(o *object) error {
 		o.int("now", q.Now)
 		o.int("ttlMs", q.TTLMs)
 		return nil
-	})
-}
-
-// checkOne is the check of a method of one id: ctx, then the id.
-func checkOne(ctx context.Context, what, id string) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	return persist.CheckID(what, id)
+	}, "runs", readRun)
 }
 
 // genStore is persist.GenerationRunStore over the wire.
 type genStore struct{ p pc }
 
-func (s genStore) readRun(method string, ctx context.Context, write bool, build func(o *object) error) (*persist.GenerationRunRecord, error) {
-	var rec *persist.GenerationRunRecord
-	err := s.p.call(ctx, method, write, "", build, func(x *rd, n string) bool {
-		if n != "run" {
-			return false
-		}
-		rec = nullable(x, "/run", readGenerationRun)
-		return true
-	})
-	return rec, err
-}
-
 // CreateOrResume implements persist.GenerationRunStore.
 func (s genStore) CreateOrResume(ctx context.Context, in persist.GenerationRunStart) (*persist.GenerationRunRecord, error) {
-	if err := ctx.Err(); err != nil {
+	if err := checked(ctx, persist.CheckGenerationRunStart(&in)); err != nil {
 		return nil, err
 	}
-	if err := persist.CheckGenerationRunStart(&in); err != nil {
-		return nil, err
-	}
-	rec, err := s.readRun("generationRuns/createOrResume", ctx, true, func(o *object) error {
+	rec, err := fetch(s.p, ctx, "generationRuns/createOrResume", true, func(o *object) error {
 		o.str("runId", in.RunID)
 		o.str("threadId", in.ThreadID)
 		o.str("activity", in.Activity)
@@ -244,7 +237,7 @@ func (s genStore) CreateOrResume(ctx context.Context, in persist.GenerationRunSt
 		o.int("startedAt", in.StartedAt)
 		o.str("status", string(in.Status))
 		return nil
-	})
+	}, "run", readGenerationRun)
 	if err == nil && rec == nil {
 		err = fmt.Errorf("%w: no run", errBadReply)
 	}
@@ -253,34 +246,17 @@ func (s genStore) CreateOrResume(ctx context.Context, in persist.GenerationRunSt
 
 // Update implements persist.GenerationRunStore.
 func (s genStore) Update(ctx context.Context, runID string, patch persist.GenerationRunPatch) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if err := persist.CheckGenerationRunUpdate(runID, patch); err != nil {
-		return err
-	}
-	return s.p.call(ctx, "generationRuns/update", true, "", func(o *object) error {
-		o.str("runId", runID)
-		b, err := patch.MarshalJSON()
-		o.raw("patch", b)
-		return err
-	}, nil)
+	return sendUpdate(s.p, ctx, "generationRuns/update", runID, patch, persist.CheckGenerationRunUpdate)
 }
 
 // Get implements persist.GenerationRunStore.
 func (s genStore) Get(ctx context.Context, runID string) (*persist.GenerationRunRecord, error) {
-	if err := checkOne(ctx, "runId", runID); err != nil {
-		return nil, err
-	}
-	return s.readRun("generationRuns/get", ctx, false, idBody("runId", runID))
+	return fetchByID(s.p, ctx, "generationRuns/get", "runId", runID, "run", readGenerationRun)
 }
 
 // FindLatestForThread implements persist.GenerationRunStore.
 func (s genStore) FindLatestForThread(ctx context.Context, threadID string) (*persist.GenerationRunRecord, error) {
-	if err := checkOne(ctx, "threadId", threadID); err != nil {
-		return nil, err
-	}
-	return s.readRun("generationRuns/findLatestForThread", ctx, false, idBody("threadId", threadID))
+	return fetchByID(s.p, ctx, "generationRuns/findLatestForThread", "threadId", threadID, "run", readGenerationRun)
 }
 
 // interruptStore is persist.InterruptStore over the wire.
@@ -288,10 +264,7 @@ type interruptStore struct{ p pc }
 
 // Create implements persist.InterruptStore.
 func (s interruptStore) Create(ctx context.Context, in persist.NewInterrupt) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if err := persist.CheckNewInterrupt(in); err != nil {
+	if err := checked(ctx, persist.CheckNewInterrupt(in)); err != nil {
 		return err
 	}
 	return s.p.call(ctx, "interrupts/create", true, "", func(o *object) error {
@@ -312,10 +285,7 @@ func (s interruptStore) Create(ctx context.Context, in persist.NewInterrupt) err
 
 // Resolve implements persist.InterruptStore.
 func (s interruptStore) Resolve(ctx context.Context, interruptID string, response json.RawMessage) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if err := persist.CheckResolve(interruptID, response); err != nil {
+	if err := checked(ctx, persist.CheckResolve(interruptID, response)); err != nil {
 		return err
 	}
 	return s.p.call(ctx, "interrupts/resolve", true, "", func(o *object) error {
@@ -329,10 +299,7 @@ func (s interruptStore) Resolve(ctx context.Context, interruptID string, respons
 
 // Cancel implements persist.InterruptStore.
 func (s interruptStore) Cancel(ctx context.Context, interruptID string) error {
-	if err := checkOne(ctx, "interruptId", interruptID); err != nil {
-		return err
-	}
-	return s.p.call(ctx, "interrupts/cancel", true, "", idBody("interruptId", interruptID), nil)
+	return sendByID(s.p, ctx, "interrupts/cancel", "interruptId", interruptID)
 }
 
 // CommitBatch implements persist.InterruptStore. The batch's op token
@@ -353,77 +320,35 @@ func (s interruptStore) CommitBatch(ctx context.Context, entries []persist.Inter
 		return nil
 	}
 	return s.p.call(ctx, "interrupts/commitBatch", true, token, func(o *object) error {
-		w := jw{b: o.b}
-		w.name("entries")
-		w.b = append(w.b, '[')
-		for i, e := range entries {
-			if i > 0 {
-				w.b = append(w.b, ',')
-			}
-			w.open()
-			w.str("interruptId", e.InterruptID)
-			w.str("status", string(e.Status))
-			w.optRaw("response", e.Response)
-			w.close()
-		}
-		w.b = append(w.b, ']')
-		o.b = w.b
+		o.name("entries")
+		o.b = appendList(o.b, entries, appendCommitEntry)
 		return nil
 	}, nil)
 }
 
 // Get implements persist.InterruptStore.
 func (s interruptStore) Get(ctx context.Context, interruptID string) (*persist.InterruptRecord, error) {
-	if err := checkOne(ctx, "interruptId", interruptID); err != nil {
-		return nil, err
-	}
-	var rec *persist.InterruptRecord
-	err := s.p.call(ctx, "interrupts/get", false, "", idBody("interruptId", interruptID), func(x *rd, n string) bool {
-		if n != "interrupt" {
-			return false
-		}
-		rec = nullable(x, "/interrupt", readInterrupt)
-		return true
-	})
-	return rec, err
-}
-
-func (s interruptStore) list(ctx context.Context, method, what, id string) ([]*persist.InterruptRecord, error) {
-	if err := checkOne(ctx, what, id); err != nil {
-		return nil, err
-	}
-	recs := []*persist.InterruptRecord{}
-	err := s.p.call(ctx, method, false, "", idBody(what, id), func(x *rd, n string) bool {
-		if n != "interrupts" {
-			return false
-		}
-		recs = list(x, "/interrupts", readInterrupt)
-		return true
-	})
-	if err != nil {
-		return nil, err
-	}
-	return recs, nil
+	return fetchByID(s.p, ctx, "interrupts/get", "interruptId", interruptID, "interrupt", readInterrupt)
 }
 
 // List implements persist.InterruptStore.
 func (s interruptStore) List(ctx context.Context, threadID string) ([]*persist.InterruptRecord, error) {
-	return s.list(ctx, "interrupts/list", "threadId", threadID)
+	return listByID(s.p, ctx, "interrupts/list", "threadId", threadID, "interrupts", readInterrupt)
 }
 
 // ListPending implements persist.InterruptStore.
 func (s interruptStore) ListPending(ctx context.Context, threadID string) ([]*persist.InterruptRecord, error) {
-	return s.list(ctx, "interrupts/listPending", "threadId", threadID)
+	return listByID(s.p, ctx, "interrupts/listPending", "threadId", threadID, "interrupts", readInterrupt)
 }
 
 // ListByRun implements persist.InterruptStore.
 func (s interruptStore) ListByRun(ctx context.Context, runID string) ([]*persist.InterruptRecord, error) {
-	return s.list(ctx, "interrupts/listByRun", "runId", runID)
+	return listByID(s.p, ctx, "interrupts/listByRun", "runId", runID, "interrupts", readInterrupt)
 }
 
 // ListPendingByRun implements persist.InterruptStore.
 func (s interruptStore) ListPendingByRun(ctx context.Context, runID string) ([]*persist.InterruptRecord, error) {
-	return s.list(ctx, "interrupts/listPendingByRun", "runId", runID)
+	return listByID(s.p, ctx, "interrupts/listPendingByRun", "runId", runID, "interrupts", readInterrupt)
 }
 
 // metadataStore is persist.MetadataStore over the wire.
@@ -439,10 +364,7 @@ func metaBody(namespace, key string) func(o *object) error {
 
 // Get implements persist.MetadataStore.
 func (s metadataStore) Get(ctx context.Context, namespace, key string) (json.RawMessage, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	if err := persist.CheckMetadataKey(namespace, key); err != nil {
+	if err := checked(ctx, persist.CheckMetadataKey(namespace, key)); err != nil {
 		return nil, err
 	}
 	var v json.RawMessage
@@ -461,10 +383,7 @@ func (s metadataStore) Get(ctx context.Context, namespace, key string) (json.Raw
 
 // Set implements persist.MetadataStore.
 func (s metadataStore) Set(ctx context.Context, namespace, key string, value json.RawMessage) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if err := persist.CheckMetadataKey(namespace, key); err != nil {
+	if err := checked(ctx, persist.CheckMetadataKey(namespace, key)); err != nil {
 		return err
 	}
 	if err := persist.CheckMetadataValue(value); err != nil {
@@ -480,10 +399,7 @@ func (s metadataStore) Set(ctx context.Context, namespace, key string, value jso
 
 // Delete implements persist.MetadataStore.
 func (s metadataStore) Delete(ctx context.Context, namespace, key string) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if err := persist.CheckMetadataKey(namespace, key); err != nil {
+	if err := checked(ctx, persist.CheckMetadataKey(namespace, key)); err != nil {
 		return err
 	}
 	return s.p.call(ctx, "metadata/delete", true, "", metaBody(namespace, key), nil)
@@ -494,6 +410,8 @@ type artifactStore struct{ p pc }
 
 // Save implements persist.ArtifactStore.
 func (s artifactStore) Save(ctx context.Context, rec *persist.ArtifactRecord) error {
+	// Not checked: CheckArtifact dereferences rec, which a done ctx must
+	// not reach when it is nil.
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -501,69 +419,35 @@ func (s artifactStore) Save(ctx context.Context, rec *persist.ArtifactRecord) er
 		return err
 	}
 	return s.p.call(ctx, "artifacts/save", true, "", func(o *object) error {
-		record(o, "record", func(b []byte) []byte { return appendArtifact(b, rec) })
+		o.name("record")
+		o.b = appendArtifact(o.b, rec)
 		return nil
 	}, nil)
 }
 
 // Get implements persist.ArtifactStore.
 func (s artifactStore) Get(ctx context.Context, artifactID string) (*persist.ArtifactRecord, error) {
-	if err := checkOne(ctx, "artifactId", artifactID); err != nil {
-		return nil, err
-	}
-	var rec *persist.ArtifactRecord
-	err := s.p.call(ctx, "artifacts/get", false, "", idBody("artifactId", artifactID), func(x *rd, n string) bool {
-		if n != "artifact" {
-			return false
-		}
-		rec = nullable(x, "/artifact", readArtifact)
-		return true
-	})
-	return rec, err
-}
-
-func (s artifactStore) list(ctx context.Context, method, what, id string) ([]*persist.ArtifactRecord, error) {
-	if err := checkOne(ctx, what, id); err != nil {
-		return nil, err
-	}
-	recs := []*persist.ArtifactRecord{}
-	err := s.p.call(ctx, method, false, "", idBody(what, id), func(x *rd, n string) bool {
-		if n != "artifacts" {
-			return false
-		}
-		recs = list(x, "/artifacts", readArtifact)
-		return true
-	})
-	if err != nil {
-		return nil, err
-	}
-	return recs, nil
+	return fetchByID(s.p, ctx, "artifacts/get", "artifactId", artifactID, "artifact", readArtifact)
 }
 
 // List implements persist.ArtifactStore.
 func (s artifactStore) List(ctx context.Context, runID string) ([]*persist.ArtifactRecord, error) {
-	return s.list(ctx, "artifacts/list", "runId", runID)
+	return listByID(s.p, ctx, "artifacts/list", "runId", runID, "artifacts", readArtifact)
 }
 
 // ListForThread implements persist.ArtifactStore.
 func (s artifactStore) ListForThread(ctx context.Context, threadID string) ([]*persist.ArtifactRecord, error) {
-	return s.list(ctx, "artifacts/listForThread", "threadId", threadID)
+	return listByID(s.p, ctx, "artifacts/listForThread", "threadId", threadID, "artifacts", readArtifact)
 }
 
 // Delete implements persist.ArtifactStore.
 func (s artifactStore) Delete(ctx context.Context, artifactID string) error {
-	if err := checkOne(ctx, "artifactId", artifactID); err != nil {
-		return err
-	}
-	return s.p.call(ctx, "artifacts/delete", true, "", idBody("artifactId", artifactID), nil)
+	return sendByID(s.p, ctx, "artifacts/delete", "artifactId", artifactID)
 }
 
 // DeleteForRun implements persist.ArtifactStore.
 func (s artifactStore) DeleteForRun(ctx context.Context, runID string) error {
-	if err := checkOne(ctx, "runId", runID); err != nil {
-		return err
-	}
-	return s.p.call(ctx, "artifacts/deleteForRun", true, "", idBody("runId", runID), nil)
+	return sendByID(s.p, ctx, "artifacts/deleteForRun", "runId", runID)
 }
 
 // blobStore is persist.BlobStore over the wire: bytes travel as bytes,
@@ -589,10 +473,7 @@ func (b *bodyErr) Read(p []byte) (int, error) {
 // length needed). A put is retried after a lost reply or a 503 only when
 // body is an io.Seeker, which is rewound to where it started.
 func (s blobStore) Put(ctx context.Context, key string, body io.Reader, opts persist.BlobPutOptions) (persist.BlobRecord, error) {
-	if err := ctx.Err(); err != nil {
-		return persist.BlobRecord{}, err
-	}
-	if err := persist.CheckBlobPut(key, opts); err != nil {
+	if err := checked(ctx, persist.CheckBlobPut(key, opts)); err != nil {
 		return persist.BlobRecord{}, err
 	}
 	w := jw{}
@@ -641,7 +522,7 @@ func (s blobStore) Put(ctx context.Context, key string, body io.Reader, opts per
 		if n != "blob" {
 			return false
 		}
-		rec = nullable(x, "/blob", readBlobRecord)
+		rec = nullable(x, readBlobRecord)
 		return true
 	})
 	if err == nil && rec == nil {
@@ -680,25 +561,21 @@ func readReply(resp *http.Response, method string, read func(x *rd, name string)
 // Get implements persist.BlobStore: Body streams the server's reply and
 // must be closed.
 func (s blobStore) Get(ctx context.Context, key string, rng *persist.BlobRange) (*persist.BlobObject, error) {
-	if err := ctx.Err(); err != nil {
+	if err := checked(ctx, persist.CheckBlobGet(key, rng)); err != nil {
 		return nil, err
 	}
-	if err := persist.CheckBlobGet(key, rng); err != nil {
-		return nil, err
-	}
-	o := object{}
-	o.start()
-	o.str("key", key)
+	w := jw{}
+	w.open()
+	w.str("key", key)
 	if rng != nil {
-		w := jw{b: o.b, n: 1}
 		w.name("range")
 		w.open()
 		w.int("offset", rng.Offset)
 		w.optInt("length", rng.Length)
 		w.close()
-		o.b = w.b
 	}
-	body := o.end()
+	w.close()
+	body := w.b
 	resp, err := s.p.c.open(ctx, "blobs/get", http.Header{"Content-Type": jsonContentType}, func() (io.Reader, bool) {
 		return bytes.NewReader(body), true
 	})
@@ -719,9 +596,9 @@ func (s blobStore) Get(ctx context.Context, key string, rng *persist.BlobRange) 
 	err = readWhole([]byte(raw), func(x *rd, name []byte) error {
 		switch string(name) {
 		case "blob":
-			rec = nullable(x, "/blob", readBlobRecord)
+			rec = nullable(x, readBlobRecord)
 		case "range":
-			obj.Range = nullable(x, "/range", func(y *rd, name []byte, r *persist.ServedRange) error {
+			obj.Range = nullable(x, func(y *rd, name []byte, r *persist.ServedRange) error {
 				switch string(name) {
 				case "offset":
 					y.int(&r.Offset, "/range/offset")
@@ -749,40 +626,19 @@ func (s blobStore) Get(ctx context.Context, key string, rng *persist.BlobRange) 
 	return obj, nil
 }
 
-func (s blobStore) readRecord(ctx context.Context, method, key string) (*persist.BlobRecord, error) {
-	var rec *persist.BlobRecord
-	err := s.p.call(ctx, method, false, "", idBody("key", key), func(x *rd, n string) bool {
-		if n != "blob" {
-			return false
-		}
-		rec = nullable(x, "/blob", readBlobRecord)
-		return true
-	})
-	return rec, err
-}
-
 // Head implements persist.BlobStore.
 func (s blobStore) Head(ctx context.Context, key string) (*persist.BlobRecord, error) {
-	if err := checkOne(ctx, "key", key); err != nil {
-		return nil, err
-	}
-	return s.readRecord(ctx, "blobs/head", key)
+	return fetchByID(s.p, ctx, "blobs/head", "key", key, "blob", readBlobRecord)
 }
 
 // Delete implements persist.BlobStore.
 func (s blobStore) Delete(ctx context.Context, key string) error {
-	if err := checkOne(ctx, "key", key); err != nil {
-		return err
-	}
-	return s.p.call(ctx, "blobs/delete", true, "", idBody("key", key), nil)
+	return sendByID(s.p, ctx, "blobs/delete", "key", key)
 }
 
 // List implements persist.BlobStore.
 func (s blobStore) List(ctx context.Context, opts persist.BlobListOptions) (persist.BlobListPage, error) {
-	if err := ctx.Err(); err != nil {
-		return persist.BlobListPage{}, err
-	}
-	if err := persist.CheckBlobList(opts); err != nil {
+	if err := checked(ctx, persist.CheckBlobList(opts)); err != nil {
 		return persist.BlobListPage{}, err
 	}
 	page := persist.BlobListPage{Objects: []persist.BlobRecord{}}

@@ -1,14 +1,15 @@
 package httpstore
 
-// The persistence and lock routes of docs/http-api.md: one function per
-// TanStack method, named /v1/<store>/<method>. Each reads its body into
-// typed fields (ids strictly; the first id fault, else the first other
-// fault, is the request's), then calls the namespace's persist.Store, which
-// runs the pure checks in the method's documented order and then its
-// driver's. Invariants: a long-polling acquire never holds the --dev clock
-// while it waits (each driver step takes it, clockedDriver); a blob get
-// that fails after its first byte cuts the connection rather than end a
-// short body cleanly.
+// The persistence and lock routes of docs/http-api.md: one route per
+// TanStack method, named /v1/<store>/<method>; the methods whose body is
+// one id share getByID and writeByID, which the table in init fills with
+// the store's method. Each reads its body into typed fields (ids strictly;
+// the first id fault, else the first other fault, is the request's), then
+// calls the namespace's persist.Store, which runs the pure checks in the
+// method's documented order and then its driver's. Invariants: a
+// long-polling acquire never holds the --dev clock while it waits (each
+// driver step takes it, clockedDriver); a blob get that fails after its
+// first byte cuts the connection rather than end a short body cleanly.
 
 import (
 	"context"
@@ -19,6 +20,7 @@ import (
 	"iter"
 	"net/http"
 	"net/url"
+	"slices"
 	"time"
 
 	"github.com/ckptstore/ckptstore/blobs"
@@ -41,15 +43,24 @@ const (
 	HeaderBlob    = "Ckpt-Blob"
 )
 
+// persistRoute serves one persistence method on the namespace's store.
+type persistRoute = func(h *handler, c *call, s *persist.Store) error
+
 func init() {
-	add := func(name string, fn func(*handler, *call, *persist.Store) error, flags ...string) {
+	// Flags: raw (the body is bytes), unclocked (see clockedDriver), bucket
+	// (501 on a server without a blob bucket, before the route reads its
+	// body).
+	add := func(name string, fn persistRoute, flags ...string) {
 		rt := &route{name: name, persist: true}
+		bucket := false
 		for _, f := range flags {
 			switch f {
 			case "raw":
 				rt.raw, rt.persist = true, false
 			case "unclocked":
 				rt.unclocked = true
+			case "bucket":
+				bucket = true
 			}
 		}
 		rt.serve = func(h *handler, c *call) error {
@@ -57,46 +68,54 @@ func init() {
 			if err != nil {
 				return err
 			}
+			if bucket && !c.ns.pblobs {
+				return reqErr(CodeUnsupported, "this server has no blob bucket: start ckptserver with --bucket")
+			}
 			return fn(h, c, s)
 		}
 		routes[name] = rt
 	}
+	runsOf := func(s *persist.Store) persist.RunStore { return s.Runs }
 	add("runs/createOrResume", runsCreateOrResume)
-	add("runs/update", runsUpdate)
-	add("runs/get", runsGet)
-	add("runs/findActiveRun", runsFindActive)
-	add("runs/listByThread", runsListByThread)
+	add("runs/update", update(runsOf, readRunPatch, persist.RunStore.Update))
+	add("runs/get", getByID("runId", runsOf, persist.RunStore.Get, "run", appendRun))
+	add("runs/findActiveRun", getByID("threadId", runsOf, persist.RunStore.FindActiveRun, "run", appendRun))
+	add("runs/listByThread", getByID("threadId", runsOf, persist.RunStore.ListByThread, "runs", listOf(appendRun)))
 	add("runs/listReclaimable", runsListReclaimable)
+	genOf := func(s *persist.Store) persist.GenerationRunStore { return s.GenerationRuns }
 	add("generationRuns/createOrResume", genCreateOrResume)
-	add("generationRuns/update", genUpdate)
-	add("generationRuns/get", genGet)
-	add("generationRuns/findLatestForThread", genFindLatest)
+	add("generationRuns/update", update(genOf, readGenerationRunPatch, persist.GenerationRunStore.Update))
+	add("generationRuns/get", getByID("runId", genOf, persist.GenerationRunStore.Get, "run", appendGenerationRun))
+	add("generationRuns/findLatestForThread", getByID("threadId", genOf, persist.GenerationRunStore.FindLatestForThread, "run", appendGenerationRun))
+	intsOf := func(s *persist.Store) persist.InterruptStore { return s.Interrupts }
 	add("interrupts/create", intCreate)
 	add("interrupts/resolve", intResolve)
-	add("interrupts/cancel", intCancel)
+	add("interrupts/cancel", writeByID("interruptId", intsOf, persist.InterruptStore.Cancel))
 	add("interrupts/commitBatch", intCommitBatch)
-	add("interrupts/get", intGet)
-	add("interrupts/list", intList("threadId", persist.InterruptStore.List))
-	add("interrupts/listPending", intList("threadId", persist.InterruptStore.ListPending))
-	add("interrupts/listByRun", intList("runId", persist.InterruptStore.ListByRun))
-	add("interrupts/listPendingByRun", intList("runId", persist.InterruptStore.ListPendingByRun))
+	add("interrupts/get", getByID("interruptId", intsOf, persist.InterruptStore.Get, "interrupt", appendInterrupt))
+	add("interrupts/list", getByID("threadId", intsOf, persist.InterruptStore.List, "interrupts", listOf(appendInterrupt)))
+	add("interrupts/listPending", getByID("threadId", intsOf, persist.InterruptStore.ListPending, "interrupts", listOf(appendInterrupt)))
+	add("interrupts/listByRun", getByID("runId", intsOf, persist.InterruptStore.ListByRun, "interrupts", listOf(appendInterrupt)))
+	add("interrupts/listPendingByRun", getByID("runId", intsOf, persist.InterruptStore.ListPendingByRun, "interrupts", listOf(appendInterrupt)))
 	add("metadata/get", metaGet)
 	add("metadata/set", metaSet)
 	add("metadata/delete", metaDelete)
+	artsOf := func(s *persist.Store) persist.ArtifactStore { return s.Artifacts }
 	add("artifacts/save", artSave)
-	add("artifacts/get", artGet)
-	add("artifacts/list", artList("runId", persist.ArtifactStore.List))
-	add("artifacts/listForThread", artList("threadId", persist.ArtifactStore.ListForThread))
-	add("artifacts/delete", artDelete)
-	add("artifacts/deleteForRun", artDeleteForRun)
-	add("blobs/put", blobPut, "raw")
-	add("blobs/get", blobGet)
-	add("blobs/head", blobHead)
-	add("blobs/delete", blobDelete)
-	add("blobs/list", blobList)
+	add("artifacts/get", getByID("artifactId", artsOf, persist.ArtifactStore.Get, "artifact", appendArtifact))
+	add("artifacts/list", getByID("runId", artsOf, persist.ArtifactStore.List, "artifacts", listOf(appendArtifact)))
+	add("artifacts/listForThread", getByID("threadId", artsOf, persist.ArtifactStore.ListForThread, "artifacts", listOf(appendArtifact)))
+	add("artifacts/delete", writeByID("artifactId", artsOf, persist.ArtifactStore.Delete))
+	add("artifacts/deleteForRun", writeByID("runId", artsOf, persist.ArtifactStore.DeleteForRun))
+	blobsOf := func(s *persist.Store) persist.BlobStore { return s.Blobs }
+	add("blobs/put", blobPut, "raw", "bucket")
+	add("blobs/get", blobGet, "bucket")
+	add("blobs/head", getByID("key", blobsOf, persist.BlobStore.Head, "blob", appendBlobRecord), "bucket")
+	add("blobs/delete", writeByID("key", blobsOf, persist.BlobStore.Delete), "bucket")
+	add("blobs/list", blobList, "bucket")
 	add("locks/acquire", lockAcquire, "unclocked")
-	add("locks/renew", lockRenew, "unclocked")
-	add("locks/release", lockRelease, "unclocked")
+	add("locks/renew", lockRoute((*persist.DriverLockSteps).Renew, lockReply), "unclocked")
+	add("locks/release", lockRoute((*persist.DriverLockSteps).Release, lockHeld), "unclocked")
 }
 
 // persistOf returns the namespace's persistence store, opening it on
@@ -248,110 +267,107 @@ func decode(c *call, field func(x *rd, name string) bool) error {
 	return x.f.err()
 }
 
-// one decodes a body of one id field.
-func one(c *call, name string, id *string) error {
+// only decodes a body whose one member, name, read reads.
+func only(c *call, name string, read func(x *rd)) error {
 	return decode(c, func(x *rd, n string) bool {
 		if n != name {
 			return false
 		}
-		x.id(id, "/"+name)
+		read(x)
 		return true
 	})
 }
 
-// reply writes the member name with the JSON app appends.
-func reply(c *call, name string, app func([]byte) []byte) {
+// one decodes a body of one id field.
+func one(c *call, name string, id *string) error {
+	return only(c, name, func(x *rd) { x.id(id, "/"+name) })
+}
+
+// startOf decodes a createOrResume's body, whose members are names: each
+// is read as read reads the record's member of that name, so that a start
+// is exactly as strict as the record it starts.
+func startOf[T any](c *call, rec *T, read func(x *rd, name []byte, rec *T) error, names ...string) error {
+	return decode(c, func(x *rd, n string) bool {
+		if !slices.Contains(names, n) {
+			return false
+		}
+		x.f.add(read(x, []byte(n), rec))
+		return true
+	})
+}
+
+// reply writes v, which app appends, as the member name, unless err.
+func reply[T any](c *call, name string, app func([]byte, T) []byte, v T, err error) error {
+	if err != nil {
+		return err
+	}
 	c.out.name(name)
-	c.out.b = app(c.out.b)
+	c.out.b = app(c.out.b, v)
+	return nil
+}
+
+// listOf appends a list of the records one appends.
+func listOf[T any](one func([]byte, T) []byte) func([]byte, []T) []byte {
+	return func(b []byte, recs []T) []byte { return appendList(b, recs, one) }
+}
+
+// getByID serves a read of one id, the member field: what m returns from
+// the store that of picks is the reply's member name, which app appends.
+func getByID[S, T any](field string, of func(*persist.Store) S, m func(S, context.Context, string) (T, error), name string, app func([]byte, T) []byte) persistRoute {
+	return func(h *handler, c *call, s *persist.Store) error {
+		var id string
+		if err := one(c, field, &id); err != nil {
+			return err
+		}
+		v, err := m(of(s), c.ctx, id)
+		return reply(c, name, app, v, err)
+	}
+}
+
+// writeByID serves a write of one id, the member field: m on the store
+// that of picks, which answers {}.
+func writeByID[S any](field string, of func(*persist.Store) S, m func(S, context.Context, string) error) persistRoute {
+	return func(h *handler, c *call, s *persist.Store) error {
+		var id string
+		if err := one(c, field, &id); err != nil {
+			return err
+		}
+		return m(of(s), c.ctx, id)
+	}
+}
+
+// update serves a run store's update: runId, and patch, which read reads.
+func update[S, P any](of func(*persist.Store) S, read func(x *rd, p *P), m func(S, context.Context, string, P) error) persistRoute {
+	return func(h *handler, c *call, s *persist.Store) error {
+		var id string
+		var p P
+		err := decode(c, func(x *rd, n string) bool {
+			switch n {
+			case "runId":
+				x.id(&id, "/runId")
+			case "patch":
+				read(x, &p)
+			default:
+				return false
+			}
+			return true
+		})
+		if err != nil {
+			return err
+		}
+		return m(of(s), c.ctx, id, p)
+	}
 }
 
 func runsCreateOrResume(h *handler, c *call, s *persist.Store) error {
-	var in persist.RunStart
-	err := decode(c, func(x *rd, n string) bool {
-		switch n {
-		case "runId":
-			x.id(&in.RunID, "/runId")
-		case "threadId":
-			x.id(&in.ThreadID, "/threadId")
-		case "startedAt":
-			x.int(&in.StartedAt, "/startedAt")
-		case "status":
-			var st string
-			x.text(&st, "/status")
-			in.Status = persist.RunStatus(st)
-		default:
-			return false
-		}
-		return true
+	var in persist.RunRecord
+	if err := startOf(c, &in, readRun, "runId", "threadId", "startedAt", "status"); err != nil {
+		return err
+	}
+	rec, err := s.Runs.CreateOrResume(c.ctx, persist.RunStart{
+		RunID: in.RunID, ThreadID: in.ThreadID, StartedAt: in.StartedAt, Status: in.Status,
 	})
-	if err != nil {
-		return err
-	}
-	rec, err := s.Runs.CreateOrResume(c.ctx, in)
-	if err != nil {
-		return err
-	}
-	reply(c, "run", func(b []byte) []byte { return appendRun(b, rec) })
-	return nil
-}
-
-func runsUpdate(h *handler, c *call, s *persist.Store) error {
-	var id string
-	var p persist.RunPatch
-	err := decode(c, func(x *rd, n string) bool {
-		switch n {
-		case "runId":
-			x.id(&id, "/runId")
-		case "patch":
-			readRunPatch(x, &p)
-		default:
-			return false
-		}
-		return true
-	})
-	if err != nil {
-		return err
-	}
-	return s.Runs.Update(c.ctx, id, p)
-}
-
-func runsGet(h *handler, c *call, s *persist.Store) error {
-	var id string
-	if err := one(c, "runId", &id); err != nil {
-		return err
-	}
-	rec, err := s.Runs.Get(c.ctx, id)
-	if err != nil {
-		return err
-	}
-	reply(c, "run", func(b []byte) []byte { return appendRun(b, rec) })
-	return nil
-}
-
-func runsFindActive(h *handler, c *call, s *persist.Store) error {
-	var id string
-	if err := one(c, "threadId", &id); err != nil {
-		return err
-	}
-	rec, err := s.Runs.FindActiveRun(c.ctx, id)
-	if err != nil {
-		return err
-	}
-	reply(c, "run", func(b []byte) []byte { return appendRun(b, rec) })
-	return nil
-}
-
-func runsListByThread(h *handler, c *call, s *persist.Store) error {
-	var id string
-	if err := one(c, "threadId", &id); err != nil {
-		return err
-	}
-	recs, err := s.Runs.ListByThread(c.ctx, id)
-	if err != nil {
-		return err
-	}
-	reply(c, "runs", func(b []byte) []byte { return appendList(b, recs, appendRun) })
-	return nil
+	return reply(c, "run", appendRun, rec, err)
 }
 
 func runsListReclaimable(h *handler, c *call, s *persist.Store) error {
@@ -371,109 +387,39 @@ func runsListReclaimable(h *handler, c *call, s *persist.Store) error {
 		return err
 	}
 	recs, err := s.Runs.ListReclaimable(c.ctx, q)
-	if err != nil {
-		return err
-	}
-	reply(c, "runs", func(b []byte) []byte { return appendList(b, recs, appendRun) })
-	return nil
+	return reply(c, "runs", listOf(appendRun), recs, err)
 }
 
 func genCreateOrResume(h *handler, c *call, s *persist.Store) error {
-	var in persist.GenerationRunStart
-	err := decode(c, func(x *rd, n string) bool {
-		switch n {
-		case "runId":
-			x.id(&in.RunID, "/runId")
-		case "threadId":
-			x.id(&in.ThreadID, "/threadId")
-		case "activity":
-			x.text(&in.Activity, "/activity")
-		case "provider":
-			x.text(&in.Provider, "/provider")
-		case "model":
-			x.text(&in.Model, "/model")
-		case "startedAt":
-			x.int(&in.StartedAt, "/startedAt")
-		case "status":
-			var st string
-			x.text(&st, "/status")
-			in.Status = persist.RunStatus(st)
-		default:
-			return false
-		}
-		return true
+	var in persist.GenerationRunRecord
+	err := startOf(c, &in, readGenerationRun, "runId", "threadId", "activity", "provider", "model", "startedAt", "status")
+	if err != nil {
+		return err
+	}
+	rec, err := s.GenerationRuns.CreateOrResume(c.ctx, persist.GenerationRunStart{
+		RunID: in.RunID, ThreadID: in.ThreadID, Activity: in.Activity, Provider: in.Provider, Model: in.Model,
+		StartedAt: in.StartedAt, Status: in.Status,
 	})
-	if err != nil {
-		return err
-	}
-	rec, err := s.GenerationRuns.CreateOrResume(c.ctx, in)
-	if err != nil {
-		return err
-	}
-	reply(c, "run", func(b []byte) []byte { return appendGenerationRun(b, rec) })
-	return nil
+	return reply(c, "run", appendGenerationRun, rec, err)
 }
 
-func genUpdate(h *handler, c *call, s *persist.Store) error {
-	var id string
-	var p persist.GenerationRunPatch
-	err := decode(c, func(x *rd, n string) bool {
-		switch n {
-		case "runId":
-			x.id(&id, "/runId")
-		case "patch":
-			readGenerationRunPatch(x, &p)
-		default:
-			return false
-		}
-		return true
-	})
-	if err != nil {
-		return err
+// recordOf decodes a body of one record, which read reads; method needs it
+// present and not null.
+func recordOf[T any](c *call, method string, read func(x *rd, name []byte, rec *T) error) (*T, error) {
+	var rec *T
+	if err := only(c, "record", func(x *rd) { rec = nullable(x, read) }); err != nil {
+		return nil, err
 	}
-	return s.GenerationRuns.Update(c.ctx, id, p)
-}
-
-func genGet(h *handler, c *call, s *persist.Store) error {
-	var id string
-	if err := one(c, "runId", &id); err != nil {
-		return err
+	if rec == nil {
+		return nil, fmt.Errorf("%w: %s needs a record", persist.ErrInvalidID, method)
 	}
-	rec, err := s.GenerationRuns.Get(c.ctx, id)
-	if err != nil {
-		return err
-	}
-	reply(c, "run", func(b []byte) []byte { return appendGenerationRun(b, rec) })
-	return nil
-}
-
-func genFindLatest(h *handler, c *call, s *persist.Store) error {
-	var id string
-	if err := one(c, "threadId", &id); err != nil {
-		return err
-	}
-	rec, err := s.GenerationRuns.FindLatestForThread(c.ctx, id)
-	if err != nil {
-		return err
-	}
-	reply(c, "run", func(b []byte) []byte { return appendGenerationRun(b, rec) })
-	return nil
+	return rec, nil
 }
 
 func intCreate(h *handler, c *call, s *persist.Store) error {
-	var in *persist.NewInterrupt
-	err := decode(c, func(x *rd, n string) bool {
-		if n != "record" {
-			return false
-		}
-		in = nullable(x, "/record", readNewInterrupt)
-		return true
-	})
+	in, err := recordOf(c, "interrupts/create", readNewInterrupt)
 	if err != nil {
 		return err
-	}
-	if in == nil {
-		return fmt.Errorf("%w: interrupts/create needs a record", persist.ErrInvalidID)
 	}
 	return s.Interrupts.Create(c.ctx, *in)
 }
@@ -498,24 +444,9 @@ func intResolve(h *handler, c *call, s *persist.Store) error {
 	return s.Interrupts.Resolve(c.ctx, id, resp)
 }
 
-func intCancel(h *handler, c *call, s *persist.Store) error {
-	var id string
-	if err := one(c, "interruptId", &id); err != nil {
-		return err
-	}
-	return s.Interrupts.Cancel(c.ctx, id)
-}
-
 func intCommitBatch(h *handler, c *call, s *persist.Store) error {
 	var entries []*persist.InterruptCommitEntry
-	err := decode(c, func(x *rd, n string) bool {
-		if n != "entries" {
-			return false
-		}
-		entries = list(x, "/entries", readCommitEntry)
-		return true
-	})
-	if err != nil {
+	if err := only(c, "entries", func(x *rd) { entries = list(x, "/entries", readCommitEntry) }); err != nil {
 		return err
 	}
 	batch := make([]persist.InterruptCommitEntry, len(entries))
@@ -525,49 +456,28 @@ func intCommitBatch(h *handler, c *call, s *persist.Store) error {
 	return s.Interrupts.CommitBatch(c.ctx, batch) // c.ctx carries Idempotency-Key as the op token
 }
 
-func intGet(h *handler, c *call, s *persist.Store) error {
-	var id string
-	if err := one(c, "interruptId", &id); err != nil {
-		return err
-	}
-	rec, err := s.Interrupts.Get(c.ctx, id)
-	if err != nil {
-		return err
-	}
-	reply(c, "interrupt", func(b []byte) []byte { return appendInterrupt(b, rec) })
-	return nil
-}
-
-func intList(field string, m func(persist.InterruptStore, context.Context, string) ([]*persist.InterruptRecord, error)) func(*handler, *call, *persist.Store) error {
-	return func(h *handler, c *call, s *persist.Store) error {
-		var id string
-		if err := one(c, field, &id); err != nil {
-			return err
+// metaKey reads a metadata route's namespace and key, and its value when
+// value is not nil.
+func metaKey(c *call, value *json.RawMessage) (ns, key string, err error) {
+	err = decode(c, func(x *rd, n string) bool {
+		switch {
+		case n == "namespace":
+			x.id(&ns, "/namespace")
+		case n == "key":
+			x.id(&key, "/key")
+		case n == "value" && value != nil:
+			x.rawOrNull(value)
+		default:
+			return false
 		}
-		recs, err := m(s.Interrupts, c.ctx, id)
-		if err != nil {
-			return err
-		}
-		reply(c, "interrupts", func(b []byte) []byte { return appendList(b, recs, appendInterrupt) })
-		return nil
-	}
-}
-
-func metaKey(x *rd, n string, ns, key *string) bool {
-	switch n {
-	case "namespace":
-		x.id(ns, "/namespace")
-	case "key":
-		x.id(key, "/key")
-	default:
-		return false
-	}
-	return true
+		return true
+	})
+	return ns, key, err
 }
 
 func metaGet(h *handler, c *call, s *persist.Store) error {
-	var ns, key string
-	if err := decode(c, func(x *rd, n string) bool { return metaKey(x, n, &ns, &key) }); err != nil {
+	ns, key, err := metaKey(c, nil)
+	if err != nil {
 		return err
 	}
 	v, err := s.Metadata.Get(c.ctx, ns, key)
@@ -582,15 +492,8 @@ func metaGet(h *handler, c *call, s *persist.Store) error {
 }
 
 func metaSet(h *handler, c *call, s *persist.Store) error {
-	var ns, key string
 	var v json.RawMessage
-	err := decode(c, func(x *rd, n string) bool {
-		if n == "value" {
-			x.rawOrNull(&v)
-			return true
-		}
-		return metaKey(x, n, &ns, &key)
-	})
+	ns, key, err := metaKey(c, &v)
 	if err != nil {
 		return err
 	}
@@ -601,81 +504,19 @@ func metaSet(h *handler, c *call, s *persist.Store) error {
 }
 
 func metaDelete(h *handler, c *call, s *persist.Store) error {
-	var ns, key string
-	if err := decode(c, func(x *rd, n string) bool { return metaKey(x, n, &ns, &key) }); err != nil {
+	ns, key, err := metaKey(c, nil)
+	if err != nil {
 		return err
 	}
 	return s.Metadata.Delete(c.ctx, ns, key)
 }
 
 func artSave(h *handler, c *call, s *persist.Store) error {
-	var rec *persist.ArtifactRecord
-	err := decode(c, func(x *rd, n string) bool {
-		if n != "record" {
-			return false
-		}
-		rec = nullable(x, "/record", readArtifact)
-		return true
-	})
+	rec, err := recordOf(c, "artifacts/save", readArtifact)
 	if err != nil {
 		return err
-	}
-	if rec == nil {
-		return fmt.Errorf("%w: artifacts/save needs a record", persist.ErrInvalidID)
 	}
 	return s.Artifacts.Save(c.ctx, rec)
-}
-
-func artGet(h *handler, c *call, s *persist.Store) error {
-	var id string
-	if err := one(c, "artifactId", &id); err != nil {
-		return err
-	}
-	rec, err := s.Artifacts.Get(c.ctx, id)
-	if err != nil {
-		return err
-	}
-	reply(c, "artifact", func(b []byte) []byte { return appendArtifact(b, rec) })
-	return nil
-}
-
-func artList(field string, m func(persist.ArtifactStore, context.Context, string) ([]*persist.ArtifactRecord, error)) func(*handler, *call, *persist.Store) error {
-	return func(h *handler, c *call, s *persist.Store) error {
-		var id string
-		if err := one(c, field, &id); err != nil {
-			return err
-		}
-		recs, err := m(s.Artifacts, c.ctx, id)
-		if err != nil {
-			return err
-		}
-		reply(c, "artifacts", func(b []byte) []byte { return appendList(b, recs, appendArtifact) })
-		return nil
-	}
-}
-
-func artDelete(h *handler, c *call, s *persist.Store) error {
-	var id string
-	if err := one(c, "artifactId", &id); err != nil {
-		return err
-	}
-	return s.Artifacts.Delete(c.ctx, id)
-}
-
-func artDeleteForRun(h *handler, c *call, s *persist.Store) error {
-	var id string
-	if err := one(c, "runId", &id); err != nil {
-		return err
-	}
-	return s.Artifacts.DeleteForRun(c.ctx, id)
-}
-
-// blobsOn fails with 501 UNSUPPORTED when the server has no bucket.
-func blobsOn(c *call) error {
-	if !c.ns.pblobs {
-		return reqErr(CodeUnsupported, "this server has no blob bucket: start ckptserver with --bucket")
-	}
-	return nil
 }
 
 // readBlobPut reads a put's key and options (the Ckpt-Blob-Put JSON).
@@ -698,9 +539,6 @@ func readBlobPut(b []byte, key *string, o *persist.BlobPutOptions) error {
 }
 
 func blobPut(h *handler, c *call, s *persist.Store) error {
-	if err := blobsOn(c); err != nil {
-		return err
-	}
 	var key string
 	var opts persist.BlobPutOptions
 	if v := c.in.r.Header.Get(HeaderBlobPut); v != "" {
@@ -716,17 +554,10 @@ func blobPut(h *handler, c *call, s *persist.Store) error {
 		}
 	}
 	rec, err := s.Blobs.Put(c.ctx, key, c.stream, opts)
-	if err != nil {
-		return err
-	}
-	reply(c, "blob", func(b []byte) []byte { return appendBlobRecord(b, &rec) })
-	return nil
+	return reply(c, "blob", appendBlobRecord, &rec, err)
 }
 
 func blobGet(h *handler, c *call, s *persist.Store) error {
-	if err := blobsOn(c); err != nil {
-		return err
-	}
 	var key string
 	var rng *persist.BlobRange
 	err := decode(c, func(x *rd, n string) bool {
@@ -734,7 +565,7 @@ func blobGet(h *handler, c *call, s *persist.Store) error {
 		case "key":
 			x.id(&key, "/key")
 		case "range":
-			rng = nullable(x, "/range", func(y *rd, name []byte, r *persist.BlobRange) error {
+			rng = nullable(x, func(y *rd, name []byte, r *persist.BlobRange) error {
 				switch string(name) {
 				case "offset":
 					y.int(&r.Offset, "/range/offset")
@@ -787,37 +618,7 @@ func blobGet(h *handler, c *call, s *persist.Store) error {
 	return nil
 }
 
-func blobHead(h *handler, c *call, s *persist.Store) error {
-	if err := blobsOn(c); err != nil {
-		return err
-	}
-	var key string
-	if err := one(c, "key", &key); err != nil {
-		return err
-	}
-	rec, err := s.Blobs.Head(c.ctx, key)
-	if err != nil {
-		return err
-	}
-	reply(c, "blob", func(b []byte) []byte { return appendBlobRecord(b, rec) })
-	return nil
-}
-
-func blobDelete(h *handler, c *call, s *persist.Store) error {
-	if err := blobsOn(c); err != nil {
-		return err
-	}
-	var key string
-	if err := one(c, "key", &key); err != nil {
-		return err
-	}
-	return s.Blobs.Delete(c.ctx, key)
-}
-
 func blobList(h *handler, c *call, s *persist.Store) error {
-	if err := blobsOn(c); err != nil {
-		return err
-	}
 	var opts persist.BlobListOptions
 	err := decode(c, func(x *rd, n string) bool {
 		switch n {
@@ -845,14 +646,7 @@ func blobList(h *handler, c *call, s *persist.Store) error {
 		return err
 	}
 	c.out.name("objects")
-	c.out.b = append(c.out.b, '[')
-	for i := range page.Objects {
-		if i > 0 {
-			c.out.b = append(c.out.b, ',')
-		}
-		c.out.b = appendBlobRecord(c.out.b, &page.Objects[i])
-	}
-	c.out.b = append(c.out.b, ']')
+	c.out.b = appendList(c.out.b, page.Objects, func(b []byte, r persist.BlobRecord) []byte { return appendBlobRecord(b, &r) })
 	if page.Cursor != "" {
 		c.out.str("cursor", page.Cursor)
 	}
@@ -862,7 +656,7 @@ func blobList(h *handler, c *call, s *persist.Store) error {
 	return nil
 }
 
-// lockSteps returns the driver-backed lock steps of the store.
+// serverLockSteps returns the driver-backed lock steps of the store.
 func serverLockSteps(s *persist.Store) (*persist.DriverLockSteps, error) {
 	if l, ok := s.Locks.(*persist.Locks); ok {
 		if st, ok := l.Steps().(*persist.DriverLockSteps); ok {
@@ -872,15 +666,18 @@ func serverLockSteps(s *persist.Store) (*persist.DriverLockSteps, error) {
 	return nil, reqErr(CodeUnsupported, "this server's lock store runs no driver steps")
 }
 
-// lockKey reads the key and token of a lock route, and its waitMs when
-// wait is not nil.
-func lockKey(c *call, key, token *string, wait *int64) error {
-	err := decode(c, func(x *rd, n string) bool {
+// lockCall returns the store's lock steps and the key and token of a lock
+// route, and reads its waitMs when wait is not nil.
+func lockCall(c *call, s *persist.Store, wait *int64) (steps *persist.DriverLockSteps, key, token string, err error) {
+	if steps, err = serverLockSteps(s); err != nil {
+		return nil, "", "", err
+	}
+	err = decode(c, func(x *rd, n string) bool {
 		switch {
 		case n == "key":
-			x.id(key, "/key")
+			x.id(&key, "/key")
 		case n == "token":
-			x.id(token, "/token")
+			x.id(&token, "/token")
 		case n == "waitMs" && wait != nil:
 			x.int(wait, "/waitMs")
 		default:
@@ -889,12 +686,12 @@ func lockKey(c *call, key, token *string, wait *int64) error {
 		return true
 	})
 	if err != nil {
-		return err
+		return nil, "", "", err
 	}
-	if *token != "" && !ckptdriver.ValidOpToken(*token) || len(*token) > 128 {
-		return fmt.Errorf("%w: token must be 1 to 128 characters of [A-Za-z0-9_-]", persist.ErrInvalidID)
+	if token != "" && !ckptdriver.ValidOpToken(token) || len(token) > 128 {
+		return nil, "", "", fmt.Errorf("%w: token must be 1 to 128 characters of [A-Za-z0-9_-]", persist.ErrInvalidID)
 	}
-	return nil
+	return steps, key, token, nil
 }
 
 // lockReply writes a lock step's state: held, fence, expiresAt (null when
@@ -912,14 +709,14 @@ func lockReply(c *call, st persist.LockStep) {
 	c.out.int("renewAfterMs", st.RenewAfter.Milliseconds())
 }
 
+// lockHeld writes only whether the step's token held the lease: all a
+// release says.
+func lockHeld(c *call, st persist.LockStep) { c.out.bool("held", st.Held) }
+
 func lockAcquire(h *handler, c *call, s *persist.Store) error {
-	steps, err := serverLockSteps(s)
-	if err != nil {
-		return err
-	}
-	var key, token string
 	var waitMs int64
-	if err := lockKey(c, &key, &token, &waitMs); err != nil {
+	steps, key, token, err := lockCall(c, s, &waitMs)
+	if err != nil {
 		return err
 	}
 	if waitMs < 0 || waitMs > MaxLockWait.Milliseconds() {
@@ -937,36 +734,19 @@ func lockAcquire(h *handler, c *call, s *persist.Store) error {
 	return nil
 }
 
-func lockRenew(h *handler, c *call, s *persist.Store) error {
-	steps, err := serverLockSteps(s)
-	if err != nil {
-		return err
+// lockRoute serves a lock step that takes no wait (renew, release); write
+// answers its state.
+func lockRoute(step func(*persist.DriverLockSteps, context.Context, string, string) (persist.LockStep, error), write func(*call, persist.LockStep)) persistRoute {
+	return func(h *handler, c *call, s *persist.Store) error {
+		steps, key, token, err := lockCall(c, s, nil)
+		if err != nil {
+			return err
+		}
+		st, err := step(steps, c.ctx, key, token)
+		if err != nil {
+			return err
+		}
+		write(c, st)
+		return nil
 	}
-	var key, token string
-	if err := lockKey(c, &key, &token, nil); err != nil {
-		return err
-	}
-	st, err := steps.Renew(c.ctx, key, token)
-	if err != nil {
-		return err
-	}
-	lockReply(c, st)
-	return nil
-}
-
-func lockRelease(h *handler, c *call, s *persist.Store) error {
-	steps, err := serverLockSteps(s)
-	if err != nil {
-		return err
-	}
-	var key, token string
-	if err := lockKey(c, &key, &token, nil); err != nil {
-		return err
-	}
-	st, err := steps.Release(c.ctx, key, token)
-	if err != nil {
-		return err
-	}
-	c.out.bool("held", st.Held)
-	return nil
 }

@@ -76,110 +76,98 @@ func (w *jw) runError(n string, e *pdriver.RunError) {
 	w.close()
 }
 
-func appendRun(b []byte, r *persist.RunRecord) []byte {
+// appendObject appends r, an object whose members members writes, or null
+// for a nil r.
+func appendObject[T any](b []byte, r *T, members func(w *jw, r *T)) []byte {
 	if r == nil {
 		return append(b, "null"...)
 	}
 	w := jw{b: b}
 	w.open()
-	w.str("runId", r.RunID)
-	w.str("threadId", r.ThreadID)
-	w.str("status", string(r.Status))
-	w.int("startedAt", r.StartedAt)
-	w.optInt("finishedAt", r.FinishedAt)
-	w.runError("error", r.Error)
-	w.optRaw("usage", r.Usage)
-	w.optStr("sandboxKey", r.SandboxKey)
-	w.optInt("detachedSince", r.DetachedSince)
-	if r.CancelRequested != nil {
-		w.bool("cancelRequested", *r.CancelRequested)
-	}
-	w.optInt("driverEpoch", r.DriverEpoch)
+	members(&w, r)
 	w.close()
 	return w.b
+}
+
+func appendRun(b []byte, r *persist.RunRecord) []byte {
+	return appendObject(b, r, func(w *jw, r *persist.RunRecord) {
+		w.str("runId", r.RunID)
+		w.str("threadId", r.ThreadID)
+		w.str("status", string(r.Status))
+		w.int("startedAt", r.StartedAt)
+		w.optInt("finishedAt", r.FinishedAt)
+		w.runError("error", r.Error)
+		w.optRaw("usage", r.Usage)
+		w.optStr("sandboxKey", r.SandboxKey)
+		w.optInt("detachedSince", r.DetachedSince)
+		if r.CancelRequested != nil {
+			w.bool("cancelRequested", *r.CancelRequested)
+		}
+		w.optInt("driverEpoch", r.DriverEpoch)
+	})
 }
 
 func appendGenerationRun(b []byte, r *persist.GenerationRunRecord) []byte {
-	if r == nil {
-		return append(b, "null"...)
-	}
-	w := jw{b: b}
-	w.open()
-	w.str("runId", r.RunID)
-	w.str("threadId", r.ThreadID)
-	w.str("activity", r.Activity)
-	w.str("provider", r.Provider)
-	w.str("model", r.Model)
-	w.str("status", string(r.Status))
-	w.int("startedAt", r.StartedAt)
-	w.optInt("finishedAt", r.FinishedAt)
-	w.runError("error", r.Error)
-	w.optRaw("result", r.Result)
-	w.optRaw("artifacts", r.Artifacts)
-	w.optRaw("usage", r.Usage)
-	w.close()
-	return w.b
+	return appendObject(b, r, func(w *jw, r *persist.GenerationRunRecord) {
+		w.str("runId", r.RunID)
+		w.str("threadId", r.ThreadID)
+		w.str("activity", r.Activity)
+		w.str("provider", r.Provider)
+		w.str("model", r.Model)
+		w.str("status", string(r.Status))
+		w.int("startedAt", r.StartedAt)
+		w.optInt("finishedAt", r.FinishedAt)
+		w.runError("error", r.Error)
+		w.optRaw("result", r.Result)
+		w.optRaw("artifacts", r.Artifacts)
+		w.optRaw("usage", r.Usage)
+	})
 }
 
 func appendInterrupt(b []byte, r *persist.InterruptRecord) []byte {
-	if r == nil {
-		return append(b, "null"...)
-	}
-	w := jw{b: b}
-	w.open()
-	w.str("interruptId", r.InterruptID)
-	w.str("runId", r.RunID)
-	w.str("threadId", r.ThreadID)
-	w.str("status", string(r.Status))
-	w.int("requestedAt", r.RequestedAt)
-	w.optInt("resolvedAt", r.ResolvedAt)
-	if r.Payload == nil { // required; never absent in a stored record
-		w.raw("payload", []byte("null"))
-	} else {
-		w.raw("payload", r.Payload)
-	}
-	w.optRaw("response", r.Response)
-	w.close()
-	return w.b
+	return appendObject(b, r, func(w *jw, r *persist.InterruptRecord) {
+		w.str("interruptId", r.InterruptID)
+		w.str("runId", r.RunID)
+		w.str("threadId", r.ThreadID)
+		w.str("status", string(r.Status))
+		w.int("requestedAt", r.RequestedAt)
+		w.optInt("resolvedAt", r.ResolvedAt)
+		if r.Payload == nil { // required; never absent in a stored record
+			w.raw("payload", []byte("null"))
+		} else {
+			w.raw("payload", r.Payload)
+		}
+		w.optRaw("response", r.Response)
+	})
 }
 
 func appendArtifact(b []byte, r *persist.ArtifactRecord) []byte {
-	if r == nil {
-		return append(b, "null"...)
-	}
-	w := jw{b: b}
-	w.open()
-	w.str("artifactId", r.ArtifactID)
-	w.str("runId", r.RunID)
-	w.str("threadId", r.ThreadID)
-	w.optStr("blobKey", r.BlobKey)
-	w.str("name", r.Name)
-	w.str("mimeType", r.MimeType)
-	w.int("size", r.Size)
-	w.optStr("sourceUrl", r.SourceURL)
-	w.int("createdAt", r.CreatedAt)
-	w.close()
-	return w.b
+	return appendObject(b, r, func(w *jw, r *persist.ArtifactRecord) {
+		w.str("artifactId", r.ArtifactID)
+		w.str("runId", r.RunID)
+		w.str("threadId", r.ThreadID)
+		w.optStr("blobKey", r.BlobKey)
+		w.str("name", r.Name)
+		w.str("mimeType", r.MimeType)
+		w.int("size", r.Size)
+		w.optStr("sourceUrl", r.SourceURL)
+		w.int("createdAt", r.CreatedAt)
+	})
 }
 
 func appendBlobRecord(b []byte, r *persist.BlobRecord) []byte {
-	if r == nil {
-		return append(b, "null"...)
-	}
-	w := jw{b: b}
-	w.open()
-	w.str("key", r.Key)
-	w.int("size", r.Size)
-	w.str("etag", r.ETag)
-	w.optStr("contentType", r.ContentType)
-	if r.CustomMetadata != nil {
-		w.name("customMetadata")
-		w.b = appendStringMap(w.b, r.CustomMetadata)
-	}
-	w.int("createdAt", r.CreatedAt)
-	w.int("updatedAt", r.UpdatedAt)
-	w.close()
-	return w.b
+	return appendObject(b, r, func(w *jw, r *persist.BlobRecord) {
+		w.str("key", r.Key)
+		w.int("size", r.Size)
+		w.str("etag", r.ETag)
+		w.optStr("contentType", r.ContentType)
+		if r.CustomMetadata != nil {
+			w.name("customMetadata")
+			w.b = appendStringMap(w.b, r.CustomMetadata)
+		}
+		w.int("createdAt", r.CreatedAt)
+		w.int("updatedAt", r.UpdatedAt)
+	})
 }
 
 func appendStringMap(b []byte, m map[string]string) []byte {
@@ -196,7 +184,7 @@ func appendStringMap(b []byte, m map[string]string) []byte {
 	return w.b
 }
 
-func appendList[T any](b []byte, recs []*T, one func([]byte, *T) []byte) []byte {
+func appendList[T any](b []byte, recs []T, one func([]byte, T) []byte) []byte {
 	b = append(b, '[')
 	for i, r := range recs {
 		if i > 0 {
@@ -378,7 +366,7 @@ func readWhole(b []byte, field func(x *rd, name []byte) error) error {
 }
 
 // nullable reads a record field that may be null.
-func nullable[T any](x *rd, path string, read func(x *rd, name []byte, rec *T) error) *T {
+func nullable[T any](x *rd, read func(x *rd, name []byte, rec *T) error) *T {
 	v, ok, err := x.r.Padded()
 	if err != nil || !ok {
 		x.f.add(err)
@@ -524,6 +512,16 @@ func readNewInterrupt(x *rd, name []byte, r *persist.NewInterrupt) error {
 	return nil
 }
 
+func appendCommitEntry(b []byte, e persist.InterruptCommitEntry) []byte {
+	w := jw{b: b}
+	w.open()
+	w.str("interruptId", e.InterruptID)
+	w.str("status", string(e.Status))
+	w.optRaw("response", e.Response)
+	w.close()
+	return w.b
+}
+
 func readCommitEntry(x *rd, name []byte, e *persist.InterruptCommitEntry) error {
 	switch string(name) {
 	case "interruptId":
@@ -604,9 +602,10 @@ func (x *rd) stringMap(dst *map[string]string, path string) {
 	*dst = m
 }
 
-// readRunPatch reads a run patch: a member left out keeps its field, null
-// clears it, a value sets it.
-func readRunPatch(x *rd, p *persist.RunPatch) {
+// readPatch reads a patch, one member at a time with member (false: no
+// such member): a member left out keeps its field, null clears it, a
+// value sets it.
+func readPatch(x *rd, member func(y *rd, name []byte) bool) {
 	v, ok, err := x.r.Padded()
 	if err != nil || !ok {
 		x.f.add(err)
@@ -616,6 +615,16 @@ func readRunPatch(x *rd, p *persist.RunPatch) {
 		return
 	}
 	x.f.add(readWhole(v, func(y *rd, name []byte) error {
+		if !member(y, name) {
+			return unknown("patch", name)
+		}
+		return nil
+	}))
+}
+
+// readRunPatch reads a run patch (see readPatch).
+func readRunPatch(x *rd, p *persist.RunPatch) {
+	readPatch(x, func(y *rd, name []byte) bool {
 		switch string(name) {
 		case "status":
 			patchStatus(y, &p.Status)
@@ -642,23 +651,15 @@ func readRunPatch(x *rd, p *persist.RunPatch) {
 		case "driverEpoch":
 			patchInt(y, &p.DriverEpoch, "/patch/driverEpoch")
 		default:
-			return unknown("patch", name)
+			return false
 		}
-		return nil
-	}))
+		return true
+	})
 }
 
-// readGenerationRunPatch is readRunPatch for generation runs.
+// readGenerationRunPatch reads a generation run patch (see readPatch).
 func readGenerationRunPatch(x *rd, p *persist.GenerationRunPatch) {
-	v, ok, err := x.r.Padded()
-	if err != nil || !ok {
-		x.f.add(err)
-		if err == nil {
-			x.f.add(fmt.Errorf("%w: patch is missing", pdriver.ErrInvalidEntry))
-		}
-		return
-	}
-	x.f.add(readWhole(v, func(y *rd, name []byte) error {
+	readPatch(x, func(y *rd, name []byte) bool {
 		switch string(name) {
 		case "status":
 			patchStatus(y, &p.Status)
@@ -673,10 +674,10 @@ func readGenerationRunPatch(x *rd, p *persist.GenerationRunPatch) {
 		case "usage":
 			patchRaw(y, &p.Usage)
 		default:
-			return unknown("patch", name)
+			return false
 		}
-		return nil
-	}))
+		return true
+	})
 }
 
 func setOrClear[T any](v T, ok bool) persist.Field[T] {
