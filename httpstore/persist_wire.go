@@ -2,7 +2,7 @@ package httpstore
 
 // The persistence routes' JSON, shared by the handler and the client: one
 // appender and one reader per record and input of package persist, in
-// TanStack's shapes. Both sides go through the project's jsontext reader
+// TanStack's shapes. Both sides go through the codec's own reader
 // (driver.JSONReader) rather than a struct decoder, because JSON values the
 // store never interprets (usage, payload, response, metadata values, …) are
 // kept byte for byte with their whitespace, which no struct decoder keeps,
