@@ -189,10 +189,18 @@ func (c *client) do(ctx context.Context, method string, write bool, token string
 			key = newKey()
 		}
 	}
+	return c.attempts(ctx, func() (bool, error) { return c.send(ctx, method, body, key, read) })
+}
+
+// attempts calls try until it succeeds, fails for good (retry false), or
+// has been retried c.retries times, waiting a jittered backoff that
+// doubles up to 2 s between attempts; a done ctx ends the wait with the
+// last attempt's error.
+func (c *client) attempts(ctx context.Context, try func() (retry bool, err error)) error {
 	wait := c.backoff
 	for attempt := 0; ; attempt++ {
-		retry, err := c.send(ctx, method, body, key, read)
-		if !retry || attempt >= c.retries || ctx.Err() != nil {
+		retry, err := try()
+		if err == nil || !retry || attempt >= c.retries || ctx.Err() != nil {
 			return err
 		}
 		d := wait/2 + time.Duration(mathrand.Int64N(int64(wait)))

@@ -18,7 +18,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	mathrand "math/rand/v2"
 	"net/http"
 	"net/url"
 	"sync/atomic"
@@ -681,29 +680,21 @@ func (s blobStore) List(ctx context.Context, opts persist.BlobListOptions) (pers
 // for the caller to read and close. It retries as do does: a network
 // error or a 503, while body can give another attempt.
 func (c *client) open(ctx context.Context, method string, hdr http.Header, body func() (io.Reader, bool)) (*http.Response, error) {
-	wait := c.backoff
-	for attempt := 0; ; attempt++ {
+	var resp *http.Response
+	err := c.attempts(ctx, func() (bool, error) {
 		rd, ok := body()
 		if !ok {
-			return nil, fmt.Errorf("httpstore: %s: a failed attempt whose body cannot be sent again", method)
+			return false, fmt.Errorf("httpstore: %s: a failed attempt whose body cannot be sent again", method)
 		}
-		resp, retry, err := c.openOnce(ctx, method, hdr, rd)
-		if err == nil {
-			return resp, nil
-		}
-		if !retry || attempt >= c.retries || ctx.Err() != nil {
-			return nil, err
-		}
-		d := wait/2 + time.Duration(mathrand.Int64N(int64(wait)))
-		wait = min(2*wait, 2*time.Second)
-		t := time.NewTimer(d)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, err
-		case <-t.C:
-		}
+		var retry bool
+		var err error
+		resp, retry, err = c.openOnce(ctx, method, hdr, rd)
+		return retry, err
+	})
+	if err != nil {
+		return nil, err
 	}
+	return resp, nil
 }
 
 func (c *client) openOnce(ctx context.Context, method string, hdr http.Header, body io.Reader) (*http.Response, bool, error) {
