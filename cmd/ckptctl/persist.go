@@ -27,7 +27,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"iter"
 
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -394,29 +393,4 @@ func verifyPersist(ctx context.Context, v *verifier, a, b *store, bc *blobCopier
 		v.diff("the destination holds %d persistence records, the source %d", nb, na)
 	}
 	return na, nil
-}
-
-// records yields the persistence records an import stream holds, for
-// tests.
-func streamRecords(r io.Reader) iter.Seq2[pdriver.Record, error] {
-	return func(yield func(pdriver.Record, error) bool) {
-		dec := jsontext.NewDecoder(r, jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
-		for {
-			v, err := dec.ReadValue()
-			if err == io.EOF {
-				return
-			}
-			if err != nil {
-				yield(pdriver.Record{}, err)
-				return
-			}
-			if !isPersist(v) {
-				continue
-			}
-			var rec pdriver.Record
-			if err := rec.UnmarshalJSON(v); !yield(rec, err) || err != nil {
-				return
-			}
-		}
-	}
 }
