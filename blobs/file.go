@@ -223,6 +223,16 @@ func objectPath(key string) (string, error) {
 	return p, nil
 }
 
+// keyPath is objectPath at the start of an operation on ctx: an invalid
+// key is reported before a done context.
+func keyPath(ctx context.Context, key string) (string, error) {
+	p, err := objectPath(key)
+	if err != nil {
+		return "", err
+	}
+	return p, ctx.Err()
+}
+
 func isMissing(err error) bool {
 	// ENOTDIR: a component of the path is a file, so the object is absent.
 	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)
@@ -231,11 +241,8 @@ func isMissing(err error) bool {
 // Get implements Bucket. The returned *os.File reads the object as it was
 // when Get opened it, even if it is replaced or deleted meanwhile.
 func (b *FileBucket) Get(ctx context.Context, key string) (io.ReadCloser, error) {
-	p, err := objectPath(key)
+	p, err := keyPath(ctx, key)
 	if err != nil {
-		return nil, err
-	}
-	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	f, err := b.root.Open(p)
@@ -250,11 +257,8 @@ func (b *FileBucket) Get(ctx context.Context, key string) (io.ReadCloser, error)
 
 // Head implements Bucket.
 func (b *FileBucket) Head(ctx context.Context, key string) (Object, error) {
-	p, err := objectPath(key)
+	p, err := keyPath(ctx, key)
 	if err != nil {
-		return Object{}, err
-	}
-	if err := ctx.Err(); err != nil {
 		return Object{}, err
 	}
 	fi, err := b.root.Stat(p)
@@ -272,11 +276,8 @@ func (b *FileBucket) Head(ctx context.Context, key string) (Object, error) {
 
 // Put implements Bucket.
 func (b *FileBucket) Put(ctx context.Context, key string, r io.Reader) (err error) {
-	p, err := objectPath(key)
+	p, err := keyPath(ctx, key)
 	if err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
 		return err
 	}
 	tmp := filepath.Join(fileTmpDir, rand.Text()+".part")
@@ -352,11 +353,8 @@ func (b *FileBucket) syncDir(dir string) error {
 
 // Delete implements Bucket.
 func (b *FileBucket) Delete(ctx context.Context, key string) error {
-	p, err := objectPath(key)
+	p, err := keyPath(ctx, key)
 	if err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
 		return err
 	}
 	if err := b.root.Remove(p); err != nil && !isMissing(err) {
@@ -501,11 +499,8 @@ func (b *FileBucket) now() time.Time {
 // NoSync is set, it fsyncs the file so that the new time survives a crash:
 // a checkpoint appended after a touch must not find its blob old again.
 func (b *FileBucket) Touch(ctx context.Context, key string) error {
-	p, err := objectPath(key)
+	p, err := keyPath(ctx, key)
 	if err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
 		return err
 	}
 	unlock, err := b.lock(key)
@@ -544,11 +539,8 @@ func (b *FileBucket) Touch(ctx context.Context, key string) error {
 // goroutines. Readers take no lock: unlink and rename are atomic, so they
 // see the object or its absence, never anything between.
 func (b *FileBucket) DeleteOlder(ctx context.Context, key string, before time.Time) (bool, error) {
-	p, err := objectPath(key)
+	p, err := keyPath(ctx, key)
 	if err != nil {
-		return false, err
-	}
-	if err := ctx.Err(); err != nil {
 		return false, err
 	}
 	unlock, err := b.lock(key)

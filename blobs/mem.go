@@ -55,6 +55,15 @@ func NewMem(opts MemOptions) *MemBucket {
 	return &MemBucket{now: now, tree: btree.NewG(32, memLess)}
 }
 
+// checkKey is the start of every keyed operation: an invalid key is
+// reported before a done context.
+func checkKey(ctx context.Context, key string) error {
+	if err := ValidateKey(key); err != nil {
+		return err
+	}
+	return ctx.Err()
+}
+
 func (m *MemBucket) lookup(key string) (*memObject, bool) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
@@ -63,10 +72,7 @@ func (m *MemBucket) lookup(key string) (*memObject, bool) {
 
 // Get implements Bucket.
 func (m *MemBucket) Get(ctx context.Context, key string) (io.ReadCloser, error) {
-	if err := ValidateKey(key); err != nil {
-		return nil, err
-	}
-	if err := ctx.Err(); err != nil {
+	if err := checkKey(ctx, key); err != nil {
 		return nil, err
 	}
 	o, ok := m.lookup(key)
@@ -78,10 +84,7 @@ func (m *MemBucket) Get(ctx context.Context, key string) (io.ReadCloser, error) 
 
 // Head implements Bucket.
 func (m *MemBucket) Head(ctx context.Context, key string) (Object, error) {
-	if err := ValidateKey(key); err != nil {
-		return Object{}, err
-	}
-	if err := ctx.Err(); err != nil {
+	if err := checkKey(ctx, key); err != nil {
 		return Object{}, err
 	}
 	o, ok := m.lookup(key)
@@ -132,10 +135,7 @@ func (m *MemBucket) stamp(key string) time.Time {
 
 // Delete implements Bucket.
 func (m *MemBucket) Delete(ctx context.Context, key string) error {
-	if err := ValidateKey(key); err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
+	if err := checkKey(ctx, key); err != nil {
 		return err
 	}
 	m.mu.Lock()
@@ -199,10 +199,7 @@ func (m *MemBucket) Len() int {
 // The object is replaced by a copy with the new time, never changed in
 // place, because List and Head hand out what they read without a lock.
 func (m *MemBucket) Touch(ctx context.Context, key string) error {
-	if err := ValidateKey(key); err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
+	if err := checkKey(ctx, key); err != nil {
 		return err
 	}
 	m.mu.Lock()
@@ -218,10 +215,7 @@ func (m *MemBucket) Touch(ctx context.Context, key string) error {
 // DeleteOlder implements OlderDeleter: the ModTime check and the deletion
 // happen under one hold of the lock that Put and Touch take.
 func (m *MemBucket) DeleteOlder(ctx context.Context, key string, before time.Time) (bool, error) {
-	if err := ValidateKey(key); err != nil {
-		return false, err
-	}
-	if err := ctx.Err(); err != nil {
+	if err := checkKey(ctx, key); err != nil {
 		return false, err
 	}
 	m.mu.Lock()

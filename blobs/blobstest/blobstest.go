@@ -17,6 +17,7 @@ package blobstest
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -59,12 +60,8 @@ type Options struct {
 // ckptstore.Options.Now means time.Now). It registers any cleanup with
 // t.Cleanup.
 func RunBucket(t *testing.T, newBucket func(t *testing.T, now func() time.Time) blobs.Bucket, opts Options) {
-	if opts.ModTimeSlack == 0 {
-		opts.ModTimeSlack = 2 * time.Second
-	}
-	if opts.ManyKeys == 0 {
-		opts.ManyKeys = 1100
-	}
+	opts.ModTimeSlack = cmp.Or(opts.ModTimeSlack, 2*time.Second)
+	opts.ManyKeys = cmp.Or(opts.ManyKeys, 1100)
 	s := suite{opts: opts, newBucket: newBucket}
 	t.Run("InvalidKeys", s.invalidKeys)
 	t.Run("PutGetHead", s.putGetHead)

@@ -5,12 +5,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"iter"
 	"math"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ckptstore/ckptstore"
@@ -232,4 +235,28 @@ func countAll(t testing.TB, s *ckptstore.Store, threads []string) int {
 		n += len(cps)
 	}
 	return n
+}
+
+// streamRecords yields the persistence records an export stream holds.
+func streamRecords(r io.Reader) iter.Seq2[pdriver.Record, error] {
+	return func(yield func(pdriver.Record, error) bool) {
+		dec := jsontext.NewDecoder(r, jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+		for {
+			v, err := dec.ReadValue()
+			if err == io.EOF {
+				return
+			}
+			if err != nil {
+				yield(pdriver.Record{}, err)
+				return
+			}
+			if !isPersist(v) {
+				continue
+			}
+			var rec pdriver.Record
+			if err := rec.UnmarshalJSON(v); !yield(rec, err) || err != nil {
+				return
+			}
+		}
+	}
 }

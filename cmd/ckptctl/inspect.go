@@ -17,12 +17,11 @@ import (
 
 // threadSeq yields every thread id of s in byte order, one Threads page at
 // a time.
-func threadSeq(ctx context.Context, s *store) (iter.Seq2[string, error], error) {
-	tl := s.Store
+func threadSeq(ctx context.Context, s *store) iter.Seq2[string, error] {
 	return func(yield func(string, error) bool) {
 		after := ""
 		for {
-			ids, next, err := tl.Threads(ctx, after, driver.MaxPageLimit)
+			ids, next, err := s.Threads(ctx, after, driver.MaxPageLimit)
 			if err != nil {
 				yield("", err)
 				return
@@ -37,7 +36,7 @@ func threadSeq(ctx context.Context, s *store) (iter.Seq2[string, error], error) 
 			}
 			after = next
 		}
-	}, nil
+	}
 }
 
 // checkpointSeq yields the checkpoints of thread in List order (or its
@@ -45,10 +44,9 @@ func threadSeq(ctx context.Context, s *store) (iter.Seq2[string, error], error) 
 // Pager is read with one List.
 func checkpointSeq(ctx context.Context, s *ckptstore.Store, thread string, pageSize int, reverse bool) iter.Seq2[*ckptstore.Checkpoint, error] {
 	return func(yield func(*ckptstore.Checkpoint, error) bool) {
-		p := s
 		opt := ckptstore.ListOptions{Limit: pageSize, Reverse: reverse}
 		for {
-			cps, next, err := p.ListPage(ctx, thread, opt)
+			cps, next, err := s.ListPage(ctx, thread, opt)
 			if err != nil {
 				yield(nil, err)
 				return
@@ -73,13 +71,9 @@ func runThreads(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer s.Close()
-	seq, err := threadSeq(ctx, s)
-	if err != nil {
-		return err
-	}
 	w := bufio.NewWriter(e.stdout)
 	defer w.Flush()
-	for id, err := range seq {
+	for id, err := range threadSeq(ctx, s) {
 		if err != nil {
 			return err
 		}

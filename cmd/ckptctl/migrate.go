@@ -95,23 +95,18 @@ func storeThread(ctx context.Context, s *ckptstore.Store, id string, listed bool
 		return nil, err
 	}
 	th := &srcThread{id: id, head: head, reiterable: true}
-	tr := s
-	t, err := tr.LoadThread(ctx, id)
+	t, err := s.LoadThread(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	if !bytes.Equal(t, []byte("[]")) {
 		th.transcript = t
 	} else if head == "" && listed {
-		empty := true
-		for _, err := range checkpointSeq(ctx, s, id, 1, false) {
-			if err != nil {
-				return nil, err
-			}
-			empty = false
-			break
+		has, err := hasCheckpoint(ctx, s, id)
+		if err != nil {
+			return nil, err
 		}
-		if empty {
+		if !has {
 			th.transcript = t
 		}
 	}
@@ -129,6 +124,14 @@ func storeThread(ctx context.Context, s *ckptstore.Store, id string, listed bool
 		}
 	}
 	return th, nil
+}
+
+// hasCheckpoint reports whether thread id of s holds any checkpoint.
+func hasCheckpoint(ctx context.Context, s *ckptstore.Store, id string) (bool, error) {
+	for _, err := range checkpointSeq(ctx, s, id, 1, false) {
+		return err == nil, err
+	}
+	return false, nil
 }
 
 // options of a migration.
@@ -164,7 +167,6 @@ type migrator struct {
 	e    *env
 	opts migrateOptions
 	dst  *store
-	imp  *ckptstore.Store
 
 	// mu guards what follows: copy --parallel runs threads concurrently.
 	mu                  sync.Mutex
@@ -177,10 +179,9 @@ type migrator struct {
 	failed              []error // refused or skipped threads
 }
 
-func newMigrator(e *env, dst *store, opts migrateOptions) (*migrator, error) {
-	imp := dst.Store
+func newMigrator(e *env, dst *store, opts migrateOptions) *migrator {
 	now := e.now()
-	return &migrator{e: e, opts: opts, dst: dst, imp: imp, start: now, lastProgress: now}, nil
+	return &migrator{e: e, opts: opts, dst: dst, start: now, lastProgress: now}
 }
 
 // threadFailure is a thread the migration did not write: refused because
@@ -294,8 +295,8 @@ func (m *migrator) readDestination(ctx context.Context, th *srcThread) (*destina
 	if head != "" && head != th.head {
 		return nil, refuse(th.id, "the destination's head is %q, the source's %q", head, th.head)
 	}
-	d := &destination{head: head, transcript: driver.EmptyTranscript(), empty: true}
-	if d.transcript, err = m.dst.Store.LoadThread(ctx, th.id); err != nil {
+	d := &destination{head: head}
+	if d.transcript, err = m.dst.LoadThread(ctx, th.id); err != nil {
 		return nil, err
 	}
 	srcTranscript := th.transcript
@@ -305,13 +306,11 @@ func (m *migrator) readDestination(ctx context.Context, th *srcThread) (*destina
 	if !bytes.Equal(d.transcript, []byte("[]")) && !bytes.Equal(d.transcript, srcTranscript) {
 		return nil, refuse(th.id, "the destination's transcript differs from the source's")
 	}
-	for _, err := range checkpointSeq(ctx, m.dst.Store, th.id, 1, false) {
-		if err != nil {
-			return nil, err
-		}
-		d.empty = false
-		break
+	has, err := hasCheckpoint(ctx, m.dst.Store, th.id)
+	if err != nil {
+		return nil, err
 	}
+	d.empty = !has
 	return d, nil
 }
 
@@ -335,13 +334,7 @@ func (m *migrator) presentIn(ctx context.Context, th *srcThread, d *destination,
 			all = append(all, sc)
 		}
 		slices.SortFunc(all, func(a, b sized) int { return driver.ComparePosition(a.cp, driver.PositionOf(b.cp)) })
-		src = func(yield func(sized, error) bool) {
-			for _, sc := range all {
-				if !yield(sc, nil) {
-					return
-				}
-			}
-		}
+		src = sliceSeq(all)
 	}
 	present, err := m.compare(ctx, th.id, src, k)
 	if err != nil {
@@ -398,7 +391,7 @@ func (b *threadBatches) flush(ctx context.Context, final bool) error {
 // invalid still fails, alone. The head and the transcript go with the
 // last part, so they are set only once every checkpoint is in.
 func (m *migrator) importBatch(ctx context.Context, b ckptstore.ImportBatch) (int, error) {
-	n, err := m.imp.Import(ctx, b)
+	n, err := m.dst.Import(ctx, b)
 	if err == nil {
 		m.update(b.ThreadID, func() { m.batches++ })
 		return n, nil
@@ -513,9 +506,9 @@ func runExport(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer s.Close()
-	ids, err := exportIDs(ctx, s, only)
-	if err != nil {
-		return err
+	ids := threadSeq(ctx, s)
+	if len(only) > 0 {
+		ids = sliceSeq(only)
 	}
 	w := e.stdout
 	var file *os.File
@@ -540,21 +533,6 @@ func runExport(ctx context.Context, e *env, args []string) error {
 	d := e.now().Sub(start)
 	fmt.Fprintf(e.stderr, "export: %d threads, %d checkpoints, %d persistence records, %v, %.0f checkpoints/s\n", threads, cps, x.records, d.Round(time.Millisecond), rate(cps, d))
 	return nil
-}
-
-// exportIDs is the threads an export writes: only, or every thread of s
-// when only is empty.
-func exportIDs(ctx context.Context, s *store, only []string) (iter.Seq2[string, error], error) {
-	if len(only) == 0 {
-		return threadSeq(ctx, s)
-	}
-	return func(yield func(string, error) bool) {
-		for _, id := range only {
-			if !yield(id, nil) {
-				return
-			}
-		}
-	}, nil
 }
 
 // exporter writes an export stream of s.
@@ -831,10 +809,7 @@ func runImport(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer s.Close()
-	m, err := newMigrator(e, s, opts)
-	if err != nil {
-		return err
-	}
+	m := newMigrator(e, s, opts)
 	l, err := newLoader(m, s, nil)
 	if err != nil {
 		return err
@@ -909,10 +884,7 @@ func runCopy(ctx context.Context, e *env, args []string) error {
 	}
 	// The persistence records go after the threads, also when a thread
 	// was refused: they do not depend on the checkpoints.
-	pm, err := newMigrator(e, dst, opts)
-	if err != nil {
-		return err
-	}
+	pm := newMigrator(e, dst, opts)
 	if err := errors.Join(threadsErr, copyPersist(ctx, pm, src, dst, bc)); err != nil {
 		return err
 	}
@@ -927,14 +899,8 @@ func runCopy(ctx context.Context, e *env, args []string) error {
 // own failure stops every worker (each releases its lease) and is
 // returned.
 func copyStores(ctx context.Context, e *env, src, dst *store, opts migrateOptions, parallel int) error {
-	m, err := newMigrator(e, dst, opts)
-	if err != nil {
-		return err
-	}
-	ids, err := threadSeq(ctx, src)
-	if err != nil {
-		return err
-	}
+	m := newMigrator(e, dst, opts)
+	ids := threadSeq(ctx, src)
 	wctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	work := make(chan string)

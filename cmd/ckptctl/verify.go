@@ -35,16 +35,8 @@ func (v *verifier) diff(format string, args ...any) {
 // when there is any.
 func verifyStores(ctx context.Context, e *env, a, b *store, bc *blobCopier) error {
 	v := &verifier{e: e}
-	ta, err := threadSeq(ctx, a)
-	if err != nil {
-		return err
-	}
-	tb, err := threadSeq(ctx, b)
-	if err != nil {
-		return err
-	}
 	threads, cps := 0, 0
-	err = mergeSeqs(ta, tb, strings.Compare, func(x, y *string) error {
+	err := mergeSeqs(threadSeq(ctx, a), threadSeq(ctx, b), strings.Compare, func(x, y *string) error {
 		switch {
 		case y == nil:
 			v.diff("thread %q is only in the source", *x)
@@ -109,11 +101,11 @@ func (v *verifier) thread(ctx context.Context, a, b *store, id string) (int, err
 	if ha != hb {
 		v.diff("thread %q: head %q in the source, %q in the destination", id, ha, hb)
 	}
-	tra, err := transcript(ctx, a, id)
+	tra, err := a.LoadThread(ctx, id)
 	if err != nil {
 		return 0, err
 	}
-	trb, err := transcript(ctx, b, id)
+	trb, err := b.LoadThread(ctx, id)
 	if err != nil {
 		return 0, err
 	}
@@ -139,12 +131,6 @@ func (v *verifier) thread(ctx context.Context, a, b *store, id string) (int, err
 			return nil
 		})
 	return n, err
-}
-
-// transcript is the thread's transcript, "[]" for a store without them.
-func transcript(ctx context.Context, s *store, id string) ([]byte, error) {
-	tr := s.Store
-	return tr.LoadThread(ctx, id)
 }
 
 func sliceSeq[T any](s []T) iter.Seq2[T, error] {

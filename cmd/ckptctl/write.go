@@ -133,10 +133,9 @@ func runDeleteThread(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer s.Close()
-	td := s.Store
 	thread := pos[0]
 	return underLease(ctx, e, s, thread, *wait, func(w ckptstore.Writer) error {
-		n, err := td.DeleteThread(ctx, thread, w)
+		n, err := s.DeleteThread(ctx, thread, w)
 		if err != nil {
 			return err
 		}
@@ -161,10 +160,9 @@ func runPrune(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer s.Close()
-	p := s.Store
 	thread := pos[0]
 	return underLease(ctx, e, s, thread, *wait, func(w ckptstore.Writer) error {
-		ids, err := p.DeleteCheckpoints(ctx, thread, *keep, w)
+		ids, err := s.DeleteCheckpoints(ctx, thread, *keep, w)
 		if err != nil {
 			return err
 		}

@@ -409,13 +409,12 @@ func (w *worker) keepLease(ctx context.Context, ls *leaseState) bool {
 }
 
 func (w *worker) prune(ctx context.Context, thread string, ls *leaseState) {
-	p := w.r.st
 	if !w.keepLease(ctx, ls) {
 		return
 	}
 	var deleted []string
 	err := w.call(ctx, "prune", func(ctx context.Context) (err error) {
-		deleted, err = p.DeleteCheckpoints(ctx, thread, w.r.cfg.keep, ls.lease.Writer)
+		deleted, err = w.r.st.DeleteCheckpoints(ctx, thread, w.r.cfg.keep, ls.lease.Writer)
 		return err
 	})
 	if err != nil {
@@ -439,7 +438,6 @@ func (w *worker) prune(ctx context.Context, thread string, ls *leaseState) {
 // fork copies head, which the worker's live lease on thread protects, into
 // a new thread, as a user branching a conversation does.
 func (w *worker) fork(ctx context.Context, thread, head string, ls *leaseState) {
-	f := w.r.st
 	if !w.keepLease(ctx, ls) {
 		return
 	}
@@ -452,7 +450,7 @@ func (w *worker) fork(ctx context.Context, thread, head string, ls *leaseState) 
 	}
 	defer w.release(ctx, dl)
 	err = w.call(ctx, "fork", func(ctx context.Context) error {
-		_, err := f.ForkFromCheckpoint(ctx, ckptstore.ForkInput{
+		_, err := w.r.st.ForkFromCheckpoint(ctx, ckptstore.ForkInput{
 			SourceThreadID: thread, SourceCheckpointID: head,
 			DestinationThreadID: dest, DestinationCheckpointID: destCP,
 			CreatedAt: float64(time.Now().UnixMilli()), Writer: dl.lease.Writer,

@@ -44,11 +44,13 @@ import (
 
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/blobs"
-	_ "github.com/ckptstore/ckptstore/fdbstore" // memkv, fdb:
+	_ "github.com/ckptstore/ckptstore/blobs/s3blob" // --blob-url s3://…
+	_ "github.com/ckptstore/ckptstore/fdbstore"     // memkv, fdb:
 	"github.com/ckptstore/ckptstore/internal/workload"
 	_ "github.com/ckptstore/ckptstore/memstore"   // mem
 	_ "github.com/ckptstore/ckptstore/redisstore" // redis://, rediss://, unix://, redis+sentinel://, redis+cluster://
 	"github.com/ckptstore/ckptstore/storeurl"
+	"github.com/ckptstore/ckptstore/sweep"
 )
 
 // quietRedis drops go-redis's own log lines (dial retries and the like):
@@ -352,10 +354,18 @@ func (r *runner) gather(ctx context.Context, workers []*worker, proc string, pro
 	return o, nil
 }
 
-// closingSweep runs the sweep of --sweep, timed as the operation "sweep".
+// sweepOutcome is what the closing sweep did.
+type sweepOutcome struct {
+	deleted   []string
+	olderThan time.Duration
+}
+
+// closingSweep runs the sweep of --sweep, timed as the operation "sweep":
+// it deletes the bucket's blobs that no checkpoint uses and that are older
+// than --sweep-older-than.
 func (r *runner) closingSweep(ctx context.Context) (*sweepOutcome, error) {
 	t := time.Now()
-	deleted, err := runSweep(ctx, r.st, r.bucket, r.cfg.sweepOlderThan)
+	deleted, err := sweep.Run(ctx, r.st, r.bucket, sweep.Options{OlderThan: r.cfg.sweepOlderThan})
 	r.lat.Record("sweep", time.Since(t), err)
 	if err != nil {
 		return nil, fmt.Errorf("sweep: %w", err)

@@ -31,21 +31,11 @@ type Options struct {
 }
 
 func (o Options) withDefaults() Options {
-	if o.Threads == 0 {
-		o.Threads = 3
-	}
-	if o.WorkersPerThread == 0 {
-		o.WorkersPerThread = 3
-	}
-	if o.OpsPerWorker == 0 {
-		o.OpsPerWorker = 60
-	}
-	if o.Lease == 0 {
-		o.Lease = 20 * time.Millisecond
-	}
-	if o.CheckTimeout == 0 {
-		o.CheckTimeout = 30 * time.Second
-	}
+	o.Threads = cmp.Or(o.Threads, 3)
+	o.WorkersPerThread = cmp.Or(o.WorkersPerThread, 3)
+	o.OpsPerWorker = cmp.Or(o.OpsPerWorker, 60)
+	o.Lease = cmp.Or(o.Lease, 20*time.Millisecond)
+	o.CheckTimeout = cmp.Or(o.CheckTimeout, 30*time.Second)
 	return o
 }
 
@@ -111,14 +101,12 @@ func Record(s conformance.Store, clock *testkit.Clock, opt Options) *History {
 				ids: fmt.Sprintf("%s-w%d", thread, wk),
 			}
 			client++
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
+			wg.Go(func() {
 				w.run(opt.OpsPerWorker)
 				mu.Lock()
 				history = append(history, w.ops...)
 				mu.Unlock()
-			}()
+			})
 		}
 	}
 	wg.Wait()

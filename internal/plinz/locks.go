@@ -318,15 +318,9 @@ type LockOptions struct {
 // len(stacks)], each making opt.Sections WithLock calls, and returns the
 // history, unchecked.
 func RecordLocks(stacks []LockStack, opt LockOptions) *LockHistory {
-	if opt.Keys == 0 {
-		opt.Keys = 2
-	}
-	if opt.Holders == 0 {
-		opt.Holders = 6
-	}
-	if opt.Sections == 0 {
-		opt.Sections = 8
-	}
+	opt.Keys = cmp.Or(opt.Keys, 2)
+	opt.Holders = cmp.Or(opt.Holders, 6)
+	opt.Sections = cmp.Or(opt.Sections, 8)
 	var (
 		h              = &LockHistory{Holders: opt.Holders}
 		wg             sync.WaitGroup
