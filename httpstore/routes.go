@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/driver"
@@ -156,20 +157,23 @@ func (h *handler) listBlobReferences(c *call) error {
 	if err := c.ctx.Err(); err != nil {
 		return err
 	}
-	refs, err := c.ns.store.ListBlobReferences(c.ctx)
-	if err != nil {
-		return err
-	}
+	// Encoded as the store yields them, never collected first: a reply
+	// that fails half way is dropped (serve starts the error reply over).
 	c.out.name("references")
 	c.out.b = append(c.out.b, '[')
-	for i, r := range refs {
+	i := 0
+	for r, err := range c.ns.store.BlobReferencesSeq(c.ctx) {
+		if err != nil {
+			return err
+		}
 		if i > 0 {
 			c.out.b = append(c.out.b, ',')
 		}
+		i++
 		c.out.b = append(c.out.b, `{"key":`...)
 		c.out.b = driver.AppendJSONString(c.out.b, r.Key)
 		c.out.b = append(c.out.b, `,"references":`...)
-		c.out.b = fmt.Appendf(c.out.b, "%d}", r.References)
+		c.out.b = append(strconv.AppendInt(c.out.b, r.References, 10), '}')
 	}
 	c.out.b = append(c.out.b, ']')
 	return nil

@@ -32,3 +32,18 @@ func TestCollect(t *testing.T) {
 		t.Errorf("Collect past an error = %v, %v; want nil and the error", got, err)
 	}
 }
+
+// TestCollectAcrossChunks: lengths at, around and well past the chunk
+// boundaries come back whole, in order and without spare capacity.
+func TestCollectAcrossChunks(t *testing.T) {
+	for _, n := range []int{63, 64, 65, 191, 192, 193, 1<<16 + 1, 200_000} {
+		vs := make([]int, n)
+		for i := range vs {
+			vs[i] = i
+		}
+		got, err := Collect(pairs(vs, -1))
+		if err != nil || !slices.Equal(got, vs) || cap(got) != n {
+			t.Errorf("Collect of %d: len %d cap %d, %v; want the %d elements in order without spare capacity", n, len(got), cap(got), err, n)
+		}
+	}
+}
