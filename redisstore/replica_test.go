@@ -97,11 +97,17 @@ func TestMinReplicasResendWaits(t *testing.T) {
 	if err := replica.WaitLog(wctx, "MASTER <-> REPLICA sync: Finished with success"); err != nil {
 		t.Fatalf("%v\n%s", err, replica.Log())
 	}
+	// The writes that must fail while the replica is paused wait 100 ms;
+	// those that must succeed wait up to 10 s, through a connection of
+	// their own: a loaded machine (CI's race run) can take longer than
+	// 100 ms to have a running replica acknowledge.
 	opts := Options{MinReplicas: 1, ReplicaTimeout: 100 * time.Millisecond}
 	s := newStore(t, primary.Client(t, nil), opts)
 	opts.Prefix = s.opts.Prefix
 	other := newStore(t, primary.Client(t, nil), opts)
-	w := acquire(t, s, "t")
+	opts.ReplicaTimeout = 10 * time.Second
+	patient := newStore(t, primary.Client(t, nil), opts)
+	w := acquire(t, patient, "t")
 	cp := testkit.Checkpoint("t", "a", "", 1)
 	op := ckptstore.WithOpToken(ctx, "resend-after-not-replicated")
 
@@ -120,7 +126,7 @@ func TestMinReplicasResendWaits(t *testing.T) {
 	}
 	replica.Resume(t)
 	resumed = true
-	must(t, other.p().Append(op, cp, "", w))
+	must(t, patient.p().Append(op, cp, "", w))
 	got, err := newStore(t, replica.Client(t, nil), Options{Prefix: s.opts.Prefix}).Get(ctx, "a")
 	must(t, err)
 	if got == nil {
