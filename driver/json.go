@@ -30,6 +30,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"sync"
 	"unicode/utf8"
@@ -186,12 +187,7 @@ func (r *JSONReader) object(path jsonPath, field func(name []byte) error) error 
 			return r.syntax(err)
 		}
 		r.nameEnd = r.dec.InputOffset()
-		name := n[1 : len(n)-1]
-		if bytes.IndexByte(name, '\\') >= 0 {
-			r.name, _ = jsontext.AppendUnquote(r.name[:0], n)
-			name = r.name
-		}
-		if err := field(name); err != nil {
+		if err := field(r.memberName(n)); err != nil {
 			return err
 		}
 		if r.err != nil {
@@ -202,6 +198,18 @@ func (r *JSONReader) object(path jsonPath, field func(name []byte) error) error 
 		return r.syntax(err)
 	}
 	return nil
+}
+
+// memberName is the decoded name of a member, from its JSON string
+// (quotes included): the bytes between the quotes, or, when it has
+// escapes, their decoding in r's scratch (valid until the next name).
+func (r *JSONReader) memberName(quoted []byte) []byte {
+	name := quoted[1 : len(quoted)-1]
+	if bytes.IndexByte(name, '\\') < 0 {
+		return name
+	}
+	r.name, _ = jsontext.AppendUnquote(r.name[:0], quoted)
+	return r.name
 }
 
 // Array reads an array, calling elem with the index of each element, which
@@ -579,16 +587,8 @@ func (r *JSONReader) fields(path jsonPath, names []string, vals []jsonValue, oth
 		// one pass of the scanner, a member at a time, not a token at a
 		// time: most of an append's decoding is its entries.
 		err := r.dec.ReadObject(func(quoted, val []byte, off int) {
-			name := quoted[1 : len(quoted)-1]
-			if bytes.IndexByte(name, '\\') >= 0 {
-				r.name, _ = jsontext.AppendUnquote(r.name[:0], quoted)
-				name = r.name
-			}
-			for i, n := range names {
-				if n == string(name) {
-					vals[i] = jsonValue{val, int64(off)}
-					return
-				}
+			if i := slices.Index(names, string(r.memberName(quoted))); i >= 0 {
+				vals[i] = jsonValue{val, int64(off)}
 			}
 		})
 		if err != nil {
@@ -597,12 +597,10 @@ func (r *JSONReader) fields(path jsonPath, names []string, vals []jsonValue, oth
 		return nil
 	}
 	return r.object(path, func(name []byte) error {
-		for i, n := range names {
-			if n == string(name) {
-				var err error
-				vals[i], err = r.value()
-				return err
-			}
+		if i := slices.Index(names, string(name)); i >= 0 {
+			var err error
+			vals[i], err = r.value()
+			return err
 		}
 		if other != nil {
 			return other(name)

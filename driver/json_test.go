@@ -631,3 +631,29 @@ func TestUnmarshalDirectMalformed(t *testing.T) {
 		}
 	}
 }
+
+// TestEntryMembers: an entry is read a member at a time (the flat-object
+// path): an escaped name matches, a repeated name keeps its last value,
+// and an unknown member, however nested, is skipped.
+func TestEntryMembers(t *testing.T) {
+	key := "sandbox-files/sha256/" + strings.Repeat("ab", 32)
+	for _, c := range []struct {
+		name, entry string
+		want        driver.Entry
+	}{
+		{"escaped name", `{"p\u0061th":"a","kind":"dir"}`, driver.Entry{Path: "a", Kind: driver.KindDir}},
+		{"repeated name", `{"path":"a","kind":"dir","kind":"file","blobKey":"` + key + `","size":7}`,
+			driver.Entry{Path: "a", Kind: driver.KindFile, BlobKey: key, Size: 7}},
+		{"nested unknown", `{"x":{"kind":"file","y":[1,{"path":"z"}]},"path":"a","kind":"dir"}`, driver.Entry{Path: "a", Kind: driver.KindDir}},
+	} {
+		in := `{"id":"c","threadId":"t","createdAt":1,"reason":"automatic","files":[` + c.entry + `],"conversation":[]}`
+		var cp driver.Checkpoint
+		if err := cp.UnmarshalJSON([]byte(in)); err != nil {
+			t.Errorf("%s: UnmarshalJSON: %v", c.name, err)
+			continue
+		}
+		if len(cp.Files) != 1 || cp.Files[0] != c.want {
+			t.Errorf("%s: files = %+v, want [%+v]", c.name, cp.Files, c.want)
+		}
+	}
+}
