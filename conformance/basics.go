@@ -193,10 +193,7 @@ func (s *suite) testIDs(t *testing.T) {
 			wantErr(t, "List("+bad.name+")", err, ckptstore.ErrInvalidID)
 			_, err = e.s.GetHead(e.ctx, bad.id)
 			wantErr(t, "Head("+bad.name+")", err, ckptstore.ErrInvalidID)
-			e.fails("AcquireWriter("+bad.name+")", ckptstore.ErrInvalidID, func() error {
-				_, err := e.s.AcquireWriter(e.ctx, bad.id)
-				return err
-			})
+			e.fails("AcquireWriter("+bad.name+")", ckptstore.ErrInvalidID, func() error { return errOf(e.s.AcquireWriter(e.ctx, bad.id)) })
 		}
 	})
 }
@@ -357,7 +354,6 @@ func (s *suite) testOrdering(t *testing.T) {
 }
 
 func (s *suite) testBlobReferences(t *testing.T) {
-	ref := func(key string, n int64) ckptstore.BlobRef { return ckptstore.BlobRef{Key: key, References: n} }
 	t.Run("DistinctPerCheckpoint", func(t *testing.T) {
 		e := s.env(t)
 		w := e.acquire("thread").Writer
@@ -365,7 +361,7 @@ func (s *suite) testBlobReferences(t *testing.T) {
 		c.Files = []ckptstore.Entry{testkit.File("a", 1, 1), testkit.File("b", 1, 1), testkit.Dir("d"), testkit.File("d/c", 1, 1), testkit.File("e", 2, 5)}
 		c.Artifacts = []ckptstore.Artifact{testkit.Artifact("x", 1), testkit.Artifact("y", 1)}
 		e.append(c, w)
-		e.wantRefs(ref(testkit.ArtifactKey(1), 1), ref(testkit.FileKey(1), 1), ref(testkit.FileKey(2), 1))
+		e.wantRefs(artifactRef(1, 1), fileRef(1, 1), fileRef(2, 1))
 	})
 	t.Run("SameHexFileAndArtifact", func(t *testing.T) {
 		// A file key and an artifact key with the same digest are two keys.
@@ -375,7 +371,7 @@ func (s *suite) testBlobReferences(t *testing.T) {
 		c.Files = []ckptstore.Entry{testkit.File("a", 7, 1)}
 		c.Artifacts = []ckptstore.Artifact{testkit.Artifact("x", 7)}
 		e.append(c, w)
-		e.wantRefs(ref(testkit.ArtifactKey(7), 1), ref(testkit.FileKey(7), 1))
+		e.wantRefs(artifactRef(7, 1), fileRef(7, 1))
 	})
 	t.Run("DirectoriesHaveNone", func(t *testing.T) {
 		e := s.env(t)
@@ -400,13 +396,13 @@ func (s *suite) testBlobReferences(t *testing.T) {
 		d1.Files = []ckptstore.Entry{testkit.File("z", 1, 1), testkit.File("y", 4, 1)}
 		d1.Artifacts = []ckptstore.Artifact{testkit.Artifact("x", 3)}
 		e.append(d1, wu)
-		e.wantRefs(ref(testkit.ArtifactKey(3), 2), ref(testkit.FileKey(1), 3), ref(testkit.FileKey(2), 1), ref(testkit.FileKey(4), 1))
+		e.wantRefs(artifactRef(3, 2), fileRef(1, 3), fileRef(2, 1), fileRef(4, 1))
 
 		// Counts fall with each delete, and a key at 0 is forgotten.
 		require.NoError(t, e.s.DeleteHead(e.ctx, "t", "c2", wt), "DeleteHead c2")
-		e.wantRefs(ref(testkit.ArtifactKey(3), 1), ref(testkit.FileKey(1), 2), ref(testkit.FileKey(2), 1), ref(testkit.FileKey(4), 1))
+		e.wantRefs(artifactRef(3, 1), fileRef(1, 2), fileRef(2, 1), fileRef(4, 1))
 		require.NoError(t, e.s.DeleteHead(e.ctx, "u", "d1", wu), "DeleteHead d1")
-		e.wantRefs(ref(testkit.FileKey(1), 1), ref(testkit.FileKey(2), 1))
+		e.wantRefs(fileRef(1, 1), fileRef(2, 1))
 		require.NoError(t, e.s.DeleteHead(e.ctx, "t", "c1", wt), "DeleteHead c1")
 		e.wantRefs()
 
@@ -414,7 +410,7 @@ func (s *suite) testBlobReferences(t *testing.T) {
 		c3 := testkit.Checkpoint("t", "c3", "", 1000)
 		c3.Files = []ckptstore.Entry{testkit.File("a", 1, 1)}
 		e.append(c3, wt)
-		e.wantRefs(ref(testkit.FileKey(1), 1))
+		e.wantRefs(fileRef(1, 1))
 	})
 	t.Run("SortedByBytes", func(t *testing.T) {
 		e := s.env(t)

@@ -86,7 +86,7 @@ func (s *suite) deleteThreadEverything(t *testing.T) {
 
 	e.deleteThread("t", w, len(ids))
 	e.wantGone("t", ids...)
-	e.wantRefs(ckptstore.BlobRef{Key: testkit.FileKey(100), References: 1}, ckptstore.BlobRef{Key: testkit.FileKey(200), References: 1})
+	e.wantRefs(fileRef(100, 1), fileRef(200, 1))
 	after := e.snap()
 	wantCP(t, after.gets["u1"], before.gets["u1"], "DeleteThread(t) changed thread u")
 	assert.Equal(t, "u1", after.heads["u"], "DeleteThread(t) changed thread u's head")
@@ -131,8 +131,7 @@ func (s *suite) deleteThreadOnlyAHead(t *testing.T) {
 	// no longer exists: DeleteThread clears it.
 	e := s.env(t)
 	w := e.chain("t", nil, "a", "b")
-	_, err := e.s.DeleteCheckpoints(e.ctx, "t", 1, w)
-	require.NoError(t, err, "DeleteCheckpoints")
+	e.prune("t", 1, w)
 	require.NoError(t, e.s.DeleteHead(e.ctx, "t", "b", w), "DeleteHead b")
 	e.wantHead("t", "a")
 	e.deleteThread("t", w, 0)
@@ -155,9 +154,7 @@ func (s *suite) deleteThreadForkIntoDeletedThread(t *testing.T) {
 	w := e.chain("t", nil, "a", "b")
 	e.save("t", `[1]`)
 	e.deleteThread("t", w, 2)
-	_, err := e.s.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{SourceThreadID: "src", SourceCheckpointID: "s1",
-		DestinationThreadID: "t", DestinationCheckpointID: "b", CreatedAt: 1, Writer: w})
-	require.NoError(t, err, "ForkFromCheckpoint into the deleted thread")
+	require.NoError(t, e.forkErr(forkInput("src", "s1", "t", "b", 1, w)), "ForkFromCheckpoint into the deleted thread")
 	e.wantList("t", "b")
 }
 
@@ -186,24 +183,12 @@ func (s *suite) deleteThreadWriterLost(t *testing.T) {
 		{"thread id swapped", swapped},
 		{"zero writer", ckptstore.Writer{ThreadID: "t"}},
 	} {
-		e.fails("DeleteThread with "+tc.name, ckptstore.ErrWriterLost, func() error {
-			n, err := e.s.DeleteThread(e.ctx, "t", tc.w)
-			if n != 0 {
-				t.Errorf("DeleteThread with %s reported %d deleted", tc.name, n)
-			}
-			return err
-		})
+		e.fails("DeleteThread with "+tc.name, ckptstore.ErrWriterLost, func() error { return e.deleteThreadErr("t", tc.w) })
 	}
 	e.clock.Advance(LeaseDuration) // expired at now == expiresAt
-	e.fails("DeleteThread with an expired writer", ckptstore.ErrWriterLost, func() error {
-		_, err := e.s.DeleteThread(e.ctx, "t", l.Writer)
-		return err
-	})
+	e.fails("DeleteThread with an expired writer", ckptstore.ErrWriterLost, func() error { return e.deleteThreadErr("t", l.Writer) })
 	l2 := e.acquire("t")
-	e.fails("DeleteThread with a replaced writer", ckptstore.ErrWriterLost, func() error {
-		_, err := e.s.DeleteThread(e.ctx, "t", l.Writer)
-		return err
-	})
+	e.fails("DeleteThread with a replaced writer", ckptstore.ErrWriterLost, func() error { return e.deleteThreadErr("t", l.Writer) })
 	e.deleteThread("t", l2.Writer, 2)
 }
 

@@ -409,6 +409,77 @@ func (e *env) appendFails(what string, c *ckptstore.Checkpoint, expected string,
 	e.fails(what, want, func() error { return e.s.Append(e.ctx, c, expected, w) })
 }
 
+// fileRef and artifactRef are the blob reference of testkit.FileKey(n)
+// and testkit.ArtifactKey(n), counted refs times.
+func fileRef(n int, refs int64) ckptstore.BlobRef {
+	return ckptstore.BlobRef{Key: testkit.FileKey(n), References: refs}
+}
+
+func artifactRef(n int, refs int64) ckptstore.BlobRef {
+	return ckptstore.BlobRef{Key: testkit.ArtifactKey(n), References: refs}
+}
+
+// errOf and errOf2 return only the error of a call that returns one or
+// two values too, for the closures of env.fails.
+func errOf[T any](_ T, err error) error { return err }
+
+func errOf2[A, B any](_ A, _ B, err error) error { return err }
+
+// forkInput is the ForkInput of a fork of checkpoint id of thread src into
+// thread dest as its root, at createdAt at, with the writer w.
+func forkInput(src, id, dest, root string, at float64, w ckptstore.Writer) ckptstore.ForkInput {
+	return ckptstore.ForkInput{SourceThreadID: src, SourceCheckpointID: id,
+		DestinationThreadID: dest, DestinationCheckpointID: root, CreatedAt: at, Writer: w}
+}
+
+// prune calls DeleteCheckpoints, stops the test when it fails, and returns
+// the ids it deleted.
+func (e *env) prune(thread string, keep int, w ckptstore.Writer) []string {
+	e.t.Helper()
+	deleted, err := e.s.DeleteCheckpoints(e.ctx, thread, keep, w)
+	require.NoError(e.t, err, "DeleteCheckpoints(%q, keep %d)", thread, keep)
+	return deleted
+}
+
+// forkErr, importErr, deleteThreadErr and pruneErr make the call and
+// return its error, after checking that a call that failed reports
+// nothing done: no checkpoint, no count, no deleted ids.
+func (e *env) forkErr(in ckptstore.ForkInput) error {
+	e.t.Helper()
+	got, err := e.s.ForkFromCheckpoint(e.ctx, in)
+	if err != nil && got != nil {
+		e.t.Errorf("ForkFromCheckpoint failed (%v) but returned a checkpoint %+v", err, got)
+	}
+	return err
+}
+
+func (e *env) importErr(b ckptstore.ImportBatch) error {
+	e.t.Helper()
+	n, err := e.s.Import(e.ctx, b)
+	if err != nil && n != 0 {
+		e.t.Errorf("Import failed (%v) but reported %d written", err, n)
+	}
+	return err
+}
+
+func (e *env) deleteThreadErr(thread string, w ckptstore.Writer) error {
+	e.t.Helper()
+	n, err := e.s.DeleteThread(e.ctx, thread, w)
+	if err != nil && n != 0 {
+		e.t.Errorf("DeleteThread failed (%v) but reported %d deleted", err, n)
+	}
+	return err
+}
+
+func (e *env) pruneErr(thread string, keep int, w ckptstore.Writer) error {
+	e.t.Helper()
+	deleted, err := e.s.DeleteCheckpoints(e.ctx, thread, keep, w)
+	if err != nil && len(deleted) > 0 {
+		e.t.Errorf("DeleteCheckpoints failed (%v) but returned deleted ids %q", err, deleted)
+	}
+	return err
+}
+
 // forged returns w with another owner token.
 func forged(w ckptstore.Writer) ckptstore.Writer {
 	w.OwnerToken = "forged-" + w.OwnerToken

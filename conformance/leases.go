@@ -49,14 +49,9 @@ func (e *env) writerLost(what string, w ckptstore.Writer, thread string) {
 	c.Files = []ckptstore.Entry{testkit.File("f", 77, 1)}
 	e.appendFails(what+": Append", c, head, w, ckptstore.ErrWriterLost)
 	if head != "" {
-		e.fails(what+": DeleteHead", ckptstore.ErrWriterLost, func() error {
-			return e.s.DeleteHead(e.ctx, thread, head, w)
-		})
+		e.fails(what+": DeleteHead", ckptstore.ErrWriterLost, func() error { return e.s.DeleteHead(e.ctx, thread, head, w) })
 	}
-	e.fails(what+": DeleteCheckpoints", ckptstore.ErrWriterLost, func() error {
-		_, err := e.s.DeleteCheckpoints(e.ctx, thread, 1, w)
-		return err
-	})
+	e.fails(what+": DeleteCheckpoints", ckptstore.ErrWriterLost, func() error { return e.pruneErr(thread, 1, w) })
 	if e.head("fork-source") == "" {
 		// A lease on the source thread, left to expire with the others.
 		fw := e.acquire("fork-source").Writer
@@ -64,11 +59,14 @@ func (e *env) writerLost(what string, w ckptstore.Writer, thread string) {
 	}
 	e.track(nil, "lost-fork")
 	e.fails(what+": ForkFromCheckpoint", ckptstore.ErrWriterLost, func() error {
-		_, err := e.s.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{
-			SourceThreadID: "fork-source", SourceCheckpointID: "fork-source-cp",
-			DestinationThreadID: thread, DestinationCheckpointID: "lost-fork", CreatedAt: 1, Writer: w})
-		return err
+		return e.forkErr(forkInput("fork-source", "fork-source-cp", thread, "lost-fork", 1, w))
 	})
+}
+
+// fenceAbove checks that the lease l, taken after old, has a higher fence.
+func (e *env) fenceAbove(what string, l, old *ckptstore.Lease) {
+	e.t.Helper()
+	assert.Greater(e.t, l.Fence, old.Fence, "%s: the new lease's fence is not above the old one's", what)
 }
 
 // works checks that w can still write to thread by appending a checkpoint.
@@ -139,9 +137,7 @@ func (s *suite) leasesExpiryBoundary(t *testing.T) {
 	}
 	l2 := e.acquire("t")
 	e.checkLease(l2, "t", LeaseDuration, RenewAfter)
-	if l2.Fence <= l.Fence {
-		t.Errorf("takeover fence %d is not above the expired lease's %d", l2.Fence, l.Fence)
-	}
+	e.fenceAbove("takeover", l2, l)
 	if l2.OwnerToken == l.OwnerToken {
 		t.Errorf("takeover reused owner token %q", l.OwnerToken)
 	}
@@ -170,10 +166,7 @@ func (s *suite) leasesRenew(t *testing.T) {
 		return
 	}
 	e.writerLost("expired after renew", l.Writer, "t")
-	l2 := e.acquire("t") // the failed Renew did not revive it
-	if l2.Fence <= l.Fence {
-		t.Errorf("fence %d after expiry is not above %d", l2.Fence, l.Fence)
-	}
+	e.fenceAbove("after expiry", e.acquire("t"), l) // the failed Renew did not revive it
 }
 
 func (s *suite) leasesRenewKeepsAlive(t *testing.T) {
@@ -212,9 +205,7 @@ func (s *suite) leasesRelease(t *testing.T) {
 	e.writerLost("released writer", l.Writer, "t")
 	l2 := e.acquire("t") // at once, without moving the clock
 	e.checkLease(l2, "t", LeaseDuration, RenewAfter)
-	if l2.Fence <= l.Fence {
-		t.Errorf("fence %d after release is not above %d", l2.Fence, l.Fence)
-	}
+	e.fenceAbove("after release", l2, l)
 	e.writerLost("released writer after a new lease", l.Writer, "t")
 	e.works("new lease", l2.Writer, "t")
 }

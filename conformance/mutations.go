@@ -35,23 +35,18 @@ func (s *suite) testDeleteHead(t *testing.T) {
 		}
 		e.wantList("t")
 		e.wantRefs()
-		e.fails("DeleteHead on an emptied thread", ckptstore.ErrNotHead, func() error {
-			return e.s.DeleteHead(e.ctx, "t", "a", w)
-		})
+		e.fails("DeleteHead on an emptied thread", ckptstore.ErrNotHead, func() error { return e.s.DeleteHead(e.ctx, "t", "a", w) })
 	})
 	t.Run("EmptyThread", func(t *testing.T) {
 		e := s.env(t)
 		w := e.acquire("t").Writer
 		e.track(nil, "x")
-		e.fails("DeleteHead on a thread that never had a head", ckptstore.ErrNotHead, func() error {
-			return e.s.DeleteHead(e.ctx, "t", "x", w)
-		})
+		e.fails("DeleteHead on a thread that never had a head", ckptstore.ErrNotHead, func() error { return e.s.DeleteHead(e.ctx, "t", "x", w) })
 	})
 	t.Run("HeadWithMissingParent", func(t *testing.T) {
 		e := s.env(t)
 		w := e.chain("t", nil, "a", "b", "c")
-		_, err := e.s.DeleteCheckpoints(e.ctx, "t", 1, w)
-		require.NoError(t, err, "DeleteCheckpoints(keep 1)")
+		e.prune("t", 1, w)
 		require.NoError(t, e.s.DeleteHead(e.ctx, "t", "c", w), "DeleteHead c")
 		// The head moved to c's parent as stored, which no longer exists.
 		e.wantHead("t", "b")
@@ -59,9 +54,7 @@ func (s *suite) testDeleteHead(t *testing.T) {
 			t.Errorf("Get(b) = %+v, want nil", c)
 		}
 		e.wantList("t")
-		e.fails("DeleteHead of a head that does not exist", ckptstore.ErrNotHead, func() error {
-			return e.s.DeleteHead(e.ctx, "t", "b", w)
-		})
+		e.fails("DeleteHead of a head that does not exist", ckptstore.ErrNotHead, func() error { return e.s.DeleteHead(e.ctx, "t", "b", w) })
 		e.appendFails("Append on no head", testkit.Checkpoint("t", "d", "", 1000), "", w, ckptstore.ErrConflict)
 		require.NoError(t, e.s.Append(e.ctx, testkit.Checkpoint("t", "d", "b", 1000), "b", w), "Append on the missing head")
 		e.wantHead("t", "d")
@@ -73,15 +66,12 @@ func (s *suite) testDeleteHead(t *testing.T) {
 	t.Run("HeadInAnotherThread", func(t *testing.T) {
 		e := s.env(t)
 		wt := e.chain("t", nil, "p", "q")
-		_, err := e.s.DeleteCheckpoints(e.ctx, "t", 1, wt)
-		require.NoError(t, err, "DeleteCheckpoints(t, 1)")
+		e.prune("t", 1, wt)
 		wu := e.chain("u", nil, "p") // p's id, reused by u
 		require.NoError(t, e.s.DeleteHead(e.ctx, "t", "q", wt), "DeleteHead q")
 		e.wantHead("t", "p")
 		e.wantList("t")
-		e.fails("DeleteHead of t's head, which is u's checkpoint", ckptstore.ErrNotHead, func() error {
-			return e.s.DeleteHead(e.ctx, "t", "p", wt)
-		})
+		e.fails("DeleteHead of t's head, which is u's checkpoint", ckptstore.ErrNotHead, func() error { return e.s.DeleteHead(e.ctx, "t", "p", wt) })
 		require.NoError(t, e.s.Append(e.ctx, testkit.Checkpoint("t", "r", "p", 1000), "p", wt), "Append on the foreign head")
 		e.wantList("t", "r")
 		e.wantList("u", "p")
@@ -113,8 +103,7 @@ func (s *suite) deleteCheckpointsFollowsChainNotCreatedAt(t *testing.T) {
 		e.append(c, w)
 	}
 	kept := []*ckptstore.Checkpoint{e.get("c5"), e.get("c4")}
-	deleted, err := e.s.DeleteCheckpoints(e.ctx, "t", 2, w)
-	require.NoError(t, err, "DeleteCheckpoints(keep 2)")
+	deleted := e.prune("t", 2, w)
 	assert.Equal(t, []string{"c1", "c2", "c3"}, deleted, "deleted, in chain order, farthest from the head first")
 	e.wantList("t", "c5", "c4")
 	e.wantHead("t", "c5")
@@ -126,31 +115,28 @@ func (s *suite) deleteCheckpointsFollowsChainNotCreatedAt(t *testing.T) {
 			t.Errorf("Get(%q) after pruning = %+v, want nil", id, c)
 		}
 	}
-	e.wantRefs(ckptstore.BlobRef{Key: testkit.FileKey(3), References: 1}, ckptstore.BlobRef{Key: testkit.FileKey(4), References: 1},
-		ckptstore.BlobRef{Key: testkit.FileKey(100), References: 2})
+	e.wantRefs(fileRef(3, 1), fileRef(4, 1), fileRef(100, 2))
 	// The pruned ids may be used again.
 	e.append(testkit.Checkpoint("t", "c1", "", 1000), w)
 }
 
-func (s *suite) deleteCheckpointsNothingToDelete(t *testing.T) {
-	e := s.env(t)
-	w := e.acquire("empty").Writer
-	e.fails("DeleteCheckpoints on an empty thread", nil, func() error {
-		d, err := e.s.DeleteCheckpoints(e.ctx, "empty", 1, w)
-		if len(d) != 0 {
-			t.Errorf("DeleteCheckpoints on an empty thread deleted %q", d)
-		}
+// pruneNone expects DeleteCheckpoints to succeed, delete nothing and
+// change nothing.
+func (e *env) pruneNone(what, thread string, keep int, w ckptstore.Writer) {
+	e.t.Helper()
+	e.fails(what, nil, func() error {
+		d, err := e.s.DeleteCheckpoints(e.ctx, thread, keep, w)
+		assert.Empty(e.t, d, "%s (keep %d) deleted", what, keep)
 		return err
 	})
-	w = e.chain("t", nil, "a", "b", "c")
+}
+
+func (s *suite) deleteCheckpointsNothingToDelete(t *testing.T) {
+	e := s.env(t)
+	e.pruneNone("DeleteCheckpoints on an empty thread", "empty", 1, e.acquire("empty").Writer)
+	w := e.chain("t", nil, "a", "b", "c")
 	for _, keep := range []int{3, 4, maxSize} {
-		e.fails("DeleteCheckpoints keeping the whole chain", nil, func() error {
-			d, err := e.s.DeleteCheckpoints(e.ctx, "t", keep, w)
-			if len(d) != 0 {
-				t.Errorf("DeleteCheckpoints(keep %d) of a 3-chain deleted %q", keep, d)
-			}
-			return err
-		})
+		e.pruneNone("DeleteCheckpoints keeping the whole chain of 3", "t", keep, w)
 	}
 }
 
@@ -159,9 +145,7 @@ func (s *suite) deleteCheckpointsKeepOne(t *testing.T) {
 	w := e.chain("t", nil, "a", "b", "c", "d")
 	e.chain("u", nil, "other")
 	before := e.snap()
-	deleted, err := e.s.DeleteCheckpoints(e.ctx, "t", 1, w)
-	require.NoError(t, err, "DeleteCheckpoints(keep 1)")
-	assert.Equal(t, []string{"a", "b", "c"}, deleted, "deleted")
+	assert.Equal(t, []string{"a", "b", "c"}, e.prune("t", 1, w), "deleted")
 	e.wantList("t", "d")
 	after := e.snap()
 	wantCP(t, after.gets["other"], before.gets["other"], "pruning t changed thread u")
@@ -174,14 +158,11 @@ func (s *suite) deleteCheckpointsForeignAncestorsStay(t *testing.T) {
 	// oldest parent id is reused by u, and pruning t leaves it.
 	e := s.env(t)
 	wt := e.chain("t", nil, "p", "q")
-	_, err := e.s.DeleteCheckpoints(e.ctx, "t", 1, wt)
-	require.NoError(t, err, "DeleteCheckpoints(t, 1)")
+	e.prune("t", 1, wt)
 	e.chain("u", nil, "p")
 	e.append(testkit.Checkpoint("t", "r", "", 1000), wt)
 	e.append(testkit.Checkpoint("t", "s", "", 1000), wt)
-	deleted, err := e.s.DeleteCheckpoints(e.ctx, "t", 1, wt)
-	require.NoError(t, err, "DeleteCheckpoints(t, 1) again")
-	assert.Equal(t, []string{"q", "r"}, deleted, "deleted")
+	assert.Equal(t, []string{"q", "r"}, e.prune("t", 1, wt), "deleted")
 	e.wantList("t", "s")
 	e.wantList("u", "p")
 	e.wantHead("u", "p")
@@ -193,21 +174,12 @@ func (s *suite) deleteCheckpointsParentCycle(t *testing.T) {
 	// and the chain from the head loops. The walk must stop.
 	e := s.env(t)
 	w := e.chain("t", nil, "x", "y")
-	_, err := e.s.DeleteCheckpoints(e.ctx, "t", 1, w)
-	require.NoError(t, err, "DeleteCheckpoints(keep 1)")
+	e.prune("t", 1, w)
 	e.append(testkit.Checkpoint("t", "x", "", 1000), w) // parent y; y's parent is x
 	e.wantList("t", "x", "y")
-	e.fails("DeleteCheckpoints(keep 2) of a 2-cycle", nil, func() error {
-		d, err := e.s.DeleteCheckpoints(e.ctx, "t", 2, w)
-		if len(d) != 0 {
-			t.Errorf("keep 2 of a 2-cycle deleted %q", d)
-		}
-		return err
-	})
+	e.pruneNone("DeleteCheckpoints of a 2-cycle", "t", 2, w)
 	e.append(testkit.Checkpoint("t", "z", "", 1000), w) // z → x → y → x
-	deleted, err := e.s.DeleteCheckpoints(e.ctx, "t", 1, w)
-	require.NoError(t, err, "DeleteCheckpoints(keep 1) of a cycle")
-	assert.Equal(t, []string{"y", "x"}, deleted, "deleted")
+	assert.Equal(t, []string{"y", "x"}, e.prune("t", 1, w), "deleted from a cycle")
 	e.wantList("t", "z")
 	e.wantRecount()
 }
@@ -216,10 +188,7 @@ func (s *suite) deleteCheckpointsKeepNewest(t *testing.T) {
 	e := s.env(t)
 	l := e.acquire("t")
 	e.chain("t", &l.Writer, "a", "b", "c")
-	e.fails("KeepNewest while the lease is held", ckptstore.ErrWriterConflict, func() error {
-		_, err := ckptstore.KeepNewest(e.ctx, e.s, "t", 1)
-		return err
-	})
+	e.fails("KeepNewest while the lease is held", ckptstore.ErrWriterConflict, func() error { return errOf(ckptstore.KeepNewest(e.ctx, e.s, "t", 1)) })
 	l.Release(e.ctx)
 	deleted, err := ckptstore.KeepNewest(e.ctx, e.s, "t", 2)
 	require.NoError(t, err, "KeepNewest")
@@ -256,8 +225,7 @@ func (s *suite) forkRoot(t *testing.T) {
 	wd := e.acquire("dest").Writer
 	e.track([]string{"dest"}, "f1")
 	before := e.snap()
-	in := ckptstore.ForkInput{SourceThreadID: "src", SourceCheckpointID: "a",
-		DestinationThreadID: "dest", DestinationCheckpointID: "f1", CreatedAt: -42.5, Writer: wd}
+	in := forkInput("src", "a", "dest", "f1", -42.5, wd)
 	got, err := e.s.ForkFromCheckpoint(e.ctx, in)
 	require.NoError(t, err, "ForkFromCheckpoint")
 	want := wantForkRoot(src, in)
@@ -286,12 +254,9 @@ func (s *suite) forkCountsUp(t *testing.T) {
 	e.append(c, ws)
 	for i, dest := range []string{"d1", "d2"} {
 		wd := e.acquire(dest).Writer
-		_, err := e.s.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{SourceThreadID: "src", SourceCheckpointID: "a",
-			DestinationThreadID: dest, DestinationCheckpointID: dest + "-root", CreatedAt: 1, Writer: wd})
-		require.NoError(t, err, "ForkFromCheckpoint into "+dest)
+		require.NoError(t, e.forkErr(forkInput("src", "a", dest, dest+"-root", 1, wd)), "ForkFromCheckpoint into "+dest)
 		n := int64(i + 2)
-		e.wantRefs(ckptstore.BlobRef{Key: testkit.ArtifactKey(1), References: n},
-			ckptstore.BlobRef{Key: testkit.FileKey(1), References: n}, ckptstore.BlobRef{Key: testkit.FileKey(2), References: n})
+		e.wantRefs(artifactRef(1, n), fileRef(1, n), fileRef(2, n))
 	}
 	require.NoError(t, e.s.DeleteHead(e.ctx, "src", "a", ws), "DeleteHead of the source")
 	e.wantRecount()
@@ -304,9 +269,7 @@ func (s *suite) forkIntoEmptiedThread(t *testing.T) {
 	e.chain("src", nil, "a")
 	wd := e.chain("dest", nil, "old")
 	require.NoError(t, e.s.DeleteHead(e.ctx, "dest", "old", wd), "DeleteHead old")
-	_, err := e.s.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{SourceThreadID: "src", SourceCheckpointID: "a",
-		DestinationThreadID: "dest", DestinationCheckpointID: "old", CreatedAt: 1, Writer: wd})
-	require.NoError(t, err, "ForkFromCheckpoint into an emptied thread, reusing a deleted id")
+	require.NoError(t, e.forkErr(forkInput("src", "a", "dest", "old", 1, wd)), "ForkFromCheckpoint into an emptied thread, reusing a deleted id")
 	e.wantList("dest", "old")
 	if c := e.get("old"); c == nil || c.Reason != ckptstore.ReasonForkRoot {
 		t.Errorf("Get(old) = %+v, want the fork root", c)
@@ -318,12 +281,9 @@ func (s *suite) forkForkOfForkAndSourceLeaseNotNeeded(t *testing.T) {
 	e.chain("src", nil, "a")
 	e.clock.Advance(LeaseDuration) // src's lease expired: forking needs only the destination's
 	w1 := e.acquire("d1").Writer
-	_, err := e.s.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{SourceThreadID: "src", SourceCheckpointID: "a",
-		DestinationThreadID: "d1", DestinationCheckpointID: "r1", CreatedAt: 1, Writer: w1})
-	require.NoError(t, err, "fork src → d1")
+	require.NoError(t, e.forkErr(forkInput("src", "a", "d1", "r1", 1, w1)), "fork src → d1")
 	w2 := e.acquire("d2").Writer
-	in := ckptstore.ForkInput{SourceThreadID: "d1", SourceCheckpointID: "r1",
-		DestinationThreadID: "d2", DestinationCheckpointID: "r2", CreatedAt: 2, Writer: w2}
+	in := forkInput("d1", "r1", "d2", "r2", 2, w2)
 	got, err := e.s.ForkFromCheckpoint(e.ctx, in)
 	require.NoError(t, err, "fork d1 → d2")
 	wantCP(t, got, wantForkRoot(e.get("r1"), in), "fork of a fork root")
@@ -357,8 +317,7 @@ func (s *suite) testContext(t *testing.T) {
 	_, err = e.s.DeleteCheckpoints(ctx, "t", 1, l.Writer)
 	canceled("DeleteCheckpoints", err)
 	wd := e.acquire("dest").Writer
-	_, err = e.s.ForkFromCheckpoint(ctx, ckptstore.ForkInput{SourceThreadID: "t", SourceCheckpointID: "a",
-		DestinationThreadID: "dest", DestinationCheckpointID: "fork", CreatedAt: 1, Writer: wd})
+	_, err = e.s.ForkFromCheckpoint(ctx, forkInput("t", "a", "dest", "fork", 1, wd))
 	canceled("ForkFromCheckpoint", err)
 	e.unchanged("calls with a cancelled context", before)
 	e.acquire("free") // the cancelled AcquireWriter took no lease

@@ -58,9 +58,7 @@ func (s *suite) opTokensAppend(t *testing.T, o opTokens) {
 	e.wantList("t", "a", "b", "c")
 	e.wantRecount()
 	// Another token is another write, refused as usual.
-	e.fails("the same Append with another token", ckptstore.ErrDuplicateID, func() error {
-		return e.s.Append(o.tok("append-2"), c, "a", w)
-	})
+	e.fails("the same Append with another token", ckptstore.ErrDuplicateID, func() error { return e.s.Append(o.tok("append-2"), c, "a", w) })
 	// The token is recognised before any check: a repeat that comes
 	// after the writer lost its lease still reports the success.
 	e.clock.Advance(LeaseDuration)
@@ -87,9 +85,7 @@ func (s *suite) opTokensDeleteHead(t *testing.T, o opTokens) {
 	e.wantHead("t", "b")
 	e.wantList("t", "a", "b")
 	e.wantRecount()
-	e.fails("DeleteHead of the deleted head with another token", ckptstore.ErrNotHead, func() error {
-		return e.s.DeleteHead(o.tok("delete-2"), "t", "c", w)
-	})
+	e.fails("DeleteHead of the deleted head with another token", ckptstore.ErrNotHead, func() error { return e.s.DeleteHead(o.tok("delete-2"), "t", "c", w) })
 	e.clock.Advance(LeaseDuration)
 	e.fails("the DeleteHead repeated after its lease expired", nil, func() error { return e.s.DeleteHead(ctx, "t", "c", w) })
 }
@@ -101,8 +97,7 @@ func (s *suite) opTokensFork(t *testing.T, o opTokens) {
 	e.append(a, ws)
 	wd := e.acquire("dest").Writer
 	e.track([]string{"dest"}, "root")
-	in := ckptstore.ForkInput{SourceThreadID: "src", SourceCheckpointID: "a",
-		DestinationThreadID: "dest", DestinationCheckpointID: "root", CreatedAt: 3, Writer: wd}
+	in := forkInput("src", "a", "dest", "root", 3, wd)
 	ctx := o.tok("fork")
 	first, err := e.s.ForkFromCheckpoint(ctx, in)
 	require.NoError(t, err, "ForkFromCheckpoint with an op token")
@@ -118,10 +113,7 @@ func (s *suite) opTokensFork(t *testing.T, o opTokens) {
 	})
 	wantCP(t, e.get("root"), want, "changing what the repeated fork returned changed the store")
 	e.wantRecount()
-	e.fails("the same fork with another token", ckptstore.ErrForkDestinationNotEmpty, func() error {
-		_, err := e.s.ForkFromCheckpoint(o.tok("fork-2"), in)
-		return err
-	})
+	e.fails("the same fork with another token", ckptstore.ErrForkDestinationNotEmpty, func() error { return errOf(e.s.ForkFromCheckpoint(o.tok("fork-2"), in)) })
 }
 
 func (s *suite) opTokensAcquireWriter(t *testing.T, o opTokens) {
@@ -147,10 +139,7 @@ func (s *suite) opTokensAcquireWriter(t *testing.T, o opTokens) {
 	// Another token while the lease is held fails, and its repeat,
 	// once the lease is free, takes a new lease with that token.
 	ctx2 := o.tok("acquire-2")
-	e.fails("AcquireWriter with another token while leased", ckptstore.ErrWriterConflict, func() error {
-		_, err := e.s.AcquireWriter(ctx2, "t")
-		return err
-	})
+	e.fails("AcquireWriter with another token while leased", ckptstore.ErrWriterConflict, func() error { return errOf(e.s.AcquireWriter(ctx2, "t")) })
 	l.Release(e.ctx)
 	l2, err := e.s.AcquireWriter(ctx2, "t")
 	require.NoError(t, err, "AcquireWriter with the second token after release")

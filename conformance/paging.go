@@ -423,24 +423,20 @@ func (s *suite) threadsWhatCounts(t *testing.T) {
 	require.NoError(t, e.s.DeleteHead(e.ctx, "t", "a", w), "DeleteHead a")
 	wantThreads(e, "emptied by DeleteHead")
 	wp := e.chain("p", nil, "p1", "p2")
-	_, err := e.s.DeleteCheckpoints(e.ctx, "p", 1, wp)
-	require.NoError(t, err, "DeleteCheckpoints")
+	e.prune("p", 1, wp)
 	require.NoError(t, e.s.DeleteHead(e.ctx, "p", "p2", wp), "DeleteHead p2")
 	wantThreads(e, "a head whose checkpoint is gone", "p")
 	e.save("s", `[]`)
 	e.wantTranscript("s", `[]`)
 	e.chain("src", nil, "s1")
 	wd := e.acquire("fork").Writer
-	_, err = e.s.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{SourceThreadID: "src", SourceCheckpointID: "s1",
-		DestinationThreadID: "fork", DestinationCheckpointID: "f1", CreatedAt: 1, Writer: wd})
-	require.NoError(t, err, "ForkFromCheckpoint")
+	require.NoError(t, e.forkErr(forkInput("src", "s1", "fork", "f1", 1, wd)), "ForkFromCheckpoint")
 	var want []string
 	want = append(want, "fork", "p", "s", "src")
 	wantThreads(e, "after a prune, a transcript and a fork", want...)
 	wt := e.chain("tmp", nil, "tmp1")
 	e.save("tmp", `[1]`)
-	_, err = e.s.DeleteThread(e.ctx, "tmp", wt)
-	require.NoError(t, err, "DeleteThread")
+	e.deleteThread("tmp", wt, 1)
 	wantThreads(e, "after DeleteThread", want...)
 }
 
@@ -489,13 +485,9 @@ func (s *suite) threadsPaging(t *testing.T) {
 	want = append(want, all[21:]...)
 	assert.Equal(t, want, rest, "Threads after adding between pages")
 	for _, limit := range []int{-1, 1001, math.MaxInt} {
-		e.fails(fmt.Sprintf("Threads(limit %d)", limit), ckptstore.ErrInvalidEntry, func() error {
-			_, _, err := e.s.Threads(e.ctx, "", limit)
-			return err
-		})
+		e.fails(fmt.Sprintf("Threads(limit %d)", limit), ckptstore.ErrInvalidEntry, func() error { return errOf2(e.s.Threads(e.ctx, "", limit)) })
 	}
 	e.fails("Threads with a list cursor", ckptstore.ErrInvalidEntry, func() error {
-		_, _, err := e.s.Threads(e.ctx, driver.EncodeCursor(driver.Position{CreatedAt: 1, ID: "t"}), 1)
-		return err
+		return errOf2(e.s.Threads(e.ctx, driver.EncodeCursor(driver.Position{CreatedAt: 1, ID: "t"}), 1))
 	})
 }

@@ -113,19 +113,13 @@ func (s *suite) transcriptsRefused(t *testing.T) {
 		{"not JSON", "\xff"},
 	} {
 		for _, th := range []string{"t", "new"} {
-			e.fails("SaveThread("+th+", "+bad.name+")", ckptstore.ErrInvalidEntry, func() error {
-				return e.s.SaveThread(e.ctx, th, json.RawMessage(bad.m))
-			})
+			e.fails("SaveThread("+th+", "+bad.name+")", ckptstore.ErrInvalidEntry, func() error { return e.s.SaveThread(e.ctx, th, json.RawMessage(bad.m)) })
 		}
 	}
 	e.fails("SaveThread(nil)", ckptstore.ErrInvalidEntry, func() error { return e.s.SaveThread(e.ctx, "t", nil) })
 	for _, bad := range invalidIDs {
-		e.fails("SaveThread("+bad.name+")", ckptstore.ErrInvalidID, func() error {
-			return e.s.SaveThread(e.ctx, bad.id, json.RawMessage(`[]`))
-		})
-		e.fails("SaveThread("+bad.name+", invalid messages)", ckptstore.ErrInvalidID, func() error {
-			return e.s.SaveThread(e.ctx, bad.id, json.RawMessage(`{}`))
-		})
+		e.fails("SaveThread("+bad.name+")", ckptstore.ErrInvalidID, func() error { return e.s.SaveThread(e.ctx, bad.id, json.RawMessage(`[]`)) })
+		e.fails("SaveThread("+bad.name+", invalid messages)", ckptstore.ErrInvalidID, func() error { return e.s.SaveThread(e.ctx, bad.id, json.RawMessage(`{}`)) })
 		m, err := e.s.LoadThread(e.ctx, bad.id)
 		if wantErr(t, "LoadThread("+bad.name+")", err, ckptstore.ErrInvalidID) && m != nil {
 			t.Errorf("LoadThread(%s) failed but returned %q", bad.name, m)
@@ -165,11 +159,7 @@ func (s *suite) transcriptsSavedEmptyArrayCounts(t *testing.T) {
 	e.chain("src", nil, "a")
 	wd := e.acquire("d").Writer
 	e.track(nil, "root")
-	e.fails("ForkFromCheckpoint into a thread with the transcript []", ckptstore.ErrForkDestinationNotEmpty, func() error {
-		_, err := e.s.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{SourceThreadID: "src", SourceCheckpointID: "a",
-			DestinationThreadID: "d", DestinationCheckpointID: "root", CreatedAt: 1, Writer: wd})
-		return err
-	})
+	e.fails("ForkFromCheckpoint into a thread with the transcript []", ckptstore.ErrForkDestinationNotEmpty, func() error { return e.forkErr(forkInput("src", "a", "d", "root", 1, wd)) })
 }
 
 // forkLeased forks into dest with a new lease of dest, which it returns.
@@ -177,8 +167,7 @@ func (e *env) forkLeased(src, id, dest, root string) (ckptstore.Writer, error) {
 	e.t.Helper()
 	wd := e.acquire(dest).Writer
 	e.track([]string{dest}, root)
-	_, err := e.s.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{SourceThreadID: src, SourceCheckpointID: id,
-		DestinationThreadID: dest, DestinationCheckpointID: root, CreatedAt: 9, Writer: wd})
+	_, err := e.s.ForkFromCheckpoint(e.ctx, forkInput(src, id, dest, root, 9, wd))
 	return wd, err
 }
 
@@ -210,11 +199,7 @@ func (s *suite) forkTranscriptWrites(t *testing.T) {
 	if got := e.allThreads(); !slices.Contains(got, "d2") {
 		t.Errorf("Threads = %q: d2 has the transcript [] from its fork and must be listed", got)
 	}
-	e.fails("fork into d2, whose transcript is the fork's []", ckptstore.ErrForkDestinationNotEmpty, func() error {
-		_, err := e.s.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{SourceThreadID: "src", SourceCheckpointID: "b",
-			DestinationThreadID: "d2", DestinationCheckpointID: "r2", CreatedAt: 9, Writer: w2})
-		return err
-	})
+	e.fails("fork into d2, whose transcript is the fork's []", ckptstore.ErrForkDestinationNotEmpty, func() error { return e.forkErr(forkInput("src", "b", "d2", "r2", 9, w2)) })
 	e.wantTranscript("src", `["the source's own"]`)
 	// A fork of the fork copies the root's conversation again.
 	_, err = e.forkLeased("d1", "r1", "d3", "r3")
@@ -228,14 +213,7 @@ func (s *suite) forkTranscriptRefusedByTranscript(t *testing.T) {
 	e.save("d", `["existing"]`)
 	wd := e.acquire("d").Writer
 	e.track(nil, "root")
-	e.fails("ForkFromCheckpoint into a thread with a transcript", ckptstore.ErrForkDestinationNotEmpty, func() error {
-		got, err := e.s.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{SourceThreadID: "src", SourceCheckpointID: "a",
-			DestinationThreadID: "d", DestinationCheckpointID: "root", CreatedAt: 1, Writer: wd})
-		if err != nil && got != nil {
-			t.Errorf("the refused fork returned %+v", got)
-		}
-		return err
-	})
+	e.fails("ForkFromCheckpoint into a thread with a transcript", ckptstore.ErrForkDestinationNotEmpty, func() error { return e.forkErr(forkInput("src", "a", "d", "root", 1, wd)) })
 	e.wantTranscript("d", `["existing"]`)
 	e.works("the destination's writer after the refused fork", wd, "d")
 }
@@ -265,11 +243,7 @@ func (s *suite) forkTranscriptFailedForkWritesNone(t *testing.T) {
 			wd = forged(wd)
 		}
 		e.track([]string{tc.dest}, tc.root)
-		e.fails(tc.name, tc.want, func() error {
-			_, err := e.s.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{SourceThreadID: "src", SourceCheckpointID: "a",
-				DestinationThreadID: tc.dest, DestinationCheckpointID: tc.root, CreatedAt: 1, Writer: wd})
-			return err
-		})
+		e.fails(tc.name, tc.want, func() error { return e.forkErr(forkInput("src", "a", tc.dest, tc.root, 1, wd)) })
 		e.wantTranscript(tc.dest, "[]")
 	}
 }
