@@ -27,8 +27,7 @@ func (s *suite) testEmpty(t *testing.T) {
 
 func (s *suite) testRoundTrip(t *testing.T) {
 	t.Run("EveryField", func(t *testing.T) {
-		e := s.env(t)
-		w := e.acquire("thread").Writer
+		e, w := s.leased(t, "thread")
 		c1 := richCP("thread", "c1", "")
 		want1 := cloneCP(c1)
 		e.append(c1, w)
@@ -46,8 +45,7 @@ func (s *suite) testRoundTrip(t *testing.T) {
 	t.Run("Minimal", func(t *testing.T) {
 		// No label, run id, files, conversation or artifacts: they come
 		// back absent.
-		e := s.env(t)
-		w := e.acquire("thread").Writer
+		e, w := s.leased(t, "thread")
 		c := testkit.Checkpoint("thread", "c1", "", 1000)
 		c.Conversation = nil
 		want := cloneCP(c)
@@ -55,8 +53,7 @@ func (s *suite) testRoundTrip(t *testing.T) {
 		wantCP(t, e.get("c1"), want, "Get(c1)")
 	})
 	t.Run("OrderOfFilesAndArtifactsKept", func(t *testing.T) {
-		e := s.env(t)
-		w := e.acquire("thread").Writer
+		e, w := s.leased(t, "thread")
 		c := testkit.Checkpoint("thread", "c1", "", 1000)
 		c.Files = []ckptstore.Entry{testkit.File("z", 1, 1), testkit.Dir("b"), testkit.File("a", 2, 2), testkit.File("b/a", 3, 3), testkit.Dir("m")}
 		c.Artifacts = []ckptstore.Artifact{testkit.Artifact("z", 1), testkit.Artifact("a", 2), testkit.Artifact("m", 3)}
@@ -75,8 +72,7 @@ var createdAtValues = []float64{
 }
 
 func (s *suite) testCreatedAt(t *testing.T) {
-	e := s.env(t)
-	w := e.acquire("thread").Writer
+	e, w := s.leased(t, "thread")
 	for i, v := range createdAtValues {
 		c := testkit.Checkpoint("thread", "c"+string(rune('a'+i)), "", 1000)
 		c.CreatedAt = v
@@ -108,8 +104,7 @@ func (s *suite) testConversation(t *testing.T) {
 		{"Nested", `[[[[[]]]],{"content":[{"type":"image","data":"aGk="}]}]`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := s.env(t)
-			w := e.acquire("thread").Writer
+			e, w := s.leased(t, "thread")
 			c := testkit.Checkpoint("thread", "c1", "", 1000)
 			c.Conversation = []byte(tc.conv)
 			e.append(c, w)
@@ -125,8 +120,7 @@ func (s *suite) testConversation(t *testing.T) {
 	}
 	t.Run("Absent", func(t *testing.T) {
 		// An empty conversation means [], and may come back as either.
-		e := s.env(t)
-		w := e.acquire("thread").Writer
+		e, w := s.leased(t, "thread")
 		c := testkit.Checkpoint("thread", "c1", "", 1000)
 		c.Conversation = nil
 		e.append(c, w)
@@ -183,16 +177,12 @@ func (s *suite) testIDs(t *testing.T) {
 		e.wantRecount()
 	})
 	t.Run("InvalidInReads", func(t *testing.T) {
-		e := s.env(t)
-		w := e.acquire("thread").Writer
+		e, w := s.leased(t, "thread")
 		e.append(testkit.Checkpoint("thread", "c1", "", 1000), w)
 		for _, bad := range invalidIDs {
-			_, err := e.s.Get(e.ctx, bad.id)
-			wantErr(t, "Get("+bad.name+")", err, ckptstore.ErrInvalidID)
-			_, err = e.s.List(e.ctx, bad.id)
-			wantErr(t, "List("+bad.name+")", err, ckptstore.ErrInvalidID)
-			_, err = e.s.GetHead(e.ctx, bad.id)
-			wantErr(t, "Head("+bad.name+")", err, ckptstore.ErrInvalidID)
+			wantErr(t, "Get("+bad.name+")", errOf(e.s.Get(e.ctx, bad.id)), ckptstore.ErrInvalidID)
+			wantErr(t, "List("+bad.name+")", errOf(e.s.List(e.ctx, bad.id)), ckptstore.ErrInvalidID)
+			wantErr(t, "Head("+bad.name+")", errOf(e.s.GetHead(e.ctx, bad.id)), ckptstore.ErrInvalidID)
 			e.fails("AcquireWriter("+bad.name+")", ckptstore.ErrInvalidID, func() error { return errOf(e.s.AcquireWriter(e.ctx, bad.id)) })
 		}
 	})
@@ -210,8 +200,7 @@ var invalidIDs = []struct{ name, id string }{
 
 func (s *suite) testAppend(t *testing.T) {
 	t.Run("Chain", func(t *testing.T) {
-		e := s.env(t)
-		w := e.acquire("thread").Writer
+		e, w := s.leased(t, "thread")
 		e.wantHead("thread", "")
 		for i, id := range []string{"a", "b", "c"} {
 			parent := e.head("thread")
@@ -268,8 +257,7 @@ func (s *suite) testAppend(t *testing.T) {
 
 func (s *suite) testImmutability(t *testing.T) {
 	t.Run("Input", func(t *testing.T) {
-		e := s.env(t)
-		w := e.acquire("thread").Writer
+		e, w := s.leased(t, "thread")
 		c := richCP("thread", "c1", "")
 		want := cloneCP(c)
 		require.NoError(t, e.s.Append(e.ctx, c, "", w), "Append")
@@ -306,8 +294,7 @@ func (s *suite) testImmutability(t *testing.T) {
 // richEnv returns a fresh store holding richCP c1 as the head of "thread",
 // and a copy of what was appended.
 func (s *suite) richEnv(t *testing.T) (*env, *ckptstore.Checkpoint) {
-	e := s.env(t)
-	w := e.acquire("thread").Writer
+	e, w := s.leased(t, "thread")
 	c := richCP("thread", "c1", "")
 	want := cloneCP(c)
 	e.append(c, w)
@@ -341,8 +328,7 @@ func (s *suite) testOrdering(t *testing.T) {
 		{"IDsDoNotMatterAcrossCreatedAt", []item{{"a", 2}, {"b", 1}, {"😀", 0}}, []string{"😀", "b", "a"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := s.env(t)
-			w := e.acquire("thread").Writer
+			e, w := s.leased(t, "thread")
 			for _, it := range tc.items {
 				c := testkit.Checkpoint("thread", it.id, "", 1000)
 				c.CreatedAt = it.at
@@ -355,8 +341,7 @@ func (s *suite) testOrdering(t *testing.T) {
 
 func (s *suite) testBlobReferences(t *testing.T) {
 	t.Run("DistinctPerCheckpoint", func(t *testing.T) {
-		e := s.env(t)
-		w := e.acquire("thread").Writer
+		e, w := s.leased(t, "thread")
 		c := testkit.Checkpoint("thread", "c1", "", 1000)
 		c.Files = []ckptstore.Entry{testkit.File("a", 1, 1), testkit.File("b", 1, 1), testkit.Dir("d"), testkit.File("d/c", 1, 1), testkit.File("e", 2, 5)}
 		c.Artifacts = []ckptstore.Artifact{testkit.Artifact("x", 1), testkit.Artifact("y", 1)}
@@ -365,8 +350,7 @@ func (s *suite) testBlobReferences(t *testing.T) {
 	})
 	t.Run("SameHexFileAndArtifact", func(t *testing.T) {
 		// A file key and an artifact key with the same digest are two keys.
-		e := s.env(t)
-		w := e.acquire("thread").Writer
+		e, w := s.leased(t, "thread")
 		c := testkit.Checkpoint("thread", "c1", "", 1000)
 		c.Files = []ckptstore.Entry{testkit.File("a", 7, 1)}
 		c.Artifacts = []ckptstore.Artifact{testkit.Artifact("x", 7)}
@@ -374,16 +358,14 @@ func (s *suite) testBlobReferences(t *testing.T) {
 		e.wantRefs(artifactRef(7, 1), fileRef(7, 1))
 	})
 	t.Run("DirectoriesHaveNone", func(t *testing.T) {
-		e := s.env(t)
-		w := e.acquire("thread").Writer
+		e, w := s.leased(t, "thread")
 		c := testkit.Checkpoint("thread", "c1", "", 1000)
 		c.Files = []ckptstore.Entry{testkit.Dir("a"), testkit.Dir("a/b")}
 		e.append(c, w)
 		e.wantRefs()
 	})
 	t.Run("SharedAcrossCheckpointsAndThreads", func(t *testing.T) {
-		e := s.env(t)
-		wt := e.acquire("t").Writer
+		e, wt := s.leased(t, "t")
 		wu := e.acquire("u").Writer
 		c1 := testkit.Checkpoint("t", "c1", "", 1000)
 		c1.Files = []ckptstore.Entry{testkit.File("a", 1, 1), testkit.File("b", 2, 1)}
@@ -413,8 +395,7 @@ func (s *suite) testBlobReferences(t *testing.T) {
 		e.wantRefs(fileRef(1, 1))
 	})
 	t.Run("SortedByBytes", func(t *testing.T) {
-		e := s.env(t)
-		w := e.acquire("thread").Writer
+		e, w := s.leased(t, "thread")
 		c := testkit.Checkpoint("thread", "c1", "", 1000)
 		for i, n := range []int{0xff, 0x0a, 0x9f, 0xa0, 1, 0x10} {
 			c.Files = append(c.Files, testkit.File("f"+string(rune('a'+i)), n, 1))

@@ -53,8 +53,7 @@ func (s *suite) testDeleteThread(t *testing.T) {
 }
 
 func (s *suite) deleteThreadEverything(t *testing.T) {
-	e := s.env(t)
-	w := e.acquire("t").Writer
+	e, w := s.leased(t, "t")
 	for i, id := range []string{"a", "b", "c"} {
 		c := testkit.Checkpoint("t", id, "", 1000)
 		c.CreatedAt = float64(3 - i)
@@ -109,8 +108,7 @@ func (s *suite) deleteThreadEverything(t *testing.T) {
 }
 
 func (s *suite) deleteThreadEmptyThread(t *testing.T) {
-	e := s.env(t)
-	w := e.acquire("t").Writer
+	e, w := s.leased(t, "t")
 	e.fails("DeleteThread of a thread with only a lease", nil, func() error {
 		e.deleteThread("t", w, 0)
 		return nil
@@ -159,8 +157,7 @@ func (s *suite) deleteThreadForkIntoDeletedThread(t *testing.T) {
 }
 
 func (s *suite) deleteThreadWriterLost(t *testing.T) {
-	e := s.env(t)
-	old := e.acquire("t")
+	e, old := s.withLease(t, "t")
 	old.Release(e.ctx)
 	l := e.acquire("t")
 	e.chain("t", &l.Writer, "a", "b")

@@ -95,8 +95,7 @@ func (s *suite) testImport(t *testing.T) {
 }
 
 func (s *suite) importExact(t *testing.T) {
-	e := s.env(t)
-	w := e.acquire("dst").Writer
+	e, w := s.leased(t, "dst")
 	h := history("dst")
 	b := ckptstore.ImportBatch{ThreadID: "dst", Checkpoints: cloneAll(h), SetHead: true, Head: "r3", Writer: w}
 	b.Transcript = []byte(" [\"the transcript\"] ")
@@ -115,8 +114,7 @@ func (s *suite) importExact(t *testing.T) {
 }
 
 func (s *suite) importIdempotent(t *testing.T) {
-	e := s.env(t)
-	w := e.acquire("dst").Writer
+	e, w := s.leased(t, "dst")
 	h := history("dst")
 	batch := func(set bool, cps ...*ckptstore.Checkpoint) ckptstore.ImportBatch {
 		b := ckptstore.ImportBatch{ThreadID: "dst", Checkpoints: cloneAll(cps), SetHead: set, Writer: w}
@@ -148,8 +146,7 @@ func (s *suite) importIdempotent(t *testing.T) {
 func (s *suite) importEqualContent(t *testing.T) {
 	// Equal content is EqualCheckpoints: an empty conversation equals
 	// [], nil slices equal empty ones.
-	e := s.env(t)
-	w := e.acquire("t").Writer
+	e, w := s.leased(t, "t")
 	c := testkit.Checkpoint("t", "c", "", 1000)
 	c.Conversation = []byte(`[]`)
 	c.Files = []ckptstore.Entry{}
@@ -161,8 +158,7 @@ func (s *suite) importEqualContent(t *testing.T) {
 }
 
 func (s *suite) importOtherContentRefused(t *testing.T) {
-	e := s.env(t)
-	w := e.acquire("t").Writer
+	e, w := s.leased(t, "t")
 	h := history("t")
 	e.doImport("Import", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: cloneAll(h), SetHead: true, Head: "r3", Writer: w}, len(h))
 	e.chain("u", nil, "u1")
@@ -204,8 +200,7 @@ func (s *suite) importOtherContentRefused(t *testing.T) {
 }
 
 func (s *suite) importInvalidRefused(t *testing.T) {
-	e := s.env(t)
-	old := e.acquire("t")
+	e, old := s.withLease(t, "t")
 	old.Release(e.ctx)
 	stale := old.Writer
 	w := e.chain("t", nil, "a")
@@ -261,8 +256,7 @@ func (s *suite) importInvalidRefused(t *testing.T) {
 }
 
 func (s *suite) importHead(t *testing.T) {
-	e := s.env(t)
-	w := e.acquire("t").Writer
+	e, w := s.leased(t, "t")
 	set := func(head string, cps ...*ckptstore.Checkpoint) ckptstore.ImportBatch {
 		return ckptstore.ImportBatch{ThreadID: "t", Checkpoints: cps, SetHead: true, Head: head, Writer: w}
 	}
@@ -305,8 +299,7 @@ func (s *suite) importNoHeadIsNotEmpty(t *testing.T) {
 }
 
 func (s *suite) importTranscript(t *testing.T) {
-	e := s.env(t)
-	w := e.acquire("t").Writer
+	e, w := s.leased(t, "t")
 	e.save("t", `["old"]`)
 	e.doImport("no transcript", ckptstore.ImportBatch{ThreadID: "t", Writer: w}, 0)
 	e.wantTranscript("t", `["old"]`)
@@ -321,8 +314,7 @@ func (s *suite) importTranscript(t *testing.T) {
 func (s *suite) importRoundTrip(t *testing.T) {
 	// Export a thread made by the store's own writes, delete it, and
 	// import it back: the store is as it was, blob counts included.
-	e := s.env(t)
-	w := e.acquire("t").Writer
+	e, w := s.leased(t, "t")
 	for i, id := range []string{"a", "b", "c", "d"} {
 		c := richCP("t", id, "")
 		c.CreatedAt = float64(10 - i)

@@ -151,8 +151,7 @@ func (f instanceFactory) instanceStoreInvalidKey(t *testing.T) {
 	s := f.fresh(t)
 	s.upsert(fullRecord("k", 1))
 	for _, bad := range invalidIDs {
-		_, err := s.s.Get(s.ctx, bad.id)
-		wantErr(t, "Get("+bad.name+")", err, ckptstore.ErrInvalidID)
+		wantErr(t, "Get("+bad.name+")", errOf(s.s.Get(s.ctx, bad.id)), ckptstore.ErrInvalidID)
 		wantErr(t, "Upsert("+bad.name+")", s.s.Upsert(s.ctx, fullRecord(bad.id, 2)), ckptstore.ErrInvalidID)
 		wantErr(t, "Delete("+bad.name+")", s.s.Delete(s.ctx, bad.id), ckptstore.ErrInvalidID)
 	}
@@ -208,8 +207,7 @@ func (f instanceFactory) instanceStoreContext(t *testing.T) {
 	s.upsert(fullRecord("k", 1))
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := s.s.Get(ctx, "k")
-	wantCanceled(t, "Get", err)
+	wantCanceled(t, "Get", errOf(s.s.Get(ctx, "k")))
 	wantCanceled(t, "Upsert", s.s.Upsert(ctx, fullRecord("k", 2)))
 	wantCanceled(t, "Delete", s.s.Delete(ctx, "k"))
 	s.want("k", fullRecord("k", 1))

@@ -99,21 +99,18 @@ func (s *suite) testLeases(t *testing.T) {
 }
 
 func (s *suite) leasesAcquireFields(t *testing.T) {
-	e := s.env(t)
-	l := e.acquire("t")
+	e, l := s.withLease(t, "t")
 	e.checkLease(l, "t", LeaseDuration, RenewAfter)
 }
 
 func (s *suite) leasesOnePerThread(t *testing.T) {
-	e := s.env(t)
-	l := e.acquire("t")
+	e, l := s.withLease(t, "t")
 	e.conflict("second AcquireWriter", "t")
 	e.works("after a refused AcquireWriter", l.Writer, "t")
 }
 
 func (s *suite) leasesThreadsIndependent(t *testing.T) {
-	e := s.env(t)
-	lt := e.acquire("t")
+	e, lt := s.withLease(t, "t")
 	lu := e.acquire("u") // no waiting, though t is leased
 	e.checkLease(lu, "u", LeaseDuration, RenewAfter)
 	e.works("t", lt.Writer, "t")
@@ -124,8 +121,7 @@ func (s *suite) leasesThreadsIndependent(t *testing.T) {
 }
 
 func (s *suite) leasesExpiryBoundary(t *testing.T) {
-	e := s.env(t)
-	l := e.acquire("t")
+	e, l := s.withLease(t, "t")
 	e.works("fresh", l.Writer, "t")
 	e.clock.Advance(LeaseDuration - time.Millisecond)
 	e.conflict("at expiresAt-1ms", "t")
@@ -170,35 +166,29 @@ func (s *suite) leasesRenew(t *testing.T) {
 }
 
 func (s *suite) leasesRenewKeepsAlive(t *testing.T) {
-	e := s.env(t)
-	l := e.acquire("t")
+	e, l := s.withLease(t, "t")
 	for i := 0; i < 12; i++ {
 		e.clock.Advance(RenewAfter)
-		_, err := l.Renew(e.ctx)
-		require.NoError(t, err, "Renew %d", i)
+		require.NoError(t, errOf(l.Renew(e.ctx)), "Renew %d", i)
 	}
 	e.conflict("after 12 renewals", "t")
 	e.works("after 12 renewals", l.Writer, "t")
 }
 
 func (s *suite) leasesRenewLost(t *testing.T) {
-	e := s.env(t)
-	released := e.acquire("t")
+	e, released := s.withLease(t, "t")
 	released.Release(e.ctx)
-	_, err := released.Renew(e.ctx)
-	wantErr(t, "Renew after Release", err, ckptstore.ErrWriterLost)
+	wantErr(t, "Renew after Release", errOf(released.Renew(e.ctx)), ckptstore.ErrWriterLost)
 	l := e.acquire("t") // the failed Renew took nothing back
 	e.clock.Advance(LeaseDuration)
 	replacement := e.acquire("t")
-	_, err = l.Renew(e.ctx)
-	wantErr(t, "Renew of a replaced lease", err, ckptstore.ErrWriterLost)
+	wantErr(t, "Renew of a replaced lease", errOf(l.Renew(e.ctx)), ckptstore.ErrWriterLost)
 	e.conflict("after a replaced lease's Renew", "t")
 	e.works("the replacement", replacement.Writer, "t")
 }
 
 func (s *suite) leasesRelease(t *testing.T) {
-	e := s.env(t)
-	l := e.acquire("t")
+	e, l := s.withLease(t, "t")
 	e.works("before release", l.Writer, "t")
 	l.Release(e.ctx)
 	l.Release(e.ctx) // twice: no effect, no panic
@@ -211,8 +201,7 @@ func (s *suite) leasesRelease(t *testing.T) {
 }
 
 func (s *suite) leasesStaleReleaseKeepsReplacement(t *testing.T) {
-	e := s.env(t)
-	l1 := e.acquire("t")
+	e, l1 := s.withLease(t, "t")
 	e.clock.Advance(LeaseDuration)
 	l2 := e.acquire("t")
 	l1.Release(e.ctx)
@@ -249,8 +238,7 @@ func (s *suite) leasesFencesGrowTokensDiffer(t *testing.T) {
 }
 
 func (s *suite) leasesWrongThreadWriter(t *testing.T) {
-	e := s.env(t)
-	lt := e.acquire("t")
+	e, lt := s.withLease(t, "t")
 	lu := e.acquire("u")
 	e.works("t", lt.Writer, "t")
 	e.writerLost("u's writer on t", lu.Writer, "t")
@@ -261,8 +249,7 @@ func (s *suite) leasesWrongThreadWriter(t *testing.T) {
 }
 
 func (s *suite) leasesForgedWriter(t *testing.T) {
-	e := s.env(t)
-	l := e.acquire("t")
+	e, l := s.withLease(t, "t")
 	e.works("t", l.Writer, "t")
 	e.writerLost("forged token", forged(l.Writer), "t")
 	w := l.Writer
@@ -277,8 +264,7 @@ func (s *suite) leasesForgedWriter(t *testing.T) {
 func (s *suite) leasesForgedReleaseAndRenew(t *testing.T) {
 	// A Release with a forged token or a fence one off changes
 	// nothing, and a Renew with them fails and extends nothing.
-	e := s.env(t)
-	l := e.acquire("t")
+	e, l := s.withLease(t, "t")
 	e.works("t", l.Writer, "t")
 	forge := func(f func(w *ckptstore.Writer)) *ckptstore.Lease {
 		x := *l // the same keeper (the store), another writer
@@ -299,8 +285,7 @@ func (s *suite) leasesForgedReleaseAndRenew(t *testing.T) {
 		e.conflict("after a Release with "+x.name, "t")
 		e.works("after a Release with "+x.name, l.Writer, "t")
 		e.clock.Advance(time.Millisecond)
-		_, err := x.lease.Renew(e.ctx)
-		wantErr(t, "Renew with "+x.name, err, ckptstore.ErrWriterLost)
+		wantErr(t, "Renew with "+x.name, errOf(x.lease.Renew(e.ctx)), ckptstore.ErrWriterLost)
 	}
 	// No Renew extended the lease: it ends when it always would.
 	e.clock.Set(l.ExpiresAt.Add(-time.Millisecond))

@@ -4,6 +4,7 @@ package conformance
 // tokens.
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -149,10 +150,7 @@ func (mc *machine) listPage(t *rapid.T) {
 			rest = append(rest, c)
 		}
 	}
-	n := opt.Limit
-	if n == 0 {
-		n = 100
-	}
+	n := cmp.Or(opt.Limit, 100)
 	wantPage := rest[:min(n, len(rest))]
 	mustCPs(t, page, wantPage, "%s", what)
 	if more := len(rest) > n; (next != "") != more {
@@ -186,10 +184,7 @@ func (mc *machine) threadsPage(t *rapid.T) {
 			rest = append(rest, id)
 		}
 	}
-	n := limit
-	if n == 0 {
-		n = 100
-	}
+	n := cmp.Or(limit, 100)
 	require.Equal(t, orNil(rest[:min(n, len(rest))]), orNil(page), "%s, against the model", what)
 	if more := len(rest) > n; (next != "") != more {
 		t.Fatalf("%s: next %q, but the model has %d more", what, next, len(rest)-min(n, len(rest)))

@@ -38,8 +38,7 @@ func (s *suite) testDeleteHead(t *testing.T) {
 		e.fails("DeleteHead on an emptied thread", ckptstore.ErrNotHead, func() error { return e.s.DeleteHead(e.ctx, "t", "a", w) })
 	})
 	t.Run("EmptyThread", func(t *testing.T) {
-		e := s.env(t)
-		w := e.acquire("t").Writer
+		e, w := s.leased(t, "t")
 		e.track(nil, "x")
 		e.fails("DeleteHead on a thread that never had a head", ckptstore.ErrNotHead, func() error { return e.s.DeleteHead(e.ctx, "t", "x", w) })
 	})
@@ -92,8 +91,7 @@ func (s *suite) testDeleteCheckpoints(t *testing.T) {
 }
 
 func (s *suite) deleteCheckpointsFollowsChainNotCreatedAt(t *testing.T) {
-	e := s.env(t)
-	w := e.acquire("t").Writer
+	e, w := s.leased(t, "t")
 	// createdAt falls along the chain: the newest by createdAt are the
 	// farthest from the head.
 	for i, id := range []string{"c1", "c2", "c3", "c4", "c5"} {
@@ -185,8 +183,7 @@ func (s *suite) deleteCheckpointsParentCycle(t *testing.T) {
 }
 
 func (s *suite) deleteCheckpointsKeepNewest(t *testing.T) {
-	e := s.env(t)
-	l := e.acquire("t")
+	e, l := s.withLease(t, "t")
 	e.chain("t", &l.Writer, "a", "b", "c")
 	e.fails("KeepNewest while the lease is held", ckptstore.ErrWriterConflict, func() error { return errOf(ckptstore.KeepNewest(e.ctx, e.s, "t", 1)) })
 	l.Release(e.ctx)
@@ -214,8 +211,7 @@ func (s *suite) testFork(t *testing.T) {
 }
 
 func (s *suite) forkRoot(t *testing.T) {
-	e := s.env(t)
-	ws := e.acquire("src").Writer
+	e, ws := s.leased(t, "src")
 	a := richCP("src", "a", "")
 	e.append(a, ws)
 	b := richCP("src", "b", "")
@@ -246,8 +242,7 @@ func (s *suite) forkRoot(t *testing.T) {
 }
 
 func (s *suite) forkCountsUp(t *testing.T) {
-	e := s.env(t)
-	ws := e.acquire("src").Writer
+	e, ws := s.leased(t, "src")
 	c := testkit.Checkpoint("src", "a", "", 1000)
 	c.Files = []ckptstore.Entry{testkit.File("x", 1, 1), testkit.File("y", 1, 1), testkit.File("z", 2, 1), testkit.Dir("d")}
 	c.Artifacts = []ckptstore.Artifact{testkit.Artifact("q", 1), testkit.Artifact("r", 1)}
@@ -290,8 +285,7 @@ func (s *suite) forkForkOfForkAndSourceLeaseNotNeeded(t *testing.T) {
 }
 
 func (s *suite) testContext(t *testing.T) {
-	e := s.env(t)
-	l := e.acquire("t")
+	e, l := s.withLease(t, "t")
 	e.chain("t", &l.Writer, "a", "b")
 	free := e.acquire("free")
 	free.Release(e.ctx)
@@ -300,25 +294,17 @@ func (s *suite) testContext(t *testing.T) {
 	cancel()
 	canceled := func(what string, err error) { t.Helper(); wantCanceled(t, what, err) }
 	before := e.snap()
-	_, err := e.s.Get(ctx, "a")
-	canceled("Get", err)
-	_, err = e.s.List(ctx, "t")
-	canceled("List", err)
-	_, err = e.s.GetHead(ctx, "t")
-	canceled("Head", err)
-	_, err = e.s.ListBlobReferences(ctx)
-	canceled("BlobReferences", err)
+	canceled("Get", errOf(e.s.Get(ctx, "a")))
+	canceled("List", errOf(e.s.List(ctx, "t")))
+	canceled("Head", errOf(e.s.GetHead(ctx, "t")))
+	canceled("BlobReferences", errOf(e.s.ListBlobReferences(ctx)))
 	canceled("Append", e.s.Append(ctx, testkit.Checkpoint("t", "new", "b", 1000), "b", l.Writer))
 	canceled("DeleteHead", e.s.DeleteHead(ctx, "t", "b", l.Writer))
-	_, err = e.s.AcquireWriter(ctx, "free")
-	canceled("AcquireWriter", err)
-	_, err = l.Renew(ctx)
-	canceled("Renew", err)
-	_, err = e.s.DeleteCheckpoints(ctx, "t", 1, l.Writer)
-	canceled("DeleteCheckpoints", err)
+	canceled("AcquireWriter", errOf(e.s.AcquireWriter(ctx, "free")))
+	canceled("Renew", errOf(l.Renew(ctx)))
+	canceled("DeleteCheckpoints", errOf(e.s.DeleteCheckpoints(ctx, "t", 1, l.Writer)))
 	wd := e.acquire("dest").Writer
-	_, err = e.s.ForkFromCheckpoint(ctx, forkInput("t", "a", "dest", "fork", 1, wd))
-	canceled("ForkFromCheckpoint", err)
+	canceled("ForkFromCheckpoint", errOf(e.s.ForkFromCheckpoint(ctx, forkInput("t", "a", "dest", "fork", 1, wd))))
 	e.unchanged("calls with a cancelled context", before)
 	e.acquire("free") // the cancelled AcquireWriter took no lease
 	e.works("after a cancelled Renew", l.Writer, "t")

@@ -91,8 +91,7 @@ func (s *suite) opTokensDeleteHead(t *testing.T, o opTokens) {
 }
 
 func (s *suite) opTokensFork(t *testing.T, o opTokens) {
-	e := s.env(t)
-	ws := e.acquire("src").Writer
+	e, ws := s.leased(t, "src")
 	a := richCP("src", "a", "")
 	e.append(a, ws)
 	wd := e.acquire("dest").Writer

@@ -106,8 +106,7 @@ func (s *suite) listPageEmptyAndUnknown(t *testing.T) {
 }
 
 func (s *suite) listPageLimits(t *testing.T) {
-	e := s.env(t)
-	w := e.acquire("t").Writer
+	e, w := s.leased(t, "t")
 	e.fill("t", w, "c", 1001)
 	all := e.list("t")
 	for _, tc := range []struct {
@@ -153,8 +152,7 @@ func (s *suite) listPageLimits(t *testing.T) {
 func (s *suite) listPageOrder(t *testing.T) {
 	// Ties by the bytes of the id, -0 equal to 0, negative and
 	// fractional createdAt; every page size, both directions.
-	e := s.env(t)
-	w := e.acquire("t").Writer
+	e, w := s.leased(t, "t")
 	for _, it := range []struct {
 		id string
 		at float64
@@ -176,8 +174,7 @@ func (s *suite) listPageOrder(t *testing.T) {
 }
 
 func (s *suite) listPageCursorIsAPosition(t *testing.T) {
-	e := s.env(t)
-	w := e.acquire("t").Writer
+	e, w := s.leased(t, "t")
 	for i, id := range []string{"a", "b", "c", "d", "e"} {
 		c := testkit.Checkpoint("t", id, "", 1000)
 		c.CreatedAt = float64(10 * (i + 1)) // a 10, b 20, …, e 50 (the head)
@@ -241,8 +238,7 @@ func (s *suite) listPageCursorFromAnotherThread(t *testing.T) {
 }
 
 func (s *suite) listPageCopies(t *testing.T) {
-	e := s.env(t)
-	w := e.acquire("t").Writer
+	e, w := s.leased(t, "t")
 	c := richCP("t", "c1", "")
 	want := cloneCP(c)
 	e.append(c, w)
@@ -260,8 +256,7 @@ func (s *suite) listPageOffChain(t *testing.T) {
 	w := e.chain("t", nil, "a", "b")
 	x := testkit.Checkpoint("t", "x", "nowhere", 1000)
 	x.CreatedAt = 1000.5
-	_, err := e.s.Import(e.ctx, ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{x}, Writer: w})
-	require.NoError(t, err, "Import")
+	require.NoError(t, errOf(e.s.Import(e.ctx, ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{x}, Writer: w})), "Import")
 	e.track(nil, "x")
 	assert.Equal(t, []string{"a", "x", "b"}, testkit.IDs(e.pageAll("t", ckptstore.ListOptions{Limit: 1})), "pages, with the checkpoint off the chain")
 }

@@ -71,8 +71,7 @@ func (s *suite) transcriptsReplace(t *testing.T) {
 func (s *suite) transcriptsNoLeaseNeeded(t *testing.T) {
 	// SaveThread needs no lease, works while another holds one, and
 	// leaves the lease alone.
-	e := s.env(t)
-	l := e.acquire("t")
+	e, l := s.withLease(t, "t")
 	e.save("t", `["while leased"]`)
 	e.wantTranscript("t", `["while leased"]`)
 	e.conflict("after SaveThread", "t")
@@ -178,8 +177,7 @@ func (s *suite) testForkTranscript(t *testing.T) {
 }
 
 func (s *suite) forkTranscriptWrites(t *testing.T) {
-	e := s.env(t)
-	ws := e.acquire("src").Writer
+	e, ws := s.leased(t, "src")
 	a := testkit.Checkpoint("src", "a", "", 1000)
 	a.Conversation = []byte(" [ {\"role\":\"user\", \"content\":\"é\"} ]\n")
 	e.append(a, ws)
@@ -187,8 +185,7 @@ func (s *suite) forkTranscriptWrites(t *testing.T) {
 	b.Conversation = nil
 	e.append(b, ws)
 	e.save("src", `["the source's own"]`)
-	_, err := e.forkLeased("src", "a", "d1", "r1")
-	require.NoError(t, err, "fork of a")
+	require.NoError(t, errOf(e.forkLeased("src", "a", "d1", "r1")), "fork of a")
 	e.wantTranscript("d1", string(a.Conversation))
 	w2, err := e.forkLeased("src", "b", "d2", "r2")
 	require.NoError(t, err, "fork of b")
@@ -202,8 +199,7 @@ func (s *suite) forkTranscriptWrites(t *testing.T) {
 	e.fails("fork into d2, whose transcript is the fork's []", ckptstore.ErrForkDestinationNotEmpty, func() error { return e.forkErr(forkInput("src", "b", "d2", "r2", 9, w2)) })
 	e.wantTranscript("src", `["the source's own"]`)
 	// A fork of the fork copies the root's conversation again.
-	_, err = e.forkLeased("d1", "r1", "d3", "r3")
-	require.NoError(t, err, "fork of the fork")
+	require.NoError(t, errOf(e.forkLeased("d1", "r1", "d3", "r3")), "fork of the fork")
 	e.wantTranscript("d3", string(a.Conversation))
 }
 
