@@ -74,8 +74,7 @@ var createdAtValues = []float64{
 func (s *suite) testCreatedAt(t *testing.T) {
 	e, w := s.leased(t, "thread")
 	for i, v := range createdAtValues {
-		c := testkit.Checkpoint("thread", "c"+string(rune('a'+i)), "", 1000)
-		c.CreatedAt = v
+		c := testkit.Checkpoint("thread", "c"+string(rune('a'+i)), "", v)
 		c.Artifacts = []ckptstore.Artifact{testkit.Artifact("a", i)}
 		c.Artifacts[0].CreatedAt = v
 		e.append(c, w)
@@ -204,8 +203,7 @@ func (s *suite) testAppend(t *testing.T) {
 		e.wantHead("thread", "")
 		for i, id := range []string{"a", "b", "c"} {
 			parent := e.head("thread")
-			c := testkit.Checkpoint("thread", id, parent, 1000)
-			c.CreatedAt = float64(i)
+			c := testkit.Checkpoint("thread", id, parent, float64(i))
 			require.NoError(t, e.s.Append(e.ctx, c, parent, w), "Append "+id)
 			e.wantHead("thread", id)
 			if got := e.get(id); got == nil || got.ParentCheckpointID != parent {
@@ -330,8 +328,7 @@ func (s *suite) testOrdering(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e, w := s.leased(t, "thread")
 			for _, it := range tc.items {
-				c := testkit.Checkpoint("thread", it.id, "", 1000)
-				c.CreatedAt = it.at
+				c := testkit.Checkpoint("thread", it.id, "", it.at)
 				e.append(c, w)
 			}
 			e.wantList("thread", tc.want...)
@@ -342,42 +339,26 @@ func (s *suite) testOrdering(t *testing.T) {
 func (s *suite) testBlobReferences(t *testing.T) {
 	t.Run("DistinctPerCheckpoint", func(t *testing.T) {
 		e, w := s.leased(t, "thread")
-		c := testkit.Checkpoint("thread", "c1", "", 1000)
-		c.Files = []ckptstore.Entry{testkit.File("a", 1, 1), testkit.File("b", 1, 1), testkit.Dir("d"), testkit.File("d/c", 1, 1), testkit.File("e", 2, 5)}
-		c.Artifacts = []ckptstore.Artifact{testkit.Artifact("x", 1), testkit.Artifact("y", 1)}
-		e.append(c, w)
+		e.append(blobCP("thread", "c1", 1000, entries(testkit.File("a", 1, 1), testkit.File("b", 1, 1), testkit.Dir("d"), testkit.File("d/c", 1, 1), testkit.File("e", 2, 5)), testkit.Artifact("x", 1), testkit.Artifact("y", 1)), w)
 		e.wantRefs(artifactRef(1, 1), fileRef(1, 1), fileRef(2, 1))
 	})
 	t.Run("SameHexFileAndArtifact", func(t *testing.T) {
 		// A file key and an artifact key with the same digest are two keys.
 		e, w := s.leased(t, "thread")
-		c := testkit.Checkpoint("thread", "c1", "", 1000)
-		c.Files = []ckptstore.Entry{testkit.File("a", 7, 1)}
-		c.Artifacts = []ckptstore.Artifact{testkit.Artifact("x", 7)}
-		e.append(c, w)
+		e.append(blobCP("thread", "c1", 1000, entries(testkit.File("a", 7, 1)), testkit.Artifact("x", 7)), w)
 		e.wantRefs(artifactRef(7, 1), fileRef(7, 1))
 	})
 	t.Run("DirectoriesHaveNone", func(t *testing.T) {
 		e, w := s.leased(t, "thread")
-		c := testkit.Checkpoint("thread", "c1", "", 1000)
-		c.Files = []ckptstore.Entry{testkit.Dir("a"), testkit.Dir("a/b")}
-		e.append(c, w)
+		e.append(blobCP("thread", "c1", 1000, entries(testkit.Dir("a"), testkit.Dir("a/b"))), w)
 		e.wantRefs()
 	})
 	t.Run("SharedAcrossCheckpointsAndThreads", func(t *testing.T) {
 		e, wt := s.leased(t, "t")
 		wu := e.acquire("u").Writer
-		c1 := testkit.Checkpoint("t", "c1", "", 1000)
-		c1.Files = []ckptstore.Entry{testkit.File("a", 1, 1), testkit.File("b", 2, 1)}
-		e.append(c1, wt)
-		c2 := testkit.Checkpoint("t", "c2", "", 1000)
-		c2.Files = []ckptstore.Entry{testkit.File("a", 1, 1)}
-		c2.Artifacts = []ckptstore.Artifact{testkit.Artifact("x", 3)}
-		e.append(c2, wt)
-		d1 := testkit.Checkpoint("u", "d1", "", 1000)
-		d1.Files = []ckptstore.Entry{testkit.File("z", 1, 1), testkit.File("y", 4, 1)}
-		d1.Artifacts = []ckptstore.Artifact{testkit.Artifact("x", 3)}
-		e.append(d1, wu)
+		e.append(blobCP("t", "c1", 1000, entries(testkit.File("a", 1, 1), testkit.File("b", 2, 1))), wt)
+		e.append(blobCP("t", "c2", 1000, entries(testkit.File("a", 1, 1)), testkit.Artifact("x", 3)), wt)
+		e.append(blobCP("u", "d1", 1000, entries(testkit.File("z", 1, 1), testkit.File("y", 4, 1)), testkit.Artifact("x", 3)), wu)
 		e.wantRefs(artifactRef(3, 2), fileRef(1, 3), fileRef(2, 1), fileRef(4, 1))
 
 		// Counts fall with each delete, and a key at 0 is forgotten.
@@ -389,9 +370,7 @@ func (s *suite) testBlobReferences(t *testing.T) {
 		e.wantRefs()
 
 		// A forgotten key counts from 1 again.
-		c3 := testkit.Checkpoint("t", "c3", "", 1000)
-		c3.Files = []ckptstore.Entry{testkit.File("a", 1, 1)}
-		e.append(c3, wt)
+		e.append(blobCP("t", "c3", 1000, entries(testkit.File("a", 1, 1))), wt)
 		e.wantRefs(fileRef(1, 1))
 	})
 	t.Run("SortedByBytes", func(t *testing.T) {

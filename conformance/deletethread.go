@@ -55,19 +55,14 @@ func (s *suite) testDeleteThread(t *testing.T) {
 func (s *suite) deleteThreadEverything(t *testing.T) {
 	e, w := s.leased(t, "t")
 	for i, id := range []string{"a", "b", "c"} {
-		c := testkit.Checkpoint("t", id, "", 1000)
-		c.CreatedAt = float64(3 - i)
-		c.Files = []ckptstore.Entry{testkit.File("own", i, 1), testkit.File("shared", 100, 1)}
-		c.Artifacts = []ckptstore.Artifact{testkit.Artifact("x", 100)}
-		e.append(c, w)
+		e.append(blobCP("t", id, float64(3-i), entries(testkit.File("own", i, 1), testkit.File("shared", 100, 1)), testkit.Artifact("x", 100)), w)
 	}
 	ids := []string{"a", "b", "c"}
 	// Off the head chain: a parent that does not exist, and a
 	// second child of a.
 	x := testkit.Checkpoint("t", "x", "missing", 1000)
 	x.Files = []ckptstore.Entry{testkit.File("x", 50, 1)}
-	y := testkit.Checkpoint("t", "y", "a", 1000)
-	y.CreatedAt = -5
+	y := testkit.Checkpoint("t", "y", "a", -5)
 	n, err := e.s.Import(e.ctx, ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{x, y}, Writer: w})
 	require.NoError(t, err, "Import of off-chain checkpoints")
 	if n != 2 {
@@ -77,9 +72,7 @@ func (s *suite) deleteThreadEverything(t *testing.T) {
 	ids = append(ids, "x", "y")
 	e.save("t", `["the transcript"]`)
 	wu := e.acquire("u").Writer
-	u := testkit.Checkpoint("u", "u1", "", 1000)
-	u.Files = []ckptstore.Entry{testkit.File("shared", 100, 1), testkit.File("u", 200, 1)}
-	e.append(u, wu)
+	e.append(blobCP("u", "u1", 1000, entries(testkit.File("shared", 100, 1), testkit.File("u", 200, 1))), wu)
 	e.save("u", `["u's"]`)
 	before := e.snap()
 
@@ -163,23 +156,7 @@ func (s *suite) deleteThreadWriterLost(t *testing.T) {
 	e.chain("t", &l.Writer, "a", "b")
 	e.save("t", `["kept"]`)
 	wu := e.chain("u", nil, "c")
-	up, down := l.Writer, l.Writer
-	up.Fence++
-	down.Fence--
-	swapped := l.Writer
-	swapped.ThreadID = "u"
-	for _, tc := range []struct {
-		name string
-		w    ckptstore.Writer
-	}{
-		{"forged token", forged(l.Writer)},
-		{"fence+1", up},
-		{"fence-1", down},
-		{"released writer", old.Writer},
-		{"other thread's writer", wu},
-		{"thread id swapped", swapped},
-		{"zero writer", ckptstore.Writer{ThreadID: "t"}},
-	} {
+	for _, tc := range append(misses(l.Writer, wu), namedWriter{"released writer", old.Writer}) {
 		e.fails("DeleteThread with "+tc.name, ckptstore.ErrWriterLost, func() error { return e.deleteThreadErr("t", tc.w) })
 	}
 	e.clock.Advance(LeaseDuration) // expired at now == expiresAt
@@ -206,19 +183,10 @@ func (s *suite) testDeleteThreadSweep(t *testing.T) {
 	// t uses files 1, 2, 3 and artifacts 1, 2; u shares file 3 and
 	// artifact 2, and uses file 4 and artifact 3 alone.
 	wt := e.acquire("t").Writer
-	t1 := testkit.Checkpoint("t", "t1", "", 1000)
-	t1.Files = []ckptstore.Entry{testkit.File("a", 1, 1), testkit.File("c", 3, 1)}
-	t1.Artifacts = []ckptstore.Artifact{testkit.Artifact("x", 1)}
-	e.append(t1, wt)
-	t2 := testkit.Checkpoint("t", "t2", "", 1000)
-	t2.Files = []ckptstore.Entry{testkit.File("a", 1, 1), testkit.File("b", 2, 1)}
-	t2.Artifacts = []ckptstore.Artifact{testkit.Artifact("y", 2)}
-	e.append(t2, wt)
+	e.append(blobCP("t", "t1", 1000, entries(testkit.File("a", 1, 1), testkit.File("c", 3, 1)), testkit.Artifact("x", 1)), wt)
+	e.append(blobCP("t", "t2", 1000, entries(testkit.File("a", 1, 1), testkit.File("b", 2, 1)), testkit.Artifact("y", 2)), wt)
 	wu := e.acquire("u").Writer
-	u1 := testkit.Checkpoint("u", "u1", "", 1000)
-	u1.Files = []ckptstore.Entry{testkit.File("c", 3, 1), testkit.File("d", 4, 1)}
-	u1.Artifacts = []ckptstore.Artifact{testkit.Artifact("y", 2), testkit.Artifact("z", 3)}
-	e.append(u1, wu)
+	e.append(blobCP("u", "u1", 1000, entries(testkit.File("c", 3, 1), testkit.File("d", 4, 1)), testkit.Artifact("y", 2), testkit.Artifact("z", 3)), wu)
 
 	opts := sweep.Options{OlderThan: 0, Now: e.clock.Now}
 	deleted, err := sweep.Run(ctx, e.s, bucket, opts)

@@ -183,6 +183,16 @@ func sortLikeList(cps []*ckptstore.Checkpoint) {
 	})
 }
 
+// blobCP is testkit.Checkpoint(thread, id, "", at) with the files and
+// artifacts, for tests where the blob keys are the point.
+func blobCP(thread, id string, at float64, files []ckptstore.Entry, arts ...ckptstore.Artifact) *ckptstore.Checkpoint {
+	c := testkit.Checkpoint(thread, id, "", at)
+	c.Files, c.Artifacts = files, arts
+	return c
+}
+
+func entries(es ...ckptstore.Entry) []ckptstore.Entry { return es }
+
 // richCP returns a checkpoint of the thread that sets every field, with
 // files and artifacts in an order that is not sorted, a blob shared by two
 // files, an empty file and a conversation with nested content.
@@ -272,9 +282,7 @@ func (e *env) chain(thread string, w *ckptstore.Writer, ids ...string) ckptstore
 		w = &l.Writer
 	}
 	for i, id := range ids {
-		c := testkit.Checkpoint(thread, id, "", float64(1000+i))
-		c.Files = []ckptstore.Entry{testkit.File("f", i, 1)}
-		e.append(c, *w)
+		e.append(blobCP(thread, id, float64(1000+i), entries(testkit.File("f", i, 1))), *w)
 	}
 	return *w
 }

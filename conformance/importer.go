@@ -21,22 +21,18 @@ import (
 // (the head), a branch off r1, and a checkpoint whose parent was pruned.
 // createdAt values test the bits: -0, the smallest subnormal, 1e300.
 func history(thread string) []*ckptstore.Checkpoint {
-	r1 := testkit.Checkpoint(thread, "r1", "", 1000)
-	r1.CreatedAt = math.Copysign(0, -1)
+	r1 := testkit.Checkpoint(thread, "r1", "", math.Copysign(0, -1))
 	r1.Files = []ckptstore.Entry{testkit.File("a", 1, 10), testkit.Dir("d"), testkit.File("d/b", 2, 20)}
 	r2 := richCP(thread, "r2", "r1")
 	r2.CreatedAt = 5e-324
 	r2.Conversation = []byte(" [ {\"role\":\"user\",\"content\":\"é\"} ]\n")
-	r3 := testkit.Checkpoint(thread, "r3", "r2", 1000)
-	r3.CreatedAt = 1e300
+	r3 := testkit.Checkpoint(thread, "r3", "r2", 1e300)
 	r3.Reason = ckptstore.ReasonForkRoot
 	r3.Files = []ckptstore.Entry{testkit.File("a", 1, 10)}
-	off := testkit.Checkpoint(thread, "off", "r1", 1000)
-	off.CreatedAt = 2.5
+	off := testkit.Checkpoint(thread, "off", "r1", 2.5)
 	off.Label = "a branch"
 	off.Artifacts = []ckptstore.Artifact{testkit.Artifact("x", 5)}
-	orphan := testkit.Checkpoint(thread, "orphan", "pruned-away", 1000)
-	orphan.CreatedAt = -7
+	orphan := testkit.Checkpoint(thread, "orphan", "pruned-away", -7)
 	orphan.SourceRunID = "run-1"
 	orphan.Files = []ckptstore.Entry{testkit.File("z", 2, 20)}
 	return []*ckptstore.Checkpoint{r1, r2, r3, off, orphan}
@@ -213,9 +209,6 @@ func (s *suite) importInvalidRefused(t *testing.T) {
 		return []*ckptstore.Checkpoint{testkit.Checkpoint("t", "fine", "", 1000), c}
 	}
 	e.track(nil, "new", "fine")
-	up, down := w, w
-	up.Fence++
-	down.Fence--
 	for _, tc := range []struct {
 		name string
 		b    ckptstore.ImportBatch
@@ -227,8 +220,6 @@ func (s *suite) importInvalidRefused(t *testing.T) {
 		{"checkpoint id invalid", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: bad(func(c *ckptstore.Checkpoint) { c.ID = "\xff" }), Writer: w}, ckptstore.ErrInvalidID},
 		{"parent invalid", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: bad(func(c *ckptstore.Checkpoint) { c.ParentCheckpointID = "\xff" }), Writer: w}, ckptstore.ErrInvalidID},
 		{"checkpoint's thread invalid", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: bad(func(c *ckptstore.Checkpoint) { c.ThreadID = "\xc3" }), Writer: w}, ckptstore.ErrInvalidID},
-		{"stale writer", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{ok()}, Writer: stale}, ckptstore.ErrWriterLost},
-		{"fence-1", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{ok()}, Writer: down}, ckptstore.ErrWriterLost},
 		{"head invalid", ckptstore.ImportBatch{ThreadID: "t", SetHead: true, Head: "\xff", Writer: w}, ckptstore.ErrInvalidID},
 		{"ids before content", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: bad(func(c *ckptstore.Checkpoint) { c.ID, c.CreatedAt = "\xff", nan }), Writer: w}, ckptstore.ErrInvalidID},
 		{"nil checkpoint", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{ok(), nil}, Writer: w}, ckptstore.ErrInvalidEntry},
@@ -240,14 +231,16 @@ func (s *suite) importInvalidRefused(t *testing.T) {
 		{"transcript empty", ckptstore.ImportBatch{ThreadID: "t", Transcript: []byte{}, Writer: w}, ckptstore.ErrInvalidEntry},
 		{"transcript not an array", ckptstore.ImportBatch{ThreadID: "t", Transcript: []byte(`{}`), Writer: w}, ckptstore.ErrInvalidEntry},
 		{"content before writer", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: bad(func(c *ckptstore.Checkpoint) { c.Reason = "" }), Writer: forged(w)}, ckptstore.ErrInvalidEntry},
-		{"forged writer", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{ok()}, Writer: forged(w)}, ckptstore.ErrWriterLost},
-		{"fence+1", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{ok()}, Writer: up}, ckptstore.ErrWriterLost},
-		{"another thread's writer", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{ok()}, Writer: wu}, ckptstore.ErrWriterLost},
 		{"empty batch, forged writer", ckptstore.ImportBatch{ThreadID: "t", Writer: forged(w)}, ckptstore.ErrWriterLost},
 		{"writer before duplicate", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{testkit.Checkpoint("t", "a", "zz", 1000)}, Writer: forged(w)}, ckptstore.ErrWriterLost},
 		{"duplicate before head", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{testkit.Checkpoint("t", "a", "zz", 1000)}, SetHead: true, Head: "zz", Writer: w}, ckptstore.ErrDuplicateID},
 	} {
 		e.fails("Import, "+tc.name, tc.want, func() error { return e.importErr(tc.b) })
+	}
+	for _, m := range append(misses(w, wu), namedWriter{"stale writer", stale}) {
+		e.fails("Import with a writer: "+m.name, ckptstore.ErrWriterLost, func() error {
+			return e.importErr(ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{ok()}, Writer: m.w})
+		})
 	}
 	e.clock.Advance(LeaseDuration)
 	e.fails("Import with an expired writer", ckptstore.ErrWriterLost, func() error {

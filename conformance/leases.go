@@ -69,6 +69,25 @@ func (e *env) fenceAbove(what string, l, old *ckptstore.Lease) {
 	assert.Greater(e.t, l.Fence, old.Fence, "%s: the new lease's fence is not above the old one's", what)
 }
 
+// namedWriter is a writer a test tries, with its name for messages.
+type namedWriter struct {
+	name string
+	w    ckptstore.Writer
+}
+
+// misses are the writers that fail every write to the thread of live, its
+// live lease, with ErrWriterLost: another owner token, the fence one off
+// either way, other (another thread's live lease), live's token and fence
+// under other's thread id, and the zero writer.
+func misses(live, other ckptstore.Writer) []namedWriter {
+	up, down, swapped := live, live, live
+	up.Fence++
+	down.Fence--
+	swapped.ThreadID = other.ThreadID
+	return []namedWriter{{"forged token", forged(live)}, {"fence+1", up}, {"fence-1", down},
+		{"other thread's writer", other}, {"thread id swapped", swapped}, {"zero writer", ckptstore.Writer{ThreadID: live.ThreadID}}}
+}
+
 // works checks that w can still write to thread by appending a checkpoint.
 func (e *env) works(what string, w ckptstore.Writer, thread string) {
 	e.t.Helper()

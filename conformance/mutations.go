@@ -95,10 +95,7 @@ func (s *suite) deleteCheckpointsFollowsChainNotCreatedAt(t *testing.T) {
 	// createdAt falls along the chain: the newest by createdAt are the
 	// farthest from the head.
 	for i, id := range []string{"c1", "c2", "c3", "c4", "c5"} {
-		c := testkit.Checkpoint("t", id, "", 1000)
-		c.CreatedAt = float64(10 - i)
-		c.Files = []ckptstore.Entry{testkit.File("f", i, 1), testkit.File("shared", 100, 1)}
-		e.append(c, w)
+		e.append(blobCP("t", id, float64(10-i), entries(testkit.File("f", i, 1), testkit.File("shared", 100, 1))), w)
 	}
 	kept := []*ckptstore.Checkpoint{e.get("c5"), e.get("c4")}
 	deleted := e.prune("t", 2, w)
@@ -243,10 +240,7 @@ func (s *suite) forkRoot(t *testing.T) {
 
 func (s *suite) forkCountsUp(t *testing.T) {
 	e, ws := s.leased(t, "src")
-	c := testkit.Checkpoint("src", "a", "", 1000)
-	c.Files = []ckptstore.Entry{testkit.File("x", 1, 1), testkit.File("y", 1, 1), testkit.File("z", 2, 1), testkit.Dir("d")}
-	c.Artifacts = []ckptstore.Artifact{testkit.Artifact("q", 1), testkit.Artifact("r", 1)}
-	e.append(c, ws)
+	e.append(blobCP("src", "a", 1000, entries(testkit.File("x", 1, 1), testkit.File("y", 1, 1), testkit.File("z", 2, 1), testkit.Dir("d")), testkit.Artifact("q", 1), testkit.Artifact("r", 1)), ws)
 	for i, dest := range []string{"d1", "d2"} {
 		wd := e.acquire(dest).Writer
 		require.NoError(t, e.forkErr(forkInput("src", "a", dest, dest+"-root", 1, wd)), "ForkFromCheckpoint into "+dest)

@@ -102,8 +102,7 @@ func importOrder() orderTest[importIn] {
 		// Into t (head h): a new checkpoint off the chain, and a second
 		// one on h; the head stays h, which the import may set.
 		base: func(f *fixture) importIn {
-			a := testkit.Checkpoint("t", "new", "h", 1000)
-			a.CreatedAt = 7
+			a := testkit.Checkpoint("t", "new", "h", 7)
 			a.Files = []ckptstore.Entry{testkit.File("f", 1, 1)}
 			b := testkit.Checkpoint("t", "zz", "missing", 1000)
 			b.Artifacts = []ckptstore.Artifact{testkit.Artifact("a", 2)}

@@ -43,8 +43,7 @@ func (e *env) fill(thread string, w ckptstore.Writer, prefix string, n int) []st
 		}
 	}
 	for i := range n {
-		c := testkit.Checkpoint(thread, fmt.Sprintf("%s%04d", prefix, i), head, 1000)
-		c.CreatedAt = float64((i * 7919) % (n/2 + 1)) // two of most values: ties by id
+		c := testkit.Checkpoint(thread, fmt.Sprintf("%s%04d", prefix, i), head, float64((i*7919)%(n/2+1))) // two of most values: ties by id
 		if i%5 == 0 {
 			c.Files = []ckptstore.Entry{testkit.File("f", i, 1)}
 		}
@@ -162,8 +161,7 @@ func (s *suite) listPageOrder(t *testing.T) {
 		{"n", -1.5}, {"m", -1e300}, {"p", 0.25}, {"q", 1e300}, {"r", 5e-324}, {"s", -5e-324},
 		{"a\x00", 5}, {"ab", 5},
 	} {
-		c := testkit.Checkpoint("t", it.id, "", 1000)
-		c.CreatedAt = it.at
+		c := testkit.Checkpoint("t", it.id, "", it.at)
 		e.append(c, w)
 	}
 	all := e.list("t")
@@ -176,8 +174,7 @@ func (s *suite) listPageOrder(t *testing.T) {
 func (s *suite) listPageCursorIsAPosition(t *testing.T) {
 	e, w := s.leased(t, "t")
 	for i, id := range []string{"a", "b", "c", "d", "e"} {
-		c := testkit.Checkpoint("t", id, "", 1000)
-		c.CreatedAt = float64(10 * (i + 1)) // a 10, b 20, …, e 50 (the head)
+		c := testkit.Checkpoint("t", id, "", float64(10*(i+1))) // a 10, b 20, …, e 50 (the head)
 		e.append(c, w)
 	}
 	// Reverse from the newest: the first page ends at the head, which
@@ -191,8 +188,7 @@ func (s *suite) listPageCursorIsAPosition(t *testing.T) {
 		id string
 		at float64
 	}{{"late", 60}, {"f-at-e", 50}, {"between", 35}} {
-		c := testkit.Checkpoint("t", it.id, "", 1000)
-		c.CreatedAt = it.at
+		c := testkit.Checkpoint("t", it.id, "", it.at)
 		e.append(c, w)
 	}
 	rest := e.pageAll("t", ckptstore.ListOptions{After: next, Limit: 2, Reverse: true})
@@ -207,8 +203,7 @@ func (s *suite) listPageCursorIsAPosition(t *testing.T) {
 	assert.Equal(t, []string{"late"}, testkit.IDs(e.pageAll("t", ckptstore.ListOptions{After: after})), "forward from (50, f-at-e)")
 	assert.Equal(t, []string{"d", "between", "c", "b", "a"}, testkit.IDs(e.pageAll("t", ckptstore.ListOptions{After: after, Reverse: true, Limit: 3})), "reverse from (50, f-at-e)")
 	// Forward: the first page ends at the head, which is deleted.
-	lo := testkit.Checkpoint("t", "lo", "", 1000)
-	lo.CreatedAt = 5
+	lo := testkit.Checkpoint("t", "lo", "", 5)
 	e.append(lo, w)
 	page, next = e.page("t", ckptstore.ListOptions{Limit: 1})
 	require.Equal(t, []string{"lo"}, testkit.IDs(page), "first page")
@@ -254,8 +249,7 @@ func (s *suite) listPageCopies(t *testing.T) {
 func (s *suite) listPageOffChain(t *testing.T) {
 	e := s.env(t)
 	w := e.chain("t", nil, "a", "b")
-	x := testkit.Checkpoint("t", "x", "nowhere", 1000)
-	x.CreatedAt = 1000.5
+	x := testkit.Checkpoint("t", "x", "nowhere", 1000.5)
 	require.NoError(t, errOf(e.s.Import(e.ctx, ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{x}, Writer: w})), "Import")
 	e.track(nil, "x")
 	assert.Equal(t, []string{"a", "x", "b"}, testkit.IDs(e.pageAll("t", ckptstore.ListOptions{Limit: 1})), "pages, with the checkpoint off the chain")
