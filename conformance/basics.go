@@ -29,16 +29,13 @@ func (s *suite) testRoundTrip(t *testing.T) {
 	t.Run("EveryField", func(t *testing.T) {
 		e, w := s.leased(t, "thread")
 		c1 := richCP("thread", "c1", "")
-		want1 := cloneCP(c1)
-		e.append(c1, w)
+		want1 := e.appendKept(c1, w)
 		c2 := richCP("thread", "c2", "c1")
 		c2.Reason = ckptstore.ReasonForkRoot // Append takes every reason
 		c2.Files = c2.Files[1:3]
 		c2.Artifacts = []ckptstore.Artifact{testkit.Artifact("z", 7), testkit.Artifact("a", 3)}
-		want2 := cloneCP(c2)
-		e.append(c2, w)
-		wantCP(t, e.get("c1"), want1, "Get(c1)")
-		wantCP(t, e.get("c2"), want2, "Get(c2)")
+		want2 := e.appendKept(c2, w)
+		wantCP(t, e.get("c1"), want1, "Get(c1) after c2")
 		wantCPs(t, e.list("thread"), []*ckptstore.Checkpoint{want1, want2}, "List(thread)")
 		e.wantHead("thread", "c2")
 	})
@@ -48,18 +45,14 @@ func (s *suite) testRoundTrip(t *testing.T) {
 		e, w := s.leased(t, "thread")
 		c := testkit.Checkpoint("thread", "c1", "", 1000)
 		c.Conversation = nil
-		want := cloneCP(c)
-		e.append(c, w)
-		wantCP(t, e.get("c1"), want, "Get(c1)")
+		e.appendKept(c, w)
 	})
 	t.Run("OrderOfFilesAndArtifactsKept", func(t *testing.T) {
 		e, w := s.leased(t, "thread")
 		c := testkit.Checkpoint("thread", "c1", "", 1000)
 		c.Files = []ckptstore.Entry{testkit.File("z", 1, 1), testkit.Dir("b"), testkit.File("a", 2, 2), testkit.File("b/a", 3, 3), testkit.Dir("m")}
 		c.Artifacts = []ckptstore.Artifact{testkit.Artifact("z", 1), testkit.Artifact("a", 2), testkit.Artifact("m", 3)}
-		want := cloneCP(c)
-		e.append(c, w)
-		wantCP(t, e.get("c1"), want, "Get(c1)")
+		e.appendKept(c, w)
 	})
 }
 
@@ -152,9 +145,7 @@ func (s *suite) testIDs(t *testing.T) {
 			w := e.acquire(id).Writer
 			c := testkit.Checkpoint(id, id, "", 1000) // a thread and a checkpoint may share an id
 			c.Files = []ckptstore.Entry{testkit.File("f", i, 1)}
-			want := cloneCP(c)
-			e.append(c, w)
-			wantCP(t, e.get(id), want, "Get(%q)", id)
+			e.appendKept(c, w)
 			e.wantHead(id, id)
 			e.wantList(id, id)
 		}
@@ -293,10 +284,7 @@ func (s *suite) testImmutability(t *testing.T) {
 // and a copy of what was appended.
 func (s *suite) richEnv(t *testing.T) (*env, *ckptstore.Checkpoint) {
 	e, w := s.leased(t, "thread")
-	c := richCP("thread", "c1", "")
-	want := cloneCP(c)
-	e.append(c, w)
-	return e, want
+	return e, e.appendKept(richCP("thread", "c1", ""), w)
 }
 
 func (s *suite) testOrdering(t *testing.T) {

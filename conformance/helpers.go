@@ -273,6 +273,17 @@ func (e *env) append(c *ckptstore.Checkpoint, w ckptstore.Writer) {
 	require.NoError(e.t, e.s.Append(e.ctx, c, head, w), "Append(%q on %q)", c.ID, head)
 }
 
+// appendKept appends c as append does, checks that Get returns exactly
+// what was appended, and returns a copy of that.
+func (e *env) appendKept(c *ckptstore.Checkpoint, w ckptstore.Writer) *ckptstore.Checkpoint {
+	e.t.Helper()
+	want := cloneCP(c)
+	e.append(c, w)
+	want.ParentCheckpointID = c.ParentCheckpointID
+	wantCP(e.t, e.get(c.ID), want, "Get(%q)", c.ID)
+	return want
+}
+
 // chain appends checkpoints with the given ids to thread, each on the
 // previous head, taking and keeping the lease when w is nil.
 func (e *env) chain(thread string, w *ckptstore.Writer, ids ...string) ckptstore.Writer {
@@ -416,8 +427,7 @@ func (e *env) fails(what string, want error, op func() error) {
 // appendFails tries an append that must fail with want and change nothing.
 func (e *env) appendFails(what string, c *ckptstore.Checkpoint, expected string, w ckptstore.Writer, want error) {
 	e.t.Helper()
-	e.track([]string{c.ThreadID, w.ThreadID}, c.ID, c.ParentCheckpointID, expected)
-	e.fails(what, want, func() error { return e.s.Append(e.ctx, c, expected, w) })
+	e.appendFailsCtx(e.ctx, what, c, expected, w, want)
 }
 
 // fileRef and artifactRef are the blob reference of testkit.FileKey(n)

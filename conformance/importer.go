@@ -286,9 +286,7 @@ func (s *suite) importNoHeadIsNotEmpty(t *testing.T) {
 	e.wantHead("t", "")
 	e.track(nil, "root")
 	e.fails("ForkFromCheckpoint into a thread with checkpoints and no head", ckptstore.ErrForkDestinationNotEmpty, func() error { return e.forkErr(forkInput("src", "s1", "t", "root", 1, w)) })
-	if got := e.allThreads(); len(got) != 2 || got[1] != "t" {
-		t.Errorf("Threads = %q, want [src t]: checkpoints without a head make a thread", got)
-	}
+	wantThreads(e, "checkpoints without a head make a thread", "src", "t")
 }
 
 func (s *suite) importTranscript(t *testing.T) {
@@ -299,9 +297,7 @@ func (s *suite) importTranscript(t *testing.T) {
 	e.doImport("a transcript", ckptstore.ImportBatch{ThreadID: "t", Transcript: []byte(`[ "new" ]`), Writer: w}, 0)
 	e.wantTranscript("t", `[ "new" ]`)
 	e.doImport("the transcript []", ckptstore.ImportBatch{ThreadID: "u0", Transcript: []byte(`[]`), Writer: e.acquire("u0").Writer}, 0)
-	if got := e.allThreads(); len(got) != 2 || got[0] != "t" || got[1] != "u0" {
-		t.Errorf("Threads = %q, want [t u0]: an imported transcript makes a thread", got)
-	}
+	wantThreads(e, "an imported transcript makes a thread", "t", "u0")
 }
 
 func (s *suite) importRoundTrip(t *testing.T) {

@@ -88,6 +88,14 @@ func misses(live, other ckptstore.Writer) []namedWriter {
 		{"other thread's writer", other}, {"thread id swapped", swapped}, {"zero writer", ckptstore.Writer{ThreadID: live.ThreadID}}}
 }
 
+// holds checks that w still holds thread's lease: AcquireWriter fails
+// with ErrWriterConflict, and w can write.
+func (e *env) holds(what string, w ckptstore.Writer, thread string) {
+	e.t.Helper()
+	e.conflict(what, thread)
+	e.works(what, w, thread)
+}
+
 // works checks that w can still write to thread by appending a checkpoint.
 func (e *env) works(what string, w ckptstore.Writer, thread string) {
 	e.t.Helper()
@@ -124,8 +132,7 @@ func (s *suite) leasesAcquireFields(t *testing.T) {
 
 func (s *suite) leasesOnePerThread(t *testing.T) {
 	e, l := s.withLease(t, "t")
-	e.conflict("second AcquireWriter", "t")
-	e.works("after a refused AcquireWriter", l.Writer, "t")
+	e.holds("second AcquireWriter", l.Writer, "t")
 }
 
 func (s *suite) leasesThreadsIndependent(t *testing.T) {
@@ -135,16 +142,14 @@ func (s *suite) leasesThreadsIndependent(t *testing.T) {
 	e.works("t", lt.Writer, "t")
 	e.works("u", lu.Writer, "u")
 	lt.Release(e.ctx)
-	e.conflict("u after t released", "u")
-	e.works("u after t released", lu.Writer, "u")
+	e.holds("u after t released", lu.Writer, "u")
 }
 
 func (s *suite) leasesExpiryBoundary(t *testing.T) {
 	e, l := s.withLease(t, "t")
 	e.works("fresh", l.Writer, "t")
 	e.clock.Advance(LeaseDuration - time.Millisecond)
-	e.conflict("at expiresAt-1ms", "t")
-	e.works("at expiresAt-1ms", l.Writer, "t")
+	e.holds("at expiresAt-1ms", l.Writer, "t")
 	e.clock.Advance(time.Millisecond) // now == expiresAt: expired
 	e.writerLost("expired writer at expiresAt", l.Writer, "t")
 	if _, err := l.Renew(e.ctx); !wantErr(t, "Renew at expiresAt", err, ckptstore.ErrWriterLost) {
@@ -172,8 +177,7 @@ func (s *suite) leasesRenew(t *testing.T) {
 		t.Errorf("Renew returned %v and set ExpiresAt %v, want now + duration = %v", exp, l.ExpiresAt, want)
 	}
 	e.clock.Set(first) // the old expiry no longer ends it
-	e.conflict("at the old expiry", "t")
-	e.works("at the old expiry", l.Writer, "t")
+	e.holds("at the old expiry", l.Writer, "t")
 	e.clock.Set(want.Add(-time.Millisecond))
 	e.conflict("at the new expiry-1ms", "t")
 	e.clock.Set(want)
@@ -190,8 +194,7 @@ func (s *suite) leasesRenewKeepsAlive(t *testing.T) {
 		e.clock.Advance(RenewAfter)
 		require.NoError(t, errOf(l.Renew(e.ctx)), "Renew %d", i)
 	}
-	e.conflict("after 12 renewals", "t")
-	e.works("after 12 renewals", l.Writer, "t")
+	e.holds("after 12 renewals", l.Writer, "t")
 }
 
 func (s *suite) leasesRenewLost(t *testing.T) {
@@ -202,8 +205,7 @@ func (s *suite) leasesRenewLost(t *testing.T) {
 	e.clock.Advance(LeaseDuration)
 	replacement := e.acquire("t")
 	wantErr(t, "Renew of a replaced lease", errOf(l.Renew(e.ctx)), ckptstore.ErrWriterLost)
-	e.conflict("after a replaced lease's Renew", "t")
-	e.works("the replacement", replacement.Writer, "t")
+	e.holds("after a replaced lease's Renew", replacement.Writer, "t")
 }
 
 func (s *suite) leasesRelease(t *testing.T) {
@@ -224,15 +226,13 @@ func (s *suite) leasesStaleReleaseKeepsReplacement(t *testing.T) {
 	e.clock.Advance(LeaseDuration)
 	l2 := e.acquire("t")
 	l1.Release(e.ctx)
-	e.conflict("after the stale Release", "t")
-	e.works("replacement after the stale Release", l2.Writer, "t")
+	e.holds("after the stale Release", l2.Writer, "t")
 	// A released lease's holder releasing again after a third lease.
 	l2.Release(e.ctx)
 	l3 := e.acquire("t")
 	l2.Release(e.ctx)
 	l1.Release(e.ctx)
-	e.conflict("after two stale Releases", "t")
-	e.works("third lease", l3.Writer, "t")
+	e.holds("after two stale Releases", l3.Writer, "t")
 }
 
 func (s *suite) leasesFencesGrowTokensDiffer(t *testing.T) {
@@ -301,8 +301,7 @@ func (s *suite) leasesForgedReleaseAndRenew(t *testing.T) {
 		{"another thread", forge(func(w *ckptstore.Writer) { w.ThreadID = "u" })},
 	} {
 		x.lease.Release(e.ctx)
-		e.conflict("after a Release with "+x.name, "t")
-		e.works("after a Release with "+x.name, l.Writer, "t")
+		e.holds("after a Release with "+x.name, l.Writer, "t")
 		e.clock.Advance(time.Millisecond)
 		wantErr(t, "Renew with "+x.name, errOf(x.lease.Renew(e.ctx)), ckptstore.ErrWriterLost)
 	}

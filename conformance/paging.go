@@ -234,9 +234,7 @@ func (s *suite) listPageCursorFromAnotherThread(t *testing.T) {
 
 func (s *suite) listPageCopies(t *testing.T) {
 	e, w := s.leased(t, "t")
-	c := richCP("t", "c1", "")
-	want := cloneCP(c)
-	e.append(c, w)
+	want := e.appendKept(richCP("t", "c1", ""), w)
 	page, _ := e.page("t", ckptstore.ListOptions{})
 	for _, x := range page {
 		scribble(x)
