@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ckptstore/ckptstore"
@@ -17,9 +18,7 @@ import (
 
 func (s *suite) testEmpty(t *testing.T) {
 	e := s.env(t)
-	if c := e.get("missing"); c != nil {
-		t.Errorf("Get(missing) = %+v on an empty store, want nil", c)
-	}
+	assert.Nil(t, e.get("missing"), "Get(missing) on an empty store")
 	e.wantList("missing")
 	e.wantHead("missing", "")
 	e.wantRefs()
@@ -142,10 +141,8 @@ func (s *suite) testIDs(t *testing.T) {
 	t.Run("Unusual", func(t *testing.T) {
 		e := s.env(t)
 		for i, id := range unusualIDs {
-			w := e.acquire(id).Writer
-			c := testkit.Checkpoint(id, id, "", 1000) // a thread and a checkpoint may share an id
-			c.Files = []ckptstore.Entry{testkit.File("f", i, 1)}
-			e.appendKept(c, w)
+			// A thread and a checkpoint may share an id.
+			e.appendKept(blobCP(id, id, 1000, entries(testkit.File("f", i, 1))), e.acquire(id).Writer)
 			e.wantHead(id, id)
 			e.wantList(id, id)
 		}
@@ -157,8 +154,7 @@ func (s *suite) testIDs(t *testing.T) {
 		e := s.env(t)
 		threads := []string{"t", "t:1", "t\x00", "t\x00x", "t*", "tt", "t/", "t."}
 		for _, th := range threads {
-			w := e.acquire(th).Writer
-			e.chain(th, &w, th+"|c", th+"|c\x00", th+"|c:2")
+			e.chain(th, nil, th+"|c", th+"|c\x00", th+"|c:2")
 		}
 		for _, th := range threads {
 			e.wantList(th, th+"|c", th+"|c\x00", th+"|c:2")
@@ -204,8 +200,7 @@ func (s *suite) testAppend(t *testing.T) {
 		e.wantList("thread", "a", "b", "c")
 	})
 	t.Run("StaleExpectedHead", func(t *testing.T) {
-		e := s.env(t)
-		w := e.chain("thread", nil, "a", "b")
+		e, w := s.chained(t, "thread", "a", "b")
 		e.appendFails("Append on the old head", testkit.Checkpoint("thread", "c", "a", 1000), "a", w, ckptstore.ErrConflict)
 		e.appendFails("Append on no head", testkit.Checkpoint("thread", "c", "", 1000), "", w, ckptstore.ErrConflict)
 		e.appendFails("Append on an unknown head", testkit.Checkpoint("thread", "c", "zz", 1000), "zz", w, ckptstore.ErrConflict)
@@ -213,8 +208,7 @@ func (s *suite) testAppend(t *testing.T) {
 		e.appendFails("Append to an empty thread expecting a head", testkit.Checkpoint("empty", "c", "a", 1000), "a", w2, ckptstore.ErrConflict)
 	})
 	t.Run("ParentMustBeExpectedHead", func(t *testing.T) {
-		e := s.env(t)
-		w := e.chain("thread", nil, "a", "b")
+		e, w := s.chained(t, "thread", "a", "b")
 		e.appendFails("parent a on head b", testkit.Checkpoint("thread", "c", "a", 1000), "b", w, ckptstore.ErrParentMismatch)
 		e.appendFails("no parent on head b", testkit.Checkpoint("thread", "c", "", 1000), "b", w, ckptstore.ErrParentMismatch)
 		w2 := e.acquire("empty").Writer
@@ -228,12 +222,9 @@ func (s *suite) testAppend(t *testing.T) {
 		e.appendFails("id of another thread's root", testkit.Checkpoint("two", "a", "", 1000), "", w, ckptstore.ErrDuplicateID)
 	})
 	t.Run("ReuseAfterDelete", func(t *testing.T) {
-		e := s.env(t)
-		w := e.chain("one", nil, "a", "b")
+		e, w := s.chained(t, "one", "a", "b")
 		require.NoError(t, e.s.DeleteHead(e.ctx, "one", "b", w), "DeleteHead b")
-		if c := e.get("b"); c != nil {
-			t.Errorf("Get(b) after DeleteHead = %+v, want nil", c)
-		}
+		assert.Nil(t, e.get("b"), "Get(b) after DeleteHead")
 		w2 := e.acquire("two").Writer
 		e.append(testkit.Checkpoint("two", "b", "", 1000), w2) // reused in another thread
 		require.NoError(t, e.s.DeleteHead(e.ctx, "two", "b", w2), "DeleteHead b in two")

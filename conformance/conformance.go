@@ -288,6 +288,14 @@ func (s *suite) withLease(t *testing.T, thread string) (*env, *ckptstore.Lease) 
 	return e, e.acquire(thread)
 }
 
+// chained returns a fresh store whose thread holds a chain of the ids (see
+// env.chain), and the writer of thread's lease.
+func (s *suite) chained(t *testing.T, thread string, ids ...string) (*env, ckptstore.Writer) {
+	t.Helper()
+	e := s.env(t)
+	return e, e.chain(thread, nil, ids...)
+}
+
 // RunInstanceStore runs the instance store suite, as subtests of one
 // subtest named InstanceStore, against stores made by newStore; each call
 // must return a fresh, empty store. The subtest keeps the names apart from

@@ -63,12 +63,7 @@ func (s *suite) deleteThreadEverything(t *testing.T) {
 	x := testkit.Checkpoint("t", "x", "missing", 1000)
 	x.Files = []ckptstore.Entry{testkit.File("x", 50, 1)}
 	y := testkit.Checkpoint("t", "y", "a", -5)
-	n, err := e.s.Import(e.ctx, ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{x, y}, Writer: w})
-	require.NoError(t, err, "Import of off-chain checkpoints")
-	if n != 2 {
-		t.Fatalf("Import wrote %d, want 2", n)
-	}
-	e.track(nil, "x", "y")
+	e.doImport("Import of off-chain checkpoints", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{x, y}, Writer: w}, 2)
 	ids = append(ids, "x", "y")
 	e.save("t", `["the transcript"]`)
 	wu := e.acquire("u").Writer
@@ -85,13 +80,7 @@ func (s *suite) deleteThreadEverything(t *testing.T) {
 	e.wantTranscript("u", `["u's"]`)
 
 	// A repeat deletes nothing more.
-	e.fails("DeleteThread repeated", nil, func() error {
-		n, err := e.s.DeleteThread(e.ctx, "t", w)
-		if n != 0 {
-			t.Errorf("the repeated DeleteThread reported %d deleted, want 0", n)
-		}
-		return err
-	})
+	e.fails("DeleteThread repeated", nil, func() error { e.deleteThread("t", w, 0); return nil })
 	// The lease stays: no one else can take it, its holder can write.
 	e.conflict("after DeleteThread", "t")
 	e.append(testkit.Checkpoint("t", "a", "", 1000), w) // the deleted ids are free again
@@ -102,16 +91,12 @@ func (s *suite) deleteThreadEverything(t *testing.T) {
 
 func (s *suite) deleteThreadEmptyThread(t *testing.T) {
 	e, w := s.leased(t, "t")
-	e.fails("DeleteThread of a thread with only a lease", nil, func() error {
-		e.deleteThread("t", w, 0)
-		return nil
-	})
+	e.fails("DeleteThread of a thread with only a lease", nil, func() error { e.deleteThread("t", w, 0); return nil })
 	e.works("after deleting an empty thread", w, "t")
 }
 
 func (s *suite) deleteThreadEmptiedThread(t *testing.T) {
-	e := s.env(t)
-	w := e.chain("t", nil, "a")
+	e, w := s.chained(t, "t", "a")
 	require.NoError(t, e.s.DeleteHead(e.ctx, "t", "a", w), "DeleteHead a")
 	e.deleteThread("t", w, 0)
 	e.wantGone("t", "a")
@@ -120,8 +105,7 @@ func (s *suite) deleteThreadEmptiedThread(t *testing.T) {
 func (s *suite) deleteThreadOnlyAHead(t *testing.T) {
 	// After pruning and DeleteHead, the head names a checkpoint that
 	// no longer exists: DeleteThread clears it.
-	e := s.env(t)
-	w := e.chain("t", nil, "a", "b")
+	e, w := s.chained(t, "t", "a", "b")
 	e.prune("t", 1, w)
 	require.NoError(t, e.s.DeleteHead(e.ctx, "t", "b", w), "DeleteHead b")
 	e.wantHead("t", "a")
@@ -134,8 +118,7 @@ func (s *suite) deleteThreadOnlyAHead(t *testing.T) {
 func (s *suite) deleteThreadOnlyATranscript(t *testing.T) {
 	e := s.env(t)
 	e.save("t", `[1]`)
-	w := e.acquire("t").Writer
-	e.deleteThread("t", w, 0)
+	e.deleteThread("t", e.acquire("t").Writer, 0)
 	e.wantGone("t")
 }
 

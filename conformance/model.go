@@ -728,18 +728,16 @@ func (mc *machine) checkAll(t *rapid.T) {
 		mc.agree(t, "final read", "List", err, nil)
 		mustCPs(t, l, mc.m.list(th), "at the end: List(%q)", th)
 		stored = append(stored, l...)
-	}
-	for _, id := range mc.ids {
-		c, err := mc.s.Get(t.Context(), id)
-		mc.agree(t, "final read", "Get", err, nil)
-		mustCP(t, c, mc.m.cps[id], "at the end: Get(%q)", id)
-	}
-	for _, th := range modelThreads {
 		m, err := mc.s.LoadThread(t.Context(), th)
 		mc.agree(t, "final read", "LoadThread", err, nil)
 		if want := mc.m.transcript(th); string(m) != want {
 			t.Fatalf("at the end: LoadThread(%q) = %q, model says %q", th, m, want)
 		}
+	}
+	for _, id := range mc.ids {
+		c, err := mc.s.Get(t.Context(), id)
+		mc.agree(t, "final read", "Get", err, nil)
+		mustCP(t, c, mc.m.cps[id], "at the end: Get(%q)", id)
 	}
 	threads, next, err := mc.s.Threads(t.Context(), "", 0)
 	mc.agree(t, "final read", "Threads", err, nil)

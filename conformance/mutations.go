@@ -23,14 +23,11 @@ import (
 
 func (s *suite) testDeleteHead(t *testing.T) {
 	t.Run("MovesToParent", func(t *testing.T) {
-		e := s.env(t)
-		w := e.chain("t", nil, "a", "b", "c")
+		e, w := s.chained(t, "t", "a", "b", "c")
 		for _, step := range []struct{ del, head string }{{"c", "b"}, {"b", "a"}, {"a", ""}} {
 			require.NoError(t, e.s.DeleteHead(e.ctx, "t", step.del, w), "DeleteHead "+step.del)
 			e.wantHead("t", step.head)
-			if c := e.get(step.del); c != nil {
-				t.Errorf("Get(%q) after DeleteHead = %+v, want nil", step.del, c)
-			}
+			assert.Nil(t, e.get(step.del), "Get(%q) after DeleteHead", step.del)
 			e.wantRecount()
 		}
 		e.wantList("t")
@@ -43,15 +40,12 @@ func (s *suite) testDeleteHead(t *testing.T) {
 		e.fails("DeleteHead on a thread that never had a head", ckptstore.ErrNotHead, func() error { return e.s.DeleteHead(e.ctx, "t", "x", w) })
 	})
 	t.Run("HeadWithMissingParent", func(t *testing.T) {
-		e := s.env(t)
-		w := e.chain("t", nil, "a", "b", "c")
+		e, w := s.chained(t, "t", "a", "b", "c")
 		e.prune("t", 1, w)
 		require.NoError(t, e.s.DeleteHead(e.ctx, "t", "c", w), "DeleteHead c")
 		// The head moved to c's parent as stored, which no longer exists.
 		e.wantHead("t", "b")
-		if c := e.get("b"); c != nil {
-			t.Errorf("Get(b) = %+v, want nil", c)
-		}
+		assert.Nil(t, e.get("b"), "Get(b)")
 		e.wantList("t")
 		e.fails("DeleteHead of a head that does not exist", ckptstore.ErrNotHead, func() error { return e.s.DeleteHead(e.ctx, "t", "b", w) })
 		e.appendFails("Append on no head", testkit.Checkpoint("t", "d", "", 1000), "", w, ckptstore.ErrConflict)
@@ -63,8 +57,7 @@ func (s *suite) testDeleteHead(t *testing.T) {
 		e.wantList("t", "b", "d")
 	})
 	t.Run("HeadInAnotherThread", func(t *testing.T) {
-		e := s.env(t)
-		wt := e.chain("t", nil, "p", "q")
+		e, wt := s.chained(t, "t", "p", "q")
 		e.prune("t", 1, wt)
 		wu := e.chain("u", nil, "p") // p's id, reused by u
 		require.NoError(t, e.s.DeleteHead(e.ctx, "t", "q", wt), "DeleteHead q")
@@ -106,9 +99,7 @@ func (s *suite) deleteCheckpointsFollowsChainNotCreatedAt(t *testing.T) {
 		wantCP(t, e.get(k.ID), k, "kept checkpoint %q changed", k.ID)
 	}
 	for _, id := range deleted {
-		if c := e.get(id); c != nil {
-			t.Errorf("Get(%q) after pruning = %+v, want nil", id, c)
-		}
+		assert.Nil(t, e.get(id), "Get(%q) after pruning", id)
 	}
 	e.wantRefs(fileRef(3, 1), fileRef(4, 1), fileRef(100, 2))
 	// The pruned ids may be used again.
@@ -136,8 +127,7 @@ func (s *suite) deleteCheckpointsNothingToDelete(t *testing.T) {
 }
 
 func (s *suite) deleteCheckpointsKeepOne(t *testing.T) {
-	e := s.env(t)
-	w := e.chain("t", nil, "a", "b", "c", "d")
+	e, w := s.chained(t, "t", "a", "b", "c", "d")
 	e.chain("u", nil, "other")
 	before := e.snap()
 	assert.Equal(t, []string{"a", "b", "c"}, e.prune("t", 1, w), "deleted")
@@ -151,8 +141,7 @@ func (s *suite) deleteCheckpointsKeepOne(t *testing.T) {
 func (s *suite) deleteCheckpointsForeignAncestorsStay(t *testing.T) {
 	// The chain walk stops at a checkpoint of another thread: t's
 	// oldest parent id is reused by u, and pruning t leaves it.
-	e := s.env(t)
-	wt := e.chain("t", nil, "p", "q")
+	e, wt := s.chained(t, "t", "p", "q")
 	e.prune("t", 1, wt)
 	e.chain("u", nil, "p")
 	e.append(testkit.Checkpoint("t", "r", "", 1000), wt)
@@ -167,8 +156,7 @@ func (s *suite) deleteCheckpointsForeignAncestorsStay(t *testing.T) {
 func (s *suite) deleteCheckpointsParentCycle(t *testing.T) {
 	// x → y, prune x, then append a new x on y: y's parent is x again,
 	// and the chain from the head loops. The walk must stop.
-	e := s.env(t)
-	w := e.chain("t", nil, "x", "y")
+	e, w := s.chained(t, "t", "x", "y")
 	e.prune("t", 1, w)
 	e.append(testkit.Checkpoint("t", "x", "", 1000), w) // parent y; y's parent is x
 	e.wantList("t", "x", "y")

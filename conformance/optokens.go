@@ -44,8 +44,7 @@ func (s *suite) testOpTokens(t *testing.T) {
 }
 
 func (s *suite) opTokensAppend(t *testing.T, o opTokens) {
-	e := s.env(t)
-	w := e.chain("t", nil, "a")
+	e, w := s.chained(t, "t", "a")
 	ctx := o.tok("append")
 	c := testkit.Checkpoint("t", "b", "a", 1000)
 	c.Files = []ckptstore.Entry{testkit.File("f", 1, 1)}
@@ -67,8 +66,7 @@ func (s *suite) opTokensAppend(t *testing.T, o opTokens) {
 }
 
 func (s *suite) opTokensFailedAppendRunsAgain(t *testing.T, o opTokens) {
-	e := s.env(t)
-	w := e.chain("t", nil, "a")
+	e, w := s.chained(t, "t", "a")
 	ctx := o.tok("append-failed")
 	e.appendFailsCtx(ctx, "Append on a stale head", testkit.Checkpoint("t", "b", "", 1000), "", w, ckptstore.ErrConflict)
 	e.appendFailsCtx(ctx, "Append on a stale head, repeated", testkit.Checkpoint("t", "b", "", 1000), "", w, ckptstore.ErrConflict)
@@ -77,8 +75,7 @@ func (s *suite) opTokensFailedAppendRunsAgain(t *testing.T, o opTokens) {
 }
 
 func (s *suite) opTokensDeleteHead(t *testing.T, o opTokens) {
-	e := s.env(t)
-	w := e.chain("t", nil, "a", "b", "c")
+	e, w := s.chained(t, "t", "a", "b", "c")
 	ctx := o.tok("delete")
 	require.NoError(t, e.s.DeleteHead(ctx, "t", "c", w), "DeleteHead with an op token")
 	e.fails("the repeated DeleteHead", nil, func() error { return e.s.DeleteHead(ctx, "t", "c", w) })
@@ -150,8 +147,7 @@ func (s *suite) opTokensAcquireWriter(t *testing.T, o opTokens) {
 
 func (s *suite) opTokensTokensApart(t *testing.T, o opTokens) {
 	// One token per write: tokens of other writes change nothing.
-	e := s.env(t)
-	w := e.chain("t", nil, "a")
+	e, w := s.chained(t, "t", "a")
 	require.NoError(t, e.s.Append(o.tok("x1"), testkit.Checkpoint("t", "b", "a", 1000), "a", w), "Append b")
 	require.NoError(t, e.s.Append(o.tok("x2"), testkit.Checkpoint("t", "c", "b", 1000), "b", w), "Append c")
 	require.NoError(t, e.s.DeleteHead(o.tok("x3"), "t", "c", w), "DeleteHead c")

@@ -245,11 +245,9 @@ func (s *suite) listPageCopies(t *testing.T) {
 }
 
 func (s *suite) listPageOffChain(t *testing.T) {
-	e := s.env(t)
-	w := e.chain("t", nil, "a", "b")
+	e, w := s.chained(t, "t", "a", "b")
 	x := testkit.Checkpoint("t", "x", "nowhere", 1000.5)
-	require.NoError(t, errOf(e.s.Import(e.ctx, ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{x}, Writer: w})), "Import")
-	e.track(nil, "x")
+	e.doImport("Import", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{x}, Writer: w}, 1)
 	assert.Equal(t, []string{"a", "x", "b"}, testkit.IDs(e.pageAll("t", ckptstore.ListOptions{Limit: 1})), "pages, with the checkpoint off the chain")
 }
 

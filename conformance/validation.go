@@ -247,8 +247,7 @@ func invalidIDCases() []idCase {
 
 func (s *suite) testValidation(t *testing.T) {
 	// One store for the failing cases: each must leave it as it was.
-	e := s.env(t)
-	w := e.chain("thread", nil, "h")
+	e, w := s.chained(t, "thread", "h")
 	base := func(n int) *ckptstore.Checkpoint {
 		c := testkit.Checkpoint("thread", fmt.Sprintf("new-%d", n), "h", 1000)
 		c.Files = []ckptstore.Entry{testkit.File("ok", 9, 1)}
