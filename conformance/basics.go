@@ -307,8 +307,7 @@ func (s *suite) testOrdering(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e, w := s.leased(t, "thread")
 			for _, it := range tc.items {
-				c := testkit.Checkpoint("thread", it.id, "", it.at)
-				e.append(c, w)
+				e.append(testkit.Checkpoint("thread", it.id, "", it.at), w)
 			}
 			e.wantList("thread", tc.want...)
 		})

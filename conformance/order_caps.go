@@ -60,7 +60,6 @@ type deleteThreadIn struct {
 
 func deleteThreadOrder() orderTest[deleteThreadIn] {
 	v := fieldVariant[deleteThreadIn]
-	lost := lostVariants(func(in *deleteThreadIn, k writerKind) { in.w = k })
 	return orderTest[deleteThreadIn]{
 		transcripts: true,
 		base:        func(*fixture) deleteThreadIn { return deleteThreadIn{thread: "t"} },
@@ -73,7 +72,7 @@ func deleteThreadOrder() orderTest[deleteThreadIn] {
 				v("thread id invalid", "thread", func(in *deleteThreadIn) { in.thread = "\xff" }),
 				v("writer thread id empty", "writer", func(in *deleteThreadIn) { in.w = wBadThread }),
 			}},
-			{name: "writer", err: ckptstore.ErrWriterLost, variants: lost},
+			writerCheck(func(in *deleteThreadIn, k writerKind) { in.w = k }),
 		},
 	}
 }
@@ -96,7 +95,6 @@ func importOrder() orderTest[importIn] {
 	v := fieldVariant[importIn]
 	first := func(in *importIn) *ckptstore.Checkpoint { return in.b.Checkpoints[0] }
 	// InvalidRefused has the other lost writers.
-	lost := lostVariants(func(in *importIn, k writerKind) { in.w = k }, wForged, wFenceDown, wThreadSwap)
 	return orderTest[importIn]{
 		transcripts: true,
 		// Into t (head h): a new checkpoint off the chain, and a second
@@ -131,7 +129,7 @@ func importOrder() orderTest[importIn] {
 				{"the same id twice", []string{"id", "id2", "batch"}, func(in *importIn) { in.b.Checkpoints[1].ID = first(in).ID }},
 				v("transcript not an array", "transcript", func(in *importIn) { in.b.Transcript = []byte(`{"a":1}`) }),
 			}},
-			{name: "writer", err: ckptstore.ErrWriterLost, variants: lost},
+			writerCheck(func(in *importIn, k writerKind) { in.w = k }, wForged, wFenceDown, wThreadSwap),
 			{name: "duplicate id", err: ckptstore.ErrDuplicateID, variants: []variant[importIn]{
 				v("id of another thread", "id", func(in *importIn) { first(in).ID = "d" }),
 				v("id of this thread, other content", "id", func(in *importIn) { first(in).ID = "g" }),

@@ -108,16 +108,13 @@ func (s *suite) listPageLimits(t *testing.T) {
 	e, w := s.leased(t, "t")
 	e.fill("t", w, "c", 1001)
 	all := e.list("t")
+	inOrder := map[bool][]*ckptstore.Checkpoint{false: all, true: reversed(all)} // by reverse
 	for _, tc := range []struct {
 		limit, want int
 	}{{0, 100}, {1, 1}, {2, 2}, {100, 100}, {999, 999}, {1000, 1000}} {
 		for _, rev := range []bool{false, true} {
 			page, next := e.page("t", ckptstore.ListOptions{Limit: tc.limit, Reverse: rev})
-			want := all[:tc.want]
-			if rev {
-				want = reversed(all)[:tc.want]
-			}
-			wantCPs(t, page, want, "ListPage(limit %d, reverse %v)", tc.limit, rev)
+			wantCPs(t, page, inOrder[rev][:tc.want], "ListPage(limit %d, reverse %v)", tc.limit, rev)
 			if next == "" {
 				t.Errorf("ListPage(limit %d, reverse %v) of 1001 checkpoints: next is empty", tc.limit, rev)
 			}
@@ -125,10 +122,7 @@ func (s *suite) listPageLimits(t *testing.T) {
 	}
 	// 1000 and then the last one; then nothing follows.
 	for _, rev := range []bool{false, true} {
-		want := all
-		if rev {
-			want = reversed(all)
-		}
+		want := inOrder[rev]
 		_, next := e.page("t", ckptstore.ListOptions{Limit: 1000, Reverse: rev})
 		last, end := e.page("t", ckptstore.ListOptions{After: next, Limit: 1000, Reverse: rev})
 		wantCPs(t, last, want[1000:], "the second page of 1000 (reverse %v)", rev)
@@ -161,8 +155,7 @@ func (s *suite) listPageOrder(t *testing.T) {
 		{"n", -1.5}, {"m", -1e300}, {"p", 0.25}, {"q", 1e300}, {"r", 5e-324}, {"s", -5e-324},
 		{"a\x00", 5}, {"ab", 5},
 	} {
-		c := testkit.Checkpoint("t", it.id, "", it.at)
-		e.append(c, w)
+		e.append(testkit.Checkpoint("t", it.id, "", it.at), w)
 	}
 	all := e.list("t")
 	for _, limit := range []int{1, 2, 3, 7, 16, 17, 100} {
@@ -174,8 +167,7 @@ func (s *suite) listPageOrder(t *testing.T) {
 func (s *suite) listPageCursorIsAPosition(t *testing.T) {
 	e, w := s.leased(t, "t")
 	for i, id := range []string{"a", "b", "c", "d", "e"} {
-		c := testkit.Checkpoint("t", id, "", float64(10*(i+1))) // a 10, b 20, …, e 50 (the head)
-		e.append(c, w)
+		e.append(testkit.Checkpoint("t", id, "", float64(10*(i+1))), w) // a 10, b 20, …, e 50 (the head)
 	}
 	// Reverse from the newest: the first page ends at the head, which
 	// is then deleted; the next page goes on from its position.
@@ -188,8 +180,7 @@ func (s *suite) listPageCursorIsAPosition(t *testing.T) {
 		id string
 		at float64
 	}{{"late", 60}, {"f-at-e", 50}, {"between", 35}} {
-		c := testkit.Checkpoint("t", it.id, "", it.at)
-		e.append(c, w)
+		e.append(testkit.Checkpoint("t", it.id, "", it.at), w)
 	}
 	rest := e.pageAll("t", ckptstore.ListOptions{After: next, Limit: 2, Reverse: true})
 	// "f-at-e" has e's createdAt and sorts after "e" by id: behind
@@ -203,8 +194,7 @@ func (s *suite) listPageCursorIsAPosition(t *testing.T) {
 	assert.Equal(t, []string{"late"}, testkit.IDs(e.pageAll("t", ckptstore.ListOptions{After: after})), "forward from (50, f-at-e)")
 	assert.Equal(t, []string{"d", "between", "c", "b", "a"}, testkit.IDs(e.pageAll("t", ckptstore.ListOptions{After: after, Reverse: true, Limit: 3})), "reverse from (50, f-at-e)")
 	// Forward: the first page ends at the head, which is deleted.
-	lo := testkit.Checkpoint("t", "lo", "", 5)
-	e.append(lo, w)
+	e.append(testkit.Checkpoint("t", "lo", "", 5), w)
 	page, next = e.page("t", ckptstore.ListOptions{Limit: 1})
 	require.Equal(t, []string{"lo"}, testkit.IDs(page), "first page")
 	require.NoError(t, e.s.DeleteHead(e.ctx, "t", "lo", w), "DeleteHead lo")
