@@ -19,8 +19,7 @@ import (
 func (s *suite) testEmpty(t *testing.T) {
 	e := s.env(t)
 	assert.Nil(t, e.get("missing"), "Get(missing) on an empty store")
-	e.wantList("missing")
-	e.wantHead("missing", "")
+	e.wantThread("missing", "")
 	e.wantRefs()
 }
 
@@ -143,8 +142,7 @@ func (s *suite) testIDs(t *testing.T) {
 		for i, id := range unusualIDs {
 			// A thread and a checkpoint may share an id.
 			e.appendKept(blobCP(id, id, 1000, entries(testkit.File("f", i, 1))), e.acquire(id).Writer)
-			e.wantHead(id, id)
-			e.wantList(id, id)
+			e.wantThread(id, id, id)
 		}
 		e.wantRecount()
 	})
@@ -157,8 +155,7 @@ func (s *suite) testIDs(t *testing.T) {
 			e.chain(th, nil, th+"|c", th+"|c\x00", th+"|c:2")
 		}
 		for _, th := range threads {
-			e.wantList(th, th+"|c", th+"|c\x00", th+"|c:2")
-			e.wantHead(th, th+"|c:2")
+			e.wantThread(th, th+"|c:2", th+"|c", th+"|c\x00", th+"|c:2")
 		}
 		e.wantRecount()
 	})
@@ -229,8 +226,7 @@ func (s *suite) testAppend(t *testing.T) {
 		e.append(testkit.Checkpoint("two", "b", "", 1000), w2) // reused in another thread
 		require.NoError(t, e.s.DeleteHead(e.ctx, "two", "b", w2), "DeleteHead b in two")
 		e.append(testkit.Checkpoint("one", "b", "", 1000), w) // and in its own
-		e.wantList("one", "a", "b")
-		e.wantHead("one", "b")
+		e.wantThread("one", "b", "a", "b")
 		e.wantList("two")
 	})
 }

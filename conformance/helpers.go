@@ -343,6 +343,14 @@ func (e *env) wantList(thread string, want ...string) {
 	assert.Equal(e.t, orNil(want), orNil(testkit.IDs(e.list(thread))), "List(%q) ids", thread)
 }
 
+// wantThread checks the thread's head and that List returns exactly the
+// ids, in order.
+func (e *env) wantThread(thread, head string, ids ...string) {
+	e.t.Helper()
+	e.wantHead(thread, head)
+	e.wantList(thread, ids...)
+}
+
 // wantRefs checks ListBlobReferences.
 func (e *env) wantRefs(want ...ckptstore.BlobRef) {
 	e.t.Helper()

@@ -54,8 +54,7 @@ func (e *env) writerLost(what string, w ckptstore.Writer, thread string) {
 	e.fails(what+": DeleteCheckpoints", ckptstore.ErrWriterLost, func() error { return e.pruneErr(thread, 1, w) })
 	if e.head("fork-source") == "" {
 		// A lease on the source thread, left to expire with the others.
-		fw := e.acquire("fork-source").Writer
-		e.append(testkit.Checkpoint("fork-source", "fork-source-cp", "", 1000), fw)
+		e.append(testkit.Checkpoint("fork-source", "fork-source-cp", "", 1000), e.acquire("fork-source").Writer)
 	}
 	e.track(nil, "lost-fork")
 	e.fails(what+": ForkFromCheckpoint", ckptstore.ErrWriterLost, func() error {

@@ -50,8 +50,7 @@ func (s *suite) testDeleteHead(t *testing.T) {
 		e.fails("DeleteHead of a head that does not exist", ckptstore.ErrNotHead, func() error { return e.s.DeleteHead(e.ctx, "t", "b", w) })
 		e.appendFails("Append on no head", testkit.Checkpoint("t", "d", "", 1000), "", w, ckptstore.ErrConflict)
 		require.NoError(t, e.s.Append(e.ctx, testkit.Checkpoint("t", "d", "b", 1000), "b", w), "Append on the missing head")
-		e.wantHead("t", "d")
-		e.wantList("t", "d")
+		e.wantThread("t", "d", "d")
 		// The missing head's id is free again, even in its own thread.
 		e.append(testkit.Checkpoint("t", "b", "", 1000), w)
 		e.wantList("t", "b", "d")
@@ -61,13 +60,11 @@ func (s *suite) testDeleteHead(t *testing.T) {
 		e.prune("t", 1, wt)
 		wu := e.chain("u", nil, "p") // p's id, reused by u
 		require.NoError(t, e.s.DeleteHead(e.ctx, "t", "q", wt), "DeleteHead q")
-		e.wantHead("t", "p")
-		e.wantList("t")
+		e.wantThread("t", "p")
 		e.fails("DeleteHead of t's head, which is u's checkpoint", ckptstore.ErrNotHead, func() error { return e.s.DeleteHead(e.ctx, "t", "p", wt) })
 		require.NoError(t, e.s.Append(e.ctx, testkit.Checkpoint("t", "r", "p", 1000), "p", wt), "Append on the foreign head")
 		e.wantList("t", "r")
-		e.wantList("u", "p")
-		e.wantHead("u", "p")
+		e.wantThread("u", "p", "p")
 		require.NoError(t, e.s.DeleteHead(e.ctx, "u", "p", wu), "DeleteHead p in u")
 		e.wantHead("t", "r")
 		e.wantRecount()
@@ -93,8 +90,7 @@ func (s *suite) deleteCheckpointsFollowsChainNotCreatedAt(t *testing.T) {
 	kept := []*ckptstore.Checkpoint{e.get("c5"), e.get("c4")}
 	deleted := e.prune("t", 2, w)
 	assert.Equal(t, []string{"c1", "c2", "c3"}, deleted, "deleted, in chain order, farthest from the head first")
-	e.wantList("t", "c5", "c4")
-	e.wantHead("t", "c5")
+	e.wantThread("t", "c5", "c5", "c4")
 	for _, k := range kept {
 		wantCP(t, e.get(k.ID), k, "kept checkpoint %q changed", k.ID)
 	}
@@ -148,8 +144,7 @@ func (s *suite) deleteCheckpointsForeignAncestorsStay(t *testing.T) {
 	e.append(testkit.Checkpoint("t", "s", "", 1000), wt)
 	assert.Equal(t, []string{"q", "r"}, e.prune("t", 1, wt), "deleted")
 	e.wantList("t", "s")
-	e.wantList("u", "p")
-	e.wantHead("u", "p")
+	e.wantThread("u", "p", "p")
 	e.wantRecount()
 }
 
@@ -257,10 +252,8 @@ func (s *suite) forkForkOfForkAndSourceLeaseNotNeeded(t *testing.T) {
 	e := s.env(t)
 	e.chain("src", nil, "a")
 	e.clock.Advance(LeaseDuration) // src's lease expired: forking needs only the destination's
-	w1 := e.acquire("d1").Writer
-	require.NoError(t, e.forkErr(forkInput("src", "a", "d1", "r1", 1, w1)), "fork src → d1")
-	w2 := e.acquire("d2").Writer
-	in := forkInput("d1", "r1", "d2", "r2", 2, w2)
+	require.NoError(t, e.forkErr(forkInput("src", "a", "d1", "r1", 1, e.acquire("d1").Writer)), "fork src → d1")
+	in := forkInput("d1", "r1", "d2", "r2", 2, e.acquire("d2").Writer)
 	got, err := e.s.ForkFromCheckpoint(e.ctx, in)
 	require.NoError(t, err, "fork d1 → d2")
 	wantCP(t, got, wantForkRoot(e.get("r1"), in), "fork of a fork root")
@@ -285,8 +278,7 @@ func (s *suite) testContext(t *testing.T) {
 	canceled("AcquireWriter", errOf(e.s.AcquireWriter(ctx, "free")))
 	canceled("Renew", errOf(l.Renew(ctx)))
 	canceled("DeleteCheckpoints", errOf(e.s.DeleteCheckpoints(ctx, "t", 1, l.Writer)))
-	wd := e.acquire("dest").Writer
-	canceled("ForkFromCheckpoint", errOf(e.s.ForkFromCheckpoint(ctx, forkInput("t", "a", "dest", "fork", 1, wd))))
+	canceled("ForkFromCheckpoint", errOf(e.s.ForkFromCheckpoint(ctx, forkInput("t", "a", "dest", "fork", 1, e.acquire("dest").Writer))))
 	e.unchanged("calls with a cancelled context", before)
 	e.acquire("free") // the cancelled AcquireWriter took no lease
 	e.works("after a cancelled Renew", l.Writer, "t")

@@ -79,8 +79,7 @@ func (s *suite) opTokensDeleteHead(t *testing.T, o opTokens) {
 	ctx := o.tok("delete")
 	require.NoError(t, e.s.DeleteHead(ctx, "t", "c", w), "DeleteHead with an op token")
 	e.fails("the repeated DeleteHead", nil, func() error { return e.s.DeleteHead(ctx, "t", "c", w) })
-	e.wantHead("t", "b")
-	e.wantList("t", "a", "b")
+	e.wantThread("t", "b", "a", "b")
 	e.wantRecount()
 	e.fails("DeleteHead of the deleted head with another token", ckptstore.ErrNotHead, func() error { return e.s.DeleteHead(o.tok("delete-2"), "t", "c", w) })
 	e.clock.Advance(LeaseDuration)
@@ -153,8 +152,7 @@ func (s *suite) opTokensTokensApart(t *testing.T, o opTokens) {
 	require.NoError(t, e.s.DeleteHead(o.tok("x3"), "t", "c", w), "DeleteHead c")
 	require.NoError(t, e.s.DeleteHead(o.tok("x4"), "t", "b", w), "DeleteHead b")
 	e.track(nil, "b", "c")
-	e.wantList("t", "a")
-	e.wantHead("t", "a")
+	e.wantThread("t", "a", "a")
 }
 
 // appendFailsCtx is appendFails with the context ctx: it tries an append

@@ -404,8 +404,7 @@ func (s *suite) threadsWhatCounts(t *testing.T) {
 	e.save("s", `[]`)
 	e.wantTranscript("s", `[]`)
 	e.chain("src", nil, "s1")
-	wd := e.acquire("fork").Writer
-	require.NoError(t, e.forkErr(forkInput("src", "s1", "fork", "f1", 1, wd)), "ForkFromCheckpoint")
+	require.NoError(t, e.forkErr(forkInput("src", "s1", "fork", "f1", 1, e.acquire("fork").Writer)), "ForkFromCheckpoint")
 	var want []string
 	want = append(want, "fork", "p", "s", "src")
 	wantThreads(e, "after a prune, a transcript and a fork", want...)
