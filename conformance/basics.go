@@ -82,17 +82,25 @@ func (s *suite) testCreatedAt(t *testing.T) {
 	}
 }
 
+// jsonArrays are JSON arrays a store must keep byte for byte, as a
+// checkpoint's conversation and as a transcript.
+var jsonArrays = []struct{ name, conv string }{
+	{"Whitespace", `[ {"role":"user",  "content":"x"} ]`},
+	{"WhitespaceAround", " \r\n\t[ {\"role\":\"user\",  \"content\":\"x\"} ]\n "},
+	{"Newlines", "[\n\t{\"role\": \"user\",\r\n \"content\": null}\n]"},
+	{"KeyOrder", `[{"z":1,"a":2,"m":{"y":[],"b":{}}}]`},
+	{"DuplicateKeys", `[{"a":1,"a":2}]`},
+	{"KeyOrderAndDuplicates", `[{"z":1,"a":2,"a":3,"m":{"y":[],"b":{}}}]`},
+	{"Numbers", `[1.0,1e2,-0,0.10,12345678901234567890123,1E-7]`},
+	{"Escapes", `["\u00e9","é","\ud83d\ude00","😀","\/","<&>","\u2028"]`},
+	{"EscapesAndNUL", `["\u00e9","é","\ud83d\ude00","😀","\/","<&>","\u2028","\u0000"]`},
+	{"Empty", `[]`},
+	{"Messages", `[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"text","text":"é"}]}]`},
+	{"Nested", `[[[[[]]]],{"content":[{"type":"image","data":"aGk="}]}]`},
+}
+
 func (s *suite) testConversation(t *testing.T) {
-	for _, tc := range []struct{ name, conv string }{
-		{"Whitespace", `[ {"role":"user",  "content":"x"} ]`},
-		{"Newlines", "[\n\t{\"role\": \"user\",\r\n \"content\": null}\n]"},
-		{"KeyOrder", `[{"z":1,"a":2,"m":{"y":[],"b":{}}}]`},
-		{"DuplicateKeys", `[{"a":1,"a":2}]`},
-		{"Numbers", `[1.0,1e2,-0,0.10,12345678901234567890123,1E-7]`},
-		{"Escapes", `["\u00e9","é","\ud83d\ude00","😀","\/","<&>","\u2028"]`},
-		{"Empty", `[]`},
-		{"Nested", `[[[[[]]]],{"content":[{"type":"image","data":"aGk="}]}]`},
-	} {
+	for _, tc := range jsonArrays {
 		t.Run(tc.name, func(t *testing.T) {
 			e, w := s.leased(t, "thread")
 			c := testkit.Checkpoint("thread", "c1", "", 1000)

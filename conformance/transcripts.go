@@ -16,17 +16,6 @@ import (
 	"github.com/ckptstore/ckptstore/internal/testkit"
 )
 
-// transcriptCases are transcripts a store must keep byte for byte.
-var transcriptCases = []struct{ name, messages string }{
-	{"Empty", `[]`},
-	{"Messages", `[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"text","text":"é"}]}]`},
-	{"Whitespace", " \r\n\t[ {\"role\":\"user\",  \"content\":\"x\"} ]\n "},
-	{"KeyOrderAndDuplicates", `[{"z":1,"a":2,"a":3,"m":{"y":[],"b":{}}}]`},
-	{"Numbers", `[1.0,1e2,-0,0.10,12345678901234567890123,1E-7]`},
-	{"Escapes", `["\u00e9","é","\ud83d\ude00","😀","\/","<&>","\u2028","\u0000"]`},
-	{"Nested", `[[[[[]]]],{"content":[{"type":"image","data":"aGk="}]}]`},
-}
-
 func (s *suite) testTranscripts(t *testing.T) {
 	t.Run("Default", s.transcriptsDefault)
 	t.Run("RoundTrip", s.transcriptsRoundTrip)
@@ -48,15 +37,15 @@ func (s *suite) transcriptsDefault(t *testing.T) {
 
 func (s *suite) transcriptsRoundTrip(t *testing.T) {
 	e := s.env(t)
-	for _, tc := range transcriptCases {
-		e.save("t", tc.messages)
-		e.wantTranscript("t", tc.messages)
-		e.save(tc.name, tc.messages) // a thread of its own, kept too
+	for _, tc := range jsonArrays {
+		e.save("t", tc.conv)
+		e.wantTranscript("t", tc.conv)
+		e.save(tc.name, tc.conv) // a thread of its own, kept too
 	}
-	for _, tc := range transcriptCases {
-		e.wantTranscript(tc.name, tc.messages)
+	for _, tc := range jsonArrays {
+		e.wantTranscript(tc.name, tc.conv)
 	}
-	e.wantTranscript("t", transcriptCases[len(transcriptCases)-1].messages)
+	e.wantTranscript("t", jsonArrays[len(jsonArrays)-1].conv)
 }
 
 func (s *suite) transcriptsReplace(t *testing.T) {
