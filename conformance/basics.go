@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ckptstore/ckptstore"
@@ -17,52 +18,39 @@ import (
 
 func (s *suite) testEmpty(t *testing.T) {
 	e := s.env(t)
-	if c := e.get("missing"); c != nil {
-		t.Errorf("Get(missing) = %+v on an empty store, want nil", c)
-	}
-	e.wantList("missing")
-	e.wantHead("missing", "")
+	assert.Nil(t, e.get("missing"), "Get(missing) on an empty store")
+	e.wantThread("missing", "")
 	e.wantRefs()
 }
 
 func (s *suite) testRoundTrip(t *testing.T) {
 	t.Run("EveryField", func(t *testing.T) {
-		e := s.env(t)
-		w := e.acquire("thread").Writer
+		e, w := s.leased(t, "thread")
 		c1 := richCP("thread", "c1", "")
-		want1 := cloneCP(c1)
-		e.append(c1, w)
+		want1 := e.appendKept(c1, w)
 		c2 := richCP("thread", "c2", "c1")
 		c2.Reason = ckptstore.ReasonForkRoot // Append takes every reason
 		c2.Files = c2.Files[1:3]
 		c2.Artifacts = []ckptstore.Artifact{testkit.Artifact("z", 7), testkit.Artifact("a", 3)}
-		want2 := cloneCP(c2)
-		e.append(c2, w)
-		wantCP(t, e.get("c1"), want1, "Get(c1)")
-		wantCP(t, e.get("c2"), want2, "Get(c2)")
+		want2 := e.appendKept(c2, w)
+		wantCP(t, e.get("c1"), want1, "Get(c1) after c2")
 		wantCPs(t, e.list("thread"), []*ckptstore.Checkpoint{want1, want2}, "List(thread)")
 		e.wantHead("thread", "c2")
 	})
 	t.Run("Minimal", func(t *testing.T) {
 		// No label, run id, files, conversation or artifacts: they come
 		// back absent.
-		e := s.env(t)
-		w := e.acquire("thread").Writer
+		e, w := s.leased(t, "thread")
 		c := testkit.Checkpoint("thread", "c1", "", 1000)
 		c.Conversation = nil
-		want := cloneCP(c)
-		e.append(c, w)
-		wantCP(t, e.get("c1"), want, "Get(c1)")
+		e.appendKept(c, w)
 	})
 	t.Run("OrderOfFilesAndArtifactsKept", func(t *testing.T) {
-		e := s.env(t)
-		w := e.acquire("thread").Writer
+		e, w := s.leased(t, "thread")
 		c := testkit.Checkpoint("thread", "c1", "", 1000)
 		c.Files = []ckptstore.Entry{testkit.File("z", 1, 1), testkit.Dir("b"), testkit.File("a", 2, 2), testkit.File("b/a", 3, 3), testkit.Dir("m")}
 		c.Artifacts = []ckptstore.Artifact{testkit.Artifact("z", 1), testkit.Artifact("a", 2), testkit.Artifact("m", 3)}
-		want := cloneCP(c)
-		e.append(c, w)
-		wantCP(t, e.get("c1"), want, "Get(c1)")
+		e.appendKept(c, w)
 	})
 }
 
@@ -75,11 +63,9 @@ var createdAtValues = []float64{
 }
 
 func (s *suite) testCreatedAt(t *testing.T) {
-	e := s.env(t)
-	w := e.acquire("thread").Writer
+	e, w := s.leased(t, "thread")
 	for i, v := range createdAtValues {
-		c := testkit.Checkpoint("thread", "c"+string(rune('a'+i)), "", 1000)
-		c.CreatedAt = v
+		c := testkit.Checkpoint("thread", "c"+string(rune('a'+i)), "", v)
 		c.Artifacts = []ckptstore.Artifact{testkit.Artifact("a", i)}
 		c.Artifacts[0].CreatedAt = v
 		e.append(c, w)
@@ -96,20 +82,27 @@ func (s *suite) testCreatedAt(t *testing.T) {
 	}
 }
 
+// jsonArrays are JSON arrays a store must keep byte for byte, as a
+// checkpoint's conversation and as a transcript.
+var jsonArrays = []struct{ name, conv string }{
+	{"Whitespace", `[ {"role":"user",  "content":"x"} ]`},
+	{"WhitespaceAround", " \r\n\t[ {\"role\":\"user\",  \"content\":\"x\"} ]\n "},
+	{"Newlines", "[\n\t{\"role\": \"user\",\r\n \"content\": null}\n]"},
+	{"KeyOrder", `[{"z":1,"a":2,"m":{"y":[],"b":{}}}]`},
+	{"DuplicateKeys", `[{"a":1,"a":2}]`},
+	{"KeyOrderAndDuplicates", `[{"z":1,"a":2,"a":3,"m":{"y":[],"b":{}}}]`},
+	{"Numbers", `[1.0,1e2,-0,0.10,12345678901234567890123,1E-7]`},
+	{"Escapes", `["\u00e9","é","\ud83d\ude00","😀","\/","<&>","\u2028"]`},
+	{"EscapesAndNUL", `["\u00e9","é","\ud83d\ude00","😀","\/","<&>","\u2028","\u0000"]`},
+	{"Empty", `[]`},
+	{"Messages", `[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"text","text":"é"}]}]`},
+	{"Nested", `[[[[[]]]],{"content":[{"type":"image","data":"aGk="}]}]`},
+}
+
 func (s *suite) testConversation(t *testing.T) {
-	for _, tc := range []struct{ name, conv string }{
-		{"Whitespace", `[ {"role":"user",  "content":"x"} ]`},
-		{"Newlines", "[\n\t{\"role\": \"user\",\r\n \"content\": null}\n]"},
-		{"KeyOrder", `[{"z":1,"a":2,"m":{"y":[],"b":{}}}]`},
-		{"DuplicateKeys", `[{"a":1,"a":2}]`},
-		{"Numbers", `[1.0,1e2,-0,0.10,12345678901234567890123,1E-7]`},
-		{"Escapes", `["\u00e9","é","\ud83d\ude00","😀","\/","<&>","\u2028"]`},
-		{"Empty", `[]`},
-		{"Nested", `[[[[[]]]],{"content":[{"type":"image","data":"aGk="}]}]`},
-	} {
+	for _, tc := range jsonArrays {
 		t.Run(tc.name, func(t *testing.T) {
-			e := s.env(t)
-			w := e.acquire("thread").Writer
+			e, w := s.leased(t, "thread")
 			c := testkit.Checkpoint("thread", "c1", "", 1000)
 			c.Conversation = []byte(tc.conv)
 			e.append(c, w)
@@ -125,8 +118,7 @@ func (s *suite) testConversation(t *testing.T) {
 	}
 	t.Run("Absent", func(t *testing.T) {
 		// An empty conversation means [], and may come back as either.
-		e := s.env(t)
-		w := e.acquire("thread").Writer
+		e, w := s.leased(t, "thread")
 		c := testkit.Checkpoint("thread", "c1", "", 1000)
 		c.Conversation = nil
 		e.append(c, w)
@@ -156,14 +148,9 @@ func (s *suite) testIDs(t *testing.T) {
 	t.Run("Unusual", func(t *testing.T) {
 		e := s.env(t)
 		for i, id := range unusualIDs {
-			w := e.acquire(id).Writer
-			c := testkit.Checkpoint(id, id, "", 1000) // a thread and a checkpoint may share an id
-			c.Files = []ckptstore.Entry{testkit.File("f", i, 1)}
-			want := cloneCP(c)
-			e.append(c, w)
-			wantCP(t, e.get(id), want, "Get(%q)", id)
-			e.wantHead(id, id)
-			e.wantList(id, id)
+			// A thread and a checkpoint may share an id.
+			e.appendKept(blobCP(id, id, 1000, entries(testkit.File("f", i, 1))), e.acquire(id).Writer)
+			e.wantThread(id, id, id)
 		}
 		e.wantRecount()
 	})
@@ -173,30 +160,21 @@ func (s *suite) testIDs(t *testing.T) {
 		e := s.env(t)
 		threads := []string{"t", "t:1", "t\x00", "t\x00x", "t*", "tt", "t/", "t."}
 		for _, th := range threads {
-			w := e.acquire(th).Writer
-			e.chain(th, &w, th+"|c", th+"|c\x00", th+"|c:2")
+			e.chain(th, nil, th+"|c", th+"|c\x00", th+"|c:2")
 		}
 		for _, th := range threads {
-			e.wantList(th, th+"|c", th+"|c\x00", th+"|c:2")
-			e.wantHead(th, th+"|c:2")
+			e.wantThread(th, th+"|c:2", th+"|c", th+"|c\x00", th+"|c:2")
 		}
 		e.wantRecount()
 	})
 	t.Run("InvalidInReads", func(t *testing.T) {
-		e := s.env(t)
-		w := e.acquire("thread").Writer
+		e, w := s.leased(t, "thread")
 		e.append(testkit.Checkpoint("thread", "c1", "", 1000), w)
 		for _, bad := range invalidIDs {
-			_, err := e.s.Get(e.ctx, bad.id)
-			wantErr(t, "Get("+bad.name+")", err, ckptstore.ErrInvalidID)
-			_, err = e.s.List(e.ctx, bad.id)
-			wantErr(t, "List("+bad.name+")", err, ckptstore.ErrInvalidID)
-			_, err = e.s.GetHead(e.ctx, bad.id)
-			wantErr(t, "Head("+bad.name+")", err, ckptstore.ErrInvalidID)
-			e.fails("AcquireWriter("+bad.name+")", ckptstore.ErrInvalidID, func() error {
-				_, err := e.s.AcquireWriter(e.ctx, bad.id)
-				return err
-			})
+			wantErr(t, "Get("+bad.name+")", errOf(e.s.Get(e.ctx, bad.id)), ckptstore.ErrInvalidID)
+			wantErr(t, "List("+bad.name+")", errOf(e.s.List(e.ctx, bad.id)), ckptstore.ErrInvalidID)
+			wantErr(t, "Head("+bad.name+")", errOf(e.s.GetHead(e.ctx, bad.id)), ckptstore.ErrInvalidID)
+			e.fails("AcquireWriter("+bad.name+")", ckptstore.ErrInvalidID, func() error { return errOf(e.s.AcquireWriter(e.ctx, bad.id)) })
 		}
 	})
 }
@@ -213,13 +191,11 @@ var invalidIDs = []struct{ name, id string }{
 
 func (s *suite) testAppend(t *testing.T) {
 	t.Run("Chain", func(t *testing.T) {
-		e := s.env(t)
-		w := e.acquire("thread").Writer
+		e, w := s.leased(t, "thread")
 		e.wantHead("thread", "")
 		for i, id := range []string{"a", "b", "c"} {
 			parent := e.head("thread")
-			c := testkit.Checkpoint("thread", id, parent, 1000)
-			c.CreatedAt = float64(i)
+			c := testkit.Checkpoint("thread", id, parent, float64(i))
 			require.NoError(t, e.s.Append(e.ctx, c, parent, w), "Append "+id)
 			e.wantHead("thread", id)
 			if got := e.get(id); got == nil || got.ParentCheckpointID != parent {
@@ -229,8 +205,7 @@ func (s *suite) testAppend(t *testing.T) {
 		e.wantList("thread", "a", "b", "c")
 	})
 	t.Run("StaleExpectedHead", func(t *testing.T) {
-		e := s.env(t)
-		w := e.chain("thread", nil, "a", "b")
+		e, w := s.chained(t, "thread", "a", "b")
 		e.appendFails("Append on the old head", testkit.Checkpoint("thread", "c", "a", 1000), "a", w, ckptstore.ErrConflict)
 		e.appendFails("Append on no head", testkit.Checkpoint("thread", "c", "", 1000), "", w, ckptstore.ErrConflict)
 		e.appendFails("Append on an unknown head", testkit.Checkpoint("thread", "c", "zz", 1000), "zz", w, ckptstore.ErrConflict)
@@ -238,8 +213,7 @@ func (s *suite) testAppend(t *testing.T) {
 		e.appendFails("Append to an empty thread expecting a head", testkit.Checkpoint("empty", "c", "a", 1000), "a", w2, ckptstore.ErrConflict)
 	})
 	t.Run("ParentMustBeExpectedHead", func(t *testing.T) {
-		e := s.env(t)
-		w := e.chain("thread", nil, "a", "b")
+		e, w := s.chained(t, "thread", "a", "b")
 		e.appendFails("parent a on head b", testkit.Checkpoint("thread", "c", "a", 1000), "b", w, ckptstore.ErrParentMismatch)
 		e.appendFails("no parent on head b", testkit.Checkpoint("thread", "c", "", 1000), "b", w, ckptstore.ErrParentMismatch)
 		w2 := e.acquire("empty").Writer
@@ -253,26 +227,21 @@ func (s *suite) testAppend(t *testing.T) {
 		e.appendFails("id of another thread's root", testkit.Checkpoint("two", "a", "", 1000), "", w, ckptstore.ErrDuplicateID)
 	})
 	t.Run("ReuseAfterDelete", func(t *testing.T) {
-		e := s.env(t)
-		w := e.chain("one", nil, "a", "b")
+		e, w := s.chained(t, "one", "a", "b")
 		require.NoError(t, e.s.DeleteHead(e.ctx, "one", "b", w), "DeleteHead b")
-		if c := e.get("b"); c != nil {
-			t.Errorf("Get(b) after DeleteHead = %+v, want nil", c)
-		}
+		assert.Nil(t, e.get("b"), "Get(b) after DeleteHead")
 		w2 := e.acquire("two").Writer
 		e.append(testkit.Checkpoint("two", "b", "", 1000), w2) // reused in another thread
 		require.NoError(t, e.s.DeleteHead(e.ctx, "two", "b", w2), "DeleteHead b in two")
 		e.append(testkit.Checkpoint("one", "b", "", 1000), w) // and in its own
-		e.wantList("one", "a", "b")
-		e.wantHead("one", "b")
+		e.wantThread("one", "b", "a", "b")
 		e.wantList("two")
 	})
 }
 
 func (s *suite) testImmutability(t *testing.T) {
 	t.Run("Input", func(t *testing.T) {
-		e := s.env(t)
-		w := e.acquire("thread").Writer
+		e, w := s.leased(t, "thread")
 		c := richCP("thread", "c1", "")
 		want := cloneCP(c)
 		require.NoError(t, e.s.Append(e.ctx, c, "", w), "Append")
@@ -309,12 +278,8 @@ func (s *suite) testImmutability(t *testing.T) {
 // richEnv returns a fresh store holding richCP c1 as the head of "thread",
 // and a copy of what was appended.
 func (s *suite) richEnv(t *testing.T) (*env, *ckptstore.Checkpoint) {
-	e := s.env(t)
-	w := e.acquire("thread").Writer
-	c := richCP("thread", "c1", "")
-	want := cloneCP(c)
-	e.append(c, w)
-	return e, want
+	e, w := s.leased(t, "thread")
+	return e, e.appendKept(richCP("thread", "c1", ""), w)
 }
 
 func (s *suite) testOrdering(t *testing.T) {
@@ -344,12 +309,9 @@ func (s *suite) testOrdering(t *testing.T) {
 		{"IDsDoNotMatterAcrossCreatedAt", []item{{"a", 2}, {"b", 1}, {"😀", 0}}, []string{"😀", "b", "a"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := s.env(t)
-			w := e.acquire("thread").Writer
+			e, w := s.leased(t, "thread")
 			for _, it := range tc.items {
-				c := testkit.Checkpoint("thread", it.id, "", 1000)
-				c.CreatedAt = it.at
-				e.append(c, w)
+				e.append(testkit.Checkpoint("thread", it.id, "", it.at), w)
 			}
 			e.wantList("thread", tc.want...)
 		})
@@ -357,68 +319,44 @@ func (s *suite) testOrdering(t *testing.T) {
 }
 
 func (s *suite) testBlobReferences(t *testing.T) {
-	ref := func(key string, n int64) ckptstore.BlobRef { return ckptstore.BlobRef{Key: key, References: n} }
 	t.Run("DistinctPerCheckpoint", func(t *testing.T) {
-		e := s.env(t)
-		w := e.acquire("thread").Writer
-		c := testkit.Checkpoint("thread", "c1", "", 1000)
-		c.Files = []ckptstore.Entry{testkit.File("a", 1, 1), testkit.File("b", 1, 1), testkit.Dir("d"), testkit.File("d/c", 1, 1), testkit.File("e", 2, 5)}
-		c.Artifacts = []ckptstore.Artifact{testkit.Artifact("x", 1), testkit.Artifact("y", 1)}
-		e.append(c, w)
-		e.wantRefs(ref(testkit.ArtifactKey(1), 1), ref(testkit.FileKey(1), 1), ref(testkit.FileKey(2), 1))
+		e, w := s.leased(t, "thread")
+		e.append(blobCP("thread", "c1", 1000, entries(testkit.File("a", 1, 1), testkit.File("b", 1, 1), testkit.Dir("d"), testkit.File("d/c", 1, 1), testkit.File("e", 2, 5)), testkit.Artifact("x", 1), testkit.Artifact("y", 1)), w)
+		e.wantRefs(artifactRef(1, 1), fileRef(1, 1), fileRef(2, 1))
 	})
 	t.Run("SameHexFileAndArtifact", func(t *testing.T) {
 		// A file key and an artifact key with the same digest are two keys.
-		e := s.env(t)
-		w := e.acquire("thread").Writer
-		c := testkit.Checkpoint("thread", "c1", "", 1000)
-		c.Files = []ckptstore.Entry{testkit.File("a", 7, 1)}
-		c.Artifacts = []ckptstore.Artifact{testkit.Artifact("x", 7)}
-		e.append(c, w)
-		e.wantRefs(ref(testkit.ArtifactKey(7), 1), ref(testkit.FileKey(7), 1))
+		e, w := s.leased(t, "thread")
+		e.append(blobCP("thread", "c1", 1000, entries(testkit.File("a", 7, 1)), testkit.Artifact("x", 7)), w)
+		e.wantRefs(artifactRef(7, 1), fileRef(7, 1))
 	})
 	t.Run("DirectoriesHaveNone", func(t *testing.T) {
-		e := s.env(t)
-		w := e.acquire("thread").Writer
-		c := testkit.Checkpoint("thread", "c1", "", 1000)
-		c.Files = []ckptstore.Entry{testkit.Dir("a"), testkit.Dir("a/b")}
-		e.append(c, w)
+		e, w := s.leased(t, "thread")
+		e.append(blobCP("thread", "c1", 1000, entries(testkit.Dir("a"), testkit.Dir("a/b"))), w)
 		e.wantRefs()
 	})
 	t.Run("SharedAcrossCheckpointsAndThreads", func(t *testing.T) {
-		e := s.env(t)
-		wt := e.acquire("t").Writer
+		e, wt := s.leased(t, "t")
 		wu := e.acquire("u").Writer
-		c1 := testkit.Checkpoint("t", "c1", "", 1000)
-		c1.Files = []ckptstore.Entry{testkit.File("a", 1, 1), testkit.File("b", 2, 1)}
-		e.append(c1, wt)
-		c2 := testkit.Checkpoint("t", "c2", "", 1000)
-		c2.Files = []ckptstore.Entry{testkit.File("a", 1, 1)}
-		c2.Artifacts = []ckptstore.Artifact{testkit.Artifact("x", 3)}
-		e.append(c2, wt)
-		d1 := testkit.Checkpoint("u", "d1", "", 1000)
-		d1.Files = []ckptstore.Entry{testkit.File("z", 1, 1), testkit.File("y", 4, 1)}
-		d1.Artifacts = []ckptstore.Artifact{testkit.Artifact("x", 3)}
-		e.append(d1, wu)
-		e.wantRefs(ref(testkit.ArtifactKey(3), 2), ref(testkit.FileKey(1), 3), ref(testkit.FileKey(2), 1), ref(testkit.FileKey(4), 1))
+		e.append(blobCP("t", "c1", 1000, entries(testkit.File("a", 1, 1), testkit.File("b", 2, 1))), wt)
+		e.append(blobCP("t", "c2", 1000, entries(testkit.File("a", 1, 1)), testkit.Artifact("x", 3)), wt)
+		e.append(blobCP("u", "d1", 1000, entries(testkit.File("z", 1, 1), testkit.File("y", 4, 1)), testkit.Artifact("x", 3)), wu)
+		e.wantRefs(artifactRef(3, 2), fileRef(1, 3), fileRef(2, 1), fileRef(4, 1))
 
 		// Counts fall with each delete, and a key at 0 is forgotten.
 		require.NoError(t, e.s.DeleteHead(e.ctx, "t", "c2", wt), "DeleteHead c2")
-		e.wantRefs(ref(testkit.ArtifactKey(3), 1), ref(testkit.FileKey(1), 2), ref(testkit.FileKey(2), 1), ref(testkit.FileKey(4), 1))
+		e.wantRefs(artifactRef(3, 1), fileRef(1, 2), fileRef(2, 1), fileRef(4, 1))
 		require.NoError(t, e.s.DeleteHead(e.ctx, "u", "d1", wu), "DeleteHead d1")
-		e.wantRefs(ref(testkit.FileKey(1), 1), ref(testkit.FileKey(2), 1))
+		e.wantRefs(fileRef(1, 1), fileRef(2, 1))
 		require.NoError(t, e.s.DeleteHead(e.ctx, "t", "c1", wt), "DeleteHead c1")
 		e.wantRefs()
 
 		// A forgotten key counts from 1 again.
-		c3 := testkit.Checkpoint("t", "c3", "", 1000)
-		c3.Files = []ckptstore.Entry{testkit.File("a", 1, 1)}
-		e.append(c3, wt)
-		e.wantRefs(ref(testkit.FileKey(1), 1))
+		e.append(blobCP("t", "c3", 1000, entries(testkit.File("a", 1, 1))), wt)
+		e.wantRefs(fileRef(1, 1))
 	})
 	t.Run("SortedByBytes", func(t *testing.T) {
-		e := s.env(t)
-		w := e.acquire("thread").Writer
+		e, w := s.leased(t, "thread")
 		c := testkit.Checkpoint("thread", "c1", "", 1000)
 		for i, n := range []int{0xff, 0x0a, 0x9f, 0xa0, 1, 0x10} {
 			c.Files = append(c.Files, testkit.File("f"+string(rune('a'+i)), n, 1))

@@ -274,6 +274,28 @@ func (s *suite) env(t *testing.T) *env {
 	return newEnv(t, st, c)
 }
 
+// leased and withLease return a fresh store (see env) and a new lease on
+// thread, its writer or the whole lease: the start of most tests.
+func (s *suite) leased(t *testing.T, thread string) (*env, ckptstore.Writer) {
+	t.Helper()
+	e, l := s.withLease(t, thread)
+	return e, l.Writer
+}
+
+func (s *suite) withLease(t *testing.T, thread string) (*env, *ckptstore.Lease) {
+	t.Helper()
+	e := s.env(t)
+	return e, e.acquire(thread)
+}
+
+// chained returns a fresh store whose thread holds a chain of the ids (see
+// env.chain), and the writer of thread's lease.
+func (s *suite) chained(t *testing.T, thread string, ids ...string) (*env, ckptstore.Writer) {
+	t.Helper()
+	e := s.env(t)
+	return e, e.chain(thread, nil, ids...)
+}
+
 // RunInstanceStore runs the instance store suite, as subtests of one
 // subtest named InstanceStore, against stores made by newStore; each call
 // must return a fresh, empty store. The subtest keeps the names apart from

@@ -33,8 +33,7 @@ func (e *env) deleteThread(thread string, w ckptstore.Writer, want int) {
 // and is not listed, and that none of ids is stored.
 func (e *env) wantGone(thread string, ids ...string) {
 	e.t.Helper()
-	e.wantHead(thread, "")
-	e.wantList(thread)
+	e.wantThread(thread, "")
 	for _, id := range ids {
 		assert.Nil(e.t, e.get(id), "Get(%q) after DeleteThread", id)
 	}
@@ -53,74 +52,48 @@ func (s *suite) testDeleteThread(t *testing.T) {
 }
 
 func (s *suite) deleteThreadEverything(t *testing.T) {
-	e := s.env(t)
-	w := e.acquire("t").Writer
+	e, w := s.leased(t, "t")
 	for i, id := range []string{"a", "b", "c"} {
-		c := testkit.Checkpoint("t", id, "", 1000)
-		c.CreatedAt = float64(3 - i)
-		c.Files = []ckptstore.Entry{testkit.File("own", i, 1), testkit.File("shared", 100, 1)}
-		c.Artifacts = []ckptstore.Artifact{testkit.Artifact("x", 100)}
-		e.append(c, w)
+		e.append(blobCP("t", id, float64(3-i), entries(testkit.File("own", i, 1), testkit.File("shared", 100, 1)), testkit.Artifact("x", 100)), w)
 	}
 	ids := []string{"a", "b", "c"}
 	// Off the head chain: a parent that does not exist, and a
 	// second child of a.
 	x := testkit.Checkpoint("t", "x", "missing", 1000)
 	x.Files = []ckptstore.Entry{testkit.File("x", 50, 1)}
-	y := testkit.Checkpoint("t", "y", "a", 1000)
-	y.CreatedAt = -5
-	n, err := e.s.Import(e.ctx, ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{x, y}, Writer: w})
-	require.NoError(t, err, "Import of off-chain checkpoints")
-	if n != 2 {
-		t.Fatalf("Import wrote %d, want 2", n)
-	}
-	e.track(nil, "x", "y")
+	y := testkit.Checkpoint("t", "y", "a", -5)
+	e.doImport("Import of off-chain checkpoints", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{x, y}, Writer: w}, 2)
 	ids = append(ids, "x", "y")
 	e.save("t", `["the transcript"]`)
-	wu := e.acquire("u").Writer
-	u := testkit.Checkpoint("u", "u1", "", 1000)
-	u.Files = []ckptstore.Entry{testkit.File("shared", 100, 1), testkit.File("u", 200, 1)}
-	e.append(u, wu)
+	e.append(blobCP("u", "u1", 1000, entries(testkit.File("shared", 100, 1), testkit.File("u", 200, 1))), e.acquire("u").Writer)
 	e.save("u", `["u's"]`)
 	before := e.snap()
 
 	e.deleteThread("t", w, len(ids))
 	e.wantGone("t", ids...)
-	e.wantRefs(ckptstore.BlobRef{Key: testkit.FileKey(100), References: 1}, ckptstore.BlobRef{Key: testkit.FileKey(200), References: 1})
+	e.wantRefs(fileRef(100, 1), fileRef(200, 1))
 	after := e.snap()
 	wantCP(t, after.gets["u1"], before.gets["u1"], "DeleteThread(t) changed thread u")
 	assert.Equal(t, "u1", after.heads["u"], "DeleteThread(t) changed thread u's head")
 	e.wantTranscript("u", `["u's"]`)
 
 	// A repeat deletes nothing more.
-	e.fails("DeleteThread repeated", nil, func() error {
-		n, err := e.s.DeleteThread(e.ctx, "t", w)
-		if n != 0 {
-			t.Errorf("the repeated DeleteThread reported %d deleted, want 0", n)
-		}
-		return err
-	})
+	e.fails("DeleteThread repeated", nil, func() error { e.deleteThread("t", w, 0); return nil })
 	// The lease stays: no one else can take it, its holder can write.
 	e.conflict("after DeleteThread", "t")
 	e.append(testkit.Checkpoint("t", "a", "", 1000), w) // the deleted ids are free again
-	e.wantHead("t", "a")
-	e.wantList("t", "a")
+	e.wantThread("t", "a", "a")
 	e.wantRecount()
 }
 
 func (s *suite) deleteThreadEmptyThread(t *testing.T) {
-	e := s.env(t)
-	w := e.acquire("t").Writer
-	e.fails("DeleteThread of a thread with only a lease", nil, func() error {
-		e.deleteThread("t", w, 0)
-		return nil
-	})
+	e, w := s.leased(t, "t")
+	e.fails("DeleteThread of a thread with only a lease", nil, func() error { e.deleteThread("t", w, 0); return nil })
 	e.works("after deleting an empty thread", w, "t")
 }
 
 func (s *suite) deleteThreadEmptiedThread(t *testing.T) {
-	e := s.env(t)
-	w := e.chain("t", nil, "a")
+	e, w := s.chained(t, "t", "a")
 	require.NoError(t, e.s.DeleteHead(e.ctx, "t", "a", w), "DeleteHead a")
 	e.deleteThread("t", w, 0)
 	e.wantGone("t", "a")
@@ -129,10 +102,8 @@ func (s *suite) deleteThreadEmptiedThread(t *testing.T) {
 func (s *suite) deleteThreadOnlyAHead(t *testing.T) {
 	// After pruning and DeleteHead, the head names a checkpoint that
 	// no longer exists: DeleteThread clears it.
-	e := s.env(t)
-	w := e.chain("t", nil, "a", "b")
-	_, err := e.s.DeleteCheckpoints(e.ctx, "t", 1, w)
-	require.NoError(t, err, "DeleteCheckpoints")
+	e, w := s.chained(t, "t", "a", "b")
+	e.prune("t", 1, w)
 	require.NoError(t, e.s.DeleteHead(e.ctx, "t", "b", w), "DeleteHead b")
 	e.wantHead("t", "a")
 	e.deleteThread("t", w, 0)
@@ -144,8 +115,7 @@ func (s *suite) deleteThreadOnlyAHead(t *testing.T) {
 func (s *suite) deleteThreadOnlyATranscript(t *testing.T) {
 	e := s.env(t)
 	e.save("t", `[1]`)
-	w := e.acquire("t").Writer
-	e.deleteThread("t", w, 0)
+	e.deleteThread("t", e.acquire("t").Writer, 0)
 	e.wantGone("t")
 }
 
@@ -155,55 +125,24 @@ func (s *suite) deleteThreadForkIntoDeletedThread(t *testing.T) {
 	w := e.chain("t", nil, "a", "b")
 	e.save("t", `[1]`)
 	e.deleteThread("t", w, 2)
-	_, err := e.s.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{SourceThreadID: "src", SourceCheckpointID: "s1",
-		DestinationThreadID: "t", DestinationCheckpointID: "b", CreatedAt: 1, Writer: w})
-	require.NoError(t, err, "ForkFromCheckpoint into the deleted thread")
+	require.NoError(t, e.forkErr(forkInput("src", "s1", "t", "b", 1, w)), "ForkFromCheckpoint into the deleted thread")
 	e.wantList("t", "b")
 }
 
 func (s *suite) deleteThreadWriterLost(t *testing.T) {
-	e := s.env(t)
-	old := e.acquire("t")
+	e, old := s.withLease(t, "t")
 	old.Release(e.ctx)
 	l := e.acquire("t")
 	e.chain("t", &l.Writer, "a", "b")
 	e.save("t", `["kept"]`)
 	wu := e.chain("u", nil, "c")
-	up, down := l.Writer, l.Writer
-	up.Fence++
-	down.Fence--
-	swapped := l.Writer
-	swapped.ThreadID = "u"
-	for _, tc := range []struct {
-		name string
-		w    ckptstore.Writer
-	}{
-		{"forged token", forged(l.Writer)},
-		{"fence+1", up},
-		{"fence-1", down},
-		{"released writer", old.Writer},
-		{"other thread's writer", wu},
-		{"thread id swapped", swapped},
-		{"zero writer", ckptstore.Writer{ThreadID: "t"}},
-	} {
-		e.fails("DeleteThread with "+tc.name, ckptstore.ErrWriterLost, func() error {
-			n, err := e.s.DeleteThread(e.ctx, "t", tc.w)
-			if n != 0 {
-				t.Errorf("DeleteThread with %s reported %d deleted", tc.name, n)
-			}
-			return err
-		})
+	for _, tc := range append(misses(l.Writer, wu), namedWriter{"released writer", old.Writer}) {
+		e.fails("DeleteThread with "+tc.name, ckptstore.ErrWriterLost, func() error { return e.deleteThreadErr("t", tc.w) })
 	}
 	e.clock.Advance(LeaseDuration) // expired at now == expiresAt
-	e.fails("DeleteThread with an expired writer", ckptstore.ErrWriterLost, func() error {
-		_, err := e.s.DeleteThread(e.ctx, "t", l.Writer)
-		return err
-	})
+	e.fails("DeleteThread with an expired writer", ckptstore.ErrWriterLost, func() error { return e.deleteThreadErr("t", l.Writer) })
 	l2 := e.acquire("t")
-	e.fails("DeleteThread with a replaced writer", ckptstore.ErrWriterLost, func() error {
-		_, err := e.s.DeleteThread(e.ctx, "t", l.Writer)
-		return err
-	})
+	e.fails("DeleteThread with a replaced writer", ckptstore.ErrWriterLost, func() error { return e.deleteThreadErr("t", l.Writer) })
 	e.deleteThread("t", l2.Writer, 2)
 }
 
@@ -224,19 +163,9 @@ func (s *suite) testDeleteThreadSweep(t *testing.T) {
 	// t uses files 1, 2, 3 and artifacts 1, 2; u shares file 3 and
 	// artifact 2, and uses file 4 and artifact 3 alone.
 	wt := e.acquire("t").Writer
-	t1 := testkit.Checkpoint("t", "t1", "", 1000)
-	t1.Files = []ckptstore.Entry{testkit.File("a", 1, 1), testkit.File("c", 3, 1)}
-	t1.Artifacts = []ckptstore.Artifact{testkit.Artifact("x", 1)}
-	e.append(t1, wt)
-	t2 := testkit.Checkpoint("t", "t2", "", 1000)
-	t2.Files = []ckptstore.Entry{testkit.File("a", 1, 1), testkit.File("b", 2, 1)}
-	t2.Artifacts = []ckptstore.Artifact{testkit.Artifact("y", 2)}
-	e.append(t2, wt)
-	wu := e.acquire("u").Writer
-	u1 := testkit.Checkpoint("u", "u1", "", 1000)
-	u1.Files = []ckptstore.Entry{testkit.File("c", 3, 1), testkit.File("d", 4, 1)}
-	u1.Artifacts = []ckptstore.Artifact{testkit.Artifact("y", 2), testkit.Artifact("z", 3)}
-	e.append(u1, wu)
+	e.append(blobCP("t", "t1", 1000, entries(testkit.File("a", 1, 1), testkit.File("c", 3, 1)), testkit.Artifact("x", 1)), wt)
+	e.append(blobCP("t", "t2", 1000, entries(testkit.File("a", 1, 1), testkit.File("b", 2, 1)), testkit.Artifact("y", 2)), wt)
+	e.append(blobCP("u", "u1", 1000, entries(testkit.File("c", 3, 1), testkit.File("d", 4, 1)), testkit.Artifact("y", 2), testkit.Artifact("z", 3)), e.acquire("u").Writer)
 
 	opts := sweep.Options{OlderThan: 0, Now: e.clock.Now}
 	deleted, err := sweep.Run(ctx, e.s, bucket, opts)

@@ -2,19 +2,22 @@ package conformance
 
 // Shared test machinery: error assertions against exactly one sentinel, the
 // contract's equality of checkpoints (nil and empty alike) for testify's
-// object diffs, and the snapshot that proves a failed write changed
-// nothing. Checkpoints, entries, blob keys, the clock and the recount of
-// blob references come from internal/testkit. Nothing here calls the root
-// package's validation or ordering code: the suite must not trust what it
-// tests.
+// object diffs, the snapshot that proves a failed write changed nothing,
+// and the helpers of transcripts and paging. Checkpoints, entries, blob
+// keys, the clock and the recount of blob references come from
+// internal/testkit. Nothing here calls the root package's validation or
+// ordering code: the suite must not trust what it tests.
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"math"
 	"slices"
 	"sort"
+	"strconv"
 	"testing"
 	"unicode/utf8"
 
@@ -180,6 +183,16 @@ func sortLikeList(cps []*ckptstore.Checkpoint) {
 	})
 }
 
+// blobCP is testkit.Checkpoint(thread, id, "", at) with the files and
+// artifacts, for tests where the blob keys are the point.
+func blobCP(thread, id string, at float64, files []ckptstore.Entry, arts ...ckptstore.Artifact) *ckptstore.Checkpoint {
+	c := testkit.Checkpoint(thread, id, "", at)
+	c.Files, c.Artifacts = files, arts
+	return c
+}
+
+func entries(es ...ckptstore.Entry) []ckptstore.Entry { return es }
+
 // richCP returns a checkpoint of the thread that sets every field, with
 // files and artifacts in an order that is not sorted, a blob shared by two
 // files, an empty file and a conversation with nested content.
@@ -260,6 +273,17 @@ func (e *env) append(c *ckptstore.Checkpoint, w ckptstore.Writer) {
 	require.NoError(e.t, e.s.Append(e.ctx, c, head, w), "Append(%q on %q)", c.ID, head)
 }
 
+// appendKept appends c as append does, checks that Get returns exactly
+// what was appended, and returns a copy of that.
+func (e *env) appendKept(c *ckptstore.Checkpoint, w ckptstore.Writer) *ckptstore.Checkpoint {
+	e.t.Helper()
+	want := cloneCP(c)
+	e.append(c, w)
+	want.ParentCheckpointID = c.ParentCheckpointID
+	wantCP(e.t, e.get(c.ID), want, "Get(%q)", c.ID)
+	return want
+}
+
 // chain appends checkpoints with the given ids to thread, each on the
 // previous head, taking and keeping the lease when w is nil.
 func (e *env) chain(thread string, w *ckptstore.Writer, ids ...string) ckptstore.Writer {
@@ -269,9 +293,7 @@ func (e *env) chain(thread string, w *ckptstore.Writer, ids ...string) ckptstore
 		w = &l.Writer
 	}
 	for i, id := range ids {
-		c := testkit.Checkpoint(thread, id, "", float64(1000+i))
-		c.Files = []ckptstore.Entry{testkit.File("f", i, 1)}
-		e.append(c, *w)
+		e.append(blobCP(thread, id, float64(1000+i), entries(testkit.File("f", i, 1))), *w)
 	}
 	return *w
 }
@@ -319,6 +341,14 @@ func (e *env) wantHead(thread, want string) {
 func (e *env) wantList(thread string, want ...string) {
 	e.t.Helper()
 	assert.Equal(e.t, orNil(want), orNil(testkit.IDs(e.list(thread))), "List(%q) ids", thread)
+}
+
+// wantThread checks the thread's head and that List returns exactly the
+// ids, in order.
+func (e *env) wantThread(thread, head string, ids ...string) {
+	e.t.Helper()
+	e.wantHead(thread, head)
+	e.wantList(thread, ids...)
 }
 
 // wantRefs checks ListBlobReferences.
@@ -405,8 +435,78 @@ func (e *env) fails(what string, want error, op func() error) {
 // appendFails tries an append that must fail with want and change nothing.
 func (e *env) appendFails(what string, c *ckptstore.Checkpoint, expected string, w ckptstore.Writer, want error) {
 	e.t.Helper()
-	e.track([]string{c.ThreadID, w.ThreadID}, c.ID, c.ParentCheckpointID, expected)
-	e.fails(what, want, func() error { return e.s.Append(e.ctx, c, expected, w) })
+	e.appendFailsCtx(e.ctx, what, c, expected, w, want)
+}
+
+// fileRef and artifactRef are the blob reference of testkit.FileKey(n)
+// and testkit.ArtifactKey(n), counted refs times.
+func fileRef(n int, refs int64) ckptstore.BlobRef {
+	return ckptstore.BlobRef{Key: testkit.FileKey(n), References: refs}
+}
+
+func artifactRef(n int, refs int64) ckptstore.BlobRef {
+	return ckptstore.BlobRef{Key: testkit.ArtifactKey(n), References: refs}
+}
+
+// errOf and errOf2 return only the error of a call that returns one or
+// two values too, for the closures of env.fails.
+func errOf[T any](_ T, err error) error { return err }
+
+func errOf2[A, B any](_ A, _ B, err error) error { return err }
+
+// forkInput is the ForkInput of a fork of checkpoint id of thread src into
+// thread dest as its root, at createdAt at, with the writer w.
+func forkInput(src, id, dest, root string, at float64, w ckptstore.Writer) ckptstore.ForkInput {
+	return ckptstore.ForkInput{SourceThreadID: src, SourceCheckpointID: id,
+		DestinationThreadID: dest, DestinationCheckpointID: root, CreatedAt: at, Writer: w}
+}
+
+// prune calls DeleteCheckpoints, stops the test when it fails, and returns
+// the ids it deleted.
+func (e *env) prune(thread string, keep int, w ckptstore.Writer) []string {
+	e.t.Helper()
+	deleted, err := e.s.DeleteCheckpoints(e.ctx, thread, keep, w)
+	require.NoError(e.t, err, "DeleteCheckpoints(%q, keep %d)", thread, keep)
+	return deleted
+}
+
+// forkErr, importErr, deleteThreadErr and pruneErr make the call and
+// return its error, after checking that a call that failed reports
+// nothing done: no checkpoint, no count, no deleted ids.
+func (e *env) forkErr(in ckptstore.ForkInput) error {
+	e.t.Helper()
+	got, err := e.s.ForkFromCheckpoint(e.ctx, in)
+	if err != nil && got != nil {
+		e.t.Errorf("ForkFromCheckpoint failed (%v) but returned a checkpoint %+v", err, got)
+	}
+	return err
+}
+
+func (e *env) importErr(b ckptstore.ImportBatch) error {
+	e.t.Helper()
+	n, err := e.s.Import(e.ctx, b)
+	if err != nil && n != 0 {
+		e.t.Errorf("Import failed (%v) but reported %d written", err, n)
+	}
+	return err
+}
+
+func (e *env) deleteThreadErr(thread string, w ckptstore.Writer) error {
+	e.t.Helper()
+	n, err := e.s.DeleteThread(e.ctx, thread, w)
+	if err != nil && n != 0 {
+		e.t.Errorf("DeleteThread failed (%v) but reported %d deleted", err, n)
+	}
+	return err
+}
+
+func (e *env) pruneErr(thread string, keep int, w ckptstore.Writer) error {
+	e.t.Helper()
+	deleted, err := e.s.DeleteCheckpoints(e.ctx, thread, keep, w)
+	if err != nil && len(deleted) > 0 {
+		e.t.Errorf("DeleteCheckpoints failed (%v) but returned deleted ids %q", err, deleted)
+	}
+	return err
 }
 
 // forged returns w with another owner token.
@@ -475,3 +575,90 @@ func (e *env) with(t *testing.T) *env {
 	c.known = maps.Clone(e.known)
 	return &c
 }
+
+// ---- transcripts and paging ----
+
+// save stores a transcript and fails the test when it cannot.
+func (e *env) save(thread, messages string) {
+	e.t.Helper()
+	e.track([]string{thread})
+	require.NoError(e.t, e.s.SaveThread(e.ctx, thread, json.RawMessage(messages)), "SaveThread(%q)", thread)
+}
+
+// load returns a thread's transcript.
+func (e *env) load(thread string) string {
+	e.t.Helper()
+	m, err := e.s.LoadThread(e.ctx, thread)
+	require.NoError(e.t, err, "LoadThread(%q)", thread)
+	return string(m)
+}
+
+// wantTranscript checks a thread's transcript, byte for byte.
+func (e *env) wantTranscript(thread, want string) {
+	e.t.Helper()
+	assert.Equal(e.t, want, e.load(thread), "LoadThread(%q)", thread)
+}
+
+// maxPages bounds every paging loop of the suite, so that a store whose
+// cursor never advances fails instead of looping.
+const maxPages = 10_000
+
+// allThreads pages through Threads with the default limit.
+func (e *env) allThreads() []string {
+	e.t.Helper()
+	out, err := e.pageThreads("", 0)
+	require.NoError(e.t, err, "Threads")
+	return out
+}
+
+// pageThreads returns every thread id from the cursor after, paging with
+// limit (see pageThrough).
+func (e *env) pageThreads(after string, limit int) ([]string, error) {
+	e.t.Helper()
+	return pageThrough(e, fmt.Sprintf("Threads(limit %d)", limit), limit, after, func(after string) ([]string, string, error) {
+		return e.s.Threads(e.ctx, after, limit)
+	})
+}
+
+// pageAll returns every checkpoint of thread, paging with opt from its
+// cursor (see pageThrough).
+func (e *env) pageAll(thread string, opt ckptstore.ListOptions) []*ckptstore.Checkpoint {
+	e.t.Helper()
+	what := fmt.Sprintf("ListPage(%q, %+v)", thread, opt)
+	out, err := pageThrough(e, what, opt.Limit, opt.After, func(after string) ([]*ckptstore.Checkpoint, string, error) {
+		o := opt
+		o.After = after
+		return e.s.ListPage(e.ctx, thread, o)
+	})
+	require.NoError(e.t, err, what)
+	return out
+}
+
+// pageThrough joins the pages that page returns from the cursor after
+// until one has no next cursor, at most maxPages of them. Each page must
+// hold at most limit items (0: the default, 100), and only the last may be
+// empty. what names the call in messages.
+func pageThrough[T any](e *env, what string, limit int, after string, page func(after string) ([]T, string, error)) ([]T, error) {
+	e.t.Helper()
+	most := cmp.Or(limit, 100)
+	var out []T
+	for range maxPages {
+		items, next, err := page(after)
+		if err != nil {
+			return nil, err
+		}
+		assert.LessOrEqual(e.t, len(items), most, "%s from %q: more than the limit", what, after)
+		if next != "" && len(items) == 0 {
+			require.Failf(e.t, "an empty page with a next cursor", "%s from %q", what, after)
+		}
+		out = append(out, items...)
+		if next == "" {
+			return out, nil
+		}
+		after = next
+	}
+	require.Failf(e.t, "paging does not end", "%s: more than %d pages", what, maxPages)
+	return nil, nil
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }

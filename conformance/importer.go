@@ -21,22 +21,18 @@ import (
 // (the head), a branch off r1, and a checkpoint whose parent was pruned.
 // createdAt values test the bits: -0, the smallest subnormal, 1e300.
 func history(thread string) []*ckptstore.Checkpoint {
-	r1 := testkit.Checkpoint(thread, "r1", "", 1000)
-	r1.CreatedAt = math.Copysign(0, -1)
+	r1 := testkit.Checkpoint(thread, "r1", "", math.Copysign(0, -1))
 	r1.Files = []ckptstore.Entry{testkit.File("a", 1, 10), testkit.Dir("d"), testkit.File("d/b", 2, 20)}
 	r2 := richCP(thread, "r2", "r1")
 	r2.CreatedAt = 5e-324
 	r2.Conversation = []byte(" [ {\"role\":\"user\",\"content\":\"é\"} ]\n")
-	r3 := testkit.Checkpoint(thread, "r3", "r2", 1000)
-	r3.CreatedAt = 1e300
+	r3 := testkit.Checkpoint(thread, "r3", "r2", 1e300)
 	r3.Reason = ckptstore.ReasonForkRoot
 	r3.Files = []ckptstore.Entry{testkit.File("a", 1, 10)}
-	off := testkit.Checkpoint(thread, "off", "r1", 1000)
-	off.CreatedAt = 2.5
+	off := testkit.Checkpoint(thread, "off", "r1", 2.5)
 	off.Label = "a branch"
 	off.Artifacts = []ckptstore.Artifact{testkit.Artifact("x", 5)}
-	orphan := testkit.Checkpoint(thread, "orphan", "pruned-away", 1000)
-	orphan.CreatedAt = -7
+	orphan := testkit.Checkpoint(thread, "orphan", "pruned-away", -7)
 	orphan.SourceRunID = "run-1"
 	orphan.Files = []ckptstore.Entry{testkit.File("z", 2, 20)}
 	return []*ckptstore.Checkpoint{r1, r2, r3, off, orphan}
@@ -95,17 +91,14 @@ func (s *suite) testImport(t *testing.T) {
 }
 
 func (s *suite) importExact(t *testing.T) {
-	e := s.env(t)
-	w := e.acquire("dst").Writer
+	e, w := s.leased(t, "dst")
 	h := history("dst")
 	b := ckptstore.ImportBatch{ThreadID: "dst", Checkpoints: cloneAll(h), SetHead: true, Head: "r3", Writer: w}
 	b.Transcript = []byte(" [\"the transcript\"] ")
 	e.doImport("Import", b, len(h))
 	e.wantExactly("dst", h, "r3")
 	e.wantTranscript("dst", ` ["the transcript"] `)
-	e.wantRefs(ckptstore.BlobRef{Key: testkit.ArtifactKey(1), References: 1}, ckptstore.BlobRef{Key: testkit.ArtifactKey(2), References: 1},
-		ckptstore.BlobRef{Key: testkit.ArtifactKey(5), References: 1},
-		ckptstore.BlobRef{Key: testkit.FileKey(1), References: 3}, ckptstore.BlobRef{Key: testkit.FileKey(2), References: 3})
+	e.wantRefs(artifactRef(1, 1), artifactRef(2, 1), artifactRef(5, 1), fileRef(1, 3), fileRef(2, 3))
 	// The thread goes on from the imported head.
 	e.append(testkit.Checkpoint("dst", "r4", "", 1000), w)
 	e.wantHead("dst", "r4")
@@ -117,8 +110,7 @@ func (s *suite) importExact(t *testing.T) {
 }
 
 func (s *suite) importIdempotent(t *testing.T) {
-	e := s.env(t)
-	w := e.acquire("dst").Writer
+	e, w := s.leased(t, "dst")
 	h := history("dst")
 	batch := func(set bool, cps ...*ckptstore.Checkpoint) ckptstore.ImportBatch {
 		b := ckptstore.ImportBatch{ThreadID: "dst", Checkpoints: cloneAll(cps), SetHead: set, Writer: w}
@@ -150,8 +142,7 @@ func (s *suite) importIdempotent(t *testing.T) {
 func (s *suite) importEqualContent(t *testing.T) {
 	// Equal content is EqualCheckpoints: an empty conversation equals
 	// [], nil slices equal empty ones.
-	e := s.env(t)
-	w := e.acquire("t").Writer
+	e, w := s.leased(t, "t")
 	c := testkit.Checkpoint("t", "c", "", 1000)
 	c.Conversation = []byte(`[]`)
 	c.Files = []ckptstore.Entry{}
@@ -163,8 +154,7 @@ func (s *suite) importEqualContent(t *testing.T) {
 }
 
 func (s *suite) importOtherContentRefused(t *testing.T) {
-	e := s.env(t)
-	w := e.acquire("t").Writer
+	e, w := s.leased(t, "t")
 	h := history("t")
 	e.doImport("Import", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: cloneAll(h), SetHead: true, Head: "r3", Writer: w}, len(h))
 	e.chain("u", nil, "u1")
@@ -179,18 +169,12 @@ func (s *suite) importOtherContentRefused(t *testing.T) {
 		{"another label", func(c *ckptstore.Checkpoint) { *c = *cloneCP(h[3]); c.Label = "other" }},
 		{"another reason", func(c *ckptstore.Checkpoint) { *c = *cloneCP(h[2]); c.Reason = ckptstore.ReasonNamed }},
 		{"another sourceRunId", func(c *ckptstore.Checkpoint) { *c = *cloneCP(h[4]); c.SourceRunID = "" }},
-		{"files in another order", func(c *ckptstore.Checkpoint) {
-			*c = *cloneCP(h[0])
-			c.Files[0], c.Files[2] = c.Files[2], c.Files[0]
-		}},
+		{"files in another order", func(c *ckptstore.Checkpoint) { *c = *cloneCP(h[0]); c.Files[0], c.Files[2] = c.Files[2], c.Files[0] }},
 		{"conversation with other whitespace", func(c *ckptstore.Checkpoint) {
 			*c = *cloneCP(h[1])
 			c.Conversation = []byte(`[{"role":"user","content":"é"}]`)
 		}},
-		{"an artifact's createdAt", func(c *ckptstore.Checkpoint) {
-			*c = *cloneCP(h[3])
-			c.Artifacts[0].CreatedAt++
-		}},
+		{"an artifact's createdAt", func(c *ckptstore.Checkpoint) { *c = *cloneCP(h[3]); c.Artifacts[0].CreatedAt++ }},
 		{"id of another thread", func(c *ckptstore.Checkpoint) { c.ID = "u1" }},
 		{"id of another thread, its content", func(c *ckptstore.Checkpoint) { *c = *cloneCP(e.get("u1")); c.ThreadID = "t" }},
 	} {
@@ -199,19 +183,14 @@ func (s *suite) importOtherContentRefused(t *testing.T) {
 		tc.mod(c)
 		e.track(nil, "fresh")
 		e.fails("Import of "+tc.name, ckptstore.ErrDuplicateID, func() error {
-			n, err := e.s.Import(e.ctx, ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{fresh, c}, Writer: w})
-			if err != nil && n != 0 {
-				t.Errorf("the refused Import reported %d written", n)
-			}
-			return err
+			return e.importErr(ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{fresh, c}, Writer: w})
 		})
 	}
 	e.wantExactly("t", h, "r3")
 }
 
 func (s *suite) importInvalidRefused(t *testing.T) {
-	e := s.env(t)
-	old := e.acquire("t")
+	e, old := s.withLease(t, "t")
 	old.Release(e.ctx)
 	stale := old.Writer
 	w := e.chain("t", nil, "a")
@@ -224,9 +203,6 @@ func (s *suite) importInvalidRefused(t *testing.T) {
 		return []*ckptstore.Checkpoint{testkit.Checkpoint("t", "fine", "", 1000), c}
 	}
 	e.track(nil, "new", "fine")
-	up, down := w, w
-	up.Fence++
-	down.Fence--
 	for _, tc := range []struct {
 		name string
 		b    ckptstore.ImportBatch
@@ -238,8 +214,6 @@ func (s *suite) importInvalidRefused(t *testing.T) {
 		{"checkpoint id invalid", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: bad(func(c *ckptstore.Checkpoint) { c.ID = "\xff" }), Writer: w}, ckptstore.ErrInvalidID},
 		{"parent invalid", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: bad(func(c *ckptstore.Checkpoint) { c.ParentCheckpointID = "\xff" }), Writer: w}, ckptstore.ErrInvalidID},
 		{"checkpoint's thread invalid", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: bad(func(c *ckptstore.Checkpoint) { c.ThreadID = "\xc3" }), Writer: w}, ckptstore.ErrInvalidID},
-		{"stale writer", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{ok()}, Writer: stale}, ckptstore.ErrWriterLost},
-		{"fence-1", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{ok()}, Writer: down}, ckptstore.ErrWriterLost},
 		{"head invalid", ckptstore.ImportBatch{ThreadID: "t", SetHead: true, Head: "\xff", Writer: w}, ckptstore.ErrInvalidID},
 		{"ids before content", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: bad(func(c *ckptstore.Checkpoint) { c.ID, c.CreatedAt = "\xff", nan }), Writer: w}, ckptstore.ErrInvalidID},
 		{"nil checkpoint", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{ok(), nil}, Writer: w}, ckptstore.ErrInvalidEntry},
@@ -251,31 +225,25 @@ func (s *suite) importInvalidRefused(t *testing.T) {
 		{"transcript empty", ckptstore.ImportBatch{ThreadID: "t", Transcript: []byte{}, Writer: w}, ckptstore.ErrInvalidEntry},
 		{"transcript not an array", ckptstore.ImportBatch{ThreadID: "t", Transcript: []byte(`{}`), Writer: w}, ckptstore.ErrInvalidEntry},
 		{"content before writer", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: bad(func(c *ckptstore.Checkpoint) { c.Reason = "" }), Writer: forged(w)}, ckptstore.ErrInvalidEntry},
-		{"forged writer", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{ok()}, Writer: forged(w)}, ckptstore.ErrWriterLost},
-		{"fence+1", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{ok()}, Writer: up}, ckptstore.ErrWriterLost},
-		{"another thread's writer", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{ok()}, Writer: wu}, ckptstore.ErrWriterLost},
 		{"empty batch, forged writer", ckptstore.ImportBatch{ThreadID: "t", Writer: forged(w)}, ckptstore.ErrWriterLost},
 		{"writer before duplicate", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{testkit.Checkpoint("t", "a", "zz", 1000)}, Writer: forged(w)}, ckptstore.ErrWriterLost},
 		{"duplicate before head", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{testkit.Checkpoint("t", "a", "zz", 1000)}, SetHead: true, Head: "zz", Writer: w}, ckptstore.ErrDuplicateID},
 	} {
-		e.fails("Import, "+tc.name, tc.want, func() error {
-			n, err := e.s.Import(e.ctx, tc.b)
-			if err != nil && n != 0 {
-				t.Errorf("the refused Import reported %d written", n)
-			}
-			return err
+		e.fails("Import, "+tc.name, tc.want, func() error { return e.importErr(tc.b) })
+	}
+	for _, m := range append(misses(w, wu), namedWriter{"stale writer", stale}) {
+		e.fails("Import with a writer: "+m.name, ckptstore.ErrWriterLost, func() error {
+			return e.importErr(ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{ok()}, Writer: m.w})
 		})
 	}
 	e.clock.Advance(LeaseDuration)
 	e.fails("Import with an expired writer", ckptstore.ErrWriterLost, func() error {
-		_, err := e.s.Import(e.ctx, ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{ok()}, Writer: w})
-		return err
+		return e.importErr(ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{ok()}, Writer: w})
 	})
 }
 
 func (s *suite) importHead(t *testing.T) {
-	e := s.env(t)
-	w := e.acquire("t").Writer
+	e, w := s.leased(t, "t")
 	set := func(head string, cps ...*ckptstore.Checkpoint) ckptstore.ImportBatch {
 		return ckptstore.ImportBatch{ThreadID: "t", Checkpoints: cps, SetHead: true, Head: head, Writer: w}
 	}
@@ -288,21 +256,16 @@ func (s *suite) importHead(t *testing.T) {
 	e.wantHead("t", "gone")
 	for _, head := range []string{"x", "", "other"} {
 		e.fails("SetHead "+head+" on a thread whose head is gone", ckptstore.ErrConflict, func() error {
-			_, err := e.s.Import(e.ctx, set(head, testkit.Checkpoint("t", "y", "", 1000)))
-			return err
+			return e.importErr(set(head, testkit.Checkpoint("t", "y", "", 1000)))
 		})
 	}
 	// Without SetHead the head stays, whatever the batch holds.
 	e.doImport("no SetHead", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{testkit.Checkpoint("t", "y", "x", 1000)}, Head: "y", Writer: w}, 1)
-	e.wantHead("t", "gone")
-	e.wantList("t", "x", "y")
+	e.wantThread("t", "gone", "x", "y")
 	// Appends go on from the imported head; then SetHead must match it.
 	e.append(testkit.Checkpoint("t", "z", "", 1000), w)
 	e.wantHead("t", "z")
-	e.fails("SetHead to the old head", ckptstore.ErrConflict, func() error {
-		_, err := e.s.Import(e.ctx, set("gone"))
-		return err
-	})
+	e.fails("SetHead to the old head", ckptstore.ErrConflict, func() error { return e.importErr(set("gone")) })
 	e.doImport("SetHead to the appended head", set("z"), 0)
 }
 
@@ -315,43 +278,32 @@ func (s *suite) importNoHeadIsNotEmpty(t *testing.T) {
 	e.doImport("Import without a head", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{testkit.Checkpoint("t", "x", "y", 1000)}, Writer: w}, 1)
 	e.wantHead("t", "")
 	e.track(nil, "root")
-	e.fails("ForkFromCheckpoint into a thread with checkpoints and no head", ckptstore.ErrForkDestinationNotEmpty, func() error {
-		_, err := e.s.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{SourceThreadID: "src", SourceCheckpointID: "s1",
-			DestinationThreadID: "t", DestinationCheckpointID: "root", CreatedAt: 1, Writer: w})
-		return err
-	})
-	if got := e.allThreads(); len(got) != 2 || got[1] != "t" {
-		t.Errorf("Threads = %q, want [src t]: checkpoints without a head make a thread", got)
-	}
+	e.fails("ForkFromCheckpoint into a thread with checkpoints and no head", ckptstore.ErrForkDestinationNotEmpty, func() error { return e.forkErr(forkInput("src", "s1", "t", "root", 1, w)) })
+	wantThreads(e, "checkpoints without a head make a thread", "src", "t")
 }
 
 func (s *suite) importTranscript(t *testing.T) {
-	e := s.env(t)
-	w := e.acquire("t").Writer
+	e, w := s.leased(t, "t")
 	e.save("t", `["old"]`)
 	e.doImport("no transcript", ckptstore.ImportBatch{ThreadID: "t", Writer: w}, 0)
 	e.wantTranscript("t", `["old"]`)
 	e.doImport("a transcript", ckptstore.ImportBatch{ThreadID: "t", Transcript: []byte(`[ "new" ]`), Writer: w}, 0)
 	e.wantTranscript("t", `[ "new" ]`)
 	e.doImport("the transcript []", ckptstore.ImportBatch{ThreadID: "u0", Transcript: []byte(`[]`), Writer: e.acquire("u0").Writer}, 0)
-	if got := e.allThreads(); len(got) != 2 || got[0] != "t" || got[1] != "u0" {
-		t.Errorf("Threads = %q, want [t u0]: an imported transcript makes a thread", got)
-	}
+	wantThreads(e, "an imported transcript makes a thread", "t", "u0")
 }
 
 func (s *suite) importRoundTrip(t *testing.T) {
 	// Export a thread made by the store's own writes, delete it, and
 	// import it back: the store is as it was, blob counts included.
-	e := s.env(t)
-	w := e.acquire("t").Writer
+	e, w := s.leased(t, "t")
 	for i, id := range []string{"a", "b", "c", "d"} {
 		c := richCP("t", id, "")
 		c.CreatedAt = float64(10 - i)
 		c.Files = c.Files[:1+i%3]
 		e.append(c, w)
 	}
-	_, err := e.s.DeleteCheckpoints(e.ctx, "t", 3, w)
-	require.NoError(t, err, "DeleteCheckpoints")
+	e.prune("t", 3, w)
 	require.NoError(t, e.s.DeleteHead(e.ctx, "t", "d", w), "DeleteHead d")
 	e.append(testkit.Checkpoint("t", "e", "", 1000), w) // a second child of c
 	e.chain("u", nil, "u1")
@@ -359,8 +311,7 @@ func (s *suite) importRoundTrip(t *testing.T) {
 	before := e.snap()
 	exported, head := e.list("t"), e.head("t")
 	transcript := []byte(e.load("t"))
-	_, err = e.s.DeleteThread(e.ctx, "t", w)
-	require.NoError(t, err, "DeleteThread")
+	e.deleteThread("t", w, len(exported))
 	e.doImport("Import of the export", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: exported, SetHead: true, Head: head,
 		Transcript: transcript, Writer: w}, len(exported))
 	e.unchanged("export, DeleteThread, import", before)

@@ -43,6 +43,15 @@ func (s istore) want(key string, want *ckptstore.InstanceRecord) {
 	assert.Equal(s.t, want, got, "Get(%q)", key)
 }
 
+// kept upserts r and checks that Get returns r as it was before the
+// Upsert.
+func (s istore) kept(r *ckptstore.InstanceRecord) {
+	s.t.Helper()
+	want := *r
+	s.upsert(r)
+	s.want(r.Key, &want)
+}
+
 // instanceFactory makes a fresh instance store for each subtest of
 // runInstanceStore.
 type instanceFactory func(*testing.T) InstanceStore
@@ -80,22 +89,15 @@ func (f instanceFactory) instanceStoreEmpty(t *testing.T) {
 
 func (f instanceFactory) instanceStoreRoundTrip(t *testing.T) {
 	s := f.fresh(t)
-	full := fullRecord("full", 1)
-	s.upsert(full)
-	s.want("full", fullRecord("full", 1))
-	minimal := &ckptstore.InstanceRecord{Key: "minimal", Provider: "p", ProviderSandboxID: "s", ThreadID: "t"}
-	s.upsert(minimal)
-	s.want("minimal", &ckptstore.InstanceRecord{Key: "minimal", Provider: "p", ProviderSandboxID: "s", ThreadID: "t"})
+	s.kept(fullRecord("full", 1))
+	s.kept(&ckptstore.InstanceRecord{Key: "minimal", Provider: "p", ProviderSandboxID: "s", ThreadID: "t"})
 	for i, key := range unusualIDs {
-		r := fullRecord(key, i)
-		s.upsert(r)
-		s.want(key, fullRecord(key, i))
+		s.kept(fullRecord(key, i))
 	}
 	for _, at := range []int64{0, -1, maxSize, -maxSize} {
 		r := fullRecord("time", 0)
 		r.UpdatedAt = at
-		s.upsert(r)
-		s.want("time", r)
+		s.kept(r)
 	}
 }
 
@@ -103,12 +105,10 @@ func (f instanceFactory) instanceStoreFullReplaceClearsOptional(t *testing.T) {
 	s := f.fresh(t)
 	s.upsert(fullRecord("k", 1))
 	next := &ckptstore.InstanceRecord{Key: "k", Provider: "p2", ProviderSandboxID: "s2", ThreadID: "t2", UpdatedAt: 5}
-	s.upsert(next)
-	s.want("k", &ckptstore.InstanceRecord{Key: "k", Provider: "p2", ProviderSandboxID: "s2", ThreadID: "t2", UpdatedAt: 5})
+	s.kept(next)
 	only := *next
 	only.LatestRunID = "run-only"
-	s.upsert(&only)
-	s.want("k", &only)
+	s.kept(&only)
 }
 
 func (f instanceFactory) instanceStoreLastWriteWins(t *testing.T) {
@@ -117,9 +117,7 @@ func (f instanceFactory) instanceStoreLastWriteWins(t *testing.T) {
 		s.upsert(fullRecord("k", i))
 	}
 	s.want("k", fullRecord("k", 4))
-	old := fullRecord("k", 0) // an older updatedAt still replaces: last write, not newest time
-	s.upsert(old)
-	s.want("k", fullRecord("k", 0))
+	s.kept(fullRecord("k", 0)) // an older updatedAt still replaces: last write, not newest time
 }
 
 func (f instanceFactory) instanceStoreOtherRecordsUnchanged(t *testing.T) {
@@ -143,16 +141,14 @@ func (f instanceFactory) instanceStoreDelete(t *testing.T) {
 	require.NoError(t, s.s.Delete(s.ctx, "k"), "Delete(k)")
 	s.want("k", nil)
 	require.NoError(t, s.s.Delete(s.ctx, "k"), "Delete(k) again")
-	s.upsert(&ckptstore.InstanceRecord{Key: "k", Provider: "p", ProviderSandboxID: "s", ThreadID: "t"})
-	s.want("k", &ckptstore.InstanceRecord{Key: "k", Provider: "p", ProviderSandboxID: "s", ThreadID: "t"})
+	s.kept(&ckptstore.InstanceRecord{Key: "k", Provider: "p", ProviderSandboxID: "s", ThreadID: "t"})
 }
 
 func (f instanceFactory) instanceStoreInvalidKey(t *testing.T) {
 	s := f.fresh(t)
 	s.upsert(fullRecord("k", 1))
 	for _, bad := range invalidIDs {
-		_, err := s.s.Get(s.ctx, bad.id)
-		wantErr(t, "Get("+bad.name+")", err, ckptstore.ErrInvalidID)
+		wantErr(t, "Get("+bad.name+")", errOf(s.s.Get(s.ctx, bad.id)), ckptstore.ErrInvalidID)
 		wantErr(t, "Upsert("+bad.name+")", s.s.Upsert(s.ctx, fullRecord(bad.id, 2)), ckptstore.ErrInvalidID)
 		wantErr(t, "Delete("+bad.name+")", s.s.Delete(s.ctx, bad.id), ckptstore.ErrInvalidID)
 	}
@@ -208,8 +204,7 @@ func (f instanceFactory) instanceStoreContext(t *testing.T) {
 	s.upsert(fullRecord("k", 1))
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := s.s.Get(ctx, "k")
-	wantCanceled(t, "Get", err)
+	wantCanceled(t, "Get", errOf(s.s.Get(ctx, "k")))
 	wantCanceled(t, "Upsert", s.s.Upsert(ctx, fullRecord("k", 2)))
 	wantCanceled(t, "Delete", s.s.Delete(ctx, "k"))
 	s.want("k", fullRecord("k", 1))

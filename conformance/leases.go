@@ -49,26 +49,50 @@ func (e *env) writerLost(what string, w ckptstore.Writer, thread string) {
 	c.Files = []ckptstore.Entry{testkit.File("f", 77, 1)}
 	e.appendFails(what+": Append", c, head, w, ckptstore.ErrWriterLost)
 	if head != "" {
-		e.fails(what+": DeleteHead", ckptstore.ErrWriterLost, func() error {
-			return e.s.DeleteHead(e.ctx, thread, head, w)
-		})
+		e.fails(what+": DeleteHead", ckptstore.ErrWriterLost, func() error { return e.s.DeleteHead(e.ctx, thread, head, w) })
 	}
-	e.fails(what+": DeleteCheckpoints", ckptstore.ErrWriterLost, func() error {
-		_, err := e.s.DeleteCheckpoints(e.ctx, thread, 1, w)
-		return err
-	})
+	e.fails(what+": DeleteCheckpoints", ckptstore.ErrWriterLost, func() error { return e.pruneErr(thread, 1, w) })
 	if e.head("fork-source") == "" {
 		// A lease on the source thread, left to expire with the others.
-		fw := e.acquire("fork-source").Writer
-		e.append(testkit.Checkpoint("fork-source", "fork-source-cp", "", 1000), fw)
+		e.append(testkit.Checkpoint("fork-source", "fork-source-cp", "", 1000), e.acquire("fork-source").Writer)
 	}
 	e.track(nil, "lost-fork")
 	e.fails(what+": ForkFromCheckpoint", ckptstore.ErrWriterLost, func() error {
-		_, err := e.s.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{
-			SourceThreadID: "fork-source", SourceCheckpointID: "fork-source-cp",
-			DestinationThreadID: thread, DestinationCheckpointID: "lost-fork", CreatedAt: 1, Writer: w})
-		return err
+		return e.forkErr(forkInput("fork-source", "fork-source-cp", thread, "lost-fork", 1, w))
 	})
+}
+
+// fenceAbove checks that the lease l, taken after old, has a higher fence.
+func (e *env) fenceAbove(what string, l, old *ckptstore.Lease) {
+	e.t.Helper()
+	assert.Greater(e.t, l.Fence, old.Fence, "%s: the new lease's fence is not above the old one's", what)
+}
+
+// namedWriter is a writer a test tries, with its name for messages.
+type namedWriter struct {
+	name string
+	w    ckptstore.Writer
+}
+
+// misses are the writers that fail every write to the thread of live, its
+// live lease, with ErrWriterLost: another owner token, the fence one off
+// either way, other (another thread's live lease), live's token and fence
+// under other's thread id, and the zero writer.
+func misses(live, other ckptstore.Writer) []namedWriter {
+	up, down, swapped := live, live, live
+	up.Fence++
+	down.Fence--
+	swapped.ThreadID = other.ThreadID
+	return []namedWriter{{"forged token", forged(live)}, {"fence+1", up}, {"fence-1", down},
+		{"other thread's writer", other}, {"thread id swapped", swapped}, {"zero writer", ckptstore.Writer{ThreadID: live.ThreadID}}}
+}
+
+// holds checks that w still holds thread's lease: AcquireWriter fails
+// with ErrWriterConflict, and w can write.
+func (e *env) holds(what string, w ckptstore.Writer, thread string) {
+	e.t.Helper()
+	e.conflict(what, thread)
+	e.works(what, w, thread)
 }
 
 // works checks that w can still write to thread by appending a checkpoint.
@@ -101,37 +125,30 @@ func (s *suite) testLeases(t *testing.T) {
 }
 
 func (s *suite) leasesAcquireFields(t *testing.T) {
-	e := s.env(t)
-	l := e.acquire("t")
+	e, l := s.withLease(t, "t")
 	e.checkLease(l, "t", LeaseDuration, RenewAfter)
 }
 
 func (s *suite) leasesOnePerThread(t *testing.T) {
-	e := s.env(t)
-	l := e.acquire("t")
-	e.conflict("second AcquireWriter", "t")
-	e.works("after a refused AcquireWriter", l.Writer, "t")
+	e, l := s.withLease(t, "t")
+	e.holds("second AcquireWriter", l.Writer, "t")
 }
 
 func (s *suite) leasesThreadsIndependent(t *testing.T) {
-	e := s.env(t)
-	lt := e.acquire("t")
+	e, lt := s.withLease(t, "t")
 	lu := e.acquire("u") // no waiting, though t is leased
 	e.checkLease(lu, "u", LeaseDuration, RenewAfter)
 	e.works("t", lt.Writer, "t")
 	e.works("u", lu.Writer, "u")
 	lt.Release(e.ctx)
-	e.conflict("u after t released", "u")
-	e.works("u after t released", lu.Writer, "u")
+	e.holds("u after t released", lu.Writer, "u")
 }
 
 func (s *suite) leasesExpiryBoundary(t *testing.T) {
-	e := s.env(t)
-	l := e.acquire("t")
+	e, l := s.withLease(t, "t")
 	e.works("fresh", l.Writer, "t")
 	e.clock.Advance(LeaseDuration - time.Millisecond)
-	e.conflict("at expiresAt-1ms", "t")
-	e.works("at expiresAt-1ms", l.Writer, "t")
+	e.holds("at expiresAt-1ms", l.Writer, "t")
 	e.clock.Advance(time.Millisecond) // now == expiresAt: expired
 	e.writerLost("expired writer at expiresAt", l.Writer, "t")
 	if _, err := l.Renew(e.ctx); !wantErr(t, "Renew at expiresAt", err, ckptstore.ErrWriterLost) {
@@ -139,9 +156,7 @@ func (s *suite) leasesExpiryBoundary(t *testing.T) {
 	}
 	l2 := e.acquire("t")
 	e.checkLease(l2, "t", LeaseDuration, RenewAfter)
-	if l2.Fence <= l.Fence {
-		t.Errorf("takeover fence %d is not above the expired lease's %d", l2.Fence, l.Fence)
-	}
+	e.fenceAbove("takeover", l2, l)
 	if l2.OwnerToken == l.OwnerToken {
 		t.Errorf("takeover reused owner token %q", l.OwnerToken)
 	}
@@ -161,8 +176,7 @@ func (s *suite) leasesRenew(t *testing.T) {
 		t.Errorf("Renew returned %v and set ExpiresAt %v, want now + duration = %v", exp, l.ExpiresAt, want)
 	}
 	e.clock.Set(first) // the old expiry no longer ends it
-	e.conflict("at the old expiry", "t")
-	e.works("at the old expiry", l.Writer, "t")
+	e.holds("at the old expiry", l.Writer, "t")
 	e.clock.Set(want.Add(-time.Millisecond))
 	e.conflict("at the new expiry-1ms", "t")
 	e.clock.Set(want)
@@ -170,70 +184,54 @@ func (s *suite) leasesRenew(t *testing.T) {
 		return
 	}
 	e.writerLost("expired after renew", l.Writer, "t")
-	l2 := e.acquire("t") // the failed Renew did not revive it
-	if l2.Fence <= l.Fence {
-		t.Errorf("fence %d after expiry is not above %d", l2.Fence, l.Fence)
-	}
+	e.fenceAbove("after expiry", e.acquire("t"), l) // the failed Renew did not revive it
 }
 
 func (s *suite) leasesRenewKeepsAlive(t *testing.T) {
-	e := s.env(t)
-	l := e.acquire("t")
+	e, l := s.withLease(t, "t")
 	for i := 0; i < 12; i++ {
 		e.clock.Advance(RenewAfter)
-		_, err := l.Renew(e.ctx)
-		require.NoError(t, err, "Renew %d", i)
+		require.NoError(t, errOf(l.Renew(e.ctx)), "Renew %d", i)
 	}
-	e.conflict("after 12 renewals", "t")
-	e.works("after 12 renewals", l.Writer, "t")
+	e.holds("after 12 renewals", l.Writer, "t")
 }
 
 func (s *suite) leasesRenewLost(t *testing.T) {
-	e := s.env(t)
-	released := e.acquire("t")
+	e, released := s.withLease(t, "t")
 	released.Release(e.ctx)
-	_, err := released.Renew(e.ctx)
-	wantErr(t, "Renew after Release", err, ckptstore.ErrWriterLost)
+	wantErr(t, "Renew after Release", errOf(released.Renew(e.ctx)), ckptstore.ErrWriterLost)
 	l := e.acquire("t") // the failed Renew took nothing back
 	e.clock.Advance(LeaseDuration)
 	replacement := e.acquire("t")
-	_, err = l.Renew(e.ctx)
-	wantErr(t, "Renew of a replaced lease", err, ckptstore.ErrWriterLost)
-	e.conflict("after a replaced lease's Renew", "t")
-	e.works("the replacement", replacement.Writer, "t")
+	wantErr(t, "Renew of a replaced lease", errOf(l.Renew(e.ctx)), ckptstore.ErrWriterLost)
+	e.holds("after a replaced lease's Renew", replacement.Writer, "t")
 }
 
 func (s *suite) leasesRelease(t *testing.T) {
-	e := s.env(t)
-	l := e.acquire("t")
+	e, l := s.withLease(t, "t")
 	e.works("before release", l.Writer, "t")
 	l.Release(e.ctx)
 	l.Release(e.ctx) // twice: no effect, no panic
 	e.writerLost("released writer", l.Writer, "t")
 	l2 := e.acquire("t") // at once, without moving the clock
 	e.checkLease(l2, "t", LeaseDuration, RenewAfter)
-	if l2.Fence <= l.Fence {
-		t.Errorf("fence %d after release is not above %d", l2.Fence, l.Fence)
-	}
+	e.fenceAbove("after release", l2, l)
 	e.writerLost("released writer after a new lease", l.Writer, "t")
 	e.works("new lease", l2.Writer, "t")
 }
 
 func (s *suite) leasesStaleReleaseKeepsReplacement(t *testing.T) {
-	e := s.env(t)
-	l1 := e.acquire("t")
+	e, l1 := s.withLease(t, "t")
 	e.clock.Advance(LeaseDuration)
 	l2 := e.acquire("t")
 	l1.Release(e.ctx)
-	e.conflict("after the stale Release", "t")
-	e.works("replacement after the stale Release", l2.Writer, "t")
+	e.holds("after the stale Release", l2.Writer, "t")
 	// A released lease's holder releasing again after a third lease.
 	l2.Release(e.ctx)
 	l3 := e.acquire("t")
 	l2.Release(e.ctx)
 	l1.Release(e.ctx)
-	e.conflict("after two stale Releases", "t")
-	e.works("third lease", l3.Writer, "t")
+	e.holds("after two stale Releases", l3.Writer, "t")
 }
 
 func (s *suite) leasesFencesGrowTokensDiffer(t *testing.T) {
@@ -258,8 +256,7 @@ func (s *suite) leasesFencesGrowTokensDiffer(t *testing.T) {
 }
 
 func (s *suite) leasesWrongThreadWriter(t *testing.T) {
-	e := s.env(t)
-	lt := e.acquire("t")
+	e, lt := s.withLease(t, "t")
 	lu := e.acquire("u")
 	e.works("t", lt.Writer, "t")
 	e.writerLost("u's writer on t", lu.Writer, "t")
@@ -270,8 +267,7 @@ func (s *suite) leasesWrongThreadWriter(t *testing.T) {
 }
 
 func (s *suite) leasesForgedWriter(t *testing.T) {
-	e := s.env(t)
-	l := e.acquire("t")
+	e, l := s.withLease(t, "t")
 	e.works("t", l.Writer, "t")
 	e.writerLost("forged token", forged(l.Writer), "t")
 	w := l.Writer
@@ -286,8 +282,7 @@ func (s *suite) leasesForgedWriter(t *testing.T) {
 func (s *suite) leasesForgedReleaseAndRenew(t *testing.T) {
 	// A Release with a forged token or a fence one off changes
 	// nothing, and a Renew with them fails and extends nothing.
-	e := s.env(t)
-	l := e.acquire("t")
+	e, l := s.withLease(t, "t")
 	e.works("t", l.Writer, "t")
 	forge := func(f func(w *ckptstore.Writer)) *ckptstore.Lease {
 		x := *l // the same keeper (the store), another writer
@@ -305,11 +300,9 @@ func (s *suite) leasesForgedReleaseAndRenew(t *testing.T) {
 		{"another thread", forge(func(w *ckptstore.Writer) { w.ThreadID = "u" })},
 	} {
 		x.lease.Release(e.ctx)
-		e.conflict("after a Release with "+x.name, "t")
-		e.works("after a Release with "+x.name, l.Writer, "t")
+		e.holds("after a Release with "+x.name, l.Writer, "t")
 		e.clock.Advance(time.Millisecond)
-		_, err := x.lease.Renew(e.ctx)
-		wantErr(t, "Renew with "+x.name, err, ckptstore.ErrWriterLost)
+		wantErr(t, "Renew with "+x.name, errOf(x.lease.Renew(e.ctx)), ckptstore.ErrWriterLost)
 	}
 	// No Renew extended the lease: it ends when it always would.
 	e.clock.Set(l.ExpiresAt.Add(-time.Millisecond))

@@ -518,12 +518,18 @@ func (mc *machine) appendAny(t *rapid.T) {
 }
 
 func (mc *machine) appendOnHead(t *rapid.T) {
-	th := rapid.SampledFrom(modelThreads).Draw(t, "thread")
+	c, w := mc.drawOnHead(t, rapid.SampledFrom(modelThreads).Draw(t, "thread"))
+	mc.doAppend(t.Context(), t, c, c.ParentCheckpointID, w, false)
+}
+
+// drawOnHead draws a valid new checkpoint on th's head and the writer to
+// append it with: th's live lease, taken now if it is free.
+func (mc *machine) drawOnHead(t *rapid.T, th string) (*ckptstore.Checkpoint, ckptstore.Writer) {
 	mc.fresh++
 	c := &ckptstore.Checkpoint{ID: fmt.Sprintf("c%d", mc.fresh), ThreadID: th, ParentCheckpointID: mc.m.head(th)}
 	mc.drawContent(t, c, false)
 	w, _ := mc.liveWriter(t, th)
-	mc.doAppend(t.Context(), t, c, c.ParentCheckpointID, w, false)
+	return c, w
 }
 
 // doAppend calls Append and checks it against the model; it reports
@@ -669,38 +675,37 @@ func (mc *machine) fork(t *rapid.T) {
 	mc.m.thread(root.ThreadID).transcript = &tr
 }
 
+// agreeRead checks the error of the read op of id against the model:
+// ErrInvalidID for an invalid id, else none. It reports whether the read
+// succeeded, so that its result is to be compared.
+func (mc *machine) agreeRead(t *rapid.T, op, id string, err error) bool {
+	t.Helper()
+	if !validID(id) {
+		mc.agree(t, op, op, err, ckptstore.ErrInvalidID)
+		return false
+	}
+	mc.agree(t, op, op, err, nil)
+	return true
+}
+
 func (mc *machine) get(t *rapid.T) {
 	id := mc.drawRef(t, "id")
-	got, err := mc.s.Get(t.Context(), id)
-	if !validID(id) {
-		mc.agree(t, "Get", "Get", err, ckptstore.ErrInvalidID)
-		return
+	if got, err := mc.s.Get(t.Context(), id); mc.agreeRead(t, "Get", id, err) {
+		mustCP(t, got, mc.m.cps[id], "Get(%q)", id)
 	}
-	mc.agree(t, "Get", "Get", err, nil)
-	mustCP(t, got, mc.m.cps[id], "Get(%q)", id)
 }
 
 func (mc *machine) list(t *rapid.T) {
 	th := mc.drawThread(t, "thread")
-	got, err := mc.s.List(t.Context(), th)
-	if !validID(th) {
-		mc.agree(t, "List", "List", err, ckptstore.ErrInvalidID)
-		return
+	if got, err := mc.s.List(t.Context(), th); mc.agreeRead(t, "List", th, err) {
+		mustCPs(t, got, mc.m.list(th), "List(%q)", th)
 	}
-	mc.agree(t, "List", "List", err, nil)
-	mustCPs(t, got, mc.m.list(th), "List(%q)", th)
 }
 
 func (mc *machine) headOf(t *rapid.T) {
 	th := mc.drawThread(t, "thread")
-	got, err := mc.s.GetHead(t.Context(), th)
-	if !validID(th) {
-		mc.agree(t, "Head", "Head", err, ckptstore.ErrInvalidID)
-		return
-	}
-	mc.agree(t, "Head", "Head", err, nil)
-	if want := mc.m.head(th); got != want {
-		t.Fatalf("Head(%q) = %q, model says %q", th, got, want)
+	if got, err := mc.s.GetHead(t.Context(), th); mc.agreeRead(t, "Head", th, err) && got != mc.m.head(th) {
+		t.Fatalf("Head(%q) = %q, model says %q", th, got, mc.m.head(th))
 	}
 }
 
@@ -723,18 +728,16 @@ func (mc *machine) checkAll(t *rapid.T) {
 		mc.agree(t, "final read", "List", err, nil)
 		mustCPs(t, l, mc.m.list(th), "at the end: List(%q)", th)
 		stored = append(stored, l...)
-	}
-	for _, id := range mc.ids {
-		c, err := mc.s.Get(t.Context(), id)
-		mc.agree(t, "final read", "Get", err, nil)
-		mustCP(t, c, mc.m.cps[id], "at the end: Get(%q)", id)
-	}
-	for _, th := range modelThreads {
 		m, err := mc.s.LoadThread(t.Context(), th)
 		mc.agree(t, "final read", "LoadThread", err, nil)
 		if want := mc.m.transcript(th); string(m) != want {
 			t.Fatalf("at the end: LoadThread(%q) = %q, model says %q", th, m, want)
 		}
+	}
+	for _, id := range mc.ids {
+		c, err := mc.s.Get(t.Context(), id)
+		mc.agree(t, "final read", "Get", err, nil)
+		mustCP(t, c, mc.m.cps[id], "at the end: Get(%q)", id)
 	}
 	threads, next, err := mc.s.Threads(t.Context(), "", 0)
 	mc.agree(t, "final read", "Threads", err, nil)

@@ -4,6 +4,7 @@ package conformance
 // tokens.
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -48,14 +49,8 @@ func (mc *machine) saveThread(t *rapid.T) {
 
 func (mc *machine) loadThread(t *rapid.T) {
 	th := mc.drawThread(t, "thread")
-	got, err := mc.s.LoadThread(t.Context(), th)
-	if !validID(th) {
-		mc.agree(t, "LoadThread", "LoadThread", err, ckptstore.ErrInvalidID)
-		return
-	}
-	mc.agree(t, "LoadThread", "LoadThread", err, nil)
-	if want := mc.m.transcript(th); string(got) != want {
-		t.Fatalf("LoadThread(%q) = %q, model says %q", th, got, want)
+	if got, err := mc.s.LoadThread(t.Context(), th); mc.agreeRead(t, "LoadThread", th, err) && string(got) != mc.m.transcript(th) {
+		t.Fatalf("LoadThread(%q) = %q, model says %q", th, got, mc.m.transcript(th))
 	}
 }
 
@@ -149,10 +144,7 @@ func (mc *machine) listPage(t *rapid.T) {
 			rest = append(rest, c)
 		}
 	}
-	n := opt.Limit
-	if n == 0 {
-		n = 100
-	}
+	n := cmp.Or(opt.Limit, 100)
 	wantPage := rest[:min(n, len(rest))]
 	mustCPs(t, page, wantPage, "%s", what)
 	if more := len(rest) > n; (next != "") != more {
@@ -186,10 +178,7 @@ func (mc *machine) threadsPage(t *rapid.T) {
 			rest = append(rest, id)
 		}
 	}
-	n := limit
-	if n == 0 {
-		n = 100
-	}
+	n := cmp.Or(limit, 100)
 	require.Equal(t, orNil(rest[:min(n, len(rest))]), orNil(page), "%s, against the model", what)
 	if more := len(rest) > n; (next != "") != more {
 		t.Fatalf("%s: next %q, but the model has %d more", what, next, len(rest)-min(n, len(rest)))
@@ -349,10 +338,7 @@ func (mc *machine) withOpToken(t *rapid.T) {
 	th := rapid.SampledFrom(modelThreads).Draw(t, "thread")
 	switch rapid.IntRange(0, 2).Draw(t, "op") {
 	case 0:
-		mc.fresh++
-		c := &ckptstore.Checkpoint{ID: fmt.Sprintf("c%d", mc.fresh), ThreadID: th, ParentCheckpointID: mc.m.head(th)}
-		mc.drawContent(t, c, false)
-		w, _ := mc.liveWriter(t, th)
+		c, w := mc.drawOnHead(t, th)
 		in := cloneCP(c)
 		if mc.doAppend(ctx, t, c, c.ParentCheckpointID, w, false) {
 			mc.repeats = append(mc.repeats, func(t *rapid.T) {

@@ -23,69 +23,48 @@ import (
 
 func (s *suite) testDeleteHead(t *testing.T) {
 	t.Run("MovesToParent", func(t *testing.T) {
-		e := s.env(t)
-		w := e.chain("t", nil, "a", "b", "c")
+		e, w := s.chained(t, "t", "a", "b", "c")
 		for _, step := range []struct{ del, head string }{{"c", "b"}, {"b", "a"}, {"a", ""}} {
 			require.NoError(t, e.s.DeleteHead(e.ctx, "t", step.del, w), "DeleteHead "+step.del)
 			e.wantHead("t", step.head)
-			if c := e.get(step.del); c != nil {
-				t.Errorf("Get(%q) after DeleteHead = %+v, want nil", step.del, c)
-			}
+			assert.Nil(t, e.get(step.del), "Get(%q) after DeleteHead", step.del)
 			e.wantRecount()
 		}
 		e.wantList("t")
 		e.wantRefs()
-		e.fails("DeleteHead on an emptied thread", ckptstore.ErrNotHead, func() error {
-			return e.s.DeleteHead(e.ctx, "t", "a", w)
-		})
+		e.fails("DeleteHead on an emptied thread", ckptstore.ErrNotHead, func() error { return e.s.DeleteHead(e.ctx, "t", "a", w) })
 	})
 	t.Run("EmptyThread", func(t *testing.T) {
-		e := s.env(t)
-		w := e.acquire("t").Writer
+		e, w := s.leased(t, "t")
 		e.track(nil, "x")
-		e.fails("DeleteHead on a thread that never had a head", ckptstore.ErrNotHead, func() error {
-			return e.s.DeleteHead(e.ctx, "t", "x", w)
-		})
+		e.fails("DeleteHead on a thread that never had a head", ckptstore.ErrNotHead, func() error { return e.s.DeleteHead(e.ctx, "t", "x", w) })
 	})
 	t.Run("HeadWithMissingParent", func(t *testing.T) {
-		e := s.env(t)
-		w := e.chain("t", nil, "a", "b", "c")
-		_, err := e.s.DeleteCheckpoints(e.ctx, "t", 1, w)
-		require.NoError(t, err, "DeleteCheckpoints(keep 1)")
+		e, w := s.chained(t, "t", "a", "b", "c")
+		e.prune("t", 1, w)
 		require.NoError(t, e.s.DeleteHead(e.ctx, "t", "c", w), "DeleteHead c")
 		// The head moved to c's parent as stored, which no longer exists.
 		e.wantHead("t", "b")
-		if c := e.get("b"); c != nil {
-			t.Errorf("Get(b) = %+v, want nil", c)
-		}
+		assert.Nil(t, e.get("b"), "Get(b)")
 		e.wantList("t")
-		e.fails("DeleteHead of a head that does not exist", ckptstore.ErrNotHead, func() error {
-			return e.s.DeleteHead(e.ctx, "t", "b", w)
-		})
+		e.fails("DeleteHead of a head that does not exist", ckptstore.ErrNotHead, func() error { return e.s.DeleteHead(e.ctx, "t", "b", w) })
 		e.appendFails("Append on no head", testkit.Checkpoint("t", "d", "", 1000), "", w, ckptstore.ErrConflict)
 		require.NoError(t, e.s.Append(e.ctx, testkit.Checkpoint("t", "d", "b", 1000), "b", w), "Append on the missing head")
-		e.wantHead("t", "d")
-		e.wantList("t", "d")
+		e.wantThread("t", "d", "d")
 		// The missing head's id is free again, even in its own thread.
 		e.append(testkit.Checkpoint("t", "b", "", 1000), w)
 		e.wantList("t", "b", "d")
 	})
 	t.Run("HeadInAnotherThread", func(t *testing.T) {
-		e := s.env(t)
-		wt := e.chain("t", nil, "p", "q")
-		_, err := e.s.DeleteCheckpoints(e.ctx, "t", 1, wt)
-		require.NoError(t, err, "DeleteCheckpoints(t, 1)")
+		e, wt := s.chained(t, "t", "p", "q")
+		e.prune("t", 1, wt)
 		wu := e.chain("u", nil, "p") // p's id, reused by u
 		require.NoError(t, e.s.DeleteHead(e.ctx, "t", "q", wt), "DeleteHead q")
-		e.wantHead("t", "p")
-		e.wantList("t")
-		e.fails("DeleteHead of t's head, which is u's checkpoint", ckptstore.ErrNotHead, func() error {
-			return e.s.DeleteHead(e.ctx, "t", "p", wt)
-		})
+		e.wantThread("t", "p")
+		e.fails("DeleteHead of t's head, which is u's checkpoint", ckptstore.ErrNotHead, func() error { return e.s.DeleteHead(e.ctx, "t", "p", wt) })
 		require.NoError(t, e.s.Append(e.ctx, testkit.Checkpoint("t", "r", "p", 1000), "p", wt), "Append on the foreign head")
 		e.wantList("t", "r")
-		e.wantList("u", "p")
-		e.wantHead("u", "p")
+		e.wantThread("u", "p", "p")
 		require.NoError(t, e.s.DeleteHead(e.ctx, "u", "p", wu), "DeleteHead p in u")
 		e.wantHead("t", "r")
 		e.wantRecount()
@@ -102,66 +81,52 @@ func (s *suite) testDeleteCheckpoints(t *testing.T) {
 }
 
 func (s *suite) deleteCheckpointsFollowsChainNotCreatedAt(t *testing.T) {
-	e := s.env(t)
-	w := e.acquire("t").Writer
+	e, w := s.leased(t, "t")
 	// createdAt falls along the chain: the newest by createdAt are the
 	// farthest from the head.
 	for i, id := range []string{"c1", "c2", "c3", "c4", "c5"} {
-		c := testkit.Checkpoint("t", id, "", 1000)
-		c.CreatedAt = float64(10 - i)
-		c.Files = []ckptstore.Entry{testkit.File("f", i, 1), testkit.File("shared", 100, 1)}
-		e.append(c, w)
+		e.append(blobCP("t", id, float64(10-i), entries(testkit.File("f", i, 1), testkit.File("shared", 100, 1))), w)
 	}
 	kept := []*ckptstore.Checkpoint{e.get("c5"), e.get("c4")}
-	deleted, err := e.s.DeleteCheckpoints(e.ctx, "t", 2, w)
-	require.NoError(t, err, "DeleteCheckpoints(keep 2)")
+	deleted := e.prune("t", 2, w)
 	assert.Equal(t, []string{"c1", "c2", "c3"}, deleted, "deleted, in chain order, farthest from the head first")
-	e.wantList("t", "c5", "c4")
-	e.wantHead("t", "c5")
+	e.wantThread("t", "c5", "c5", "c4")
 	for _, k := range kept {
 		wantCP(t, e.get(k.ID), k, "kept checkpoint %q changed", k.ID)
 	}
 	for _, id := range deleted {
-		if c := e.get(id); c != nil {
-			t.Errorf("Get(%q) after pruning = %+v, want nil", id, c)
-		}
+		assert.Nil(t, e.get(id), "Get(%q) after pruning", id)
 	}
-	e.wantRefs(ckptstore.BlobRef{Key: testkit.FileKey(3), References: 1}, ckptstore.BlobRef{Key: testkit.FileKey(4), References: 1},
-		ckptstore.BlobRef{Key: testkit.FileKey(100), References: 2})
+	e.wantRefs(fileRef(3, 1), fileRef(4, 1), fileRef(100, 2))
 	// The pruned ids may be used again.
 	e.append(testkit.Checkpoint("t", "c1", "", 1000), w)
 }
 
-func (s *suite) deleteCheckpointsNothingToDelete(t *testing.T) {
-	e := s.env(t)
-	w := e.acquire("empty").Writer
-	e.fails("DeleteCheckpoints on an empty thread", nil, func() error {
-		d, err := e.s.DeleteCheckpoints(e.ctx, "empty", 1, w)
-		if len(d) != 0 {
-			t.Errorf("DeleteCheckpoints on an empty thread deleted %q", d)
-		}
+// pruneNone expects DeleteCheckpoints to succeed, delete nothing and
+// change nothing.
+func (e *env) pruneNone(what, thread string, keep int, w ckptstore.Writer) {
+	e.t.Helper()
+	e.fails(what, nil, func() error {
+		d, err := e.s.DeleteCheckpoints(e.ctx, thread, keep, w)
+		assert.Empty(e.t, d, "%s (keep %d) deleted", what, keep)
 		return err
 	})
-	w = e.chain("t", nil, "a", "b", "c")
+}
+
+func (s *suite) deleteCheckpointsNothingToDelete(t *testing.T) {
+	e := s.env(t)
+	e.pruneNone("DeleteCheckpoints on an empty thread", "empty", 1, e.acquire("empty").Writer)
+	w := e.chain("t", nil, "a", "b", "c")
 	for _, keep := range []int{3, 4, maxSize} {
-		e.fails("DeleteCheckpoints keeping the whole chain", nil, func() error {
-			d, err := e.s.DeleteCheckpoints(e.ctx, "t", keep, w)
-			if len(d) != 0 {
-				t.Errorf("DeleteCheckpoints(keep %d) of a 3-chain deleted %q", keep, d)
-			}
-			return err
-		})
+		e.pruneNone("DeleteCheckpoints keeping the whole chain of 3", "t", keep, w)
 	}
 }
 
 func (s *suite) deleteCheckpointsKeepOne(t *testing.T) {
-	e := s.env(t)
-	w := e.chain("t", nil, "a", "b", "c", "d")
+	e, w := s.chained(t, "t", "a", "b", "c", "d")
 	e.chain("u", nil, "other")
 	before := e.snap()
-	deleted, err := e.s.DeleteCheckpoints(e.ctx, "t", 1, w)
-	require.NoError(t, err, "DeleteCheckpoints(keep 1)")
-	assert.Equal(t, []string{"a", "b", "c"}, deleted, "deleted")
+	assert.Equal(t, []string{"a", "b", "c"}, e.prune("t", 1, w), "deleted")
 	e.wantList("t", "d")
 	after := e.snap()
 	wantCP(t, after.gets["other"], before.gets["other"], "pruning t changed thread u")
@@ -172,54 +137,35 @@ func (s *suite) deleteCheckpointsKeepOne(t *testing.T) {
 func (s *suite) deleteCheckpointsForeignAncestorsStay(t *testing.T) {
 	// The chain walk stops at a checkpoint of another thread: t's
 	// oldest parent id is reused by u, and pruning t leaves it.
-	e := s.env(t)
-	wt := e.chain("t", nil, "p", "q")
-	_, err := e.s.DeleteCheckpoints(e.ctx, "t", 1, wt)
-	require.NoError(t, err, "DeleteCheckpoints(t, 1)")
+	e, wt := s.chained(t, "t", "p", "q")
+	e.prune("t", 1, wt)
 	e.chain("u", nil, "p")
 	e.append(testkit.Checkpoint("t", "r", "", 1000), wt)
 	e.append(testkit.Checkpoint("t", "s", "", 1000), wt)
-	deleted, err := e.s.DeleteCheckpoints(e.ctx, "t", 1, wt)
-	require.NoError(t, err, "DeleteCheckpoints(t, 1) again")
-	assert.Equal(t, []string{"q", "r"}, deleted, "deleted")
+	assert.Equal(t, []string{"q", "r"}, e.prune("t", 1, wt), "deleted")
 	e.wantList("t", "s")
-	e.wantList("u", "p")
-	e.wantHead("u", "p")
+	e.wantThread("u", "p", "p")
 	e.wantRecount()
 }
 
 func (s *suite) deleteCheckpointsParentCycle(t *testing.T) {
 	// x → y, prune x, then append a new x on y: y's parent is x again,
 	// and the chain from the head loops. The walk must stop.
-	e := s.env(t)
-	w := e.chain("t", nil, "x", "y")
-	_, err := e.s.DeleteCheckpoints(e.ctx, "t", 1, w)
-	require.NoError(t, err, "DeleteCheckpoints(keep 1)")
+	e, w := s.chained(t, "t", "x", "y")
+	e.prune("t", 1, w)
 	e.append(testkit.Checkpoint("t", "x", "", 1000), w) // parent y; y's parent is x
 	e.wantList("t", "x", "y")
-	e.fails("DeleteCheckpoints(keep 2) of a 2-cycle", nil, func() error {
-		d, err := e.s.DeleteCheckpoints(e.ctx, "t", 2, w)
-		if len(d) != 0 {
-			t.Errorf("keep 2 of a 2-cycle deleted %q", d)
-		}
-		return err
-	})
+	e.pruneNone("DeleteCheckpoints of a 2-cycle", "t", 2, w)
 	e.append(testkit.Checkpoint("t", "z", "", 1000), w) // z → x → y → x
-	deleted, err := e.s.DeleteCheckpoints(e.ctx, "t", 1, w)
-	require.NoError(t, err, "DeleteCheckpoints(keep 1) of a cycle")
-	assert.Equal(t, []string{"y", "x"}, deleted, "deleted")
+	assert.Equal(t, []string{"y", "x"}, e.prune("t", 1, w), "deleted from a cycle")
 	e.wantList("t", "z")
 	e.wantRecount()
 }
 
 func (s *suite) deleteCheckpointsKeepNewest(t *testing.T) {
-	e := s.env(t)
-	l := e.acquire("t")
+	e, l := s.withLease(t, "t")
 	e.chain("t", &l.Writer, "a", "b", "c")
-	e.fails("KeepNewest while the lease is held", ckptstore.ErrWriterConflict, func() error {
-		_, err := ckptstore.KeepNewest(e.ctx, e.s, "t", 1)
-		return err
-	})
+	e.fails("KeepNewest while the lease is held", ckptstore.ErrWriterConflict, func() error { return errOf(ckptstore.KeepNewest(e.ctx, e.s, "t", 1)) })
 	l.Release(e.ctx)
 	deleted, err := ckptstore.KeepNewest(e.ctx, e.s, "t", 2)
 	require.NoError(t, err, "KeepNewest")
@@ -245,8 +191,7 @@ func (s *suite) testFork(t *testing.T) {
 }
 
 func (s *suite) forkRoot(t *testing.T) {
-	e := s.env(t)
-	ws := e.acquire("src").Writer
+	e, ws := s.leased(t, "src")
 	a := richCP("src", "a", "")
 	e.append(a, ws)
 	b := richCP("src", "b", "")
@@ -256,8 +201,7 @@ func (s *suite) forkRoot(t *testing.T) {
 	wd := e.acquire("dest").Writer
 	e.track([]string{"dest"}, "f1")
 	before := e.snap()
-	in := ckptstore.ForkInput{SourceThreadID: "src", SourceCheckpointID: "a",
-		DestinationThreadID: "dest", DestinationCheckpointID: "f1", CreatedAt: -42.5, Writer: wd}
+	in := forkInput("src", "a", "dest", "f1", -42.5, wd)
 	got, err := e.s.ForkFromCheckpoint(e.ctx, in)
 	require.NoError(t, err, "ForkFromCheckpoint")
 	want := wantForkRoot(src, in)
@@ -278,20 +222,13 @@ func (s *suite) forkRoot(t *testing.T) {
 }
 
 func (s *suite) forkCountsUp(t *testing.T) {
-	e := s.env(t)
-	ws := e.acquire("src").Writer
-	c := testkit.Checkpoint("src", "a", "", 1000)
-	c.Files = []ckptstore.Entry{testkit.File("x", 1, 1), testkit.File("y", 1, 1), testkit.File("z", 2, 1), testkit.Dir("d")}
-	c.Artifacts = []ckptstore.Artifact{testkit.Artifact("q", 1), testkit.Artifact("r", 1)}
-	e.append(c, ws)
+	e, ws := s.leased(t, "src")
+	e.append(blobCP("src", "a", 1000, entries(testkit.File("x", 1, 1), testkit.File("y", 1, 1), testkit.File("z", 2, 1), testkit.Dir("d")), testkit.Artifact("q", 1), testkit.Artifact("r", 1)), ws)
 	for i, dest := range []string{"d1", "d2"} {
 		wd := e.acquire(dest).Writer
-		_, err := e.s.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{SourceThreadID: "src", SourceCheckpointID: "a",
-			DestinationThreadID: dest, DestinationCheckpointID: dest + "-root", CreatedAt: 1, Writer: wd})
-		require.NoError(t, err, "ForkFromCheckpoint into "+dest)
+		require.NoError(t, e.forkErr(forkInput("src", "a", dest, dest+"-root", 1, wd)), "ForkFromCheckpoint into "+dest)
 		n := int64(i + 2)
-		e.wantRefs(ckptstore.BlobRef{Key: testkit.ArtifactKey(1), References: n},
-			ckptstore.BlobRef{Key: testkit.FileKey(1), References: n}, ckptstore.BlobRef{Key: testkit.FileKey(2), References: n})
+		e.wantRefs(artifactRef(1, n), fileRef(1, n), fileRef(2, n))
 	}
 	require.NoError(t, e.s.DeleteHead(e.ctx, "src", "a", ws), "DeleteHead of the source")
 	e.wantRecount()
@@ -304,9 +241,7 @@ func (s *suite) forkIntoEmptiedThread(t *testing.T) {
 	e.chain("src", nil, "a")
 	wd := e.chain("dest", nil, "old")
 	require.NoError(t, e.s.DeleteHead(e.ctx, "dest", "old", wd), "DeleteHead old")
-	_, err := e.s.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{SourceThreadID: "src", SourceCheckpointID: "a",
-		DestinationThreadID: "dest", DestinationCheckpointID: "old", CreatedAt: 1, Writer: wd})
-	require.NoError(t, err, "ForkFromCheckpoint into an emptied thread, reusing a deleted id")
+	require.NoError(t, e.forkErr(forkInput("src", "a", "dest", "old", 1, wd)), "ForkFromCheckpoint into an emptied thread, reusing a deleted id")
 	e.wantList("dest", "old")
 	if c := e.get("old"); c == nil || c.Reason != ckptstore.ReasonForkRoot {
 		t.Errorf("Get(old) = %+v, want the fork root", c)
@@ -317,21 +252,15 @@ func (s *suite) forkForkOfForkAndSourceLeaseNotNeeded(t *testing.T) {
 	e := s.env(t)
 	e.chain("src", nil, "a")
 	e.clock.Advance(LeaseDuration) // src's lease expired: forking needs only the destination's
-	w1 := e.acquire("d1").Writer
-	_, err := e.s.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{SourceThreadID: "src", SourceCheckpointID: "a",
-		DestinationThreadID: "d1", DestinationCheckpointID: "r1", CreatedAt: 1, Writer: w1})
-	require.NoError(t, err, "fork src → d1")
-	w2 := e.acquire("d2").Writer
-	in := ckptstore.ForkInput{SourceThreadID: "d1", SourceCheckpointID: "r1",
-		DestinationThreadID: "d2", DestinationCheckpointID: "r2", CreatedAt: 2, Writer: w2}
+	require.NoError(t, e.forkErr(forkInput("src", "a", "d1", "r1", 1, e.acquire("d1").Writer)), "fork src → d1")
+	in := forkInput("d1", "r1", "d2", "r2", 2, e.acquire("d2").Writer)
 	got, err := e.s.ForkFromCheckpoint(e.ctx, in)
 	require.NoError(t, err, "fork d1 → d2")
 	wantCP(t, got, wantForkRoot(e.get("r1"), in), "fork of a fork root")
 }
 
 func (s *suite) testContext(t *testing.T) {
-	e := s.env(t)
-	l := e.acquire("t")
+	e, l := s.withLease(t, "t")
 	e.chain("t", &l.Writer, "a", "b")
 	free := e.acquire("free")
 	free.Release(e.ctx)
@@ -340,26 +269,16 @@ func (s *suite) testContext(t *testing.T) {
 	cancel()
 	canceled := func(what string, err error) { t.Helper(); wantCanceled(t, what, err) }
 	before := e.snap()
-	_, err := e.s.Get(ctx, "a")
-	canceled("Get", err)
-	_, err = e.s.List(ctx, "t")
-	canceled("List", err)
-	_, err = e.s.GetHead(ctx, "t")
-	canceled("Head", err)
-	_, err = e.s.ListBlobReferences(ctx)
-	canceled("BlobReferences", err)
+	canceled("Get", errOf(e.s.Get(ctx, "a")))
+	canceled("List", errOf(e.s.List(ctx, "t")))
+	canceled("Head", errOf(e.s.GetHead(ctx, "t")))
+	canceled("BlobReferences", errOf(e.s.ListBlobReferences(ctx)))
 	canceled("Append", e.s.Append(ctx, testkit.Checkpoint("t", "new", "b", 1000), "b", l.Writer))
 	canceled("DeleteHead", e.s.DeleteHead(ctx, "t", "b", l.Writer))
-	_, err = e.s.AcquireWriter(ctx, "free")
-	canceled("AcquireWriter", err)
-	_, err = l.Renew(ctx)
-	canceled("Renew", err)
-	_, err = e.s.DeleteCheckpoints(ctx, "t", 1, l.Writer)
-	canceled("DeleteCheckpoints", err)
-	wd := e.acquire("dest").Writer
-	_, err = e.s.ForkFromCheckpoint(ctx, ckptstore.ForkInput{SourceThreadID: "t", SourceCheckpointID: "a",
-		DestinationThreadID: "dest", DestinationCheckpointID: "fork", CreatedAt: 1, Writer: wd})
-	canceled("ForkFromCheckpoint", err)
+	canceled("AcquireWriter", errOf(e.s.AcquireWriter(ctx, "free")))
+	canceled("Renew", errOf(l.Renew(ctx)))
+	canceled("DeleteCheckpoints", errOf(e.s.DeleteCheckpoints(ctx, "t", 1, l.Writer)))
+	canceled("ForkFromCheckpoint", errOf(e.s.ForkFromCheckpoint(ctx, forkInput("t", "a", "dest", "fork", 1, e.acquire("dest").Writer))))
 	e.unchanged("calls with a cancelled context", before)
 	e.acquire("free") // the cancelled AcquireWriter took no lease
 	e.works("after a cancelled Renew", l.Writer, "t")

@@ -44,8 +44,7 @@ func (s *suite) testOpTokens(t *testing.T) {
 }
 
 func (s *suite) opTokensAppend(t *testing.T, o opTokens) {
-	e := s.env(t)
-	w := e.chain("t", nil, "a")
+	e, w := s.chained(t, "t", "a")
 	ctx := o.tok("append")
 	c := testkit.Checkpoint("t", "b", "a", 1000)
 	c.Files = []ckptstore.Entry{testkit.File("f", 1, 1)}
@@ -58,9 +57,7 @@ func (s *suite) opTokensAppend(t *testing.T, o opTokens) {
 	e.wantList("t", "a", "b", "c")
 	e.wantRecount()
 	// Another token is another write, refused as usual.
-	e.fails("the same Append with another token", ckptstore.ErrDuplicateID, func() error {
-		return e.s.Append(o.tok("append-2"), c, "a", w)
-	})
+	e.fails("the same Append with another token", ckptstore.ErrDuplicateID, func() error { return e.s.Append(o.tok("append-2"), c, "a", w) })
 	// The token is recognised before any check: a repeat that comes
 	// after the writer lost its lease still reports the success.
 	e.clock.Advance(LeaseDuration)
@@ -69,8 +66,7 @@ func (s *suite) opTokensAppend(t *testing.T, o opTokens) {
 }
 
 func (s *suite) opTokensFailedAppendRunsAgain(t *testing.T, o opTokens) {
-	e := s.env(t)
-	w := e.chain("t", nil, "a")
+	e, w := s.chained(t, "t", "a")
 	ctx := o.tok("append-failed")
 	e.appendFailsCtx(ctx, "Append on a stale head", testkit.Checkpoint("t", "b", "", 1000), "", w, ckptstore.ErrConflict)
 	e.appendFailsCtx(ctx, "Append on a stale head, repeated", testkit.Checkpoint("t", "b", "", 1000), "", w, ckptstore.ErrConflict)
@@ -79,30 +75,24 @@ func (s *suite) opTokensFailedAppendRunsAgain(t *testing.T, o opTokens) {
 }
 
 func (s *suite) opTokensDeleteHead(t *testing.T, o opTokens) {
-	e := s.env(t)
-	w := e.chain("t", nil, "a", "b", "c")
+	e, w := s.chained(t, "t", "a", "b", "c")
 	ctx := o.tok("delete")
 	require.NoError(t, e.s.DeleteHead(ctx, "t", "c", w), "DeleteHead with an op token")
 	e.fails("the repeated DeleteHead", nil, func() error { return e.s.DeleteHead(ctx, "t", "c", w) })
-	e.wantHead("t", "b")
-	e.wantList("t", "a", "b")
+	e.wantThread("t", "b", "a", "b")
 	e.wantRecount()
-	e.fails("DeleteHead of the deleted head with another token", ckptstore.ErrNotHead, func() error {
-		return e.s.DeleteHead(o.tok("delete-2"), "t", "c", w)
-	})
+	e.fails("DeleteHead of the deleted head with another token", ckptstore.ErrNotHead, func() error { return e.s.DeleteHead(o.tok("delete-2"), "t", "c", w) })
 	e.clock.Advance(LeaseDuration)
 	e.fails("the DeleteHead repeated after its lease expired", nil, func() error { return e.s.DeleteHead(ctx, "t", "c", w) })
 }
 
 func (s *suite) opTokensFork(t *testing.T, o opTokens) {
-	e := s.env(t)
-	ws := e.acquire("src").Writer
+	e, ws := s.leased(t, "src")
 	a := richCP("src", "a", "")
 	e.append(a, ws)
 	wd := e.acquire("dest").Writer
 	e.track([]string{"dest"}, "root")
-	in := ckptstore.ForkInput{SourceThreadID: "src", SourceCheckpointID: "a",
-		DestinationThreadID: "dest", DestinationCheckpointID: "root", CreatedAt: 3, Writer: wd}
+	in := forkInput("src", "a", "dest", "root", 3, wd)
 	ctx := o.tok("fork")
 	first, err := e.s.ForkFromCheckpoint(ctx, in)
 	require.NoError(t, err, "ForkFromCheckpoint with an op token")
@@ -118,10 +108,7 @@ func (s *suite) opTokensFork(t *testing.T, o opTokens) {
 	})
 	wantCP(t, e.get("root"), want, "changing what the repeated fork returned changed the store")
 	e.wantRecount()
-	e.fails("the same fork with another token", ckptstore.ErrForkDestinationNotEmpty, func() error {
-		_, err := e.s.ForkFromCheckpoint(o.tok("fork-2"), in)
-		return err
-	})
+	e.fails("the same fork with another token", ckptstore.ErrForkDestinationNotEmpty, func() error { return errOf(e.s.ForkFromCheckpoint(o.tok("fork-2"), in)) })
 }
 
 func (s *suite) opTokensAcquireWriter(t *testing.T, o opTokens) {
@@ -141,16 +128,12 @@ func (s *suite) opTokensAcquireWriter(t *testing.T, o opTokens) {
 		t.Errorf("the repeated AcquireWriter returned %+v expiring %v, want the first lease %+v expiring %v",
 			again.Writer, again.ExpiresAt, l.Writer, l.ExpiresAt)
 	}
-	e.conflict("AcquireWriter without the token", "t")
-	e.works("the first lease", l.Writer, "t")
+	e.holds("AcquireWriter without the token", l.Writer, "t")
 	e.works("the repeated call's lease", again.Writer, "t")
 	// Another token while the lease is held fails, and its repeat,
 	// once the lease is free, takes a new lease with that token.
 	ctx2 := o.tok("acquire-2")
-	e.fails("AcquireWriter with another token while leased", ckptstore.ErrWriterConflict, func() error {
-		_, err := e.s.AcquireWriter(ctx2, "t")
-		return err
-	})
+	e.fails("AcquireWriter with another token while leased", ckptstore.ErrWriterConflict, func() error { return errOf(e.s.AcquireWriter(ctx2, "t")) })
 	l.Release(e.ctx)
 	l2, err := e.s.AcquireWriter(ctx2, "t")
 	require.NoError(t, err, "AcquireWriter with the second token after release")
@@ -163,18 +146,17 @@ func (s *suite) opTokensAcquireWriter(t *testing.T, o opTokens) {
 
 func (s *suite) opTokensTokensApart(t *testing.T, o opTokens) {
 	// One token per write: tokens of other writes change nothing.
-	e := s.env(t)
-	w := e.chain("t", nil, "a")
+	e, w := s.chained(t, "t", "a")
 	require.NoError(t, e.s.Append(o.tok("x1"), testkit.Checkpoint("t", "b", "a", 1000), "a", w), "Append b")
 	require.NoError(t, e.s.Append(o.tok("x2"), testkit.Checkpoint("t", "c", "b", 1000), "b", w), "Append c")
 	require.NoError(t, e.s.DeleteHead(o.tok("x3"), "t", "c", w), "DeleteHead c")
 	require.NoError(t, e.s.DeleteHead(o.tok("x4"), "t", "b", w), "DeleteHead b")
 	e.track(nil, "b", "c")
-	e.wantList("t", "a")
-	e.wantHead("t", "a")
+	e.wantThread("t", "a", "a")
 }
 
-// appendFailsCtx is appendFails with the context ctx.
+// appendFailsCtx is appendFails with the context ctx: it tries an append
+// that must fail with want and change nothing.
 func (e *env) appendFailsCtx(ctx context.Context, what string, c *ckptstore.Checkpoint, expected string, w ckptstore.Writer, want error) {
 	e.t.Helper()
 	e.track([]string{c.ThreadID, w.ThreadID}, c.ID, c.ParentCheckpointID, expected)

@@ -60,16 +60,11 @@ type deleteThreadIn struct {
 
 func deleteThreadOrder() orderTest[deleteThreadIn] {
 	v := fieldVariant[deleteThreadIn]
-	lost := lostVariants(func(in *deleteThreadIn, k writerKind) { in.w = k })
 	return orderTest[deleteThreadIn]{
 		transcripts: true,
 		base:        func(*fixture) deleteThreadIn { return deleteThreadIn{thread: "t"} },
 		run: func(f *fixture, in deleteThreadIn) error {
-			n, err := f.s.DeleteThread(f.ctx, in.thread, f.writer(in.w, in.thread, "t"))
-			if err != nil && n != 0 {
-				f.t.Errorf("DeleteThread failed (%v) but reported %d deleted", err, n)
-			}
-			return err
+			return f.deleteThreadErr(in.thread, f.writer(in.w, in.thread, "t"))
 		},
 		checks: []check[deleteThreadIn]{
 			{name: "ids", err: ckptstore.ErrInvalidID, variants: []variant[deleteThreadIn]{
@@ -77,7 +72,7 @@ func deleteThreadOrder() orderTest[deleteThreadIn] {
 				v("thread id invalid", "thread", func(in *deleteThreadIn) { in.thread = "\xff" }),
 				v("writer thread id empty", "writer", func(in *deleteThreadIn) { in.w = wBadThread }),
 			}},
-			{name: "writer", err: ckptstore.ErrWriterLost, variants: lost},
+			writerCheck(func(in *deleteThreadIn, k writerKind) { in.w = k }),
 		},
 	}
 }
@@ -100,14 +95,12 @@ func importOrder() orderTest[importIn] {
 	v := fieldVariant[importIn]
 	first := func(in *importIn) *ckptstore.Checkpoint { return in.b.Checkpoints[0] }
 	// InvalidRefused has the other lost writers.
-	lost := lostVariants(func(in *importIn, k writerKind) { in.w = k }, wForged, wFenceDown, wThreadSwap)
 	return orderTest[importIn]{
 		transcripts: true,
 		// Into t (head h): a new checkpoint off the chain, and a second
 		// one on h; the head stays h, which the import may set.
 		base: func(f *fixture) importIn {
-			a := testkit.Checkpoint("t", "new", "h", 1000)
-			a.CreatedAt = 7
+			a := testkit.Checkpoint("t", "new", "h", 7)
 			a.Files = []ckptstore.Entry{testkit.File("f", 1, 1)}
 			b := testkit.Checkpoint("t", "zz", "missing", 1000)
 			b.Artifacts = []ckptstore.Artifact{testkit.Artifact("a", 2)}
@@ -117,11 +110,7 @@ func importOrder() orderTest[importIn] {
 		},
 		run: func(f *fixture, in importIn) error {
 			in.b.Writer = f.writer(in.w, in.b.ThreadID, "t")
-			n, err := f.s.Import(f.ctx, in.b)
-			if err != nil && n != 0 {
-				f.t.Errorf("Import failed (%v) but reported %d written", err, n)
-			}
-			return err
+			return f.importErr(in.b)
 		},
 		checks: []check[importIn]{
 			{name: "ids", err: ckptstore.ErrInvalidID, variants: []variant[importIn]{
@@ -140,7 +129,7 @@ func importOrder() orderTest[importIn] {
 				{"the same id twice", []string{"id", "id2", "batch"}, func(in *importIn) { in.b.Checkpoints[1].ID = first(in).ID }},
 				v("transcript not an array", "transcript", func(in *importIn) { in.b.Transcript = []byte(`{"a":1}`) }),
 			}},
-			{name: "writer", err: ckptstore.ErrWriterLost, variants: lost},
+			writerCheck(func(in *importIn, k writerKind) { in.w = k }, wForged, wFenceDown, wThreadSwap),
 			{name: "duplicate id", err: ckptstore.ErrDuplicateID, variants: []variant[importIn]{
 				v("id of another thread", "id", func(in *importIn) { first(in).ID = "d" }),
 				v("id of this thread, other content", "id", func(in *importIn) { first(in).ID = "g" }),
@@ -230,14 +219,10 @@ func threadsOrder() orderTest[threadsIn] {
 	v := fieldVariant[threadsIn]
 	cursors := []variant[threadsIn]{
 		v("not base64", "after", func(in *threadsIn) { in.after = "not a cursor!" }),
-		v("a list cursor", "after", func(in *threadsIn) {
-			in.after = driver.EncodeCursor(driver.Position{CreatedAt: 1, ID: "t"})
-		}),
+		v("a list cursor", "after", func(in *threadsIn) { in.after = driver.EncodeCursor(driver.Position{CreatedAt: 1, ID: "t"}) }),
 		v("a bare thread id", "after", func(in *threadsIn) { in.after = "t" }),
 		v("base64 of nothing", "after", func(in *threadsIn) { in.after = base64.RawURLEncoding.EncodeToString([]byte{'t'}) }),
-		v("invalid UTF-8 inside", "after", func(in *threadsIn) {
-			in.after = base64.RawURLEncoding.EncodeToString([]byte("t\xff"))
-		}),
+		v("invalid UTF-8 inside", "after", func(in *threadsIn) { in.after = base64.RawURLEncoding.EncodeToString([]byte("t\xff")) }),
 	}
 	return orderTest[threadsIn]{
 		read: true,

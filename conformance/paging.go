@@ -43,8 +43,7 @@ func (e *env) fill(thread string, w ckptstore.Writer, prefix string, n int) []st
 		}
 	}
 	for i := range n {
-		c := testkit.Checkpoint(thread, fmt.Sprintf("%s%04d", prefix, i), head, 1000)
-		c.CreatedAt = float64((i * 7919) % (n/2 + 1)) // two of most values: ties by id
+		c := testkit.Checkpoint(thread, fmt.Sprintf("%s%04d", prefix, i), head, float64((i*7919)%(n/2+1))) // two of most values: ties by id
 		if i%5 == 0 {
 			c.Files = []ckptstore.Entry{testkit.File("f", i, 1)}
 		}
@@ -106,20 +105,16 @@ func (s *suite) listPageEmptyAndUnknown(t *testing.T) {
 }
 
 func (s *suite) listPageLimits(t *testing.T) {
-	e := s.env(t)
-	w := e.acquire("t").Writer
+	e, w := s.leased(t, "t")
 	e.fill("t", w, "c", 1001)
 	all := e.list("t")
+	inOrder := map[bool][]*ckptstore.Checkpoint{false: all, true: reversed(all)} // by reverse
 	for _, tc := range []struct {
 		limit, want int
 	}{{0, 100}, {1, 1}, {2, 2}, {100, 100}, {999, 999}, {1000, 1000}} {
 		for _, rev := range []bool{false, true} {
 			page, next := e.page("t", ckptstore.ListOptions{Limit: tc.limit, Reverse: rev})
-			want := all[:tc.want]
-			if rev {
-				want = reversed(all)[:tc.want]
-			}
-			wantCPs(t, page, want, "ListPage(limit %d, reverse %v)", tc.limit, rev)
+			wantCPs(t, page, inOrder[rev][:tc.want], "ListPage(limit %d, reverse %v)", tc.limit, rev)
 			if next == "" {
 				t.Errorf("ListPage(limit %d, reverse %v) of 1001 checkpoints: next is empty", tc.limit, rev)
 			}
@@ -127,10 +122,7 @@ func (s *suite) listPageLimits(t *testing.T) {
 	}
 	// 1000 and then the last one; then nothing follows.
 	for _, rev := range []bool{false, true} {
-		want := all
-		if rev {
-			want = reversed(all)
-		}
+		want := inOrder[rev]
 		_, next := e.page("t", ckptstore.ListOptions{Limit: 1000, Reverse: rev})
 		last, end := e.page("t", ckptstore.ListOptions{After: next, Limit: 1000, Reverse: rev})
 		wantCPs(t, last, want[1000:], "the second page of 1000 (reverse %v)", rev)
@@ -153,8 +145,7 @@ func (s *suite) listPageLimits(t *testing.T) {
 func (s *suite) listPageOrder(t *testing.T) {
 	// Ties by the bytes of the id, -0 equal to 0, negative and
 	// fractional createdAt; every page size, both directions.
-	e := s.env(t)
-	w := e.acquire("t").Writer
+	e, w := s.leased(t, "t")
 	for _, it := range []struct {
 		id string
 		at float64
@@ -164,9 +155,7 @@ func (s *suite) listPageOrder(t *testing.T) {
 		{"n", -1.5}, {"m", -1e300}, {"p", 0.25}, {"q", 1e300}, {"r", 5e-324}, {"s", -5e-324},
 		{"a\x00", 5}, {"ab", 5},
 	} {
-		c := testkit.Checkpoint("t", it.id, "", 1000)
-		c.CreatedAt = it.at
-		e.append(c, w)
+		e.append(testkit.Checkpoint("t", it.id, "", it.at), w)
 	}
 	all := e.list("t")
 	for _, limit := range []int{1, 2, 3, 7, 16, 17, 100} {
@@ -176,12 +165,9 @@ func (s *suite) listPageOrder(t *testing.T) {
 }
 
 func (s *suite) listPageCursorIsAPosition(t *testing.T) {
-	e := s.env(t)
-	w := e.acquire("t").Writer
+	e, w := s.leased(t, "t")
 	for i, id := range []string{"a", "b", "c", "d", "e"} {
-		c := testkit.Checkpoint("t", id, "", 1000)
-		c.CreatedAt = float64(10 * (i + 1)) // a 10, b 20, …, e 50 (the head)
-		e.append(c, w)
+		e.append(testkit.Checkpoint("t", id, "", float64(10*(i+1))), w) // a 10, b 20, …, e 50 (the head)
 	}
 	// Reverse from the newest: the first page ends at the head, which
 	// is then deleted; the next page goes on from its position.
@@ -194,9 +180,7 @@ func (s *suite) listPageCursorIsAPosition(t *testing.T) {
 		id string
 		at float64
 	}{{"late", 60}, {"f-at-e", 50}, {"between", 35}} {
-		c := testkit.Checkpoint("t", it.id, "", 1000)
-		c.CreatedAt = it.at
-		e.append(c, w)
+		e.append(testkit.Checkpoint("t", it.id, "", it.at), w)
 	}
 	rest := e.pageAll("t", ckptstore.ListOptions{After: next, Limit: 2, Reverse: true})
 	// "f-at-e" has e's createdAt and sorts after "e" by id: behind
@@ -210,9 +194,7 @@ func (s *suite) listPageCursorIsAPosition(t *testing.T) {
 	assert.Equal(t, []string{"late"}, testkit.IDs(e.pageAll("t", ckptstore.ListOptions{After: after})), "forward from (50, f-at-e)")
 	assert.Equal(t, []string{"d", "between", "c", "b", "a"}, testkit.IDs(e.pageAll("t", ckptstore.ListOptions{After: after, Reverse: true, Limit: 3})), "reverse from (50, f-at-e)")
 	// Forward: the first page ends at the head, which is deleted.
-	lo := testkit.Checkpoint("t", "lo", "", 1000)
-	lo.CreatedAt = 5
-	e.append(lo, w)
+	e.append(testkit.Checkpoint("t", "lo", "", 5), w)
 	page, next = e.page("t", ckptstore.ListOptions{Limit: 1})
 	require.Equal(t, []string{"lo"}, testkit.IDs(page), "first page")
 	require.NoError(t, e.s.DeleteHead(e.ctx, "t", "lo", w), "DeleteHead lo")
@@ -241,11 +223,8 @@ func (s *suite) listPageCursorFromAnotherThread(t *testing.T) {
 }
 
 func (s *suite) listPageCopies(t *testing.T) {
-	e := s.env(t)
-	w := e.acquire("t").Writer
-	c := richCP("t", "c1", "")
-	want := cloneCP(c)
-	e.append(c, w)
+	e, w := s.leased(t, "t")
+	want := e.appendKept(richCP("t", "c1", ""), w)
 	page, _ := e.page("t", ckptstore.ListOptions{})
 	for _, x := range page {
 		scribble(x)
@@ -256,13 +235,9 @@ func (s *suite) listPageCopies(t *testing.T) {
 }
 
 func (s *suite) listPageOffChain(t *testing.T) {
-	e := s.env(t)
-	w := e.chain("t", nil, "a", "b")
-	x := testkit.Checkpoint("t", "x", "nowhere", 1000)
-	x.CreatedAt = 1000.5
-	_, err := e.s.Import(e.ctx, ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{x}, Writer: w})
-	require.NoError(t, err, "Import")
-	e.track(nil, "x")
+	e, w := s.chained(t, "t", "a", "b")
+	x := testkit.Checkpoint("t", "x", "nowhere", 1000.5)
+	e.doImport("Import", ckptstore.ImportBatch{ThreadID: "t", Checkpoints: []*ckptstore.Checkpoint{x}, Writer: w}, 1)
 	assert.Equal(t, []string{"a", "x", "b"}, testkit.IDs(e.pageAll("t", ckptstore.ListOptions{Limit: 1})), "pages, with the checkpoint off the chain")
 }
 
@@ -423,24 +398,19 @@ func (s *suite) threadsWhatCounts(t *testing.T) {
 	require.NoError(t, e.s.DeleteHead(e.ctx, "t", "a", w), "DeleteHead a")
 	wantThreads(e, "emptied by DeleteHead")
 	wp := e.chain("p", nil, "p1", "p2")
-	_, err := e.s.DeleteCheckpoints(e.ctx, "p", 1, wp)
-	require.NoError(t, err, "DeleteCheckpoints")
+	e.prune("p", 1, wp)
 	require.NoError(t, e.s.DeleteHead(e.ctx, "p", "p2", wp), "DeleteHead p2")
 	wantThreads(e, "a head whose checkpoint is gone", "p")
 	e.save("s", `[]`)
 	e.wantTranscript("s", `[]`)
 	e.chain("src", nil, "s1")
-	wd := e.acquire("fork").Writer
-	_, err = e.s.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{SourceThreadID: "src", SourceCheckpointID: "s1",
-		DestinationThreadID: "fork", DestinationCheckpointID: "f1", CreatedAt: 1, Writer: wd})
-	require.NoError(t, err, "ForkFromCheckpoint")
+	require.NoError(t, e.forkErr(forkInput("src", "s1", "fork", "f1", 1, e.acquire("fork").Writer)), "ForkFromCheckpoint")
 	var want []string
 	want = append(want, "fork", "p", "s", "src")
 	wantThreads(e, "after a prune, a transcript and a fork", want...)
 	wt := e.chain("tmp", nil, "tmp1")
 	e.save("tmp", `[1]`)
-	_, err = e.s.DeleteThread(e.ctx, "tmp", wt)
-	require.NoError(t, err, "DeleteThread")
+	e.deleteThread("tmp", wt, 1)
 	wantThreads(e, "after DeleteThread", want...)
 }
 
@@ -489,13 +459,9 @@ func (s *suite) threadsPaging(t *testing.T) {
 	want = append(want, all[21:]...)
 	assert.Equal(t, want, rest, "Threads after adding between pages")
 	for _, limit := range []int{-1, 1001, math.MaxInt} {
-		e.fails(fmt.Sprintf("Threads(limit %d)", limit), ckptstore.ErrInvalidEntry, func() error {
-			_, _, err := e.s.Threads(e.ctx, "", limit)
-			return err
-		})
+		e.fails(fmt.Sprintf("Threads(limit %d)", limit), ckptstore.ErrInvalidEntry, func() error { return errOf2(e.s.Threads(e.ctx, "", limit)) })
 	}
 	e.fails("Threads with a list cursor", ckptstore.ErrInvalidEntry, func() error {
-		_, _, err := e.s.Threads(e.ctx, driver.EncodeCursor(driver.Position{CreatedAt: 1, ID: "t"}), 1)
-		return err
+		return errOf2(e.s.Threads(e.ctx, driver.EncodeCursor(driver.Position{CreatedAt: 1, ID: "t"}), 1))
 	})
 }

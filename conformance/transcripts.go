@@ -7,25 +7,14 @@ package conformance
 
 import (
 	"encoding/json"
-	"slices"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/internal/testkit"
 )
-
-// transcriptCases are transcripts a store must keep byte for byte.
-var transcriptCases = []struct{ name, messages string }{
-	{"Empty", `[]`},
-	{"Messages", `[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"text","text":"é"}]}]`},
-	{"Whitespace", " \r\n\t[ {\"role\":\"user\",  \"content\":\"x\"} ]\n "},
-	{"KeyOrderAndDuplicates", `[{"z":1,"a":2,"a":3,"m":{"y":[],"b":{}}}]`},
-	{"Numbers", `[1.0,1e2,-0,0.10,12345678901234567890123,1E-7]`},
-	{"Escapes", `["\u00e9","é","\ud83d\ude00","😀","\/","<&>","\u2028","\u0000"]`},
-	{"Nested", `[[[[[]]]],{"content":[{"type":"image","data":"aGk="}]}]`},
-}
 
 func (s *suite) testTranscripts(t *testing.T) {
 	t.Run("Default", s.transcriptsDefault)
@@ -48,15 +37,15 @@ func (s *suite) transcriptsDefault(t *testing.T) {
 
 func (s *suite) transcriptsRoundTrip(t *testing.T) {
 	e := s.env(t)
-	for _, tc := range transcriptCases {
-		e.save("t", tc.messages)
-		e.wantTranscript("t", tc.messages)
-		e.save(tc.name, tc.messages) // a thread of its own, kept too
+	for _, tc := range jsonArrays {
+		e.save("t", tc.conv)
+		e.wantTranscript("t", tc.conv)
+		e.save(tc.name, tc.conv) // a thread of its own, kept too
 	}
-	for _, tc := range transcriptCases {
-		e.wantTranscript(tc.name, tc.messages)
+	for _, tc := range jsonArrays {
+		e.wantTranscript(tc.name, tc.conv)
 	}
-	e.wantTranscript("t", transcriptCases[len(transcriptCases)-1].messages)
+	e.wantTranscript("t", jsonArrays[len(jsonArrays)-1].conv)
 }
 
 func (s *suite) transcriptsReplace(t *testing.T) {
@@ -71,12 +60,10 @@ func (s *suite) transcriptsReplace(t *testing.T) {
 func (s *suite) transcriptsNoLeaseNeeded(t *testing.T) {
 	// SaveThread needs no lease, works while another holds one, and
 	// leaves the lease alone.
-	e := s.env(t)
-	l := e.acquire("t")
+	e, l := s.withLease(t, "t")
 	e.save("t", `["while leased"]`)
 	e.wantTranscript("t", `["while leased"]`)
-	e.conflict("after SaveThread", "t")
-	e.works("after SaveThread", l.Writer, "t")
+	e.holds("after SaveThread", l.Writer, "t")
 	e.wantTranscript("t", `["while leased"]`)
 }
 
@@ -113,19 +100,13 @@ func (s *suite) transcriptsRefused(t *testing.T) {
 		{"not JSON", "\xff"},
 	} {
 		for _, th := range []string{"t", "new"} {
-			e.fails("SaveThread("+th+", "+bad.name+")", ckptstore.ErrInvalidEntry, func() error {
-				return e.s.SaveThread(e.ctx, th, json.RawMessage(bad.m))
-			})
+			e.fails("SaveThread("+th+", "+bad.name+")", ckptstore.ErrInvalidEntry, func() error { return e.s.SaveThread(e.ctx, th, json.RawMessage(bad.m)) })
 		}
 	}
 	e.fails("SaveThread(nil)", ckptstore.ErrInvalidEntry, func() error { return e.s.SaveThread(e.ctx, "t", nil) })
 	for _, bad := range invalidIDs {
-		e.fails("SaveThread("+bad.name+")", ckptstore.ErrInvalidID, func() error {
-			return e.s.SaveThread(e.ctx, bad.id, json.RawMessage(`[]`))
-		})
-		e.fails("SaveThread("+bad.name+", invalid messages)", ckptstore.ErrInvalidID, func() error {
-			return e.s.SaveThread(e.ctx, bad.id, json.RawMessage(`{}`))
-		})
+		e.fails("SaveThread("+bad.name+")", ckptstore.ErrInvalidID, func() error { return e.s.SaveThread(e.ctx, bad.id, json.RawMessage(`[]`)) })
+		e.fails("SaveThread("+bad.name+", invalid messages)", ckptstore.ErrInvalidID, func() error { return e.s.SaveThread(e.ctx, bad.id, json.RawMessage(`{}`)) })
 		m, err := e.s.LoadThread(e.ctx, bad.id)
 		if wantErr(t, "LoadThread("+bad.name+")", err, ckptstore.ErrInvalidID) && m != nil {
 			t.Errorf("LoadThread(%s) failed but returned %q", bad.name, m)
@@ -159,17 +140,11 @@ func (s *suite) transcriptsSavedEmptyArrayCounts(t *testing.T) {
 	// A thread has a transcript once one was saved, even [].
 	e := s.env(t)
 	e.save("d", `[]`)
-	if got := e.allThreads(); len(got) != 1 || got[0] != "d" {
-		t.Errorf("Threads = %q after SaveThread(d, []), want [d]", got)
-	}
+	wantThreads(e, "after SaveThread(d, [])", "d")
 	e.chain("src", nil, "a")
 	wd := e.acquire("d").Writer
 	e.track(nil, "root")
-	e.fails("ForkFromCheckpoint into a thread with the transcript []", ckptstore.ErrForkDestinationNotEmpty, func() error {
-		_, err := e.s.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{SourceThreadID: "src", SourceCheckpointID: "a",
-			DestinationThreadID: "d", DestinationCheckpointID: "root", CreatedAt: 1, Writer: wd})
-		return err
-	})
+	e.fails("ForkFromCheckpoint into a thread with the transcript []", ckptstore.ErrForkDestinationNotEmpty, func() error { return e.forkErr(forkInput("src", "a", "d", "root", 1, wd)) })
 }
 
 // forkLeased forks into dest with a new lease of dest, which it returns.
@@ -177,8 +152,7 @@ func (e *env) forkLeased(src, id, dest, root string) (ckptstore.Writer, error) {
 	e.t.Helper()
 	wd := e.acquire(dest).Writer
 	e.track([]string{dest}, root)
-	_, err := e.s.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{SourceThreadID: src, SourceCheckpointID: id,
-		DestinationThreadID: dest, DestinationCheckpointID: root, CreatedAt: 9, Writer: wd})
+	_, err := e.s.ForkFromCheckpoint(e.ctx, forkInput(src, id, dest, root, 9, wd))
 	return wd, err
 }
 
@@ -189,8 +163,7 @@ func (s *suite) testForkTranscript(t *testing.T) {
 }
 
 func (s *suite) forkTranscriptWrites(t *testing.T) {
-	e := s.env(t)
-	ws := e.acquire("src").Writer
+	e, ws := s.leased(t, "src")
 	a := testkit.Checkpoint("src", "a", "", 1000)
 	a.Conversation = []byte(" [ {\"role\":\"user\", \"content\":\"é\"} ]\n")
 	e.append(a, ws)
@@ -198,8 +171,7 @@ func (s *suite) forkTranscriptWrites(t *testing.T) {
 	b.Conversation = nil
 	e.append(b, ws)
 	e.save("src", `["the source's own"]`)
-	_, err := e.forkLeased("src", "a", "d1", "r1")
-	require.NoError(t, err, "fork of a")
+	require.NoError(t, errOf(e.forkLeased("src", "a", "d1", "r1")), "fork of a")
 	e.wantTranscript("d1", string(a.Conversation))
 	w2, err := e.forkLeased("src", "b", "d2", "r2")
 	require.NoError(t, err, "fork of b")
@@ -207,18 +179,11 @@ func (s *suite) forkTranscriptWrites(t *testing.T) {
 	// That [] is a transcript: once the root is gone, d2 is still not
 	// empty.
 	require.NoError(t, e.s.DeleteHead(e.ctx, "d2", "r2", w2), "DeleteHead r2")
-	if got := e.allThreads(); !slices.Contains(got, "d2") {
-		t.Errorf("Threads = %q: d2 has the transcript [] from its fork and must be listed", got)
-	}
-	e.fails("fork into d2, whose transcript is the fork's []", ckptstore.ErrForkDestinationNotEmpty, func() error {
-		_, err := e.s.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{SourceThreadID: "src", SourceCheckpointID: "b",
-			DestinationThreadID: "d2", DestinationCheckpointID: "r2", CreatedAt: 9, Writer: w2})
-		return err
-	})
+	assert.Contains(t, e.allThreads(), "d2", "Threads: d2 has the transcript [] from its fork and must be listed")
+	e.fails("fork into d2, whose transcript is the fork's []", ckptstore.ErrForkDestinationNotEmpty, func() error { return e.forkErr(forkInput("src", "b", "d2", "r2", 9, w2)) })
 	e.wantTranscript("src", `["the source's own"]`)
 	// A fork of the fork copies the root's conversation again.
-	_, err = e.forkLeased("d1", "r1", "d3", "r3")
-	require.NoError(t, err, "fork of the fork")
+	require.NoError(t, errOf(e.forkLeased("d1", "r1", "d3", "r3")), "fork of the fork")
 	e.wantTranscript("d3", string(a.Conversation))
 }
 
@@ -228,14 +193,7 @@ func (s *suite) forkTranscriptRefusedByTranscript(t *testing.T) {
 	e.save("d", `["existing"]`)
 	wd := e.acquire("d").Writer
 	e.track(nil, "root")
-	e.fails("ForkFromCheckpoint into a thread with a transcript", ckptstore.ErrForkDestinationNotEmpty, func() error {
-		got, err := e.s.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{SourceThreadID: "src", SourceCheckpointID: "a",
-			DestinationThreadID: "d", DestinationCheckpointID: "root", CreatedAt: 1, Writer: wd})
-		if err != nil && got != nil {
-			t.Errorf("the refused fork returned %+v", got)
-		}
-		return err
-	})
+	e.fails("ForkFromCheckpoint into a thread with a transcript", ckptstore.ErrForkDestinationNotEmpty, func() error { return e.forkErr(forkInput("src", "a", "d", "root", 1, wd)) })
 	e.wantTranscript("d", `["existing"]`)
 	e.works("the destination's writer after the refused fork", wd, "d")
 }
@@ -265,11 +223,7 @@ func (s *suite) forkTranscriptFailedForkWritesNone(t *testing.T) {
 			wd = forged(wd)
 		}
 		e.track([]string{tc.dest}, tc.root)
-		e.fails(tc.name, tc.want, func() error {
-			_, err := e.s.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{SourceThreadID: "src", SourceCheckpointID: "a",
-				DestinationThreadID: tc.dest, DestinationCheckpointID: tc.root, CreatedAt: 1, Writer: wd})
-			return err
-		})
+		e.fails(tc.name, tc.want, func() error { return e.forkErr(forkInput("src", "a", tc.dest, tc.root, 1, wd)) })
 		e.wantTranscript(tc.dest, "[]")
 	}
 }
