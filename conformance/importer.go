@@ -169,12 +169,18 @@ func (s *suite) importOtherContentRefused(t *testing.T) {
 		{"another label", func(c *ckptstore.Checkpoint) { *c = *cloneCP(h[3]); c.Label = "other" }},
 		{"another reason", func(c *ckptstore.Checkpoint) { *c = *cloneCP(h[2]); c.Reason = ckptstore.ReasonNamed }},
 		{"another sourceRunId", func(c *ckptstore.Checkpoint) { *c = *cloneCP(h[4]); c.SourceRunID = "" }},
-		{"files in another order", func(c *ckptstore.Checkpoint) { *c = *cloneCP(h[0]); c.Files[0], c.Files[2] = c.Files[2], c.Files[0] }},
+		{"files in another order", func(c *ckptstore.Checkpoint) {
+			*c = *cloneCP(h[0])
+			c.Files[0], c.Files[2] = c.Files[2], c.Files[0]
+		}},
 		{"conversation with other whitespace", func(c *ckptstore.Checkpoint) {
 			*c = *cloneCP(h[1])
 			c.Conversation = []byte(`[{"role":"user","content":"é"}]`)
 		}},
-		{"an artifact's createdAt", func(c *ckptstore.Checkpoint) { *c = *cloneCP(h[3]); c.Artifacts[0].CreatedAt++ }},
+		{"an artifact's createdAt", func(c *ckptstore.Checkpoint) {
+			*c = *cloneCP(h[3])
+			c.Artifacts[0].CreatedAt++
+		}},
 		{"id of another thread", func(c *ckptstore.Checkpoint) { c.ID = "u1" }},
 		{"id of another thread, its content", func(c *ckptstore.Checkpoint) { *c = *cloneCP(e.get("u1")); c.ThreadID = "t" }},
 	} {

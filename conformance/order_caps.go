@@ -219,10 +219,14 @@ func threadsOrder() orderTest[threadsIn] {
 	v := fieldVariant[threadsIn]
 	cursors := []variant[threadsIn]{
 		v("not base64", "after", func(in *threadsIn) { in.after = "not a cursor!" }),
-		v("a list cursor", "after", func(in *threadsIn) { in.after = driver.EncodeCursor(driver.Position{CreatedAt: 1, ID: "t"}) }),
+		v("a list cursor", "after", func(in *threadsIn) {
+			in.after = driver.EncodeCursor(driver.Position{CreatedAt: 1, ID: "t"})
+		}),
 		v("a bare thread id", "after", func(in *threadsIn) { in.after = "t" }),
 		v("base64 of nothing", "after", func(in *threadsIn) { in.after = base64.RawURLEncoding.EncodeToString([]byte{'t'}) }),
-		v("invalid UTF-8 inside", "after", func(in *threadsIn) { in.after = base64.RawURLEncoding.EncodeToString([]byte("t\xff")) }),
+		v("invalid UTF-8 inside", "after", func(in *threadsIn) {
+			in.after = base64.RawURLEncoding.EncodeToString([]byte("t\xff"))
+		}),
 	}
 	return orderTest[threadsIn]{
 		read: true,
