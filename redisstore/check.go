@@ -397,31 +397,28 @@ func (c *checker) checkThreads() {
 			c.add(string(k.thread(a.thread)), "fence %d went down: AcquireWriter issued %d (%s)", f, a.fence, a.key)
 		}
 	}
-	want := slices.AppendSeq(slices.Collect(maps.Keys(c.heads)), maps.Keys(c.transcripts))
-	for thread, ms := range c.lists {
-		if len(ms) > 0 {
-			want = append(want, thread)
+	// want: the threads with a head, a checkpoint or a transcript (every
+	// value of c.transcripts is true). Check sorts the problems, so the
+	// order of these loops does not show.
+	want := maps.Clone(c.transcripts)
+	for th := range c.heads {
+		want[th] = true
+	}
+	for th, ms := range c.lists {
+		want[th] = want[th] || len(ms) > 0
+	}
+	listed := map[string]bool{}
+	for _, th := range c.threads {
+		listed[th] = true
+	}
+	for th, ok := range want {
+		if ok && !listed[th] {
+			c.add(k.threads, "thread %q has a head, a checkpoint or a transcript but is not in the thread index", th)
 		}
 	}
-	slices.Sort(want)
-	want = slices.Compact(want)
-	threads := slices.Clone(c.threads)
-	slices.Sort(threads)
-	for _, th := range diff(want, threads) {
-		c.add(k.threads, "thread %q has a head, a checkpoint or a transcript but is not in the thread index", th)
-	}
-	for _, th := range diff(threads, want) {
-		c.add(k.threads, "thread %q is in the thread index but has no head, checkpoint or transcript", th)
-	}
-}
-
-// diff returns the elements of sorted a that sorted b lacks.
-func diff(a, b []string) []string {
-	var out []string
-	for _, x := range a {
-		if _, found := slices.BinarySearch(b, x); !found {
-			out = append(out, x)
+	for th := range listed {
+		if !want[th] {
+			c.add(k.threads, "thread %q is in the thread index but has no head, checkpoint or transcript", th)
 		}
 	}
-	return out
 }
