@@ -184,30 +184,36 @@ func newMigrator(e *env, dst *store, opts migrateOptions) *migrator {
 	return &migrator{e: e, opts: opts, dst: dst, start: now, lastProgress: now}
 }
 
-// threadFailure is a thread the migration did not write: refused because
-// the destination differs, or held by another writer.
-type threadFailure struct {
-	thread, reason string
-	err            error
+// failure is a thread or a persistence record the migration did not
+// write: the destination differs, another writer holds the thread, or a
+// blob's bytes could not be copied. The migration reports it and goes on.
+type failure struct {
+	what   string // `thread "T"`, or the record's kind and id: `run "R"`
+	reason string
+	err    error
 }
 
-func (f *threadFailure) Error() string {
-	return fmt.Sprintf("thread %q: %s", f.thread, f.reason)
-}
+func (f *failure) Error() string { return f.what + ": " + f.reason }
 
-func (f *threadFailure) Unwrap() error { return f.err }
+func (f *failure) Unwrap() error { return f.err }
+
+// threadFailure is the failure of thread, for reason, caused by err (nil
+// for none).
+func threadFailure(thread, reason string, err error) *failure {
+	return &failure{what: fmt.Sprintf("thread %q", thread), reason: reason, err: err}
+}
 
 func refuse(thread, format string, args ...any) error {
-	return &threadFailure{thread: thread, reason: "refused: " + fmt.Sprintf(format, args...)}
+	return threadFailure(thread, "refused: "+fmt.Sprintf(format, args...), nil)
 }
 
-// thread migrates one thread. A *threadFailure is recorded and the
+// thread migrates one thread. A *failure is recorded and the
 // migration goes on; any other error stops it.
 func (m *migrator) thread(ctx context.Context, th *srcThread) error {
 	err := m.importThread(ctx, th)
 	m.update(th.id, func() {
 		m.threads++
-		if f, ok := errors.AsType[*threadFailure](err); ok {
+		if f, ok := errors.AsType[*failure](err); ok {
 			m.failed = append(m.failed, f)
 			fmt.Fprintf(m.e.stderr, "ckptctl %s: %v\n", m.opts.verb, f)
 			err = nil
@@ -223,7 +229,7 @@ func (m *migrator) thread(ctx context.Context, th *srcThread) error {
 func (m *migrator) importThread(ctx context.Context, th *srcThread) error {
 	l, err := acquire(ctx, m.e, m.dst.Store, th.id, m.opts.wait, waitNote(m.e, th.id))
 	if errors.Is(err, ckptstore.ErrWriterConflict) {
-		return &threadFailure{thread: th.id, reason: "skipped: another writer holds its lease (rerun, with --wait to wait for it)", err: err}
+		return threadFailure(th.id, "skipped: another writer holds its lease (rerun, with --wait to wait for it)", err)
 	}
 	if err != nil {
 		return err
@@ -368,7 +374,7 @@ func (b *threadBatches) flush(ctx context.Context, final bool) error {
 	}
 	n, err := m.importBatch(ctx, ib)
 	if errors.Is(err, ckptstore.ErrDuplicateID) || errors.Is(err, ckptstore.ErrConflict) {
-		return &threadFailure{thread: th.id, reason: "refused by the destination: " + err.Error(), err: err}
+		return threadFailure(th.id, "refused by the destination: "+err.Error(), err)
 	}
 	if err != nil {
 		return err

@@ -128,7 +128,11 @@ func underLease(ctx context.Context, e *env, s *store, thread string, wait bool,
 func runDeleteThread(ctx context.Context, e *env, args []string) error {
 	f := newStoreFlags(e, "delete-thread", "the store URL")
 	wait := waitFlag(f)
-	pos, s, err := f.parseOpen(ctx, args, 1)
+	pos, err := f.parse(args, 1)
+	if err != nil {
+		return err
+	}
+	s, err := f.openStore(ctx)
 	if err != nil {
 		return err
 	}
