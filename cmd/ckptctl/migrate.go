@@ -23,6 +23,7 @@ import (
 
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/driver"
+	"github.com/ckptstore/ckptstore/internal/seqs"
 	pdriver "github.com/ckptstore/ckptstore/persist/driver"
 )
 
@@ -332,12 +333,9 @@ func (m *migrator) presentIn(ctx context.Context, th *srcThread, d *destination,
 	if !th.reiterable {
 		// A stream is read once: keep the thread to read it twice,
 		// in List order as the comparison needs.
-		var all []sized
-		for sc, err := range src {
-			if err != nil {
-				return nil, nil, err
-			}
-			all = append(all, sc)
+		all, err := seqs.Collect(src)
+		if err != nil {
+			return nil, nil, err
 		}
 		slices.SortFunc(all, func(a, b sized) int { return driver.ComparePosition(a.cp, driver.PositionOf(b.cp)) })
 		src = sliceSeq(all)
@@ -526,7 +524,7 @@ func runExport(ctx context.Context, e *env, args []string) error {
 		w = file
 	}
 	start := e.now()
-	x := &exporter{e: e, s: s, listed: len(only) == 0, every: *every, persist: len(only) == 0}
+	x := &exporter{e: e, s: s, whole: len(only) == 0, every: *every}
 	threads, cps, err := x.write(ctx, ids, w)
 	if err != nil {
 		return err
@@ -545,15 +543,13 @@ func runExport(ctx context.Context, e *env, args []string) error {
 type exporter struct {
 	e *env
 	s *store
-	// listed says that the thread ids come from the store's Threads (see
-	// storeThread).
-	listed bool
+	// whole is an export of the whole store: the thread ids come from
+	// its Threads (see storeThread's listed), and the persistence records
+	// follow the threads; records is how many were written.
+	whole   bool
+	records int
 	// every is the interval of the progress lines (0 = none).
 	every time.Duration
-	// persist: write the persistence records after the threads (an
-	// export of the whole store); records is how many were written.
-	persist bool
-	records int
 }
 
 // write writes the threads ids names to w as an export stream, each a
@@ -567,7 +563,7 @@ func (x *exporter) write(ctx context.Context, ids iter.Seq2[string, error], w io
 		if err != nil {
 			return threads, cps, err
 		}
-		th, err := storeThread(ctx, s.Store, id, x.listed)
+		th, err := storeThread(ctx, s.Store, id, x.whole)
 		if err != nil {
 			return threads, cps, err
 		}
@@ -590,7 +586,7 @@ func (x *exporter) write(ctx context.Context, ids iter.Seq2[string, error], w io
 			fmt.Fprintf(e.stderr, "export: %d threads, %d checkpoints\n", threads, cps)
 		}
 	}
-	if x.persist {
+	if x.whole {
 		n, err := writePersist(ctx, s, bw)
 		x.records = n
 		if err != nil {
