@@ -228,7 +228,7 @@ func (m *migrator) thread(ctx context.Context, th *srcThread) error {
 // that differs (before writing anything), and sends the missing
 // checkpoints in batches, the last with the head and the transcript.
 func (m *migrator) importThread(ctx context.Context, th *srcThread) error {
-	l, err := acquire(ctx, m.e, m.dst.Store, th.id, m.opts.wait, waitNote(m.e, th.id))
+	l, err := acquire(ctx, m.e, m.dst.Store, th.id, m.opts.wait)
 	if errors.Is(err, ckptstore.ErrWriterConflict) {
 		return threadFailure(th.id, "skipped: another writer holds its lease (rerun, with --wait to wait for it)", err)
 	}

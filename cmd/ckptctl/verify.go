@@ -161,13 +161,10 @@ func mergeSeqs[T any](a, b iter.Seq2[T, error], compare func(T, T) int, f func(x
 		if errB != nil {
 			return errB
 		}
-		var c int
-		switch {
-		case !okA:
+		c := -1 // b has ended
+		if !okA {
 			c = 1
-		case !okB:
-			c = -1
-		default:
+		} else if okB {
 			c = compare(x, y)
 		}
 		var err error
