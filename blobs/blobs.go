@@ -112,10 +112,8 @@ func ValidateKey(key string) error {
 	if !utf8.ValidString(key) {
 		return fmt.Errorf("%w: %q is not valid UTF-8", ErrInvalidKey, key)
 	}
-	for i := 0; i < len(key); i++ {
-		if c := key[i]; c < 0x20 || c == 0x7f {
-			return fmt.Errorf("%w: %q holds a control character", ErrInvalidKey, key)
-		}
+	if strings.ContainsFunc(key, isControl) {
+		return fmt.Errorf("%w: %q holds a control character", ErrInvalidKey, key)
 	}
 	for seg := range strings.SplitSeq(key, "/") {
 		switch {
@@ -294,10 +292,14 @@ func ValidatePrefix(prefix string) error {
 	if len(prefix) > MaxKeyLen || !utf8.ValidString(prefix) {
 		return fmt.Errorf("%w: list prefix %q", ErrInvalidKey, prefix)
 	}
-	for i := 0; i < len(prefix); i++ {
-		if c := prefix[i]; c < 0x20 || c == 0x7f {
-			return fmt.Errorf("%w: list prefix %q holds a control character", ErrInvalidKey, prefix)
-		}
+	if strings.ContainsFunc(prefix, isControl) {
+		return fmt.Errorf("%w: list prefix %q holds a control character", ErrInvalidKey, prefix)
 	}
 	return nil
 }
+
+// isControl reports whether r is a control character a key may not hold
+// (U+0000 to U+001F, U+007F). The callers check UTF-8 first, and in valid
+// UTF-8 those bytes stand only for themselves, so testing runes tests the
+// bytes.
+func isControl(r rune) bool { return r < 0x20 || r == 0x7f }

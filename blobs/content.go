@@ -59,15 +59,7 @@ func IsContentKey(key string) bool {
 	if !ok {
 		rest, ok = strings.CutPrefix(key, ArtifactsPrefix+"sha256/")
 	}
-	if !ok || len(rest) != 2*sha256.Size {
-		return false
-	}
-	for i := 0; i < len(rest); i++ {
-		if c := rest[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return false
-		}
-	}
-	return true
+	return ok && len(rest) == 2*sha256.Size && strings.Trim(rest, "0123456789abcdef") == ""
 }
 
 // PutResult describes a content-addressed upload.

@@ -25,19 +25,8 @@ const fdbNamespaceRoot = "\x02ckptstore.ns\x00"
 // byte) makes them so, because where one packing ends its string the other
 // continues with ff.
 func FDBNamespacePrefix(name string) string {
-	var b strings.Builder
-	b.Grow(len(fdbNamespaceRoot) + len(name) + strings.Count(name, "\x00") + 3)
-	b.WriteString(fdbNamespaceRoot)
-	b.WriteByte(0x02)
-	for i := 0; i < len(name); i++ {
-		b.WriteByte(name[i])
-		if name[i] == 0 {
-			b.WriteByte(0xff)
-		}
-	}
-	b.WriteByte(0x00) // end of the string element
-	b.WriteByte(0x00) // the nil element
-	return b.String()
+	// 02 starts the string element, 00 ends it, and the last 00 is the nil.
+	return fdbNamespaceRoot + "\x02" + strings.ReplaceAll(name, "\x00", "\x00\xff") + "\x00\x00"
 }
 
 // RedisNamespacePrefix is the redisstore prefix of namespace name under

@@ -18,59 +18,44 @@ import (
 // threadSeq yields every thread id of s in byte order, one Threads page at
 // a time.
 func threadSeq(ctx context.Context, s *store) iter.Seq2[string, error] {
-	return func(yield func(string, error) bool) {
-		after := ""
-		for {
-			ids, next, err := s.Threads(ctx, after, driver.MaxPageLimit)
-			if err != nil {
-				yield("", err)
-				return
-			}
-			for _, id := range ids {
-				if !yield(id, nil) {
-					return
-				}
-			}
-			if next == "" {
-				return
-			}
-			after = next
-		}
-	}
+	return pageSeq(func(after string) ([]string, string, error) {
+		return s.Threads(ctx, after, driver.MaxPageLimit)
+	})
 }
 
 // checkpointSeq yields the checkpoints of thread in List order (or its
 // reverse), a page of pageSize at a time through ListPage; a store without
 // Pager is read with one List.
 func checkpointSeq(ctx context.Context, s *ckptstore.Store, thread string, pageSize int, reverse bool) iter.Seq2[*ckptstore.Checkpoint, error] {
-	return func(yield func(*ckptstore.Checkpoint, error) bool) {
-		opt := ckptstore.ListOptions{Limit: pageSize, Reverse: reverse}
-		for {
-			cps, next, err := s.ListPage(ctx, thread, opt)
+	return pageSeq(func(after string) ([]*ckptstore.Checkpoint, string, error) {
+		return s.ListPage(ctx, thread, ckptstore.ListOptions{Limit: pageSize, Reverse: reverse, After: after})
+	})
+}
+
+// pageSeq yields the elements of the pages page returns, starting after
+// "" and then after each page's cursor, until a page's cursor is "".
+func pageSeq[T any](page func(after string) ([]T, string, error)) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		for after := ""; ; {
+			items, next, err := page(after)
 			if err != nil {
-				yield(nil, err)
+				var zero T
+				yield(zero, err)
 				return
 			}
-			for _, cp := range cps {
-				if !yield(cp, nil) {
+			for _, x := range items {
+				if !yield(x, nil) {
 					return
 				}
 			}
-			if next == "" {
+			if after = next; next == "" {
 				return
 			}
-			opt.After = next
 		}
 	}
 }
 
-func runThreads(ctx context.Context, e *env, args []string) error {
-	f := newStoreFlags(e, "threads", "the store URL")
-	_, s, err := f.parseOpen(ctx, args, 0)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
+func runThreads(ctx context.Context, e *env, s *store, _ []string) error {
 	w := bufio.NewWriter(e.stdout)
 	defer w.Flush()
 	for id, err := range threadSeq(ctx, s) {
@@ -127,13 +112,7 @@ func runList(ctx context.Context, e *env, args []string) error {
 	return nil
 }
 
-func runGet(ctx context.Context, e *env, args []string) error {
-	f := newStoreFlags(e, "get", "the store URL")
-	pos, s, err := f.parseOpen(ctx, args, 1)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
+func runGet(ctx context.Context, e *env, s *store, pos []string) error {
 	cp, err := s.Get(ctx, pos[0])
 	if err != nil {
 		return err
@@ -149,13 +128,7 @@ func runGet(ctx context.Context, e *env, args []string) error {
 	return err
 }
 
-func runHead(ctx context.Context, e *env, args []string) error {
-	f := newStoreFlags(e, "head", "the store URL")
-	pos, s, err := f.parseOpen(ctx, args, 1)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
+func runHead(ctx context.Context, e *env, s *store, pos []string) error {
 	head, err := s.GetHead(ctx, pos[0])
 	if err != nil || head == "" {
 		return err
@@ -164,13 +137,7 @@ func runHead(ctx context.Context, e *env, args []string) error {
 	return err
 }
 
-func runRefs(ctx context.Context, e *env, args []string) error {
-	f := newStoreFlags(e, "refs", "the store URL")
-	_, s, err := f.parseOpen(ctx, args, 0)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
+func runRefs(ctx context.Context, e *env, s *store, _ []string) error {
 	refs, err := s.ListBlobReferences(ctx)
 	if err != nil {
 		return err
@@ -186,13 +153,7 @@ func runRefs(ctx context.Context, e *env, args []string) error {
 // runCheck calls the store's consistency checker, Check(ctx), when it has
 // one (fdbstore and redisstore), and its persistence driver's (fdbdriver
 // and redisdriver), and prints each broken invariant.
-func runCheck(ctx context.Context, e *env, args []string) error {
-	f := newStoreFlags(e, "check", "the store URL")
-	_, s, err := f.parseOpen(ctx, args, 0)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
+func runCheck(ctx context.Context, e *env, s *store, _ []string) error {
 	problems, err := callCheck(ctx, s.Store)
 	if err != nil {
 		return fmt.Errorf("%s: %w", s.desc, err)

@@ -210,18 +210,18 @@ func init() {
 	// Filled in init, because the usage text of each command reads the
 	// table.
 	commands = []command{
-		{"threads", "--store URL", "list the store's thread ids, in byte order", runThreads},
+		{"threads", "--store URL", "list the store's thread ids, in byte order", onStore("threads", 0, runThreads)},
 		{"list", "--store URL [--json] [--reverse] [--page N] THREAD", "list a thread's checkpoints, page by page", runList},
-		{"get", "--store URL ID", "print one checkpoint as JSON", runGet},
-		{"head", "--store URL THREAD", "print a thread's head id (nothing when it has none)", runHead},
-		{"refs", "--store URL", "print every blob key with its reference count", runRefs},
+		{"get", "--store URL ID", "print one checkpoint as JSON", onStore("get", 1, runGet)},
+		{"head", "--store URL THREAD", "print a thread's head id (nothing when it has none)", onStore("head", 1, runHead)},
+		{"refs", "--store URL", "print every blob key with its reference count", onStore("refs", 0, runRefs)},
 		{"delete-thread", "--store URL [--wait] THREAD", "delete a whole thread under its writer lease", runDeleteThread},
 		{"prune", "--store URL --keep N [--wait] THREAD", "keep the head and the N-1 checkpoints before it", runPrune},
 		{"sweep", "--store URL --bucket URL --older-than D [--dry-run]", "delete the blobs no checkpoint uses", runSweep},
 		{"export", "--store URL [--out FILE] [--thread T]…", "write the store (or some threads) and its persistence records as JSON Lines", runExport},
 		{"import", "--store URL [--in FILE] [--wait]", "read an export stream into the store", runImport},
 		{"copy", "--from URL --to URL [--bucket URL --to-bucket URL] [--verify] [--wait]", "copy every thread and persistence record of one store into another", runCopy},
-		{"check", "--store URL", "run the store's and its persistence driver's consistency checkers", runCheck},
+		{"check", "--store URL", "run the store's and its persistence driver's consistency checkers", onStore("check", 0, runCheck)},
 	}
 }
 
@@ -290,8 +290,7 @@ func exitCode(err error) int {
 // flags is a command's flag set with the flags every command shares.
 type flags struct {
 	*flag.FlagSet
-	cmd string
-	e   *env
+	e *env
 	// store is the --store URL of a command on one store (newStoreFlags).
 	store *string
 }
@@ -309,24 +308,29 @@ func (f *flags) openStore(ctx context.Context) (*store, error) {
 	return openFlag(ctx, f.e, "store", *f.store)
 }
 
-// parseOpen is parse, then openStore: the start of a command that checks
-// no flag value of its own.
-func (f *flags) parseOpen(ctx context.Context, args []string, nargs int) ([]string, *store, error) {
-	pos, err := f.parse(args, nargs)
-	if err != nil {
-		return nil, nil, err
+// onStore is the run of command name when it takes no flag of its own
+// beside --store: it parses nargs positional arguments, opens the store,
+// runs body on them and closes the store.
+func onStore(name string, nargs int, body func(ctx context.Context, e *env, s *store, pos []string) error) func(context.Context, *env, []string) error {
+	return func(ctx context.Context, e *env, args []string) error {
+		f := newStoreFlags(e, name, "the store URL")
+		pos, err := f.parse(args, nargs)
+		if err != nil {
+			return err
+		}
+		s, err := f.openStore(ctx)
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		return body(ctx, e, s, pos)
 	}
-	s, err := f.openStore(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	return pos, s, nil
 }
 
 func newFlags(e *env, name string) *flags {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
-	f := &flags{FlagSet: fs, cmd: name, e: e}
+	f := &flags{FlagSet: fs, e: e}
 	fs.StringVar(&e.namespace, "namespace", "", "the tenant (a ckptserver namespace) of every store URL the command opens: its checkpoints and\npersistence state; default: the URL's own key space")
 	fs.DurationVar(&e.lease, "lease", 0, "duration of the writer leases this command takes (default 120s); a run killed\nwithout a chance to release its lease blocks the thread this long")
 	fs.Usage = func() {

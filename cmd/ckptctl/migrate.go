@@ -23,6 +23,7 @@ import (
 
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/driver"
+	"github.com/ckptstore/ckptstore/internal/seqs"
 	pdriver "github.com/ckptstore/ckptstore/persist/driver"
 )
 
@@ -184,30 +185,36 @@ func newMigrator(e *env, dst *store, opts migrateOptions) *migrator {
 	return &migrator{e: e, opts: opts, dst: dst, start: now, lastProgress: now}
 }
 
-// threadFailure is a thread the migration did not write: refused because
-// the destination differs, or held by another writer.
-type threadFailure struct {
-	thread, reason string
-	err            error
+// failure is a thread or a persistence record the migration did not
+// write: the destination differs, another writer holds the thread, or a
+// blob's bytes could not be copied. The migration reports it and goes on.
+type failure struct {
+	what   string // `thread "T"`, or the record's kind and id: `run "R"`
+	reason string
+	err    error
 }
 
-func (f *threadFailure) Error() string {
-	return fmt.Sprintf("thread %q: %s", f.thread, f.reason)
-}
+func (f *failure) Error() string { return f.what + ": " + f.reason }
 
-func (f *threadFailure) Unwrap() error { return f.err }
+func (f *failure) Unwrap() error { return f.err }
+
+// threadFailure is the failure of thread, for reason, caused by err (nil
+// for none).
+func threadFailure(thread, reason string, err error) *failure {
+	return &failure{what: fmt.Sprintf("thread %q", thread), reason: reason, err: err}
+}
 
 func refuse(thread, format string, args ...any) error {
-	return &threadFailure{thread: thread, reason: "refused: " + fmt.Sprintf(format, args...)}
+	return threadFailure(thread, "refused: "+fmt.Sprintf(format, args...), nil)
 }
 
-// thread migrates one thread. A *threadFailure is recorded and the
+// thread migrates one thread. A *failure is recorded and the
 // migration goes on; any other error stops it.
 func (m *migrator) thread(ctx context.Context, th *srcThread) error {
 	err := m.importThread(ctx, th)
 	m.update(th.id, func() {
 		m.threads++
-		if f, ok := errors.AsType[*threadFailure](err); ok {
+		if f, ok := errors.AsType[*failure](err); ok {
 			m.failed = append(m.failed, f)
 			fmt.Fprintf(m.e.stderr, "ckptctl %s: %v\n", m.opts.verb, f)
 			err = nil
@@ -221,9 +228,9 @@ func (m *migrator) thread(ctx context.Context, th *srcThread) error {
 // that differs (before writing anything), and sends the missing
 // checkpoints in batches, the last with the head and the transcript.
 func (m *migrator) importThread(ctx context.Context, th *srcThread) error {
-	l, err := acquire(ctx, m.e, m.dst.Store, th.id, m.opts.wait, waitNote(m.e, th.id))
+	l, err := acquire(ctx, m.e, m.dst.Store, th.id, m.opts.wait)
 	if errors.Is(err, ckptstore.ErrWriterConflict) {
-		return &threadFailure{thread: th.id, reason: "skipped: another writer holds its lease (rerun, with --wait to wait for it)", err: err}
+		return threadFailure(th.id, "skipped: another writer holds its lease (rerun, with --wait to wait for it)", err)
 	}
 	if err != nil {
 		return err
@@ -326,12 +333,9 @@ func (m *migrator) presentIn(ctx context.Context, th *srcThread, d *destination,
 	if !th.reiterable {
 		// A stream is read once: keep the thread to read it twice,
 		// in List order as the comparison needs.
-		var all []sized
-		for sc, err := range src {
-			if err != nil {
-				return nil, nil, err
-			}
-			all = append(all, sc)
+		all, err := seqs.Collect(src)
+		if err != nil {
+			return nil, nil, err
 		}
 		slices.SortFunc(all, func(a, b sized) int { return driver.ComparePosition(a.cp, driver.PositionOf(b.cp)) })
 		src = sliceSeq(all)
@@ -368,7 +372,7 @@ func (b *threadBatches) flush(ctx context.Context, final bool) error {
 	}
 	n, err := m.importBatch(ctx, ib)
 	if errors.Is(err, ckptstore.ErrDuplicateID) || errors.Is(err, ckptstore.ErrConflict) {
-		return &threadFailure{thread: th.id, reason: "refused by the destination: " + err.Error(), err: err}
+		return threadFailure(th.id, "refused by the destination: "+err.Error(), err)
 	}
 	if err != nil {
 		return err
@@ -520,7 +524,7 @@ func runExport(ctx context.Context, e *env, args []string) error {
 		w = file
 	}
 	start := e.now()
-	x := &exporter{e: e, s: s, listed: len(only) == 0, every: *every, persist: len(only) == 0}
+	x := &exporter{e: e, s: s, whole: len(only) == 0, every: *every}
 	threads, cps, err := x.write(ctx, ids, w)
 	if err != nil {
 		return err
@@ -539,15 +543,13 @@ func runExport(ctx context.Context, e *env, args []string) error {
 type exporter struct {
 	e *env
 	s *store
-	// listed says that the thread ids come from the store's Threads (see
-	// storeThread).
-	listed bool
+	// whole is an export of the whole store: the thread ids come from
+	// its Threads (see storeThread's listed), and the persistence records
+	// follow the threads; records is how many were written.
+	whole   bool
+	records int
 	// every is the interval of the progress lines (0 = none).
 	every time.Duration
-	// persist: write the persistence records after the threads (an
-	// export of the whole store); records is how many were written.
-	persist bool
-	records int
 }
 
 // write writes the threads ids names to w as an export stream, each a
@@ -561,7 +563,7 @@ func (x *exporter) write(ctx context.Context, ids iter.Seq2[string, error], w io
 		if err != nil {
 			return threads, cps, err
 		}
-		th, err := storeThread(ctx, s.Store, id, x.listed)
+		th, err := storeThread(ctx, s.Store, id, x.whole)
 		if err != nil {
 			return threads, cps, err
 		}
@@ -584,7 +586,7 @@ func (x *exporter) write(ctx context.Context, ids iter.Seq2[string, error], w io
 			fmt.Fprintf(e.stderr, "export: %d threads, %d checkpoints\n", threads, cps)
 		}
 	}
-	if x.persist {
+	if x.whole {
 		n, err := writePersist(ctx, s, bw)
 		x.records = n
 		if err != nil {

@@ -97,7 +97,7 @@ func (c *blobCopier) copyObject(ctx context.Context, m *pdriver.BlobMeta) error 
 	}
 	rc, err := c.from.Get(ctx, m.Object)
 	if errors.Is(err, blobs.ErrNotFound) {
-		return &recordFailure{kind: pdriver.KindBlob, id: m.Key, reason: fmt.Sprintf("its object %q is not in the source bucket", m.Object)}
+		return recordRefused(pdriver.KindBlob, m.Key, nil, "its object %q is not in the source bucket", m.Object)
 	}
 	if err != nil {
 		return fmt.Errorf("blob %q: source bucket: %w", m.Key, err)
@@ -110,7 +110,7 @@ func (c *blobCopier) copyObject(ctx context.Context, m *pdriver.BlobMeta) error 
 	}
 	if sum := hex.EncodeToString(h.Sum(nil)); sum != m.ETag || cr.n != m.Size {
 		_ = c.to.Delete(context.WithoutCancel(ctx), m.Object)
-		return &recordFailure{kind: pdriver.KindBlob, id: m.Key, reason: fmt.Sprintf("the source object holds %d bytes of SHA-256 %s, the row says %d bytes of %s", cr.n, sum, m.Size, m.ETag)}
+		return recordRefused(pdriver.KindBlob, m.Key, nil, "the source object holds %d bytes of SHA-256 %s, the row says %d bytes of %s", cr.n, sum, m.Size, m.ETag)
 	}
 	c.copied++
 	c.bytes += cr.n
@@ -128,21 +128,12 @@ func (c *countReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// recordFailure is a persistence record the migration did not load: the
-// destination holds another record under its identity, or its blob bytes
-// could not be copied.
-type recordFailure struct {
-	kind   pdriver.RecordKind
-	id     string
-	reason string
-	err    error
+// recordRefused is the failure of the persistence record of kind and id
+// that the migration did not load: the destination holds another record
+// under its identity, or its blob bytes could not be copied.
+func recordRefused(kind pdriver.RecordKind, id string, err error, format string, args ...any) *failure {
+	return &failure{what: fmt.Sprintf("%s %q", kind, id), reason: "refused: " + fmt.Sprintf(format, args...), err: err}
 }
-
-func (f *recordFailure) Error() string {
-	return fmt.Sprintf("%s %q: refused: %s", f.kind, f.id, f.reason)
-}
-
-func (f *recordFailure) Unwrap() error { return f.err }
 
 // loader gathers persistence records into Load batches for a destination.
 type loader struct {
@@ -173,7 +164,7 @@ func (l *loader) add(ctx context.Context, r pdriver.Record, size int) error {
 	l.seen++
 	if r.Kind == pdriver.KindBlob && l.blobs != nil {
 		if err := l.blobs.copyObject(ctx, r.Blob); err != nil {
-			if f, ok := errors.AsType[*recordFailure](err); ok {
+			if f, ok := errors.AsType[*failure](err); ok {
 				l.fail(f)
 				return nil
 			}
@@ -190,7 +181,7 @@ func (l *loader) add(ctx context.Context, r pdriver.Record, size int) error {
 	return nil
 }
 
-func (l *loader) fail(f *recordFailure) {
+func (l *loader) fail(f *failure) {
 	l.failed = append(l.failed, f)
 	fmt.Fprintf(l.m.e.stderr, "ckptctl %s: %v\n", l.m.opts.verb, f)
 }
@@ -226,7 +217,7 @@ func (l *loader) load(ctx context.Context, recs []pdriver.Record) error {
 	}
 	if len(recs) == 1 {
 		if conflict {
-			l.fail(&recordFailure{kind: recs[0].Kind, id: recs[0].ID(), reason: "the destination holds another record under its identity", err: err})
+			l.fail(recordRefused(recs[0].Kind, recs[0].ID(), err, "the destination holds another record under its identity"))
 			return nil
 		}
 		return err

@@ -5,6 +5,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"iter"
 	"strings"
@@ -53,11 +54,7 @@ func verifyStores(ctx context.Context, e *env, a, b *store, bc *blobCopier) erro
 	if err != nil {
 		return err
 	}
-	ra, err := a.ListBlobReferences(ctx)
-	if err != nil {
-		return err
-	}
-	rb, err := b.ListBlobReferences(ctx)
+	ra, rb, err := both(a, b, func(s *store) ([]ckptstore.BlobRef, error) { return s.ListBlobReferences(ctx) })
 	if err != nil {
 		return err
 	}
@@ -90,22 +87,14 @@ func verifyStores(ctx context.Context, e *env, a, b *store, bc *blobCopier) erro
 // thread compares one thread of both stores and returns how many
 // checkpoints the source holds.
 func (v *verifier) thread(ctx context.Context, a, b *store, id string) (int, error) {
-	ha, err := a.GetHead(ctx, id)
-	if err != nil {
-		return 0, err
-	}
-	hb, err := b.GetHead(ctx, id)
+	ha, hb, err := both(a, b, func(s *store) (string, error) { return s.GetHead(ctx, id) })
 	if err != nil {
 		return 0, err
 	}
 	if ha != hb {
 		v.diff("thread %q: head %q in the source, %q in the destination", id, ha, hb)
 	}
-	tra, err := a.LoadThread(ctx, id)
-	if err != nil {
-		return 0, err
-	}
-	trb, err := b.LoadThread(ctx, id)
+	tra, trb, err := both(a, b, func(s *store) (json.RawMessage, error) { return s.LoadThread(ctx, id) })
 	if err != nil {
 		return 0, err
 	}
@@ -131,6 +120,18 @@ func (v *verifier) thread(ctx context.Context, a, b *store, id string) (int, err
 			return nil
 		})
 	return n, err
+}
+
+// both reads the same thing from a and then from b, stopping at the first
+// error.
+func both[T any](a, b *store, read func(*store) (T, error)) (T, T, error) {
+	x, err := read(a)
+	if err != nil {
+		var zero T
+		return x, zero, err
+	}
+	y, err := read(b)
+	return x, y, err
 }
 
 func sliceSeq[T any](s []T) iter.Seq2[T, error] {
@@ -160,13 +161,10 @@ func mergeSeqs[T any](a, b iter.Seq2[T, error], compare func(T, T) int, f func(x
 		if errB != nil {
 			return errB
 		}
-		var c int
-		switch {
-		case !okA:
+		c := -1 // b has ended
+		if !okA {
 			c = 1
-		case !okB:
-			c = -1
-		default:
+		} else if okB {
 			c = compare(x, y)
 		}
 		var err error

@@ -21,7 +21,7 @@ const releaseTimeout = 5 * time.Second
 
 // acquire takes thread's writer lease. With wait, a lease held by someone
 // else (WRITER_CONFLICT) is retried every e.poll until it frees or ctx
-// ends; onWait is called once, before the first wait, so the operator
+// ends; before the first wait a line on stderr says so, so the operator
 // knows why nothing happens.
 //
 // Each attempt carries an op token (it becomes the lease's owner token).
@@ -29,7 +29,7 @@ const releaseTimeout = 5 * time.Second
 // interrupt, a lost connection — may still have taken the lease, which
 // would then block the thread until it expires; the same token asked
 // again reports that lease (or takes one), which is released at once.
-func acquire(ctx context.Context, e *env, s *ckptstore.Store, thread string, wait bool, onWait func()) (*ckptstore.Lease, error) {
+func acquire(ctx context.Context, e *env, s *ckptstore.Store, thread string, wait bool) (*ckptstore.Lease, error) {
 	for first := true; ; first = false {
 		token := rand.Text()
 		l, err := s.AcquireWriter(ckptstore.WithOpToken(ctx, token), thread)
@@ -45,8 +45,8 @@ func acquire(ctx context.Context, e *env, s *ckptstore.Store, thread string, wai
 		if !wait {
 			return nil, err
 		}
-		if first && onWait != nil {
-			onWait()
+		if first {
+			fmt.Fprintf(e.stderr, "ckptctl: thread %q is held by another writer; waiting for its lease (--wait)\n", thread)
 		}
 		t := time.NewTimer(e.poll)
 		select {
@@ -99,12 +99,6 @@ func (k *keeper) maybeRenew(ctx context.Context) error {
 	return nil
 }
 
-func waitNote(e *env, thread string) func() {
-	return func() {
-		fmt.Fprintf(e.stderr, "ckptctl: thread %q is held by another writer; waiting for its lease (--wait)\n", thread)
-	}
-}
-
 // waitFlag is the --wait of a command that writes one thread.
 func waitFlag(f *flags) *bool {
 	return f.Bool("wait", false, "wait while another writer holds the thread's lease, instead of failing with WRITER_CONFLICT")
@@ -117,7 +111,7 @@ func underLease(ctx context.Context, e *env, s *store, thread string, wait bool,
 	if err := driver.ValidateID("thread id", thread); err != nil {
 		return err
 	}
-	l, err := acquire(ctx, e, s.Store, thread, wait, waitNote(e, thread))
+	l, err := acquire(ctx, e, s.Store, thread, wait)
 	if err != nil {
 		return err
 	}
@@ -128,7 +122,11 @@ func underLease(ctx context.Context, e *env, s *store, thread string, wait bool,
 func runDeleteThread(ctx context.Context, e *env, args []string) error {
 	f := newStoreFlags(e, "delete-thread", "the store URL")
 	wait := waitFlag(f)
-	pos, s, err := f.parseOpen(ctx, args, 1)
+	pos, err := f.parse(args, 1)
+	if err != nil {
+		return err
+	}
+	s, err := f.openStore(ctx)
 	if err != nil {
 		return err
 	}

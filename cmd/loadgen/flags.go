@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"strings"
 	"time"
@@ -238,7 +237,7 @@ func (c *config) validate(set map[string]bool) error {
 		"prune-rate": c.pruneRate, "fork-rate": c.forkRate, "stall-rate": c.stallRate,
 		"memkv-not-committed-rate": c.memkvNotCommitted, "memkv-unknown-result-rate": c.memkvUnknown,
 	} {
-		if !(v >= 0 && v <= 1) || math.IsNaN(v) {
+		if !(v >= 0 && v <= 1) { // NaN included
 			return usageErr("--%s must be a probability in [0, 1], got %v", name, v)
 		}
 	}

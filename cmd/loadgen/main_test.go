@@ -273,3 +273,18 @@ func TestInterruptReports(t *testing.T) {
 		t.Fatalf("exit %d\n%s\n%s", code, out.String(), errb.String())
 	}
 }
+
+// TestGroup pins the thousands separators of the report's counts,
+// negative numbers and the int64 extremes included.
+func TestGroup(t *testing.T) {
+	for n, want := range map[int64]string{
+		0: "0", 7: "7", 999: "999", 1000: "1,000", -1000: "-1,000", -999: "-999",
+		123456: "123,456", -123456: "-123,456", 1234567: "1,234,567",
+		9223372036854775807:  "9,223,372,036,854,775,807",
+		-9223372036854775808: "-9,223,372,036,854,775,808",
+	} {
+		if got := group(n); got != want {
+			t.Errorf("group(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

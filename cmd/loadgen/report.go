@@ -8,7 +8,6 @@ import (
 	"os"
 	"sort"
 	"strconv"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -208,19 +207,10 @@ func (r *runner) progress(ctx context.Context, start time.Time, done <-chan stru
 // group formats n with thousands separators.
 func group(n int64) string {
 	s := strconv.FormatInt(n, 10)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
+	for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
+		s = s[:i] + "," + s[i:]
 	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
+	return s
 }
 
 // dur formats d with three significant digits.

@@ -127,13 +127,11 @@ func (g *Gen) NewID() string {
 }
 
 func (g *Gen) freshKey(prefix string) string {
-	var b [28]byte
-	for i := 0; i < len(b); i += 8 {
-		var w [8]byte
-		binary.LittleEndian.PutUint64(w[:], g.rng.Uint64())
-		copy(b[i:], w[:])
+	b := make([]byte, 0, 32)
+	for range 4 {
+		b = binary.LittleEndian.AppendUint64(b, g.rng.Uint64())
 	}
-	return prefix + g.tag + hex.EncodeToString(b[:])
+	return prefix + g.tag + hex.EncodeToString(b[:28])
 }
 
 // size returns the thread's payload size. A thread keeps one size: its
