@@ -473,7 +473,10 @@ func TestRedisTopologies(t *testing.T) {
 	}
 
 	g := redistest.StartGroup(t, redistest.GroupOptions{Replicas: 1, Sentinels: 1, Quorum: 1, DownAfter: time.Second})
-	sentinelURL := g.URL("prefix=ctl&min_replicas=1")
+	// 10 s for the replica's acknowledgement, not the default second: a
+	// loaded CI machine has taken longer, and this test is about the URL
+	// forms, not the timeout.
+	sentinelURL := g.URL("prefix=ctl&min_replicas=1&replica_timeout=10s")
 	h.ok("copy", "--from", clusterURL, "--to", sentinelURL, "--verify")
 	if r := h.ok("check", "--store", sentinelURL); !strings.Contains(r.stdout, "no broken invariant") {
 		t.Errorf("check behind the Sentinel: %v", r)
