@@ -89,87 +89,6 @@ func appendObject[T any](b []byte, r *T, members func(w *jw, r *T)) []byte {
 	return w.b
 }
 
-func appendRun(b []byte, r *persist.RunRecord) []byte {
-	return appendObject(b, r, func(w *jw, r *persist.RunRecord) {
-		w.str("runId", r.RunID)
-		w.str("threadId", r.ThreadID)
-		w.str("status", string(r.Status))
-		w.int("startedAt", r.StartedAt)
-		w.optInt("finishedAt", r.FinishedAt)
-		w.runError("error", r.Error)
-		w.optRaw("usage", r.Usage)
-		w.optStr("sandboxKey", r.SandboxKey)
-		w.optInt("detachedSince", r.DetachedSince)
-		if r.CancelRequested != nil {
-			w.bool("cancelRequested", *r.CancelRequested)
-		}
-		w.optInt("driverEpoch", r.DriverEpoch)
-	})
-}
-
-func appendGenerationRun(b []byte, r *persist.GenerationRunRecord) []byte {
-	return appendObject(b, r, func(w *jw, r *persist.GenerationRunRecord) {
-		w.str("runId", r.RunID)
-		w.str("threadId", r.ThreadID)
-		w.str("activity", r.Activity)
-		w.str("provider", r.Provider)
-		w.str("model", r.Model)
-		w.str("status", string(r.Status))
-		w.int("startedAt", r.StartedAt)
-		w.optInt("finishedAt", r.FinishedAt)
-		w.runError("error", r.Error)
-		w.optRaw("result", r.Result)
-		w.optRaw("artifacts", r.Artifacts)
-		w.optRaw("usage", r.Usage)
-	})
-}
-
-func appendInterrupt(b []byte, r *persist.InterruptRecord) []byte {
-	return appendObject(b, r, func(w *jw, r *persist.InterruptRecord) {
-		w.str("interruptId", r.InterruptID)
-		w.str("runId", r.RunID)
-		w.str("threadId", r.ThreadID)
-		w.str("status", string(r.Status))
-		w.int("requestedAt", r.RequestedAt)
-		w.optInt("resolvedAt", r.ResolvedAt)
-		if r.Payload == nil { // required; never absent in a stored record
-			w.raw("payload", []byte("null"))
-		} else {
-			w.raw("payload", r.Payload)
-		}
-		w.optRaw("response", r.Response)
-	})
-}
-
-func appendArtifact(b []byte, r *persist.ArtifactRecord) []byte {
-	return appendObject(b, r, func(w *jw, r *persist.ArtifactRecord) {
-		w.str("artifactId", r.ArtifactID)
-		w.str("runId", r.RunID)
-		w.str("threadId", r.ThreadID)
-		w.optStr("blobKey", r.BlobKey)
-		w.str("name", r.Name)
-		w.str("mimeType", r.MimeType)
-		w.int("size", r.Size)
-		w.optStr("sourceUrl", r.SourceURL)
-		w.int("createdAt", r.CreatedAt)
-	})
-}
-
-func appendBlobRecord(b []byte, r *persist.BlobRecord) []byte {
-	return appendObject(b, r, func(w *jw, r *persist.BlobRecord) {
-		w.str("key", r.Key)
-		w.int("size", r.Size)
-		w.str("etag", r.ETag)
-		w.optStr("contentType", r.ContentType)
-		if r.CustomMetadata != nil {
-			w.name("customMetadata")
-			w.b = appendStringMap(w.b, r.CustomMetadata)
-		}
-		w.int("createdAt", r.CreatedAt)
-		w.int("updatedAt", r.UpdatedAt)
-	})
-}
-
 func appendStringMap(b []byte, m map[string]string) []byte {
 	w := jw{b: b}
 	w.open()
@@ -398,192 +317,222 @@ func list[T any](x *rd, path string, read func(x *rd, name []byte, rec *T) error
 	return out
 }
 
-func readRun(x *rd, name []byte, r *persist.RunRecord) error {
-	switch string(name) {
-	case "runId":
-		x.id(&r.RunID, "/runId")
-	case "threadId":
-		x.id(&r.ThreadID, "/threadId")
-	case "status":
-		var s string
-		x.text(&s, "/status")
-		r.Status = persist.RunStatus(s)
-	case "startedAt":
-		x.int(&r.StartedAt, "/startedAt")
-	case "finishedAt":
-		x.optInt(&r.FinishedAt, "/finishedAt")
-	case "error":
-		x.runError(&r.Error, "/error")
-	case "usage":
-		x.raw(&r.Usage)
-	case "sandboxKey":
-		x.optText(&r.SandboxKey, "/sandboxKey")
-	case "detachedSince":
-		x.optInt(&r.DetachedSince, "/detachedSince")
-	case "cancelRequested":
-		x.optBool(&r.CancelRequested, "/cancelRequested")
-	case "driverEpoch":
-		x.optInt(&r.DriverEpoch, "/driverEpoch")
-	default:
-		return unknown("run", name)
-	}
-	return nil
+// ---- the records: one member table each ----
+
+// wire is the JSON shape of one record type T, written and read by one
+// table so that the two sides cannot disagree on a member: members in the
+// order they are written; what names T in the fault of an unknown member;
+// prefix is the JSON pointer of the object, which a member's path
+// extends.
+type wire[T any] struct {
+	what, prefix string
+	members      []member[T]
 }
 
-func readGenerationRun(x *rd, name []byte, r *persist.GenerationRunRecord) error {
-	switch string(name) {
-	case "runId":
-		x.id(&r.RunID, "/runId")
-	case "threadId":
-		x.id(&r.ThreadID, "/threadId")
-	case "activity":
-		x.text(&r.Activity, "/activity")
-	case "provider":
-		x.text(&r.Provider, "/provider")
-	case "model":
-		x.text(&r.Model, "/model")
-	case "status":
-		var s string
-		x.text(&s, "/status")
-		r.Status = persist.RunStatus(s)
-	case "startedAt":
-		x.int(&r.StartedAt, "/startedAt")
-	case "finishedAt":
-		x.optInt(&r.FinishedAt, "/finishedAt")
-	case "error":
-		x.runError(&r.Error, "/error")
-	case "result":
-		x.raw(&r.Result)
-	case "artifacts":
-		x.raw(&r.Artifacts)
-	case "usage":
-		x.raw(&r.Usage)
-	default:
-		return unknown("generation run", name)
-	}
-	return nil
+// member is one JSON member of a T: put appends it (or nothing when it is
+// absent), get reads it at path.
+type member[T any] struct {
+	name string
+	put  func(w *jw, name string, r *T)
+	get  func(x *rd, path string, r *T)
 }
 
-func readInterrupt(x *rd, name []byte, r *persist.InterruptRecord) error {
-	switch string(name) {
-	case "interruptId":
-		x.id(&r.InterruptID, "/interruptId")
-	case "runId":
-		x.id(&r.RunID, "/runId")
-	case "threadId":
-		x.id(&r.ThreadID, "/threadId")
-	case "status":
-		var s string
-		x.text(&s, "/status")
-		r.Status = persist.InterruptStatus(s)
-	case "requestedAt":
-		x.int(&r.RequestedAt, "/requestedAt")
-	case "resolvedAt":
-		x.optInt(&r.ResolvedAt, "/resolvedAt")
-	case "payload":
-		x.raw(&r.Payload)
-	case "response":
-		x.rawOrNull(&r.Response)
-	default:
-		return unknown("interrupt", name)
-	}
-	return nil
+// append appends r (null for a nil r).
+func (s *wire[T]) append(b []byte, r *T) []byte {
+	return appendObject(b, r, func(w *jw, r *T) {
+		for _, m := range s.members {
+			m.put(w, m.name, r)
+		}
+	})
 }
 
-// readNewInterrupt reads the record of interrupts/create: an interrupt
-// without status and resolvedAt.
-func readNewInterrupt(x *rd, name []byte, r *persist.NewInterrupt) error {
-	switch string(name) {
-	case "interruptId":
-		x.id(&r.InterruptID, "/record/interruptId")
-	case "runId":
-		x.id(&r.RunID, "/record/runId")
-	case "threadId":
-		x.id(&r.ThreadID, "/record/threadId")
-	case "requestedAt":
-		x.int(&r.RequestedAt, "/record/requestedAt")
-	case "payload":
-		x.raw(&r.Payload)
-	case "response":
-		x.rawOrNull(&r.Response)
-	default:
-		return unknown("record", name)
+// read reads the member name into r; a reader of one member for
+// nullable, list, startOf and recordOf.
+func (s *wire[T]) read(x *rd, name []byte, r *T) error {
+	for _, m := range s.members {
+		if m.name == string(name) {
+			m.get(x, s.prefix+m.name, r)
+			return nil
+		}
 	}
-	return nil
+	return unknown(s.what, name)
 }
+
+// The kinds of member: each names how it is written and read.
+
+func idM[T any](name string, f func(*T) *string) member[T] {
+	return member[T]{name, func(w *jw, n string, r *T) { w.str(n, *f(r)) }, func(x *rd, p string, r *T) { x.id(f(r), p) }}
+}
+
+func textM[T any](name string, f func(*T) *string) member[T] {
+	return member[T]{name, func(w *jw, n string, r *T) { w.str(n, *f(r)) }, func(x *rd, p string, r *T) { x.text(f(r), p) }}
+}
+
+func optIDM[T any](name string, f func(*T) **string) member[T] {
+	return member[T]{name, func(w *jw, n string, r *T) { w.optStr(n, *f(r)) }, func(x *rd, p string, r *T) { x.optID(f(r), p) }}
+}
+
+func optTextM[T any](name string, f func(*T) **string) member[T] {
+	return member[T]{name, func(w *jw, n string, r *T) { w.optStr(n, *f(r)) }, func(x *rd, p string, r *T) { x.optText(f(r), p) }}
+}
+
+// statusM is a status: any string on the wire, checked by the store.
+func statusM[T any, S ~string](name string, f func(*T) *S) member[T] {
+	return member[T]{name, func(w *jw, n string, r *T) { w.str(n, string(*f(r))) }, func(x *rd, p string, r *T) {
+		var s string
+		x.text(&s, p)
+		*f(r) = S(s)
+	}}
+}
+
+func intM[T any](name string, f func(*T) *int64) member[T] {
+	return member[T]{name, func(w *jw, n string, r *T) { w.int(n, *f(r)) }, func(x *rd, p string, r *T) { x.int(f(r), p) }}
+}
+
+func optIntM[T any](name string, f func(*T) **int64) member[T] {
+	return member[T]{name, func(w *jw, n string, r *T) { w.optInt(n, *f(r)) }, func(x *rd, p string, r *T) { x.optInt(f(r), p) }}
+}
+
+func optBoolM[T any](name string, f func(*T) **bool) member[T] {
+	return member[T]{name, func(w *jw, n string, r *T) {
+		if v := *f(r); v != nil {
+			w.bool(n, *v)
+		}
+	}, func(x *rd, p string, r *T) { x.optBool(f(r), p) }}
+}
+
+func errorM[T any](name string, f func(*T) **pdriver.RunError) member[T] {
+	return member[T]{name, func(w *jw, n string, r *T) { w.runError(n, *f(r)) }, func(x *rd, p string, r *T) { x.runError(f(r), p) }}
+}
+
+// rawM is a JSON value kept byte for byte; null reads as absent.
+func rawM[T any](name string, f func(*T) *json.RawMessage) member[T] {
+	return member[T]{name, func(w *jw, n string, r *T) { w.optRaw(n, *f(r)) }, func(x *rd, _ string, r *T) { x.raw(f(r)) }}
+}
+
+// rawOrNullM is rawM where a null present is the JSON value null.
+func rawOrNullM[T any](name string, f func(*T) *json.RawMessage) member[T] {
+	return member[T]{name, func(w *jw, n string, r *T) { w.optRaw(n, *f(r)) }, func(x *rd, _ string, r *T) { x.rawOrNull(f(r)) }}
+}
+
+type (
+	runRec   = persist.RunRecord
+	genRec   = persist.GenerationRunRecord
+	intRec   = persist.InterruptRecord
+	newInt   = persist.NewInterrupt
+	entryRec = persist.InterruptCommitEntry
+	artRec   = persist.ArtifactRecord
+	blobRec  = persist.BlobRecord
+)
+
+var runWire = &wire[runRec]{what: "run", prefix: "/", members: []member[runRec]{
+	idM("runId", func(r *runRec) *string { return &r.RunID }),
+	idM("threadId", func(r *runRec) *string { return &r.ThreadID }),
+	statusM("status", func(r *runRec) *persist.RunStatus { return &r.Status }),
+	intM("startedAt", func(r *runRec) *int64 { return &r.StartedAt }),
+	optIntM("finishedAt", func(r *runRec) **int64 { return &r.FinishedAt }),
+	errorM("error", func(r *runRec) **pdriver.RunError { return &r.Error }),
+	rawM("usage", func(r *runRec) *json.RawMessage { return &r.Usage }),
+	optTextM("sandboxKey", func(r *runRec) **string { return &r.SandboxKey }),
+	optIntM("detachedSince", func(r *runRec) **int64 { return &r.DetachedSince }),
+	optBoolM("cancelRequested", func(r *runRec) **bool { return &r.CancelRequested }),
+	optIntM("driverEpoch", func(r *runRec) **int64 { return &r.DriverEpoch }),
+}}
+
+var genWire = &wire[genRec]{what: "generation run", prefix: "/", members: []member[genRec]{
+	idM("runId", func(r *genRec) *string { return &r.RunID }),
+	idM("threadId", func(r *genRec) *string { return &r.ThreadID }),
+	textM("activity", func(r *genRec) *string { return &r.Activity }),
+	textM("provider", func(r *genRec) *string { return &r.Provider }),
+	textM("model", func(r *genRec) *string { return &r.Model }),
+	statusM("status", func(r *genRec) *persist.RunStatus { return &r.Status }),
+	intM("startedAt", func(r *genRec) *int64 { return &r.StartedAt }),
+	optIntM("finishedAt", func(r *genRec) **int64 { return &r.FinishedAt }),
+	errorM("error", func(r *genRec) **pdriver.RunError { return &r.Error }),
+	rawM("result", func(r *genRec) *json.RawMessage { return &r.Result }),
+	rawM("artifacts", func(r *genRec) *json.RawMessage { return &r.Artifacts }),
+	rawM("usage", func(r *genRec) *json.RawMessage { return &r.Usage }),
+}}
+
+var intWire = &wire[intRec]{what: "interrupt", prefix: "/", members: []member[intRec]{
+	idM("interruptId", func(r *intRec) *string { return &r.InterruptID }),
+	idM("runId", func(r *intRec) *string { return &r.RunID }),
+	idM("threadId", func(r *intRec) *string { return &r.ThreadID }),
+	statusM("status", func(r *intRec) *persist.InterruptStatus { return &r.Status }),
+	intM("requestedAt", func(r *intRec) *int64 { return &r.RequestedAt }),
+	optIntM("resolvedAt", func(r *intRec) **int64 { return &r.ResolvedAt }),
+	{"payload", func(w *jw, n string, r *intRec) {
+		if r.Payload == nil { // required; never absent in a stored record
+			w.raw(n, []byte("null"))
+		} else {
+			w.raw(n, r.Payload)
+		}
+	}, func(x *rd, _ string, r *intRec) { x.raw(&r.Payload) }},
+	rawOrNullM("response", func(r *intRec) *json.RawMessage { return &r.Response }),
+}}
+
+// newIntWire reads the record of interrupts/create: an interrupt without
+// status and resolvedAt.
+var newIntWire = &wire[newInt]{what: "record", prefix: "/record/", members: []member[newInt]{
+	idM("interruptId", func(r *newInt) *string { return &r.InterruptID }),
+	idM("runId", func(r *newInt) *string { return &r.RunID }),
+	idM("threadId", func(r *newInt) *string { return &r.ThreadID }),
+	intM("requestedAt", func(r *newInt) *int64 { return &r.RequestedAt }),
+	rawM("payload", func(r *newInt) *json.RawMessage { return &r.Payload }),
+	rawOrNullM("response", func(r *newInt) *json.RawMessage { return &r.Response }),
+}}
+
+var entryWire = &wire[entryRec]{what: "entry", prefix: "/entries/", members: []member[entryRec]{
+	idM("interruptId", func(r *entryRec) *string { return &r.InterruptID }),
+	statusM("status", func(r *entryRec) *persist.InterruptStatus { return &r.Status }),
+	rawOrNullM("response", func(r *entryRec) *json.RawMessage { return &r.Response }),
+}}
+
+var artWire = &wire[artRec]{what: "artifact", prefix: "/", members: []member[artRec]{
+	idM("artifactId", func(r *artRec) *string { return &r.ArtifactID }),
+	idM("runId", func(r *artRec) *string { return &r.RunID }),
+	idM("threadId", func(r *artRec) *string { return &r.ThreadID }),
+	optIDM("blobKey", func(r *artRec) **string { return &r.BlobKey }),
+	textM("name", func(r *artRec) *string { return &r.Name }),
+	textM("mimeType", func(r *artRec) *string { return &r.MimeType }),
+	intM("size", func(r *artRec) *int64 { return &r.Size }),
+	optTextM("sourceUrl", func(r *artRec) **string { return &r.SourceURL }),
+	intM("createdAt", func(r *artRec) *int64 { return &r.CreatedAt }),
+}}
+
+var blobWire = &wire[blobRec]{what: "blob", prefix: "/", members: []member[blobRec]{
+	idM("key", func(r *blobRec) *string { return &r.Key }),
+	intM("size", func(r *blobRec) *int64 { return &r.Size }),
+	textM("etag", func(r *blobRec) *string { return &r.ETag }),
+	optTextM("contentType", func(r *blobRec) **string { return &r.ContentType }),
+	{"customMetadata", func(w *jw, n string, r *blobRec) {
+		if r.CustomMetadata != nil {
+			w.name(n)
+			w.b = appendStringMap(w.b, r.CustomMetadata)
+		}
+	}, func(x *rd, p string, r *blobRec) { x.stringMap(&r.CustomMetadata, p) }},
+	intM("createdAt", func(r *blobRec) *int64 { return &r.CreatedAt }),
+	intM("updatedAt", func(r *blobRec) *int64 { return &r.UpdatedAt }),
+}}
+
+// The appenders and readers the routes and the client name.
+var (
+	appendRun           = runWire.append
+	readRun             = runWire.read
+	appendGenerationRun = genWire.append
+	readGenerationRun   = genWire.read
+	appendInterrupt     = intWire.append
+	readInterrupt       = intWire.read
+	readNewInterrupt    = newIntWire.read
+	readCommitEntry     = entryWire.read
+	appendArtifact      = artWire.append
+	readArtifact        = artWire.read
+	appendBlobRecord    = blobWire.append
+	readBlobRecord      = blobWire.read
+)
 
 func appendCommitEntry(b []byte, e persist.InterruptCommitEntry) []byte {
-	w := jw{b: b}
-	w.open()
-	w.str("interruptId", e.InterruptID)
-	w.str("status", string(e.Status))
-	w.optRaw("response", e.Response)
-	w.close()
-	return w.b
-}
-
-func readCommitEntry(x *rd, name []byte, e *persist.InterruptCommitEntry) error {
-	switch string(name) {
-	case "interruptId":
-		x.id(&e.InterruptID, "/entries/interruptId")
-	case "status":
-		var s string
-		x.text(&s, "/entries/status")
-		e.Status = persist.InterruptStatus(s)
-	case "response":
-		x.rawOrNull(&e.Response)
-	default:
-		return unknown("entry", name)
-	}
-	return nil
-}
-
-func readArtifact(x *rd, name []byte, r *persist.ArtifactRecord) error {
-	switch string(name) {
-	case "artifactId":
-		x.id(&r.ArtifactID, "/artifactId")
-	case "runId":
-		x.id(&r.RunID, "/runId")
-	case "threadId":
-		x.id(&r.ThreadID, "/threadId")
-	case "blobKey":
-		x.optID(&r.BlobKey, "/blobKey")
-	case "name":
-		x.text(&r.Name, "/name")
-	case "mimeType":
-		x.text(&r.MimeType, "/mimeType")
-	case "size":
-		x.int(&r.Size, "/size")
-	case "sourceUrl":
-		x.optText(&r.SourceURL, "/sourceUrl")
-	case "createdAt":
-		x.int(&r.CreatedAt, "/createdAt")
-	default:
-		return unknown("artifact", name)
-	}
-	return nil
-}
-
-func readBlobRecord(x *rd, name []byte, r *persist.BlobRecord) error {
-	switch string(name) {
-	case "key":
-		x.id(&r.Key, "/key")
-	case "size":
-		x.int(&r.Size, "/size")
-	case "etag":
-		x.text(&r.ETag, "/etag")
-	case "contentType":
-		x.optText(&r.ContentType, "/contentType")
-	case "customMetadata":
-		x.stringMap(&r.CustomMetadata, "/customMetadata")
-	case "createdAt":
-		x.int(&r.CreatedAt, "/createdAt")
-	case "updatedAt":
-		x.int(&r.UpdatedAt, "/updatedAt")
-	default:
-		return unknown("blob", name)
-	}
-	return nil
+	return entryWire.append(b, &e)
 }
 
 func (x *rd) stringMap(dst *map[string]string, path string) {
