@@ -628,23 +628,18 @@ func (d *Driver) Load(ctx context.Context, recs []driver.Record) (int, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var fresh []driver.Record
-	seen := map[string]driver.Record{}
-	for _, r := range recs {
-		id := string(r.Kind) + "\x00" + r.ID()
-		if prev, dup := seen[id]; dup {
-			if !driver.Equal(prev, r) {
-				return 0, fmt.Errorf("%w: %s %q comes twice with different content", driver.ErrRecordConflict, r.Kind, r.ID())
-			}
-			continue
-		}
-		seen[id] = r
+	err := driver.Distinct(recs, func(r driver.Record) error { // checked again: all pass
 		cur, ok := d.stored(r)
 		switch {
 		case !ok:
 			fresh = append(fresh, r)
 		case !driver.Equal(cur, r):
-			return 0, fmt.Errorf("%w: %s %q", driver.ErrRecordConflict, r.Kind, r.ID())
+			return fmt.Errorf("%w: %s %q", driver.ErrRecordConflict, r.Kind, r.ID())
 		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
 	}
 	for _, r := range fresh {
 		switch r.Kind {
