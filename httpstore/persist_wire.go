@@ -358,62 +358,31 @@ func (s *wire[T]) read(x *rd, name []byte, r *T) error {
 	return unknown(s.what, name)
 }
 
-// The kinds of member: each names how it is written and read.
-
-func idM[T any](name string, f func(*T) *string) member[T] {
-	return member[T]{name, func(w *jw, n string, r *T) { w.str(n, *f(r)) }, func(x *rd, p string, r *T) { x.id(f(r), p) }}
+// at is a member that put writes and get reads at a field of a T, the
+// one f points to; put and get are mostly jw's and rd's own methods.
+func at[T, V any](name string, f func(*T) *V, put func(*jw, string, V), get func(*rd, *V, string)) member[T] {
+	return member[T]{name, func(w *jw, n string, r *T) { put(w, n, *f(r)) }, func(x *rd, p string, r *T) { get(x, f(r), p) }}
 }
 
-func textM[T any](name string, f func(*T) *string) member[T] {
-	return member[T]{name, func(w *jw, n string, r *T) { w.str(n, *f(r)) }, func(x *rd, p string, r *T) { x.text(f(r), p) }}
+// putStatus and getStatus write and read a status: any string on the
+// wire, checked by the store.
+func putStatus[S ~string](w *jw, n string, v S) { w.str(n, string(v)) }
+
+func getStatus[S ~string](x *rd, v *S, p string) {
+	var s string
+	x.text(&s, p)
+	*v = S(s)
 }
 
-func optIDM[T any](name string, f func(*T) **string) member[T] {
-	return member[T]{name, func(w *jw, n string, r *T) { w.optStr(n, *f(r)) }, func(x *rd, p string, r *T) { x.optID(f(r), p) }}
+func putOptBool(w *jw, n string, v *bool) {
+	if v != nil {
+		w.bool(n, *v)
+	}
 }
 
-func optTextM[T any](name string, f func(*T) **string) member[T] {
-	return member[T]{name, func(w *jw, n string, r *T) { w.optStr(n, *f(r)) }, func(x *rd, p string, r *T) { x.optText(f(r), p) }}
-}
-
-// statusM is a status: any string on the wire, checked by the store.
-func statusM[T any, S ~string](name string, f func(*T) *S) member[T] {
-	return member[T]{name, func(w *jw, n string, r *T) { w.str(n, string(*f(r))) }, func(x *rd, p string, r *T) {
-		var s string
-		x.text(&s, p)
-		*f(r) = S(s)
-	}}
-}
-
-func intM[T any](name string, f func(*T) *int64) member[T] {
-	return member[T]{name, func(w *jw, n string, r *T) { w.int(n, *f(r)) }, func(x *rd, p string, r *T) { x.int(f(r), p) }}
-}
-
-func optIntM[T any](name string, f func(*T) **int64) member[T] {
-	return member[T]{name, func(w *jw, n string, r *T) { w.optInt(n, *f(r)) }, func(x *rd, p string, r *T) { x.optInt(f(r), p) }}
-}
-
-func optBoolM[T any](name string, f func(*T) **bool) member[T] {
-	return member[T]{name, func(w *jw, n string, r *T) {
-		if v := *f(r); v != nil {
-			w.bool(n, *v)
-		}
-	}, func(x *rd, p string, r *T) { x.optBool(f(r), p) }}
-}
-
-func errorM[T any](name string, f func(*T) **pdriver.RunError) member[T] {
-	return member[T]{name, func(w *jw, n string, r *T) { w.runError(n, *f(r)) }, func(x *rd, p string, r *T) { x.runError(f(r), p) }}
-}
-
-// rawM is a JSON value kept byte for byte; null reads as absent.
-func rawM[T any](name string, f func(*T) *json.RawMessage) member[T] {
-	return member[T]{name, func(w *jw, n string, r *T) { w.optRaw(n, *f(r)) }, func(x *rd, _ string, r *T) { x.raw(f(r)) }}
-}
-
-// rawOrNullM is rawM where a null present is the JSON value null.
-func rawOrNullM[T any](name string, f func(*T) *json.RawMessage) member[T] {
-	return member[T]{name, func(w *jw, n string, r *T) { w.optRaw(n, *f(r)) }, func(x *rd, _ string, r *T) { x.rawOrNull(f(r)) }}
-}
+// getRaw and getRawOrNull are rd.raw and rd.rawOrNull, which need no path.
+func getRaw(x *rd, v *json.RawMessage, _ string)       { x.raw(v) }
+func getRawOrNull(x *rd, v *json.RawMessage, _ string) { x.rawOrNull(v) }
 
 type (
 	runRec   = persist.RunRecord
@@ -426,41 +395,41 @@ type (
 )
 
 var runWire = &wire[runRec]{what: "run", prefix: "/", members: []member[runRec]{
-	idM("runId", func(r *runRec) *string { return &r.RunID }),
-	idM("threadId", func(r *runRec) *string { return &r.ThreadID }),
-	statusM("status", func(r *runRec) *persist.RunStatus { return &r.Status }),
-	intM("startedAt", func(r *runRec) *int64 { return &r.StartedAt }),
-	optIntM("finishedAt", func(r *runRec) **int64 { return &r.FinishedAt }),
-	errorM("error", func(r *runRec) **pdriver.RunError { return &r.Error }),
-	rawM("usage", func(r *runRec) *json.RawMessage { return &r.Usage }),
-	optTextM("sandboxKey", func(r *runRec) **string { return &r.SandboxKey }),
-	optIntM("detachedSince", func(r *runRec) **int64 { return &r.DetachedSince }),
-	optBoolM("cancelRequested", func(r *runRec) **bool { return &r.CancelRequested }),
-	optIntM("driverEpoch", func(r *runRec) **int64 { return &r.DriverEpoch }),
+	at("runId", func(r *runRec) *string { return &r.RunID }, (*jw).str, (*rd).id),
+	at("threadId", func(r *runRec) *string { return &r.ThreadID }, (*jw).str, (*rd).id),
+	at("status", func(r *runRec) *persist.RunStatus { return &r.Status }, putStatus[persist.RunStatus], getStatus[persist.RunStatus]),
+	at("startedAt", func(r *runRec) *int64 { return &r.StartedAt }, (*jw).int, (*rd).int),
+	at("finishedAt", func(r *runRec) **int64 { return &r.FinishedAt }, (*jw).optInt, (*rd).optInt),
+	at("error", func(r *runRec) **pdriver.RunError { return &r.Error }, (*jw).runError, (*rd).runError),
+	at("usage", func(r *runRec) *json.RawMessage { return &r.Usage }, (*jw).optRaw, getRaw),
+	at("sandboxKey", func(r *runRec) **string { return &r.SandboxKey }, (*jw).optStr, (*rd).optText),
+	at("detachedSince", func(r *runRec) **int64 { return &r.DetachedSince }, (*jw).optInt, (*rd).optInt),
+	at("cancelRequested", func(r *runRec) **bool { return &r.CancelRequested }, putOptBool, (*rd).optBool),
+	at("driverEpoch", func(r *runRec) **int64 { return &r.DriverEpoch }, (*jw).optInt, (*rd).optInt),
 }}
 
 var genWire = &wire[genRec]{what: "generation run", prefix: "/", members: []member[genRec]{
-	idM("runId", func(r *genRec) *string { return &r.RunID }),
-	idM("threadId", func(r *genRec) *string { return &r.ThreadID }),
-	textM("activity", func(r *genRec) *string { return &r.Activity }),
-	textM("provider", func(r *genRec) *string { return &r.Provider }),
-	textM("model", func(r *genRec) *string { return &r.Model }),
-	statusM("status", func(r *genRec) *persist.RunStatus { return &r.Status }),
-	intM("startedAt", func(r *genRec) *int64 { return &r.StartedAt }),
-	optIntM("finishedAt", func(r *genRec) **int64 { return &r.FinishedAt }),
-	errorM("error", func(r *genRec) **pdriver.RunError { return &r.Error }),
-	rawM("result", func(r *genRec) *json.RawMessage { return &r.Result }),
-	rawM("artifacts", func(r *genRec) *json.RawMessage { return &r.Artifacts }),
-	rawM("usage", func(r *genRec) *json.RawMessage { return &r.Usage }),
+	at("runId", func(r *genRec) *string { return &r.RunID }, (*jw).str, (*rd).id),
+	at("threadId", func(r *genRec) *string { return &r.ThreadID }, (*jw).str, (*rd).id),
+	at("activity", func(r *genRec) *string { return &r.Activity }, (*jw).str, (*rd).text),
+	at("provider", func(r *genRec) *string { return &r.Provider }, (*jw).str, (*rd).text),
+	at("model", func(r *genRec) *string { return &r.Model }, (*jw).str, (*rd).text),
+	at("status", func(r *genRec) *persist.RunStatus { return &r.Status }, putStatus[persist.RunStatus], getStatus[persist.RunStatus]),
+	at("startedAt", func(r *genRec) *int64 { return &r.StartedAt }, (*jw).int, (*rd).int),
+	at("finishedAt", func(r *genRec) **int64 { return &r.FinishedAt }, (*jw).optInt, (*rd).optInt),
+	at("error", func(r *genRec) **pdriver.RunError { return &r.Error }, (*jw).runError, (*rd).runError),
+	at("result", func(r *genRec) *json.RawMessage { return &r.Result }, (*jw).optRaw, getRaw),
+	at("artifacts", func(r *genRec) *json.RawMessage { return &r.Artifacts }, (*jw).optRaw, getRaw),
+	at("usage", func(r *genRec) *json.RawMessage { return &r.Usage }, (*jw).optRaw, getRaw),
 }}
 
 var intWire = &wire[intRec]{what: "interrupt", prefix: "/", members: []member[intRec]{
-	idM("interruptId", func(r *intRec) *string { return &r.InterruptID }),
-	idM("runId", func(r *intRec) *string { return &r.RunID }),
-	idM("threadId", func(r *intRec) *string { return &r.ThreadID }),
-	statusM("status", func(r *intRec) *persist.InterruptStatus { return &r.Status }),
-	intM("requestedAt", func(r *intRec) *int64 { return &r.RequestedAt }),
-	optIntM("resolvedAt", func(r *intRec) **int64 { return &r.ResolvedAt }),
+	at("interruptId", func(r *intRec) *string { return &r.InterruptID }, (*jw).str, (*rd).id),
+	at("runId", func(r *intRec) *string { return &r.RunID }, (*jw).str, (*rd).id),
+	at("threadId", func(r *intRec) *string { return &r.ThreadID }, (*jw).str, (*rd).id),
+	at("status", func(r *intRec) *persist.InterruptStatus { return &r.Status }, putStatus[persist.InterruptStatus], getStatus[persist.InterruptStatus]),
+	at("requestedAt", func(r *intRec) *int64 { return &r.RequestedAt }, (*jw).int, (*rd).int),
+	at("resolvedAt", func(r *intRec) **int64 { return &r.ResolvedAt }, (*jw).optInt, (*rd).optInt),
 	{"payload", func(w *jw, n string, r *intRec) {
 		if r.Payload == nil { // required; never absent in a stored record
 			w.raw(n, []byte("null"))
@@ -468,51 +437,51 @@ var intWire = &wire[intRec]{what: "interrupt", prefix: "/", members: []member[in
 			w.raw(n, r.Payload)
 		}
 	}, func(x *rd, _ string, r *intRec) { x.raw(&r.Payload) }},
-	rawOrNullM("response", func(r *intRec) *json.RawMessage { return &r.Response }),
+	at("response", func(r *intRec) *json.RawMessage { return &r.Response }, (*jw).optRaw, getRawOrNull),
 }}
 
 // newIntWire reads the record of interrupts/create: an interrupt without
 // status and resolvedAt.
 var newIntWire = &wire[newInt]{what: "record", prefix: "/record/", members: []member[newInt]{
-	idM("interruptId", func(r *newInt) *string { return &r.InterruptID }),
-	idM("runId", func(r *newInt) *string { return &r.RunID }),
-	idM("threadId", func(r *newInt) *string { return &r.ThreadID }),
-	intM("requestedAt", func(r *newInt) *int64 { return &r.RequestedAt }),
-	rawM("payload", func(r *newInt) *json.RawMessage { return &r.Payload }),
-	rawOrNullM("response", func(r *newInt) *json.RawMessage { return &r.Response }),
+	at("interruptId", func(r *newInt) *string { return &r.InterruptID }, (*jw).str, (*rd).id),
+	at("runId", func(r *newInt) *string { return &r.RunID }, (*jw).str, (*rd).id),
+	at("threadId", func(r *newInt) *string { return &r.ThreadID }, (*jw).str, (*rd).id),
+	at("requestedAt", func(r *newInt) *int64 { return &r.RequestedAt }, (*jw).int, (*rd).int),
+	at("payload", func(r *newInt) *json.RawMessage { return &r.Payload }, (*jw).optRaw, getRaw),
+	at("response", func(r *newInt) *json.RawMessage { return &r.Response }, (*jw).optRaw, getRawOrNull),
 }}
 
 var entryWire = &wire[entryRec]{what: "entry", prefix: "/entries/", members: []member[entryRec]{
-	idM("interruptId", func(r *entryRec) *string { return &r.InterruptID }),
-	statusM("status", func(r *entryRec) *persist.InterruptStatus { return &r.Status }),
-	rawOrNullM("response", func(r *entryRec) *json.RawMessage { return &r.Response }),
+	at("interruptId", func(r *entryRec) *string { return &r.InterruptID }, (*jw).str, (*rd).id),
+	at("status", func(r *entryRec) *persist.InterruptStatus { return &r.Status }, putStatus[persist.InterruptStatus], getStatus[persist.InterruptStatus]),
+	at("response", func(r *entryRec) *json.RawMessage { return &r.Response }, (*jw).optRaw, getRawOrNull),
 }}
 
 var artWire = &wire[artRec]{what: "artifact", prefix: "/", members: []member[artRec]{
-	idM("artifactId", func(r *artRec) *string { return &r.ArtifactID }),
-	idM("runId", func(r *artRec) *string { return &r.RunID }),
-	idM("threadId", func(r *artRec) *string { return &r.ThreadID }),
-	optIDM("blobKey", func(r *artRec) **string { return &r.BlobKey }),
-	textM("name", func(r *artRec) *string { return &r.Name }),
-	textM("mimeType", func(r *artRec) *string { return &r.MimeType }),
-	intM("size", func(r *artRec) *int64 { return &r.Size }),
-	optTextM("sourceUrl", func(r *artRec) **string { return &r.SourceURL }),
-	intM("createdAt", func(r *artRec) *int64 { return &r.CreatedAt }),
+	at("artifactId", func(r *artRec) *string { return &r.ArtifactID }, (*jw).str, (*rd).id),
+	at("runId", func(r *artRec) *string { return &r.RunID }, (*jw).str, (*rd).id),
+	at("threadId", func(r *artRec) *string { return &r.ThreadID }, (*jw).str, (*rd).id),
+	at("blobKey", func(r *artRec) **string { return &r.BlobKey }, (*jw).optStr, (*rd).optID),
+	at("name", func(r *artRec) *string { return &r.Name }, (*jw).str, (*rd).text),
+	at("mimeType", func(r *artRec) *string { return &r.MimeType }, (*jw).str, (*rd).text),
+	at("size", func(r *artRec) *int64 { return &r.Size }, (*jw).int, (*rd).int),
+	at("sourceUrl", func(r *artRec) **string { return &r.SourceURL }, (*jw).optStr, (*rd).optText),
+	at("createdAt", func(r *artRec) *int64 { return &r.CreatedAt }, (*jw).int, (*rd).int),
 }}
 
 var blobWire = &wire[blobRec]{what: "blob", prefix: "/", members: []member[blobRec]{
-	idM("key", func(r *blobRec) *string { return &r.Key }),
-	intM("size", func(r *blobRec) *int64 { return &r.Size }),
-	textM("etag", func(r *blobRec) *string { return &r.ETag }),
-	optTextM("contentType", func(r *blobRec) **string { return &r.ContentType }),
+	at("key", func(r *blobRec) *string { return &r.Key }, (*jw).str, (*rd).id),
+	at("size", func(r *blobRec) *int64 { return &r.Size }, (*jw).int, (*rd).int),
+	at("etag", func(r *blobRec) *string { return &r.ETag }, (*jw).str, (*rd).text),
+	at("contentType", func(r *blobRec) **string { return &r.ContentType }, (*jw).optStr, (*rd).optText),
 	{"customMetadata", func(w *jw, n string, r *blobRec) {
 		if r.CustomMetadata != nil {
 			w.name(n)
 			w.b = appendStringMap(w.b, r.CustomMetadata)
 		}
 	}, func(x *rd, p string, r *blobRec) { x.stringMap(&r.CustomMetadata, p) }},
-	intM("createdAt", func(r *blobRec) *int64 { return &r.CreatedAt }),
-	intM("updatedAt", func(r *blobRec) *int64 { return &r.UpdatedAt }),
+	at("createdAt", func(r *blobRec) *int64 { return &r.CreatedAt }, (*jw).int, (*rd).int),
+	at("updatedAt", func(r *blobRec) *int64 { return &r.UpdatedAt }, (*jw).int, (*rd).int),
 }}
 
 // The appenders and readers the routes and the client name.
