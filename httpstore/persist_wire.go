@@ -520,10 +520,10 @@ func (x *rd) stringMap(dst *map[string]string, path string) {
 	*dst = m
 }
 
-// readPatch reads a patch, one member at a time with member (false: no
-// such member): a member left out keeps its field, null clears it, a
-// value sets it.
-func readPatch(x *rd, member func(y *rd, name []byte) bool) {
+// readPatch reads a patch, whose members members reads (their writers
+// are unused: a patch is written by its MarshalJSON): a member left out
+// keeps its field, null clears it, a value sets it.
+func readPatch[P any](x *rd, members *wire[P], p *P) {
 	v, ok, err := x.r.Padded()
 	if err != nil || !ok {
 		x.f.add(err)
@@ -532,71 +532,39 @@ func readPatch(x *rd, member func(y *rd, name []byte) bool) {
 		}
 		return
 	}
-	x.f.add(readWhole(v, func(y *rd, name []byte) error {
-		if !member(y, name) {
-			return unknown("patch", name)
-		}
-		return nil
-	}))
+	x.f.add(readWhole(v, func(y *rd, name []byte) error { return members.read(y, name, p) }))
 }
+
+type (
+	runPatch = persist.RunPatch
+	genPatch = persist.GenerationRunPatch
+)
+
+var runPatchWire = &wire[runPatch]{what: "patch", prefix: "/patch/", members: []member[runPatch]{
+	at("status", func(p *runPatch) *persist.Field[persist.RunStatus] { return &p.Status }, nil, patchText[persist.RunStatus]),
+	at("finishedAt", func(p *runPatch) *persist.Field[int64] { return &p.FinishedAt }, nil, patchInt),
+	at("error", func(p *runPatch) *persist.Field[persist.RunError] { return &p.Error }, nil, patchError),
+	at("usage", func(p *runPatch) *persist.Field[json.RawMessage] { return &p.Usage }, nil, patchRaw),
+	at("sandboxKey", func(p *runPatch) *persist.Field[string] { return &p.SandboxKey }, nil, patchText[string]),
+	at("detachedSince", func(p *runPatch) *persist.Field[int64] { return &p.DetachedSince }, nil, patchInt),
+	at("cancelRequested", func(p *runPatch) *persist.Field[bool] { return &p.CancelRequested }, nil, patchBool),
+	at("driverEpoch", func(p *runPatch) *persist.Field[int64] { return &p.DriverEpoch }, nil, patchInt),
+}}
+
+var genPatchWire = &wire[genPatch]{what: "patch", prefix: "/patch/", members: []member[genPatch]{
+	at("status", func(p *genPatch) *persist.Field[persist.RunStatus] { return &p.Status }, nil, patchText[persist.RunStatus]),
+	at("finishedAt", func(p *genPatch) *persist.Field[int64] { return &p.FinishedAt }, nil, patchInt),
+	at("error", func(p *genPatch) *persist.Field[persist.RunError] { return &p.Error }, nil, patchError),
+	at("result", func(p *genPatch) *persist.Field[json.RawMessage] { return &p.Result }, nil, patchRaw),
+	at("artifacts", func(p *genPatch) *persist.Field[json.RawMessage] { return &p.Artifacts }, nil, patchRaw),
+	at("usage", func(p *genPatch) *persist.Field[json.RawMessage] { return &p.Usage }, nil, patchRaw),
+}}
 
 // readRunPatch reads a run patch (see readPatch).
-func readRunPatch(x *rd, p *persist.RunPatch) {
-	readPatch(x, func(y *rd, name []byte) bool {
-		switch string(name) {
-		case "status":
-			patchStatus(y, &p.Status)
-		case "finishedAt":
-			patchInt(y, &p.FinishedAt, "/patch/finishedAt")
-		case "error":
-			patchError(y, &p.Error)
-		case "usage":
-			patchRaw(y, &p.Usage)
-		case "sandboxKey":
-			v, ok, err := y.r.String("/patch/sandboxKey", pdriver.ErrInvalidEntry)
-			y.f.add(err)
-			p.SandboxKey = setOrClear(v, ok)
-		case "detachedSince":
-			patchInt(y, &p.DetachedSince, "/patch/detachedSince")
-		case "cancelRequested":
-			var b *bool
-			y.optBool(&b, "/patch/cancelRequested")
-			if b == nil {
-				p.CancelRequested = persist.Clear[bool]()
-			} else {
-				p.CancelRequested = persist.Set(*b)
-			}
-		case "driverEpoch":
-			patchInt(y, &p.DriverEpoch, "/patch/driverEpoch")
-		default:
-			return false
-		}
-		return true
-	})
-}
+func readRunPatch(x *rd, p *persist.RunPatch) { readPatch(x, runPatchWire, p) }
 
 // readGenerationRunPatch reads a generation run patch (see readPatch).
-func readGenerationRunPatch(x *rd, p *persist.GenerationRunPatch) {
-	readPatch(x, func(y *rd, name []byte) bool {
-		switch string(name) {
-		case "status":
-			patchStatus(y, &p.Status)
-		case "finishedAt":
-			patchInt(y, &p.FinishedAt, "/patch/finishedAt")
-		case "error":
-			patchError(y, &p.Error)
-		case "result":
-			patchRaw(y, &p.Result)
-		case "artifacts":
-			patchRaw(y, &p.Artifacts)
-		case "usage":
-			patchRaw(y, &p.Usage)
-		default:
-			return false
-		}
-		return true
-	})
-}
+func readGenerationRunPatch(x *rd, p *persist.GenerationRunPatch) { readPatch(x, genPatchWire, p) }
 
 func setOrClear[T any](v T, ok bool) persist.Field[T] {
 	if ok {
@@ -605,10 +573,12 @@ func setOrClear[T any](v T, ok bool) persist.Field[T] {
 	return persist.Clear[T]()
 }
 
-func patchStatus(y *rd, f *persist.Field[persist.RunStatus]) {
-	v, ok, err := y.r.String("/patch/status", pdriver.ErrInvalidEntry)
+// The readers of a patch's members, each at its path: null clears.
+
+func patchText[S ~string](y *rd, f *persist.Field[S], path string) {
+	v, ok, err := y.r.String(path, pdriver.ErrInvalidEntry)
 	y.f.add(err)
-	*f = setOrClear(persist.RunStatus(v), ok)
+	*f = setOrClear(S(v), ok)
 }
 
 func patchInt(y *rd, f *persist.Field[int64], path string) {
@@ -617,9 +587,19 @@ func patchInt(y *rd, f *persist.Field[int64], path string) {
 	*f = setOrClear(v, ok)
 }
 
-func patchError(y *rd, f *persist.Field[persist.RunError]) {
+func patchBool(y *rd, f *persist.Field[bool], path string) {
+	var b *bool
+	y.optBool(&b, path)
+	if b == nil {
+		*f = persist.Clear[bool]()
+	} else {
+		*f = persist.Set(*b)
+	}
+}
+
+func patchError(y *rd, f *persist.Field[persist.RunError], path string) {
 	var e *pdriver.RunError
-	y.runError(&e, "/patch/error")
+	y.runError(&e, path)
 	if e == nil {
 		*f = persist.Clear[persist.RunError]()
 	} else {
@@ -627,7 +607,7 @@ func patchError(y *rd, f *persist.Field[persist.RunError]) {
 	}
 }
 
-func patchRaw(y *rd, f *persist.Field[json.RawMessage]) {
+func patchRaw(y *rd, f *persist.Field[json.RawMessage], _ string) {
 	var v json.RawMessage
 	y.raw(&v)
 	*f = setOrClear(v, v != nil)
