@@ -31,21 +31,18 @@ var blobTests = []test{
 
 func (e *env) put(key string, body []byte, opts persist.BlobPutOptions) persist.BlobRecord {
 	e.t.Helper()
-	r, err := e.s.Blobs.Put(e.ctx, key, bytes.NewReader(body), opts)
-	require.NoError(e.t, err)
+	r := must(e.s.Blobs.Put(e.ctx, key, bytes.NewReader(body), opts)).of(e.t)
 	return r
 }
 
 // read returns the blob's object and its bytes, or nil.
 func (e *env) read(key string, rng *persist.BlobRange) (*persist.BlobObject, []byte) {
 	e.t.Helper()
-	o, err := e.s.Blobs.Get(e.ctx, key, rng)
-	require.NoError(e.t, err)
+	o := must(e.s.Blobs.Get(e.ctx, key, rng)).of(e.t)
 	if o == nil {
 		return nil, nil
 	}
-	b, err := io.ReadAll(o.Body)
-	require.NoError(e.t, err)
+	b := must(io.ReadAll(o.Body)).of(e.t)
 	require.NoError(e.t, o.Body.Close())
 	return o, b
 }
@@ -108,8 +105,7 @@ func testBlobStream(t *testing.T, nd NewDriver) {
 		body[i] = byte(i % 251)
 	}
 	for _, hint := range []*int64{nil, i64(int64(len(body))), i64(3)} {
-		put, err := e.s.Blobs.Put(e.ctx, "blob/stream", &chunky{b: body, n: 777}, persist.BlobPutOptions{ExpectedLength: hint})
-		require.NoError(t, err)
+		put := must(e.s.Blobs.Put(e.ctx, "blob/stream", &chunky{b: body, n: 777}, persist.BlobPutOptions{ExpectedLength: hint})).of(t)
 		require.EqualValues(t, len(body), put.Size, "size is what arrived, whatever the advisory length")
 		o, got := e.read("blob/stream", nil)
 		require.Equal(t, body, got)
@@ -168,8 +164,7 @@ func testBlobOverwrite(t *testing.T, nd NewDriver) {
 	require.NoError(t, e.s.Blobs.Delete(e.ctx, "blob/over"))
 	o, _ := e.read("blob/over", nil)
 	require.Nil(t, o)
-	h, err := e.s.Blobs.Head(e.ctx, "blob/over")
-	require.NoError(t, err)
+	h := must(e.s.Blobs.Head(e.ctx, "blob/over")).of(t)
 	require.Nil(t, h)
 	require.NoError(t, e.s.Blobs.Delete(e.ctx, "blob/over"), "deleting an absent key is a no-op")
 	again := e.put("blob/over", []byte{3}, persist.BlobPutOptions{})
@@ -178,8 +173,7 @@ func testBlobOverwrite(t *testing.T, nd NewDriver) {
 
 func (e *env) listKeys(opts persist.BlobListOptions) ([]string, persist.BlobListPage) {
 	e.t.Helper()
-	p, err := e.s.Blobs.List(e.ctx, opts)
-	require.NoError(e.t, err)
+	p := must(e.s.Blobs.List(e.ctx, opts)).of(e.t)
 	require.NotNil(e.t, p.Objects)
 	keys := []string{}
 	for _, o := range p.Objects {
@@ -340,10 +334,8 @@ func testBlobAtomicReplace(t *testing.T, nd NewDriver) {
 		}
 	})
 	for range 200 {
-		o, err := e.s.Blobs.Get(e.ctx, "blob/hot", nil)
-		require.NoError(t, err)
-		b, err := io.ReadAll(o.Body)
-		require.NoError(t, err)
+		o := must(e.s.Blobs.Get(e.ctx, "blob/hot", nil)).of(t)
+		b := must(io.ReadAll(o.Body)).of(t)
 		o.Body.Close()
 		i := int(b[0] - 'a')
 		require.Equal(t, version(i), b, "a read mixes versions")

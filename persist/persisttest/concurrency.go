@@ -35,16 +35,14 @@ func testCreateRace(t *testing.T, nd NewDriver) {
 	e := newEnv(t, nd)
 	got := make([]*persist.RunRecord, racers)
 	race(func(i int) {
-		r, err := e.s.Runs.CreateOrResume(e.ctx, persist.RunStart{RunID: "race", ThreadID: fmt.Sprint("t", i), StartedAt: int64(i)})
-		require.NoError(t, err)
+		r := must(e.s.Runs.CreateOrResume(e.ctx, persist.RunStart{RunID: "race", ThreadID: fmt.Sprint("t", i), StartedAt: int64(i)})).of(t)
 		got[i] = r
 	})
 	stored := e.run("race")
 	for _, r := range got {
 		jsonEq(t, stored, r, "every racer gets the one stored run")
 	}
-	rs, err := e.s.Runs.ListByThread(e.ctx, stored.ThreadID)
-	require.NoError(t, err)
+	rs := must(e.s.Runs.ListByThread(e.ctx, stored.ThreadID)).of(t)
 	require.Len(t, rs, 1)
 }
 
@@ -108,8 +106,7 @@ func testCommitBatchRace(t *testing.T, nd NewDriver) {
 func testBlobPutRace(t *testing.T, nd NewDriver) {
 	e := newEnv(t, nd)
 	race(func(i int) {
-		_, err := e.s.Blobs.Put(e.ctx, "hot", bytes.NewReader(bytes.Repeat([]byte{byte('a' + i)}, 100+i)), persist.BlobPutOptions{})
-		require.NoError(t, err)
+		require.NoError(t, errOf(e.s.Blobs.Put(e.ctx, "hot", bytes.NewReader(bytes.Repeat([]byte{byte('a' + i)}, 100+i)), persist.BlobPutOptions{})))
 	})
 	o, b := e.read("hot", nil)
 	i := int(b[0] - 'a')

@@ -29,8 +29,7 @@ func (e *env) interrupt(id, runID, threadID string, at int64, payload string) {
 
 func (e *env) getInterrupt(id string) *persist.InterruptRecord {
 	e.t.Helper()
-	r, err := e.s.Interrupts.Get(e.ctx, id)
-	require.NoError(e.t, err)
+	r := must(e.s.Interrupts.Get(e.ctx, id)).of(e.t)
 	return r
 }
 
@@ -48,8 +47,7 @@ func (e *env) lists(thread, run string) [4][]string {
 		func() ([]*persist.InterruptRecord, error) { return e.s.Interrupts.ListByRun(e.ctx, run) },
 		func() ([]*persist.InterruptRecord, error) { return e.s.Interrupts.ListPendingByRun(e.ctx, run) },
 	} {
-		rs, err := f()
-		require.NoError(e.t, err)
+		rs := must(f()).of(e.t)
 		require.NotNil(e.t, rs)
 		out[i] = interruptIDs(rs)
 	}

@@ -39,8 +39,7 @@ func runIDs(recs []*persist.RunRecord) []string {
 
 func (e *env) start(runID, threadID string, startedAt int64) *persist.RunRecord {
 	e.t.Helper()
-	r, err := e.s.Runs.CreateOrResume(e.ctx, persist.RunStart{RunID: runID, ThreadID: threadID, StartedAt: startedAt})
-	require.NoError(e.t, err)
+	r := must(e.s.Runs.CreateOrResume(e.ctx, persist.RunStart{RunID: runID, ThreadID: threadID, StartedAt: startedAt})).of(e.t)
 	return r
 }
 
@@ -51,8 +50,7 @@ func (e *env) update(runID string, p persist.RunPatch) {
 
 func (e *env) run(runID string) *persist.RunRecord {
 	e.t.Helper()
-	r, err := e.s.Runs.Get(e.ctx, runID)
-	require.NoError(e.t, err)
+	r := must(e.s.Runs.Get(e.ctx, runID)).of(e.t)
 	return r
 }
 
@@ -83,8 +81,7 @@ func testRunNeverResurrects(t *testing.T, nd NewDriver) {
 	e.start("nc-1", "nc-t", 10)
 	e.update("nc-1", persist.RunPatch{Status: persist.Set(persist.RunCompleted), FinishedAt: persist.Set[int64](20)})
 	for _, status := range []persist.RunStatus{"", persist.RunRunning, persist.RunInterrupted} {
-		r, err := e.s.Runs.CreateOrResume(e.ctx, persist.RunStart{RunID: "nc-1", ThreadID: "nc-t", StartedAt: 999, Status: status})
-		require.NoError(t, err)
+		r := must(e.s.Runs.CreateOrResume(e.ctx, persist.RunStart{RunID: "nc-1", ThreadID: "nc-t", StartedAt: 999, Status: status})).of(t)
 		require.Equal(t, persist.RunCompleted, r.Status)
 		require.EqualValues(t, 10, r.StartedAt)
 		require.Equal(t, int64(20), *r.FinishedAt)
@@ -92,15 +89,13 @@ func testRunNeverResurrects(t *testing.T, nd NewDriver) {
 	r := e.run("nc-1")
 	require.Equal(t, persist.RunCompleted, r.Status)
 	require.Equal(t, int64(20), *r.FinishedAt)
-	active, err := e.s.Runs.FindActiveRun(e.ctx, "nc-t")
-	require.NoError(t, err)
+	active := must(e.s.Runs.FindActiveRun(e.ctx, "nc-t")).of(t)
 	require.Nil(t, active, "a resumed finished run must not look active")
 }
 
 func testRunExplicitStatus(t *testing.T, nd NewDriver) {
 	e := newEnv(t, nd)
-	r, err := e.s.Runs.CreateOrResume(e.ctx, persist.RunStart{RunID: "st-1", ThreadID: "st-t", StartedAt: 1, Status: persist.RunInterrupted})
-	require.NoError(t, err)
+	r := must(e.s.Runs.CreateOrResume(e.ctx, persist.RunStart{RunID: "st-1", ThreadID: "st-t", StartedAt: 1, Status: persist.RunInterrupted})).of(t)
 	require.Equal(t, persist.RunInterrupted, r.Status)
 	require.Equal(t, persist.RunInterrupted, e.run("st-1").Status)
 }
@@ -109,8 +104,7 @@ func testRunUpdateUnknown(t *testing.T, nd NewDriver) {
 	e := newEnv(t, nd)
 	e.update("run-absent", persist.RunPatch{Status: persist.Set(persist.RunCompleted), DetachedSince: persist.Set[int64](1)})
 	require.Nil(t, e.run("run-absent"))
-	list, err := e.s.Runs.ListReclaimable(e.ctx, persist.ReclaimQuery{Now: 10, TTLMs: 0})
-	require.NoError(t, err)
+	list := must(e.s.Runs.ListReclaimable(e.ctx, persist.ReclaimQuery{Now: 10, TTLMs: 0})).of(t)
 	require.Empty(t, list)
 }
 
@@ -134,8 +128,7 @@ func testRunUpdateClears(t *testing.T, nd NewDriver) {
 func testFindActiveRun(t *testing.T, nd NewDriver) {
 	e := newEnv(t, nd)
 	find := func(thread string) *persist.RunRecord {
-		r, err := e.s.Runs.FindActiveRun(e.ctx, thread)
-		require.NoError(t, err)
+		r := must(e.s.Runs.FindActiveRun(e.ctx, thread)).of(t)
 		return r
 	}
 	const th = "thread-active"
@@ -163,8 +156,7 @@ func testFindActiveRun(t *testing.T, nd NewDriver) {
 func testListByThread(t *testing.T, nd NewDriver) {
 	e := newEnv(t, nd)
 	list := func(thread string) []string {
-		rs, err := e.s.Runs.ListByThread(e.ctx, thread)
-		require.NoError(t, err)
+		rs := must(e.s.Runs.ListByThread(e.ctx, thread)).of(t)
 		require.NotNil(t, rs, "an empty list is [], not null")
 		return runIDs(rs)
 	}
@@ -183,8 +175,7 @@ func testListReclaimable(t *testing.T, nd NewDriver) {
 	const now, ttl = 10_000, 5_000
 	const cutoff = now - ttl
 	reclaim := func(now, ttl int64) []string {
-		rs, err := e.s.Runs.ListReclaimable(e.ctx, persist.ReclaimQuery{Now: now, TTLMs: ttl})
-		require.NoError(t, err)
+		rs := must(e.s.Runs.ListReclaimable(e.ctx, persist.ReclaimQuery{Now: now, TTLMs: ttl})).of(t)
 		for _, r := range rs {
 			require.Equal(t, persist.RunRunning, r.Status)
 		}

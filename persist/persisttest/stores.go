@@ -37,11 +37,9 @@ func genStart(id, thread string, at int64) persist.GenerationRunStart {
 func testGenerationLifecycle(t *testing.T, nd NewDriver) {
 	e := newEnv(t, nd)
 	g := e.s.GenerationRuns
-	r, err := g.Get(e.ctx, "gen-missing")
-	require.NoError(t, err)
+	r := must(g.Get(e.ctx, "gen-missing")).of(t)
 	require.Nil(t, r)
-	created, err := g.CreateOrResume(e.ctx, genStart("gen-1", "gen-thread-1", 1000))
-	require.NoError(t, err)
+	created := must(g.CreateOrResume(e.ctx, genStart("gen-1", "gen-thread-1", 1000))).of(t)
 	jsonEq(t, map[string]any{"runId": "gen-1", "threadId": "gen-thread-1", "activity": "image", "provider": "openai",
 		"model": "gpt-image-1", "status": "running", "startedAt": 1000}, created)
 	resumed, err := g.CreateOrResume(e.ctx, persist.GenerationRunStart{RunID: "gen-1", ThreadID: "thread-late", Activity: "video",
@@ -55,8 +53,7 @@ func testGenerationLifecycle(t *testing.T, nd NewDriver) {
 		Result:    persist.Set(raw(`{"images":[{"url":"https://example.com/a.png"}]}`)),
 		Artifacts: persist.Set(raw(artifacts)), Usage: persist.Set(raw(`{"promptTokens":1,"completionTokens":2,"totalTokens":3}`)),
 	}))
-	done, err := g.Get(e.ctx, "gen-1")
-	require.NoError(t, err)
+	done := must(g.Get(e.ctx, "gen-1")).of(t)
 	require.Equal(t, persist.RunCompleted, done.Status)
 	require.JSONEq(t, artifacts, string(done.Artifacts))
 	require.JSONEq(t, `{"images":[{"url":"https://example.com/a.png"}]}`, string(done.Result))
@@ -79,13 +76,11 @@ func testGenerationLifecycle(t *testing.T, nd NewDriver) {
 func testGenerationNeverResurrects(t *testing.T, nd NewDriver) {
 	e := newEnv(t, nd)
 	g := e.s.GenerationRuns
-	_, err := g.CreateOrResume(e.ctx, genStart("gn-1", "gn-t", 10))
-	require.NoError(t, err)
+	require.NoError(t, errOf(g.CreateOrResume(e.ctx, genStart("gn-1", "gn-t", 10))))
 	require.NoError(t, g.Update(e.ctx, "gn-1", persist.GenerationRunPatch{Status: persist.Set(persist.RunAborted)}))
 	in := genStart("gn-1", "gn-t", 99)
 	in.Status = persist.RunRunning
-	r, err := g.CreateOrResume(e.ctx, in)
-	require.NoError(t, err)
+	r := must(g.CreateOrResume(e.ctx, in)).of(t)
 	require.Equal(t, persist.RunAborted, r.Status)
 	require.EqualValues(t, 10, r.StartedAt)
 }
@@ -94,15 +89,13 @@ func testFindLatest(t *testing.T, nd NewDriver) {
 	e := newEnv(t, nd)
 	g := e.s.GenerationRuns
 	latest := func(thread string) *persist.GenerationRunRecord {
-		r, err := g.FindLatestForThread(e.ctx, thread)
-		require.NoError(t, err)
+		r := must(g.FindLatestForThread(e.ctx, thread)).of(t)
 		return r
 	}
 	const th = "thread-gen-latest"
 	require.Nil(t, latest(th))
 	for _, s := range []persist.GenerationRunStart{genStart("gen-late", th, 3000), genStart("gen-early", th, 1000), genStart("gen-other", "thread-gen-other", 9000)} {
-		_, err := g.CreateOrResume(e.ctx, s)
-		require.NoError(t, err)
+		require.NoError(t, errOf(g.CreateOrResume(e.ctx, s)))
 	}
 	require.Equal(t, "gen-late", latest(th).RunID)
 	require.NoError(t, g.Update(e.ctx, "gen-late", persist.GenerationRunPatch{Status: persist.Set(persist.RunCompleted), FinishedAt: persist.Set[int64](3500)}))
@@ -111,8 +104,7 @@ func testFindLatest(t *testing.T, nd NewDriver) {
 	require.Equal(t, persist.RunCompleted, r.Status)
 	require.Nil(t, latest("thread-unlinked"))
 	for _, id := range []string{"tie-b", "tie-c", "tie-a"} {
-		_, err := g.CreateOrResume(e.ctx, genStart(id, "thread-tie", 5))
-		require.NoError(t, err)
+		require.NoError(t, errOf(g.CreateOrResume(e.ctx, genStart(id, "thread-tie", 5))))
 	}
 	require.Equal(t, "tie-c", latest("thread-tie").RunID, "ties go to the greatest runId")
 }
@@ -121,8 +113,7 @@ func testMetadata(t *testing.T, nd NewDriver) {
 	e := newEnv(t, nd)
 	m := e.s.Metadata
 	get := func(ns, key string) string {
-		v, err := m.Get(e.ctx, ns, key)
-		require.NoError(t, err)
+		v := must(m.Get(e.ctx, ns, key)).of(t)
 		if v == nil {
 			return "<absent>"
 		}
@@ -161,8 +152,7 @@ func testMetadataNull(t *testing.T, nd NewDriver) {
 	e := newEnv(t, nd)
 	require.NoError(t, e.s.Metadata.Set(e.ctx, "ns", "k", raw(`{"a":1}`)))
 	require.NoError(t, e.s.Metadata.Set(e.ctx, "ns", "k", raw(`null`)))
-	v, err := e.s.Metadata.Get(e.ctx, "ns", "k")
-	require.NoError(t, err)
+	v := must(e.s.Metadata.Get(e.ctx, "ns", "k")).of(t)
 	require.Nil(t, v)
 }
 
@@ -185,24 +175,21 @@ func artifactIDs(rs []*persist.ArtifactRecord) []string {
 
 func (e *env) artifactList(run string) []string {
 	e.t.Helper()
-	rs, err := e.s.Artifacts.List(e.ctx, run)
-	require.NoError(e.t, err)
+	rs := must(e.s.Artifacts.List(e.ctx, run)).of(e.t)
 	require.NotNil(e.t, rs)
 	return artifactIDs(rs)
 }
 
 func (e *env) artifactThread(thread string) []string {
 	e.t.Helper()
-	rs, err := e.s.Artifacts.ListForThread(e.ctx, thread)
-	require.NoError(e.t, err)
+	rs := must(e.s.Artifacts.ListForThread(e.ctx, thread)).of(e.t)
 	require.NotNil(e.t, rs)
 	return artifactIDs(rs)
 }
 
 func testArtifactSave(t *testing.T, nd NewDriver) {
 	e := newEnv(t, nd)
-	r, err := e.s.Artifacts.Get(e.ctx, "art-missing")
-	require.NoError(t, err)
+	r := must(e.s.Artifacts.Get(e.ctx, "art-missing")).of(t)
 	require.Nil(t, r)
 	require.Equal(t, []string{}, e.artifactList("run-unknown"))
 	e.save(artifact("\U00010000", func(a *persist.ArtifactRecord) { a.BlobKey = str("artifacts/run-art/art-a") }))
@@ -257,8 +244,7 @@ func testArtifactDelete(t *testing.T, nd NewDriver) {
 	e.save(artifact("art-d2", func(a *persist.ArtifactRecord) { a.RunID = "run-del" }))
 	e.save(artifact("art-keep", func(a *persist.ArtifactRecord) { a.RunID = "run-keep" }))
 	require.NoError(t, e.s.Artifacts.Delete(e.ctx, "art-d1"))
-	r, err := e.s.Artifacts.Get(e.ctx, "art-d1")
-	require.NoError(t, err)
+	r := must(e.s.Artifacts.Get(e.ctx, "art-d1")).of(t)
 	require.Nil(t, r)
 	require.Equal(t, []string{"art-d2"}, e.artifactList("run-del"))
 	require.NoError(t, e.s.Artifacts.Delete(e.ctx, "art-d1"), "deleting an absent id is a no-op")
