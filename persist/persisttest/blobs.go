@@ -16,17 +16,17 @@ import (
 )
 
 var blobTests = []test{
-	{"PutGetHead", testBlobRoundTrip},
-	{"StreamWithoutLength", testBlobStream},
-	{"Ranges", testBlobRanges},
-	{"OverwriteAndDelete", testBlobOverwrite},
-	{"ListLiteralPrefix", testBlobListPrefix},
-	{"ListCursorPaging", testBlobPaging},
-	{"ListLongerThanADriverPage", testBlobListLong},
-	{"FailedPutKeepsOldBytes", testBlobFailedPut},
-	{"ReplacedBytesLeaveTheBucket", testBlobNoOrphans},
-	{"ReadersSeeWholeBytes", testBlobAtomicReplace},
-	{"ReadAfterReplaceInTheWindow", testBlobReadRace},
+	{"PutGetHead", onEnv(testBlobRoundTrip)},
+	{"StreamWithoutLength", onEnv(testBlobStream)},
+	{"Ranges", onEnv(testBlobRanges)},
+	{"OverwriteAndDelete", onEnv(testBlobOverwrite)},
+	{"ListLiteralPrefix", onEnv(testBlobListPrefix)},
+	{"ListCursorPaging", onEnv(testBlobPaging)},
+	{"ListLongerThanADriverPage", onEnv(testBlobListLong)},
+	{"FailedPutKeepsOldBytes", onEnv(testBlobFailedPut)},
+	{"ReplacedBytesLeaveTheBucket", onEnv(testBlobNoOrphans)},
+	{"ReadersSeeWholeBytes", onEnv(testBlobAtomicReplace)},
+	{"ReadAfterReplaceInTheWindow", onEnv(testBlobReadRace)},
 }
 
 func (e *env) put(key string, body []byte, opts persist.BlobPutOptions) persist.BlobRecord {
@@ -52,8 +52,7 @@ func sum(b []byte) string {
 	return hex.EncodeToString(s[:])
 }
 
-func testBlobRoundTrip(t *testing.T, nd NewDriver) {
-	e := newEnv(t, nd)
+func testBlobRoundTrip(t *testing.T, e *env) {
 	o, _ := e.read("blob-missing", nil)
 	require.Nil(t, o)
 	h, err := e.s.Blobs.Head(e.ctx, "blob-missing")
@@ -98,8 +97,7 @@ func (c *chunky) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-func testBlobStream(t *testing.T, nd NewDriver) {
-	e := newEnv(t, nd)
+func testBlobStream(t *testing.T, e *env) {
 	body := make([]byte, 64*1024)
 	for i := range body {
 		body[i] = byte(i % 251)
@@ -113,8 +111,7 @@ func testBlobStream(t *testing.T, nd NewDriver) {
 	}
 }
 
-func testBlobRanges(t *testing.T, nd NewDriver) {
-	e := newEnv(t, nd)
+func testBlobRanges(t *testing.T, e *env) {
 	body := make([]byte, 1024)
 	for i := range body {
 		body[i] = byte(i % 251)
@@ -148,8 +145,7 @@ func testBlobRanges(t *testing.T, nd NewDriver) {
 	require.Nil(t, o, "an absent key is absent, whatever the range")
 }
 
-func testBlobOverwrite(t *testing.T, nd NewDriver) {
-	e := newEnv(t, nd)
+func testBlobOverwrite(t *testing.T, e *env) {
 	first := e.put("blob/over", []byte{1}, persist.BlobPutOptions{ContentType: str("text/plain"), CustomMetadata: map[string]string{"v": "1"}})
 	e.clock.Add(time.Second)
 	second := e.put("blob/over", []byte{2, 2, 2}, persist.BlobPutOptions{})
@@ -182,8 +178,7 @@ func (e *env) listKeys(opts persist.BlobListOptions) ([]string, persist.BlobList
 	return keys, p
 }
 
-func testBlobListPrefix(t *testing.T, nd NewDriver) {
-	e := newEnv(t, nd)
+func testBlobListPrefix(t *testing.T, e *env) {
 	for i, k := range []string{"list_/b", "list_/a", "list_/c", "list-x/d", "LIST_/e", "list%/f", "list_"} {
 		e.put(k, []byte{byte(i)}, persist.BlobPutOptions{})
 	}
@@ -198,8 +193,7 @@ func testBlobListPrefix(t *testing.T, nd NewDriver) {
 	jsonEq(t, map[string]any{"key": "list_/a", "size": 1, "etag": sum([]byte{1}), "createdAt": epoch.UnixMilli(), "updatedAt": epoch.UnixMilli()}, p.Objects[0])
 }
 
-func testBlobPaging(t *testing.T, nd NewDriver) {
-	e := newEnv(t, nd)
+func testBlobPaging(t *testing.T, e *env) {
 	all := []string{"page/a", "page/b", "page/c", "page/d", "page/e"}
 	for _, k := range all {
 		e.put(k, []byte{1}, persist.BlobPutOptions{})
@@ -235,8 +229,7 @@ func testBlobPaging(t *testing.T, nd NewDriver) {
 	require.Equal(t, all[2:], keys, "a cursor need not be a stored key")
 }
 
-func testBlobListLong(t *testing.T, nd NewDriver) {
-	e := newEnv(t, nd)
+func testBlobListLong(t *testing.T, e *env) {
 	var all []string
 	for i := range 1003 {
 		k := fmt.Sprintf("long/%05d", i)
@@ -274,8 +267,7 @@ func (e *env) objects() int {
 	return e.bucket.Len()
 }
 
-func testBlobFailedPut(t *testing.T, nd NewDriver) {
-	e := newEnv(t, nd)
+func testBlobFailedPut(t *testing.T, e *env) {
 	old := e.put("blob/keep", []byte("old bytes"), persist.BlobPutOptions{ContentType: str("text/plain")})
 	n := e.objects()
 	_, err := e.s.Blobs.Put(e.ctx, "blob/keep", &failing{n: 4}, persist.BlobPutOptions{})
@@ -305,8 +297,7 @@ func testBlobFailedPut(t *testing.T, nd NewDriver) {
 	require.Equal(t, n, e.objects(), "and deletes the bytes it uploaded")
 }
 
-func testBlobNoOrphans(t *testing.T, nd NewDriver) {
-	e := newEnv(t, nd)
+func testBlobNoOrphans(t *testing.T, e *env) {
 	for i := range 5 {
 		e.put("blob/x", []byte{byte(i)}, persist.BlobPutOptions{})
 		e.put(fmt.Sprintf("blob/y%d", i), []byte{byte(i)}, persist.BlobPutOptions{})
@@ -320,8 +311,7 @@ func testBlobNoOrphans(t *testing.T, nd NewDriver) {
 
 // testBlobAtomicReplace reads a key while it is overwritten: every read
 // sees one whole version, with the metadata of that version.
-func testBlobAtomicReplace(t *testing.T, nd NewDriver) {
-	e := newEnv(t, nd)
+func testBlobAtomicReplace(t *testing.T, e *env) {
 	version := func(i int) []byte { return bytes.Repeat([]byte{byte('a' + i)}, 1000+i) }
 	e.put("blob/hot", version(0), persist.BlobPutOptions{})
 	var wg sync.WaitGroup
@@ -348,8 +338,7 @@ func testBlobAtomicReplace(t *testing.T, nd NewDriver) {
 // testBlobReadRace replaces, and then deletes, a key between a Get's read
 // of the row and its open of the bytes: the Get serves the new bytes (or
 // absence), never an error.
-func testBlobReadRace(t *testing.T, nd NewDriver) {
-	e := newEnv(t, nd)
+func testBlobReadRace(t *testing.T, e *env) {
 	e.put("blob/race", []byte("old"), persist.BlobPutOptions{})
 	e.d.mu.Lock()
 	e.d.afterGetBlob = func() { e.put("blob/race", []byte("new!"), persist.BlobPutOptions{}) }

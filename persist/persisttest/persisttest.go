@@ -156,6 +156,11 @@ type test struct {
 	run  func(t *testing.T, newDriver NewDriver)
 }
 
+// onEnv is a case that runs on one store of newEnv's.
+func onEnv(run func(t *testing.T, e *env)) func(t *testing.T, newDriver NewDriver) {
+	return func(t *testing.T, newDriver NewDriver) { run(t, newEnv(t, newDriver)) }
+}
+
 // env is one test's store: the portable layer on the driver under test
 // (wrapped by a recorder), a memory bucket, and the process clock.
 type env struct {

@@ -12,17 +12,17 @@ import (
 )
 
 var runTests = []test{
-	{"CreateResumeUpdateGet", testRunLifecycle},
-	{"NeverResurrects", testRunNeverResurrects},
-	{"ExplicitStatus", testRunExplicitStatus},
-	{"UpdateUnknownIsNoOp", testRunUpdateUnknown},
-	{"UpdateClearsOptionalFields", testRunUpdateClears},
-	{"FindActiveRun", testFindActiveRun},
-	{"ListByThread", testListByThread},
-	{"ListReclaimable", testListReclaimable},
-	{"DurableFields", testDurableFields},
-	{"LongLists", testRunLongLists},
-	{"Immutability", testRunImmutability},
+	{"CreateResumeUpdateGet", onEnv(testRunLifecycle)},
+	{"NeverResurrects", onEnv(testRunNeverResurrects)},
+	{"ExplicitStatus", onEnv(testRunExplicitStatus)},
+	{"UpdateUnknownIsNoOp", onEnv(testRunUpdateUnknown)},
+	{"UpdateClearsOptionalFields", onEnv(testRunUpdateClears)},
+	{"FindActiveRun", onEnv(testFindActiveRun)},
+	{"ListByThread", onEnv(testListByThread)},
+	{"ListReclaimable", onEnv(testListReclaimable)},
+	{"DurableFields", onEnv(testDurableFields)},
+	{"LongLists", onEnv(testRunLongLists)},
+	{"Immutability", onEnv(testRunImmutability)},
 }
 
 func ids[T any](recs []*T, id func(*T) string) []string {
@@ -54,8 +54,7 @@ func (e *env) run(runID string) *persist.RunRecord {
 	return r
 }
 
-func testRunLifecycle(t *testing.T, nd NewDriver) {
-	e := newEnv(t, nd)
+func testRunLifecycle(t *testing.T, e *env) {
 	require.Nil(t, e.run("run-missing"))
 
 	created := e.start("run-1", "thread-1", 1000)
@@ -76,8 +75,7 @@ func testRunLifecycle(t *testing.T, nd NewDriver) {
 	}, e.run("run-1"))
 }
 
-func testRunNeverResurrects(t *testing.T, nd NewDriver) {
-	e := newEnv(t, nd)
+func testRunNeverResurrects(t *testing.T, e *env) {
 	e.start("nc-1", "nc-t", 10)
 	e.update("nc-1", persist.RunPatch{Status: persist.Set(persist.RunCompleted), FinishedAt: persist.Set[int64](20)})
 	for _, status := range []persist.RunStatus{"", persist.RunRunning, persist.RunInterrupted} {
@@ -93,23 +91,20 @@ func testRunNeverResurrects(t *testing.T, nd NewDriver) {
 	require.Nil(t, active, "a resumed finished run must not look active")
 }
 
-func testRunExplicitStatus(t *testing.T, nd NewDriver) {
-	e := newEnv(t, nd)
+func testRunExplicitStatus(t *testing.T, e *env) {
 	r := must(e.s.Runs.CreateOrResume(e.ctx, persist.RunStart{RunID: "st-1", ThreadID: "st-t", StartedAt: 1, Status: persist.RunInterrupted})).of(t)
 	require.Equal(t, persist.RunInterrupted, r.Status)
 	require.Equal(t, persist.RunInterrupted, e.run("st-1").Status)
 }
 
-func testRunUpdateUnknown(t *testing.T, nd NewDriver) {
-	e := newEnv(t, nd)
+func testRunUpdateUnknown(t *testing.T, e *env) {
 	e.update("run-absent", persist.RunPatch{Status: persist.Set(persist.RunCompleted), DetachedSince: persist.Set[int64](1)})
 	require.Nil(t, e.run("run-absent"))
 	list := must(e.s.Runs.ListReclaimable(e.ctx, persist.ReclaimQuery{Now: 10, TTLMs: 0})).of(t)
 	require.Empty(t, list)
 }
 
-func testRunUpdateClears(t *testing.T, nd NewDriver) {
-	e := newEnv(t, nd)
+func testRunUpdateClears(t *testing.T, e *env) {
 	e.start("cl-1", "cl-t", 1)
 	e.update("cl-1", persist.RunPatch{
 		Status: persist.Set(persist.RunFailed), FinishedAt: persist.Set[int64](5),
@@ -125,8 +120,7 @@ func testRunUpdateClears(t *testing.T, nd NewDriver) {
 	require.Nil(t, e.run("cl-1").Usage)
 }
 
-func testFindActiveRun(t *testing.T, nd NewDriver) {
-	e := newEnv(t, nd)
+func testFindActiveRun(t *testing.T, e *env) {
 	find := func(thread string) *persist.RunRecord {
 		r := must(e.s.Runs.FindActiveRun(e.ctx, thread)).of(t)
 		return r
@@ -153,8 +147,7 @@ func testFindActiveRun(t *testing.T, nd NewDriver) {
 	require.Equal(t, "tie-c", find("thread-tie").RunID)
 }
 
-func testListByThread(t *testing.T, nd NewDriver) {
-	e := newEnv(t, nd)
+func testListByThread(t *testing.T, e *env) {
 	list := func(thread string) []string {
 		rs := must(e.s.Runs.ListByThread(e.ctx, thread)).of(t)
 		require.NotNil(t, rs, "an empty list is [], not null")
@@ -170,8 +163,7 @@ func testListByThread(t *testing.T, nd NewDriver) {
 	require.Equal(t, []string{"lt-a", "lt-b", "lt-c", "lt-d"}, list("lt"))
 }
 
-func testListReclaimable(t *testing.T, nd NewDriver) {
-	e := newEnv(t, nd)
+func testListReclaimable(t *testing.T, e *env) {
 	const now, ttl = 10_000, 5_000
 	const cutoff = now - ttl
 	reclaim := func(now, ttl int64) []string {
@@ -206,8 +198,7 @@ func testListReclaimable(t *testing.T, nd NewDriver) {
 	require.Equal(t, []string{"rc-negative", "rc-boundary"}, reclaim(now, ttl))
 }
 
-func testDurableFields(t *testing.T, nd NewDriver) {
-	e := newEnv(t, nd)
+func testDurableFields(t *testing.T, e *env) {
 	e.start("fc-1", "fc-t", 1)
 	fresh := e.run("fc-1")
 	require.Nil(t, fresh.SandboxKey)
@@ -261,8 +252,7 @@ func testDurableFields(t *testing.T, nd NewDriver) {
 
 // testRunLongLists makes lists longer than one driver page: the portable
 // layer must page through them whole and in order.
-func testRunLongLists(t *testing.T, nd NewDriver) {
-	e := newEnv(t, nd)
+func testRunLongLists(t *testing.T, e *env) {
 	n := driver.MaxListLimit + 7
 	var want []string
 	for i := range n {
@@ -285,8 +275,7 @@ func testRunLongLists(t *testing.T, nd NewDriver) {
 	require.Equal(t, want, runIDs(rs))
 }
 
-func testRunImmutability(t *testing.T, nd NewDriver) {
-	e := newEnv(t, nd)
+func testRunImmutability(t *testing.T, e *env) {
 	r := e.start("im-1", "im-t", 1)
 	r.Status, r.ThreadID = persist.RunFailed, "other"
 	patch := persist.RunPatch{Usage: persist.Set(raw(`{"totalTokens":1}`)), Error: persist.Set(persist.RunError{Message: "m", Code: str("c")})}

@@ -11,31 +11,30 @@ import (
 )
 
 var generationRunTests = []test{
-	{"CreateResumeUpdateGet", testGenerationLifecycle},
-	{"NeverResurrects", testGenerationNeverResurrects},
-	{"FindLatestForThread", testFindLatest},
+	{"CreateResumeUpdateGet", onEnv(testGenerationLifecycle)},
+	{"NeverResurrects", onEnv(testGenerationNeverResurrects)},
+	{"FindLatestForThread", onEnv(testFindLatest)},
 }
 
 var metadataTests = []test{
-	{"NamespacesWithoutCollisions", testMetadata},
-	{"StoredNullReadsAbsent", testMetadataNull},
+	{"NamespacesWithoutCollisions", onEnv(testMetadata)},
+	{"StoredNullReadsAbsent", onEnv(testMetadataNull)},
 }
 
 var artifactTests = []test{
-	{"SaveUpsertsGetList", testArtifactSave},
-	{"ListForThreadOrder", testArtifactThreadOrder},
-	{"UTF8ByteOrder", testArtifactUTF8},
-	{"UpsertMovesBetweenRuns", testArtifactMove},
-	{"DeleteAndDeleteForRun", testArtifactDelete},
-	{"DeleteForRunManyPages", testArtifactDeleteMany},
+	{"SaveUpsertsGetList", onEnv(testArtifactSave)},
+	{"ListForThreadOrder", onEnv(testArtifactThreadOrder)},
+	{"UTF8ByteOrder", onEnv(testArtifactUTF8)},
+	{"UpsertMovesBetweenRuns", onEnv(testArtifactMove)},
+	{"DeleteAndDeleteForRun", onEnv(testArtifactDelete)},
+	{"DeleteForRunManyPages", onEnv(testArtifactDeleteMany)},
 }
 
 func genStart(id, thread string, at int64) persist.GenerationRunStart {
 	return persist.GenerationRunStart{RunID: id, ThreadID: thread, Activity: "image", Provider: "openai", Model: "gpt-image-1", StartedAt: at}
 }
 
-func testGenerationLifecycle(t *testing.T, nd NewDriver) {
-	e := newEnv(t, nd)
+func testGenerationLifecycle(t *testing.T, e *env) {
 	g := e.s.GenerationRuns
 	r := must(g.Get(e.ctx, "gen-missing")).of(t)
 	require.Nil(t, r)
@@ -73,8 +72,7 @@ func testGenerationLifecycle(t *testing.T, nd NewDriver) {
 	require.Nil(t, r)
 }
 
-func testGenerationNeverResurrects(t *testing.T, nd NewDriver) {
-	e := newEnv(t, nd)
+func testGenerationNeverResurrects(t *testing.T, e *env) {
 	g := e.s.GenerationRuns
 	require.NoError(t, errOf(g.CreateOrResume(e.ctx, genStart("gn-1", "gn-t", 10))))
 	require.NoError(t, g.Update(e.ctx, "gn-1", persist.GenerationRunPatch{Status: persist.Set(persist.RunAborted)}))
@@ -85,8 +83,7 @@ func testGenerationNeverResurrects(t *testing.T, nd NewDriver) {
 	require.EqualValues(t, 10, r.StartedAt)
 }
 
-func testFindLatest(t *testing.T, nd NewDriver) {
-	e := newEnv(t, nd)
+func testFindLatest(t *testing.T, e *env) {
 	g := e.s.GenerationRuns
 	latest := func(thread string) *persist.GenerationRunRecord {
 		r := must(g.FindLatestForThread(e.ctx, thread)).of(t)
@@ -109,8 +106,7 @@ func testFindLatest(t *testing.T, nd NewDriver) {
 	require.Equal(t, "tie-c", latest("thread-tie").RunID, "ties go to the greatest runId")
 }
 
-func testMetadata(t *testing.T, nd NewDriver) {
-	e := newEnv(t, nd)
+func testMetadata(t *testing.T, e *env) {
 	m := e.s.Metadata
 	get := func(ns, key string) string {
 		v := must(m.Get(e.ctx, ns, key)).of(t)
@@ -148,8 +144,7 @@ func testMetadata(t *testing.T, nd NewDriver) {
 	}
 }
 
-func testMetadataNull(t *testing.T, nd NewDriver) {
-	e := newEnv(t, nd)
+func testMetadataNull(t *testing.T, e *env) {
 	require.NoError(t, e.s.Metadata.Set(e.ctx, "ns", "k", raw(`{"a":1}`)))
 	require.NoError(t, e.s.Metadata.Set(e.ctx, "ns", "k", raw(`null`)))
 	v := must(e.s.Metadata.Get(e.ctx, "ns", "k")).of(t)
@@ -187,8 +182,7 @@ func (e *env) artifactThread(thread string) []string {
 	return artifactIDs(rs)
 }
 
-func testArtifactSave(t *testing.T, nd NewDriver) {
-	e := newEnv(t, nd)
+func testArtifactSave(t *testing.T, e *env) {
 	r := must(e.s.Artifacts.Get(e.ctx, "art-missing")).of(t)
 	require.Nil(t, r)
 	require.Equal(t, []string{}, e.artifactList("run-unknown"))
@@ -210,8 +204,7 @@ func testArtifactSave(t *testing.T, nd NewDriver) {
 	require.Equal(t, []string{"\ue000", "\U00010000"}, e.artifactList("run-art"))
 }
 
-func testArtifactThreadOrder(t *testing.T, nd NewDriver) {
-	e := newEnv(t, nd)
+func testArtifactThreadOrder(t *testing.T, e *env) {
 	e.save(artifact("thread-b", func(a *persist.ArtifactRecord) { a.ThreadID, a.CreatedAt = "thread-order", 2 }))
 	e.save(artifact("thread-a", func(a *persist.ArtifactRecord) { a.ThreadID, a.CreatedAt = "thread-order", 2 }))
 	e.save(artifact("thread-early", func(a *persist.ArtifactRecord) { a.ThreadID, a.CreatedAt = "thread-order", 1 }))
@@ -219,8 +212,7 @@ func testArtifactThreadOrder(t *testing.T, nd NewDriver) {
 	require.Equal(t, []string{"thread-early", "thread-a", "thread-b"}, e.artifactThread("thread-order"))
 }
 
-func testArtifactUTF8(t *testing.T, nd NewDriver) {
-	e := newEnv(t, nd)
+func testArtifactUTF8(t *testing.T, e *env) {
 	for _, id := range []string{"\U00010000", "\ue000", "a", "ab", "B"} {
 		e.save(artifact(id, func(a *persist.ArtifactRecord) { a.ThreadID, a.CreatedAt = "thread-utf8", 1 }))
 	}
@@ -228,8 +220,7 @@ func testArtifactUTF8(t *testing.T, nd NewDriver) {
 		"unsigned UTF-8 bytes, shorter equal prefixes first (not UTF-16 order)")
 }
 
-func testArtifactMove(t *testing.T, nd NewDriver) {
-	e := newEnv(t, nd)
+func testArtifactMove(t *testing.T, e *env) {
 	e.save(artifact("mv", nil))
 	e.save(artifact("mv", func(a *persist.ArtifactRecord) { a.RunID, a.ThreadID, a.CreatedAt = "run-new", "thread-new", 5 }))
 	require.Equal(t, []string{}, e.artifactList("run-art"))
@@ -238,8 +229,7 @@ func testArtifactMove(t *testing.T, nd NewDriver) {
 	require.Equal(t, []string{"mv"}, e.artifactThread("thread-new"))
 }
 
-func testArtifactDelete(t *testing.T, nd NewDriver) {
-	e := newEnv(t, nd)
+func testArtifactDelete(t *testing.T, e *env) {
 	e.save(artifact("art-d1", func(a *persist.ArtifactRecord) { a.RunID = "run-del" }))
 	e.save(artifact("art-d2", func(a *persist.ArtifactRecord) { a.RunID = "run-del" }))
 	e.save(artifact("art-keep", func(a *persist.ArtifactRecord) { a.RunID = "run-keep" }))
@@ -255,8 +245,7 @@ func testArtifactDelete(t *testing.T, nd NewDriver) {
 	require.NoError(t, e.s.Artifacts.DeleteForRun(e.ctx, "run-del"), "a run with none is a no-op")
 }
 
-func testArtifactDeleteMany(t *testing.T, nd NewDriver) {
-	e := newEnv(t, nd)
+func testArtifactDeleteMany(t *testing.T, e *env) {
 	n := 2*driver.MaxListLimit + 3
 	for i := range n {
 		e.save(artifact(fmt.Sprintf("many-%05d", i), func(a *persist.ArtifactRecord) { a.RunID, a.CreatedAt = "run-many", int64(i) }))

@@ -14,10 +14,10 @@ import (
 )
 
 var validationTests = []test{
-	{"InvalidInputsChangeNothing", testInvalidInputs},
-	{"DoneContextReachesNoDriver", testDoneContext},
-	{"EdgeValuesAreAccepted", testEdgeValues},
-	{"PatchJSON", testPatchJSON},
+	{"InvalidInputsChangeNothing", onEnv(testInvalidInputs)},
+	{"DoneContextReachesNoDriver", onEnv(testDoneContext)},
+	{"EdgeValuesAreAccepted", onEnv(testEdgeValues)},
+	{"PatchJSON", onEnv(testPatchJSON)},
 }
 
 // seed writes one record of every kind, for the "changes nothing" checks.
@@ -229,8 +229,7 @@ func invalidCalls() []invalid {
 
 // testInvalidInputs runs every invalid call against a seeded store: each
 // fails with its typed error and leaves every record as it was.
-func testInvalidInputs(t *testing.T, nd NewDriver) {
-	e := newEnv(t, nd)
+func testInvalidInputs(t *testing.T, e *env) {
 	e.seed()
 	before := e.dump()
 	for _, c := range invalidCalls() {
@@ -247,8 +246,7 @@ func testInvalidInputs(t *testing.T, nd NewDriver) {
 
 // testDoneContext: with a cancelled context every method fails with the
 // context's error before any driver call, so nothing changes.
-func testDoneContext(t *testing.T, nd NewDriver) {
-	e := newEnv(t, nd)
+func testDoneContext(t *testing.T, e *env) {
 	e.seed()
 	before := e.dump()
 	ctx, cancel := context.WithCancel(e.ctx)
@@ -285,8 +283,7 @@ func testDoneContext(t *testing.T, nd NewDriver) {
 }
 
 // testEdgeValues: the valid extremes are accepted and come back exactly.
-func testEdgeValues(t *testing.T, nd NewDriver) {
-	e := newEnv(t, nd)
+func testEdgeValues(t *testing.T, e *env) {
 	long := strings.Repeat("é", driver.MaxIDBytes/2) // exactly MaxIDBytes bytes
 	const max = driver.MaxSafeInteger
 	r := must(e.s.Runs.CreateOrResume(e.ctx, persist.RunStart{RunID: long, ThreadID: "😀 thread", StartedAt: -max})).of(t)
@@ -312,8 +309,7 @@ func testEdgeValues(t *testing.T, nd NewDriver) {
 
 // testPatchJSON: the wire form of a patch. An absent member leaves a field,
 // null clears it, a value sets it, and the driver sees exactly that.
-func testPatchJSON(t *testing.T, nd NewDriver) {
-	e := newEnv(t, nd)
+func testPatchJSON(t *testing.T, e *env) {
 	e.start("pj", "pj-t", 1)
 	var p persist.RunPatch
 	require.NoError(t, json.Unmarshal([]byte(`{"sandboxKey":"sb","detachedSince":5,"cancelRequested":false,"driverEpoch":2,"usage":{"t":1},"error":{"message":"m"}}`), &p))
