@@ -76,19 +76,6 @@ func (w *jw) runError(n string, e *pdriver.RunError) {
 	w.close()
 }
 
-// appendObject appends r, an object whose members members writes, or null
-// for a nil r.
-func appendObject[T any](b []byte, r *T, members func(w *jw, r *T)) []byte {
-	if r == nil {
-		return append(b, "null"...)
-	}
-	w := jw{b: b}
-	w.open()
-	members(&w, r)
-	w.close()
-	return w.b
-}
-
 func appendStringMap(b []byte, m map[string]string) []byte {
 	w := jw{b: b}
 	w.open()
@@ -321,29 +308,43 @@ func list[T any](x *rd, path string, read func(x *rd, name []byte, rec *T) error
 
 // wire is the JSON shape of one record type T, written and read by one
 // table so that the two sides cannot disagree on a member: members in the
-// order they are written; what names T in the fault of an unknown member;
-// prefix is the JSON pointer of the object, which a member's path
-// extends.
+// order they are written; what names T in the fault of an unknown member.
 type wire[T any] struct {
-	what, prefix string
-	members      []member[T]
+	what    string
+	members []member[T]
+}
+
+// newWire is the wire of members, whose paths are prefix, the JSON pointer
+// of the object, and the name: made once here, not on every read.
+func newWire[T any](what, prefix string, members []member[T]) *wire[T] {
+	for i := range members {
+		members[i].path = prefix + members[i].name
+	}
+	return &wire[T]{what, members}
 }
 
 // member is one JSON member of a T: put appends it (or nothing when it is
-// absent), get reads it at path.
+// absent), get reads it at path. put takes and returns the jw by value:
+// a pointer passed to a func value escapes, which would cost an
+// allocation per record written.
 type member[T any] struct {
-	name string
-	put  func(w *jw, name string, r *T)
-	get  func(x *rd, path string, r *T)
+	name, path string
+	put        func(w jw, name string, r *T) jw
+	get        func(x *rd, path string, r *T)
 }
 
-// append appends r (null for a nil r).
+// append appends r, or null for a nil r.
 func (s *wire[T]) append(b []byte, r *T) []byte {
-	return appendObject(b, r, func(w *jw, r *T) {
-		for _, m := range s.members {
-			m.put(w, m.name, r)
-		}
-	})
+	if r == nil {
+		return append(b, "null"...)
+	}
+	w := jw{b: b}
+	w.open()
+	for _, m := range s.members {
+		w = m.put(w, m.name, r)
+	}
+	w.close()
+	return w.b
 }
 
 // read reads the member name into r; a reader of one member for
@@ -351,7 +352,7 @@ func (s *wire[T]) append(b []byte, r *T) []byte {
 func (s *wire[T]) read(x *rd, name []byte, r *T) error {
 	for _, m := range s.members {
 		if m.name == string(name) {
-			m.get(x, s.prefix+m.name, r)
+			m.get(x, m.path, r)
 			return nil
 		}
 	}
@@ -360,13 +361,23 @@ func (s *wire[T]) read(x *rd, name []byte, r *T) error {
 
 // at is a member that put writes and get reads at a field of a T, the
 // one f points to; put and get are mostly jw's and rd's own methods.
-func at[T, V any](name string, f func(*T) *V, put func(*jw, string, V), get func(*rd, *V, string)) member[T] {
-	return member[T]{name, func(w *jw, n string, r *T) { put(w, n, *f(r)) }, func(x *rd, p string, r *T) { get(x, f(r), p) }}
+func at[T, V any](name string, f func(*T) *V, put func(jw, string, V) jw, get func(*rd, *V, string)) member[T] {
+	return member[T]{name: name, put: func(w jw, n string, r *T) jw { return put(w, n, *f(r)) }, get: func(x *rd, p string, r *T) { get(x, f(r), p) }}
 }
+
+// The writers of the tables: jw's methods, by value (see member).
+
+func putStr(w jw, n, v string) jw                    { w.str(n, v); return w }
+func putInt(w jw, n string, v int64) jw              { w.int(n, v); return w }
+func putOptStr(w jw, n string, v *string) jw         { w.optStr(n, v); return w }
+func putOptInt(w jw, n string, v *int64) jw          { w.optInt(n, v); return w }
+func putOptRaw(w jw, n string, v json.RawMessage) jw { w.optRaw(n, v); return w }
+
+func putRunError(w jw, n string, v *pdriver.RunError) jw { w.runError(n, v); return w }
 
 // putStatus and getStatus write and read a status: any string on the
 // wire, checked by the store.
-func putStatus[S ~string](w *jw, n string, v S) { w.str(n, string(v)) }
+func putStatus[S ~string](w jw, n string, v S) jw { w.str(n, string(v)); return w }
 
 func getStatus[S ~string](x *rd, v *S, p string) {
 	var s string
@@ -374,10 +385,11 @@ func getStatus[S ~string](x *rd, v *S, p string) {
 	*v = S(s)
 }
 
-func putOptBool(w *jw, n string, v *bool) {
+func putOptBool(w jw, n string, v *bool) jw {
 	if v != nil {
 		w.bool(n, *v)
 	}
+	return w
 }
 
 // getRaw and getRawOrNull are rd.raw and rd.rawOrNull, which need no path.
@@ -394,95 +406,97 @@ type (
 	blobRec  = persist.BlobRecord
 )
 
-var runWire = &wire[runRec]{what: "run", prefix: "/", members: []member[runRec]{
-	at("runId", func(r *runRec) *string { return &r.RunID }, (*jw).str, (*rd).id),
-	at("threadId", func(r *runRec) *string { return &r.ThreadID }, (*jw).str, (*rd).id),
+var runWire = newWire("run", "/", []member[runRec]{
+	at("runId", func(r *runRec) *string { return &r.RunID }, putStr, (*rd).id),
+	at("threadId", func(r *runRec) *string { return &r.ThreadID }, putStr, (*rd).id),
 	at("status", func(r *runRec) *persist.RunStatus { return &r.Status }, putStatus[persist.RunStatus], getStatus[persist.RunStatus]),
-	at("startedAt", func(r *runRec) *int64 { return &r.StartedAt }, (*jw).int, (*rd).int),
-	at("finishedAt", func(r *runRec) **int64 { return &r.FinishedAt }, (*jw).optInt, (*rd).optInt),
-	at("error", func(r *runRec) **pdriver.RunError { return &r.Error }, (*jw).runError, (*rd).runError),
-	at("usage", func(r *runRec) *json.RawMessage { return &r.Usage }, (*jw).optRaw, getRaw),
-	at("sandboxKey", func(r *runRec) **string { return &r.SandboxKey }, (*jw).optStr, (*rd).optText),
-	at("detachedSince", func(r *runRec) **int64 { return &r.DetachedSince }, (*jw).optInt, (*rd).optInt),
+	at("startedAt", func(r *runRec) *int64 { return &r.StartedAt }, putInt, (*rd).int),
+	at("finishedAt", func(r *runRec) **int64 { return &r.FinishedAt }, putOptInt, (*rd).optInt),
+	at("error", func(r *runRec) **pdriver.RunError { return &r.Error }, putRunError, (*rd).runError),
+	at("usage", func(r *runRec) *json.RawMessage { return &r.Usage }, putOptRaw, getRaw),
+	at("sandboxKey", func(r *runRec) **string { return &r.SandboxKey }, putOptStr, (*rd).optText),
+	at("detachedSince", func(r *runRec) **int64 { return &r.DetachedSince }, putOptInt, (*rd).optInt),
 	at("cancelRequested", func(r *runRec) **bool { return &r.CancelRequested }, putOptBool, (*rd).optBool),
-	at("driverEpoch", func(r *runRec) **int64 { return &r.DriverEpoch }, (*jw).optInt, (*rd).optInt),
-}}
+	at("driverEpoch", func(r *runRec) **int64 { return &r.DriverEpoch }, putOptInt, (*rd).optInt),
+})
 
-var genWire = &wire[genRec]{what: "generation run", prefix: "/", members: []member[genRec]{
-	at("runId", func(r *genRec) *string { return &r.RunID }, (*jw).str, (*rd).id),
-	at("threadId", func(r *genRec) *string { return &r.ThreadID }, (*jw).str, (*rd).id),
-	at("activity", func(r *genRec) *string { return &r.Activity }, (*jw).str, (*rd).text),
-	at("provider", func(r *genRec) *string { return &r.Provider }, (*jw).str, (*rd).text),
-	at("model", func(r *genRec) *string { return &r.Model }, (*jw).str, (*rd).text),
+var genWire = newWire("generation run", "/", []member[genRec]{
+	at("runId", func(r *genRec) *string { return &r.RunID }, putStr, (*rd).id),
+	at("threadId", func(r *genRec) *string { return &r.ThreadID }, putStr, (*rd).id),
+	at("activity", func(r *genRec) *string { return &r.Activity }, putStr, (*rd).text),
+	at("provider", func(r *genRec) *string { return &r.Provider }, putStr, (*rd).text),
+	at("model", func(r *genRec) *string { return &r.Model }, putStr, (*rd).text),
 	at("status", func(r *genRec) *persist.RunStatus { return &r.Status }, putStatus[persist.RunStatus], getStatus[persist.RunStatus]),
-	at("startedAt", func(r *genRec) *int64 { return &r.StartedAt }, (*jw).int, (*rd).int),
-	at("finishedAt", func(r *genRec) **int64 { return &r.FinishedAt }, (*jw).optInt, (*rd).optInt),
-	at("error", func(r *genRec) **pdriver.RunError { return &r.Error }, (*jw).runError, (*rd).runError),
-	at("result", func(r *genRec) *json.RawMessage { return &r.Result }, (*jw).optRaw, getRaw),
-	at("artifacts", func(r *genRec) *json.RawMessage { return &r.Artifacts }, (*jw).optRaw, getRaw),
-	at("usage", func(r *genRec) *json.RawMessage { return &r.Usage }, (*jw).optRaw, getRaw),
-}}
+	at("startedAt", func(r *genRec) *int64 { return &r.StartedAt }, putInt, (*rd).int),
+	at("finishedAt", func(r *genRec) **int64 { return &r.FinishedAt }, putOptInt, (*rd).optInt),
+	at("error", func(r *genRec) **pdriver.RunError { return &r.Error }, putRunError, (*rd).runError),
+	at("result", func(r *genRec) *json.RawMessage { return &r.Result }, putOptRaw, getRaw),
+	at("artifacts", func(r *genRec) *json.RawMessage { return &r.Artifacts }, putOptRaw, getRaw),
+	at("usage", func(r *genRec) *json.RawMessage { return &r.Usage }, putOptRaw, getRaw),
+})
 
-var intWire = &wire[intRec]{what: "interrupt", prefix: "/", members: []member[intRec]{
-	at("interruptId", func(r *intRec) *string { return &r.InterruptID }, (*jw).str, (*rd).id),
-	at("runId", func(r *intRec) *string { return &r.RunID }, (*jw).str, (*rd).id),
-	at("threadId", func(r *intRec) *string { return &r.ThreadID }, (*jw).str, (*rd).id),
+var intWire = newWire("interrupt", "/", []member[intRec]{
+	at("interruptId", func(r *intRec) *string { return &r.InterruptID }, putStr, (*rd).id),
+	at("runId", func(r *intRec) *string { return &r.RunID }, putStr, (*rd).id),
+	at("threadId", func(r *intRec) *string { return &r.ThreadID }, putStr, (*rd).id),
 	at("status", func(r *intRec) *persist.InterruptStatus { return &r.Status }, putStatus[persist.InterruptStatus], getStatus[persist.InterruptStatus]),
-	at("requestedAt", func(r *intRec) *int64 { return &r.RequestedAt }, (*jw).int, (*rd).int),
-	at("resolvedAt", func(r *intRec) **int64 { return &r.ResolvedAt }, (*jw).optInt, (*rd).optInt),
-	{"payload", func(w *jw, n string, r *intRec) {
+	at("requestedAt", func(r *intRec) *int64 { return &r.RequestedAt }, putInt, (*rd).int),
+	at("resolvedAt", func(r *intRec) **int64 { return &r.ResolvedAt }, putOptInt, (*rd).optInt),
+	{name: "payload", put: func(w jw, n string, r *intRec) jw {
 		if r.Payload == nil { // required; never absent in a stored record
 			w.raw(n, []byte("null"))
 		} else {
 			w.raw(n, r.Payload)
 		}
-	}, func(x *rd, _ string, r *intRec) { x.raw(&r.Payload) }},
-	at("response", func(r *intRec) *json.RawMessage { return &r.Response }, (*jw).optRaw, getRawOrNull),
-}}
+		return w
+	}, get: func(x *rd, _ string, r *intRec) { x.raw(&r.Payload) }},
+	at("response", func(r *intRec) *json.RawMessage { return &r.Response }, putOptRaw, getRawOrNull),
+})
 
 // newIntWire reads the record of interrupts/create: an interrupt without
 // status and resolvedAt.
-var newIntWire = &wire[newInt]{what: "record", prefix: "/record/", members: []member[newInt]{
-	at("interruptId", func(r *newInt) *string { return &r.InterruptID }, (*jw).str, (*rd).id),
-	at("runId", func(r *newInt) *string { return &r.RunID }, (*jw).str, (*rd).id),
-	at("threadId", func(r *newInt) *string { return &r.ThreadID }, (*jw).str, (*rd).id),
-	at("requestedAt", func(r *newInt) *int64 { return &r.RequestedAt }, (*jw).int, (*rd).int),
-	at("payload", func(r *newInt) *json.RawMessage { return &r.Payload }, (*jw).optRaw, getRaw),
-	at("response", func(r *newInt) *json.RawMessage { return &r.Response }, (*jw).optRaw, getRawOrNull),
-}}
+var newIntWire = newWire("record", "/record/", []member[newInt]{
+	at("interruptId", func(r *newInt) *string { return &r.InterruptID }, putStr, (*rd).id),
+	at("runId", func(r *newInt) *string { return &r.RunID }, putStr, (*rd).id),
+	at("threadId", func(r *newInt) *string { return &r.ThreadID }, putStr, (*rd).id),
+	at("requestedAt", func(r *newInt) *int64 { return &r.RequestedAt }, putInt, (*rd).int),
+	at("payload", func(r *newInt) *json.RawMessage { return &r.Payload }, putOptRaw, getRaw),
+	at("response", func(r *newInt) *json.RawMessage { return &r.Response }, putOptRaw, getRawOrNull),
+})
 
-var entryWire = &wire[entryRec]{what: "entry", prefix: "/entries/", members: []member[entryRec]{
-	at("interruptId", func(r *entryRec) *string { return &r.InterruptID }, (*jw).str, (*rd).id),
+var entryWire = newWire("entry", "/entries/", []member[entryRec]{
+	at("interruptId", func(r *entryRec) *string { return &r.InterruptID }, putStr, (*rd).id),
 	at("status", func(r *entryRec) *persist.InterruptStatus { return &r.Status }, putStatus[persist.InterruptStatus], getStatus[persist.InterruptStatus]),
-	at("response", func(r *entryRec) *json.RawMessage { return &r.Response }, (*jw).optRaw, getRawOrNull),
-}}
+	at("response", func(r *entryRec) *json.RawMessage { return &r.Response }, putOptRaw, getRawOrNull),
+})
 
-var artWire = &wire[artRec]{what: "artifact", prefix: "/", members: []member[artRec]{
-	at("artifactId", func(r *artRec) *string { return &r.ArtifactID }, (*jw).str, (*rd).id),
-	at("runId", func(r *artRec) *string { return &r.RunID }, (*jw).str, (*rd).id),
-	at("threadId", func(r *artRec) *string { return &r.ThreadID }, (*jw).str, (*rd).id),
-	at("blobKey", func(r *artRec) **string { return &r.BlobKey }, (*jw).optStr, (*rd).optID),
-	at("name", func(r *artRec) *string { return &r.Name }, (*jw).str, (*rd).text),
-	at("mimeType", func(r *artRec) *string { return &r.MimeType }, (*jw).str, (*rd).text),
-	at("size", func(r *artRec) *int64 { return &r.Size }, (*jw).int, (*rd).int),
-	at("sourceUrl", func(r *artRec) **string { return &r.SourceURL }, (*jw).optStr, (*rd).optText),
-	at("createdAt", func(r *artRec) *int64 { return &r.CreatedAt }, (*jw).int, (*rd).int),
-}}
+var artWire = newWire("artifact", "/", []member[artRec]{
+	at("artifactId", func(r *artRec) *string { return &r.ArtifactID }, putStr, (*rd).id),
+	at("runId", func(r *artRec) *string { return &r.RunID }, putStr, (*rd).id),
+	at("threadId", func(r *artRec) *string { return &r.ThreadID }, putStr, (*rd).id),
+	at("blobKey", func(r *artRec) **string { return &r.BlobKey }, putOptStr, (*rd).optID),
+	at("name", func(r *artRec) *string { return &r.Name }, putStr, (*rd).text),
+	at("mimeType", func(r *artRec) *string { return &r.MimeType }, putStr, (*rd).text),
+	at("size", func(r *artRec) *int64 { return &r.Size }, putInt, (*rd).int),
+	at("sourceUrl", func(r *artRec) **string { return &r.SourceURL }, putOptStr, (*rd).optText),
+	at("createdAt", func(r *artRec) *int64 { return &r.CreatedAt }, putInt, (*rd).int),
+})
 
-var blobWire = &wire[blobRec]{what: "blob", prefix: "/", members: []member[blobRec]{
-	at("key", func(r *blobRec) *string { return &r.Key }, (*jw).str, (*rd).id),
-	at("size", func(r *blobRec) *int64 { return &r.Size }, (*jw).int, (*rd).int),
-	at("etag", func(r *blobRec) *string { return &r.ETag }, (*jw).str, (*rd).text),
-	at("contentType", func(r *blobRec) **string { return &r.ContentType }, (*jw).optStr, (*rd).optText),
-	{"customMetadata", func(w *jw, n string, r *blobRec) {
+var blobWire = newWire("blob", "/", []member[blobRec]{
+	at("key", func(r *blobRec) *string { return &r.Key }, putStr, (*rd).id),
+	at("size", func(r *blobRec) *int64 { return &r.Size }, putInt, (*rd).int),
+	at("etag", func(r *blobRec) *string { return &r.ETag }, putStr, (*rd).text),
+	at("contentType", func(r *blobRec) **string { return &r.ContentType }, putOptStr, (*rd).optText),
+	{name: "customMetadata", put: func(w jw, n string, r *blobRec) jw {
 		if r.CustomMetadata != nil {
 			w.name(n)
 			w.b = appendStringMap(w.b, r.CustomMetadata)
 		}
-	}, func(x *rd, p string, r *blobRec) { x.stringMap(&r.CustomMetadata, p) }},
-	at("createdAt", func(r *blobRec) *int64 { return &r.CreatedAt }, (*jw).int, (*rd).int),
-	at("updatedAt", func(r *blobRec) *int64 { return &r.UpdatedAt }, (*jw).int, (*rd).int),
-}}
+		return w
+	}, get: func(x *rd, p string, r *blobRec) { x.stringMap(&r.CustomMetadata, p) }},
+	at("createdAt", func(r *blobRec) *int64 { return &r.CreatedAt }, putInt, (*rd).int),
+	at("updatedAt", func(r *blobRec) *int64 { return &r.UpdatedAt }, putInt, (*rd).int),
+})
 
 // The appenders and readers the routes and the client name.
 var (
@@ -520,10 +534,10 @@ func (x *rd) stringMap(dst *map[string]string, path string) {
 	*dst = m
 }
 
-// readPatch reads a patch, whose members members reads (their writers
-// are unused: a patch is written by its MarshalJSON): a member left out
-// keeps its field, null clears it, a value sets it.
-func readPatch[P any](x *rd, members *wire[P], p *P) {
+// readPatch reads a patch, one member at a time with member (false: no
+// such member): a member left out keeps its field, null clears it, a
+// value sets it.
+func readPatch(x *rd, member func(y *rd, name []byte) bool) {
 	v, ok, err := x.r.Padded()
 	if err != nil || !ok {
 		x.f.add(err)
@@ -532,39 +546,71 @@ func readPatch[P any](x *rd, members *wire[P], p *P) {
 		}
 		return
 	}
-	x.f.add(readWhole(v, func(y *rd, name []byte) error { return members.read(y, name, p) }))
+	x.f.add(readWhole(v, func(y *rd, name []byte) error {
+		if !member(y, name) {
+			return unknown("patch", name)
+		}
+		return nil
+	}))
 }
 
-type (
-	runPatch = persist.RunPatch
-	genPatch = persist.GenerationRunPatch
-)
-
-var runPatchWire = &wire[runPatch]{what: "patch", prefix: "/patch/", members: []member[runPatch]{
-	at("status", func(p *runPatch) *persist.Field[persist.RunStatus] { return &p.Status }, nil, patchText[persist.RunStatus]),
-	at("finishedAt", func(p *runPatch) *persist.Field[int64] { return &p.FinishedAt }, nil, patchInt),
-	at("error", func(p *runPatch) *persist.Field[persist.RunError] { return &p.Error }, nil, patchError),
-	at("usage", func(p *runPatch) *persist.Field[json.RawMessage] { return &p.Usage }, nil, patchRaw),
-	at("sandboxKey", func(p *runPatch) *persist.Field[string] { return &p.SandboxKey }, nil, patchText[string]),
-	at("detachedSince", func(p *runPatch) *persist.Field[int64] { return &p.DetachedSince }, nil, patchInt),
-	at("cancelRequested", func(p *runPatch) *persist.Field[bool] { return &p.CancelRequested }, nil, patchBool),
-	at("driverEpoch", func(p *runPatch) *persist.Field[int64] { return &p.DriverEpoch }, nil, patchInt),
-}}
-
-var genPatchWire = &wire[genPatch]{what: "patch", prefix: "/patch/", members: []member[genPatch]{
-	at("status", func(p *genPatch) *persist.Field[persist.RunStatus] { return &p.Status }, nil, patchText[persist.RunStatus]),
-	at("finishedAt", func(p *genPatch) *persist.Field[int64] { return &p.FinishedAt }, nil, patchInt),
-	at("error", func(p *genPatch) *persist.Field[persist.RunError] { return &p.Error }, nil, patchError),
-	at("result", func(p *genPatch) *persist.Field[json.RawMessage] { return &p.Result }, nil, patchRaw),
-	at("artifacts", func(p *genPatch) *persist.Field[json.RawMessage] { return &p.Artifacts }, nil, patchRaw),
-	at("usage", func(p *genPatch) *persist.Field[json.RawMessage] { return &p.Usage }, nil, patchRaw),
-}}
-
 // readRunPatch reads a run patch (see readPatch).
-func readRunPatch(x *rd, p *persist.RunPatch) { readPatch(x, runPatchWire, p) }
+func readRunPatch(x *rd, p *persist.RunPatch) {
+	readPatch(x, func(y *rd, name []byte) bool {
+		switch string(name) {
+		case "status":
+			patchStatus(y, &p.Status)
+		case "finishedAt":
+			patchInt(y, &p.FinishedAt, "/patch/finishedAt")
+		case "error":
+			patchError(y, &p.Error)
+		case "usage":
+			patchRaw(y, &p.Usage)
+		case "sandboxKey":
+			v, ok, err := y.r.String("/patch/sandboxKey", pdriver.ErrInvalidEntry)
+			y.f.add(err)
+			p.SandboxKey = setOrClear(v, ok)
+		case "detachedSince":
+			patchInt(y, &p.DetachedSince, "/patch/detachedSince")
+		case "cancelRequested":
+			var b *bool
+			y.optBool(&b, "/patch/cancelRequested")
+			if b == nil {
+				p.CancelRequested = persist.Clear[bool]()
+			} else {
+				p.CancelRequested = persist.Set(*b)
+			}
+		case "driverEpoch":
+			patchInt(y, &p.DriverEpoch, "/patch/driverEpoch")
+		default:
+			return false
+		}
+		return true
+	})
+}
 
 // readGenerationRunPatch reads a generation run patch (see readPatch).
-func readGenerationRunPatch(x *rd, p *persist.GenerationRunPatch) { readPatch(x, genPatchWire, p) }
+func readGenerationRunPatch(x *rd, p *persist.GenerationRunPatch) {
+	readPatch(x, func(y *rd, name []byte) bool {
+		switch string(name) {
+		case "status":
+			patchStatus(y, &p.Status)
+		case "finishedAt":
+			patchInt(y, &p.FinishedAt, "/patch/finishedAt")
+		case "error":
+			patchError(y, &p.Error)
+		case "result":
+			patchRaw(y, &p.Result)
+		case "artifacts":
+			patchRaw(y, &p.Artifacts)
+		case "usage":
+			patchRaw(y, &p.Usage)
+		default:
+			return false
+		}
+		return true
+	})
+}
 
 func setOrClear[T any](v T, ok bool) persist.Field[T] {
 	if ok {
@@ -573,12 +619,10 @@ func setOrClear[T any](v T, ok bool) persist.Field[T] {
 	return persist.Clear[T]()
 }
 
-// The readers of a patch's members, each at its path: null clears.
-
-func patchText[S ~string](y *rd, f *persist.Field[S], path string) {
-	v, ok, err := y.r.String(path, pdriver.ErrInvalidEntry)
+func patchStatus(y *rd, f *persist.Field[persist.RunStatus]) {
+	v, ok, err := y.r.String("/patch/status", pdriver.ErrInvalidEntry)
 	y.f.add(err)
-	*f = setOrClear(S(v), ok)
+	*f = setOrClear(persist.RunStatus(v), ok)
 }
 
 func patchInt(y *rd, f *persist.Field[int64], path string) {
@@ -587,19 +631,9 @@ func patchInt(y *rd, f *persist.Field[int64], path string) {
 	*f = setOrClear(v, ok)
 }
 
-func patchBool(y *rd, f *persist.Field[bool], path string) {
-	var b *bool
-	y.optBool(&b, path)
-	if b == nil {
-		*f = persist.Clear[bool]()
-	} else {
-		*f = persist.Set(*b)
-	}
-}
-
-func patchError(y *rd, f *persist.Field[persist.RunError], path string) {
+func patchError(y *rd, f *persist.Field[persist.RunError]) {
 	var e *pdriver.RunError
-	y.runError(&e, path)
+	y.runError(&e, "/patch/error")
 	if e == nil {
 		*f = persist.Clear[persist.RunError]()
 	} else {
@@ -607,7 +641,7 @@ func patchError(y *rd, f *persist.Field[persist.RunError], path string) {
 	}
 }
 
-func patchRaw(y *rd, f *persist.Field[json.RawMessage], _ string) {
+func patchRaw(y *rd, f *persist.Field[json.RawMessage]) {
 	var v json.RawMessage
 	y.raw(&v)
 	*f = setOrClear(v, v != nil)
