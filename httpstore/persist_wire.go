@@ -76,100 +76,6 @@ func (w *jw) runError(n string, e *pdriver.RunError) {
 	w.close()
 }
 
-// appendObject appends r, an object whose members members writes, or null
-// for a nil r.
-func appendObject[T any](b []byte, r *T, members func(w *jw, r *T)) []byte {
-	if r == nil {
-		return append(b, "null"...)
-	}
-	w := jw{b: b}
-	w.open()
-	members(&w, r)
-	w.close()
-	return w.b
-}
-
-func appendRun(b []byte, r *persist.RunRecord) []byte {
-	return appendObject(b, r, func(w *jw, r *persist.RunRecord) {
-		w.str("runId", r.RunID)
-		w.str("threadId", r.ThreadID)
-		w.str("status", string(r.Status))
-		w.int("startedAt", r.StartedAt)
-		w.optInt("finishedAt", r.FinishedAt)
-		w.runError("error", r.Error)
-		w.optRaw("usage", r.Usage)
-		w.optStr("sandboxKey", r.SandboxKey)
-		w.optInt("detachedSince", r.DetachedSince)
-		if r.CancelRequested != nil {
-			w.bool("cancelRequested", *r.CancelRequested)
-		}
-		w.optInt("driverEpoch", r.DriverEpoch)
-	})
-}
-
-func appendGenerationRun(b []byte, r *persist.GenerationRunRecord) []byte {
-	return appendObject(b, r, func(w *jw, r *persist.GenerationRunRecord) {
-		w.str("runId", r.RunID)
-		w.str("threadId", r.ThreadID)
-		w.str("activity", r.Activity)
-		w.str("provider", r.Provider)
-		w.str("model", r.Model)
-		w.str("status", string(r.Status))
-		w.int("startedAt", r.StartedAt)
-		w.optInt("finishedAt", r.FinishedAt)
-		w.runError("error", r.Error)
-		w.optRaw("result", r.Result)
-		w.optRaw("artifacts", r.Artifacts)
-		w.optRaw("usage", r.Usage)
-	})
-}
-
-func appendInterrupt(b []byte, r *persist.InterruptRecord) []byte {
-	return appendObject(b, r, func(w *jw, r *persist.InterruptRecord) {
-		w.str("interruptId", r.InterruptID)
-		w.str("runId", r.RunID)
-		w.str("threadId", r.ThreadID)
-		w.str("status", string(r.Status))
-		w.int("requestedAt", r.RequestedAt)
-		w.optInt("resolvedAt", r.ResolvedAt)
-		if r.Payload == nil { // required; never absent in a stored record
-			w.raw("payload", []byte("null"))
-		} else {
-			w.raw("payload", r.Payload)
-		}
-		w.optRaw("response", r.Response)
-	})
-}
-
-func appendArtifact(b []byte, r *persist.ArtifactRecord) []byte {
-	return appendObject(b, r, func(w *jw, r *persist.ArtifactRecord) {
-		w.str("artifactId", r.ArtifactID)
-		w.str("runId", r.RunID)
-		w.str("threadId", r.ThreadID)
-		w.optStr("blobKey", r.BlobKey)
-		w.str("name", r.Name)
-		w.str("mimeType", r.MimeType)
-		w.int("size", r.Size)
-		w.optStr("sourceUrl", r.SourceURL)
-		w.int("createdAt", r.CreatedAt)
-	})
-}
-
-func appendBlobRecord(b []byte, r *persist.BlobRecord) []byte {
-	return appendObject(b, r, func(w *jw, r *persist.BlobRecord) {
-		w.str("key", r.Key)
-		w.int("size", r.Size)
-		w.str("etag", r.ETag)
-		w.optStr("contentType", r.ContentType)
-		if r.CustomMetadata != nil {
-			w.name("customMetadata")
-			w.b = appendStringMap(w.b, r.CustomMetadata)
-		}
-		w.int("createdAt", r.CreatedAt)
-		w.int("updatedAt", r.UpdatedAt)
-	})
-}
-
 func appendStringMap(b []byte, m map[string]string) []byte {
 	w := jw{b: b}
 	w.open()
@@ -398,192 +304,218 @@ func list[T any](x *rd, path string, read func(x *rd, name []byte, rec *T) error
 	return out
 }
 
-func readRun(x *rd, name []byte, r *persist.RunRecord) error {
-	switch string(name) {
-	case "runId":
-		x.id(&r.RunID, "/runId")
-	case "threadId":
-		x.id(&r.ThreadID, "/threadId")
-	case "status":
-		var s string
-		x.text(&s, "/status")
-		r.Status = persist.RunStatus(s)
-	case "startedAt":
-		x.int(&r.StartedAt, "/startedAt")
-	case "finishedAt":
-		x.optInt(&r.FinishedAt, "/finishedAt")
-	case "error":
-		x.runError(&r.Error, "/error")
-	case "usage":
-		x.raw(&r.Usage)
-	case "sandboxKey":
-		x.optText(&r.SandboxKey, "/sandboxKey")
-	case "detachedSince":
-		x.optInt(&r.DetachedSince, "/detachedSince")
-	case "cancelRequested":
-		x.optBool(&r.CancelRequested, "/cancelRequested")
-	case "driverEpoch":
-		x.optInt(&r.DriverEpoch, "/driverEpoch")
-	default:
-		return unknown("run", name)
-	}
-	return nil
+// ---- the records: one member table each ----
+
+// wire is the JSON shape of one record type T, written and read by one
+// table so that the two sides cannot disagree on a member: members in the
+// order they are written; what names T in the fault of an unknown member.
+type wire[T any] struct {
+	what    string
+	members []member[T]
 }
 
-func readGenerationRun(x *rd, name []byte, r *persist.GenerationRunRecord) error {
-	switch string(name) {
-	case "runId":
-		x.id(&r.RunID, "/runId")
-	case "threadId":
-		x.id(&r.ThreadID, "/threadId")
-	case "activity":
-		x.text(&r.Activity, "/activity")
-	case "provider":
-		x.text(&r.Provider, "/provider")
-	case "model":
-		x.text(&r.Model, "/model")
-	case "status":
-		var s string
-		x.text(&s, "/status")
-		r.Status = persist.RunStatus(s)
-	case "startedAt":
-		x.int(&r.StartedAt, "/startedAt")
-	case "finishedAt":
-		x.optInt(&r.FinishedAt, "/finishedAt")
-	case "error":
-		x.runError(&r.Error, "/error")
-	case "result":
-		x.raw(&r.Result)
-	case "artifacts":
-		x.raw(&r.Artifacts)
-	case "usage":
-		x.raw(&r.Usage)
-	default:
-		return unknown("generation run", name)
+// newWire is the wire of members, whose paths are prefix, the JSON pointer
+// of the object, and the name: made once here, not on every read.
+func newWire[T any](what, prefix string, members []member[T]) *wire[T] {
+	for i := range members {
+		members[i].path = prefix + members[i].name
 	}
-	return nil
+	return &wire[T]{what, members}
 }
 
-func readInterrupt(x *rd, name []byte, r *persist.InterruptRecord) error {
-	switch string(name) {
-	case "interruptId":
-		x.id(&r.InterruptID, "/interruptId")
-	case "runId":
-		x.id(&r.RunID, "/runId")
-	case "threadId":
-		x.id(&r.ThreadID, "/threadId")
-	case "status":
-		var s string
-		x.text(&s, "/status")
-		r.Status = persist.InterruptStatus(s)
-	case "requestedAt":
-		x.int(&r.RequestedAt, "/requestedAt")
-	case "resolvedAt":
-		x.optInt(&r.ResolvedAt, "/resolvedAt")
-	case "payload":
-		x.raw(&r.Payload)
-	case "response":
-		x.rawOrNull(&r.Response)
-	default:
-		return unknown("interrupt", name)
-	}
-	return nil
+// member is one JSON member of a T: put appends it (or nothing when it is
+// absent), get reads it at path. put takes and returns the jw by value:
+// a pointer passed to a func value escapes, which would cost an
+// allocation per record written.
+type member[T any] struct {
+	name, path string
+	put        func(w jw, name string, r *T) jw
+	get        func(x *rd, path string, r *T)
 }
 
-// readNewInterrupt reads the record of interrupts/create: an interrupt
-// without status and resolvedAt.
-func readNewInterrupt(x *rd, name []byte, r *persist.NewInterrupt) error {
-	switch string(name) {
-	case "interruptId":
-		x.id(&r.InterruptID, "/record/interruptId")
-	case "runId":
-		x.id(&r.RunID, "/record/runId")
-	case "threadId":
-		x.id(&r.ThreadID, "/record/threadId")
-	case "requestedAt":
-		x.int(&r.RequestedAt, "/record/requestedAt")
-	case "payload":
-		x.raw(&r.Payload)
-	case "response":
-		x.rawOrNull(&r.Response)
-	default:
-		return unknown("record", name)
+// append appends r, or null for a nil r.
+func (s *wire[T]) append(b []byte, r *T) []byte {
+	if r == nil {
+		return append(b, "null"...)
 	}
-	return nil
-}
-
-func appendCommitEntry(b []byte, e persist.InterruptCommitEntry) []byte {
 	w := jw{b: b}
 	w.open()
-	w.str("interruptId", e.InterruptID)
-	w.str("status", string(e.Status))
-	w.optRaw("response", e.Response)
+	for _, m := range s.members {
+		w = m.put(w, m.name, r)
+	}
 	w.close()
 	return w.b
 }
 
-func readCommitEntry(x *rd, name []byte, e *persist.InterruptCommitEntry) error {
-	switch string(name) {
-	case "interruptId":
-		x.id(&e.InterruptID, "/entries/interruptId")
-	case "status":
-		var s string
-		x.text(&s, "/entries/status")
-		e.Status = persist.InterruptStatus(s)
-	case "response":
-		x.rawOrNull(&e.Response)
-	default:
-		return unknown("entry", name)
+// read reads the member name into r; a reader of one member for
+// nullable, list, startOf and recordOf.
+func (s *wire[T]) read(x *rd, name []byte, r *T) error {
+	for _, m := range s.members {
+		if m.name == string(name) {
+			m.get(x, m.path, r)
+			return nil
+		}
 	}
-	return nil
+	return unknown(s.what, name)
 }
 
-func readArtifact(x *rd, name []byte, r *persist.ArtifactRecord) error {
-	switch string(name) {
-	case "artifactId":
-		x.id(&r.ArtifactID, "/artifactId")
-	case "runId":
-		x.id(&r.RunID, "/runId")
-	case "threadId":
-		x.id(&r.ThreadID, "/threadId")
-	case "blobKey":
-		x.optID(&r.BlobKey, "/blobKey")
-	case "name":
-		x.text(&r.Name, "/name")
-	case "mimeType":
-		x.text(&r.MimeType, "/mimeType")
-	case "size":
-		x.int(&r.Size, "/size")
-	case "sourceUrl":
-		x.optText(&r.SourceURL, "/sourceUrl")
-	case "createdAt":
-		x.int(&r.CreatedAt, "/createdAt")
-	default:
-		return unknown("artifact", name)
-	}
-	return nil
+// at is a member that put writes and get reads at a field of a T, the
+// one f points to; put and get are mostly jw's and rd's own methods.
+func at[T, V any](name string, f func(*T) *V, put func(jw, string, V) jw, get func(*rd, *V, string)) member[T] {
+	return member[T]{name: name, put: func(w jw, n string, r *T) jw { return put(w, n, *f(r)) }, get: func(x *rd, p string, r *T) { get(x, f(r), p) }}
 }
 
-func readBlobRecord(x *rd, name []byte, r *persist.BlobRecord) error {
-	switch string(name) {
-	case "key":
-		x.id(&r.Key, "/key")
-	case "size":
-		x.int(&r.Size, "/size")
-	case "etag":
-		x.text(&r.ETag, "/etag")
-	case "contentType":
-		x.optText(&r.ContentType, "/contentType")
-	case "customMetadata":
-		x.stringMap(&r.CustomMetadata, "/customMetadata")
-	case "createdAt":
-		x.int(&r.CreatedAt, "/createdAt")
-	case "updatedAt":
-		x.int(&r.UpdatedAt, "/updatedAt")
-	default:
-		return unknown("blob", name)
+// The writers of the tables: jw's methods, by value (see member).
+
+func putStr(w jw, n, v string) jw                    { w.str(n, v); return w }
+func putInt(w jw, n string, v int64) jw              { w.int(n, v); return w }
+func putOptStr(w jw, n string, v *string) jw         { w.optStr(n, v); return w }
+func putOptInt(w jw, n string, v *int64) jw          { w.optInt(n, v); return w }
+func putOptRaw(w jw, n string, v json.RawMessage) jw { w.optRaw(n, v); return w }
+
+func putRunError(w jw, n string, v *pdriver.RunError) jw { w.runError(n, v); return w }
+
+// putStatus and getStatus write and read a status: any string on the
+// wire, checked by the store.
+func putStatus[S ~string](w jw, n string, v S) jw { w.str(n, string(v)); return w }
+
+func getStatus[S ~string](x *rd, v *S, p string) {
+	var s string
+	x.text(&s, p)
+	*v = S(s)
+}
+
+func putOptBool(w jw, n string, v *bool) jw {
+	if v != nil {
+		w.bool(n, *v)
 	}
-	return nil
+	return w
+}
+
+// getRaw and getRawOrNull are rd.raw and rd.rawOrNull, which need no path.
+func getRaw(x *rd, v *json.RawMessage, _ string)       { x.raw(v) }
+func getRawOrNull(x *rd, v *json.RawMessage, _ string) { x.rawOrNull(v) }
+
+type (
+	runRec   = persist.RunRecord
+	genRec   = persist.GenerationRunRecord
+	intRec   = persist.InterruptRecord
+	newInt   = persist.NewInterrupt
+	entryRec = persist.InterruptCommitEntry
+	artRec   = persist.ArtifactRecord
+	blobRec  = persist.BlobRecord
+)
+
+var runWire = newWire("run", "/", []member[runRec]{
+	at("runId", func(r *runRec) *string { return &r.RunID }, putStr, (*rd).id),
+	at("threadId", func(r *runRec) *string { return &r.ThreadID }, putStr, (*rd).id),
+	at("status", func(r *runRec) *persist.RunStatus { return &r.Status }, putStatus[persist.RunStatus], getStatus[persist.RunStatus]),
+	at("startedAt", func(r *runRec) *int64 { return &r.StartedAt }, putInt, (*rd).int),
+	at("finishedAt", func(r *runRec) **int64 { return &r.FinishedAt }, putOptInt, (*rd).optInt),
+	at("error", func(r *runRec) **pdriver.RunError { return &r.Error }, putRunError, (*rd).runError),
+	at("usage", func(r *runRec) *json.RawMessage { return &r.Usage }, putOptRaw, getRaw),
+	at("sandboxKey", func(r *runRec) **string { return &r.SandboxKey }, putOptStr, (*rd).optText),
+	at("detachedSince", func(r *runRec) **int64 { return &r.DetachedSince }, putOptInt, (*rd).optInt),
+	at("cancelRequested", func(r *runRec) **bool { return &r.CancelRequested }, putOptBool, (*rd).optBool),
+	at("driverEpoch", func(r *runRec) **int64 { return &r.DriverEpoch }, putOptInt, (*rd).optInt),
+})
+
+var genWire = newWire("generation run", "/", []member[genRec]{
+	at("runId", func(r *genRec) *string { return &r.RunID }, putStr, (*rd).id),
+	at("threadId", func(r *genRec) *string { return &r.ThreadID }, putStr, (*rd).id),
+	at("activity", func(r *genRec) *string { return &r.Activity }, putStr, (*rd).text),
+	at("provider", func(r *genRec) *string { return &r.Provider }, putStr, (*rd).text),
+	at("model", func(r *genRec) *string { return &r.Model }, putStr, (*rd).text),
+	at("status", func(r *genRec) *persist.RunStatus { return &r.Status }, putStatus[persist.RunStatus], getStatus[persist.RunStatus]),
+	at("startedAt", func(r *genRec) *int64 { return &r.StartedAt }, putInt, (*rd).int),
+	at("finishedAt", func(r *genRec) **int64 { return &r.FinishedAt }, putOptInt, (*rd).optInt),
+	at("error", func(r *genRec) **pdriver.RunError { return &r.Error }, putRunError, (*rd).runError),
+	at("result", func(r *genRec) *json.RawMessage { return &r.Result }, putOptRaw, getRaw),
+	at("artifacts", func(r *genRec) *json.RawMessage { return &r.Artifacts }, putOptRaw, getRaw),
+	at("usage", func(r *genRec) *json.RawMessage { return &r.Usage }, putOptRaw, getRaw),
+})
+
+var intWire = newWire("interrupt", "/", []member[intRec]{
+	at("interruptId", func(r *intRec) *string { return &r.InterruptID }, putStr, (*rd).id),
+	at("runId", func(r *intRec) *string { return &r.RunID }, putStr, (*rd).id),
+	at("threadId", func(r *intRec) *string { return &r.ThreadID }, putStr, (*rd).id),
+	at("status", func(r *intRec) *persist.InterruptStatus { return &r.Status }, putStatus[persist.InterruptStatus], getStatus[persist.InterruptStatus]),
+	at("requestedAt", func(r *intRec) *int64 { return &r.RequestedAt }, putInt, (*rd).int),
+	at("resolvedAt", func(r *intRec) **int64 { return &r.ResolvedAt }, putOptInt, (*rd).optInt),
+	{name: "payload", put: func(w jw, n string, r *intRec) jw {
+		if r.Payload == nil { // required; never absent in a stored record
+			w.raw(n, []byte("null"))
+		} else {
+			w.raw(n, r.Payload)
+		}
+		return w
+	}, get: func(x *rd, _ string, r *intRec) { x.raw(&r.Payload) }},
+	at("response", func(r *intRec) *json.RawMessage { return &r.Response }, putOptRaw, getRawOrNull),
+})
+
+// newIntWire reads the record of interrupts/create: an interrupt without
+// status and resolvedAt.
+var newIntWire = newWire("record", "/record/", []member[newInt]{
+	at("interruptId", func(r *newInt) *string { return &r.InterruptID }, putStr, (*rd).id),
+	at("runId", func(r *newInt) *string { return &r.RunID }, putStr, (*rd).id),
+	at("threadId", func(r *newInt) *string { return &r.ThreadID }, putStr, (*rd).id),
+	at("requestedAt", func(r *newInt) *int64 { return &r.RequestedAt }, putInt, (*rd).int),
+	at("payload", func(r *newInt) *json.RawMessage { return &r.Payload }, putOptRaw, getRaw),
+	at("response", func(r *newInt) *json.RawMessage { return &r.Response }, putOptRaw, getRawOrNull),
+})
+
+var entryWire = newWire("entry", "/entries/", []member[entryRec]{
+	at("interruptId", func(r *entryRec) *string { return &r.InterruptID }, putStr, (*rd).id),
+	at("status", func(r *entryRec) *persist.InterruptStatus { return &r.Status }, putStatus[persist.InterruptStatus], getStatus[persist.InterruptStatus]),
+	at("response", func(r *entryRec) *json.RawMessage { return &r.Response }, putOptRaw, getRawOrNull),
+})
+
+var artWire = newWire("artifact", "/", []member[artRec]{
+	at("artifactId", func(r *artRec) *string { return &r.ArtifactID }, putStr, (*rd).id),
+	at("runId", func(r *artRec) *string { return &r.RunID }, putStr, (*rd).id),
+	at("threadId", func(r *artRec) *string { return &r.ThreadID }, putStr, (*rd).id),
+	at("blobKey", func(r *artRec) **string { return &r.BlobKey }, putOptStr, (*rd).optID),
+	at("name", func(r *artRec) *string { return &r.Name }, putStr, (*rd).text),
+	at("mimeType", func(r *artRec) *string { return &r.MimeType }, putStr, (*rd).text),
+	at("size", func(r *artRec) *int64 { return &r.Size }, putInt, (*rd).int),
+	at("sourceUrl", func(r *artRec) **string { return &r.SourceURL }, putOptStr, (*rd).optText),
+	at("createdAt", func(r *artRec) *int64 { return &r.CreatedAt }, putInt, (*rd).int),
+})
+
+var blobWire = newWire("blob", "/", []member[blobRec]{
+	at("key", func(r *blobRec) *string { return &r.Key }, putStr, (*rd).id),
+	at("size", func(r *blobRec) *int64 { return &r.Size }, putInt, (*rd).int),
+	at("etag", func(r *blobRec) *string { return &r.ETag }, putStr, (*rd).text),
+	at("contentType", func(r *blobRec) **string { return &r.ContentType }, putOptStr, (*rd).optText),
+	{name: "customMetadata", put: func(w jw, n string, r *blobRec) jw {
+		if r.CustomMetadata != nil {
+			w.name(n)
+			w.b = appendStringMap(w.b, r.CustomMetadata)
+		}
+		return w
+	}, get: func(x *rd, p string, r *blobRec) { x.stringMap(&r.CustomMetadata, p) }},
+	at("createdAt", func(r *blobRec) *int64 { return &r.CreatedAt }, putInt, (*rd).int),
+	at("updatedAt", func(r *blobRec) *int64 { return &r.UpdatedAt }, putInt, (*rd).int),
+})
+
+// The appenders and readers the routes and the client name.
+var (
+	appendRun           = runWire.append
+	readRun             = runWire.read
+	appendGenerationRun = genWire.append
+	readGenerationRun   = genWire.read
+	appendInterrupt     = intWire.append
+	readInterrupt       = intWire.read
+	readNewInterrupt    = newIntWire.read
+	readCommitEntry     = entryWire.read
+	appendArtifact      = artWire.append
+	readArtifact        = artWire.read
+	appendBlobRecord    = blobWire.append
+	readBlobRecord      = blobWire.read
+)
+
+func appendCommitEntry(b []byte, e persist.InterruptCommitEntry) []byte {
+	return entryWire.append(b, &e)
 }
 
 func (x *rd) stringMap(dst *map[string]string, path string) {

@@ -17,39 +17,16 @@ type Artifacts struct{ c *core }
 // size a safe integer not negative, createdAt a safe integer
 // (ErrInvalidEntry).
 func (s *Artifacts) Save(ctx context.Context, rec *ArtifactRecord) error {
-	if err := begin(ctx); err != nil {
-		return err
-	}
-	if err := checkArtifact(rec); err != nil {
+	if err := firstErr(begin(ctx), checkArtifact(rec)); err != nil {
 		return err
 	}
 	return s.c.d.SaveArtifact(ctx, cloneArtifact(rec))
 }
 
 func checkArtifact(r *ArtifactRecord) error {
-	for _, f := range [...]struct{ what, v string }{{"artifactId", r.ArtifactID}, {"runId", r.RunID}, {"threadId", r.ThreadID}} {
-		if err := checkID(f.what, f.v); err != nil {
-			return err
-		}
-	}
-	if r.BlobKey != nil {
-		if err := checkID("blobKey", *r.BlobKey); err != nil {
-			return err
-		}
-	}
-	if err := checkText("name", r.Name); err != nil {
-		return err
-	}
-	if err := checkText("mimeType", r.MimeType); err != nil {
-		return err
-	}
-	if err := checkOptText("sourceUrl", r.SourceURL); err != nil {
-		return err
-	}
-	if err := checkInt("size", r.Size, true); err != nil {
-		return err
-	}
-	return checkInt("createdAt", r.CreatedAt, false)
+	return firstErr(checkID("artifactId", r.ArtifactID), checkID("runId", r.RunID), checkID("threadId", r.ThreadID),
+		checkOptID("blobKey", r.BlobKey), checkText("name", r.Name), checkText("mimeType", r.MimeType),
+		checkOptText("sourceUrl", r.SourceURL), checkInt("size", r.Size, true), checkInt("createdAt", r.CreatedAt, false))
 }
 
 // Get returns the artifact, or nil. Check order: ctx, artifactId.

@@ -88,10 +88,7 @@ type Blobs struct {
 // key (ErrInvalidID), contentType, customMetadata names and values valid
 // UTF-8, expectedLength a safe integer not negative (ErrInvalidEntry).
 func (s *Blobs) Put(ctx context.Context, key string, body io.Reader, opts BlobPutOptions) (BlobRecord, error) {
-	if err := begin(ctx); err != nil {
-		return BlobRecord{}, err
-	}
-	if err := checkBlobPut(key, opts); err != nil {
+	if err := firstErr(begin(ctx), checkBlobPut(key, opts)); err != nil {
 		return BlobRecord{}, err
 	}
 	object := s.prefix + randomID()
@@ -123,17 +120,11 @@ func (s *Blobs) Put(ctx context.Context, key string, body io.Reader, opts BlobPu
 }
 
 func checkBlobPut(key string, opts BlobPutOptions) error {
-	if err := checkID("key", key); err != nil {
-		return err
-	}
-	if err := checkOptText("contentType", opts.ContentType); err != nil {
+	if err := firstErr(checkID("key", key), checkOptText("contentType", opts.ContentType)); err != nil {
 		return err
 	}
 	for k, v := range opts.CustomMetadata {
-		if err := checkText("customMetadata name", k); err != nil {
-			return err
-		}
-		if err := checkText("customMetadata value", v); err != nil {
+		if err := firstErr(checkText("customMetadata name", k), checkText("customMetadata value", v)); err != nil {
 			return err
 		}
 	}
@@ -154,10 +145,7 @@ const maxReadAttempts = 64
 // then the offset inside the object (ErrRangeNotSatisfiable; an empty
 // object has no satisfiable range).
 func (s *Blobs) Get(ctx context.Context, key string, rng *BlobRange) (*BlobObject, error) {
-	if err := begin(ctx); err != nil {
-		return nil, err
-	}
-	if err := CheckBlobGet(key, rng); err != nil {
+	if err := firstErr(begin(ctx), CheckBlobGet(key, rng)); err != nil {
 		return nil, err
 	}
 	missing := "" // the object a previous attempt found gone
@@ -259,10 +247,7 @@ func (s *Blobs) Delete(ctx context.Context, key string) error {
 // Check order: ctx, prefix and cursor valid UTF-8, limit not negative
 // (ErrInvalidEntry).
 func (s *Blobs) List(ctx context.Context, opts BlobListOptions) (BlobListPage, error) {
-	if err := begin(ctx); err != nil {
-		return BlobListPage{}, err
-	}
-	if err := CheckBlobList(opts); err != nil {
+	if err := firstErr(begin(ctx), CheckBlobList(opts)); err != nil {
 		return BlobListPage{}, err
 	}
 	want := -1 // no limit

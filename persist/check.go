@@ -20,67 +20,43 @@ func CheckRunStart(in *RunStart) error {
 
 // CheckRunUpdate checks the input of RunStore.Update.
 func CheckRunUpdate(runID string, p RunPatch) error {
-	if err := checkID("runId", runID); err != nil {
-		return err
-	}
-	return checkRunPatch(p)
+	return firstErr(checkID("runId", runID), checkRunPatch(p))
 }
 
 // CheckReclaimQuery checks the input of RunStore.ListReclaimable.
 func CheckReclaimQuery(q ReclaimQuery) error {
-	if err := checkInt("now", q.Now, false); err != nil {
-		return err
-	}
-	return checkInt("ttlMs", q.TTLMs, true)
+	return firstErr(checkInt("now", q.Now, false), checkInt("ttlMs", q.TTLMs, true))
 }
 
 // CheckGenerationRunStart checks the input of
 // GenerationRunStore.CreateOrResume and fills its default status.
 func CheckGenerationRunStart(in *GenerationRunStart) error {
+	// checkStart first: it fills the status before the rest run.
 	if err := checkStart(in.RunID, in.ThreadID, in.StartedAt, &in.Status); err != nil {
 		return err
 	}
-	for _, f := range [...]struct{ what, v string }{{"activity", in.Activity}, {"provider", in.Provider}, {"model", in.Model}} {
-		if err := checkText(f.what, f.v); err != nil {
-			return err
-		}
-	}
-	return nil
+	return firstErr(checkText("activity", in.Activity), checkText("provider", in.Provider), checkText("model", in.Model))
 }
 
 // CheckGenerationRunUpdate checks the input of GenerationRunStore.Update.
 func CheckGenerationRunUpdate(runID string, p GenerationRunPatch) error {
-	if err := checkID("runId", runID); err != nil {
-		return err
-	}
-	return checkGenerationRunPatch(p)
+	return firstErr(checkID("runId", runID), checkGenerationRunPatch(p))
 }
 
 // CheckNewInterrupt checks the input of InterruptStore.Create.
 func CheckNewInterrupt(in NewInterrupt) error {
-	for _, f := range [...]struct{ what, v string }{{"interruptId", in.InterruptID}, {"runId", in.RunID}, {"threadId", in.ThreadID}} {
-		if err := checkID(f.what, f.v); err != nil {
-			return err
-		}
-	}
-	if err := checkInt("requestedAt", in.RequestedAt, false); err != nil {
-		return err
-	}
+	var missing error
 	if in.Payload == nil {
-		return fmt.Errorf("%w: payload is required", ErrInvalidEntry)
+		missing = fmt.Errorf("%w: payload is required", ErrInvalidEntry)
 	}
-	if err := checkJSON("payload", in.Payload, objectJSON); err != nil {
-		return err
-	}
-	return checkJSON("response", in.Response, anyJSON)
+	return firstErr(checkID("interruptId", in.InterruptID), checkID("runId", in.RunID), checkID("threadId", in.ThreadID),
+		checkInt("requestedAt", in.RequestedAt, false), missing, checkJSON("payload", in.Payload, objectJSON),
+		checkJSON("response", in.Response, anyJSON))
 }
 
 // CheckResolve checks the input of InterruptStore.Resolve.
 func CheckResolve(interruptID string, response []byte) error {
-	if err := checkID("interruptId", interruptID); err != nil {
-		return err
-	}
-	return checkJSON("response", response, anyJSON)
+	return firstErr(checkID("interruptId", interruptID), checkJSON("response", response, anyJSON))
 }
 
 // CheckCommitBatch checks the entries of InterruptStore.CommitBatch (the
@@ -113,10 +89,7 @@ func CheckCommitBatch(entries []InterruptCommitEntry) error {
 
 // CheckMetadataKey checks the (namespace, key) of a MetadataStore method.
 func CheckMetadataKey(namespace, key string) error {
-	if err := checkID("namespace", namespace); err != nil {
-		return err
-	}
-	return checkID("key", key)
+	return firstErr(checkID("namespace", namespace), checkID("key", key))
 }
 
 // CheckMetadataValue checks the value of MetadataStore.Set.
@@ -136,30 +109,18 @@ func CheckBlobPut(key string, opts BlobPutOptions) error { return checkBlobPut(k
 // CheckBlobGet checks the key and range of BlobStore.Get (not the range
 // against the object, which the store does).
 func CheckBlobGet(key string, rng *BlobRange) error {
-	if err := checkID("key", key); err != nil {
+	if err := checkID("key", key); err != nil || rng == nil {
 		return err
 	}
-	if rng != nil {
-		if err := checkInt("range.offset", rng.Offset, true); err != nil {
-			return err
-		}
-		return checkOptInt("range.length", rng.Length, true)
-	}
-	return nil
+	return firstErr(checkInt("range.offset", rng.Offset, true), checkOptInt("range.length", rng.Length, true))
 }
 
 // CheckBlobList checks the options of BlobStore.List.
 func CheckBlobList(opts BlobListOptions) error {
-	if err := checkText("prefix", opts.Prefix); err != nil {
+	if err := firstErr(checkText("prefix", opts.Prefix), checkText("cursor", opts.Cursor)); err != nil || opts.Limit == nil {
 		return err
 	}
-	if err := checkText("cursor", opts.Cursor); err != nil {
-		return err
-	}
-	if opts.Limit != nil {
-		return checkLimit(*opts.Limit)
-	}
-	return nil
+	return checkLimit(*opts.Limit)
 }
 
 // CheckText fails with ErrInvalidEntry unless s is valid UTF-8.

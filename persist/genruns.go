@@ -25,10 +25,7 @@ type GenerationRuns struct{ c *core }
 // ctx, runId, threadId (ErrInvalidID), startedAt, status, then activity,
 // provider and model valid UTF-8 (ErrInvalidEntry).
 func (s *GenerationRuns) CreateOrResume(ctx context.Context, in GenerationRunStart) (*GenerationRunRecord, error) {
-	if err := begin(ctx); err != nil {
-		return nil, err
-	}
-	if err := CheckGenerationRunStart(&in); err != nil {
+	if err := firstErr(begin(ctx), CheckGenerationRunStart(&in)); err != nil {
 		return nil, err
 	}
 	rec, err := s.c.d.CreateOrResumeGenerationRun(ctx, &GenerationRunRecord{
@@ -43,10 +40,7 @@ func (s *GenerationRuns) CreateOrResume(ctx context.Context, in GenerationRunSta
 // order status, finishedAt, error, result (any JSON), artifacts (a JSON
 // array), usage (a JSON object) (ErrInvalidEntry).
 func (s *GenerationRuns) Update(ctx context.Context, runID string, patch GenerationRunPatch) error {
-	if err := begin(ctx); err != nil {
-		return err
-	}
-	if err := CheckGenerationRunUpdate(runID, patch); err != nil {
+	if err := firstErr(begin(ctx), CheckGenerationRunUpdate(runID, patch)); err != nil {
 		return err
 	}
 	_, err := s.c.d.UpdateGenerationRun(ctx, runID, cloneGenerationRunPatch(patch))
@@ -54,22 +48,9 @@ func (s *GenerationRuns) Update(ctx context.Context, runID string, patch Generat
 }
 
 func checkGenerationRunPatch(p GenerationRunPatch) error {
-	if err := checkStatusPatch(p.Status); err != nil {
-		return err
-	}
-	if err := checkIntPatch("patch finishedAt", p.FinishedAt, false); err != nil {
-		return err
-	}
-	if err := checkErrorPatch(p.Error); err != nil {
-		return err
-	}
-	if err := checkJSONPatch("patch result", p.Result, anyJSON); err != nil {
-		return err
-	}
-	if err := checkJSONPatch("patch artifacts", p.Artifacts, arrayJSON); err != nil {
-		return err
-	}
-	return checkJSONPatch("patch usage", p.Usage, objectJSON)
+	return firstErr(checkStatusPatch(p.Status), checkIntPatch("patch finishedAt", p.FinishedAt, false),
+		checkErrorPatch(p.Error), checkJSONPatch("patch result", p.Result, anyJSON),
+		checkJSONPatch("patch artifacts", p.Artifacts, arrayJSON), checkJSONPatch("patch usage", p.Usage, objectJSON))
 }
 
 // Get returns the generation run, or nil. Check order: ctx, runId.

@@ -28,10 +28,7 @@ type Interrupts struct{ c *core }
 // (ErrInvalidID), requestedAt (a safe integer), payload (a JSON object,
 // required), response (any JSON) (ErrInvalidEntry).
 func (s *Interrupts) Create(ctx context.Context, in NewInterrupt) error {
-	if err := begin(ctx); err != nil {
-		return err
-	}
-	if err := CheckNewInterrupt(in); err != nil {
+	if err := firstErr(begin(ctx), CheckNewInterrupt(in)); err != nil {
 		return err
 	}
 	return s.c.d.CreateInterrupt(ctx, &InterruptRecord{
@@ -46,10 +43,7 @@ func (s *Interrupts) Create(ctx context.Context, in NewInterrupt) error {
 // no-op. Check order: ctx, interruptId (ErrInvalidID), response (any JSON)
 // (ErrInvalidEntry).
 func (s *Interrupts) Resolve(ctx context.Context, interruptID string, response json.RawMessage) error {
-	if err := begin(ctx); err != nil {
-		return err
-	}
-	if err := CheckResolve(interruptID, response); err != nil {
+	if err := firstErr(begin(ctx), CheckResolve(interruptID, response)); err != nil {
 		return err
 	}
 	_, err := s.c.d.ResolveInterrupt(ctx, interruptID, s.c.nowMs(), rawClone(response))

@@ -185,19 +185,11 @@ func (c *core) nowMs() int64 { return c.now().UnixMilli() }
 
 // begin is the first step of every method: a done context fails before
 // anything else is looked at, so a cancelled call never reaches the driver.
-func begin(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	return nil
-}
+func begin(ctx context.Context) error { return ctx.Err() }
 
 // beginID is begin, then the check of the method's one id (what names it).
 func beginID(ctx context.Context, what, id string) error {
-	if err := begin(ctx); err != nil {
-		return err
-	}
-	return checkID(what, id)
+	return firstErr(begin(ctx), checkID(what, id))
 }
 
 // opToken returns the op token ctx carries (ckptstore.WithOpToken), "" when

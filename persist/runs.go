@@ -31,10 +31,7 @@ type Runs struct{ c *core }
 // time and status: resuming never resurrects a finished run. Check order:
 // ctx, runId, threadId (ErrInvalidID), startedAt, status (ErrInvalidEntry).
 func (s *Runs) CreateOrResume(ctx context.Context, in RunStart) (*RunRecord, error) {
-	if err := begin(ctx); err != nil {
-		return nil, err
-	}
-	if err := CheckRunStart(&in); err != nil {
+	if err := firstErr(begin(ctx), CheckRunStart(&in)); err != nil {
 		return nil, err
 	}
 	rec, err := s.c.d.CreateOrResumeRun(ctx, &RunRecord{RunID: in.RunID, ThreadID: in.ThreadID, Status: in.Status, StartedAt: in.StartedAt})
@@ -44,13 +41,7 @@ func (s *Runs) CreateOrResume(ctx context.Context, in RunStart) (*RunRecord, err
 // checkStart is the shared check of both createOrResume methods; it fills
 // the default status.
 func checkStart(runID, threadID string, startedAt int64, status *RunStatus) error {
-	if err := checkID("runId", runID); err != nil {
-		return err
-	}
-	if err := checkID("threadId", threadID); err != nil {
-		return err
-	}
-	if err := checkInt("startedAt", startedAt, false); err != nil {
+	if err := firstErr(checkID("runId", runID), checkID("threadId", threadID), checkInt("startedAt", startedAt, false)); err != nil {
 		return err
 	}
 	if *status == "" {
@@ -66,10 +57,7 @@ func checkStart(runID, threadID string, startedAt int64, status *RunStatus) erro
 // and driverEpoch are safe integers (driverEpoch not negative), usage is a
 // JSON object.
 func (s *Runs) Update(ctx context.Context, runID string, patch RunPatch) error {
-	if err := begin(ctx); err != nil {
-		return err
-	}
-	if err := CheckRunUpdate(runID, patch); err != nil {
+	if err := firstErr(begin(ctx), CheckRunUpdate(runID, patch)); err != nil {
 		return err
 	}
 	_, err := s.c.d.UpdateRun(ctx, runID, cloneRunPatch(patch))
@@ -77,27 +65,11 @@ func (s *Runs) Update(ctx context.Context, runID string, patch RunPatch) error {
 }
 
 func checkRunPatch(p RunPatch) error {
-	if err := checkStatusPatch(p.Status); err != nil {
-		return err
-	}
-	if err := checkIntPatch("patch finishedAt", p.FinishedAt, false); err != nil {
-		return err
-	}
-	if err := checkErrorPatch(p.Error); err != nil {
-		return err
-	}
-	if err := checkJSONPatch("patch usage", p.Usage, objectJSON); err != nil {
-		return err
-	}
-	if p.SandboxKey.IsSet() {
-		if err := checkText("patch sandboxKey", p.SandboxKey.Value()); err != nil {
-			return err
-		}
-	}
-	if err := checkIntPatch("patch detachedSince", p.DetachedSince, false); err != nil {
-		return err
-	}
-	return checkIntPatch("patch driverEpoch", p.DriverEpoch, true)
+	// A sandboxKey the patch does not set is "", which passes.
+	return firstErr(checkStatusPatch(p.Status), checkIntPatch("patch finishedAt", p.FinishedAt, false),
+		checkErrorPatch(p.Error), checkJSONPatch("patch usage", p.Usage, objectJSON),
+		checkText("patch sandboxKey", p.SandboxKey.Value()), checkIntPatch("patch detachedSince", p.DetachedSince, false),
+		checkIntPatch("patch driverEpoch", p.DriverEpoch, true))
 }
 
 // Get returns the run, or nil when it is unknown. Check order: ctx, runId.
@@ -129,10 +101,7 @@ func (s *Runs) ListByThread(ctx context.Context, threadID string) ([]*RunRecord,
 // order: ctx, now (a safe integer), ttlMs (a safe integer, not negative)
 // (ErrInvalidEntry).
 func (s *Runs) ListReclaimable(ctx context.Context, q ReclaimQuery) ([]*RunRecord, error) {
-	if err := begin(ctx); err != nil {
-		return nil, err
-	}
-	if err := CheckReclaimQuery(q); err != nil {
+	if err := firstErr(begin(ctx), CheckReclaimQuery(q)); err != nil {
 		return nil, err
 	}
 	cutoff := q.Now - q.TTLMs

@@ -14,6 +14,18 @@ import (
 // that names the field; docs/persistence.md gives the order in which each
 // method applies them.
 
+// firstErr is the first non-nil of errs: a method's checks, listed in the
+// order it documents. Every check is pure, so running the ones after a
+// failure changes nothing but the time a failing call takes.
+func firstErr(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // checkID: 1 to MaxIDBytes bytes of valid UTF-8 (ErrInvalidID).
 func checkID(what, id string) error {
 	switch {
@@ -25,6 +37,14 @@ func checkID(what, id string) error {
 		return fmt.Errorf("%w: %s %q is not valid UTF-8", ErrInvalidID, what, id)
 	}
 	return nil
+}
+
+// checkOptID is checkID for an optional id.
+func checkOptID(what string, id *string) error {
+	if id == nil {
+		return nil
+	}
+	return checkID(what, *id)
 }
 
 // checkText: valid UTF-8, possibly empty (ErrInvalidEntry).
@@ -104,10 +124,7 @@ func checkRunError(e *driver.RunError) error {
 	if e == nil {
 		return nil
 	}
-	if err := checkText("error.message", e.Message); err != nil {
-		return err
-	}
-	return checkOptText("error.code", e.Code)
+	return firstErr(checkText("error.message", e.Message), checkOptText("error.code", e.Code))
 }
 
 // checkLimit: a list page size, 0 (no limit) or positive.

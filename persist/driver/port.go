@@ -207,6 +207,32 @@ func (r Record) checkFields() error {
 	return nil
 }
 
+// Distinct is the first pass of every driver's Load: record by record, in
+// order, it checks the record (Check), skips a repeat of one it has seen
+// (same kind and ID) with equal content, fails a repeat with other content
+// with ErrRecordConflict, and calls first with a record seen for the first
+// time; the first error ends the pass.
+func Distinct(recs []Record, first func(Record) error) error {
+	seen := map[string]Record{}
+	for _, r := range recs {
+		if err := r.Check(); err != nil {
+			return err
+		}
+		id := string(r.Kind) + "\x00" + r.ID()
+		if prev, dup := seen[id]; dup {
+			if !Equal(prev, r) {
+				return fmt.Errorf("%w: %s %q comes twice with different content", ErrRecordConflict, r.Kind, r.ID())
+			}
+			continue
+		}
+		seen[id] = r
+		if err := first(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Equal reports whether a and b are the same record: the same kind and
 // every field equal, raw JSON values byte for byte.
 func Equal(a, b Record) bool {

@@ -123,6 +123,42 @@ type InterruptCommitEntry struct {
 	Response    json.RawMessage `json:"response,omitempty"`
 }
 
+// Resolved returns a copy of r resolved at at with response: the write of
+// resolveInterrupt and of a resolving commit entry, in every driver that
+// writes records from Go.
+func (r *InterruptRecord) Resolved(at int64, response json.RawMessage) *InterruptRecord {
+	next := *r
+	next.Status, next.ResolvedAt, next.Response = InterruptResolved, &at, response
+	return &next
+}
+
+// Cancelled returns a copy of r cancelled at at.
+func (r *InterruptRecord) Cancelled(at int64) *InterruptRecord {
+	next := *r
+	next.Status, next.ResolvedAt = InterruptCancelled, &at
+	return &next
+}
+
+// Commit returns cur with e's terminal write applied at at.
+func (e InterruptCommitEntry) Commit(cur *InterruptRecord, at int64) *InterruptRecord {
+	if e.Status == InterruptResolved {
+		return cur.Resolved(at, e.Response)
+	}
+	return cur.Cancelled(at)
+}
+
+// Committable is a commit batch's check of one entry's interrupt, cur
+// (nil: it does not exist): ErrNotFound, ErrNotPending, or nil.
+func Committable(id string, cur *InterruptRecord) error {
+	if cur == nil {
+		return fmt.Errorf("%w: %q", ErrNotFound, id)
+	}
+	if cur.Status != InterruptPending {
+		return fmt.Errorf("%w: %q is %s", ErrNotPending, id, cur.Status)
+	}
+	return nil
+}
+
 // ArtifactRecord is the metadata of one persisted artifact (TanStack's
 // ArtifactRecord); its bytes are a blob.
 type ArtifactRecord struct {

@@ -187,32 +187,27 @@ func (d *Driver) Load(ctx context.Context, recs []driver.Record) (int, error) {
 		val []byte
 	}
 	items := make([]item, 0, len(recs))
-	seen := map[string]int{}
 	size := 0
-	for _, r := range recs {
-		if err := r.Check(); err != nil {
-			return 0, err
-		}
+	// A record's key is its kind and ID, so Distinct's repeats are the
+	// repeats of a key.
+	err := driver.Distinct(recs, func(r driver.Record) error {
 		key := d.recordKey(r)
-		if i, dup := seen[string(key)]; dup {
-			if !driver.Equal(items[i].r, r) {
-				return 0, fmt.Errorf("%w: %s %q comes twice with different content", driver.ErrRecordConflict, r.Kind, r.ID())
-			}
-			continue
-		}
 		val, copies, err := encodeRecord(r)
 		if err != nil {
-			return 0, err
+			return err
 		}
 		size += (1 + copies) * (len(val) + len(key) + 64)
-		seen[string(key)] = len(items)
 		items = append(items, item{r, key, val})
+		return nil
+	})
+	if err != nil {
+		return 0, err
 	}
 	if size > maxLoadBytes {
 		return 0, fmt.Errorf("%w: a load of %d records writes about %d bytes; one FoundationDB transaction takes at most %d (split the batch)", driver.ErrInvalidEntry, len(items), size, maxLoadBytes)
 	}
 	stored := 0
-	err := d.plain(ctx, func(tr kv.Transaction) error {
+	err = d.plain(ctx, func(tr kv.Transaction) error {
 		stored = 0
 		fs := make([]kv.FutureValue, len(items))
 		for i, it := range items {

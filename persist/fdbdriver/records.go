@@ -243,26 +243,14 @@ func (d *Driver) CreateInterrupt(ctx context.Context, rec *driver.InterruptRecor
 	})
 }
 
-func resolved(cur *driver.InterruptRecord, at int64, response json.RawMessage) *driver.InterruptRecord {
-	next := *cur
-	next.Status, next.ResolvedAt, next.Response = driver.InterruptResolved, &at, response
-	return &next
-}
-
-func cancelled(cur *driver.InterruptRecord, at int64) *driver.InterruptRecord {
-	next := *cur
-	next.Status, next.ResolvedAt = driver.InterruptCancelled, &at
-	return &next
-}
-
 // ResolveInterrupt implements driver.Interrupts.
 func (d *Driver) ResolveInterrupt(ctx context.Context, id string, at int64, response json.RawMessage) (bool, error) {
-	return change(ctx, d, intKind, id, func(cur *driver.InterruptRecord) *driver.InterruptRecord { return resolved(cur, at, response) })
+	return change(ctx, d, intKind, id, func(cur *driver.InterruptRecord) *driver.InterruptRecord { return cur.Resolved(at, response) })
 }
 
 // CancelInterrupt implements driver.Interrupts.
 func (d *Driver) CancelInterrupt(ctx context.Context, id string, at int64) (bool, error) {
-	return change(ctx, d, intKind, id, func(cur *driver.InterruptRecord) *driver.InterruptRecord { return cancelled(cur, at) })
+	return change(ctx, d, intKind, id, func(cur *driver.InterruptRecord) *driver.InterruptRecord { return cur.Cancelled(at) })
 }
 
 // epochOf is the op-token epoch of a store time: whole OpTokenTTLs. A
@@ -307,22 +295,17 @@ func (d *Driver) CommitInterrupts(ctx context.Context, entries []driver.Interrup
 			if err != nil {
 				return struct{}{}, err
 			}
-			if b == nil {
-				return struct{}{}, fmt.Errorf("%w: %q", driver.ErrNotFound, en.InterruptID)
+			if b != nil { // absent: curs[i] stays nil, which Committable reports
+				if curs[i], err = decode[driver.InterruptRecord](key, b); err != nil {
+					return struct{}{}, err
+				}
 			}
-			if curs[i], err = decode[driver.InterruptRecord](key, b); err != nil {
+			if err := driver.Committable(en.InterruptID, curs[i]); err != nil {
 				return struct{}{}, err
-			}
-			if curs[i].Status != driver.InterruptPending {
-				return struct{}{}, fmt.Errorf("%w: %q is %s", driver.ErrNotPending, en.InterruptID, curs[i].Status)
 			}
 		}
 		for i, en := range entries {
-			next := cancelled(curs[i], at)
-			if en.Status == driver.InterruptResolved {
-				next = resolved(curs[i], at, en.Response)
-			}
-			if err := store(c.tr, d.k, intKind, d.k.record(spaceInt, en.InterruptID), curs[i], next); err != nil {
+			if err := store(c.tr, d.k, intKind, d.k.record(spaceInt, en.InterruptID), curs[i], en.Commit(curs[i], at)); err != nil {
 				return struct{}{}, err
 			}
 		}

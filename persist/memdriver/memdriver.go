@@ -104,36 +104,54 @@ func page[T any](all []*T, cmp func(a, b *T) int, pos func(*T) (int64, string), 
 	return out
 }
 
-// Runs.
-
-// CreateOrResumeRun implements driver.Runs.
-func (d *Driver) CreateOrResumeRun(_ context.Context, rec *driver.RunRecord) (*driver.RunRecord, error) {
+// get is m[id], read under the lock. The maps are made by New and never
+// replaced, so passing one in needs no lock.
+func get[K comparable, V any](d *Driver, m map[K]V, id K) (V, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if cur, ok := d.runs[rec.RunID]; ok {
-		return cur, nil
-	}
-	d.runs[rec.RunID] = rec
-	d.threadRuns[rec.ThreadID] = append(d.threadRuns[rec.ThreadID], rec.RunID)
-	return rec, nil
+	return m[id], nil
 }
 
-// UpdateRun implements driver.Runs.
-func (d *Driver) UpdateRun(_ context.Context, runID string, patch driver.RunPatch) (bool, error) {
+// change replaces m[id] with next(m[id]) when m holds id, under the lock;
+// it reports whether m held it.
+func change[T any](d *Driver, m map[string]*T, id string, next func(*T) *T) (bool, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	cur, ok := d.runs[runID]
+	cur, ok := m[id]
 	if ok {
-		d.runs[runID] = patch.Apply(cur)
+		m[id] = next(cur)
 	}
 	return ok, nil
 }
 
-// GetRun implements driver.Runs.
-func (d *Driver) GetRun(_ context.Context, runID string) (*driver.RunRecord, error) {
+// createOrResume returns m[id] when m holds id, and otherwise stores rec
+// as m[id], indexed under its thread in byThread, and returns it.
+func createOrResume[T any](d *Driver, m map[string]*T, byThread map[string][]string, id, threadID string, rec *T) (*T, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.runs[runID], nil
+	if cur, ok := m[id]; ok {
+		return cur, nil
+	}
+	m[id] = rec
+	byThread[threadID] = append(byThread[threadID], id)
+	return rec, nil
+}
+
+// Runs.
+
+// CreateOrResumeRun implements driver.Runs.
+func (d *Driver) CreateOrResumeRun(_ context.Context, rec *driver.RunRecord) (*driver.RunRecord, error) {
+	return createOrResume(d, d.runs, d.threadRuns, rec.RunID, rec.ThreadID, rec)
+}
+
+// UpdateRun implements driver.Runs.
+func (d *Driver) UpdateRun(_ context.Context, runID string, patch driver.RunPatch) (bool, error) {
+	return change(d, d.runs, runID, patch.Apply)
+}
+
+// GetRun implements driver.Runs.
+func (d *Driver) GetRun(_ context.Context, runID string) (*driver.RunRecord, error) {
+	return get(d, d.runs, runID)
 }
 
 // ActiveRun implements driver.Runs.
@@ -179,32 +197,17 @@ func (d *Driver) ReclaimableRuns(_ context.Context, cutoff int64, after *driver.
 
 // CreateOrResumeGenerationRun implements driver.GenerationRuns.
 func (d *Driver) CreateOrResumeGenerationRun(_ context.Context, rec *driver.GenerationRunRecord) (*driver.GenerationRunRecord, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if cur, ok := d.genRuns[rec.RunID]; ok {
-		return cur, nil
-	}
-	d.genRuns[rec.RunID] = rec
-	d.threadGenRuns[rec.ThreadID] = append(d.threadGenRuns[rec.ThreadID], rec.RunID)
-	return rec, nil
+	return createOrResume(d, d.genRuns, d.threadGenRuns, rec.RunID, rec.ThreadID, rec)
 }
 
 // UpdateGenerationRun implements driver.GenerationRuns.
 func (d *Driver) UpdateGenerationRun(_ context.Context, runID string, patch driver.GenerationRunPatch) (bool, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	cur, ok := d.genRuns[runID]
-	if ok {
-		d.genRuns[runID] = patch.Apply(cur)
-	}
-	return ok, nil
+	return change(d, d.genRuns, runID, patch.Apply)
 }
 
 // GetGenerationRun implements driver.GenerationRuns.
 func (d *Driver) GetGenerationRun(_ context.Context, runID string) (*driver.GenerationRunRecord, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.genRuns[runID], nil
+	return get(d, d.genRuns, runID)
 }
 
 // LatestGenerationRun implements driver.GenerationRuns.
@@ -234,36 +237,12 @@ func (d *Driver) CreateInterrupt(_ context.Context, rec *driver.InterruptRecord)
 
 // ResolveInterrupt implements driver.Interrupts.
 func (d *Driver) ResolveInterrupt(_ context.Context, id string, at int64, response json.RawMessage) (bool, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	cur, ok := d.interrupts[id]
-	if ok {
-		d.interrupts[id] = resolved(cur, at, response)
-	}
-	return ok, nil
-}
-
-func resolved(cur *driver.InterruptRecord, at int64, response json.RawMessage) *driver.InterruptRecord {
-	next := *cur
-	next.Status, next.ResolvedAt, next.Response = driver.InterruptResolved, &at, response
-	return &next
-}
-
-func cancelled(cur *driver.InterruptRecord, at int64) *driver.InterruptRecord {
-	next := *cur
-	next.Status, next.ResolvedAt = driver.InterruptCancelled, &at
-	return &next
+	return change(d, d.interrupts, id, func(cur *driver.InterruptRecord) *driver.InterruptRecord { return cur.Resolved(at, response) })
 }
 
 // CancelInterrupt implements driver.Interrupts.
 func (d *Driver) CancelInterrupt(_ context.Context, id string, at int64) (bool, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	cur, ok := d.interrupts[id]
-	if ok {
-		d.interrupts[id] = cancelled(cur, at)
-	}
-	return ok, nil
+	return change(d, d.interrupts, id, func(cur *driver.InterruptRecord) *driver.InterruptRecord { return cur.Cancelled(at) })
 }
 
 // CommitInterrupts implements driver.Interrupts.
@@ -282,21 +261,12 @@ func (d *Driver) CommitInterrupts(_ context.Context, entries []driver.InterruptC
 		}
 	}
 	for _, e := range entries {
-		cur, ok := d.interrupts[e.InterruptID]
-		if !ok {
-			return fmt.Errorf("%w: %q", driver.ErrNotFound, e.InterruptID)
-		}
-		if cur.Status != driver.InterruptPending {
-			return fmt.Errorf("%w: %q is %s", driver.ErrNotPending, e.InterruptID, cur.Status)
+		if err := driver.Committable(e.InterruptID, d.interrupts[e.InterruptID]); err != nil {
+			return err
 		}
 	}
 	for _, e := range entries {
-		cur := d.interrupts[e.InterruptID]
-		if e.Status == driver.InterruptResolved {
-			d.interrupts[e.InterruptID] = resolved(cur, at, e.Response)
-		} else {
-			d.interrupts[e.InterruptID] = cancelled(cur, at)
-		}
+		d.interrupts[e.InterruptID] = e.Commit(d.interrupts[e.InterruptID], at)
 	}
 	if opToken != "" {
 		d.opTokens[opToken] = now.Add(driver.OpTokenTTL)
@@ -306,9 +276,7 @@ func (d *Driver) CommitInterrupts(_ context.Context, entries []driver.InterruptC
 
 // GetInterrupt implements driver.Interrupts.
 func (d *Driver) GetInterrupt(_ context.Context, id string) (*driver.InterruptRecord, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.interrupts[id], nil
+	return get(d, d.interrupts, id)
 }
 
 // ListInterrupts implements driver.Interrupts.
@@ -329,9 +297,7 @@ func (d *Driver) ListInterrupts(_ context.Context, scope driver.InterruptScope, 
 
 // GetMetadata implements driver.Metadata.
 func (d *Driver) GetMetadata(_ context.Context, namespace, key string) (json.RawMessage, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.metadata[metaKey{namespace, key}], nil
+	return get(d, d.metadata, metaKey{namespace, key})
 }
 
 // SetMetadata implements driver.Metadata.
@@ -362,9 +328,7 @@ func (d *Driver) SaveArtifact(_ context.Context, rec *driver.ArtifactRecord) err
 
 // GetArtifact implements driver.Artifacts.
 func (d *Driver) GetArtifact(_ context.Context, artifactID string) (*driver.ArtifactRecord, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.artifacts[artifactID], nil
+	return get(d, d.artifacts, artifactID)
 }
 
 // ListArtifacts implements driver.Artifacts.
@@ -423,9 +387,7 @@ func (d *Driver) PutBlob(_ context.Context, meta *driver.BlobMeta) (*driver.Blob
 
 // GetBlob implements driver.Blobs.
 func (d *Driver) GetBlob(_ context.Context, key string) (*driver.BlobMeta, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.blobs[key], nil
+	return get(d, d.blobs, key)
 }
 
 // DeleteBlob implements driver.Blobs.
@@ -666,23 +628,18 @@ func (d *Driver) Load(ctx context.Context, recs []driver.Record) (int, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var fresh []driver.Record
-	seen := map[string]driver.Record{}
-	for _, r := range recs {
-		id := string(r.Kind) + "\x00" + r.ID()
-		if prev, dup := seen[id]; dup {
-			if !driver.Equal(prev, r) {
-				return 0, fmt.Errorf("%w: %s %q comes twice with different content", driver.ErrRecordConflict, r.Kind, r.ID())
-			}
-			continue
-		}
-		seen[id] = r
+	err := driver.Distinct(recs, func(r driver.Record) error { // checked again: all pass
 		cur, ok := d.stored(r)
 		switch {
 		case !ok:
 			fresh = append(fresh, r)
 		case !driver.Equal(cur, r):
-			return 0, fmt.Errorf("%w: %s %q", driver.ErrRecordConflict, r.Kind, r.ID())
+			return fmt.Errorf("%w: %s %q", driver.ErrRecordConflict, r.Kind, r.ID())
 		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
 	}
 	for _, r := range fresh {
 		switch r.Kind {

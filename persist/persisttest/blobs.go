@@ -16,36 +16,33 @@ import (
 )
 
 var blobTests = []test{
-	{"PutGetHead", testBlobRoundTrip},
-	{"StreamWithoutLength", testBlobStream},
-	{"Ranges", testBlobRanges},
-	{"OverwriteAndDelete", testBlobOverwrite},
-	{"ListLiteralPrefix", testBlobListPrefix},
-	{"ListCursorPaging", testBlobPaging},
-	{"ListLongerThanADriverPage", testBlobListLong},
-	{"FailedPutKeepsOldBytes", testBlobFailedPut},
-	{"ReplacedBytesLeaveTheBucket", testBlobNoOrphans},
-	{"ReadersSeeWholeBytes", testBlobAtomicReplace},
-	{"ReadAfterReplaceInTheWindow", testBlobReadRace},
+	{"PutGetHead", onEnv(testBlobRoundTrip)},
+	{"StreamWithoutLength", onEnv(testBlobStream)},
+	{"Ranges", onEnv(testBlobRanges)},
+	{"OverwriteAndDelete", onEnv(testBlobOverwrite)},
+	{"ListLiteralPrefix", onEnv(testBlobListPrefix)},
+	{"ListCursorPaging", onEnv(testBlobPaging)},
+	{"ListLongerThanADriverPage", onEnv(testBlobListLong)},
+	{"FailedPutKeepsOldBytes", onEnv(testBlobFailedPut)},
+	{"ReplacedBytesLeaveTheBucket", onEnv(testBlobNoOrphans)},
+	{"ReadersSeeWholeBytes", onEnv(testBlobAtomicReplace)},
+	{"ReadAfterReplaceInTheWindow", onEnv(testBlobReadRace)},
 }
 
 func (e *env) put(key string, body []byte, opts persist.BlobPutOptions) persist.BlobRecord {
 	e.t.Helper()
-	r, err := e.s.Blobs.Put(e.ctx, key, bytes.NewReader(body), opts)
-	require.NoError(e.t, err)
+	r := must(e.s.Blobs.Put(e.ctx, key, bytes.NewReader(body), opts)).of(e.t)
 	return r
 }
 
 // read returns the blob's object and its bytes, or nil.
 func (e *env) read(key string, rng *persist.BlobRange) (*persist.BlobObject, []byte) {
 	e.t.Helper()
-	o, err := e.s.Blobs.Get(e.ctx, key, rng)
-	require.NoError(e.t, err)
+	o := must(e.s.Blobs.Get(e.ctx, key, rng)).of(e.t)
 	if o == nil {
 		return nil, nil
 	}
-	b, err := io.ReadAll(o.Body)
-	require.NoError(e.t, err)
+	b := must(io.ReadAll(o.Body)).of(e.t)
 	require.NoError(e.t, o.Body.Close())
 	return o, b
 }
@@ -55,8 +52,7 @@ func sum(b []byte) string {
 	return hex.EncodeToString(s[:])
 }
 
-func testBlobRoundTrip(t *testing.T, nd NewDriver) {
-	e := newEnv(t, nd)
+func testBlobRoundTrip(t *testing.T, e *env) {
 	o, _ := e.read("blob-missing", nil)
 	require.Nil(t, o)
 	h, err := e.s.Blobs.Head(e.ctx, "blob-missing")
@@ -101,15 +97,13 @@ func (c *chunky) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-func testBlobStream(t *testing.T, nd NewDriver) {
-	e := newEnv(t, nd)
+func testBlobStream(t *testing.T, e *env) {
 	body := make([]byte, 64*1024)
 	for i := range body {
 		body[i] = byte(i % 251)
 	}
 	for _, hint := range []*int64{nil, i64(int64(len(body))), i64(3)} {
-		put, err := e.s.Blobs.Put(e.ctx, "blob/stream", &chunky{b: body, n: 777}, persist.BlobPutOptions{ExpectedLength: hint})
-		require.NoError(t, err)
+		put := must(e.s.Blobs.Put(e.ctx, "blob/stream", &chunky{b: body, n: 777}, persist.BlobPutOptions{ExpectedLength: hint})).of(t)
 		require.EqualValues(t, len(body), put.Size, "size is what arrived, whatever the advisory length")
 		o, got := e.read("blob/stream", nil)
 		require.Equal(t, body, got)
@@ -117,8 +111,7 @@ func testBlobStream(t *testing.T, nd NewDriver) {
 	}
 }
 
-func testBlobRanges(t *testing.T, nd NewDriver) {
-	e := newEnv(t, nd)
+func testBlobRanges(t *testing.T, e *env) {
 	body := make([]byte, 1024)
 	for i := range body {
 		body[i] = byte(i % 251)
@@ -152,8 +145,7 @@ func testBlobRanges(t *testing.T, nd NewDriver) {
 	require.Nil(t, o, "an absent key is absent, whatever the range")
 }
 
-func testBlobOverwrite(t *testing.T, nd NewDriver) {
-	e := newEnv(t, nd)
+func testBlobOverwrite(t *testing.T, e *env) {
 	first := e.put("blob/over", []byte{1}, persist.BlobPutOptions{ContentType: str("text/plain"), CustomMetadata: map[string]string{"v": "1"}})
 	e.clock.Add(time.Second)
 	second := e.put("blob/over", []byte{2, 2, 2}, persist.BlobPutOptions{})
@@ -168,8 +160,7 @@ func testBlobOverwrite(t *testing.T, nd NewDriver) {
 	require.NoError(t, e.s.Blobs.Delete(e.ctx, "blob/over"))
 	o, _ := e.read("blob/over", nil)
 	require.Nil(t, o)
-	h, err := e.s.Blobs.Head(e.ctx, "blob/over")
-	require.NoError(t, err)
+	h := must(e.s.Blobs.Head(e.ctx, "blob/over")).of(t)
 	require.Nil(t, h)
 	require.NoError(t, e.s.Blobs.Delete(e.ctx, "blob/over"), "deleting an absent key is a no-op")
 	again := e.put("blob/over", []byte{3}, persist.BlobPutOptions{})
@@ -178,8 +169,7 @@ func testBlobOverwrite(t *testing.T, nd NewDriver) {
 
 func (e *env) listKeys(opts persist.BlobListOptions) ([]string, persist.BlobListPage) {
 	e.t.Helper()
-	p, err := e.s.Blobs.List(e.ctx, opts)
-	require.NoError(e.t, err)
+	p := must(e.s.Blobs.List(e.ctx, opts)).of(e.t)
 	require.NotNil(e.t, p.Objects)
 	keys := []string{}
 	for _, o := range p.Objects {
@@ -188,8 +178,7 @@ func (e *env) listKeys(opts persist.BlobListOptions) ([]string, persist.BlobList
 	return keys, p
 }
 
-func testBlobListPrefix(t *testing.T, nd NewDriver) {
-	e := newEnv(t, nd)
+func testBlobListPrefix(t *testing.T, e *env) {
 	for i, k := range []string{"list_/b", "list_/a", "list_/c", "list-x/d", "LIST_/e", "list%/f", "list_"} {
 		e.put(k, []byte{byte(i)}, persist.BlobPutOptions{})
 	}
@@ -204,8 +193,7 @@ func testBlobListPrefix(t *testing.T, nd NewDriver) {
 	jsonEq(t, map[string]any{"key": "list_/a", "size": 1, "etag": sum([]byte{1}), "createdAt": epoch.UnixMilli(), "updatedAt": epoch.UnixMilli()}, p.Objects[0])
 }
 
-func testBlobPaging(t *testing.T, nd NewDriver) {
-	e := newEnv(t, nd)
+func testBlobPaging(t *testing.T, e *env) {
 	all := []string{"page/a", "page/b", "page/c", "page/d", "page/e"}
 	for _, k := range all {
 		e.put(k, []byte{1}, persist.BlobPutOptions{})
@@ -241,8 +229,7 @@ func testBlobPaging(t *testing.T, nd NewDriver) {
 	require.Equal(t, all[2:], keys, "a cursor need not be a stored key")
 }
 
-func testBlobListLong(t *testing.T, nd NewDriver) {
-	e := newEnv(t, nd)
+func testBlobListLong(t *testing.T, e *env) {
 	var all []string
 	for i := range 1003 {
 		k := fmt.Sprintf("long/%05d", i)
@@ -280,8 +267,7 @@ func (e *env) objects() int {
 	return e.bucket.Len()
 }
 
-func testBlobFailedPut(t *testing.T, nd NewDriver) {
-	e := newEnv(t, nd)
+func testBlobFailedPut(t *testing.T, e *env) {
 	old := e.put("blob/keep", []byte("old bytes"), persist.BlobPutOptions{ContentType: str("text/plain")})
 	n := e.objects()
 	_, err := e.s.Blobs.Put(e.ctx, "blob/keep", &failing{n: 4}, persist.BlobPutOptions{})
@@ -311,8 +297,7 @@ func testBlobFailedPut(t *testing.T, nd NewDriver) {
 	require.Equal(t, n, e.objects(), "and deletes the bytes it uploaded")
 }
 
-func testBlobNoOrphans(t *testing.T, nd NewDriver) {
-	e := newEnv(t, nd)
+func testBlobNoOrphans(t *testing.T, e *env) {
 	for i := range 5 {
 		e.put("blob/x", []byte{byte(i)}, persist.BlobPutOptions{})
 		e.put(fmt.Sprintf("blob/y%d", i), []byte{byte(i)}, persist.BlobPutOptions{})
@@ -326,8 +311,7 @@ func testBlobNoOrphans(t *testing.T, nd NewDriver) {
 
 // testBlobAtomicReplace reads a key while it is overwritten: every read
 // sees one whole version, with the metadata of that version.
-func testBlobAtomicReplace(t *testing.T, nd NewDriver) {
-	e := newEnv(t, nd)
+func testBlobAtomicReplace(t *testing.T, e *env) {
 	version := func(i int) []byte { return bytes.Repeat([]byte{byte('a' + i)}, 1000+i) }
 	e.put("blob/hot", version(0), persist.BlobPutOptions{})
 	var wg sync.WaitGroup
@@ -340,10 +324,8 @@ func testBlobAtomicReplace(t *testing.T, nd NewDriver) {
 		}
 	})
 	for range 200 {
-		o, err := e.s.Blobs.Get(e.ctx, "blob/hot", nil)
-		require.NoError(t, err)
-		b, err := io.ReadAll(o.Body)
-		require.NoError(t, err)
+		o := must(e.s.Blobs.Get(e.ctx, "blob/hot", nil)).of(t)
+		b := must(io.ReadAll(o.Body)).of(t)
 		o.Body.Close()
 		i := int(b[0] - 'a')
 		require.Equal(t, version(i), b, "a read mixes versions")
@@ -356,8 +338,7 @@ func testBlobAtomicReplace(t *testing.T, nd NewDriver) {
 // testBlobReadRace replaces, and then deletes, a key between a Get's read
 // of the row and its open of the bytes: the Get serves the new bytes (or
 // absence), never an error.
-func testBlobReadRace(t *testing.T, nd NewDriver) {
-	e := newEnv(t, nd)
+func testBlobReadRace(t *testing.T, e *env) {
 	e.put("blob/race", []byte("old"), persist.BlobPutOptions{})
 	e.d.mu.Lock()
 	e.d.afterGetBlob = func() { e.put("blob/race", []byte("new!"), persist.BlobPutOptions{}) }

@@ -14,11 +14,11 @@ import (
 // atomic step, as a driver's read-then-write in separate rounds is not.
 
 var concurrencyTests = []test{
-	{"CreateOrResumeRace", testCreateRace},
-	{"UpdatesLoseNothing", testUpdateRace},
-	{"InterruptCreateRace", testInterruptCreateRace},
-	{"CommitBatchRace", testCommitBatchRace},
-	{"BlobPutRace", testBlobPutRace},
+	{"CreateOrResumeRace", onEnv(testCreateRace)},
+	{"UpdatesLoseNothing", onEnv(testUpdateRace)},
+	{"InterruptCreateRace", onEnv(testInterruptCreateRace)},
+	{"CommitBatchRace", onEnv(testCommitBatchRace)},
+	{"BlobPutRace", onEnv(testBlobPutRace)},
 }
 
 const racers = 8
@@ -31,25 +31,21 @@ func race(f func(i int)) {
 	wg.Wait()
 }
 
-func testCreateRace(t *testing.T, nd NewDriver) {
-	e := newEnv(t, nd)
+func testCreateRace(t *testing.T, e *env) {
 	got := make([]*persist.RunRecord, racers)
 	race(func(i int) {
-		r, err := e.s.Runs.CreateOrResume(e.ctx, persist.RunStart{RunID: "race", ThreadID: fmt.Sprint("t", i), StartedAt: int64(i)})
-		require.NoError(t, err)
+		r := must(e.s.Runs.CreateOrResume(e.ctx, persist.RunStart{RunID: "race", ThreadID: fmt.Sprint("t", i), StartedAt: int64(i)})).of(t)
 		got[i] = r
 	})
 	stored := e.run("race")
 	for _, r := range got {
 		jsonEq(t, stored, r, "every racer gets the one stored run")
 	}
-	rs, err := e.s.Runs.ListByThread(e.ctx, stored.ThreadID)
-	require.NoError(t, err)
+	rs := must(e.s.Runs.ListByThread(e.ctx, stored.ThreadID)).of(t)
 	require.Len(t, rs, 1)
 }
 
-func testUpdateRace(t *testing.T, nd NewDriver) {
-	e := newEnv(t, nd)
+func testUpdateRace(t *testing.T, e *env) {
 	e.start("upd", "upd-t", 1)
 	race(func(i int) {
 		var p persist.RunPatch
@@ -69,8 +65,7 @@ func testUpdateRace(t *testing.T, nd NewDriver) {
 		"sandboxKey": "sb", "detachedSince": 7, "cancelRequested": true, "driverEpoch": 9}, e.run("upd"), "an update was lost")
 }
 
-func testInterruptCreateRace(t *testing.T, nd NewDriver) {
-	e := newEnv(t, nd)
+func testInterruptCreateRace(t *testing.T, e *env) {
 	race(func(i int) {
 		require.NoError(t, e.s.Interrupts.Create(e.ctx, persist.NewInterrupt{InterruptID: "ic", RunID: "r", ThreadID: "t",
 			RequestedAt: int64(i), Payload: raw(fmt.Sprintf(`{"i":%d}`, i))}))
@@ -80,8 +75,7 @@ func testInterruptCreateRace(t *testing.T, nd NewDriver) {
 	require.Len(t, e.lists("t", "r")[0], 1)
 }
 
-func testCommitBatchRace(t *testing.T, nd NewDriver) {
-	e := newEnv(t, nd)
+func testCommitBatchRace(t *testing.T, e *env) {
 	e.interrupt("cb-1", "r", "t", 1, `{}`)
 	e.interrupt("cb-2", "r", "t", 2, `{}`)
 	errs := make([]error, racers)
@@ -105,11 +99,9 @@ func testCommitBatchRace(t *testing.T, nd NewDriver) {
 	require.Equal(t, fmt.Sprint(winner), string(e.getInterrupt("cb-2").Response), "the batch was applied whole")
 }
 
-func testBlobPutRace(t *testing.T, nd NewDriver) {
-	e := newEnv(t, nd)
+func testBlobPutRace(t *testing.T, e *env) {
 	race(func(i int) {
-		_, err := e.s.Blobs.Put(e.ctx, "hot", bytes.NewReader(bytes.Repeat([]byte{byte('a' + i)}, 100+i)), persist.BlobPutOptions{})
-		require.NoError(t, err)
+		require.NoError(t, errOf(e.s.Blobs.Put(e.ctx, "hot", bytes.NewReader(bytes.Repeat([]byte{byte('a' + i)}, 100+i)), persist.BlobPutOptions{})))
 	})
 	o, b := e.read("hot", nil)
 	i := int(b[0] - 'a')

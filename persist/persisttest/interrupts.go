@@ -10,14 +10,14 @@ import (
 )
 
 var interruptTests = []test{
-	{"CreateResolveCancelList", testInterruptLifecycle},
-	{"CreateIsInsertIfAbsent", testInterruptInsertIfAbsent},
-	{"ListsByRequestedAt", testInterruptOrder},
-	{"ResolveAndCancelUnknownAreNoOps", testInterruptUnknown},
-	{"ResolveWithoutResponse", testInterruptResolveNoResponse},
-	{"CommitBatch", testCommitBatch},
-	{"CommitBatchAllOrNothing", testCommitBatchRejects},
-	{"CommitBatchOpTokenRetry", testCommitBatchRetry},
+	{"CreateResolveCancelList", onEnv(testInterruptLifecycle)},
+	{"CreateIsInsertIfAbsent", onEnv(testInterruptInsertIfAbsent)},
+	{"ListsByRequestedAt", onEnv(testInterruptOrder)},
+	{"ResolveAndCancelUnknownAreNoOps", onEnv(testInterruptUnknown)},
+	{"ResolveWithoutResponse", onEnv(testInterruptResolveNoResponse)},
+	{"CommitBatch", onEnv(testCommitBatch)},
+	{"CommitBatchAllOrNothing", onEnv(testCommitBatchRejects)},
+	{"CommitBatchOpTokenRetry", onEnv(testCommitBatchRetry)},
 }
 
 func (e *env) interrupt(id, runID, threadID string, at int64, payload string) {
@@ -29,8 +29,7 @@ func (e *env) interrupt(id, runID, threadID string, at int64, payload string) {
 
 func (e *env) getInterrupt(id string) *persist.InterruptRecord {
 	e.t.Helper()
-	r, err := e.s.Interrupts.Get(e.ctx, id)
-	require.NoError(e.t, err)
+	r := must(e.s.Interrupts.Get(e.ctx, id)).of(e.t)
 	return r
 }
 
@@ -48,16 +47,14 @@ func (e *env) lists(thread, run string) [4][]string {
 		func() ([]*persist.InterruptRecord, error) { return e.s.Interrupts.ListByRun(e.ctx, run) },
 		func() ([]*persist.InterruptRecord, error) { return e.s.Interrupts.ListPendingByRun(e.ctx, run) },
 	} {
-		rs, err := f()
-		require.NoError(e.t, err)
+		rs := must(f()).of(e.t)
 		require.NotNil(e.t, rs)
 		out[i] = interruptIDs(rs)
 	}
 	return out
 }
 
-func testInterruptLifecycle(t *testing.T, nd NewDriver) {
-	e := newEnv(t, nd)
+func testInterruptLifecycle(t *testing.T, e *env) {
 	require.Nil(t, e.getInterrupt("int-missing"))
 	e.interrupt("int-1", "run-i", "thread-i", 10, `{"tool":"search","args":{"q":"x"}}`)
 	e.interrupt("int-2", "run-i", "thread-i", 20, `{"tool":"write"}`)
@@ -79,8 +76,7 @@ func testInterruptLifecycle(t *testing.T, nd NewDriver) {
 	require.Equal(t, [4][]string{all, {"int-3"}, {"int-1", "int-2"}, {}}, e.lists("thread-i", "run-i"))
 }
 
-func testInterruptInsertIfAbsent(t *testing.T, nd NewDriver) {
-	e := newEnv(t, nd)
+func testInterruptInsertIfAbsent(t *testing.T, e *env) {
 	e.interrupt("int-dup", "run-dup", "thread-dup", 100, `{"attempt":1}`)
 	require.NoError(t, e.s.Interrupts.Resolve(e.ctx, "int-dup", raw(`{"answer":42}`)))
 	before := e.getInterrupt("int-dup")
@@ -89,8 +85,7 @@ func testInterruptInsertIfAbsent(t *testing.T, nd NewDriver) {
 	require.Equal(t, [4][]string{{}, {}, {}, {}}, e.lists("thread-other", "run-other"))
 }
 
-func testInterruptOrder(t *testing.T, nd NewDriver) {
-	e := newEnv(t, nd)
+func testInterruptOrder(t *testing.T, e *env) {
 	e.interrupt("int-late", "run-order", "thread-order", 300, `{}`)
 	e.interrupt("int-early", "run-order", "thread-order", 100, `{}`)
 	e.interrupt("int-mid-b", "run-order", "thread-order", 200, `{}`)
@@ -99,15 +94,13 @@ func testInterruptOrder(t *testing.T, nd NewDriver) {
 	require.Equal(t, [4][]string{want, want, want, want}, e.lists("thread-order", "run-order"))
 }
 
-func testInterruptUnknown(t *testing.T, nd NewDriver) {
-	e := newEnv(t, nd)
+func testInterruptUnknown(t *testing.T, e *env) {
 	require.NoError(t, e.s.Interrupts.Resolve(e.ctx, "nobody", raw(`1`)))
 	require.NoError(t, e.s.Interrupts.Cancel(e.ctx, "nobody"))
 	require.Nil(t, e.getInterrupt("nobody"))
 }
 
-func testInterruptResolveNoResponse(t *testing.T, nd NewDriver) {
-	e := newEnv(t, nd)
+func testInterruptResolveNoResponse(t *testing.T, e *env) {
 	e.interrupt("int-n", "r", "t", 1, `{}`)
 	require.NoError(t, e.s.Interrupts.Resolve(e.ctx, "int-n", raw(`null`)))
 	require.Equal(t, "null", string(e.getInterrupt("int-n").Response), "a JSON null response is kept as null")
@@ -123,8 +116,7 @@ func testInterruptResolveNoResponse(t *testing.T, nd NewDriver) {
 	require.Equal(t, `"yes"`, string(r.Response))
 }
 
-func testCommitBatch(t *testing.T, nd NewDriver) {
-	e := newEnv(t, nd)
+func testCommitBatch(t *testing.T, e *env) {
 	e.interrupt("b-1", "run-b", "thread-b", 1, `{}`)
 	e.interrupt("b-2", "run-b", "thread-b", 2, `{}`)
 	e.interrupt("b-3", "run-b", "thread-b", 3, `{}`)
@@ -142,8 +134,7 @@ func testCommitBatch(t *testing.T, nd NewDriver) {
 	require.NoError(t, e.s.Interrupts.CommitBatch(e.ctx, nil), "an empty batch does nothing")
 }
 
-func testCommitBatchRejects(t *testing.T, nd NewDriver) {
-	e := newEnv(t, nd)
+func testCommitBatchRejects(t *testing.T, e *env) {
 	e.interrupt("p-1", "run-p", "thread-p", 1, `{}`)
 	e.interrupt("p-2", "run-p", "thread-p", 2, `{}`)
 	e.interrupt("done", "run-p", "thread-p", 3, `{}`)
@@ -176,8 +167,7 @@ func testCommitBatchRejects(t *testing.T, nd NewDriver) {
 	}
 }
 
-func testCommitBatchRetry(t *testing.T, nd NewDriver) {
-	e := newEnv(t, nd)
+func testCommitBatchRetry(t *testing.T, e *env) {
 	e.interrupt("r-1", "run-r", "thread-r", 1, `{}`)
 	e.interrupt("r-2", "run-r", "thread-r", 2, `{}`)
 	batch := []persist.InterruptCommitEntry{{InterruptID: "r-1", Status: persist.InterruptResolved, Response: raw(`"a"`)}}

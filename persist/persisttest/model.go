@@ -72,8 +72,7 @@ func testModel(t *testing.T, nd NewDriver) {
 			"CreateRun": func(rt *rapid.T) {
 				in := persist.RunStart{RunID: rapid.SampledFrom(poolRuns).Draw(rt, "run"), ThreadID: rapid.SampledFrom(poolThreads).Draw(rt, "thread"),
 					StartedAt: small.Draw(rt, "at"), Status: rapid.SampledFrom(append([]persist.RunStatus{""}, statuses...)).Draw(rt, "status")}
-				got, err := e.s.Runs.CreateOrResume(e.ctx, in)
-				require.NoError(rt, err)
+				got := must(e.s.Runs.CreateOrResume(e.ctx, in)).of(rt)
 				want, ok := m.runs[in.RunID]
 				if !ok {
 					want = persist.RunRecord{RunID: in.RunID, ThreadID: in.ThreadID, StartedAt: in.StartedAt, Status: cmp.Or(in.Status, persist.RunRunning)}
@@ -125,8 +124,7 @@ func testModel(t *testing.T, nd NewDriver) {
 			},
 			"FindActiveRun": func(rt *rapid.T) {
 				th := rapid.SampledFrom(poolThreads).Draw(rt, "thread")
-				got, err := e.s.Runs.FindActiveRun(e.ctx, th)
-				require.NoError(rt, err)
+				got := must(e.s.Runs.FindActiveRun(e.ctx, th)).of(rt)
 				running := byKey(m.runs, func(r persist.RunRecord) bool { return r.ThreadID == th && r.Status == persist.RunRunning },
 					func(r persist.RunRecord) (int64, string) { return r.StartedAt, r.RunID })
 				if len(running) == 0 {
@@ -137,8 +135,7 @@ func testModel(t *testing.T, nd NewDriver) {
 			},
 			"ListReclaimable": func(rt *rapid.T) {
 				now, ttl := rapid.Int64Range(0, 8).Draw(rt, "now"), small.Draw(rt, "ttl")
-				got, err := e.s.Runs.ListReclaimable(e.ctx, persist.ReclaimQuery{Now: now, TTLMs: ttl})
-				require.NoError(rt, err)
+				got := must(e.s.Runs.ListReclaimable(e.ctx, persist.ReclaimQuery{Now: now, TTLMs: ttl})).of(rt)
 				jsonEq(rt, byKey(m.runs, func(r persist.RunRecord) bool {
 					return r.Status == persist.RunRunning && r.DetachedSince != nil && *r.DetachedSince <= now-ttl
 				}, func(r persist.RunRecord) (int64, string) { return *r.DetachedSince, r.RunID }), got)
@@ -248,8 +245,7 @@ func testModel(t *testing.T, nd NewDriver) {
 					require.NoError(rt, e.s.Metadata.Delete(e.ctx, k[0], k[1]))
 					delete(m.metadata, k)
 				default:
-					got, err := e.s.Metadata.Get(e.ctx, k[0], k[1])
-					require.NoError(rt, err)
+					got := must(e.s.Metadata.Get(e.ctx, k[0], k[1])).of(rt)
 					if v, ok := m.metadata[k]; ok {
 						require.Equal(rt, v, string(got))
 					} else {
@@ -266,8 +262,7 @@ func testModel(t *testing.T, nd NewDriver) {
 // check compares every list and get of the store with the model.
 func (m *model) check(rt *rapid.T, e *env) {
 	for _, id := range poolRuns {
-		got, err := e.s.Runs.Get(e.ctx, id)
-		require.NoError(rt, err)
+		got := must(e.s.Runs.Get(e.ctx, id)).of(rt)
 		if want, ok := m.runs[id]; ok {
 			jsonEq(rt, want, got)
 		} else {
@@ -275,8 +270,7 @@ func (m *model) check(rt *rapid.T, e *env) {
 		}
 	}
 	for _, th := range poolThreads {
-		got, err := e.s.Runs.ListByThread(e.ctx, th)
-		require.NoError(rt, err)
+		got := must(e.s.Runs.ListByThread(e.ctx, th)).of(rt)
 		jsonEq(rt, byKey(m.runs, func(r persist.RunRecord) bool { return r.ThreadID == th },
 			func(r persist.RunRecord) (int64, string) { return r.StartedAt, r.RunID }), got)
 		for _, pending := range []bool{false, true} {
@@ -287,22 +281,18 @@ func (m *model) check(rt *rapid.T, e *env) {
 			if pending {
 				list = e.s.Interrupts.ListPending
 			}
-			got, err := list(e.ctx, th)
-			require.NoError(rt, err)
+			got := must(list(e.ctx, th)).of(rt)
 			jsonEq(rt, byKey(m.interrupts, keep, func(r persist.InterruptRecord) (int64, string) { return r.RequestedAt, r.InterruptID }), got)
 		}
-		arts, err := e.s.Artifacts.ListForThread(e.ctx, th)
-		require.NoError(rt, err)
+		arts := must(e.s.Artifacts.ListForThread(e.ctx, th)).of(rt)
 		jsonEq(rt, byKey(m.artifacts, func(a persist.ArtifactRecord) bool { return a.ThreadID == th },
 			func(a persist.ArtifactRecord) (int64, string) { return a.CreatedAt, a.ArtifactID }), arts)
 	}
 	for _, run := range poolRuns {
-		got, err := e.s.Interrupts.ListPendingByRun(e.ctx, run)
-		require.NoError(rt, err)
+		got := must(e.s.Interrupts.ListPendingByRun(e.ctx, run)).of(rt)
 		jsonEq(rt, byKey(m.interrupts, func(r persist.InterruptRecord) bool { return r.RunID == run && r.Status == persist.InterruptPending },
 			func(r persist.InterruptRecord) (int64, string) { return r.RequestedAt, r.InterruptID }), got)
-		arts, err := e.s.Artifacts.List(e.ctx, run)
-		require.NoError(rt, err)
+		arts := must(e.s.Artifacts.List(e.ctx, run)).of(rt)
 		jsonEq(rt, byKey(m.artifacts, func(a persist.ArtifactRecord) bool { return a.RunID == run },
 			func(a persist.ArtifactRecord) (int64, string) { return a.CreatedAt, a.ArtifactID }), arts)
 	}

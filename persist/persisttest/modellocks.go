@@ -124,8 +124,7 @@ func testModelLocks(t *testing.T, nd NewDriver) {
 		rt.Repeat(map[string]func(*rapid.T){
 			"Acquire": func(rt *rapid.T) {
 				k, tok, d := key.Draw(rt, "key"), token.Draw(rt, "token"), lease.Draw(rt, "lease")
-				got, err := steps(d).Acquire(e.ctx, k, tok, 0)
-				require.NoError(rt, err)
+				got := must(steps(d).Acquire(e.ctx, k, tok, 0)).of(rt)
 				sameLockState(rt, m[k].acquire(tok, d, store.Now()), got.LockState, "acquire "+k+" "+tok)
 			},
 			"Renew": func(rt *rapid.T) {
@@ -141,8 +140,7 @@ func testModelLocks(t *testing.T, nd NewDriver) {
 			},
 			"Release": func(rt *rapid.T) {
 				k, tok := key.Draw(rt, "key"), token.Draw(rt, "token")
-				got, err := steps(time.Millisecond).Release(e.ctx, k, tok)
-				require.NoError(rt, err)
+				got := must(steps(time.Millisecond).Release(e.ctx, k, tok)).of(rt)
 				require.Equal(rt, m[k].release(tok, store.Now()), got.Held, "release %s %s: held", k, tok)
 			},
 			"TickStore": func(rt *rapid.T) {

@@ -156,6 +156,11 @@ type test struct {
 	run  func(t *testing.T, newDriver NewDriver)
 }
 
+// onEnv is a case that runs on one store of newEnv's.
+func onEnv(run func(t *testing.T, e *env)) func(t *testing.T, newDriver NewDriver) {
+	return func(t *testing.T, newDriver NewDriver) { run(t, newEnv(t, newDriver)) }
+}
+
 // env is one test's store: the portable layer on the driver under test
 // (wrapped by a recorder), a memory bucket, and the process clock.
 type env struct {
@@ -245,10 +250,8 @@ func jsonEq(t interface {
 	Helper()
 }, want, got any, msg ...any) {
 	t.Helper()
-	w, err := json.Marshal(want)
-	require.NoError(t, err)
-	g, err := json.Marshal(got)
-	require.NoError(t, err)
+	w := must(json.Marshal(want)).of(t)
+	g := must(json.Marshal(got)).of(t)
 	require.JSONEq(t, string(w), string(g), msg...)
 }
 
@@ -259,4 +262,23 @@ func i64(v int64) *int64   { return &v }
 func str(v string) *string { return &v }
 func raw(s string) json.RawMessage {
 	return json.RawMessage(s)
+}
+
+// result is a call's value and error, so that a case can require the
+// error nil and keep the value in one step: v := must(call()).of(t).
+type result[T any] struct {
+	v   T
+	err error
+}
+
+func must[T any](v T, err error) result[T] { return result[T]{v, err} }
+
+// of requires, on t, that the call did not fail, and returns its value.
+func (r result[T]) of(t interface {
+	require.TestingT
+	Helper()
+}) T {
+	t.Helper()
+	require.NoError(t, r.err)
+	return r.v
 }

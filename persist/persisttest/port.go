@@ -49,8 +49,7 @@ func fillAll(t *testing.T, d driver.Driver) int {
 	n := 0
 	for i := range 5 {
 		id := fmt.Sprintf("run-%d", i)
-		_, err := d.CreateOrResumeRun(ctx, &driver.RunRecord{RunID: id, ThreadID: fmt.Sprintf("th-%d", i%2), Status: driver.RunRunning, StartedAt: int64(100 + i%3)})
-		require.NoError(t, err)
+		require.NoError(t, errOf(d.CreateOrResumeRun(ctx, &driver.RunRecord{RunID: id, ThreadID: fmt.Sprintf("th-%d", i%2), Status: driver.RunRunning, StartedAt: int64(100 + i%3)})))
 		n++
 	}
 	_, err := d.UpdateRun(ctx, "run-1", driver.RunPatch{DetachedSince: driver.Set[int64](150), SandboxKey: driver.Set("sb\x00é"), DriverEpoch: driver.Set[int64](driver.MaxSafeInteger)})
@@ -100,8 +99,7 @@ func fillAll(t *testing.T, d driver.Driver) int {
 		require.NoError(t, err)
 		n++
 	}
-	st, err := d.AcquireLock(ctx, driver.LockRequest{Key: "lk", Token: "holder", Lease: time.Hour})
-	require.NoError(t, err)
+	st := must(d.AcquireLock(ctx, driver.LockRequest{Key: "lk", Token: "holder", Lease: time.Hour})).of(t)
 	require.True(t, st.Held)
 	return n
 }
@@ -123,8 +121,7 @@ func dumpJSON(t *testing.T, recs []driver.Record) []string {
 	t.Helper()
 	out := make([]string, len(recs))
 	for i, r := range recs {
-		b, err := r.MarshalJSON()
-		require.NoError(t, err)
+		b := must(r.MarshalJSON()).of(t)
 		out[i] = string(b)
 	}
 	slices.Sort(out)
@@ -207,20 +204,17 @@ func testPortRoundTrip(t *testing.T, newDriver NewDriver) {
 
 	b := newDriver(t, c.Now)
 	pb := porter(t, b)
-	stored, err := pb.Load(ctx, recs)
-	require.NoError(t, err)
+	stored := must(pb.Load(ctx, recs)).of(t)
 	require.Equal(t, n, stored)
 	require.Equal(t, dumpJSON(t, recs), dumpJSON(t, dumpAll(t, pb)), "the loaded driver dumps the same records, byte for byte")
 	sameReads(t, a, b)
 
 	// Locks and op tokens stay behind: the destination's lock is free, and
 	// the source's batch token does not replay there.
-	st, err := b.AcquireLock(ctx, driver.LockRequest{Key: "lk", Token: "other", Lease: time.Minute})
-	require.NoError(t, err)
+	st := must(b.AcquireLock(ctx, driver.LockRequest{Key: "lk", Token: "other", Lease: time.Minute})).of(t)
 	require.True(t, st.Held, "a lock lease was copied")
 	require.NoError(t, b.CommitInterrupts(ctx, []driver.InterruptCommitEntry{{InterruptID: "int-0", Status: driver.InterruptCancelled}}, 400, "port-token"))
-	got, err := b.GetInterrupt(ctx, "int-0")
-	require.NoError(t, err)
+	got := must(b.GetInterrupt(ctx, "int-0")).of(t)
 	require.Equal(t, driver.InterruptCancelled, got.Status, "the op token was copied: the batch replayed instead of committing")
 }
 
@@ -233,8 +227,7 @@ func testPortLoadTwice(t *testing.T, newDriver NewDriver) {
 	recs := dumpAll(t, pa)
 	b := newDriver(t, c.Now)
 	pb := porter(t, b)
-	_, err := pb.Load(ctx, recs[:len(recs)/2]) // a load killed halfway
-	require.NoError(t, err)
+	require.NoError(t, errOf(pb.Load(ctx, recs[:len(recs)/2]))) // a load killed halfway
 	stored, err := pb.Load(ctx, recs)
 	require.NoError(t, err)
 	require.Equal(t, len(recs)-len(recs)/2, stored, "the rerun stores only what the first load lacked")
@@ -287,8 +280,7 @@ func testPortInvalid(t *testing.T, newDriver NewDriver) {
 	// A record's JSON reads back as the same record, raw bytes kept.
 	r := driver.Record{Kind: driver.KindInterrupt, Interrupt: &driver.InterruptRecord{InterruptID: "i", RunID: "r", ThreadID: "t", Status: driver.InterruptResolved,
 		RequestedAt: 1, ResolvedAt: i64(2), Payload: raw("{ \"a\" :\n 1 }"), Response: raw("null")}}
-	js, err := r.MarshalJSON()
-	require.NoError(t, err)
+	js := must(r.MarshalJSON()).of(t)
 	var back driver.Record
 	require.NoError(t, json.Unmarshal(js, &back))
 	require.Contains(t, string(js), "{ \"a\" :\n 1 }")

@@ -230,8 +230,7 @@ func testRTLost(t *testing.T, e *env) {
 	err := e.s.Locks.WithLock(e.ctx, "k", func(ctx context.Context) error {
 		g, ok := e.d.grant("k")
 		require.True(t, ok)
-		_, err := e.d.ReleaseLock(ctx, "k", g.token) // recorded: the history shows the lease ending here
-		require.NoError(t, err)
+		require.NoError(t, errOf(e.d.ReleaseLock(ctx, "k", g.token))) // recorded: the history shows the lease ending here
 		st, err := e.d.AcquireLock(ctx, driver.LockRequest{Key: "k", Token: "successor", Lease: time.Hour})
 		require.NoError(t, err)
 		require.True(t, st.Held)
@@ -250,16 +249,13 @@ func testRTLost(t *testing.T, e *env) {
 
 func testRTStaleRelease(t *testing.T, e *env) {
 	d := e.d
-	a, err := d.AcquireLock(e.ctx, driver.LockRequest{Key: "k", Token: "a", Lease: 200 * time.Millisecond})
-	require.NoError(t, err)
+	a := must(d.AcquireLock(e.ctx, driver.LockRequest{Key: "k", Token: "a", Lease: 200 * time.Millisecond})).of(t)
 	require.True(t, a.Held)
 	eventually(t, "b granted after a's lease ran out", func() bool {
-		st, err := d.AcquireLock(e.ctx, driver.LockRequest{Key: "k", Token: "b", Lease: time.Hour})
-		require.NoError(t, err)
+		st := must(d.AcquireLock(e.ctx, driver.LockRequest{Key: "k", Token: "b", Lease: time.Hour})).of(t)
 		return st.Held
 	})
-	rel, err := d.ReleaseLock(e.ctx, "k", "a")
-	require.NoError(t, err)
+	rel := must(d.ReleaseLock(e.ctx, "k", "a")).of(t)
 	require.False(t, rel.Held)
 	st, err := d.RenewLock(e.ctx, "k", "b", time.Hour)
 	require.NoError(t, err, "a's stale release freed b's lease")
@@ -269,8 +265,7 @@ func testRTStaleRelease(t *testing.T, e *env) {
 }
 
 func testRTDeadHolder(t *testing.T, e *env) {
-	dead, err := e.d.AcquireLock(e.ctx, driver.LockRequest{Key: "k", Token: "crashed", Lease: rtLease})
-	require.NoError(t, err)
+	dead := must(e.d.AcquireLock(e.ctx, driver.LockRequest{Key: "k", Token: "crashed", Lease: rtLease})).of(t)
 	require.True(t, dead.Held)
 	require.NoError(t, e.s.Locks.WithLock(e.ctx, "k", func(context.Context) error { return nil }))
 	g, ok := e.d.grant("k", "crashed")
@@ -355,11 +350,9 @@ func testRTKeys(t *testing.T, e *env) {
 
 func testRTPortableSteps(t *testing.T, e *env) {
 	l := e.lockSteps()
-	a, err := l.Acquire(e.ctx, "k", "remote-a", 0)
-	require.NoError(t, err)
+	a := must(l.Acquire(e.ctx, "k", "remote-a", 0)).of(t)
 	require.True(t, a.Held)
-	b, err := l.Acquire(e.ctx, "k", "remote-b", 0)
-	require.NoError(t, err)
+	b := must(l.Acquire(e.ctx, "k", "remote-b", 0)).of(t)
 	require.False(t, b.Held)
 	got := make(chan persist.LockStep, 1)
 	go func() {

@@ -12,17 +12,17 @@ import (
 )
 
 var runTests = []test{
-	{"CreateResumeUpdateGet", testRunLifecycle},
-	{"NeverResurrects", testRunNeverResurrects},
-	{"ExplicitStatus", testRunExplicitStatus},
-	{"UpdateUnknownIsNoOp", testRunUpdateUnknown},
-	{"UpdateClearsOptionalFields", testRunUpdateClears},
-	{"FindActiveRun", testFindActiveRun},
-	{"ListByThread", testListByThread},
-	{"ListReclaimable", testListReclaimable},
-	{"DurableFields", testDurableFields},
-	{"LongLists", testRunLongLists},
-	{"Immutability", testRunImmutability},
+	{"CreateResumeUpdateGet", onEnv(testRunLifecycle)},
+	{"NeverResurrects", onEnv(testRunNeverResurrects)},
+	{"ExplicitStatus", onEnv(testRunExplicitStatus)},
+	{"UpdateUnknownIsNoOp", onEnv(testRunUpdateUnknown)},
+	{"UpdateClearsOptionalFields", onEnv(testRunUpdateClears)},
+	{"FindActiveRun", onEnv(testFindActiveRun)},
+	{"ListByThread", onEnv(testListByThread)},
+	{"ListReclaimable", onEnv(testListReclaimable)},
+	{"DurableFields", onEnv(testDurableFields)},
+	{"LongLists", onEnv(testRunLongLists)},
+	{"Immutability", onEnv(testRunImmutability)},
 }
 
 func ids[T any](recs []*T, id func(*T) string) []string {
@@ -39,8 +39,7 @@ func runIDs(recs []*persist.RunRecord) []string {
 
 func (e *env) start(runID, threadID string, startedAt int64) *persist.RunRecord {
 	e.t.Helper()
-	r, err := e.s.Runs.CreateOrResume(e.ctx, persist.RunStart{RunID: runID, ThreadID: threadID, StartedAt: startedAt})
-	require.NoError(e.t, err)
+	r := must(e.s.Runs.CreateOrResume(e.ctx, persist.RunStart{RunID: runID, ThreadID: threadID, StartedAt: startedAt})).of(e.t)
 	return r
 }
 
@@ -51,13 +50,11 @@ func (e *env) update(runID string, p persist.RunPatch) {
 
 func (e *env) run(runID string) *persist.RunRecord {
 	e.t.Helper()
-	r, err := e.s.Runs.Get(e.ctx, runID)
-	require.NoError(e.t, err)
+	r := must(e.s.Runs.Get(e.ctx, runID)).of(e.t)
 	return r
 }
 
-func testRunLifecycle(t *testing.T, nd NewDriver) {
-	e := newEnv(t, nd)
+func testRunLifecycle(t *testing.T, e *env) {
 	require.Nil(t, e.run("run-missing"))
 
 	created := e.start("run-1", "thread-1", 1000)
@@ -78,13 +75,11 @@ func testRunLifecycle(t *testing.T, nd NewDriver) {
 	}, e.run("run-1"))
 }
 
-func testRunNeverResurrects(t *testing.T, nd NewDriver) {
-	e := newEnv(t, nd)
+func testRunNeverResurrects(t *testing.T, e *env) {
 	e.start("nc-1", "nc-t", 10)
 	e.update("nc-1", persist.RunPatch{Status: persist.Set(persist.RunCompleted), FinishedAt: persist.Set[int64](20)})
 	for _, status := range []persist.RunStatus{"", persist.RunRunning, persist.RunInterrupted} {
-		r, err := e.s.Runs.CreateOrResume(e.ctx, persist.RunStart{RunID: "nc-1", ThreadID: "nc-t", StartedAt: 999, Status: status})
-		require.NoError(t, err)
+		r := must(e.s.Runs.CreateOrResume(e.ctx, persist.RunStart{RunID: "nc-1", ThreadID: "nc-t", StartedAt: 999, Status: status})).of(t)
 		require.Equal(t, persist.RunCompleted, r.Status)
 		require.EqualValues(t, 10, r.StartedAt)
 		require.Equal(t, int64(20), *r.FinishedAt)
@@ -92,30 +87,24 @@ func testRunNeverResurrects(t *testing.T, nd NewDriver) {
 	r := e.run("nc-1")
 	require.Equal(t, persist.RunCompleted, r.Status)
 	require.Equal(t, int64(20), *r.FinishedAt)
-	active, err := e.s.Runs.FindActiveRun(e.ctx, "nc-t")
-	require.NoError(t, err)
+	active := must(e.s.Runs.FindActiveRun(e.ctx, "nc-t")).of(t)
 	require.Nil(t, active, "a resumed finished run must not look active")
 }
 
-func testRunExplicitStatus(t *testing.T, nd NewDriver) {
-	e := newEnv(t, nd)
-	r, err := e.s.Runs.CreateOrResume(e.ctx, persist.RunStart{RunID: "st-1", ThreadID: "st-t", StartedAt: 1, Status: persist.RunInterrupted})
-	require.NoError(t, err)
+func testRunExplicitStatus(t *testing.T, e *env) {
+	r := must(e.s.Runs.CreateOrResume(e.ctx, persist.RunStart{RunID: "st-1", ThreadID: "st-t", StartedAt: 1, Status: persist.RunInterrupted})).of(t)
 	require.Equal(t, persist.RunInterrupted, r.Status)
 	require.Equal(t, persist.RunInterrupted, e.run("st-1").Status)
 }
 
-func testRunUpdateUnknown(t *testing.T, nd NewDriver) {
-	e := newEnv(t, nd)
+func testRunUpdateUnknown(t *testing.T, e *env) {
 	e.update("run-absent", persist.RunPatch{Status: persist.Set(persist.RunCompleted), DetachedSince: persist.Set[int64](1)})
 	require.Nil(t, e.run("run-absent"))
-	list, err := e.s.Runs.ListReclaimable(e.ctx, persist.ReclaimQuery{Now: 10, TTLMs: 0})
-	require.NoError(t, err)
+	list := must(e.s.Runs.ListReclaimable(e.ctx, persist.ReclaimQuery{Now: 10, TTLMs: 0})).of(t)
 	require.Empty(t, list)
 }
 
-func testRunUpdateClears(t *testing.T, nd NewDriver) {
-	e := newEnv(t, nd)
+func testRunUpdateClears(t *testing.T, e *env) {
 	e.start("cl-1", "cl-t", 1)
 	e.update("cl-1", persist.RunPatch{
 		Status: persist.Set(persist.RunFailed), FinishedAt: persist.Set[int64](5),
@@ -131,11 +120,9 @@ func testRunUpdateClears(t *testing.T, nd NewDriver) {
 	require.Nil(t, e.run("cl-1").Usage)
 }
 
-func testFindActiveRun(t *testing.T, nd NewDriver) {
-	e := newEnv(t, nd)
+func testFindActiveRun(t *testing.T, e *env) {
 	find := func(thread string) *persist.RunRecord {
-		r, err := e.s.Runs.FindActiveRun(e.ctx, thread)
-		require.NoError(t, err)
+		r := must(e.s.Runs.FindActiveRun(e.ctx, thread)).of(t)
 		return r
 	}
 	const th = "thread-active"
@@ -160,11 +147,9 @@ func testFindActiveRun(t *testing.T, nd NewDriver) {
 	require.Equal(t, "tie-c", find("thread-tie").RunID)
 }
 
-func testListByThread(t *testing.T, nd NewDriver) {
-	e := newEnv(t, nd)
+func testListByThread(t *testing.T, e *env) {
 	list := func(thread string) []string {
-		rs, err := e.s.Runs.ListByThread(e.ctx, thread)
-		require.NoError(t, err)
+		rs := must(e.s.Runs.ListByThread(e.ctx, thread)).of(t)
 		require.NotNil(t, rs, "an empty list is [], not null")
 		return runIDs(rs)
 	}
@@ -178,13 +163,11 @@ func testListByThread(t *testing.T, nd NewDriver) {
 	require.Equal(t, []string{"lt-a", "lt-b", "lt-c", "lt-d"}, list("lt"))
 }
 
-func testListReclaimable(t *testing.T, nd NewDriver) {
-	e := newEnv(t, nd)
+func testListReclaimable(t *testing.T, e *env) {
 	const now, ttl = 10_000, 5_000
 	const cutoff = now - ttl
 	reclaim := func(now, ttl int64) []string {
-		rs, err := e.s.Runs.ListReclaimable(e.ctx, persist.ReclaimQuery{Now: now, TTLMs: ttl})
-		require.NoError(t, err)
+		rs := must(e.s.Runs.ListReclaimable(e.ctx, persist.ReclaimQuery{Now: now, TTLMs: ttl})).of(t)
 		for _, r := range rs {
 			require.Equal(t, persist.RunRunning, r.Status)
 		}
@@ -215,8 +198,7 @@ func testListReclaimable(t *testing.T, nd NewDriver) {
 	require.Equal(t, []string{"rc-negative", "rc-boundary"}, reclaim(now, ttl))
 }
 
-func testDurableFields(t *testing.T, nd NewDriver) {
-	e := newEnv(t, nd)
+func testDurableFields(t *testing.T, e *env) {
 	e.start("fc-1", "fc-t", 1)
 	fresh := e.run("fc-1")
 	require.Nil(t, fresh.SandboxKey)
@@ -270,8 +252,7 @@ func testDurableFields(t *testing.T, nd NewDriver) {
 
 // testRunLongLists makes lists longer than one driver page: the portable
 // layer must page through them whole and in order.
-func testRunLongLists(t *testing.T, nd NewDriver) {
-	e := newEnv(t, nd)
+func testRunLongLists(t *testing.T, e *env) {
 	n := driver.MaxListLimit + 7
 	var want []string
 	for i := range n {
@@ -294,8 +275,7 @@ func testRunLongLists(t *testing.T, nd NewDriver) {
 	require.Equal(t, want, runIDs(rs))
 }
 
-func testRunImmutability(t *testing.T, nd NewDriver) {
-	e := newEnv(t, nd)
+func testRunImmutability(t *testing.T, e *env) {
 	r := e.start("im-1", "im-t", 1)
 	r.Status, r.ThreadID = persist.RunFailed, "other"
 	patch := persist.RunPatch{Usage: persist.Set(raw(`{"totalTokens":1}`)), Error: persist.Set(persist.RunError{Message: "m", Code: str("c")})}

@@ -11,37 +11,34 @@ import (
 )
 
 var generationRunTests = []test{
-	{"CreateResumeUpdateGet", testGenerationLifecycle},
-	{"NeverResurrects", testGenerationNeverResurrects},
-	{"FindLatestForThread", testFindLatest},
+	{"CreateResumeUpdateGet", onEnv(testGenerationLifecycle)},
+	{"NeverResurrects", onEnv(testGenerationNeverResurrects)},
+	{"FindLatestForThread", onEnv(testFindLatest)},
 }
 
 var metadataTests = []test{
-	{"NamespacesWithoutCollisions", testMetadata},
-	{"StoredNullReadsAbsent", testMetadataNull},
+	{"NamespacesWithoutCollisions", onEnv(testMetadata)},
+	{"StoredNullReadsAbsent", onEnv(testMetadataNull)},
 }
 
 var artifactTests = []test{
-	{"SaveUpsertsGetList", testArtifactSave},
-	{"ListForThreadOrder", testArtifactThreadOrder},
-	{"UTF8ByteOrder", testArtifactUTF8},
-	{"UpsertMovesBetweenRuns", testArtifactMove},
-	{"DeleteAndDeleteForRun", testArtifactDelete},
-	{"DeleteForRunManyPages", testArtifactDeleteMany},
+	{"SaveUpsertsGetList", onEnv(testArtifactSave)},
+	{"ListForThreadOrder", onEnv(testArtifactThreadOrder)},
+	{"UTF8ByteOrder", onEnv(testArtifactUTF8)},
+	{"UpsertMovesBetweenRuns", onEnv(testArtifactMove)},
+	{"DeleteAndDeleteForRun", onEnv(testArtifactDelete)},
+	{"DeleteForRunManyPages", onEnv(testArtifactDeleteMany)},
 }
 
 func genStart(id, thread string, at int64) persist.GenerationRunStart {
 	return persist.GenerationRunStart{RunID: id, ThreadID: thread, Activity: "image", Provider: "openai", Model: "gpt-image-1", StartedAt: at}
 }
 
-func testGenerationLifecycle(t *testing.T, nd NewDriver) {
-	e := newEnv(t, nd)
+func testGenerationLifecycle(t *testing.T, e *env) {
 	g := e.s.GenerationRuns
-	r, err := g.Get(e.ctx, "gen-missing")
-	require.NoError(t, err)
+	r := must(g.Get(e.ctx, "gen-missing")).of(t)
 	require.Nil(t, r)
-	created, err := g.CreateOrResume(e.ctx, genStart("gen-1", "gen-thread-1", 1000))
-	require.NoError(t, err)
+	created := must(g.CreateOrResume(e.ctx, genStart("gen-1", "gen-thread-1", 1000))).of(t)
 	jsonEq(t, map[string]any{"runId": "gen-1", "threadId": "gen-thread-1", "activity": "image", "provider": "openai",
 		"model": "gpt-image-1", "status": "running", "startedAt": 1000}, created)
 	resumed, err := g.CreateOrResume(e.ctx, persist.GenerationRunStart{RunID: "gen-1", ThreadID: "thread-late", Activity: "video",
@@ -55,8 +52,7 @@ func testGenerationLifecycle(t *testing.T, nd NewDriver) {
 		Result:    persist.Set(raw(`{"images":[{"url":"https://example.com/a.png"}]}`)),
 		Artifacts: persist.Set(raw(artifacts)), Usage: persist.Set(raw(`{"promptTokens":1,"completionTokens":2,"totalTokens":3}`)),
 	}))
-	done, err := g.Get(e.ctx, "gen-1")
-	require.NoError(t, err)
+	done := must(g.Get(e.ctx, "gen-1")).of(t)
 	require.Equal(t, persist.RunCompleted, done.Status)
 	require.JSONEq(t, artifacts, string(done.Artifacts))
 	require.JSONEq(t, `{"images":[{"url":"https://example.com/a.png"}]}`, string(done.Result))
@@ -76,33 +72,27 @@ func testGenerationLifecycle(t *testing.T, nd NewDriver) {
 	require.Nil(t, r)
 }
 
-func testGenerationNeverResurrects(t *testing.T, nd NewDriver) {
-	e := newEnv(t, nd)
+func testGenerationNeverResurrects(t *testing.T, e *env) {
 	g := e.s.GenerationRuns
-	_, err := g.CreateOrResume(e.ctx, genStart("gn-1", "gn-t", 10))
-	require.NoError(t, err)
+	require.NoError(t, errOf(g.CreateOrResume(e.ctx, genStart("gn-1", "gn-t", 10))))
 	require.NoError(t, g.Update(e.ctx, "gn-1", persist.GenerationRunPatch{Status: persist.Set(persist.RunAborted)}))
 	in := genStart("gn-1", "gn-t", 99)
 	in.Status = persist.RunRunning
-	r, err := g.CreateOrResume(e.ctx, in)
-	require.NoError(t, err)
+	r := must(g.CreateOrResume(e.ctx, in)).of(t)
 	require.Equal(t, persist.RunAborted, r.Status)
 	require.EqualValues(t, 10, r.StartedAt)
 }
 
-func testFindLatest(t *testing.T, nd NewDriver) {
-	e := newEnv(t, nd)
+func testFindLatest(t *testing.T, e *env) {
 	g := e.s.GenerationRuns
 	latest := func(thread string) *persist.GenerationRunRecord {
-		r, err := g.FindLatestForThread(e.ctx, thread)
-		require.NoError(t, err)
+		r := must(g.FindLatestForThread(e.ctx, thread)).of(t)
 		return r
 	}
 	const th = "thread-gen-latest"
 	require.Nil(t, latest(th))
 	for _, s := range []persist.GenerationRunStart{genStart("gen-late", th, 3000), genStart("gen-early", th, 1000), genStart("gen-other", "thread-gen-other", 9000)} {
-		_, err := g.CreateOrResume(e.ctx, s)
-		require.NoError(t, err)
+		require.NoError(t, errOf(g.CreateOrResume(e.ctx, s)))
 	}
 	require.Equal(t, "gen-late", latest(th).RunID)
 	require.NoError(t, g.Update(e.ctx, "gen-late", persist.GenerationRunPatch{Status: persist.Set(persist.RunCompleted), FinishedAt: persist.Set[int64](3500)}))
@@ -111,18 +101,15 @@ func testFindLatest(t *testing.T, nd NewDriver) {
 	require.Equal(t, persist.RunCompleted, r.Status)
 	require.Nil(t, latest("thread-unlinked"))
 	for _, id := range []string{"tie-b", "tie-c", "tie-a"} {
-		_, err := g.CreateOrResume(e.ctx, genStart(id, "thread-tie", 5))
-		require.NoError(t, err)
+		require.NoError(t, errOf(g.CreateOrResume(e.ctx, genStart(id, "thread-tie", 5))))
 	}
 	require.Equal(t, "tie-c", latest("thread-tie").RunID, "ties go to the greatest runId")
 }
 
-func testMetadata(t *testing.T, nd NewDriver) {
-	e := newEnv(t, nd)
+func testMetadata(t *testing.T, e *env) {
 	m := e.s.Metadata
 	get := func(ns, key string) string {
-		v, err := m.Get(e.ctx, ns, key)
-		require.NoError(t, err)
+		v := must(m.Get(e.ctx, ns, key)).of(t)
 		if v == nil {
 			return "<absent>"
 		}
@@ -157,12 +144,10 @@ func testMetadata(t *testing.T, nd NewDriver) {
 	}
 }
 
-func testMetadataNull(t *testing.T, nd NewDriver) {
-	e := newEnv(t, nd)
+func testMetadataNull(t *testing.T, e *env) {
 	require.NoError(t, e.s.Metadata.Set(e.ctx, "ns", "k", raw(`{"a":1}`)))
 	require.NoError(t, e.s.Metadata.Set(e.ctx, "ns", "k", raw(`null`)))
-	v, err := e.s.Metadata.Get(e.ctx, "ns", "k")
-	require.NoError(t, err)
+	v := must(e.s.Metadata.Get(e.ctx, "ns", "k")).of(t)
 	require.Nil(t, v)
 }
 
@@ -185,24 +170,20 @@ func artifactIDs(rs []*persist.ArtifactRecord) []string {
 
 func (e *env) artifactList(run string) []string {
 	e.t.Helper()
-	rs, err := e.s.Artifacts.List(e.ctx, run)
-	require.NoError(e.t, err)
+	rs := must(e.s.Artifacts.List(e.ctx, run)).of(e.t)
 	require.NotNil(e.t, rs)
 	return artifactIDs(rs)
 }
 
 func (e *env) artifactThread(thread string) []string {
 	e.t.Helper()
-	rs, err := e.s.Artifacts.ListForThread(e.ctx, thread)
-	require.NoError(e.t, err)
+	rs := must(e.s.Artifacts.ListForThread(e.ctx, thread)).of(e.t)
 	require.NotNil(e.t, rs)
 	return artifactIDs(rs)
 }
 
-func testArtifactSave(t *testing.T, nd NewDriver) {
-	e := newEnv(t, nd)
-	r, err := e.s.Artifacts.Get(e.ctx, "art-missing")
-	require.NoError(t, err)
+func testArtifactSave(t *testing.T, e *env) {
+	r := must(e.s.Artifacts.Get(e.ctx, "art-missing")).of(t)
 	require.Nil(t, r)
 	require.Equal(t, []string{}, e.artifactList("run-unknown"))
 	e.save(artifact("\U00010000", func(a *persist.ArtifactRecord) { a.BlobKey = str("artifacts/run-art/art-a") }))
@@ -223,8 +204,7 @@ func testArtifactSave(t *testing.T, nd NewDriver) {
 	require.Equal(t, []string{"\ue000", "\U00010000"}, e.artifactList("run-art"))
 }
 
-func testArtifactThreadOrder(t *testing.T, nd NewDriver) {
-	e := newEnv(t, nd)
+func testArtifactThreadOrder(t *testing.T, e *env) {
 	e.save(artifact("thread-b", func(a *persist.ArtifactRecord) { a.ThreadID, a.CreatedAt = "thread-order", 2 }))
 	e.save(artifact("thread-a", func(a *persist.ArtifactRecord) { a.ThreadID, a.CreatedAt = "thread-order", 2 }))
 	e.save(artifact("thread-early", func(a *persist.ArtifactRecord) { a.ThreadID, a.CreatedAt = "thread-order", 1 }))
@@ -232,8 +212,7 @@ func testArtifactThreadOrder(t *testing.T, nd NewDriver) {
 	require.Equal(t, []string{"thread-early", "thread-a", "thread-b"}, e.artifactThread("thread-order"))
 }
 
-func testArtifactUTF8(t *testing.T, nd NewDriver) {
-	e := newEnv(t, nd)
+func testArtifactUTF8(t *testing.T, e *env) {
 	for _, id := range []string{"\U00010000", "\ue000", "a", "ab", "B"} {
 		e.save(artifact(id, func(a *persist.ArtifactRecord) { a.ThreadID, a.CreatedAt = "thread-utf8", 1 }))
 	}
@@ -241,8 +220,7 @@ func testArtifactUTF8(t *testing.T, nd NewDriver) {
 		"unsigned UTF-8 bytes, shorter equal prefixes first (not UTF-16 order)")
 }
 
-func testArtifactMove(t *testing.T, nd NewDriver) {
-	e := newEnv(t, nd)
+func testArtifactMove(t *testing.T, e *env) {
 	e.save(artifact("mv", nil))
 	e.save(artifact("mv", func(a *persist.ArtifactRecord) { a.RunID, a.ThreadID, a.CreatedAt = "run-new", "thread-new", 5 }))
 	require.Equal(t, []string{}, e.artifactList("run-art"))
@@ -251,14 +229,12 @@ func testArtifactMove(t *testing.T, nd NewDriver) {
 	require.Equal(t, []string{"mv"}, e.artifactThread("thread-new"))
 }
 
-func testArtifactDelete(t *testing.T, nd NewDriver) {
-	e := newEnv(t, nd)
+func testArtifactDelete(t *testing.T, e *env) {
 	e.save(artifact("art-d1", func(a *persist.ArtifactRecord) { a.RunID = "run-del" }))
 	e.save(artifact("art-d2", func(a *persist.ArtifactRecord) { a.RunID = "run-del" }))
 	e.save(artifact("art-keep", func(a *persist.ArtifactRecord) { a.RunID = "run-keep" }))
 	require.NoError(t, e.s.Artifacts.Delete(e.ctx, "art-d1"))
-	r, err := e.s.Artifacts.Get(e.ctx, "art-d1")
-	require.NoError(t, err)
+	r := must(e.s.Artifacts.Get(e.ctx, "art-d1")).of(t)
 	require.Nil(t, r)
 	require.Equal(t, []string{"art-d2"}, e.artifactList("run-del"))
 	require.NoError(t, e.s.Artifacts.Delete(e.ctx, "art-d1"), "deleting an absent id is a no-op")
@@ -269,8 +245,7 @@ func testArtifactDelete(t *testing.T, nd NewDriver) {
 	require.NoError(t, e.s.Artifacts.DeleteForRun(e.ctx, "run-del"), "a run with none is a no-op")
 }
 
-func testArtifactDeleteMany(t *testing.T, nd NewDriver) {
-	e := newEnv(t, nd)
+func testArtifactDeleteMany(t *testing.T, e *env) {
 	n := 2*driver.MaxListLimit + 3
 	for i := range n {
 		e.save(artifact(fmt.Sprintf("many-%05d", i), func(a *persist.ArtifactRecord) { a.RunID, a.CreatedAt = "run-many", int64(i) }))

@@ -14,10 +14,10 @@ import (
 )
 
 var validationTests = []test{
-	{"InvalidInputsChangeNothing", testInvalidInputs},
-	{"DoneContextReachesNoDriver", testDoneContext},
-	{"EdgeValuesAreAccepted", testEdgeValues},
-	{"PatchJSON", testPatchJSON},
+	{"InvalidInputsChangeNothing", onEnv(testInvalidInputs)},
+	{"DoneContextReachesNoDriver", onEnv(testDoneContext)},
+	{"EdgeValuesAreAccepted", onEnv(testEdgeValues)},
+	{"PatchJSON", onEnv(testPatchJSON)},
 }
 
 // seed writes one record of every kind, for the "changes nothing" checks.
@@ -25,8 +25,7 @@ func (e *env) seed() {
 	e.t.Helper()
 	e.start("v-run", "v-thread", 1)
 	e.update("v-run", persist.RunPatch{DetachedSince: persist.Set[int64](1), SandboxKey: persist.Set("sb")})
-	_, err := e.s.GenerationRuns.CreateOrResume(e.ctx, genStart("v-gen", "v-thread", 1))
-	require.NoError(e.t, err)
+	require.NoError(e.t, errOf(e.s.GenerationRuns.CreateOrResume(e.ctx, genStart("v-gen", "v-thread", 1))))
 	e.interrupt("v-int", "v-run", "v-thread", 1, `{"a":1}`)
 	require.NoError(e.t, e.s.Metadata.Set(e.ctx, "v-ns", "v-key", raw(`{"m":1}`)))
 	e.save(artifact("v-art", func(a *persist.ArtifactRecord) { a.RunID, a.ThreadID = "v-run", "v-thread" }))
@@ -50,8 +49,7 @@ func (e *env) dump() string {
 	add(e.s.Blobs.List(e.ctx, persist.BlobListOptions{}))
 	_, b := e.read("v-blob", nil)
 	parts = append(parts, string(b), e.objects())
-	out, err := json.Marshal(parts)
-	require.NoError(e.t, err)
+	out := must(json.Marshal(parts)).of(e.t)
 	return string(out)
 }
 
@@ -231,8 +229,7 @@ func invalidCalls() []invalid {
 
 // testInvalidInputs runs every invalid call against a seeded store: each
 // fails with its typed error and leaves every record as it was.
-func testInvalidInputs(t *testing.T, nd NewDriver) {
-	e := newEnv(t, nd)
+func testInvalidInputs(t *testing.T, e *env) {
 	e.seed()
 	before := e.dump()
 	for _, c := range invalidCalls() {
@@ -249,8 +246,7 @@ func testInvalidInputs(t *testing.T, nd NewDriver) {
 
 // testDoneContext: with a cancelled context every method fails with the
 // context's error before any driver call, so nothing changes.
-func testDoneContext(t *testing.T, nd NewDriver) {
-	e := newEnv(t, nd)
+func testDoneContext(t *testing.T, e *env) {
 	e.seed()
 	before := e.dump()
 	ctx, cancel := context.WithCancel(e.ctx)
@@ -287,12 +283,10 @@ func testDoneContext(t *testing.T, nd NewDriver) {
 }
 
 // testEdgeValues: the valid extremes are accepted and come back exactly.
-func testEdgeValues(t *testing.T, nd NewDriver) {
-	e := newEnv(t, nd)
+func testEdgeValues(t *testing.T, e *env) {
 	long := strings.Repeat("é", driver.MaxIDBytes/2) // exactly MaxIDBytes bytes
 	const max = driver.MaxSafeInteger
-	r, err := e.s.Runs.CreateOrResume(e.ctx, persist.RunStart{RunID: long, ThreadID: "😀 thread", StartedAt: -max})
-	require.NoError(t, err)
+	r := must(e.s.Runs.CreateOrResume(e.ctx, persist.RunStart{RunID: long, ThreadID: "😀 thread", StartedAt: -max})).of(t)
 	require.Equal(t, long, r.RunID)
 	e.update(long, persist.RunPatch{FinishedAt: persist.Set[int64](max), DriverEpoch: persist.Set[int64](max), DetachedSince: persist.Set[int64](-max),
 		SandboxKey: persist.Set(""), Usage: persist.Set(raw(` {} `))})
@@ -301,8 +295,7 @@ func testEdgeValues(t *testing.T, nd NewDriver) {
 	require.Equal(t, int64(max), *got.DriverEpoch)
 	require.Equal(t, "", *got.SandboxKey, "an empty sandboxKey is a value, not absence")
 	require.Equal(t, ` {} `, string(got.Usage), "JSON is kept byte for byte")
-	rs, err := e.s.Runs.ListReclaimable(e.ctx, persist.ReclaimQuery{Now: -max, TTLMs: 0})
-	require.NoError(t, err)
+	rs := must(e.s.Runs.ListReclaimable(e.ctx, persist.ReclaimQuery{Now: -max, TTLMs: 0})).of(t)
 	require.Equal(t, []string{long}, runIDs(rs))
 	e.put(long, []byte("x"), persist.BlobPutOptions{ContentType: str(""), CustomMetadata: map[string]string{"": ""}})
 	o, b := e.read(long, nil)
@@ -310,15 +303,13 @@ func testEdgeValues(t *testing.T, nd NewDriver) {
 	require.Equal(t, "", *o.ContentType)
 	require.Equal(t, map[string]string{"": ""}, o.CustomMetadata)
 	e.save(artifact("edge", func(a *persist.ArtifactRecord) { a.Size, a.CreatedAt, a.Name, a.MimeType = max, -max, "", "" }))
-	a, err := e.s.Artifacts.Get(e.ctx, "edge")
-	require.NoError(t, err)
+	a := must(e.s.Artifacts.Get(e.ctx, "edge")).of(t)
 	require.Equal(t, int64(max), a.Size)
 }
 
 // testPatchJSON: the wire form of a patch. An absent member leaves a field,
 // null clears it, a value sets it, and the driver sees exactly that.
-func testPatchJSON(t *testing.T, nd NewDriver) {
-	e := newEnv(t, nd)
+func testPatchJSON(t *testing.T, e *env) {
 	e.start("pj", "pj-t", 1)
 	var p persist.RunPatch
 	require.NoError(t, json.Unmarshal([]byte(`{"sandboxKey":"sb","detachedSince":5,"cancelRequested":false,"driverEpoch":2,"usage":{"t":1},"error":{"message":"m"}}`), &p))
@@ -326,8 +317,7 @@ func testPatchJSON(t *testing.T, nd NewDriver) {
 	jsonEq(t, map[string]any{"runId": "pj", "threadId": "pj-t", "status": "running", "startedAt": 1, "sandboxKey": "sb",
 		"detachedSince": 5, "cancelRequested": false, "driverEpoch": 2, "usage": map[string]any{"t": 1}, "error": map[string]any{"message": "m"}}, e.run("pj"))
 	require.NoError(t, json.Unmarshal([]byte(`{"detachedSince":null,"usage":null,"status":"completed"}`), &p))
-	out, err := json.Marshal(p)
-	require.NoError(t, err)
+	out := must(json.Marshal(p)).of(t)
 	require.JSONEq(t, `{"detachedSince":null,"usage":null,"status":"completed"}`, string(out))
 	e.update("pj", p)
 	jsonEq(t, map[string]any{"runId": "pj", "threadId": "pj-t", "status": "completed", "startedAt": 1, "sandboxKey": "sb",

@@ -184,14 +184,24 @@ func (c *checker) own(key string, flat []any, name, want, index string) {
 	}
 }
 
-func (c *checker) run(key, id string, flat []any) {
-	r, err := decode[driver.RunRecord](flat)
+// record decodes flat, the hash of the record id (a what) at key, and
+// reports it when it does not decode (nil) or holds another id.
+func record[T any](c *checker, key, id, what string, flat []any, decode func(any) (*T, error), idOf func(*T) string) *T {
+	r, err := decode(flat)
 	if err != nil {
 		c.bad(key, "does not decode: %v", err)
-		return
+		return nil
 	}
-	if r.RunID != id {
-		c.bad(key, "holds run %q", r.RunID)
+	if got := idOf(r); got != id {
+		c.bad(key, "holds %s %q", what, got)
+	}
+	return r
+}
+
+func (c *checker) run(key, id string, flat []any) {
+	r := record(c, key, id, "run", flat, decode[driver.RunRecord], func(r *driver.RunRecord) string { return r.RunID })
+	if r == nil {
+		return
 	}
 	m := member(r.ThreadID, r.StartedAt, r.RunID)
 	c.own(key, flat, "~m", m, c.d.k.runs())
@@ -213,25 +223,17 @@ func (c *checker) run(key, id string, flat []any) {
 }
 
 func (c *checker) genRun(key, id string, flat []any) {
-	r, err := decode[driver.GenerationRunRecord](flat)
-	if err != nil {
-		c.bad(key, "does not decode: %v", err)
+	r := record(c, key, id, "generation run", flat, decode[driver.GenerationRunRecord], func(r *driver.GenerationRunRecord) string { return r.RunID })
+	if r == nil {
 		return
-	}
-	if r.RunID != id {
-		c.bad(key, "holds generation run %q", r.RunID)
 	}
 	c.own(key, flat, "~m", member(r.ThreadID, r.StartedAt, r.RunID), c.d.k.genRuns())
 }
 
 func (c *checker) interrupt(key, id string, flat []any) {
-	r, err := decode[driver.InterruptRecord](flat)
-	if err != nil {
-		c.bad(key, "does not decode: %v", err)
+	r := record(c, key, id, "interrupt", flat, decode[driver.InterruptRecord], func(r *driver.InterruptRecord) string { return r.InterruptID })
+	if r == nil {
 		return
-	}
-	if r.InterruptID != id {
-		c.bad(key, "holds interrupt %q", r.InterruptID)
 	}
 	tm, rm := member(r.ThreadID, r.RequestedAt, id), member(r.RunID, r.RequestedAt, id)
 	c.own(key, flat, "~t", tm, c.d.k.intIndex(false, false))
@@ -243,26 +245,18 @@ func (c *checker) interrupt(key, id string, flat []any) {
 }
 
 func (c *checker) artifact(key, id string, flat []any) {
-	r, err := decode[driver.ArtifactRecord](flat)
-	if err != nil {
-		c.bad(key, "does not decode: %v", err)
+	r := record(c, key, id, "artifact", flat, decode[driver.ArtifactRecord], func(r *driver.ArtifactRecord) string { return r.ArtifactID })
+	if r == nil {
 		return
-	}
-	if r.ArtifactID != id {
-		c.bad(key, "holds artifact %q", r.ArtifactID)
 	}
 	c.own(key, flat, "~t", member(r.ThreadID, r.CreatedAt, id), c.d.k.artIndex(false))
 	c.own(key, flat, "~r", member(r.RunID, r.CreatedAt, id), c.d.k.artIndex(true))
 }
 
 func (c *checker) blob(key, id string, flat []any) {
-	m, err := decodeBlob(flat)
-	if err != nil {
-		c.bad(key, "does not decode: %v", err)
+	m := record(c, key, id, "blob", flat, decodeBlob, func(m *driver.BlobMeta) string { return m.Key })
+	if m == nil {
 		return
-	}
-	if m.Key != id {
-		c.bad(key, "holds blob %q", m.Key)
 	}
 	if m.Object == "" {
 		c.bad(key, "names no bucket object")

@@ -228,21 +228,9 @@ func (d *Driver) loadArgs(r driver.Record) ([]string, []any, error) {
 
 // Load implements driver.Porter.
 func (d *Driver) Load(ctx context.Context, recs []driver.Record) (int, error) {
-	seen := map[string]driver.Record{}
 	var uniq []driver.Record
-	for _, r := range recs {
-		if err := r.Check(); err != nil {
-			return 0, err
-		}
-		id := string(r.Kind) + "\x00" + r.ID()
-		if prev, dup := seen[id]; dup {
-			if !driver.Equal(prev, r) {
-				return 0, fmt.Errorf("%w: %s %q comes twice with different content", driver.ErrRecordConflict, r.Kind, r.ID())
-			}
-			continue
-		}
-		seen[id] = r
-		uniq = append(uniq, r)
+	if err := driver.Distinct(recs, func(r driver.Record) error { uniq = append(uniq, r); return nil }); err != nil {
+		return 0, err
 	}
 	// The check: every record's current content, in one pipeline.
 	cur, err := d.current(ctx, uniq)
