@@ -620,26 +620,23 @@ func (d *Driver) Load(ctx context.Context, recs []driver.Record) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	for _, r := range recs {
-		if err := r.Check(); err != nil {
-			return 0, err
-		}
+	// Checks and repeats first, outside the lock, then the stored
+	// content: the order redisdriver's and fdbdriver's Load report in.
+	var uniq []driver.Record
+	if err := driver.Distinct(recs, func(r driver.Record) error { uniq = append(uniq, r); return nil }); err != nil {
+		return 0, err
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var fresh []driver.Record
-	err := driver.Distinct(recs, func(r driver.Record) error { // checked again: all pass
+	for _, r := range uniq {
 		cur, ok := d.stored(r)
 		switch {
 		case !ok:
 			fresh = append(fresh, r)
 		case !driver.Equal(cur, r):
-			return fmt.Errorf("%w: %s %q", driver.ErrRecordConflict, r.Kind, r.ID())
+			return 0, fmt.Errorf("%w: %s %q", driver.ErrRecordConflict, r.Kind, r.ID())
 		}
-		return nil
-	})
-	if err != nil {
-		return 0, err
 	}
 	for _, r := range fresh {
 		switch r.Kind {

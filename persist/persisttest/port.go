@@ -8,6 +8,7 @@ package persisttest
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -259,6 +260,15 @@ func testPortConflict(t *testing.T, newDriver NewDriver) {
 	}
 	_, err := pb.Load(ctx, []driver.Record{fresh, {Kind: driver.KindRun, Run: &driver.RunRecord{RunID: "run-new", ThreadID: "th-8", Status: driver.RunRunning, StartedAt: 1}}})
 	require.ErrorIs(t, err, driver.ErrRecordConflict, "one batch naming a run twice with different content")
+	// Every driver checks the batch and its repeats before the stored
+	// content: a repeat is what it reports, though a stored conflict
+	// comes first, and an invalid record beats a repeat before it.
+	_, err = pb.Load(ctx, []driver.Record{cases[0], fresh, {Kind: driver.KindRun, Run: &driver.RunRecord{RunID: "run-new", ThreadID: "th-8", Status: driver.RunRunning, StartedAt: 1}}})
+	require.ErrorContains(t, err, "comes twice", "the repeat, not run-0's stored conflict")
+	_, err = pb.Load(ctx, []driver.Record{cases[0], {Kind: driver.KindRun}})
+	require.False(t, errors.Is(err, driver.ErrRecordConflict), "an invalid record, not run-0's stored conflict: %v", err)
+	require.NotEmpty(t, driver.Code(err), "untyped error %v", err)
+	require.Equal(t, before, dumpJSON(t, dumpAll(t, pb)), "a refused load wrote something")
 }
 
 func testPortInvalid(t *testing.T, newDriver NewDriver) {
