@@ -42,6 +42,11 @@ const (
 	// the write but not on enough replicas in time. Like UNAVAILABLE it is
 	// a 503 that a client retries with the same Idempotency-Key.
 	CodeNotReplicated = "NOT_REPLICATED"
+	// CodeOverloaded is a 503 with Retry-After: the request's body would
+	// pass the server's budget of request bytes in flight
+	// (HandlerOptions.MaxInflightBytes). Nothing was read past the
+	// refusal or written; a client retries it as it retries UNAVAILABLE.
+	CodeOverloaded = "OVERLOADED"
 )
 
 // Error is a failure the server reported. A contract error unwraps to its
@@ -103,7 +108,7 @@ func statusOf(code string) int {
 		return http.StatusNotImplemented
 	case CodePayloadTooLarge:
 		return http.StatusRequestEntityTooLarge
-	case CodeUnavailable, CodeNotReplicated:
+	case CodeUnavailable, CodeNotReplicated, CodeOverloaded:
 		return http.StatusServiceUnavailable
 	}
 	return http.StatusInternalServerError
