@@ -38,19 +38,31 @@ var piecePool = sync.Pool{New: func() any {
 	return &b
 }}
 
+// smallBody is the most a request may hold and still count as small:
+// small requests may use the whole budget, larger ones all but its last
+// eighth, so that a few tenants sending the largest bodies cannot keep
+// the others' ordinary requests out.
+const smallBody = maxPooledBuffer
+
 // budget is the handler's count of request-body bytes in flight.
 type budget struct {
-	max  int64
-	used atomic.Int64
+	max    int64 // the limit of small requests
+	maxBig int64 // the limit of the others: 7/8 of max, at least MaxBodyBytes
+	used   atomic.Int64
 }
 
-// take reserves n bytes, or reports false when that would pass max. It
-// never waits: a server at its budget answers 503 OVERLOADED at once, and
-// the client retries later.
-func (b *budget) take(n int64) bool {
+// take reserves n bytes for a request that will then hold held bytes, or
+// reports false when that would pass its limit. It never waits: a server
+// at its budget answers 503 OVERLOADED at once, and the client retries
+// later.
+func (b *budget) take(n, held int64) bool {
+	limit := b.max
+	if held > smallBody {
+		limit = b.maxBig
+	}
 	for {
 		u := b.used.Load()
-		if u+n > b.max {
+		if u+n > limit {
 			return false
 		}
 		if b.used.CompareAndSwap(u, u+n) {
@@ -62,7 +74,7 @@ func (b *budget) take(n int64) bool {
 // reserve takes n bytes of the budget for c, which gives them back when
 // the request ends (serve), or returns the OVERLOADED error.
 func (h *handler) reserve(c *call, n int64) error {
-	if !h.budget.take(n) {
+	if !h.budget.take(n, c.held+n) {
 		return reqErr(CodeOverloaded, "the server holds too many request bytes (a limit of %d in flight): retry after the Retry-After delay", h.budget.max)
 	}
 	c.held += n

@@ -80,9 +80,13 @@ type HandlerOptions struct {
 	MaxBodyBytes int64
 	// MaxInflightBytes bounds the request-body bytes held by all the
 	// requests in flight together: a request whose body would pass it is
-	// answered 503 OVERLOADED with Retry-After. 0 means
-	// DefaultMaxInflightFactor × MaxBodyBytes; a positive value below
-	// MaxBodyBytes is invalid (the largest body could never be served).
+	// answered 503 OVERLOADED with Retry-After. The last eighth of it is
+	// kept for requests of at most 1 MiB (unless that leaves less than
+	// MaxBodyBytes for the others), so that the largest bodies
+	// cannot keep ordinary requests out; a chunked body (no
+	// Content-Length) holds twice its size while its pieces are joined.
+	// 0 means DefaultMaxInflightFactor × MaxBodyBytes; a positive value
+	// below MaxBodyBytes is invalid.
 	MaxInflightBytes int64
 	// Logger receives one record per request (Debug; Warn for server-side
 	// failures); nil discards them.
@@ -131,6 +135,7 @@ func NewHandler(b Backend, opts HandlerOptions) http.Handler {
 	}
 	h := &handler{b: b, opts: opts, log: log}
 	h.budget.max = opts.MaxInflightBytes
+	h.budget.maxBig = max(opts.MaxInflightBytes-opts.MaxInflightBytes/8, opts.MaxBodyBytes)
 	h.metrics = newMetrics(opts.Registerer, &h.budget)
 	for tok, ns := range opts.Tokens {
 		if err := checkNamespace(ns); err != nil {
