@@ -278,7 +278,7 @@ type request struct {
 	checkpointErr                                                error
 	checkpoints                                                  []*ckptstore.Checkpoint
 	checkpointsErr                                               error
-	messages, transcript                                         []byte // with their whitespace; nil when absent or null
+	messages, transcript                                         []byte // with their whitespace, in the body; nil when absent or null
 	record                                                       *ckptstore.InstanceRecord
 	recordErr                                                    error
 	r                                                            *http.Request // a raw route's request, for its headers
@@ -331,10 +331,10 @@ func decodeRequest(body []byte, q *request) error {
 			q.checkpoint, q.checkpointErr = r.Checkpoint("/checkpoint")
 		case "checkpoints":
 			q.checkpoints, q.checkpointsErr = readCheckpoints(r, "/checkpoints")
-		case "messages":
-			q.messages, _, err = r.Padded()
+		case "messages": // views of the body, which lives as long as the call
+			q.messages, _, err = r.PaddedView()
 		case "transcript":
-			q.transcript, _, err = r.Padded()
+			q.transcript, _, err = r.PaddedView()
 		case "record":
 			q.record, q.recordErr = r.InstanceRecord("/record")
 		default:
