@@ -14,7 +14,10 @@
 // and data live in the store — so several servers may run behind one load
 // balancer over one Redis or FoundationDB. Besides /v1/ it serves /healthz
 // (the process is up), /readyz (the store answers) and /metrics
-// (Prometheus). SIGTERM or SIGINT drains the requests in flight, then
+// (Prometheus), by exact path: any other path or method is the protocol's
+// JSON error, never a redirect. The bodies in flight share a budget
+// (--max-inflight-bytes): past it a request gets 503 OVERLOADED with
+// Retry-After. SIGTERM or SIGINT drains the requests in flight, then
 // exits.
 //
 // Exit codes: 0 after a clean shutdown, 1 when serving fails, 2 for a bad
