@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -360,6 +361,24 @@ func TestBadInputOddPaths(t *testing.T) {
 			t.Errorf("%s %s: 405 without Allow", tc.method, tc.path)
 		}
 	}
+	// OPTIONS * (which http.Client cannot send) is no exception.
+	conn, err := net.Dial("tcp", strings.TrimPrefix(s.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := io.WriteString(conn, "OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 404 || !strings.Contains(string(b), `"NOT_FOUND"`) {
+		t.Errorf("OPTIONS *: %d %q, want a JSON NOT_FOUND", resp.StatusCode, b)
+	}
 	// The endpoints themselves answer as before, HEAD included.
 	for _, path := range []string{"/healthz", "/readyz", "/metrics"} {
 		resp, err := hc.Head(s.url + path)
@@ -392,7 +411,7 @@ func TestBadInputNoEcho(t *testing.T) {
 		{"Ckpt-Lease-Duration-Ms", dev.url + "/v1/getHead", `{"threadId":"t"}`, []string{"Ckpt-Namespace", "fresh", "Ckpt-Lease-Duration-Ms", huge}, 400},
 		{"Ckpt-Namespace", dev.url + "/v1/getHead", `{"threadId":"t"}`, []string{"Ckpt-Namespace", huge}, 400},
 		{"a member's name", s.url + "/v1/runs/get", `{"` + strings.Repeat("n", 1<<20) + `":1}`, auth, 400},
-		{"a nested member's name", s.url + "/v1/runs/createOrResume", `{"runId":"r","threadId":"t","state":{"` + strings.Repeat("n", 1<<20) + `":1}}`, auth, 400},
+		{"a nested member's name", s.url + "/v1/runs/update", `{"runId":"r","patch":{"error":{"message":"m","` + strings.Repeat("n", 1<<20) + `":1}}}`, auth, 400},
 		{"a namespace too long for a token", s.url + "/v1/getHead", `{"threadId":"t"}`, append([]string{"Ckpt-Namespace", huge}, auth...), 400},
 	} {
 		code, body := post(t, http.DefaultClient, tc.url, tc.body, tc.header...)
