@@ -410,8 +410,8 @@ func (h *handler) prepare(w http.ResponseWriter, r *http.Request, rt *route, c *
 		return nil
 	}
 	// The reply is built in the same buffer's storage after the body (or
-	// from its start when the body is too large to pool): the decoded
-	// request shares no memory with it.
+	// from its start when the body is too large to pool), so it never
+	// overwrites the body, of which a decoded transcript is a view.
 	if err := h.readBody(w, r, c, buf); err != nil {
 		return err
 	}
