@@ -269,6 +269,12 @@ func (r *JSONReader) Padded() ([]byte, bool, error) {
 	return bytes.Clone(v), true, nil
 }
 
+// PaddedView is Padded without the copy: the bytes are the input's, valid
+// as long as it is. A server that holds the request body until the call
+// ends passes a transcript on as a view (a driver copies what it keeps),
+// so a large one costs the body once, not twice.
+func (r *JSONReader) PaddedView() ([]byte, bool, error) { return r.padded() }
+
 // padded is Padded without the copy.
 func (r *JSONReader) padded() ([]byte, bool, error) {
 	from := r.nameEnd

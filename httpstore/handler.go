@@ -78,6 +78,16 @@ type HandlerOptions struct {
 	// MaxBodyBytes bounds a request body (413 above it); 0 means
 	// DefaultMaxBodyBytes.
 	MaxBodyBytes int64
+	// MaxInflightBytes bounds the request-body bytes held by all the
+	// requests in flight together: a request whose body would pass it is
+	// answered 503 OVERLOADED with Retry-After. The last eighth of it is
+	// kept for requests of at most 1 MiB (unless that leaves less than
+	// MaxBodyBytes for the others), so that the largest bodies
+	// cannot keep ordinary requests out; a chunked body (no
+	// Content-Length) holds twice its size while its pieces are joined.
+	// 0 means DefaultMaxInflightFactor × MaxBodyBytes; a positive value
+	// below MaxBodyBytes is invalid.
+	MaxInflightBytes int64
 	// Logger receives one record per request (Debug; Warn for server-side
 	// failures); nil discards them.
 	Logger *slog.Logger
@@ -113,11 +123,20 @@ func NewHandler(b Backend, opts HandlerOptions) http.Handler {
 	if opts.MaxBlobBytes <= 0 {
 		opts.MaxBlobBytes = DefaultMaxBlobBytes
 	}
+	if opts.MaxInflightBytes == 0 {
+		opts.MaxInflightBytes = DefaultMaxInflightFactor * opts.MaxBodyBytes
+	}
+	if opts.MaxInflightBytes < opts.MaxBodyBytes {
+		panic(fmt.Sprintf("httpstore: MaxInflightBytes %d is below MaxBodyBytes %d", opts.MaxInflightBytes, opts.MaxBodyBytes))
+	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	h := &handler{b: b, opts: opts, log: log, metrics: newMetrics(opts.Registerer)}
+	h := &handler{b: b, opts: opts, log: log}
+	h.budget.max = opts.MaxInflightBytes
+	h.budget.maxBig = max(opts.MaxInflightBytes-opts.MaxInflightBytes/8, opts.MaxBodyBytes)
+	h.metrics = newMetrics(opts.Registerer, &h.budget)
 	for tok, ns := range opts.Tokens {
 		if err := checkNamespace(ns); err != nil {
 			panic(fmt.Sprintf("httpstore: the namespace of a token: %v", err))
@@ -133,6 +152,7 @@ type handler struct {
 	log     *slog.Logger
 	metrics *metrics
 	tokens  []token
+	budget  budget // request-body bytes in flight
 
 	mu         sync.Mutex
 	namespaces sync.Map // name → *namespace
@@ -180,7 +200,7 @@ func (n *namespace) clock() time.Time {
 // checkNamespace reports whether name can be a namespace.
 func checkNamespace(name string) error {
 	if name == "" || len(name) > MaxNamespaceBytes || !utf8.ValidString(name) {
-		return fmt.Errorf("namespace %q: want 1 to %d bytes of valid UTF-8", name, MaxNamespaceBytes)
+		return fmt.Errorf("namespace %s: want 1 to %d bytes of valid UTF-8", quote(name), MaxNamespaceBytes)
 	}
 	return nil
 }
@@ -213,6 +233,8 @@ type call struct {
 
 	setsClock bool  // a --dev request with Ckpt-Now
 	now       int64 // its clock, ns since the epoch
+
+	held int64 // bytes reserved from the handler's budget
 }
 
 // route is one method of the protocol.
@@ -288,6 +310,7 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request, rt *route) (int,
 	}()
 	buf.Reset()
 	c := &call{w: w}
+	defer func() { h.unreserve(c, c.held) }()
 	c.out.b = buf.Bytes()[:0]
 	err := h.prepare(w, r, rt, c, buf)
 	if err == nil {
@@ -297,9 +320,12 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request, rt *route) (int,
 	if err != nil {
 		code := errorCode(err)
 		status := statusOf(code)
+		if code == CodeOverloaded {
+			w.Header()["Retry-After"] = retryAfter
+		}
 		c.out.start()
 		c.out.str("code", code)
-		c.out.str("message", err.Error())
+		c.out.str("message", clipMessage(err.Error()))
 		writeReply(w, status, c.out.end())
 		return status, code, err
 	}
@@ -314,6 +340,18 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request, rt *route) (int,
 	return http.StatusOK, "", nil
 }
 
+// WriteError writes the protocol's error reply, {code, message} with
+// status, for a server that serves other paths beside NewHandler's (the
+// wrong method on /healthz), so that every failure it answers has the
+// protocol's shape. The message is bounded as the handler's are.
+func WriteError(w http.ResponseWriter, status int, code, message string) {
+	var o object
+	o.start()
+	o.str("code", code)
+	o.str("message", clipMessage(message))
+	writeReply(w, status, o.end())
+}
+
 func writeReply(w http.ResponseWriter, status int, body []byte) {
 	hd := w.Header()
 	hd["Content-Type"] = jsonContentType
@@ -324,20 +362,25 @@ func writeReply(w http.ResponseWriter, status int, body []byte) {
 
 var jsonContentType = []string{"application/json"}
 
+// retryAfter is the Retry-After of an OVERLOADED reply, in seconds: long
+// enough for the bodies in flight to be served, short enough that a
+// client's retry is not much later than its first try.
+var retryAfter = []string{"1"}
+
 // prepare checks the request line and headers, resolves the namespace,
 // and reads and decodes the body into c.
 func (h *handler) prepare(w http.ResponseWriter, r *http.Request, rt *route, c *call, buf *bytes.Buffer) error {
 	if rt == nil {
-		return reqErr(CodeNotFound, "no method %q: the methods are POST /v1/<method>", r.URL.Path)
+		return reqErr(CodeNotFound, "no method %s: the methods are POST /v1/<method>", quote(r.URL.Path))
 	}
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		return reqErr(CodeMethodNotAllowed, "%s %s: use POST", r.Method, r.URL.Path)
+		return reqErr(CodeMethodNotAllowed, "%s %s: use POST", quote(r.Method), quote(r.URL.Path))
 	}
 	if ct := r.Header.Get("Content-Type"); rt.raw && !isMedia(ct, "application/octet-stream") {
-		return reqErr(CodeUnsupportedMedia, "Content-Type %q: want application/octet-stream", ct)
+		return reqErr(CodeUnsupportedMedia, "Content-Type %s: want application/octet-stream", quote(ct))
 	} else if !rt.raw && !isJSON(ct) {
-		return reqErr(CodeUnsupportedMedia, "Content-Type %q: want application/json", ct)
+		return reqErr(CodeUnsupportedMedia, "Content-Type %s: want application/json", quote(ct))
 	}
 	ns, err := h.namespaceOf(r)
 	if err != nil {
@@ -347,7 +390,7 @@ func (h *handler) prepare(w http.ResponseWriter, r *http.Request, rt *route, c *
 	c.ctx = r.Context()
 	if v := r.Header.Get(HeaderNow); v != "" { // only --dev gets here with one
 		if c.now, err = millis(v); err != nil {
-			return reqErr(CodeBadRequest, "%s %q is not a number of epoch milliseconds", HeaderNow, v)
+			return reqErr(CodeBadRequest, "%s %s is not a number of epoch milliseconds", HeaderNow, quote(v))
 		}
 		c.setsClock = true
 	}
@@ -366,30 +409,18 @@ func (h *handler) prepare(w http.ResponseWriter, r *http.Request, rt *route, c *
 		c.in.r = r
 		return nil
 	}
-	if r.ContentLength > h.opts.MaxBodyBytes {
-		return reqErr(CodePayloadTooLarge, "the body is %d bytes, more than the limit of %d", r.ContentLength, h.opts.MaxBodyBytes)
-	}
-	if r.ContentLength > 0 {
-		buf.Grow(int(r.ContentLength))
-	}
-	if _, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes)); err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			return reqErr(CodePayloadTooLarge, "the body is more than the limit of %d bytes", h.opts.MaxBodyBytes)
-		}
-		return reqErr(CodeBadRequest, "reading the body: %v", err)
+	// The reply is built in the same buffer's storage after the body (or
+	// from its start when the body is too large to pool), so it never
+	// overwrites the body, of which a decoded transcript is a view.
+	if err := h.readBody(w, r, c, buf); err != nil {
+		return err
 	}
 	if rt.persist {
-		c.body = buf.Bytes()
-		c.out.b = buf.Bytes()[len(buf.Bytes()):]
 		return nil
 	}
-	if err := decodeRequest(buf.Bytes(), &c.in); err != nil {
+	if err := decodeRequest(c.body, &c.in); err != nil {
 		return reqErr(CodeBadRequest, "%v", err)
 	}
-	// The reply is built in the same buffer's storage after the body:
-	// the decoded request shares no memory with it.
-	c.out.b = buf.Bytes()[len(buf.Bytes()):]
 	return nil
 }
 
@@ -451,7 +482,7 @@ func (h *handler) namespaceOf(r *http.Request) (*namespace, error) {
 	if v := hd.Get(HeaderNamespace); v != "" {
 		var err error
 		if name, err = url.PathUnescape(v); err != nil {
-			return nil, reqErr(CodeBadRequest, "%s: %v", HeaderNamespace, err)
+			return nil, reqErr(CodeBadRequest, "%s: not URI-encoded", HeaderNamespace)
 		}
 	}
 	if err := checkNamespace(name); err != nil {
@@ -468,7 +499,7 @@ func (h *handler) namespaceOf(r *http.Request) (*namespace, error) {
 		if v := hd.Get(f.header); v != "" {
 			ns, err := millis(v)
 			if err != nil || ns < 0 {
-				return nil, reqErr(CodeBadRequest, "%s %q is not a number of milliseconds ≥ 0", f.header, v)
+				return nil, reqErr(CodeBadRequest, "%s %s is not a number of milliseconds ≥ 0", f.header, quote(v))
 			}
 			*f.dst = time.Duration(ns)
 		}
@@ -498,9 +529,9 @@ func (h *handler) open(name string, lease ckptstore.Options, dev bool) (*namespa
 	st, inst, err := h.b.Namespace(name, lease)
 	if err != nil {
 		if errors.Is(err, driver.ErrInvalidOptions) {
-			return nil, reqErr(CodeBadRequest, "namespace %q: %v", name, err)
+			return nil, reqErr(CodeBadRequest, "namespace %s: %v", quote(name), err)
 		}
-		return nil, reqErr(CodeUnavailable, "opening namespace %q: %v", name, err)
+		return nil, reqErr(CodeUnavailable, "opening namespace %s: %v", quote(name), err)
 	}
 	ns.store, ns.inst = st, inst
 	h.namespaces.Store(name, ns)

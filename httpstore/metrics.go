@@ -39,7 +39,7 @@ func (noGauge) Dec() {}
 
 var noRoute = &routeMetrics{inFlight: noGauge{}}
 
-func newMetrics(reg prometheus.Registerer) *metrics {
+func newMetrics(reg prometheus.Registerer, b *budget) *metrics {
 	if reg == nil {
 		return nil
 	}
@@ -63,7 +63,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"method"}),
 		routes: map[string]*routeMetrics{},
 	}
-	reg.MustRegister(m.requests, m.errs, m.latency, m.inFlight)
+	bodyBytes := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Namespace: "ckptstore", Subsystem: "http", Name: "body_bytes_in_flight",
+		Help: "Request-body bytes reserved by the requests being served (at most HandlerOptions.MaxInflightBytes).",
+	}, func() float64 { return float64(b.used.Load()) })
+	reg.MustRegister(m.requests, m.errs, m.latency, m.inFlight, bodyBytes)
 	for name := range routes {
 		m.routes[name] = m.newRoute(name)
 	}

@@ -42,6 +42,11 @@ const (
 	// the write but not on enough replicas in time. Like UNAVAILABLE it is
 	// a 503 that a client retries with the same Idempotency-Key.
 	CodeNotReplicated = "NOT_REPLICATED"
+	// CodeOverloaded is a 503 with Retry-After: the request's body would
+	// pass the server's budget of request bytes in flight
+	// (HandlerOptions.MaxInflightBytes). Nothing was read past the
+	// refusal or written; a client retries it as it retries UNAVAILABLE.
+	CodeOverloaded = "OVERLOADED"
 )
 
 // Error is a failure the server reported. A contract error unwraps to its
@@ -103,7 +108,7 @@ func statusOf(code string) int {
 		return http.StatusNotImplemented
 	case CodePayloadTooLarge:
 		return http.StatusRequestEntityTooLarge
-	case CodeUnavailable, CodeNotReplicated:
+	case CodeUnavailable, CodeNotReplicated, CodeOverloaded:
 		return http.StatusServiceUnavailable
 	}
 	return http.StatusInternalServerError
@@ -273,7 +278,7 @@ type request struct {
 	checkpointErr                                                error
 	checkpoints                                                  []*ckptstore.Checkpoint
 	checkpointsErr                                               error
-	messages, transcript                                         []byte // with their whitespace; nil when absent or null
+	messages, transcript                                         []byte // with their whitespace, in the body; nil when absent or null
 	record                                                       *ckptstore.InstanceRecord
 	recordErr                                                    error
 	r                                                            *http.Request // a raw route's request, for its headers
@@ -326,10 +331,10 @@ func decodeRequest(body []byte, q *request) error {
 			q.checkpoint, q.checkpointErr = r.Checkpoint("/checkpoint")
 		case "checkpoints":
 			q.checkpoints, q.checkpointsErr = readCheckpoints(r, "/checkpoints")
-		case "messages":
-			q.messages, _, err = r.Padded()
+		case "messages": // views of the body, which lives as long as the call
+			q.messages, _, err = r.PaddedView()
 		case "transcript":
-			q.transcript, _, err = r.Padded()
+			q.transcript, _, err = r.PaddedView()
 		case "record":
 			q.record, q.recordErr = r.InstanceRecord("/record")
 		default:

@@ -14,7 +14,10 @@
 // and data live in the store — so several servers may run behind one load
 // balancer over one Redis or FoundationDB. Besides /v1/ it serves /healthz
 // (the process is up), /readyz (the store answers) and /metrics
-// (Prometheus). SIGTERM or SIGINT drains the requests in flight, then
+// (Prometheus), by exact path: any other path or method is the protocol's
+// JSON error, never a redirect. The bodies in flight share a budget
+// (--max-inflight-bytes): past it a request gets 503 OVERLOADED with
+// Retry-After. SIGTERM or SIGINT drains the requests in flight, then
 // exits.
 //
 // Exit codes: 0 after a clean shutdown, 1 when serving fails, 2 for a bad
@@ -66,7 +69,7 @@ type config struct {
 	bucket                                 string
 	dev                                    bool
 	lease, renewAfter                      time.Duration
-	maxBody, maxBlob                       int64
+	maxBody, maxBlob, maxInflight          int64
 	readHeaderTimeout, readTimeout         time.Duration
 	writeTimeout, idleTimeout              time.Duration
 	shutdownTimeout                        time.Duration
@@ -98,6 +101,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.DurationVar(&c.lease, "lease", 0, "writer lease duration of every namespace (0 = 120s; in --dev a client may set its own)")
 	fs.DurationVar(&c.renewAfter, "renew-after", 0, "renew-after of every namespace (0 = 45s, or 3/8 of --lease)")
 	fs.Int64Var(&c.maxBody, "max-body-bytes", httpstore.DefaultMaxBodyBytes, "largest request body; larger ones get 413")
+	fs.Int64Var(&c.maxInflight, "max-inflight-bytes", 0, fmt.Sprintf("request-body bytes all requests in flight may hold together; a request past it gets 503 OVERLOADED with Retry-After (0 = %d × --max-body-bytes, 256 MiB by default; at least --max-body-bytes)", httpstore.DefaultMaxInflightFactor))
 	fs.Int64Var(&c.maxBlob, "max-blob-bytes", httpstore.DefaultMaxBlobBytes, "largest blob a blobs/put stores; larger ones get 413 and store nothing")
 	fs.DurationVar(&c.readHeaderTimeout, "read-header-timeout", 10*time.Second, "time to read a request's headers")
 	fs.DurationVar(&c.readTimeout, "read-timeout", 2*time.Minute, "time to read a whole request")
@@ -121,6 +125,8 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 		return nil, usage("--tls-cert and --tls-key go together")
 	case c.maxBody <= 0:
 		return nil, usage("--max-body-bytes must be positive")
+	case c.maxInflight < 0 || c.maxInflight > 0 && c.maxInflight < c.maxBody:
+		return nil, usage("--max-inflight-bytes must be 0 or at least --max-body-bytes (%d)", c.maxBody)
 	case c.maxBlob <= 0:
 		return nil, usage("--max-blob-bytes must be positive")
 	case c.logFormat != "json" && c.logFormat != "text":
@@ -353,14 +359,12 @@ func (s *setup) newServer(opened *storeurl.Opened, draining *atomic.Bool) (*http
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	api := httpstore.NewHandler(opened, httpstore.HandlerOptions{
 		Dev: c.dev, Tokens: s.tokens, Lease: s.lease, MaxBodyBytes: c.maxBody, Logger: s.log, Registerer: reg,
-		Bucket: s.bucket, MaxBlobBytes: c.maxBlob,
+		Bucket: s.bucket, MaxBlobBytes: c.maxBlob, MaxInflightBytes: c.maxInflight,
 	})
-	mux := http.NewServeMux()
-	mux.Handle("/v1/", api)
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+	healthz := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = io.WriteString(w, "ok\n")
 	})
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+	readyz := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if draining.Load() {
 			http.Error(w, "shutting down", http.StatusServiceUnavailable)
 			return
@@ -373,15 +377,19 @@ func (s *setup) newServer(opened *storeurl.Opened, draining *atomic.Bool) (*http
 		}
 		_, _ = io.WriteString(w, "ok\n")
 	})
-	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-
 	srv := &http.Server{
-		Handler:           mux,
+		Handler: &top{api: api, get: map[string]http.Handler{
+			"/healthz": healthz, "/readyz": readyz,
+			"/metrics": promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}),
+		}},
 		ReadHeaderTimeout: c.readHeaderTimeout,
 		ReadTimeout:       c.readTimeout,
 		WriteTimeout:      c.writeTimeout,
 		IdleTimeout:       c.idleTimeout,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		// OPTIONS * reaches top too (a JSON NOT_FOUND), rather than
+		// net/http's empty 200.
+		DisableGeneralOptionsHandler: true,
+		ErrorLog:                     slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
 	if c.tlsCert != "" {
 		cert, err := tls.LoadX509KeyPair(c.tlsCert, c.tlsKey)
@@ -391,4 +399,28 @@ func (s *setup) newServer(opened *storeurl.Opened, draining *atomic.Bool) (*http
 		srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
 	return srv, nil
+}
+
+// top routes a request by its exact path: the GET endpoints by name, and
+// everything else to the API handler, which answers a path it does not
+// serve with a JSON NOT_FOUND. No path is cleaned or redirected (as
+// http.ServeMux would: /v1//get, /v1/../v1/get), so every answer to an
+// odd path is the protocol's typed JSON error.
+type top struct {
+	api http.Handler
+	get map[string]http.Handler // by exact path; GET and HEAD only
+}
+
+func (t *top) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h, ok := t.get[r.URL.Path]
+	if !ok {
+		t.api.ServeHTTP(w, r)
+		return
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		httpstore.WriteError(w, http.StatusMethodNotAllowed, httpstore.CodeMethodNotAllowed, r.URL.Path+": use GET")
+		return
+	}
+	h.ServeHTTP(w, r)
 }

@@ -113,6 +113,8 @@ func TestFlagsRefused(t *testing.T) {
 		{"--dev", "--listen", "127.0.0.1:0", "--bucket", "mem://x/y"},
 		{"--dev", "--listen", "127.0.0.1:0", "--bucket", "s3://b?nope=1"},
 		{"--dev", "--listen", "127.0.0.1:0", "--max-blob-bytes", "0"},
+		{"--dev", "--listen", "127.0.0.1:0", "--max-inflight-bytes", "1000"},
+		{"--dev", "--listen", "127.0.0.1:0", "--max-inflight-bytes", "-1"},
 	} {
 		var stderr strings.Builder
 		if code := run(context.Background(), args, io.Discard, &stderr); code != 2 {
