@@ -19,21 +19,83 @@
 // as a Date (ModelMessage declares no string there).
 //
 // Only the array's elements are looked at, not the whole reply: one
-// property read per message, and a Date parse only for strings of the
-// right length that end in Z. A reviver on JSON.parse would visit every
-// value of every message.
+// property read per message, and for a string a scan of its 24 or 27
+// characters. A reviver on JSON.parse would visit every value of every
+// message.
 
-/** The lengths of toISOString's output: 4-digit years, and ±6-digit ones. */
-const isoLength = 24
-const expandedIsoLength = 27
+/** The value of the n decimal digits of s at i, or -1 when one is not a digit. */
+function digits(s: string, i: number, n: number): number {
+  let v = 0
+  for (let j = i; j < i + n; j++) {
+    const c = s.charCodeAt(j) - 48
+    if (c < 0 || c > 9) return -1
+    v = v * 10 + c
+  }
+  return v
+}
 
-/** dateOf returns the Date whose toISOString is s, or undefined when there is none. */
+/** The greatest |time value| of a Date: 100 000 000 days either side of 1970. */
+const maxTime = 8.64e15
+
+/**
+ * dateOf returns the Date whose toISOString() is s, or undefined when there
+ * is none. It reads the form itself (YYYY-MM-DDTHH:mm:ss.sssZ, or ±YYYYYY
+ * for a year outside 0…9999, as toISOString writes it) and computes the
+ * time, rather than `new Date(s)` and a toISOString() to compare: the same
+ * answer (test/dates.test.ts checks it against that round trip), without
+ * a Date parse and a string per message.
+ */
 export function dateOf(s: string): Date | undefined {
   const n = s.length
-  if ((n !== isoLength && n !== expandedIsoLength) || s.charCodeAt(n - 1) !== 0x5a /* Z */) return undefined
-  const d = new Date(s)
-  if (Number.isNaN(d.getTime())) return undefined
-  return d.toISOString() === s ? d : undefined
+  // o: where the month's '-' is.
+  const o = n === 24 ? 4 : n === 27 ? 7 : 0
+  if (
+    o === 0 ||
+    s.charCodeAt(o) !== 0x2d /* - */ ||
+    s.charCodeAt(o + 3) !== 0x2d /* - */ ||
+    s.charCodeAt(o + 6) !== 0x54 /* T */ ||
+    s.charCodeAt(o + 9) !== 0x3a /* : */ ||
+    s.charCodeAt(o + 12) !== 0x3a /* : */ ||
+    s.charCodeAt(o + 15) !== 0x2e /* . */ ||
+    s.charCodeAt(o + 19) !== 0x5a /* Z */
+  ) {
+    return undefined
+  }
+  let year: number
+  if (o === 4) {
+    year = digits(s, 0, 4)
+    if (year < 0) return undefined
+  } else {
+    // Six digits and a sign only for a year outside 0…9999; never -000000.
+    const a = digits(s, 1, 6)
+    const sign = s.charCodeAt(0)
+    if (a < 0) return undefined
+    if (sign === 0x2b /* + */ && a > 9999) year = a
+    else if (sign === 0x2d /* - */ && a > 0) year = -a
+    else return undefined
+  }
+  const month = digits(s, o + 1, 2)
+  const day = digits(s, o + 4, 2)
+  const hour = digits(s, o + 7, 2)
+  const minute = digits(s, o + 10, 2)
+  const second = digits(s, o + 13, 2)
+  const ms = digits(s, o + 16, 3)
+  if (month < 1 || month > 12 || day < 1 || hour < 0 || hour > 23 || minute < 0 || minute > 59 || second < 0 || second > 59 || ms < 0) {
+    return undefined
+  }
+  const leap = year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0)
+  const monthDays = month === 2 ? (leap ? 29 : 28) : month === 4 || month === 6 || month === 9 || month === 11 ? 30 : 31
+  if (day > monthDays) return undefined
+  // Days since 1970-01-01 of the proleptic Gregorian date, counting years
+  // from March so that the leap day is the last of its year.
+  const y = month <= 2 ? year - 1 : year
+  const era = Math.floor(y / 400)
+  const yearOfEra = y - era * 400
+  const dayOfYear = Math.floor((153 * (month > 2 ? month - 3 : month + 9) + 2) / 5) + day - 1
+  const days = era * 146097 + yearOfEra * 365 + Math.floor(yearOfEra / 4) - Math.floor(yearOfEra / 100) + dayOfYear - 719468
+  const t = days * 864e5 + hour * 36e5 + minute * 6e4 + second * 1e3 + ms
+  if (t < -maxTime || t > maxTime) return undefined
+  return new Date(t)
 }
 
 /**

@@ -10,6 +10,7 @@
 import { after, before, describe, test } from 'node:test'
 import assert from 'node:assert/strict'
 import { createCheckpointStore, createMessageStore, createPersistence, type ClientOptions } from '@ckptstore/client'
+import { dateOf } from '../dist/messages.js'
 import { checkpoint, redisUnavailable, startRedis, startServer, type Running } from './helpers.js'
 
 const serverArgs = ['--dev', '--bucket', 'mem://']
@@ -101,6 +102,58 @@ async function raw(url: string, ns: string, method: string, body: object): Promi
   assert.equal(res.status, 200)
   return res.text()
 }
+
+/** The rule as the README states it, the slow way: the Date whose toISOString is s. */
+function oracle(s: string): Date | undefined {
+  const d = new Date(s)
+  if (Number.isNaN(d.getTime())) return undefined
+  return d.toISOString() === s ? d : undefined
+}
+
+/** A small deterministic generator (xorshift32), so a failure repeats. */
+function rng(seed: number) {
+  let x = seed
+  return () => {
+    x ^= x << 13
+    x ^= x >>> 17
+    x ^= x << 5
+    return (x >>> 0) / 2 ** 32
+  }
+}
+
+test('dateOf gives exactly the Date whose toISOString is the string, and nothing for any other string', () => {
+  const agree = (s: string) => {
+    const got = dateOf(s)
+    const want = oracle(s)
+    assert.equal(got === undefined, want === undefined, `${JSON.stringify(s)}: ${String(got)} vs ${String(want)}`)
+    if (got !== undefined) assert.equal(got.getTime(), want!.getTime(), JSON.stringify(s))
+  }
+  const edges = [
+    '2024-02-29T00:00:00.000Z', '2026-02-29T00:00:00.000Z', '1900-02-29T00:00:00.000Z', '2000-02-29T12:00:00.000Z',
+    '-000004-02-29T00:00:00.000Z', '-000100-02-29T00:00:00.000Z', '-000400-02-29T00:00:00.000Z',
+    '+275760-09-13T00:00:00.000Z', '+275760-09-13T00:00:00.001Z', '-271821-04-20T00:00:00.000Z', '-271821-04-19T23:59:59.999Z',
+    '0000-01-01T00:00:00.000Z', '-000000-01-01T00:00:00.000Z', '+000000-01-01T00:00:00.000Z', '+009999-12-31T00:00:00.000Z',
+    '+010000-01-01T00:00:00.000Z', '9999-12-31T23:59:59.999Z', '-000001-12-31T23:59:59.999Z', '1970-01-01T00:00:00.000Z',
+    '2026-01-01T24:00:00.000Z', '2026-01-01T23:60:00.000Z', '2026-01-01T23:59:60.000Z', '2026-13-01T00:00:00.000Z',
+    '2026-00-01T00:00:00.000Z', '2026-01-00T00:00:00.000Z', '2026-04-31T00:00:00.000Z', '2026-01-01T00:00:00.000z',
+    '2026-01-01 00:00:00.000Z', '2026-01-01T00:00:00,000Z', '2026-1-01T00:00:00.0000Z', '20260101T000000.000Z.....',
+    ...notDates.filter((v): v is string => typeof v === 'string'),
+  ]
+  for (const s of edges) agree(s)
+  assert.equal(dateOf('+275760-09-13T00:00:00.000Z')?.getTime(), 8.64e15)
+  assert.equal(dateOf('-271821-04-20T00:00:00.000Z')?.getTime(), -8.64e15)
+  // Random times over the whole range and near now, each as toISOString
+  // writes it and with one character changed.
+  const r = rng(0x9e3779b9)
+  const chars = '0123456789+-TZ:. x'
+  for (let i = 0; i < 20_000; i++) {
+    const span = i % 2 === 0 ? 8.64e15 : 4e12
+    const s = new Date(Math.round((r() * 2 - 1) * span)).toISOString()
+    agree(s)
+    const p = Math.floor(r() * s.length)
+    agree(s.slice(0, p) + chars[Math.floor(r() * chars.length)] + s.slice(p + 1))
+  }
+})
 
 function suite(backend: string, server: () => Running) {
   const open = (o: Partial<ClientOptions> = {}) => {
