@@ -1,6 +1,10 @@
 package persist
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/ckptstore/ckptstore/persist/driver"
+)
 
 // The pure checks of each method, exported for a store that is not over a
 // driver (a client of a remote store), so that it fails in the same order,
@@ -80,7 +84,7 @@ func CheckCommitBatch(entries []InterruptCommitEntry) error {
 			return fmt.Errorf("%w: entries[%d].status %q is not resolved or cancelled", ErrInvalidEntry, i, e.Status)
 		}
 		if seen[e.InterruptID] {
-			return fmt.Errorf("%w: %q", ErrDuplicateEntry, e.InterruptID)
+			return fmt.Errorf("%w: %s", ErrDuplicateEntry, driver.ShowID(e.InterruptID))
 		}
 		seen[e.InterruptID] = true
 	}

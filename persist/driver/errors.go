@@ -1,6 +1,11 @@
 package driver
 
-import "errors"
+import (
+	"errors"
+	"strconv"
+	"unicode"
+	"unicode/utf8"
+)
 
 // contractError is a violation of the persistence contract. Each sentinel
 // is one value of this type, so errors.Is matches exactly one of them and
@@ -35,11 +40,11 @@ var (
 	// number, a JSON value, a patch, a range length, a list option).
 	ErrInvalidEntry error = &contractError{CodeInvalidEntry, "invalid entry"}
 	// ErrDuplicateEntry: a commit batch names one interrupt twice.
-	ErrDuplicateEntry error = &contractError{CodeDuplicateEntry, "the batch names an interrupt twice"}
+	ErrDuplicateEntry error = &contractError{CodeDuplicateEntry, "the batch has a duplicate id"}
 	// ErrNotFound: a commit batch names an interrupt that does not exist.
-	ErrNotFound error = &contractError{CodeNotFound, "the batch names an interrupt that does not exist"}
+	ErrNotFound error = &contractError{CodeNotFound, "the batch names a missing id"}
 	// ErrNotPending: a commit batch names an interrupt that is not pending.
-	ErrNotPending error = &contractError{CodeNotPending, "the batch names an interrupt that is not pending"}
+	ErrNotPending error = &contractError{CodeNotPending, "the batch names a non-pending id"}
 	// ErrRangeNotSatisfiable: a blob range starts outside the object. A
 	// serve route answers 416 before asking; reaching the store is the
 	// caller's bug.
@@ -48,6 +53,25 @@ var (
 	// time, or the token does not hold it.
 	ErrLockLost error = &contractError{CodeLockLost, "the lock's lease is lost"}
 )
+
+// ShowID is an interrupt id as a commit batch's error shows it, after the
+// sentinel's message and ": ". TanStack's in-memory InterruptStore words
+// these rejections "duplicate id: <id>", "missing id: <id>" and
+// "non-pending id: <id>", with the id as it is, and harness tests match on
+// those words, so a printable id is written as it is; one with a control
+// or other non-printable character (or invalid UTF-8) is Go-quoted, so it
+// never reaches a message raw. Ids are at most MaxIDBytes, checked before.
+func ShowID(id string) string {
+	if !utf8.ValidString(id) {
+		return strconv.Quote(id)
+	}
+	for _, r := range id {
+		if !unicode.IsPrint(r) {
+			return strconv.Quote(id)
+		}
+	}
+	return id
+}
 
 // ErrCorrupt reports stored data that breaks the driver's invariants. It
 // is not a contract error (Code returns ""): no input causes it.

@@ -151,10 +151,10 @@ func (e InterruptCommitEntry) Commit(cur *InterruptRecord, at int64) *InterruptR
 // (nil: it does not exist): ErrNotFound, ErrNotPending, or nil.
 func Committable(id string, cur *InterruptRecord) error {
 	if cur == nil {
-		return fmt.Errorf("%w: %q", ErrNotFound, id)
+		return fmt.Errorf("%w: %s", ErrNotFound, ShowID(id))
 	}
 	if cur.Status != InterruptPending {
-		return fmt.Errorf("%w: %q is %s", ErrNotPending, id, cur.Status)
+		return fmt.Errorf("%w: %s is %s", ErrNotPending, ShowID(id), cur.Status)
 	}
 	return nil
 }

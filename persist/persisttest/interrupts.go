@@ -146,23 +146,30 @@ func testCommitBatchRejects(t *testing.T, e *env) {
 		name  string
 		batch []persist.InterruptCommitEntry
 		want  error
+		// words: what the message must contain, TanStack's wording of the
+		// same rejection (its harness tests match on it).
+		words string
 	}{
-		{"Duplicate", []persist.InterruptCommitEntry{res("p-1"), res("p-2"), {InterruptID: "p-1", Status: persist.InterruptCancelled}}, persist.ErrDuplicateEntry},
-		{"Missing", []persist.InterruptCommitEntry{res("p-1"), res("p-2"), res("absent")}, persist.ErrNotFound},
-		{"NotPending", []persist.InterruptCommitEntry{res("p-1"), res("done"), res("p-2")}, persist.ErrNotPending},
-		{"MissingBeforeNotPending", []persist.InterruptCommitEntry{res("absent"), res("done")}, persist.ErrNotFound},
-		{"NotPendingBeforeMissing", []persist.InterruptCommitEntry{res("done"), res("absent")}, persist.ErrNotPending},
-		{"DuplicateBeforeMissing", []persist.InterruptCommitEntry{res("absent"), res("absent")}, persist.ErrDuplicateEntry},
-		{"CancelledWithResponse", []persist.InterruptCommitEntry{res("p-1"), {InterruptID: "p-2", Status: persist.InterruptCancelled, Response: raw(`1`)}}, persist.ErrInvalidEntry},
-		{"PendingStatus", []persist.InterruptCommitEntry{{InterruptID: "p-1", Status: persist.InterruptPending}}, persist.ErrInvalidEntry},
-		{"EmptyID", []persist.InterruptCommitEntry{res("p-1"), res("")}, persist.ErrInvalidID},
-		{"BadResponse", []persist.InterruptCommitEntry{{InterruptID: "p-1", Status: persist.InterruptResolved, Response: raw(`{`)}}, persist.ErrInvalidEntry},
+		{"Duplicate", []persist.InterruptCommitEntry{res("p-1"), res("p-2"), {InterruptID: "p-1", Status: persist.InterruptCancelled}}, persist.ErrDuplicateEntry, "duplicate id: p-1"},
+		{"Missing", []persist.InterruptCommitEntry{res("p-1"), res("p-2"), res("absent")}, persist.ErrNotFound, "missing id: absent"},
+		{"NotPending", []persist.InterruptCommitEntry{res("p-1"), res("done"), res("p-2")}, persist.ErrNotPending, "non-pending id: done"},
+		{"MissingBeforeNotPending", []persist.InterruptCommitEntry{res("absent"), res("done")}, persist.ErrNotFound, "missing id: absent"},
+		{"NotPendingBeforeMissing", []persist.InterruptCommitEntry{res("done"), res("absent")}, persist.ErrNotPending, "non-pending id: done"},
+		{"DuplicateBeforeMissing", []persist.InterruptCommitEntry{res("absent"), res("absent")}, persist.ErrDuplicateEntry, "duplicate id: absent"},
+		{"MissingQuoted", []persist.InterruptCommitEntry{res("new\nline")}, persist.ErrNotFound, `missing id: "new\nline"`},
+		{"CancelledWithResponse", []persist.InterruptCommitEntry{res("p-1"), {InterruptID: "p-2", Status: persist.InterruptCancelled, Response: raw(`1`)}}, persist.ErrInvalidEntry, ""},
+		{"PendingStatus", []persist.InterruptCommitEntry{{InterruptID: "p-1", Status: persist.InterruptPending}}, persist.ErrInvalidEntry, ""},
+		{"EmptyID", []persist.InterruptCommitEntry{res("p-1"), res("")}, persist.ErrInvalidID, ""},
+		{"BadResponse", []persist.InterruptCommitEntry{{InterruptID: "p-1", Status: persist.InterruptResolved, Response: raw(`{`)}}, persist.ErrInvalidEntry, ""},
 	}
 	before := []*persist.InterruptRecord{e.getInterrupt("p-1"), e.getInterrupt("p-2"), e.getInterrupt("done")}
 	e.clock.Add(time.Second) // a partial write would stamp a new resolvedAt
 	for _, c := range cases {
 		err := e.s.Interrupts.CommitBatch(e.ctx, c.batch)
 		require.ErrorIs(t, err, c.want, c.name)
+		if c.words != "" {
+			require.ErrorContains(t, err, c.words, c.name)
+		}
 		jsonEq(t, before, []*persist.InterruptRecord{e.getInterrupt("p-1"), e.getInterrupt("p-2"), e.getInterrupt("done")}, "%s changed something", c.name)
 	}
 }

@@ -561,9 +561,9 @@ func (d *Driver) CommitInterrupts(ctx context.Context, entries []driver.Interrup
 			id := entries[i-1].InterruptID
 			switch res[0] {
 			case "NOT_FOUND":
-				return fmt.Errorf("%w: %q", driver.ErrNotFound, id)
+				return fmt.Errorf("%w: %s", driver.ErrNotFound, driver.ShowID(id))
 			case "NOT_PENDING":
-				return fmt.Errorf("%w: %q is %v", driver.ErrNotPending, id, res[2:])
+				return fmt.Errorf("%w: %s is %v", driver.ErrNotPending, driver.ShowID(id), res[2:])
 			}
 		}
 	}

@@ -10,6 +10,7 @@
  * @packageDocumentation
  */
 
+import { reviveCheckpoint, reviveCheckpoints, reviveMessages } from './messages.js'
 import { field, Transport, type ClientOptions } from './transport.js'
 import type {
   BlobReference,
@@ -44,7 +45,7 @@ export { createLockStore, type LockStoreClientWithNamespace, type LockStoreOptio
 export interface CheckpointStoreClient<M = any> {
   /** The namespace this store talks to (generated when none was given against a --dev server). */
   readonly namespace: string | undefined
-  /** The checkpoint, or null. */
+  /** The checkpoint, or null. A conversation message's createdAt that a Date wrote reads back as a Date (README, "Dates"). */
   get: (id: string) => Promise<Checkpoint<M> | null>
   /** Every checkpoint of the thread, by createdAt then by the UTF-8 bytes of the id; [] for an unknown thread. */
   list: (threadId: string) => Promise<Array<Checkpoint<M>>>
@@ -88,7 +89,7 @@ export interface InstanceStoreClient {
 /** The thread transcripts of a namespace: TanStack's persistence MessageStore. */
 export interface MessageStoreClient<M = any> {
   readonly namespace: string | undefined
-  /** The saved messages, or [] when none were saved. */
+  /** The saved messages, or [] when none were saved; a createdAt that a Date wrote reads back as a Date (README, "Dates"). */
   loadThread: (threadId: string) => Promise<Array<M>>
   /** Replaces the thread's whole transcript. */
   saveThread: (threadId: string, messages: Array<M>) => Promise<void>
@@ -156,11 +157,11 @@ export function createCheckpointStore<M = any>(options: ClientOptions): Checkpoi
     namespace: t.namespace,
     get: handled(async (id) => {
       const r = await t.call('get', { id }, 'read')
-      return field<Checkpoint<M> | null>(r, 'get', 'checkpoint')
+      return reviveCheckpoint(field<Checkpoint<M> | null>(r, 'get', 'checkpoint'))
     }),
     list: handled(async (threadId) => {
       const r = await t.call('list', { threadId }, 'read')
-      return field<Checkpoint<M>[]>(r, 'list', 'checkpoints')
+      return reviveCheckpoints(field<Checkpoint<M>[]>(r, 'list', 'checkpoints'))
     }),
     getHead: handled(async (threadId) => {
       const r = await t.call('getHead', { threadId }, 'read')
@@ -201,7 +202,7 @@ export function createCheckpointStore<M = any>(options: ClientOptions): Checkpoi
         },
         'write',
       )
-      return { checkpoint: field<Checkpoint<M>>(r, 'forkFromCheckpoint', 'checkpoint') }
+      return { checkpoint: reviveCheckpoint(field<Checkpoint<M>>(r, 'forkFromCheckpoint', 'checkpoint')) }
     }),
     deleteThread: handled(async ({ threadId, writer }) => {
       const r = await t.call('deleteThread', { threadId, writer: writerOf(writer) }, 'write')
@@ -214,7 +215,7 @@ export function createCheckpointStore<M = any>(options: ClientOptions): Checkpoi
       if (opts.reverse !== undefined) body['reverse'] = opts.reverse
       const r = await t.call('listPage', body, 'read')
       return {
-        checkpoints: field<Checkpoint<M>[]>(r, 'listPage', 'checkpoints'),
+        checkpoints: reviveCheckpoints(field<Checkpoint<M>[]>(r, 'listPage', 'checkpoints')),
         next: field<string | null>(r, 'listPage', 'next'),
       }
     }),
@@ -260,7 +261,7 @@ export function createMessageStore<M = any>(options: ClientOptions): MessageStor
     namespace: t.namespace,
     loadThread: handled(async (threadId) => {
       const r = await t.call('loadThread', { threadId }, 'read')
-      return field<M[]>(r, 'loadThread', 'messages')
+      return reviveMessages(field<M[]>(r, 'loadThread', 'messages'))
     }),
     saveThread: handled(async (threadId, messages) => {
       await t.call('saveThread', { threadId, messages }, 'write')

@@ -13,6 +13,7 @@
 //   again; get's body is the reply's own stream.
 
 import { CkptstoreError } from './errors.js'
+import { reviveMessages } from './messages.js'
 import { field, type ClientOptions, type RawBody, type RawReply, Transport } from './transport.js'
 import type {
   ArtifactRecord,
@@ -252,7 +253,7 @@ export function createPersistence<M = any>(options: PersistenceOptions): Persist
   const call = (method: string, body: object, kind: 'read' | 'write') => t.call(method, body, kind)
 
   const messages: PersistenceStores<M>['messages'] = {
-    loadThread: handled(async (threadId) => field<M[]>(await call('loadThread', { threadId }, 'read'), 'loadThread', 'messages')),
+    loadThread: handled(async (threadId) => reviveMessages(field<M[]>(await call('loadThread', { threadId }, 'read'), 'loadThread', 'messages'))),
     saveThread: handled(async (threadId, msgs) => {
       await call('saveThread', { threadId, messages: msgs }, 'write')
     }),

@@ -103,6 +103,8 @@ interface ModelMessage {
   name?: string
   toolCallId?: string
   id?: string
+  /** A Date, as upstream declares it: the client's reads give one back (README, "Dates"). */
+  createdAt?: Date
 }
 
 interface SandboxSnapshotFileEntry {

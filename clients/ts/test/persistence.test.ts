@@ -11,12 +11,13 @@ import { redisUnavailable, startRedis, startServer, type Msg, type Running } fro
 
 const bucketArgs = ['--dev', '--bucket', 'mem://']
 
-/** Asserts that p rejects with an Error of the wire code and HTTP status. */
-async function rejectsCode(p: Promise<unknown>, code: string, status?: number) {
+/** Asserts that p rejects with an Error of the wire code and HTTP status, whose message contains words when given. */
+async function rejectsCode(p: Promise<unknown>, code: string, status?: number, words?: string) {
   await assert.rejects(p, (err: unknown) => {
     assert.ok(err instanceof Error, 'an Error')
     assert.equal((err as { code?: string }).code, code, `${(err as Error).message}`)
     if (status !== undefined) assert.equal((err as { status?: number }).status, status)
+    if (words !== undefined) assert.ok(err.message.includes(words), `the message ${JSON.stringify(err.message)} contains ${JSON.stringify(words)}`)
     return true
   })
 }
@@ -206,13 +207,16 @@ function suite(backend: string, server: () => Running) {
       assert.equal(n !== null && 'response' in n && n.response === null, true)
     })
 
-    test('interrupts: commitBatch applies every entry or none, with the wire codes', async () => {
+    test('interrupts: commitBatch applies every entry or none, with the wire codes and TanStack\'s words', async () => {
       const { interrupts: s } = open().stores
       for (const [id, at] of [['a', 1], ['b', 2], ['c', 3]] as const) await s.create({ interruptId: id, runId: 'r', threadId: 't', requestedAt: at, payload: {} })
       await s.cancel('c')
-      await rejectsCode(s.commitBatch([{ interruptId: 'a', status: 'cancelled' }, { interruptId: 'a', status: 'resolved' }]), 'PERSIST_BATCH_DUPLICATE_ID', 409)
-      await rejectsCode(s.commitBatch([{ interruptId: 'a', status: 'cancelled' }, { interruptId: 'zz', status: 'cancelled' }]), 'PERSIST_BATCH_MISSING_ID', 409)
-      await rejectsCode(s.commitBatch([{ interruptId: 'a', status: 'cancelled' }, { interruptId: 'c', status: 'cancelled' }]), 'PERSIST_BATCH_NOT_PENDING', 409)
+      // The message names the id as TanStack's in-memory store does, for harness tests that match on it.
+      await rejectsCode(s.commitBatch([{ interruptId: 'a', status: 'cancelled' }, { interruptId: 'a', status: 'resolved' }]), 'PERSIST_BATCH_DUPLICATE_ID', 409, 'duplicate id: a')
+      await rejectsCode(s.commitBatch([{ interruptId: 'a', status: 'cancelled' }, { interruptId: 'zz', status: 'cancelled' }]), 'PERSIST_BATCH_MISSING_ID', 409, 'missing id: zz')
+      await rejectsCode(s.commitBatch([{ interruptId: 'a', status: 'cancelled' }, { interruptId: 'c', status: 'cancelled' }]), 'PERSIST_BATCH_NOT_PENDING', 409, 'non-pending id: c')
+      await rejectsCode(s.commitBatch([{ interruptId: 'b', status: 'cancelled' }, { interruptId: 'a b ✓', status: 'cancelled' }]), 'PERSIST_BATCH_MISSING_ID', 409, 'missing id: a b ✓')
+      await rejectsCode(s.commitBatch([{ interruptId: 'tab\there', status: 'cancelled' }]), 'PERSIST_BATCH_MISSING_ID', 409, 'missing id: "tab\\there"')
       assert.deepEqual((await s.listPending('t')).map((r) => r.interruptId), ['a', 'b'], 'a refused batch wrote nothing')
       await s.commitBatch([{ interruptId: 'a', status: 'resolved', response: { v: 1 } }, { interruptId: 'b', status: 'cancelled' }])
       assert.deepEqual(await s.listPending('t'), [])
