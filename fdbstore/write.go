@@ -641,7 +641,7 @@ func (s *Driver) AcquireWriter(ctx context.Context, threadID, opToken string) (d
 				return err
 			}
 			if cur.token != "" && now.Before(cur.expires) {
-				return fmt.Errorf("%w: thread %q is leased until %v", ckptstore.ErrWriterConflict, threadID, cur.expires)
+				return fmt.Errorf("%w: thread %q is leased until %s", ckptstore.ErrWriterConflict, threadID, cur.expires.UTC().Format(time.RFC3339Nano))
 			}
 			fence = cur.fence
 		}

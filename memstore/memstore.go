@@ -381,7 +381,7 @@ func (s *Driver) AcquireWriter(ctx context.Context, threadID, token string) (dri
 	}
 	th := s.thread(threadID, true)
 	if th.lease != nil && now.Before(th.lease.expiresAt) {
-		return driver.Lease{}, fmt.Errorf("%w: thread %q is leased until %v", ckptstore.ErrWriterConflict, threadID, th.lease.expiresAt)
+		return driver.Lease{}, fmt.Errorf("%w: thread %q is leased until %s", ckptstore.ErrWriterConflict, threadID, th.lease.expiresAt.UTC().Format(time.RFC3339Nano))
 	}
 	th.fence++
 	th.lease = &lease{token: token, fence: th.fence, expiresAt: now.Add(s.opts.LeaseDuration)}
