@@ -1,15 +1,20 @@
 package blobs_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/ckptstore/ckptstore/blobs"
@@ -291,3 +296,48 @@ func TestFileBucketTwoHandles(t *testing.T) {
 		return twoHandles{openFile(t, dir, o), openFile(t, dir, o)}
 	}, blobstest.Options{ManyKeys: 10})
 }
+
+// TestMemBucketPieceEdges round-trips objects whose sizes fall at and
+// around the edges of the pieces a memory bucket holds its bytes in, and
+// checks the allocation a large Put costs: its size and one piece, not the
+// twice or thrice that growing one slice costs.
+func TestMemBucketPieceEdges(t *testing.T) {
+	ctx := context.Background()
+	b := blobs.NewMem(blobs.MemOptions{})
+	for _, n := range []int{0, 1, 4<<10 - 1, 4 << 10, 4<<10 + 1, 12 << 10, 1<<20 - 1, 1 << 20, 3<<20 + 7} {
+		want := make([]byte, n)
+		for i := range want {
+			want[i] = byte(i*7 + i>>9)
+		}
+		key := "k" + strconv.Itoa(n)
+		if err := b.Put(ctx, key, iotest.OneByteReader(bytes.NewReader(want))); err != nil {
+			t.Fatal(err)
+		}
+		rc, err := b.Get(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := io.ReadAll(rc)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("size %d: read %d bytes back (err %v), not the bytes put", n, len(got), err)
+		}
+		if o, err := b.Head(ctx, key); err != nil || o.Size != int64(n) {
+			t.Fatalf("size %d: Head says %d (err %v)", n, o.Size, err)
+		}
+	}
+	const size = 64 << 20
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	if err := b.Put(ctx, "large", io.LimitReader(zeros{}, size)); err != nil {
+		t.Fatal(err)
+	}
+	runtime.ReadMemStats(&after)
+	if got := after.TotalAlloc - before.TotalAlloc; got > size+size/8 {
+		t.Errorf("a Put of %d bytes allocated %d bytes; want at most its size and an eighth", size, got)
+	}
+}
+
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) { clear(p); return len(p), nil }

@@ -8,6 +8,10 @@ package blobs
 // deletes while it lists) without deadlocking, and memory stays bounded.
 // Put, Touch, Delete and DeleteOlder change the tree only under the write
 // lock, so DeleteOlder's check and deletion are one step for the others.
+// An object's bytes are held in pieces of at most memMaxPiece bytes, each
+// allocated once at the size it ends up with (the last trimmed), so a Put
+// of n bytes holds n plus one piece at its peak, not the two or three times
+// n that growing one slice costs.
 
 import (
 	"bytes"
@@ -23,6 +27,13 @@ import (
 
 // memListPage is how many entries List copies per lock hold.
 const memListPage = 256
+
+// memFirstPiece and memMaxPiece bound the pieces an object's bytes are read
+// into: small objects take one small allocation, large ones pieces of 1 MiB.
+const (
+	memFirstPiece = 4 << 10
+	memMaxPiece   = 1 << 20
+)
 
 // MemOptions configures a memory bucket. The zero value is valid.
 type MemOptions struct {
@@ -40,8 +51,50 @@ type MemBucket struct {
 
 type memObject struct {
 	key     string
-	data    []byte
+	pieces  [][]byte // the bytes, in order; never written after Put
+	size    int64
 	modTime time.Time
+}
+
+// reader returns a reader over the object's bytes.
+func (o *memObject) reader() io.Reader {
+	if len(o.pieces) == 1 {
+		return bytes.NewReader(o.pieces[0])
+	}
+	rs := make([]io.Reader, len(o.pieces))
+	for i, p := range o.pieces {
+		rs[i] = bytes.NewReader(p)
+	}
+	return io.MultiReader(rs...)
+}
+
+// readPieces reads r to its end into pieces that double from memFirstPiece
+// to memMaxPiece; the last one is trimmed when it wastes more than an
+// eighth of itself.
+func readPieces(r io.Reader) ([][]byte, int64, error) {
+	var pieces [][]byte
+	var size int64
+	n := memFirstPiece
+	for {
+		p := make([]byte, n)
+		k, err := io.ReadFull(r, p)
+		size += int64(k)
+		if err == nil {
+			pieces = append(pieces, p)
+			n = min(2*n, memMaxPiece)
+			continue
+		}
+		if err != io.EOF && err != io.ErrUnexpectedEOF {
+			return nil, 0, err
+		}
+		if k > 0 || len(pieces) == 0 {
+			if n-k > n/8 {
+				p = append([]byte(nil), p[:k]...)
+			}
+			pieces = append(pieces, p[:k])
+		}
+		return pieces, size, nil
+	}
 }
 
 func memLess(a, b *memObject) bool { return a.key < b.key }
@@ -79,7 +132,7 @@ func (m *MemBucket) Get(ctx context.Context, key string) (io.ReadCloser, error) 
 	if !ok {
 		return nil, ErrNotFound
 	}
-	return io.NopCloser(bytes.NewReader(o.data)), nil
+	return io.NopCloser(o.reader()), nil
 }
 
 // Head implements Bucket.
@@ -91,7 +144,7 @@ func (m *MemBucket) Head(ctx context.Context, key string) (Object, error) {
 	if !ok {
 		return Object{}, ErrNotFound
 	}
-	return Object{Key: o.key, Size: int64(len(o.data)), ModTime: o.modTime}, nil
+	return Object{Key: o.key, Size: o.size, ModTime: o.modTime}, nil
 }
 
 // Put implements Bucket. The bytes are read completely before the object is
@@ -100,21 +153,16 @@ func (m *MemBucket) Put(ctx context.Context, key string, r io.Reader) error {
 	if err := ValidateKey(key); err != nil {
 		return err
 	}
-	data, err := io.ReadAll(ctxReader{ctx, r})
+	pieces, size, err := readPieces(ctxReader{ctx, r})
 	if err != nil {
 		return err
-	}
-	if cap(data)-len(data) > len(data)/8 {
-		// ReadAll grows its buffer geometrically; keep only what is used,
-		// since the object stays in memory as long as the bucket.
-		data = append([]byte(nil), data...)
 	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.tree.ReplaceOrInsert(&memObject{key: key, data: data, modTime: m.stamp(key)})
+	m.tree.ReplaceOrInsert(&memObject{key: key, pieces: pieces, size: size, modTime: m.stamp(key)})
 	return nil
 }
 
@@ -171,7 +219,7 @@ func (m *MemBucket) List(ctx context.Context, prefix string) iter.Seq2[Object, e
 					done = false
 					return false
 				}
-				page = append(page, Object{Key: o.key, Size: int64(len(o.data)), ModTime: o.modTime})
+				page = append(page, Object{Key: o.key, Size: o.size, ModTime: o.modTime})
 				return true
 			})
 			m.mu.RUnlock()
@@ -208,7 +256,7 @@ func (m *MemBucket) Touch(ctx context.Context, key string) error {
 	if !ok {
 		return ErrNotFound
 	}
-	m.tree.ReplaceOrInsert(&memObject{key: key, data: o.data, modTime: m.stamp(key)})
+	m.tree.ReplaceOrInsert(&memObject{key: key, pieces: o.pieces, size: o.size, modTime: m.stamp(key)})
 	return nil
 }
 
