@@ -34,9 +34,22 @@ func checkID(what, id string) error {
 	case len(id) > driver.MaxIDBytes:
 		return fmt.Errorf("%w: %s is %d bytes, longer than %d", ErrInvalidID, what, len(id), driver.MaxIDBytes)
 	case !utf8.ValidString(id):
-		return fmt.Errorf("%w: %s %q is not valid UTF-8", ErrInvalidID, what, id)
+		return fmt.Errorf("%w: %s %s is not valid UTF-8", ErrInvalidID, what, quoteShort(id))
 	}
 	return nil
+}
+
+// quoteShortBytes is how much of an input an error quotes: enough to
+// recognise it, while the error stays small however long the input.
+const quoteShortBytes = 64
+
+// quoteShort quotes s, or its first quoteShortBytes with its length when
+// it is longer.
+func quoteShort(s string) string {
+	if len(s) <= quoteShortBytes {
+		return fmt.Sprintf("%q", s)
+	}
+	return fmt.Sprintf("%q… (%d bytes)", s[:quoteShortBytes], len(s))
 }
 
 // checkOptID is checkID for an optional id.
@@ -50,7 +63,7 @@ func checkOptID(what string, id *string) error {
 // checkText: valid UTF-8, possibly empty (ErrInvalidEntry).
 func checkText(what, s string) error {
 	if !utf8.ValidString(s) {
-		return fmt.Errorf("%w: %s %q is not valid UTF-8", ErrInvalidEntry, what, s)
+		return fmt.Errorf("%w: %s %s is not valid UTF-8", ErrInvalidEntry, what, quoteShort(s))
 	}
 	return nil
 }
@@ -114,7 +127,7 @@ func checkJSON(what string, raw json.RawMessage, kind jsonKind) error {
 // checkRunStatus: one of the five run statuses (ErrInvalidEntry).
 func checkRunStatus(what string, s driver.RunStatus) error {
 	if !s.Valid() {
-		return fmt.Errorf("%w: %s %q is not running, interrupted, completed, failed or aborted", ErrInvalidEntry, what, s)
+		return fmt.Errorf("%w: %s %s is not running, interrupted, completed, failed or aborted", ErrInvalidEntry, what, quoteShort(string(s)))
 	}
 	return nil
 }
