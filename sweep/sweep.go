@@ -5,7 +5,6 @@
 //   - Only keys under blobs.ArtifactsPrefix and blobs.FilesPrefix are ever
 //     listed or deleted; a key the bucket lists outside the prefix it was
 //     asked for stops the sweep.
-//
 //   - A key is deleted only when the store does not list it in
 //     ListBlobReferences (whatever count it lists it with) and its ModTime is
 //     strictly before the cutoff Now() − OlderThan, taken once when Run
@@ -16,7 +15,6 @@
 //     S3 with versioning); on others the sweep reads the ModTime with Head
 //     and then deletes. Either way a blob touched or re-uploaded since the
 //     listing stays.
-//
 //   - Safe while captures run. Captures that reuse blobs through
 //     blobs.PutFile / blobs.PutArtifact freshen those older than the
 //     freshen threshold F (blobs.Uploader.FreshenAfter, default
@@ -30,19 +28,15 @@
 //     versioning), never deletes a blob between a capture's PutFile of it
 //     and the end of its Append, so no stored checkpoint references a
 //     missing blob. docs/sweep.md has the proof and where it stops.
-//
 //   - Memory is constant in the number of keys: the bucket lists in ascending
 //     key order, the references come sorted by key too, and the sweep merges
 //     the two streams, holding one key of each. Stores implementing RefLister
 //     stream their references; for the others the sweep holds the slice that
 //     ListBlobReferences returns. Only the returned list of deleted keys grows;
 //     Options.OnDeleted avoids it.
-//
 //   - Either stream going backwards stops the sweep with blobs.ErrUnsorted
 //     before anything is decided on the out-of-order key.
-//
 //   - Invalid options fail before anything is listed.
-//
 //   - A bucket that implements blobs.DebrisRemover (a file bucket) also
 //     removes the leftovers of uploads killed mid-stream, by its own rule,
 //     once the merge has ended without a fatal error, and not in DryRun.
