@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"unicode/utf8"
 
+	ckptdriver "github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/persist/driver"
 )
 
@@ -39,18 +40,9 @@ func checkID(what, id string) error {
 	return nil
 }
 
-// quoteShortBytes is how much of an input an error quotes: enough to
-// recognise it, while the error stays small however long the input.
-const quoteShortBytes = 64
-
-// quoteShort quotes s, or its first quoteShortBytes with its length when
-// it is longer.
-func quoteShort(s string) string {
-	if len(s) <= quoteShortBytes {
-		return fmt.Sprintf("%q", s)
-	}
-	return fmt.Sprintf("%q… (%d bytes)", s[:quoteShortBytes], len(s))
-}
+// quoteShort quotes s, or only a short prefix of it (see
+// ckptdriver.QuoteShort).
+func quoteShort(s string) string { return ckptdriver.QuoteShort(s) }
 
 // checkOptID is checkID for an optional id.
 func checkOptID(what string, id *string) error {
