@@ -423,11 +423,11 @@ func (b *FileBucket) Put(ctx context.Context, key string, r io.Reader) (err erro
 	published = true
 	if !closed {
 		// The lock was held through the rename: RemoveDebris never saw
-		// this part unlocked.
+		// this part unlocked. A close error cannot undo the rename, and
+		// the bytes are fsynced (unless NoSync): reporting the put as
+		// failed would leave an object its caller believes absent.
 		closed = true
-		if err := f.Close(); err != nil {
-			return fmt.Errorf("blobs: put %q: %w", key, err)
-		}
+		_ = f.Close()
 	}
 	if !b.opts.NoSync {
 		// Make the rename itself durable.

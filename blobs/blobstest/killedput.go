@@ -7,7 +7,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"testing"
+	"time"
 
 	"github.com/ckptstore/ckptstore/blobs"
 )
@@ -47,7 +49,11 @@ type stallingBody struct{ n int }
 func (s *stallingBody) Read(p []byte) (int, error) {
 	if s.n == 0 {
 		fmt.Println("streaming")
-		select {}
+		for {
+			// Asleep, not blocked: the runtime must not end the process as
+			// deadlocked before the kill comes.
+			time.Sleep(time.Hour)
+		}
 	}
 	k := min(len(p), s.n)
 	clear(p[:k])
@@ -85,6 +91,10 @@ func KillPutMidStream(t *testing.T, dir string) string {
 		t.Fatal(err)
 	}
 	_ = cmd.Wait()
+	if runtime.GOOS != "windows" && cmd.ProcessState.Exited() {
+		// It ended on its own, not by the kill: not the crash under test.
+		t.Fatalf("the writer exited (%v) before it was killed", cmd.ProcessState)
+	}
 	var left []string
 	for _, p := range parts(t, dir) {
 		if !before[p] {
