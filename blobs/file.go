@@ -8,7 +8,7 @@ package blobs
 //
 //	sandbox-files/sha256/3fa9…  →  d/sandbox-files/d/sha256/o/3366/3fa9…
 //	readme                      →  o/7265/readme
-//	tmp/…                          uploads in flight
+//	tmp/<random>.part              uploads in flight (or debris: see below)
 //	locks/00 … locks/15            lock files of Put, Touch and DeleteOlder
 //	ckptstore-bucket               marker naming the layout
 //
@@ -30,6 +30,19 @@ package blobs
 // so no key, symlink or ".." can reach outside the bucket directory.
 // Emptied directories are kept: removing them would race with a Put that
 // just created them, and they cost only an inode each.
+//
+// Debris. A Put killed before its rename leaves its tmp/<random>.part behind,
+// and nothing else would ever name it. A Put holds a flock on its part from
+// creation to close, so a part whose lock is free belongs to no live Put
+// (the kernel drops a dead process's locks). RemoveDebris, which OpenFile
+// and the sweep run, unlinks a part only when its lock is free AND its
+// mtime is older than StalePartAge by the bucket's clock. A Put holds the
+// lock through its rename, and after locking a new part checks that the
+// path still names it (a RemoveDebris may have unlinked it just before),
+// so on Unix a live upload never loses its part whatever the clocks say;
+// where flock does not exist the age alone decides. RemoveDebris unlinks
+// paths under tmp/ only, so a completed object (which a rename moved out
+// of tmp/) is never touched.
 //
 // Freshness. Touch sets the file's mtime. POSIX has no "unlink if older",
 // so DeleteOlder's stat and unlink, Touch, and Put's rename into place take
@@ -64,6 +77,26 @@ const (
 	fileMarkerContent = "ckptstore file bucket, layout 1\n"
 	fileTmpDir        = "tmp"
 )
+
+// StalePartAge is how long an upload's part must go unwritten before
+// RemoveDebris may take it for the debris of a killed Put. A live Put
+// writes its part as the bytes arrive, so its mtime stays recent; on Unix
+// a live Put also holds the part's flock, which keeps it whatever its age.
+// Elsewhere a Put whose body stalls for longer than this can lose its part
+// to a sweep: it then fails (the rename finds nothing), and stores nothing.
+const StalePartAge = time.Hour
+
+// DebrisRemover is implemented by a bucket that can be left with debris by
+// a writer that died mid-upload (a file bucket's tmp/*.part). The sweep
+// calls it.
+type DebrisRemover interface {
+	// RemoveDebris removes the leftovers of uploads that will never finish
+	// and returns how many it removed. It never touches an object, nor the
+	// upload of a live writer.
+	RemoveDebris(ctx context.Context) (int, error)
+}
+
+var _ DebrisRemover = (*FileBucket)(nil)
 
 // ErrNotBucket is returned by OpenFile for a non-empty directory that holds
 // no file bucket, so a mistyped path cannot scatter objects into, or list,
@@ -115,7 +148,75 @@ func OpenFile(dir string, opts FileOptions) (*FileBucket, error) {
 		root.Close()
 		return nil, err
 	}
+	// Best effort: a bucket opened by a reader without write access must
+	// still open, and the sweep removes what this leaves and reports why.
+	_, _ = b.RemoveDebris(context.Background())
 	return b, nil
+}
+
+// RemoveDebris implements DebrisRemover: it removes every tmp/*.part that
+// no live Put holds (its flock is free) and that was last written more
+// than StalePartAge ago by the bucket's clock. See the Debris invariant.
+func (b *FileBucket) RemoveDebris(ctx context.Context) (int, error) {
+	d, err := b.root.Open(fileTmpDir)
+	if err != nil {
+		return 0, fmt.Errorf("blobs: remove debris: %w", err)
+	}
+	names, err := d.Readdirnames(-1)
+	d.Close()
+	if err != nil {
+		return 0, fmt.Errorf("blobs: remove debris: %w", err)
+	}
+	cutoff := b.now().Add(-StalePartAge)
+	removed := 0
+	var errs []error
+	for _, name := range names {
+		if err := ctx.Err(); err != nil {
+			return removed, err
+		}
+		if !strings.HasSuffix(name, ".part") {
+			continue
+		}
+		ok, err := b.removePart(filepath.Join(fileTmpDir, name), cutoff)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("blobs: remove debris %s: %w", name, err))
+		}
+		if ok {
+			removed++
+		}
+	}
+	return removed, errors.Join(errs...)
+}
+
+// removePart unlinks the part p if its lock is free and it was last
+// written before cutoff, holding the lock while it checks and unlinks.
+func (b *FileBucket) removePart(p string, cutoff time.Time) (bool, error) {
+	f, err := b.root.Open(p)
+	if isMissing(err) {
+		return false, nil // renamed into place or removed meanwhile
+	}
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	free, err := tryFlock(f)
+	if err != nil || !free {
+		return false, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return false, err
+	}
+	if !fi.Mode().IsRegular() || !fi.ModTime().Before(cutoff) {
+		return false, nil
+	}
+	if err := b.root.Remove(p); err != nil {
+		if isMissing(err) {
+			return false, nil
+		}
+		return false, err
+	}
+	return true, nil
 }
 
 func (b *FileBucket) init() error {
@@ -280,15 +381,16 @@ func (b *FileBucket) Put(ctx context.Context, key string, r io.Reader) (err erro
 	if err != nil {
 		return err
 	}
-	tmp := filepath.Join(fileTmpDir, rand.Text()+".part")
-	f, err := b.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
+	f, tmp, err := b.createPart()
 	if err != nil {
 		return fmt.Errorf("blobs: put %q: %w", key, err)
 	}
-	published := false
+	published, closed := false, false
 	defer func() {
-		if !published {
+		if !closed {
 			f.Close()
+		}
+		if !published {
 			b.root.Remove(tmp)
 		}
 	}()
@@ -300,8 +402,13 @@ func (b *FileBucket) Put(ctx context.Context, key string, r io.Reader) (err erro
 			return fmt.Errorf("blobs: put %q: %w", key, err)
 		}
 	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("blobs: put %q: %w", key, err)
+	if !partLocked {
+		// Where the part has no lock to keep, close before the rename,
+		// which some systems refuse on an open file.
+		closed = true
+		if err := f.Close(); err != nil {
+			return fmt.Errorf("blobs: put %q: %w", key, err)
+		}
 	}
 	if err := ctx.Err(); err != nil {
 		return err
@@ -314,6 +421,14 @@ func (b *FileBucket) Put(ctx context.Context, key string, r io.Reader) (err erro
 		return fmt.Errorf("blobs: put %q: %w", key, err)
 	}
 	published = true
+	if !closed {
+		// The lock was held through the rename: RemoveDebris never saw
+		// this part unlocked. A close error cannot undo the rename, and
+		// the bytes are fsynced (unless NoSync): reporting the put as
+		// failed would leave an object its caller believes absent.
+		closed = true
+		_ = f.Close()
+	}
 	if !b.opts.NoSync {
 		// Make the rename itself durable.
 		if err := b.syncDir(dir); err != nil {
@@ -321,6 +436,44 @@ func (b *FileBucket) Put(ctx context.Context, key string, r io.Reader) (err erro
 		}
 	}
 	return nil
+}
+
+// maxPartAttempts bounds createPart's retries; each needs a RemoveDebris
+// to unlink the new part in the instant before it is locked.
+const maxPartAttempts = 8
+
+// createPart creates a new upload part under tmp/ and takes its lock,
+// which says to RemoveDebris "a live Put writes this"; the kernel drops it
+// with the process, or when the part is closed.
+func (b *FileBucket) createPart() (*os.File, string, error) {
+	for attempt := 1; ; attempt++ {
+		tmp := filepath.Join(fileTmpDir, rand.Text()+".part")
+		f, err := b.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
+		if err != nil {
+			return nil, "", err
+		}
+		if err := flock(f); err != nil {
+			f.Close()
+			b.root.Remove(tmp)
+			return nil, "", err
+		}
+		// A RemoveDebris that took the lock before this Put did may have
+		// unlinked the part (by a bucket clock far ahead): the lock then
+		// guards nothing, so start again under a new name.
+		held, err := f.Stat()
+		if err != nil {
+			f.Close()
+			b.root.Remove(tmp)
+			return nil, "", err
+		}
+		if now, err := b.root.Stat(tmp); err == nil && os.SameFile(held, now) {
+			return f, tmp, nil
+		}
+		f.Close()
+		if attempt == maxPartAttempts {
+			return nil, "", fmt.Errorf("upload parts removed as debris %d times in a row", attempt)
+		}
+	}
 }
 
 // publish renames the finished upload tmp to p under the key's lock,

@@ -5,6 +5,7 @@ package conformance
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/internal/testkit"
 )
 
@@ -141,7 +143,9 @@ func conversationOf(c *ckptstore.Checkpoint) []byte {
 var unusualIDs = []string{
 	"a\x00b", "with space", "key:with:colons", "{hash}tag", "*?[]", "😀", "\uFFFD",
 	"/slash/", "..", "-", "\t", "a/b", "'quote\"", "%s%d", "\\", "\x7f", "\u2028",
-	strings.Repeat("long", 256),
+	strings.Repeat("long", driver.MaxIDBytes/4), // exactly MaxIDBytes
+	strings.Repeat("é", driver.MaxIDBytes/2),    // exactly MaxIDBytes, two bytes a rune
+	strings.Repeat("x", driver.MaxIDBytes-1),
 }
 
 func (s *suite) testIDs(t *testing.T) {
@@ -177,6 +181,46 @@ func (s *suite) testIDs(t *testing.T) {
 			e.fails("AcquireWriter("+bad.name+")", ckptstore.ErrInvalidID, func() error { return errOf(e.s.AcquireWriter(e.ctx, bad.id)) })
 		}
 	})
+	t.Run("TooLong", func(t *testing.T) {
+		// Every method that takes a thread or checkpoint id refuses one
+		// over MaxIDBytes with ErrInvalidID, quotes at most a short prefix
+		// of it, and stores nothing.
+		e, w := s.leased(t, "thread")
+		e.append(testkit.Checkpoint("thread", "c1", "", 1000), w)
+		long := strings.Repeat("x", driver.MaxIDBytes+1)
+		huge := strings.Repeat("y", 1<<20)
+		for _, id := range []string{long, huge} {
+			name := fmt.Sprintf("%d-byte id", len(id))
+			for what, err := range map[string]error{
+				"Get":            errOf(e.s.Get(e.ctx, id)),
+				"List":           errOf(e.s.List(e.ctx, id)),
+				"Head":           errOf(e.s.GetHead(e.ctx, id)),
+				"ListPage":       func() error { _, _, err := e.s.ListPage(e.ctx, id, ckptstore.ListOptions{}); return err }(),
+				"LoadThread":     errOf(e.s.LoadThread(e.ctx, id)),
+				"AcquireWriter":  errOf(e.s.AcquireWriter(e.ctx, id)),
+				"SaveThread":     e.s.SaveThread(e.ctx, id, []byte(`[]`)),
+				"Append id":      e.s.Append(e.ctx, testkit.Checkpoint("thread", id, "c1", 2000), "c1", w),
+				"Append thread":  e.s.Append(e.ctx, testkit.Checkpoint(id, "c2", "", 2000), "", ckptstore.Writer{ThreadID: id}),
+				"DeleteHead":     e.s.DeleteHead(e.ctx, "thread", id, w),
+				"Fork source":    errOf(e.s.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{SourceThreadID: "thread", SourceCheckpointID: id, DestinationThreadID: "d", DestinationCheckpointID: "d1", Writer: ckptstore.Writer{ThreadID: "d"}})),
+				"Fork dest":      errOf(e.s.ForkFromCheckpoint(e.ctx, ckptstore.ForkInput{SourceThreadID: "thread", SourceCheckpointID: "c1", DestinationThreadID: id, DestinationCheckpointID: "d1", Writer: ckptstore.Writer{ThreadID: id}})),
+				"DeleteThread":   errOf(e.s.DeleteThread(e.ctx, id, ckptstore.Writer{ThreadID: id})),
+				"Prune":          errOf(e.s.DeleteCheckpoints(e.ctx, id, 1, ckptstore.Writer{ThreadID: id})),
+				"Renew":          errOf(e.s.Renew(e.ctx, ckptstore.Writer{ThreadID: id})),
+				"Import":         errOf(e.s.Import(e.ctx, ckptstore.ImportBatch{ThreadID: id, Writer: ckptstore.Writer{ThreadID: id}})),
+				"Import head id": errOf(e.s.Import(e.ctx, ckptstore.ImportBatch{ThreadID: "thread", SetHead: true, Head: id, Writer: w})),
+			} {
+				wantErr(t, what+"("+name+")", err, ckptstore.ErrInvalidID)
+				if err != nil && len(err.Error()) > 300 {
+					t.Errorf("%s(%s): the error takes %d bytes: it must quote only a prefix of the id", what, name, len(err.Error()))
+				}
+			}
+		}
+		e.wantThread("thread", "c1", "c1")
+		threads, _, err := e.s.Threads(e.ctx, "", 0)
+		require.NoError(t, err)
+		require.Equal(t, []string{"thread"}, threads, "a refused id is never listed")
+	})
 }
 
 // invalidIDs are the ids that must fail with ErrInvalidID.
@@ -187,6 +231,8 @@ var invalidIDs = []struct{ name, id string }{
 	{"UTF-8 surrogate", "\xed\xa0\x80"},
 	{"overlong NUL", "\xc0\x80"},
 	{"bad after valid", "thread\x80"},
+	{"one byte over MaxIDBytes", strings.Repeat("x", driver.MaxIDBytes+1)},
+	{"64 KiB", strings.Repeat("x", 64<<10)},
 }
 
 func (s *suite) testAppend(t *testing.T) {

@@ -10,9 +10,11 @@
 //     every field comes back exactly as appended (createdAt to the bit
 //     except the sign of zero, the conversation byte for byte, files and
 //     artifacts in order).
-//   - IDs: unusual but valid ids work and threads whose ids share a prefix
-//     stay apart; empty or invalid UTF-8 ids fail with ErrInvalidID in
-//     reads as in writes.
+//   - IDs: unusual but valid ids work (up to driver.MaxIDBytes, one and
+//     two bytes a rune) and threads whose ids share a prefix stay apart;
+//     empty, invalid UTF-8 and over-long ids fail with ErrInvalidID in
+//     reads as in writes (TooLong: every method that takes an id, with an
+//     error that quotes only a prefix of it, and nothing stored).
 //   - Validation: every invalid input of docs/contract.md's Validation section, each
 //     its own named case, fails with ErrInvalidEntry (ErrInvalidID for ids)
 //     and changes nothing; the valid edge cases (2^53−1, "C:foo", empty

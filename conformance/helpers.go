@@ -25,6 +25,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/internal/testkit"
 )
 
@@ -251,7 +252,7 @@ func (e *env) track(threads []string, ids ...string) {
 	}
 }
 
-func validID(s string) bool { return s != "" && utf8.ValidString(s) }
+func validID(s string) bool { return s != "" && len(s) <= driver.MaxIDBytes && utf8.ValidString(s) }
 
 // acquire takes the thread's lease and stops the test when it cannot.
 func (e *env) acquire(thread string) *ckptstore.Lease {

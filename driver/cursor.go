@@ -57,15 +57,15 @@ func EncodeCursor(p Position) string {
 // fails with ErrInvalidEntry.
 func DecodeCursor(s string) (Position, error) {
 	b, err := cursorEncoding.DecodeString(s)
-	if err != nil || len(b) < 10 || b[0] != listCursorTag {
-		return Position{}, invalid("cursor %q is not a list cursor", s)
+	if err != nil || len(b) < 10 || b[0] != listCursorTag || len(b) > 9+MaxIDBytes {
+		return Position{}, invalid("cursor %s is not a list cursor", QuoteShort(s))
 	}
 	p := Position{
 		CreatedAt: math.Float64frombits(binary.BigEndian.Uint64(b[1:9])),
 		ID:        string(b[9:]),
 	}
 	if !finite(p.CreatedAt) || !utf8.ValidString(p.ID) {
-		return Position{}, invalid("cursor %q is not a list cursor", s)
+		return Position{}, invalid("cursor %s is not a list cursor", QuoteShort(s))
 	}
 	return p, nil
 }
@@ -79,8 +79,8 @@ func EncodeThreadCursor(id string) string {
 // not write fails with ErrInvalidEntry.
 func DecodeThreadCursor(s string) (string, error) {
 	b, err := cursorEncoding.DecodeString(s)
-	if err != nil || len(b) < 2 || b[0] != threadCursorTag || !utf8.Valid(b[1:]) {
-		return "", invalid("cursor %q is not a threads cursor", s)
+	if err != nil || len(b) < 2 || b[0] != threadCursorTag || len(b) > 1+MaxIDBytes || !utf8.Valid(b[1:]) {
+		return "", invalid("cursor %s is not a threads cursor", QuoteShort(s))
 	}
 	return string(b[1:]), nil
 }

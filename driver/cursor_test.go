@@ -3,6 +3,7 @@ package driver
 import (
 	"errors"
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -161,5 +162,51 @@ func TestValidateImport(t *testing.T) {
 		if err := ValidateImport(b); !errors.Is(err, c.want) {
 			t.Errorf("%s: %v, want %v", name, err, c.want)
 		}
+	}
+}
+
+// TestCursorIDBound: a cursor holds an id of at most MaxIDBytes, as every
+// id the store lists is; a longer one is not a cursor the store wrote, and
+// the error quotes only a prefix of it.
+func TestCursorIDBound(t *testing.T) {
+	at := strings.Repeat("x", MaxIDBytes)
+	if p, err := DecodeCursor(EncodeCursor(Position{CreatedAt: 1, ID: at})); err != nil || p.ID != at {
+		t.Errorf("list cursor at MaxIDBytes: %v", err)
+	}
+	if id, err := DecodeThreadCursor(EncodeThreadCursor(at)); err != nil || id != at {
+		t.Errorf("threads cursor at MaxIDBytes: %v", err)
+	}
+	for _, n := range []int{MaxIDBytes + 1, 1 << 20} {
+		over := strings.Repeat("x", n)
+		_, err := DecodeCursor(EncodeCursor(Position{CreatedAt: 1, ID: over}))
+		if !errors.Is(err, ErrInvalidEntry) || len(err.Error()) > 400 {
+			t.Errorf("list cursor of a %d-byte id: %v", n, err)
+		}
+		_, err = DecodeThreadCursor(EncodeThreadCursor(over))
+		if !errors.Is(err, ErrInvalidEntry) || len(err.Error()) > 400 {
+			t.Errorf("threads cursor of a %d-byte id: %v", n, err)
+		}
+	}
+}
+
+// TestValidateIDBound: ids of 1 to MaxIDBytes bytes pass, longer ones fail
+// with ErrInvalidID, quoting a prefix only.
+func TestValidateIDBound(t *testing.T) {
+	for _, id := range []string{"a", strings.Repeat("x", MaxIDBytes), strings.Repeat("é", MaxIDBytes/2)} {
+		if err := ValidateID("id", id); err != nil {
+			t.Errorf("a %d-byte id: %v", len(id), err)
+		}
+	}
+	for _, id := range []string{strings.Repeat("x", MaxIDBytes+1), strings.Repeat("é", MaxIDBytes/2) + "x", strings.Repeat("\xff", 1<<20)} {
+		err := ValidateID("id", id)
+		if !errors.Is(err, ErrInvalidID) || len(err.Error()) > 400 {
+			t.Errorf("a %d-byte id: %v", len(id), err)
+		}
+	}
+	if got := QuoteShort("ab"); got != `"ab"` {
+		t.Errorf("QuoteShort(ab) = %s", got)
+	}
+	if got := QuoteShort(strings.Repeat("z", 65)); got != `"`+strings.Repeat("z", 64)+`"… (65 bytes)` {
+		t.Errorf("QuoteShort of 65 bytes = %s", got)
 	}
 }

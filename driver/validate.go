@@ -21,16 +21,42 @@ const (
 	artifactsKeyPrefix = "sandbox-artifacts/sha256/"
 )
 
-// ValidateID returns ErrInvalidID, naming what, unless id is non-empty
-// valid UTF-8.
+// MaxIDBytes is the longest id the contract accepts, in bytes: a thread
+// id, checkpoint id or instance key of the checkpoint store, and every id,
+// key, namespace and token of the persistence store (persist/driver's
+// MaxIDBytes is this constant). The bound keeps what one id costs —
+// every index key that holds it, every list that returns it, every
+// error that names it — small on every backend, well inside
+// FoundationDB's 10 kB key limit.
+const MaxIDBytes = 1024
+
+// ValidateID returns ErrInvalidID, naming what, unless id is 1 to
+// MaxIDBytes bytes of valid UTF-8. The error quotes at most a short prefix
+// of id.
 func ValidateID(what, id string) error {
-	if id == "" {
+	switch {
+	case id == "":
 		return fmt.Errorf("%w: %s is empty", ErrInvalidID, what)
-	}
-	if !utf8.ValidString(id) {
-		return fmt.Errorf("%w: %s %q is not valid UTF-8", ErrInvalidID, what, id)
+	case len(id) > MaxIDBytes:
+		return fmt.Errorf("%w: %s %s is longer than %d bytes", ErrInvalidID, what, QuoteShort(id), MaxIDBytes)
+	case !utf8.ValidString(id):
+		return fmt.Errorf("%w: %s %s is not valid UTF-8", ErrInvalidID, what, QuoteShort(id))
 	}
 	return nil
+}
+
+// quoteShortBytes is how much of an input QuoteShort quotes: enough to
+// recognise it, while the error stays small however long the input.
+const quoteShortBytes = 64
+
+// QuoteShort quotes s for an error message (%q), or, when s is longer than
+// 64 bytes, its first 64 bytes and its length: an error never echoes an
+// unbounded input.
+func QuoteShort(s string) string {
+	if len(s) <= quoteShortBytes {
+		return fmt.Sprintf("%q", s)
+	}
+	return fmt.Sprintf("%q… (%d bytes)", s[:quoteShortBytes], len(s))
 }
 
 // validateOptionalID is ValidateID for ids where "" means none.
@@ -141,7 +167,8 @@ func ValidateFork(in ForkInput) error {
 	return nil
 }
 
-// ValidateInstanceKey returns ErrInvalidID unless key is non-empty valid UTF-8.
+// ValidateInstanceKey returns ErrInvalidID unless key is 1 to MaxIDBytes
+// bytes of valid UTF-8.
 func ValidateInstanceKey(key string) error { return ValidateID("instance key", key) }
 
 func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }

@@ -138,9 +138,11 @@
 // must a fork, which writes the conversation twice (the root and the
 // destination's transcript): a checkpoint whose encoding is above about
 // 4.4 MB cannot be forked (ErrInvalidEntry, nothing written). Thread
-// and checkpoint ids and instance keys are limited to MaxIDBytes bytes, so
-// that every key stays under FoundationDB's 10,000 bytes; a longer id
-// fails with ErrInvalidID in writes and is simply not found by reads.
+// and checkpoint ids and instance keys are limited to MaxIDBytes bytes (the
+// contract's driver.MaxIDBytes), so that every key stays under
+// FoundationDB's 10,000 bytes: ckptstore.Store refuses a longer id with
+// ErrInvalidID before this driver sees it; called directly, the driver
+// refuses it in writes and finds nothing for it in reads.
 //
 // DeleteCheckpoints deletes in transactions of at most Options.PruneBatch
 // checkpoints (and MaxTransactionBytes). A prune that fits in one
@@ -174,8 +176,10 @@ const (
 	// MaxTransactionBytes is the size budget of one write transaction, kept
 	// under FoundationDB's 10,000,000-byte limit with room for overhead.
 	MaxTransactionBytes = 9_000_000
-	// MaxIDBytes is the longest thread id, checkpoint id or instance key.
-	MaxIDBytes = 2048
+	// MaxIDBytes is the longest thread id, checkpoint id or instance key:
+	// the contract's limit, which ckptstore.Store enforces on every engine
+	// before its driver; this driver checks it again for direct callers.
+	MaxIDBytes = driver.MaxIDBytes
 	// MaxPrefixBytes is the longest Options.Prefix.
 	MaxPrefixBytes = 1024
 	// DefaultPruneBatch is the number of checkpoints one prune transaction
@@ -291,7 +295,7 @@ func (s *Driver) Options() Options { return s.opts }
 func checkIDLengths(ids ...idArg) error {
 	for _, id := range ids {
 		if len(id.id) > MaxIDBytes {
-			return fmt.Errorf("%w: %s is %d bytes, more than fdbstore's limit of %d", ckptstore.ErrInvalidID, id.what, len(id.id), MaxIDBytes)
+			return fmt.Errorf("%w: %s is %d bytes, more than the limit of %d", ckptstore.ErrInvalidID, id.what, len(id.id), MaxIDBytes)
 		}
 	}
 	return nil

@@ -90,7 +90,7 @@ func NewClient(baseURL string, opts ClientOptions) (*Client, error) {
 	}
 	if opts.Namespace != "" {
 		if err := checkNamespace(opts.Namespace); err != nil {
-			return nil, fmt.Errorf("httpstore: %v", err)
+			return nil, fmt.Errorf("httpstore: %w", err)
 		}
 	}
 	c := &client{base: strings.TrimSuffix(u.String(), "/") + "/v1/", opts: opts, hc: opts.HTTPClient,
@@ -289,7 +289,7 @@ func (c *client) send(ctx context.Context, method string, body []byte, key strin
 			return nil
 		})
 		if err != nil {
-			return false, fmt.Errorf("httpstore: %s: %v", method, err)
+			return false, fmt.Errorf("httpstore: %s: %w", method, err)
 		}
 		return false, fieldErr
 	}
@@ -485,7 +485,7 @@ func (c *client) AcquireWriter(ctx context.Context, threadID, token string) (dri
 		return driver.Lease{}, err
 	}
 	if err := errors.Join(errs[:]...); err != nil {
-		return driver.Lease{}, fmt.Errorf("%w: the lease: %v", errBadReply, err)
+		return driver.Lease{}, fmt.Errorf("%w: the lease: %w", errBadReply, err)
 	}
 	return driver.Lease{Writer: w, ExpiresAt: time.Unix(0, exp), RenewAfter: time.Duration(ra)}, nil
 }
@@ -556,10 +556,15 @@ func (c *client) listBlobReferences(ctx context.Context) ([]ckptstore.BlobRef, e
 		if err == nil {
 			err = first
 		}
+		if err != nil {
+			// Only a reply that arrived can be malformed: a transport
+			// error or a typed reply error passes through c.do unwrapped.
+			err = fmt.Errorf("%w: references: %w", errBadReply, err)
+		}
 		return err
 	}))
 	if err != nil {
-		return nil, fmt.Errorf("%w: references: %v", errBadReply, err)
+		return nil, err
 	}
 	return out, nil
 }
@@ -693,7 +698,7 @@ func (s instances) Get(ctx context.Context, key string) (*ckptstore.InstanceReco
 	err := s.c.do(ctx, "instanceGet", false, "", func(o *object) error { o.str("key", key); return nil },
 		field("record", func(r *driver.JSONReader) (err error) {
 			if rec, err = r.InstanceRecord("/record"); err != nil {
-				err = fmt.Errorf("%w: %v", errBadReply, err)
+				err = fmt.Errorf("%w: %w", errBadReply, err)
 			}
 			return err
 		}))

@@ -12,3 +12,6 @@ import (
 func ServePersistence(h http.Handler, open func(name string) (*persist.Store, error)) {
 	h.(*handler).persistFor = open
 }
+
+// ErrBadReply is the error every malformed reply wraps.
+var ErrBadReply = errBadReply

@@ -75,7 +75,7 @@ func (p pc) call(ctx context.Context, method string, write bool, token string, b
 			return r.Skip()
 		}
 		if err := x.f.err(); err != nil {
-			return fmt.Errorf("%w: %s: %v", errBadReply, method, err)
+			return fmt.Errorf("%w: %s: %w", errBadReply, method, err)
 		}
 		return nil
 	})
@@ -547,12 +547,12 @@ func readReply(resp *http.Response, method string, read func(x *rd, name string)
 			return r.Skip()
 		}
 		if err := x.f.err(); err != nil && first == nil {
-			first = fmt.Errorf("%w: %s: %v", errBadReply, method, err)
+			first = fmt.Errorf("%w: %s: %w", errBadReply, method, err)
 		}
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("%w: %s: %v", errBadReply, method, err)
+		return fmt.Errorf("%w: %s: %w", errBadReply, method, err)
 	}
 	return first
 }
@@ -588,7 +588,7 @@ func (s blobStore) Get(ctx context.Context, key string, rng *persist.BlobRange) 
 	raw, err := url.PathUnescape(meta)
 	if err != nil {
 		resp.Body.Close()
-		return nil, fmt.Errorf("%w: %s: %v", errBadReply, HeaderBlob, err)
+		return nil, fmt.Errorf("%w: %s: %w", errBadReply, HeaderBlob, err)
 	}
 	obj := &persist.BlobObject{}
 	var rec *persist.BlobRecord
@@ -618,7 +618,7 @@ func (s blobStore) Get(ctx context.Context, key string, rng *persist.BlobRange) 
 	}
 	if err != nil {
 		resp.Body.Close()
-		return nil, fmt.Errorf("%w: %s: %v", errBadReply, HeaderBlob, err)
+		return nil, fmt.Errorf("%w: %s: %w", errBadReply, HeaderBlob, err)
 	}
 	obj.BlobRecord = *rec
 	obj.Body = resp.Body

@@ -86,7 +86,9 @@ type Blobs struct {
 // count of what arrived, etag its SHA-256, createdAt kept from the object
 // it replaces. A put that fails leaves the key as it was. Check order: ctx,
 // key (ErrInvalidID), contentType, customMetadata names and values valid
-// UTF-8, expectedLength a safe integer not negative (ErrInvalidEntry).
+// UTF-8, key, contentType and customMetadata together within
+// MaxBlobMetaBytes, expectedLength a safe integer not negative
+// (ErrInvalidEntry).
 func (s *Blobs) Put(ctx context.Context, key string, body io.Reader, opts BlobPutOptions) (BlobRecord, error) {
 	if err := firstErr(begin(ctx), checkBlobPut(key, opts)); err != nil {
 		return BlobRecord{}, err
@@ -128,7 +130,56 @@ func checkBlobPut(key string, opts BlobPutOptions) error {
 			return err
 		}
 	}
+	if n := BlobMetaSize(key, opts); n > MaxBlobMetaBytes {
+		return fmt.Errorf("%w: key, contentType and customMetadata take %d bytes encoded, more than %d (MaxBlobMetaBytes)", ErrInvalidEntry, n, MaxBlobMetaBytes)
+	}
 	return checkOptInt("expectedLength", opts.ExpectedLength, true)
+}
+
+// MaxBlobMetaBytes bounds what a put gives a blob besides its bytes: its
+// key, contentType and customMetadata, measured by BlobMetaSize. A blob
+// get over HTTP returns them in one reply header (Ckpt-Blob,
+// encodeURIComponent of the record's JSON), and a client must be able to
+// read that reply: Node's fetch refuses a reply whose header block reaches
+// 16 KiB (UND_ERR_HEADERS_OVERFLOW), Go's client allows 10 MiB. 12 KiB
+// leaves 4 KiB for the record's other members (size, etag, times, range),
+// their names and the reply's other headers, which take under 1.5 KiB, so
+// every blob that can be stored can be read back.
+const MaxBlobMetaBytes = 12 << 10
+
+// BlobMetaSize is the size MaxBlobMetaBytes bounds: the key, contentType
+// and every customMetadata name and value, each counted as the most it can
+// take once written as a JSON string and then percent-encoded. A byte
+// counts 1 when it is an ASCII letter, digit, '-', '_', '.' or '~' (never
+// encoded); 8 when it is a control character, '"' or '\' (a JSON escape
+// such as \u001f, whose backslash is percent-encoded); 3 otherwise (one
+// %XX). Each string adds 9: its two quotes and a separator, encoded. ASCII
+// text of the safe kind thus gets 12 KiB, and any text at least 1.5 KiB.
+func BlobMetaSize(key string, opts BlobPutOptions) int {
+	n := encodedSize(key)
+	if opts.ContentType != nil {
+		n += encodedSize(*opts.ContentType)
+	}
+	for k, v := range opts.CustomMetadata {
+		n += encodedSize(k) + encodedSize(v)
+	}
+	return n
+}
+
+// encodedSize is one string's share of BlobMetaSize.
+func encodedSize(s string) int {
+	n := 9
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '-', c == '_', c == '.', c == '~':
+			n++
+		case c < 0x20, c == '"', c == '\\':
+			n += 8
+		default:
+			n += 3
+		}
+	}
+	return n
 }
 
 // maxReadAttempts bounds Get's retries when a concurrent Put or Delete

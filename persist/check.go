@@ -81,7 +81,7 @@ func CheckCommitBatch(entries []InterruptCommitEntry) error {
 				return fmt.Errorf("%w: entries[%d] is cancelled and has a response", ErrInvalidEntry, i)
 			}
 		default:
-			return fmt.Errorf("%w: entries[%d].status %q is not resolved or cancelled", ErrInvalidEntry, i, e.Status)
+			return fmt.Errorf("%w: entries[%d].status %s is not resolved or cancelled", ErrInvalidEntry, i, quoteShort(string(e.Status)))
 		}
 		if seen[e.InterruptID] {
 			return fmt.Errorf("%w: %s", ErrDuplicateEntry, driver.ShowID(e.InterruptID))

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"unicode/utf8"
 
+	ckptdriver "github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/persist/driver"
 )
 
@@ -34,10 +35,14 @@ func checkID(what, id string) error {
 	case len(id) > driver.MaxIDBytes:
 		return fmt.Errorf("%w: %s is %d bytes, longer than %d", ErrInvalidID, what, len(id), driver.MaxIDBytes)
 	case !utf8.ValidString(id):
-		return fmt.Errorf("%w: %s %q is not valid UTF-8", ErrInvalidID, what, id)
+		return fmt.Errorf("%w: %s %s is not valid UTF-8", ErrInvalidID, what, quoteShort(id))
 	}
 	return nil
 }
+
+// quoteShort quotes s, or only a short prefix of it (see
+// ckptdriver.QuoteShort).
+func quoteShort(s string) string { return ckptdriver.QuoteShort(s) }
 
 // checkOptID is checkID for an optional id.
 func checkOptID(what string, id *string) error {
@@ -50,7 +55,7 @@ func checkOptID(what string, id *string) error {
 // checkText: valid UTF-8, possibly empty (ErrInvalidEntry).
 func checkText(what, s string) error {
 	if !utf8.ValidString(s) {
-		return fmt.Errorf("%w: %s %q is not valid UTF-8", ErrInvalidEntry, what, s)
+		return fmt.Errorf("%w: %s %s is not valid UTF-8", ErrInvalidEntry, what, quoteShort(s))
 	}
 	return nil
 }
@@ -114,7 +119,7 @@ func checkJSON(what string, raw json.RawMessage, kind jsonKind) error {
 // checkRunStatus: one of the five run statuses (ErrInvalidEntry).
 func checkRunStatus(what string, s driver.RunStatus) error {
 	if !s.Valid() {
-		return fmt.Errorf("%w: %s %q is not running, interrupted, completed, failed or aborted", ErrInvalidEntry, what, s)
+		return fmt.Errorf("%w: %s %s is not running, interrupted, completed, failed or aborted", ErrInvalidEntry, what, quoteShort(string(s)))
 	}
 	return nil
 }

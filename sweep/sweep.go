@@ -37,6 +37,9 @@
 //   - Either stream going backwards stops the sweep with blobs.ErrUnsorted
 //     before anything is decided on the out-of-order key.
 //   - Invalid options fail before anything is listed.
+//   - A bucket that implements blobs.DebrisRemover (a file bucket) also
+//     removes the leftovers of uploads killed mid-stream, by its own rule,
+//     once the merge has ended without a fatal error, and not in DryRun.
 //
 // Run pruning (ckptstore.KeepNewest) first, then the sweep, so the sweep also
 // frees the bytes that only pruned checkpoints used.
@@ -112,6 +115,10 @@ type Stats struct {
 	Spared  int64
 	Deleted int64 // deleted (in DryRun: that would be)
 	Failed  int64 // a Head or Delete failed
+	// Debris counts the leftovers of dead uploads the bucket removed (a
+	// file bucket's stale tmp/*.part; see blobs.DebrisRemover). DryRun
+	// removes none.
+	Debris int64
 }
 
 // Refs is what a sweep reads from a store: every blob key that a stored
@@ -188,7 +195,23 @@ func RunStats(ctx context.Context, refs Refs, b blobs.Bucket, opts Options) ([]s
 
 	d := newDeleter(ctx, b, opts, cutoff)
 	fatal := merge(ctx, refs, b, cutoff, d)
-	return d.finish(fatal)
+	var debrisErr error
+	if dr, ok := b.(blobs.DebrisRemover); ok && !opts.DryRun && fatal == nil {
+		// Not a blob any checkpoint can use: the bucket's own rule (a
+		// file bucket's StalePartAge and part locks) decides, not OlderThan.
+		n, err := dr.RemoveDebris(ctx)
+		if err != nil {
+			debrisErr = fmt.Errorf("sweep: remove debris: %w", err)
+		}
+		d.mu.Lock()
+		d.stats.Debris = int64(n)
+		d.mu.Unlock()
+	}
+	deleted, stats, err := d.finish(fatal)
+	if debrisErr != nil {
+		err = errors.Join(err, debrisErr)
+	}
+	return deleted, stats, err
 }
 
 // merge walks the listing of both prefixes against the references and hands

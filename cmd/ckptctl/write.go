@@ -206,5 +206,8 @@ func runSweep(ctx context.Context, e *env, args []string) error {
 	}
 	fmt.Fprintf(e.stderr, "sweep: %d blobs examined, %d referenced, %d younger than %v, %s %d, %d failed\n",
 		st.Examined, st.Referenced, st.Young, *olderThan, verb, st.Deleted, st.Failed)
+	if st.Debris > 0 {
+		fmt.Fprintf(e.stderr, "sweep: removed %d stale upload parts, the debris of killed uploads\n", st.Debris)
+	}
 	return err
 }

@@ -82,6 +82,12 @@ func main() {
 // run is the whole command; it returns the exit code. Closing interrupted
 // ends the load early.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, interrupted <-chan struct{}) int {
+	return runWith(ctx, args, stdout, stderr, interrupted, nil)
+}
+
+// runWith is run with hook, when set, applied to the parsed flags (tests
+// put their own store in).
+func runWith(ctx context.Context, args []string, stdout, stderr io.Writer, interrupted <-chan struct{}, hook func(*config)) int {
 	cfg, err := parseFlags(args, stderr)
 	switch {
 	case errors.Is(err, flag.ErrHelp):
@@ -91,31 +97,40 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, interrupt
 		return 2
 	}
 	cfg.interrupted = interrupted
+	if hook != nil {
+		hook(cfg)
+	}
 	res, err := load(ctx, cfg, stderr)
 	if errors.Is(err, storeurl.ErrBadURL) {
 		fmt.Fprintf(stderr, "loadgen: --store: %v\nRun 'loadgen -h' for the flags.\n", err)
 		return 2
 	}
+	code := 0
+	if res != nil {
+		// The load ran: report it, also when what followed it failed.
+		if cfg.json {
+			if err := writeJSON(stdout, res); err != nil {
+				fmt.Fprintf(stderr, "loadgen: %v\n", err)
+				code = 1
+			}
+		} else {
+			writeTable(stdout, res)
+		}
+		if res.Verify != nil && !res.Verify.OK {
+			code = 1
+		}
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "loadgen: %v\n", err)
-		return 1
+		code = 1
 	}
-	if cfg.json {
-		if err := writeJSON(stdout, res); err != nil {
-			fmt.Fprintf(stderr, "loadgen: %v\n", err)
-			return 1
-		}
-	} else {
-		writeTable(stdout, res)
-	}
-	if res.Verify != nil && !res.Verify.OK {
-		return 1
-	}
-	return 0
+	return code
 }
 
 // load opens the store, runs the workers, closes with the barrier (in
-// contention mode), the sweep and the check, and returns the result.
+// contention mode), the sweep and the check, and returns the result. When
+// the load ran but the sweep or the check failed, it returns the result
+// and the error both.
 func load(ctx context.Context, cfg *config, progress io.Writer) (*result, error) {
 	ns := cfg.namespace
 	if ns == "" {
@@ -144,11 +159,16 @@ func load(ctx context.Context, cfg *config, progress io.Writer) (*result, error)
 		return nil, err
 	}
 	res.Fenced = o.fenced
+	// A failed closing sweep ends nothing: the load's figures are already
+	// measured, so the report still comes (with the failure in it) and
+	// load returns the error beside it.
+	var sweepErr error
 	if cfg.sweep {
-		if o.sweep, err = r.closingSweep(ctx); err != nil {
-			return nil, err
+		if o.sweep, sweepErr = r.closingSweep(ctx); sweepErr != nil {
+			res.SweepError = sweepErr.Error()
+		} else {
+			res.Swept = len(o.sweep.deleted)
 		}
-		res.Swept = len(o.sweep.deleted)
 	}
 	res.Ops = r.lat.Summary(res.Elapsed, opOrder...)
 	for i := range res.Ops {
@@ -159,12 +179,12 @@ func load(ctx context.Context, cfg *config, progress io.Writer) (*result, error)
 	if cfg.verify {
 		v, err := verify(ctx, r, o)
 		if err != nil {
-			return nil, fmt.Errorf("verify: %w", err)
+			return res, errors.Join(sweepErr, fmt.Errorf("verify: %w", err))
 		}
 		v.Acked, v.Deleted, v.Fenced = o.ackedN, v.Deleted+o.deletedN, o.fenced
 		res.Verify = v
 	}
-	return res, nil
+	return res, sweepErr
 }
 
 // openRunner opens the store and the bucket --store and --blob-url name,

@@ -4,10 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"io"
 	"iter"
+	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 
 	"github.com/ckptstore/ckptstore"
@@ -286,5 +290,71 @@ func TestGroup(t *testing.T) {
 		if got := group(n); got != want {
 			t.Errorf("group(%d) = %q, want %q", n, got, want)
 		}
+	}
+}
+
+// refsDownOnce is a driver whose first ListBlobReferences fails as a
+// refused connection does: the closing sweep's, since the load itself
+// lists no references.
+type refsDownOnce struct {
+	driver.Store
+	failed atomic.Bool
+}
+
+func (d *refsDownOnce) ListBlobReferences(ctx context.Context) iter.Seq2[ckptstore.BlobRef, error] {
+	if d.failed.CompareAndSwap(false, true) {
+		return func(yield func(ckptstore.BlobRef, error) bool) {
+			yield(ckptstore.BlobRef{}, &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED})
+		}
+	}
+	return d.Store.ListBlobReferences(ctx)
+}
+
+// TestSweepFailureStillReports: a closing sweep that fails leaves the
+// report printed, with the failure in it, and loadgen exits 1 naming it.
+func TestSweepFailureStillReports(t *testing.T) {
+	for _, format := range []string{"table", "json"} {
+		t.Run(format, func(t *testing.T) {
+			cfg, err := parseFlags([]string{"--ops", "200", "--threads", "2", "--workers", "2", "--payload", "2KB", "--quiet"}, io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.json = format == "json"
+			cfg.open = openWith(ckptstore.New(&refsDownOnce{Store: memstore.New(ckptstore.Options{}).Driver()}))
+			res, err := load(context.Background(), cfg, io.Discard)
+			if !errors.Is(err, syscall.ECONNREFUSED) {
+				t.Fatalf("load error %v does not wrap the sweep's cause", err)
+			}
+			if res == nil || res.Appends != 200 || res.Verify == nil || !res.Verify.OK {
+				t.Fatalf("no whole report beside the sweep's failure: %+v", res)
+			}
+			if !strings.Contains(res.SweepError, "connection refused") || res.Swept != 0 {
+				t.Errorf("the report does not carry the sweep's failure: %q, swept %d", res.SweepError, res.Swept)
+			}
+
+			// The same through run: the report on stdout, the error on
+			// stderr, exit 1.
+			args := []string{"--ops", "200", "--threads", "2", "--workers", "2", "--payload", "2KB", "--quiet"}
+			if cfg.json {
+				args = append(args, "--json")
+			}
+			var out, errb bytes.Buffer
+			code := runWith(context.Background(), args, &out, &errb, nil, func(c *config) {
+				c.open = openWith(ckptstore.New(&refsDownOnce{Store: memstore.New(ckptstore.Options{}).Driver()}))
+			})
+			if code != 1 {
+				t.Errorf("exit %d, want 1", code)
+			}
+			if !strings.Contains(errb.String(), "sweep") || !strings.Contains(errb.String(), "connection refused") {
+				t.Errorf("stderr does not report the sweep's failure: %q", errb.String())
+			}
+			want := "sweep       FAILED"
+			if cfg.json {
+				want = `"sweepError"`
+			}
+			if !strings.Contains(out.String(), want) || !strings.Contains(out.String(), "append") {
+				t.Errorf("stdout lacks the report or %q:\n%s", want, out.String())
+			}
+		})
 	}
 }

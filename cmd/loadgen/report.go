@@ -40,6 +40,9 @@ type result struct {
 	ReadRoundsPerAppend *float64 `json:"readRoundsPerAppend,omitempty"`
 	Fenced              int64    `json:"fencedAppends"`
 	Swept               int      `json:"sweptBlobs"`
+	// SweepError is why the closing sweep failed ("" when it did not):
+	// the report still comes, and loadgen exits 1.
+	SweepError string `json:"sweepError,omitempty"`
 
 	// HotRange is memkv's shard-model summary ("hottest range: X % of
 	// writes ...") and HotRangeShare that fraction, of the last full
@@ -129,7 +132,7 @@ func writeTable(out io.Writer, r *result) {
 			fmt.Fprintln(out, l)
 		}
 	}
-	if r.Fenced > 0 || r.Swept > 0 {
+	if r.Fenced > 0 || r.Swept > 0 || r.SweepError != "" {
 		fmt.Fprintln(out)
 	}
 	if r.Fenced > 0 {
@@ -137,6 +140,9 @@ func writeTable(out io.Writer, r *result) {
 	}
 	if r.Swept > 0 {
 		fmt.Fprintf(out, "sweep       deleted %s unreferenced blobs\n", group(int64(r.Swept)))
+	}
+	if r.SweepError != "" {
+		fmt.Fprintf(out, "sweep       FAILED: %s\n", r.SweepError)
 	}
 	v := r.Verify
 	if v == nil {

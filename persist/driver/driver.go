@@ -52,14 +52,17 @@ import (
 	"context"
 	"encoding/json"
 	"time"
+
+	ckptdriver "github.com/ckptstore/ckptstore/driver"
 )
 
 // Limits every driver can rely on; the portable layer enforces them.
 const (
-	// MaxIDBytes is the longest id, key, namespace or token, in bytes. It
-	// keeps every index key of every backend well inside FoundationDB's
-	// 10 kB key limit.
-	MaxIDBytes = 1024
+	// MaxIDBytes is the longest id, key, namespace or token, in bytes: the
+	// checkpoint contract's limit (one constant for both stores). It keeps
+	// every index key of every backend well inside FoundationDB's 10 kB
+	// key limit.
+	MaxIDBytes = ckptdriver.MaxIDBytes
 	// MaxListLimit is the largest page a driver is asked for in one call.
 	MaxListLimit = 1000
 	// MaxSafeInteger is 2^53−1, the largest integer a JavaScript number

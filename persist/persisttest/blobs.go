@@ -7,11 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/ckptstore/ckptstore/persist"
+	"github.com/ckptstore/ckptstore/persist/driver"
 	"github.com/stretchr/testify/require"
 )
 
@@ -27,6 +29,44 @@ var blobTests = []test{
 	{"ReplacedBytesLeaveTheBucket", onEnv(testBlobNoOrphans)},
 	{"ReadersSeeWholeBytes", onEnv(testBlobAtomicReplace)},
 	{"ReadAfterReplaceInTheWindow", onEnv(testBlobReadRace)},
+	{"LargestMetadata", onEnv(testBlobLargestMeta)},
+}
+
+// LargestBlobMeta returns a blob put whose key, contentType and
+// customMetadata take MaxBlobMetaBytes+over by persist.BlobMetaSize, made of
+// the bytes that grow most once encoded: a key of MaxIDBytes control
+// characters, a contentType of quotes, a metadata name of backslashes and
+// a value of U+2028 (which JSON escapes). With over 0 it is the largest put
+// accepted; a remote store's test reads it back through its own wire.
+func LargestBlobMeta(over int) (string, persist.BlobPutOptions) {
+	key := strings.Repeat("\x01", driver.MaxIDBytes)
+	ct := strings.Repeat(`"`, 200)
+	name := strings.Repeat(`\`, 100)
+	opts := persist.BlobPutOptions{ContentType: &ct, CustomMetadata: map[string]string{name: ""}}
+	rest := persist.MaxBlobMetaBytes + over - persist.BlobMetaSize(key, opts)
+	value := strings.Repeat("\u2028", rest/9) + strings.Repeat("a", rest%9)
+	opts.CustomMetadata[name] = value
+	return key, opts
+}
+
+// testBlobLargestMeta: the largest metadata accepted is stored and read
+// back whole; one byte more is refused (Validation) and stores nothing.
+func testBlobLargestMeta(t *testing.T, e *env) {
+	key, opts := LargestBlobMeta(0)
+	require.Equal(t, persist.MaxBlobMetaBytes, persist.BlobMetaSize(key, opts))
+	e.put(key, []byte("x"), opts)
+	o, b := e.read(key, nil)
+	require.Equal(t, "x", string(b))
+	require.Equal(t, key, o.Key)
+	require.Equal(t, *opts.ContentType, *o.ContentType)
+	require.Equal(t, opts.CustomMetadata, o.CustomMetadata)
+
+	over, opts := LargestBlobMeta(1)
+	_, err := e.s.Blobs.Put(e.ctx, over, bytes.NewReader([]byte("y")), opts)
+	require.ErrorIs(t, err, persist.ErrInvalidEntry)
+	require.Less(t, len(err.Error()), 300, "the error quotes no input")
+	_, b = e.read(key, nil)
+	require.Equal(t, "x", string(b), "a refused put changes nothing")
 }
 
 func (e *env) put(key string, body []byte, opts persist.BlobPutOptions) persist.BlobRecord {

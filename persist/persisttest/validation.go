@@ -195,6 +195,8 @@ func invalidCalls() []invalid {
 		{"BlobPut/BadKey", persist.ErrInvalidID, put(badUTF8, persist.BlobPutOptions{})},
 		{"BlobPut/BadContentType", persist.ErrInvalidEntry, put("v-blob", persist.BlobPutOptions{ContentType: str(badUTF8)})},
 		{"BlobPut/BadMetadataValue", persist.ErrInvalidEntry, put("v-blob", persist.BlobPutOptions{CustomMetadata: map[string]string{"k": badUTF8}})},
+		{"BlobPut/MetadataTooLarge", persist.ErrInvalidEntry, put(LargestBlobMeta(1))},
+		{"BlobPut/ContentTypeTooLarge", persist.ErrInvalidEntry, put("v-blob", persist.BlobPutOptions{ContentType: str(strings.Repeat("a", persist.MaxBlobMetaBytes))})},
 		{"BlobPut/NegativeExpectedLength", persist.ErrInvalidEntry, put("v-blob", persist.BlobPutOptions{ExpectedLength: i64(-1)})},
 		{"BlobGet/NegativeOffset", persist.ErrInvalidEntry, get(persist.BlobRange{Offset: -1})},
 		{"BlobGet/NegativeLength", persist.ErrInvalidEntry, get(persist.BlobRange{Offset: 0, Length: i64(-1)})},
