@@ -8,6 +8,7 @@ package driver
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -50,13 +51,25 @@ func ValidateID(what, id string) error {
 const quoteShortBytes = 64
 
 // QuoteShort quotes s for an error message (%q), or, when s is longer than
-// 64 bytes, its first 64 bytes and its length: an error never echoes an
-// unbounded input.
+// 64 bytes, at most its first 64 bytes (cut between UTF-8 sequences) and
+// its length: an error never echoes an unbounded input.
 func QuoteShort(s string) string {
 	if len(s) <= quoteShortBytes {
-		return fmt.Sprintf("%q", s)
+		return strconv.Quote(s)
 	}
-	return fmt.Sprintf("%q… (%d bytes)", s[:quoteShortBytes], len(s))
+	return strconv.Quote(CutUTF8(s, quoteShortBytes)) + "… (" + strconv.Itoa(len(s)) + " bytes)"
+}
+
+// CutUTF8 is s cut to at most n bytes, not inside a UTF-8 sequence.
+func CutUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	i := n
+	for i > 0 && i > n-utf8.UTFMax && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i]
 }
 
 // validateOptionalID is ValidateID for ids where "" means none.

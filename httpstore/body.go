@@ -13,10 +13,10 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"strconv"
 	"sync"
 	"sync/atomic"
-	"unicode/utf8"
+
+	"github.com/ckptstore/ckptstore/driver"
 )
 
 // DefaultMaxInflightFactor is the in-flight budget of a zero
@@ -168,40 +168,14 @@ func bodyError(err error, limit int64) error {
 	return reqErr(CodeBadRequest, "reading the body: %v", err)
 }
 
-// maxQuoted is how much of a request-derived string an error message
-// quotes.
-const maxQuoted = 64
-
 // maxMessage bounds the message of an error reply: whatever an error
 // quotes (a driver's, a store's), the reply stays small.
 const maxMessage = 1 << 10
-
-// quote is s quoted for an error message: at most its first maxQuoted
-// bytes (cut on a rune boundary), then "…" and its length when longer, so
-// no reply echoes an unbounded input.
-func quote(s string) string {
-	if len(s) <= maxQuoted {
-		return strconv.Quote(s)
-	}
-	return strconv.Quote(cutUTF8(s, maxQuoted)) + "… (" + strconv.Itoa(len(s)) + " bytes)"
-}
-
-// cutUTF8 is s cut to at most n bytes, not inside a UTF-8 sequence.
-func cutUTF8(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	i := n
-	for i > 0 && i > n-utf8.UTFMax && !utf8.RuneStart(s[i]) {
-		i--
-	}
-	return s[:i]
-}
 
 // clipMessage bounds an error reply's message to maxMessage bytes.
 func clipMessage(s string) string {
 	if len(s) <= maxMessage {
 		return s
 	}
-	return cutUTF8(s, maxMessage-len("…")) + "…"
+	return driver.CutUTF8(s, maxMessage-len("…")) + "…"
 }

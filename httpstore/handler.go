@@ -200,7 +200,7 @@ func (n *namespace) clock() time.Time {
 // checkNamespace reports whether name can be a namespace.
 func checkNamespace(name string) error {
 	if name == "" || len(name) > MaxNamespaceBytes || !utf8.ValidString(name) {
-		return fmt.Errorf("namespace %s: want 1 to %d bytes of valid UTF-8", quote(name), MaxNamespaceBytes)
+		return fmt.Errorf("namespace %s: want 1 to %d bytes of valid UTF-8", driver.QuoteShort(name), MaxNamespaceBytes)
 	}
 	return nil
 }
@@ -371,16 +371,16 @@ var retryAfter = []string{"1"}
 // and reads and decodes the body into c.
 func (h *handler) prepare(w http.ResponseWriter, r *http.Request, rt *route, c *call, buf *bytes.Buffer) error {
 	if rt == nil {
-		return reqErr(CodeNotFound, "no method %s: the methods are POST /v1/<method>", quote(r.URL.Path))
+		return reqErr(CodeNotFound, "no method %s: the methods are POST /v1/<method>", driver.QuoteShort(r.URL.Path))
 	}
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		return reqErr(CodeMethodNotAllowed, "%s %s: use POST", quote(r.Method), quote(r.URL.Path))
+		return reqErr(CodeMethodNotAllowed, "%s %s: use POST", driver.QuoteShort(r.Method), driver.QuoteShort(r.URL.Path))
 	}
 	if ct := r.Header.Get("Content-Type"); rt.raw && !isMedia(ct, "application/octet-stream") {
-		return reqErr(CodeUnsupportedMedia, "Content-Type %s: want application/octet-stream", quote(ct))
+		return reqErr(CodeUnsupportedMedia, "Content-Type %s: want application/octet-stream", driver.QuoteShort(ct))
 	} else if !rt.raw && !isJSON(ct) {
-		return reqErr(CodeUnsupportedMedia, "Content-Type %s: want application/json", quote(ct))
+		return reqErr(CodeUnsupportedMedia, "Content-Type %s: want application/json", driver.QuoteShort(ct))
 	}
 	ns, err := h.namespaceOf(r)
 	if err != nil {
@@ -390,7 +390,7 @@ func (h *handler) prepare(w http.ResponseWriter, r *http.Request, rt *route, c *
 	c.ctx = r.Context()
 	if v := r.Header.Get(HeaderNow); v != "" { // only --dev gets here with one
 		if c.now, err = millis(v); err != nil {
-			return reqErr(CodeBadRequest, "%s %s is not a number of epoch milliseconds", HeaderNow, quote(v))
+			return reqErr(CodeBadRequest, "%s %s is not a number of epoch milliseconds", HeaderNow, driver.QuoteShort(v))
 		}
 		c.setsClock = true
 	}
@@ -499,7 +499,7 @@ func (h *handler) namespaceOf(r *http.Request) (*namespace, error) {
 		if v := hd.Get(f.header); v != "" {
 			ns, err := millis(v)
 			if err != nil || ns < 0 {
-				return nil, reqErr(CodeBadRequest, "%s %s is not a number of milliseconds ≥ 0", f.header, quote(v))
+				return nil, reqErr(CodeBadRequest, "%s %s is not a number of milliseconds ≥ 0", f.header, driver.QuoteShort(v))
 			}
 			*f.dst = time.Duration(ns)
 		}
@@ -529,9 +529,9 @@ func (h *handler) open(name string, lease ckptstore.Options, dev bool) (*namespa
 	st, inst, err := h.b.Namespace(name, lease)
 	if err != nil {
 		if errors.Is(err, driver.ErrInvalidOptions) {
-			return nil, reqErr(CodeBadRequest, "namespace %s: %v", quote(name), err)
+			return nil, reqErr(CodeBadRequest, "namespace %s: %v", driver.QuoteShort(name), err)
 		}
-		return nil, reqErr(CodeUnavailable, "opening namespace %s: %v", quote(name), err)
+		return nil, reqErr(CodeUnavailable, "opening namespace %s: %v", driver.QuoteShort(name), err)
 	}
 	ns.store, ns.inst = st, inst
 	h.namespaces.Store(name, ns)

@@ -129,7 +129,7 @@ func (h *handler) persistOf(ns *namespace) (*persist.Store, error) {
 	if h.persistFor != nil {
 		s, err := h.persistFor(ns.name)
 		if err != nil {
-			return nil, reqErr(CodeUnavailable, "opening the persistence of %s: %v", quote(ns.name), err)
+			return nil, reqErr(CodeUnavailable, "opening the persistence of %s: %v", ckptdriver.QuoteShort(ns.name), err)
 		}
 		ns.pstore, ns.pblobs = s, true
 		return s, nil
@@ -149,12 +149,12 @@ func (h *handler) persistOf(ns *namespace) (*persist.Store, error) {
 	d, err := pb.Persistence(ns.name, storeClock)
 	if err != nil {
 		if errors.Is(err, errors.ErrUnsupported) {
-			return nil, reqErr(CodeUnsupported, "the persistence of %s: %v", quote(ns.name), err)
+			return nil, reqErr(CodeUnsupported, "the persistence of %s: %v", ckptdriver.QuoteShort(ns.name), err)
 		}
 		if errors.Is(err, ckptdriver.ErrInvalidOptions) {
-			return nil, reqErr(CodeBadRequest, "namespace %s: %v", quote(ns.name), err)
+			return nil, reqErr(CodeBadRequest, "namespace %s: %v", ckptdriver.QuoteShort(ns.name), err)
 		}
-		return nil, reqErr(CodeUnavailable, "opening the persistence of %s: %v", quote(ns.name), err)
+		return nil, reqErr(CodeUnavailable, "opening the persistence of %s: %v", ckptdriver.QuoteShort(ns.name), err)
 	}
 	if h.opts.Dev {
 		d = clockedDriver{Driver: d, ns: ns}
@@ -168,7 +168,7 @@ func (h *handler) persistOf(ns *namespace) (*persist.Store, error) {
 		LeaseDuration: ns.lease.LeaseDuration, RenewAfter: ns.lease.RenewAfter,
 	})
 	if err != nil {
-		return nil, reqErr(CodeBadRequest, "namespace %s: %v", quote(ns.name), err)
+		return nil, reqErr(CodeBadRequest, "namespace %s: %v", ckptdriver.QuoteShort(ns.name), err)
 	}
 	ns.pstore, ns.pblobs = s, h.opts.Bucket != nil
 	return s, nil
@@ -262,7 +262,7 @@ func decode(c *call, field func(x *rd, name string) bool) error {
 		return reqErr(CodeBadRequest, "the body is not one JSON object: %v", err)
 	}
 	if unknownName != "" {
-		return reqErr(CodeBadRequest, "the body has a member %s that %s does not take", quote(unknownName), "this method")
+		return reqErr(CodeBadRequest, "the body has a member %s that %s does not take", ckptdriver.QuoteShort(unknownName), "this method")
 	}
 	return x.f.err()
 }

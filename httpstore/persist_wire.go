@@ -247,7 +247,7 @@ func (x *rd) runError(dst **pdriver.RunError, path string) {
 
 // unknown is the fault of a member no shape has.
 func unknown(path string, name []byte) error {
-	return fmt.Errorf("%w: %s has no member %s", pdriver.ErrInvalidEntry, path, quote(string(name)))
+	return fmt.Errorf("%w: %s has no member %s", pdriver.ErrInvalidEntry, path, ckptdriver.QuoteShort(string(name)))
 }
 
 // readWhole reads b, one JSON object, field by field.
