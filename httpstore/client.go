@@ -48,6 +48,10 @@ type ClientOptions struct {
 	RetryBackoff time.Duration
 }
 
+// maxRetryAfter bounds, in seconds, the wait a server's Retry-After can
+// impose on one retry: a misconfigured server cannot park a call for long.
+const maxRetryAfter = 10
+
 // DefaultRetries is the retry count of a zero ClientOptions.Retries.
 const DefaultRetries = 5
 
@@ -205,6 +209,9 @@ func (c *client) attempts(ctx context.Context, try func() (retry bool, err error
 		}
 		d := wait/2 + time.Duration(mathrand.Int64N(int64(wait)))
 		wait = min(2*wait, 2*time.Second)
+		if e, ok := errors.AsType[*Error](err); ok && e.RetryAfter > d {
+			d = e.RetryAfter // an overloaded server said when to come back
+		}
 		t := time.NewTimer(d)
 		select {
 		case <-ctx.Done():
@@ -293,13 +300,19 @@ func (c *client) send(ctx context.Context, method string, body []byte, key strin
 		}
 		return false, fieldErr
 	}
-	return resp.StatusCode == http.StatusServiceUnavailable, replyError(resp.StatusCode, buf.Bytes())
+	return resp.StatusCode == http.StatusServiceUnavailable, replyError(resp, buf.Bytes())
 }
 
 // replyError is the Error of a reply that is not 200: its code and message
-// when the body is the error object, else INTERNAL with the body's text.
-func replyError(status int, body []byte) *Error {
-	e := &Error{Status: status, Code: CodeInternal, Message: strings.TrimSpace(string(body))}
+// when the body is the error object, else INTERNAL with the body's text,
+// and a 503's Retry-After.
+func replyError(resp *http.Response, body []byte) *Error {
+	e := &Error{Status: resp.StatusCode, Code: CodeInternal, Message: strings.TrimSpace(string(body))}
+	if resp.StatusCode == http.StatusServiceUnavailable {
+		if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s > 0 {
+			e.RetryAfter = time.Duration(min(s, maxRetryAfter)) * time.Second
+		}
+	}
 	var code, msg string
 	if readObject(body, func(r *driver.JSONReader, name []byte) error {
 		switch string(name) {

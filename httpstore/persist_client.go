@@ -723,7 +723,7 @@ func (c *client) openOnce(ctx context.Context, method string, hdr http.Header, b
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	return nil, resp.StatusCode == http.StatusServiceUnavailable, replyError(resp.StatusCode, b)
+	return nil, resp.StatusCode == http.StatusServiceUnavailable, replyError(resp, b)
 }
 
 // lockSteps are persist.LockSteps over /v1/locks/*: each step one call,

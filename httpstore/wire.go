@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/driver"
@@ -57,6 +58,9 @@ type Error struct {
 	Status  int    // the HTTP status
 	Code    string // SANDBOX_SNAPSHOT_… or one of the Code… constants
 	Message string // the server's message
+	// RetryAfter is the wait a 503's Retry-After asked for (whole
+	// seconds, at most maxRetryAfter); 0 when it named none.
+	RetryAfter time.Duration
 }
 
 // Error returns the status, the code and the server's message.
