@@ -17,8 +17,10 @@
 // (Prometheus), by exact path: any other path or method is the protocol's
 // JSON error, never a redirect. The bodies in flight share a budget
 // (--max-inflight-bytes): past it a request gets 503 OVERLOADED with
-// Retry-After. SIGTERM or SIGINT drains the requests in flight, then
-// exits.
+// Retry-After. SIGTERM or SIGINT turns /readyz to 503, keeps serving for
+// --shutdown-delay (0 by default) so that a load balancer stops sending,
+// then closes the listener, lets the requests in flight finish (up to
+// --shutdown-timeout) and exits.
 //
 // Exit codes: 0 after a clean shutdown, 1 when serving fails, 2 for a bad
 // command line.
@@ -72,7 +74,7 @@ type config struct {
 	maxBody, maxBlob, maxInflight          int64
 	readHeaderTimeout, readTimeout         time.Duration
 	writeTimeout, idleTimeout              time.Duration
-	shutdownTimeout                        time.Duration
+	shutdownDelay, shutdownTimeout         time.Duration
 	logLevel, logFormat                    string
 }
 
@@ -107,7 +109,8 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.DurationVar(&c.readTimeout, "read-timeout", 2*time.Minute, "time to read a whole request")
 	fs.DurationVar(&c.writeTimeout, "write-timeout", 2*time.Minute, "time from the end of a request's headers to the end of its reply")
 	fs.DurationVar(&c.idleTimeout, "idle-timeout", 2*time.Minute, "how long an idle keep-alive connection stays open")
-	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long SIGTERM waits for requests in flight")
+	fs.DurationVar(&c.shutdownDelay, "shutdown-delay", 0, "on SIGTERM, how long /readyz answers 503 while the listener still serves, so that a load balancer stops sending first (5s–15s behind Kubernetes; docs/http-api.md)")
+	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 30*time.Second, "after --shutdown-delay, how long SIGTERM waits for requests in flight")
 	fs.StringVar(&c.logLevel, "log-level", "info", "debug (one line per request) | info | warn | error")
 	fs.StringVar(&c.logFormat, "log-format", "json", "json | text")
 	if err := fs.Parse(args); err != nil {
@@ -129,6 +132,10 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 		return nil, usage("--max-inflight-bytes must be 0 or at least --max-body-bytes (%d)", c.maxBody)
 	case c.maxBlob <= 0:
 		return nil, usage("--max-blob-bytes must be positive")
+	case c.shutdownDelay < 0:
+		return nil, usage("--shutdown-delay must not be negative")
+	case c.shutdownTimeout <= 0:
+		return nil, usage("--shutdown-timeout must be positive")
 	case c.logFormat != "json" && c.logFormat != "text":
 		return nil, usage("--log-format must be json or text")
 	}
@@ -329,10 +336,26 @@ func serve(ctx context.Context, s *setup, stdout io.Writer) error {
 		return err
 	case <-ctx.Done():
 	}
-	// Drain: /readyz turns 503 so a load balancer stops sending, the
-	// listener closes, and the requests in flight finish.
+	// Drain: /readyz turns 503 and, for --shutdown-delay, the listener
+	// still serves, so that a load balancer that polls /readyz (or an
+	// endpoint list being updated, in Kubernetes) stops sending before any
+	// connection is refused. Keep-alives end meanwhile: each connection
+	// closes after its next reply, so its client's next request opens a new
+	// one, which the balancer sends elsewhere. Then the listener closes
+	// and the requests in flight finish, for up to --shutdown-timeout.
 	draining.Store(true)
-	log.Info("shutting down: draining requests in flight", "timeout", c.shutdownTimeout)
+	if c.shutdownDelay > 0 {
+		srv.SetKeepAlivesEnabled(false)
+		log.Info("shutting down: /readyz answers 503, still serving until the delay ends", "delay", c.shutdownDelay.Seconds())
+		t := time.NewTimer(c.shutdownDelay)
+		select {
+		case <-t.C:
+		case err := <-errc:
+			t.Stop()
+			return err
+		}
+	}
+	log.Info("shutting down: the listener closes, the requests in flight finish", "timeout", c.shutdownTimeout.Seconds())
 	sctx, cancel := context.WithTimeout(context.Background(), c.shutdownTimeout)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
@@ -366,13 +389,13 @@ func (s *setup) newServer(opened *storeurl.Opened, draining *atomic.Bool) (*http
 	})
 	readyz := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if draining.Load() {
-			http.Error(w, "shutting down", http.StatusServiceUnavailable)
+			httpstore.WriteError(w, http.StatusServiceUnavailable, httpstore.CodeUnavailable, "shutting down")
 			return
 		}
 		pctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
 		if err := opened.Ping(pctx); err != nil {
-			http.Error(w, "the store does not answer: "+err.Error(), http.StatusServiceUnavailable)
+			httpstore.WriteError(w, http.StatusServiceUnavailable, httpstore.CodeUnavailable, "the store does not answer: "+err.Error())
 			return
 		}
 		_, _ = io.WriteString(w, "ok\n")

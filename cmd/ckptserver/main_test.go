@@ -115,6 +115,8 @@ func TestFlagsRefused(t *testing.T) {
 		{"--dev", "--listen", "127.0.0.1:0", "--max-blob-bytes", "0"},
 		{"--dev", "--listen", "127.0.0.1:0", "--max-inflight-bytes", "1000"},
 		{"--dev", "--listen", "127.0.0.1:0", "--max-inflight-bytes", "-1"},
+		{"--dev", "--listen", "127.0.0.1:0", "--shutdown-delay", "-1s"},
+		{"--dev", "--listen", "127.0.0.1:0", "--shutdown-timeout", "0s"},
 	} {
 		var stderr strings.Builder
 		if code := run(context.Background(), args, io.Discard, &stderr); code != 2 {
@@ -219,6 +221,59 @@ func TestDrain(t *testing.T) {
 		t.Errorf("exit %d after a drain", code)
 	}
 	s.code <- 0 // for the cleanup
+}
+
+// TestShutdownDelay: on SIGTERM with --shutdown-delay, /readyz answers 503
+// while the listener still serves (a new connection's request succeeds),
+// and only then does the listener close and the server exit cleanly.
+func TestShutdownDelay(t *testing.T) {
+	s := start(t, "--dev", "--listen", "127.0.0.1:0", "--shutdown-delay", "3s")
+	if code, _ := get(t, s.url+"/readyz"); code != 200 {
+		t.Fatalf("/readyz before SIGTERM: %d", code)
+	}
+	s.stop()
+	// Each request on a new connection: the delay is about new ones.
+	hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	var code int
+	var body string
+	for code != 503 {
+		code, body = getWith(t, hc, s.url+"/readyz")
+		time.Sleep(time.Millisecond)
+	}
+	if !strings.Contains(body, `"code":"UNAVAILABLE"`) || !strings.Contains(body, "shutting down") {
+		t.Errorf("/readyz while draining: %q", body)
+	}
+	if code, body := post(t, hc, s.url+"/v1/getHead", `{"threadId":"t"}`); code != 200 || body != `{"headId":null}` {
+		t.Errorf("a request while /readyz is 503: %d %q, want it served", code, body)
+	}
+	select {
+	case c := <-s.code:
+		t.Fatalf("exit %d before the delay ended", c)
+	default:
+	}
+	for {
+		conn, err := net.Dial("tcp", strings.TrimPrefix(s.url, "http://"))
+		if err != nil {
+			break
+		}
+		conn.Close()
+		time.Sleep(10 * time.Millisecond)
+	}
+	if c := <-s.code; c != 0 {
+		t.Errorf("exit %d after the delay", c)
+	}
+	s.code <- 0 // for the cleanup
+}
+
+func getWith(t *testing.T, hc *http.Client, url string) (int, string) {
+	t.Helper()
+	resp, err := hc.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }
 
 func TestTokens(t *testing.T) {
