@@ -12,7 +12,9 @@
 // --bucket (mem://, file:///dir, s3://…), and without one the blob routes
 // answer 501. The server keeps no state of its own — leases, op tokens
 // and data live in the store — so several servers may run behind one load
-// balancer over one Redis or FoundationDB. Besides /v1/ it serves /healthz
+// balancer over one Redis or FoundationDB. A store that does not answer at
+// startup does not stop the server: it serves 503s, not ready, and retries
+// opening it with backoff (backend.go). Besides /v1/ it serves /healthz
 // (the process is up), /readyz (the store answers) and /metrics
 // (Prometheus), by exact path: any other path or method is the protocol's
 // JSON error, never a redirect. The bodies in flight share a budget
@@ -299,16 +301,24 @@ type setup struct {
 
 func serve(ctx context.Context, s *setup, stdout io.Writer) error {
 	c, log := s.c, s.log
-	openCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	opened, err := storeurl.Open(openCtx, c.store, storeurl.Options{Lease: s.lease})
-	cancel()
-	if err != nil {
-		return fmt.Errorf("--store: %w", err)
+	// A URL that cannot work is a usage error, at once; a store that does
+	// not answer is retried in the background while the server serves
+	// 503s (backend.go).
+	b := &backend{}
+	opened, openErr := s.open(ctx)
+	switch {
+	case errors.Is(openErr, storeurl.ErrBadURL):
+		return fmt.Errorf("--store: %w", openErr)
+	case openErr != nil:
+		opened = nil
+		b.failed(openErr)
+	default:
+		b.set(opened)
 	}
-	defer func() { _ = opened.Close() }()
+	defer func() { _ = b.close() }()
 
 	var draining atomic.Bool
-	srv, err := s.newServer(opened, &draining)
+	srv, err := s.newServer(b, &draining)
 	if err != nil {
 		return err
 	}
@@ -321,7 +331,20 @@ func serve(ctx context.Context, s *setup, stdout io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(stdout, "listening on %s://%s\n", scheme, ln.Addr())
-	log.Info("listening", "addr", ln.Addr().String(), "tls", scheme == "https", "store", opened.Desc, "dev", c.dev, "namespaces", len(s.tokens), "bucket", redact(c.bucket))
+	desc := redact(c.store)
+	if opened != nil {
+		desc = opened.Desc
+	}
+	log.Info("listening", "addr", ln.Addr().String(), "tls", scheme == "https", "store", desc, "ready", opened != nil, "dev", c.dev, "namespaces", len(s.tokens), "bucket", redact(c.bucket))
+	if opened == nil {
+		rctx, stopRetry := context.WithCancel(ctx)
+		retried := make(chan struct{})
+		go func() {
+			defer close(retried)
+			s.retryOpen(rctx, b, openErr)
+		}()
+		defer func() { stopRetry(); <-retried }() // before b.close
+	}
 
 	errc := make(chan error, 1)
 	go func() {
@@ -376,11 +399,11 @@ func redact(raw string) string {
 // newServer returns the HTTP server of opened: the protocol under /v1/,
 // /healthz, /readyz (503 once draining is set, or while the store does not
 // answer) and /metrics, with TLS when --tls-cert is set.
-func (s *setup) newServer(opened *storeurl.Opened, draining *atomic.Bool) (*http.Server, error) {
+func (s *setup) newServer(b *backend, draining *atomic.Bool) (*http.Server, error) {
 	c := s.c
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	api := httpstore.NewHandler(opened, httpstore.HandlerOptions{
+	api := httpstore.NewHandler(b, httpstore.HandlerOptions{
 		Dev: c.dev, Tokens: s.tokens, Lease: s.lease, MaxBodyBytes: c.maxBody, Logger: s.log, Registerer: reg,
 		Bucket: s.bucket, MaxBlobBytes: c.maxBlob, MaxInflightBytes: c.maxInflight,
 	})
@@ -392,9 +415,13 @@ func (s *setup) newServer(opened *storeurl.Opened, draining *atomic.Bool) (*http
 			httpstore.WriteError(w, http.StatusServiceUnavailable, httpstore.CodeUnavailable, "shutting down")
 			return
 		}
+		if why := b.notReady(); why != "" {
+			httpstore.WriteError(w, http.StatusServiceUnavailable, httpstore.CodeUnavailable, why)
+			return
+		}
 		pctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
-		if err := opened.Ping(pctx); err != nil {
+		if err := b.opened.Load().Ping(pctx); err != nil {
 			httpstore.WriteError(w, http.StatusServiceUnavailable, httpstore.CodeUnavailable, "the store does not answer: "+err.Error())
 			return
 		}

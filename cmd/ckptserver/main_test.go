@@ -20,6 +20,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -33,7 +34,25 @@ type server struct {
 	url  string
 	stop context.CancelFunc
 	code chan int
-	errs *strings.Builder
+	errs *logBuf // its stderr: the log
+}
+
+// logBuf is a server's stderr, written by its goroutines as a test reads it.
+type logBuf struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *logBuf) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuf) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // start runs ckptserver with args and waits for its "listening on" line.
@@ -41,9 +60,9 @@ func start(t *testing.T, args ...string) *server {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
-	s := &server{stop: cancel, code: make(chan int, 1), errs: &strings.Builder{}}
+	s := &server{stop: cancel, code: make(chan int, 1), errs: &logBuf{}}
 	go func() {
-		s.code <- run(ctx, args, pw, io.Discard)
+		s.code <- run(ctx, args, pw, s.errs)
 		pw.Close()
 	}()
 	line, err := bufio.NewReader(pr).ReadString('\n')
