@@ -148,4 +148,3 @@ func (s *setup) retryOpen(ctx context.Context, b *backend, err error) {
 		wait = min(2*wait, openBackoffMax)
 	}
 }
-
