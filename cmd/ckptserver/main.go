@@ -43,6 +43,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -50,6 +51,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/blobs"
@@ -232,6 +234,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		log, err = newLogger(c, stderr)
 	}
+	if log != nil {
+		redisLog.to(log)
+	}
 	var tokens map[string]string
 	if err == nil && c.tokens != "" {
 		if tokens, err = readTokens(c.tokens); err != nil {
@@ -269,6 +274,33 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// redisLog is go-redis's logger once a server has run: go-redis writes its
+// own lines (a pool that cannot dial, a Sentinel failover) through one
+// global logger, which would put plain text lines in the JSON log.
+var redisLog redisLogger
+
+// redisLogger sends go-redis's log lines to the server's logger, as
+// warnings (go-redis logs only what goes wrong, with no level of its own)
+// whose detail is go-redis's line.
+type redisLogger struct {
+	once sync.Once
+	log  atomic.Pointer[slog.Logger]
+}
+
+// to makes log the logger of go-redis's lines (the last server's, when
+// tests run several in one process).
+func (l *redisLogger) to(log *slog.Logger) {
+	l.log.Store(log)
+	l.once.Do(func() { redis.SetLogger(l) })
+}
+
+// Printf implements go-redis's internal.Logging.
+func (l *redisLogger) Printf(ctx context.Context, format string, args ...any) {
+	if log := l.log.Load(); log != nil {
+		log.WarnContext(ctx, "go-redis", "detail", fmt.Sprintf(format, args...))
+	}
 }
 
 // openBucket opens the --bucket URL (nil for ""): a URL blobs.Open cannot

@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -490,5 +491,70 @@ func TestPersistence(t *testing.T) {
 	held := false
 	if err := p.Locks.WithLock(ctx, "sandbox:t1", func(context.Context) error { held = true; return nil }); err != nil || !held {
 		t.Fatalf("withLock: %v (ran %v)", err, held)
+	}
+}
+
+// TestRequestLog: each request's log record carries its request id (the
+// client's X-Request-Id when it is a sane token, else one the server made,
+// returned in the reply either way), its tenant, its route and its
+// duration in seconds.
+func TestRequestLog(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "tokens")
+	const tok = "token-a-0123456789abcdef"
+	_ = os.WriteFile(file, []byte(tok+" tenant a\n"), 0o600)
+	s := start(t, "--tokens", file, "--listen", "127.0.0.1:0", "--log-level", "debug")
+	send := func(id, auth string) (int, string) {
+		req, _ := http.NewRequest(http.MethodPost, s.url+"/v1/getHead", strings.NewReader(`{"threadId":"t"}`))
+		req.Header.Set("Content-Type", "application/json")
+		if id != "" {
+			req.Header.Set("X-Request-Id", id)
+		}
+		if auth != "" {
+			req.Header.Set("Authorization", "Bearer "+auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode, resp.Header.Get("X-Request-Id")
+	}
+	made := regexp.MustCompile(`^[0-9a-f]{16}$`)
+	for _, tc := range []struct {
+		sent, auth, tenant string
+		status             int
+		kept               bool
+	}{
+		{"client-id-1", tok, "tenant a", 200, true},
+		{"Root=1-67a2-abc/def+x@y:z_w.v", tok, "tenant a", 200, true},
+		{"", tok, "tenant a", 200, false},
+		{"has space", tok, "tenant a", 200, false},
+		{strings.Repeat("x", 129), tok, "tenant a", 200, false},
+		{"ünïcode", tok, "tenant a", 200, false},
+		{"no-token-id", "", "", 401, true},
+	} {
+		status, id := send(tc.sent, tc.auth)
+		if status != tc.status {
+			t.Errorf("X-Request-Id %q: status %d, want %d", tc.sent, status, tc.status)
+		}
+		if tc.kept && id != tc.sent || !tc.kept && !made.MatchString(id) {
+			t.Errorf("X-Request-Id %q: the reply's is %q", tc.sent, id)
+			continue
+		}
+		var rec map[string]any
+		for _, line := range strings.Split(s.errs.String(), "\n") {
+			var r map[string]any
+			if json.Unmarshal([]byte(line), &r) == nil && r["request_id"] == id {
+				rec = r
+			}
+		}
+		if rec == nil {
+			t.Errorf("X-Request-Id %q: no log record with request_id %q:\n%s", tc.sent, id, s.errs.String())
+			continue
+		}
+		d, isFloat := rec["duration"].(float64)
+		if rec["msg"] != "request" || rec["tenant"] != tc.tenant || rec["rpc"] != "getHead" || rec["status"] != float64(tc.status) || !isFloat || d <= 0 || d > 60 {
+			t.Errorf("X-Request-Id %q: log record %v, want tenant %q, rpc getHead, status %d, duration in seconds", tc.sent, rec, tc.tenant, tc.status)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -77,7 +78,13 @@ func TestStartWithoutStore(t *testing.T) {
 		t.Errorf("a request once Redis is up: %d %q", code, body)
 	}
 	log := s.errs.String()
-	for _, want := range []string{`"msg":"the store cannot be opened; not ready, retrying"`, `"retry_in":0.`, `"msg":"the store is open: ready"`} {
+	for _, line := range strings.Split(strings.TrimSpace(log), "\n") {
+		if !json.Valid([]byte(line)) {
+			t.Errorf("a log line is not JSON: %s", line)
+		}
+	}
+	for _, want := range []string{`"msg":"the store cannot be opened; not ready, retrying"`, `"retry_in":0.`, `"msg":"the store is open: ready"`,
+		`"level":"WARN","msg":"go-redis","detail":"redis: connection pool: failed to dial`} {
 		if !strings.Contains(log, want) {
 			t.Errorf("the log lacks %s:\n%s", want, log)
 		}
