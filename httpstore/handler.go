@@ -103,8 +103,9 @@ type HandlerOptions struct {
 	// means DefaultMaxBlobBytes.
 	MaxBlobBytes int64
 	// Registerer, when not nil, gets the handler's Prometheus metrics:
-	// requests by method and status code, latency histograms by method,
-	// requests in flight.
+	// requests by rpc (route) and HTTP status, failures by rpc and wire
+	// code, latency histograms and requests in flight by rpc, the body
+	// bytes in flight (docs/operations.md).
 	Registerer prometheus.Registerer
 }
 

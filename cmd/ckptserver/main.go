@@ -16,7 +16,8 @@
 // startup does not stop the server: it serves 503s, not ready, and retries
 // opening it with backoff (backend.go). Besides /v1/ it serves /healthz
 // (the process is up), /readyz (the store answers) and /metrics
-// (Prometheus), by exact path: any other path or method is the protocol's
+// (Prometheus; on an address of its own with --metrics-listen), by exact
+// path: any other path or method is the protocol's
 // JSON error, never a redirect. The bodies in flight share a budget
 // (--max-inflight-bytes): past it a request gets 503 OVERLOADED with
 // Retry-After. SIGTERM or SIGINT turns /readyz to 503, keeps serving for
@@ -42,6 +43,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -72,6 +74,7 @@ func main() {
 // config is the parsed command line.
 type config struct {
 	listen, store, tokens, tlsCert, tlsKey string
+	metricsListen                          string
 	bucket                                 string
 	dev                                    bool
 	lease, renewAfter                      time.Duration
@@ -98,6 +101,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 		fs.PrintDefaults()
 	}
 	fs.StringVar(&c.listen, "listen", "127.0.0.1:7070", "address to listen on; port 0 picks a free one (the bound address is printed)")
+	fs.StringVar(&c.metricsListen, "metrics-listen", "", "serve /metrics on this address of its own (plain HTTP, no auth: a private network's) and not on --listen; none = /metrics on --listen")
 	fs.StringVar(&c.store, "store", "mem", "the store URL: "+storeurl.Forms())
 	fs.StringVar(&c.bucket, "bucket", "", "the blob bucket of the persistence blobs routes: mem://, file:///dir[?create=true], s3://BUCKET?endpoint=…&region=…; none = those routes answer 501")
 	fs.StringVar(&c.tokens, "tokens", "", "file of bearer tokens: one `token namespace` per line (# comments); required outside --dev")
@@ -142,6 +146,11 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 		return nil, usage("--shutdown-timeout must be positive")
 	case c.logFormat != "json" && c.logFormat != "text":
 		return nil, usage("--log-format must be json or text")
+	}
+	if c.metricsListen != "" {
+		if _, _, err := net.SplitHostPort(c.metricsListen); err != nil {
+			return nil, usage("--metrics-listen %q: %v", c.metricsListen, err)
+		}
 	}
 	if c.dev {
 		if err := checkLoopback(c.listen); err != nil {
@@ -350,9 +359,25 @@ func serve(ctx context.Context, s *setup, stdout io.Writer) error {
 	defer func() { _ = b.close() }()
 
 	var draining atomic.Bool
-	srv, err := s.newServer(b, &draining)
+	srv, msrv, err := s.newServer(b, &draining)
 	if err != nil {
 		return err
+	}
+	// The metrics listener, when apart, opens first and closes last, so
+	// that a drain can be watched.
+	metricsAddr := ""
+	if msrv != nil {
+		mln, err := net.Listen("tcp", c.metricsListen)
+		if err != nil {
+			return fmt.Errorf("--metrics-listen: %w", err)
+		}
+		metricsAddr = mln.Addr().String()
+		go func() {
+			if err := msrv.Serve(mln); !errors.Is(err, http.ErrServerClosed) {
+				log.Error("the metrics listener failed", "err", err)
+			}
+		}()
+		defer msrv.Close()
 	}
 	scheme := "http"
 	if srv.TLSConfig != nil {
@@ -367,7 +392,7 @@ func serve(ctx context.Context, s *setup, stdout io.Writer) error {
 	if opened != nil {
 		desc = opened.Desc
 	}
-	log.Info("listening", "addr", ln.Addr().String(), "tls", scheme == "https", "store", desc, "ready", opened != nil, "dev", c.dev, "namespaces", len(s.tokens), "bucket", redact(c.bucket))
+	log.Info("listening", "addr", ln.Addr().String(), "tls", scheme == "https", "store", desc, "ready", opened != nil, "metrics_addr", metricsAddr, "dev", c.dev, "namespaces", len(s.tokens), "bucket", redact(c.bucket))
 	if opened == nil {
 		rctx, stopRetry := context.WithCancel(ctx)
 		retried := make(chan struct{})
@@ -428,10 +453,12 @@ func redact(raw string) string {
 	return "(unparsable)"
 }
 
-// newServer returns the HTTP server of opened: the protocol under /v1/,
-// /healthz, /readyz (503 once draining is set, or while the store does not
-// answer) and /metrics, with TLS when --tls-cert is set.
-func (s *setup) newServer(b *backend, draining *atomic.Bool) (*http.Server, error) {
+// newServer returns the HTTP server of b: the protocol under /v1/,
+// /healthz, /readyz (503 once draining is set, while the store is not
+// open or does not answer) and /metrics, with TLS when --tls-cert is set;
+// and, with --metrics-listen, the server of /metrics alone (which the
+// first then does not serve), else nil.
+func (s *setup) newServer(b *backend, draining *atomic.Bool) (srv, metricsSrv *http.Server, err error) {
 	c := s.c
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -459,11 +486,16 @@ func (s *setup) newServer(b *backend, draining *atomic.Bool) (*http.Server, erro
 		}
 		_, _ = io.WriteString(w, "ok\n")
 	})
-	srv := &http.Server{
-		Handler: &top{api: api, get: map[string]http.Handler{
-			"/healthz": healthz, "/readyz": readyz,
-			"/metrics": promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}),
-		}},
+	get := map[string]http.Handler{"/healthz": healthz, "/readyz": readyz}
+	metrics := &top{api: notFound{}, get: map[string]http.Handler{
+		"/metrics": promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}),
+	}}
+	if c.metricsListen == "" {
+		get["/metrics"] = metrics.get["/metrics"]
+		metrics = nil
+	}
+	srv = &http.Server{
+		Handler:           &top{api: api, get: get},
 		ReadHeaderTimeout: c.readHeaderTimeout,
 		ReadTimeout:       c.readTimeout,
 		WriteTimeout:      c.writeTimeout,
@@ -476,11 +508,32 @@ func (s *setup) newServer(b *backend, draining *atomic.Bool) (*http.Server, erro
 	if c.tlsCert != "" {
 		cert, err := tls.LoadX509KeyPair(c.tlsCert, c.tlsKey)
 		if err != nil {
-			return nil, fmt.Errorf("--tls-cert, --tls-key: %w", err)
+			return nil, nil, fmt.Errorf("--tls-cert, --tls-key: %w", err)
 		}
 		srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
-	return srv, nil
+	var msrv *http.Server
+	if metrics != nil {
+		msrv = &http.Server{
+			Handler:           metrics,
+			ReadHeaderTimeout: c.readHeaderTimeout,
+			ReadTimeout:       c.readTimeout,
+			WriteTimeout:      c.writeTimeout,
+			IdleTimeout:       c.idleTimeout,
+			ErrorLog:          srv.ErrorLog,
+			// As on --listen: OPTIONS * is a JSON NOT_FOUND too.
+			DisableGeneralOptionsHandler: true,
+		}
+	}
+	return srv, msrv, nil
+}
+
+// notFound answers every request of the metrics listener but GET /metrics
+// with the protocol's JSON NOT_FOUND.
+type notFound struct{}
+
+func (notFound) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	httpstore.WriteError(w, http.StatusNotFound, httpstore.CodeNotFound, "no path "+strconv.Quote(r.URL.Path)+" here: the metrics listener serves GET /metrics")
 }
 
 // top routes a request by its exact path: the GET endpoints by name, and

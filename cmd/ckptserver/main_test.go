@@ -136,6 +136,7 @@ func TestFlagsRefused(t *testing.T) {
 		{"--dev", "--listen", "127.0.0.1:0", "--max-inflight-bytes", "1000"},
 		{"--dev", "--listen", "127.0.0.1:0", "--max-inflight-bytes", "-1"},
 		{"--dev", "--listen", "127.0.0.1:0", "--shutdown-delay", "-1s"},
+		{"--dev", "--listen", "127.0.0.1:0", "--metrics-listen", "no-port"},
 		{"--dev", "--listen", "127.0.0.1:0", "--shutdown-timeout", "0s"},
 	} {
 		var stderr strings.Builder
@@ -170,9 +171,9 @@ func TestDevServer(t *testing.T) {
 	}
 	code, body := get(t, s.url+"/metrics")
 	for _, want := range []string{
-		`ckptstore_http_requests_total{code="200",method="append"} 1`,
-		`ckptstore_http_request_duration_seconds_bucket{method="append"`,
-		`ckptstore_http_requests_in_flight{method="append"} 0`,
+		`ckptstore_http_requests_total{rpc="append",status="200"} 1`,
+		`ckptstore_http_request_duration_seconds_bucket{rpc="append"`,
+		`ckptstore_http_requests_in_flight{rpc="append"} 0`,
 	} {
 		if code != 200 || !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %s", want)
@@ -214,7 +215,7 @@ func TestDrain(t *testing.T) {
 	// The server has the request once /metrics counts it in flight.
 	for {
 		_, m := get(t, s.url+"/metrics")
-		if strings.Contains(m, `ckptstore_http_requests_in_flight{method="getHead"} 1`) {
+		if strings.Contains(m, `ckptstore_http_requests_in_flight{rpc="getHead"} 1`) {
 			break
 		}
 		time.Sleep(time.Millisecond)
@@ -555,6 +556,60 @@ func TestRequestLog(t *testing.T) {
 		d, isFloat := rec["duration"].(float64)
 		if rec["msg"] != "request" || rec["tenant"] != tc.tenant || rec["rpc"] != "getHead" || rec["status"] != float64(tc.status) || !isFloat || d <= 0 || d > 60 {
 			t.Errorf("X-Request-Id %q: log record %v, want tenant %q, rpc getHead, status %d, duration in seconds", tc.sent, rec, tc.tenant, tc.status)
+		}
+	}
+}
+
+// TestMetricsListen: with --metrics-listen, /metrics is served there, with
+// the rpc, status and code labels, and not on the public listener.
+func TestMetricsListen(t *testing.T) {
+	s := start(t, "--dev", "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0")
+	// The listening record follows the stdout line that start waited for.
+	var rec struct {
+		Msg         string `json:"msg"`
+		MetricsAddr string `json:"metrics_addr"`
+	}
+	for rec.Msg != "listening" {
+		time.Sleep(time.Millisecond)
+		for _, line := range strings.Split(s.errs.String(), "\n") {
+			if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "listening" {
+				break
+			}
+		}
+	}
+	addr := rec.MetricsAddr
+	if addr == "" {
+		t.Fatalf("no metrics_addr in the listening record:\n%s", s.errs.String())
+	}
+	if code, body := post(t, http.DefaultClient, s.url+"/v1/getHead", `{"threadId":"t"}`); code != 200 {
+		t.Fatalf("getHead: %d %s", code, body)
+	}
+	if code, body := post(t, http.DefaultClient, s.url+"/v1/getHead", `{}`); code != 400 {
+		t.Fatalf("getHead without a thread: %d %s", code, body)
+	}
+	if code, body := get(t, s.url+"/metrics"); code != 404 || !strings.Contains(body, `"code":"NOT_FOUND"`) {
+		t.Errorf("/metrics on the public listener: %d %q, want 404 NOT_FOUND", code, body)
+	}
+	code, body := get(t, "http://"+addr+"/metrics")
+	for _, want := range []string{
+		`ckptstore_http_requests_total{rpc="getHead",status="200"} 1`,
+		`ckptstore_http_requests_total{rpc="getHead",status="400"} 1`,
+		`ckptstore_http_errors_total{code="SANDBOX_SNAPSHOT_INVALID_ID",rpc="getHead"} 1`,
+		`ckptstore_http_request_duration_seconds_count{rpc="getHead"} 2`,
+		`ckptstore_http_requests_in_flight{rpc="getHead"} 0`,
+		`ckptstore_http_body_bytes_in_flight 0`,
+		`go_goroutines `,
+	} {
+		if code != 200 || !strings.Contains(body, want) {
+			t.Errorf("the metrics listener's /metrics lacks %s (%d)", want, code)
+		}
+	}
+	if strings.Contains(body, `method="`) {
+		t.Errorf("a method label is left:\n%s", body)
+	}
+	for _, path := range []string{"/healthz", "/v1/getHead"} {
+		if code, body := get(t, "http://"+addr+path); code != 404 || !strings.Contains(body, `"code":"NOT_FOUND"`) {
+			t.Errorf("%s on the metrics listener: %d %q, want 404", path, code, body)
 		}
 	}
 }
