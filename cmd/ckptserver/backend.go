@@ -34,6 +34,10 @@ const (
 	openBackoffMax = 15 * time.Second
 	// openTimeout bounds one attempt (a store address that drops packets).
 	openTimeout = 30 * time.Second
+	// firstOpenTimeout bounds the attempt before the server listens, so
+	// that a store that drops packets keeps /healthz and /readyz silent
+	// for no longer than this (a liveness probe would restart the server).
+	firstOpenTimeout = 10 * time.Second
 )
 
 // errNotOpen is the failure of a request that comes before the store is
@@ -111,9 +115,10 @@ func (b *backend) close() error {
 	return nil
 }
 
-// open is one attempt to open the store of the command line.
-func (s *setup) open(ctx context.Context) (*storeurl.Opened, error) {
-	ctx, cancel := context.WithTimeout(ctx, openTimeout)
+// open is one attempt to open the store of the command line, for at most
+// timeout.
+func (s *setup) open(ctx context.Context, timeout time.Duration) (*storeurl.Opened, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	return storeurl.Open(ctx, s.c.store, storeurl.Options{Lease: s.lease})
 }
@@ -135,7 +140,7 @@ func (s *setup) retryOpen(ctx context.Context, b *backend, err error) {
 		case <-t.C:
 		}
 		var o *storeurl.Opened
-		if o, err = s.open(ctx); err == nil {
+		if o, err = s.open(ctx, openTimeout); err == nil {
 			if b.set(o) {
 				s.log.Info("the store is open: ready", "store", o.Desc, "attempts", attempt+1)
 			}

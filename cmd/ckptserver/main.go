@@ -346,7 +346,7 @@ func serve(ctx context.Context, s *setup, stdout io.Writer) error {
 	// not answer is retried in the background while the server serves
 	// 503s (backend.go).
 	b := &backend{}
-	opened, openErr := s.open(ctx)
+	opened, openErr := s.open(ctx, firstOpenTimeout)
 	switch {
 	case errors.Is(openErr, storeurl.ErrBadURL):
 		return fmt.Errorf("--store: %w", openErr)
