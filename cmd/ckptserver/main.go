@@ -101,7 +101,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 		fs.PrintDefaults()
 	}
 	fs.StringVar(&c.listen, "listen", "127.0.0.1:7070", "address to listen on; port 0 picks a free one (the bound address is printed)")
-	fs.StringVar(&c.metricsListen, "metrics-listen", "", "serve /metrics on this address of its own (plain HTTP, no auth: a private network's) and not on --listen; none = /metrics on --listen")
+	fs.StringVar(&c.metricsListen, "metrics-listen", "", "serve /metrics on this address of its own (plain HTTP, no auth: a private network's) and not on --listen; none = /metrics on --listen, beside the API")
 	fs.StringVar(&c.store, "store", "mem", "the store URL: "+storeurl.Forms())
 	fs.StringVar(&c.bucket, "bucket", "", "the blob bucket of the persistence blobs routes: mem://, file:///dir[?create=true], s3://BUCKET?endpoint=…&region=…; none = those routes answer 501")
 	fs.StringVar(&c.tokens, "tokens", "", "file of bearer tokens: one `token namespace` per line (# comments); required outside --dev")
@@ -117,7 +117,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.DurationVar(&c.readTimeout, "read-timeout", 2*time.Minute, "time to read a whole request")
 	fs.DurationVar(&c.writeTimeout, "write-timeout", 2*time.Minute, "time from the end of a request's headers to the end of its reply")
 	fs.DurationVar(&c.idleTimeout, "idle-timeout", 2*time.Minute, "how long an idle keep-alive connection stays open")
-	fs.DurationVar(&c.shutdownDelay, "shutdown-delay", 0, "on SIGTERM, how long /readyz answers 503 while the listener still serves, so that a load balancer stops sending first (5s–15s behind Kubernetes; docs/http-api.md)")
+	fs.DurationVar(&c.shutdownDelay, "shutdown-delay", 0, "on SIGTERM, how long /readyz answers 503 while the listener still serves, so that a load balancer stops sending first (0 = close at once; 5s–15s behind Kubernetes: docs/operations.md)")
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 30*time.Second, "after --shutdown-delay, how long SIGTERM waits for requests in flight")
 	fs.StringVar(&c.logLevel, "log-level", "info", "debug (one line per request) | info | warn | error")
 	fs.StringVar(&c.logFormat, "log-format", "json", "json | text")
