@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -17,6 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -101,8 +103,9 @@ type HandlerOptions struct {
 	// means DefaultMaxBlobBytes.
 	MaxBlobBytes int64
 	// Registerer, when not nil, gets the handler's Prometheus metrics:
-	// requests by method and status code, latency histograms by method,
-	// requests in flight.
+	// requests by rpc (route) and HTTP status, failures by rpc and wire
+	// code, latency histograms and requests in flight by rpc, the body
+	// bytes in flight (docs/operations.md).
 	Registerer prometheus.Registerer
 }
 
@@ -235,6 +238,10 @@ type call struct {
 	now       int64 // its clock, ns since the epoch
 
 	held int64 // bytes reserved from the handler's budget
+
+	id    [1]string // the request id, as the reply's X-Request-Id header
+	idBuf [16]byte  // the bytes of an id the server made
+	err   error     // the failure, for the log
 }
 
 // route is one method of the protocol.
@@ -282,9 +289,11 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !ok || rt == nil {
 		routeName = "unknown"
 	}
+	c := &call{w: w}
+	w.Header()[HeaderRequestID] = c.requestID(r.Header[HeaderRequestID])
 	rm := h.metrics.route(routeName)
 	rm.inFlight.Inc()
-	status, code, err := h.serve(w, r, rt)
+	status, code := h.serve(w, r, rt, c)
 	if status == 0 {
 		status = http.StatusOK // a reply the route streamed
 	}
@@ -293,15 +302,73 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rm.observe(status, d)
 	rm.failed(code)
 	if status >= 500 {
-		h.log.Warn("request failed", "method", routeName, "status", status, "code", code, "duration", d, "err", err)
+		h.log.LogAttrs(r.Context(), slog.LevelWarn, "request failed", c.logAttrs(routeName, status, code, d)...)
 	} else if h.log.Enabled(r.Context(), slog.LevelDebug) {
-		h.log.Debug("request", "method", routeName, "status", status, "code", code, "duration", d)
+		h.log.LogAttrs(r.Context(), slog.LevelDebug, "request", c.logAttrs(routeName, status, code, d)...)
 	}
 }
 
+// logAttrs are the attributes of a request's log record: the request id,
+// the tenant ("" when the request named none it may use), the route, the
+// HTTP status, the wire code of a failure and the duration in seconds.
+func (c *call) logAttrs(rpc string, status int, code string, d time.Duration) []slog.Attr {
+	tenant := ""
+	if c.ns != nil {
+		tenant = c.ns.name
+	}
+	a := []slog.Attr{
+		slog.String("request_id", c.id[0]), slog.String("tenant", tenant), slog.String("rpc", rpc),
+		slog.Int("status", status), slog.String("code", code), slog.Float64("duration", d.Seconds()),
+	}
+	if c.err != nil {
+		a = append(a, slog.String("err", c.err.Error()))
+	}
+	return a
+}
+
+// MaxRequestIDBytes is the longest X-Request-Id the server takes from a
+// request; a longer one, or one with other bytes than [A-Za-z0-9] and
+// -_.:=+/@, is replaced by one it makes.
+const MaxRequestIDBytes = 128
+
+// requestID returns the reply's X-Request-Id header: the request's own
+// when it has exactly one that is a sane token (the same slice, so taking
+// it costs nothing), else 16 hex digits of a random number, made in c's
+// own storage so that the id costs no allocation of its own.
+func (c *call) requestID(in []string) []string {
+	if len(in) == 1 && saneRequestID(in[0]) {
+		c.id[0] = in[0]
+		return in
+	}
+	const hex = "0123456789abcdef"
+	n := rand.Uint64()
+	for i := range c.idBuf {
+		c.idBuf[i] = hex[n&15]
+		n >>= 4
+	}
+	// idBuf is written once, here, before the string is made, and never
+	// after: the string is as immutable as any other.
+	c.id[0] = unsafe.String(&c.idBuf[0], len(c.idBuf))
+	return c.id[:]
+}
+
+func saneRequestID(id string) bool {
+	if id == "" || len(id) > MaxRequestIDBytes {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		b := id[i]
+		if 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z' || '0' <= b && b <= '9' || strings.IndexByte("-_.:=+/@", b) >= 0 {
+			continue
+		}
+		return false
+	}
+	return true
+}
+
 // serve handles one request and returns its status and, for a failure,
-// its code and error.
-func (h *handler) serve(w http.ResponseWriter, r *http.Request, rt *route) (int, string, error) {
+// its wire code (and sets c.err).
+func (h *handler) serve(w http.ResponseWriter, r *http.Request, rt *route, c *call) (int, string) {
 	buf := bufPool.Get().(*bytes.Buffer)
 	defer func() {
 		if buf.Cap() <= maxPooledBuffer {
@@ -309,7 +376,6 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request, rt *route) (int,
 		}
 	}()
 	buf.Reset()
-	c := &call{w: w}
 	defer func() { h.unreserve(c, c.held) }()
 	c.out.b = buf.Bytes()[:0]
 	err := h.prepare(w, r, rt, c, buf)
@@ -318,6 +384,7 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request, rt *route) (int,
 		err = h.run(rt, c)
 	}
 	if err != nil {
+		c.err = err
 		code := errorCode(err)
 		status := statusOf(code)
 		if code == CodeOverloaded {
@@ -327,17 +394,17 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request, rt *route) (int,
 		c.out.str("code", code)
 		c.out.str("message", clipMessage(err.Error()))
 		writeReply(w, status, c.out.end())
-		return status, code, err
+		return status, code
 	}
 	if c.streamed {
-		return 0, "", nil
+		return 0, ""
 	}
 	reply := c.out.b
 	if !c.done {
 		reply = c.out.end()
 	}
 	writeReply(w, http.StatusOK, reply)
-	return http.StatusOK, "", nil
+	return http.StatusOK, ""
 }
 
 // WriteError writes the protocol's error reply, {code, message} with

@@ -8,7 +8,9 @@ import (
 )
 
 // metrics are the handler's Prometheus collectors; a nil *metrics (no
-// Registerer) records nothing.
+// Registerer) records nothing. The labels mean one thing each, in every
+// series: rpc is the route (getHead, runs/createOrResume, unknown), status
+// the HTTP status, code the wire code of a failure (docs/operations.md).
 type metrics struct {
 	requests *prometheus.CounterVec
 	errs     *prometheus.CounterVec
@@ -17,7 +19,7 @@ type metrics struct {
 	routes   map[string]*routeMetrics
 }
 
-// routeMetrics are one method's collectors, resolved once, so that a
+// routeMetrics are one route's collectors, resolved once, so that a
 // request costs no label lookups but its status code's.
 type routeMetrics struct {
 	name     string
@@ -46,21 +48,21 @@ func newMetrics(reg prometheus.Registerer, b *budget) *metrics {
 	m := &metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "ckptstore", Subsystem: "http", Name: "requests_total",
-			Help: "Requests served, by method and HTTP status code.",
-		}, []string{"method", "code"}),
+			Help: "Requests served, by RPC (route) and HTTP status.",
+		}, []string{"rpc", "status"}),
 		errs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "ckptstore", Subsystem: "http", Name: "errors_total",
-			Help: "Failed requests, by method and wire code (NOT_REPLICATED apart from UNAVAILABLE, though both are 503).",
-		}, []string{"method", "code"}),
+			Help: "Failed requests, by RPC (route) and wire code (NOT_REPLICATED apart from UNAVAILABLE, though both are 503).",
+		}, []string{"rpc", "code"}),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: "ckptstore", Subsystem: "http", Name: "request_duration_seconds",
-			Help:    "Time from the request's arrival to its reply, by method.",
+			Help:    "Time from the request's arrival to its reply, by RPC (route).",
 			Buckets: []float64{.00005, .0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
-		}, []string{"method"}),
+		}, []string{"rpc"}),
 		inFlight: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: "ckptstore", Subsystem: "http", Name: "requests_in_flight",
-			Help: "Requests being served, by method.",
-		}, []string{"method"}),
+			Help: "Requests being served, by RPC (route).",
+		}, []string{"rpc"}),
 		routes: map[string]*routeMetrics{},
 	}
 	bodyBytes := prometheus.NewGaugeFunc(prometheus.GaugeOpts{

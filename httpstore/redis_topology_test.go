@@ -71,18 +71,18 @@ func TestNotReplicatedOverHTTP(t *testing.T) {
 		t.Errorf("head after the unreplicated append = %q, %v; want the write, which the primary has", head, err)
 	}
 	if n := errorCount(t, reg, "acquireWriter", httpstore.CodeNotReplicated); n != 3 {
-		t.Errorf("ckptstore_http_errors_total{method=acquireWriter,code=NOT_REPLICATED} = %v, want 3", n)
+		t.Errorf("ckptstore_http_errors_total{rpc=acquireWriter,code=NOT_REPLICATED} = %v, want 3", n)
 	}
 	if n := errorCount(t, reg, "append", httpstore.CodeNotReplicated); n != 3 {
-		t.Errorf("ckptstore_http_errors_total{method=append,code=NOT_REPLICATED} = %v, want 3", n)
+		t.Errorf("ckptstore_http_errors_total{rpc=append,code=NOT_REPLICATED} = %v, want 3", n)
 	}
 	if n := errorCount(t, reg, "append", httpstore.CodeUnavailable); n != 0 {
 		t.Errorf("NOT_REPLICATED counted as UNAVAILABLE too: %v", n)
 	}
 }
 
-// errorCount reads ckptstore_http_errors_total{method, code} from reg.
-func errorCount(t *testing.T, reg *prometheus.Registry, method, code string) float64 {
+// errorCount reads ckptstore_http_errors_total{rpc, code} from reg.
+func errorCount(t *testing.T, reg *prometheus.Registry, rpc, code string) float64 {
 	t.Helper()
 	mfs, err := reg.Gather()
 	testkit.Must(t, err)
@@ -95,7 +95,7 @@ func errorCount(t *testing.T, reg *prometheus.Registry, method, code string) flo
 			for _, lp := range m.GetLabel() {
 				labels[lp.GetName()] = lp.GetValue()
 			}
-			if labels["method"] == method && labels["code"] == code {
+			if labels["rpc"] == rpc && labels["code"] == code {
 				return m.GetCounter().GetValue()
 			}
 		}

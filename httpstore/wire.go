@@ -26,6 +26,11 @@ const (
 	HeaderLeaseDuration  = "Ckpt-Lease-Duration-Ms"
 	HeaderRenewAfter     = "Ckpt-Renew-After-Ms"
 	HeaderIdempotencyKey = "Idempotency-Key"
+	// HeaderRequestID names a request in the server's log; the server
+	// takes the client's when it is a sane token (MaxRequestIDBytes of
+	// [A-Za-z0-9] and -_.:=+/@), else makes one, and returns it in the
+	// reply's header of the same name.
+	HeaderRequestID = "X-Request-Id"
 )
 
 // Codes of the failures that are not contract errors.

@@ -256,7 +256,7 @@ func TestBadInputMemory(t *testing.T) {
 	}
 	// A closed connection counts only after the server refused: every
 	// body got its refusal, whatever the client saw of it.
-	refused := metric(t, s.url, `ckptstore_http_requests_total\{code="(?:413|503)",method="(?:get|append|runs/createOrResume)"\}`)
+	refused := metric(t, s.url, `ckptstore_http_requests_total\{rpc="(?:get|append|runs/createOrResume)",status="(?:413|503)"\}`)
 	if refused != bodies {
 		t.Errorf("the server refused %v bodies, want %d (%v)", refused, bodies, results)
 	}

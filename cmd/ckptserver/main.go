@@ -12,13 +12,18 @@
 // --bucket (mem://, file:///dir, s3://…), and without one the blob routes
 // answer 501. The server keeps no state of its own — leases, op tokens
 // and data live in the store — so several servers may run behind one load
-// balancer over one Redis or FoundationDB. Besides /v1/ it serves /healthz
+// balancer over one Redis or FoundationDB. A store that does not answer at
+// startup does not stop the server: it serves 503s, not ready, and retries
+// opening it with backoff (backend.go). Besides /v1/ it serves /healthz
 // (the process is up), /readyz (the store answers) and /metrics
-// (Prometheus), by exact path: any other path or method is the protocol's
+// (Prometheus; on an address of its own with --metrics-listen), by exact
+// path: any other path or method is the protocol's
 // JSON error, never a redirect. The bodies in flight share a budget
 // (--max-inflight-bytes): past it a request gets 503 OVERLOADED with
-// Retry-After. SIGTERM or SIGINT drains the requests in flight, then
-// exits.
+// Retry-After. SIGTERM or SIGINT turns /readyz to 503, keeps serving for
+// --shutdown-delay (0 by default) so that a load balancer stops sending,
+// then closes the listener, lets the requests in flight finish (up to
+// --shutdown-timeout) and exits.
 //
 // Exit codes: 0 after a clean shutdown, 1 when serving fails, 2 for a bad
 // command line.
@@ -38,7 +43,9 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -46,6 +53,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/blobs"
@@ -66,13 +74,14 @@ func main() {
 // config is the parsed command line.
 type config struct {
 	listen, store, tokens, tlsCert, tlsKey string
+	metricsListen                          string
 	bucket                                 string
 	dev                                    bool
 	lease, renewAfter                      time.Duration
 	maxBody, maxBlob, maxInflight          int64
 	readHeaderTimeout, readTimeout         time.Duration
 	writeTimeout, idleTimeout              time.Duration
-	shutdownTimeout                        time.Duration
+	shutdownDelay, shutdownTimeout         time.Duration
 	logLevel, logFormat                    string
 }
 
@@ -92,6 +101,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 		fs.PrintDefaults()
 	}
 	fs.StringVar(&c.listen, "listen", "127.0.0.1:7070", "address to listen on; port 0 picks a free one (the bound address is printed)")
+	fs.StringVar(&c.metricsListen, "metrics-listen", "", "serve /metrics on this address of its own (plain HTTP, no auth: a private network's) and not on --listen; none = /metrics on --listen, beside the API")
 	fs.StringVar(&c.store, "store", "mem", "the store URL: "+storeurl.Forms())
 	fs.StringVar(&c.bucket, "bucket", "", "the blob bucket of the persistence blobs routes: mem://, file:///dir[?create=true], s3://BUCKET?endpoint=…&region=…; none = those routes answer 501")
 	fs.StringVar(&c.tokens, "tokens", "", "file of bearer tokens: one `token namespace` per line (# comments); required outside --dev")
@@ -107,7 +117,8 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.DurationVar(&c.readTimeout, "read-timeout", 2*time.Minute, "time to read a whole request")
 	fs.DurationVar(&c.writeTimeout, "write-timeout", 2*time.Minute, "time from the end of a request's headers to the end of its reply")
 	fs.DurationVar(&c.idleTimeout, "idle-timeout", 2*time.Minute, "how long an idle keep-alive connection stays open")
-	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long SIGTERM waits for requests in flight")
+	fs.DurationVar(&c.shutdownDelay, "shutdown-delay", 0, "on SIGTERM, how long /readyz answers 503 while the listener still serves, so that a load balancer stops sending first (0 = close at once; 5s–15s behind Kubernetes: docs/operations.md)")
+	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 30*time.Second, "after --shutdown-delay, how long SIGTERM waits for requests in flight")
 	fs.StringVar(&c.logLevel, "log-level", "info", "debug (one line per request) | info | warn | error")
 	fs.StringVar(&c.logFormat, "log-format", "json", "json | text")
 	if err := fs.Parse(args); err != nil {
@@ -129,8 +140,17 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 		return nil, usage("--max-inflight-bytes must be 0 or at least --max-body-bytes (%d)", c.maxBody)
 	case c.maxBlob <= 0:
 		return nil, usage("--max-blob-bytes must be positive")
+	case c.shutdownDelay < 0:
+		return nil, usage("--shutdown-delay must not be negative")
+	case c.shutdownTimeout <= 0:
+		return nil, usage("--shutdown-timeout must be positive")
 	case c.logFormat != "json" && c.logFormat != "text":
 		return nil, usage("--log-format must be json or text")
+	}
+	if c.metricsListen != "" {
+		if _, _, err := net.SplitHostPort(c.metricsListen); err != nil {
+			return nil, usage("--metrics-listen %q: %v", c.metricsListen, err)
+		}
 	}
 	if c.dev {
 		if err := checkLoopback(c.listen); err != nil {
@@ -223,6 +243,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		log, err = newLogger(c, stderr)
 	}
+	if log != nil {
+		redisLog.to(log)
+	}
 	var tokens map[string]string
 	if err == nil && c.tokens != "" {
 		if tokens, err = readTokens(c.tokens); err != nil {
@@ -262,6 +285,33 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// redisLog is go-redis's logger once a server has run: go-redis writes its
+// own lines (a pool that cannot dial, a Sentinel failover) through one
+// global logger, which would put plain text lines in the JSON log.
+var redisLog redisLogger
+
+// redisLogger sends go-redis's log lines to the server's logger, as
+// warnings (go-redis logs only what goes wrong, with no level of its own)
+// whose detail is go-redis's line.
+type redisLogger struct {
+	once sync.Once
+	log  atomic.Pointer[slog.Logger]
+}
+
+// to makes log the logger of go-redis's lines (the last server's, when
+// tests run several in one process).
+func (l *redisLogger) to(log *slog.Logger) {
+	l.log.Store(log)
+	l.once.Do(func() { redis.SetLogger(l) })
+}
+
+// Printf implements go-redis's internal.Logging.
+func (l *redisLogger) Printf(ctx context.Context, format string, args ...any) {
+	if log := l.log.Load(); log != nil {
+		log.WarnContext(ctx, "go-redis", "detail", fmt.Sprintf(format, args...))
+	}
+}
+
 // openBucket opens the --bucket URL (nil for ""): a URL blobs.Open cannot
 // accept is a usage error, a bucket that cannot be reached another.
 func openBucket(ctx context.Context, rawURL string) (blobs.Bucket, error) {
@@ -292,18 +342,42 @@ type setup struct {
 
 func serve(ctx context.Context, s *setup, stdout io.Writer) error {
 	c, log := s.c, s.log
-	openCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	opened, err := storeurl.Open(openCtx, c.store, storeurl.Options{Lease: s.lease})
-	cancel()
-	if err != nil {
-		return fmt.Errorf("--store: %w", err)
+	// A URL that cannot work is a usage error, at once; a store that does
+	// not answer is retried in the background while the server serves
+	// 503s (backend.go).
+	b := &backend{}
+	opened, openErr := s.open(ctx, firstOpenTimeout)
+	switch {
+	case errors.Is(openErr, storeurl.ErrBadURL):
+		return fmt.Errorf("--store: %w", openErr)
+	case openErr != nil:
+		opened = nil
+		b.failed(openErr)
+	default:
+		b.set(opened)
 	}
-	defer func() { _ = opened.Close() }()
+	defer func() { _ = b.close() }()
 
 	var draining atomic.Bool
-	srv, err := s.newServer(opened, &draining)
+	srv, msrv, err := s.newServer(b, &draining)
 	if err != nil {
 		return err
+	}
+	// The metrics listener, when apart, opens first and closes last, so
+	// that a drain can be watched.
+	metricsAddr := ""
+	if msrv != nil {
+		mln, err := net.Listen("tcp", c.metricsListen)
+		if err != nil {
+			return fmt.Errorf("--metrics-listen: %w", err)
+		}
+		metricsAddr = mln.Addr().String()
+		go func() {
+			if err := msrv.Serve(mln); !errors.Is(err, http.ErrServerClosed) {
+				log.Error("the metrics listener failed", "err", err)
+			}
+		}()
+		defer msrv.Close()
 	}
 	scheme := "http"
 	if srv.TLSConfig != nil {
@@ -314,7 +388,20 @@ func serve(ctx context.Context, s *setup, stdout io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(stdout, "listening on %s://%s\n", scheme, ln.Addr())
-	log.Info("listening", "addr", ln.Addr().String(), "tls", scheme == "https", "store", opened.Desc, "dev", c.dev, "namespaces", len(s.tokens), "bucket", redact(c.bucket))
+	desc := redact(c.store)
+	if opened != nil {
+		desc = opened.Desc
+	}
+	log.Info("listening", "addr", ln.Addr().String(), "tls", scheme == "https", "store", desc, "ready", opened != nil, "metrics_addr", metricsAddr, "dev", c.dev, "namespaces", len(s.tokens), "bucket", redact(c.bucket))
+	if opened == nil {
+		rctx, stopRetry := context.WithCancel(ctx)
+		retried := make(chan struct{})
+		go func() {
+			defer close(retried)
+			s.retryOpen(rctx, b, openErr)
+		}()
+		defer func() { stopRetry(); <-retried }() // before b.close
+	}
 
 	errc := make(chan error, 1)
 	go func() {
@@ -329,10 +416,26 @@ func serve(ctx context.Context, s *setup, stdout io.Writer) error {
 		return err
 	case <-ctx.Done():
 	}
-	// Drain: /readyz turns 503 so a load balancer stops sending, the
-	// listener closes, and the requests in flight finish.
+	// Drain: /readyz turns 503 and, for --shutdown-delay, the listener
+	// still serves, so that a load balancer that polls /readyz (or an
+	// endpoint list being updated, in Kubernetes) stops sending before any
+	// connection is refused. Keep-alives end meanwhile: each connection
+	// closes after its next reply, so its client's next request opens a new
+	// one, which the balancer sends elsewhere. Then the listener closes
+	// and the requests in flight finish, for up to --shutdown-timeout.
 	draining.Store(true)
-	log.Info("shutting down: draining requests in flight", "timeout", c.shutdownTimeout)
+	if c.shutdownDelay > 0 {
+		srv.SetKeepAlivesEnabled(false)
+		log.Info("shutting down: /readyz answers 503, still serving until the delay ends", "delay", c.shutdownDelay.Seconds())
+		t := time.NewTimer(c.shutdownDelay)
+		select {
+		case <-t.C:
+		case err := <-errc:
+			t.Stop()
+			return err
+		}
+	}
+	log.Info("shutting down: the listener closes, the requests in flight finish", "timeout", c.shutdownTimeout.Seconds())
 	sctx, cancel := context.WithTimeout(context.Background(), c.shutdownTimeout)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
@@ -350,14 +453,16 @@ func redact(raw string) string {
 	return "(unparsable)"
 }
 
-// newServer returns the HTTP server of opened: the protocol under /v1/,
-// /healthz, /readyz (503 once draining is set, or while the store does not
-// answer) and /metrics, with TLS when --tls-cert is set.
-func (s *setup) newServer(opened *storeurl.Opened, draining *atomic.Bool) (*http.Server, error) {
+// newServer returns the HTTP server of b: the protocol under /v1/,
+// /healthz, /readyz (503 once draining is set, while the store is not
+// open or does not answer) and /metrics, with TLS when --tls-cert is set;
+// and, with --metrics-listen, the server of /metrics alone (which the
+// first then does not serve), else nil.
+func (s *setup) newServer(b *backend, draining *atomic.Bool) (srv, metricsSrv *http.Server, err error) {
 	c := s.c
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	api := httpstore.NewHandler(opened, httpstore.HandlerOptions{
+	api := httpstore.NewHandler(b, httpstore.HandlerOptions{
 		Dev: c.dev, Tokens: s.tokens, Lease: s.lease, MaxBodyBytes: c.maxBody, Logger: s.log, Registerer: reg,
 		Bucket: s.bucket, MaxBlobBytes: c.maxBlob, MaxInflightBytes: c.maxInflight,
 	})
@@ -366,22 +471,31 @@ func (s *setup) newServer(opened *storeurl.Opened, draining *atomic.Bool) (*http
 	})
 	readyz := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if draining.Load() {
-			http.Error(w, "shutting down", http.StatusServiceUnavailable)
+			httpstore.WriteError(w, http.StatusServiceUnavailable, httpstore.CodeUnavailable, "shutting down")
+			return
+		}
+		if why := b.notReady(); why != "" {
+			httpstore.WriteError(w, http.StatusServiceUnavailable, httpstore.CodeUnavailable, why)
 			return
 		}
 		pctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
-		if err := opened.Ping(pctx); err != nil {
-			http.Error(w, "the store does not answer: "+err.Error(), http.StatusServiceUnavailable)
+		if err := b.opened.Load().Ping(pctx); err != nil {
+			httpstore.WriteError(w, http.StatusServiceUnavailable, httpstore.CodeUnavailable, "the store does not answer: "+err.Error())
 			return
 		}
 		_, _ = io.WriteString(w, "ok\n")
 	})
-	srv := &http.Server{
-		Handler: &top{api: api, get: map[string]http.Handler{
-			"/healthz": healthz, "/readyz": readyz,
-			"/metrics": promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}),
-		}},
+	get := map[string]http.Handler{"/healthz": healthz, "/readyz": readyz}
+	metrics := &top{api: notFound{}, get: map[string]http.Handler{
+		"/metrics": promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}),
+	}}
+	if c.metricsListen == "" {
+		get["/metrics"] = metrics.get["/metrics"]
+		metrics = nil
+	}
+	srv = &http.Server{
+		Handler:           &top{api: api, get: get},
 		ReadHeaderTimeout: c.readHeaderTimeout,
 		ReadTimeout:       c.readTimeout,
 		WriteTimeout:      c.writeTimeout,
@@ -394,11 +508,32 @@ func (s *setup) newServer(opened *storeurl.Opened, draining *atomic.Bool) (*http
 	if c.tlsCert != "" {
 		cert, err := tls.LoadX509KeyPair(c.tlsCert, c.tlsKey)
 		if err != nil {
-			return nil, fmt.Errorf("--tls-cert, --tls-key: %w", err)
+			return nil, nil, fmt.Errorf("--tls-cert, --tls-key: %w", err)
 		}
 		srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
-	return srv, nil
+	var msrv *http.Server
+	if metrics != nil {
+		msrv = &http.Server{
+			Handler:           metrics,
+			ReadHeaderTimeout: c.readHeaderTimeout,
+			ReadTimeout:       c.readTimeout,
+			WriteTimeout:      c.writeTimeout,
+			IdleTimeout:       c.idleTimeout,
+			ErrorLog:          srv.ErrorLog,
+			// As on --listen: OPTIONS * is a JSON NOT_FOUND too.
+			DisableGeneralOptionsHandler: true,
+		}
+	}
+	return srv, msrv, nil
+}
+
+// notFound answers every request of the metrics listener but GET /metrics
+// with the protocol's JSON NOT_FOUND.
+type notFound struct{}
+
+func (notFound) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	httpstore.WriteError(w, http.StatusNotFound, httpstore.CodeNotFound, "no path "+strconv.Quote(r.URL.Path)+" here: the metrics listener serves GET /metrics")
 }
 
 // top routes a request by its exact path: the GET endpoints by name, and

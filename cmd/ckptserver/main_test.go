@@ -19,7 +19,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -33,7 +35,25 @@ type server struct {
 	url  string
 	stop context.CancelFunc
 	code chan int
-	errs *strings.Builder
+	errs *logBuf // its stderr: the log
+}
+
+// logBuf is a server's stderr, written by its goroutines as a test reads it.
+type logBuf struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *logBuf) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuf) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // start runs ckptserver with args and waits for its "listening on" line.
@@ -41,9 +61,9 @@ func start(t *testing.T, args ...string) *server {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
-	s := &server{stop: cancel, code: make(chan int, 1), errs: &strings.Builder{}}
+	s := &server{stop: cancel, code: make(chan int, 1), errs: &logBuf{}}
 	go func() {
-		s.code <- run(ctx, args, pw, io.Discard)
+		s.code <- run(ctx, args, pw, s.errs)
 		pw.Close()
 	}()
 	line, err := bufio.NewReader(pr).ReadString('\n')
@@ -115,6 +135,9 @@ func TestFlagsRefused(t *testing.T) {
 		{"--dev", "--listen", "127.0.0.1:0", "--max-blob-bytes", "0"},
 		{"--dev", "--listen", "127.0.0.1:0", "--max-inflight-bytes", "1000"},
 		{"--dev", "--listen", "127.0.0.1:0", "--max-inflight-bytes", "-1"},
+		{"--dev", "--listen", "127.0.0.1:0", "--shutdown-delay", "-1s"},
+		{"--dev", "--listen", "127.0.0.1:0", "--metrics-listen", "no-port"},
+		{"--dev", "--listen", "127.0.0.1:0", "--shutdown-timeout", "0s"},
 	} {
 		var stderr strings.Builder
 		if code := run(context.Background(), args, io.Discard, &stderr); code != 2 {
@@ -148,9 +171,9 @@ func TestDevServer(t *testing.T) {
 	}
 	code, body := get(t, s.url+"/metrics")
 	for _, want := range []string{
-		`ckptstore_http_requests_total{code="200",method="append"} 1`,
-		`ckptstore_http_request_duration_seconds_bucket{method="append"`,
-		`ckptstore_http_requests_in_flight{method="append"} 0`,
+		`ckptstore_http_requests_total{rpc="append",status="200"} 1`,
+		`ckptstore_http_request_duration_seconds_bucket{rpc="append"`,
+		`ckptstore_http_requests_in_flight{rpc="append"} 0`,
 	} {
 		if code != 200 || !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %s", want)
@@ -192,7 +215,7 @@ func TestDrain(t *testing.T) {
 	// The server has the request once /metrics counts it in flight.
 	for {
 		_, m := get(t, s.url+"/metrics")
-		if strings.Contains(m, `ckptstore_http_requests_in_flight{method="getHead"} 1`) {
+		if strings.Contains(m, `ckptstore_http_requests_in_flight{rpc="getHead"} 1`) {
 			break
 		}
 		time.Sleep(time.Millisecond)
@@ -219,6 +242,59 @@ func TestDrain(t *testing.T) {
 		t.Errorf("exit %d after a drain", code)
 	}
 	s.code <- 0 // for the cleanup
+}
+
+// TestShutdownDelay: on SIGTERM with --shutdown-delay, /readyz answers 503
+// while the listener still serves (a new connection's request succeeds),
+// and only then does the listener close and the server exit cleanly.
+func TestShutdownDelay(t *testing.T) {
+	s := start(t, "--dev", "--listen", "127.0.0.1:0", "--shutdown-delay", "3s")
+	if code, _ := get(t, s.url+"/readyz"); code != 200 {
+		t.Fatalf("/readyz before SIGTERM: %d", code)
+	}
+	s.stop()
+	// Each request on a new connection: the delay is about new ones.
+	hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	var code int
+	var body string
+	for code != 503 {
+		code, body = getWith(t, hc, s.url+"/readyz")
+		time.Sleep(time.Millisecond)
+	}
+	if !strings.Contains(body, `"code":"UNAVAILABLE"`) || !strings.Contains(body, "shutting down") {
+		t.Errorf("/readyz while draining: %q", body)
+	}
+	if code, body := post(t, hc, s.url+"/v1/getHead", `{"threadId":"t"}`); code != 200 || body != `{"headId":null}` {
+		t.Errorf("a request while /readyz is 503: %d %q, want it served", code, body)
+	}
+	select {
+	case c := <-s.code:
+		t.Fatalf("exit %d before the delay ended", c)
+	default:
+	}
+	for {
+		conn, err := net.Dial("tcp", strings.TrimPrefix(s.url, "http://"))
+		if err != nil {
+			break
+		}
+		conn.Close()
+		time.Sleep(10 * time.Millisecond)
+	}
+	if c := <-s.code; c != 0 {
+		t.Errorf("exit %d after the delay", c)
+	}
+	s.code <- 0 // for the cleanup
+}
+
+func getWith(t *testing.T, hc *http.Client, url string) (int, string) {
+	t.Helper()
+	resp, err := hc.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }
 
 func TestTokens(t *testing.T) {
@@ -416,5 +492,124 @@ func TestPersistence(t *testing.T) {
 	held := false
 	if err := p.Locks.WithLock(ctx, "sandbox:t1", func(context.Context) error { held = true; return nil }); err != nil || !held {
 		t.Fatalf("withLock: %v (ran %v)", err, held)
+	}
+}
+
+// TestRequestLog: each request's log record carries its request id (the
+// client's X-Request-Id when it is a sane token, else one the server made,
+// returned in the reply either way), its tenant, its route and its
+// duration in seconds.
+func TestRequestLog(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "tokens")
+	const tok = "token-a-0123456789abcdef"
+	_ = os.WriteFile(file, []byte(tok+" tenant a\n"), 0o600)
+	s := start(t, "--tokens", file, "--listen", "127.0.0.1:0", "--log-level", "debug")
+	send := func(id, auth string) (int, string) {
+		req, _ := http.NewRequest(http.MethodPost, s.url+"/v1/getHead", strings.NewReader(`{"threadId":"t"}`))
+		req.Header.Set("Content-Type", "application/json")
+		if id != "" {
+			req.Header.Set("X-Request-Id", id)
+		}
+		if auth != "" {
+			req.Header.Set("Authorization", "Bearer "+auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode, resp.Header.Get("X-Request-Id")
+	}
+	made := regexp.MustCompile(`^[0-9a-f]{16}$`)
+	for _, tc := range []struct {
+		sent, auth, tenant string
+		status             int
+		kept               bool
+	}{
+		{"client-id-1", tok, "tenant a", 200, true},
+		{"Root=1-67a2-abc/def+x@y:z_w.v", tok, "tenant a", 200, true},
+		{"", tok, "tenant a", 200, false},
+		{"has space", tok, "tenant a", 200, false},
+		{strings.Repeat("x", 129), tok, "tenant a", 200, false},
+		{"ünïcode", tok, "tenant a", 200, false},
+		{"no-token-id", "", "", 401, true},
+	} {
+		status, id := send(tc.sent, tc.auth)
+		if status != tc.status {
+			t.Errorf("X-Request-Id %q: status %d, want %d", tc.sent, status, tc.status)
+		}
+		if tc.kept && id != tc.sent || !tc.kept && !made.MatchString(id) {
+			t.Errorf("X-Request-Id %q: the reply's is %q", tc.sent, id)
+			continue
+		}
+		var rec map[string]any
+		for _, line := range strings.Split(s.errs.String(), "\n") {
+			var r map[string]any
+			if json.Unmarshal([]byte(line), &r) == nil && r["request_id"] == id {
+				rec = r
+			}
+		}
+		if rec == nil {
+			t.Errorf("X-Request-Id %q: no log record with request_id %q:\n%s", tc.sent, id, s.errs.String())
+			continue
+		}
+		d, isFloat := rec["duration"].(float64)
+		if rec["msg"] != "request" || rec["tenant"] != tc.tenant || rec["rpc"] != "getHead" || rec["status"] != float64(tc.status) || !isFloat || d <= 0 || d > 60 {
+			t.Errorf("X-Request-Id %q: log record %v, want tenant %q, rpc getHead, status %d, duration in seconds", tc.sent, rec, tc.tenant, tc.status)
+		}
+	}
+}
+
+// TestMetricsListen: with --metrics-listen, /metrics is served there, with
+// the rpc, status and code labels, and not on the public listener.
+func TestMetricsListen(t *testing.T) {
+	s := start(t, "--dev", "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0")
+	// The listening record follows the stdout line that start waited for.
+	var rec struct {
+		Msg         string `json:"msg"`
+		MetricsAddr string `json:"metrics_addr"`
+	}
+	for rec.Msg != "listening" {
+		time.Sleep(time.Millisecond)
+		for _, line := range strings.Split(s.errs.String(), "\n") {
+			if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "listening" {
+				break
+			}
+		}
+	}
+	addr := rec.MetricsAddr
+	if addr == "" {
+		t.Fatalf("no metrics_addr in the listening record:\n%s", s.errs.String())
+	}
+	if code, body := post(t, http.DefaultClient, s.url+"/v1/getHead", `{"threadId":"t"}`); code != 200 {
+		t.Fatalf("getHead: %d %s", code, body)
+	}
+	if code, body := post(t, http.DefaultClient, s.url+"/v1/getHead", `{}`); code != 400 {
+		t.Fatalf("getHead without a thread: %d %s", code, body)
+	}
+	if code, body := get(t, s.url+"/metrics"); code != 404 || !strings.Contains(body, `"code":"NOT_FOUND"`) {
+		t.Errorf("/metrics on the public listener: %d %q, want 404 NOT_FOUND", code, body)
+	}
+	code, body := get(t, "http://"+addr+"/metrics")
+	for _, want := range []string{
+		`ckptstore_http_requests_total{rpc="getHead",status="200"} 1`,
+		`ckptstore_http_requests_total{rpc="getHead",status="400"} 1`,
+		`ckptstore_http_errors_total{code="SANDBOX_SNAPSHOT_INVALID_ID",rpc="getHead"} 1`,
+		`ckptstore_http_request_duration_seconds_count{rpc="getHead"} 2`,
+		`ckptstore_http_requests_in_flight{rpc="getHead"} 0`,
+		`ckptstore_http_body_bytes_in_flight 0`,
+		`go_goroutines `,
+	} {
+		if code != 200 || !strings.Contains(body, want) {
+			t.Errorf("the metrics listener's /metrics lacks %s (%d)", want, code)
+		}
+	}
+	if strings.Contains(body, `method="`) {
+		t.Errorf("a method label is left:\n%s", body)
+	}
+	for _, path := range []string{"/healthz", "/v1/getHead"} {
+		if code, body := get(t, "http://"+addr+path); code != 404 || !strings.Contains(body, `"code":"NOT_FOUND"`) {
+			t.Errorf("%s on the metrics listener: %d %q, want 404", path, code, body)
+		}
 	}
 }
