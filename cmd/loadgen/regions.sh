@@ -135,6 +135,7 @@ start_cluster() { # dir
       >"$dir/$n/out.log" 2>&1 &
     pids+=($!)
     ppids+=($!)
+    disown $! # no job notice when it is killed
   done
   local cf=$dir/fdb.cluster
   # dc2 starts at priority -1: fdbcli refuses usable_regions=2 while two
@@ -187,7 +188,7 @@ run_scenario() {
     # waits for the lost logs. Give it 15 s, then force dc2 to be primary.
     if ! wait_for "recovery" 15 dc2_master "$cf"; then
       log "$name: no recovery in 15 s; force_recovery_with_data_loss dc2"
-      wait_for "force" 30 cli "$cf" 10 "force_recovery_with_data_loss dc2" >/dev/null || fail "force_recovery_with_data_loss dc2 failed"
+      wait_for "force" 30 cli "$cf" 10 "force_recovery_with_data_loss dc2" >/dev/null 2>&1 || fail "force_recovery_with_data_loss dc2 failed"
       forced=yes
     fi
   fi
@@ -220,8 +221,9 @@ for o in r["ops"]:
         samples.setdefault(c, f"{o['op']}: {(o.get('errorSamples') or {}).get(c, '')}")
 lost = sum(1 for p in v.get("problems", []) if p.startswith("lost acknowledged append"))
 print(f"regions {name}: loadgen exit {rc}; {r['appends']} appends in {r['elapsedNs']/1e9:.1f} s "
-      f"({r['appendsPerSec']:.0f}/s); SIGKILL at {float(kill_s):.1f} s after loadgen started; "
-      f"longest stall {st['durationNs']/1e9:.2f} s from {st['startNs']/1e9:.2f} s into the load; forced recovery: {forced}")
+      f"({r['appendsPerSec']:.0f}/s); SIGKILL at {float(kill_s):.1f} s after loadgen started; forced recovery: {forced}")
+print(f"regions {name}: write gap (the longest stall: no append acknowledged from the last before the kill to the first after it): "
+      f"{st['durationNs']/1e9:.2f} s, from {st['startNs']/1e9:.2f} s into the load")
 print(f"regions {name}: errors by code: {json.dumps(errs, sort_keys=True) if errs else 'none'}")
 for c in sorted(samples):
     print(f"regions {name}:   first {c}: {samples[c][:300]}")
@@ -230,9 +232,34 @@ print(f"regions {name}: verify ok={v.get('ok')} acknowledged={v.get('acknowledge
       f"problems={v.get('problemCount')} (lost acknowledged appends listed: {lost})")
 for p in v.get("problems", [])[:10]:
     print(f"regions {name}:   {p}")
-print(f"regions {name}: fdbserver peak RSS before the kill: {rss_before}")
-print(f"regions {name}: fdbserver peak RSS of the survivors at the end: {rss_after}")
+tot = lambda s: sum(int(x.split("=")[1][:-3]) for x in s.split())
+print(f"regions {name}: fdbserver peak RSS before the kill: {rss_before}(total {tot(rss_before)} MiB)")
+print(f"regions {name}: fdbserver peak RSS of the survivors at the end: {rss_after}(total {tot(rss_after)} MiB)")
 EOF
+
+  # The recovery as the survivors' traces tell it: when each recovery state
+  # was reached after the kill, and when the satellite's log was locked.
+  python3 - "$dir" "$tkill" <<'EOF2' || true
+import glob, re, sys
+d, tkill = sys.argv[1], float(sys.argv[2])
+seen = []
+for f in glob.glob(d + "/p*/logs/*.xml"):
+    for line in open(f, errors="replace"):
+        if 'Type="MasterRecoveryState"' not in line and 'Type="TLogLocked"' not in line:
+            continue
+        t = float(re.search(r' Time="([0-9.]+)"', line)[1])
+        if t < tkill:
+            continue
+        st = re.search(r' Status="([^"]*)"', line)
+        seen.append((t - tkill, st[1] if st else "tlog locked"))
+steps = {}
+for t, what in sorted(seen):
+    if what == "tlog locked":
+        steps[what] = t  # the last old log locked
+    else:
+        steps.setdefault(what, t)  # the first time each state was reached
+print("regions recovery after the kill: " + ", ".join(f"{w} {t:.1f} s" for w, t in sorted(steps.items(), key=lambda x: x[1])))
+EOF2
 
   local ok appends_after
   ok=$(python3 -c 'import json,sys; print((json.load(open(sys.argv[1])).get("verify") or {}).get("ok"))' "$dir/loadgen.json")
@@ -252,9 +279,11 @@ print(st["startNs"] + st["durationNs"] < float(sys.argv[2]) * 1e9 - 1e8)' "$dir/
   for i in "${!ppids[@]}"; do kill -9 "${ppids[$i]}" 2>/dev/null || true; done
 }
 
+t_all=$SECONDS
 for s in $scenarios; do
   case $s in
   satellite) run_scenario satellite 0 1 ;;
   nosatellite) run_scenario nosatellite 0 1 2 ;;
   esac
 done
+log "all passed in $((SECONDS - t_all)) s"
