@@ -27,7 +27,8 @@
 # Usage: regions.sh [satellite|nosatellite|all]   (default all)
 # Environment: FDB_SH (default ../shared/fdb/fdb.sh from the repository root),
 # REGIONS_DURATION (load per scenario, default 60s), REGIONS_KILL_AT (seconds
-# into the load, default 10), REGIONS_KEEP=1 keeps the data directory.
+# into the load, default 10), REGIONS_KEEP=1 keeps the data directory,
+# REGIONS_SERVER_ARGS adds arguments to every fdbserver (knobs, say).
 # Without FDB_SH it prints why and exits 0. Every process it starts is killed
 # on exit, failure included; every wait is bounded.
 set -euo pipefail
@@ -132,7 +133,7 @@ start_cluster() { # dir
     fdbserver --cluster-file "$dir/fdb.cluster" --public-address "127.0.0.1:$p" --listen-address "127.0.0.1:$p" \
       --datadir "$dir/$n/data" --logdir "$dir/$n/logs" --class "${classes[$i]}" \
       --locality-dcid "${dcs[$i]}" --locality-zoneid "z$((i + 1))" --locality-machineid "m$((i + 1))" \
-      >"$dir/$n/out.log" 2>&1 &
+      ${REGIONS_SERVER_ARGS:-} >"$dir/$n/out.log" 2>&1 &
     pids+=($!)
     ppids+=($!)
     disown $! # no job notice when it is killed
