@@ -26,9 +26,11 @@
 #
 # Usage: regions.sh [satellite|nosatellite|all]   (default all)
 # Environment: FDB_SH (default ../shared/fdb/fdb.sh from the repository root),
-# REGIONS_DURATION (load per scenario, default 60s), REGIONS_KILL_AT (seconds
-# into the load, default 10), REGIONS_KEEP=1 keeps the data directory,
-# REGIONS_SERVER_ARGS adds arguments to every fdbserver (knobs, say).
+# REGIONS_DURATION (load per scenario, default 75s: the write gap with stock
+# knobs reached 41 s here, and an append must be acknowledged after it),
+# REGIONS_KILL_AT (seconds into the load, default 10), REGIONS_KEEP=1 keeps
+# the data directory, REGIONS_SERVER_ARGS adds arguments to every fdbserver
+# (knobs, say).
 # Without FDB_SH it prints why and exits 0. Every process it starts is killed
 # on exit, failure included; every wait is bounded.
 set -euo pipefail
@@ -36,7 +38,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 fdbsh=${FDB_SH:-$root/../shared/fdb/fdb.sh}
 scenarios=${1:-all}
-duration=${REGIONS_DURATION:-60s}
+duration=${REGIONS_DURATION:-75s}
 kill_at=${REGIONS_KILL_AT:-10}
 case $scenarios in all) scenarios="satellite nosatellite" ;; satellite | nosatellite) ;; *)
   echo "usage: $0 [satellite|nosatellite|all]" >&2; exit 2 ;;
@@ -115,7 +117,6 @@ wait_for() { # description seconds command...
   return 1
 }
 
-healthy() { [ "$(status_field "$1" "s['cluster']['data']['state'].get('healthy')")" = True ]; }
 available() { cli "$1" 3 "status minimal" 2>/dev/null | grep -qx "The database is available."; }
 dc2_master() { [ "$(master_dc "$1")" = dc2 ]; }
 
@@ -169,7 +170,7 @@ run_scenario() {
   local t0; t0=$(now)
   start_cluster "$dir"
   local cf=$dir/fdb.cluster setup; setup=$(awk -v a="$t0" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }')
-  log "$name: six processes up, two regions healthy, master in dc1 (setup ${setup} s)"
+  log "$name: six processes up, both regions hold a replica, master in dc1 (setup ${setup} s)"
 
   local lstart; lstart=$(now)
   "$work/loadgen" --store "fdb:$cf" --verify --op-timeout 10s --duration "$duration" \
@@ -193,7 +194,7 @@ run_scenario() {
       forced=yes
     fi
   fi
-  wait_for "recovery in dc2" 60 dc2_master "$cf" || fail "$name: the master did not move to dc2 within 60 s of the kill"
+  wait_for "recovery in dc2" 90 dc2_master "$cf" || fail "$name: the master did not move to dc2 within 90 s of the kill"
   local trec; trec=$(now)
   log "$name: master in dc2 $(awk -v a="$tkill" -v b="$trec" 'BEGIN { printf "%.1f", b - a }') s after the kill (forced: $forced)"
 
