@@ -19,7 +19,9 @@
 //     resets the transaction when the error is retryable), plus context
 //     support: the ctx deadline becomes the transaction's timeout option,
 //     and ctx cancellation cancels the transaction, after which the loop
-//     returns ctx's error.
+//     returns ctx's error. A timeout (1031) under a ctx deadline is
+//     reported as context.DeadlineExceeded, even when ctx has not yet
+//     noticed its deadline.
 //   - Errors that are not FoundationDB errors (those fn returns itself)
 //     end the loop unchanged and are never retried.
 //   - An error the binding reports without a future (AddReadConflictRange)
@@ -127,7 +129,8 @@ func (d *DB) run(ctx context.Context, commit bool, fn func(t *transaction) error
 	if err != nil {
 		return fmt.Errorf("fdbkv: create transaction: %w", mapError(err))
 	}
-	if deadline, ok := ctx.Deadline(); ok {
+	deadline, hasDeadline := ctx.Deadline()
+	if hasDeadline {
 		// The timeout counts from the transaction's creation and, at API
 		// version ≥ 610, survives OnError's reset: it bounds all retries.
 		if err := tr.Options().SetTimeout(timeoutMillis(time.Until(deadline))); err != nil {
@@ -160,11 +163,17 @@ func (d *DB) run(ctx context.Context, commit bool, fn func(t *transaction) error
 		if code == 0 {
 			return err // fn's own error: not retried
 		}
+		if hasDeadline && code == kv.CodeTransactionTimedOut {
+			return deadlineError(err)
+		}
 		// OnError waits out the backoff and resets tr when the error is
 		// retryable; otherwise it returns the error (maybe another code).
 		if oerr := tr.OnError(fdb.Error{Code: code}).Get(); oerr != nil {
 			if ctx.Err() != nil {
 				return fmt.Errorf("fdbkv: %w (last error: %v)", ctx.Err(), err)
+			}
+			if hasDeadline && kv.ErrorCode(mapError(oerr)) == kv.CodeTransactionTimedOut {
+				return deadlineError(fmt.Errorf("%v (after %v)", mapError(oerr), err))
 			}
 			if kv.ErrorCode(mapError(oerr)) == code {
 				return err
@@ -172,6 +181,15 @@ func (d *DB) run(ctx context.Context, commit bool, fn func(t *transaction) error
 			return fmt.Errorf("%w (after %v)", mapError(oerr), err)
 		}
 	}
+}
+
+// deadlineError reports the transaction_timed_out (1031) of the timeout
+// option that ctx's deadline set as that deadline: the cluster's timer can
+// fire a moment before ctx's (the option is set in whole milliseconds, from
+// the transaction's creation), and a caller must see context.DeadlineExceeded
+// either way, as memkv reports it. last is the error that ended the attempt.
+func deadlineError(last error) error {
+	return fmt.Errorf("fdbkv: %w (last error: %v)", context.DeadlineExceeded, last)
 }
 
 // timeoutMillis converts the time left before a deadline to the timeout

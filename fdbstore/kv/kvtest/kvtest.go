@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ckptstore/ckptstore/fdbstore/kv"
 )
@@ -365,5 +366,19 @@ func (s *suite) testContext(t *testing.T) {
 	})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("retry loop after cancel: %v after %d runs, want context.Canceled", err, runs)
+	}
+	// A deadline that passes during the retries ends them with
+	// context.DeadlineExceeded, however the engine noticed it (FoundationDB's
+	// timeout option can fire a moment before ctx's deadline). Several rounds,
+	// since the race is between two timers.
+	for i := 0; i < 5; i++ {
+		dctx, cancel := context.WithTimeout(ctx, 30*time.Millisecond)
+		err = s.db.Transact(dctx, func(tr kv.Transaction) error {
+			return kv.NewError(kv.CodeNotCommitted)
+		})
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("retry loop past the deadline (round %d): %v, want context.DeadlineExceeded", i, err)
+		}
 	}
 }
