@@ -200,7 +200,9 @@ func TestRangeReadsReverseAndLimit(t *testing.T) {
 	require.Equal(t, []string{"k2=2", "k25=w", "k3=3"}, mustRange(t, tr, "k2", "k5", kv.RangeOptions{}))
 	require.Equal(t, []string{"k3=3", "k25=w", "k2=2"}, mustRange(t, tr, "k2", "k5", kv.RangeOptions{Reverse: true}))
 	require.Empty(t, mustRange(t, tr, "k3", "k3", kv.RangeOptions{}))
-	_, err := tr.GetRange(kv.KeyRange{Begin: b("a"), End: b("b")}, kv.RangeOptions{Limit: -1}).Get()
+	// -1 is FoundationDB's unlimited; below it, range_limits_invalid (2012).
+	require.Equal(t, mustRange(t, tr, "k", "l", kv.RangeOptions{}), mustRange(t, tr, "k", "l", kv.RangeOptions{Limit: -1}))
+	_, err := tr.GetRange(kv.KeyRange{Begin: b("a"), End: b("b")}, kv.RangeOptions{Limit: -2}).Get()
 	wantCode(t, err, kv.CodeRangeLimitsInvalid)
 }
 
@@ -208,9 +210,16 @@ func TestInvertedRange(t *testing.T) {
 	db := New()
 	inv := kv.KeyRange{Begin: b("b"), End: b("a")}
 
+	// A read of an inverted range is empty, as on a cluster; a clear or a
+	// conflict range of one fails the transaction.
+	put(t, db, "a", "1")
 	tr := db.Begin(context.Background())
-	_, err := tr.GetRange(inv, kv.RangeOptions{}).Get()
-	wantCode(t, err, kv.CodeInvertedRange)
+	pairs, err := tr.GetRange(inv, kv.RangeOptions{}).Get()
+	if err != nil || len(pairs) != 0 {
+		t.Fatalf("read of an inverted range: %v, %v; want no pairs and no error", pairs, err)
+	}
+	_, err = tr.GetRange(kv.KeyRange{Begin: b("\xff\x01"), End: b("a")}, kv.RangeOptions{}).Get()
+	wantCode(t, err, kv.CodeKeyOutsideLegalRange)
 	tr.Cancel()
 
 	tr = db.Begin(context.Background())
@@ -438,7 +447,11 @@ func TestLimits(t *testing.T) {
 		t.Fatalf("key of %d bytes: %v", kv.MaxKeySize, err)
 	}
 	wantCode(t, commitOne(func(tr *Tx) { tr.Set(bytes.Repeat(b("k"), kv.MaxKeySize+1), b("v")) }), kv.CodeKeyTooLarge)
-	wantCode(t, commitOne(func(tr *Tx) { tr.Clear(bytes.Repeat(b("k"), kv.MaxKeySize+1)) }), kv.CodeKeyTooLarge)
+	// A too-large key cannot exist: its clear is dropped, as on a cluster.
+	if err := commitOne(func(tr *Tx) { tr.Clear(bytes.Repeat(b("k"), kv.MaxKeySize+1)) }); err != nil {
+		t.Fatalf("clear of a too-large key: %v", err)
+	}
+	wantCode(t, commitOne(func(tr *Tx) { tr.Clear(append([]byte{0xff}, bytes.Repeat(b("k"), kv.MaxKeySize+1)...)) }), kv.CodeKeyOutsideLegalRange)
 	wantCode(t, commitOne(func(tr *Tx) { tr.Add(bytes.Repeat(b("k"), kv.MaxKeySize+1), 1) }), kv.CodeKeyTooLarge)
 	if err := commitOne(func(tr *Tx) { tr.Set(b("v"), make([]byte, kv.MaxValueSize)) }); err != nil {
 		t.Fatalf("value of %d bytes: %v", kv.MaxValueSize, err)

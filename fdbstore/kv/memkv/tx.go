@@ -302,7 +302,8 @@ func (tr *Tx) get(key []byte, snapshot bool) kv.FutureValue {
 // GetRange reads the pairs of r at the read version merged with this
 // transaction's writes. A non-snapshot read adds r as a read-conflict range,
 // trimmed to the last key returned when the limit cut the read short (so
-// keys beyond it do not conflict), as FoundationDB does.
+// keys beyond it do not conflict), as FoundationDB does. An empty or
+// inverted range reads nothing.
 func (tr *Tx) GetRange(r kv.KeyRange, opts kv.RangeOptions) kv.FutureRange {
 	return tr.getRange(r, opts, false)
 }
@@ -313,13 +314,19 @@ func (tr *Tx) getRange(r kv.KeyRange, opts kv.RangeOptions, snapshot bool) kv.Fu
 	if err := tr.usable(); err != nil {
 		return &futureRange{err: err}
 	}
-	if code := checkRange(r); code != 0 {
-		return &futureRange{err: kv.NewError(code)}
+	// FoundationDB checks a read's bounds against the legal range, then
+	// answers an empty or inverted range with no pairs (and no error, unlike
+	// a clear or a conflict range); -1 is its "unlimited" row limit.
+	if bytes.Compare(r.Begin, maxLegalKey) > 0 || bytes.Compare(r.End, maxLegalKey) > 0 {
+		return &futureRange{err: kv.NewError(kv.CodeKeyOutsideLegalRange)}
 	}
-	if opts.Limit < 0 {
+	if opts.Limit < -1 {
 		return &futureRange{err: kv.NewError(kv.CodeRangeLimitsInvalid)}
 	}
-	if bytes.Equal(r.Begin, r.End) {
+	if opts.Limit == -1 {
+		opts.Limit = 0
+	}
+	if bytes.Compare(r.Begin, r.End) >= 0 {
 		return &futureRange{}
 	}
 	local := tr.coveredByClear(r)
@@ -493,10 +500,14 @@ func (tr *Tx) Set(key, value []byte) {
 	tr.size += len(key) + len(value) + 2*len(key) + 1 // mutation + write-conflict range
 }
 
-// Clear buffers the removal of key.
+// Clear buffers the removal of key. A key over kv.MaxKeySize cannot exist,
+// so its clear is dropped without an error, as FoundationDB drops it.
 func (tr *Tx) Clear(key []byte) {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
+	if len(key) > kv.MaxKeySize && checkWriteKey(key) == kv.CodeKeyTooLarge {
+		return // no such key can exist: FoundationDB drops the clear, without an error
+	}
 	if !tr.canWrite(key, nil) {
 		return
 	}
