@@ -296,6 +296,27 @@ func (s *suite) testConflicts(t *testing.T) {
 			}
 		})
 	}
+	// Without a read, a transaction takes its read version at commit, so
+	// its conflict range covers no commit before its own (memkv once
+	// counted it from the transaction's start).
+	t.Run("conflict range before any read counts from the commit", func(t *testing.T) {
+		runs := 0
+		err := s.db.Transact(ctx, func(tr kv.Transaction) error {
+			runs++
+			tr.AddReadConflictRange(kv.PrefixRange(s.key(t, "u")))
+			if runs == 1 {
+				err := s.db.Transact(ctx, func(o kv.Transaction) error { o.Set(s.key(t, "u1"), []byte("x")); return nil })
+				if err != nil {
+					return fmt.Errorf("interleaved transaction: %w", err)
+				}
+			}
+			tr.Set(s.key(t, "uout"), []byte("x"))
+			return nil
+		})
+		if err != nil || runs != 1 {
+			t.Fatalf("%v after %d runs, want a commit at the first", err, runs)
+		}
+	})
 	if got := kv.DecodeInt64([]byte(s.get(t, "cnt"))); got != 2 {
 		t.Fatalf("two concurrent adds = %d, want 2", got)
 	}

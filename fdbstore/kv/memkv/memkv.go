@@ -89,9 +89,13 @@ import (
 	"github.com/ckptstore/ckptstore/fdbstore/kv"
 )
 
-// Lifetime is how long a transaction may live on the engine clock: after
-// it, reads and Commit fail with transaction_too_old (1007), as
-// FoundationDB's five-second MVCC window makes them.
+// Lifetime is how long a transaction may live on the engine clock from its
+// read version: after it, reads and a Commit with writes fail with
+// transaction_too_old (1007), as FoundationDB's five-second MVCC window
+// makes them. As on a cluster, the read version counts from the first read
+// (a transaction idle for longer before it is not too old), a transaction
+// that never read takes its read version at commit, and a read-only commit
+// always succeeds.
 const Lifetime = 5 * time.Second
 
 // Defaults of Options' backoff.

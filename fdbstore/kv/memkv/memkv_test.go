@@ -414,7 +414,22 @@ func TestAtomicOpsDoNotConflict(t *testing.T) {
 
 func TestAddReadConflictRange(t *testing.T) {
 	db := New()
+	// A conflict range counts from the read version, which a transaction
+	// takes at its first read, or at commit when it never read: without a
+	// read, t0's range covers no commit before its own, as on a cluster.
+	t0, t00 := db.Begin(context.Background()), db.Begin(context.Background())
+	t0.AddReadConflictRange(kv.KeyRange{Begin: b("a"), End: b("c")})
+	t0.Set(b("z"), b("0"))
+	t00.Set(b("b"), b("0"))
+	if err := t00.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := t0.Commit(); err != nil {
+		t.Fatalf("a transaction that never read conflicted with a commit before its own: %v", err)
+	}
+
 	t1, t2 := db.Begin(context.Background()), db.Begin(context.Background())
+	mustGet(t, t1, "elsewhere") // takes the read version
 	t1.AddReadConflictRange(kv.KeyRange{Begin: b("a"), End: b("c")})
 	t1.Set(b("z"), b("1"))
 	t2.Set(b("b"), b("1"))
@@ -424,6 +439,7 @@ func TestAddReadConflictRange(t *testing.T) {
 	wantCode(t, t1.Commit(), kv.CodeNotCommitted)
 
 	t3, t4 := db.Begin(context.Background()), db.Begin(context.Background())
+	mustGet(t, t3, "elsewhere")
 	t3.AddReadConflictRange(kv.KeyRange{Begin: b("a"), End: b("c")})
 	t3.Set(b("z"), b("2"))
 	t4.Set(b("c"), b("1")) // End is exclusive
@@ -510,6 +526,9 @@ func TestTransactionTooOld(t *testing.T) {
 	attempts := 0
 	err = db.Transact(context.Background(), func(tr kv.Transaction) error {
 		attempts++
+		if _, err := tr.Get(b("k")).Get(); err != nil {
+			return err
+		}
 		if attempts == 1 {
 			clk.Advance(Lifetime + time.Second)
 		}
@@ -524,6 +543,46 @@ func TestTransactionTooOld(t *testing.T) {
 	}
 	if got := read(t, db, "k"); got != "retried" {
 		t.Fatalf("k = %q", got)
+	}
+}
+
+// TestReadVersionAtFirstRead: the Lifetime counts from the read version,
+// which a transaction takes at its first read as on a cluster; one that
+// never read takes it at commit, and a read-only commit is local. A real
+// cluster answered each of these so (fdbkv, one-process 7.3 cluster).
+func TestReadVersionAtFirstRead(t *testing.T) {
+	clk := newClock()
+	db := newDB(t, Options{Now: clk.Now})
+	put(t, db, "k", "v")
+
+	idle := db.Begin(context.Background())
+	clk.Advance(Lifetime + time.Second)
+	put(t, db, "k", "w")
+	if got := string(mustGet(t, idle, "k")); got != "w" {
+		t.Fatalf("a read after an idle Lifetime read %q, want the current w", got)
+	}
+	idle.Set(b("k"), b("idle"))
+	if err := idle.Commit(); err != nil {
+		t.Fatalf("a transaction idle past Lifetime before its first read: %v", err)
+	}
+
+	writeOnly := db.Begin(context.Background())
+	writeOnly.Set(b("k"), b("late"))
+	clk.Advance(Lifetime + time.Second)
+	if err := writeOnly.Commit(); err != nil {
+		t.Fatalf("a write-only commit past Lifetime: %v", err)
+	}
+	if got := read(t, db, "k"); got != "late" {
+		t.Fatalf("k = %q, want late", got)
+	}
+
+	readOnly := db.Begin(context.Background())
+	mustGet(t, readOnly, "k")
+	clk.Advance(Lifetime + time.Second)
+	_, err := readOnly.Get(b("k")).Get()
+	wantCode(t, err, kv.CodeTransactionTooOld)
+	if err := readOnly.Commit(); err != nil {
+		t.Fatalf("a read-only commit past Lifetime: %v", err)
 	}
 }
 

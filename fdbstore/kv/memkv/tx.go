@@ -49,11 +49,12 @@ type Tx struct {
 	ctx   context.Context
 	rv    uint64
 	snap  *btree.BTreeG[*item]
-	start time.Time // engine clock at Begin
+	start time.Time // engine clock when rv was taken
 
 	mu       sync.Mutex
 	state    txState
 	released bool  // rv unpinned in db.active
+	read     bool  // a read (snapshot or not) was issued: rv is in use
 	err      error // deferred error
 	writes   *btree.BTreeG[*wentry]
 	clears   []kv.KeyRange
@@ -68,7 +69,46 @@ type Tx struct {
 var _ kv.Transaction = (*Tx)(nil)
 
 // ReadVersion returns the version the transaction reads at.
-func (tr *Tx) ReadVersion() uint64 { return tr.rv }
+func (tr *Tx) ReadVersion() uint64 {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return tr.rv
+}
+
+// firstRead marks rv as in use. FoundationDB takes a transaction's read
+// version at its first read, so a transaction that waited longer than
+// Lifetime before reading is not too old: its Begin version is replaced by
+// the current one here. (Within Lifetime the Begin version stays: reads
+// at it are serializable too, only staler than a cluster's.) Called with
+// tr.mu held.
+func (tr *Tx) firstRead() {
+	if tr.read {
+		return
+	}
+	tr.read = true
+	if tr.state != txOpen || tr.released {
+		return
+	}
+	now := tr.db.now()
+	if now.Sub(tr.start) <= Lifetime {
+		return
+	}
+	db := tr.db
+	db.activeMu.Lock()
+	st := db.state.Load()
+	db.active[st.version]++
+	if db.active[tr.rv]--; db.active[tr.rv] <= 0 {
+		delete(db.active, tr.rv)
+	}
+	db.activeMu.Unlock()
+	tr.rv, tr.snap, tr.start = st.version, st.snap, now
+}
+
+// readOnly reports whether the transaction has no write to commit. Called
+// with tr.mu held.
+func (tr *Tx) readOnly() bool {
+	return (tr.writes == nil || tr.writes.Len() == 0) && len(tr.clears) == 0
+}
 
 // opKind is an atomic operation kind.
 type opKind uint8
@@ -171,7 +211,7 @@ func (tr *Tx) usable() error {
 	if tr.err != nil {
 		return tr.err
 	}
-	if tr.db.now().Sub(tr.start) > Lifetime {
+	if tr.read && tr.db.now().Sub(tr.start) > Lifetime {
 		return kv.NewError(kv.CodeTransactionTooOld)
 	}
 	return nil
@@ -266,6 +306,7 @@ func (tr *Tx) Get(key []byte) kv.FutureValue { return tr.get(key, false) }
 func (tr *Tx) get(key []byte, snapshot bool) kv.FutureValue {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
+	tr.firstRead()
 	if err := tr.usable(); err != nil {
 		return &futureValue{err: err}
 	}
@@ -311,6 +352,7 @@ func (tr *Tx) GetRange(r kv.KeyRange, opts kv.RangeOptions) kv.FutureRange {
 func (tr *Tx) getRange(r kv.KeyRange, opts kv.RangeOptions, snapshot bool) kv.FutureRange {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
+	tr.firstRead()
 	if err := tr.usable(); err != nil {
 		return &futureRange{err: err}
 	}
@@ -622,16 +664,17 @@ func (tr *Tx) Cancel() {
 
 func (tr *Tx) release() {
 	tr.mu.Lock()
-	done := tr.released
+	done, rv := tr.released, tr.rv
 	tr.released = true
 	tr.mu.Unlock()
 	if !done {
-		tr.db.release(tr.rv)
+		tr.db.release(rv)
 	}
 }
 
 // Commit applies the buffered writes atomically at a new version, or fails:
-// with a deferred error; transaction_too_old (1007) past Lifetime;
+// with a deferred error; transaction_too_old (1007) past Lifetime after its
+// first read (a transaction that has not read takes its read version here);
 // transaction_too_large (2101) above kv.MaxTransactionSize; not_committed
 // (1020) on a conflict; an error wrapping ctx.Err() when the transaction's
 // context ended first; or an injected fault. A transaction without writes
@@ -641,7 +684,9 @@ func (tr *Tx) Commit() error {
 	tr.runHook() // interleave.go: other commits may land here, as on a cluster
 	defer tr.release()
 	tr.mu.Lock()
-	if err := tr.usable(); err != nil {
+	// A read-only commit is local on a cluster too: however old its read
+	// version, it succeeds.
+	if err := tr.usable(); err != nil && (kv.ErrorCode(err) != kv.CodeTransactionTooOld || !tr.readOnly()) {
 		if tr.state == txOpen {
 			tr.state = txDone
 		}
@@ -686,6 +731,12 @@ func (tr *Tx) Commit() error {
 // the entries are not touched again by the transaction.
 func (tr *Tx) plan() (*commitPlan, int) {
 	p := &commitPlan{rv: tr.rv, clears: tr.clears, reads: mergeRanges(tr.reads)}
+	if !tr.read {
+		// A transaction that never read takes its read version at commit
+		// on a cluster: its conflict ranges (AddReadConflictRange) count
+		// from now, and it cannot be too old.
+		p.rv = tr.db.state.Load().version
+	}
 	var points []kv.KeyRange
 	if tr.writes != nil {
 		p.entries = make([]*wentry, 0, tr.writes.Len())
