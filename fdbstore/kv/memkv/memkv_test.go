@@ -579,11 +579,17 @@ func TestReadVersionAtFirstRead(t *testing.T) {
 	readOnly := db.Begin(context.Background())
 	mustGet(t, readOnly, "k")
 	clk.Advance(Lifetime + time.Second)
-	_, err := readOnly.Get(b("k")).Get()
-	wantCode(t, err, kv.CodeTransactionTooOld)
 	if err := readOnly.Commit(); err != nil {
 		t.Fatalf("a read-only commit past Lifetime: %v", err)
 	}
+
+	// But a read that found the transaction too old fails its commit.
+	failedRead := db.Begin(context.Background())
+	mustGet(t, failedRead, "k")
+	clk.Advance(Lifetime + time.Second)
+	_, err := failedRead.Get(b("k")).Get()
+	wantCode(t, err, kv.CodeTransactionTooOld)
+	wantCode(t, failedRead.Commit(), kv.CodeTransactionTooOld)
 }
 
 func TestInjectedNotCommitted(t *testing.T) {

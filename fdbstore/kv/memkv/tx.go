@@ -104,6 +104,15 @@ func (tr *Tx) firstRead() {
 	tr.rv, tr.snap, tr.start = st.version, st.snap, now
 }
 
+// failTooOld keeps a read's transaction_too_old as the deferred error: on
+// a cluster, a transaction whose read found it too old fails its commit
+// too, even a read-only one. Called with tr.mu held.
+func (tr *Tx) failTooOld(err error) {
+	if kv.ErrorCode(err) == kv.CodeTransactionTooOld {
+		tr.fail(kv.CodeTransactionTooOld)
+	}
+}
+
 // readOnly reports whether the transaction has no write to commit. Called
 // with tr.mu held.
 func (tr *Tx) readOnly() bool {
@@ -308,6 +317,7 @@ func (tr *Tx) get(key []byte, snapshot bool) kv.FutureValue {
 	defer tr.mu.Unlock()
 	tr.firstRead()
 	if err := tr.usable(); err != nil {
+		tr.failTooOld(err)
 		return &futureValue{err: err}
 	}
 	if bytes.Compare(key, maxLegalKey) >= 0 {
@@ -354,6 +364,7 @@ func (tr *Tx) getRange(r kv.KeyRange, opts kv.RangeOptions, snapshot bool) kv.Fu
 	defer tr.mu.Unlock()
 	tr.firstRead()
 	if err := tr.usable(); err != nil {
+		tr.failTooOld(err)
 		return &futureRange{err: err}
 	}
 	// FoundationDB checks a read's bounds against the legal range, then
@@ -685,8 +696,8 @@ func (tr *Tx) Commit() error {
 	defer tr.release()
 	tr.mu.Lock()
 	// A read-only commit is local on a cluster too: however old its read
-	// version, it succeeds.
-	if err := tr.usable(); err != nil && (kv.ErrorCode(err) != kv.CodeTransactionTooOld || !tr.readOnly()) {
+	// version, it succeeds, unless a read found it too old.
+	if err := tr.usable(); err != nil && (tr.err != nil || kv.ErrorCode(err) != kv.CodeTransactionTooOld || !tr.readOnly()) {
 		if tr.state == txOpen {
 			tr.state = txDone
 		}
