@@ -296,6 +296,28 @@ func (s *suite) testConflicts(t *testing.T) {
 			}
 		})
 	}
+	// The read version is taken at the first read, not when the
+	// transaction starts: a commit that ended before it is seen (memkv once
+	// read at the version of the transaction's start).
+	t.Run("the first read takes the read version", func(t *testing.T) {
+		runs := 0
+		var got []byte
+		err := s.db.Transact(ctx, func(tr kv.Transaction) error {
+			runs++
+			if runs == 1 {
+				err := s.db.Transact(ctx, func(o kv.Transaction) error { o.Set(s.key(t, "v"), []byte("before")); return nil })
+				if err != nil {
+					return fmt.Errorf("interleaved transaction: %w", err)
+				}
+			}
+			var err error
+			got, err = tr.Get(s.key(t, "v")).Get()
+			return err
+		})
+		if err != nil || string(got) != "before" {
+			t.Fatalf("read %q (%v), want the value committed before the first read", got, err)
+		}
+	})
 	// Without a read, a transaction takes its read version at commit, so
 	// its conflict range covers no commit before its own (memkv once
 	// counted it from the transaction's start).

@@ -257,6 +257,7 @@ func TestSnapshotIsolationOfReads(t *testing.T) {
 	put(t, db, "k", "old")
 	tr := db.Begin(context.Background())
 	defer tr.Cancel()
+	mustGet(t, tr, "other") // the first read takes the read version
 	put(t, db, "k", "new", "k2", "added")
 	if got := string(mustGet(t, tr, "k")); got != "old" {
 		t.Fatalf("read at read version saw %q", got)
@@ -508,6 +509,7 @@ func TestTransactionTooOld(t *testing.T) {
 	put(t, db, "k", "v")
 
 	tr := db.Begin(context.Background())
+	mustGet(t, tr, "k") // the read version, and the Lifetime's start
 	clk.Advance(Lifetime)
 	mustGet(t, tr, "k") // exactly Lifetime old is still alive
 	tr.Set(b("k"), b("w"))
@@ -546,10 +548,12 @@ func TestTransactionTooOld(t *testing.T) {
 	}
 }
 
-// TestReadVersionAtFirstRead: the Lifetime counts from the read version,
-// which a transaction takes at its first read as on a cluster; one that
-// never read takes it at commit, and a read-only commit is local. A real
-// cluster answered each of these so (fdbkv, one-process 7.3 cluster).
+// TestReadVersionAtFirstRead: a transaction takes its read version at its
+// first read, as on a cluster, so its reads see the commits made since
+// Begin and the Lifetime counts from there; one that never read takes it
+// at commit, and a read-only commit is local unless a read found the
+// transaction too old. A real cluster answered each of these so (fdbkv,
+// one-process 7.3 cluster).
 func TestReadVersionAtFirstRead(t *testing.T) {
 	clk := newClock()
 	db := newDB(t, Options{Now: clk.Now})

@@ -53,8 +53,8 @@ type Tx struct {
 
 	mu       sync.Mutex
 	state    txState
-	released bool  // rv unpinned in db.active
-	read     bool  // a read (snapshot or not) was issued: rv is in use
+	pinned   bool  // rv and snap are taken and rv is registered in db.active
+	released bool  // rv unpinned in db.active (or never pinned), at the end
 	err      error // deferred error
 	writes   *btree.BTreeG[*wentry]
 	clears   []kv.KeyRange
@@ -68,40 +68,29 @@ type Tx struct {
 
 var _ kv.Transaction = (*Tx)(nil)
 
-// ReadVersion returns the version the transaction reads at.
+// ReadVersion returns the version the transaction reads at, taking it
+// now if no read has yet (as FoundationDB's GetReadVersion does).
 func (tr *Tx) ReadVersion() uint64 {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
+	tr.firstRead()
 	return tr.rv
 }
 
-// firstRead marks rv as in use. FoundationDB takes a transaction's read
-// version at its first read, so a transaction that waited longer than
-// Lifetime before reading is not too old: its Begin version is replaced by
-// the current one here. (Within Lifetime the Begin version stays: reads
-// at it are serializable too, only staler than a cluster's.) Called with
-// tr.mu held.
+// firstRead takes the read version at the transaction's first read, as
+// FoundationDB does: the reads see every commit that ended before it, and
+// Lifetime counts from it. The version is registered in db.active in the
+// same section that loads it (see memkv.go). Called with tr.mu held.
 func (tr *Tx) firstRead() {
-	if tr.read {
-		return
-	}
-	tr.read = true
-	if tr.state != txOpen || tr.released {
-		return
-	}
-	now := tr.db.now()
-	if now.Sub(tr.start) <= Lifetime {
+	if tr.pinned || tr.state != txOpen || tr.released {
 		return
 	}
 	db := tr.db
 	db.activeMu.Lock()
 	st := db.state.Load()
 	db.active[st.version]++
-	if db.active[tr.rv]--; db.active[tr.rv] <= 0 {
-		delete(db.active, tr.rv)
-	}
 	db.activeMu.Unlock()
-	tr.rv, tr.snap, tr.start = st.version, st.snap, now
+	tr.rv, tr.snap, tr.start, tr.pinned = st.version, st.snap, db.now(), true
 }
 
 // failTooOld keeps a read's transaction_too_old as the deferred error: on
@@ -220,7 +209,7 @@ func (tr *Tx) usable() error {
 	if tr.err != nil {
 		return tr.err
 	}
-	if tr.read && tr.db.now().Sub(tr.start) > Lifetime {
+	if tr.pinned && tr.db.now().Sub(tr.start) > Lifetime {
 		return kv.NewError(kv.CodeTransactionTooOld)
 	}
 	return nil
@@ -675,7 +664,7 @@ func (tr *Tx) Cancel() {
 
 func (tr *Tx) release() {
 	tr.mu.Lock()
-	done, rv := tr.released, tr.rv
+	done, rv := tr.released || !tr.pinned, tr.rv
 	tr.released = true
 	tr.mu.Unlock()
 	if !done {
@@ -742,7 +731,7 @@ func (tr *Tx) Commit() error {
 // the entries are not touched again by the transaction.
 func (tr *Tx) plan() (*commitPlan, int) {
 	p := &commitPlan{rv: tr.rv, clears: tr.clears, reads: mergeRanges(tr.reads)}
-	if !tr.read {
+	if !tr.pinned {
 		// A transaction that never read takes its read version at commit
 		// on a cluster: its conflict ranges (AddReadConflictRange) count
 		// from now, and it cannot be too old.
