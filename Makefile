@@ -39,6 +39,16 @@ gotest:
 fdbcheck:
 	bash docker/check-fdb-tag.sh
 
+# fdbreal runs the fdb-tagged suites (fdbkv's kv semantics, conformance and
+# store tests; fdbdriver's suite with its real-time lock cases; storeurl's
+# fdb: form; the benchmark guard on the fdb store) on a real FoundationDB:
+# the cluster of $FDB_CLUSTER_FILE with the machine's client library, or
+# else a one-process cluster that ../shared/fdb/fdb.sh starts and stops
+# (FDB_SH names another copy). Without either it says so and passes.
+.PHONY: fdbreal
+fdbreal:
+	bash docker/fdb-real.sh
+
 # benchsmoke runs every benchmark once on every store here, so a benchmark
 # that no longer works fails the tests; it measures nothing. -twice runs
 # every family a second time in the same process on the same engines (each
@@ -56,7 +66,7 @@ tstest:
 	$(GO) build -o bin/ckptserver ./cmd/ckptserver
 	cd clients/ts && npm ci --no-audit --no-fund && CKPTSERVER_BIN=$(CURDIR)/bin/ckptserver npm test
 
-test: deps vet staticcheck fdbcheck gotest benchsmoke tstest
+test: deps vet staticcheck fdbcheck gotest benchsmoke tstest fdbreal
 
 # test-regions runs fdbstore under loadgen --verify on a two-region
 # FoundationDB cluster of six local processes (primary dc1, its satellite

@@ -103,11 +103,12 @@ func readsOwn(t *testing.T, d pdriver.Driver, label string) {
 // rawKeys reads every key of a backend.
 type rawKeys func(t *testing.T) map[string]bool
 
-func memkvKeys(db kv.DB) rawKeys {
+// kvKeys reads every key of r in a kv engine (memkv, or a cluster).
+func kvKeys(db kv.DB, r kv.KeyRange) rawKeys {
 	return func(t *testing.T) map[string]bool {
 		out := map[string]bool{}
 		err := db.ReadTransact(context.Background(), func(tr kv.ReadTransaction) error {
-			kvs, err := tr.GetRange(kv.KeyRange{Begin: []byte{}, End: []byte{0xff}}, kv.RangeOptions{}).Get()
+			kvs, err := tr.GetRange(r, kv.RangeOptions{}).Get()
 			for _, p := range kvs {
 				out[string(p.Key)] = true
 			}
@@ -135,14 +136,13 @@ func redisKeys(c redis.UniversalClient) rawKeys {
 }
 
 // persistIsolation writes through every persistence store and the
-// checkpoint store of each namespace in turn and checks that every key
+// checkpoint store of each namespace of names ("": the Store's own) in turn and checks that every key
 // the namespace added lies in its own key space (own(name, key)), that
 // each namespace reads back only its own values, and that a second
 // Persistence call for a name sees the same data.
-func persistIsolation(t *testing.T, o *storeurl.Opened, keys rawKeys, own func(name, key string) bool) {
+func persistIsolation(t *testing.T, o *storeurl.Opened, names []string, keys rawKeys, own func(name, key string) bool) {
 	t.Helper()
 	ctx := context.Background()
-	names := append([]string{""}, persistNames...) // "": Store's own key space
 	for _, name := range names {
 		before := keys(t)
 		var d pdriver.Driver
@@ -204,7 +204,8 @@ func TestPersistenceMemkv(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer o.Close()
-	persistIsolation(t, o, memkvKeys(o.Handle.(kv.DB)), func(name, key string) bool {
+	all := kv.KeyRange{Begin: []byte{}, End: []byte{0xff}}
+	persistIsolation(t, o, append([]string{""}, persistNames...), kvKeys(o.Handle.(kv.DB), all), func(name, key string) bool {
 		if name == "" {
 			return strings.HasPrefix(key, fdbdriver.DefaultPrefix) || strings.HasPrefix(key, "\x02ckptstore\x00")
 		}
@@ -222,7 +223,7 @@ func TestPersistenceRedis(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer o.Close()
-	persistIsolation(t, o, redisKeys(o.Handle.(redis.UniversalClient)), func(name, key string) bool {
+	persistIsolation(t, o, append([]string{""}, persistNames...), redisKeys(o.Handle.(redis.UniversalClient)), func(name, key string) bool {
 		p := "base"
 		if name != "" {
 			p = storeurl.RedisNamespacePrefix("base", name)

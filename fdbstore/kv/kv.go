@@ -51,7 +51,7 @@ const (
 	CodeValueTooLarge          = 2103
 	CodeInvertedRange          = 2005
 	CodeKeyOutsideLegalRange   = 2004
-	CodeRangeLimitsInvalid     = 2210
+	CodeRangeLimitsInvalid     = 2012
 	CodeUsedDuringCommit       = 2017
 	CodeClientInvalidOperation = 2000
 )
@@ -152,7 +152,7 @@ type KeyValue struct {
 // RangeOptions shapes a range read. The zero value reads the whole range in
 // ascending key order.
 type RangeOptions struct {
-	Limit   int  // at most this many pairs; 0 = no limit
+	Limit   int  // at most this many pairs; 0 or -1 = no limit (FoundationDB's unlimited); below -1 fails with range_limits_invalid
 	Reverse bool // descending key order (the limit then keeps the last keys)
 }
 
@@ -171,6 +171,8 @@ type FutureRange interface {
 // ReadTransaction is the read half of a transaction.
 type ReadTransaction interface {
 	Get(key []byte) FutureValue
+	// GetRange reads the pairs of r; an inverted range (Begin > End)
+	// reads none, without an error, as FoundationDB answers it.
 	GetRange(r KeyRange, opts RangeOptions) FutureRange
 	// Snapshot returns a view of the same transaction whose reads add no
 	// read-conflict range.
@@ -182,6 +184,8 @@ type ReadTransaction interface {
 type Transaction interface {
 	ReadTransaction
 	Set(key, value []byte)
+	// Clear removes key; a key longer than MaxKeySize cannot exist, and
+	// its clear is dropped without an error (FoundationDB's behaviour).
 	Clear(key []byte)
 	ClearRange(r KeyRange)
 	// Add atomically adds delta to the little-endian int64 stored at key

@@ -7,7 +7,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"os"
-	"strings"
 	"testing"
 	"time"
 
@@ -20,9 +19,11 @@ import (
 
 // TestConformanceOnCluster runs the suite on the cluster of
 // $FDB_CLUSTER_FILE, each case under its own prefix, cleared at its end.
-// The lock cases are skipped there: they run in a testing/synctest bubble
-// and assert exact virtual times, which a driver waiting on a network
-// cluster cannot keep (see persisttest's package doc); memkv runs them.
+// A driver waiting on a network cluster keeps a testing/synctest bubble's
+// virtual time from advancing, so the lock cases are persisttest's
+// real-time ones (RunNetwork): leases of seconds on the real clock, with
+// assertions on order, exclusion and the store clock's readings in the
+// history, never on timings. memkv runs the synctest ones.
 func TestConformanceOnCluster(t *testing.T) {
 	cf := os.Getenv("FDB_CLUSTER_FILE")
 	if cf == "" {
@@ -33,10 +34,7 @@ func TestConformanceOnCluster(t *testing.T) {
 		t.Fatalf("open %s: %v", cf, err)
 	}
 	t.Cleanup(db.Close)
-	persisttest.Run(t, func(t *testing.T, now func() time.Time) driver.Driver {
-		if strings.Contains(t.Name(), "/Locks/") {
-			t.Skip("the lock cases assert virtual times in a synctest bubble; they run on memkv")
-		}
+	persisttest.RunNetwork(t, func(t *testing.T, now func() time.Time) driver.Driver {
 		var b [8]byte
 		_, _ = rand.Read(b[:])
 		p := "ckptstore-test/" + hex.EncodeToString(b[:]) + "/"

@@ -35,6 +35,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/apple/foundationdb/bindings/go/src/fdb"
@@ -51,7 +52,14 @@ type DB struct {
 	clusterFile string
 
 	closeOnce sync.Once
+	// closed is set by Close: a transaction on a closed DB fails with
+	// ErrClosed instead of reaching a handle the binding may have freed
+	// (which crashes the process in C).
+	closed atomic.Bool
 }
+
+// ErrClosed is the error of a transaction on a DB after its Close.
+var ErrClosed = errors.New("fdbkv: the DB is closed")
 
 var _ kv.DB = (*DB)(nil)
 
@@ -93,9 +101,11 @@ func Open(clusterFile string) (*DB, error) {
 
 // Close releases the database handle. The binding shares one handle per
 // cluster file; it is destroyed when the last DB that uses it is closed.
-// Close is idempotent; a closed DB must not be used.
+// Close is idempotent. A transaction started after Close fails with
+// ErrClosed; closing a DB while its transactions run is a misuse.
 func (d *DB) Close() {
 	d.closeOnce.Do(func() {
+		d.closed.Store(true)
 		openMu.Lock()
 		defer openMu.Unlock()
 		s := opened[d.clusterFile]
@@ -124,6 +134,9 @@ func (d *DB) ReadTransact(ctx context.Context, fn func(tr kv.ReadTransaction) er
 func (d *DB) run(ctx context.Context, commit bool, fn func(t *transaction) error) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("fdbkv: %w", err)
+	}
+	if d.closed.Load() {
+		return ErrClosed
 	}
 	tr, err := d.db.CreateTransaction()
 	if err != nil {

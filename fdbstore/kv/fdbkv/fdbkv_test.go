@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"os"
 	"testing"
 
@@ -100,7 +101,8 @@ func TestStore(t *testing.T) {
 }
 
 // TestOpenShares: two DBs of one cluster file share the binding's handle;
-// closing one leaves the other usable.
+// closing one leaves the other usable, and the closed one refuses
+// transactions with ErrClosed (it crashed in C before).
 func TestOpenShares(t *testing.T) {
 	a := openCluster(t)
 	b, err := fdbkv.Open(os.Getenv("FDB_CLUSTER_FILE"))
@@ -109,6 +111,9 @@ func TestOpenShares(t *testing.T) {
 	}
 	b.Close()
 	b.Close() // idempotent
+	if err := b.ReadTransact(context.Background(), func(kv.ReadTransaction) error { return nil }); !errors.Is(err, fdbkv.ErrClosed) {
+		t.Fatalf("a transaction on a closed DB: %v, want ErrClosed", err)
+	}
 	p := testPrefix(t, a)
 	err = a.Transact(context.Background(), func(tr kv.Transaction) error {
 		tr.Set(append(p, 'k'), []byte("v"))

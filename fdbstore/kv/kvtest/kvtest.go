@@ -48,6 +48,7 @@ func Run(t *testing.T, newEnv func(t *testing.T) Env) {
 		{"Atomic", (*suite).testAtomic},
 		{"Conflicts", (*suite).testConflicts},
 		{"Errors", (*suite).testErrors},
+		{"Edges", (*suite).testEdges},
 		{"Context", (*suite).testContext},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -296,6 +297,49 @@ func (s *suite) testConflicts(t *testing.T) {
 			}
 		})
 	}
+	// The read version is taken at the first read, not when the
+	// transaction starts: a commit that ended before it is seen (memkv once
+	// read at the version of the transaction's start).
+	t.Run("the first read takes the read version", func(t *testing.T) {
+		runs := 0
+		var got []byte
+		err := s.db.Transact(ctx, func(tr kv.Transaction) error {
+			runs++
+			if runs == 1 {
+				err := s.db.Transact(ctx, func(o kv.Transaction) error { o.Set(s.key(t, "v"), []byte("before")); return nil })
+				if err != nil {
+					return fmt.Errorf("interleaved transaction: %w", err)
+				}
+			}
+			var err error
+			got, err = tr.Get(s.key(t, "v")).Get()
+			return err
+		})
+		if err != nil || string(got) != "before" {
+			t.Fatalf("read %q (%v), want the value committed before the first read", got, err)
+		}
+	})
+	// Without a read, a transaction takes its read version at commit, so
+	// its conflict range covers no commit before its own (memkv once
+	// counted it from the transaction's start).
+	t.Run("conflict range before any read counts from the commit", func(t *testing.T) {
+		runs := 0
+		err := s.db.Transact(ctx, func(tr kv.Transaction) error {
+			runs++
+			tr.AddReadConflictRange(kv.PrefixRange(s.key(t, "u")))
+			if runs == 1 {
+				err := s.db.Transact(ctx, func(o kv.Transaction) error { o.Set(s.key(t, "u1"), []byte("x")); return nil })
+				if err != nil {
+					return fmt.Errorf("interleaved transaction: %w", err)
+				}
+			}
+			tr.Set(s.key(t, "uout"), []byte("x"))
+			return nil
+		})
+		if err != nil || runs != 1 {
+			t.Fatalf("%v after %d runs, want a commit at the first", err, runs)
+		}
+	})
 	if got := kv.DecodeInt64([]byte(s.get(t, "cnt"))); got != 2 {
 		t.Fatalf("two concurrent adds = %d, want 2", got)
 	}
@@ -329,6 +373,53 @@ func (s *suite) testErrors(t *testing.T) {
 	})
 	if kv.ErrorCode(err) != kv.CodeKeyTooLarge {
 		t.Fatalf("key over the limit: %v (code %d), want key_too_large", err, kv.ErrorCode(err))
+	}
+}
+
+// testEdges pins answers a real cluster gave where memkv once differed
+// (each was a memkv bug): an inverted range reads nothing, without an
+// error; a row limit of -1 is unlimited and one below it fails with
+// range_limits_invalid (2012); a read bound past \xff is
+// key_outside_legal_range even when the range is inverted; a clear of a
+// key too long to exist is dropped, and the transaction commits.
+func (s *suite) testEdges(t *testing.T) {
+	s.set(t, "a", "1", "b", "2")
+	all := s.space(t)
+	var got [4]string
+	var codes [2]int
+	err := s.db.Transact(ctx, func(tr kv.Transaction) error {
+		inv := kv.KeyRange{Begin: s.key(t, "b"), End: s.key(t, "a")}
+		for i, r := range []kv.FutureRange{
+			tr.GetRange(inv, kv.RangeOptions{}),
+			tr.Snapshot().GetRange(inv, kv.RangeOptions{Reverse: true}),
+			tr.GetRange(all, kv.RangeOptions{Limit: -1}),
+			tr.GetRange(all, kv.RangeOptions{Limit: -1, Reverse: true}),
+		} {
+			kvs, err := r.Get()
+			if err != nil {
+				return err
+			}
+			got[i] = s.dump(t, kvs)
+		}
+		_, err := tr.GetRange(all, kv.RangeOptions{Limit: -2}).Get()
+		codes[0] = kv.ErrorCode(err)
+		_, err = tr.GetRange(kv.KeyRange{Begin: []byte("\xff\x01"), End: s.key(t, "a")}, kv.RangeOptions{}).Get()
+		codes[1] = kv.ErrorCode(err)
+		tr.Clear(append(s.key(t, "c"), make([]byte, kv.MaxKeySize)...))
+		tr.Set(s.key(t, "c"), []byte("3"))
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("a transaction with a clear of a too-long key: %v, want it committed", err)
+	}
+	if want := [4]string{"", "", "a=1 b=2", "b=2 a=1"}; got != want {
+		t.Errorf("inverted range, inverted snapshot range, limit -1, limit -1 reversed: %q, want %q", got, want)
+	}
+	if want := [2]int{kv.CodeRangeLimitsInvalid, kv.CodeKeyOutsideLegalRange}; codes != want {
+		t.Errorf("limit -2, a bound past \\xff: codes %v, want %v", codes, want)
+	}
+	if v := s.get(t, "c"); v != "3" {
+		t.Errorf("c = %s, want 3", v)
 	}
 }
 

@@ -48,9 +48,12 @@
 //     (those that ran while it did, however long a slow transaction pins
 //     the rest), each by binary search: O(reads × log writes) per commit.
 //   - A read version is registered in DB.active before the batch that
-//     could drop the history it needs computes the oldest one: Begin loads
-//     the published version and registers it in one DB.activeMu section,
-//     and a batch publishes its version before it reads DB.active.
+//     could drop the history it needs computes the oldest one: a
+//     transaction's first read (Tx.firstRead; FoundationDB too takes the
+//     read version then, not at the start) loads the published version and
+//     registers it in one DB.activeMu section, and a batch publishes its
+//     version before it reads DB.active. A transaction that never read
+//     commits at the version current at its commit.
 //   - A transaction buffers its writes (read-your-writes): reads see them,
 //     atomic operations on keys of unknown value are kept as operations and
 //     applied to the value current at commit, so Add and CompareAndClear add
@@ -89,9 +92,13 @@ import (
 	"github.com/ckptstore/ckptstore/fdbstore/kv"
 )
 
-// Lifetime is how long a transaction may live on the engine clock: after
-// it, reads and Commit fail with transaction_too_old (1007), as
-// FoundationDB's five-second MVCC window makes them.
+// Lifetime is how long a transaction may live on the engine clock from its
+// read version: after it, reads and a Commit with writes fail with
+// transaction_too_old (1007), as FoundationDB's five-second MVCC window
+// makes them. As on a cluster, the read version counts from the first read
+// (a transaction idle for longer before it is not too old), a transaction
+// that never read takes its read version at commit, and a read-only commit
+// always succeeds.
 const Lifetime = 5 * time.Second
 
 // Defaults of Options' backoff.
@@ -377,12 +384,9 @@ func (db *DB) Version() uint64 { return db.state.Load().version }
 // Transact and ReadTransact are the usual way in; Begin is for tests that
 // interleave transactions by hand.
 func (db *DB) Begin(ctx context.Context) *Tx {
-	db.activeMu.Lock()
-	st := db.state.Load()
-	db.active[st.version]++
-	db.activeMu.Unlock()
 	db.stats.transactions.Add(1)
-	return &Tx{db: db, ctx: ctx, rv: st.version, snap: st.snap, start: db.now()}
+	// The read version is taken at the first read (Tx.firstRead).
+	return &Tx{db: db, ctx: ctx}
 }
 
 // Transact runs fn in a transaction and commits it, retrying on retryable

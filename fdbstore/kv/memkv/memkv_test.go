@@ -200,7 +200,9 @@ func TestRangeReadsReverseAndLimit(t *testing.T) {
 	require.Equal(t, []string{"k2=2", "k25=w", "k3=3"}, mustRange(t, tr, "k2", "k5", kv.RangeOptions{}))
 	require.Equal(t, []string{"k3=3", "k25=w", "k2=2"}, mustRange(t, tr, "k2", "k5", kv.RangeOptions{Reverse: true}))
 	require.Empty(t, mustRange(t, tr, "k3", "k3", kv.RangeOptions{}))
-	_, err := tr.GetRange(kv.KeyRange{Begin: b("a"), End: b("b")}, kv.RangeOptions{Limit: -1}).Get()
+	// -1 is FoundationDB's unlimited; below it, range_limits_invalid (2012).
+	require.Equal(t, mustRange(t, tr, "k", "l", kv.RangeOptions{}), mustRange(t, tr, "k", "l", kv.RangeOptions{Limit: -1}))
+	_, err := tr.GetRange(kv.KeyRange{Begin: b("a"), End: b("b")}, kv.RangeOptions{Limit: -2}).Get()
 	wantCode(t, err, kv.CodeRangeLimitsInvalid)
 }
 
@@ -208,9 +210,16 @@ func TestInvertedRange(t *testing.T) {
 	db := New()
 	inv := kv.KeyRange{Begin: b("b"), End: b("a")}
 
+	// A read of an inverted range is empty, as on a cluster; a clear or a
+	// conflict range of one fails the transaction.
+	put(t, db, "a", "1")
 	tr := db.Begin(context.Background())
-	_, err := tr.GetRange(inv, kv.RangeOptions{}).Get()
-	wantCode(t, err, kv.CodeInvertedRange)
+	pairs, err := tr.GetRange(inv, kv.RangeOptions{}).Get()
+	if err != nil || len(pairs) != 0 {
+		t.Fatalf("read of an inverted range: %v, %v; want no pairs and no error", pairs, err)
+	}
+	_, err = tr.GetRange(kv.KeyRange{Begin: b("\xff\x01"), End: b("a")}, kv.RangeOptions{}).Get()
+	wantCode(t, err, kv.CodeKeyOutsideLegalRange)
 	tr.Cancel()
 
 	tr = db.Begin(context.Background())
@@ -248,6 +257,7 @@ func TestSnapshotIsolationOfReads(t *testing.T) {
 	put(t, db, "k", "old")
 	tr := db.Begin(context.Background())
 	defer tr.Cancel()
+	mustGet(t, tr, "other") // the first read takes the read version
 	put(t, db, "k", "new", "k2", "added")
 	if got := string(mustGet(t, tr, "k")); got != "old" {
 		t.Fatalf("read at read version saw %q", got)
@@ -405,7 +415,22 @@ func TestAtomicOpsDoNotConflict(t *testing.T) {
 
 func TestAddReadConflictRange(t *testing.T) {
 	db := New()
+	// A conflict range counts from the read version, which a transaction
+	// takes at its first read, or at commit when it never read: without a
+	// read, t0's range covers no commit before its own, as on a cluster.
+	t0, t00 := db.Begin(context.Background()), db.Begin(context.Background())
+	t0.AddReadConflictRange(kv.KeyRange{Begin: b("a"), End: b("c")})
+	t0.Set(b("z"), b("0"))
+	t00.Set(b("b"), b("0"))
+	if err := t00.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := t0.Commit(); err != nil {
+		t.Fatalf("a transaction that never read conflicted with a commit before its own: %v", err)
+	}
+
 	t1, t2 := db.Begin(context.Background()), db.Begin(context.Background())
+	mustGet(t, t1, "elsewhere") // takes the read version
 	t1.AddReadConflictRange(kv.KeyRange{Begin: b("a"), End: b("c")})
 	t1.Set(b("z"), b("1"))
 	t2.Set(b("b"), b("1"))
@@ -415,6 +440,7 @@ func TestAddReadConflictRange(t *testing.T) {
 	wantCode(t, t1.Commit(), kv.CodeNotCommitted)
 
 	t3, t4 := db.Begin(context.Background()), db.Begin(context.Background())
+	mustGet(t, t3, "elsewhere")
 	t3.AddReadConflictRange(kv.KeyRange{Begin: b("a"), End: b("c")})
 	t3.Set(b("z"), b("2"))
 	t4.Set(b("c"), b("1")) // End is exclusive
@@ -438,7 +464,11 @@ func TestLimits(t *testing.T) {
 		t.Fatalf("key of %d bytes: %v", kv.MaxKeySize, err)
 	}
 	wantCode(t, commitOne(func(tr *Tx) { tr.Set(bytes.Repeat(b("k"), kv.MaxKeySize+1), b("v")) }), kv.CodeKeyTooLarge)
-	wantCode(t, commitOne(func(tr *Tx) { tr.Clear(bytes.Repeat(b("k"), kv.MaxKeySize+1)) }), kv.CodeKeyTooLarge)
+	// A too-large key cannot exist: its clear is dropped, as on a cluster.
+	if err := commitOne(func(tr *Tx) { tr.Clear(bytes.Repeat(b("k"), kv.MaxKeySize+1)) }); err != nil {
+		t.Fatalf("clear of a too-large key: %v", err)
+	}
+	wantCode(t, commitOne(func(tr *Tx) { tr.Clear(append([]byte{0xff}, bytes.Repeat(b("k"), kv.MaxKeySize+1)...)) }), kv.CodeKeyOutsideLegalRange)
 	wantCode(t, commitOne(func(tr *Tx) { tr.Add(bytes.Repeat(b("k"), kv.MaxKeySize+1), 1) }), kv.CodeKeyTooLarge)
 	if err := commitOne(func(tr *Tx) { tr.Set(b("v"), make([]byte, kv.MaxValueSize)) }); err != nil {
 		t.Fatalf("value of %d bytes: %v", kv.MaxValueSize, err)
@@ -479,6 +509,7 @@ func TestTransactionTooOld(t *testing.T) {
 	put(t, db, "k", "v")
 
 	tr := db.Begin(context.Background())
+	mustGet(t, tr, "k") // the read version, and the Lifetime's start
 	clk.Advance(Lifetime)
 	mustGet(t, tr, "k") // exactly Lifetime old is still alive
 	tr.Set(b("k"), b("w"))
@@ -497,6 +528,9 @@ func TestTransactionTooOld(t *testing.T) {
 	attempts := 0
 	err = db.Transact(context.Background(), func(tr kv.Transaction) error {
 		attempts++
+		if _, err := tr.Get(b("k")).Get(); err != nil {
+			return err
+		}
 		if attempts == 1 {
 			clk.Advance(Lifetime + time.Second)
 		}
@@ -512,6 +546,54 @@ func TestTransactionTooOld(t *testing.T) {
 	if got := read(t, db, "k"); got != "retried" {
 		t.Fatalf("k = %q", got)
 	}
+}
+
+// TestReadVersionAtFirstRead: a transaction takes its read version at its
+// first read, as on a cluster, so its reads see the commits made since
+// Begin and the Lifetime counts from there; one that never read takes it
+// at commit, and a read-only commit is local unless a read found the
+// transaction too old. A real cluster answered each of these so (fdbkv,
+// one-process 7.3 cluster).
+func TestReadVersionAtFirstRead(t *testing.T) {
+	clk := newClock()
+	db := newDB(t, Options{Now: clk.Now})
+	put(t, db, "k", "v")
+
+	idle := db.Begin(context.Background())
+	clk.Advance(Lifetime + time.Second)
+	put(t, db, "k", "w")
+	if got := string(mustGet(t, idle, "k")); got != "w" {
+		t.Fatalf("a read after an idle Lifetime read %q, want the current w", got)
+	}
+	idle.Set(b("k"), b("idle"))
+	if err := idle.Commit(); err != nil {
+		t.Fatalf("a transaction idle past Lifetime before its first read: %v", err)
+	}
+
+	writeOnly := db.Begin(context.Background())
+	writeOnly.Set(b("k"), b("late"))
+	clk.Advance(Lifetime + time.Second)
+	if err := writeOnly.Commit(); err != nil {
+		t.Fatalf("a write-only commit past Lifetime: %v", err)
+	}
+	if got := read(t, db, "k"); got != "late" {
+		t.Fatalf("k = %q, want late", got)
+	}
+
+	readOnly := db.Begin(context.Background())
+	mustGet(t, readOnly, "k")
+	clk.Advance(Lifetime + time.Second)
+	if err := readOnly.Commit(); err != nil {
+		t.Fatalf("a read-only commit past Lifetime: %v", err)
+	}
+
+	// But a read that found the transaction too old fails its commit.
+	failedRead := db.Begin(context.Background())
+	mustGet(t, failedRead, "k")
+	clk.Advance(Lifetime + time.Second)
+	_, err := failedRead.Get(b("k")).Get()
+	wantCode(t, err, kv.CodeTransactionTooOld)
+	wantCode(t, failedRead.Commit(), kv.CodeTransactionTooOld)
 }
 
 func TestInjectedNotCommitted(t *testing.T) {

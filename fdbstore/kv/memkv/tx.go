@@ -49,11 +49,12 @@ type Tx struct {
 	ctx   context.Context
 	rv    uint64
 	snap  *btree.BTreeG[*item]
-	start time.Time // engine clock at Begin
+	start time.Time // engine clock when rv was taken
 
 	mu       sync.Mutex
 	state    txState
-	released bool  // rv unpinned in db.active
+	pinned   bool  // rv and snap are taken and rv is registered in db.active
+	released bool  // rv unpinned in db.active (or never pinned), at the end
 	err      error // deferred error
 	writes   *btree.BTreeG[*wentry]
 	clears   []kv.KeyRange
@@ -67,8 +68,45 @@ type Tx struct {
 
 var _ kv.Transaction = (*Tx)(nil)
 
-// ReadVersion returns the version the transaction reads at.
-func (tr *Tx) ReadVersion() uint64 { return tr.rv }
+// ReadVersion returns the version the transaction reads at, taking it
+// now if no read has yet (as FoundationDB's GetReadVersion does).
+func (tr *Tx) ReadVersion() uint64 {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	tr.firstRead()
+	return tr.rv
+}
+
+// firstRead takes the read version at the transaction's first read, as
+// FoundationDB does: the reads see every commit that ended before it, and
+// Lifetime counts from it. The version is registered in db.active in the
+// same section that loads it (see memkv.go). Called with tr.mu held.
+func (tr *Tx) firstRead() {
+	if tr.pinned || tr.state != txOpen || tr.released {
+		return
+	}
+	db := tr.db
+	db.activeMu.Lock()
+	st := db.state.Load()
+	db.active[st.version]++
+	db.activeMu.Unlock()
+	tr.rv, tr.snap, tr.start, tr.pinned = st.version, st.snap, db.now(), true
+}
+
+// failTooOld keeps a read's transaction_too_old as the deferred error: on
+// a cluster, a transaction whose read found it too old fails its commit
+// too, even a read-only one. Called with tr.mu held.
+func (tr *Tx) failTooOld(err error) {
+	if kv.ErrorCode(err) == kv.CodeTransactionTooOld {
+		tr.fail(kv.CodeTransactionTooOld)
+	}
+}
+
+// readOnly reports whether the transaction has no write to commit. Called
+// with tr.mu held.
+func (tr *Tx) readOnly() bool {
+	return (tr.writes == nil || tr.writes.Len() == 0) && len(tr.clears) == 0
+}
 
 // opKind is an atomic operation kind.
 type opKind uint8
@@ -171,7 +209,7 @@ func (tr *Tx) usable() error {
 	if tr.err != nil {
 		return tr.err
 	}
-	if tr.db.now().Sub(tr.start) > Lifetime {
+	if tr.pinned && tr.db.now().Sub(tr.start) > Lifetime {
 		return kv.NewError(kv.CodeTransactionTooOld)
 	}
 	return nil
@@ -266,7 +304,9 @@ func (tr *Tx) Get(key []byte) kv.FutureValue { return tr.get(key, false) }
 func (tr *Tx) get(key []byte, snapshot bool) kv.FutureValue {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
+	tr.firstRead()
 	if err := tr.usable(); err != nil {
+		tr.failTooOld(err)
 		return &futureValue{err: err}
 	}
 	if bytes.Compare(key, maxLegalKey) >= 0 {
@@ -302,7 +342,8 @@ func (tr *Tx) get(key []byte, snapshot bool) kv.FutureValue {
 // GetRange reads the pairs of r at the read version merged with this
 // transaction's writes. A non-snapshot read adds r as a read-conflict range,
 // trimmed to the last key returned when the limit cut the read short (so
-// keys beyond it do not conflict), as FoundationDB does.
+// keys beyond it do not conflict), as FoundationDB does. An empty or
+// inverted range reads nothing.
 func (tr *Tx) GetRange(r kv.KeyRange, opts kv.RangeOptions) kv.FutureRange {
 	return tr.getRange(r, opts, false)
 }
@@ -310,16 +351,24 @@ func (tr *Tx) GetRange(r kv.KeyRange, opts kv.RangeOptions) kv.FutureRange {
 func (tr *Tx) getRange(r kv.KeyRange, opts kv.RangeOptions, snapshot bool) kv.FutureRange {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
+	tr.firstRead()
 	if err := tr.usable(); err != nil {
+		tr.failTooOld(err)
 		return &futureRange{err: err}
 	}
-	if code := checkRange(r); code != 0 {
-		return &futureRange{err: kv.NewError(code)}
+	// FoundationDB checks a read's bounds against the legal range, then
+	// answers an empty or inverted range with no pairs (and no error, unlike
+	// a clear or a conflict range); -1 is its "unlimited" row limit.
+	if bytes.Compare(r.Begin, maxLegalKey) > 0 || bytes.Compare(r.End, maxLegalKey) > 0 {
+		return &futureRange{err: kv.NewError(kv.CodeKeyOutsideLegalRange)}
 	}
-	if opts.Limit < 0 {
+	if opts.Limit < -1 {
 		return &futureRange{err: kv.NewError(kv.CodeRangeLimitsInvalid)}
 	}
-	if bytes.Equal(r.Begin, r.End) {
+	if opts.Limit == -1 {
+		opts.Limit = 0
+	}
+	if bytes.Compare(r.Begin, r.End) >= 0 {
 		return &futureRange{}
 	}
 	local := tr.coveredByClear(r)
@@ -493,10 +542,14 @@ func (tr *Tx) Set(key, value []byte) {
 	tr.size += len(key) + len(value) + 2*len(key) + 1 // mutation + write-conflict range
 }
 
-// Clear buffers the removal of key.
+// Clear buffers the removal of key. A key over kv.MaxKeySize cannot exist,
+// so its clear is dropped without an error, as FoundationDB drops it.
 func (tr *Tx) Clear(key []byte) {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
+	if len(key) > kv.MaxKeySize && checkWriteKey(key) == kv.CodeKeyTooLarge {
+		return // no such key can exist: FoundationDB drops the clear, without an error
+	}
 	if !tr.canWrite(key, nil) {
 		return
 	}
@@ -611,16 +664,17 @@ func (tr *Tx) Cancel() {
 
 func (tr *Tx) release() {
 	tr.mu.Lock()
-	done := tr.released
+	done, rv := tr.released || !tr.pinned, tr.rv
 	tr.released = true
 	tr.mu.Unlock()
 	if !done {
-		tr.db.release(tr.rv)
+		tr.db.release(rv)
 	}
 }
 
 // Commit applies the buffered writes atomically at a new version, or fails:
-// with a deferred error; transaction_too_old (1007) past Lifetime;
+// with a deferred error; transaction_too_old (1007) past Lifetime after its
+// first read (a transaction that has not read takes its read version here);
 // transaction_too_large (2101) above kv.MaxTransactionSize; not_committed
 // (1020) on a conflict; an error wrapping ctx.Err() when the transaction's
 // context ended first; or an injected fault. A transaction without writes
@@ -630,7 +684,9 @@ func (tr *Tx) Commit() error {
 	tr.runHook() // interleave.go: other commits may land here, as on a cluster
 	defer tr.release()
 	tr.mu.Lock()
-	if err := tr.usable(); err != nil {
+	// A read-only commit is local on a cluster too: however old its read
+	// version, it succeeds, unless a read found it too old.
+	if err := tr.usable(); err != nil && (tr.err != nil || kv.ErrorCode(err) != kv.CodeTransactionTooOld || !tr.readOnly()) {
 		if tr.state == txOpen {
 			tr.state = txDone
 		}
@@ -675,6 +731,12 @@ func (tr *Tx) Commit() error {
 // the entries are not touched again by the transaction.
 func (tr *Tx) plan() (*commitPlan, int) {
 	p := &commitPlan{rv: tr.rv, clears: tr.clears, reads: mergeRanges(tr.reads)}
+	if !tr.pinned {
+		// A transaction that never read takes its read version at commit
+		// on a cluster: its conflict ranges (AddReadConflictRange) count
+		// from now, and it cannot be too old.
+		p.rv = tr.db.state.Load().version
+	}
 	var points []kv.KeyRange
 	if tr.writes != nil {
 		p.entries = make([]*wentry, 0, tr.writes.Len())

@@ -1,0 +1,57 @@
+//go:build fdb
+
+package storeurl_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/ckptstore/ckptstore/fdbstore/kv"
+	"github.com/ckptstore/ckptstore/persist/fdbdriver"
+	"github.com/ckptstore/ckptstore/storeurl"
+)
+
+// TestPersistenceFDB is TestPersistenceMemkv on the cluster of
+// $FDB_CLUSTER_FILE, through the fdb: form. A cluster is shared (with
+// the other packages' tests, and with whatever else it holds), so the
+// namespaces are the hostile names behind a random run prefix: the keys
+// read and cleared are those of the run's namespaces only, and the
+// default store's key space is left alone.
+func TestPersistenceFDB(t *testing.T) {
+	cf := os.Getenv("FDB_CLUSTER_FILE")
+	if cf == "" {
+		t.Skip("FDB_CLUSTER_FILE is not set: no FoundationDB cluster to test against (see docker/README.md)")
+	}
+	o, err := storeurl.Open(context.Background(), "fdb:"+cf, storeurl.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = o.Close() }) // after the clear below: cleanups run last first
+	db := o.Handle.(kv.DB)
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	run := "test-" + hex.EncodeToString(b[:]) + "-"
+	names := make([]string, len(persistNames))
+	for i, n := range persistNames {
+		names[i] = run + n
+	}
+	// Every name starts with run and holds no NUL there, so every key of
+	// the run's namespaces starts with the tuple string's opening bytes.
+	space := kv.PrefixRange([]byte(strings.TrimSuffix(storeurl.FDBNamespacePrefix(run), "\x00\x00")))
+	t.Cleanup(func() {
+		err := db.Transact(context.Background(), func(tr kv.Transaction) error {
+			tr.ClearRange(space)
+			return nil
+		})
+		if err != nil {
+			t.Errorf("clear the test's namespaces: %v", err)
+		}
+	})
+	persistIsolation(t, o, names, kvKeys(db, space), func(name, key string) bool {
+		return strings.HasPrefix(key, storeurl.FDBNamespacePrefix(name)) || strings.HasPrefix(key, fdbdriver.NamespacePrefix(name))
+	})
+}
