@@ -155,6 +155,8 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.Float64Var(&c.memkvNotCommitted, "memkv-not-committed-rate", 0, "memkv: probability that a commit fails with not_committed (1020)")
 	fs.Float64Var(&c.memkvUnknown, "memkv-unknown-result-rate", 0, "memkv: probability that a commit ends with commit_unknown_result (1021), half applied")
 
+	fs.Bool("version", false, "print the version and exit (run answers it before parsing)")
+
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, err
