@@ -9,7 +9,7 @@ export interface ClientOptions {
   /** The server, e.g. http://127.0.0.1:7070 (a path prefix is kept). */
   url: string
   /** Bearer token; outside --dev it picks the namespace. */
-  token?: string
+  token?: string | undefined
   /**
    * --dev server: the namespace, any well-formed string; a new name is a
    * new, empty store. When neither token nor namespace is given, a random
@@ -17,22 +17,22 @@ export interface ClientOptions {
    * back from `.namespace` to open the instance or message store of the
    * same namespace.
    */
-  namespace?: string
+  namespace?: string | undefined
   /**
    * The fetch to use. Without it, Node (≥ 20.16) uses node:http / node:https
    * with a shared keep-alive agent, and every other runtime the global fetch.
    */
-  fetch?: typeof fetch
+  fetch?: typeof fetch | undefined
   /** --dev server only: the clock of each request, epoch ms. */
-  now?: () => number
+  now?: (() => number) | undefined
   /** --dev server only: the namespace's lease duration, taken when a request creates it. */
-  leaseDurationMs?: number
+  leaseDurationMs?: number | undefined
   /** --dev server only: the namespace's renew-after, taken when a request creates it. */
-  renewAfterMs?: number
+  renewAfterMs?: number | undefined
   /** Timeout of one attempt in ms; default 30 000. */
-  timeoutMs?: number
+  timeoutMs?: number | undefined
   /** Attempts of one call, the first included (reads and writes alike); default 6 (5 retries, as the Go client), at least 1. */
-  maxAttempts?: number
+  maxAttempts?: number | undefined
 }
 
 const defaultTimeoutMs = 30_000
