@@ -204,6 +204,8 @@ interface NodeProcess {
 
 /** The keep-alive agents, one per protocol, shared by every store of this module. */
 const agents = new Map<string, object>()
+/** The keep-alive agents of the CA bundles given as a string, by bundle. */
+const caAgents = new Map<string, object>()
 
 // Free keep-alive sockets are closed after this long: well inside
 // ckptserver's default idle timeout (2 min), so a reused socket is rarely
@@ -224,8 +226,17 @@ function nodeHttp(protocol: string, options: ClientOptions): { mod: NodeHttpModu
   const mod = proc.getBuiltinModule(protocol === 'https:' ? 'node:https' : 'node:http') as NodeHttpModule | undefined
   if (mod === undefined || typeof mod.request !== 'function') return undefined
   if (options.agent !== undefined) return { mod, agent: options.agent }
-  // A CA bundle is this store's own: its agent is not the shared one.
-  if (options.ca !== undefined) return { mod, agent: new mod.Agent({ keepAlive: true, timeout: freeSocketTimeoutMs, ca: options.ca }) }
+  // A CA bundle has an agent of its own, shared by the stores given the
+  // same bundle as one string (the usual readFileSync(…, 'utf8')).
+  if (options.ca !== undefined) {
+    const key = typeof options.ca === 'string' ? options.ca : undefined
+    let agent = key === undefined ? undefined : caAgents.get(key)
+    if (agent === undefined) {
+      agent = new mod.Agent({ keepAlive: true, timeout: freeSocketTimeoutMs, ca: options.ca })
+      if (key !== undefined) caAgents.set(key, agent)
+    }
+    return { mod, agent }
+  }
   let agent = agents.get(protocol)
   if (agent === undefined) {
     agent = new mod.Agent({ keepAlive: true, timeout: freeSocketTimeoutMs })

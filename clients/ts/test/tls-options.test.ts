@@ -63,6 +63,10 @@ if (why) {
     const w = await store.acquireWriter('t')
     assert.deepEqual(await store.append({ checkpoint: checkpoint('c1', 't', null, 1), expectedHeadId: null, writer: w }), { headId: 'c1' })
     assert.equal(await store.getHead('t'), 'c1')
+    // Another store given the same bundle shares the first one's keep-alive connection.
+    const before = tcp.connections()
+    assert.equal(await createCheckpointStore({ url: tcp.url('https'), namespace: 'tls-ca', ca }).getHead('t'), 'c1')
+    assert.equal(tcp.connections(), before, 'a store with the same CA string dialled again')
     // As bytes and as a list too.
     assert.equal(await createCheckpointStore({ url: tcp.url('https'), namespace: 'tls-ca', ca: [new TextEncoder().encode(ca)] }).getHead('t'), 'c1')
     await w.release()
