@@ -70,3 +70,13 @@ test('npm pack: LICENSE and the build in the tarball; import and require of the 
   }
   assert.deepEqual(required, { createCheckpointStore: 'function', SandboxCheckpointError: 'function' })
 })
+
+test("the tag scheme: package.json's version is the repository's newest release in CHANGELOG.md, or the first one it announces", () => {
+  const version = (JSON.parse(readFileSync(join(pkgDir, 'package.json'), 'utf8')) as { version: string }).version
+  assert.match(version, /^\d+\.\d+\.\d+$/, 'a release version X.Y.Z, the git tag vX.Y.Z without the v')
+  const changelog = readFileSync(join(pkgDir, '..', '..', 'CHANGELOG.md'), 'utf8')
+  const released = /^## v(\d+\.\d+\.\d+) \(\d{4}-\d{2}-\d{2}\)$/m.exec(changelog)
+  const want = released?.[1] ?? /the first tag will be `v(\d+\.\d+\.\d+)`/.exec(changelog)?.[1]
+  assert.ok(want !== undefined, 'CHANGELOG.md names no release and announces no first tag')
+  assert.equal(version, want, 'clients/ts/package.json and CHANGELOG.md disagree on the version (CHANGELOG.md, Versions and tags)')
+})
