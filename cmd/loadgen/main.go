@@ -180,7 +180,7 @@ func openRunner(ctx context.Context, cfg *config, ns string) (*runner, *storeurl
 	open := storeurl.Open
 	if isHTTP(cfg.store) {
 		open = func(ctx context.Context, url string, opts storeurl.Options) (*storeurl.Opened, error) {
-			return openHTTP(ctx, url, cfg.token, cfg.serverNamespace, opts)
+			return openHTTP(ctx, url, cfg.token, cfg.serverNamespace, cfg.caPool, opts)
 		}
 	}
 	if cfg.open != nil {
