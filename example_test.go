@@ -7,12 +7,78 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"strings"
 	"time"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/blobs"
 	"github.com/ckptstore/ckptstore/conformance"
 	"github.com/ckptstore/ckptstore/memstore"
+	"github.com/ckptstore/ckptstore/sweep"
 )
+
+// The README's "Use it" block, line for line, with each error checked
+// (TestReadmeExample fails when the two differ): a run appends under its
+// lease and releases it; then a prune, which takes the lease itself, and a
+// sweep.
+func Example_readme() {
+	ctx := context.Background()
+
+	store := memstore.New(ckptstore.Options{}) // a *ckptstore.Store; or fdbstore.New(db, …), redisstore.New(client, …)
+	bucket := blobs.NewMem(blobs.MemOptions{}) // or blobs.Open(ctx, "s3://bucket?region=…"), "file:///dir"
+
+	lease, err := store.AcquireWriter(ctx, "thread-1") // ErrWriterConflict while another run holds it
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	res, err := blobs.PutFile(ctx, bucket, strings.NewReader("package main\n")) // the bytes, stored once by their SHA-256
+	if err != nil {
+		log.Fatal(err)
+	}
+	head, err := store.GetHead(ctx, "thread-1")
+	if err != nil {
+		log.Fatal(err)
+	}
+	cp := &ckptstore.Checkpoint{
+		ID: "cp-1", ThreadID: "thread-1", ParentCheckpointID: head,
+		CreatedAt: float64(time.Now().UnixMilli()), Reason: ckptstore.ReasonAutomatic,
+		Files: []ckptstore.Entry{
+			{Path: "src", Kind: ckptstore.KindDir},
+			{Path: "src/main.go", Kind: ckptstore.KindFile, BlobKey: res.Key, Size: res.Size},
+		},
+		Conversation: json.RawMessage(`[{"role":"user","content":"write main.go"}]`),
+	}
+	err = store.Append(ctx, cp, head, lease.Writer) // one compare-and-swap: ErrConflict if the head moved
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	expires, err := lease.Renew(ctx) // every lease.RenewAfter; ErrWriterLost: stop writing
+	if err != nil {
+		log.Fatal(err)
+	}
+	err = lease.Release(ctx) // the run is over: the thread is free for the next writer
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	deleted, err := ckptstore.KeepNewest(ctx, store, "thread-1", 10) // prune under its own lease (so not while a run holds one): keep the head and 9 before it
+	if err != nil {
+		log.Fatal(err)
+	}
+	removed, err := sweep.Run(ctx, store, bucket, sweep.Options{OlderThan: 24 * time.Hour}) // then free the bytes no checkpoint uses
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	h, _ := store.GetHead(ctx, "thread-1")
+	fmt.Println("head:", h, "lease renewed:", expires.After(time.Now()))
+	fmt.Println("pruned:", len(deleted), "swept:", len(removed))
+	// Output:
+	// head: cp-1 lease renewed: true
+	// pruned: 0 swept: 0
+}
 
 // A run takes the thread's writer lease, appends its checkpoint on top of
 // the head, and renews the lease while it keeps working.

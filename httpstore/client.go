@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/base32"
 	"encoding/json"
 	"errors"
@@ -39,6 +41,12 @@ type ClientOptions struct {
 	// HTTPClient sends the requests; nil means a client of its own with
 	// keep-alive connections (up to 256 idle per host).
 	HTTPClient *http.Client
+	// TLSConfig is the TLS configuration of the client's own transport
+	// for an https:// server: RootCAs to trust a private CA instead of the
+	// system's (see CertPool), Certificates for a client certificate. nil
+	// means Go's defaults. It goes with a nil HTTPClient only: a caller's
+	// own client carries its own TLS settings.
+	TLSConfig *tls.Config
 	// Retries is how many times a request is sent again after a network
 	// error or a 503 (reads, and writes, which all carry an
 	// Idempotency-Key); 0 means DefaultRetries, a negative value none.
@@ -97,10 +105,16 @@ func NewClient(baseURL string, opts ClientOptions) (*Client, error) {
 			return nil, fmt.Errorf("httpstore: %w", err)
 		}
 	}
+	if opts.TLSConfig != nil && opts.HTTPClient != nil {
+		return nil, fmt.Errorf("%w: httpstore: TLSConfig and HTTPClient exclude each other (set the TLS config on HTTPClient's transport)", driver.ErrInvalidOptions)
+	}
 	c := &client{base: strings.TrimSuffix(u.String(), "/") + "/v1/", opts: opts, hc: opts.HTTPClient,
 		retries: opts.Retries, backoff: opts.RetryBackoff, headers: http.Header{}}
 	if c.hc == nil {
 		t := NewTransport()
+		if opts.TLSConfig != nil {
+			t.TLSClientConfig = opts.TLSConfig.Clone()
+		}
 		c.hc, c.rt = &http.Client{Transport: t}, t
 	}
 	c.urls = make(map[string]*url.URL, len(routes))
@@ -144,6 +158,18 @@ func NewTransport() *http.Transport {
 	t.MaxIdleConnsPerHost = 256
 	t.IdleConnTimeout = 90 * time.Second
 	return t
+}
+
+// CertPool returns a pool of the PEM certificates in pemCerts (a CA
+// bundle file's bytes), for TLSConfig.RootCAs. It fails when pemCerts
+// holds no certificate, so a wrong file is found at start, not at the
+// first call.
+func CertPool(pemCerts []byte) (*x509.CertPool, error) {
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pemCerts) {
+		return nil, fmt.Errorf("%w: httpstore: no PEM certificate in the CA bundle", driver.ErrInvalidOptions)
+	}
+	return pool, nil
 }
 
 // Instances returns the instance store of the client's namespace.
@@ -373,12 +399,50 @@ func field(name string, read func(r *driver.JSONReader) error) replyReader {
 var errBadReply = errors.New("httpstore: a malformed reply")
 
 // retryableNetError reports whether a transport error may go away: every
-// network error is, but a URL or TLS configuration that cannot work is not.
+// network error is, but a URL or TLS configuration that cannot work is not,
+// and neither is a certificate that failed to verify (ours of the server's,
+// or the server's of ours): the same certificate fails the same way on
+// every attempt, so the caller hears of it at once.
 func retryableNetError(err error) bool {
+	if certificateError(err) {
+		return false
+	}
 	var ne net.Error
 	var oe *net.OpError
 	return errors.As(err, &ne) || errors.As(err, &oe) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
 		strings.Contains(err.Error(), "connection reset") || strings.Contains(err.Error(), "server closed")
+}
+
+// certificateError reports whether err is a TLS certificate that did not
+// verify: the server's, by this client (an unknown authority, a name that
+// does not match, an expired certificate), or this client's, by the server
+// (a TLS alert it sent).
+func certificateError(err error) bool {
+	if _, ok := errors.AsType[*tls.CertificateVerificationError](err); ok {
+		return true
+	}
+	if _, ok := errors.AsType[x509.UnknownAuthorityError](err); ok {
+		return true
+	}
+	if _, ok := errors.AsType[x509.HostnameError](err); ok {
+		return true
+	}
+	if _, ok := errors.AsType[x509.CertificateInvalidError](err); ok {
+		return true
+	}
+	// The server's alert comes as a *net.OpError "remote error" around
+	// crypto/tls's unexported alert type, known by its text: the alerts of
+	// RFC 8446 (6.2) that name a certificate.
+	oe, ok := errors.AsType[*net.OpError](err)
+	if !ok || oe.Op != "remote error" || oe.Err == nil {
+		return false
+	}
+	switch oe.Err.Error() {
+	case "tls: bad certificate", "tls: unsupported certificate", "tls: revoked certificate", "tls: expired certificate",
+		"tls: unknown certificate", "tls: unknown certificate authority", "tls: certificate required":
+		return true
+	}
+	return false
 }
 
 // Get implements driver.Store.

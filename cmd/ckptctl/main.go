@@ -48,6 +48,7 @@ import (
 	_ "github.com/ckptstore/ckptstore/blobs/s3blob" // --bucket s3://…
 	"github.com/ckptstore/ckptstore/driver"
 	_ "github.com/ckptstore/ckptstore/fdbstore" // memkv, fdb:
+	"github.com/ckptstore/ckptstore/internal/version"
 	_ "github.com/ckptstore/ckptstore/memstore" // mem
 	pdriver "github.com/ckptstore/ckptstore/persist/driver"
 	_ "github.com/ckptstore/ckptstore/redisstore" // redis://, rediss://, unix://, redis+sentinel://, redis+cluster://
@@ -230,7 +231,7 @@ func usage(w io.Writer) {
 	for _, c := range commands {
 		fmt.Fprintf(w, "  %-14s %s\n", c.name, c.summary)
 	}
-	fmt.Fprintf(w, "\nStores (--store, --from, --to): %s\nRun 'ckptctl COMMAND -h' for a command's flags; docs/ckptctl.md is the manual.\n", storeurl.Forms())
+	fmt.Fprintf(w, "\nStores (--store, --from, --to): %s\nRun 'ckptctl COMMAND -h' for a command's flags; docs/ckptctl.md is the manual.\n'ckptctl --version' prints the version.\n", storeurl.Forms())
 }
 
 // run is the whole command; it returns the exit code.
@@ -240,6 +241,10 @@ func run(ctx context.Context, args []string, e *env) int {
 		if len(args) == 0 {
 			return 2
 		}
+		return 0
+	}
+	if args[0] == "--version" || args[0] == "-version" {
+		fmt.Fprintln(e.stdout, version.Line("ckptctl"))
 		return 0
 	}
 	i := slices.IndexFunc(commands, func(c command) bool { return c.name == args[0] })

@@ -60,6 +60,7 @@ import (
 	_ "github.com/ckptstore/ckptstore/blobs/s3blob" // --bucket s3://…
 	_ "github.com/ckptstore/ckptstore/fdbstore"     // memkv, fdb:
 	"github.com/ckptstore/ckptstore/httpstore"
+	"github.com/ckptstore/ckptstore/internal/version"
 	_ "github.com/ckptstore/ckptstore/memstore"   // mem
 	_ "github.com/ckptstore/ckptstore/redisstore" // redis://, rediss://, unix://, redis+sentinel://, redis+cluster://
 	"github.com/ckptstore/ckptstore/storeurl"
@@ -121,6 +122,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 30*time.Second, "after --shutdown-delay, how long SIGTERM waits for requests in flight")
 	fs.StringVar(&c.logLevel, "log-level", "info", "debug (one line per request) | info | warn | error")
 	fs.StringVar(&c.logFormat, "log-format", "json", "json | text")
+	fs.Bool("version", false, "print the version and exit (run answers it before parsing)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -235,6 +237,10 @@ func newLogger(c *config, w io.Writer) (*slog.Logger, error) {
 // run is the whole command; it returns the exit code. Cancelling ctx (the
 // signals, in main) shuts the server down gracefully.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if version.Requested(args) {
+		fmt.Fprintln(stdout, version.Line("ckptserver"))
+		return 0
+	}
 	c, err := parseFlags(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
@@ -461,7 +467,7 @@ func redact(raw string) string {
 func (s *setup) newServer(b *backend, draining *atomic.Bool) (srv, metricsSrv *http.Server, err error) {
 	c := s.c
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), version.Collector())
 	api := httpstore.NewHandler(b, httpstore.HandlerOptions{
 		Dev: c.dev, Tokens: s.tokens, Lease: s.lease, MaxBodyBytes: c.maxBody, Logger: s.log, Registerer: reg,
 		Bucket: s.bucket, MaxBlobBytes: c.maxBlob, MaxInflightBytes: c.maxInflight,

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ckptstore/ckptstore/httpstore"
 	"github.com/ckptstore/ckptstore/internal/workload"
 	"github.com/ckptstore/ckptstore/storeurl"
 )
@@ -46,6 +48,8 @@ type config struct {
 	namespace string
 
 	token, serverNamespace string // --store http://…
+	caFile                 string // --store https://…: the CA bundle to trust
+	caPool                 *x509.CertPool
 	contend                int
 	contendTimeout         time.Duration
 
@@ -121,6 +125,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	var payload string
 	fs.StringVar(&c.store, "store", "mem", "the store: "+storeurl.Forms()+" | http[s]://host:port (a ckptserver)")
 	fs.StringVar(&c.token, "token", os.Getenv("CKPT_TOKEN"), "bearer token of a ckptserver --store (default $CKPT_TOKEN; none for a --dev server)")
+	fs.StringVar(&c.caFile, "ca-file", "", "PEM CA bundle an https:// --store's certificate must chain to, instead of the system's roots")
 	fs.StringVar(&c.serverNamespace, "server-namespace", "", "namespace on a --dev ckptserver (default: the server's default namespace)")
 	fs.IntVar(&c.threads, "threads", 64, "threads (sandbox conversations) to write")
 	fs.IntVar(&c.workers, "workers", 16, "concurrent harness runs; each owns threads[i] with i % workers == its number")
@@ -155,6 +160,8 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.Float64Var(&c.memkvNotCommitted, "memkv-not-committed-rate", 0, "memkv: probability that a commit fails with not_committed (1020)")
 	fs.Float64Var(&c.memkvUnknown, "memkv-unknown-result-rate", 0, "memkv: probability that a commit ends with commit_unknown_result (1021), half applied")
 
+	fs.Bool("version", false, "print the version and exit (run answers it before parsing)")
+
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, err
@@ -168,6 +175,18 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 
 	var err error
+	if c.caFile != "" {
+		if !strings.HasPrefix(c.store, "https://") {
+			return nil, usageErr("--ca-file is for an https:// --store")
+		}
+		pem, err := os.ReadFile(c.caFile)
+		if err != nil {
+			return nil, usageErr("--ca-file: %v", err)
+		}
+		if c.caPool, err = httpstore.CertPool(pem); err != nil {
+			return nil, usageErr("--ca-file %s: %v", c.caFile, err)
+		}
+	}
 	if c.payload, err = workload.ParseSizeDist(payload); err != nil {
 		return nil, usageErr("--payload: %v", err)
 	}

@@ -6,6 +6,8 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"net/http"
 	"strings"
@@ -25,13 +27,17 @@ func isHTTP(spec string) bool {
 // refuses a client's); without one (a --dev server) the run's own lease
 // options are sent, as the store of a local run would take them. The
 // server is asked for a head, so an unreachable or refusing one fails
-// here rather than in every worker.
-func openHTTP(ctx context.Context, url, token, namespace string, opts storeurl.Options) (*storeurl.Opened, error) {
+// here rather than in every worker. ca, when not nil, holds the CAs the
+// server's certificate must chain to (--ca-file).
+func openHTTP(ctx context.Context, url, token, namespace string, ca *x509.CertPool, opts storeurl.Options) (*storeurl.Opened, error) {
 	co := httpstore.ClientOptions{Token: token, Namespace: namespace}
 	if token == "" {
 		co.Lease = ckptstore.Options{LeaseDuration: opts.Lease.LeaseDuration, RenewAfter: opts.Lease.RenewAfter}
 	}
 	tr := httpstore.NewTransport()
+	if ca != nil {
+		tr.TLSClientConfig = &tls.Config{RootCAs: ca}
+	}
 	co.HTTPClient = &http.Client{Transport: tr}
 	c, err := httpstore.NewClient(url, co)
 	if err != nil {

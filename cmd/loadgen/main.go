@@ -46,6 +46,7 @@ import (
 	"github.com/ckptstore/ckptstore/blobs"
 	_ "github.com/ckptstore/ckptstore/blobs/s3blob" // --blob-url s3://…
 	_ "github.com/ckptstore/ckptstore/fdbstore"     // memkv, fdb:
+	"github.com/ckptstore/ckptstore/internal/version"
 	"github.com/ckptstore/ckptstore/internal/workload"
 	_ "github.com/ckptstore/ckptstore/memstore"   // mem
 	_ "github.com/ckptstore/ckptstore/redisstore" // redis://, rediss://, unix://, redis+sentinel://, redis+cluster://
@@ -82,6 +83,10 @@ func main() {
 // run is the whole command; it returns the exit code. Closing interrupted
 // ends the load early.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, interrupted <-chan struct{}) int {
+	if version.Requested(args) {
+		fmt.Fprintln(stdout, version.Line("loadgen"))
+		return 0
+	}
 	return runWith(ctx, args, stdout, stderr, interrupted, nil)
 }
 
@@ -195,7 +200,7 @@ func openRunner(ctx context.Context, cfg *config, ns string) (*runner, *storeurl
 	open := storeurl.Open
 	if isHTTP(cfg.store) {
 		open = func(ctx context.Context, url string, opts storeurl.Options) (*storeurl.Opened, error) {
-			return openHTTP(ctx, url, cfg.token, cfg.serverNamespace, opts)
+			return openHTTP(ctx, url, cfg.token, cfg.serverNamespace, cfg.caPool, opts)
 		}
 	}
 	if cfg.open != nil {

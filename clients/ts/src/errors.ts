@@ -143,10 +143,12 @@ export class SandboxCheckpointForkDestinationNotEmptyError extends SandboxCheckp
  * A failure outside the contract: a refused request (BAD_REQUEST,
  * UNAUTHORIZED, PAYLOAD_TOO_LARGE, NOT_FOUND, UNSUPPORTED), a server error
  * (INTERNAL, UNAVAILABLE after the retries), the network (NETWORK_ERROR,
- * TIMEOUT), or a reply that is not the protocol's (BAD_RESPONSE).
+ * TIMEOUT), a TLS certificate that did not verify (CERTIFICATE_ERROR, never
+ * retried; `cause` is Node's error), or a reply that is not the protocol's
+ * (BAD_RESPONSE).
  */
 export class CkptstoreError extends Error {
-  /** The server's code, or NETWORK_ERROR, TIMEOUT, BAD_RESPONSE. */
+  /** The server's code, or NETWORK_ERROR, TIMEOUT, CERTIFICATE_ERROR, BAD_RESPONSE. */
   readonly code: string
   /** The HTTP status, when a reply came. */
   readonly status: number | undefined

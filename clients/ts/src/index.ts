@@ -11,6 +11,7 @@
  */
 
 import { reviveCheckpoint, reviveCheckpoints, reviveMessages } from './messages.js'
+import { viewable } from './call.js'
 import { field, Transport, type ClientOptions } from './transport.js'
 import type {
   BlobReference,
@@ -28,7 +29,8 @@ import type {
 export * from './errors.js'
 export type * from './types.js'
 export type * from './persist-types.js'
-export type { ClientOptions } from './transport.js'
+export type { CallOptions, ClientOptions, HeadersOption } from './transport.js'
+export { withCallOptions } from './call.js'
 export { createPersistence, type PersistenceClient, type PersistenceOptions, type PersistenceStores } from './persistence.js'
 export { createLockStore, type LockStoreClientWithNamespace, type LockStoreOptions } from './locks.js'
 
@@ -152,8 +154,7 @@ function leaseOf(t: Transport, wire: Record<string, unknown>): CheckpointWriterL
  * a double write.
  */
 export function createCheckpointStore<M = any>(options: ClientOptions): CheckpointStoreClient<M> {
-  const t = new Transport(options)
-  return {
+  return viewable(new Transport(options), (t): CheckpointStoreClient<M> => ({
     namespace: t.namespace,
     get: handled(async (id) => {
       const r = await t.call('get', { id }, 'read')
@@ -229,13 +230,12 @@ export function createCheckpointStore<M = any>(options: ClientOptions): Checkpoi
         next: field<string | null>(r, 'threads', 'next'),
       }
     }),
-  }
+  }))
 }
 
 /** createInstanceStore opens the instance store of one namespace on a ckptserver. */
 export function createInstanceStore(options: ClientOptions): InstanceStoreClient {
-  const t = new Transport(options)
-  return {
+  return viewable(new Transport(options), (t): InstanceStoreClient => ({
     namespace: t.namespace,
     get: handled(async (key) => {
       const r = await t.call('instanceGet', { key }, 'read')
@@ -247,7 +247,7 @@ export function createInstanceStore(options: ClientOptions): InstanceStoreClient
     delete: handled(async (key) => {
       await t.call('instanceDelete', { key }, 'write')
     }),
-  }
+  }))
 }
 
 /**
@@ -256,8 +256,7 @@ export function createInstanceStore(options: ClientOptions): InstanceStoreClient
  * the checkpoint store's `namespace`, so both see the same threads.
  */
 export function createMessageStore<M = any>(options: ClientOptions): MessageStoreClient<M> {
-  const t = new Transport(options)
-  return {
+  return viewable(new Transport(options), (t): MessageStoreClient<M> => ({
     namespace: t.namespace,
     loadThread: handled(async (threadId) => {
       const r = await t.call('loadThread', { threadId }, 'read')
@@ -266,5 +265,5 @@ export function createMessageStore<M = any>(options: ClientOptions): MessageStor
     saveThread: handled(async (threadId, messages) => {
       await t.call('saveThread', { threadId, messages }, 'write')
     }),
-  }
+  }))
 }

@@ -17,6 +17,7 @@
 //   (its work may have overlapped a successor's); every promise made here is
 //   handled, so none ever surfaces as an unhandledRejection.
 
+import { viewable } from './call.js'
 import { CkptstoreError } from './errors.js'
 import { handled } from './persistence.js'
 import { field, randomToken, Transport, type ClientOptions } from './transport.js'
@@ -93,7 +94,11 @@ function grantOf(r: Record<string, unknown>, method: string): Grant {
  * it excludes across processes and servers sharing a store.
  */
 export function createLockStore(options: LockStoreOptions): LockStoreClientWithNamespace {
-  const t = new Transport(options)
+  return viewable(new Transport(options), (t) => lockStoreOver(t, options))
+}
+
+/** lockStoreOver is createLockStore's store over t (a view's, for withCallOptions). */
+function lockStoreOver(t: Transport, options: LockStoreOptions): LockStoreClientWithNamespace {
   const clock = options.now ?? Date.now
   const timeoutMs = options.timeoutMs ?? 30_000
 

@@ -12,6 +12,7 @@
 //   duplex 'half' over fetch) and is retried only when the body can be sent
 //   again; get's body is the reply's own stream.
 
+import { viewable } from './call.js'
 import { CkptstoreError } from './errors.js'
 import { reviveMessages } from './messages.js'
 import { field, type ClientOptions, type RawBody, type RawReply, Transport } from './transport.js'
@@ -249,7 +250,11 @@ export interface PersistenceClient<M = any> {
  * on network errors and 503.
  */
 export function createPersistence<M = any>(options: PersistenceOptions): PersistenceClient<M> {
-  const t = new Transport(options)
+  return viewable(new Transport(options), (t) => persistenceOver<M>(t))
+}
+
+/** persistenceOver is createPersistence's stores over t (a view's, for withCallOptions). */
+function persistenceOver<M>(t: Transport): PersistenceClient<M> {
   const call = (method: string, body: object, kind: 'read' | 'write') => t.call(method, body, kind)
 
   const messages: PersistenceStores<M>['messages'] = {

@@ -9,7 +9,7 @@ export interface ClientOptions {
   /** The server, e.g. http://127.0.0.1:7070 (a path prefix is kept). */
   url: string
   /** Bearer token; outside --dev it picks the namespace. */
-  token?: string
+  token?: string | undefined
   /**
    * --dev server: the namespace, any well-formed string; a new name is a
    * new, empty store. When neither token nor namespace is given, a random
@@ -17,22 +17,63 @@ export interface ClientOptions {
    * back from `.namespace` to open the instance or message store of the
    * same namespace.
    */
-  namespace?: string
+  namespace?: string | undefined
   /**
    * The fetch to use. Without it, Node (≥ 20.16) uses node:http / node:https
    * with a shared keep-alive agent, and every other runtime the global fetch.
    */
-  fetch?: typeof fetch
+  fetch?: typeof fetch | undefined
   /** --dev server only: the clock of each request, epoch ms. */
-  now?: () => number
+  now?: (() => number) | undefined
   /** --dev server only: the namespace's lease duration, taken when a request creates it. */
-  leaseDurationMs?: number
+  leaseDurationMs?: number | undefined
   /** --dev server only: the namespace's renew-after, taken when a request creates it. */
-  renewAfterMs?: number
+  renewAfterMs?: number | undefined
   /** Timeout of one attempt in ms; default 30 000. */
-  timeoutMs?: number
+  timeoutMs?: number | undefined
   /** Attempts of one call, the first included (reads and writes alike); default 6 (5 retries, as the Go client), at least 1. */
-  maxAttempts?: number
+  maxAttempts?: number | undefined
+  /**
+   * The CA certificates (PEM) that an https:// server's certificate must
+   * chain to, in place of Node's bundled roots: a private CA without
+   * NODE_EXTRA_CA_CERTS. Node's node:https transport only (no fetch
+   * option, a URL without credentials or query); this store then has a
+   * keep-alive agent of its own.
+   */
+  ca?: string | Uint8Array | ReadonlyArray<string | Uint8Array> | undefined
+  /**
+   * A node:http or node:https Agent to send through instead of the shared
+   * keep-alive one (a client certificate, a proxy agent, other TLS
+   * settings). Node's transport only, as ca; not with ca.
+   */
+  agent?: object | undefined
+  /**
+   * Aborts every call of the store made from these options: a call in
+   * flight, waiting to retry, or started later rejects at once with the
+   * signal's reason (an AbortError by default) and is not retried. A write
+   * aborted in flight may still have committed. For one call, or one run,
+   * see withCallOptions.
+   */
+  signal?: AbortSignal | undefined
+  /**
+   * Extra request headers: a record, or a function called for every
+   * attempt (so a trace context read from the caller's active context
+   * goes on each request: `() => { const h = {}; propagation.inject(context.active(), h); return h }`).
+   * The protocol's own headers (content-type, accept, idempotency-key,
+   * ckpt-*, and authorization when token is given) are never replaced.
+   */
+  headers?: HeadersOption | undefined
+}
+
+/** Extra request headers: fixed, or computed for each attempt. */
+export type HeadersOption = Readonly<Record<string, string>> | (() => Readonly<Record<string, string>> | undefined)
+
+/** What withCallOptions adds to the calls of a store view. */
+export interface CallOptions {
+  /** Aborts this view's calls (and the renewals and releases of the leases it hands out), as ClientOptions.signal. */
+  signal?: AbortSignal | undefined
+  /** Headers of this view's requests, after the store's own extra headers. */
+  headers?: HeadersOption | undefined
 }
 
 const defaultTimeoutMs = 30_000
@@ -76,6 +117,45 @@ class Retryable extends Error {
   }
 }
 
+/** The error a caller sees of an attempt's failure. */
+function unwrap(err: Error): Error {
+  return err instanceof Retryable ? err.last : err
+}
+
+// Node's codes of a certificate that did not verify (OpenSSL's verify
+// results as node:tls names them, and its own host-name check): the same
+// certificate fails the same way on every attempt, so these are not retried.
+const certificateCodes = new Set([
+  'UNABLE_TO_GET_ISSUER_CERT', 'UNABLE_TO_GET_ISSUER_CERT_LOCALLY', 'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_DECRYPT_CERT_SIGNATURE', 'UNABLE_TO_DECODE_ISSUER_PUBLIC_KEY', 'CERT_SIGNATURE_FAILURE',
+  'CERT_NOT_YET_VALID', 'CERT_HAS_EXPIRED', 'ERROR_IN_CERT_NOT_BEFORE_FIELD', 'ERROR_IN_CERT_NOT_AFTER_FIELD',
+  'DEPTH_ZERO_SELF_SIGNED_CERT', 'SELF_SIGNED_CERT_IN_CHAIN', 'CERT_CHAIN_TOO_LONG', 'CERT_REVOKED',
+  'INVALID_CA', 'PATH_LENGTH_EXCEEDED', 'INVALID_PURPOSE', 'CERT_UNTRUSTED', 'CERT_REJECTED',
+  'HOSTNAME_MISMATCH', 'ERR_TLS_CERT_ALTNAME_INVALID',
+])
+// The server's TLS alerts that refuse this client's certificate (or its
+// absence), as Node's error codes spell them.
+const certificateAlert = /^ERR_SSL_(?:SSLV3|TLSV1|TLSV13)_ALERT_(?:BAD_CERTIFICATE|UNSUPPORTED_CERTIFICATE|CERTIFICATE_REVOKED|CERTIFICATE_EXPIRED|CERTIFICATE_UNKNOWN|UNKNOWN_CA|CERTIFICATE_REQUIRED)$/
+
+/**
+ * reservedHeader reports whether an extra header would speak for the
+ * protocol: those the transport sets (or leaves out on purpose) itself.
+ * An authorization header is the caller's to add only when no token is
+ * given (a proxy's own scheme, say); with a token, the token's wins.
+ */
+function reservedHeader(name: string): boolean {
+  return name === 'content-type' || name === 'accept' || name === 'idempotency-key' || name.startsWith('ckpt-')
+}
+
+/** certificateCode is the certificate error's code in err or its causes (fetch wraps it), or undefined. */
+function certificateCode(err: unknown): string | undefined {
+  for (let e = err, depth = 0; e !== null && typeof e === 'object' && depth < 4; e = (e as { cause?: unknown }).cause, depth++) {
+    const code = (e as { code?: unknown }).code
+    if (typeof code === 'string' && (certificateCodes.has(code) || certificateAlert.test(code))) return code
+  }
+  return undefined
+}
+
 /** What one attempt got back: a status and the whole body. */
 interface Reply {
   status: number
@@ -86,7 +166,7 @@ interface Reply {
 // so that the package's types need neither @types/node nor a DOM: a Workers
 // or browser build type-checks without them, and never loads the modules.
 interface NodeHttpModule {
-  Agent: new (options: { keepAlive: boolean; timeout?: number }) => object
+  Agent: new (options: { keepAlive: boolean; timeout?: number; ca?: string | Uint8Array | ReadonlyArray<string | Uint8Array> }) => object
   request(options: NodeRequestOptions, onResponse: (res: NodeIncomingMessage) => void): NodeClientRequest
 }
 interface NodeRequestOptions {
@@ -124,6 +204,8 @@ interface NodeProcess {
 
 /** The keep-alive agents, one per protocol, shared by every store of this module. */
 const agents = new Map<string, object>()
+/** The keep-alive agents of the CA bundles given as a string, by bundle. */
+const caAgents = new Map<string, object>()
 
 // Free keep-alive sockets are closed after this long: well inside
 // ckptserver's default idle timeout (2 min), so a reused socket is rarely
@@ -136,13 +218,25 @@ const freeSocketTimeoutMs = 30_000
  * process.getBuiltinModule (Node ≥ 20.16), so no bundler ever sees an
  * import of node:http; older Nodes use fetch.
  */
-function nodeHttp(protocol: string): { mod: NodeHttpModule; agent: object } | undefined {
+function nodeHttp(protocol: string, options: ClientOptions): { mod: NodeHttpModule; agent: object } | undefined {
   const g = globalThis as { process?: NodeProcess; Deno?: unknown; Bun?: unknown }
   const proc = g.process
   if (proc?.versions?.node === undefined || proc.versions.bun !== undefined || g.Deno !== undefined || g.Bun !== undefined) return undefined
   if (typeof proc.getBuiltinModule !== 'function') return undefined
   const mod = proc.getBuiltinModule(protocol === 'https:' ? 'node:https' : 'node:http') as NodeHttpModule | undefined
   if (mod === undefined || typeof mod.request !== 'function') return undefined
+  if (options.agent !== undefined) return { mod, agent: options.agent }
+  // A CA bundle has an agent of its own, shared by the stores given the
+  // same bundle as one string (the usual readFileSync(…, 'utf8')).
+  if (options.ca !== undefined) {
+    const key = typeof options.ca === 'string' ? options.ca : undefined
+    let agent = key === undefined ? undefined : caAgents.get(key)
+    if (agent === undefined) {
+      agent = new mod.Agent({ keepAlive: true, timeout: freeSocketTimeoutMs, ca: options.ca })
+      if (key !== undefined) caAgents.set(key, agent)
+    }
+    return { mod, agent }
+  }
   let agent = agents.get(protocol)
   if (agent === undefined) {
     agent = new mod.Agent({ keepAlive: true, timeout: freeSocketTimeoutMs })
@@ -180,6 +274,10 @@ export class Transport {
   private readonly now: (() => number) | undefined
   private readonly timeoutMs: number
   private readonly maxAttempts: number
+  // Set again by with() on a copy: the store's, or a view's, abort signal
+  // and extra headers.
+  private signal: AbortSignal | undefined
+  private headerSources: HeadersOption[]
 
   constructor(options: ClientOptions) {
     if (options === null || typeof options !== 'object') throw new TypeError('ckptstore: options are required')
@@ -192,7 +290,16 @@ export class Transport {
     // node:http only for a plain url: one with credentials, a query or a
     // fragment goes through fetch, which knows what to do with them.
     const plain = u.username === '' && u.password === '' && u.search === '' && u.hash === ''
-    this.node = options.fetch === undefined && plain ? nodeHttp(u.protocol) : undefined
+    if (options.ca !== undefined && options.agent !== undefined) throw new TypeError('ckptstore: options.ca and options.agent exclude each other (give the agent the CA)')
+    if (options.ca !== undefined && u.protocol !== 'https:') throw new TypeError('ckptstore: options.ca is for an https:// url')
+    this.node = options.fetch === undefined && plain ? nodeHttp(u.protocol, options) : undefined
+    if (this.node === undefined && (options.ca !== undefined || options.agent !== undefined)) {
+      throw new TypeError(
+        `ckptstore: options.${options.ca !== undefined ? 'ca' : 'agent'} needs the node:http(s) transport: Node ≥ 20.16, no options.fetch, a url without credentials or query`,
+      )
+    }
+    this.signal = options.signal
+    this.headerSources = options.headers === undefined ? [] : [options.headers]
     this.hostname = u.hostname.replace(/^\[(.*)\]$/, '$1')
     this.port = u.port === '' ? undefined : u.port
     this.pathPrefix = u.pathname.replace(/\/+$/, '')
@@ -221,6 +328,41 @@ export class Transport {
   }
 
   /**
+   * with returns a transport that sends as this one does (the same server,
+   * namespace and agent), with call's signal and headers added: its calls
+   * abort on either signal, and carry this one's extra headers, then call's.
+   */
+  with(call: CallOptions): Transport {
+    if (call === null || typeof call !== 'object') throw new TypeError('ckptstore: call options must be an object')
+    const t = Object.assign(Object.create(Transport.prototype) as Transport, this)
+    t.signal = anySignal(this.signal, call.signal)
+    t.headerSources = call.headers === undefined ? this.headerSources : [...this.headerSources, call.headers]
+    return t
+  }
+
+  /** aborted throws the signal's reason once it is aborted. */
+  private aborted(): void {
+    if (this.signal?.aborted) throw this.signal.reason
+  }
+
+  /** pause waits the backoff before the next attempt, cut short by an abort. */
+  private pause(attempt: number): Promise<void> {
+    const signal = this.signal
+    if (signal === undefined) return sleep(backoff(attempt))
+    return new Promise<void>((resolve, reject) => {
+      const onAbort = () => {
+        clearTimeout(timer)
+        reject(signal.reason)
+      }
+      const timer = setTimeout(() => {
+        signal.removeEventListener('abort', onAbort)
+        resolve()
+      }, backoff(attempt))
+      signal.addEventListener('abort', onAbort, { once: true })
+    })
+  }
+
+  /**
    * call sends one logical call, repeating it on network errors and 503
    * with backoff. A write carries one Idempotency-Key on every attempt, so
    * the store answers a repeat of a committed write with that write's
@@ -231,7 +373,8 @@ export class Transport {
     const key = kind === 'write' ? randomToken() : undefined
     let last: Error | undefined
     for (let attempt = 1; attempt <= this.maxAttempts; attempt++) {
-      if (attempt > 1) await sleep(backoff(attempt))
+      this.aborted()
+      if (attempt > 1) await this.pause(attempt)
       try {
         return await this.attempt(method, payload, key)
       } catch (err) {
@@ -244,7 +387,21 @@ export class Transport {
 
   /** The headers of one attempt: the store's, the clock of this request, the write's key. */
   private headersFor(key: string | undefined): Record<string, string> {
-    const headers: Record<string, string> = { ...this.headers }
+    let headers: Record<string, string> = this.headers
+    if (this.headerSources.length > 0) {
+      // The extra headers first, by lower-case name, so that the
+      // protocol's own, set after, always win.
+      headers = {}
+      for (const src of this.headerSources) {
+        const h = typeof src === 'function' ? src() : src
+        if (h === undefined) continue
+        for (const [k, v] of Object.entries(h)) headers[k.toLowerCase()] = v
+      }
+      for (const k of Object.keys(headers)) if (reservedHeader(k)) delete headers[k]
+      Object.assign(headers, this.headers)
+    } else {
+      headers = { ...headers }
+    }
     // The clock is read per attempt: it is the clock of this request.
     if (this.now) headers['ckpt-now'] = JSON.stringify(this.now())
     if (key !== undefined) headers['idempotency-key'] = key
@@ -275,21 +432,34 @@ export class Transport {
     return new Retryable(new CkptstoreError('TIMEOUT', `ckptstore ${method}: no reply within ${this.timeoutMs} ms`, undefined, { cause }))
   }
 
-  private networkError(method: string, cause: unknown): Retryable {
+  /**
+   * networkError is a failure with no reply: Retryable, except a
+   * certificate that did not verify, which is CERTIFICATE_ERROR at once.
+   */
+  private networkError(method: string, cause: unknown): Error {
+    const cert = certificateCode(cause)
+    if (cert !== undefined) return new CkptstoreError('CERTIFICATE_ERROR', `ckptstore ${method}: ${cert}: ${errorText(cause)}`, undefined, { cause })
     return new Retryable(new CkptstoreError('NETWORK_ERROR', `ckptstore ${method}: ${errorText(cause)}`, undefined, { cause }))
+  }
+
+  /** cutOff is a reply that ended before its last byte: a lost connection. */
+  private cutOff(method: string): Retryable {
+    return new Retryable(new CkptstoreError('NETWORK_ERROR', `ckptstore ${method}: the reply was cut off`))
   }
 
   private async sendFetch(method: string, payload: string, headers: Record<string, string>): Promise<Reply> {
     try {
+      const timeout = AbortSignal.timeout(this.timeoutMs)
       const res = await this.fetch!(`${this.base}/v1/${method}`, {
         method: 'POST',
         headers,
         body: payload,
-        signal: AbortSignal.timeout(this.timeoutMs),
+        signal: anySignal(timeout, this.signal)!,
       })
       // A body cut off mid-way fails here, like a lost connection.
       return { status: res.status, text: await res.text() }
     } catch (err) {
+      this.aborted()
       const timeout = err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError')
       throw timeout ? this.timeoutError(method, err) : this.networkError(method, err)
     }
@@ -303,10 +473,16 @@ export class Transport {
   private sendNode(node: { mod: NodeHttpModule; agent: object }, method: string, payload: string, headers: Record<string, string>): Promise<Reply> {
     return new Promise<Reply>((resolve, reject) => {
       let settled = false
-      const fail = (err: Retryable) => {
+      const signal = this.signal
+      const onAbort = () => {
+        fail(signal!.reason)
+        req.destroy()
+      }
+      const fail = (err: unknown) => {
         if (settled) return
         settled = true
         clearTimeout(timer)
+        signal?.removeEventListener('abort', onAbort)
         reject(err)
       }
       // end(payload) on a request with no header sent yet sets
@@ -323,14 +499,15 @@ export class Transport {
             if (settled) return
             // A body cut off mid-way (the connection closed before its
             // last byte) is a lost connection, not a reply.
-            if (!res.complete) return fail(this.networkError(method, new Error('the reply was cut off')))
+            if (!res.complete) return fail(this.cutOff(method))
             settled = true
             clearTimeout(timer)
+            signal?.removeEventListener('abort', onAbort)
             resolve({ status: res.statusCode ?? 0, text })
           })
           res.on('error', (err) => fail(this.networkError(method, err)))
           res.on('close', () => {
-            if (!res.complete) fail(this.networkError(method, new Error('the reply was cut off')))
+            if (!res.complete) fail(this.cutOff(method))
           })
         },
       )
@@ -341,6 +518,7 @@ export class Transport {
         req.destroy(err)
       }, this.timeoutMs)
       req.on('error', (err) => fail(this.networkError(method, err)))
+      signal?.addEventListener('abort', onAbort, { once: true })
       req.end(payload)
     })
   }
@@ -359,7 +537,8 @@ export class Transport {
     const attempts = typeof body === 'string' || 'bytes' in body || body.replayable ? this.maxAttempts : 1
     let last: Error | undefined
     for (let attempt = 1; attempt <= attempts; attempt++) {
-      if (attempt > 1) await sleep(backoff(attempt))
+      this.aborted()
+      if (attempt > 1) await this.pause(attempt)
       try {
         const headers = { ...this.headersFor(undefined), ...extra }
         const res = this.node !== undefined
@@ -404,9 +583,16 @@ export class Transport {
       let timer: ReturnType<typeof setTimeout> | undefined
       // Where a failure goes once the reply's body is a stream.
       let streamError: ((err: Error) => void) | undefined
+      const signal = this.signal
+      const onAbort = () => {
+        fail(signal!.reason)
+        req.destroy()
+      }
+      signal?.addEventListener('abort', onAbort, { once: true })
       const fail = (err: Error) => {
         clearTimeout(timer)
-        if (streamError) return streamError(err instanceof Retryable ? err.last : err)
+        signal?.removeEventListener('abort', onAbort)
+        if (streamError) return streamError(unwrap(err))
         if (settled) return
         settled = true
         reject(err)
@@ -420,7 +606,7 @@ export class Transport {
           req.destroy(err)
         }, this.timeoutMs)
       }
-      const cutOff = () => this.networkError(method, new Error('the reply was cut off'))
+      const cutOff = () => this.cutOff(method)
       const lost = (err?: Error) => fail(this.networkError(method, err))
       const req = node.mod.request(
         { agent: node.agent, hostname: this.hostname, port: this.port, path: `${this.pathPrefix}/v1/${method}`, method: 'POST', headers },
@@ -454,6 +640,7 @@ export class Transport {
                     if (done) return
                     if (!res.complete) return streamError!(cutOff().last)
                     done = true
+                    signal?.removeEventListener('abort', onAbort)
                     c.close()
                   })
                   res.on('error', lost)
@@ -467,6 +654,7 @@ export class Transport {
                 cancel() {
                   done = true
                   clearTimeout(timer)
+                  signal?.removeEventListener('abort', onAbort)
                   res.destroy()
                 },
               },
@@ -485,6 +673,7 @@ export class Transport {
             if (!res.complete) return fail(cutOff())
             settled = true
             clearTimeout(timer)
+            signal?.removeEventListener('abort', onAbort)
             resolve({ status, header, text })
           })
           res.on('error', (err) => fail(this.networkError(method, err)))
@@ -530,6 +719,7 @@ export class Transport {
           // keeps nothing of it) and the call rejects with that error.
           sourceFailed = true
           const e = err instanceof Error ? err : new Error(String(err))
+          signal?.removeEventListener('abort', onAbort)
           if (!settled) {
             settled = true
             clearTimeout(timer)
@@ -565,6 +755,18 @@ export class Transport {
         ac.abort(err)
       }, this.timeoutMs)
     }
+    // The caller's abort aborts the request, or the reply's stream, with
+    // its reason; aborted() then rethrows that reason.
+    const signal = this.signal
+    const onAbort = () => {
+      clearTimeout(timer)
+      ac.abort(signal!.reason)
+    }
+    signal?.addEventListener('abort', onAbort, { once: true })
+    const done = () => {
+      clearTimeout(timer)
+      signal?.removeEventListener('abort', onAbort)
+    }
     let sourceError: unknown
     let sourceFailed = false
     const init: RequestInit & { duplex?: 'half' } = { method: 'POST', headers, signal: ac.signal }
@@ -598,34 +800,36 @@ export class Transport {
     try {
       res = await this.fetch!(`${this.base}/v1/${method}`, init)
     } catch (err) {
-      clearTimeout(timer)
+      done()
       if (sourceFailed) throw sourceError
+      this.aborted()
       throw timedOut ? this.timeoutError(method, err) : this.networkError(method, err)
     }
     const header = (name: string) => res.headers.get(name) ?? undefined
     if (streamReply && res.ok && res.body !== null && (header('content-type') ?? '').startsWith('application/octet-stream')) {
       arm()
       const reader = res.body.getReader()
-      const wrap = (err: unknown) => (timedOut ? this.timeoutError(method, err).last : this.networkError(method, err).last)
+      const wrap = (err: unknown) =>
+        signal?.aborted ? signal.reason : unwrap(timedOut ? this.timeoutError(method, err) : this.networkError(method, err))
       const stream = new ReadableStream<Uint8Array>({
         async pull(c) {
           let r: ReadableStreamReadResult<Uint8Array>
           try {
             r = await reader.read()
           } catch (err) {
-            clearTimeout(timer)
+            done()
             c.error(wrap(err))
             return
           }
           if (r.done) {
-            clearTimeout(timer)
+            done()
             return c.close()
           }
           arm()
           c.enqueue(r.value)
         },
         cancel(reason) {
-          clearTimeout(timer)
+          done()
           return reader.cancel(reason)
         },
       })
@@ -635,11 +839,33 @@ export class Transport {
       const text = await res.text()
       return { status: res.status, header, text }
     } catch (err) {
+      this.aborted()
       throw timedOut ? this.timeoutError(method, err) : this.networkError(method, err)
     } finally {
-      clearTimeout(timer)
+      done()
     }
   }
+}
+
+/**
+ * anySignal is a signal that aborts when a or b does (with its reason);
+ * either alone when the other is undefined. AbortSignal.any where the
+ * runtime has it.
+ */
+function anySignal(a: AbortSignal | undefined, b: AbortSignal | undefined): AbortSignal | undefined {
+  if (a === undefined) return b
+  if (b === undefined) return a
+  const any = (AbortSignal as { any?: (signals: AbortSignal[]) => AbortSignal }).any
+  if (typeof any === 'function') return any.call(AbortSignal, [a, b])
+  const ac = new AbortController()
+  for (const s of [a, b]) {
+    if (s.aborted) {
+      ac.abort(s.reason)
+      break
+    }
+    s.addEventListener('abort', () => ac.abort(s.reason), { once: true })
+  }
+  return ac.signal
 }
 
 function parseObject(text: string): Record<string, unknown> | undefined {

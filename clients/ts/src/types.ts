@@ -112,11 +112,11 @@ export interface CheckpointPage<M = unknown> {
 /** Options of listPage. */
 export interface ListPageOptions {
   /** A cursor from a previous page's `next`; absent or null = from the start. */
-  after?: string | null
+  after?: string | null | undefined
   /** 1…1000; absent = 100. */
-  limit?: number
+  limit?: number | undefined
   /** Newest first. */
-  reverse?: boolean
+  reverse?: boolean | undefined
 }
 
 /** One page of threads. */
@@ -128,9 +128,9 @@ export interface ThreadPage {
 /** Options of threads. */
 export interface ThreadsOptions {
   /** A cursor from a previous page's `next`. */
-  after?: string | null
+  after?: string | null | undefined
   /** 1…1000; absent = 100. */
-  limit?: number
+  limit?: number | undefined
 }
 
 /** The record of one sandbox instance (SandboxInstanceRecord). */

@@ -3,7 +3,7 @@
 
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { createServer } from 'node:net'
+import { connect, createServer, type Server } from 'node:net'
 import { tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -118,6 +118,43 @@ export function freePort(): Promise<number> {
       s.close(() => res(port))
     })
   })
+}
+
+/** A TCP relay in front of a server: what a test sees of the connections and bytes a client sends. */
+export interface Relay {
+  /** The relay's url with scheme (http or https: the relay passes TLS through). */
+  url: (scheme: string) => string
+  /** How many connections it accepted. */
+  connections: () => number
+  /** Every byte the clients sent, as latin1 (readable for plain HTTP). */
+  seen: () => string
+  close: () => Promise<void>
+}
+
+/** relay relays 127.0.0.1:port, counting connections and recording what clients send. */
+export async function relay(port: number): Promise<Relay> {
+  let n = 0
+  let seen = ''
+  const server: Server = createServer((down) => {
+    n++
+    const up = connect(port, '127.0.0.1')
+    down.on('data', (d: Buffer) => {
+      seen += d.toString('latin1')
+    })
+    down.pipe(up)
+    up.pipe(down)
+    down.on('error', () => up.destroy())
+    up.on('error', () => down.destroy())
+  })
+  await new Promise<void>((res) => server.listen(0, '127.0.0.1', res))
+  const a = server.address()
+  const p = typeof a === 'object' && a ? a.port : 0
+  return {
+    url: (scheme) => `${scheme}://127.0.0.1:${p}`,
+    connections: () => n,
+    seen: () => seen,
+    close: () => new Promise((res) => server.close(() => res())),
+  }
 }
 
 /** Why the Redis tests cannot run here, or undefined when redis-server is on PATH. */

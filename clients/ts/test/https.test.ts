@@ -53,9 +53,9 @@ const err = await store.append({ checkpoint: { ...cp, id: 'c2' }, expectedHeadId
 console.log(JSON.stringify({ a, head, err }))
 `,
     )
-    // Without the CA the certificate is refused (NETWORK_ERROR, not retried forever)...
+    // Without the CA the certificate is refused (CERTIFICATE_ERROR, never retried)...
     const refused = spawnSync(process.execPath, ['-e', `import(${JSON.stringify(join(here, '..', 'dist', 'index.js'))}).then(async (m) => { const s = m.createCheckpointStore({ url: ${JSON.stringify(server.url)}, maxAttempts: 1 }); console.log(await s.getHead('t').catch((e) => e.code)) })`], { encoding: 'utf8' })
-    assert.equal(refused.stdout.trim(), 'NETWORK_ERROR', refused.stderr)
+    assert.equal(refused.stdout.trim(), 'CERTIFICATE_ERROR', refused.stderr)
     // ...and with it, trusted.
     const r = spawnSync(process.execPath, [script, server.url], { encoding: 'utf8', env: { ...process.env, NODE_EXTRA_CA_CERTS: join(dir, 'cert.pem') } })
     assert.equal(r.status, 0, r.stderr)
