@@ -7,11 +7,11 @@
 // message's own createdAt in toISOString's exact form changes type. On
 // memstore always, and on a real redis-server when one is installed.
 
-import { after, before, describe, test } from 'node:test'
+import { describe, test } from 'node:test'
 import assert from 'node:assert/strict'
 import { createCheckpointStore, createMessageStore, createPersistence, type ClientOptions } from '@ckptstore/client'
 import { dateOf } from '../dist/messages.js'
-import { checkpoint, redisUnavailable, startRedis, startServer, type Running } from './helpers.js'
+import { checkpoint, onMemAndRedis, type Running } from './helpers.js'
 
 const serverArgs = ['--dev', '--bucket', 'mem://']
 
@@ -266,33 +266,5 @@ function suite(backend: string, server: () => Running) {
   })
 }
 
-// memstore, always.
-{
-  let mem: Running
-  before(async () => {
-    mem = await startServer('mem', serverArgs)
-  })
-  after(async () => mem?.stop())
-  describe('memstore', () => suite('mem', () => mem))
-}
-
-// Redis, when redis-server is installed.
-{
-  const why = redisUnavailable()
-  if (why) {
-    console.log(`# skipping the Redis tests: ${why}`)
-    test('redis', { skip: why }, () => {})
-  } else {
-    let redis: Running
-    let server: Running
-    before(async () => {
-      redis = await startRedis()
-      server = await startServer(`${redis.url}?prefix=tsdates`, serverArgs)
-    })
-    after(async () => {
-      await server?.stop()
-      await redis?.stop()
-    })
-    describe('redis', () => suite('redis', () => server))
-  }
-}
+// memstore, always; Redis when redis-server is installed.
+onMemAndRedis('tsdates', serverArgs, suite)

@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import assert from 'node:assert/strict'
+import { after, before, describe, test } from 'node:test'
 
 /** The repository root: this file runs from clients/ts/.test-build/. */
 export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..')
@@ -174,6 +175,43 @@ export async function startRedis(): Promise<Running> {
   const stop = stopper(child)
   const { output } = await waitForLine(child, 'redis-server', /Ready to accept connections/, 20_000)
   return { url: `redis://127.0.0.1:${port}`, stop, output }
+}
+
+/**
+ * onRedis runs suite against a ckptserver over a throw-away redis-server
+ * (keys under prefix, the server started with args), both started before the
+ * suite and stopped after it; without redis-server it prints why and records
+ * one skipped test.
+ */
+export function onRedis(prefix: string, args: string[] | undefined, suite: (server: () => Running) => void): void {
+  const why = redisUnavailable()
+  if (why) {
+    console.log(`# skipping the Redis tests: ${why}`)
+    test('redis', { skip: why }, () => {})
+    return
+  }
+  let redis: Running
+  let server: Running
+  before(async () => {
+    redis = await startRedis()
+    server = await startServer(`${redis.url}?prefix=${prefix}`, args)
+  })
+  after(async () => {
+    await server?.stop()
+    await redis?.stop()
+  })
+  describe('redis', () => suite(() => server))
+}
+
+/** onMemAndRedis runs suite on a ckptserver over memstore, then through onRedis. */
+export function onMemAndRedis(prefix: string, args: string[] | undefined, suite: (backend: string, server: () => Running) => void): void {
+  let mem: Running
+  before(async () => {
+    mem = await startServer('mem', args)
+  })
+  after(async () => mem?.stop())
+  describe('memstore', () => suite('mem', () => mem))
+  onRedis(prefix, args, (server) => suite('redis', server))
 }
 
 /** writeTokens writes a --tokens file and returns its path. */

@@ -7,7 +7,7 @@
 import { after, before, describe, test } from 'node:test'
 import assert from 'node:assert/strict'
 import { createPersistence, type ClientOptions, type PersistenceClient } from '@ckptstore/client'
-import { redisUnavailable, startRedis, startServer, type Msg, type Running } from './helpers.js'
+import { onRedis, startServer, type Msg, type Running } from './helpers.js'
 
 const bucketArgs = ['--dev', '--bucket', 'mem://']
 
@@ -425,22 +425,4 @@ function suite(backend: string, server: () => Running) {
 }
 
 // Redis, when redis-server is installed.
-{
-  const why = redisUnavailable()
-  if (why) {
-    console.log(`# skipping the Redis tests: ${why}`)
-    test('redis', { skip: why }, () => {})
-  } else {
-    let redis: Running
-    let server: Running
-    before(async () => {
-      redis = await startRedis()
-      server = await startServer(`${redis.url}?prefix=tspersist`, bucketArgs)
-    })
-    after(async () => {
-      await server?.stop()
-      await redis?.stop()
-    })
-    describe('redis', () => suite('redis', () => server))
-  }
-}
+onRedis('tspersist', bucketArgs, (server) => suite('redis', server))

@@ -2,7 +2,7 @@
 // ckptserver: on memstore always, and on a real redis-server when one is
 // installed.
 
-import { after, before, describe, test } from 'node:test'
+import { describe, test } from 'node:test'
 import assert from 'node:assert/strict'
 import {
   createCheckpointStore,
@@ -23,7 +23,7 @@ import {
   type Checkpoint,
   type ClientOptions,
 } from '@ckptstore/client'
-import { artifactKey, checkpoint, fileKey, redisUnavailable, rejects, startRedis, startServer, type Msg, type Running } from './helpers.js'
+import { artifactKey, checkpoint, fileKey, onMemAndRedis, rejects, type Msg, type Running } from './helpers.js'
 
 const C = {
   staleHead: 'SANDBOX_SNAPSHOT_STALE_HEAD',
@@ -598,33 +598,5 @@ function suite(backend: string, server: () => Running) {
   })
 }
 
-// memstore, always.
-{
-  let mem: Running
-  before(async () => {
-    mem = await startServer('mem')
-  })
-  after(async () => mem?.stop())
-  describe('memstore', () => suite('mem', () => mem))
-}
-
-// Redis, when redis-server is installed.
-{
-  const why = redisUnavailable()
-  if (why) {
-    console.log(`# skipping the Redis tests: ${why}`)
-    test('redis', { skip: why }, () => {})
-  } else {
-    let redis: Running
-    let server: Running
-    before(async () => {
-      redis = await startRedis()
-      server = await startServer(`${redis.url}?prefix=tsclient`)
-    })
-    after(async () => {
-      await server?.stop()
-      await redis?.stop()
-    })
-    describe('redis', () => suite('redis', () => server))
-  }
-}
+// memstore, always; Redis when redis-server is installed.
+onMemAndRedis('tsclient', undefined, suite)
