@@ -154,6 +154,9 @@ func runRefs(ctx context.Context, e *env, s *store, _ []string) error {
 // one (fdbstore and redisstore), and its persistence driver's (fdbdriver
 // and redisdriver), and prints each broken invariant.
 func runCheck(ctx context.Context, e *env, s *store, _ []string) error {
+	if s.server {
+		return fmt.Errorf("%s: %w", s.desc, errCheckServer)
+	}
 	problems, err := callCheck(ctx, s.Store)
 	if err != nil {
 		return fmt.Errorf("%s: %w", s.desc, err)
@@ -178,6 +181,12 @@ func runCheck(ctx context.Context, e *env, s *store, _ []string) error {
 	fmt.Fprintf(e.stdout, "%s: no broken invariant\n", s.desc)
 	return nil
 }
+
+// errCheckServer is check's error for a ckptserver URL: the checkers read
+// the backend's raw keys (every namespace's, and the indexes beside the
+// records), which the server does not expose to a tenant. run exits 2 for
+// it: check the backend's own URL instead.
+var errCheckServer = fmt.Errorf("check reads the backend's raw keys, which a ckptserver does not serve; run it on the backend's store URL (redis://…, fdb:…) with --namespace: %w", errors.ErrUnsupported)
 
 // errNoChecker is callCheck's answer for a store without a checker.
 var errNoChecker = errors.New("this store has no checker")

@@ -587,6 +587,7 @@ func (x *exporter) write(ctx context.Context, ids iter.Seq2[string, error], w io
 		}
 	}
 	if x.whole {
+		noteServerPersist(e.stderr, "export", s)
 		n, err := writePersist(ctx, s, bw)
 		x.records = n
 		if err != nil {

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/httpstore"
+	"github.com/ckptstore/ckptstore/storeurl"
+)
+
+// tenantServer is a ckptserver's handler over a memstore backend with two
+// tenants, token "tok-a" for namespace "a" and "tok-b" for "b", and the
+// store of tenant a as the backend holds it.
+func tenantServer(t *testing.T) (url string, a, b *ckptstore.Store) {
+	t.Helper()
+	o, err := storeurl.Open(context.Background(), "mem", storeurl.Options{})
+	must(t, err)
+	srv := httptest.NewServer(httpstore.NewHandler(o, httpstore.HandlerOptions{Tokens: map[string]string{"tok-a": "a", "tok-b": "b"}}))
+	t.Cleanup(srv.Close)
+	a, _, err = o.Namespace("a", ckptstore.Options{})
+	must(t, err)
+	b, _, err = o.Namespace("b", ckptstore.Options{})
+	must(t, err)
+	return srv.URL, a, b
+}
+
+// TestServerTenant: with only a tenant's token, every read command and
+// export go through the server and print what the same command prints on
+// the backend's store of that tenant; copy from the server verifies; the
+// token of another tenant reaches none of it.
+func TestServerTenant(t *testing.T) {
+	url, a, b := tenantServer(t)
+	threads, cps := seed(t, a, 300)
+	h := newHarness(t)
+	direct := h.add("a", a)
+
+	for _, args := range [][]string{
+		{"threads"}, {"head", "chain"}, {"get", "o-c"}, {"list", "--json", "odd"}, {"refs"},
+		{"export", "--progress", "0"},
+	} {
+		want := h.ok(append(args, "--store", direct)...)
+		got := h.ok(append(args, "--store", url, "--token", "tok-a")...)
+		if got.stdout != want.stdout {
+			t.Errorf("ckptctl %v through the server printed\n%.300s\nthe backend's store\n%.300s", args, got.stdout, want.stdout)
+		}
+		if got.stdout == "" {
+			t.Errorf("ckptctl %v printed nothing", args)
+		}
+	}
+	r := h.ok("export", "--store", url, "--token", "tok-a", "--progress", "0")
+	if !strings.Contains(r.stderr, "persistence records left out") {
+		t.Errorf("an export through the server does not say the persistence records are left out:\n%s", r.stderr)
+	}
+
+	// copy from the server's namespace into a memstore, verified.
+	dst := newMem()
+	r = h.ok("copy", "--from", url, "--token", "tok-a", "--to", h.add("dst", dst), "--verify", "--progress", "0")
+	if !strings.Contains(r.stdout, "verify: equal") {
+		t.Errorf("copy --verify: %v", r)
+	}
+	if n := countAll(t, dst, threads); n != cps {
+		t.Errorf("the copy holds %d checkpoints, want %d", n, cps)
+	}
+
+	// Tenant b's token sees b's namespace only: empty, and no read of a's
+	// checkpoint.
+	if r := h.ok("threads", "--store", url, "--token", "tok-b"); r.stdout != "" {
+		t.Errorf("tenant b lists threads %q", r.stdout)
+	}
+	if r := h.ok("head", "--store", url, "--token", "tok-b", "chain"); r.stdout != "" {
+		t.Errorf("tenant b reads a's head %q", r.stdout)
+	}
+	h.fails(1, `no checkpoint "o-c"`, "get", "--store", url, "--token", "tok-b", "o-c")
+	h.fails(1, "401 UNAUTHORIZED", "threads", "--store", url, "--token", "nobody")
+	h.fails(1, "401 UNAUTHORIZED", "threads", "--store", url)
+
+	// import through the server: tenant b takes a's export, and the
+	// backend holds it in b's namespace, equal to a's.
+	h.stdin = h.ok("export", "--store", direct, "--progress", "0").stdout
+	h.ok("import", "--store", url, "--token", "tok-b", "--progress", "0")
+	h.ok("copy", "--from", direct, "--to", h.add("b", b), "--verify", "--progress", "0")
+	if r := h.ok("threads", "--store", direct); r.stdout != h.ok("threads", "--store", url, "--token", "tok-b").stdout {
+		t.Errorf("tenant b's threads after the import differ from a's")
+	}
+	// The writes of a tenant: prune and delete-thread, in b's namespace
+	// only.
+	h.ok("prune", "--store", url, "--token", "tok-b", "--keep", "2", "chain")
+	h.ok("delete-thread", "--store", url, "--token", "tok-b", "odd")
+	if n, m := countAll(t, b, []string{"chain", "odd"}), countAll(t, a, []string{"chain", "odd"}); n != 2 || m != 12+5 {
+		t.Errorf("after prune and delete-thread through b's token, b holds %d checkpoints of chain and odd (want 2), a %d (want 17)", n, m)
+	}
+}
+
+// TestServerUnsupported: check, and persistence records, cannot go
+// through a server; each says so with its exit code and changes nothing.
+func TestServerUnsupported(t *testing.T) {
+	url, _, b := tenantServer(t)
+	h := newHarness(t)
+	r := h.fails(2, "check reads the backend's raw keys", "check", "--store", url, "--token", "tok-a")
+	if r.stdout != "" {
+		t.Errorf("check printed %q", r.stdout)
+	}
+	p := newMemPersist()
+	must(t, p.SetMetadata(context.Background(), "ns", "key", []byte(`"v"`)))
+	h.persists["p"] = p
+	h.stdin = h.ok("export", "--store", h.add("p", newMem()), "--progress", "0").stdout
+	r = h.fails(1, "no route to load or dump persistence records", "import", "--store", url, "--token", "tok-b")
+	if got := h.ok("threads", "--store", h.add("b", b)).stdout; got != "" {
+		t.Errorf("the refused import wrote threads %q", got)
+	}
+	h.fails(2, "sweep with the backend's store URL", "sweep", "--store", url, "--token", "tok-a", "--bucket", "mem://", "--older-than", "1h")
+	h.fails(2, "--ca-file", "threads", "--store", "https://127.0.0.1:1", "--ca-file", "/nonexistent/ca.pem")
+	h.fails(2, "not an http", "threads", "--store", "http://", "--token", "tok-a")
+}
