@@ -881,7 +881,7 @@ func runCopy(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer dst.Close()
-	threadsErr := copyStores(ctx, e, src, dst, opts, *parallel)
+	threads, cps, threadsErr := copyStores(ctx, e, src, dst, opts, *parallel)
 	if ctx.Err() != nil {
 		return threadsErr
 	}
@@ -892,16 +892,21 @@ func runCopy(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	if *verify {
-		return verifyStores(ctx, e, src, dst, bc)
+		// The copy's counts are the totals of the verify's progress: the
+		// source's threads and checkpoints, as the copy read them.
+		prog := newProgress(e, "verify", opts.progressEvery)
+		prog.threads, prog.cps = threads, cps
+		return verifyStores(ctx, e, src, dst, bc, prog)
 	}
 	return nil
 }
 
 // copyStores copies every thread of src into dst, parallel threads at a
-// time, and prints the summary. The first error that is not a thread's
+// time, prints the summary and returns how many threads and checkpoints
+// of the source it went through. The first error that is not a thread's
 // own failure stops every worker (each releases its lease) and is
 // returned.
-func copyStores(ctx context.Context, e *env, src, dst *store, opts migrateOptions, parallel int) error {
+func copyStores(ctx context.Context, e *env, src, dst *store, opts migrateOptions, parallel int) (threads, cps int, err error) {
 	m := newMigrator(e, dst, opts)
 	ids := threadSeq(ctx, src)
 	wctx, cancel := context.WithCancelCause(ctx)
@@ -937,11 +942,12 @@ func copyStores(ctx context.Context, e *env, src, dst *store, opts migrateOption
 		return nil
 	}()
 	wg.Wait()
+	threads, cps = m.threads, m.written+m.present
 	if feedErr != nil {
-		return feedErr
+		return threads, cps, feedErr
 	}
 	if err := context.Cause(wctx); err != nil && wctx.Err() != nil {
-		return err
+		return threads, cps, err
 	}
-	return m.summary(e.stdout)
+	return threads, cps, m.summary(e.stdout)
 }

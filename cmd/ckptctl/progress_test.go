@@ -1,0 +1,88 @@
+package main
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// tickingClock is a clock that moves on by step at every reading, so that
+// every progress check of a command finds its interval passed. The copy's
+// workers read it at the same time.
+func tickingClock(step time.Duration) func() time.Time {
+	var mu sync.Mutex
+	t := time.Unix(1_700_000_000, 0)
+	return func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		t = t.Add(step)
+		return t
+	}
+}
+
+// progressLines returns the lines of stderr that start with verb+": "
+// and match re, failing t when one starting so does not match.
+func progressLines(t *testing.T, stderr, verb string, re *regexp.Regexp) []string {
+	t.Helper()
+	var got []string
+	for l := range strings.Lines(stderr) {
+		l = strings.TrimSuffix(l, "\n")
+		if !strings.HasPrefix(l, verb+": ") || !strings.Contains(l, "/s") {
+			continue
+		}
+		if !re.MatchString(l) {
+			t.Errorf("a %s progress line of another shape: %q", verb, l)
+		}
+		got = append(got, l)
+	}
+	return got
+}
+
+var verifyLine = regexp.MustCompile(`^verify: (\d+)/(\d+) threads, (\d+)/(\d+) checkpoints \((\d+)%\), \d+ checkpoints/s, ETA (\d+h)?(\d+m)?\d+s; at thread "[^"]+"$`)
+
+// TestVerifyProgress: copy --verify prints verify progress lines, each
+// with the copy's totals, a percentage and an ETA, counting up to those
+// totals.
+func TestVerifyProgress(t *testing.T) {
+	h := newHarness(t)
+	src := newMem()
+	threads, cps := seed(t, src, 200)
+	h.now = tickingClock(time.Second)
+	r := h.ok("copy", "--from", h.add("src", src), "--to", h.add("dst", newMem()), "--verify", "--progress", "1s")
+	lines := progressLines(t, r.stderr, "verify", verifyLine)
+	if len(lines) < cps/2 {
+		t.Fatalf("%d verify progress lines for %d checkpoints, a clock that moves 1s a reading and --progress 1s:\n%s", len(lines), cps, r.stderr)
+	}
+	last := verifyLine.FindStringSubmatch(lines[len(lines)-1])
+	if want := fmt.Sprint(len(threads)); last[2] != want {
+		t.Errorf("the thread total is %s, want %s: %q", last[2], want, lines[len(lines)-1])
+	}
+	if want := fmt.Sprint(cps); last[4] != want || last[3] != want || last[5] != "100" {
+		t.Errorf("the last line is at %s/%s checkpoints (%s%%), want %d/%d (100%%): %q", last[3], last[4], last[5], cps, cps, lines[len(lines)-1])
+	}
+	if r := h.ok("copy", "--from", "test:src", "--to", "test:dst", "--verify", "--progress", "0"); strings.Contains(r.stderr, "verify: ") {
+		t.Errorf("--progress 0 printed verify progress:\n%s", r.stderr)
+	}
+}
+
+// TestProgressLine: the line's parts when totals are known, and without
+// them.
+func TestProgressLine(t *testing.T) {
+	e := defaultEnv(nil, nil, nil)
+	start := time.Unix(0, 0)
+	p := &progress{e: e, verb: "check", start: start, threads: 10, cps: 1000}
+	if got, want := p.line(start.Add(10*time.Second), 2, 250, "at x"), "check: 2/10 threads, 250/1000 checkpoints (25%), 25 checkpoints/s, ETA 30s; at x"; got != want {
+		t.Errorf("line %q, want %q", got, want)
+	}
+	p.cps = 0
+	if got, want := p.line(start.Add(10*time.Second), 5, 250, ""), "check: 5/10 threads, 250 checkpoints (50%), 25 checkpoints/s, ETA 10s"; got != want {
+		t.Errorf("line %q, want %q", got, want)
+	}
+	p.threads = 0
+	if got, want := p.line(start.Add(10*time.Second), 5, 250, ""), "check: 5 threads, 250 checkpoints, 25 checkpoints/s"; got != want {
+		t.Errorf("line %q, want %q", got, want)
+	}
+}
