@@ -264,7 +264,7 @@ func init() {
 		{"export", "--store URL [--out FILE] [--thread T]…", "write the store (or some threads) and its persistence records as JSON Lines", runExport},
 		{"import", "--store URL [--in FILE] [--wait]", "read an export stream into the store", runImport},
 		{"copy", "--from URL --to URL [--bucket URL --to-bucket URL] [--verify] [--wait]", "copy every thread and persistence record of one store into another", runCopy},
-		{"check", "--store URL", "run the store's and its persistence driver's consistency checkers", onStore("check", 0, runCheck)},
+		{"check", "--store URL [--progress D]", "run the store's and its persistence driver's consistency checkers", runCheck},
 	}
 }
 

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/ckptstore/ckptstore/driver"
 )
 
 // progress prints a command's progress lines on stderr, at most one per
@@ -81,4 +83,33 @@ func ofTotal(n, total int) string {
 		return fmt.Sprint(n)
 	}
 	return fmt.Sprintf("%d/%d", n, total)
+}
+
+// checkTick prints a line of a check's progress (driver.CheckProgress)
+// when the interval has passed: the keys read, and when the backend
+// tells the share of the key space they are, the keys in all (estimated
+// from it), the share and the ETA.
+func (p *progress) checkTick(cp driver.CheckProgress) {
+	if p.every <= 0 {
+		return
+	}
+	now := p.e.now()
+	if now.Sub(p.last) < p.every {
+		return
+	}
+	p.last = now
+	fmt.Fprintln(p.e.stderr, p.checkLine(now, cp))
+}
+
+// checkLine is "check: 45000 of about 100000 keys read (45%), 9000
+// keys/s, ETA 6s", or "check: 45000 keys read, 9000 keys/s" when the
+// share is unknown.
+func (p *progress) checkLine(now time.Time, cp driver.CheckProgress) string {
+	elapsed := now.Sub(p.start)
+	if cp.Done <= 0 {
+		return fmt.Sprintf("%s: %d keys read, %.0f keys/s", p.verb, cp.Keys, rate(cp.Keys, elapsed))
+	}
+	done := min(cp.Done, 1)
+	eta := time.Duration(float64(elapsed) * (1 - done) / done)
+	return fmt.Sprintf("%s: %d of about %.0f keys read (%.0f%%), %.0f keys/s, ETA %v", p.verb, cp.Keys, float64(cp.Keys)/done, 100*done, rate(cp.Keys, elapsed), eta.Round(time.Second))
 }

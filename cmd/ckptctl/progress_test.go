@@ -7,6 +7,10 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/ckptstore/ckptstore/driver"
+	"github.com/ckptstore/ckptstore/fdbstore/kv/memkv"
+	"github.com/ckptstore/ckptstore/internal/redistest"
 )
 
 // tickingClock is a clock that moves on by step at every reading, so that
@@ -68,6 +72,43 @@ func TestVerifyProgress(t *testing.T) {
 	}
 }
 
+var (
+	checkShareLine = regexp.MustCompile(`^check: (\d+) of about (\d+) keys read \((\d+)%\), \d+ keys/s, ETA (\d+h)?(\d+m)?\d+s$`)
+	checkKeysLine  = regexp.MustCompile(`^check: \d+ keys read, \d+ keys/s$`)
+)
+
+// TestCheckProgress: check prints progress lines: on redis-server with
+// the share of the key space read, the keys in all and an ETA, ending at
+// 100%; on fdbstore (memkv), whose checker cannot tell the share, the
+// keys read and the rate.
+func TestCheckProgress(t *testing.T) {
+	srv := redistest.Start(t)
+	url := "redis://" + srv.Addr + "/0?prefix=progress"
+	seed(t, openURL(t, url), 3000) // several SCAN pages
+	h := newHarness(t)
+	h.now = tickingClock(time.Second)
+	r := h.ok("check", "--store", url, "--progress", "1s")
+	lines := progressLines(t, r.stderr, "check", checkShareLine)
+	if len(lines) < 2 {
+		t.Fatalf("%d check progress lines on redis-server:\n%s", len(lines), r.stderr)
+	}
+	last := checkShareLine.FindStringSubmatch(lines[len(lines)-1])
+	if last[3] != "100" || last[1] != last[2] {
+		t.Errorf("the last line is not at 100%% of the keys: %q", lines[len(lines)-1])
+	}
+
+	mk, _ := newMemkvStore(t, memkv.Faults{})
+	seed(t, mk, 100)
+	r = h.ok("check", "--store", h.add("memkv", mk), "--progress", "1s")
+	if lines := progressLines(t, r.stderr, "check", checkKeysLine); len(lines) == 0 {
+		t.Errorf("no check progress line on memkv:\n%s", r.stderr)
+	}
+	if r := h.ok("check", "--store", url, "--progress", "0"); r.stderr != "" {
+		t.Errorf("check --progress 0 printed %q", r.stderr)
+	}
+	h.fails(2, "--progress must not be negative", "check", "--store", url, "--progress", "-1s")
+}
+
 // TestProgressLine: the line's parts when totals are known, and without
 // them.
 func TestProgressLine(t *testing.T) {
@@ -84,5 +125,11 @@ func TestProgressLine(t *testing.T) {
 	p.threads = 0
 	if got, want := p.line(start.Add(10*time.Second), 5, 250, ""), "check: 5 threads, 250 checkpoints, 25 checkpoints/s"; got != want {
 		t.Errorf("line %q, want %q", got, want)
+	}
+	if got, want := p.checkLine(start.Add(20*time.Second), driver.CheckProgress{Keys: 4000, Done: 0.4}), "check: 4000 of about 10000 keys read (40%), 200 keys/s, ETA 30s"; got != want {
+		t.Errorf("check line %q, want %q", got, want)
+	}
+	if got, want := p.checkLine(start.Add(20*time.Second), driver.CheckProgress{Keys: 4000, Done: -1}), "check: 4000 keys read, 200 keys/s"; got != want {
+		t.Errorf("check line %q, want %q", got, want)
 	}
 }
