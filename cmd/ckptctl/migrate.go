@@ -170,19 +170,21 @@ type migrator struct {
 	dst  *store
 
 	// mu guards what follows: copy --parallel runs threads concurrently.
-	mu                  sync.Mutex
-	start, lastProgress time.Time
-	threads             int // threads handled (written, complete or failed)
-	complete            int // threads that needed nothing
-	written             int // checkpoints newly written
-	present             int // checkpoints the destination already held
-	batches             int
-	failed              []error // refused or skipped threads
+	mu    sync.Mutex
+	start time.Time
+	// prog prints the progress lines; its thread total is the source's
+	// when the command counted them (copy), else unknown (import).
+	prog     *progress
+	threads  int // threads handled (written, complete or failed)
+	complete int // threads that needed nothing
+	written  int // checkpoints newly written
+	present  int // checkpoints the destination already held
+	batches  int
+	failed   []error // refused or skipped threads
 }
 
 func newMigrator(e *env, dst *store, opts migrateOptions) *migrator {
-	now := e.now()
-	return &migrator{e: e, opts: opts, dst: dst, start: now, lastProgress: now}
+	return &migrator{e: e, opts: opts, dst: dst, start: e.now(), prog: newProgress(e, opts.verb, opts.progressEvery)}
 }
 
 // failure is a thread or a persistence record the migration did not
@@ -455,16 +457,9 @@ func (m *migrator) update(thread string, f func()) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	f()
-	if m.opts.progressEvery <= 0 {
-		return
-	}
-	now := m.e.now()
-	if now.Sub(m.lastProgress) < m.opts.progressEvery {
-		return
-	}
-	m.lastProgress = now
-	fmt.Fprintf(m.e.stderr, "%s: %d threads, %d checkpoints written, %d already present, %.0f checkpoints/s; at thread %q\n",
-		m.opts.verb, m.threads, m.written, m.present, rate(m.written+m.present, now.Sub(m.start)), thread)
+	m.prog.tick(m.threads, m.written+m.present, func() string {
+		return fmt.Sprintf("%d written, %d already present, at thread %q", m.written, m.present, thread)
+	})
 }
 
 func rate(n int, d time.Duration) float64 {
@@ -510,9 +505,15 @@ func runExport(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer s.Close()
-	ids := threadSeq(ctx, s)
+	ids, total := threadSeq(ctx, s), len(only)
 	if len(only) > 0 {
 		ids = sliceSeq(only)
+	} else if *every > 0 {
+		// The total of the progress lines: one pass over the thread
+		// index, small beside the export.
+		if total, err = countThreads(ctx, s); err != nil {
+			return err
+		}
 	}
 	w := e.stdout
 	var file *os.File
@@ -524,7 +525,7 @@ func runExport(ctx context.Context, e *env, args []string) error {
 		w = file
 	}
 	start := e.now()
-	x := &exporter{e: e, s: s, whole: len(only) == 0, every: *every}
+	x := &exporter{e: e, s: s, whole: len(only) == 0, every: *every, total: total}
 	threads, cps, err := x.write(ctx, ids, w)
 	if err != nil {
 		return err
@@ -548,17 +549,20 @@ type exporter struct {
 	// follow the threads; records is how many were written.
 	whole   bool
 	records int
-	// every is the interval of the progress lines (0 = none).
+	// every is the interval of the progress lines (0 = none), and total
+	// the threads to write when known (0 = unknown).
 	every time.Duration
+	total int
 }
 
 // write writes the threads ids names to w as an export stream, each a
 // header line and then its checkpoints, one line each, and returns the
 // counts.
 func (x *exporter) write(ctx context.Context, ids iter.Seq2[string, error], w io.Writer) (threads, cps int, err error) {
-	e, s, every := x.e, x.s, x.every
+	e, s := x.e, x.s
 	bw := bufio.NewWriterSize(w, 1<<20)
-	last := e.now()
+	prog := newProgress(e, "export", x.every)
+	prog.threads = x.total
 	for id, err := range ids {
 		if err != nil {
 			return threads, cps, err
@@ -581,10 +585,7 @@ func (x *exporter) write(ctx context.Context, ids iter.Seq2[string, error], w io
 			cps++
 		}
 		threads++
-		if now := e.now(); every > 0 && now.Sub(last) >= every {
-			last = now
-			fmt.Fprintf(e.stderr, "export: %d threads, %d checkpoints\n", threads, cps)
-		}
+		prog.tick(threads, cps, nil)
 	}
 	if x.whole {
 		noteServerPersist(e.stderr, "export", s)
@@ -908,6 +909,14 @@ func runCopy(ctx context.Context, e *env, args []string) error {
 // returned.
 func copyStores(ctx context.Context, e *env, src, dst *store, opts migrateOptions, parallel int) (threads, cps int, err error) {
 	m := newMigrator(e, dst, opts)
+	if opts.progressEvery > 0 {
+		// The total of the progress lines: one pass over the source's
+		// thread index, small beside the copy.
+		if m.prog.threads, err = countThreads(ctx, src); err != nil {
+			return 0, 0, fmt.Errorf("source: %w", err)
+		}
+		m.prog.start = e.now()
+	}
 	ids := threadSeq(ctx, src)
 	wctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)

@@ -5,6 +5,7 @@ package main
 // and when it should end at that rate.
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"time"
@@ -31,8 +32,9 @@ func newProgress(e *env, verb string, every time.Duration) *progress {
 }
 
 // tick prints a line for threads and cps done when the interval has
-// passed since the last one; note, when not empty, ends the line.
-func (p *progress) tick(threads, cps int, note string) {
+// passed since the last one; note, when not nil, gives the end of the
+// line (called only for a line that is printed).
+func (p *progress) tick(threads, cps int, note func() string) {
 	if p.every <= 0 {
 		return
 	}
@@ -41,7 +43,24 @@ func (p *progress) tick(threads, cps int, note string) {
 		return
 	}
 	p.last = now
-	fmt.Fprintln(p.e.stderr, p.line(now, threads, cps, note))
+	n := ""
+	if note != nil {
+		n = note()
+	}
+	fmt.Fprintln(p.e.stderr, p.line(now, threads, cps, n))
+}
+
+// countThreads is how many threads s holds, for the totals of progress
+// lines: one pass over its thread index, MaxPageLimit ids a call.
+func countThreads(ctx context.Context, s *store) (int, error) {
+	n := 0
+	for _, err := range threadSeq(ctx, s) {
+		if err != nil {
+			return 0, err
+		}
+		n++
+	}
+	return n, nil
 }
 
 // line is a progress line: "VERB: 120/500 threads, 3400/12000

@@ -27,14 +27,15 @@ func tickingClock(step time.Duration) func() time.Time {
 	}
 }
 
-// progressLines returns the lines of stderr that start with verb+": "
-// and match re, failing t when one starting so does not match.
+// progressLines returns the progress lines of stderr (those that start
+// with verb+": " and give a rate, but not export's summary, which names
+// the persistence records) and fails t unless each matches re.
 func progressLines(t *testing.T, stderr, verb string, re *regexp.Regexp) []string {
 	t.Helper()
 	var got []string
 	for l := range strings.Lines(stderr) {
 		l = strings.TrimSuffix(l, "\n")
-		if !strings.HasPrefix(l, verb+": ") || !strings.Contains(l, "/s") {
+		if !strings.HasPrefix(l, verb+": ") || !strings.Contains(l, "/s") || strings.Contains(l, "persistence records") {
 			continue
 		}
 		if !re.MatchString(l) {
@@ -107,6 +108,48 @@ func TestCheckProgress(t *testing.T) {
 		t.Errorf("check --progress 0 printed %q", r.stderr)
 	}
 	h.fails(2, "--progress must not be negative", "check", "--store", url, "--progress", "-1s")
+}
+
+var (
+	copyLine   = regexp.MustCompile(`^copy: (\d+)/(\d+) threads, \d+ checkpoints \((\d+)%\), \d+ checkpoints/s, ETA (unknown|(\d+h)?(\d+m)?\d+s); \d+ written, \d+ already present, at thread "[^"]+"$`)
+	exportLine = regexp.MustCompile(`^export: (\d+)/(\d+) threads, \d+ checkpoints \((\d+)%\), \d+ checkpoints/s, ETA (\d+h)?(\d+m)?\d+s$`)
+	importLine = regexp.MustCompile(`^import: \d+ threads, \d+ checkpoints, \d+ checkpoints/s; \d+ written, \d+ already present, at thread "[^"]+"$`)
+)
+
+// TestCopyExportImportProgress: copy's and export's progress lines carry
+// the source's thread total (counted first), the share done and an ETA,
+// ending at all the threads; import's, whose stream has no total, the
+// counts and the rate.
+func TestCopyExportImportProgress(t *testing.T) {
+	h := newHarness(t)
+	src := newMem()
+	threads, _ := seed(t, src, 200)
+	h.now = tickingClock(time.Second)
+	for _, tc := range []struct {
+		verb string
+		re   *regexp.Regexp
+		args []string
+	}{
+		{"copy", copyLine, []string{"copy", "--from", h.add("src", src), "--to", h.add("dst", newMem()), "--batch", "16"}},
+		{"export", exportLine, []string{"export", "--store", "test:src"}},
+	} {
+		r := h.ok(append(tc.args, "--progress", "1s")...)
+		lines := progressLines(t, r.stderr, tc.verb, tc.re)
+		if len(lines) == 0 {
+			t.Fatalf("no %s progress line:\n%s", tc.verb, r.stderr)
+		}
+		last := tc.re.FindStringSubmatch(lines[len(lines)-1])
+		if want := fmt.Sprint(len(threads)); last[1] != want || last[2] != want || last[3] != "100" {
+			t.Errorf("the last %s line is not at %s/%s threads (100%%): %q", tc.verb, want, want, lines[len(lines)-1])
+		}
+		if tc.verb == "export" {
+			h.stdin = r.stdout
+		}
+	}
+	r := h.ok("import", "--store", h.add("imported", newMem()), "--progress", "1s", "--batch", "16")
+	if lines := progressLines(t, r.stderr, "import", importLine); len(lines) == 0 {
+		t.Errorf("no import progress line:\n%s", r.stderr)
+	}
 }
 
 // TestProgressLine: the line's parts when totals are known, and without

@@ -112,7 +112,7 @@ func (v *verifier) thread(ctx context.Context, a, b *store, id string) (int, err
 				n++
 				v.cps++
 				if v.prog != nil {
-					v.prog.tick(v.threads, v.cps, fmt.Sprintf("at thread %q", id))
+					v.prog.tick(v.threads, v.cps, func() string { return fmt.Sprintf("at thread %q", id) })
 				}
 			}
 			switch {
