@@ -2,7 +2,12 @@ package main
 
 import (
 	"context"
+	"encoding/pem"
+	"io"
+	"log"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -114,4 +119,38 @@ func TestServerUnsupported(t *testing.T) {
 	h.fails(2, "sweep with the backend's store URL", "sweep", "--store", url, "--token", "tok-a", "--bucket", "mem://", "--older-than", "1h")
 	h.fails(2, "--ca-file", "threads", "--store", "https://127.0.0.1:1", "--ca-file", "/nonexistent/ca.pem")
 	h.fails(2, "not an http", "threads", "--store", "http://", "--token", "tok-a")
+}
+
+// TestServerTLSDev: an https:// --dev server, its certificate trusted
+// with --ca-file, and --namespace naming the namespace: a copy into the
+// server lands in that namespace of the backend, and nowhere else.
+// Without --ca-file the certificate is refused (exit 1); a --ca-file
+// without a certificate is bad input (exit 2).
+func TestServerTLSDev(t *testing.T) {
+	o, err := storeurl.Open(context.Background(), "mem", storeurl.Options{})
+	must(t, err)
+	srv := httptest.NewUnstartedServer(httpstore.NewHandler(o, httpstore.HandlerOptions{Dev: true}))
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the refused handshake is the point
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	dir := t.TempDir()
+	caFile := filepath.Join(dir, "ca.pem")
+	must(t, os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600))
+
+	h := newHarness(t)
+	src := newMem()
+	threads, cps := seed(t, src, 50)
+	h.ok("copy", "--from", h.add("src", src), "--to", srv.URL, "--ca-file", caFile, "--namespace", "tenant-x", "--verify", "--progress", "0")
+	ns, _, err := o.Namespace("tenant-x", ckptstore.Options{})
+	must(t, err)
+	if n := countAll(t, ns, threads); n != cps {
+		t.Errorf("the server's namespace holds %d checkpoints, want %d", n, cps)
+	}
+	if r := h.ok("threads", "--store", srv.URL, "--ca-file", caFile); r.stdout != "" {
+		t.Errorf("the default namespace lists %q", r.stdout)
+	}
+	h.fails(1, "certificate", "threads", "--store", srv.URL, "--namespace", "tenant-x")
+	empty := filepath.Join(dir, "empty.pem")
+	must(t, os.WriteFile(empty, []byte("no certificate here\n"), 0o600))
+	h.fails(2, "--ca-file", "threads", "--store", srv.URL, "--ca-file", empty)
 }
