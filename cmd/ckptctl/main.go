@@ -263,7 +263,7 @@ func init() {
 		{"sweep", "--store URL --bucket URL --older-than D [--dry-run]", "delete the blobs no checkpoint uses", runSweep},
 		{"export", "--store URL [--out FILE] [--thread T]…", "write the store (or some threads) and its persistence records as JSON Lines", runExport},
 		{"import", "--store URL [--in FILE] [--wait]", "read an export stream into the store", runImport},
-		{"copy", "--from URL --to URL [--bucket URL --to-bucket URL] [--verify] [--wait]", "copy every thread and persistence record of one store into another", runCopy},
+		{"copy", "--from URL --to URL [--from-token T] [--to-token T] [--bucket URL --to-bucket URL] [--verify] [--wait]", "copy every thread and persistence record of one store into another", runCopy},
 		{"check", "--store URL [--progress D]", "run the store's and its persistence driver's consistency checkers", runCheck},
 	}
 }

@@ -23,6 +23,7 @@ import (
 
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/driver"
+	"github.com/ckptstore/ckptstore/httpstore"
 	"github.com/ckptstore/ckptstore/internal/seqs"
 	pdriver "github.com/ckptstore/ckptstore/persist/driver"
 )
@@ -854,6 +855,8 @@ func runCopy(ctx context.Context, e *env, args []string) error {
 	parallel := f.Int("parallel", 8, "threads copied at the same time (1..64)")
 	fromBucket := f.String("bucket", "", "the source's blob bucket (mem://, file:///dir, s3://…): with --to-bucket, the bytes of every blob row are copied there before the row")
 	toBucket := f.String("to-bucket", "", "the destination's blob bucket (with --bucket)")
+	fromToken := f.String("from-token", "", "bearer token of an http(s):// --from ckptserver (default --token)")
+	toToken := f.String("to-token", "", "bearer token of an http(s):// --to ckptserver (default --token)")
 	var opts migrateOptions
 	opts.register(f, "copy")
 	if _, err := f.parse(args, 0); err != nil {
@@ -865,19 +868,20 @@ func runCopy(ctx context.Context, e *env, args []string) error {
 	if *parallel < 1 || *parallel > 64 {
 		return usageErr("--parallel must be in 1..64, got %d", *parallel)
 	}
-	if *from != "" && *from == *to {
+	// One server's URL with two tokens is two tenants.
+	if *from != "" && *from == *to && (!httpstore.IsURL(*from) || *fromToken == *toToken) {
 		return usageErr("--from and --to name the same store")
 	}
 	bc, err := openBuckets(ctx, e, *fromBucket, *toBucket)
 	if err != nil {
 		return err
 	}
-	src, err := openFlag(ctx, e, "from", *from)
+	src, err := openWithToken(ctx, e, "from", *from, *fromToken)
 	if err != nil {
 		return err
 	}
 	defer src.Close()
-	dst, err := openFlag(ctx, e, "to", *to)
+	dst, err := openWithToken(ctx, e, "to", *to, *toToken)
 	if err != nil {
 		return err
 	}
@@ -900,6 +904,22 @@ func runCopy(ctx context.Context, e *env, args []string) error {
 		return verifyStores(ctx, e, src, dst, bc, prog)
 	}
 	return nil
+}
+
+// openWithToken is openFlag with token, when not empty, in place of
+// --token: copy's --from-token and --to-token, so that one copy moves a
+// namespace from one tenant (or server) to another.
+func openWithToken(ctx context.Context, e *env, name, url, token string) (*store, error) {
+	if token == "" {
+		return openFlag(ctx, e, name, url)
+	}
+	if !httpstore.IsURL(url) {
+		return nil, usageErr("--%s-token is for an http:// or https:// --%s", name, name)
+	}
+	saved := e.token
+	e.token = token
+	defer func() { e.token = saved }()
+	return openFlag(ctx, e, name, url)
 }
 
 // copyStores copies every thread of src into dst, parallel threads at a

@@ -99,6 +99,23 @@ func TestServerTenant(t *testing.T) {
 	}
 }
 
+// TestServerToServer: copy from one tenant's namespace into another's,
+// both through the server, each with its own token, verified; a
+// --from-token for a URL that is not a server's is bad input.
+func TestServerToServer(t *testing.T) {
+	url, a, b := tenantServer(t)
+	threads, cps := seed(t, a, 100)
+	h := newHarness(t)
+	r := h.ok("copy", "--from", url, "--from-token", "tok-a", "--to", url, "--to-token", "tok-b", "--verify", "--progress", "0")
+	if !strings.Contains(r.stdout, "verify: equal") {
+		t.Errorf("copy --verify: %v", r)
+	}
+	if n := countAll(t, b, threads); n != cps {
+		t.Errorf("tenant b holds %d checkpoints after the copy, want %d", n, cps)
+	}
+	h.fails(2, "--from-token is for an http", "copy", "--from", h.add("a", a), "--from-token", "tok-a", "--to", url, "--token", "tok-b")
+}
+
 // TestServerUnsupported: check, and persistence records, cannot go
 // through a server; each says so with its exit code and changes nothing.
 func TestServerUnsupported(t *testing.T) {
