@@ -2,7 +2,9 @@
 // threads and checkpoints, deletes and prunes threads, sweeps blobs,
 // exports a store to JSON Lines, imports such a stream, copies one store
 // into another (a migration from Redis to FoundationDB, say) and runs a
-// store's consistency checker. docs/ckptctl.md is the manual.
+// store's consistency checker. A store is a storeurl URL, or a
+// ckptserver's http(s):// URL with a tenant's token: the commands a tenant
+// may run then go through the server. docs/ckptctl.md is the manual.
 //
 // Invariants:
 //
