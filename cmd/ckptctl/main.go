@@ -212,6 +212,9 @@ const tokenEnv = "CKPT_TOKEN"
 // on a --dev server the one --namespace names.
 func openServer(ctx context.Context, url string, lease ckptstore.Options, e *env) (*store, error) {
 	o := httpstore.URLOptions{Token: e.token, Namespace: e.namespace, Lease: lease}
+	if o.Token == "" {
+		o.Token = os.Getenv(tokenEnv)
+	}
 	// --ca-file applies to the https:// URLs only, so that one copy can
 	// read an http:// server and write an https:// one.
 	if e.caFile != "" && strings.HasPrefix(url, "https://") {
@@ -381,7 +384,9 @@ func newFlags(e *env, name string) *flags {
 	fs.SetOutput(e.stderr)
 	f := &flags{FlagSet: fs, e: e}
 	fs.StringVar(&e.namespace, "namespace", "", "the tenant (a ckptserver namespace) of every store URL the command opens: its checkpoints and\npersistence state; default: the URL's own key space")
-	fs.StringVar(&e.token, "token", os.Getenv(tokenEnv), "bearer token of a ckptserver URL (http:// or https://): the tenant whose namespace the\ncommand reads or writes (default $CKPT_TOKEN; none for a --dev server)")
+	// The default is read when a server URL is opened, not here, so that
+	// -h never prints a token.
+	fs.StringVar(&e.token, "token", "", "bearer token of a ckptserver URL (http:// or https://): the tenant whose namespace the\ncommand reads or writes (default $CKPT_TOKEN; none for a --dev server)")
 	fs.StringVar(&e.caFile, "ca-file", "", "PEM CA bundle an https:// ckptserver's certificate must chain to, instead of the system's roots")
 	fs.DurationVar(&e.lease, "lease", 0, "duration of the writer leases this command takes (default 120s); a run killed\nwithout a chance to release its lease blocks the thread this long")
 	fs.Usage = func() {

@@ -37,6 +37,7 @@ func tenantServer(t *testing.T) (url string, a, b *ckptstore.Store) {
 // the backend's store of that tenant; copy from the server verifies; the
 // token of another tenant reaches none of it.
 func TestServerTenant(t *testing.T) {
+	t.Setenv(tokenEnv, "") // the token each command names, none else
 	url, a, b := tenantServer(t)
 	threads, cps := seed(t, a, 300)
 	h := newHarness(t)
@@ -81,6 +82,15 @@ func TestServerTenant(t *testing.T) {
 	h.fails(1, `no checkpoint "o-c"`, "get", "--store", url, "--token", "tok-b", "o-c")
 	h.fails(1, "401 UNAUTHORIZED", "threads", "--store", url, "--token", "nobody")
 	h.fails(1, "401 UNAUTHORIZED", "threads", "--store", url)
+	// $CKPT_TOKEN is --token's default, and -h does not show it.
+	t.Setenv(tokenEnv, "tok-a")
+	if r := h.ok("threads", "--store", url); r.stdout == "" {
+		t.Errorf("threads with $%s: nothing", tokenEnv)
+	}
+	if r := h.ok("threads", "-h"); strings.Contains(r.stderr, "tok-a") {
+		t.Errorf("-h shows the token:\n%s", r.stderr)
+	}
+	t.Setenv(tokenEnv, "")
 
 	// import through the server: tenant b takes a's export, and the
 	// backend holds it in b's namespace, equal to a's.
