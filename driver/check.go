@@ -18,6 +18,25 @@ type Checker interface {
 	Check(ctx context.Context) ([]Problem, error)
 }
 
+// CheckProgress is how far a check has read: the keys so far, and the
+// share of the key space they are when the backend can tell.
+type CheckProgress struct {
+	// Keys is how many keys the check has read.
+	Keys int
+	// Done is the share of the key space read, in [0, 1], or -1 when the
+	// backend cannot tell (it has no count of the keys ahead).
+	Done float64
+}
+
+// ProgressChecker is a Checker that reports its progress: report is
+// called from the goroutine of CheckProgress after each page it reads,
+// so a tool can show how far a long check is. fdbstore and redisstore
+// implement it; the result is Check's.
+type ProgressChecker interface {
+	Checker
+	CheckProgress(ctx context.Context, report func(CheckProgress)) ([]Problem, error)
+}
+
 // Problem is one broken invariant: the key where it shows (printed with
 // %q, since keys may hold any byte) and what is wrong. It is also an error
 // that wraps ErrCorrupt, so that a caller can join the problems

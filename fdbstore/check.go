@@ -138,13 +138,21 @@ var _ driver.Checker = (*Driver)(nil)
 // among them) and records that do not decode, are of one key each, which
 // no write of this package makes.
 func (s *Driver) Check(ctx context.Context) ([]driver.Problem, error) {
-	return s.check(ctx, defaultCheckLimits)
+	return s.check(ctx, defaultCheckLimits, nil)
 }
 
-// check is Check with the given limits (the tests' are small, to make
-// many pages).
-func (s *Driver) check(ctx context.Context, lim checkLimits) ([]driver.Problem, error) {
-	scanned, err := s.scan(ctx, lim)
+// CheckProgress is Check, calling report (when not nil) after each page
+// of the scan with the keys read so far (driver.ProgressChecker). The
+// share done is -1: an ordered key space gives no count of the keys
+// ahead of a position.
+func (s *Driver) CheckProgress(ctx context.Context, report func(driver.CheckProgress)) ([]driver.Problem, error) {
+	return s.check(ctx, defaultCheckLimits, report)
+}
+
+// check is CheckProgress with the given limits (the tests' are small, to
+// make many pages).
+func (s *Driver) check(ctx context.Context, lim checkLimits, report func(driver.CheckProgress)) ([]driver.Problem, error) {
+	scanned, err := s.scan(ctx, lim, report)
 	if err != nil {
 		return nil, err
 	}
@@ -171,8 +179,9 @@ func sortProblems(ps []problem) []problem {
 
 // scan reads the keyspace in pages and returns the problems it found,
 // unconfirmed.
-func (s *Driver) scan(ctx context.Context, lim checkLimits) ([]problem, error) {
+func (s *Driver) scan(ctx context.Context, lim checkLimits, report func(driver.CheckProgress)) ([]problem, error) {
 	c := newChecker(s, false)
+	keys := 0
 	r := kv.PrefixRange(s.k.p)
 	for begin := r.Begin; begin != nil; {
 		var page []kv.KeyValue
@@ -187,6 +196,9 @@ func (s *Driver) scan(ctx context.Context, lim checkLimits) ([]problem, error) {
 		}
 		for _, p := range page {
 			c.key(p)
+		}
+		if keys += len(page); report != nil {
+			report(driver.CheckProgress{Keys: keys, Done: -1})
 		}
 		begin = next
 	}

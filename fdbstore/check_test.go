@@ -380,7 +380,8 @@ func TestCheckPages(t *testing.T) {
 	f := checkFixture(t, Options{})
 	counting := &hookDB{DB: f.db}
 	f.s.db = counting
-	p, err := f.s.check(ctx, tiny)
+	var reports []driver.CheckProgress
+	p, err := f.s.check(ctx, tiny, func(cp driver.CheckProgress) { reports = append(reports, cp) })
 	testkit.Must(t, err)
 	if len(p) != 0 {
 		t.Fatalf("paged check of the fixture: %v", p)
@@ -388,8 +389,17 @@ func TestCheckPages(t *testing.T) {
 	if n := counting.reads.Load(); n < 10 {
 		t.Fatalf("%d read transactions: the limits did not page the scan", n)
 	}
+	// A report per page of the scan, the keys growing, the share unknown.
+	if len(reports) < 3 {
+		t.Fatalf("%d progress reports of a paged scan", len(reports))
+	}
+	for i, r := range reports {
+		if r.Done != -1 || r.Keys <= 0 || (i > 0 && r.Keys <= reports[i-1].Keys) {
+			t.Fatalf("progress reports %+v", reports)
+		}
+	}
 	testkit.Must(t, f.db.Transact(ctx, func(tr kv.Transaction) error { tr.Clear(f.s.k.chunk("t", 2, "c", 1)); return nil }))
-	p, err = f.s.check(ctx, tiny)
+	p, err = f.s.check(ctx, tiny, nil)
 	testkit.Must(t, err)
 	if len(p) != 1 || !strings.Contains(p[0].What, "chunk 1 is missing") {
 		t.Fatalf("paged check with a missing chunk: %v", p)
@@ -437,7 +447,7 @@ func TestCheckConfirmsAcrossPages(t *testing.T) {
 		}}
 		return &s
 	}
-	raw, err := hooked().scan(ctx, tiny)
+	raw, err := hooked().scan(ctx, tiny, nil)
 	testkit.Must(t, err)
 	if len(raw) == 0 {
 		t.Fatal("the scan across the DeleteThread found nothing: the test does not split the scan where it matters")
@@ -446,7 +456,7 @@ func TestCheckConfirmsAcrossPages(t *testing.T) {
 
 	f = checkFixture(t, Options{})
 	writer = f.s
-	p, err := hooked().check(ctx, tiny)
+	p, err := hooked().check(ctx, tiny, nil)
 	testkit.Must(t, err)
 	if len(p) != 0 {
 		t.Fatalf("Check across the DeleteThread: %v", p)
@@ -555,7 +565,7 @@ func checkUntil(t *testing.T, s *Driver, done <-chan struct{}) (checks, unconfir
 			running = false
 		default:
 		}
-		raw, err := s.scan(ctx, tiny)
+		raw, err := s.scan(ctx, tiny, nil)
 		testkit.Must(t, err)
 		p, err := s.confirm(ctx, raw, tiny)
 		testkit.Must(t, err)

@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"math/bits"
 	"slices"
 	"strconv"
 	"strings"
@@ -56,7 +57,17 @@ var _ driver.Checker = (*Driver)(nil)
 // The store should be quiet while Check runs: a write between its reads
 // can show as a problem that is not one.
 func (s *Driver) Check(ctx context.Context) ([]driver.Problem, error) {
-	c := &checker{s: s, cps: map[string]storedCP{}, lists: map[string]map[string]bool{},
+	return s.CheckProgress(ctx, nil)
+}
+
+// CheckProgress is Check, calling report (when not nil) after each SCAN
+// page with the keys read so far and the share of the database's hash
+// table the SCAN has passed (driver.ProgressChecker). The share comes from
+// the cursor, which walks the table in reversed-bit order, so reversing
+// its bits gives the position; on a Redis Cluster the cursor carries the
+// slot too, and the share is -1 (unknown).
+func (s *Driver) CheckProgress(ctx context.Context, report func(driver.CheckProgress)) ([]driver.Problem, error) {
+	c := &checker{s: s, report: report, cps: map[string]storedCP{}, lists: map[string]map[string]bool{},
 		heads: map[string]string{}, fences: map[string]int64{}, transcripts: map[string]bool{}}
 	node, err := s.node(ctx)
 	if err != nil {
@@ -95,6 +106,31 @@ type checker struct {
 	refs        map[string]string
 	refKeys     []string
 	threads     []string
+	// report is CheckProgress's callback (nil: none); keys and done what
+	// it was last told.
+	report func(driver.CheckProgress)
+	keys   int
+	done   float64
+}
+
+// progress reports a page of n keys, after which SCAN returned cursor.
+func (c *checker) progress(n int, cursor uint64, cluster bool) {
+	if c.report == nil {
+		return
+	}
+	c.keys += n
+	switch {
+	case cluster:
+		c.done = -1
+	case cursor == 0:
+		c.done = 1
+	default:
+		// Reversed, the cursor is the position in the table (its bits
+		// above the table's size are 0); a rehash between pages may move
+		// it back a little, and the share never goes back.
+		c.done = max(c.done, float64(bits.Reverse64(cursor))/(1<<64))
+	}
+	c.report(driver.CheckProgress{Keys: c.keys, Done: c.done})
 }
 
 type acquired struct {
@@ -136,6 +172,8 @@ func (c *checker) scan(ctx context.Context, node redis.Cmdable) error {
 		if err := c.readCheckpoints(ctx, node, cps); err != nil {
 			return err
 		}
+		_, cluster := c.s.c.(*redis.ClusterClient)
+		c.progress(len(keys), next, cluster)
 		if next == 0 {
 			return nil
 		}

@@ -2,11 +2,14 @@ package redisstore
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ckptstore/ckptstore/driver"
+	"github.com/ckptstore/ckptstore/internal/redistest"
 	"github.com/ckptstore/ckptstore/internal/testkit"
 )
 
@@ -74,4 +77,41 @@ func TestCheckFindsCorruption(t *testing.T) {
 			})
 		}
 	})
+}
+
+// TestCheckProgress: on a real redis-server, CheckProgress reports every
+// SCAN page, the keys growing to all of the store's and the share of the
+// table growing to 1 at the end (the cursor's reversed bits; miniredis's
+// cursor is an offset, so only a redis-server shows it).
+func TestCheckProgress(t *testing.T) {
+	ctx := context.Background()
+	c := redistest.Start(t).Client(t, nil)
+	s := newStore(t, c, Options{})
+	const n = 5000
+	pipe := c.Pipeline()
+	for i := range n {
+		pipe.Set(ctx, fmt.Sprintf("%szz%d", s.keys.base, i), "1", 0) // keys of no kind
+	}
+	_, err := pipe.Exec(ctx)
+	must(t, err)
+	var reports []driver.CheckProgress
+	problems, err := s.CheckProgress(ctx, func(p driver.CheckProgress) { reports = append(reports, p) })
+	must(t, err)
+	if len(problems) != n {
+		t.Errorf("%d problems, want one per stranger key (%d)", len(problems), n)
+	}
+	if len(reports) < 3 {
+		t.Fatalf("%d progress reports for %d keys", len(reports), n)
+	}
+	for i, r := range reports {
+		if r.Done < 0 || r.Done > 1 || (i > 0 && (r.Keys < reports[i-1].Keys || r.Done < reports[i-1].Done)) {
+			t.Fatalf("progress reports %+v", reports)
+		}
+	}
+	if last := reports[len(reports)-1]; last.Keys != n || last.Done != 1 {
+		t.Errorf("the last report %+v, want %d keys and all of the table", last, n)
+	}
+	if mid := reports[len(reports)/2]; mid.Done <= 0 || mid.Done >= 1 {
+		t.Errorf("a report midway says %v of the table is read", mid.Done)
+	}
 }

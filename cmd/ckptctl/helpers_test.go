@@ -83,6 +83,7 @@ func (r result) String() string {
 
 func (h *harness) env(stdout, stderr *syncBuffer) *env {
 	e := defaultEnv(strings.NewReader(h.stdin), stdout, stderr)
+	real := e.open
 	e.open = func(ctx context.Context, url string, lease ckptstore.Options) (*store, error) {
 		if name, ok := strings.CutPrefix(url, "test:"); ok {
 			s, ok := h.stores[name]
@@ -91,7 +92,7 @@ func (h *harness) env(stdout, stderr *syncBuffer) *env {
 			}
 			return &store{Store: s, persist: h.persists[name], desc: url}, nil
 		}
-		return openStore(ctx, url, lease, e.namespace)
+		return real(ctx, url, lease)
 	}
 	e.openBucket = func(ctx context.Context, url string) (blobs.Bucket, error) {
 		if b, ok := h.buckets[url]; ok {

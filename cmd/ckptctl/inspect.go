@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"iter"
 	"strconv"
+	"time"
 
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/driver"
@@ -153,8 +154,27 @@ func runRefs(ctx context.Context, e *env, s *store, _ []string) error {
 // runCheck calls the store's consistency checker, Check(ctx), when it has
 // one (fdbstore and redisstore), and its persistence driver's (fdbdriver
 // and redisdriver), and prints each broken invariant.
-func runCheck(ctx context.Context, e *env, s *store, _ []string) error {
-	problems, err := callCheck(ctx, s.Store)
+// A checker that reports its progress (driver.ProgressChecker) gets
+// progress lines every --progress.
+func runCheck(ctx context.Context, e *env, args []string) error {
+	f := newStoreFlags(e, "check", "the store URL")
+	every := f.Duration("progress", 2*time.Second, "interval of the progress lines on stderr (0 = none)")
+	if _, err := f.parse(args, 0); err != nil {
+		return err
+	}
+	if *every < 0 {
+		return usageErr("--progress must not be negative")
+	}
+	s, err := f.openStore(ctx)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	if s.server {
+		return fmt.Errorf("%s: %w", s.desc, errCheckServer)
+	}
+	prog := newProgress(e, "check", *every)
+	problems, err := callCheck(ctx, s.Store, prog.checkTick)
 	if err != nil {
 		return fmt.Errorf("%s: %w", s.desc, err)
 	}
@@ -179,25 +199,40 @@ func runCheck(ctx context.Context, e *env, s *store, _ []string) error {
 	return nil
 }
 
+// errCheckServer is check's error for a ckptserver URL: the checkers read
+// the backend's raw keys (every namespace's, and the indexes beside the
+// records), which the server does not expose to a tenant. run exits 2 for
+// it: check the backend's own URL instead.
+var errCheckServer = fmt.Errorf("check reads the backend's raw keys, which a ckptserver does not serve; run it on the backend's store URL (redis://…, fdb:…) with --namespace: %w", errors.ErrUnsupported)
+
 // errNoChecker is callCheck's answer for a store without a checker.
 var errNoChecker = errors.New("this store has no checker")
 
 // callCheck runs st's checker (a driver.Checker) and returns the problems
-// it reported, one string each.
-func callCheck(ctx context.Context, st *ckptstore.Store) ([]string, error) {
+// it reported, one string each. report, when not nil, takes the progress
+// of a driver.ProgressChecker.
+func callCheck(ctx context.Context, st *ckptstore.Store, report func(driver.CheckProgress)) ([]string, error) {
 	c, ok := st.Driver().(driver.Checker) // the checker is the backend's own
 	if !ok {
 		return nil, errNoChecker
 	}
+	if pc, ok := c.(driver.ProgressChecker); ok && report != nil {
+		ps, err := pc.CheckProgress(ctx, report)
+		return problemStrings(ps), err
+	}
 	return checkProblems(ctx, c)
+}
+
+func problemStrings(ps []driver.Problem) []string {
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = p.String()
+	}
+	return out
 }
 
 // checkProblems runs c and returns its problems, one string each.
 func checkProblems(ctx context.Context, c driver.Checker) ([]string, error) {
 	ps, err := c.Check(ctx)
-	out := make([]string, len(ps))
-	for i, p := range ps {
-		out[i] = p.String()
-	}
-	return out, err
+	return problemStrings(ps), err
 }

@@ -2,7 +2,9 @@
 // threads and checkpoints, deletes and prunes threads, sweeps blobs,
 // exports a store to JSON Lines, imports such a stream, copies one store
 // into another (a migration from Redis to FoundationDB, say) and runs a
-// store's consistency checker. docs/ckptctl.md is the manual.
+// store's consistency checker. A store is a storeurl URL, or a
+// ckptserver's http(s):// URL with a tenant's token: the commands a tenant
+// may run then go through the server. docs/ckptctl.md is the manual.
 //
 // Invariants:
 //
@@ -48,6 +50,7 @@ import (
 	_ "github.com/ckptstore/ckptstore/blobs/s3blob" // --bucket s3://…
 	"github.com/ckptstore/ckptstore/driver"
 	_ "github.com/ckptstore/ckptstore/fdbstore" // memkv, fdb:
+	"github.com/ckptstore/ckptstore/httpstore"  // http://, https://: a ckptserver
 	"github.com/ckptstore/ckptstore/internal/version"
 	_ "github.com/ckptstore/ckptstore/memstore" // mem
 	pdriver "github.com/ckptstore/ckptstore/persist/driver"
@@ -113,6 +116,9 @@ type env struct {
 	// namespace is --namespace: the tenant of every store URL the command
 	// opens ("" = the URL's own key space).
 	namespace string
+	// token and caFile are --token and --ca-file, for the http:// and
+	// https:// URLs of a ckptserver.
+	token, caFile string
 	// openBucket opens a --bucket URL.
 	openBucket func(ctx context.Context, url string) (blobs.Bucket, error)
 	// poll is how long --wait sleeps between two lease attempts.
@@ -134,6 +140,9 @@ func defaultEnv(stdin io.Reader, stdout, stderr io.Writer) *env {
 		now:        time.Now,
 	}
 	e.open = func(ctx context.Context, url string, lease ckptstore.Options) (*store, error) {
+		if httpstore.IsURL(url) {
+			return openServer(ctx, url, lease, e)
+		}
 		return openStore(ctx, url, lease, e.namespace)
 	}
 	return e
@@ -148,8 +157,13 @@ type store struct {
 	// store that keeps none.
 	persist pdriver.Driver
 	// desc names the store in messages, without credentials.
-	desc  string
-	close func() error
+	desc string
+	// server is set for the store of a ckptserver (--store http://…): its
+	// tenant's checkpoints through the server's routes, and no persistence
+	// driver, since the server has no route to dump or load persistence
+	// records in bulk.
+	server bool
+	close  func() error
 }
 
 // openStore opens a store through storeurl, the opener loadgen and
@@ -189,6 +203,39 @@ func openStore(ctx context.Context, url string, lease ckptstore.Options, namespa
 	return &store{Store: st, persist: p, desc: desc, close: o.Close}, nil
 }
 
+// tokenEnv is the environment variable --token defaults to, as in
+// loadgen and the clients' examples.
+const tokenEnv = "CKPT_TOKEN"
+
+// openServer opens the tenant of a ckptserver through httpstore's client
+// (httpstore.OpenURL, loadgen's opener too): the tenant --token names, or
+// on a --dev server the one --namespace names.
+func openServer(ctx context.Context, url string, lease ckptstore.Options, e *env) (*store, error) {
+	o := httpstore.URLOptions{Token: e.token, Namespace: e.namespace, Lease: lease}
+	if o.Token == "" {
+		o.Token = os.Getenv(tokenEnv)
+	}
+	// --ca-file applies to the https:// URLs only, so that one copy can
+	// read an http:// server and write an https:// one.
+	if e.caFile != "" && strings.HasPrefix(url, "https://") {
+		pem, err := os.ReadFile(e.caFile)
+		if err != nil {
+			return nil, usageErr("--ca-file: %v", err)
+		}
+		if o.RootCAs, err = httpstore.CertPool(pem); err != nil {
+			return nil, usageErr("--ca-file %s: %v", e.caFile, err)
+		}
+	}
+	op, err := httpstore.OpenURL(ctx, url, o)
+	if err != nil {
+		if errors.Is(err, storeurl.ErrBadURL) {
+			return nil, usageErr("%v", err)
+		}
+		return nil, err
+	}
+	return &store{Store: op.Store, desc: op.Desc, server: true, close: op.Close}, nil
+}
+
 // usageError is input that cannot run (a bad flag, a malformed stream);
 // run exits 2 for it.
 type usageError struct{ msg string }
@@ -221,8 +268,8 @@ func init() {
 		{"sweep", "--store URL --bucket URL --older-than D [--dry-run]", "delete the blobs no checkpoint uses", runSweep},
 		{"export", "--store URL [--out FILE] [--thread T]…", "write the store (or some threads) and its persistence records as JSON Lines", runExport},
 		{"import", "--store URL [--in FILE] [--wait]", "read an export stream into the store", runImport},
-		{"copy", "--from URL --to URL [--bucket URL --to-bucket URL] [--verify] [--wait]", "copy every thread and persistence record of one store into another", runCopy},
-		{"check", "--store URL", "run the store's and its persistence driver's consistency checkers", onStore("check", 0, runCheck)},
+		{"copy", "--from URL --to URL [--from-token T] [--to-token T] [--bucket URL --to-bucket URL] [--verify] [--wait]", "copy every thread and persistence record of one store into another", runCopy},
+		{"check", "--store URL [--progress D]", "run the store's and its persistence driver's consistency checkers", runCheck},
 	}
 }
 
@@ -231,7 +278,7 @@ func usage(w io.Writer) {
 	for _, c := range commands {
 		fmt.Fprintf(w, "  %-14s %s\n", c.name, c.summary)
 	}
-	fmt.Fprintf(w, "\nStores (--store, --from, --to): %s\nRun 'ckptctl COMMAND -h' for a command's flags; docs/ckptctl.md is the manual.\n'ckptctl --version' prints the version.\n", storeurl.Forms())
+	fmt.Fprintf(w, "\nStores (--store, --from, --to): %s | http://host:port and https://host:port (a ckptserver, with --token)\nRun 'ckptctl COMMAND -h' for a command's flags; docs/ckptctl.md is the manual.\n'ckptctl --version' prints the version.\n", storeurl.Forms())
 }
 
 // run is the whole command; it returns the exit code.
@@ -284,7 +331,7 @@ func exitCode(err error) int {
 	if _, ok := errors.AsType[*usageError](err); ok {
 		return 2
 	}
-	for _, bad := range []error{ckptstore.ErrInvalidID, ckptstore.ErrInvalidEntry, driver.ErrInvalidOptions, blobs.ErrInvalidURL, pdriver.ErrInvalidID, pdriver.ErrInvalidEntry} {
+	for _, bad := range []error{errCheckServer, ckptstore.ErrInvalidID, ckptstore.ErrInvalidEntry, driver.ErrInvalidOptions, blobs.ErrInvalidURL, pdriver.ErrInvalidID, pdriver.ErrInvalidEntry} {
 		if errors.Is(err, bad) {
 			return 2
 		}
@@ -337,6 +384,10 @@ func newFlags(e *env, name string) *flags {
 	fs.SetOutput(e.stderr)
 	f := &flags{FlagSet: fs, e: e}
 	fs.StringVar(&e.namespace, "namespace", "", "the tenant (a ckptserver namespace) of every store URL the command opens: its checkpoints and\npersistence state; default: the URL's own key space")
+	// The default is read when a server URL is opened, not here, so that
+	// -h never prints a token.
+	fs.StringVar(&e.token, "token", "", "bearer token of a ckptserver URL (http:// or https://): the tenant whose namespace the\ncommand reads or writes (default $CKPT_TOKEN; none for a --dev server)")
+	fs.StringVar(&e.caFile, "ca-file", "", "PEM CA bundle an https:// ckptserver's certificate must chain to, instead of the system's roots")
 	fs.DurationVar(&e.lease, "lease", 0, "duration of the writer leases this command takes (default 120s); a run killed\nwithout a chance to release its lease blocks the thread this long")
 	fs.Usage = func() {
 		i := slices.IndexFunc(commands, func(c command) bool { return c.name == name })

@@ -23,6 +23,7 @@ import (
 
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/driver"
+	"github.com/ckptstore/ckptstore/httpstore"
 	"github.com/ckptstore/ckptstore/internal/seqs"
 	pdriver "github.com/ckptstore/ckptstore/persist/driver"
 )
@@ -170,19 +171,21 @@ type migrator struct {
 	dst  *store
 
 	// mu guards what follows: copy --parallel runs threads concurrently.
-	mu                  sync.Mutex
-	start, lastProgress time.Time
-	threads             int // threads handled (written, complete or failed)
-	complete            int // threads that needed nothing
-	written             int // checkpoints newly written
-	present             int // checkpoints the destination already held
-	batches             int
-	failed              []error // refused or skipped threads
+	mu    sync.Mutex
+	start time.Time
+	// prog prints the progress lines; its thread total is the source's
+	// when the command counted them (copy), else unknown (import).
+	prog     *progress
+	threads  int // threads handled (written, complete or failed)
+	complete int // threads that needed nothing
+	written  int // checkpoints newly written
+	present  int // checkpoints the destination already held
+	batches  int
+	failed   []error // refused or skipped threads
 }
 
 func newMigrator(e *env, dst *store, opts migrateOptions) *migrator {
-	now := e.now()
-	return &migrator{e: e, opts: opts, dst: dst, start: now, lastProgress: now}
+	return &migrator{e: e, opts: opts, dst: dst, start: e.now(), prog: newProgress(e, opts.verb, opts.progressEvery)}
 }
 
 // failure is a thread or a persistence record the migration did not
@@ -455,16 +458,9 @@ func (m *migrator) update(thread string, f func()) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	f()
-	if m.opts.progressEvery <= 0 {
-		return
-	}
-	now := m.e.now()
-	if now.Sub(m.lastProgress) < m.opts.progressEvery {
-		return
-	}
-	m.lastProgress = now
-	fmt.Fprintf(m.e.stderr, "%s: %d threads, %d checkpoints written, %d already present, %.0f checkpoints/s; at thread %q\n",
-		m.opts.verb, m.threads, m.written, m.present, rate(m.written+m.present, now.Sub(m.start)), thread)
+	m.prog.tick(m.threads, m.written+m.present, func() string {
+		return fmt.Sprintf("%d written, %d already present, at thread %q", m.written, m.present, thread)
+	})
 }
 
 func rate(n int, d time.Duration) float64 {
@@ -510,9 +506,15 @@ func runExport(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer s.Close()
-	ids := threadSeq(ctx, s)
+	ids, total := threadSeq(ctx, s), len(only)
 	if len(only) > 0 {
 		ids = sliceSeq(only)
+	} else if *every > 0 {
+		// The total of the progress lines: one pass over the thread
+		// index, small beside the export.
+		if total, err = countThreads(ctx, s); err != nil {
+			return err
+		}
 	}
 	w := e.stdout
 	var file *os.File
@@ -524,7 +526,7 @@ func runExport(ctx context.Context, e *env, args []string) error {
 		w = file
 	}
 	start := e.now()
-	x := &exporter{e: e, s: s, whole: len(only) == 0, every: *every}
+	x := &exporter{e: e, s: s, whole: len(only) == 0, every: *every, total: total}
 	threads, cps, err := x.write(ctx, ids, w)
 	if err != nil {
 		return err
@@ -548,17 +550,20 @@ type exporter struct {
 	// follow the threads; records is how many were written.
 	whole   bool
 	records int
-	// every is the interval of the progress lines (0 = none).
+	// every is the interval of the progress lines (0 = none), and total
+	// the threads to write when known (0 = unknown).
 	every time.Duration
+	total int
 }
 
 // write writes the threads ids names to w as an export stream, each a
 // header line and then its checkpoints, one line each, and returns the
 // counts.
 func (x *exporter) write(ctx context.Context, ids iter.Seq2[string, error], w io.Writer) (threads, cps int, err error) {
-	e, s, every := x.e, x.s, x.every
+	e, s := x.e, x.s
 	bw := bufio.NewWriterSize(w, 1<<20)
-	last := e.now()
+	prog := newProgress(e, "export", x.every)
+	prog.threads = x.total
 	for id, err := range ids {
 		if err != nil {
 			return threads, cps, err
@@ -581,12 +586,10 @@ func (x *exporter) write(ctx context.Context, ids iter.Seq2[string, error], w io
 			cps++
 		}
 		threads++
-		if now := e.now(); every > 0 && now.Sub(last) >= every {
-			last = now
-			fmt.Fprintf(e.stderr, "export: %d threads, %d checkpoints\n", threads, cps)
-		}
+		prog.tick(threads, cps, nil)
 	}
 	if x.whole {
+		noteServerPersist(e.stderr, "export", s)
 		n, err := writePersist(ctx, s, bw)
 		x.records = n
 		if err != nil {
@@ -852,6 +855,8 @@ func runCopy(ctx context.Context, e *env, args []string) error {
 	parallel := f.Int("parallel", 8, "threads copied at the same time (1..64)")
 	fromBucket := f.String("bucket", "", "the source's blob bucket (mem://, file:///dir, s3://…): with --to-bucket, the bytes of every blob row are copied there before the row")
 	toBucket := f.String("to-bucket", "", "the destination's blob bucket (with --bucket)")
+	fromToken := f.String("from-token", "", "bearer token of an http(s):// --from ckptserver (default --token)")
+	toToken := f.String("to-token", "", "bearer token of an http(s):// --to ckptserver (default --token)")
 	var opts migrateOptions
 	opts.register(f, "copy")
 	if _, err := f.parse(args, 0); err != nil {
@@ -863,24 +868,25 @@ func runCopy(ctx context.Context, e *env, args []string) error {
 	if *parallel < 1 || *parallel > 64 {
 		return usageErr("--parallel must be in 1..64, got %d", *parallel)
 	}
-	if *from != "" && *from == *to {
+	// One server's URL with two tokens is two tenants.
+	if *from != "" && *from == *to && (!httpstore.IsURL(*from) || *fromToken == *toToken) {
 		return usageErr("--from and --to name the same store")
 	}
 	bc, err := openBuckets(ctx, e, *fromBucket, *toBucket)
 	if err != nil {
 		return err
 	}
-	src, err := openFlag(ctx, e, "from", *from)
+	src, err := openWithToken(ctx, e, "from", *from, *fromToken)
 	if err != nil {
 		return err
 	}
 	defer src.Close()
-	dst, err := openFlag(ctx, e, "to", *to)
+	dst, err := openWithToken(ctx, e, "to", *to, *toToken)
 	if err != nil {
 		return err
 	}
 	defer dst.Close()
-	threadsErr := copyStores(ctx, e, src, dst, opts, *parallel)
+	threads, cps, threadsErr := copyStores(ctx, e, src, dst, opts, *parallel)
 	if ctx.Err() != nil {
 		return threadsErr
 	}
@@ -891,17 +897,46 @@ func runCopy(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	if *verify {
-		return verifyStores(ctx, e, src, dst, bc)
+		// The copy's counts are the totals of the verify's progress: the
+		// source's threads and checkpoints, as the copy read them.
+		prog := newProgress(e, "verify", opts.progressEvery)
+		prog.threads, prog.cps = threads, cps
+		return verifyStores(ctx, e, src, dst, bc, prog)
 	}
 	return nil
 }
 
+// openWithToken is openFlag with token, when not empty, in place of
+// --token: copy's --from-token and --to-token, so that one copy moves a
+// namespace from one tenant (or server) to another.
+func openWithToken(ctx context.Context, e *env, name, url, token string) (*store, error) {
+	if token == "" {
+		return openFlag(ctx, e, name, url)
+	}
+	if !httpstore.IsURL(url) {
+		return nil, usageErr("--%s-token is for an http:// or https:// --%s", name, name)
+	}
+	saved := e.token
+	e.token = token
+	defer func() { e.token = saved }()
+	return openFlag(ctx, e, name, url)
+}
+
 // copyStores copies every thread of src into dst, parallel threads at a
-// time, and prints the summary. The first error that is not a thread's
+// time, prints the summary and returns how many threads and checkpoints
+// of the source it went through. The first error that is not a thread's
 // own failure stops every worker (each releases its lease) and is
 // returned.
-func copyStores(ctx context.Context, e *env, src, dst *store, opts migrateOptions, parallel int) error {
+func copyStores(ctx context.Context, e *env, src, dst *store, opts migrateOptions, parallel int) (threads, cps int, err error) {
 	m := newMigrator(e, dst, opts)
+	if opts.progressEvery > 0 {
+		// The total of the progress lines: one pass over the source's
+		// thread index, small beside the copy.
+		if m.prog.threads, err = countThreads(ctx, src); err != nil {
+			return 0, 0, fmt.Errorf("source: %w", err)
+		}
+		m.prog.start = e.now()
+	}
 	ids := threadSeq(ctx, src)
 	wctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -936,11 +971,12 @@ func copyStores(ctx context.Context, e *env, src, dst *store, opts migrateOption
 		return nil
 	}()
 	wg.Wait()
+	threads, cps = m.threads, m.written+m.present
 	if feedErr != nil {
-		return feedErr
+		return threads, cps, feedErr
 	}
 	if err := context.Cause(wctx); err != nil && wctx.Err() != nil {
-		return err
+		return threads, cps, err
 	}
-	return m.summary(e.stdout)
+	return threads, cps, m.summary(e.stdout)
 }

@@ -41,7 +41,7 @@ func equalStores(t testing.TB, a, b *ckptstore.Store) {
 	t.Helper()
 	var out, errb syncBuffer
 	e := defaultEnv(nil, &out, &errb)
-	if err := verifyStores(context.Background(), e, &store{Store: a, desc: "a"}, &store{Store: b, desc: "b"}, nil); err != nil {
+	if err := verifyStores(context.Background(), e, &store{Store: a, desc: "a"}, &store{Store: b, desc: "b"}, nil, nil); err != nil {
 		t.Fatalf("%v\n%s", err, errb.String())
 	}
 }
@@ -283,7 +283,7 @@ func TestVerifyReportsDifferences(t *testing.T) {
 	appendChain(t, b, "extra", 1, 7000)
 
 	var out, errb syncBuffer
-	err := verifyStores(ctx, defaultEnv(nil, &out, &errb), &store{Store: a, desc: "a"}, &store{Store: b, desc: "b"}, nil)
+	err := verifyStores(ctx, defaultEnv(nil, &out, &errb), &store{Store: a, desc: "a"}, &store{Store: b, desc: "b"}, nil, nil)
 	if err == nil {
 		t.Fatal("verify found two different stores equal")
 	}

@@ -47,6 +47,20 @@ func porterOf(s *store) (pdriver.Porter, error) {
 	return p, nil
 }
 
+// errServerPersist is the error of a persistence record bound for a
+// ckptserver: the server has no route that loads records in bulk (nor one
+// that dumps them, so an export or copy from a server carries checkpoints
+// only and says so).
+var errServerPersist = fmt.Errorf("a ckptserver has no route to load or dump persistence records in bulk; move them through the backend's store URL: %w", errors.ErrUnsupported)
+
+// noteServerPersist says on w that the persistence records of s, a
+// ckptserver, were left out, and why.
+func noteServerPersist(w io.Writer, verb string, s *store) {
+	if s.server {
+		fmt.Fprintf(w, "%s: persistence records left out: %s: %v\n", verb, s.desc, errServerPersist)
+	}
+}
+
 // isPersist reports whether v is an object whose first member is
 // "persist": a persistence record line.
 func isPersist(v jsontext.Value) bool { return firstMember(v, "persist") }
@@ -158,6 +172,9 @@ func newLoader(m *migrator, dst *store, bc *blobCopier) (*loader, error) {
 // add queues r, flushing the batch when it is full. A record that cannot
 // go into this destination is recorded as failed.
 func (l *loader) add(ctx context.Context, r pdriver.Record, size int) error {
+	if l.p == nil && l.m.dst.server {
+		return fmt.Errorf("%s: %w", l.m.dst.desc, errServerPersist)
+	}
 	if l.p == nil {
 		return fmt.Errorf("%s keeps no persistence state, and the source holds %s records", l.m.dst.desc, r.Kind)
 	}
@@ -249,6 +266,7 @@ func (l *loader) summary(w io.Writer) error {
 // copyPersist copies every persistence record of src into dst (and the
 // blob bytes, when bc is set).
 func copyPersist(ctx context.Context, m *migrator, src, dst *store, bc *blobCopier) error {
+	noteServerPersist(m.e.stderr, "copy", src)
 	ps, err := porterOf(src)
 	if ps == nil || err != nil {
 		return err

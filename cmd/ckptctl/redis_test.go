@@ -52,7 +52,7 @@ func openURL(t testing.TB, url string) *ckptstore.Store {
 // checkStore runs the store's own consistency checker when it has one.
 func checkStore(t testing.TB, s *ckptstore.Store, what string) {
 	t.Helper()
-	problems, err := callCheck(context.Background(), s)
+	problems, err := callCheck(context.Background(), s, nil)
 	if errors.Is(err, errNoChecker) {
 		t.Logf("%s: no checker in this build", what)
 		return
@@ -162,7 +162,7 @@ func copyBack(t *testing.T, h *harness, srcURL, mkURL, backURL string, src *ckpt
 // checkFindsAStrayKey: ckptctl check on memkv is clean, then finds a key
 // fdbstore never writes.
 func checkFindsAStrayKey(t *testing.T, h *harness, mkURL string, mk *ckptstore.Store, db *memkv.DB) {
-	if _, err := callCheck(context.Background(), mk); errors.Is(err, errNoChecker) {
+	if _, err := callCheck(context.Background(), mk, nil); errors.Is(err, errNoChecker) {
 		return
 	}
 	h.ok("check", "--store", mkURL)

@@ -20,6 +20,10 @@ const maxReported = 20
 type verifier struct {
 	e     *env
 	diffs int
+	// threads and cps are the source's threads and checkpoints compared
+	// so far, for the progress lines of prog (nil: none).
+	threads, cps int
+	prog         *progress
 }
 
 func (v *verifier) diff(format string, args ...any) {
@@ -33,10 +37,10 @@ func (v *verifier) diff(format string, args ...any) {
 // threads, and for each the same head, transcript and checkpoints
 // (driver.EqualCheckpoints, in List order), and the same blob
 // references. It prints each difference (the first maxReported) and fails
-// when there is any.
-func verifyStores(ctx context.Context, e *env, a, b *store, bc *blobCopier) error {
-	v := &verifier{e: e}
-	threads, cps := 0, 0
+// when there is any. prog, when not nil, prints progress lines as the
+// checkpoints are compared (its totals are the copy's).
+func verifyStores(ctx context.Context, e *env, a, b *store, bc *blobCopier, prog *progress) error {
+	v := &verifier{e: e, prog: prog}
 	err := mergeSeqs(threadSeq(ctx, a), threadSeq(ctx, b), strings.Compare, func(x, y *string) error {
 		switch {
 		case y == nil:
@@ -46,9 +50,8 @@ func verifyStores(ctx context.Context, e *env, a, b *store, bc *blobCopier) erro
 			v.diff("thread %q is only in the destination", *y)
 			return nil
 		}
-		threads++
-		n, err := v.thread(ctx, a, b, *x)
-		cps += n
+		_, err := v.thread(ctx, a, b, *x)
+		v.threads++
 		return err
 	})
 	if err != nil {
@@ -80,7 +83,7 @@ func verifyStores(ctx context.Context, e *env, a, b *store, bc *blobCopier) erro
 	if v.diffs > 0 {
 		return fmt.Errorf("verify: %d differences between %s and %s", v.diffs, a.desc, b.desc)
 	}
-	fmt.Fprintf(e.stdout, "verify: equal: %d threads, %d checkpoints, %d blob keys, %d persistence records\n", threads, cps, len(ra), records)
+	fmt.Fprintf(e.stdout, "verify: equal: %d threads, %d checkpoints, %d blob keys, %d persistence records\n", v.threads, v.cps, len(ra), records)
 	return nil
 }
 
@@ -105,14 +108,19 @@ func (v *verifier) thread(ctx context.Context, a, b *store, id string) (int, err
 	byPos := func(x, y *ckptstore.Checkpoint) int { return driver.ComparePosition(x, driver.PositionOf(y)) }
 	err = mergeSeqs(checkpointSeq(ctx, a.Store, id, driver.MaxPageLimit, false), checkpointSeq(ctx, b.Store, id, driver.MaxPageLimit, false), byPos,
 		func(x, y **ckptstore.Checkpoint) error {
+			if x != nil {
+				n++
+				v.cps++
+				if v.prog != nil {
+					v.prog.tick(v.threads, v.cps, func() string { return fmt.Sprintf("at thread %q", id) })
+				}
+			}
 			switch {
 			case y == nil:
-				n++
 				v.diff("thread %q: checkpoint %q is only in the source", id, (*x).ID)
 			case x == nil:
 				v.diff("thread %q: checkpoint %q is only in the destination", id, (*y).ID)
 			default:
-				n++
 				if !driver.EqualCheckpoints(*x, *y) {
 					v.diff("thread %q: checkpoint %q differs", id, (*x).ID)
 				}

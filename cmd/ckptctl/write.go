@@ -12,6 +12,7 @@ import (
 
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/driver"
+	"github.com/ckptstore/ckptstore/httpstore"
 	"github.com/ckptstore/ckptstore/sweep"
 )
 
@@ -185,6 +186,12 @@ func runSweep(ctx context.Context, e *env, args []string) error {
 	}
 	if *olderThan < 0 {
 		return usageErr("--older-than is required and must not be negative (e.g. 24h)")
+	}
+	// A tenant's token shows that tenant's references only, and the
+	// bucket is the server's, shared by every tenant: a sweep through the
+	// server would delete the blobs of the others.
+	if httpstore.IsURL(*f.store) {
+		return usageErr("sweep needs every reference to the bucket's blobs, and a ckptserver shows one tenant's; sweep with the backend's store URL")
 	}
 	s, err := f.openStore(ctx)
 	if err != nil {
