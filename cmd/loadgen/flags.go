@@ -124,7 +124,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	}
 	var payload string
 	fs.StringVar(&c.store, "store", "mem", "the store: "+storeurl.Forms()+" | http[s]://host:port (a ckptserver)")
-	fs.StringVar(&c.token, "token", os.Getenv("CKPT_TOKEN"), "bearer token of a ckptserver --store (default $CKPT_TOKEN; none for a --dev server)")
+	fs.StringVar(&c.token, "token", "", "bearer token of a ckptserver --store (default $CKPT_TOKEN; none for a --dev server)")
 	fs.StringVar(&c.caFile, "ca-file", "", "PEM CA bundle an https:// --store's certificate must chain to, instead of the system's roots")
 	fs.StringVar(&c.serverNamespace, "server-namespace", "", "namespace on a --dev ckptserver (default: the server's default namespace)")
 	fs.IntVar(&c.threads, "threads", 64, "threads (sandbox conversations) to write")
@@ -200,6 +200,10 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 		if !set["stall-rate"] {
 			c.stallRate = 0.05
 		}
+	}
+	if !set["token"] {
+		// Read here, not as the flag's default, so -h never prints a token.
+		c.token = os.Getenv("CKPT_TOKEN")
 	}
 	if !set["sweep-older-than"] && !strings.HasPrefix(c.blobURL, "mem:") {
 		c.sweepOlderThan = time.Hour
