@@ -295,3 +295,27 @@ func TestTracingOff(t *testing.T) {
 		t.Errorf("traceparent %q, want %q", got, want)
 	}
 }
+
+// TestTracingBadTraceparent: a malformed traceparent is ignored, never
+// refused: the request succeeds and its server span starts a trace.
+func TestTracingBadTraceparent(t *testing.T) {
+	tr := startTraced(t, "mem", true)
+	req, err := http.NewRequest(http.MethodPost, tr.srv.URL+"/v1/getHead", strings.NewReader(`{"threadId":"t"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Traceparent", "00-not-a-trace-01")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("getHead with a bad traceparent: status %d, want 200", resp.StatusCode)
+	}
+	srv := one(t, tr.spans(), "POST /v1/getHead")
+	if srv.Parent.IsValid() || !srv.SpanContext.IsValid() {
+		t.Errorf("the server span's parent is %v, want none (a new trace)", srv.Parent)
+	}
+}
