@@ -41,7 +41,18 @@ type tracedDB struct {
 	tracer trace.Tracer
 }
 
+// unsampled reports whether ctx carries a span that is not recorded (its
+// trace is not sampled): then the attempts are not traced either, at no
+// cost, as a parent-based sampler would decide.
+func unsampled(ctx context.Context) bool {
+	sp := trace.SpanFromContext(ctx)
+	return sp.SpanContext().IsValid() && !sp.IsRecording()
+}
+
 func (d *tracedDB) Transact(ctx context.Context, fn func(tr kv.Transaction) error) error {
+	if unsampled(ctx) {
+		return d.db.Transact(ctx, fn)
+	}
 	a := attempts{tracer: d.tracer, ctx: ctx, name: SpanTransact}
 	err := d.db.Transact(ctx, func(tr kv.Transaction) error { return a.next(func() error { return fn(tr) }) })
 	a.end(err)
@@ -49,6 +60,9 @@ func (d *tracedDB) Transact(ctx context.Context, fn func(tr kv.Transaction) erro
 }
 
 func (d *tracedDB) ReadTransact(ctx context.Context, fn func(tr kv.ReadTransaction) error) error {
+	if unsampled(ctx) {
+		return d.db.ReadTransact(ctx, fn)
+	}
 	a := attempts{tracer: d.tracer, ctx: ctx, name: SpanReadTransact, readOnly: true}
 	err := d.db.ReadTransact(ctx, func(tr kv.ReadTransaction) error { return a.next(func() error { return fn(tr) }) })
 	a.end(err)

@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ckptstore/ckptstore/fdbstore"
 	"github.com/ckptstore/ckptstore/fdbstore/kv"
@@ -69,6 +70,8 @@ func TestTraceDBRetries(t *testing.T) {
 	}
 
 	exp.Reset()
+	ctx, parent = tp.Tracer("test").Start(context.Background(), "caller")
+	defer parent.End()
 	bad := errors.New("not retryable")
 	if err := db.ReadTransact(ctx, func(kv.ReadTransaction) error { return bad }); !errors.Is(err, bad) {
 		t.Fatalf("ReadTransact: %v, want %v", err, bad)
@@ -85,5 +88,32 @@ func TestTraceDBOff(t *testing.T) {
 	db := memkv.New()
 	if got := fdbstore.TraceDB(db, nil); got != kv.DB(db) {
 		t.Fatalf("TraceDB(db, nil) = %T, want db itself", got)
+	}
+}
+
+// TestTraceDBUnsampled: beneath a span whose trace is not sampled the
+// attempts make no spans, even under a sampler that would take them, and
+// the transaction runs as ever.
+func TestTraceDBUnsampled(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp), sdktrace.WithSampler(sdktrace.AlwaysSample()))
+	db := fdbstore.TraceDB(memkv.New(), tp)
+	sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{1}, SpanID: trace.SpanID{1}}) // flags 0: not sampled
+	ctx := trace.ContextWithSpanContext(context.Background(), sc)
+	ran := false
+	if err := db.Transact(ctx, func(tr kv.Transaction) error { ran = true; tr.Set([]byte("k"), []byte("v")); return nil }); err != nil || !ran {
+		t.Fatalf("Transact: ran %v, err %v", ran, err)
+	}
+	if got := exp.GetSpans(); len(got) != 0 {
+		t.Fatalf("%d spans beneath an unsampled trace, want 0", len(got))
+	}
+	// The same provider traces a sampled caller's transaction.
+	ctx, parent := tp.Tracer("test").Start(context.Background(), "caller")
+	if err := db.ReadTransact(ctx, func(kv.ReadTransaction) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	parent.End()
+	if got := exp.GetSpans(); len(got) != 2 {
+		t.Fatalf("%d spans beneath a sampled caller, want 2 (the caller's and the attempt's)", len(got))
 	}
 }

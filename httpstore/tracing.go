@@ -41,15 +41,44 @@ func newTracing(tp trace.TracerProvider, prop propagation.TextMapPropagator) *tr
 	return &tracing{tracer: tp.Tracer(TracerName), prop: prop}
 }
 
+// spanNames are the span names and route of an rpc, made once so that a
+// traced request does not build them.
+type spanNames struct{ server, route, store string }
+
+var spanNamesOf = map[string]*spanNames{}
+
+func init() {
+	for name := range routes {
+		spanNamesOf[name] = newSpanNames(name)
+	}
+	spanNamesOf["unknown"] = newSpanNames("unknown")
+}
+
+func newSpanNames(rpc string) *spanNames {
+	return &spanNames{server: "POST /v1/" + rpc, route: "/v1/" + rpc, store: "ckptstore." + rpc}
+}
+
+func namesOf(rpc string) *spanNames {
+	if n := spanNamesOf[rpc]; n != nil {
+		return n
+	}
+	return newSpanNames(rpc)
+}
+
 // startServer starts the server span of r, a child of the trace context
 // r carries (traceparent), and returns r with the span in its context.
 func (t *tracing) startServer(r *http.Request, rpc string) (*http.Request, trace.Span) {
 	ctx := t.prop.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
-	ctx, span := t.tracer.Start(ctx, r.Method+" /v1/"+rpc,
+	n := namesOf(rpc)
+	name := n.server
+	if r.Method != http.MethodPost {
+		name = r.Method + " " + n.route
+	}
+	ctx, span := t.tracer.Start(ctx, name,
 		trace.WithSpanKind(trace.SpanKindServer),
 		trace.WithAttributes(
 			attribute.String("http.request.method", r.Method),
-			attribute.String("http.route", "/v1/"+rpc),
+			attribute.String("http.route", n.route),
 			attribute.String("rpc.method", rpc),
 		))
 	return r.WithContext(ctx), span
@@ -60,6 +89,10 @@ func (t *tracing) startServer(r *http.Request, rpc string) (*http.Request, trace
 // span as an error, as OpenTelemetry's HTTP conventions ask: a client's
 // mistake is the client's span's error.
 func endServer(span trace.Span, c *call, status int, code string) {
+	if !span.IsRecording() { // not sampled: skip building the attributes
+		span.End()
+		return
+	}
 	tenant := ""
 	if c.ns != nil {
 		tenant = c.ns.name
@@ -85,13 +118,13 @@ func endServer(span trace.Span, c *call, status int, code string) {
 // startStore starts the span of a route's store call, a child of the
 // server span in ctx.
 func (t *tracing) startStore(ctx context.Context, rpc string) (context.Context, trace.Span) {
-	return t.tracer.Start(ctx, "ckptstore."+rpc, trace.WithAttributes(attribute.String("rpc.method", rpc)))
+	return t.tracer.Start(ctx, namesOf(rpc).store, trace.WithAttributes(attribute.String("rpc.method", rpc)))
 }
 
 // endStore ends a store call's span with err's wire code, if any; as on
 // the server span, only a server-side failure is the span's error.
 func endStore(span trace.Span, err error) {
-	if err != nil {
+	if err != nil && span.IsRecording() {
 		code := errorCode(err)
 		span.SetAttributes(attribute.String(AttrCode, code))
 		if statusOf(code) >= 500 {
