@@ -250,9 +250,10 @@ type call struct {
 
 	held int64 // bytes reserved from the handler's budget
 
-	id    [1]string // the request id, as the reply's X-Request-Id header
-	idBuf [16]byte  // the bytes of an id the server made
-	err   error     // the failure, for the log
+	span  trace.Span // the server span; nil when tracing is off
+	id    [1]string  // the request id, as the reply's X-Request-Id header
+	idBuf [16]byte   // the bytes of an id the server made
+	err   error      // the failure, for the log
 }
 
 // route is one method of the protocol.
@@ -302,9 +303,8 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	c := &call{w: w}
 	w.Header()[HeaderRequestID] = c.requestID(r.Header[HeaderRequestID])
-	var span trace.Span
 	if h.trace != nil {
-		r, span = h.trace.startServer(r, routeName)
+		r, c.span = h.trace.startServer(r, routeName)
 	}
 	rm := h.metrics.route(routeName)
 	rm.inFlight.Inc()
@@ -313,8 +313,8 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		status = http.StatusOK // a reply the route streamed
 	}
 	rm.inFlight.Dec()
-	if span != nil {
-		endServer(span, c, status, code)
+	if c.span != nil {
+		endServer(c.span, c, status, code)
 	}
 	d := time.Since(start)
 	rm.observe(status, d)
@@ -328,7 +328,9 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // logAttrs are the attributes of a request's log record: the request id,
 // the tenant ("" when the request named none it may use), the route, the
-// HTTP status, the wire code of a failure and the duration in seconds.
+// HTTP status, the wire code of a failure and the duration in seconds;
+// with tracing on, the trace and server span ids, which find the request's
+// trace from its log line.
 func (c *call) logAttrs(rpc string, status int, code string, d time.Duration) []slog.Attr {
 	tenant := ""
 	if c.ns != nil {
@@ -340,6 +342,11 @@ func (c *call) logAttrs(rpc string, status int, code string, d time.Duration) []
 	}
 	if c.err != nil {
 		a = append(a, slog.String("err", c.err.Error()))
+	}
+	if c.span != nil {
+		if sc := c.span.SpanContext(); sc.IsValid() {
+			a = append(a, slog.String("trace_id", sc.TraceID().String()), slog.String("span_id", sc.SpanID().String()))
+		}
 	}
 	return a
 }

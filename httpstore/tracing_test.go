@@ -1,8 +1,11 @@
 package httpstore_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/json"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -317,5 +320,50 @@ func TestTracingBadTraceparent(t *testing.T) {
 	srv := one(t, tr.spans(), "POST /v1/getHead")
 	if srv.Parent.IsValid() || !srv.SpanContext.IsValid() {
 		t.Errorf("the server span's parent is %v, want none (a new trace)", srv.Parent)
+	}
+}
+
+// TestTracingLogIDs: with tracing on, a request's log record carries the
+// trace and span ids of its server span, so its trace can be found from
+// its log line; with tracing off it carries none.
+func TestTracingLogIDs(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	for _, on := range []bool{true, false} {
+		o, err := storeurl.Open(context.Background(), "mem", storeurl.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var logs bytes.Buffer
+		ho := httpstore.HandlerOptions{Dev: true, Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
+		if on {
+			ho.TracerProvider = tp
+		}
+		req := httptest.NewRequest(http.MethodPost, "/v1/getHead", strings.NewReader(`{"threadId":"t"}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+		rec := httptest.NewRecorder()
+		httpstore.NewHandler(o, ho).ServeHTTP(rec, req)
+		_ = o.Close()
+		if rec.Code != http.StatusOK {
+			t.Fatalf("status %d", rec.Code)
+		}
+		var rec1 struct {
+			TraceID string `json:"trace_id"`
+			SpanID  string `json:"span_id"`
+		}
+		if err := json.Unmarshal(logs.Bytes(), &rec1); err != nil {
+			t.Fatalf("the log %q: %v", logs.String(), err)
+		}
+		if !on {
+			if rec1.TraceID != "" || rec1.SpanID != "" {
+				t.Errorf("tracing off: the log has trace ids: %s", logs.String())
+			}
+			continue
+		}
+		srv := one(t, exp.GetSpans(), "POST /v1/getHead")
+		if rec1.TraceID != "4bf92f3577b34da6a3ce929d0e0e4736" || rec1.SpanID != srv.SpanContext.SpanID().String() {
+			t.Errorf("the log's trace %q span %q, want the traceparent's trace and the server span %s", rec1.TraceID, rec1.SpanID, srv.SpanContext.SpanID())
+		}
 	}
 }
