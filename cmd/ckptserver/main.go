@@ -23,7 +23,9 @@
 // Retry-After. SIGTERM or SIGINT turns /readyz to 503, keeps serving for
 // --shutdown-delay (0 by default) so that a load balancer stops sending,
 // then closes the listener, lets the requests in flight finish (up to
-// --shutdown-timeout) and exits.
+// --shutdown-timeout) and exits. OpenTelemetry traces are off unless the
+// OTEL_* variables ask for them (OTEL_TRACES_EXPORTER=otlp: tracing.go,
+// docs/operations.md).
 //
 // Exit codes: 0 after a clean shutdown, 1 when serving fails, 2 for a bad
 // command line.
