@@ -69,7 +69,8 @@ func openMemkvURL(_ context.Context, url string, opts storeurl.Options) (*storeu
 // sibling of the namespace's checkpoints ("ckptstore.ns", name, nil) — for
 // a namespace, so a tenant's whole state is the range of ("ckptstore.ns",
 // name). Kind and Desc are the caller's.
-func openedOn(db kv.DB, opts storeurl.Options) (*storeurl.Opened, error) {
+func openedOn(raw kv.DB, opts storeurl.Options) (*storeurl.Opened, error) {
+	db := TraceDB(raw, opts.TracerProvider)
 	st, in, err := openPrefix(db, opts.Lease, "")
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", storeurl.ErrBadURL, err)
@@ -79,7 +80,7 @@ func openedOn(db kv.DB, opts storeurl.Options) (*storeurl.Opened, error) {
 		Store:     st,
 		Instances: in,
 		Close:     func() error { return nil },
-		Handle:    db,
+		Handle:    raw,
 		OpenPersistence: func(name string, now func() time.Time) (pdriver.Driver, error) {
 			return persist.Get(name, func() (pdriver.Driver, error) {
 				prefix := fdbdriver.DefaultPrefix

@@ -21,6 +21,9 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/persist"
@@ -54,6 +57,11 @@ type ClientOptions struct {
 	// RetryBackoff is the wait before the first retry, doubled (with
 	// jitter) before each next one up to 2 s; 0 means 20 ms.
 	RetryBackoff time.Duration
+	// Propagator writes the trace context of a call's context into its
+	// requests when that context carries an OpenTelemetry span, so the
+	// server's spans join the caller's trace; nil means W3C Trace Context
+	// (traceparent, tracestate). A context without a span adds nothing.
+	Propagator propagation.TextMapPropagator
 }
 
 // maxRetryAfter bounds, in seconds, the wait a server's Retry-After can
@@ -287,6 +295,7 @@ func (c *client) send(ctx context.Context, method string, body []byte, key strin
 	if now := c.opts.Lease.Now; now != nil {
 		req.Header[HeaderNow] = []string{string(driver.AppendMillis(nil, now().UnixNano()))}
 	}
+	c.injectTrace(ctx, req.Header)
 	resp, err := c.roundTrip(req)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -357,6 +366,20 @@ func replyError(resp *http.Response, body []byte) *Error {
 		e.Message = msg
 	}
 	return e
+}
+
+// injectTrace writes the trace context of ctx into hd when ctx carries a
+// valid span context; without one it costs a context lookup and no
+// allocation.
+func (c *client) injectTrace(ctx context.Context, hd http.Header) {
+	if !trace.SpanContextFromContext(ctx).IsValid() {
+		return
+	}
+	prop := c.opts.Propagator
+	if prop == nil {
+		prop = propagation.TraceContext{}
+	}
+	prop.Inject(ctx, propagation.HeaderCarrier(hd))
 }
 
 // request is a POST of method with body, its URL parsed once.

@@ -21,6 +21,8 @@ import (
 	"unsafe"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/blobs"
@@ -107,6 +109,14 @@ type HandlerOptions struct {
 	// code, latency histograms and requests in flight by rpc, the body
 	// bytes in flight (docs/operations.md).
 	Registerer prometheus.Registerer
+	// TracerProvider, when not nil, turns tracing on: a server span per
+	// request, a child of the trace context the request carries, and a span
+	// per store call beneath it (docs/operations.md, "Traces"). nil: no
+	// spans, and no cost beyond a nil check.
+	TracerProvider trace.TracerProvider
+	// Propagator reads a request's trace context when TracerProvider is
+	// set; nil means W3C Trace Context (traceparent, tracestate).
+	Propagator propagation.TextMapPropagator
 }
 
 // NewHandler returns the http.Handler that serves the stores of b over the
@@ -136,7 +146,7 @@ func NewHandler(b Backend, opts HandlerOptions) http.Handler {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	h := &handler{b: b, opts: opts, log: log}
+	h := &handler{b: b, opts: opts, log: log, trace: newTracing(opts.TracerProvider, opts.Propagator)}
 	h.budget.max = opts.MaxInflightBytes
 	h.budget.maxBig = max(opts.MaxInflightBytes-opts.MaxInflightBytes/8, opts.MaxBodyBytes)
 	h.metrics = newMetrics(opts.Registerer, &h.budget)
@@ -155,7 +165,8 @@ type handler struct {
 	log     *slog.Logger
 	metrics *metrics
 	tokens  []token
-	budget  budget // request-body bytes in flight
+	budget  budget   // request-body bytes in flight
+	trace   *tracing // nil: tracing is off
 
 	mu         sync.Mutex
 	namespaces sync.Map // name → *namespace
@@ -239,9 +250,10 @@ type call struct {
 
 	held int64 // bytes reserved from the handler's budget
 
-	id    [1]string // the request id, as the reply's X-Request-Id header
-	idBuf [16]byte  // the bytes of an id the server made
-	err   error     // the failure, for the log
+	span  trace.Span // the server span; nil when tracing is off
+	id    [1]string  // the request id, as the reply's X-Request-Id header
+	idBuf [16]byte   // the bytes of an id the server made
+	err   error      // the failure, for the log
 }
 
 // route is one method of the protocol.
@@ -291,6 +303,9 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	c := &call{w: w}
 	w.Header()[HeaderRequestID] = c.requestID(r.Header[HeaderRequestID])
+	if h.trace != nil {
+		r, c.span = h.trace.startServer(r, routeName)
+	}
 	rm := h.metrics.route(routeName)
 	rm.inFlight.Inc()
 	status, code := h.serve(w, r, rt, c)
@@ -298,6 +313,9 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		status = http.StatusOK // a reply the route streamed
 	}
 	rm.inFlight.Dec()
+	if c.span != nil {
+		endServer(c.span, c, status, code)
+	}
 	d := time.Since(start)
 	rm.observe(status, d)
 	rm.failed(code)
@@ -310,7 +328,9 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // logAttrs are the attributes of a request's log record: the request id,
 // the tenant ("" when the request named none it may use), the route, the
-// HTTP status, the wire code of a failure and the duration in seconds.
+// HTTP status, the wire code of a failure and the duration in seconds;
+// with tracing on, the trace and server span ids, which find the request's
+// trace from its log line.
 func (c *call) logAttrs(rpc string, status int, code string, d time.Duration) []slog.Attr {
 	tenant := ""
 	if c.ns != nil {
@@ -322,6 +342,11 @@ func (c *call) logAttrs(rpc string, status int, code string, d time.Duration) []
 	}
 	if c.err != nil {
 		a = append(a, slog.String("err", c.err.Error()))
+	}
+	if c.span != nil {
+		if sc := c.span.SpanContext(); sc.IsValid() {
+			a = append(a, slog.String("trace_id", sc.TraceID().String()), slog.String("span_id", sc.SpanID().String()))
+		}
 	}
 	return a
 }
@@ -502,8 +527,21 @@ func isMedia(ct, want string) bool {
 	return strings.EqualFold(strings.TrimSpace(mt), want)
 }
 
-// run serves c, holding the namespace's Dev clock when the request sets it.
+// run serves c in the span of its store call, when tracing is on.
 func (h *handler) run(rt *route, c *call) error {
+	if h.trace == nil {
+		return h.runClocked(rt, c)
+	}
+	ctx, span := h.trace.startStore(c.ctx, rt.name)
+	c.ctx = ctx
+	err := h.runClocked(rt, c)
+	endStore(span, err)
+	return err
+}
+
+// runClocked serves c, holding the namespace's Dev clock when the request
+// sets it.
+func (h *handler) runClocked(rt *route, c *call) error {
 	if !h.opts.Dev {
 		return rt.serve(h, c)
 	}

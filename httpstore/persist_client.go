@@ -711,6 +711,7 @@ func (c *client) openOnce(ctx context.Context, method string, hdr http.Header, b
 	if now := c.opts.Lease.Now; now != nil {
 		req.Header[HeaderNow] = []string{string(driver.AppendMillis(nil, now().UnixNano()))}
 	}
+	c.injectTrace(ctx, req.Header)
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redis/go-redis/extra/redisotel/v9"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ckptstore/ckptstore"
@@ -99,6 +100,16 @@ func openURL(ctx context.Context, spec string, opts storeurl.Options) (*storeurl
 		client = redis.NewClusterClient(o)
 	default:
 		return nil, storeurl.BadURL("%s: unknown Redis topology %q", shownURL, topology)
+	}
+	if opts.TracerProvider != nil {
+		// go-redis's own spans, one per command and pipeline, beneath the
+		// store call that sent them; without the statements, which hold
+		// whole checkpoints (tenants' data, megabytes per span).
+		if err := redisotel.InstrumentTracing(client, redisotel.WithTracerProvider(opts.TracerProvider),
+			redisotel.WithDBStatement(false), redisotel.WithCallerEnabled(false)); err != nil {
+			_ = client.Close()
+			return nil, fmt.Errorf("redis %s: tracing: %w", shownURL, err)
+		}
 	}
 	st, in, err := openPrefix(client, opts.Lease, ro)
 	if err != nil {

@@ -43,6 +43,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/ckptstore/ckptstore"
 	pdriver "github.com/ckptstore/ckptstore/persist/driver"
 )
@@ -123,6 +125,11 @@ type Options struct {
 	// with commit_unknown_result (1021), half of them applied and half not:
 	// the case that makes fdbstore's transactions prove idempotent.
 	MemkvUnknownResultRate float64
+	// TracerProvider, when not nil, traces the engines' own work beneath
+	// the caller's spans: a span per FoundationDB transaction attempt
+	// (fdbstore, memkv included) and go-redis's spans (redisotel). nil:
+	// no spans.
+	TracerProvider trace.TracerProvider
 }
 
 // Opened is an open store, its instance store, and what a caller may need

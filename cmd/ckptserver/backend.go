@@ -120,7 +120,7 @@ func (b *backend) close() error {
 func (s *setup) open(ctx context.Context, timeout time.Duration) (*storeurl.Opened, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	return storeurl.Open(ctx, s.c.store, storeurl.Options{Lease: s.lease})
+	return storeurl.Open(ctx, s.c.store, storeurl.Options{Lease: s.lease, TracerProvider: s.tp})
 }
 
 // retryOpen retries opening the store, whose first attempt failed with

@@ -23,7 +23,9 @@
 // Retry-After. SIGTERM or SIGINT turns /readyz to 503, keeps serving for
 // --shutdown-delay (0 by default) so that a load balancer stops sending,
 // then closes the listener, lets the requests in flight finish (up to
-// --shutdown-timeout) and exits.
+// --shutdown-timeout) and exits. OpenTelemetry traces are off unless the
+// OTEL_* variables ask for them (OTEL_TRACES_EXPORTER=otlp: tracing.go,
+// docs/operations.md).
 //
 // Exit codes: 0 after a clean shutdown, 1 when serving fails, 2 for a bad
 // command line.
@@ -54,6 +56,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/blobs"
@@ -272,6 +275,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 	}
+	var tp trace.TracerProvider
+	stopTracing := func(context.Context) error { return nil }
+	if err == nil {
+		tp, stopTracing, err = newTracerProvider(ctx, os.Getenv)
+	}
 	var ue *usageError
 	if errors.As(err, &ue) {
 		fmt.Fprintf(stderr, "ckptserver: %v\nRun 'ckptserver -h' for the flags.\n", err)
@@ -281,7 +289,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "ckptserver: %v\n", err)
 		return 2
 	}
-	if err := serve(ctx, &setup{c: c, tokens: tokens, lease: lease, bucket: bucket, log: log}, stdout); err != nil {
+	defer func() {
+		// The spans still batched go out before the process exits.
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := stopTracing(sctx); err != nil {
+			log.Warn("flushing traces", "err", err)
+		}
+	}()
+	if err := serve(ctx, &setup{c: c, tokens: tokens, lease: lease, bucket: bucket, log: log, tp: tp}, stdout); err != nil {
 		log.Error("ckptserver failed", "err", err)
 		if errors.Is(err, storeurl.ErrBadURL) {
 			return 2
@@ -344,6 +360,9 @@ type setup struct {
 	// bucket is --bucket's, nil without one.
 	bucket blobs.Bucket
 	log    *slog.Logger
+	// tp traces the requests and the store's engine; nil: tracing is off
+	// (tracing.go).
+	tp trace.TracerProvider
 }
 
 func serve(ctx context.Context, s *setup, stdout io.Writer) error {
@@ -398,7 +417,7 @@ func serve(ctx context.Context, s *setup, stdout io.Writer) error {
 	if opened != nil {
 		desc = opened.Desc
 	}
-	log.Info("listening", "addr", ln.Addr().String(), "tls", scheme == "https", "store", desc, "ready", opened != nil, "metrics_addr", metricsAddr, "dev", c.dev, "namespaces", len(s.tokens), "bucket", redact(c.bucket))
+	log.Info("listening", "addr", ln.Addr().String(), "tls", scheme == "https", "store", desc, "ready", opened != nil, "metrics_addr", metricsAddr, "dev", c.dev, "namespaces", len(s.tokens), "bucket", redact(c.bucket), "tracing", s.tp != nil)
 	if opened == nil {
 		rctx, stopRetry := context.WithCancel(ctx)
 		retried := make(chan struct{})
@@ -470,7 +489,7 @@ func (s *setup) newServer(b *backend, draining *atomic.Bool) (srv, metricsSrv *h
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), version.Collector())
 	api := httpstore.NewHandler(b, httpstore.HandlerOptions{
 		Dev: c.dev, Tokens: s.tokens, Lease: s.lease, MaxBodyBytes: c.maxBody, Logger: s.log, Registerer: reg,
-		Bucket: s.bucket, MaxBlobBytes: c.maxBlob, MaxInflightBytes: c.maxInflight,
+		Bucket: s.bucket, MaxBlobBytes: c.maxBlob, MaxInflightBytes: c.maxInflight, TracerProvider: s.tp,
 	})
 	healthz := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = io.WriteString(w, "ok\n")

@@ -1,0 +1,52 @@
+package httpstore_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/ckptstore/ckptstore/httpstore"
+	"github.com/ckptstore/ckptstore/storeurl"
+)
+
+// BenchmarkTracing serves getHead through the handler over memkv in
+// process, with tracing off, on with every span sampled (exported to a
+// no-op exporter) and on with none sampled: what tracing costs a request,
+// in allocations and time.
+func BenchmarkTracing(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		tp   trace.TracerProvider
+	}{
+		{"off", nil},
+		{"sampled", sdktrace.NewTracerProvider(sdktrace.WithSyncer(tracetest.NewNoopExporter()))},
+		{"unsampled", sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.NeverSample()))},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			o, err := storeurl.Open(context.Background(), "memkv", storeurl.Options{TracerProvider: c.tp})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer o.Close()
+			h := httpstore.NewHandler(o, httpstore.HandlerOptions{Dev: true, TracerProvider: c.tp})
+			body := `{"threadId":"t"}`
+			b.ReportAllocs()
+			for b.Loop() {
+				req := httptest.NewRequest(http.MethodPost, "/v1/getHead", strings.NewReader(body))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, req)
+				if rec.Code != http.StatusOK {
+					b.Fatalf("status %d: %s", rec.Code, rec.Body)
+				}
+			}
+		})
+	}
+}
