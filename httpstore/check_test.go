@@ -1,0 +1,120 @@
+package httpstore_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/ckptstore/ckptstore/fdbstore/kv"
+	"github.com/ckptstore/ckptstore/httpstore"
+	"github.com/ckptstore/ckptstore/internal/testkit"
+	"github.com/ckptstore/ckptstore/storeurl"
+)
+
+// writeThread appends a short chain to thread of c.
+func writeThread(t *testing.T, c *httpstore.Client, thread string, n int) {
+	t.Helper()
+	ctx := context.Background()
+	l, err := c.AcquireWriter(ctx, thread)
+	testkit.Must(t, err)
+	parent := ""
+	for i := range n {
+		id := thread + "-" + string(rune('a'+i))
+		testkit.Must(t, c.Append(ctx, testkit.Checkpoint(thread, id, parent, float64(i), 1, 2), parent, l.Writer))
+		parent = id
+	}
+}
+
+// TestCheckOfANamespace plants a broken key in one tenant's key space of
+// fdbstore over memkv: /v1/check reports it to that tenant, and another
+// tenant of the same store sees a consistent namespace.
+func TestCheckOfANamespace(t *testing.T) {
+	ctx := context.Background()
+	addr, o := serve(t, "memkv", storeurl.Options{})
+	client := func(ns string) *httpstore.Client {
+		c, err := httpstore.NewClient(addr, httpstore.ClientOptions{Namespace: ns})
+		testkit.Must(t, err)
+		return c
+	}
+	bad, good := client("bad"), client("good")
+	for _, c := range []*httpstore.Client{bad, good} {
+		writeThread(t, c, "t", 3)
+		rep, err := c.Check(ctx)
+		testkit.Must(t, err)
+		if rep.Len() != 0 {
+			t.Fatalf("a consistent namespace: %+v", rep)
+		}
+	}
+	// Break every value of the bad tenant that decodes as a checkpoint's
+	// chunk: overwrite the namespace's keys with junk, leaving the others.
+	prefix := storeurl.FDBNamespacePrefix("bad")
+	db := o.Handle.(kv.DB)
+	broken := 0
+	testkit.Must(t, db.Transact(ctx, func(tr kv.Transaction) error {
+		kvs, err := tr.GetRange(kv.KeyRange{Begin: []byte(prefix), End: []byte(prefix + "\xff")}, kv.RangeOptions{}).Get()
+		if err != nil {
+			return err
+		}
+		for _, p := range kvs {
+			tr.Set(p.Key, []byte("junk"))
+			broken++
+		}
+		return nil
+	}))
+	if broken == 0 {
+		t.Fatal("the bad tenant wrote no key under its prefix: the test breaks the wrong key space")
+	}
+	rep, err := bad.Check(ctx)
+	testkit.Must(t, err)
+	if len(rep.Checkpoints) == 0 || rep.Len() != len(rep.Checkpoints)+len(rep.Persistence)+rep.More {
+		t.Fatalf("the broken tenant's check: %+v, want problems", rep)
+	}
+	for _, p := range rep.Checkpoints {
+		if !strings.HasPrefix(p.Key, prefix) {
+			t.Errorf("problem %v: the key is not the tenant's", p)
+		}
+	}
+	rep, err = good.Check(ctx)
+	testkit.Must(t, err)
+	if rep.Len() != 0 {
+		t.Fatalf("the other tenant sees %+v, want no problem", rep)
+	}
+}
+
+// TestCheckUnsupported: memstore keeps no keys and has no checker.
+func TestCheckUnsupported(t *testing.T) {
+	addr, _ := serve(t, "mem", storeurl.Options{})
+	c, err := httpstore.NewClient(addr, httpstore.ClientOptions{Namespace: "n"})
+	testkit.Must(t, err)
+	_, err = c.Check(context.Background())
+	var he *httpstore.Error
+	if !errors.As(err, &he) || he.Code != httpstore.CodeUnsupported {
+		t.Fatalf("Check on memstore = %v, want UNSUPPORTED", err)
+	}
+}
+
+// TestCheckReplyIsBounded plants more problems than one reply lists: the
+// reply lists MaxCheckProblems and counts the rest.
+func TestCheckReplyIsBounded(t *testing.T) {
+	ctx := context.Background()
+	addr, o := serve(t, "memkv", storeurl.Options{})
+	c, err := httpstore.NewClient(addr, httpstore.ClientOptions{Namespace: "many"})
+	testkit.Must(t, err)
+	writeThread(t, c, "t", 1)
+	prefix := storeurl.FDBNamespacePrefix("many")
+	const planted = httpstore.MaxCheckProblems + 234
+	testkit.Must(t, o.Handle.(kv.DB).Transact(ctx, func(tr kv.Transaction) error {
+		for i := range planted {
+			tr.Set([]byte(prefix+"\x01stray-"+strconv.Itoa(i)), []byte("junk"))
+		}
+		return nil
+	}))
+	rep, err := c.Check(ctx)
+	testkit.Must(t, err)
+	if n := len(rep.Checkpoints) + len(rep.Persistence); n != httpstore.MaxCheckProblems || rep.More < planted-n {
+		t.Fatalf("the reply lists %d problems and counts %d more, want %d listed and at least %d more",
+			n, rep.More, httpstore.MaxCheckProblems, planted-httpstore.MaxCheckProblems)
+	}
+}
