@@ -10,6 +10,7 @@ import (
 	"github.com/ckptstore/ckptstore/fdbstore/kv"
 	"github.com/ckptstore/ckptstore/httpstore"
 	"github.com/ckptstore/ckptstore/internal/testkit"
+	"github.com/ckptstore/ckptstore/persist/fdbdriver"
 	"github.com/ckptstore/ckptstore/storeurl"
 )
 
@@ -116,5 +117,35 @@ func TestCheckReplyIsBounded(t *testing.T) {
 	if n := len(rep.Checkpoints) + len(rep.Persistence); n != httpstore.MaxCheckProblems || rep.More < planted-n {
 		t.Fatalf("the reply lists %d problems and counts %d more, want %d listed and at least %d more",
 			n, rep.More, httpstore.MaxCheckProblems, planted-httpstore.MaxCheckProblems)
+	}
+}
+
+// TestCheckPersistence plants a key of no space in one tenant's
+// persistence key space (fdbdriver over memkv): /v1/check reports it as a
+// persistence problem to that tenant and to no other.
+func TestCheckPersistence(t *testing.T) {
+	ctx := context.Background()
+	addr, o := serve(t, "memkv", storeurl.Options{})
+	bad, err := httpstore.NewClient(addr, httpstore.ClientOptions{Namespace: "bad"})
+	testkit.Must(t, err)
+	good, err := httpstore.NewClient(addr, httpstore.ClientOptions{Namespace: "good"})
+	testkit.Must(t, err)
+	for _, c := range []*httpstore.Client{bad, good} {
+		testkit.Must(t, c.Persistence().Metadata.Set(ctx, "ns", "k", []byte(`1`)))
+	}
+	prefix := fdbdriver.NamespacePrefix("bad")
+	testkit.Must(t, o.Handle.(kv.DB).Transact(ctx, func(tr kv.Transaction) error {
+		tr.Set([]byte(prefix+"\x02zz\x00"), nil)
+		return nil
+	}))
+	rep, err := bad.Check(ctx)
+	testkit.Must(t, err)
+	if len(rep.Persistence) != 1 || len(rep.Checkpoints) != 0 || rep.More != 0 || !strings.HasPrefix(rep.Persistence[0].Key, prefix) {
+		t.Fatalf("the broken tenant's check: %+v, want one persistence problem under its prefix", rep)
+	}
+	rep, err = good.Check(ctx)
+	testkit.Must(t, err)
+	if rep.Len() != 0 {
+		t.Fatalf("the other tenant sees %+v, want no problem", rep)
 	}
 }
