@@ -3,8 +3,11 @@ package httpstore_test
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/ckptstore/ckptstore/fdbstore/kv"
@@ -147,5 +150,43 @@ func TestCheckPersistence(t *testing.T) {
 	testkit.Must(t, err)
 	if rep.Len() != 0 {
 		t.Fatalf("the other tenant sees %+v, want no problem", rep)
+	}
+}
+
+// TestCheckCancelled: a check whose context is done fails with the
+// context's error and is not retried into a reply.
+func TestCheckCancelled(t *testing.T) {
+	addr, _ := serve(t, "memkv", storeurl.Options{})
+	c, err := httpstore.NewClient(addr, httpstore.ClientOptions{Namespace: "n"})
+	testkit.Must(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := c.Check(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Check with a cancelled context = %v, want context.Canceled", err)
+	}
+}
+
+// TestCheckIsNotRetried: a check that failed with a reply the other calls
+// retry (503 UNAVAILABLE) is sent once.
+func TestCheckIsNotRetried(t *testing.T) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = w.Write([]byte(`{"code":"UNAVAILABLE","message":"the store is down"}`))
+	}))
+	t.Cleanup(srv.Close)
+	c, err := httpstore.NewClient(srv.URL, httpstore.ClientOptions{Namespace: "n"})
+	testkit.Must(t, err)
+	if _, err := c.Check(context.Background()); err == nil {
+		t.Fatal("Check of a failing server succeeded")
+	}
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("Check sent %d requests, want 1", n)
+	}
+	calls.Store(0)
+	if _, err := c.GetHead(context.Background(), "t"); err == nil || calls.Load() < 2 {
+		t.Fatalf("GetHead: %v after %d requests; the test wants a failure the other calls retry", err, calls.Load())
 	}
 }
