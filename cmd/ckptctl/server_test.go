@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -217,5 +218,17 @@ func TestServerCheck(t *testing.T) {
 	}
 	if r := h.ok("check", "--store", srv.URL, "--token", "tok-b"); !strings.Contains(r.stdout, "no broken invariant") {
 		t.Errorf("tenant b's check printed %q", r.stdout)
+	}
+	// More problems than one reply lists: the rest are counted.
+	must(t, o.Handle.(kv.DB).Transact(ctx, func(tr kv.Transaction) error {
+		for i := range httpstore.MaxCheckProblems + 4 {
+			tr.Set([]byte(prefix+"\x01stray-"+strconv.Itoa(i)), []byte("junk"))
+		}
+		return nil
+	}))
+	r = h.fails(1, strconv.Itoa(httpstore.MaxCheckProblems+5)+" broken invariants", "check", "--store", srv.URL, "--token", "tok-a")
+	lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
+	if len(lines) != httpstore.MaxCheckProblems+1 || lines[len(lines)-1] != "… and 5 more (the server lists the first 1000)" {
+		t.Errorf("check printed %d lines ending %q, want %d problems and the count of the rest", len(lines), lines[len(lines)-1], httpstore.MaxCheckProblems)
 	}
 }
