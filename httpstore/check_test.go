@@ -10,8 +10,11 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/ckptstore/ckptstore/fdbstore/kv"
 	"github.com/ckptstore/ckptstore/httpstore"
+	"github.com/ckptstore/ckptstore/internal/redistest"
 	"github.com/ckptstore/ckptstore/internal/testkit"
 	"github.com/ckptstore/ckptstore/persist/fdbdriver"
 	"github.com/ckptstore/ckptstore/storeurl"
@@ -188,5 +191,32 @@ func TestCheckIsNotRetried(t *testing.T) {
 	calls.Store(0)
 	if _, err := c.GetHead(context.Background(), "t"); err == nil || calls.Load() < 2 {
 		t.Fatalf("GetHead: %v after %d requests; the test wants a failure the other calls retry", err, calls.Load())
+	}
+}
+
+// TestCheckOfANamespaceRedis: on redisstore (a real redis-server), a key
+// planted under one tenant's prefix is that tenant's problem only.
+func TestCheckOfANamespaceRedis(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	addr, o := serve(t, "redis://"+srv.Addr, storeurl.Options{})
+	bad, err := httpstore.NewClient(addr, httpstore.ClientOptions{Namespace: "bad"})
+	testkit.Must(t, err)
+	good, err := httpstore.NewClient(addr, httpstore.ClientOptions{Namespace: "good"})
+	testkit.Must(t, err)
+	for _, c := range []*httpstore.Client{bad, good} {
+		writeThread(t, c, "t", 3)
+	}
+	key := "{" + storeurl.RedisNamespacePrefix("", "bad") + "}:zz-stray"
+	testkit.Must(t, o.Handle.(redis.UniversalClient).Set(ctx, key, "junk", 0).Err())
+	rep, err := bad.Check(ctx)
+	testkit.Must(t, err)
+	if rep.Len() == 0 || len(rep.Checkpoints) == 0 || rep.Checkpoints[0].Key != key {
+		t.Fatalf("the broken tenant's check: %+v, want a problem at %q", rep, key)
+	}
+	rep, err = good.Check(ctx)
+	testkit.Must(t, err)
+	if rep.Len() != 0 {
+		t.Fatalf("the other tenant sees %+v, want no problem", rep)
 	}
 }
