@@ -195,6 +195,8 @@ type namespace struct {
 	pmu    sync.Mutex
 	pstore *persist.Store
 	pblobs bool // the store has a bucket
+	// pcheck is the persistence driver's checker, nil when it has none.
+	pcheck driver.Checker
 
 	// clock is the Dev clock: while a request that carries Ckpt-Now runs,
 	// it holds mu exclusively and sets nowSet and now; other requests hold

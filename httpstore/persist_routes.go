@@ -156,6 +156,7 @@ func (h *handler) persistOf(ns *namespace) (*persist.Store, error) {
 		}
 		return nil, reqErr(CodeUnavailable, "opening the persistence of %s: %v", ckptdriver.QuoteShort(ns.name), err)
 	}
+	pcheck, _ := d.(ckptdriver.Checker) // the driver's own, before the --dev clock wraps it
 	if h.opts.Dev {
 		d = clockedDriver{Driver: d, ns: ns}
 	}
@@ -170,7 +171,7 @@ func (h *handler) persistOf(ns *namespace) (*persist.Store, error) {
 	if err != nil {
 		return nil, reqErr(CodeBadRequest, "namespace %s: %v", ckptdriver.QuoteShort(ns.name), err)
 	}
-	ns.pstore, ns.pblobs = s, h.opts.Bucket != nil
+	ns.pstore, ns.pblobs, ns.pcheck = s, h.opts.Bucket != nil, pcheck
 	return s, nil
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/driver"
+	"github.com/ckptstore/ckptstore/httpstore"
 )
 
 // threadSeq yields every thread id of s in byte order, one Threads page at
@@ -171,7 +172,7 @@ func runCheck(ctx context.Context, e *env, args []string) error {
 	}
 	defer s.Close()
 	if s.server {
-		return fmt.Errorf("%s: %w", s.desc, errCheckServer)
+		return serverCheck(ctx, e, s)
 	}
 	prog := newProgress(e, "check", *every)
 	problems, err := callCheck(ctx, s.Store, prog.checkTick)
@@ -199,11 +200,30 @@ func runCheck(ctx context.Context, e *env, args []string) error {
 	return nil
 }
 
-// errCheckServer is check's error for a ckptserver URL: the checkers read
-// the backend's raw keys (every namespace's, and the indexes beside the
-// records), which the server does not expose to a tenant. run exits 2 for
-// it: check the backend's own URL instead.
-var errCheckServer = fmt.Errorf("check reads the backend's raw keys, which a ckptserver does not serve; run it on the backend's store URL (redis://…, fdb:…) with --namespace: %w", errors.ErrUnsupported)
+// serverCheck runs check through a ckptserver (/v1/check): the server
+// runs the engine's checkers on the tenant's namespace and lists at most
+// httpstore.MaxCheckProblems problems, counting the rest. It reports no
+// progress: the server sends nothing until the check is done.
+func serverCheck(ctx context.Context, e *env, s *store) error {
+	rep, err := s.client.Check(ctx)
+	if err != nil {
+		return fmt.Errorf("%s: %w", s.desc, err)
+	}
+	for _, p := range rep.Checkpoints {
+		fmt.Fprintln(e.stdout, p.String())
+	}
+	for _, p := range rep.Persistence {
+		fmt.Fprintln(e.stdout, "persistence: "+p.String())
+	}
+	if rep.More > 0 {
+		fmt.Fprintf(e.stdout, "… and %d more (the server lists the first %d)\n", rep.More, httpstore.MaxCheckProblems)
+	}
+	if n := rep.Len(); n > 0 {
+		return fmt.Errorf("%s: %d broken invariants", s.desc, n)
+	}
+	fmt.Fprintf(e.stdout, "%s: no broken invariant\n", s.desc)
+	return nil
+}
 
 // errNoChecker is callCheck's answer for a store without a checker.
 var errNoChecker = errors.New("this store has no checker")

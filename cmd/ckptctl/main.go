@@ -163,6 +163,9 @@ type store struct {
 	// driver, since the server has no route to dump or load persistence
 	// records in bulk.
 	server bool
+	// client is the ckptserver client of a server store (nil otherwise),
+	// for the routes beyond the store's methods (check).
+	client *httpstore.Client
 	close  func() error
 }
 
@@ -233,7 +236,7 @@ func openServer(ctx context.Context, url string, lease ckptstore.Options, e *env
 		}
 		return nil, err
 	}
-	return &store{Store: op.Store, desc: op.Desc, server: true, close: op.Close}, nil
+	return &store{Store: op.Store, desc: op.Desc, server: true, client: op.Handle.(*httpstore.Client), close: op.Close}, nil
 }
 
 // usageError is input that cannot run (a bad flag, a malformed stream);
@@ -331,7 +334,7 @@ func exitCode(err error) int {
 	if _, ok := errors.AsType[*usageError](err); ok {
 		return 2
 	}
-	for _, bad := range []error{errCheckServer, ckptstore.ErrInvalidID, ckptstore.ErrInvalidEntry, driver.ErrInvalidOptions, blobs.ErrInvalidURL, pdriver.ErrInvalidID, pdriver.ErrInvalidEntry} {
+	for _, bad := range []error{ckptstore.ErrInvalidID, ckptstore.ErrInvalidEntry, driver.ErrInvalidOptions, blobs.ErrInvalidURL, pdriver.ErrInvalidID, pdriver.ErrInvalidEntry} {
 		if errors.Is(err, bad) {
 			return 2
 		}

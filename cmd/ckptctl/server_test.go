@@ -8,10 +8,12 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/fdbstore/kv"
 	"github.com/ckptstore/ckptstore/httpstore"
 	"github.com/ckptstore/ckptstore/storeurl"
 )
@@ -126,14 +128,15 @@ func TestServerToServer(t *testing.T) {
 	h.fails(2, "--from-token is for an http", "copy", "--from", h.add("a", a), "--from-token", "tok-a", "--to", url, "--token", "tok-b")
 }
 
-// TestServerUnsupported: check, and persistence records, cannot go
-// through a server; each says so with its exit code and changes nothing.
+// TestServerUnsupported: check of a store without a checker (memstore),
+// and persistence records, cannot go through a server; each says so with
+// its exit code and changes nothing.
 func TestServerUnsupported(t *testing.T) {
 	url, _, b := tenantServer(t)
 	h := newHarness(t)
-	r := h.fails(2, "check reads the backend's raw keys", "check", "--store", url, "--token", "tok-a")
+	r := h.fails(1, "UNSUPPORTED", "check", "--store", url, "--token", "tok-a")
 	if r.stdout != "" {
-		t.Errorf("check printed %q", r.stdout)
+		t.Errorf("check of a memstore server printed %q", r.stdout)
 	}
 	p := newMemPersist()
 	must(t, p.SetMetadata(context.Background(), "ns", "key", []byte(`"v"`)))
@@ -180,4 +183,52 @@ func TestServerTLSDev(t *testing.T) {
 	empty := filepath.Join(dir, "empty.pem")
 	must(t, os.WriteFile(empty, []byte("no certificate here\n"), 0o600))
 	h.fails(2, "--ca-file", "threads", "--store", srv.URL, "--ca-file", empty)
+}
+
+// TestServerCheck: check through a server over fdbstore on memkv reports
+// the keys planted broken in tenant a's namespace to tenant a, and tenant
+// b, whose namespace is consistent, hears of none of them.
+func TestServerCheck(t *testing.T) {
+	t.Setenv(tokenEnv, "")
+	ctx := context.Background()
+	o, err := storeurl.Open(ctx, "memkv", storeurl.Options{})
+	must(t, err)
+	t.Cleanup(func() { _ = o.Close() })
+	srv := httptest.NewServer(httpstore.NewHandler(o, httpstore.HandlerOptions{Tokens: map[string]string{"tok-a": "a", "tok-b": "b"}}))
+	t.Cleanup(srv.Close)
+	for _, ns := range []string{"a", "b"} {
+		s, _, err := o.Namespace(ns, ckptstore.Options{})
+		must(t, err)
+		seed(t, s, 20)
+	}
+	h := newHarness(t)
+	for _, tok := range []string{"tok-a", "tok-b"} {
+		if r := h.ok("check", "--store", srv.URL, "--token", tok); !strings.Contains(r.stdout, "no broken invariant") {
+			t.Fatalf("check of a consistent namespace printed %q", r.stdout)
+		}
+	}
+	prefix := storeurl.FDBNamespacePrefix("a")
+	must(t, o.Handle.(kv.DB).Transact(ctx, func(tr kv.Transaction) error {
+		tr.Set([]byte(prefix+"\x01stray"), []byte("junk"))
+		return nil
+	}))
+	r := h.fails(1, "1 broken invariants", "check", "--store", srv.URL, "--token", "tok-a")
+	if !strings.Contains(r.stdout, "stray") {
+		t.Errorf("check printed %q, want the planted key", r.stdout)
+	}
+	if r := h.ok("check", "--store", srv.URL, "--token", "tok-b"); !strings.Contains(r.stdout, "no broken invariant") {
+		t.Errorf("tenant b's check printed %q", r.stdout)
+	}
+	// More problems than one reply lists: the rest are counted.
+	must(t, o.Handle.(kv.DB).Transact(ctx, func(tr kv.Transaction) error {
+		for i := range httpstore.MaxCheckProblems + 4 {
+			tr.Set([]byte(prefix+"\x01stray-"+strconv.Itoa(i)), []byte("junk"))
+		}
+		return nil
+	}))
+	r = h.fails(1, strconv.Itoa(httpstore.MaxCheckProblems+5)+" broken invariants", "check", "--store", srv.URL, "--token", "tok-a")
+	lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
+	if len(lines) != httpstore.MaxCheckProblems+1 || lines[len(lines)-1] != "… and 5 more (the server lists the first 1000)" {
+		t.Errorf("check printed %d lines ending %q, want %d problems and the count of the rest", len(lines), lines[len(lines)-1], httpstore.MaxCheckProblems)
+	}
 }
