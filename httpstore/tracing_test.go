@@ -161,17 +161,25 @@ func callerSpan(tp trace.TracerProvider) (context.Context, trace.Span) {
 	return tp.Tracer("test").Start(context.Background(), "caller")
 }
 
-// TestTracingMem: one request through the client and the handler to
-// memstore, which has no engine spans of its own.
-func TestTracingMem(t *testing.T) {
-	tr := startTraced(t, "mem", true)
+// tracedGetHead sends one getHead under a caller's span, checks the
+// request's server and store-call spans (checkRequestTree), and returns
+// every span exported and the store call's.
+func tracedGetHead(t *testing.T, tr *traced) (tracetest.SpanStubs, tracetest.SpanStub) {
+	t.Helper()
 	ctx, caller := callerSpan(tr.tp)
 	if _, err := tr.client.GetHead(ctx, "thread-1"); err != nil {
 		t.Fatal(err)
 	}
 	caller.End()
 	spans := tr.spans()
-	store := checkRequestTree(t, tr, spans, caller.SpanContext())
+	return spans, checkRequestTree(t, tr, spans, caller.SpanContext())
+}
+
+// TestTracingMem: one request through the client and the handler to
+// memstore, which has no engine spans of its own.
+func TestTracingMem(t *testing.T) {
+	tr := startTraced(t, "mem", true)
+	spans, store := tracedGetHead(t, tr)
 	if got := childrenOf(spans, store); len(got) != 0 {
 		t.Errorf("memstore's store call has %d child spans, want none", len(got))
 	}
@@ -184,13 +192,7 @@ func TestTracingMem(t *testing.T) {
 // transaction attempt is the store call's child.
 func TestTracingMemkv(t *testing.T) {
 	tr := startTraced(t, "memkv", true)
-	ctx, caller := callerSpan(tr.tp)
-	if _, err := tr.client.GetHead(ctx, "thread-1"); err != nil {
-		t.Fatal(err)
-	}
-	caller.End()
-	spans := tr.spans()
-	store := checkRequestTree(t, tr, spans, caller.SpanContext())
+	spans, store := tracedGetHead(t, tr)
 	kids := childrenOf(spans, store)
 	if len(kids) == 0 {
 		t.Fatal("the store call has no transaction span beneath it")
@@ -210,13 +212,7 @@ func TestTracingMemkv(t *testing.T) {
 func TestTracingRedis(t *testing.T) {
 	rs := redistest.Start(t)
 	tr := startTraced(t, "redis://"+rs.Addr, true)
-	ctx, caller := callerSpan(tr.tp)
-	if _, err := tr.client.GetHead(ctx, "thread-1"); err != nil {
-		t.Fatal(err)
-	}
-	caller.End()
-	spans := tr.spans()
-	store := checkRequestTree(t, tr, spans, caller.SpanContext())
+	spans, store := tracedGetHead(t, tr)
 	kids := childrenOf(spans, store)
 	if len(kids) == 0 {
 		t.Fatal("the store call has no go-redis span beneath it")
