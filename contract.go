@@ -75,15 +75,17 @@ var (
 	ErrNotReplicated = driver.ErrNotReplicated
 )
 
-// Code returns the SANDBOX_SNAPSHOT_* wire code of the contract error that
-// err wraps, or "" when err is nil or not a contract error.
+// Code returns the wire code of the contract error that err wraps
+// (SANDBOX_SNAPSHOT_* for this contract's), or "" when err is nil or not a
+// contract error (contract.Code).
 func Code(err error) string { return driver.Code(err) }
 
 // WithOpToken returns ctx carrying the op token of one logical write, so
 // that a retry of it from outside the store (a client that lost the reply)
 // reports the first call's success (docs/contract.md, "Caller op tokens and
-// retries"). The token must be unguessable, at most 128 characters of
-// [A-Za-z0-9_-], and the same on every retry of that write and on no other.
+// retries"). The token must be unguessable, 1 to 1024 (contract.MaxIDBytes)
+// characters of [A-Za-z0-9_-], and the same on every retry of that write
+// and on no other.
 func WithOpToken(ctx context.Context, token string) context.Context {
 	return driver.WithOpToken(ctx, token)
 }

@@ -3,10 +3,10 @@ package ckptstore
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"iter"
 	"time"
 
+	"github.com/ckptstore/ckptstore/contract"
 	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/internal/seqs"
 )
@@ -29,16 +29,7 @@ func New(d driver.Store) *Store { return &Store{d: d} }
 // opToken returns the caller's op token, "" for none, or ErrInvalidEntry
 // for one that is not well formed: it would become an owner token, and a
 // malformed one is a caller's bug.
-func opToken(ctx context.Context) (string, error) {
-	t, ok := driver.OpToken(ctx)
-	if !ok {
-		return "", nil
-	}
-	if !driver.ValidOpToken(t) {
-		return "", fmt.Errorf("%w: op token is not 1 to %d characters of [A-Za-z0-9_-]", ErrInvalidEntry, driver.MaxOpTokenBytes)
-	}
-	return t, nil
-}
+func opToken(ctx context.Context) (string, error) { return contract.CheckOpToken(ctx, ErrInvalidEntry) }
 
 // Get returns the checkpoint, or nil and no error when id is not stored.
 // Checks: id (ErrInvalidID).

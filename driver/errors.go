@@ -1,16 +1,14 @@
 package driver
 
-import "errors"
+import (
+	"errors"
 
-// contractError is a violation of the store contract. Each sentinel below is
-// one value of this type, so errors.Is matches exactly one of them and Code
-// finds the wire code through any wrapping.
-type contractError struct {
-	code string
-	msg  string
-}
+	"github.com/ckptstore/ckptstore/contract"
+)
 
-func (e *contractError) Error() string { return "ckptstore: " + e.msg }
+// cerr is a sentinel of the checkpoint contract: a contract.Error with the
+// "ckptstore" prefix, registered for contract.ErrorFor.
+func cerr(code, msg string) error { return contract.NewError("ckptstore", code, msg) }
 
 // The wire codes of the contract errors, shared with @tanstack/ai-sandbox
 // (the code property of its error classes).
@@ -33,36 +31,38 @@ const (
 // context (fmt.Errorf("%w: ...")).
 var (
 	// ErrConflict: the thread's head is not the expected head.
-	ErrConflict error = &contractError{CodeStaleHead, "the thread's head is not the expected head"}
+	ErrConflict = cerr(CodeStaleHead, "the thread's head is not the expected head")
 	// ErrParentMismatch: the checkpoint's parent is not the expected head.
-	ErrParentMismatch error = &contractError{CodeParentMismatch, "parentCheckpointId does not equal the expected head"}
+	ErrParentMismatch = cerr(CodeParentMismatch, "parentCheckpointId does not equal the expected head")
 	// ErrDuplicateID: the checkpoint id is already used by a stored checkpoint.
-	ErrDuplicateID error = &contractError{CodeDuplicateID, "the checkpoint id is already used"}
+	ErrDuplicateID = cerr(CodeDuplicateID, "the checkpoint id is already used")
 	// ErrNotHead: the checkpoint to delete is not the thread's head.
-	ErrNotHead error = &contractError{CodeNotHead, "the checkpoint is not the thread's head"}
+	ErrNotHead = cerr(CodeNotHead, "the checkpoint is not the thread's head")
 	// ErrWriterConflict: the thread's writer lease is held and live.
-	ErrWriterConflict error = &contractError{CodeWriterConflict, "the thread's writer lease is held"}
+	ErrWriterConflict = cerr(CodeWriterConflict, "the thread's writer lease is held")
 	// ErrWriterLost: the writer is not the thread's current, live lease.
-	ErrWriterLost error = &contractError{CodeWriterLost, "the writer is not the thread's current lease"}
-	// ErrInvalidID: a thread or checkpoint id is empty or not valid UTF-8.
-	ErrInvalidID error = &contractError{CodeInvalidID, "invalid id"}
+	ErrWriterLost = cerr(CodeWriterLost, "the writer is not the thread's current lease")
+	// ErrInvalidID: a thread or checkpoint id or an instance key is empty,
+	// not valid UTF-8 or longer than MaxIDBytes.
+	ErrInvalidID = cerr(CodeInvalidID, "invalid id")
 	// ErrInvalidEntry: a checkpoint field, entry, artifact or argument is invalid.
-	ErrInvalidEntry error = &contractError{CodeInvalidEntry, "invalid entry"}
+	ErrInvalidEntry = cerr(CodeInvalidEntry, "invalid entry")
 	// ErrForkSourceNotFound: the fork's source checkpoint does not exist.
-	ErrForkSourceNotFound error = &contractError{CodeForkSourceNotFound, "the fork source checkpoint does not exist"}
+	ErrForkSourceNotFound = cerr(CodeForkSourceNotFound, "the fork source checkpoint does not exist")
 	// ErrForkSourceThreadMismatch: the fork source is in another thread, or
 	// source and destination threads are the same.
-	ErrForkSourceThreadMismatch error = &contractError{CodeForkSourceThreadMismatch, "the fork source checkpoint is not in the source thread, or source and destination are the same thread"}
+	ErrForkSourceThreadMismatch = cerr(CodeForkSourceThreadMismatch, "the fork source checkpoint is not in the source thread, or source and destination are the same thread")
 	// ErrForkDestinationNotEmpty: the destination thread has a head or a
 	// checkpoint, or the destination checkpoint id is used.
-	ErrForkDestinationNotEmpty error = &contractError{CodeForkDestinationNotEmpty, "the fork destination thread is not empty or the destination id is used"}
+	ErrForkDestinationNotEmpty = cerr(CodeForkDestinationNotEmpty, "the fork destination thread is not empty or the destination id is used")
 )
 
 // ErrCorrupt reports stored data that breaks a store's invariants: a value
-// that does not decode, a key outside its layout. It is not a contract
-// error (Code returns "" for it): no input causes it, and a store's checker
-// (Check, ckptctl check) says what is broken.
-var ErrCorrupt = errors.New("ckptstore: stored data is corrupt")
+// that does not decode, a key outside its layout. It is contract.ErrCorrupt,
+// the one value every contract of every engine reports corruption with, and
+// not a contract error (Code returns "" for it): no input causes it, and a
+// store's checker (Check, ckptctl check) says what is broken.
+var ErrCorrupt = contract.ErrCorrupt
 
 // ErrNotReplicated reports a write that the store applied but could not
 // confirm on as many replicas as its options ask (redisstore's
@@ -77,32 +77,16 @@ var ErrNotReplicated = errors.New("ckptstore: write not acknowledged by enough r
 // It is not a contract error: Code returns "" for it.
 var ErrInvalidOptions = errors.New("ckptstore: invalid options")
 
-// Code returns the SANDBOX_SNAPSHOT_* wire code of the contract error that
-// err wraps, or "" when err is nil or not a contract error.
-func Code(err error) string {
-	var ce *contractError
-	if errors.As(err, &ce) {
-		return ce.code
-	}
-	return ""
-}
-
-// contractErrors lists every sentinel, for ErrorFor.
-var contractErrors = []error{
-	ErrConflict, ErrParentMismatch, ErrDuplicateID, ErrNotHead,
-	ErrWriterConflict, ErrWriterLost, ErrInvalidID, ErrInvalidEntry,
-	ErrForkSourceNotFound, ErrForkSourceThreadMismatch, ErrForkDestinationNotEmpty,
-}
+// Code returns the wire code of the contract error that err wraps, or ""
+// when err is nil or not a contract error. It is contract.Code: every
+// contract's errors share one type, and wire codes are unique across
+// contracts, so a SANDBOX_SNAPSHOT_* code says the error is of this one.
+func Code(err error) string { return contract.Code(err) }
 
 // ErrorFor returns the sentinel whose wire code is code
-// (SANDBOX_SNAPSHOT_STALE_HEAD → ErrConflict, …), or nil for any other
-// string. It turns codes that cross a wire — from the TypeScript side, or
-// from a store's server-side script — back into errors.Is-able values.
-func ErrorFor(code string) error {
-	for _, e := range contractErrors {
-		if Code(e) == code {
-			return e
-		}
-	}
-	return nil
-}
+// (SANDBOX_SNAPSHOT_STALE_HEAD → ErrConflict, …), or nil for a string that
+// is no registered code. It is contract.ErrorFor, so it knows every linked
+// contract's codes. It turns codes that cross a wire — from the TypeScript
+// side, or from a store's server-side script — back into errors.Is-able
+// values.
+func ErrorFor(code string) error { return contract.ErrorFor(code) }

@@ -8,69 +8,39 @@ package driver
 import (
 	"fmt"
 	"math"
-	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/ckptstore/ckptstore/contract"
 )
 
-// MaxSize is the largest Entry or Artifact size, 2^53−1: the largest
-// integer a JSON number (a JavaScript double) holds exactly.
-const MaxSize = 1<<53 - 1
+// MaxSize is the largest Entry or Artifact size: contract.MaxSafeInteger,
+// the largest integer a JSON number (a JavaScript double) holds exactly.
+const MaxSize = contract.MaxSafeInteger
 
 const (
 	filesKeyPrefix     = "sandbox-files/sha256/"
 	artifactsKeyPrefix = "sandbox-artifacts/sha256/"
 )
 
-// MaxIDBytes is the longest id the contract accepts, in bytes: a thread
-// id, checkpoint id or instance key of the checkpoint store, and every id,
-// key, namespace and token of the persistence store (persist/driver's
-// MaxIDBytes is this constant). The bound keeps what one id costs —
-// every index key that holds it, every list that returns it, every
-// error that names it — small on every backend, well inside
-// FoundationDB's 10 kB key limit.
-const MaxIDBytes = 1024
+// MaxIDBytes is the longest id the contract accepts, in bytes:
+// contract.MaxIDBytes, the one limit of every id, key, namespace and token
+// of every contract.
+const MaxIDBytes = contract.MaxIDBytes
 
 // ValidateID returns ErrInvalidID, naming what, unless id is 1 to
-// MaxIDBytes bytes of valid UTF-8. The error quotes at most a short prefix
-// of id.
-func ValidateID(what, id string) error {
-	switch {
-	case id == "":
-		return fmt.Errorf("%w: %s is empty", ErrInvalidID, what)
-	case len(id) > MaxIDBytes:
-		return fmt.Errorf("%w: %s %s is longer than %d bytes", ErrInvalidID, what, QuoteShort(id), MaxIDBytes)
-	case !utf8.ValidString(id):
-		return fmt.Errorf("%w: %s %s is not valid UTF-8", ErrInvalidID, what, QuoteShort(id))
-	}
-	return nil
-}
+// MaxIDBytes bytes of valid UTF-8 (contract.CheckNamedID). The error
+// quotes at most a short prefix of id.
+func ValidateID(what, id string) error { return contract.CheckNamedID(what, id, ErrInvalidID) }
 
-// quoteShortBytes is how much of an input QuoteShort quotes: enough to
-// recognise it, while the error stays small however long the input.
-const quoteShortBytes = 64
+// QuoteShort quotes s for an error message, at most its first 64 bytes
+// and its length (contract.QuoteShort): an error never echoes an unbounded
+// input.
+func QuoteShort(s string) string { return contract.QuoteShort(s) }
 
-// QuoteShort quotes s for an error message (%q), or, when s is longer than
-// 64 bytes, at most its first 64 bytes (cut between UTF-8 sequences) and
-// its length: an error never echoes an unbounded input.
-func QuoteShort(s string) string {
-	if len(s) <= quoteShortBytes {
-		return strconv.Quote(s)
-	}
-	return strconv.Quote(CutUTF8(s, quoteShortBytes)) + "… (" + strconv.Itoa(len(s)) + " bytes)"
-}
-
-// CutUTF8 is s cut to at most n bytes, not inside a UTF-8 sequence.
-func CutUTF8(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	i := n
-	for i > 0 && i > n-utf8.UTFMax && !utf8.RuneStart(s[i]) {
-		i--
-	}
-	return s[:i]
-}
+// CutUTF8 is s cut to at most n bytes, not inside a UTF-8 sequence
+// (contract.CutUTF8).
+func CutUTF8(s string, n int) string { return contract.CutUTF8(s, n) }
 
 // validateOptionalID is ValidateID for ids where "" means none.
 func validateOptionalID(what, id string) error {

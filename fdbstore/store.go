@@ -180,8 +180,11 @@ const (
 	// the contract's limit, which ckptstore.Store enforces on every engine
 	// before its driver; this driver checks it again for direct callers.
 	MaxIDBytes = driver.MaxIDBytes
-	// MaxPrefixBytes is the longest Options.Prefix.
-	MaxPrefixBytes = 1024
+	// MaxPrefixBytes is the longest Options.Prefix: room for the prefix of
+	// any namespace (storeurl.FDBNamespacePrefix of a name of up to
+	// MaxIDBytes, whose NUL bytes pack to two), with every key of the
+	// layout still well inside FoundationDB's 10 kB key limit.
+	MaxPrefixBytes = 3 * MaxIDBytes
 	// DefaultPruneBatch is the number of checkpoints one prune transaction
 	// deletes at most, when Options.PruneBatch is 0.
 	DefaultPruneBatch = 1000

@@ -17,7 +17,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 	"unsafe"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -26,6 +25,7 @@ import (
 
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/blobs"
+	"github.com/ckptstore/ckptstore/contract"
 	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/persist"
 	pdriver "github.com/ckptstore/ckptstore/persist/driver"
@@ -59,8 +59,9 @@ type PersistenceBackend interface {
 // fdbstore accepts (9 MB encoded), whose JSON is larger than its encoding.
 const DefaultMaxBodyBytes = 64 << 20
 
-// MaxNamespaceBytes is the longest namespace name.
-const MaxNamespaceBytes = 256
+// MaxNamespaceBytes is the longest namespace name: contract.MaxIDBytes,
+// the one limit of every id, key, namespace and token.
+const MaxNamespaceBytes = contract.MaxIDBytes
 
 // DefaultNamespace is the namespace of a --dev request without a
 // Ckpt-Namespace header.
@@ -213,13 +214,8 @@ func (n *namespace) clock() time.Time {
 	return time.Now()
 }
 
-// checkNamespace reports whether name can be a namespace.
-func checkNamespace(name string) error {
-	if name == "" || len(name) > MaxNamespaceBytes || !utf8.ValidString(name) {
-		return fmt.Errorf("namespace %s: want 1 to %d bytes of valid UTF-8", driver.QuoteShort(name), MaxNamespaceBytes)
-	}
-	return nil
-}
+// checkNamespace applies the namespace rule (contract.CheckNamespace).
+func checkNamespace(name string) error { return contract.CheckNamespace(name) }
 
 // requestError is a failure of the request itself, with its wire code.
 type requestError struct {

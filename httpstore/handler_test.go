@@ -97,7 +97,8 @@ func TestRequestErrors(t *testing.T) {
 		{"null body", "getHead", `null`, nil, 400, "BAD_REQUEST"},
 		{"text/plain", "getHead", `{"threadId":"t"}`, []string{"Content-Type", "text/plain"}, 415, "UNSUPPORTED_MEDIA_TYPE"},
 		{"bad key", "acquireWriter", `{"threadId":"t"}`, []string{"Idempotency-Key", "has space"}, 400, "BAD_REQUEST"},
-		{"long key", "acquireWriter", `{"threadId":"t"}`, []string{"Idempotency-Key", strings.Repeat("k", 129)}, 400, "BAD_REQUEST"},
+		{"long key", "acquireWriter", `{"threadId":"t"}`, []string{"Idempotency-Key", strings.Repeat("k", driver.MaxOpTokenBytes+1)}, 400, "BAD_REQUEST"},
+		{"long namespace", "getHead", `{"threadId":"t"}`, []string{"Ckpt-Namespace", strings.Repeat("n", httpstore.MaxNamespaceBytes+1)}, 400, "BAD_REQUEST"},
 		{"bad clock", "getHead", `{"threadId":"t"}`, []string{"Ckpt-Now", "soon"}, 400, "BAD_REQUEST"},
 		{"bad namespace escape", "getHead", `{"threadId":"t"}`, []string{"Ckpt-Namespace", "%zz"}, 400, "BAD_REQUEST"},
 		{"invalid UTF-8 namespace", "getHead", `{"threadId":"t"}`, []string{"Ckpt-Namespace", "%ff"}, 400, "BAD_REQUEST"},
@@ -112,6 +113,12 @@ func TestRequestErrors(t *testing.T) {
 		if status != tc.status || !strings.Contains(reply, `"code":"`+tc.code+`"`) {
 			t.Errorf("%s: %d %s, want %d %s", tc.name, status, reply, tc.status, tc.code)
 		}
+	}
+	// At the one id limit (1024 bytes, once 128 for a key and 256 for a
+	// namespace), a key and a namespace are taken.
+	if status, reply := call(t, addr, "acquireWriter", `{"threadId":"t"}`, "Idempotency-Key", strings.Repeat("k", driver.MaxOpTokenBytes),
+		"Ckpt-Namespace", strings.Repeat("n", httpstore.MaxNamespaceBytes)); status != 200 || driver.MaxOpTokenBytes != 1024 || httpstore.MaxNamespaceBytes != 1024 {
+		t.Errorf("a key and a namespace of 1024 bytes: %d %s", status, reply)
 	}
 	resp, err := http.Get(addr + "/v1/getHead")
 	if err != nil {

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/ckptstore/ckptstore/blobs"
+	"github.com/ckptstore/ckptstore/contract"
 	ckptdriver "github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/persist"
 	pdriver "github.com/ckptstore/ckptstore/persist/driver"
@@ -689,8 +690,8 @@ func lockCall(c *call, s *persist.Store, wait *int64) (steps *persist.DriverLock
 	if err != nil {
 		return nil, "", "", err
 	}
-	if token != "" && !ckptdriver.ValidOpToken(token) || len(token) > 128 {
-		return nil, "", "", fmt.Errorf("%w: token must be 1 to 128 characters of [A-Za-z0-9_-]", persist.ErrInvalidID)
+	if token != "" && !contract.ValidOpToken(token) {
+		return nil, "", "", fmt.Errorf("%w: token must be 1 to %d characters of [A-Za-z0-9_-]", persist.ErrInvalidID, contract.MaxIDBytes)
 	}
 	return steps, key, token, nil
 }

@@ -36,6 +36,7 @@ import (
 
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/blobs"
+	"github.com/ckptstore/ckptstore/contract"
 	ckptdriver "github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/persist/driver"
 )
@@ -193,14 +194,5 @@ func beginID(ctx context.Context, what, id string) error {
 }
 
 // opToken returns the op token ctx carries (ckptstore.WithOpToken), "" when
-// none, or ErrInvalidEntry when it is malformed.
-func opToken(ctx context.Context) (string, error) {
-	t, ok := ckptdriver.OpToken(ctx)
-	if !ok {
-		return "", nil
-	}
-	if !ckptdriver.ValidOpToken(t) {
-		return "", fmt.Errorf("%w: op token is not 1 to %d characters of [A-Za-z0-9_-]", ErrInvalidEntry, ckptdriver.MaxOpTokenBytes)
-	}
-	return t, nil
-}
+// none, or ErrInvalidEntry when it is malformed (contract.CheckOpToken).
+func opToken(ctx context.Context) (string, error) { return contract.CheckOpToken(ctx, ErrInvalidEntry) }

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"unicode/utf8"
 
-	ckptdriver "github.com/ckptstore/ckptstore/driver"
+	"github.com/ckptstore/ckptstore/contract"
 	"github.com/ckptstore/ckptstore/persist/driver"
 )
 
@@ -27,22 +27,12 @@ func firstErr(errs ...error) error {
 	return nil
 }
 
-// checkID: 1 to MaxIDBytes bytes of valid UTF-8 (ErrInvalidID).
-func checkID(what, id string) error {
-	switch {
-	case id == "":
-		return fmt.Errorf("%w: %s is empty", ErrInvalidID, what)
-	case len(id) > driver.MaxIDBytes:
-		return fmt.Errorf("%w: %s is %d bytes, longer than %d", ErrInvalidID, what, len(id), driver.MaxIDBytes)
-	case !utf8.ValidString(id):
-		return fmt.Errorf("%w: %s %s is not valid UTF-8", ErrInvalidID, what, quoteShort(id))
-	}
-	return nil
-}
+// checkID: 1 to MaxIDBytes bytes of valid UTF-8 (ErrInvalidID), the one
+// id rule of every contract (contract.CheckNamedID).
+func checkID(what, id string) error { return contract.CheckNamedID(what, id, ErrInvalidID) }
 
-// quoteShort quotes s, or only a short prefix of it (see
-// ckptdriver.QuoteShort).
-func quoteShort(s string) string { return ckptdriver.QuoteShort(s) }
+// quoteShort quotes s, or only a short prefix of it (contract.QuoteShort).
+func quoteShort(s string) string { return contract.QuoteShort(s) }
 
 // checkOptID is checkID for an optional id.
 func checkOptID(what string, id *string) error {
@@ -72,7 +62,7 @@ func checkOptText(what string, s *string) error {
 // Times are epoch milliseconds, which JavaScript holds exactly only up to
 // 2^53−1.
 func checkInt(what string, v int64, nonNeg bool) error {
-	if v > driver.MaxSafeInteger || v < -driver.MaxSafeInteger {
+	if !contract.SafeInteger(v) {
 		return fmt.Errorf("%w: %s %d is not a safe integer", ErrInvalidEntry, what, v)
 	}
 	if nonNeg && v < 0 {

@@ -41,11 +41,11 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/contract"
 	pdriver "github.com/ckptstore/ckptstore/persist/driver"
 )
 
@@ -54,8 +54,9 @@ import (
 // and by Namespace's for a name it cannot accept.
 var ErrBadURL = errors.New("bad store URL")
 
-// MaxNamespaceBytes is the longest namespace name.
-const MaxNamespaceBytes = 256
+// MaxNamespaceBytes is the longest namespace name: contract.MaxIDBytes,
+// the one limit of every id, key, namespace and token.
+const MaxNamespaceBytes = contract.MaxIDBytes
 
 // Opener opens the store of url, whose scheme is one it was registered
 // for. A URL or option it cannot accept fails with an error wrapping
@@ -205,10 +206,12 @@ func (o *Opened) StorePersistence(now func() time.Time) (pdriver.Driver, error) 
 	return o.OpenPersistence("", now)
 }
 
-// checkNamespace applies the name rules of Namespace and Persistence.
+// checkNamespace applies the namespace rule (contract.CheckNamespace) for
+// Namespace and Persistence; its error wraps ErrBadURL and
+// contract.ErrInvalidNamespace.
 func checkNamespace(name string) error {
-	if name == "" || len(name) > MaxNamespaceBytes || !utf8.ValidString(name) {
-		return fmt.Errorf("%w: namespace %q: want 1 to %d bytes of valid UTF-8", ErrBadURL, name, MaxNamespaceBytes)
+	if err := contract.CheckNamespace(name); err != nil {
+		return fmt.Errorf("%w: %w", ErrBadURL, err)
 	}
 	return nil
 }

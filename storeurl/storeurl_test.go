@@ -3,6 +3,7 @@ package storeurl_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -141,6 +142,22 @@ func TestNamespaces(t *testing.T) {
 			if _, _, err := o.Namespace(name, ckptstore.Options{}); !errors.Is(err, storeurl.ErrBadURL) {
 				t.Errorf("%s: Namespace(%q) = %v, want ErrBadURL", url, name, err)
 			}
+		}
+		// The limit is the one of every id (1024 bytes, once 256): a name
+		// at it opens, and its error for one past it stays short.
+		// (A name of NUL bytes has fdbstore's longest prefix: each packs to two.)
+		if storeurl.MaxNamespaceBytes != 1024 {
+			t.Errorf("MaxNamespaceBytes = %d, want the id limit 1024", storeurl.MaxNamespaceBytes)
+		}
+		for _, long := range []string{strings.Repeat("é", storeurl.MaxNamespaceBytes/2), strings.Repeat("\x00", storeurl.MaxNamespaceBytes)} {
+			if ls, _, err := o.Namespace(long, ckptstore.Options{}); err != nil {
+				t.Errorf("%s: a %d-byte namespace: %v", url, len(long), err)
+			} else if _, err := ls.AcquireWriter(ctx, strings.Repeat("t", storeurl.MaxNamespaceBytes)); err != nil {
+				t.Errorf("%s: a %d-byte namespace's store: %v", url, len(long), err)
+			}
+		}
+		if _, _, err := o.Namespace(strings.Repeat("n", 1<<20), ckptstore.Options{}); err == nil || len(err.Error()) > 1000 {
+			t.Errorf("%s: a 1 MiB namespace: %d-byte error %.200v", url, len(fmt.Sprint(err)), err)
 		}
 		if _, _, err := o.Namespace("x", ckptstore.Options{LeaseDuration: -1}); !errors.Is(err, driver.ErrInvalidOptions) {
 			t.Errorf("%s: bad lease: %v", url, err)

@@ -53,21 +53,22 @@ import (
 	"encoding/json"
 	"time"
 
-	ckptdriver "github.com/ckptstore/ckptstore/driver"
+	"github.com/ckptstore/ckptstore/contract"
 )
 
-// Limits every driver can rely on; the portable layer enforces them.
+// Limits every driver can rely on; the portable layer enforces them. They
+// are the contract core's, shared by every contract.
 const (
-	// MaxIDBytes is the longest id, key, namespace or token, in bytes: the
-	// checkpoint contract's limit (one constant for both stores). It keeps
-	// every index key of every backend well inside FoundationDB's 10 kB
-	// key limit.
-	MaxIDBytes = ckptdriver.MaxIDBytes
-	// MaxListLimit is the largest page a driver is asked for in one call.
-	MaxListLimit = 1000
+	// MaxIDBytes is the longest id, key, namespace or token, in bytes:
+	// contract.MaxIDBytes, one limit for every contract.
+	MaxIDBytes = contract.MaxIDBytes
+	// MaxListLimit is the largest page a driver is asked for in one call
+	// (contract.MaxListLimit).
+	MaxListLimit = contract.MaxListLimit
 	// MaxSafeInteger is 2^53−1, the largest integer a JavaScript number
-	// holds exactly; every time, size and epoch is within ±MaxSafeInteger.
-	MaxSafeInteger = 1<<53 - 1
+	// holds exactly; every time, size and epoch is within ±MaxSafeInteger
+	// (contract.MaxSafeInteger).
+	MaxSafeInteger = contract.MaxSafeInteger
 )
 
 // Driver is every store of the persistence contract in one backend. A
@@ -159,9 +160,8 @@ type Interrupts interface {
 }
 
 // OpTokenTTL is how long a driver remembers the op token of a committed
-// batch. A retry comes within seconds; ten minutes is ample and keeps the
-// table small.
-const OpTokenTTL = 10 * time.Minute
+// batch: contract.OpTokenTTL, the one op-token lifetime of every contract.
+const OpTokenTTL = contract.OpTokenTTL
 
 // Metadata holds the (namespace, key) → JSON value map (TanStack's
 // MetadataStore). Namespace and key are two fields of the identity, never

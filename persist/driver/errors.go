@@ -1,21 +1,10 @@
 package driver
 
-import (
-	"errors"
-	"strconv"
-	"unicode"
-	"unicode/utf8"
-)
+import "github.com/ckptstore/ckptstore/contract"
 
-// contractError is a violation of the persistence contract. Each sentinel
-// is one value of this type, so errors.Is matches exactly one of them and
-// Code finds the wire code through any wrapping.
-type contractError struct {
-	code string
-	msg  string
-}
-
-func (e *contractError) Error() string { return "persist: " + e.msg }
+// perr is a sentinel of the persistence contract: a contract.Error with
+// the "persist" prefix, registered for contract.ErrorFor.
+func perr(code, msg string) error { return contract.NewError("persist", code, msg) }
 
 // The wire codes of the contract errors. TanStack's persistence packages
 // throw plain Errors and define no codes, so these are ckptstore's own; the
@@ -35,69 +24,42 @@ const (
 var (
 	// ErrInvalidID: an id, key, namespace or token is empty, not valid
 	// UTF-8, or longer than MaxIDBytes.
-	ErrInvalidID error = &contractError{CodeInvalidID, "invalid id"}
+	ErrInvalidID = perr(CodeInvalidID, "invalid id")
 	// ErrInvalidEntry: a field or argument breaks a pure rule (a status, a
 	// number, a JSON value, a patch, a range length, a list option).
-	ErrInvalidEntry error = &contractError{CodeInvalidEntry, "invalid entry"}
+	ErrInvalidEntry = perr(CodeInvalidEntry, "invalid entry")
 	// ErrDuplicateEntry: a commit batch names one interrupt twice.
-	ErrDuplicateEntry error = &contractError{CodeDuplicateEntry, "the batch has a duplicate id"}
+	ErrDuplicateEntry = perr(CodeDuplicateEntry, "the batch has a duplicate id")
 	// ErrNotFound: a commit batch names an interrupt that does not exist.
-	ErrNotFound error = &contractError{CodeNotFound, "the batch names a missing id"}
+	ErrNotFound = perr(CodeNotFound, "the batch names a missing id")
 	// ErrNotPending: a commit batch names an interrupt that is not pending.
-	ErrNotPending error = &contractError{CodeNotPending, "the batch names a non-pending id"}
+	ErrNotPending = perr(CodeNotPending, "the batch names a non-pending id")
 	// ErrRangeNotSatisfiable: a blob range starts outside the object. A
 	// serve route answers 416 before asking; reaching the store is the
 	// caller's bug.
-	ErrRangeNotSatisfiable error = &contractError{CodeRangeNotSatisfiable, "the range starts outside the object"}
+	ErrRangeNotSatisfiable = perr(CodeRangeNotSatisfiable, "the range starts outside the object")
 	// ErrLockLost: the lock's lease was lost or could not be renewed in
 	// time, or the token does not hold it.
-	ErrLockLost error = &contractError{CodeLockLost, "the lock's lease is lost"}
+	ErrLockLost = perr(CodeLockLost, "the lock's lease is lost")
 )
 
 // ShowID is an interrupt id as a commit batch's error shows it, after the
-// sentinel's message and ": ". TanStack's in-memory InterruptStore words
-// these rejections "duplicate id: <id>", "missing id: <id>" and
-// "non-pending id: <id>", with the id as it is, and harness tests match on
-// those words, so a printable id is written as it is; one with a control
-// or other non-printable character (or invalid UTF-8) is Go-quoted, so it
-// never reaches a message raw. Ids are at most MaxIDBytes, checked before.
-func ShowID(id string) string {
-	if !utf8.ValidString(id) {
-		return strconv.Quote(id)
-	}
-	for _, r := range id {
-		if !unicode.IsPrint(r) {
-			return strconv.Quote(id)
-		}
-	}
-	return id
-}
+// sentinel's message and ": " (contract.ShowID): as it is when printable,
+// so that harness tests matching TanStack's wording ("missing id: <id>")
+// pass, else Go-quoted. Ids are at most MaxIDBytes, checked before.
+func ShowID(id string) string { return contract.ShowID(id) }
 
 // ErrCorrupt reports stored data that breaks the driver's invariants. It
-// is not a contract error (Code returns ""): no input causes it.
-var ErrCorrupt = errors.New("persist: stored data is corrupt")
+// is contract.ErrCorrupt, the value the checkpoint drivers and every
+// engine's Check report corruption with, and not a contract error (Code
+// returns ""): no input causes it.
+var ErrCorrupt = contract.ErrCorrupt
 
-// Code returns the wire code of the contract error err wraps, or "".
-func Code(err error) string {
-	var ce *contractError
-	if errors.As(err, &ce) {
-		return ce.code
-	}
-	return ""
-}
+// Code returns the wire code of the contract error err wraps, or ""
+// (contract.Code: the wire code of any contract's error).
+func Code(err error) string { return contract.Code(err) }
 
-var contractErrors = []error{
-	ErrInvalidID, ErrInvalidEntry, ErrDuplicateEntry, ErrNotFound,
-	ErrNotPending, ErrRangeNotSatisfiable, ErrLockLost,
-}
-
-// ErrorFor returns the sentinel whose wire code is code, or nil. It turns a
-// code that crossed a wire back into an errors.Is-able value.
-func ErrorFor(code string) error {
-	for _, e := range contractErrors {
-		if Code(e) == code {
-			return e
-		}
-	}
-	return nil
-}
+// ErrorFor returns the sentinel whose wire code is code, or nil
+// (contract.ErrorFor: any registered contract's). It turns a code that
+// crossed a wire back into an errors.Is-able value.
+func ErrorFor(code string) error { return contract.ErrorFor(code) }

@@ -90,7 +90,7 @@ let poolAt = pool.length
 
 /**
  * randomToken returns 128 random bits as 22 characters of base64url: the
- * form the server accepts for an Idempotency-Key ([A-Za-z0-9_-], 1…128).
+ * form the server accepts for an Idempotency-Key ([A-Za-z0-9_-], 1…1024).
  */
 export function randomToken(): string {
   if (poolAt === pool.length) {
