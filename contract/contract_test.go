@@ -57,6 +57,36 @@ func TestErrorCodeAndErrorFor(t *testing.T) {
 	}
 }
 
+// TestCodeInAndErrorIn: each contract's layer sees only its own errors,
+// also when an error of another contract is wrapped with it.
+func TestCodeInAndErrorIn(t *testing.T) {
+	both := fmt.Errorf("outer: %w", errors.Join(fmt.Errorf("x: %w", errTestB), fmt.Errorf("y: %w", errTestA)))
+	for _, c := range []struct {
+		err          error
+		prefix, want string
+	}{
+		{both, "test", "CONTRACT_TEST_A"},
+		{both, "other", "CONTRACT_TEST_B"},
+		{both, "nope", ""},
+		{fmt.Errorf("%w", errTestB), "test", ""},
+		{nil, "test", ""},
+		{errors.New("plain"), "test", ""},
+	} {
+		if got := CodeIn(c.err, c.prefix); got != c.want {
+			t.Errorf("CodeIn(%v, %s) = %q, want %q", c.err, c.prefix, got, c.want)
+		}
+	}
+	if Code(both) != "CONTRACT_TEST_B" {
+		t.Errorf("Code takes the first contract error, depth first: %q", Code(both))
+	}
+	if ErrorIn("CONTRACT_TEST_A", "test") != errTestA || ErrorIn("CONTRACT_TEST_A", "other") != nil || ErrorIn("NOPE", "test") != nil {
+		t.Error("ErrorIn answers across contracts")
+	}
+	if errTestA.Prefix() != "test" {
+		t.Errorf("Prefix() = %q", errTestA.Prefix())
+	}
+}
+
 func TestNewErrorRefusesADuplicateCode(t *testing.T) {
 	for _, code := range []string{"CONTRACT_TEST_A", ""} {
 		func() {

@@ -21,6 +21,10 @@ func (e *Error) Error() string { return e.prefix + ": " + e.msg }
 // Code is e's wire code.
 func (e *Error) Code() string { return e.code }
 
+// Prefix is the prefix of e's message: the contract's package
+// ("ckptstore", "persist"), which tells the contracts' errors apart.
+func (e *Error) Prefix() string { return e.prefix }
+
 // registry maps each wire code to its sentinel. It is written only by
 // NewError (in practice from package initialisation) and read by ErrorFor,
 // which a client calls per error reply, so readers take no lock: writers
@@ -64,6 +68,53 @@ func Code(err error) string {
 		return e.code
 	}
 	return ""
+}
+
+// CodeIn is Code for the errors of one contract, those whose Prefix is
+// prefix: the wire code of the first such error err wraps, or "". A
+// contract's layer uses it to tell an error of its own from another
+// contract's that reached it (a checkpoint error inside a persistence
+// call is not a persistence error).
+func CodeIn(err error, prefix string) string {
+	if e := findIn(err, prefix); e != nil {
+		return e.code
+	}
+	return ""
+}
+
+// findIn walks err's tree as errors.As does (depth first, Unwrap() error
+// and Unwrap() []error) for the first *Error of the contract prefix.
+func findIn(err error, prefix string) *Error {
+	for err != nil {
+		if e, ok := err.(*Error); ok && e.prefix == prefix {
+			return e
+		}
+		switch u := err.(type) {
+		case interface{ Unwrap() error }:
+			err = u.Unwrap()
+		case interface{ Unwrap() []error }:
+			for _, err := range u.Unwrap() {
+				if e := findIn(err, prefix); e != nil {
+					return e
+				}
+			}
+			return nil
+		default:
+			return nil
+		}
+	}
+	return nil
+}
+
+// ErrorIn is ErrorFor for the sentinels of one contract: the sentinel of
+// code when its Prefix is prefix, else nil.
+func ErrorIn(code, prefix string) error {
+	if m := registry.byCode.Load(); m != nil {
+		if e, ok := (*m)[code]; ok && e.prefix == prefix {
+			return e
+		}
+	}
+	return nil
 }
 
 // ErrorFor returns the sentinel whose wire code is code, of any registered

@@ -6,9 +6,12 @@ import (
 	"github.com/ckptstore/ckptstore/contract"
 )
 
+// prefix is the checkpoint contract's contract.Error prefix.
+const prefix = "ckptstore"
+
 // cerr is a sentinel of the checkpoint contract: a contract.Error with the
 // "ckptstore" prefix, registered for contract.ErrorFor.
-func cerr(code, msg string) error { return contract.NewError("ckptstore", code, msg) }
+func cerr(code, msg string) error { return contract.NewError(prefix, code, msg) }
 
 // The wire codes of the contract errors, shared with @tanstack/ai-sandbox
 // (the code property of its error classes).
@@ -77,16 +80,14 @@ var ErrNotReplicated = errors.New("ckptstore: write not acknowledged by enough r
 // It is not a contract error: Code returns "" for it.
 var ErrInvalidOptions = errors.New("ckptstore: invalid options")
 
-// Code returns the wire code of the contract error that err wraps, or ""
-// when err is nil or not a contract error. It is contract.Code: every
-// contract's errors share one type, and wire codes are unique across
-// contracts, so a SANDBOX_SNAPSHOT_* code says the error is of this one.
-func Code(err error) string { return contract.Code(err) }
+// Code returns the SANDBOX_SNAPSHOT_* wire code of the checkpoint contract
+// error that err wraps, or "" when err is nil or wraps none
+// (contract.CodeIn; contract.Code answers for every contract).
+func Code(err error) string { return contract.CodeIn(err, prefix) }
 
 // ErrorFor returns the sentinel whose wire code is code
-// (SANDBOX_SNAPSHOT_STALE_HEAD → ErrConflict, …), or nil for a string that
-// is no registered code. It is contract.ErrorFor, so it knows every linked
-// contract's codes. It turns codes that cross a wire — from the TypeScript
-// side, or from a store's server-side script — back into errors.Is-able
-// values.
-func ErrorFor(code string) error { return contract.ErrorFor(code) }
+// (SANDBOX_SNAPSHOT_STALE_HEAD → ErrConflict, …), or nil for any other
+// string (contract.ErrorIn; contract.ErrorFor answers for every
+// contract). It turns codes that cross a wire — from the TypeScript side,
+// or from a store's server-side script — back into errors.Is-able values.
+func ErrorFor(code string) error { return contract.ErrorIn(code, prefix) }

@@ -19,13 +19,12 @@ import (
 	"github.com/ckptstore/ckptstore/memstore"
 	"github.com/ckptstore/ckptstore/persist"
 	pdriver "github.com/ckptstore/ckptstore/persist/driver"
-	"github.com/ckptstore/ckptstore/persist/memdriver"
 	"github.com/ckptstore/ckptstore/persist/persisttest"
 	"github.com/ckptstore/ckptstore/persist/redisdriver"
 )
 
 // memBackend is a handler's backend on memory: memstore for the
-// checkpoints, a fresh memdriver per namespace for the persistence.
+// checkpoints, a fresh memstore.Persistence per namespace for the persistence.
 type memBackend struct{}
 
 func (memBackend) Namespace(_ string, lease ckptstore.Options) (*ckptstore.Store, *ckptstore.InstanceStore, error) {
@@ -33,7 +32,7 @@ func (memBackend) Namespace(_ string, lease ckptstore.Options) (*ckptstore.Store
 }
 
 func (memBackend) Persistence(_ string, now func() time.Time) (pdriver.Driver, error) {
-	return memdriver.New(memdriver.Options{Now: now}), nil
+	return memstore.NewPersistence(memstore.PersistenceOptions{Now: now}), nil
 }
 
 var _ httpstore.PersistenceBackend = memBackend{}
@@ -110,10 +109,10 @@ func runRemote(t *testing.T, nd persisttest.NewDriver) {
 }
 
 // TestPersistConformance runs the persistence suite through the handler
-// and the Go client, on memdriver.
+// and the Go client, on memstore.Persistence.
 func TestPersistConformance(t *testing.T) {
 	runRemote(t, func(t *testing.T, now func() time.Time) pdriver.Driver {
-		return memdriver.New(memdriver.Options{Now: now})
+		return memstore.NewPersistence(memstore.PersistenceOptions{Now: now})
 	})
 }
 

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/contract"
 	"github.com/ckptstore/ckptstore/driver"
 	pdriver "github.com/ckptstore/ckptstore/persist/driver"
 )
@@ -76,10 +77,7 @@ func (e *Error) Error() string {
 // Unwrap returns the sentinel of e's code, if it has one: a checkpoint
 // contract error's, or a persistence one's (persist.ErrInvalidID, …).
 func (e *Error) Unwrap() error {
-	if s := driver.ErrorFor(e.Code); s != nil {
-		return s
-	}
-	if s := pdriver.ErrorFor(e.Code); s != nil {
+	if s := contract.ErrorFor(e.Code); s != nil { // the sentinel of any contract's code
 		return s
 	}
 	switch e.Code {

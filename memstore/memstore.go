@@ -8,7 +8,12 @@
 // the writer's thread, ctx, op tokens) before a Driver method is called, so
 // a Driver runs only the state checks (see package driver).
 //
-// Invariants, all guarded by Driver.mu:
+// A Driver and its Persistence (Driver.Persistence) are one key space of
+// the engine: they share one lock, one clock and one op-token table (type
+// space), so every lease of the key space — writer leases and lock leases
+// alike — is judged by one clock.
+//
+// Invariants, all guarded by the key space's lock (space.mu):
 //
 //   - checkpoints holds every stored checkpoint by id, packed (rec): a
 //     private copy that is never modified and never handed out; reads
@@ -28,7 +33,8 @@
 //     checkpoint or a transcript (a lease alone does not list a thread), so
 //     Threads reads one range of it per page.
 //   - ops holds the op token of every Append, DeleteHead, fork and
-//     AcquireWriter that succeeded with one in the last opTokenTTL.
+//     AcquireWriter that succeeded with one in the last opTokenTTL, and
+//     of every commit batch of the key space's Persistence: one table.
 //
 // Every method takes the lock, reads the clock once,
 // answers a repeat of a committed call by its op token, runs its state
@@ -45,7 +51,6 @@ import (
 	"fmt"
 	"iter"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/ckptstore/ckptstore"
@@ -55,14 +60,14 @@ import (
 
 // Driver is the in-memory driver.Store. It is safe for concurrent use.
 type Driver struct {
-	opts ckptstore.Options
+	*space // the key space's lock, clock (opts.Now) and op tokens
+	opts   ckptstore.Options
 
-	mu          sync.Mutex
 	checkpoints map[string]*rec
 	threads     map[string]*thread
 	refs        blobRefs
 	listed      *btree.BTreeG[string] // threads with a head, a checkpoint or a transcript
-	ops         opTokens
+	persist     *Persistence          // made by the first call of Persistence
 }
 
 type thread struct {
@@ -108,13 +113,27 @@ func NewDriver(opts ckptstore.Options) *Driver {
 		panic(err)
 	}
 	return &Driver{
+		space:       newSpace(o.Now),
 		opts:        o,
 		checkpoints: make(map[string]*rec),
 		threads:     make(map[string]*thread),
 		refs:        newBlobRefs(),
 		listed:      btree.NewG(btreeDegree, func(a, b string) bool { return a < b }),
-		ops:         opTokens{byToken: make(map[string]*opRecord)},
 	}
+}
+
+// Persistence returns the persistence driver of s's key space: runs,
+// interrupts, metadata, artifacts, blob metadata and locks beside the
+// checkpoints. It shares s's lock, clock (the lease clock of s's options)
+// and op-token table, so one clock judges writer leases and lock leases
+// alike. Every call returns the same value.
+func (s *Driver) Persistence() *Persistence {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.persist == nil {
+		s.persist = newPersistence(s.space)
+	}
+	return s.persist
 }
 
 // thread returns t's state, creating it when create is set; nil otherwise.

@@ -123,25 +123,26 @@ func TestOpTokensKeptWhileLive(t *testing.T) {
 
 func TestMalformedOpToken(t *testing.T) {
 	s := memstore.New(ckptstore.Options{})
-	for _, tok := range []string{"has space", "ü", strings.Repeat("x", driver.MaxOpTokenBytes+1), "a/b"} {
+	for i, tok := range []string{"has space", "ü", strings.Repeat("x", driver.MaxOpTokenBytes+1), "a/b"} {
 		ctx := ckptstore.WithOpToken(context.Background(), tok)
+		thread := fmt.Sprint("u-", i) // not of the token: a long one is no valid id
 		if _, err := s.AcquireWriter(ctx, "t"); !errors.Is(err, ckptstore.ErrInvalidEntry) {
-			t.Errorf("AcquireWriter with op token %q: %v, want ErrInvalidEntry", tok, err)
+			t.Errorf("AcquireWriter with op token %.40q: %v, want ErrInvalidEntry", tok, err)
 		}
-		l, err := s.AcquireWriter(context.Background(), "u-"+tok)
+		l, err := s.AcquireWriter(context.Background(), thread)
 		if err != nil {
 			t.Fatal(err)
 		}
-		c := &ckptstore.Checkpoint{ID: "c-" + tok, ThreadID: "u-" + tok, CreatedAt: 1, Reason: ckptstore.ReasonAutomatic}
+		c := &ckptstore.Checkpoint{ID: fmt.Sprint("c-", i), ThreadID: thread, CreatedAt: 1, Reason: ckptstore.ReasonAutomatic}
 		if err := s.Append(ctx, c, "", l.Writer); !errors.Is(err, ckptstore.ErrInvalidEntry) {
-			t.Errorf("Append with op token %q: %v, want ErrInvalidEntry", tok, err)
+			t.Errorf("Append with op token %.40q: %v, want ErrInvalidEntry", tok, err)
 		}
-		if err := s.DeleteHead(ctx, "u-"+tok, "x", l.Writer); !errors.Is(err, ckptstore.ErrInvalidEntry) {
-			t.Errorf("DeleteHead with op token %q: %v, want ErrInvalidEntry", tok, err)
+		if err := s.DeleteHead(ctx, thread, "x", l.Writer); !errors.Is(err, ckptstore.ErrInvalidEntry) {
+			t.Errorf("DeleteHead with op token %.40q: %v, want ErrInvalidEntry", tok, err)
 		}
 		if _, err := s.ForkFromCheckpoint(ctx, ckptstore.ForkInput{SourceThreadID: "a", SourceCheckpointID: "b",
 			DestinationThreadID: "c", DestinationCheckpointID: "d", Writer: ckptstore.Writer{ThreadID: "c"}}); !errors.Is(err, ckptstore.ErrInvalidEntry) {
-			t.Errorf("ForkFromCheckpoint with op token %q: %v, want ErrInvalidEntry", tok, err)
+			t.Errorf("ForkFromCheckpoint with op token %.40q: %v, want ErrInvalidEntry", tok, err)
 		}
 	}
 }

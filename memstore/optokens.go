@@ -1,16 +1,31 @@
 package memstore
 
 import (
+	"sync"
 	"time"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/contract"
 )
 
+// space is what the drivers of one key space share — the checkpoint
+// Driver and its Persistence — so that the engine has one lock, one clock
+// and one op-token table per key space: every lease, writer lease and lock
+// alike, is judged by now, and a token names one write of either contract.
+type space struct {
+	mu  sync.Mutex
+	now func() time.Time // the key space's clock, never nil
+	ops opTokens         // guarded by mu
+}
+
+func newSpace(now func() time.Time) *space {
+	return &space{now: now, ops: opTokens{byToken: make(map[string]*opRecord)}}
+}
+
 // opTokenTTL is how long, on the store's clock, a committed write's op
-// token is remembered: a retry within it reports the first call's success,
-// a later one runs as a new call. Ten minutes is far longer than any client
-// retries a lost reply, and short enough that the table stays small.
-const opTokenTTL = 10 * time.Minute
+// token is remembered (contract.OpTokenTTL): a retry within it reports the
+// first call's success, a later one runs as a new call.
+const opTokenTTL = contract.OpTokenTTL
 
 // opKind is the method an op token was used with. A token names one
 // logical write, so a record answers only retries of the same method.
@@ -21,6 +36,7 @@ const (
 	opDeleteHead
 	opFork
 	opAcquire
+	opCommit // Persistence.CommitInterrupts
 )
 
 // opRecord is what a retry must report: nothing more for Append and
@@ -35,7 +51,7 @@ type opRecord struct {
 
 // opTokens is the table of recent op tokens. Records are appended to order
 // as they are made, so expired ones are dropped from its front; a clock
-// that moves back only delays that. The caller holds Driver.mu.
+// that moves back only delays that. The caller holds space.mu.
 type opTokens struct {
 	byToken map[string]*opRecord
 	order   []string

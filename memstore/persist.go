@@ -1,9 +1,21 @@
-// Package memdriver is the in-memory reference driver of the persistence
-// contract (package persist/driver): every method is one step under one
-// mutex, over maps that are sorted when listed. It is the model the other
-// drivers are compared with, so it is written to be obviously right rather
-// than fast; state lives as long as the Driver value.
-package memdriver
+package memstore
+
+// The persistence driver: the in-memory reference driver of the
+// persistence contract (package persist/driver). Every method is one step
+// under the key space's lock, over maps that are sorted when listed. It is
+// the model the other engines' persistence drivers are compared with, so
+// it is written to be obviously right rather than fast; state lives as
+// long as the Persistence value.
+//
+// Invariants, guarded by the key space's lock (space.mu):
+//   - a stored record is never modified in place: an update stores a new
+//     value, so a record handed out stays as it was;
+//   - threadRuns and threadGenRuns hold exactly the ids of the runs and
+//     generation runs of each thread;
+//   - a lock's fence only grows, and its entry is never dropped;
+//   - ops holds the op token of every commit batch that succeeded with one
+//     in the last contract.OpTokenTTL, in the key space's one table, beside
+//     the checkpoint driver's tokens.
 
 import (
 	"cmp"
@@ -14,25 +26,24 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/ckptstore/ckptstore/persist/driver"
 )
 
-// Options configure a Driver.
-type Options struct {
+// PersistenceOptions configure a Persistence made by NewPersistence.
+type PersistenceOptions struct {
 	// Now is the store's clock, by which lock leases expire and op tokens
 	// are forgotten; nil means time.Now. Tests pass their own to move the
 	// store's time apart from the holder's.
 	Now func() time.Time
 }
 
-// Driver is the in-memory driver. It is safe for concurrent use.
-type Driver struct {
-	now func() time.Time
+// Persistence is the in-memory persistence driver (persist/driver.Driver
+// and Porter). It is safe for concurrent use.
+type Persistence struct {
+	*space // the key space's lock, clock and op tokens
 
-	mu      sync.Mutex
 	runs    map[string]*driver.RunRecord
 	genRuns map[string]*driver.GenerationRunRecord
 	// threadRuns and threadGenRuns index run ids by thread, so that the
@@ -45,7 +56,6 @@ type Driver struct {
 	artifacts     map[string]*driver.ArtifactRecord
 	blobs         map[string]*driver.BlobMeta
 	locks         map[string]*lock
-	opTokens      map[string]time.Time // committed batch tokens → when forgotten
 }
 
 // metaKey is the (namespace, key) identity as two fields, so no two pairs
@@ -66,15 +76,22 @@ type waiter struct {
 	expires time.Time
 }
 
-var _ driver.Driver = (*Driver)(nil)
+var _ driver.Driver = (*Persistence)(nil)
 
-// New returns an empty Driver.
-func New(opts Options) *Driver {
+// NewPersistence returns an empty persistence driver of a key space of its
+// own, with a lock, clock and op-token table of its own. Driver.Persistence
+// returns the one that shares a checkpoint driver's.
+func NewPersistence(opts PersistenceOptions) *Persistence {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Driver{
-		now:           opts.Now,
+	return newPersistence(newSpace(opts.Now))
+}
+
+// newPersistence returns an empty persistence driver over sp.
+func newPersistence(sp *space) *Persistence {
+	return &Persistence{
+		space:         sp,
 		runs:          map[string]*driver.RunRecord{},
 		genRuns:       map[string]*driver.GenerationRunRecord{},
 		threadRuns:    map[string][]string{},
@@ -84,7 +101,6 @@ func New(opts Options) *Driver {
 		artifacts:     map[string]*driver.ArtifactRecord{},
 		blobs:         map[string]*driver.BlobMeta{},
 		locks:         map[string]*lock{},
-		opTokens:      map[string]time.Time{},
 	}
 }
 
@@ -106,7 +122,7 @@ func page[T any](all []*T, cmp func(a, b *T) int, pos func(*T) (int64, string), 
 
 // get is m[id], read under the lock. The maps are made by New and never
 // replaced, so passing one in needs no lock.
-func get[K comparable, V any](d *Driver, m map[K]V, id K) (V, error) {
+func get[K comparable, V any](d *Persistence, m map[K]V, id K) (V, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return m[id], nil
@@ -114,7 +130,7 @@ func get[K comparable, V any](d *Driver, m map[K]V, id K) (V, error) {
 
 // change replaces m[id] with next(m[id]) when m holds id, under the lock;
 // it reports whether m held it.
-func change[T any](d *Driver, m map[string]*T, id string, next func(*T) *T) (bool, error) {
+func change[T any](d *Persistence, m map[string]*T, id string, next func(*T) *T) (bool, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	cur, ok := m[id]
@@ -126,7 +142,7 @@ func change[T any](d *Driver, m map[string]*T, id string, next func(*T) *T) (boo
 
 // createOrResume returns m[id] when m holds id, and otherwise stores rec
 // as m[id], indexed under its thread in byThread, and returns it.
-func createOrResume[T any](d *Driver, m map[string]*T, byThread map[string][]string, id, threadID string, rec *T) (*T, error) {
+func createOrResume[T any](d *Persistence, m map[string]*T, byThread map[string][]string, id, threadID string, rec *T) (*T, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if cur, ok := m[id]; ok {
@@ -140,22 +156,22 @@ func createOrResume[T any](d *Driver, m map[string]*T, byThread map[string][]str
 // Runs.
 
 // CreateOrResumeRun implements driver.Runs.
-func (d *Driver) CreateOrResumeRun(_ context.Context, rec *driver.RunRecord) (*driver.RunRecord, error) {
+func (d *Persistence) CreateOrResumeRun(_ context.Context, rec *driver.RunRecord) (*driver.RunRecord, error) {
 	return createOrResume(d, d.runs, d.threadRuns, rec.RunID, rec.ThreadID, rec)
 }
 
 // UpdateRun implements driver.Runs.
-func (d *Driver) UpdateRun(_ context.Context, runID string, patch driver.RunPatch) (bool, error) {
+func (d *Persistence) UpdateRun(_ context.Context, runID string, patch driver.RunPatch) (bool, error) {
 	return change(d, d.runs, runID, patch.Apply)
 }
 
 // GetRun implements driver.Runs.
-func (d *Driver) GetRun(_ context.Context, runID string) (*driver.RunRecord, error) {
+func (d *Persistence) GetRun(_ context.Context, runID string) (*driver.RunRecord, error) {
 	return get(d, d.runs, runID)
 }
 
 // ActiveRun implements driver.Runs.
-func (d *Driver) ActiveRun(_ context.Context, threadID string) (*driver.RunRecord, error) {
+func (d *Persistence) ActiveRun(_ context.Context, threadID string) (*driver.RunRecord, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var best *driver.RunRecord
@@ -170,7 +186,7 @@ func (d *Driver) ActiveRun(_ context.Context, threadID string) (*driver.RunRecor
 func runPos(r *driver.RunRecord) (int64, string) { return r.StartedAt, r.RunID }
 
 // ThreadRuns implements driver.Runs.
-func (d *Driver) ThreadRuns(_ context.Context, threadID string, after *driver.Position, limit int) ([]*driver.RunRecord, error) {
+func (d *Persistence) ThreadRuns(_ context.Context, threadID string, after *driver.Position, limit int) ([]*driver.RunRecord, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var all []*driver.RunRecord
@@ -181,7 +197,7 @@ func (d *Driver) ThreadRuns(_ context.Context, threadID string, after *driver.Po
 }
 
 // ReclaimableRuns implements driver.Runs.
-func (d *Driver) ReclaimableRuns(_ context.Context, cutoff int64, after *driver.Position, limit int) ([]*driver.RunRecord, error) {
+func (d *Persistence) ReclaimableRuns(_ context.Context, cutoff int64, after *driver.Position, limit int) ([]*driver.RunRecord, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var all []*driver.RunRecord
@@ -196,22 +212,22 @@ func (d *Driver) ReclaimableRuns(_ context.Context, cutoff int64, after *driver.
 // Generation runs.
 
 // CreateOrResumeGenerationRun implements driver.GenerationRuns.
-func (d *Driver) CreateOrResumeGenerationRun(_ context.Context, rec *driver.GenerationRunRecord) (*driver.GenerationRunRecord, error) {
+func (d *Persistence) CreateOrResumeGenerationRun(_ context.Context, rec *driver.GenerationRunRecord) (*driver.GenerationRunRecord, error) {
 	return createOrResume(d, d.genRuns, d.threadGenRuns, rec.RunID, rec.ThreadID, rec)
 }
 
 // UpdateGenerationRun implements driver.GenerationRuns.
-func (d *Driver) UpdateGenerationRun(_ context.Context, runID string, patch driver.GenerationRunPatch) (bool, error) {
+func (d *Persistence) UpdateGenerationRun(_ context.Context, runID string, patch driver.GenerationRunPatch) (bool, error) {
 	return change(d, d.genRuns, runID, patch.Apply)
 }
 
 // GetGenerationRun implements driver.GenerationRuns.
-func (d *Driver) GetGenerationRun(_ context.Context, runID string) (*driver.GenerationRunRecord, error) {
+func (d *Persistence) GetGenerationRun(_ context.Context, runID string) (*driver.GenerationRunRecord, error) {
 	return get(d, d.genRuns, runID)
 }
 
 // LatestGenerationRun implements driver.GenerationRuns.
-func (d *Driver) LatestGenerationRun(_ context.Context, threadID string) (*driver.GenerationRunRecord, error) {
+func (d *Persistence) LatestGenerationRun(_ context.Context, threadID string) (*driver.GenerationRunRecord, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var best *driver.GenerationRunRecord
@@ -226,7 +242,7 @@ func (d *Driver) LatestGenerationRun(_ context.Context, threadID string) (*drive
 // Interrupts.
 
 // CreateInterrupt implements driver.Interrupts.
-func (d *Driver) CreateInterrupt(_ context.Context, rec *driver.InterruptRecord) error {
+func (d *Persistence) CreateInterrupt(_ context.Context, rec *driver.InterruptRecord) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if _, ok := d.interrupts[rec.InterruptID]; !ok {
@@ -236,29 +252,22 @@ func (d *Driver) CreateInterrupt(_ context.Context, rec *driver.InterruptRecord)
 }
 
 // ResolveInterrupt implements driver.Interrupts.
-func (d *Driver) ResolveInterrupt(_ context.Context, id string, at int64, response json.RawMessage) (bool, error) {
+func (d *Persistence) ResolveInterrupt(_ context.Context, id string, at int64, response json.RawMessage) (bool, error) {
 	return change(d, d.interrupts, id, func(cur *driver.InterruptRecord) *driver.InterruptRecord { return cur.Resolved(at, response) })
 }
 
 // CancelInterrupt implements driver.Interrupts.
-func (d *Driver) CancelInterrupt(_ context.Context, id string, at int64) (bool, error) {
+func (d *Persistence) CancelInterrupt(_ context.Context, id string, at int64) (bool, error) {
 	return change(d, d.interrupts, id, func(cur *driver.InterruptRecord) *driver.InterruptRecord { return cur.Cancelled(at) })
 }
 
 // CommitInterrupts implements driver.Interrupts.
-func (d *Driver) CommitInterrupts(_ context.Context, entries []driver.InterruptCommitEntry, at int64, opToken string) error {
+func (d *Persistence) CommitInterrupts(_ context.Context, entries []driver.InterruptCommitEntry, at int64, opToken string) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	now := d.now()
-	for t, forget := range d.opTokens {
-		if !now.Before(forget) {
-			delete(d.opTokens, t)
-		}
-	}
-	if opToken != "" {
-		if _, done := d.opTokens[opToken]; done {
-			return nil
-		}
+	if opToken != "" && d.ops.done(opToken, opCommit, now) != nil {
+		return nil
 	}
 	for _, e := range entries {
 		if err := driver.Committable(e.InterruptID, d.interrupts[e.InterruptID]); err != nil {
@@ -269,18 +278,18 @@ func (d *Driver) CommitInterrupts(_ context.Context, entries []driver.InterruptC
 		d.interrupts[e.InterruptID] = e.Commit(d.interrupts[e.InterruptID], at)
 	}
 	if opToken != "" {
-		d.opTokens[opToken] = now.Add(driver.OpTokenTTL)
+		d.ops.record(opToken, &opRecord{kind: opCommit}, now)
 	}
 	return nil
 }
 
 // GetInterrupt implements driver.Interrupts.
-func (d *Driver) GetInterrupt(_ context.Context, id string) (*driver.InterruptRecord, error) {
+func (d *Persistence) GetInterrupt(_ context.Context, id string) (*driver.InterruptRecord, error) {
 	return get(d, d.interrupts, id)
 }
 
 // ListInterrupts implements driver.Interrupts.
-func (d *Driver) ListInterrupts(_ context.Context, scope driver.InterruptScope, after *driver.Position, limit int) ([]*driver.InterruptRecord, error) {
+func (d *Persistence) ListInterrupts(_ context.Context, scope driver.InterruptScope, after *driver.Position, limit int) ([]*driver.InterruptRecord, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var all []*driver.InterruptRecord
@@ -296,12 +305,12 @@ func (d *Driver) ListInterrupts(_ context.Context, scope driver.InterruptScope, 
 // Metadata.
 
 // GetMetadata implements driver.Metadata.
-func (d *Driver) GetMetadata(_ context.Context, namespace, key string) (json.RawMessage, error) {
+func (d *Persistence) GetMetadata(_ context.Context, namespace, key string) (json.RawMessage, error) {
 	return get(d, d.metadata, metaKey{namespace, key})
 }
 
 // SetMetadata implements driver.Metadata.
-func (d *Driver) SetMetadata(_ context.Context, namespace, key string, value json.RawMessage) error {
+func (d *Persistence) SetMetadata(_ context.Context, namespace, key string, value json.RawMessage) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.metadata[metaKey{namespace, key}] = value
@@ -309,7 +318,7 @@ func (d *Driver) SetMetadata(_ context.Context, namespace, key string, value jso
 }
 
 // DeleteMetadata implements driver.Metadata.
-func (d *Driver) DeleteMetadata(_ context.Context, namespace, key string) error {
+func (d *Persistence) DeleteMetadata(_ context.Context, namespace, key string) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	delete(d.metadata, metaKey{namespace, key})
@@ -319,7 +328,7 @@ func (d *Driver) DeleteMetadata(_ context.Context, namespace, key string) error 
 // Artifacts.
 
 // SaveArtifact implements driver.Artifacts.
-func (d *Driver) SaveArtifact(_ context.Context, rec *driver.ArtifactRecord) error {
+func (d *Persistence) SaveArtifact(_ context.Context, rec *driver.ArtifactRecord) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.artifacts[rec.ArtifactID] = rec
@@ -327,12 +336,12 @@ func (d *Driver) SaveArtifact(_ context.Context, rec *driver.ArtifactRecord) err
 }
 
 // GetArtifact implements driver.Artifacts.
-func (d *Driver) GetArtifact(_ context.Context, artifactID string) (*driver.ArtifactRecord, error) {
+func (d *Persistence) GetArtifact(_ context.Context, artifactID string) (*driver.ArtifactRecord, error) {
 	return get(d, d.artifacts, artifactID)
 }
 
 // ListArtifacts implements driver.Artifacts.
-func (d *Driver) ListArtifacts(_ context.Context, scope driver.ArtifactScope, after *driver.Position, limit int) ([]*driver.ArtifactRecord, error) {
+func (d *Persistence) ListArtifacts(_ context.Context, scope driver.ArtifactScope, after *driver.Position, limit int) ([]*driver.ArtifactRecord, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var all []*driver.ArtifactRecord
@@ -345,7 +354,7 @@ func (d *Driver) ListArtifacts(_ context.Context, scope driver.ArtifactScope, af
 }
 
 // DeleteArtifact implements driver.Artifacts.
-func (d *Driver) DeleteArtifact(_ context.Context, artifactID string) error {
+func (d *Persistence) DeleteArtifact(_ context.Context, artifactID string) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	delete(d.artifacts, artifactID)
@@ -353,7 +362,7 @@ func (d *Driver) DeleteArtifact(_ context.Context, artifactID string) error {
 }
 
 // DeleteRunArtifacts implements driver.Artifacts.
-func (d *Driver) DeleteRunArtifacts(_ context.Context, runID string, limit int) (int, error) {
+func (d *Persistence) DeleteRunArtifacts(_ context.Context, runID string, limit int) (int, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	n := 0
@@ -372,7 +381,7 @@ func (d *Driver) DeleteRunArtifacts(_ context.Context, runID string, limit int) 
 // Blobs.
 
 // PutBlob implements driver.Blobs.
-func (d *Driver) PutBlob(_ context.Context, meta *driver.BlobMeta) (*driver.BlobMeta, string, error) {
+func (d *Persistence) PutBlob(_ context.Context, meta *driver.BlobMeta) (*driver.BlobMeta, string, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	replaced := ""
@@ -386,12 +395,12 @@ func (d *Driver) PutBlob(_ context.Context, meta *driver.BlobMeta) (*driver.Blob
 }
 
 // GetBlob implements driver.Blobs.
-func (d *Driver) GetBlob(_ context.Context, key string) (*driver.BlobMeta, error) {
+func (d *Persistence) GetBlob(_ context.Context, key string) (*driver.BlobMeta, error) {
 	return get(d, d.blobs, key)
 }
 
 // DeleteBlob implements driver.Blobs.
-func (d *Driver) DeleteBlob(_ context.Context, key string) (string, error) {
+func (d *Persistence) DeleteBlob(_ context.Context, key string) (string, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	cur, ok := d.blobs[key]
@@ -403,7 +412,7 @@ func (d *Driver) DeleteBlob(_ context.Context, key string) (string, error) {
 }
 
 // ListBlobs implements driver.Blobs.
-func (d *Driver) ListBlobs(_ context.Context, prefix, after string, limit int) ([]*driver.BlobMeta, error) {
+func (d *Persistence) ListBlobs(_ context.Context, prefix, after string, limit int) ([]*driver.BlobMeta, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var keys []string
@@ -426,7 +435,7 @@ func (d *Driver) ListBlobs(_ context.Context, prefix, after string, limit int) (
 // watchers told when that changed the queue), creating it when absent. A
 // key's entry is never dropped: it keeps the fence, which must never go
 // back.
-func (d *Driver) state(key string, now time.Time) *lock {
+func (d *Persistence) state(key string, now time.Time) *lock {
 	l := d.locks[key]
 	if l == nil {
 		l = &lock{}
@@ -462,7 +471,7 @@ func (l *lock) place(token string) int {
 }
 
 // AcquireLock implements driver.Locks.
-func (d *Driver) AcquireLock(_ context.Context, req driver.LockRequest) (driver.LockState, error) {
+func (d *Persistence) AcquireLock(_ context.Context, req driver.LockRequest) (driver.LockState, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	now := d.now()
@@ -497,7 +506,7 @@ func (d *Driver) AcquireLock(_ context.Context, req driver.LockRequest) (driver.
 }
 
 // RenewLock implements driver.Locks.
-func (d *Driver) RenewLock(_ context.Context, key, token string, lease time.Duration) (driver.LockState, error) {
+func (d *Persistence) RenewLock(_ context.Context, key, token string, lease time.Duration) (driver.LockState, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	now := d.now()
@@ -510,7 +519,7 @@ func (d *Driver) RenewLock(_ context.Context, key, token string, lease time.Dura
 }
 
 // ReleaseLock implements driver.Locks.
-func (d *Driver) ReleaseLock(_ context.Context, key, token string) (driver.LockState, error) {
+func (d *Persistence) ReleaseLock(_ context.Context, key, token string) (driver.LockState, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	now := d.now()
@@ -530,7 +539,7 @@ func (d *Driver) ReleaseLock(_ context.Context, key, token string) (driver.LockS
 // WatchLock implements driver.Locks: the channel closes on the next grant,
 // release, or removal from the queue. A lease that expires changes nothing
 // until a step notices it, so a waiter wakes for that by its own timer.
-func (d *Driver) WatchLock(_ context.Context, key string) (<-chan struct{}, error) {
+func (d *Persistence) WatchLock(_ context.Context, key string) (<-chan struct{}, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	l := d.state(key, d.now())
@@ -542,11 +551,11 @@ func (d *Driver) WatchLock(_ context.Context, key string) (<-chan struct{}, erro
 
 // Export and import (driver.Porter).
 
-var _ driver.Porter = (*Driver)(nil)
+var _ driver.Porter = (*Persistence)(nil)
 
 // Dump implements driver.Porter: a snapshot taken under the lock, yielded
 // kind by kind, each kind in id order (metadata by namespace, then key).
-func (d *Driver) Dump(ctx context.Context) iter.Seq2[driver.Record, error] {
+func (d *Persistence) Dump(ctx context.Context) iter.Seq2[driver.Record, error] {
 	return func(yield func(driver.Record, error) bool) {
 		if err := ctx.Err(); err != nil {
 			yield(driver.Record{}, err)
@@ -592,7 +601,7 @@ func (d *Driver) Dump(ctx context.Context) iter.Seq2[driver.Record, error] {
 
 // stored returns what the driver holds under r's identity, as a Record,
 // or ok false. d.mu is held.
-func (d *Driver) stored(r driver.Record) (driver.Record, bool) {
+func (d *Persistence) stored(r driver.Record) (driver.Record, bool) {
 	out := driver.Record{Kind: r.Kind}
 	var ok bool
 	switch r.Kind {
@@ -616,7 +625,7 @@ func (d *Driver) stored(r driver.Record) (driver.Record, bool) {
 
 // Load implements driver.Porter: every record is checked before the first
 // is stored, under one lock.
-func (d *Driver) Load(ctx context.Context, recs []driver.Record) (int, error) {
+func (d *Persistence) Load(ctx context.Context, recs []driver.Record) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}

@@ -1,4 +1,4 @@
-package memdriver_test
+package memstore_test
 
 import (
 	"path/filepath"
@@ -10,19 +10,19 @@ import (
 
 	"github.com/ckptstore/ckptstore/blobs"
 	"github.com/ckptstore/ckptstore/internal/plinz"
+	"github.com/ckptstore/ckptstore/memstore"
 	"github.com/ckptstore/ckptstore/persist"
-	"github.com/ckptstore/ckptstore/persist/memdriver"
 )
 
-// TestRunsLinearizable checks concurrent histories of the runs store,
+// TestPersistRunsLinearizable checks concurrent histories of the runs store,
 // six clients over three Store values on one driver, against plinz's
 // sequential model. PLINZ_SOAK multiplies the number of histories.
-func TestRunsLinearizable(t *testing.T) {
+func TestPersistRunsLinearizable(t *testing.T) {
 	start := time.Now()
 	runs := 8 * plinz.Soak()
 	var total plinz.RunsStats
 	for seed := range uint64(runs) {
-		d := memdriver.New(memdriver.Options{})
+		d := memstore.NewPersistence(memstore.PersistenceOptions{})
 		var stores []*persist.Store
 		for range 3 {
 			s, err := persist.New(d, persist.Options{Bucket: blobs.NewMem(blobs.MemOptions{})})
@@ -43,20 +43,20 @@ func TestRunsLinearizable(t *testing.T) {
 	t.Logf("%d histories, %d operations checked, 0 violations, %v", runs, total.Operations, time.Since(start).Round(time.Millisecond))
 }
 
-// TestLockHistories runs holders of WithLock in virtual time on two keys
+// TestPersistLockHistories runs holders of WithLock in virtual time on two keys
 // over three Store values whose clocks are skewed from the store's (an
 // hour off, 10 % fast or slow), with
 // injected step faults (cut requests, lost replies, delays up to a lease)
 // and holders that stall past their lease, and checks each history's
 // fences, leases and aborts by the store's clock.
-func TestLockHistories(t *testing.T) {
+func TestPersistLockHistories(t *testing.T) {
 	start := time.Now()
 	runs := 8 * plinz.Soak()
 	const lease, renew = 100 * time.Millisecond, 25 * time.Millisecond
 	var sum plinz.Totals
 	for seed := range uint64(runs) {
 		synctest.Test(t, func(t *testing.T) {
-			stacks, err := plinz.Stacks(memdriver.New(memdriver.Options{}), time.Now, plinz.StackOptions{
+			stacks, err := plinz.Stacks(memstore.NewPersistence(memstore.PersistenceOptions{}), time.Now, plinz.StackOptions{
 				Lease: lease, RenewAfter: renew,
 				Skews:  []plinz.Skew{{}, {Offset: time.Hour, Rate: 1.1}, {Offset: -time.Hour, Rate: 0.9}},
 				Faults: plinz.StepFaults{Seed: seed, CutRate: 0.01, LostRate: 0.01, DelayRate: 0.05, MaxDelay: lease},

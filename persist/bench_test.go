@@ -6,12 +6,12 @@ import (
 	"testing"
 
 	"github.com/ckptstore/ckptstore/blobs"
+	"github.com/ckptstore/ckptstore/memstore"
 	"github.com/ckptstore/ckptstore/persist"
-	"github.com/ckptstore/ckptstore/persist/memdriver"
 )
 
 func benchStore(b *testing.B) *persist.Store {
-	s, err := persist.New(memdriver.New(memdriver.Options{}), persist.Options{Bucket: blobs.NewMem(blobs.MemOptions{})})
+	s, err := persist.New(memstore.NewPersistence(memstore.PersistenceOptions{}), persist.Options{Bucket: blobs.NewMem(blobs.MemOptions{})})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -5,15 +5,15 @@ import (
 	"fmt"
 
 	"github.com/ckptstore/ckptstore/blobs"
+	"github.com/ckptstore/ckptstore/memstore"
 	"github.com/ckptstore/ckptstore/persist"
-	"github.com/ckptstore/ckptstore/persist/memdriver"
 )
 
 // One chat turn's persistence, with the sandbox created under the thread's
 // lock so that two replicas cannot both create it.
 func Example() {
 	ctx := context.Background()
-	s, err := persist.New(memdriver.New(memdriver.Options{}), persist.Options{Bucket: blobs.NewMem(blobs.MemOptions{})})
+	s, err := persist.New(memstore.NewPersistence(memstore.PersistenceOptions{}), persist.Options{Bucket: blobs.NewMem(blobs.MemOptions{})})
 	if err != nil {
 		panic(err)
 	}

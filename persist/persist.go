@@ -10,7 +10,7 @@
 // context, the op token, the defaults and timestamps, clone-on-read, blob
 // bytes (which go to a blobs.Bucket) and the whole lock protocol (waiting,
 // renewal, the abort signal). A driver does the state checks and the write
-// of each call in one atomic step; package persist/memdriver is the
+// of each call in one atomic step; memstore.Persistence is the
 // reference, and package persist/persisttest proves any driver with one call.
 //
 // # Messages

@@ -6,13 +6,13 @@ import (
 
 	"github.com/ckptstore/ckptstore/blobs"
 	ckptdriver "github.com/ckptstore/ckptstore/driver"
+	"github.com/ckptstore/ckptstore/memstore"
 	"github.com/ckptstore/ckptstore/persist"
-	"github.com/ckptstore/ckptstore/persist/memdriver"
 	"github.com/stretchr/testify/require"
 )
 
 func TestNewRejectsOptions(t *testing.T) {
-	d, b := memdriver.New(memdriver.Options{}), blobs.NewMem(blobs.MemOptions{})
+	d, b := memstore.NewPersistence(memstore.PersistenceOptions{}), blobs.NewMem(blobs.MemOptions{})
 	for name, o := range map[string]persist.Options{
 		"NoBucket":          {},
 		"RenewAfterTooLong": {Bucket: b, LeaseDuration: time.Second, RenewAfter: time.Second},

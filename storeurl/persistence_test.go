@@ -232,7 +232,7 @@ func TestPersistenceRedis(t *testing.T) {
 	})
 }
 
-// TestPersistenceMem: mem keeps one memdriver per key space, so the same
+// TestPersistenceMem: mem keeps one persistence driver per key space, so the same
 // name gives the same data (and the same driver), and names stay apart.
 func TestPersistenceMem(t *testing.T) {
 	o, err := storeurl.Open(context.Background(), "mem", storeurl.Options{})

@@ -168,9 +168,11 @@ type Opened struct {
 	// when name is "". now is the store's clock for lock leases and op
 	// tokens; nil means the backend's own (the Redis server's TIME,
 	// time.Now elsewhere). A backend keeps one driver per key space and
-	// returns it to every later call, whose now is then ignored: memdriver
-	// holds the data, and fdbdriver and redisdriver wake the lock watchers
-	// of their own process through the driver value. nil when the backend
+	// returns it to every later call, whose now is then ignored: memstore
+	// holds the data (its key space's driver also shares the checkpoint
+	// driver's clock, so now is taken only by a namespace's first call), and
+	// fdbdriver and redisdriver wake the lock watchers of their own process
+	// through the driver value. nil when the backend
 	// keeps no persistence state.
 	OpenPersistence func(name string, now func() time.Time) (pdriver.Driver, error)
 }

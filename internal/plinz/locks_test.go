@@ -7,8 +7,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/ckptstore/ckptstore/memstore"
 	"github.com/ckptstore/ckptstore/persist/driver"
-	"github.com/ckptstore/ckptstore/persist/memdriver"
 )
 
 var t0 = time.UnixMilli(1_700_000_000_000)
@@ -82,11 +82,11 @@ func TestLocksCheckerRejects(t *testing.T) {
 
 // halfLease enforces half the lease it reports: its leases overlap by the
 // clock it reports.
-type halfLease struct{ *memdriver.Driver }
+type halfLease struct{ *memstore.Persistence }
 
 func (d halfLease) AcquireLock(ctx context.Context, req driver.LockRequest) (driver.LockState, error) {
 	req.Lease /= 2
-	st, err := d.Driver.AcquireLock(ctx, req)
+	st, err := d.Persistence.AcquireLock(ctx, req)
 	if st.Held {
 		st.ExpiresAt = st.Now.Add(2 * req.Lease)
 	}
@@ -94,7 +94,7 @@ func (d halfLease) AcquireLock(ctx context.Context, req driver.LockRequest) (dri
 }
 
 func (d halfLease) RenewLock(ctx context.Context, key, token string, lease time.Duration) (driver.LockState, error) {
-	st, err := d.Driver.RenewLock(ctx, key, token, lease/2)
+	st, err := d.Persistence.RenewLock(ctx, key, token, lease/2)
 	if err == nil {
 		st.ExpiresAt = st.Now.Add(lease)
 	}
@@ -102,7 +102,7 @@ func (d halfLease) RenewLock(ctx context.Context, key, token string, lease time.
 }
 
 // fakeRenew reports a renewal as done without doing it.
-type fakeRenew struct{ *memdriver.Driver }
+type fakeRenew struct{ *memstore.Persistence }
 
 func (d fakeRenew) RenewLock(_ context.Context, _, _ string, _ time.Duration) (driver.LockState, error) {
 	return driver.LockState{Held: true, Now: time.Now()}, nil
@@ -128,16 +128,16 @@ func recordWith(t *testing.T, d driver.Driver, skews []Skew, f StepFaults, stall
 	return h, CheckLocks(h, 0)
 }
 
-// TestLocksOnMemdriver runs the protocol in virtual time on memdriver with
+// TestLocksOnMemstore runs the protocol in virtual time on memstore's Persistence with
 // step faults, stalls and skewed holder clocks (off by up to an hour,
 // drifting up to 10 %): no violation, and the stalls did overrun their
 // successors' grants, so the abort rule was exercised.
-func TestLocksOnMemdriver(t *testing.T) {
+func TestLocksOnMemstore(t *testing.T) {
 	skews := []Skew{{}, {Offset: time.Hour, Rate: 1.1}, {Offset: -time.Hour, Rate: 0.9}}
 	var overran, sections int
 	for seed := range uint64(3) {
 		synctest.Test(t, func(t *testing.T) {
-			h, r := record(t, memdriver.New(memdriver.Options{}), skews, seed)
+			h, r := record(t, memstore.NewPersistence(memstore.PersistenceOptions{}), skews, seed)
 			for _, v := range r.Violations {
 				t.Error(v)
 			}
@@ -161,8 +161,8 @@ func TestLocksCatchesBrokenSetups(t *testing.T) {
 		name, want string
 		d          func() driver.Driver
 	}{
-		{"half lease", "past fence", func() driver.Driver { return halfLease{memdriver.New(memdriver.Options{})} }},
-		{"renewal reports success, renews nothing", "never cancelled", func() driver.Driver { return fakeRenew{memdriver.New(memdriver.Options{})} }},
+		{"half lease", "past fence", func() driver.Driver { return halfLease{memstore.NewPersistence(memstore.PersistenceOptions{})} }},
+		{"renewal reports success, renews nothing", "never cancelled", func() driver.Driver { return fakeRenew{memstore.NewPersistence(memstore.PersistenceOptions{})} }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -188,7 +188,7 @@ func TestLocksCatchesSteppingClock(t *testing.T) {
 	sections := 0
 	for seed := uint64(0); seed < 10 && len(found) == 0; seed++ {
 		synctest.Test(t, func(t *testing.T) {
-			_, r := recordWith(t, memdriver.New(memdriver.Options{}), []Skew{{Every: testLease / 4, Back: testLease / 2}},
+			_, r := recordWith(t, memstore.NewPersistence(memstore.PersistenceOptions{}), []Skew{{Every: testLease / 4, Back: testLease / 2}},
 				StepFaults{Seed: seed, DelayRate: 0.6, MaxDelay: testLease / 2}, 0.5, seed)
 			sections += r.Sections
 			for _, v := range r.Violations {

@@ -10,9 +10,9 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"github.com/ckptstore/ckptstore/blobs"
+	"github.com/ckptstore/ckptstore/memstore"
 	"github.com/ckptstore/ckptstore/persist"
 	"github.com/ckptstore/ckptstore/persist/driver"
-	"github.com/ckptstore/ckptstore/persist/memdriver"
 )
 
 func newStores(t *testing.T, d driver.Driver, n int) []*persist.Store {
@@ -30,10 +30,10 @@ func newStores(t *testing.T, d driver.Driver, n int) []*persist.Store {
 
 // resurrecting stores a running run over a finished one on createOrResume:
 // the bug the contract's "resuming never resurrects" rules out.
-type resurrecting struct{ *memdriver.Driver }
+type resurrecting struct{ *memstore.Persistence }
 
 func (d resurrecting) CreateOrResumeRun(ctx context.Context, rec *driver.RunRecord) (*driver.RunRecord, error) {
-	got, err := d.Driver.CreateOrResumeRun(ctx, rec)
+	got, err := d.Persistence.CreateOrResumeRun(ctx, rec)
 	if err != nil || !got.Status.Terminal() {
 		return got, err
 	}
@@ -44,7 +44,7 @@ func (d resurrecting) CreateOrResumeRun(ctx context.Context, rec *driver.RunReco
 }
 
 // oldestActive answers findActiveRun with the thread's oldest running run.
-type oldestActive struct{ *memdriver.Driver }
+type oldestActive struct{ *memstore.Persistence }
 
 func (d oldestActive) ActiveRun(ctx context.Context, threadID string) (*driver.RunRecord, error) {
 	runs, err := d.ThreadRuns(ctx, threadID, nil, driver.MaxListLimit)
@@ -57,16 +57,16 @@ func (d oldestActive) ActiveRun(ctx context.Context, threadID string) (*driver.R
 }
 
 // clearingPatch drops a patch's clears: a patch that can only set.
-type clearingPatch struct{ *memdriver.Driver }
+type clearingPatch struct{ *memstore.Persistence }
 
 func (d clearingPatch) UpdateRun(ctx context.Context, id string, p driver.RunPatch) (bool, error) {
 	if p.FinishedAt.IsClear() {
 		p.FinishedAt = driver.RunPatch{}.FinishedAt
 	}
-	return d.Driver.UpdateRun(ctx, id, p)
+	return d.Persistence.UpdateRun(ctx, id, p)
 }
 
-// TestRunsCatchesBrokenDrivers: histories of memdriver are linearizable;
+// TestRunsCatchesBrokenDrivers: histories of memstore's Persistence are linearizable;
 // each broken driver fails the check in at least one of four histories.
 func TestRunsCatchesBrokenDrivers(t *testing.T) {
 	for _, c := range []struct {
@@ -74,10 +74,10 @@ func TestRunsCatchesBrokenDrivers(t *testing.T) {
 		d      func() driver.Driver
 		broken bool
 	}{
-		{"memdriver", func() driver.Driver { return memdriver.New(memdriver.Options{}) }, false},
-		{"resurrecting", func() driver.Driver { return resurrecting{memdriver.New(memdriver.Options{})} }, true},
-		{"oldest active", func() driver.Driver { return oldestActive{memdriver.New(memdriver.Options{})} }, true},
-		{"patch cannot clear", func() driver.Driver { return clearingPatch{memdriver.New(memdriver.Options{})} }, true},
+		{"memstore", func() driver.Driver { return memstore.NewPersistence(memstore.PersistenceOptions{}) }, false},
+		{"resurrecting", func() driver.Driver { return resurrecting{memstore.NewPersistence(memstore.PersistenceOptions{})} }, true},
+		{"oldest active", func() driver.Driver { return oldestActive{memstore.NewPersistence(memstore.PersistenceOptions{})} }, true},
+		{"patch cannot clear", func() driver.Driver { return clearingPatch{memstore.NewPersistence(memstore.PersistenceOptions{})} }, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			illegal, ops := 0, 0
@@ -173,7 +173,7 @@ func TestRunsModelRejects(t *testing.T) {
 // TestRunsHistoryJSON: a history survives the JSON a child process hands
 // its parent.
 func TestRunsHistoryJSON(t *testing.T) {
-	h := RecordRuns(newStores(t, memdriver.New(memdriver.Options{}), 1), RunsOptions{Clients: 2, OpsPerClient: 30})
+	h := RecordRuns(newStores(t, memstore.NewPersistence(memstore.PersistenceOptions{}), 1), RunsOptions{Clients: 2, OpsPerClient: 30})
 	b, err := json.Marshal(h)
 	if err != nil {
 		t.Fatal(err)

@@ -32,7 +32,7 @@
 //
 //   - Each method is one atomic step: its state checks and its write happen
 //     in one transaction (fdbstore), one script (redisstore) or under one
-//     lock (memdriver). A method that returns an error has changed nothing.
+//     lock (memstore). A method that returns an error has changed nothing.
 //   - A stored record is never modified in place after it was stored or
 //     returned: an update stores a new value. (This is what lets the portable
 //     layer copy a returned record without holding the driver's lock.)

@@ -2,9 +2,12 @@ package driver
 
 import "github.com/ckptstore/ckptstore/contract"
 
+// prefix is the persistence contract's contract.Error prefix.
+const prefix = "persist"
+
 // perr is a sentinel of the persistence contract: a contract.Error with
 // the "persist" prefix, registered for contract.ErrorFor.
-func perr(code, msg string) error { return contract.NewError("persist", code, msg) }
+func perr(code, msg string) error { return contract.NewError(prefix, code, msg) }
 
 // The wire codes of the contract errors. TanStack's persistence packages
 // throw plain Errors and define no codes, so these are ckptstore's own; the
@@ -55,11 +58,11 @@ func ShowID(id string) string { return contract.ShowID(id) }
 // returns ""): no input causes it.
 var ErrCorrupt = contract.ErrCorrupt
 
-// Code returns the wire code of the contract error err wraps, or ""
-// (contract.Code: the wire code of any contract's error).
-func Code(err error) string { return contract.Code(err) }
+// Code returns the wire code of the persistence contract error err wraps,
+// or "" (contract.CodeIn; contract.Code answers for every contract).
+func Code(err error) string { return contract.CodeIn(err, prefix) }
 
-// ErrorFor returns the sentinel whose wire code is code, or nil
-// (contract.ErrorFor: any registered contract's). It turns a code that
-// crossed a wire back into an errors.Is-able value.
-func ErrorFor(code string) error { return contract.ErrorFor(code) }
+// ErrorFor returns the persistence sentinel whose wire code is code, or
+// nil (contract.ErrorIn; contract.ErrorFor answers for every contract). It
+// turns a code that crossed a wire back into an errors.Is-able value.
+func ErrorFor(code string) error { return contract.ErrorIn(code, prefix) }

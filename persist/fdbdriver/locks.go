@@ -98,7 +98,7 @@ func (d *Driver) lockStep(ctx context.Context, key string, step func(l *lockValu
 	return res.St, nil
 }
 
-// AcquireLock implements driver.Locks, step for step as memdriver.
+// AcquireLock implements driver.Locks, step for step as memstore.Persistence.
 func (d *Driver) AcquireLock(ctx context.Context, req driver.LockRequest) (driver.LockState, error) {
 	return d.lockStep(ctx, req.Key, func(l *lockValue, now time.Time) (lockResult, error) {
 		st := driver.LockState{Now: now, Fence: l.Fence}

@@ -6,9 +6,9 @@ import (
 	"time"
 
 	"github.com/ckptstore/ckptstore/fdbstore/kv/memkv"
+	"github.com/ckptstore/ckptstore/memstore"
 	"github.com/ckptstore/ckptstore/persist/driver"
 	"github.com/ckptstore/ckptstore/persist/fdbdriver"
-	"github.com/ckptstore/ckptstore/persist/memdriver"
 	"pgregory.net/rapid"
 )
 
@@ -39,7 +39,7 @@ func TestLocksWithFaults(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		md := memdriver.New(memdriver.Options{Now: clock})
+		md := memstore.NewPersistence(memstore.PersistenceOptions{Now: clock})
 		token := rapid.SampledFrom([]string{"a", "b", "c"})
 		key := rapid.SampledFrom([]string{"k1", "k2"})
 		lease := rapid.SampledFrom([]time.Duration{time.Second, 5 * time.Second})
@@ -68,7 +68,7 @@ func TestLocksWithFaults(t *testing.T) {
 			}
 			if (gerr == nil) != (werr == nil) || got.Held != want.Held || got.Fence != want.Fence || got.Ahead != want.Ahead ||
 				!got.ExpiresAt.Equal(want.ExpiresAt) || !got.Now.Equal(want.Now) {
-				t.Fatalf("step %d: fdbdriver %+v, %v; memdriver %+v, %v", i, got, gerr, want, werr)
+				t.Fatalf("step %d: fdbdriver %+v, %v; memstore %+v, %v", i, got, gerr, want, werr)
 			}
 		}
 		mu.Lock()

@@ -55,7 +55,7 @@
 //     go up.
 //
 // The lock cases need a driver whose goroutines all live in the bubble and
-// block only on the bubble's channels and timers (memdriver; an FDB driver
+// block only on the bubble's channels and timers (memstore.Persistence; an FDB driver
 // on the in-process memkv engine). A driver that waits on network I/O in
 // the bubble (a Redis subscriber) keeps virtual time from advancing; such a
 // driver runs RunNetwork, whose lock cases run on real time and assert
