@@ -8,6 +8,7 @@ package driver
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -145,7 +146,7 @@ func ValidateFork(in ForkInput) error {
 		return fmt.Errorf("%w: createdAt %v is not finite", ErrInvalidEntry, in.CreatedAt)
 	}
 	if in.SourceThreadID == in.DestinationThreadID {
-		return fmt.Errorf("%w: source and destination are both thread %q", ErrForkSourceThreadMismatch, in.SourceThreadID)
+		return fmt.Errorf("%w: source and destination are both thread %s", ErrForkSourceThreadMismatch, QuoteShort(in.SourceThreadID))
 	}
 	return nil
 }
@@ -168,7 +169,7 @@ func validateContent(cp *Checkpoint) error {
 	switch cp.Reason {
 	case ReasonAutomatic, ReasonNamed, ReasonForkRoot:
 	default:
-		return invalid("reason %q is not automatic, named or fork-root", cp.Reason)
+		return invalid("reason %s is not automatic, named or fork-root", QuoteShort(string(cp.Reason)))
 	}
 	if !utf8.ValidString(cp.Label) {
 		return invalid("label is not valid UTF-8")
@@ -224,20 +225,20 @@ func validateFiles(files []Entry) error {
 		switch e.Kind {
 		case KindFile:
 			if err := validateBlobKey(e.BlobKey, filesKeyPrefix); err != nil {
-				return fmt.Errorf("%w (file %q)", err, e.Path)
+				return fmt.Errorf("%w (file %s)", err, QuoteShort(e.Path))
 			}
 			if e.Size < 0 || e.Size > MaxSize {
-				return invalid("file %q has size %d outside 0..2^53-1", e.Path, e.Size)
+				return invalid("file %s has size %d outside 0..2^53-1", QuoteShort(e.Path), e.Size)
 			}
 		case KindDir:
 			if e.BlobKey != "" || e.Size != 0 {
-				return invalid("directory %q has a blobKey or size", e.Path)
+				return invalid("directory %s has a blobKey or size", QuoteShort(e.Path))
 			}
 		default:
-			return invalid("entry %q has kind %q, not file or dir", e.Path, e.Kind)
+			return invalid("entry %s has kind %s, not file or dir", QuoteShort(e.Path), QuoteShort(string(e.Kind)))
 		}
 		if _, dup := kinds[e.Path]; dup {
-			return invalid("duplicate path %q", e.Path)
+			return invalid("duplicate path %s", QuoteShort(e.Path))
 		}
 		kinds[e.Path] = e.Kind
 	}
@@ -248,7 +249,7 @@ func validateFiles(files []Entry) error {
 		for j := strings.LastIndexByte(p, '/'); j > 0; j = strings.LastIndexByte(p, '/') {
 			p = p[:j]
 			if kinds[p] == KindFile {
-				return invalid("entry %q is beneath file %q", e.Path, p)
+				return invalid("entry %s is beneath file %s", QuoteShort(e.Path), QuoteShort(p))
 			}
 		}
 	}
@@ -261,15 +262,15 @@ func validatePath(p string) error {
 	case p == "":
 		return invalid("path is empty")
 	case !utf8.ValidString(p):
-		return invalid("path %q is not valid UTF-8", p)
+		return invalid("path %s is not valid UTF-8", QuoteShort(p))
 	case strings.IndexByte(p, 0) >= 0:
-		return invalid("path %q contains NUL", p)
+		return invalid("path %s contains NUL", QuoteShort(p))
 	case p[0] == '/' || p[0] == '\\':
-		return invalid("path %q is absolute", p)
+		return invalid("path %s is absolute", QuoteShort(p))
 	case len(p) >= 2 && isASCIILetter(p[0]) && p[1] == ':' && (len(p) == 2 || p[2] == '/' || p[2] == '\\'):
-		return invalid("path %q is absolute (drive letter)", p)
+		return invalid("path %s is absolute (drive letter)", QuoteShort(p))
 	case strings.IndexByte(p, '\\') >= 0:
-		return invalid("path %q contains a backslash", p)
+		return invalid("path %s contains a backslash", QuoteShort(p))
 	}
 	// One pass over the bytes, not strings.SplitSeq: its iterator and
 	// searches cost more than the few bytes of a path.
@@ -278,7 +279,7 @@ func validatePath(p string) error {
 			continue
 		}
 		if seg := p[lo:i]; seg == "" || seg == "." || seg == ".." {
-			return invalid("path %q has an empty, . or .. segment", p)
+			return invalid("path %s has an empty, . or .. segment", QuoteShort(p))
 		}
 		lo = i + 1
 	}
@@ -289,19 +290,29 @@ func isASCIILetter(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <
 
 // validateBlobKey checks that key is prefix followed by 64 lowercase hex
 // digits. It needs no UTF-8 check of its own: a key that passes is ASCII,
-// and one with invalid UTF-8 fails the rule with the same error (%q shows
-// its bytes).
+// and one with invalid UTF-8 fails the rule with the same error (its
+// quote shows its bytes).
 func validateBlobKey(key, prefix string) error {
 	hex, ok := strings.CutPrefix(key, prefix)
 	if !ok || len(hex) != 64 {
-		return invalid("blobKey %q is not %s<64 lowercase hex>", key, prefix)
+		return invalid("blobKey %s is not %s<64 lowercase hex>", quoteBlobKey(key, prefix), prefix)
 	}
 	for i := 0; i < len(hex); i++ {
 		if !lowerHex[hex[i]] {
-			return invalid("blobKey %q is not %s<64 lowercase hex>", key, prefix)
+			return invalid("blobKey %s is not %s<64 lowercase hex>", quoteBlobKey(key, prefix), prefix)
 		}
 	}
 	return nil
+}
+
+// quoteBlobKey quotes a blob key for an error: whole when it is no longer
+// than a valid one (so the error shows the digit that is wrong), else as
+// QuoteShort does, since a longer one is unbounded.
+func quoteBlobKey(key, prefix string) string {
+	if len(key) <= len(prefix)+64 {
+		return strconv.Quote(key)
+	}
+	return QuoteShort(key)
 }
 
 // lowerHex tells the lowercase hex digits: one load a byte, where the
@@ -326,13 +337,13 @@ func validateArtifacts(arts []Artifact) error {
 			}
 		}
 		if err := validateBlobKey(a.BlobKey, artifactsKeyPrefix); err != nil {
-			return fmt.Errorf("%w (artifact %q)", err, a.ArtifactID)
+			return fmt.Errorf("%w (artifact %s)", err, QuoteShort(a.ArtifactID))
 		}
 		if a.Size < 0 || a.Size > MaxSize {
-			return invalid("artifact %q has size %d outside 0..2^53-1", a.ArtifactID, a.Size)
+			return invalid("artifact %s has size %d outside 0..2^53-1", QuoteShort(a.ArtifactID), a.Size)
 		}
 		if !finite(a.CreatedAt) {
-			return invalid("artifact %q has a createdAt that is not finite", a.ArtifactID)
+			return invalid("artifact %s has a createdAt that is not finite", QuoteShort(a.ArtifactID))
 		}
 	}
 	return nil

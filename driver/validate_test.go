@@ -2,6 +2,7 @@ package driver_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -512,5 +513,39 @@ func TestValidateDriveLetterEdges(t *testing.T) {
 		if err := driver.Validate(cp); err != nil {
 			t.Errorf("path %q: %v, want valid (not a drive letter)", p, err)
 		}
+	}
+}
+
+// TestValidateErrorsAreBounded: however long the field that breaks a rule
+// (a path, a reason, a kind, a blob key, an artifact id), the error quotes
+// only a prefix of it, and a blob key no longer than a valid one is
+// quoted whole.
+func TestValidateErrorsAreBounded(t *testing.T) {
+	huge := strings.Repeat("x", 1<<20)
+	for _, c := range []struct {
+		name   string
+		mutate func(*driver.Checkpoint)
+	}{
+		{"path", vFiles(vFile("/" + huge))},
+		{"path beneath a file", vFiles(vFile(huge), vFile(huge+"/y"))},
+		{"duplicate path", vFiles(vFile(huge), vFile(huge))},
+		{"reason", func(cp *driver.Checkpoint) { cp.Reason = driver.Reason(huge) }},
+		{"kind", vFiles(driver.Entry{Path: "p", Kind: driver.EntryKind(huge)})},
+		{"file blob key", vFiles(driver.Entry{Path: "p", Kind: driver.KindFile, BlobKey: huge, Size: 1})},
+		{"artifact id", vArt(func(a *driver.Artifact) { a.ArtifactID, a.Size = huge, -1 })},
+	} {
+		err := driver.Validate(func() *driver.Checkpoint { cp := validCheckpoint(); c.mutate(cp); return cp }())
+		if err == nil || len(err.Error()) > 600 {
+			t.Errorf("%s of 1 MiB: a %d-byte error", c.name, len(fmt.Sprint(err)))
+		}
+	}
+	bad := "sandbox-files/sha256/" + vHex64[:63] + "G"
+	err := driver.Validate(func() *driver.Checkpoint {
+		cp := validCheckpoint()
+		cp.Files = []driver.Entry{{Path: "p", Kind: driver.KindFile, BlobKey: bad, Size: 1}}
+		return cp
+	}())
+	if err == nil || !strings.Contains(err.Error(), strconv.Quote(bad)) {
+		t.Errorf("a blob key of the valid length is quoted whole: %v", err)
 	}
 }

@@ -27,7 +27,8 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"unicode/utf8"
+
+	"github.com/ckptstore/ckptstore/contract"
 )
 
 // RecordKind names the store a Record belongs to.
@@ -197,8 +198,8 @@ func (r Record) checkFields() error {
 		ids = []string{r.Blob.Key}
 	}
 	for _, id := range ids {
-		if id == "" || len(id) > MaxIDBytes || !utf8.ValidString(id) {
-			return fmt.Errorf("%w: a %s record with the id %q", ErrInvalidID, r.Kind, id)
+		if err := contract.CheckNamedID(string(r.Kind)+" record id", id, ErrInvalidID); err != nil {
+			return err // quoting at most a prefix of id
 		}
 	}
 	if !ok {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/ckptstore/ckptstore/persist/driver"
@@ -91,4 +92,15 @@ func TestOrders(t *testing.T) {
 	require.False(t, q.After(5, "m"), "strictly after")
 	require.True(t, q.After(5, "n"))
 	require.False(t, q.After(4, "z"))
+}
+
+// TestRecordCheckBoundsItsError: a record whose id is over the one id
+// limit is refused with ErrInvalidID, and the error quotes only a prefix.
+func TestRecordCheckBoundsItsError(t *testing.T) {
+	for _, n := range []int{driver.MaxIDBytes + 1, 1 << 20} {
+		r := driver.Record{Kind: driver.KindRun, Run: &driver.RunRecord{RunID: strings.Repeat("r", n), ThreadID: "t", Status: driver.RunRunning}}
+		err := r.Check()
+		require.ErrorIs(t, err, driver.ErrInvalidID)
+		require.Less(t, len(err.Error()), 300, "a %d-byte id", n)
+	}
 }
