@@ -23,6 +23,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ckptstore/ckptstore/contract"
 	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/persist"
 )
@@ -308,9 +309,9 @@ func (s interruptStore) CommitBatch(ctx context.Context, entries []persist.Inter
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	token, ok := driver.OpToken(ctx)
-	if ok && !driver.ValidOpToken(token) {
-		return fmt.Errorf("%w: op token is not 1 to %d characters of [A-Za-z0-9_-]", persist.ErrInvalidEntry, driver.MaxOpTokenBytes)
+	token, err := contract.CheckOpToken(ctx, persist.ErrInvalidEntry)
+	if err != nil {
+		return err
 	}
 	if err := persist.CheckCommitBatch(entries); err != nil {
 		return err
