@@ -267,10 +267,12 @@ func (c *DriverCache) Close() error {
 // Namespace returns the store and instance store of the tenant name, built
 // with the lease options lease. Redis and FoundationDB stores keep nothing
 // in the process, so each call returns new values over the same keys; a
-// memstore namespace is created by its first call (with that call's lease
-// options) and every later call returns it. A name must be 1 to
-// MaxNamespaceBytes bytes of valid UTF-8, else the error wraps ErrBadURL;
-// invalid lease options wrap driver.ErrInvalidOptions.
+// memstore namespace is created by its first call, of Namespace (with that
+// call's lease options) or of Persistence (with the default ones and that
+// call's clock), and every later call returns it. A name must be 1 to
+// MaxNamespaceBytes bytes of valid UTF-8 (contract.CheckNamespace), else
+// the error wraps ErrBadURL and contract.ErrInvalidNamespace; invalid lease
+// options wrap driver.ErrInvalidOptions.
 func (o *Opened) Namespace(name string, lease ckptstore.Options) (*ckptstore.Store, *ckptstore.InstanceStore, error) {
 	if err := checkNamespace(name); err != nil {
 		return nil, nil, err

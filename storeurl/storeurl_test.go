@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/contract"
 	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/fdbstore"
 	_ "github.com/ckptstore/ckptstore/memstore"
@@ -139,7 +140,7 @@ func TestNamespaces(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, name := range []string{"", strings.Repeat("n", storeurl.MaxNamespaceBytes+1), "\xff"} {
-			if _, _, err := o.Namespace(name, ckptstore.Options{}); !errors.Is(err, storeurl.ErrBadURL) {
+			if _, _, err := o.Namespace(name, ckptstore.Options{}); !errors.Is(err, storeurl.ErrBadURL) || !errors.Is(err, contract.ErrInvalidNamespace) {
 				t.Errorf("%s: Namespace(%q) = %v, want ErrBadURL", url, name, err)
 			}
 		}
