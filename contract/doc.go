@@ -11,7 +11,8 @@
 //     a message prefix, a wire code unique across all contracts, and a
 //     message. Code finds the wire code through any wrapping, and ErrorFor
 //     turns a code that crossed a wire back into its sentinel, for the
-//     sentinels of every contract at once.
+//     sentinels of every contract at once; CodeIn and ErrorIn answer for
+//     one contract (its errors' Prefix).
 //   - One id limit. Every id, key, namespace and token of every contract
 //     is 1 to MaxIDBytes bytes of valid UTF-8 (CheckID); op tokens are
 //     further limited to [A-Za-z0-9_-] (ValidOpToken). A longer input is
