@@ -337,3 +337,32 @@ func FuzzCheckID(f *testing.F) {
 		}
 	})
 }
+
+// TestCheckIDAllocatesNothingWhenValid: the id check runs on every call of
+// every contract, so a valid id costs no allocation (CheckNamedID's doc).
+func TestCheckIDAllocatesNothingWhenValid(t *testing.T) {
+	sentinel := errors.New("bad id")
+	id := strings.Repeat("é", MaxIDBytes/2)
+	if n := testing.AllocsPerRun(100, func() {
+		if CheckNamedID("thread id", id, sentinel) != nil || CheckNamespace(id) != nil || !ValidOpToken("tok_1") {
+			t.Fatal("a valid input was refused")
+		}
+	}); n != 0 {
+		t.Errorf("%v allocations per valid check", n)
+	}
+}
+
+func BenchmarkCheckNamedID(b *testing.B) {
+	sentinel := errors.New("bad id")
+	for _, n := range []int{16, MaxIDBytes} {
+		id := strings.Repeat("x", n)
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			b.SetBytes(int64(n))
+			for b.Loop() {
+				if CheckNamedID("thread id", id, sentinel) != nil {
+					b.Fatal("refused")
+				}
+			}
+		})
+	}
+}
