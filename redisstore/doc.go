@@ -107,10 +107,22 @@
 //
 // # Leases and time
 //
-// Lease times are integer milliseconds from Options.Now, read in Go and
-// passed to the scripts; the server's clock is never used. A lease is live
-// while now < expiry. Fences are compared as the decimal strings HINCRBY
-// keeps, so no fence passes through a Lua double.
+// Every lease is judged by one clock: the server's TIME, in integer
+// milliseconds, read inside each script that takes, renews or checks a
+// lease (AcquireWriter, Renew, and every write that checks its writer),
+// so that servers behind a balancer, whatever their own clocks, agree on
+// whether a lease has expired. Options.Now, when set, is a test clock that
+// replaces TIME: its reading is passed to the scripts. A lease is live
+// while now < expiry. Release needs no clock. The persistence locks
+// (Persistence) use the same rule, so writer leases and lock leases are
+// judged alike. Fences are compared as the decimal strings HINCRBY keeps,
+// so no fence passes through a Lua double.
+//
+// A Lease's ExpiresAt is therefore the server's time, not the caller's:
+// compare it only with other times from the same store. RenewAfter is a
+// duration, to be measured on the holder's own clock from when it got
+// the lease or its last renewal; that stays right whatever the skew
+// between the two clocks, and it is what a holder should schedule by.
 //
 // # Retries
 //

@@ -29,12 +29,16 @@ const (
 	MaxPageSize = 4096
 )
 
-// Options configure a Store. The zero value is valid: the system clock,
+// Options configure a Store. The zero value is valid: the server's clock,
 // 120 s leases, prefix "ckptstore", no waiting for replicas.
 type Options struct {
-	// Options are the lease settings and the clock. Every lease decision
-	// is made with Now, read in Go and passed to the server's scripts, so
-	// tests can move time; the server's own clock is never used.
+	// Options are the lease settings and the clock. A nil Now (the
+	// default, and what a server should use) means the Redis server's
+	// TIME, read inside every script that takes, renews or checks a
+	// lease, so every process sharing the prefix judges each lease by one
+	// clock whatever its own clock says. A non-nil Now is a test clock: its
+	// reading is passed to the scripts instead, so tests can move time.
+	// A Lease's ExpiresAt is on that clock (see AcquireWriter).
 	ckptstore.Options
 
 	// Prefix names the store's keys. Every key of the store lives under
