@@ -43,14 +43,21 @@ package redisstore
 // Lua compares strings only with == and ~= (byte equality): its < uses the
 // server's collation locale, so every ordering is left to sorted sets.
 
-// luaLib is prepended to every script that checks writers, counts blobs or
-// keeps the thread index.
-const luaLib = `
+// nowLua is the engine's lease clock in Lua, for every script that judges
+// a lease (writer leases here, lock leases in persist_scripts.go):
+// now_ms(a) is a, a test clock's reading in ms, or when a is "" the
+// server's TIME in whole ms.
+const nowLua = `
 local function now_ms(a)
   if a ~= '' then return tonumber(a) end
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
+`
+
+// luaLib is prepended to every script that checks writers, counts blobs or
+// keeps the thread index.
+const luaLib = nowLua + `
 local function writer_lost(tkey, token, fence, now)
   local l = redis.call('HMGET', tkey, 'o', 'f', 'x')
   if not l[1] then return 'the thread has no lease' end

@@ -156,8 +156,10 @@ func orderBits(f float64) uint64 {
 	return u | 1<<63
 }
 
-// The kinds of op keys: a token is recognised only by the kind of write
-// that recorded it.
+// The kinds of op keys, "{prefix}:o:<kind>:<token>", of every driver of
+// the engine: a token is recognised only by the kind of write that
+// recorded it. Checkpoint and instance writes have lower-case kinds,
+// persistence writes (Persistence) upper-case ones.
 const (
 	opAppend       = 'a'
 	opDeleteHead   = 'd'
@@ -169,6 +171,21 @@ const (
 	opInstance     = 'n' // InstanceStore's Upsert and Delete
 	opDeleteThread = 'x'
 	opImport       = 'i'
+
+	opRunCreate          = 'R'
+	opRunUpdate          = 'U'
+	opGenRunCreate       = 'N'
+	opGenRunUpdate       = 'G'
+	opInterruptFinish    = 'I' // resolve and cancel
+	opInterruptCommit    = 'C' // its token is the caller's
+	opMetadata           = 'M'
+	opArtifactSave       = 'S'
+	opRunArtifactsDelete = 'X'
+	opBlobPut            = 'B'
+	opBlobDelete         = 'D'
+	opLockAcquire        = 'A'
+	opLockRenew          = 'W'
+	opLockRelease        = 'L'
 )
 
 // now is the scripts' clock argument: the test clock's reading in ms, or

@@ -14,7 +14,6 @@ import (
 
 	"github.com/ckptstore/ckptstore"
 	pdriver "github.com/ckptstore/ckptstore/persist/driver"
-	"github.com/ckptstore/ckptstore/persist/redisdriver"
 	"github.com/ckptstore/ckptstore/storeurl"
 )
 
@@ -152,7 +151,7 @@ func openURL(ctx context.Context, spec string, opts storeurl.Options) (*storeurl
 				if name != "" {
 					prefix = storeurl.RedisNamespacePrefix(ro.Prefix, name)
 				}
-				return redisdriver.New(redisdriver.Options{Client: client, Prefix: prefix, Now: now})
+				return NewPersistence(PersistenceOptions{Client: client, Prefix: prefix, Now: now})
 			})
 		},
 		OpenNamespace: func(name string, lease ckptstore.Options) (*ckptstore.Store, *ckptstore.InstanceStore, error) {
