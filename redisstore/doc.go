@@ -1,8 +1,9 @@
-// Package redisstore is the ckptstore contract on Redis: a driver.Store
-// (New returns the portable store over it) and an instance store over a
-// go-redis redis.UniversalClient — a
-// single server, Sentinel (a failover client) or Cluster. The rules are
-// docs/contract.md's.
+// Package redisstore is the Redis engine: the ckptstore contract (a
+// driver.Store; New returns the portable store over it), an instance store
+// and the persistence contract (Persistence, a persist/driver.Driver) over
+// a go-redis redis.UniversalClient — a single server, Sentinel (a failover
+// client) or Cluster. The rules are docs/contract.md's and
+// docs/persistence.md's.
 //
 // # Invariants
 //
@@ -29,7 +30,8 @@
 //   - A thread's fence f only grows; the current lease's fence is f.
 //   - Stored checkpoints are never modified: only created and deleted.
 //
-// Store.Check reads the whole keyspace and reports every broken invariant;
+// Driver.Check, the engine's one checker, reads the whole keyspace,
+// persistence keys included, and reports every broken invariant;
 // the package's own tests run it after every conformance, fault and
 // cluster run.
 //
@@ -51,8 +53,9 @@
 //	{p}:threads            sorted set, all scores 0: ids of the threads with a head, a checkpoint or a transcript
 //	{p}:refs               hash: blob key → reference count (> 0)
 //	{p}:refkeys            sorted set, all scores 0: the keys of refs, in byte order
-//	{p}:o:<kind>:<token>   a write that succeeded, for Options.OpTTL (see Retries)
+//	{p}:o:<kind>:<token>   a write that succeeded, for Options.OpTTL (see Retries); upper-case kinds are Persistence's
 //	{p}:i:<instance key>   hash: an InstanceRecord (see instance.go)
+//	{p}:p:…                the persistence state (Persistence; docs/persistence.md lists its keys)
 //
 // The header and body of a checkpoint are binary strings built from the
 // parts of internal/cpcodec, the encoding fdbstore stores too (codec.go);
