@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
@@ -52,12 +53,15 @@ func TestPersistCheckFindsCorruption(t *testing.T) {
 	must(c.HSet(ctx, base+"art:a", "createdAt", "5").Err())         // moved in time, not in the index
 	must(c.HSet(ctx, base+"meta", "\x00\x02nsk", "not json").Err()) // a value that is not JSON
 	must(c.HDel(ctx, base+"lock:l", "x").Err())                     // a holder without an expiry
+	must(c.Set(ctx, "{chk}:o:R:forever", "[]", 0).Err())            // a persistence op key that never expires
+	must(c.Set(ctx, "{chk}:o:M:long", "[]", time.Hour).Err())       // one that outlives OpTokenTTL
 	var got []string
 	for _, p := range engineCheck(t, c, "chk") {
 		require.ErrorIs(t, p, ckptdriver.ErrCorrupt) // the checkpoint drivers' Problem
 		got = append(got, strings.TrimPrefix(p.Key, base)+": "+p.What)
 	}
-	want := []string{"arts:run", "arts:thread", "blobs", "art:a", "int:i", "lock:l", "meta", "runs:active"}
+	want := []string{"arts:run", "arts:thread", "blobs", "art:a", "int:i", "lock:l", "meta", "runs:active",
+		"{chk}:o:R:forever", "{chk}:o:M:long"}
 	for _, w := range want {
 		found := false
 		for _, g := range got {
