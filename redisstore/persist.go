@@ -39,7 +39,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -85,11 +84,6 @@ func NewPersistence(opts PersistenceOptions) (*Persistence, error) {
 // Close ends the lock subscription, waking every watcher. It does not
 // close the client.
 func (d *Persistence) Close() error { return d.hub.close() }
-
-// PersistenceScripts returns every persistence script, so that a caller
-// can load them (SCRIPT LOAD) before a test makes EVALSHA the first
-// command sent.
-func PersistenceScripts() []*redis.Script { return slices.Clone(persistScripts) }
 
 var persistScripts = []*redis.Script{
 	createRunScript, updateRunScript, createGenRunScript, patchScript, listScript,
