@@ -28,8 +28,8 @@ import (
 	"github.com/ckptstore/ckptstore/fdbstore" // memkv, fdb: (and HasClient)
 	"github.com/ckptstore/ckptstore/fdbstore/kv"
 	"github.com/ckptstore/ckptstore/internal/redistest"
-	_ "github.com/ckptstore/ckptstore/memstore"   // mem
-	_ "github.com/ckptstore/ckptstore/redisstore" // redis://
+	_ "github.com/ckptstore/ckptstore/memstore" // mem
+	"github.com/ckptstore/ckptstore/redisstore" // redis://, and its namespace prefixes
 	"github.com/ckptstore/ckptstore/storeurl"
 )
 
@@ -200,7 +200,7 @@ func (e *engine) leftover(ctx context.Context, name string) (int, error) {
 // "{prefix}:", and the prefix holds no glob character (storeurl's
 // encoding), so the pattern matches exactly those keys.
 func redisScan(ctx context.Context, c redis.UniversalClient, name string, f func([]string) error) error {
-	match := "{" + storeurl.RedisNamespacePrefix("", name) + "}:*"
+	match := "{" + redisstore.NamespacePrefix("", name) + "}:*"
 	var cursor uint64
 	for {
 		keys, next, err := c.Scan(ctx, cursor, match, 1000).Result()

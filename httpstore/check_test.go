@@ -17,6 +17,7 @@ import (
 	"github.com/ckptstore/ckptstore/internal/redistest"
 	"github.com/ckptstore/ckptstore/internal/testkit"
 	"github.com/ckptstore/ckptstore/persist/fdbdriver"
+	"github.com/ckptstore/ckptstore/redisstore"
 	"github.com/ckptstore/ckptstore/storeurl"
 )
 
@@ -207,7 +208,7 @@ func TestCheckOfANamespaceRedis(t *testing.T) {
 	for _, c := range []*httpstore.Client{bad, good} {
 		writeThread(t, c, "t", 3)
 	}
-	key := "{" + storeurl.RedisNamespacePrefix("", "bad") + "}:zz-stray"
+	key := "{" + redisstore.NamespacePrefix("", "bad") + "}:zz-stray"
 	testkit.Must(t, o.Handle.(redis.UniversalClient).Set(ctx, key, "junk", 0).Err())
 	rep, err := bad.Check(ctx)
 	testkit.Must(t, err)

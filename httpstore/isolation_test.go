@@ -18,8 +18,8 @@ import (
 	"github.com/ckptstore/ckptstore/httpstore"
 	"github.com/ckptstore/ckptstore/internal/redistest"
 	"github.com/ckptstore/ckptstore/internal/testkit"
-	_ "github.com/ckptstore/ckptstore/memstore"   // mem
-	_ "github.com/ckptstore/ckptstore/redisstore" // redis://
+	_ "github.com/ckptstore/ckptstore/memstore" // mem
+	"github.com/ckptstore/ckptstore/redisstore" // redis://, and its namespace prefixes
 	"github.com/ckptstore/ckptstore/storeurl"
 )
 
@@ -29,7 +29,7 @@ import (
 // encoded prefix in Redis and in FoundationDB.
 var hostileNamespaces = []string{
 	"a", "a\x00", "a}", "a{b}", "ab", "{a}", "a*", "a=7D", "a\x00\x00",
-	storeurl.RedisNamespacePrefix("", "a"), storeurl.FDBNamespacePrefix("a"),
+	redisstore.NamespacePrefix("", "a"), storeurl.FDBNamespacePrefix("a"),
 }
 
 // keyspace reads every key and value of a backend.
@@ -77,7 +77,7 @@ func redisKeyspace(o *storeurl.Opened) keyspace {
 			}
 			return out
 		},
-		prefix: func(ns string) string { return "{" + storeurl.RedisNamespacePrefix("", ns) + "}:" },
+		prefix: func(ns string) string { return "{" + redisstore.NamespacePrefix("", ns) + "}:" },
 	}
 }
 

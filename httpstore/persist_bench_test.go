@@ -15,12 +15,11 @@ import (
 	"github.com/ckptstore/ckptstore/internal/redistest"
 	"github.com/ckptstore/ckptstore/persist"
 	pdriver "github.com/ckptstore/ckptstore/persist/driver"
-	"github.com/ckptstore/ckptstore/persist/redisdriver"
 	"github.com/ckptstore/ckptstore/redisstore"
 )
 
 // redisBackend keeps a namespace's checkpoints (redisstore) and
-// persistence (redisdriver) on one redis-server, each under the
+// persistence (redisstore.Persistence) on one redis-server, each under the
 // namespace's prefix.
 type redisBackend struct{ c redis.UniversalClient }
 
@@ -33,13 +32,13 @@ func (b redisBackend) Namespace(name string, lease ckptstore.Options) (*ckptstor
 }
 
 func (b redisBackend) Persistence(name string, now func() time.Time) (pdriver.Driver, error) {
-	return redisdriver.New(redisdriver.Options{Client: b.c, Prefix: "persist-" + name, Now: now})
+	return redisstore.NewPersistence(redisstore.PersistenceOptions{Client: b.c, Prefix: "persist-" + name, Now: now})
 }
 
 // BenchmarkChatTurn is one chat turn's persistence calls through the Go
 // client and a loopback server: createOrResume, saveThread (the turn's
 // transcript), update to completed, findActiveRun. Four HTTP round trips;
-// beside persist's and redisdriver's BenchmarkChatTurn (the same calls
+// beside persist's and redisstore's BenchmarkChatTurn (the same calls
 // without the hop), it shows what the hop costs.
 func BenchmarkChatTurn(b *testing.B) {
 	b.Run("mem", func(b *testing.B) { benchChatTurn(b, memBackend{}) })

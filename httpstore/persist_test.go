@@ -20,7 +20,7 @@ import (
 	"github.com/ckptstore/ckptstore/persist"
 	pdriver "github.com/ckptstore/ckptstore/persist/driver"
 	"github.com/ckptstore/ckptstore/persist/persisttest"
-	"github.com/ckptstore/ckptstore/persist/redisdriver"
+	"github.com/ckptstore/ckptstore/redisstore"
 )
 
 // memBackend is a handler's backend on memory: memstore for the
@@ -123,7 +123,7 @@ func TestPersistConformanceRedis(t *testing.T) {
 	c := srv.Client(t, nil)
 	var n atomic.Int64
 	runRemote(t, func(t *testing.T, now func() time.Time) pdriver.Driver {
-		d, err := redisdriver.New(redisdriver.Options{Client: c, Prefix: "p" + strconv.FormatInt(n.Add(1), 10), Now: now})
+		d, err := redisstore.NewPersistence(redisstore.PersistenceOptions{Client: c, Prefix: "p" + strconv.FormatInt(n.Add(1), 10), Now: now})
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = d.Close() })
 		return d

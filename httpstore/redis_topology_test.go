@@ -134,7 +134,7 @@ func TestClusterThroughServer(t *testing.T) {
 	// Two namespaces whose hash tags map to slots of different masters.
 	ctx := context.Background()
 	cc := o.Handle.(*redis.ClusterClient)
-	tag := func(ns string) string { return "{" + storeurl.RedisNamespacePrefix(redisstore.DefaultPrefix, ns) + "}" }
+	tag := func(ns string) string { return "{" + redisstore.NamespacePrefix(redisstore.DefaultPrefix, ns) + "}" }
 	master := func(ns string) string {
 		m, err := cc.MasterForKey(ctx, tag(ns))
 		testkit.Must(t, err)

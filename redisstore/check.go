@@ -1,7 +1,9 @@
 package redisstore
 
-// Check, the consistency checker: it reads the whole keyspace of a store
-// and reports every broken invariant of the package doc. It is for tests
+// Check, the engine's one consistency checker: it reads the whole
+// keyspace of a store, checkpoints, instances and persistence state
+// (persist_check.go), and reports every broken invariant of the package
+// doc and of Persistence. It is for tests
 // and operators (ckptctl check), not for hot paths: it scans every key
 // under the prefix and keeps the checkpoints' metadata in memory.
 
@@ -14,8 +16,10 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/ckptstore/ckptstore/driver"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/ckptstore/ckptstore/driver"
+	pdriver "github.com/ckptstore/ckptstore/persist/driver"
 )
 
 // storedCP is what Check reads of one checkpoint hash.
@@ -44,10 +48,12 @@ var _ driver.Checker = (*Driver)(nil)
 //   - a thread index that differs from the threads with a head, a
 //     checkpoint or a transcript;
 //   - a transcript that is not a JSON array;
-//   - an op key without an expiry or with one beyond Options.OpTTL (it
-//     would outlive its TTL);
-//   - a key of no kind this package writes (the persistence driver's keys,
-//     "{prefix}:p:…", are redisdriver's, which checks them).
+//   - an op key without an expiry or with one beyond its TTL (Options.OpTTL
+//     for a checkpoint or instance write, persist/driver.OpTokenTTL for a
+//     persistence write);
+//   - a key of no kind this package writes;
+//   - every broken invariant of the persistence keys, "{prefix}:p:…", that
+//     Persistence's check finds (see there).
 //
 // Heads are not checked against checkpoints: the contract lets a head
 // name a pruned checkpoint whose id was then reused, in this thread or in
@@ -79,6 +85,11 @@ func (s *Driver) CheckProgress(ctx context.Context, report func(driver.CheckProg
 	if err := c.crossCheck(ctx); err != nil {
 		return nil, fmt.Errorf("redisstore: check: %w", err)
 	}
+	pps, err := (&Persistence{c: s.c, k: newPersistKeys(s.opts.Prefix)}).check(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("redisstore: check: persistence: %w", err)
+	}
+	c.problems = append(c.problems, pps...)
 	slices.SortFunc(c.problems, func(a, b driver.Problem) int {
 		return strings.Compare(a.Key+"\x00"+a.What, b.Key+"\x00"+b.What)
 	})
@@ -221,8 +232,8 @@ func (c *checker) read(ctx context.Context, node redis.Cmdable, k, rest string) 
 	case kind == "i":
 		// Instance records: InstanceStore's, checked by its own reads.
 	case kind == "p":
-		// The tenant's persistence state (persist/redisdriver keeps every
-		// key of it under "{prefix}:p:"), checked by that driver's Check.
+		// The tenant's persistence state (Persistence keeps every key of
+		// it under "{prefix}:p:"), read by its own check after the scan.
 	default:
 		c.add(k, "a key of no kind this package writes")
 	}
@@ -336,7 +347,9 @@ func (c *checker) readOp(ctx context.Context, node redis.Cmdable, k, rest string
 		if ttl == -1 {
 			c.add(k, "an op key without an expiry: it outlives Options.OpTTL")
 		}
-	case ttl > c.s.opts.OpTTL:
+	case isPersistOp(rest) && ttl > pdriver.OpTokenTTL:
+		c.add(k, "a persistence op key expiring in %v, beyond OpTokenTTL %v", ttl, pdriver.OpTokenTTL)
+	case !isPersistOp(rest) && ttl > c.s.opts.OpTTL:
 		c.add(k, "an op key expiring in %v, beyond Options.OpTTL %v", ttl, c.s.opts.OpTTL)
 	}
 	if strings.HasPrefix(rest, string(opAcquire)+":") {
@@ -357,6 +370,10 @@ func (c *checker) readOp(ctx context.Context, node redis.Cmdable, k, rest string
 	}
 	return nil
 }
+
+// isPersistOp reports whether rest ("<kind>:<token>") is the op key of a
+// persistence write, whose kinds are upper-case.
+func isPersistOp(rest string) bool { return rest != "" && 'A' <= rest[0] && rest[0] <= 'Z' }
 
 // crossCheck compares what scan read: indexes against checkpoints, counts
 // against a recount, heads, fences and the thread index.

@@ -1,8 +1,9 @@
-// Package redisstore is the ckptstore contract on Redis: a driver.Store
-// (New returns the portable store over it) and an instance store over a
-// go-redis redis.UniversalClient — a
-// single server, Sentinel (a failover client) or Cluster. The rules are
-// docs/contract.md's.
+// Package redisstore is the Redis engine: the ckptstore contract (a
+// driver.Store; New returns the portable store over it), an instance store
+// and the persistence contract (Persistence, a persist/driver.Driver) over
+// a go-redis redis.UniversalClient — a single server, Sentinel (a failover
+// client) or Cluster. The rules are docs/contract.md's and
+// docs/persistence.md's.
 //
 // # Invariants
 //
@@ -29,7 +30,8 @@
 //   - A thread's fence f only grows; the current lease's fence is f.
 //   - Stored checkpoints are never modified: only created and deleted.
 //
-// Store.Check reads the whole keyspace and reports every broken invariant;
+// Driver.Check, the engine's one checker, reads the whole keyspace,
+// persistence keys included, and reports every broken invariant;
 // the package's own tests run it after every conformance, fault and
 // cluster run.
 //
@@ -51,8 +53,9 @@
 //	{p}:threads            sorted set, all scores 0: ids of the threads with a head, a checkpoint or a transcript
 //	{p}:refs               hash: blob key → reference count (> 0)
 //	{p}:refkeys            sorted set, all scores 0: the keys of refs, in byte order
-//	{p}:o:<kind>:<token>   a write that succeeded, for Options.OpTTL (see Retries)
+//	{p}:o:<kind>:<token>   a write that succeeded, for Options.OpTTL (see Retries); upper-case kinds are Persistence's
 //	{p}:i:<instance key>   hash: an InstanceRecord (see instance.go)
+//	{p}:p:…                the persistence state (Persistence; docs/persistence.md lists its keys)
 //
 // The header and body of a checkpoint are binary strings built from the
 // parts of internal/cpcodec, the encoding fdbstore stores too (codec.go);
@@ -107,10 +110,22 @@
 //
 // # Leases and time
 //
-// Lease times are integer milliseconds from Options.Now, read in Go and
-// passed to the scripts; the server's clock is never used. A lease is live
-// while now < expiry. Fences are compared as the decimal strings HINCRBY
-// keeps, so no fence passes through a Lua double.
+// Every lease is judged by one clock: the server's TIME, in integer
+// milliseconds, read inside each script that takes, renews or checks a
+// lease (AcquireWriter, Renew, and every write that checks its writer),
+// so that servers behind a balancer, whatever their own clocks, agree on
+// whether a lease has expired. Options.Now, when set, is a test clock that
+// replaces TIME: its reading is passed to the scripts. A lease is live
+// while now < expiry. Release needs no clock. The persistence locks
+// (Persistence) use the same rule, so writer leases and lock leases are
+// judged alike. Fences are compared as the decimal strings HINCRBY keeps,
+// so no fence passes through a Lua double.
+//
+// A Lease's ExpiresAt is therefore the server's time, not the caller's:
+// compare it only with other times from the same store. RenewAfter is a
+// duration, to be measured on the holder's own clock from when it got
+// the lease or its last renewal; that stays right whatever the skew
+// between the two clocks, and it is what a holder should schedule by.
 //
 // # Retries
 //

@@ -29,12 +29,16 @@ const (
 	MaxPageSize = 4096
 )
 
-// Options configure a Store. The zero value is valid: the system clock,
+// Options configure a Store. The zero value is valid: the server's clock,
 // 120 s leases, prefix "ckptstore", no waiting for replicas.
 type Options struct {
-	// Options are the lease settings and the clock. Every lease decision
-	// is made with Now, read in Go and passed to the server's scripts, so
-	// tests can move time; the server's own clock is never used.
+	// Options are the lease settings and the clock. A nil Now (the
+	// default, and what a server should use) means the Redis server's
+	// TIME, read inside every script that takes, renews or checks a
+	// lease, so every process sharing the prefix judges each lease by one
+	// clock whatever its own clock says. A non-nil Now is a test clock: its
+	// reading is passed to the scripts instead, so tests can move time.
+	// A Lease's ExpiresAt is on that clock (see AcquireWriter).
 	ckptstore.Options
 
 	// Prefix names the store's keys. Every key of the store lives under
@@ -115,6 +119,9 @@ func (o Options) resolve() (Options, error) {
 	return o, nil
 }
 
+// tagEscaper escapes a prefix for keyBase.
+var tagEscaper = strings.NewReplacer("%", "%25", "{", "%7B", "}", "%7D")
+
 // keyBase returns "{tag}:" for prefix: the hash tag that puts every key of
 // one store in one cluster slot. Redis takes the tag from the first '{' to
 // the next '}', so both are escaped, and '%' too so that the escaping is
@@ -123,8 +130,38 @@ func keyBase(prefix string) string {
 	if prefix == "" {
 		prefix = DefaultPrefix
 	}
-	esc := strings.NewReplacer("%", "%25", "{", "%7B", "}", "%7D").Replace(prefix)
+	esc := tagEscaper.Replace(prefix)
 	return "{" + esc + "}:"
+}
+
+// NamespacePrefix is the store prefix of namespace name under
+// the base prefix base ("" = DefaultPrefix): base + "/ns/" + the
+// name with every byte outside [A-Za-z0-9._-] written as =XX (upper-case
+// hex). keyBase puts the prefix inside the hash tag {…} (escaping '{',
+// '}' and '%'), so every key of the namespace starts with "{prefix}:" and
+// the tag ends at the only '}'. The =XX encoding is injective and leaves no
+// glob character (* ? [ ] \) in the tag, so a KEYS or SCAN pattern built
+// from one tenant's prefix cannot match another's keys.
+func NamespacePrefix(base, name string) string {
+	if base == "" {
+		base = DefaultPrefix
+	}
+	const hex = "0123456789ABCDEF"
+	var b strings.Builder
+	b.Grow(len(base) + 4 + 3*len(name))
+	b.WriteString(base)
+	b.WriteString("/ns/")
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-' {
+			b.WriteByte(c)
+			continue
+		}
+		b.WriteByte('=')
+		b.WriteByte(hex[c>>4])
+		b.WriteByte(hex[c&15])
+	}
+	return b.String()
 }
 
 // ceilMillis returns d in whole milliseconds, rounded up so that a positive

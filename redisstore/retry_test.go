@@ -202,20 +202,20 @@ func TestRenewResentAfterTakeover(t *testing.T) {
 		clk := newClock()
 		s := newStore(t, c, Options{Options: ckptstore.Options{Now: clk.Now}})
 		w := acquire(t, s, "t")
-		now := s.now()
 		a := renewArgs{Thread: s.keys.thread("t"), Op: s.keys.op(opRenew, "lost-reply"), Token: w.OwnerToken,
-			Fence: itoa(w.Fence), Now: itoa(now), Expiry: itoa(now + s.leaseMs), TTL: s.opTTL}
+			Fence: itoa(w.Fence), Now: s.now(), Span: itoa(s.leaseMs), TTL: s.opTTL}
 		res, err := run(ctx, s.r, renewScript, a, false)
 		must(t, err)
 		if !succeeded(res) {
 			t.Fatalf("renew = %v", res)
 		}
+		first := res[1]
 		clk.Advance(time.Duration(s.leaseMs+1) * time.Millisecond)
 		acquire(t, s, "t")
 		res, err = run(ctx, s.r, renewScript, a, false)
 		must(t, err)
-		if !succeeded(res) {
-			t.Fatalf("the resent renew = %v, want the renewal it made", res)
+		if !succeeded(res) || res[1] != first {
+			t.Fatalf("the resent renew = %v, want the renewal it made (expiry %v)", res, first)
 		}
 		// A new renewal of the replaced lease fails as it must.
 		if _, err := s.p().Renew(ctx, w); !errors.Is(err, ckptstore.ErrWriterLost) {

@@ -4,8 +4,11 @@ package redisstore
 // for one bounded step, one script per batch), so its checks and its writes
 // run as one atomic step on the server: a script that fails a check returns
 // before its first write. The portable store runs the pure checks first
-// and passes everything a script needs as arguments, including the time,
-// read from Options.Now, so the server's clock never decides a lease.
+// and passes everything a script needs as arguments. The lease clock is
+// the server's: each script that judges a lease reads TIME itself (now_ms),
+// unless the store was given a test clock (Options.Now), whose reading
+// then comes in A.now; so every process sharing a prefix judges every
+// lease by one clock, whatever its own clock says.
 //
 // Each script's parameters are a struct (see lua.go): K.<name> are its
 // KEYS, A.<name> its ARGV. Scripts reply with an array whose first element
@@ -40,14 +43,26 @@ package redisstore
 // Lua compares strings only with == and ~= (byte equality): its < uses the
 // server's collation locale, so every ordering is left to sorted sets.
 
+// nowLua is the engine's lease clock in Lua, for every script that judges
+// a lease (writer leases here, lock leases in persist_scripts.go):
+// now_ms(a) is a, a test clock's reading in ms, or when a is "" the
+// server's TIME in whole ms.
+const nowLua = `
+local function now_ms(a)
+  if a ~= '' then return tonumber(a) end
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+`
+
 // luaLib is prepended to every script that checks writers, counts blobs or
 // keeps the thread index.
-const luaLib = `
+const luaLib = nowLua + `
 local function writer_lost(tkey, token, fence, now)
   local l = redis.call('HMGET', tkey, 'o', 'f', 'x')
   if not l[1] then return 'the thread has no lease' end
   if l[1] ~= token or l[2] ~= fence then return 'the thread has a newer lease (fence ' .. tostring(l[2]) .. ')' end
-  if tonumber(now) >= tonumber(l[3]) then return 'the lease expired at ' .. l[3] .. ' ms' end
+  if now >= tonumber(l[3]) then return 'the lease expired at ' .. l[3] .. ' ms' end
   return nil
 end
 local function add_refs(refs, rk, keys)
@@ -93,7 +108,7 @@ type appendArgs struct {
 // appendScript: Append steps 3–6 and the write.
 var appendScript = newScript[appendArgs]("append", true, `
 if redis.call('EXISTS', K.op) == 1 then return {'ok'} end
-local lost = writer_lost(K.thread, A.token, A.fence, A.now)
+local lost = writer_lost(K.thread, A.token, A.fence, now_ms(A.now))
 if lost then return {'WRITER_LOST', lost} end
 if redis.call('EXISTS', K.checkpoint) == 1 then return {'DUPLICATE_ID', ''} end
 local head = redis.call('HGET', K.thread, 'h') or ''
@@ -119,7 +134,7 @@ type deleteHeadArgs struct {
 // deleteHeadScript: DeleteHead's writer and head checks and the delete.
 var deleteHeadScript = newScript[deleteHeadArgs]("deleteHead", true, `
 if redis.call('EXISTS', K.op) == 1 then return {'ok'} end
-local lost = writer_lost(K.thread, A.token, A.fence, A.now)
+local lost = writer_lost(K.thread, A.token, A.fence, now_ms(A.now))
 if lost then return {'WRITER_LOST', lost} end
 local head = redis.call('HGET', K.thread, 'h') or ''
 local c = redis.call('HMGET', K.checkpoint, 't', 'p', 'k', 'l')
@@ -159,7 +174,7 @@ type pruneArgs struct {
 // writes nothing; Go walks on and deletes with pruneBatchScript.
 var pruneScript = newScript[pruneArgs]("prune", true, `
 if redis.call('EXISTS', K.op) == 1 then return redis.call('LRANGE', K.op, 0, -1) end
-local lost = writer_lost(K.thread, A.token, A.fence, A.now)
+local lost = writer_lost(K.thread, A.token, A.fence, now_ms(A.now))
 if lost then return {'WRITER_LOST', lost} end
 local keep, hops = tonumber(A.keep), tonumber(A.hops)
 local chain, seen = {}, {}
@@ -205,7 +220,7 @@ type pruneBatchArgs struct {
 // nothing more), after the writer check. It replies {"ok", deleted ids…}.
 var pruneBatchScript = newScript[pruneBatchArgs]("pruneBatch", true, `
 if redis.call('EXISTS', K.op) == 1 then return redis.call('LRANGE', K.op, 0, -1) end
-local lost = writer_lost(K.thread, A.token, A.fence, A.now)
+local lost = writer_lost(K.thread, A.token, A.fence, now_ms(A.now))
 if lost then return {'WRITER_LOST', lost} end
 local out = {'ok'}
 for i = A.ids, #ARGV do
@@ -242,7 +257,7 @@ if redis.call('EXISTS', K.op) == 1 then
   local n, done = string.match(redis.call('GET', K.op), '^(%d+):(%d)$')
   return {'ok', n, done}
 end
-local lost = writer_lost(K.thread, A.token, A.fence, A.now)
+local lost = writer_lost(K.thread, A.token, A.fence, now_ms(A.now))
 if lost then return {'WRITER_LOST', lost} end
 local members = redis.call('ZRANGE', K.list, 0, tonumber(A.batch) - 1)
 local n = 0
@@ -290,7 +305,7 @@ local src = redis.call('HMGET', K.source, 't', 'b', 'k', 'v')
 if not src[1] then return {'FORK_SOURCE_NOT_FOUND', ''} end
 if src[1] ~= A.sourcethread then return {'FORK_SOURCE_THREAD_MISMATCH', src[1]} end
 if A.writermatches ~= '1' then return {'WRITER_LOST', 'the writer is for another thread'} end
-local lost = writer_lost(K.thread, A.token, A.fence, A.now)
+local lost = writer_lost(K.thread, A.token, A.fence, now_ms(A.now))
 if lost then return {'WRITER_LOST', lost} end
 if (redis.call('HGET', K.thread, 'h') or '') ~= '' or redis.call('ZCARD', K.list) > 0 then
   return {'FORK_DESTINATION_NOT_EMPTY', 'the destination thread has checkpoints'}
@@ -315,10 +330,10 @@ return {'ok', src[2], src[4]}
 
 // acquireArgs are acquireScript's parameters.
 type acquireArgs struct {
-	Thread, Op         key
-	Token, Now, Expiry string
-	TTL                string
-	ThreadID           string // recorded with the lease, for Check
+	Thread, Op       key
+	Token, Now, Span string // Span: the lease duration, ms
+	TTL              string
+	ThreadID         string // recorded with the lease, for Check
 }
 
 // acquireScript takes a thread's lease. A retry of the same call finds its
@@ -326,7 +341,7 @@ type acquireArgs struct {
 // (released, expired, taken over), the op key still names it, so a call
 // repeated with the caller's op token reports the lease it took instead of
 // taking a second one.
-var acquireScript = newScript[acquireArgs]("acquire", false, `
+var acquireScript = newScript[acquireArgs]("acquire", true, `
 local l = redis.call('HMGET', K.thread, 'o', 'f', 'x')
 if l[1] == A.token then return {'ok', l[2], l[3]} end
 local rec = redis.call('GET', K.op)
@@ -334,32 +349,38 @@ if rec then
   local f, x = string.match(rec, '^(%d+):(%d+):')
   return {'ok', f, x}
 end
-if l[1] and tonumber(A.now) < tonumber(l[3]) then return {'WRITER_CONFLICT', l[3]} end
+local now = now_ms(A.now)
+if l[1] and now < tonumber(l[3]) then return {'WRITER_CONFLICT', l[3]} end
+local exp = tostring(now + tonumber(A.span))
 local f = redis.call('HINCRBY', K.thread, 'f', 1)
-redis.call('HSET', K.thread, 'o', A.token, 'x', A.expiry)
-redis.call('SET', K.op, f .. ':' .. A.expiry .. ':' .. A.threadid, 'PX', A.ttl)
-return {'ok', f, A.expiry}
+redis.call('HSET', K.thread, 'o', A.token, 'x', exp)
+redis.call('SET', K.op, f .. ':' .. exp .. ':' .. A.threadid, 'PX', A.ttl)
+return {'ok', f, exp}
 `)
 
 // renewArgs are renewScript's parameters.
 type renewArgs struct {
-	Thread, Op                key
-	Token, Fence, Now, Expiry string
-	TTL                       string
+	Thread, Op              key
+	Token, Fence, Now, Span string // Span: the lease duration, ms
+	TTL                     string
 }
 
 // renewScript extends the live lease of the writer. It records its op
 // key: a resend that arrives once the renewed lease has expired and been
 // taken over must still report the renewal that happened, not
 // ErrWriterLost (which would tell the caller the lease could be taken
-// earlier than it could).
+// earlier than it could). The op key holds the new expiry, which a resend
+// reports. Replies {"ok", expiry ms}.
 var renewScript = newScript[renewArgs]("renew", true, `
-if redis.call('EXISTS', K.op) == 1 then return {'ok'} end
-local lost = writer_lost(K.thread, A.token, A.fence, A.now)
+local rec = redis.call('GET', K.op)
+if rec then return {'ok', rec} end
+local now = now_ms(A.now)
+local lost = writer_lost(K.thread, A.token, A.fence, now)
 if lost then return {'WRITER_LOST', lost} end
-redis.call('HSET', K.thread, 'x', A.expiry)
-redis.call('SET', K.op, '1', 'PX', A.ttl)
-return {'ok'}
+local exp = tostring(now + tonumber(A.span))
+redis.call('HSET', K.thread, 'x', exp)
+redis.call('SET', K.op, exp, 'PX', A.ttl)
+return {'ok', exp}
 `)
 
 // releaseArgs are releaseScript's parameters.
@@ -426,7 +447,7 @@ const importFields = 9
 // replies {"ok", newly written count}.
 var importScript = newScript[importArgs]("import", true, `
 if redis.call('EXISTS', K.op) == 1 then return {'ok', redis.call('GET', K.op)} end
-local lost = writer_lost(K.thread, A.token, A.fence, A.now)
+local lost = writer_lost(K.thread, A.token, A.fence, now_ms(A.now))
 if lost then return {'WRITER_LOST', lost} end
 local new, cmp = {}, {'COMPARE'}
 for i = A.cps, #ARGV, 9 do

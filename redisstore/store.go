@@ -44,6 +44,9 @@ type Driver struct {
 
 	leaseMs int64 // lease duration, whole ms
 	opTTL   string
+	// clock is the test clock (Options.Now as given); nil means the
+	// server's TIME, read inside each script that judges a lease.
+	clock func() time.Time
 }
 
 var _ driver.Store = (*Driver)(nil)
@@ -73,6 +76,7 @@ func NewDriver(client redis.UniversalClient, opts Options) (*Driver, error) {
 		keys:    newKeys(o.Prefix),
 		leaseMs: ceilMillis(o.LeaseDuration),
 		opTTL:   strconv.FormatInt(ceilMillis(o.OpTTL), 10),
+		clock:   opts.Now,
 	}, nil
 }
 
@@ -152,8 +156,10 @@ func orderBits(f float64) uint64 {
 	return u | 1<<63
 }
 
-// The kinds of op keys: a token is recognised only by the kind of write
-// that recorded it.
+// The kinds of op keys, "{prefix}:o:<kind>:<token>", of every driver of
+// the engine: a token is recognised only by the kind of write that
+// recorded it. Checkpoint and instance writes have lower-case kinds,
+// persistence writes (Persistence) upper-case ones.
 const (
 	opAppend       = 'a'
 	opDeleteHead   = 'd'
@@ -165,10 +171,31 @@ const (
 	opInstance     = 'n' // InstanceStore's Upsert and Delete
 	opDeleteThread = 'x'
 	opImport       = 'i'
+
+	opRunCreate          = 'R'
+	opRunUpdate          = 'U'
+	opGenRunCreate       = 'N'
+	opGenRunUpdate       = 'G'
+	opInterruptFinish    = 'I' // resolve and cancel
+	opInterruptCommit    = 'C' // its token is the caller's
+	opMetadata           = 'M'
+	opArtifactSave       = 'S'
+	opRunArtifactsDelete = 'X'
+	opBlobPut            = 'B'
+	opBlobDelete         = 'D'
+	opLockAcquire        = 'A'
+	opLockRenew          = 'W'
+	opLockRelease        = 'L'
 )
 
-// now returns the lease clock in ms.
-func (s *Driver) now() int64 { return s.opts.Now().UnixMilli() }
+// now is the scripts' clock argument: the test clock's reading in ms, or
+// "" for the server's TIME, read inside the script (now_ms).
+func (s *Driver) now() string {
+	if s.clock == nil {
+		return ""
+	}
+	return itoa(s.clock().UnixMilli())
+}
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
@@ -315,7 +342,7 @@ func (s *Driver) Append(ctx context.Context, cp *ckptstore.Checkpoint, expectedH
 	res, err := run(ctx, s.r, appendScript, appendArgs{
 		Thread: s.keys.thread(cp.ThreadID), List: s.keys.list(cp.ThreadID), Checkpoint: s.keys.checkpoint(cp.ID),
 		Refs: refs, RefKeys: refKeys, Threads: s.keys.threadsKey(), Op: s.keys.op(opAppend, op),
-		TTL: s.opTTL, Now: itoa(s.now()), Token: w.OwnerToken, Fence: itoa(w.Fence),
+		TTL: s.opTTL, Now: s.now(), Token: w.OwnerToken, Fence: itoa(w.Fence),
 		ID: cp.ID, ThreadID: cp.ThreadID, Expected: expectedHeadID, Parent: cp.ParentCheckpointID,
 		Member: orderMember(cp.CreatedAt, cp.ID), Header: string(encodeHeader(cp)), Body: body,
 		Blobs: strings.Join(cp.BlobKeys(), "\n"), Conv: []byte(cp.Conversation),
@@ -336,7 +363,7 @@ func (s *Driver) DeleteHead(ctx context.Context, threadID, checkpointID string, 
 	res, err := run(ctx, s.r, deleteHeadScript, deleteHeadArgs{
 		Thread: s.keys.thread(threadID), List: s.keys.list(threadID), Checkpoint: s.keys.checkpoint(checkpointID),
 		Refs: refs, RefKeys: refKeys, Transcript: s.keys.transcript(threadID), Threads: s.keys.threadsKey(),
-		Op: s.keys.op(opDeleteHead, op), TTL: s.opTTL, Now: itoa(s.now()), Token: w.OwnerToken, Fence: itoa(w.Fence),
+		Op: s.keys.op(opDeleteHead, op), TTL: s.opTTL, Now: s.now(), Token: w.OwnerToken, Fence: itoa(w.Fence),
 		ID: checkpointID, ThreadID: threadID,
 	}, true)
 	if err != nil {
@@ -366,7 +393,7 @@ func (s *Driver) DeleteCheckpoints(ctx context.Context, threadID string, keep in
 	var chain []string
 	seen := map[string]bool{}
 	for {
-		a.Op, a.Now = s.keys.op(opPrune, rand.Text()), itoa(s.now())
+		a.Op, a.Now = s.keys.op(opPrune, rand.Text()), s.now()
 		res, err := run(ctx, s.r, pruneScript, a, true)
 		if err != nil {
 			return nil, fmt.Errorf("redisstore: delete checkpoints of %q: %w", threadID, err)
@@ -411,7 +438,7 @@ func (s *Driver) pruneBatches(ctx context.Context, threadID string, doomed []str
 	a.Refs, a.RefKeys = s.keys.refsKey()
 	deleted := make([]string, 0, len(doomed))
 	for batch := range slices.Chunk(doomed, s.opts.BatchSize) {
-		a.Op, a.Now = s.keys.op(opPrune, rand.Text()), itoa(s.now())
+		a.Op, a.Now = s.keys.op(opPrune, rand.Text()), s.now()
 		a.IDs = make([]any, len(batch))
 		for i, id := range batch {
 			a.IDs[i] = id
@@ -458,7 +485,7 @@ func (s *Driver) ForkFromCheckpoint(ctx context.Context, f driver.Fork) (*ckptst
 		Source: s.keys.checkpoint(in.SourceCheckpointID), Thread: s.keys.thread(dst), List: s.keys.list(dst),
 		Checkpoint: s.keys.checkpoint(in.DestinationCheckpointID), Refs: refs, RefKeys: refKeys,
 		Transcript: s.keys.transcript(dst), Threads: s.keys.threadsKey(), Op: s.keys.op(opFork, op),
-		TTL: s.opTTL, Now: itoa(s.now()), Token: in.Writer.OwnerToken, Fence: itoa(in.Writer.Fence),
+		TTL: s.opTTL, Now: s.now(), Token: in.Writer.OwnerToken, Fence: itoa(in.Writer.Fence),
 		SourceThread: in.SourceThreadID, DestThread: dst, DestID: in.DestinationCheckpointID,
 		// The writer's thread is checked after the source, in the script's
 		// order; the portable store computed it.
@@ -491,11 +518,14 @@ func (s *Driver) ForkFromCheckpoint(ctx context.Context, f driver.Fork) (*ckptst
 // must survive a failover, or a promoted replica would hand the thread,
 // and the same fence, to a second writer) and fails with
 // ErrNotReplicated when they don't answer; so do Renew and Release.
+//
+// The lease's ExpiresAt is the server's TIME (or the test clock) plus the
+// lease duration: a time on the store's clock, which may differ from the
+// caller's by any skew. RenewAfter is a duration, unaffected by skew.
 func (s *Driver) AcquireWriter(ctx context.Context, threadID, opTok string) (driver.Lease, error) {
 	token := opToken(opTok)
-	now := s.now()
 	res, err := run(ctx, s.r, acquireScript, acquireArgs{Thread: s.keys.thread(threadID), Op: s.keys.op(opAcquire, token),
-		Token: token, Now: itoa(now), Expiry: itoa(now + s.leaseMs), TTL: s.opTTL, ThreadID: threadID}, true)
+		Token: token, Now: s.now(), Span: itoa(s.leaseMs), TTL: s.opTTL, ThreadID: threadID}, true)
 	if err != nil {
 		return driver.Lease{}, fmt.Errorf("redisstore: acquire writer of %q: %w", threadID, err)
 	}
@@ -523,17 +553,23 @@ func intReply(v any) (int64, error) {
 	return 0, fmt.Errorf("%w: %v is not an integer", ErrCorrupt, v)
 }
 
-// Renew implements driver.Store.
+// Renew implements driver.Store. The new expiry is the server's TIME
+// (or the test clock) plus the lease duration, as the script computed it.
 func (s *Driver) Renew(ctx context.Context, w ckptstore.Writer) (time.Time, error) {
-	now := s.now()
-	exp := now + s.leaseMs
 	res, err := run(ctx, s.r, renewScript, renewArgs{Thread: s.keys.thread(w.ThreadID), Op: s.keys.op(opRenew, rand.Text()),
-		Token: w.OwnerToken, Fence: itoa(w.Fence), Now: itoa(now), Expiry: itoa(exp), TTL: s.opTTL}, true)
+		Token: w.OwnerToken, Fence: itoa(w.Fence), Now: s.now(), Span: itoa(s.leaseMs), TTL: s.opTTL}, true)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("redisstore: renew writer of %q: %w", w.ThreadID, err)
 	}
 	if !succeeded(res) {
 		return time.Time{}, scriptError(res, "renew the lease of thread %q", w.ThreadID)
+	}
+	if len(res) < 2 {
+		return time.Time{}, fmt.Errorf("%w: renew writer of %q: reply %v has no expiry", ErrCorrupt, w.ThreadID, res)
+	}
+	exp, err := intReply(res[1])
+	if err != nil {
+		return time.Time{}, fmt.Errorf("redisstore: renew writer of %q: %w", w.ThreadID, err)
 	}
 	return time.UnixMilli(exp), nil
 }

@@ -14,7 +14,6 @@ import (
 
 	"github.com/ckptstore/ckptstore"
 	pdriver "github.com/ckptstore/ckptstore/persist/driver"
-	"github.com/ckptstore/ckptstore/persist/redisdriver"
 	"github.com/ckptstore/ckptstore/storeurl"
 )
 
@@ -150,14 +149,14 @@ func openURL(ctx context.Context, spec string, opts storeurl.Options) (*storeurl
 			return persist.Get(name, func() (pdriver.Driver, error) {
 				prefix := ro.Prefix
 				if name != "" {
-					prefix = storeurl.RedisNamespacePrefix(ro.Prefix, name)
+					prefix = NamespacePrefix(ro.Prefix, name)
 				}
-				return redisdriver.New(redisdriver.Options{Client: client, Prefix: prefix, Now: now})
+				return NewPersistence(PersistenceOptions{Client: client, Prefix: prefix, Now: now})
 			})
 		},
 		OpenNamespace: func(name string, lease ckptstore.Options) (*ckptstore.Store, *ckptstore.InstanceStore, error) {
 			o := ro
-			o.Prefix = storeurl.RedisNamespacePrefix(ro.Prefix, name)
+			o.Prefix = NamespacePrefix(ro.Prefix, name)
 			return openPrefix(client, lease, o)
 		},
 	}, nil

@@ -56,7 +56,7 @@ func (s *Driver) DeleteThread(ctx context.Context, threadID string, w ckptstore.
 	for {
 		// Each batch has its own op token: a resent batch reports its own
 		// count, and a repeated call deletes (and counts) only what is left.
-		a.Op, a.Now = s.keys.op(opDeleteThread, rand.Text()), itoa(s.now())
+		a.Op, a.Now = s.keys.op(opDeleteThread, rand.Text()), s.now()
 		res, err := run(ctx, s.r, deleteThreadScript, a, true)
 		if err != nil {
 			return total, fmt.Errorf("redisstore: delete thread %q (%d checkpoints deleted so far): %w", threadID, total, err)
@@ -146,7 +146,7 @@ func (s *Driver) Import(ctx context.Context, b ckptstore.ImportBatch) (int, erro
 	// Two rounds suffice unless a stored copy is deleted and stored anew,
 	// with other bytes, between them.
 	for range 3 {
-		a.Now = itoa(s.now())
+		a.Now = s.now()
 		res, err := run(ctx, s.r, importScript, a, true)
 		if err != nil {
 			return 0, fmt.Errorf("redisstore: import into %q: %w", b.ThreadID, err)

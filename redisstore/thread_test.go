@@ -231,7 +231,7 @@ func TestLongDeletesResume(t *testing.T) {
 		wu := acquire(t, s, "v")
 		chainOf(t, s, "v", wu, 8)
 		a := deleteThreadArgs{Thread: s.keys.thread("v"), List: s.keys.list("v"), Transcript: s.keys.transcript("v"),
-			Threads: s.keys.threadsKey(), Op: s.keys.op(opDeleteThread, "one-batch"), TTL: s.opTTL, Now: itoa(s.now()),
+			Threads: s.keys.threadsKey(), Op: s.keys.op(opDeleteThread, "one-batch"), TTL: s.opTTL, Now: s.now(),
 			Token: wu.OwnerToken, Fence: itoa(wu.Fence), ThreadID: "v", CP: s.keys.cpPrefix(), Batch: 3}
 		a.Refs, a.RefKeys = s.keys.refsKey()
 		res, err := run(ctx, s.r, deleteThreadScript, a, true)

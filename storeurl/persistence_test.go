@@ -17,6 +17,7 @@ import (
 	"github.com/ckptstore/ckptstore/internal/redistest"
 	pdriver "github.com/ckptstore/ckptstore/persist/driver"
 	"github.com/ckptstore/ckptstore/persist/fdbdriver"
+	"github.com/ckptstore/ckptstore/redisstore"
 	"github.com/ckptstore/ckptstore/storeurl"
 )
 
@@ -25,7 +26,7 @@ import (
 // NUL, braces, a glob character, another's encoded prefix).
 var persistNames = []string{
 	"a", "a\x00", "a}", "a{b}", "ab", "{a}", "a*", "a=7D", "a\x00\x00",
-	storeurl.RedisNamespacePrefix("", "a"), storeurl.FDBNamespacePrefix("a"),
+	redisstore.NamespacePrefix("", "a"), storeurl.FDBNamespacePrefix("a"),
 }
 
 // everyStore writes through every store of d with the same ids in every
@@ -226,7 +227,7 @@ func TestPersistenceRedis(t *testing.T) {
 	persistIsolation(t, o, append([]string{""}, persistNames...), redisKeys(o.Handle.(redis.UniversalClient)), func(name, key string) bool {
 		p := "base"
 		if name != "" {
-			p = storeurl.RedisNamespacePrefix("base", name)
+			p = redisstore.NamespacePrefix("base", name)
 		}
 		return strings.HasPrefix(key, "{"+p+"}:")
 	})

@@ -171,7 +171,7 @@ type Opened struct {
 	// returns it to every later call, whose now is then ignored: memstore
 	// holds the data (its key space's driver also shares the checkpoint
 	// driver's clock, so now is taken only by a namespace's first call), and
-	// fdbdriver and redisdriver wake the lock watchers of their own process
+	// fdbstore and redisstore wake the lock watchers of their own process
 	// through the driver value. nil when the backend
 	// keeps no persistence state.
 	OpenPersistence func(name string, now func() time.Time) (pdriver.Driver, error)

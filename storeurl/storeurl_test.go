@@ -85,8 +85,8 @@ func TestRegistry(t *testing.T) {
 // one under redisstore's DefaultPrefix, which storeurl writes out rather
 // than import the backend.
 func TestRedisDefaultPrefix(t *testing.T) {
-	if a, b := storeurl.RedisNamespacePrefix("", "a"), storeurl.RedisNamespacePrefix(redisstore.DefaultPrefix, "a"); a != b {
-		t.Errorf("RedisNamespacePrefix(\"\", \"a\") = %q, under DefaultPrefix %q", a, b)
+	if a, b := redisstore.NamespacePrefix("", "a"), redisstore.NamespacePrefix(redisstore.DefaultPrefix, "a"); a != b {
+		t.Errorf("NamespacePrefix(\"\", \"a\") = %q, under DefaultPrefix %q", a, b)
 	}
 }
 
@@ -96,7 +96,7 @@ func TestRedisDefaultPrefix(t *testing.T) {
 var hostile = []string{
 	"a", "a\x00", "a\x00\x00", "a\x00\x7f", "ab", "a}", "a{b}", "{a}", "a{", "a*", "a?", "a[b]", "a\\",
 	"a=00", "a=7D", "=", "a/ns/b", "a:b", "é", "a\xc3\xa9",
-	storeurl.RedisNamespacePrefix("", "a"), "ckptstore/ns/a=00",
+	redisstore.NamespacePrefix("", "a"), "ckptstore/ns/a=00",
 	storeurl.FDBNamespacePrefix("a"), "\x02a\x00\x00", "ckptstore.ns",
 }
 
@@ -108,7 +108,7 @@ var hostile = []string{
 func TestNamespacePrefixesInjectiveAndPrefixFree(t *testing.T) {
 	maps := map[string]func(string) string{
 		"fdb":   storeurl.FDBNamespacePrefix,
-		"redis": func(n string) string { return "{" + storeurl.RedisNamespacePrefix("", n) + "}:" },
+		"redis": func(n string) string { return "{" + redisstore.NamespacePrefix("", n) + "}:" },
 	}
 	for kind, prefix := range maps {
 		for _, a := range hostile {

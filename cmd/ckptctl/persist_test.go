@@ -26,6 +26,7 @@ import (
 	"github.com/ckptstore/ckptstore/persist"
 	pdriver "github.com/ckptstore/ckptstore/persist/driver"
 	"github.com/ckptstore/ckptstore/persist/fdbdriver"
+	"github.com/ckptstore/ckptstore/redisstore"
 	"github.com/ckptstore/ckptstore/storeurl"
 )
 
@@ -363,7 +364,7 @@ func TestCopyNamespace(t *testing.T) {
 	}
 	keys, err := so.Handle.(redis.UniversalClient).Keys(ctx, "{ndst*").Result()
 	must(t, err)
-	tag := "{" + storeurl.RedisNamespacePrefix("ndst", "tenant{a}") + "}:"
+	tag := "{" + redisstore.NamespacePrefix("ndst", "tenant{a}") + "}:"
 	persistKeys := 0
 	for _, k := range keys {
 		if !strings.HasPrefix(k, tag) {

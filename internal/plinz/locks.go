@@ -27,7 +27,7 @@ package plinz
 // later than the store's clock just before it was sent. A renewal whose
 // reply was lost only makes the recorded expiry earlier than the true one,
 // which can hide an overlap but never invent one. Slack widens every
-// comparison by the store clock's granularity (redisdriver reports
+// comparison by the store clock's granularity (redisstore reports
 // milliseconds).
 
 import (

@@ -1,4 +1,4 @@
-package redisdriver
+package redisstore
 
 import (
 	"context"
@@ -41,10 +41,10 @@ local live = l[1] and now < tonumber(l[2])
 local function publish() redis.call('PUBLISH', ARGV[5], ARGV[6]) end
 `
 
-// acquireScript grants or queues. It needs no op key: a resend after a
+// lockAcquireScript grants or queues. It needs no op key: a resend after a
 // grant finds its token holding the live lease and is granted again with
 // the same fence and expiry; a resend after queueing keeps its place.
-var acquireScript = newScript(lockLib + `
+var lockAcquireScript = newPersistScript(lockLib + `
 if live and l[1] == ARGV[3] then
   if changed then publish() end
   return {1, fence, now, tonumber(l[2]), 0}
@@ -72,10 +72,10 @@ if live then hx = tonumber(l[2]) end
 return {0, fence, now, hx, rank}
 `)
 
-// renewScript extends the holder's live lease. Recorded: a resend that
+// lockRenewScript extends the holder's live lease. Recorded: a resend that
 // came after the lease changed hands must still report the renewal that
 // happened, not a false ErrLockLost.
-var renewScript = newScript(lockLib + `
+var lockRenewScript = newPersistScript(lockLib + `
 local r = replay(KEYS[4])
 if r then return r end
 if changed then publish() end
@@ -85,9 +85,9 @@ redis.call('HSET', KEYS[1], 'x', exp)
 return record(KEYS[4], ARGV[4], {1, fence, now, exp, 0})
 `)
 
-// releaseScript ends the token's lease or its place. Recorded: a resend
+// lockReleaseScript ends the token's lease or its place. Recorded: a resend
 // would find the lease gone and report that the token did not hold it.
-var releaseScript = newScript(lockLib + `
+var lockReleaseScript = newPersistScript(lockLib + `
 local r = replay(KEYS[4])
 if r then return r end
 local held = 0
@@ -104,8 +104,8 @@ if changed then publish() end
 return record(KEYS[4], ARGV[4], {held, fence, now, 0, 0})
 `)
 
-func (d *Driver) lockStep(ctx context.Context, sc *redis.Script, kind byte, key, token string, lease time.Duration) ([]any, error) {
-	keys := []string{d.k.lock(key), d.k.lockQueue(key), d.k.lockWaits(key), d.k.op(kind, newToken())}
+func (d *Persistence) lockStep(ctx context.Context, sc *redis.Script, kind byte, key, token string, lease time.Duration) ([]any, error) {
+	keys := []string{d.k.lock(key), d.k.lockQueue(key), d.k.lockWaits(key), d.k.opKey(kind, newToken())}
 	args := []any{d.nowArg(), ceilMillis(lease), token, d.opTTL, d.k.channel(), key}
 	return d.eval(ctx, sc, keys, args)
 }
@@ -130,19 +130,19 @@ func lockState(res []any) (driver.LockState, error) {
 }
 
 // AcquireLock implements driver.Locks.
-func (d *Driver) AcquireLock(ctx context.Context, req driver.LockRequest) (driver.LockState, error) {
-	res, err := d.lockStep(ctx, acquireScript, 'a', req.Key, req.Token, req.Lease)
+func (d *Persistence) AcquireLock(ctx context.Context, req driver.LockRequest) (driver.LockState, error) {
+	res, err := d.lockStep(ctx, lockAcquireScript, opLockAcquire, req.Key, req.Token, req.Lease)
 	if err != nil {
-		return driver.LockState{}, fmt.Errorf("redisdriver: acquire %q: %w", req.Key, err)
+		return driver.LockState{}, fmt.Errorf("redisstore: acquire %q: %w", req.Key, err)
 	}
 	return lockState(res)
 }
 
 // RenewLock implements driver.Locks.
-func (d *Driver) RenewLock(ctx context.Context, key, token string, lease time.Duration) (driver.LockState, error) {
-	res, err := d.lockStep(ctx, renewScript, 'r', key, token, lease)
+func (d *Persistence) RenewLock(ctx context.Context, key, token string, lease time.Duration) (driver.LockState, error) {
+	res, err := d.lockStep(ctx, lockRenewScript, opLockRenew, key, token, lease)
 	if err != nil {
-		return driver.LockState{}, fmt.Errorf("redisdriver: renew %q: %w", key, err)
+		return driver.LockState{}, fmt.Errorf("redisstore: renew %q: %w", key, err)
 	}
 	if len(res) == 3 && res[0] == "LOST" {
 		f, _ := res[1].(int64)
@@ -153,10 +153,10 @@ func (d *Driver) RenewLock(ctx context.Context, key, token string, lease time.Du
 }
 
 // ReleaseLock implements driver.Locks.
-func (d *Driver) ReleaseLock(ctx context.Context, key, token string) (driver.LockState, error) {
-	res, err := d.lockStep(ctx, releaseScript, 'l', key, token, 0)
+func (d *Persistence) ReleaseLock(ctx context.Context, key, token string) (driver.LockState, error) {
+	res, err := d.lockStep(ctx, lockReleaseScript, opLockRelease, key, token, 0)
 	if err != nil {
-		return driver.LockState{}, fmt.Errorf("redisdriver: release %q: %w", key, err)
+		return driver.LockState{}, fmt.Errorf("redisstore: release %q: %w", key, err)
 	}
 	return lockState(res)
 }
@@ -167,7 +167,7 @@ func (d *Driver) ReleaseLock(ctx context.Context, key, token string) (driver.Loc
 // subscription breaks, since a message may have been lost in the gap.
 // WatchLock returns only while the subscription is confirmed, so a change
 // that commits after it returns is never missed.
-func (d *Driver) WatchLock(ctx context.Context, key string) (<-chan struct{}, error) {
+func (d *Persistence) WatchLock(ctx context.Context, key string) (<-chan struct{}, error) {
 	return d.hub.watch(ctx, key)
 }
 
@@ -200,7 +200,7 @@ func (h *hub) watch(ctx context.Context, key string) (<-chan struct{}, error) {
 		h.mu.Lock()
 		if h.closed {
 			h.mu.Unlock()
-			return nil, fmt.Errorf("redisdriver: watch %q: %w", key, redis.ErrClosed)
+			return nil, fmt.Errorf("redisstore: watch %q: %w", key, redis.ErrClosed)
 		}
 		if h.live {
 			ch := h.waits[key]
@@ -216,7 +216,7 @@ func (h *hub) watch(ctx context.Context, key string) (<-chan struct{}, error) {
 		select {
 		case <-ready:
 		case <-ctx.Done():
-			return nil, fmt.Errorf("redisdriver: watch %q: %w", key, context.Cause(ctx))
+			return nil, fmt.Errorf("redisstore: watch %q: %w", key, context.Cause(ctx))
 		}
 	}
 }

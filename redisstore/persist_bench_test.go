@@ -1,4 +1,4 @@
-package redisdriver_test
+package redisstore_test
 
 import (
 	"context"
@@ -8,12 +8,12 @@ import (
 	"github.com/ckptstore/ckptstore/blobs"
 	"github.com/ckptstore/ckptstore/internal/redistest"
 	"github.com/ckptstore/ckptstore/persist"
-	"github.com/ckptstore/ckptstore/persist/redisdriver"
+	"github.com/ckptstore/ckptstore/redisstore"
 )
 
 func benchStore(b *testing.B) *persist.Store {
 	srv := redistest.Start(b)
-	d, err := redisdriver.New(redisdriver.Options{Client: srv.Client(b, nil)})
+	d, err := redisstore.NewPersistence(redisstore.PersistenceOptions{Client: srv.Client(b, nil)})
 	if err != nil {
 		b.Fatal(err)
 	}

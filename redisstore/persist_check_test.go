@@ -1,10 +1,11 @@
-package redisdriver_test
+package redisstore_test
 
 import (
 	"context"
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
@@ -12,18 +13,18 @@ import (
 
 	ckptdriver "github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/persist/driver"
-	"github.com/ckptstore/ckptstore/persist/redisdriver"
+	"github.com/ckptstore/ckptstore/redisstore"
 )
 
-// TestCheckFindsCorruption fills a store through the driver (Check finds
-// nothing), then breaks one invariant of each kind behind its back; Check
-// reports each at its key.
-func TestCheckFindsCorruption(t *testing.T) {
+// TestPersistCheckFindsCorruption fills a store through the persistence
+// driver (the engine's Check finds nothing), then breaks one invariant of
+// each kind behind its back; Check reports each at its key.
+func TestPersistCheckFindsCorruption(t *testing.T) {
 	ctx := context.Background()
 	m := miniredis.RunT(t)
 	c := redis.NewClient(&redis.Options{Addr: m.Addr()})
 	t.Cleanup(func() { _ = c.Close() })
-	d, err := redisdriver.New(redisdriver.Options{Client: c, Prefix: "chk"})
+	d, err := redisstore.NewPersistence(redisstore.PersistenceOptions{Client: c, Prefix: "chk"})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = d.Close() })
 
@@ -41,9 +42,7 @@ func TestCheckFindsCorruption(t *testing.T) {
 	require.NoError(t, d.SetMetadata(ctx, "ns", "k", json.RawMessage(`{"a":1}`)))
 	_, err = d.AcquireLock(ctx, driver.LockRequest{Key: "l", Token: "x", Lease: 1e9})
 	require.NoError(t, err)
-	problems, err := d.Check(ctx)
-	require.NoError(t, err)
-	require.Empty(t, problems)
+	require.Empty(t, engineCheck(t, c, "chk"))
 
 	base := "{chk}:p:"
 	must := func(err error) { t.Helper(); require.NoError(t, err) }
@@ -54,14 +53,15 @@ func TestCheckFindsCorruption(t *testing.T) {
 	must(c.HSet(ctx, base+"art:a", "createdAt", "5").Err())         // moved in time, not in the index
 	must(c.HSet(ctx, base+"meta", "\x00\x02nsk", "not json").Err()) // a value that is not JSON
 	must(c.HDel(ctx, base+"lock:l", "x").Err())                     // a holder without an expiry
-	problems, err = d.Check(ctx)
-	require.NoError(t, err)
+	must(c.Set(ctx, "{chk}:o:R:forever", "[]", 0).Err())            // a persistence op key that never expires
+	must(c.Set(ctx, "{chk}:o:M:long", "[]", time.Hour).Err())       // one that outlives OpTokenTTL
 	var got []string
-	for _, p := range problems {
+	for _, p := range engineCheck(t, c, "chk") {
 		require.ErrorIs(t, p, ckptdriver.ErrCorrupt) // the checkpoint drivers' Problem
 		got = append(got, strings.TrimPrefix(p.Key, base)+": "+p.What)
 	}
-	want := []string{"arts:run", "arts:thread", "blobs", "art:a", "int:i", "lock:l", "meta", "runs:active"}
+	want := []string{"arts:run", "arts:thread", "blobs", "art:a", "int:i", "lock:l", "meta", "runs:active",
+		"{chk}:o:R:forever", "{chk}:o:M:long"}
 	for _, w := range want {
 		found := false
 		for _, g := range got {

@@ -1,4 +1,4 @@
-package redisdriver_test
+package redisstore_test
 
 // Linearizability of runs and lock histories on a real redis-server, from
 // two processes: the test re-runs its own binary as a child
@@ -25,7 +25,7 @@ import (
 	"github.com/ckptstore/ckptstore/internal/plinz"
 	"github.com/ckptstore/ckptstore/internal/redistest"
 	"github.com/ckptstore/ckptstore/persist"
-	"github.com/ckptstore/ckptstore/persist/redisdriver"
+	"github.com/ckptstore/ckptstore/redisstore"
 )
 
 // The child's settings, passed in its environment.
@@ -54,7 +54,7 @@ func startLoaded(t *testing.T) (*redistest.Server, *redis.Client) {
 	t.Helper()
 	srv := redistest.Start(t)
 	direct := srv.Client(t, nil)
-	for _, sc := range redisdriver.Scripts() {
+	for _, sc := range redisstore.PersistenceScripts() {
 		if err := sc.Load(context.Background(), direct).Err(); err != nil {
 			t.Fatal(err)
 		}
@@ -66,9 +66,9 @@ func faultyClient(t testing.TB, addr string) *redis.Client {
 	return redistest.NewClient(t, addr, &redis.Options{MaxRetries: 2, MinRetryBackoff: time.Millisecond, MaxRetryBackoff: 2 * time.Millisecond})
 }
 
-func openDriver(t testing.TB, c redis.UniversalClient, prefix string) *redisdriver.Driver {
+func openDriver(t testing.TB, c redis.UniversalClient, prefix string) *redisstore.Persistence {
 	t.Helper()
-	d, err := redisdriver.New(redisdriver.Options{Client: c, Prefix: prefix}) // the server's clock
+	d, err := redisstore.NewPersistence(redisstore.PersistenceOptions{Client: c, Prefix: prefix}) // the server's clock
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,16 +80,12 @@ func openDriver(t testing.TB, c redis.UniversalClient, prefix string) *redisdriv
 // history must leave the indexes in step with the records.
 func checkKeyspace(t *testing.T, direct redis.UniversalClient, prefix string) {
 	t.Helper()
-	problems, err := openDriver(t, direct, prefix).Check(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range problems {
+	for _, p := range engineCheck(t, direct, prefix) {
 		t.Errorf("Check %s: %v", prefix, p)
 	}
 }
 
-func openStores(t testing.TB, d *redisdriver.Driver, n int) []*persist.Store {
+func openStores(t testing.TB, d *redisstore.Persistence, n int) []*persist.Store {
 	t.Helper()
 	var out []*persist.Store
 	for range n {

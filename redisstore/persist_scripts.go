@@ -1,4 +1,4 @@
-package redisdriver
+package redisstore
 
 // The Lua scripts, one per driver call that reads more than one key or
 // writes anything. A script checks before its first write, so a call that
@@ -19,7 +19,7 @@ package redisdriver
 //     whose byte order is the contract's order. Lua never compares strings
 //     with <, whose order is the server's locale.
 //   - A write that is not naturally idempotent records its reply under its
-//     op key ("op:<kind>:<token>", kept OpTokenTTL) and a resend of the
+//     op key (the engine's "o:<kind>:<token>", kept OpTokenTTL) and a resend of the
 //     same call (go-redis resending after a lost reply) returns that reply
 //     without checking or writing again. The reply is kept as cjson of an
 //     array of strings and integers, which cjson round-trips.
@@ -29,13 +29,8 @@ package redisdriver
 
 import "github.com/redis/go-redis/v9"
 
-// lib is prepended to every script.
-const lib = `
-local function now_ms(a)
-  if a ~= '' then return tonumber(a) end
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
+// persistLib is prepended to every persistence script.
+const persistLib = nowLua + `
 local function set_pairs(rec, first)
   for i = first, #ARGV, 2 do
     if ARGV[i + 1] == '' then redis.call('HDEL', rec, ARGV[i]) else redis.call('HSET', rec, ARGV[i], ARGV[i + 1]) end
@@ -52,14 +47,14 @@ local function record(op, ttl, reply)
 end
 `
 
-func newScript(src string) *redis.Script { return redis.NewScript(lib + src) }
+func newPersistScript(src string) *redis.Script { return redis.NewScript(persistLib + src) }
 
 // createRunScript: KEYS rec, runs, active, op; ARGV status, member, ttl,
 // pairs…. An insert records 'new' under its op key: a resend after a lost
 // reply must answer 'new' too, not the run as an update that came between
 // the two sends left it (plinz's runs history caught that). A resume
 // writes nothing.
-var createRunScript = newScript(`
+var createRunScript = newPersistScript(`
 local r = replay(KEYS[4])
 if r then return r end
 if redis.call('EXISTS', KEYS[1]) == 1 then return {'found', redis.call('HGETALL', KEYS[1])} end
@@ -72,7 +67,7 @@ return record(KEYS[4], ARGV[3], {'new'})
 
 // updateRunScript: KEYS rec, active, reclaim, op; ARGV ttl, mode
 // (keep|set|clear of detachedSince), reclaim member, pairs….
-var updateRunScript = newScript(`
+var updateRunScript = newPersistScript(`
 local r = replay(KEYS[4])
 if r then return r end
 if redis.call('EXISTS', KEYS[1]) == 0 then return record(KEYS[4], ARGV[1], {0}) end
@@ -96,7 +91,7 @@ return record(KEYS[4], ARGV[1], {1})
 
 // createGenRunScript: KEYS rec, gens, op; ARGV member, ttl, pairs…; as
 // createRunScript.
-var createGenRunScript = newScript(`
+var createGenRunScript = newPersistScript(`
 local r = replay(KEYS[3])
 if r then return r end
 if redis.call('EXISTS', KEYS[1]) == 1 then return {'found', redis.call('HGETALL', KEYS[1])} end
@@ -108,7 +103,7 @@ return record(KEYS[3], ARGV[2], {'new'})
 
 // patchScript: KEYS rec, op; ARGV ttl, pairs…. A patch of a record whose
 // indexes it cannot move (generation runs).
-var patchScript = newScript(`
+var patchScript = newPersistScript(`
 local r = replay(KEYS[2])
 if r then return r end
 if redis.call('EXISTS', KEYS[1]) == 0 then return record(KEYS[2], ARGV[1], {0}) end
@@ -120,7 +115,7 @@ return record(KEYS[2], ARGV[1], {1})
 // offset (1-based byte where the id starts in a member), rev ("1": from
 // the end). Replies with the HGETALL of each listed record, in index
 // order; a member whose record is missing replies an empty array there.
-var listScript = newScript(`
+var listScript = newPersistScript(`
 local ms
 if ARGV[6] == '1' then
   ms = redis.call('ZREVRANGEBYLEX', KEYS[1], ARGV[2], ARGV[1], 'LIMIT', 0, tonumber(ARGV[3]))
@@ -135,7 +130,7 @@ return out
 
 // createInterruptScript: KEYS rec, thread, run, threadPending,
 // runPending; ARGV thread member, run member, pairs….
-var createInterruptScript = newScript(`
+var createInterruptScript = newPersistScript(`
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 set_pairs(KEYS[1], 3)
 redis.call('HSET', KEYS[1], '~t', ARGV[1], '~r', ARGV[2])
@@ -148,7 +143,7 @@ return 1
 
 // finishInterruptScript (resolve, cancel): KEYS rec, threadPending,
 // runPending, op; ARGV ttl, pairs….
-var finishInterruptScript = newScript(`
+var finishInterruptScript = newPersistScript(`
 local r = replay(KEYS[4])
 if r then return r end
 if redis.call('EXISTS', KEYS[1]) == 0 then return record(KEYS[4], ARGV[1], {0}) end
@@ -162,7 +157,7 @@ return record(KEYS[4], ARGV[1], {1})
 // commitScript: KEYS op, threadPending, runPending, rec…; ARGV ttl,
 // resolvedAt, then per record its status JSON and response ("" absent).
 // Every check comes before the first write: all or nothing.
-var commitScript = newScript(`
+var commitScript = newPersistScript(`
 local r = replay(KEYS[1])
 if r then return r end
 for i = 4, #KEYS do
@@ -182,7 +177,7 @@ return record(KEYS[1], ARGV[1], {'ok'})
 `)
 
 // metaScript: KEYS meta, op; ARGV ttl, field, value ("" deletes).
-var metaScript = newScript(`
+var metaScript = newPersistScript(`
 local r = replay(KEYS[2])
 if r then return r end
 if ARGV[3] == '' then redis.call('HDEL', KEYS[1], ARGV[2]) else redis.call('HSET', KEYS[1], ARGV[2], ARGV[3]) end
@@ -192,7 +187,7 @@ return record(KEYS[2], ARGV[1], {'ok'})
 // saveArtifactScript: KEYS rec, thread, run, op; ARGV ttl, thread member,
 // run member, pairs…. An upsert replaces the whole record and moves it in
 // both indexes.
-var saveArtifactScript = newScript(`
+var saveArtifactScript = newPersistScript(`
 local r = replay(KEYS[4])
 if r then return r end
 local m = redis.call('HMGET', KEYS[1], '~t', '~r')
@@ -208,7 +203,7 @@ return record(KEYS[4], ARGV[1], {'ok'})
 
 // deleteArtifactScript: KEYS rec, thread, run. Deleting twice is deleting
 // once, so no op key.
-var deleteArtifactScript = newScript(`
+var deleteArtifactScript = newPersistScript(`
 local m = redis.call('HMGET', KEYS[1], '~t', '~r')
 if m[1] then redis.call('ZREM', KEYS[2], m[1]) end
 if m[2] then redis.call('ZREM', KEYS[3], m[2]) end
@@ -220,7 +215,7 @@ return 1
 // limit, record key prefix, id offset. The count is recorded: a resend
 // must report what the first send removed, or the caller's loop would
 // stop early.
-var deleteRunArtifactsScript = newScript(`
+var deleteRunArtifactsScript = newPersistScript(`
 local r = replay(KEYS[3])
 if r then return r end
 local ms = redis.call('ZRANGEBYLEX', KEYS[1], ARGV[2], ARGV[3], 'LIMIT', 0, tonumber(ARGV[4]))
@@ -238,7 +233,7 @@ return record(KEYS[3], ARGV[1], {#ms})
 // putBlobScript: KEYS rec, blobs, op; ARGV ttl, blob key, object,
 // createdAt, pairs…. Recorded: a resend must not report the first send's
 // own object as the replaced one (the caller would delete the new bytes).
-var putBlobScript = newScript(`
+var putBlobScript = newPersistScript(`
 local r = replay(KEYS[3])
 if r then return r end
 local cur = redis.call('HMGET', KEYS[1], 'createdAt', '~o')
@@ -253,7 +248,7 @@ return record(KEYS[3], ARGV[1], {created, replaced})
 
 // deleteBlobScript: KEYS rec, blobs, op; ARGV ttl, blob key. Recorded: a
 // resend must return the object, or its bytes would stay in the bucket.
-var deleteBlobScript = newScript(`
+var deleteBlobScript = newPersistScript(`
 local r = replay(KEYS[3])
 if r then return r end
 local obj = redis.call('HGET', KEYS[1], '~o')
@@ -263,7 +258,7 @@ return record(KEYS[3], ARGV[1], {obj or ''})
 `)
 
 // listBlobsScript: KEYS blobs; ARGV min, max, limit, record key prefix.
-var listBlobsScript = newScript(`
+var listBlobsScript = newPersistScript(`
 local ks = redis.call('ZRANGEBYLEX', KEYS[1], ARGV[1], ARGV[2], 'LIMIT', 0, tonumber(ARGV[3]))
 local out = {}
 for i, k in ipairs(ks) do out[i] = redis.call('HGETALL', ARGV[4] .. k) end

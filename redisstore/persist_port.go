@@ -1,4 +1,4 @@
-package redisdriver
+package redisstore
 
 // Export and import (driver.Porter). Dump finds the records with SCAN
 // inside the store's hash tag (on every master of a cluster, as Check
@@ -28,7 +28,7 @@ const dumpPage = 256
 // loadScript: KEYS rec, index…; ARGV one member per index, then pairs….
 // Insert-if-absent: a resend finds the record and answers "found" with it,
 // which Load compares.
-var loadScript = newScript(`
+var loadScript = newPersistScript(`
 if redis.call('EXISTS', KEYS[1]) == 1 then return {'found', redis.call('HGETALL', KEYS[1])} end
 local m = #KEYS - 1
 set_pairs(KEYS[1], m + 1)
@@ -36,13 +36,13 @@ for i = 2, #KEYS do redis.call('ZADD', KEYS[i], 0, ARGV[i - 1]) end
 return {'new'}
 `)
 
-func init() { allScripts = append(allScripts, loadScript) }
+func init() { persistScripts = append(persistScripts, loadScript) }
 
-var _ driver.Porter = (*Driver)(nil)
+var _ driver.Porter = (*Persistence)(nil)
 
 // Dump implements driver.Porter; within a kind the records come in key
 // byte order.
-func (d *Driver) Dump(ctx context.Context) iter.Seq2[driver.Record, error] {
+func (d *Persistence) Dump(ctx context.Context) iter.Seq2[driver.Record, error] {
 	return func(yield func(driver.Record, error) bool) {
 		k := d.k
 		for _, kd := range []struct {
@@ -89,7 +89,7 @@ func (d *Driver) Dump(ctx context.Context) iter.Seq2[driver.Record, error] {
 }
 
 // dumpMeta yields every metadata value, HSCAN page by page.
-func (d *Driver) dumpMeta(ctx context.Context, yield func(driver.Record, error) bool) bool {
+func (d *Persistence) dumpMeta(ctx context.Context, yield func(driver.Record, error) bool) bool {
 	it := d.c.HScan(ctx, d.k.meta(), 0, "", dumpPage).Iterator()
 	for it.Next(ctx) {
 		f := it.Val()
@@ -114,7 +114,7 @@ func (d *Driver) dumpMeta(ctx context.Context, yield func(driver.Record, error) 
 
 // readHashes is HGETALL of every key, pipelined, as flat field, value
 // arrays (empty for a missing key).
-func (d *Driver) readHashes(ctx context.Context, keys []string) ([][]any, error) {
+func (d *Persistence) readHashes(ctx context.Context, keys []string) ([][]any, error) {
 	cmds := make([]*redis.MapStringStringCmd, len(keys))
 	_, err := d.c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, k := range keys {
@@ -165,7 +165,7 @@ func decodeRecord(kind driver.RecordKind, flat []any) (driver.Record, error) {
 // loadArgs is loadScript's keys and arguments for r: the record hash, its
 // indexes with the members its fields give (as the create and update
 // scripts place them), and its pairs with the driver's '~' fields.
-func (d *Driver) loadArgs(r driver.Record) ([]string, []any, error) {
+func (d *Persistence) loadArgs(r driver.Record) ([]string, []any, error) {
 	k := d.k
 	var key string
 	var idx []string
@@ -227,7 +227,7 @@ func (d *Driver) loadArgs(r driver.Record) ([]string, []any, error) {
 }
 
 // Load implements driver.Porter.
-func (d *Driver) Load(ctx context.Context, recs []driver.Record) (int, error) {
+func (d *Persistence) Load(ctx context.Context, recs []driver.Record) (int, error) {
 	var uniq []driver.Record
 	if err := driver.Distinct(recs, func(r driver.Record) error { uniq = append(uniq, r); return nil }); err != nil {
 		return 0, err
@@ -254,7 +254,7 @@ func (d *Driver) Load(ctx context.Context, recs []driver.Record) (int, error) {
 			found, err = d.loadOne(ctx, r) // the script cache was flushed: EVAL
 		}
 		if err != nil {
-			return stored, fmt.Errorf("redisdriver: load %s %q: %w", r.Kind, r.ID(), err)
+			return stored, fmt.Errorf("redisstore: load %s %q: %w", r.Kind, r.ID(), err)
 		}
 		switch {
 		case found.ID() == "":
@@ -270,7 +270,7 @@ func (d *Driver) Load(ctx context.Context, recs []driver.Record) (int, error) {
 // (EVALSHA of loadScript, HSETNX for metadata): one round trip for the
 // batch instead of one per record. A record's error is its command's; a
 // NOSCRIPT one is retried with EVAL by the caller.
-func (d *Driver) loadAll(ctx context.Context, recs []driver.Record) ([]driver.Record, []error) {
+func (d *Persistence) loadAll(ctx context.Context, recs []driver.Record) ([]driver.Record, []error) {
 	founds := make([]driver.Record, len(recs))
 	errs := make([]error, len(recs))
 	if len(recs) == 0 {
@@ -330,7 +330,7 @@ func (d *Driver) loadAll(ctx context.Context, recs []driver.Record) ([]driver.Re
 
 // current reads what the store holds under each record's identity (a
 // Record without its pointer where it holds nothing).
-func (d *Driver) current(ctx context.Context, recs []driver.Record) ([]driver.Record, error) {
+func (d *Persistence) current(ctx context.Context, recs []driver.Record) ([]driver.Record, error) {
 	hashes := make([]*redis.MapStringStringCmd, len(recs))
 	metas := make([]*redis.StringCmd, len(recs))
 	_, err := d.c.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -376,7 +376,7 @@ func (d *Driver) current(ctx context.Context, recs []driver.Record) ([]driver.Re
 
 // loadOne writes r when its identity is absent and returns what was there
 // (a Record without its pointer when nothing was).
-func (d *Driver) loadOne(ctx context.Context, r driver.Record) (driver.Record, error) {
+func (d *Persistence) loadOne(ctx context.Context, r driver.Record) (driver.Record, error) {
 	if r.Kind == driver.KindMetadata {
 		m := r.Metadata
 		f := metaField(m.Namespace, m.Key)

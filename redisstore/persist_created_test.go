@@ -1,4 +1,4 @@
-package redisdriver_test
+package redisstore_test
 
 import (
 	"context"

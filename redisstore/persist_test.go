@@ -1,4 +1,4 @@
-package redisdriver_test
+package redisstore_test
 
 import (
 	"context"
@@ -11,27 +11,38 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	ckptdriver "github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/internal/redistest"
 	"github.com/ckptstore/ckptstore/persist/driver"
 	"github.com/ckptstore/ckptstore/persist/persisttest"
-	"github.com/ckptstore/ckptstore/persist/redisdriver"
+	"github.com/ckptstore/ckptstore/redisstore"
 )
 
 var prefixes atomic.Int64
 
 // newDriver returns a driver on c under a prefix no other test uses, so
 // each test starts from an empty store on a shared server.
-func newDriver(t *testing.T, c redis.UniversalClient, now func() time.Time) *redisdriver.Driver {
+func newDriver(t *testing.T, c redis.UniversalClient, now func() time.Time) *redisstore.Persistence {
 	t.Helper()
-	d, err := redisdriver.New(redisdriver.Options{Client: c, Prefix: fmt.Sprintf("t%d", prefixes.Add(1)), Now: now})
+	prefix := fmt.Sprintf("t%d", prefixes.Add(1))
+	d, err := redisstore.NewPersistence(redisstore.PersistenceOptions{Client: c, Prefix: prefix, Now: now})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, d.Close()) })
 	t.Cleanup(func() { // runs before Close: every case ends with a consistent store
-		problems, err := d.Check(context.Background())
-		require.NoError(t, err)
-		require.Empty(t, problems, "Check after the case")
+		require.Empty(t, engineCheck(t, c, prefix), "Check after the case")
 	})
 	return d
+}
+
+// engineCheck runs the engine's one Check (the checkpoint Driver's, which
+// reads the persistence keys too) on prefix.
+func engineCheck(t testing.TB, c redis.UniversalClient, prefix string) []ckptdriver.Problem {
+	t.Helper()
+	s, err := redisstore.NewDriver(c, redisstore.Options{Prefix: prefix})
+	require.NoError(t, err)
+	problems, err := s.Check(context.Background())
+	require.NoError(t, err)
+	return problems
 }
 
 // suiteDriver is the suite's NewDriver on c.
@@ -39,11 +50,11 @@ func suiteDriver(c redis.UniversalClient) persisttest.NewDriver {
 	return func(t *testing.T, now func() time.Time) driver.Driver { return newDriver(t, c, now) }
 }
 
-// TestConformance runs the suite on a real redis-server, the store's
+// TestPersistConformance runs the suite on a real redis-server, the store's
 // clock the suite's (passed to the scripts), with the real-time lock
 // cases: the lock subscription waits on the network, which the synctest
 // cases' virtual time cannot include.
-func TestConformance(t *testing.T) {
+func TestPersistConformance(t *testing.T) {
 	t.Parallel() // a server of its own; the lock cases mostly sleep
 	srv := redistest.Start(t)
 	persisttest.RunNetwork(t, suiteDriver(srv.Client(t, nil)))
@@ -61,10 +72,10 @@ func TestServerClockLocks(t *testing.T) {
 	})
 }
 
-// TestMiniredis runs the suite on miniredis, which runs the scripts
+// TestPersistMiniredis runs the suite on miniredis, which runs the scripts
 // (gopher-lua, with cjson) and delivers PUBLISH from a script to
 // subscribers.
-func TestMiniredis(t *testing.T) {
+func TestPersistMiniredis(t *testing.T) {
 	t.Parallel() // a server of its own; the lock cases mostly sleep
 	m := miniredis.RunT(t)
 	c := redis.NewClient(&redis.Options{Addr: m.Addr()})
@@ -72,11 +83,11 @@ func TestMiniredis(t *testing.T) {
 	persisttest.RunNetwork(t, suiteDriver(c))
 }
 
-// TestCluster runs the suite on a three-master Redis Cluster through a
+// TestPersistCluster runs the suite on a three-master Redis Cluster through a
 // ClusterClient: every key of a store is in its prefix's slot, so each
 // script stays inside one slot, and the lock scripts' PUBLISH reaches the
 // subscription whichever node it is on.
-func TestCluster(t *testing.T) {
+func TestPersistCluster(t *testing.T) {
 	t.Parallel() // a server of its own; the lock cases mostly sleep
 	cl := redistest.StartCluster(t, 3)
 	persisttest.RunNetwork(t, suiteDriver(cl.Client(t)))

@@ -1,10 +1,10 @@
-package redisdriver
+package redisstore
 
-// Check, the consistency checker of the driver's keys, for tests and
-// operators: it scans every key under the store's "{prefix}:p:" and holds
-// the index members in memory, so it is not for hot paths. It reads key by
-// key, not in one step: run it on a quiet store, or expect the writes it
-// races with to show as problems.
+// The persistence part of the engine's Check (check.go): it scans every
+// key under the store's "{prefix}:p:" and holds the index members in
+// memory, so it is not for hot paths. It reads key by key, not in one
+// step: run it on a quiet store, or expect the writes it races with to
+// show as problems.
 
 import (
 	"context"
@@ -20,36 +20,29 @@ import (
 	"github.com/ckptstore/ckptstore/persist/driver"
 )
 
-// Problem is one broken invariant: the key where it shows and what is
-// wrong. It is the checkpoint drivers' driver.Problem (an error wrapping
-// their ErrCorrupt), so that Driver is a driver.Checker and ckptctl check
-// reads every store through that one interface.
-type Problem = ckptdriver.Problem
-
-var _ ckptdriver.Checker = (*Driver)(nil)
-
-// checker collects what Check expects and finds.
-type checker struct {
-	d        *Driver
+// persistChecker collects what Check expects and finds.
+type persistChecker struct {
+	d        *Persistence
 	ctx      context.Context
-	problems []Problem
+	problems []ckptdriver.Problem
 	// want is, per index key, the members the records say it holds.
 	want map[string]map[string]bool
 }
 
-func (c *checker) bad(key, format string, args ...any) {
-	c.problems = append(c.problems, Problem{Key: key, What: fmt.Sprintf(format, args...)})
+func (c *persistChecker) bad(key, format string, args ...any) {
+	c.problems = append(c.problems, ckptdriver.Problem{Key: key, What: fmt.Sprintf(format, args...)})
 }
 
-func (c *checker) expect(index, m string) {
+func (c *persistChecker) expect(index, m string) {
 	if c.want[index] == nil {
 		c.want[index] = map[string]bool{}
 	}
 	c.want[index][m] = true
 }
 
-// Check reads every key of the driver's store and returns the broken
-// invariants, sorted by key; none for a consistent store. It finds:
+// check reads every persistence key of the store and returns the broken
+// invariants, sorted by key; none for a consistent store. Driver.Check
+// runs it, so the engine has one Check. It finds:
 //
 //   - a record hash that does not decode, whose id is not its key's, or
 //     whose index members ('~m', '~t', '~r') are not the ones its fields
@@ -64,8 +57,8 @@ func (c *checker) expect(index, m string) {
 //   - a metadata value that is not JSON;
 //   - a lock whose holder has no expiry, whose fence is not a positive
 //     integer while it has a holder, or a waiter without a place expiry.
-func (d *Driver) Check(ctx context.Context) ([]Problem, error) {
-	c := &checker{d: d, ctx: ctx, want: map[string]map[string]bool{}}
+func (d *Persistence) check(ctx context.Context) ([]ckptdriver.Problem, error) {
+	c := &persistChecker{d: d, ctx: ctx, want: map[string]map[string]bool{}}
 	k := d.k
 	kinds := []struct {
 		prefix string
@@ -121,12 +114,12 @@ func (d *Driver) Check(ctx context.Context) ([]Problem, error) {
 	if err := c.locks(); err != nil {
 		return nil, err
 	}
-	slices.SortStableFunc(c.problems, func(a, b Problem) int { return strings.Compare(a.Key, b.Key) })
+	slices.SortStableFunc(c.problems, func(a, b ckptdriver.Problem) int { return strings.Compare(a.Key, b.Key) })
 	return c.problems, nil
 }
 
 // scan returns every key that starts with prefix.
-func (d *Driver) scan(ctx context.Context, prefix string) ([]string, error) {
+func (d *Persistence) scan(ctx context.Context, prefix string) ([]string, error) {
 	pattern := globEscape(prefix) + "*"
 	var out []string
 	collect := func(ctx context.Context, c redis.Cmdable) error {
@@ -146,18 +139,6 @@ func (d *Driver) scan(ctx context.Context, prefix string) ([]string, error) {
 	return slices.Compact(out), err
 }
 
-// globEscape escapes the glob characters of SCAN's MATCH.
-func globEscape(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		if strings.ContainsRune(`*?[]\^`, r) {
-			b.WriteByte('\\')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
-
 // field returns a '~' field of a HGETALL reply.
 func field(flat []any, name string) (string, bool) {
 	for i := 0; i+1 < len(flat); i += 2 {
@@ -171,7 +152,7 @@ func field(flat []any, name string) (string, bool) {
 
 // own checks a record's own index member field against the one its
 // content gives, and expects it in index ("": in none).
-func (c *checker) own(key string, flat []any, name, want, index string) {
+func (c *persistChecker) own(key string, flat []any, name, want, index string) {
 	got, ok := field(flat, name)
 	switch {
 	case !ok:
@@ -186,7 +167,7 @@ func (c *checker) own(key string, flat []any, name, want, index string) {
 
 // record decodes flat, the hash of the record id (a what) at key, and
 // reports it when it does not decode (nil) or holds another id.
-func record[T any](c *checker, key, id, what string, flat []any, decode func(any) (*T, error), idOf func(*T) string) *T {
+func record[T any](c *persistChecker, key, id, what string, flat []any, decode func(any) (*T, error), idOf func(*T) string) *T {
 	r, err := decode(flat)
 	if err != nil {
 		c.bad(key, "does not decode: %v", err)
@@ -198,7 +179,7 @@ func record[T any](c *checker, key, id, what string, flat []any, decode func(any
 	return r
 }
 
-func (c *checker) run(key, id string, flat []any) {
+func (c *persistChecker) run(key, id string, flat []any) {
 	r := record(c, key, id, "run", flat, decode[driver.RunRecord], func(r *driver.RunRecord) string { return r.RunID })
 	if r == nil {
 		return
@@ -222,7 +203,7 @@ func (c *checker) run(key, id string, flat []any) {
 	}
 }
 
-func (c *checker) genRun(key, id string, flat []any) {
+func (c *persistChecker) genRun(key, id string, flat []any) {
 	r := record(c, key, id, "generation run", flat, decode[driver.GenerationRunRecord], func(r *driver.GenerationRunRecord) string { return r.RunID })
 	if r == nil {
 		return
@@ -230,7 +211,7 @@ func (c *checker) genRun(key, id string, flat []any) {
 	c.own(key, flat, "~m", member(r.ThreadID, r.StartedAt, r.RunID), c.d.k.genRuns())
 }
 
-func (c *checker) interrupt(key, id string, flat []any) {
+func (c *persistChecker) interrupt(key, id string, flat []any) {
 	r := record(c, key, id, "interrupt", flat, decode[driver.InterruptRecord], func(r *driver.InterruptRecord) string { return r.InterruptID })
 	if r == nil {
 		return
@@ -244,7 +225,7 @@ func (c *checker) interrupt(key, id string, flat []any) {
 	}
 }
 
-func (c *checker) artifact(key, id string, flat []any) {
+func (c *persistChecker) artifact(key, id string, flat []any) {
 	r := record(c, key, id, "artifact", flat, decode[driver.ArtifactRecord], func(r *driver.ArtifactRecord) string { return r.ArtifactID })
 	if r == nil {
 		return
@@ -253,7 +234,7 @@ func (c *checker) artifact(key, id string, flat []any) {
 	c.own(key, flat, "~r", member(r.RunID, r.CreatedAt, id), c.d.k.artIndex(true))
 }
 
-func (c *checker) blob(key, id string, flat []any) {
+func (c *persistChecker) blob(key, id string, flat []any) {
 	m := record(c, key, id, "blob", flat, decodeBlob, func(m *driver.BlobMeta) string { return m.Key })
 	if m == nil {
 		return
@@ -264,7 +245,7 @@ func (c *checker) blob(key, id string, flat []any) {
 	c.expect(c.d.k.blobs(), id)
 }
 
-func (c *checker) meta() error {
+func (c *persistChecker) meta() error {
 	vals, err := c.d.c.HGetAll(c.ctx, c.d.k.meta()).Result()
 	if err != nil {
 		return err
@@ -280,7 +261,7 @@ func (c *checker) meta() error {
 	return nil
 }
 
-func (c *checker) locks() error {
+func (c *persistChecker) locks() error {
 	k := c.d.k
 	keys, err := c.d.scan(c.ctx, k.lock(""))
 	if err != nil {

@@ -1,11 +1,15 @@
-// Package redisdriver is the Redis driver of the persistence contract
-// (package persist/driver): every call is one command or one Lua script,
-// so its checks and its writes are one atomic step on the server.
+package redisstore
+
+// Persistence is the Redis driver of the persistence contract (package
+// persist/driver): every call is one command or one Lua script, so its
+// checks and its writes are one atomic step on the server.
 //
 // Every key lives under the hash tag of the store's prefix, the same
-// {prefix} redisstore uses for the tenant's checkpoints, followed by "p:"
-// so that the two never share a key; a script is therefore legal on Redis
-// Cluster. docs/persistence.md lists the keys and the script of each call.
+// {prefix} the checkpoint Driver uses (keyBase), followed by "p:" so that
+// the two never share a key; a script is therefore legal on Redis Cluster.
+// Op keys are the engine's one kind, "{prefix}:o:<kind>:<token>", with the
+// kinds of store.go. docs/persistence.md lists the keys and the script of
+// each call.
 //
 // Indexes are sorted sets whose scores are all 0, read with the lex range
 // commands: a member is the index's scope (a thread or run id, with its
@@ -22,12 +26,11 @@
 // between the sends left it) records its reply under a per-call op key, and a resend
 // of the call (go-redis resending after a lost reply) returns that reply.
 //
-// Leases are judged by Options.Now, passed to the scripts, or, when it is
-// nil, by the server's TIME read inside the script, so that every process
-// sharing the store judges leases by one clock. The lock scripts publish
-// the lock's key on one channel per store; WatchLock listens there through
-// one subscription per Driver.
-package redisdriver
+// Lock leases are judged by the engine's lease clock, as writer leases
+// are: the server's TIME read inside the script, or PersistenceOptions.Now
+// when a test sets it. The lock scripts publish the lock's key on one
+// channel per store; WatchLock listens there through one subscription per
+// Persistence.
 
 import (
 	"context"
@@ -36,9 +39,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -46,64 +46,55 @@ import (
 	"github.com/ckptstore/ckptstore/persist/driver"
 )
 
-// DefaultPrefix is the prefix of a store whose Options.Prefix is empty;
-// it is redisstore's, so one tenant's checkpoints and persistence share a
-// hash tag.
-const DefaultPrefix = "ckptstore"
-
-// Options configure a Driver.
-type Options struct {
+// PersistenceOptions configure a Persistence.
+type PersistenceOptions struct {
 	// Client is the connection; a *redis.Client or *redis.ClusterClient.
 	Client redis.UniversalClient
 	// Prefix names the tenant: every key is under the hash tag {Prefix}.
 	// "" means DefaultPrefix.
 	Prefix string
-	// Now is the store's clock, by which leases expire. nil means the
-	// server's clock (TIME, read inside each lock script), the right
-	// choice when several processes share the store.
+	// Now is a test clock, by which lock leases expire. nil means the
+	// server's TIME, read inside each lock script: the engine's lease
+	// clock, the right choice when several processes share the store.
 	Now func() time.Time
 }
 
-// Driver is the Redis driver. It is safe for concurrent use; Close ends
-// its lock subscription.
-type Driver struct {
+// Persistence is the Redis driver of the persistence contract. It is safe
+// for concurrent use; Close ends its lock subscription.
+type Persistence struct {
 	c     redis.UniversalClient
-	k     keys
+	k     persistKeys
 	now   func() time.Time
 	opTTL int64
 	hub   *hub
 }
 
-var _ driver.Driver = (*Driver)(nil)
+var _ driver.Driver = (*Persistence)(nil)
 
-// New returns a Driver on opts.Client.
-func New(opts Options) (*Driver, error) {
+// NewPersistence returns a Persistence on opts.Client.
+func NewPersistence(opts PersistenceOptions) (*Persistence, error) {
 	if opts.Client == nil {
-		return nil, errors.New("redisdriver: Options.Client is nil")
+		return nil, errors.New("redisstore: PersistenceOptions.Client is nil")
 	}
-	k := newKeys(opts.Prefix)
-	return &Driver{c: opts.Client, k: k, now: opts.Now, opTTL: driver.OpTokenTTL.Milliseconds(),
+	k := newPersistKeys(opts.Prefix)
+	return &Persistence{c: opts.Client, k: k, now: opts.Now, opTTL: driver.OpTokenTTL.Milliseconds(),
 		hub: newHub(opts.Client, k.channel())}, nil
 }
 
 // Close ends the lock subscription, waking every watcher. It does not
 // close the client.
-func (d *Driver) Close() error { return d.hub.close() }
+func (d *Persistence) Close() error { return d.hub.close() }
 
-// Scripts returns every script's source, so that a caller can load them
-// (SCRIPT LOAD) before a test makes EVALSHA the first command sent.
-func Scripts() []*redis.Script { return slices.Clone(allScripts) }
-
-var allScripts = []*redis.Script{
+var persistScripts = []*redis.Script{
 	createRunScript, updateRunScript, createGenRunScript, patchScript, listScript,
 	createInterruptScript, finishInterruptScript, commitScript, metaScript,
 	saveArtifactScript, deleteArtifactScript, deleteRunArtifactsScript,
 	putBlobScript, deleteBlobScript, listBlobsScript,
-	acquireScript, renewScript, releaseScript,
+	lockAcquireScript, lockRenewScript, lockReleaseScript,
 }
 
 // eval runs a script with EVALSHA (EVAL on NOSCRIPT).
-func (d *Driver) eval(ctx context.Context, sc *redis.Script, keys []string, args []any) ([]any, error) {
+func (d *Persistence) eval(ctx context.Context, sc *redis.Script, keys []string, args []any) ([]any, error) {
 	v, err := sc.Run(ctx, d.c, keys, args...).Result()
 	if err != nil {
 		return nil, err
@@ -119,7 +110,7 @@ func (d *Driver) eval(ctx context.Context, sc *redis.Script, keys []string, args
 
 // nowArg is the clock argument of the scripts: Options.Now in ms, or ""
 // for the server's TIME.
-func (d *Driver) nowArg() string {
+func (d *Persistence) nowArg() string {
 	if d.now == nil {
 		return ""
 	}
@@ -130,26 +121,25 @@ func (d *Driver) nowArg() string {
 // resend of that call.
 func newToken() string { return rand.Text() }
 
-// keys builds the store's key names.
-type keys struct{ base string }
-
-func newKeys(prefix string) keys {
-	if prefix == "" {
-		prefix = DefaultPrefix
-	}
-	// As redisstore escapes its tag: injective, so prefixes never share keys.
-	esc := strings.NewReplacer("%", "%25", "{", "%7B", "}", "%7D").Replace(prefix)
-	return keys{base: "{" + esc + "}:p:"}
+// persistKeys builds the persistence key names.
+type persistKeys struct {
+	base string // "{prefix}:p:"
+	op   string // "{prefix}:o:", the engine's op keys
 }
 
-func (k keys) run(id string) string       { return k.base + "run:" + id }
-func (k keys) runs() string               { return k.base + "runs" }
-func (k keys) activeRuns() string         { return k.base + "runs:active" }
-func (k keys) reclaimRuns() string        { return k.base + "runs:reclaim" }
-func (k keys) genRun(id string) string    { return k.base + "gen:" + id }
-func (k keys) genRuns() string            { return k.base + "gens" }
-func (k keys) interrupt(id string) string { return k.base + "int:" + id }
-func (k keys) intIndex(byRun, pending bool) string {
+func newPersistKeys(prefix string) persistKeys {
+	b := keyBase(prefix)
+	return persistKeys{base: b + "p:", op: b + "o:"}
+}
+
+func (k persistKeys) run(id string) string       { return k.base + "run:" + id }
+func (k persistKeys) runs() string               { return k.base + "runs" }
+func (k persistKeys) activeRuns() string         { return k.base + "runs:active" }
+func (k persistKeys) reclaimRuns() string        { return k.base + "runs:reclaim" }
+func (k persistKeys) genRun(id string) string    { return k.base + "gen:" + id }
+func (k persistKeys) genRuns() string            { return k.base + "gens" }
+func (k persistKeys) interrupt(id string) string { return k.base + "int:" + id }
+func (k persistKeys) intIndex(byRun, pending bool) string {
 	s := k.base + "ints:thread"
 	if byRun {
 		s = k.base + "ints:run"
@@ -159,19 +149,19 @@ func (k keys) intIndex(byRun, pending bool) string {
 	}
 	return s
 }
-func (k keys) meta() string              { return k.base + "meta" }
-func (k keys) artifact(id string) string { return k.base + "art:" + id }
-func (k keys) artIndex(byRun bool) string {
+func (k persistKeys) meta() string              { return k.base + "meta" }
+func (k persistKeys) artifact(id string) string { return k.base + "art:" + id }
+func (k persistKeys) artIndex(byRun bool) string {
 	return k.base + map[bool]string{false: "arts:thread", true: "arts:run"}[byRun]
 }
-func (k keys) blob(key string) string      { return k.base + "blob:" + key }
-func (k keys) blobs() string               { return k.base + "blobs" }
-func (k keys) lock(key string) string      { return k.base + "lock:" + key }
-func (k keys) lockQueue(key string) string { return k.base + "lockq:" + key }
-func (k keys) lockWaits(key string) string { return k.base + "lockw:" + key }
-func (k keys) channel() string             { return k.base + "lockev" }
-func (k keys) op(kind byte, token string) string {
-	return k.base + "op:" + string(kind) + ":" + token
+func (k persistKeys) blob(key string) string      { return k.base + "blob:" + key }
+func (k persistKeys) blobs() string               { return k.base + "blobs" }
+func (k persistKeys) lock(key string) string      { return k.base + "lock:" + key }
+func (k persistKeys) lockQueue(key string) string { return k.base + "lockq:" + key }
+func (k persistKeys) lockWaits(key string) string { return k.base + "lockw:" + key }
+func (k persistKeys) channel() string             { return k.base + "lockev" }
+func (k persistKeys) opKey(kind byte, token string) string {
+	return k.op + string(kind) + ":" + token
 }
 
 // timeBytes is t as 8 bytes whose byte order is t's order.
@@ -208,7 +198,7 @@ func scopeRange(scope string, after *driver.Position) (lo, hi string, off int) {
 }
 
 // list runs listScript and decodes each record with dec.
-func list[T any](ctx context.Context, d *Driver, index, lo, hi string, limit int, recPrefix string, off int, rev bool) ([]*T, error) {
+func list[T any](ctx context.Context, d *Persistence, index, lo, hi string, limit int, recPrefix string, off int, rev bool) ([]*T, error) {
 	revArg := "0"
 	if rev {
 		revArg = "1"
@@ -231,147 +221,6 @@ func list[T any](ctx context.Context, d *Driver, index, lo, hi string, limit int
 	return out, nil
 }
 
-// Record encoding: one hash field per JSON member. Raw JSON members
-// (usage, payload, response, …) are stored and returned byte for byte, as
-// the contract asks, so they never pass through a JSON decoder.
-
-var rawType = reflect.TypeFor[json.RawMessage]()
-
-// fields returns the JSON members of the struct *v that are present, as
-// (name, raw JSON) pairs in field order.
-func fields(v any) ([]any, error) {
-	var out []any
-	err := walk(reflect.ValueOf(v).Elem(), func(name string, f reflect.Value) error {
-		if f.Type() == rawType {
-			if f.Len() > 0 {
-				out = append(out, name, string(f.Bytes()))
-			}
-			return nil
-		}
-		if (f.Kind() == reflect.Pointer || f.Kind() == reflect.Map) && f.IsNil() {
-			return nil
-		}
-		b, err := json.Marshal(f.Interface())
-		if err != nil {
-			return err
-		}
-		out = append(out, name, string(b))
-		return nil
-	})
-	return out, err
-}
-
-// walk calls fn with each JSON-named field of the struct value v, the
-// fields of embedded structs included.
-func walk(v reflect.Value, fn func(name string, f reflect.Value) error) error {
-	t := v.Type()
-	for i := range t.NumField() {
-		sf := t.Field(i)
-		if sf.Anonymous && sf.Type.Kind() == reflect.Struct {
-			if err := walk(v.Field(i), fn); err != nil {
-				return err
-			}
-			continue
-		}
-		name, _, _ := strings.Cut(sf.Tag.Get("json"), ",")
-		if name == "" || name == "-" {
-			continue
-		}
-		if err := fn(name, v.Field(i)); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// patchPairs returns the fields a patch (a struct of driver.Field values)
-// names: a set one as (name, raw JSON), a cleared one as (name, ""), which
-// the scripts read as "delete the field".
-func patchPairs(patch any) ([]any, error) {
-	v := reflect.ValueOf(patch)
-	var out []any
-	for i := range v.NumField() {
-		f := v.Field(i)
-		if !f.MethodByName("Named").Call(nil)[0].Bool() {
-			continue
-		}
-		name := strings.ToLower(v.Type().Field(i).Name[:1]) + v.Type().Field(i).Name[1:]
-		if f.MethodByName("IsClear").Call(nil)[0].Bool() {
-			out = append(out, name, "")
-			continue
-		}
-		val := f.MethodByName("Value").Call(nil)[0]
-		if val.Type() == rawType {
-			out = append(out, name, string(val.Bytes()))
-			continue
-		}
-		b, err := json.Marshal(val.Interface())
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, name, string(b))
-	}
-	return out, nil
-}
-
-// decode reads a HGETALL reply into a record, or nil when it is empty.
-func decode[T any](r any) (*T, error) {
-	flat, ok := r.([]any)
-	if !ok || len(flat)%2 != 0 {
-		return nil, fmt.Errorf("%w: record reply %T", driver.ErrCorrupt, r)
-	}
-	if len(flat) == 0 {
-		return nil, nil
-	}
-	vals := make(map[string]string, len(flat)/2)
-	for i := 0; i < len(flat); i += 2 {
-		name, _ := flat[i].(string)
-		val, _ := flat[i+1].(string)
-		vals[name] = val
-	}
-	rec := new(T)
-	err := walk(reflect.ValueOf(rec).Elem(), func(name string, f reflect.Value) error {
-		val, ok := vals[name]
-		if !ok {
-			return nil
-		}
-		if f.Type() == rawType {
-			f.SetBytes([]byte(val))
-			return nil
-		}
-		if err := json.Unmarshal([]byte(val), f.Addr().Interface()); err != nil {
-			return fmt.Errorf("%w: field %q: %v", driver.ErrCorrupt, name, err)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return rec, nil
-}
-
-// hgetall reads one record with one command.
-func hgetall[T any](ctx context.Context, d *Driver, key string) (*T, error) {
-	m, err := hgetallFlat(ctx, d, key)
-	if err != nil {
-		return nil, err
-	}
-	return decode[T](m)
-}
-
-// hgetallFlat is HGETALL as the flat field, value array a script returns.
-func hgetallFlat(ctx context.Context, d *Driver, key string) ([]any, error) {
-	m, err := d.c.HGetAll(ctx, key).Result()
-	if err != nil {
-		return nil, err
-	}
-	flat := make([]any, 0, 2*len(m))
-	for k, v := range m {
-		flat = append(flat, k, v)
-	}
-	return flat, nil
-}
-
 func replyInt(res []any) int64 {
 	if len(res) > 0 {
 		if n, ok := res[0].(int64); ok {
@@ -384,14 +233,14 @@ func replyInt(res []any) int64 {
 // createOrResume runs the create script of a run or generation run with
 // args then rec's pairs; the script answers "new", or "found" with the
 // stored record.
-func createOrResume[T any](ctx context.Context, d *Driver, what, id string, rec *T, sc *redis.Script, keys []string, args ...any) (*T, error) {
+func createOrResume[T any](ctx context.Context, d *Persistence, what, id string, rec *T, sc *redis.Script, keys []string, args ...any) (*T, error) {
 	pairs, err := fields(rec)
 	if err != nil {
 		return nil, err
 	}
 	res, err := d.eval(ctx, sc, keys, append(args, pairs...))
 	if err != nil {
-		return nil, fmt.Errorf("redisdriver: create %s %q: %w", what, id, err)
+		return nil, fmt.Errorf("redisstore: create %s %q: %w", what, id, err)
 	}
 	if len(res) == 2 && res[0] == "found" {
 		return decode[T](res[1])
@@ -400,7 +249,7 @@ func createOrResume[T any](ctx context.Context, d *Driver, what, id string, rec 
 }
 
 // newest is the record of scope's last member in index, or nil.
-func newest[T any](ctx context.Context, d *Driver, index, scope, recPrefix string) (*T, error) {
+func newest[T any](ctx context.Context, d *Persistence, index, scope, recPrefix string) (*T, error) {
 	lo, hi, off := scopeRange(scope, nil)
 	rs, err := list[T](ctx, d, index, lo, hi, 1, recPrefix, off, true)
 	if err != nil || len(rs) == 0 {
@@ -412,14 +261,14 @@ func newest[T any](ctx context.Context, d *Driver, index, scope, recPrefix strin
 // Runs.
 
 // CreateOrResumeRun implements driver.Runs.
-func (d *Driver) CreateOrResumeRun(ctx context.Context, rec *driver.RunRecord) (*driver.RunRecord, error) {
-	keys := []string{d.k.run(rec.RunID), d.k.runs(), d.k.activeRuns(), d.k.op('r', newToken())}
+func (d *Persistence) CreateOrResumeRun(ctx context.Context, rec *driver.RunRecord) (*driver.RunRecord, error) {
+	keys := []string{d.k.run(rec.RunID), d.k.runs(), d.k.activeRuns(), d.k.opKey(opRunCreate, newToken())}
 	return createOrResume(ctx, d, "run", rec.RunID, rec, createRunScript, keys,
 		string(rec.Status), member(rec.ThreadID, rec.StartedAt, rec.RunID), d.opTTL)
 }
 
 // UpdateRun implements driver.Runs.
-func (d *Driver) UpdateRun(ctx context.Context, runID string, patch driver.RunPatch) (bool, error) {
+func (d *Persistence) UpdateRun(ctx context.Context, runID string, patch driver.RunPatch) (bool, error) {
 	pairs, err := patchPairs(patch)
 	if err != nil {
 		return false, err
@@ -431,33 +280,33 @@ func (d *Driver) UpdateRun(ctx context.Context, runID string, patch driver.RunPa
 	case patch.DetachedSince.IsClear():
 		mode = "clear"
 	}
-	keys := []string{d.k.run(runID), d.k.activeRuns(), d.k.reclaimRuns(), d.k.op('u', newToken())}
+	keys := []string{d.k.run(runID), d.k.activeRuns(), d.k.reclaimRuns(), d.k.opKey(opRunUpdate, newToken())}
 	res, err := d.eval(ctx, updateRunScript, keys, append([]any{d.opTTL, mode, rm}, pairs...))
 	if err != nil {
-		return false, fmt.Errorf("redisdriver: update run %q: %w", runID, err)
+		return false, fmt.Errorf("redisstore: update run %q: %w", runID, err)
 	}
 	return replyInt(res) == 1, nil
 }
 
 // GetRun implements driver.Runs.
-func (d *Driver) GetRun(ctx context.Context, runID string) (*driver.RunRecord, error) {
+func (d *Persistence) GetRun(ctx context.Context, runID string) (*driver.RunRecord, error) {
 	return hgetall[driver.RunRecord](ctx, d, d.k.run(runID))
 }
 
 // ActiveRun implements driver.Runs.
-func (d *Driver) ActiveRun(ctx context.Context, threadID string) (*driver.RunRecord, error) {
+func (d *Persistence) ActiveRun(ctx context.Context, threadID string) (*driver.RunRecord, error) {
 	return newest[driver.RunRecord](ctx, d, d.k.activeRuns(), threadID, d.k.run(""))
 }
 
 // ThreadRuns implements driver.Runs.
-func (d *Driver) ThreadRuns(ctx context.Context, threadID string, after *driver.Position, limit int) ([]*driver.RunRecord, error) {
+func (d *Persistence) ThreadRuns(ctx context.Context, threadID string, after *driver.Position, limit int) ([]*driver.RunRecord, error) {
 	lo, hi, off := scopeRange(threadID, after)
 	return list[driver.RunRecord](ctx, d, d.k.runs(), lo, hi, limit, d.k.run(""), off, false)
 }
 
 // ReclaimableRuns implements driver.Runs. Its index holds exactly the
 // running runs with detachedSince set, by detachedSince then run id.
-func (d *Driver) ReclaimableRuns(ctx context.Context, cutoff int64, after *driver.Position, limit int) ([]*driver.RunRecord, error) {
+func (d *Persistence) ReclaimableRuns(ctx context.Context, cutoff int64, after *driver.Position, limit int) ([]*driver.RunRecord, error) {
 	lo := "-"
 	if after != nil {
 		lo = "(" + timeBytes(after.At) + after.ID
@@ -469,32 +318,32 @@ func (d *Driver) ReclaimableRuns(ctx context.Context, cutoff int64, after *drive
 // Generation runs.
 
 // CreateOrResumeGenerationRun implements driver.GenerationRuns.
-func (d *Driver) CreateOrResumeGenerationRun(ctx context.Context, rec *driver.GenerationRunRecord) (*driver.GenerationRunRecord, error) {
-	keys := []string{d.k.genRun(rec.RunID), d.k.genRuns(), d.k.op('n', newToken())}
+func (d *Persistence) CreateOrResumeGenerationRun(ctx context.Context, rec *driver.GenerationRunRecord) (*driver.GenerationRunRecord, error) {
+	keys := []string{d.k.genRun(rec.RunID), d.k.genRuns(), d.k.opKey(opGenRunCreate, newToken())}
 	return createOrResume(ctx, d, "generation run", rec.RunID, rec, createGenRunScript, keys,
 		member(rec.ThreadID, rec.StartedAt, rec.RunID), d.opTTL)
 }
 
 // UpdateGenerationRun implements driver.GenerationRuns.
-func (d *Driver) UpdateGenerationRun(ctx context.Context, runID string, patch driver.GenerationRunPatch) (bool, error) {
+func (d *Persistence) UpdateGenerationRun(ctx context.Context, runID string, patch driver.GenerationRunPatch) (bool, error) {
 	pairs, err := patchPairs(patch)
 	if err != nil {
 		return false, err
 	}
-	res, err := d.eval(ctx, patchScript, []string{d.k.genRun(runID), d.k.op('g', newToken())}, append([]any{d.opTTL}, pairs...))
+	res, err := d.eval(ctx, patchScript, []string{d.k.genRun(runID), d.k.opKey(opGenRunUpdate, newToken())}, append([]any{d.opTTL}, pairs...))
 	if err != nil {
-		return false, fmt.Errorf("redisdriver: update generation run %q: %w", runID, err)
+		return false, fmt.Errorf("redisstore: update generation run %q: %w", runID, err)
 	}
 	return replyInt(res) == 1, nil
 }
 
 // GetGenerationRun implements driver.GenerationRuns.
-func (d *Driver) GetGenerationRun(ctx context.Context, runID string) (*driver.GenerationRunRecord, error) {
+func (d *Persistence) GetGenerationRun(ctx context.Context, runID string) (*driver.GenerationRunRecord, error) {
 	return hgetall[driver.GenerationRunRecord](ctx, d, d.k.genRun(runID))
 }
 
 // LatestGenerationRun implements driver.GenerationRuns.
-func (d *Driver) LatestGenerationRun(ctx context.Context, threadID string) (*driver.GenerationRunRecord, error) {
+func (d *Persistence) LatestGenerationRun(ctx context.Context, threadID string) (*driver.GenerationRunRecord, error) {
 	return newest[driver.GenerationRunRecord](ctx, d, d.k.genRuns(), threadID, d.k.genRun(""))
 }
 
@@ -502,7 +351,7 @@ func (d *Driver) LatestGenerationRun(ctx context.Context, threadID string) (*dri
 
 // CreateInterrupt implements driver.Interrupts. Insert-if-absent needs no
 // op key: a resend finds the interrupt and does nothing.
-func (d *Driver) CreateInterrupt(ctx context.Context, rec *driver.InterruptRecord) error {
+func (d *Persistence) CreateInterrupt(ctx context.Context, rec *driver.InterruptRecord) error {
 	pairs, err := fields(rec)
 	if err != nil {
 		return err
@@ -511,16 +360,16 @@ func (d *Driver) CreateInterrupt(ctx context.Context, rec *driver.InterruptRecor
 		d.k.intIndex(false, true), d.k.intIndex(true, true)}
 	args := append([]any{member(rec.ThreadID, rec.RequestedAt, rec.InterruptID), member(rec.RunID, rec.RequestedAt, rec.InterruptID)}, pairs...)
 	if _, err := d.eval(ctx, createInterruptScript, keys, args); err != nil {
-		return fmt.Errorf("redisdriver: create interrupt %q: %w", rec.InterruptID, err)
+		return fmt.Errorf("redisstore: create interrupt %q: %w", rec.InterruptID, err)
 	}
 	return nil
 }
 
-func (d *Driver) finishInterrupt(ctx context.Context, id string, pairs []any) (bool, error) {
-	keys := []string{d.k.interrupt(id), d.k.intIndex(false, true), d.k.intIndex(true, true), d.k.op('i', newToken())}
+func (d *Persistence) finishInterrupt(ctx context.Context, id string, pairs []any) (bool, error) {
+	keys := []string{d.k.interrupt(id), d.k.intIndex(false, true), d.k.intIndex(true, true), d.k.opKey(opInterruptFinish, newToken())}
 	res, err := d.eval(ctx, finishInterruptScript, keys, append([]any{d.opTTL}, pairs...))
 	if err != nil {
-		return false, fmt.Errorf("redisdriver: interrupt %q: %w", id, err)
+		return false, fmt.Errorf("redisstore: interrupt %q: %w", id, err)
 	}
 	return replyInt(res) == 1, nil
 }
@@ -528,24 +377,24 @@ func (d *Driver) finishInterrupt(ctx context.Context, id string, pairs []any) (b
 func statusJSON(s driver.InterruptStatus) string { b, _ := json.Marshal(s); return string(b) }
 
 // ResolveInterrupt implements driver.Interrupts.
-func (d *Driver) ResolveInterrupt(ctx context.Context, id string, at int64, response json.RawMessage) (bool, error) {
+func (d *Persistence) ResolveInterrupt(ctx context.Context, id string, at int64, response json.RawMessage) (bool, error) {
 	return d.finishInterrupt(ctx, id, []any{"resolvedAt", fmt.Sprint(at), "response", string(response),
 		"status", statusJSON(driver.InterruptResolved)})
 }
 
 // CancelInterrupt implements driver.Interrupts.
-func (d *Driver) CancelInterrupt(ctx context.Context, id string, at int64) (bool, error) {
+func (d *Persistence) CancelInterrupt(ctx context.Context, id string, at int64) (bool, error) {
 	return d.finishInterrupt(ctx, id, []any{"resolvedAt", fmt.Sprint(at), "status", statusJSON(driver.InterruptCancelled)})
 }
 
 // CommitInterrupts implements driver.Interrupts. The op key is the
 // caller's token, or a fresh one, so that a resend of the script after a
 // lost reply reports the commit instead of ErrNotPending.
-func (d *Driver) CommitInterrupts(ctx context.Context, entries []driver.InterruptCommitEntry, at int64, opToken string) error {
+func (d *Persistence) CommitInterrupts(ctx context.Context, entries []driver.InterruptCommitEntry, at int64, opToken string) error {
 	if opToken == "" {
 		opToken = newToken()
 	}
-	keys := []string{d.k.op('c', opToken), d.k.intIndex(false, true), d.k.intIndex(true, true)}
+	keys := []string{d.k.opKey(opInterruptCommit, opToken), d.k.intIndex(false, true), d.k.intIndex(true, true)}
 	args := []any{d.opTTL, fmt.Sprint(at)}
 	for _, e := range entries {
 		keys = append(keys, d.k.interrupt(e.InterruptID))
@@ -553,7 +402,7 @@ func (d *Driver) CommitInterrupts(ctx context.Context, entries []driver.Interrup
 	}
 	res, err := d.eval(ctx, commitScript, keys, args)
 	if err != nil {
-		return fmt.Errorf("redisdriver: commit batch: %w", err)
+		return fmt.Errorf("redisstore: commit batch: %w", err)
 	}
 	if len(res) >= 2 {
 		i, _ := res[1].(int64)
@@ -574,12 +423,12 @@ func (d *Driver) CommitInterrupts(ctx context.Context, entries []driver.Interrup
 }
 
 // GetInterrupt implements driver.Interrupts.
-func (d *Driver) GetInterrupt(ctx context.Context, id string) (*driver.InterruptRecord, error) {
+func (d *Persistence) GetInterrupt(ctx context.Context, id string) (*driver.InterruptRecord, error) {
 	return hgetall[driver.InterruptRecord](ctx, d, d.k.interrupt(id))
 }
 
 // ListInterrupts implements driver.Interrupts.
-func (d *Driver) ListInterrupts(ctx context.Context, scope driver.InterruptScope, after *driver.Position, limit int) ([]*driver.InterruptRecord, error) {
+func (d *Persistence) ListInterrupts(ctx context.Context, scope driver.InterruptScope, after *driver.Position, limit int) ([]*driver.InterruptRecord, error) {
 	byRun, id := scope.RunID != "", scope.ThreadID
 	if byRun {
 		id = scope.RunID
@@ -595,58 +444,58 @@ func (d *Driver) ListInterrupts(ctx context.Context, scope driver.InterruptScope
 func metaField(namespace, key string) string { return scopePrefix(namespace) + key }
 
 // GetMetadata implements driver.Metadata.
-func (d *Driver) GetMetadata(ctx context.Context, namespace, key string) (json.RawMessage, error) {
+func (d *Persistence) GetMetadata(ctx context.Context, namespace, key string) (json.RawMessage, error) {
 	v, err := d.c.HGet(ctx, d.k.meta(), metaField(namespace, key)).Result()
 	if errors.Is(err, redis.Nil) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("redisdriver: get metadata: %w", err)
+		return nil, fmt.Errorf("redisstore: get metadata: %w", err)
 	}
 	return json.RawMessage(v), nil
 }
 
-func (d *Driver) setMeta(ctx context.Context, namespace, key, value string) error {
-	_, err := d.eval(ctx, metaScript, []string{d.k.meta(), d.k.op('m', newToken())}, []any{d.opTTL, metaField(namespace, key), value})
+func (d *Persistence) setMeta(ctx context.Context, namespace, key, value string) error {
+	_, err := d.eval(ctx, metaScript, []string{d.k.meta(), d.k.opKey(opMetadata, newToken())}, []any{d.opTTL, metaField(namespace, key), value})
 	if err != nil {
-		return fmt.Errorf("redisdriver: metadata: %w", err)
+		return fmt.Errorf("redisstore: metadata: %w", err)
 	}
 	return nil
 }
 
 // SetMetadata implements driver.Metadata.
-func (d *Driver) SetMetadata(ctx context.Context, namespace, key string, value json.RawMessage) error {
+func (d *Persistence) SetMetadata(ctx context.Context, namespace, key string, value json.RawMessage) error {
 	return d.setMeta(ctx, namespace, key, string(value))
 }
 
 // DeleteMetadata implements driver.Metadata.
-func (d *Driver) DeleteMetadata(ctx context.Context, namespace, key string) error {
+func (d *Persistence) DeleteMetadata(ctx context.Context, namespace, key string) error {
 	return d.setMeta(ctx, namespace, key, "")
 }
 
 // Artifacts.
 
 // SaveArtifact implements driver.Artifacts.
-func (d *Driver) SaveArtifact(ctx context.Context, rec *driver.ArtifactRecord) error {
+func (d *Persistence) SaveArtifact(ctx context.Context, rec *driver.ArtifactRecord) error {
 	pairs, err := fields(rec)
 	if err != nil {
 		return err
 	}
-	keys := []string{d.k.artifact(rec.ArtifactID), d.k.artIndex(false), d.k.artIndex(true), d.k.op('s', newToken())}
+	keys := []string{d.k.artifact(rec.ArtifactID), d.k.artIndex(false), d.k.artIndex(true), d.k.opKey(opArtifactSave, newToken())}
 	args := append([]any{d.opTTL, member(rec.ThreadID, rec.CreatedAt, rec.ArtifactID), member(rec.RunID, rec.CreatedAt, rec.ArtifactID)}, pairs...)
 	if _, err := d.eval(ctx, saveArtifactScript, keys, args); err != nil {
-		return fmt.Errorf("redisdriver: save artifact %q: %w", rec.ArtifactID, err)
+		return fmt.Errorf("redisstore: save artifact %q: %w", rec.ArtifactID, err)
 	}
 	return nil
 }
 
 // GetArtifact implements driver.Artifacts.
-func (d *Driver) GetArtifact(ctx context.Context, artifactID string) (*driver.ArtifactRecord, error) {
+func (d *Persistence) GetArtifact(ctx context.Context, artifactID string) (*driver.ArtifactRecord, error) {
 	return hgetall[driver.ArtifactRecord](ctx, d, d.k.artifact(artifactID))
 }
 
 // ListArtifacts implements driver.Artifacts.
-func (d *Driver) ListArtifacts(ctx context.Context, scope driver.ArtifactScope, after *driver.Position, limit int) ([]*driver.ArtifactRecord, error) {
+func (d *Persistence) ListArtifacts(ctx context.Context, scope driver.ArtifactScope, after *driver.Position, limit int) ([]*driver.ArtifactRecord, error) {
 	byRun, id := scope.RunID != "", scope.ThreadID
 	if byRun {
 		id = scope.RunID
@@ -656,21 +505,21 @@ func (d *Driver) ListArtifacts(ctx context.Context, scope driver.ArtifactScope, 
 }
 
 // DeleteArtifact implements driver.Artifacts.
-func (d *Driver) DeleteArtifact(ctx context.Context, artifactID string) error {
+func (d *Persistence) DeleteArtifact(ctx context.Context, artifactID string) error {
 	keys := []string{d.k.artifact(artifactID), d.k.artIndex(false), d.k.artIndex(true)}
 	if _, err := d.eval(ctx, deleteArtifactScript, keys, nil); err != nil {
-		return fmt.Errorf("redisdriver: delete artifact %q: %w", artifactID, err)
+		return fmt.Errorf("redisstore: delete artifact %q: %w", artifactID, err)
 	}
 	return nil
 }
 
 // DeleteRunArtifacts implements driver.Artifacts.
-func (d *Driver) DeleteRunArtifacts(ctx context.Context, runID string, limit int) (int, error) {
+func (d *Persistence) DeleteRunArtifacts(ctx context.Context, runID string, limit int) (int, error) {
 	lo, hi, off := scopeRange(runID, nil)
-	keys := []string{d.k.artIndex(true), d.k.artIndex(false), d.k.op('x', newToken())}
+	keys := []string{d.k.artIndex(true), d.k.artIndex(false), d.k.opKey(opRunArtifactsDelete, newToken())}
 	res, err := d.eval(ctx, deleteRunArtifactsScript, keys, []any{d.opTTL, lo, hi, limit, d.k.artifact(""), off})
 	if err != nil {
-		return 0, fmt.Errorf("redisdriver: delete run artifacts %q: %w", runID, err)
+		return 0, fmt.Errorf("redisstore: delete run artifacts %q: %w", runID, err)
 	}
 	return int(replyInt(res)), nil
 }
@@ -678,16 +527,16 @@ func (d *Driver) DeleteRunArtifacts(ctx context.Context, runID string, limit int
 // Blobs.
 
 // PutBlob implements driver.Blobs.
-func (d *Driver) PutBlob(ctx context.Context, meta *driver.BlobMeta) (*driver.BlobMeta, string, error) {
+func (d *Persistence) PutBlob(ctx context.Context, meta *driver.BlobMeta) (*driver.BlobMeta, string, error) {
 	pairs, err := fields(&meta.BlobRecord)
 	if err != nil {
 		return nil, "", err
 	}
-	keys := []string{d.k.blob(meta.Key), d.k.blobs(), d.k.op('b', newToken())}
+	keys := []string{d.k.blob(meta.Key), d.k.blobs(), d.k.opKey(opBlobPut, newToken())}
 	args := append([]any{d.opTTL, meta.Key, meta.Object, fmt.Sprint(meta.CreatedAt)}, pairs...)
 	res, err := d.eval(ctx, putBlobScript, keys, args)
 	if err != nil {
-		return nil, "", fmt.Errorf("redisdriver: put blob %q: %w", meta.Key, err)
+		return nil, "", fmt.Errorf("redisstore: put blob %q: %w", meta.Key, err)
 	}
 	if len(res) != 2 {
 		return nil, "", fmt.Errorf("%w: put blob reply %v", driver.ErrCorrupt, res)
@@ -709,10 +558,10 @@ type blobRow struct {
 }
 
 // GetBlob implements driver.Blobs.
-func (d *Driver) GetBlob(ctx context.Context, key string) (*driver.BlobMeta, error) {
+func (d *Persistence) GetBlob(ctx context.Context, key string) (*driver.BlobMeta, error) {
 	m, err := hgetallFlat(ctx, d, d.k.blob(key))
 	if err != nil {
-		return nil, fmt.Errorf("redisdriver: get blob %q: %w", key, err)
+		return nil, fmt.Errorf("redisstore: get blob %q: %w", key, err)
 	}
 	return decodeBlob(m)
 }
@@ -733,10 +582,10 @@ func decodeBlob(r any) (*driver.BlobMeta, error) {
 }
 
 // DeleteBlob implements driver.Blobs.
-func (d *Driver) DeleteBlob(ctx context.Context, key string) (string, error) {
-	res, err := d.eval(ctx, deleteBlobScript, []string{d.k.blob(key), d.k.blobs(), d.k.op('d', newToken())}, []any{d.opTTL, key})
+func (d *Persistence) DeleteBlob(ctx context.Context, key string) (string, error) {
+	res, err := d.eval(ctx, deleteBlobScript, []string{d.k.blob(key), d.k.blobs(), d.k.opKey(opBlobDelete, newToken())}, []any{d.opTTL, key})
 	if err != nil {
-		return "", fmt.Errorf("redisdriver: delete blob %q: %w", key, err)
+		return "", fmt.Errorf("redisstore: delete blob %q: %w", key, err)
 	}
 	obj, ok := "", len(res) == 1
 	if ok {
@@ -750,7 +599,7 @@ func (d *Driver) DeleteBlob(ctx context.Context, key string) (string, error) {
 
 // ListBlobs implements driver.Blobs. Keys are valid UTF-8, which has no
 // 0xff byte, so prefix+"\xff" bounds exactly the keys with the prefix.
-func (d *Driver) ListBlobs(ctx context.Context, prefix, after string, limit int) ([]*driver.BlobMeta, error) {
+func (d *Persistence) ListBlobs(ctx context.Context, prefix, after string, limit int) ([]*driver.BlobMeta, error) {
 	lo, hi := "["+prefix, "+"
 	switch {
 	case after == "" && prefix == "":
@@ -763,7 +612,7 @@ func (d *Driver) ListBlobs(ctx context.Context, prefix, after string, limit int)
 	}
 	res, err := d.eval(ctx, listBlobsScript, []string{d.k.blobs()}, []any{lo, hi, limit, d.k.blob("")})
 	if err != nil {
-		return nil, fmt.Errorf("redisdriver: list blobs: %w", err)
+		return nil, fmt.Errorf("redisstore: list blobs: %w", err)
 	}
 	out := make([]*driver.BlobMeta, 0, len(res))
 	for _, r := range res {
@@ -777,10 +626,4 @@ func (d *Driver) ListBlobs(ctx context.Context, prefix, after string, limit int)
 		out = append(out, m)
 	}
 	return out, nil
-}
-
-// ceilMillis is d in whole ms, rounded up so that a positive lease never
-// rounds to zero.
-func ceilMillis(d time.Duration) int64 {
-	return int64((d + time.Millisecond - 1) / time.Millisecond)
 }
