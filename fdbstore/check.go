@@ -182,28 +182,41 @@ func sortProblems(ps []problem) []problem {
 func (s *Driver) scan(ctx context.Context, lim checkLimits, report func(driver.CheckProgress)) ([]problem, error) {
 	c := newChecker(s, false)
 	keys := 0
-	r := kv.PrefixRange(s.k.p)
+	if err := walk(ctx, s.db, kv.PrefixRange(s.k.p), lim, &keys, report, c.key); err != nil {
+		return nil, err
+	}
+	c.finish()
+	if s.opts.PersistPrefix == "" {
+		return c.problems, nil
+	}
+	ps, err := checkPersistence(ctx, s.db, []byte(s.opts.PersistPrefix), lim, &keys, report)
+	return append(c.problems, ps...), err
+}
+
+// walk reads the pairs of r in pages of one transaction each (scanPage),
+// hands each to fn, and adds them to *keys, reporting the count after
+// each page when report is not nil.
+func walk(ctx context.Context, db kv.DB, r kv.KeyRange, lim checkLimits, keys *int, report func(driver.CheckProgress), fn func(kv.KeyValue)) error {
 	for begin := r.Begin; begin != nil; {
 		var page []kv.KeyValue
 		var next []byte
-		err := s.db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
+		err := db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
 			var err error
 			page, next, err = scanPage(tr, kv.KeyRange{Begin: begin, End: r.End}, lim)
 			return err
 		})
 		if err != nil {
-			return nil, fmt.Errorf("fdbstore: check: %w", err)
+			return fmt.Errorf("fdbstore: check: %w", err)
 		}
 		for _, p := range page {
-			c.key(p)
+			fn(p)
 		}
-		if keys += len(page); report != nil {
-			report(driver.CheckProgress{Keys: keys, Done: -1})
+		if *keys += len(page); report != nil && len(page) > 0 {
+			report(driver.CheckProgress{Keys: *keys, Done: -1})
 		}
 		begin = next
 	}
-	c.finish()
-	return c.problems, nil
+	return nil
 }
 
 // scanPage reads the pairs of r from its start until a limit of lim; next

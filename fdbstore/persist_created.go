@@ -1,14 +1,12 @@
-package fdbdriver
+package fdbstore
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/json"
 
 	"github.com/ckptstore/ckptstore/fdbstore/kv"
 )
 
-// created runs an insert-if-absent (createOrResume) as one transaction
+// created runs an insert-if-absent (createOrResume) as one marked call
 // that returns the stored value, or nil when this call inserted.
 //
 // Why a marker. A retry after commit_unknown_result whose first attempt
@@ -19,49 +17,18 @@ import (
 // that inserts also writes a marker, read in the same round as the record:
 // a retry that finds it knows the call inserted and answers with the
 // caller's own record. An attempt that finds the record writes nothing,
-// so a resume stays a read.
-func (d *Driver) created(ctx context.Context, key []byte, insert func(tr kv.Transaction)) ([]byte, error) {
-	mk := d.k.op(rand.Text())
-	clears := d.takeRetired()
-	var stored []byte
-	wrote, tried := false, false
-	err := d.db.Transact(ctx, func(tr kv.Transaction) error {
-		m, f := tr.Get(mk), tr.Get(key)
-		prev, err := m.Get()
-		if err != nil {
-			return err
+// not even a marker, so a resume stays a read.
+func (d *Persistence) created(ctx context.Context, key []byte, insert func(tr kv.Transaction)) ([]byte, error) {
+	return marked(ctx, d, func(c *call) ([]byte, error) {
+		b, done, err := c.get(key)
+		if err != nil || done {
+			return nil, err
 		}
-		b, err := f.Get()
-		if err != nil {
-			return err
+		if b != nil {
+			c.readOnly = true
+			return b, nil
 		}
-		stored, wrote = nil, false
-		switch {
-		case prev != nil: // an earlier attempt inserted
-			return nil
-		case b != nil:
-			stored = b
-			return nil
-		}
-		v, err := json.Marshal(markerValue{At: d.now().UnixMilli(), Result: json.RawMessage("null")})
-		if err != nil {
-			return err
-		}
-		for _, k := range clears {
-			tr.Clear(k)
-		}
-		insert(tr)
-		tr.Set(mk, v)
-		wrote, tried = true, true
-		return nil
+		insert(c.tr)
+		return nil, nil
 	})
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if tried {
-		d.retired = append(d.retired, mk)
-	}
-	if err != nil || !wrote {
-		d.retired = append(d.retired, clears...)
-	}
-	return stored, err
 }

@@ -1,19 +1,19 @@
 //go:build fdb
 
-package fdbdriver_test
+package fdbstore_test
 
 import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"github.com/ckptstore/ckptstore/fdbstore"
 	"os"
 	"testing"
 	"time"
 
 	"github.com/ckptstore/ckptstore/fdbstore/kv"
 	"github.com/ckptstore/ckptstore/fdbstore/kv/fdbkv"
-	"github.com/ckptstore/ckptstore/persist/driver"
-	"github.com/ckptstore/ckptstore/persist/fdbdriver"
+	pdriver "github.com/ckptstore/ckptstore/persist/driver"
 	"github.com/ckptstore/ckptstore/persist/persisttest"
 )
 
@@ -34,7 +34,7 @@ func TestConformanceOnCluster(t *testing.T) {
 		t.Fatalf("open %s: %v", cf, err)
 	}
 	t.Cleanup(db.Close)
-	persisttest.RunNetwork(t, func(t *testing.T, now func() time.Time) driver.Driver {
+	persisttest.RunNetwork(t, func(t *testing.T, now func() time.Time) pdriver.Driver {
 		var b [8]byte
 		_, _ = rand.Read(b[:])
 		p := "ckptstore-test/" + hex.EncodeToString(b[:]) + "/"
@@ -47,10 +47,10 @@ func TestConformanceOnCluster(t *testing.T) {
 				t.Errorf("clear test prefix %q: %v", p, err)
 			}
 		})
-		d, err := fdbdriver.New(db, fdbdriver.Options{Prefix: p, Now: now})
+		d, err := fdbstore.NewPersistence(db, fdbstore.PersistenceOptions{Prefix: p, Now: now})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return checked(t, d)
+		return checkedPersist(t, d)
 	})
 }

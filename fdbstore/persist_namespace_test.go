@@ -1,34 +1,36 @@
-package fdbdriver_test
+package fdbstore_test
 
 import (
 	"strings"
 	"testing"
 
-	"github.com/ckptstore/ckptstore/persist/fdbdriver"
-	"github.com/ckptstore/ckptstore/storeurl"
+	"github.com/ckptstore/ckptstore/fdbstore"
 	"pgregory.net/rapid"
 )
 
-// The namespace test is outside the package so that storeurl may one day
-// open this driver without an import cycle.
-
-// TestNamespacePrefix: a namespace's persistence is a sibling of its
-// checkpoints under ("ckptstore.ns", name): neither prefix is a prefix of
-// the other, both share the namespace's, and names do not collide.
+// TestNamespacePrefix: a namespace's checkpoints and persistence are
+// siblings inside its subspace ("ckptstore.ns", name), and no prefix of
+// the default store or of any namespace is a byte prefix of another, so
+// tenants share no key and neither Check reads another's keys.
 func TestNamespacePrefix(t *testing.T) {
+	name := rapid.StringOfN(rapid.SampledFrom([]rune{0, 'a', 0xff}), 0, 4, -1)
 	rapid.Check(t, func(t *rapid.T) {
-		a := rapid.StringOfN(rapid.SampledFrom([]rune{0, 'a', 0xff}), 0, 4, -1).Draw(t, "a")
-		b := rapid.StringOfN(rapid.SampledFrom([]rune{0, 'a', 0xff}), 0, 4, -1).Draw(t, "b")
-		pa, ca := fdbdriver.NamespacePrefix(a), storeurl.FDBNamespacePrefix(a)
+		a, b := name.Draw(t, "a"), name.Draw(t, "b")
+		ca, pa := fdbstore.NamespacePrefix(a), fdbstore.PersistNamespacePrefix(a)
 		ns := strings.TrimSuffix(ca, "\x00") // ("ckptstore.ns", a)
-		if !strings.HasPrefix(pa, ns) || strings.HasPrefix(pa, ca) || strings.HasPrefix(ca, pa) {
-			t.Fatalf("persistence %x and checkpoints %x of %q are not siblings under %x", pa, ca, a, ns)
+		if !strings.HasPrefix(pa, ns) {
+			t.Fatalf("persistence %x of %q is not inside the namespace %x", pa, a, ns)
 		}
-		if pb := fdbdriver.NamespacePrefix(b); a != b && (strings.HasPrefix(pa, pb) || strings.HasPrefix(pb, pa)) {
-			t.Fatalf("namespaces %q and %q: prefixes %x and %x overlap", a, b, pa, pb)
+		all := []string{ca, pa, fdbstore.DefaultPrefix, fdbstore.DefaultPersistPrefix}
+		if a != b {
+			all = append(all, fdbstore.NamespacePrefix(b), fdbstore.PersistNamespacePrefix(b))
 		}
-		if strings.HasPrefix(pa, fdbdriver.DefaultPrefix) || strings.HasPrefix(fdbdriver.DefaultPrefix, pa) {
-			t.Fatalf("namespace %q overlaps the default prefix", a)
+		for i, x := range all {
+			for j, y := range all {
+				if i != j && strings.HasPrefix(x, y) {
+					t.Fatalf("prefix %x (of %q or %q) starts with %x", x, a, b, y)
+				}
+			}
 		}
 	})
 }

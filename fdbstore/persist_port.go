@@ -1,6 +1,6 @@
-package fdbdriver
+package fdbstore
 
-// Export and import (driver.Porter). Dump pages through the record key
+// Export and import (pdriver.Porter). Dump pages through the record key
 // spaces (runs, generation runs, interrupts, metadata, artifacts, blob
 // rows) in transactions of dumpPage keys, far inside FoundationDB's 5 s
 // transaction age; the index copies, markers, op tokens and locks are not
@@ -15,8 +15,9 @@ import (
 	"fmt"
 	"iter"
 
+	"github.com/ckptstore/ckptstore/fdbstore/internal/tuple"
 	"github.com/ckptstore/ckptstore/fdbstore/kv"
-	"github.com/ckptstore/ckptstore/persist/driver"
+	pdriver "github.com/ckptstore/ckptstore/persist/driver"
 )
 
 // dumpPage is how many keys one transaction of Dump reads: at most 256
@@ -28,22 +29,22 @@ const dumpPage = 256
 // keys and the conflict ranges.
 const maxLoadBytes = 8_000_000
 
-var _ driver.Porter = (*Driver)(nil)
+var _ pdriver.Porter = (*Persistence)(nil)
 
-// dumpSpaces are the record key spaces in driver.Kinds order.
+// dumpSpaces are the record key spaces in pdriver.Kinds order.
 var dumpSpaces = []struct {
 	space string
-	kind  driver.RecordKind
+	kind  pdriver.RecordKind
 }{
-	{spaceRun, driver.KindRun}, {spaceGen, driver.KindGenerationRun}, {spaceInt, driver.KindInterrupt},
-	{spaceMeta, driver.KindMetadata}, {spaceArt, driver.KindArtifact}, {spaceBlob, driver.KindBlob},
+	{spaceRun, pdriver.KindRun}, {spaceGen, pdriver.KindGenerationRun}, {spaceInt, pdriver.KindInterrupt},
+	{spaceMeta, pdriver.KindMetadata}, {spaceArt, pdriver.KindArtifact}, {spaceBlob, pdriver.KindBlob},
 }
 
-// Dump implements driver.Porter. Within a kind the records come in key
+// Dump implements pdriver.Porter. Within a kind the records come in key
 // order: by hash bucket of the id, then id (metadata and blob rows by
 // their identity's bytes).
-func (d *Driver) Dump(ctx context.Context) iter.Seq2[driver.Record, error] {
-	return func(yield func(driver.Record, error) bool) {
+func (d *Persistence) Dump(ctx context.Context) iter.Seq2[pdriver.Record, error] {
+	return func(yield func(pdriver.Record, error) bool) {
 		for _, sp := range dumpSpaces {
 			more := true
 			err := d.pages(ctx, kv.PrefixRange(d.k.space(sp.space)), dumpPage, func(page []kv.KeyValue) bool {
@@ -56,7 +57,7 @@ func (d *Driver) Dump(ctx context.Context) iter.Seq2[driver.Record, error] {
 				return true
 			})
 			if err != nil {
-				yield(driver.Record{}, err)
+				yield(pdriver.Record{}, err)
 				return
 			}
 			if !more {
@@ -67,69 +68,47 @@ func (d *Driver) Dump(ctx context.Context) iter.Seq2[driver.Record, error] {
 }
 
 // decodeRecord reads the record of kind stored at p.
-func (d *Driver) decodeRecord(kind driver.RecordKind, p kv.KeyValue) (driver.Record, error) {
-	out := driver.Record{Kind: kind}
+func (d *Persistence) decodeRecord(kind pdriver.RecordKind, p kv.KeyValue) (pdriver.Record, error) {
+	out := pdriver.Record{Kind: kind}
 	var err error
 	switch kind {
-	case driver.KindRun:
-		out.Run, err = decode[driver.RunRecord](p.Key, p.Value)
-	case driver.KindGenerationRun:
-		out.GenerationRun, err = decode[driver.GenerationRunRecord](p.Key, p.Value)
-	case driver.KindInterrupt:
-		out.Interrupt, err = decode[driver.InterruptRecord](p.Key, p.Value)
-	case driver.KindArtifact:
-		out.Artifact, err = decode[driver.ArtifactRecord](p.Key, p.Value)
-	case driver.KindBlob:
+	case pdriver.KindRun:
+		out.Run, err = decode[pdriver.RunRecord](p.Key, p.Value)
+	case pdriver.KindGenerationRun:
+		out.GenerationRun, err = decode[pdriver.GenerationRunRecord](p.Key, p.Value)
+	case pdriver.KindInterrupt:
+		out.Interrupt, err = decode[pdriver.InterruptRecord](p.Key, p.Value)
+	case pdriver.KindArtifact:
+		out.Artifact, err = decode[pdriver.ArtifactRecord](p.Key, p.Value)
+	case pdriver.KindBlob:
 		var row *blobRow
 		if row, err = decode[blobRow](p.Key, p.Value); err == nil {
 			out.Blob = row.meta()
 		}
-	case driver.KindMetadata:
-		rest := p.Key[len(d.k.space(spaceMeta)):]
-		ns, rest, ok1 := cutString(rest)
-		key, rest, ok2 := cutString(rest)
-		if !ok1 || !ok2 || len(rest) != 0 {
-			return out, fmt.Errorf("%w: metadata key %x", driver.ErrCorrupt, p.Key)
+	case pdriver.KindMetadata:
+		t, err := tuple.Unpack(p.Key[len(d.k.space(spaceMeta)):])
+		ns, ok1 := elemAt[string](t, 0)
+		key, ok2 := elemAt[string](t, 1)
+		if err != nil || !ok1 || !ok2 || len(t) != 2 {
+			return out, fmt.Errorf("%w: metadata key %x", pdriver.ErrCorrupt, p.Key)
 		}
-		out.Metadata = &driver.MetadataEntry{Namespace: ns, Key: key, Value: raw(p.Value)}
+		out.Metadata = &pdriver.MetadataEntry{Namespace: ns, Key: key, Value: raw(p.Value)}
 	}
 	return out, err
 }
 
-// cutString decodes the tuple string element at the start of b (see
-// appendString) and returns it and the rest.
-func cutString(b []byte) (string, []byte, bool) {
-	if len(b) == 0 || b[0] != 0x02 {
-		return "", nil, false
-	}
-	var s []byte
-	for i := 1; i < len(b); i++ {
-		if b[i] != 0x00 {
-			s = append(s, b[i])
-			continue
-		}
-		if i+1 < len(b) && b[i+1] == 0xff {
-			s = append(s, 0x00)
-			i++
-			continue
-		}
-		return string(s), b[i+1:], true
-	}
-	return "", nil, false
-}
-
 // recordKey is the key of r's record.
-func (d *Driver) recordKey(r driver.Record) []byte {
+func (d *Persistence) recordKey(r pdriver.Record) []byte {
 	switch r.Kind {
-	case driver.KindRun:
+	case pdriver.KindRun:
 		return d.k.record(spaceRun, r.Run.RunID)
-	case driver.KindGenerationRun:
+	case pdriver.KindGenerationRun:
 		return d.k.record(spaceGen, r.GenerationRun.RunID)
-	case driver.KindInterrupt:
+	case pdriver.KindInterrupt:
 		return d.k.record(spaceInt, r.Interrupt.InterruptID)
-	case driver.KindMetadata:
+	case pdriver.KindMetadata:
 		return d.k.meta(r.Metadata.Namespace, r.Metadata.Key)
-	case driver.KindArtifact:
+	case pdriver.KindArtifact:
 		return d.k.record(spaceArt, r.Artifact.ArtifactID)
 	default:
 		return d.k.blob(r.Blob.Key)
@@ -138,15 +117,15 @@ func (d *Driver) recordKey(r driver.Record) []byte {
 
 // entries is the index entries of r's record (none for metadata and blob
 // rows).
-func (k keys) entries(r driver.Record) [][]byte {
+func (k persistKeys) entries(r pdriver.Record) [][]byte {
 	switch r.Kind {
-	case driver.KindRun:
+	case pdriver.KindRun:
 		return k.runEntries(r.Run)
-	case driver.KindGenerationRun:
+	case pdriver.KindGenerationRun:
 		return k.genEntries(r.GenerationRun)
-	case driver.KindInterrupt:
+	case pdriver.KindInterrupt:
 		return k.intEntries(r.Interrupt)
-	case driver.KindArtifact:
+	case pdriver.KindArtifact:
 		return k.artEntries(r.Artifact)
 	}
 	return nil
@@ -154,23 +133,23 @@ func (k keys) entries(r driver.Record) [][]byte {
 
 // encodeRecord is the value of r's record and how many copies of it its
 // indexes hold.
-func encodeRecord(r driver.Record) ([]byte, int, error) {
+func encodeRecord(r pdriver.Record) ([]byte, int, error) {
 	switch r.Kind {
-	case driver.KindRun:
+	case pdriver.KindRun:
 		b, err := encode("run", r.Run)
 		return b, 3, err
-	case driver.KindGenerationRun:
+	case pdriver.KindGenerationRun:
 		b, err := encode("generation run", r.GenerationRun)
 		return b, 1, err
-	case driver.KindInterrupt:
+	case pdriver.KindInterrupt:
 		b, err := encode("interrupt", r.Interrupt)
 		return b, 4, err
-	case driver.KindMetadata:
+	case pdriver.KindMetadata:
 		if len(r.Metadata.Value) > kv.MaxValueSize {
-			return nil, 0, fmt.Errorf("%w: the metadata value is %d bytes; the FoundationDB driver stores at most %d", driver.ErrInvalidEntry, len(r.Metadata.Value), kv.MaxValueSize)
+			return nil, 0, fmt.Errorf("%w: the metadata value is %d bytes; the FoundationDB driver stores at most %d", pdriver.ErrInvalidEntry, len(r.Metadata.Value), kv.MaxValueSize)
 		}
 		return r.Metadata.Value, 0, nil
-	case driver.KindArtifact:
+	case pdriver.KindArtifact:
 		b, err := encode("artifact", r.Artifact)
 		return b, 2, err
 	default:
@@ -179,10 +158,10 @@ func encodeRecord(r driver.Record) ([]byte, int, error) {
 	}
 }
 
-// Load implements driver.Porter in one transaction.
-func (d *Driver) Load(ctx context.Context, recs []driver.Record) (int, error) {
+// Load implements pdriver.Porter in one transaction.
+func (d *Persistence) Load(ctx context.Context, recs []pdriver.Record) (int, error) {
 	type item struct {
-		r   driver.Record
+		r   pdriver.Record
 		key []byte
 		val []byte
 	}
@@ -190,7 +169,7 @@ func (d *Driver) Load(ctx context.Context, recs []driver.Record) (int, error) {
 	size := 0
 	// A record's key is its kind and ID, so Distinct's repeats are the
 	// repeats of a key.
-	err := driver.Distinct(recs, func(r driver.Record) error {
+	err := pdriver.Distinct(recs, func(r pdriver.Record) error {
 		key := d.recordKey(r)
 		val, copies, err := encodeRecord(r)
 		if err != nil {
@@ -204,7 +183,7 @@ func (d *Driver) Load(ctx context.Context, recs []driver.Record) (int, error) {
 		return 0, err
 	}
 	if size > maxLoadBytes {
-		return 0, fmt.Errorf("%w: a load of %d records writes about %d bytes; one FoundationDB transaction takes at most %d (split the batch)", driver.ErrInvalidEntry, len(items), size, maxLoadBytes)
+		return 0, fmt.Errorf("%w: a load of %d records writes about %d bytes; one FoundationDB transaction takes at most %d (split the batch)", pdriver.ErrInvalidEntry, len(items), size, maxLoadBytes)
 	}
 	stored := 0
 	err = d.plain(ctx, func(tr kv.Transaction) error {
@@ -227,8 +206,8 @@ func (d *Driver) Load(ctx context.Context, recs []driver.Record) (int, error) {
 			if err != nil {
 				return err
 			}
-			if !driver.Equal(cur, it.r) {
-				return fmt.Errorf("%w: %s %q", driver.ErrRecordConflict, it.r.Kind, it.r.ID())
+			if !pdriver.Equal(cur, it.r) {
+				return fmt.Errorf("%w: %s %q", pdriver.ErrRecordConflict, it.r.Kind, it.r.ID())
 			}
 		}
 		for i, it := range items {

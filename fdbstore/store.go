@@ -163,6 +163,7 @@ import (
 	"fmt"
 	"iter"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/ckptstore/ckptstore"
@@ -204,6 +205,13 @@ type Options struct {
 	// DefaultPrefix. It may not start with 0xff (the system keys) or be
 	// longer than MaxPrefixBytes. Stores with the same prefix share data.
 	Prefix string
+	// PersistPrefix is the prefix of the persistence that belongs with
+	// this store (its PersistenceOptions.Prefix), whose keys Check walks
+	// and reports too, so that one Check covers the engine's whole state.
+	// "" means DefaultPersistPrefix when Prefix is the default, and no
+	// persistence otherwise. It follows Prefix's rules and may not overlap
+	// it (neither a prefix of the other).
+	PersistPrefix string
 	// PruneBatch is the most checkpoints one DeleteCheckpoints transaction
 	// deletes; 0 means DefaultPruneBatch.
 	PruneBatch int
@@ -262,6 +270,17 @@ func NewDriver(db kv.DB, opts Options) (*Driver, error) {
 		return nil, err
 	}
 	opts.Prefix = prefix
+	if opts.PersistPrefix == "" && prefix == DefaultPrefix {
+		opts.PersistPrefix = DefaultPersistPrefix
+	}
+	if q := opts.PersistPrefix; q != "" {
+		if _, err := resolvePrefix(q); err != nil {
+			return nil, err
+		}
+		if strings.HasPrefix(q, prefix) || strings.HasPrefix(prefix, q) {
+			return nil, fmt.Errorf("%w: fdbstore: the persistence prefix %q overlaps the prefix %q", driver.ErrInvalidOptions, q, prefix)
+		}
+	}
 	if opts.PruneBatch < 0 || opts.BlobPage < 0 {
 		return nil, fmt.Errorf("%w: fdbstore: PruneBatch %d and BlobPage %d must not be negative", driver.ErrInvalidOptions, opts.PruneBatch, opts.BlobPage)
 	}
