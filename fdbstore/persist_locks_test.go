@@ -68,7 +68,7 @@ func TestLocksWithFaults(t *testing.T) {
 			}
 			if (gerr == nil) != (werr == nil) || got.Held != want.Held || got.Fence != want.Fence || got.Ahead != want.Ahead ||
 				!got.ExpiresAt.Equal(want.ExpiresAt) || !got.Now.Equal(want.Now) {
-				t.Fatalf("step %d: fdbdriver %+v, %v; memdriver %+v, %v", i, got, gerr, want, werr)
+				t.Fatalf("step %d: fdbstore %+v, %v; memdriver %+v, %v", i, got, gerr, want, werr)
 			}
 		}
 		mu.Lock()

@@ -1,6 +1,7 @@
-// Package fdbstore is the FoundationDB ckptstore driver: every method of
-// driver.Store (New returns the ckptstore.Store over it) and an
-// instance store, written against the transaction interface of package kv,
+// Package fdbstore is the FoundationDB engine: the ckptstore driver (every
+// method of driver.Store; New returns the ckptstore.Store over it), an
+// instance store, and the persistence driver (Persistence, persist.go),
+// written against the transaction interface of package kv,
 // so the same code runs on a real cluster (kv/fdbkv, build tag fdb) and on
 // kv/memkv, the in-process engine the tests use. docs/contract.md gives
 // the rules and the check order of every method.
@@ -24,6 +25,12 @@
 //	(P, "x", thread)                 → ""                                    the thread is listed
 //	(P, "r", blobKey)                → reference count, int64 little endian
 //	(P, "n", key)                    → tuple(…) an InstanceRecord (instance.go)
+//
+// The persistence keeps its keys under its own prefix Q (persist_keys.go),
+// beside P: the default store's P and Q are ("ckptstore") and
+// ("ckptstore.persist"), and a namespace's are the two halves of its
+// subspace ("ckptstore.ns", name) (keys.go). Check walks Q
+// (Options.PersistPrefix) after P, so the engine has one Check.
 //
 // This layout (buckets, copies, per-thread markers, listed keys) replaced
 // the first one, which had none of them; this package does not read a

@@ -168,7 +168,7 @@ type Opened struct {
 	// tokens; nil means the backend's own (the Redis server's TIME,
 	// time.Now elsewhere). A backend keeps one driver per key space and
 	// returns it to every later call, whose now is then ignored: memdriver
-	// holds the data, and fdbdriver and redisdriver wake the lock watchers
+	// holds the data, and fdbstore and redisdriver wake the lock watchers
 	// of their own process through the driver value. nil when the backend
 	// keeps no persistence state.
 	OpenPersistence func(name string, now func() time.Time) (pdriver.Driver, error)

@@ -153,8 +153,9 @@ func runRefs(ctx context.Context, e *env, s *store, _ []string) error {
 }
 
 // runCheck calls the store's consistency checker, Check(ctx), when it has
-// one (fdbstore and redisstore), and its persistence driver's (fdbdriver
-// and redisdriver), and prints each broken invariant.
+// one (fdbstore, whose Check covers its persistence keys too, and
+// redisstore), and its persistence driver's when that is a checker of its
+// own (redisdriver), and prints each broken invariant.
 // A checker that reports its progress (driver.ProgressChecker) gets
 // progress lines every --progress.
 func runCheck(ctx context.Context, e *env, args []string) error {
@@ -180,7 +181,8 @@ func runCheck(ctx context.Context, e *env, args []string) error {
 		return fmt.Errorf("%s: %w", s.desc, err)
 	}
 	// The persistence driver's keys, through the same interface: the
-	// drivers that keep keys (fdbdriver, redisdriver) are Checkers.
+	// drivers with a checker of their own (redisdriver) are Checkers;
+	// fdbstore's persistence is checked by the store's Check.
 	if c, ok := s.persist.(driver.Checker); ok {
 		ps, err := checkProblems(ctx, c)
 		if err != nil {

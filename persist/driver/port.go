@@ -72,7 +72,7 @@ type Record struct {
 var ErrRecordConflict = errors.New("persist: the store holds another record under the same identity")
 
 // Porter is the export and import capability that every driver of this
-// module implements (memdriver, fdbdriver, redisdriver).
+// module implements (memdriver, fdbstore.Persistence, redisdriver).
 type Porter interface {
 	// Dump yields every record of the store, kind by kind in Kinds order
 	// (within a kind in an order of the driver's), read in pages, each

@@ -17,14 +17,14 @@ import (
 	"github.com/ckptstore/ckptstore/persist/persisttest"
 )
 
-// TestConformanceOnCluster runs the suite on the cluster of
+// TestPersistConformanceOnCluster runs the suite on the cluster of
 // $FDB_CLUSTER_FILE, each case under its own prefix, cleared at its end.
 // A driver waiting on a network cluster keeps a testing/synctest bubble's
 // virtual time from advancing, so the lock cases are persisttest's
 // real-time ones (RunNetwork): leases of seconds on the real clock, with
 // assertions on order, exclusion and the store clock's readings in the
 // history, never on timings. memkv runs the synctest ones.
-func TestConformanceOnCluster(t *testing.T) {
+func TestPersistConformanceOnCluster(t *testing.T) {
 	cf := os.Getenv("FDB_CLUSTER_FILE")
 	if cf == "" {
 		t.Skip("FDB_CLUSTER_FILE is not set: no FoundationDB cluster to test against (see docker/README.md)")
