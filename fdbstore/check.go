@@ -182,8 +182,9 @@ func sortProblems(ps []problem) []problem {
 func (s *Driver) scan(ctx context.Context, lim checkLimits, report func(driver.CheckProgress)) ([]problem, error) {
 	c := newChecker(s, false)
 	keys := 0
-	if err := walk(ctx, s.db, kv.PrefixRange(s.k.p), lim, &keys, report, c.key); err != nil {
-		return nil, err
+	err := walk(ctx, s.db, kv.PrefixRange(s.k.p), lim, &keys, report, func(p kv.KeyValue) bool { c.key(p); return true })
+	if err != nil {
+		return nil, fmt.Errorf("fdbstore: check: %w", err)
 	}
 	c.finish()
 	if s.opts.PersistPrefix == "" {
@@ -194,9 +195,10 @@ func (s *Driver) scan(ctx context.Context, lim checkLimits, report func(driver.C
 }
 
 // walk reads the pairs of r in pages of one transaction each (scanPage),
-// hands each to fn, and adds them to *keys, reporting the count after
-// each page when report is not nil.
-func walk(ctx context.Context, db kv.DB, r kv.KeyRange, lim checkLimits, keys *int, report func(driver.CheckProgress), fn func(kv.KeyValue)) error {
+// hands each to fn until fn returns false, and adds them to *keys,
+// reporting the count after each page when report is not nil. Check and
+// the persistence's Dump read through it.
+func walk(ctx context.Context, db kv.DB, r kv.KeyRange, lim checkLimits, keys *int, report func(driver.CheckProgress), fn func(kv.KeyValue) bool) error {
 	for begin := r.Begin; begin != nil; {
 		var page []kv.KeyValue
 		var next []byte
@@ -206,10 +208,12 @@ func walk(ctx context.Context, db kv.DB, r kv.KeyRange, lim checkLimits, keys *i
 			return err
 		})
 		if err != nil {
-			return fmt.Errorf("fdbstore: check: %w", err)
+			return err
 		}
 		for _, p := range page {
-			fn(p)
+			if !fn(p) {
+				return nil
+			}
 		}
 		if *keys += len(page); report != nil && len(page) > 0 {
 			report(driver.CheckProgress{Keys: *keys, Done: -1})

@@ -198,23 +198,6 @@ func (d *Persistence) read(ctx context.Context, fn func(tr kv.ReadTransaction) e
 	return d.db.ReadTransact(ctx, fn)
 }
 
-// pages reads r in pages of at most n keys, each in a read transaction of
-// its own, and hands each to fn until fn returns false.
-func (d *Persistence) pages(ctx context.Context, r kv.KeyRange, n int, fn func([]kv.KeyValue) bool) error {
-	for {
-		var page []kv.KeyValue
-		err := d.read(ctx, func(tr kv.ReadTransaction) error {
-			var err error
-			page, err = tr.GetRange(r, kv.RangeOptions{Limit: n}).Get()
-			return err
-		})
-		if err != nil || !fn(page) || len(page) < n {
-			return err
-		}
-		r.Begin = append(append([]byte(nil), page[len(page)-1].Key...), 0x00)
-	}
-}
-
 // takeRetired hands the next write the markers it is to clear.
 func (d *Persistence) takeRetired() [][]byte {
 	d.mu.Lock()

@@ -25,8 +25,9 @@ import (
 // otherwise (an orphan), and a record whose index entry is missing.
 func checkPersistence(ctx context.Context, db kv.DB, q []byte, lim checkLimits, keys *int, report func(driver.CheckProgress)) ([]problem, error) {
 	c := &persistChecker{k: persistKeys{q: q}, want: map[string][]byte{}, have: map[string][]byte{}}
-	if err := walk(ctx, db, kv.PrefixRange(q), lim, keys, report, c.key); err != nil {
-		return nil, err
+	err := walk(ctx, db, kv.PrefixRange(q), lim, keys, report, func(p kv.KeyValue) bool { c.key(p); return true })
+	if err != nil {
+		return nil, fmt.Errorf("fdbstore: check: %w", err)
 	}
 	c.compare()
 	return c.problems, nil

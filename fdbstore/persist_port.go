@@ -2,9 +2,9 @@ package fdbstore
 
 // Export and import (pdriver.Porter). Dump pages through the record key
 // spaces (runs, generation runs, interrupts, metadata, artifacts, blob
-// rows) in transactions of dumpPage keys, far inside FoundationDB's 5 s
-// transaction age; the index copies, markers, op tokens and locks are not
-// read. Load is one transaction per call: every record's key is read in
+// rows) with Check's walk, in transactions of 256 keys, far inside
+// FoundationDB's 5 s transaction age; the index copies, markers, op tokens
+// and locks are not read. Load is one transaction per call: every record's key is read in
 // one round, a differing record fails the call before any write, and the
 // absent ones are written with their index copies. A retry after
 // commit_unknown_result finds its own records equal and skips them, so
@@ -14,15 +14,16 @@ import (
 	"context"
 	"fmt"
 	"iter"
+	"time"
 
 	"github.com/ckptstore/ckptstore/fdbstore/internal/tuple"
 	"github.com/ckptstore/ckptstore/fdbstore/kv"
 	pdriver "github.com/ckptstore/ckptstore/persist/driver"
 )
 
-// dumpPage is how many keys one transaction of Dump reads: at most 256
-// values of at most 100 kB, 25 MB, read well inside 5 s.
-const dumpPage = 256
+// dumpLimits are Dump's pages: 256 keys a transaction, at most 256 values
+// of at most 100 kB, 25 MB, read well inside 5 s.
+var dumpLimits = checkLimits{rangeKeys: 256, txKeys: 256, txBytes: 64 << 20, txTime: 2 * time.Second}
 
 // maxLoadBytes bounds the bytes one Load writes (records and their index
 // copies), below FoundationDB's 10 MB transaction limit with room for the
@@ -47,14 +48,11 @@ func (d *Persistence) Dump(ctx context.Context) iter.Seq2[pdriver.Record, error]
 	return func(yield func(pdriver.Record, error) bool) {
 		for _, sp := range dumpSpaces {
 			more := true
-			err := d.pages(ctx, kv.PrefixRange(d.k.space(sp.space)), dumpPage, func(page []kv.KeyValue) bool {
-				for _, p := range page {
-					rec, err := d.decodeRecord(sp.kind, p)
-					if more = yield(rec, err) && err == nil; !more {
-						return false
-					}
-				}
-				return true
+			n := 0
+			err := walk(ctx, d.db, kv.PrefixRange(d.k.space(sp.space)), dumpLimits, &n, nil, func(p kv.KeyValue) bool {
+				rec, err := d.decodeRecord(sp.kind, p)
+				more = yield(rec, err) && err == nil
+				return more
 			})
 			if err != nil {
 				yield(pdriver.Record{}, err)

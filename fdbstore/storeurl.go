@@ -65,8 +65,9 @@ func openMemkvURL(_ context.Context, url string, opts storeurl.Options) (*storeu
 // namespace in its own subspace (keys.go): its checkpoints at
 // NamespacePrefix(name) and its persistence beside them at
 // PersistNamespacePrefix(name), so a tenant's whole state is one range and
-// the store of each key space checks its persistence too. Kind and Desc are
-// the caller's.
+// the store of each key space checks its persistence too. A persistence
+// opened without a clock judges its leases by the writer leases' clock
+// (opts.Lease.Now). Kind and Desc are the caller's.
 func openedOn(raw kv.DB, opts storeurl.Options) (*storeurl.Opened, error) {
 	db := TraceDB(raw, opts.TracerProvider)
 	st, in, err := openPrefix(db, opts.Lease, "")
@@ -80,6 +81,9 @@ func openedOn(raw kv.DB, opts storeurl.Options) (*storeurl.Opened, error) {
 		Close:     func() error { return nil },
 		Handle:    raw,
 		OpenPersistence: func(name string, now func() time.Time) (pdriver.Driver, error) {
+			if now == nil {
+				now = opts.Lease.Now // one clock per engine handle: the writer leases'
+			}
 			return persist.Get(name, func() (pdriver.Driver, error) {
 				_, prefix := prefixesOf(name)
 				return NewPersistence(db, PersistenceOptions{Prefix: prefix, Now: now})
