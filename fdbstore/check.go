@@ -95,7 +95,10 @@ var _ driver.Checker = (*Driver)(nil)
 //     its time's, of no known kind or result, or dated more than
 //     markerTTL/2 after this clock (the writers' clocks must agree within
 //     that);
-//   - an instance record that does not decode.
+//   - an instance record that does not decode;
+//   - after the store's own keys, those of its persistence
+//     (Options.PersistPrefix), with a What that starts "persistence: "
+//     (persist_check.go): the engine has one Check.
 //
 // Not reported, because the contract reaches them: a head naming a
 // checkpoint that is not stored, or one stored in another thread (prune
