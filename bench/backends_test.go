@@ -162,7 +162,7 @@ func (e *engine) open(b *testing.B) (*storeurl.Opened, func()) {
 func (e *engine) clear(ctx context.Context, name string) error {
 	switch h := e.o.Handle.(type) {
 	case kv.DB:
-		r := kv.PrefixRange([]byte(storeurl.FDBNamespacePrefix(name)))
+		r := kv.PrefixRange([]byte(fdbstore.NamespacePrefix(name)))
 		return h.Transact(ctx, func(tr kv.Transaction) error {
 			tr.ClearRange(r)
 			return nil
@@ -182,7 +182,7 @@ func (e *engine) leftover(ctx context.Context, name string) (int, error) {
 	case kv.DB:
 		n := 0
 		err := h.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
-			kvs, err := tr.GetRange(kv.PrefixRange([]byte(storeurl.FDBNamespacePrefix(name))), kv.RangeOptions{Limit: 1}).Get()
+			kvs, err := tr.GetRange(kv.PrefixRange([]byte(fdbstore.NamespacePrefix(name))), kv.RangeOptions{Limit: 1}).Get()
 			n = len(kvs)
 			return err
 		})

@@ -12,8 +12,8 @@
 #     the tagged code against the stub library).
 #
 # The suites, each timed: fdbkv (the kv semantics suite the memkv engine
-# passes, fdbstore's conformance and store tests), persist/fdbdriver's
-# suite with the real-time lock cases, storeurl's fdb: form, then the
+# passes, fdbstore's conformance and store tests), fdbstore's
+# persistence driver suite with the real-time lock cases, storeurl's fdb: form, then the
 # benchmark guard on the fdb store (every family twice in one process, every
 # namespace cleared). Every test writes under a key prefix of its own and
 # clears it; on a cluster this script started, it then checks that the
@@ -58,7 +58,7 @@ trap 'rm -rf "$logs"; [ -z "$started" ] || bash "$fdbsh" stop "$started"' EXIT
 # The test binaries build first, so that the times below are the suites'
 # own, not the cgo build's.
 # shellcheck disable=SC2086 # flags is a list of words
-go test -tags fdb $flags -run '^$' ./fdbstore/kv/fdbkv/ ./persist/fdbdriver/ ./storeurl/ >/dev/null
+go test -tags fdb $flags -run '^$' ./fdbstore/kv/fdbkv/ ./fdbstore/ ./storeurl/ >/dev/null
 go test -tags fdb -count=1 -run '^$' ./bench/ >/dev/null
 echo "fdbreal: built in $(($(date +%s) - t0)) s"
 
@@ -83,7 +83,7 @@ rapid="-rapid.checks=${FDB_RAPID_CHECKS:-25}"
 # shellcheck disable=SC2086
 suite fdbkv go test -tags fdb $flags ./fdbstore/kv/fdbkv/ -args "$rapid"
 # shellcheck disable=SC2086
-suite fdbdriver go test -tags fdb $flags -run '^TestConformanceOnCluster$' ./persist/fdbdriver/ -args "$rapid"
+suite persist go test -tags fdb $flags -run '^TestPersistConformanceOnCluster$' ./fdbstore/ -args "$rapid"
 # shellcheck disable=SC2086
 suite storeurl go test -tags fdb $flags -run 'FDB' ./storeurl/
 # -bench '/store=fdb$': the fdb store's benchmarks only (benchsmoke runs

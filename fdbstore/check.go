@@ -95,7 +95,10 @@ var _ driver.Checker = (*Driver)(nil)
 //     its time's, of no known kind or result, or dated more than
 //     markerTTL/2 after this clock (the writers' clocks must agree within
 //     that);
-//   - an instance record that does not decode.
+//   - an instance record that does not decode;
+//   - after the store's own keys, those of its persistence
+//     (Options.PersistPrefix), with a What that starts "persistence: "
+//     (persist_check.go): the engine has one Check.
 //
 // Not reported, because the contract reaches them: a head naming a
 // checkpoint that is not stored, or one stored in another thread (prune
@@ -182,28 +185,45 @@ func sortProblems(ps []problem) []problem {
 func (s *Driver) scan(ctx context.Context, lim checkLimits, report func(driver.CheckProgress)) ([]problem, error) {
 	c := newChecker(s, false)
 	keys := 0
-	r := kv.PrefixRange(s.k.p)
+	err := walk(ctx, s.db, kv.PrefixRange(s.k.p), lim, &keys, report, func(p kv.KeyValue) bool { c.key(p); return true })
+	if err != nil {
+		return nil, fmt.Errorf("fdbstore: check: %w", err)
+	}
+	c.finish()
+	if s.opts.PersistPrefix == "" {
+		return c.problems, nil
+	}
+	ps, err := checkPersistence(ctx, s.db, []byte(s.opts.PersistPrefix), lim, &keys, report)
+	return append(c.problems, ps...), err
+}
+
+// walk reads the pairs of r in pages of one transaction each (scanPage),
+// hands each to fn until fn returns false, and adds them to *keys,
+// reporting the count after each page when report is not nil. Check and
+// the persistence's Dump read through it.
+func walk(ctx context.Context, db kv.DB, r kv.KeyRange, lim checkLimits, keys *int, report func(driver.CheckProgress), fn func(kv.KeyValue) bool) error {
 	for begin := r.Begin; begin != nil; {
 		var page []kv.KeyValue
 		var next []byte
-		err := s.db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
+		err := db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
 			var err error
 			page, next, err = scanPage(tr, kv.KeyRange{Begin: begin, End: r.End}, lim)
 			return err
 		})
 		if err != nil {
-			return nil, fmt.Errorf("fdbstore: check: %w", err)
+			return err
 		}
 		for _, p := range page {
-			c.key(p)
+			if !fn(p) {
+				return nil
+			}
 		}
-		if keys += len(page); report != nil {
-			report(driver.CheckProgress{Keys: keys, Done: -1})
+		if *keys += len(page); report != nil && len(page) > 0 {
+			report(driver.CheckProgress{Keys: *keys, Done: -1})
 		}
 		begin = next
 	}
-	c.finish()
-	return c.problems, nil
+	return nil
 }
 
 // scanPage reads the pairs of r from its start until a limit of lim; next

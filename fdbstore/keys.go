@@ -45,6 +45,62 @@ func bucket(id string) int64 {
 // bucketLen bounds the encoding of a bucket element.
 const bucketLen = 3
 
+// appendBucketed appends the elements B(id), id: how the checkpoint index,
+// the threads and every persistence record and index owner are keyed.
+func appendBucketed(b []byte, id string) []byte {
+	return tuple.AppendString(tuple.AppendInt(b, bucket(id)), id)
+}
+
+// The prefixes of one database. The default store keeps its checkpoints
+// under DefaultPrefix, ("ckptstore"), and its persistence under
+// DefaultPersistPrefix, ("ckptstore.persist"). Namespace name keeps both
+// inside its subspace ("ckptstore.ns", name): checkpoints at
+// NamespacePrefix(name), ("ckptstore.ns", name, nil), and persistence at
+// PersistNamespacePrefix(name), ("ckptstore.ns", name, "persist"), so a
+// tenant's whole state is the one range of its subspace, and neither
+// Check reads the other's keys. The four roots differ within their first
+// string element, so none is a prefix of another.
+//
+// The name is a tuple element (its NUL bytes escaped as 00 ff, then a 00
+// terminator), not raw bytes appended. Packed strings alone are not
+// prefix-free ("a" packs to a prefix of "a\x00"'s packing: 02 61 00 vs
+// 02 61 00 ff 00); the element after the name makes the prefixes so,
+// because where one packing ends its string the other continues with ff,
+// and neither nil (00) nor a string (02) is ff. So different names give
+// different prefixes, and no tenant's prefix is a byte prefix of another's.
+const (
+	// DefaultPersistPrefix is PersistenceOptions.Prefix when "": the
+	// packed tuple ("ckptstore.persist").
+	DefaultPersistPrefix = "\x02ckptstore.persist\x00"
+	// namespaceRoot is the packed tuple ("ckptstore.ns").
+	namespaceRoot = "\x02ckptstore.ns\x00"
+)
+
+// namespaceSpace is the packed tuple ("ckptstore.ns", name): every key of
+// namespace name.
+func namespaceSpace(name string) []byte {
+	return tuple.AppendString(start([]byte(namespaceRoot), tuple.StringLen(name)+tuple.StringLen("persist")), name)
+}
+
+// NamespacePrefix is the Options.Prefix of namespace name's checkpoints
+// and instances: the packed tuple ("ckptstore.ns", name, nil).
+func NamespacePrefix(name string) string { return string(tuple.Append(namespaceSpace(name), nil)) }
+
+// PersistNamespacePrefix is the PersistenceOptions.Prefix of namespace
+// name's persistence: the packed tuple ("ckptstore.ns", name, "persist").
+func PersistNamespacePrefix(name string) string {
+	return string(tuple.AppendString(namespaceSpace(name), "persist"))
+}
+
+// prefixesOf returns the checkpoint and persistence prefixes of namespace
+// name, or of the default store when name is "".
+func prefixesOf(name string) (checkpoints, persistence string) {
+	if name == "" {
+		return DefaultPrefix, DefaultPersistPrefix
+	}
+	return NamespacePrefix(name), PersistNamespacePrefix(name)
+}
+
 // keys builds the keys of one prefix. Every key it returns is a new
 // allocation (keys never share memory). The keys of Append's hot path are
 // built by typed appenders into a buffer sized in advance, one allocation
@@ -75,8 +131,7 @@ func start(base []byte, n int) []byte {
 
 // threadBase is (P, "t", bucket(thread), thread) with room for extra bytes.
 func (k keys) threadBase(thread string, extra int) []byte {
-	b := start(k.threadSpace, bucketLen+tuple.StringLen(thread)+extra)
-	return tuple.AppendString(tuple.AppendInt(b, bucket(thread)), thread)
+	return appendBucketed(start(k.threadSpace, bucketLen+tuple.StringLen(thread)+extra), thread)
 }
 
 // threadKey is (P, "t", bucket(thread), thread, sub).
@@ -89,8 +144,7 @@ func (k keys) threadKey(thread, sub string, extra int) []byte {
 func (k keys) index(id string) []byte { return k.indexExtra(id, 0) }
 
 func (k keys) indexExtra(id string, extra int) []byte {
-	b := start(k.indexSpace, bucketLen+tuple.StringLen(id)+extra)
-	return tuple.AppendString(tuple.AppendInt(b, bucket(id)), id)
+	return appendBucketed(start(k.indexSpace, bucketLen+tuple.StringLen(id)+extra), id)
 }
 
 // copyChunk is chunk i of the copy of a checkpoint's value under its index.

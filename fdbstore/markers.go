@@ -67,8 +67,12 @@ const (
 	opImport       opKind = 'i'
 )
 
-// opKinds holds every opKind, for Check.
+// opKinds holds every opKind of the checkpoint writes, for Check.
 const opKinds = "adpfwrti"
+
+// opCall is the kind of the persistence's markers (persist.go), which
+// record one call's result as JSON under (Q, "op", token).
+const opCall opKind = 'q'
 
 // op is one write call's identity across the retries of its transaction.
 type op struct {
@@ -204,8 +208,7 @@ func (r *writeRound) headID() (string, error) {
 // write, and clears the thread's expired markers.
 func (r *writeRound) finish(tr kv.Transaction, result []byte) error {
 	o := r.o
-	result = append([]byte{byte(o.kind)}, result...)
-	tr.Set(o.marker, append(tuple.Pack(o.ms), result...))
+	tr.Set(o.marker, encodeMarker(o.ms, o.kind, result))
 	// Blind: the epochs before the two that lookups read.
 	tr.ClearRange(r.s.k.opsBefore(o.thread, r.epoch-1))
 	return nil
@@ -213,6 +216,26 @@ func (r *writeRound) finish(tr kv.Transaction, result []byte) error {
 
 // epochOf is the marker epoch of t: whole markerTTLs since the Unix epoch.
 func epochOf(t time.Time) int64 { return t.UnixMilli() / markerTTL.Milliseconds() }
+
+// encodeMarker is a marker's value: the packed wall-clock milliseconds of
+// the call, its kind, and its result.
+func encodeMarker(ms int64, kind opKind, result []byte) []byte {
+	b := tuple.AppendInt(make([]byte, 0, tuple.MaxIntLen+1+len(result)), ms)
+	return append(append(b, byte(kind)), result...)
+}
+
+// callResult is the result a persistence marker records, or an error for
+// a value that is not one.
+func callResult(v []byte) ([]byte, error) {
+	_, rest, err := decodeMarker(v)
+	if err != nil {
+		return nil, err
+	}
+	if len(rest) == 0 || opKind(rest[0]) != opCall {
+		return nil, fmt.Errorf("%w: op marker %x is not a persistence call's", ErrCorrupt, v)
+	}
+	return rest[1:], nil
+}
 
 // decodeMarker splits a marker value into its time and the result bytes
 // that follow the packed time.

@@ -1,6 +1,7 @@
-// Package fdbstore is the FoundationDB ckptstore driver: every method of
-// driver.Store (New returns the ckptstore.Store over it) and an
-// instance store, written against the transaction interface of package kv,
+// Package fdbstore is the FoundationDB engine: the ckptstore driver (every
+// method of driver.Store; New returns the ckptstore.Store over it), an
+// instance store, and the persistence driver (Persistence, persist.go),
+// written against the transaction interface of package kv,
 // so the same code runs on a real cluster (kv/fdbkv, build tag fdb) and on
 // kv/memkv, the in-process engine the tests use. docs/contract.md gives
 // the rules and the check order of every method.
@@ -24,6 +25,12 @@
 //	(P, "x", thread)                 → ""                                    the thread is listed
 //	(P, "r", blobKey)                → reference count, int64 little endian
 //	(P, "n", key)                    → tuple(…) an InstanceRecord (instance.go)
+//
+// The persistence keeps its keys under its own prefix Q (persist_keys.go),
+// beside P: the default store's P and Q are ("ckptstore") and
+// ("ckptstore.persist"), and a namespace's are the two halves of its
+// subspace ("ckptstore.ns", name) (keys.go). Check walks Q
+// (Options.PersistPrefix) after P, so the engine has one Check.
 //
 // This layout (buckets, copies, per-thread markers, listed keys) replaced
 // the first one, which had none of them; this package does not read a
@@ -163,6 +170,7 @@ import (
 	"fmt"
 	"iter"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/ckptstore/ckptstore"
@@ -181,7 +189,7 @@ const (
 	// before its driver; this driver checks it again for direct callers.
 	MaxIDBytes = driver.MaxIDBytes
 	// MaxPrefixBytes is the longest Options.Prefix: room for the prefix of
-	// any namespace (storeurl.FDBNamespacePrefix of a name of up to
+	// any namespace (NamespacePrefix of a name of up to
 	// MaxIDBytes, whose NUL bytes pack to two), with every key of the
 	// layout still well inside FoundationDB's 10 kB key limit.
 	MaxPrefixBytes = 3 * MaxIDBytes
@@ -207,6 +215,13 @@ type Options struct {
 	// DefaultPrefix. It may not start with 0xff (the system keys) or be
 	// longer than MaxPrefixBytes. Stores with the same prefix share data.
 	Prefix string
+	// PersistPrefix is the prefix of the persistence that belongs with
+	// this store (its PersistenceOptions.Prefix), whose keys Check walks
+	// and reports too, so that one Check covers the engine's whole state.
+	// "" means DefaultPersistPrefix when Prefix is the default, and no
+	// persistence otherwise. It follows Prefix's rules and may not overlap
+	// it (neither a prefix of the other).
+	PersistPrefix string
 	// PruneBatch is the most checkpoints one DeleteCheckpoints transaction
 	// deletes; 0 means DefaultPruneBatch.
 	PruneBatch int
@@ -265,6 +280,17 @@ func NewDriver(db kv.DB, opts Options) (*Driver, error) {
 		return nil, err
 	}
 	opts.Prefix = prefix
+	if opts.PersistPrefix == "" && prefix == DefaultPrefix {
+		opts.PersistPrefix = DefaultPersistPrefix
+	}
+	if q := opts.PersistPrefix; q != "" {
+		if _, err := resolvePrefix(q); err != nil {
+			return nil, err
+		}
+		if strings.HasPrefix(q, prefix) || strings.HasPrefix(prefix, q) {
+			return nil, fmt.Errorf("%w: fdbstore: the persistence prefix %q overlaps the prefix %q", driver.ErrInvalidOptions, q, prefix)
+		}
+	}
 	if opts.PruneBatch < 0 || opts.BlobPage < 0 {
 		return nil, fmt.Errorf("%w: fdbstore: PruneBatch %d and BlobPage %d must not be negative", driver.ErrInvalidOptions, opts.PruneBatch, opts.BlobPage)
 	}

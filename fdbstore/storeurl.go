@@ -9,7 +9,6 @@ import (
 	"github.com/ckptstore/ckptstore/fdbstore/kv"
 	"github.com/ckptstore/ckptstore/fdbstore/kv/memkv"
 	pdriver "github.com/ckptstore/ckptstore/persist/driver"
-	"github.com/ckptstore/ckptstore/persist/fdbdriver"
 	"github.com/ckptstore/ckptstore/storeurl"
 )
 
@@ -62,13 +61,13 @@ func openMemkvURL(_ context.Context, url string, opts storeurl.Options) (*storeu
 	return o, nil
 }
 
-// openedOn opens fdbstore on db, at the default prefix, with namespaces at
-// storeurl.FDBNamespacePrefix, and the persistence drivers beside them:
-// fdbdriver.DefaultPrefix for the default key space and
-// fdbdriver.NamespacePrefix(name) — ("ckptstore.ns", name, "persist"), the
-// sibling of the namespace's checkpoints ("ckptstore.ns", name, nil) — for
-// a namespace, so a tenant's whole state is the range of ("ckptstore.ns",
-// name). Kind and Desc are the caller's.
+// openedOn opens fdbstore on db, at the default prefixes, with each
+// namespace in its own subspace (keys.go): its checkpoints at
+// NamespacePrefix(name) and its persistence beside them at
+// PersistNamespacePrefix(name), so a tenant's whole state is one range and
+// the store of each key space checks its persistence too. A persistence
+// opened without a clock judges its leases by the writer leases' clock
+// (opts.Lease.Now). Kind and Desc are the caller's.
 func openedOn(raw kv.DB, opts storeurl.Options) (*storeurl.Opened, error) {
 	db := TraceDB(raw, opts.TracerProvider)
 	st, in, err := openPrefix(db, opts.Lease, "")
@@ -82,24 +81,25 @@ func openedOn(raw kv.DB, opts storeurl.Options) (*storeurl.Opened, error) {
 		Close:     func() error { return nil },
 		Handle:    raw,
 		OpenPersistence: func(name string, now func() time.Time) (pdriver.Driver, error) {
+			if now == nil {
+				now = opts.Lease.Now // one clock per engine handle: the writer leases'
+			}
 			return persist.Get(name, func() (pdriver.Driver, error) {
-				prefix := fdbdriver.DefaultPrefix
-				if name != "" {
-					prefix = fdbdriver.NamespacePrefix(name)
-				}
-				return fdbdriver.New(db, fdbdriver.Options{Prefix: prefix, Now: now})
+				_, prefix := prefixesOf(name)
+				return NewPersistence(db, PersistenceOptions{Prefix: prefix, Now: now})
 			})
 		},
 		OpenNamespace: func(name string, lease ckptstore.Options) (*ckptstore.Store, *ckptstore.InstanceStore, error) {
-			return openPrefix(db, lease, storeurl.FDBNamespacePrefix(name))
+			return openPrefix(db, lease, name)
 		},
 	}, nil
 }
 
-// openPrefix opens the store and the instance store of one prefix of db,
-// with one Options value for both.
-func openPrefix(db kv.DB, lease ckptstore.Options, prefix string) (*ckptstore.Store, *ckptstore.InstanceStore, error) {
-	o := Options{Options: lease, Prefix: prefix}
+// openPrefix opens the store and the instance store of namespace name
+// ("" = the default key space) of db, with one Options value for both.
+func openPrefix(db kv.DB, lease ckptstore.Options, name string) (*ckptstore.Store, *ckptstore.InstanceStore, error) {
+	prefix, persist := prefixesOf(name)
+	o := Options{Options: lease, Prefix: prefix, PersistPrefix: persist}
 	st, err := New(db, o)
 	if err != nil {
 		return nil, nil, err

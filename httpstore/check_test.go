@@ -12,11 +12,11 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ckptstore/ckptstore/fdbstore"
 	"github.com/ckptstore/ckptstore/fdbstore/kv"
 	"github.com/ckptstore/ckptstore/httpstore"
 	"github.com/ckptstore/ckptstore/internal/redistest"
 	"github.com/ckptstore/ckptstore/internal/testkit"
-	"github.com/ckptstore/ckptstore/persist/fdbdriver"
 	"github.com/ckptstore/ckptstore/redisstore"
 	"github.com/ckptstore/ckptstore/storeurl"
 )
@@ -57,7 +57,7 @@ func TestCheckOfANamespace(t *testing.T) {
 	}
 	// Break every value of the bad tenant that decodes as a checkpoint's
 	// chunk: overwrite the namespace's keys with junk, leaving the others.
-	prefix := storeurl.FDBNamespacePrefix("bad")
+	prefix := fdbstore.NamespacePrefix("bad")
 	db := o.Handle.(kv.DB)
 	broken := 0
 	testkit.Must(t, db.Transact(ctx, func(tr kv.Transaction) error {
@@ -111,7 +111,7 @@ func TestCheckReplyIsBounded(t *testing.T) {
 	c, err := httpstore.NewClient(addr, httpstore.ClientOptions{Namespace: "many"})
 	testkit.Must(t, err)
 	writeThread(t, c, "t", 1)
-	prefix := storeurl.FDBNamespacePrefix("many")
+	prefix := fdbstore.NamespacePrefix("many")
 	const planted = httpstore.MaxCheckProblems + 234
 	testkit.Must(t, o.Handle.(kv.DB).Transact(ctx, func(tr kv.Transaction) error {
 		for i := range planted {
@@ -128,7 +128,7 @@ func TestCheckReplyIsBounded(t *testing.T) {
 }
 
 // TestCheckPersistence plants a key of no space in one tenant's
-// persistence key space (fdbdriver over memkv): /v1/check reports it as a
+// persistence key space (fdbstore over memkv): /v1/check reports it as a
 // persistence problem to that tenant and to no other.
 func TestCheckPersistence(t *testing.T) {
 	ctx := context.Background()
@@ -140,14 +140,17 @@ func TestCheckPersistence(t *testing.T) {
 	for _, c := range []*httpstore.Client{bad, good} {
 		testkit.Must(t, c.Persistence().Metadata.Set(ctx, "ns", "k", []byte(`1`)))
 	}
-	prefix := fdbdriver.NamespacePrefix("bad")
+	prefix := fdbstore.PersistNamespacePrefix("bad")
 	testkit.Must(t, o.Handle.(kv.DB).Transact(ctx, func(tr kv.Transaction) error {
 		tr.Set([]byte(prefix+"\x02zz\x00"), nil)
 		return nil
 	}))
 	rep, err := bad.Check(ctx)
 	testkit.Must(t, err)
-	if len(rep.Persistence) != 1 || len(rep.Checkpoints) != 0 || rep.More != 0 || !strings.HasPrefix(rep.Persistence[0].Key, prefix) {
+	// fdbstore has one Check for the engine: the store's checker reports
+	// the persistence key among its problems.
+	if rep.Len() != 1 || rep.More != 0 || len(rep.Checkpoints) != 1 ||
+		!strings.HasPrefix(rep.Checkpoints[0].Key, prefix) || !strings.HasPrefix(rep.Checkpoints[0].What, "persistence: ") {
 		t.Fatalf("the broken tenant's check: %+v, want one persistence problem under its prefix", rep)
 	}
 	rep, err = good.Check(ctx)

@@ -13,7 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ckptstore/ckptstore"
-	_ "github.com/ckptstore/ckptstore/fdbstore" // memkv
+	"github.com/ckptstore/ckptstore/fdbstore"
 	"github.com/ckptstore/ckptstore/fdbstore/kv"
 	"github.com/ckptstore/ckptstore/httpstore"
 	"github.com/ckptstore/ckptstore/internal/redistest"
@@ -29,7 +29,7 @@ import (
 // encoded prefix in Redis and in FoundationDB.
 var hostileNamespaces = []string{
 	"a", "a\x00", "a}", "a{b}", "ab", "{a}", "a*", "a=7D", "a\x00\x00",
-	redisstore.NamespacePrefix("", "a"), storeurl.FDBNamespacePrefix("a"),
+	redisstore.NamespacePrefix("", "a"), fdbstore.NamespacePrefix("a"),
 }
 
 // keyspace reads every key and value of a backend.
@@ -54,7 +54,7 @@ func memkvKeyspace(db kv.DB) keyspace {
 			}
 			return out
 		},
-		prefix: storeurl.FDBNamespacePrefix,
+		prefix: fdbstore.NamespacePrefix,
 	}
 }
 

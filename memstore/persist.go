@@ -630,7 +630,7 @@ func (d *Persistence) Load(ctx context.Context, recs []driver.Record) (int, erro
 		return 0, err
 	}
 	// Checks and repeats first, outside the lock, then the stored
-	// content: the order redisstore's and fdbdriver's Load report in.
+	// content: the order redisstore's and fdbstore's Load report in.
 	var uniq []driver.Record
 	if err := driver.Distinct(recs, func(r driver.Record) error { uniq = append(uniq, r); return nil }); err != nil {
 		return 0, err

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ckptstore/ckptstore/fdbstore"
 	"github.com/ckptstore/ckptstore/fdbstore/kv"
-	"github.com/ckptstore/ckptstore/persist/fdbdriver"
 	"github.com/ckptstore/ckptstore/storeurl"
 )
 
@@ -41,7 +41,7 @@ func TestPersistenceFDB(t *testing.T) {
 	}
 	// Every name starts with run and holds no NUL there, so every key of
 	// the run's namespaces starts with the tuple string's opening bytes.
-	space := kv.PrefixRange([]byte(strings.TrimSuffix(storeurl.FDBNamespacePrefix(run), "\x00\x00")))
+	space := kv.PrefixRange([]byte(strings.TrimSuffix(fdbstore.NamespacePrefix(run), "\x00\x00")))
 	t.Cleanup(func() {
 		err := db.Transact(context.Background(), func(tr kv.Transaction) error {
 			tr.ClearRange(space)
@@ -52,6 +52,6 @@ func TestPersistenceFDB(t *testing.T) {
 		}
 	})
 	persistIsolation(t, o, names, kvKeys(db, space), func(name, key string) bool {
-		return strings.HasPrefix(key, storeurl.FDBNamespacePrefix(name)) || strings.HasPrefix(key, fdbdriver.NamespacePrefix(name))
+		return strings.HasPrefix(key, fdbstore.NamespacePrefix(name)) || strings.HasPrefix(key, fdbstore.PersistNamespacePrefix(name))
 	})
 }

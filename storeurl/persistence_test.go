@@ -13,10 +13,10 @@ import (
 
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/conformance"
+	"github.com/ckptstore/ckptstore/fdbstore"
 	"github.com/ckptstore/ckptstore/fdbstore/kv"
 	"github.com/ckptstore/ckptstore/internal/redistest"
 	pdriver "github.com/ckptstore/ckptstore/persist/driver"
-	"github.com/ckptstore/ckptstore/persist/fdbdriver"
 	"github.com/ckptstore/ckptstore/redisstore"
 	"github.com/ckptstore/ckptstore/storeurl"
 )
@@ -26,7 +26,7 @@ import (
 // NUL, braces, a glob character, another's encoded prefix).
 var persistNames = []string{
 	"a", "a\x00", "a}", "a{b}", "ab", "{a}", "a*", "a=7D", "a\x00\x00",
-	redisstore.NamespacePrefix("", "a"), storeurl.FDBNamespacePrefix("a"),
+	redisstore.NamespacePrefix("", "a"), fdbstore.NamespacePrefix("a"),
 }
 
 // everyStore writes through every store of d with the same ids in every
@@ -208,12 +208,12 @@ func TestPersistenceMemkv(t *testing.T) {
 	all := kv.KeyRange{Begin: []byte{}, End: []byte{0xff}}
 	persistIsolation(t, o, append([]string{""}, persistNames...), kvKeys(o.Handle.(kv.DB), all), func(name, key string) bool {
 		if name == "" {
-			return strings.HasPrefix(key, fdbdriver.DefaultPrefix) || strings.HasPrefix(key, "\x02ckptstore\x00")
+			return strings.HasPrefix(key, fdbstore.DefaultPersistPrefix) || strings.HasPrefix(key, "\x02ckptstore\x00")
 		}
 		// A tenant's whole state is its checkpoints ("ckptstore.ns",
 		// name, nil) and its persistence ("ckptstore.ns", name,
 		// "persist").
-		return strings.HasPrefix(key, storeurl.FDBNamespacePrefix(name)) || strings.HasPrefix(key, fdbdriver.NamespacePrefix(name))
+		return strings.HasPrefix(key, fdbstore.NamespacePrefix(name)) || strings.HasPrefix(key, fdbstore.PersistNamespacePrefix(name))
 	})
 }
 

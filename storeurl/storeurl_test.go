@@ -97,7 +97,7 @@ var hostile = []string{
 	"a", "a\x00", "a\x00\x00", "a\x00\x7f", "ab", "a}", "a{b}", "{a}", "a{", "a*", "a?", "a[b]", "a\\",
 	"a=00", "a=7D", "=", "a/ns/b", "a:b", "é", "a\xc3\xa9",
 	redisstore.NamespacePrefix("", "a"), "ckptstore/ns/a=00",
-	storeurl.FDBNamespacePrefix("a"), "\x02a\x00\x00", "ckptstore.ns",
+	fdbstore.NamespacePrefix("a"), "\x02a\x00\x00", "ckptstore.ns",
 }
 
 // TestNamespacePrefixesInjectiveAndPrefixFree checks both maps on every
@@ -107,7 +107,7 @@ var hostile = []string{
 // the encoded name has none.
 func TestNamespacePrefixesInjectiveAndPrefixFree(t *testing.T) {
 	maps := map[string]func(string) string{
-		"fdb":   storeurl.FDBNamespacePrefix,
+		"fdb":   fdbstore.NamespacePrefix,
 		"redis": func(n string) string { return "{" + redisstore.NamespacePrefix("", n) + "}:" },
 	}
 	for kind, prefix := range maps {
@@ -127,7 +127,7 @@ func TestNamespacePrefixesInjectiveAndPrefixFree(t *testing.T) {
 		}
 	}
 	// The tenants' subspace is apart from the default store's.
-	if strings.HasPrefix(storeurl.FDBNamespacePrefix("a"), "\x02ckptstore\x00") {
+	if strings.HasPrefix(fdbstore.NamespacePrefix("a"), "\x02ckptstore\x00") {
 		t.Error("fdb: namespaces live under the default store's prefix")
 	}
 }

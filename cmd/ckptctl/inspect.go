@@ -153,9 +153,9 @@ func runRefs(ctx context.Context, e *env, s *store, _ []string) error {
 }
 
 // runCheck calls the store's consistency checker, Check(ctx), when it has
-// one (fdbstore and redisstore, whose one Check covers its persistence
+// one (fdbstore and redisstore, whose one Check covers their persistence
 // keys too), and its persistence driver's when that is a checker of its
-// own (fdbdriver), and prints each broken invariant.
+// own, and prints each broken invariant.
 // A checker that reports its progress (driver.ProgressChecker) gets
 // progress lines every --progress.
 func runCheck(ctx context.Context, e *env, args []string) error {
@@ -181,8 +181,8 @@ func runCheck(ctx context.Context, e *env, args []string) error {
 		return fmt.Errorf("%s: %w", s.desc, err)
 	}
 	// The persistence driver's keys, through the same interface, when
-	// the driver checks them itself (fdbdriver); redisstore's store
-	// checker has read them already.
+	// the driver checks them itself; fdbstore's and redisstore's store
+	// checkers have read them already.
 	if c, ok := s.persist.(driver.Checker); ok {
 		ps, err := checkProblems(ctx, c)
 		if err != nil {

@@ -25,7 +25,6 @@ import (
 	"github.com/ckptstore/ckptstore/internal/redistest"
 	"github.com/ckptstore/ckptstore/persist"
 	pdriver "github.com/ckptstore/ckptstore/persist/driver"
-	"github.com/ckptstore/ckptstore/persist/fdbdriver"
 	"github.com/ckptstore/ckptstore/redisstore"
 	"github.com/ckptstore/ckptstore/storeurl"
 )
@@ -138,7 +137,7 @@ func persistSummary(t testing.TB, out string) []int {
 
 // TestCopyPersistenceRedisToMemkvAndBack moves a tenant's whole state —
 // checkpoints and every persistence store, blob bytes included — from
-// Redis into fdbstore and fdbdriver on a memkv engine that injects commit
+// Redis into fdbstore and fdbstore on a memkv engine that injects commit
 // faults, interrupted after two persistence batches and resumed, then back
 // into Redis under another prefix; each copy verifies, the checkers are
 // clean on every side, and the bytes read back the same.
@@ -163,7 +162,7 @@ func TestCopyPersistenceRedisToMemkvAndBack(t *testing.T) {
 	}
 
 	mk, db := newMemkvStore(t, faults(7))
-	mkP, err := fdbdriver.New(db, fdbdriver.Options{})
+	mkP, err := fdbstore.NewPersistence(db, fdbstore.PersistenceOptions{})
 	must(t, err)
 	mkURL := h.add("memkv", mk)
 	h.persists["memkv"] = mkP
@@ -248,7 +247,7 @@ func TestCopyPersistenceRedisToMemkvAndBack(t *testing.T) {
 
 	// check sees a broken persistence key through the same interface.
 	must(t, db.Transact(ctx, func(tr kv.Transaction) error {
-		tr.Set([]byte(fdbdriver.DefaultPrefix+"\x02stray\x00"), []byte("x"))
+		tr.Set([]byte(fdbstore.DefaultPersistPrefix+"\x02stray\x00"), []byte("x"))
 		return nil
 	}))
 	if r := h.fails(1, "1 broken invariants", "check", "--store", mkURL); !strings.Contains(r.stdout, "persistence: ") {
@@ -383,7 +382,7 @@ func TestCopyNamespace(t *testing.T) {
 
 // BenchmarkCopyPersistenceRedisToMemkv copies 10,000 persistence records (2,500 each of
 // runs, interrupts, metadata values and artifacts, with their indexes)
-// from Redis into fdbdriver on memkv with the default batches, and reports
+// from Redis into fdbstore on memkv with the default batches, and reports
 // records per second.
 func BenchmarkCopyPersistenceRedisToMemkv(b *testing.B) {
 	ctx := context.Background()
@@ -407,7 +406,7 @@ func BenchmarkCopyPersistenceRedisToMemkv(b *testing.B) {
 	db := memkv.New()
 	st, err := fdbstore.New(db, fdbstore.Options{})
 	must(b, err)
-	d, err := fdbdriver.New(db, fdbdriver.Options{})
+	d, err := fdbstore.NewPersistence(db, fdbstore.PersistenceOptions{})
 	must(b, err)
 	mkURL := h.add("mk", st)
 	h.persists["mk"] = d

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/pem"
+	"github.com/ckptstore/ckptstore/fdbstore"
 	"io"
 	"log"
 	"net/http/httptest"
@@ -207,7 +208,7 @@ func TestServerCheck(t *testing.T) {
 			t.Fatalf("check of a consistent namespace printed %q", r.stdout)
 		}
 	}
-	prefix := storeurl.FDBNamespacePrefix("a")
+	prefix := fdbstore.NamespacePrefix("a")
 	must(t, o.Handle.(kv.DB).Transact(ctx, func(tr kv.Transaction) error {
 		tr.Set([]byte(prefix+"\x01stray"), []byte("junk"))
 		return nil

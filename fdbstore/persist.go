@@ -1,34 +1,43 @@
-// Package fdbdriver is the FoundationDB driver of the persistence contract
-// (package persist/driver), written against fdbstore/kv: it runs on a
-// cluster through fdbkv (build tag fdb) and in-process on memkv.
+// The persistence driver: the FoundationDB driver of the persistence
+// contract (package persist/driver) on the same kv.DB as the checkpoints,
+// with its keys beside theirs (keys.go gives the prefixes, persist_keys.go
+// the layout).
 //
 // Each driver call is one transaction, retried by kv.Transact. Every read
 // a call needs is issued before the first wait, so a call costs one read
-// round (docs/persistence.md lists them per call). The key layout is in
-// keys.go: records by hash-bucketed id, one index per list whose key order
-// is the list's order and whose values are copies of the records, so a
-// list page is one range read of at most limit keys.
+// round (docs/persistence.md lists them per call). Records are keyed by
+// hash-bucketed id, and each list has one index whose key order is the
+// list's order and whose values are copies of the records, so a list page
+// is one range read of at most limit keys.
 //
 // Idempotence after commit_unknown_result. A call whose retry could see
-// its own earlier commit and answer differently (an update, a batch, a
-// blob put or delete, every lock step) writes a marker (Q, "op", token)
-// holding its result in the transaction of its write, and reads it in the
-// same round as its data: a retry that finds it returns the recorded result
-// and writes nothing. The token is random per call, so markers spread over
-// the key space; once Transact has returned the marker has done its work,
-// and the driver clears it blind in its next write transaction. A
-// createOrResume that inserts writes a marker too (created.go): its retry
-// would otherwise answer with the record as a later update left it.
-// Interrupt create (which answers nothing) and blind writes (metadata)
-// need none.
+// its own earlier commit and answer differently (an insert, an update, a
+// batch, a blob put or delete, every lock step) writes an op marker
+// (Q, "op", token) holding its result in the transaction of its write, and
+// reads it in the same round as its data: a retry that finds it returns
+// the recorded result and writes nothing. The marker's value is encoded as
+// the checkpoints' markers are (markers.go: the wall-clock milliseconds,
+// the kind opCall, the result as JSON). The token is random per call, so
+// markers spread over the key space; once Transact has returned the
+// marker has done its work, and the driver clears it blind in its next
+// write transaction. A call that ends up writing nothing (a
+// createOrResume that finds the record) writes no marker either, so a
+// resume stays a read. Interrupt create (which answers nothing) and blind
+// writes (metadata) need none.
+//
+// Clocks. Lock leases and the op tokens of CommitInterrupts are judged by
+// PersistenceOptions.Now, the engine's clock (the same clock the
+// checkpoints' writer leases use when storeurl opens both); markers are
+// dated by the wall clock, as the checkpoints' are, because they measure
+// real retry time.
 //
 // Lock notification. kv exposes no FoundationDB watch, so WatchLock
-// combines two things: a change committed through this Driver value wakes
-// its watchers at once, and a watcher polls the lock's change counter
-// every Options.WatchPoll to see changes committed by other processes. A
-// waiter is thus woken at once by a release in its own process and within
-// WatchPoll by one elsewhere, never missed.
-package fdbdriver
+// combines two things: a change committed through this Persistence value
+// wakes its watchers at once, and a watcher polls the lock's change
+// counter every PersistenceOptions.WatchPoll to see changes committed by
+// other processes. A waiter is thus woken at once by a release in its own
+// process and within WatchPoll by one elsewhere, never missed.
+package fdbstore
 
 import (
 	"context"
@@ -40,36 +49,39 @@ import (
 	"time"
 
 	"github.com/ckptstore/ckptstore/fdbstore/kv"
-	"github.com/ckptstore/ckptstore/persist/driver"
+	pdriver "github.com/ckptstore/ckptstore/persist/driver"
 )
 
 // DefaultWatchPoll is how often a lock watcher looks for a change made by
-// another process, when Options.WatchPoll is 0.
+// another process, when PersistenceOptions.WatchPoll is 0.
 const DefaultWatchPoll = time.Second
 
 // maxPendingClears bounds the retired markers one write clears, so that a
 // burst of calls does not make one transaction large.
 const maxPendingClears = 64
 
-// Options configure a Driver.
-type Options struct {
-	// Prefix is prepended verbatim to every key; "" means DefaultPrefix.
-	// NamespacePrefix(name) puts a tenant's persistence beside its
-	// checkpoints.
+// PersistenceOptions configure a Persistence.
+type PersistenceOptions struct {
+	// Prefix is prepended verbatim to every key; "" means
+	// DefaultPersistPrefix. PersistNamespacePrefix(name) puts a tenant's
+	// persistence beside its checkpoints.
 	Prefix string
-	// Now is the store's clock: lock leases expire and op tokens are
+	// Now is the engine's clock: lock leases expire and op tokens are
 	// forgotten by it. nil means time.Now.
 	Now func() time.Time
 	// WatchPoll is how often a lock watcher polls for changes committed
-	// through other Driver values (other processes); 0 means
-	// DefaultWatchPoll, negative means never (one Driver per store).
+	// through other Persistence values (other processes); 0 means
+	// DefaultWatchPoll, negative means never (one Persistence per store).
 	WatchPoll time.Duration
 }
 
-// Driver is the FoundationDB driver. It is safe for concurrent use.
-type Driver struct {
+// Persistence is the FoundationDB driver of the persistence contract
+// (pdriver.Driver and pdriver.Porter). It is safe for concurrent use.
+// Its keys are checked by the Check of the checkpoint Driver whose
+// Options.PersistPrefix names them.
+type Persistence struct {
 	db   kv.DB
-	k    keys
+	k    persistKeys
 	now  func() time.Time
 	poll time.Duration
 
@@ -78,15 +90,15 @@ type Driver struct {
 	watchers map[string][]*watch // lock key → watchers of this process
 }
 
-var _ driver.Driver = (*Driver)(nil)
+var _ pdriver.Driver = (*Persistence)(nil)
 
-// New returns a Driver on db.
-func New(db kv.DB, opts Options) (*Driver, error) {
+// NewPersistence returns a Persistence on db.
+func NewPersistence(db kv.DB, opts PersistenceOptions) (*Persistence, error) {
 	if db == nil {
-		return nil, errors.New("fdbdriver: nil kv.DB")
+		return nil, errors.New("fdbstore: nil kv.DB")
 	}
 	if opts.Prefix == "" {
-		opts.Prefix = DefaultPrefix
+		opts.Prefix = DefaultPersistPrefix
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -94,20 +106,22 @@ func New(db kv.DB, opts Options) (*Driver, error) {
 	if opts.WatchPoll == 0 {
 		opts.WatchPoll = DefaultWatchPoll
 	}
-	return &Driver{
-		db: db, k: keys{q: []byte(opts.Prefix)}, now: opts.Now, poll: opts.WatchPoll,
+	return &Persistence{
+		db: db, k: persistKeys{q: []byte(opts.Prefix)}, now: opts.Now, poll: opts.WatchPoll,
 		watchers: map[string][]*watch{},
 	}, nil
 }
 
 // ---- transactions ----
 
-// call is one attempt of a marked write: the marker's future, issued
+// call is one attempt of a marked call: the marker's future, issued
 // first so that it joins the attempt's one read round.
 type call struct {
 	tr     kv.Transaction
 	marker kv.FutureValue
-	prev   []byte // the recorded result, when an earlier attempt committed
+	prev   []byte // the recorded marker, when an earlier attempt committed
+	// readOnly is set by a call that wrote nothing: it gets no marker.
+	readOnly bool
 }
 
 // replayed waits for the marker and reports whether an earlier attempt of
@@ -132,79 +146,60 @@ func (c *call) get(key []byte) (b []byte, done bool, err error) {
 	return b, false, err
 }
 
-// markerValue is what a marker holds: when it was written (store ms, for
-// Check) and the call's result.
-type markerValue struct {
-	At     int64           `json:"at"`
-	Result json.RawMessage `json:"r"`
-}
-
-// marked runs fn as one transaction with a marker (see the package doc).
-func marked[T any](ctx context.Context, d *Driver, fn func(c *call) (T, error)) (T, error) {
+// marked runs fn as one transaction with a marker (see the file doc): a
+// retry that finds the marker answers with the result it records; an
+// attempt that writes stores the marker with its result and clears the
+// retired markers of earlier calls.
+func marked[T any](ctx context.Context, d *Persistence, fn func(c *call) (T, error)) (T, error) {
 	var out T
 	mk := d.k.op(rand.Text())
 	clears := d.takeRetired()
+	wrote, tried := false, false
 	err := d.db.Transact(ctx, func(tr kv.Transaction) error {
 		c := &call{tr: tr, marker: tr.Get(mk)}
-		for _, k := range clears {
-			tr.Clear(k)
-		}
+		wrote = false
 		v, err := fn(c)
 		if err != nil {
 			return err
 		}
 		if c.prev != nil {
-			var m markerValue
-			if err := json.Unmarshal(c.prev, &m); err != nil {
-				return fmt.Errorf("%w: marker %x: %v", driver.ErrCorrupt, mk, err)
+			r, err := callResult(c.prev)
+			if err != nil {
+				return fmt.Errorf("%w: marker %x: %v", pdriver.ErrCorrupt, mk, err)
 			}
-			return json.Unmarshal(m.Result, &out)
+			return json.Unmarshal(r, &out)
+		}
+		out = v
+		if c.readOnly {
+			return nil
 		}
 		r, err := json.Marshal(v)
 		if err != nil {
 			return err
 		}
-		b, err := json.Marshal(markerValue{At: d.now().UnixMilli(), Result: r})
-		if err != nil {
-			return err
+		for _, k := range clears {
+			tr.Clear(k)
 		}
-		tr.Set(mk, b)
-		out = v
+		tr.Set(mk, encodeMarker(time.Now().UnixMilli(), opCall, r))
+		wrote, tried = true, true
 		return nil
 	})
-	d.retire(mk, clears, err)
+	d.retire(mk, tried, clears, err == nil && wrote)
 	return out, err
 }
 
 // plain runs fn as one transaction without a marker.
-func (d *Driver) plain(ctx context.Context, fn func(tr kv.Transaction) error) error {
+func (d *Persistence) plain(ctx context.Context, fn func(tr kv.Transaction) error) error {
 	return d.db.Transact(ctx, fn)
 }
 
 // read runs fn as one read-only transaction.
-func (d *Driver) read(ctx context.Context, fn func(tr kv.ReadTransaction) error) error {
+func (d *Persistence) read(ctx context.Context, fn func(tr kv.ReadTransaction) error) error {
 	return d.db.ReadTransact(ctx, fn)
 }
 
-// pages reads r in pages of at most n keys, each in a read transaction of
-// its own, and hands each to fn until fn returns false.
-func (d *Driver) pages(ctx context.Context, r kv.KeyRange, n int, fn func([]kv.KeyValue) bool) error {
-	for {
-		var page []kv.KeyValue
-		err := d.read(ctx, func(tr kv.ReadTransaction) error {
-			var err error
-			page, err = tr.GetRange(r, kv.RangeOptions{Limit: n}).Get()
-			return err
-		})
-		if err != nil || !fn(page) || len(page) < n {
-			return err
-		}
-		r.Begin = append(append([]byte(nil), page[len(page)-1].Key...), 0x00)
-	}
-}
-
 // takeRetired hands the next write the markers it is to clear.
-func (d *Driver) takeRetired() [][]byte {
+func (d *Persistence) takeRetired() [][]byte {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	n := min(len(d.retired), maxPendingClears)
@@ -213,13 +208,15 @@ func (d *Driver) takeRetired() [][]byte {
 	return out
 }
 
-// retire files mk for clearing; clears go back when their transaction
-// failed.
-func (d *Driver) retire(mk []byte, clears [][]byte, err error) {
+// retire files mk for clearing when an attempt wrote it, and gives the
+// clears back when the call did not commit them.
+func (d *Persistence) retire(mk []byte, tried bool, clears [][]byte, cleared bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.retired = append(d.retired, mk)
-	if err != nil {
+	if tried {
+		d.retired = append(d.retired, mk)
+	}
+	if !cleared {
 		d.retired = append(d.retired, clears...)
 	}
 }
@@ -231,11 +228,11 @@ func (d *Driver) retire(mk []byte, clears [][]byte, err error) {
 // failure.
 func encode(what string, v any) ([]byte, error) {
 	switch r := v.(type) {
-	case *driver.RunRecord:
+	case *pdriver.RunRecord:
 		v = storedRun{r, r.Usage}
-	case *driver.GenerationRunRecord:
+	case *pdriver.GenerationRunRecord:
 		v = storedGen{r, r.Result, r.Artifacts, r.Usage}
-	case *driver.InterruptRecord:
+	case *pdriver.InterruptRecord:
 		v = storedInt{r, r.Payload, r.Response}
 	}
 	b, err := json.Marshal(v)
@@ -243,7 +240,7 @@ func encode(what string, v any) ([]byte, error) {
 		return nil, err
 	}
 	if len(b) > kv.MaxValueSize {
-		return nil, fmt.Errorf("%w: the %s is %d bytes of JSON; the FoundationDB driver stores at most %d", driver.ErrInvalidEntry, what, len(b), kv.MaxValueSize)
+		return nil, fmt.Errorf("%w: the %s is %d bytes of JSON; the FoundationDB driver stores at most %d", pdriver.ErrInvalidEntry, what, len(b), kv.MaxValueSize)
 	}
 	return b, nil
 }
@@ -255,15 +252,15 @@ func decode[T any](key, b []byte) (*T, error) {
 	v := new(T)
 	var err error
 	switch r := any(v).(type) {
-	case *driver.RunRecord:
+	case *pdriver.RunRecord:
 		s := storedRun{RunRecord: r}
 		err = json.Unmarshal(b, &s)
 		r.Usage = raw(s.Usage)
-	case *driver.GenerationRunRecord:
+	case *pdriver.GenerationRunRecord:
 		s := storedGen{GenerationRunRecord: r}
 		err = json.Unmarshal(b, &s)
 		r.Result, r.Artifacts, r.Usage = raw(s.Result), raw(s.Artifacts), raw(s.Usage)
-	case *driver.InterruptRecord:
+	case *pdriver.InterruptRecord:
 		s := storedInt{InterruptRecord: r}
 		err = json.Unmarshal(b, &s)
 		r.Payload, r.Response = raw(s.Payload), raw(s.Response)
@@ -271,7 +268,7 @@ func decode[T any](key, b []byte) (*T, error) {
 		err = json.Unmarshal(b, v)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: key %x: %v", driver.ErrCorrupt, key, err)
+		return nil, fmt.Errorf("%w: key %x: %v", pdriver.ErrCorrupt, key, err)
 	}
 	return v, nil
 }
@@ -282,17 +279,17 @@ func decode[T any](key, b []byte) (*T, error) {
 // shadowing the record's fields of the same name.
 type (
 	storedRun struct {
-		*driver.RunRecord
+		*pdriver.RunRecord
 		Usage []byte `json:"usage,omitempty"`
 	}
 	storedGen struct {
-		*driver.GenerationRunRecord
+		*pdriver.GenerationRunRecord
 		Result    []byte `json:"result,omitempty"`
 		Artifacts []byte `json:"artifacts,omitempty"`
 		Usage     []byte `json:"usage,omitempty"`
 	}
 	storedInt struct {
-		*driver.InterruptRecord
+		*pdriver.InterruptRecord
 		Payload  []byte `json:"payload"`
 		Response []byte `json:"response,omitempty"`
 	}
@@ -329,7 +326,7 @@ func decodeAll[T any](kvs []kv.KeyValue) ([]*T, error) {
 	return out, nil
 }
 
-func pos(p *driver.Position) *position {
+func pos(p *pdriver.Position) *position {
 	if p == nil {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package fdbdriver
+package fdbstore
 
 import (
 	"context"
@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"github.com/ckptstore/ckptstore/fdbstore/kv"
-	"github.com/ckptstore/ckptstore/persist/driver"
+	pdriver "github.com/ckptstore/ckptstore/persist/driver"
 )
 
 // ---- record kinds ----
@@ -18,25 +18,25 @@ type kind[T any] struct {
 	what    string
 	space   string
 	id      func(*T) string
-	entries func(k keys, rec *T) [][]byte
+	entries func(k persistKeys, rec *T) [][]byte
 }
 
 var (
-	runKind = kind[driver.RunRecord]{"run", spaceRun,
-		func(r *driver.RunRecord) string { return r.RunID }, keys.runEntries}
-	genKind = kind[driver.GenerationRunRecord]{"generation run", spaceGen,
-		func(r *driver.GenerationRunRecord) string { return r.RunID }, keys.genEntries}
-	intKind = kind[driver.InterruptRecord]{"interrupt", spaceInt,
-		func(r *driver.InterruptRecord) string { return r.InterruptID }, keys.intEntries}
-	artKind = kind[driver.ArtifactRecord]{"artifact", spaceArt,
-		func(r *driver.ArtifactRecord) string { return r.ArtifactID }, keys.artEntries}
+	runKind = kind[pdriver.RunRecord]{"run", spaceRun,
+		func(r *pdriver.RunRecord) string { return r.RunID }, persistKeys.runEntries}
+	genKind = kind[pdriver.GenerationRunRecord]{"generation run", spaceGen,
+		func(r *pdriver.GenerationRunRecord) string { return r.RunID }, persistKeys.genEntries}
+	intKind = kind[pdriver.InterruptRecord]{"interrupt", spaceInt,
+		func(r *pdriver.InterruptRecord) string { return r.InterruptID }, persistKeys.intEntries}
+	artKind = kind[pdriver.ArtifactRecord]{"artifact", spaceArt,
+		func(r *pdriver.ArtifactRecord) string { return r.ArtifactID }, persistKeys.artEntries}
 )
 
 // runEntries is every index entry of a run: the thread's runs, and while
 // it runs the thread's running runs and, when detached, the reclaim index.
-func (k keys) runEntries(rec *driver.RunRecord) [][]byte {
+func (k persistKeys) runEntries(rec *pdriver.RunRecord) [][]byte {
 	out := [][]byte{k.entry(spaceRunThread, rec.ThreadID, rec.StartedAt, rec.RunID)}
-	if rec.Status == driver.RunRunning {
+	if rec.Status == pdriver.RunRunning {
 		out = append(out, k.entry(spaceRunActive, rec.ThreadID, rec.StartedAt, rec.RunID))
 		if rec.DetachedSince != nil {
 			out = append(out, k.reclaim(*rec.DetachedSince, rec.RunID))
@@ -45,23 +45,23 @@ func (k keys) runEntries(rec *driver.RunRecord) [][]byte {
 	return out
 }
 
-func (k keys) genEntries(rec *driver.GenerationRunRecord) [][]byte {
+func (k persistKeys) genEntries(rec *pdriver.GenerationRunRecord) [][]byte {
 	return [][]byte{k.entry(spaceGenThread, rec.ThreadID, rec.StartedAt, rec.RunID)}
 }
 
-func (k keys) intEntries(rec *driver.InterruptRecord) [][]byte {
+func (k persistKeys) intEntries(rec *pdriver.InterruptRecord) [][]byte {
 	out := [][]byte{
 		k.entry(spaceIntThread, rec.ThreadID, rec.RequestedAt, rec.InterruptID),
 		k.entry(spaceIntRun, rec.RunID, rec.RequestedAt, rec.InterruptID),
 	}
-	if rec.Status == driver.InterruptPending {
+	if rec.Status == pdriver.InterruptPending {
 		out = append(out, k.entry(spaceIntThreadPend, rec.ThreadID, rec.RequestedAt, rec.InterruptID),
 			k.entry(spaceIntRunPend, rec.RunID, rec.RequestedAt, rec.InterruptID))
 	}
 	return out
 }
 
-func (k keys) artEntries(rec *driver.ArtifactRecord) [][]byte {
+func (k persistKeys) artEntries(rec *pdriver.ArtifactRecord) [][]byte {
 	return [][]byte{
 		k.entry(spaceArtRun, rec.RunID, rec.CreatedAt, rec.ArtifactID),
 		k.entry(spaceArtThread, rec.ThreadID, rec.CreatedAt, rec.ArtifactID),
@@ -81,7 +81,7 @@ func setIndex(tr kv.Transaction, entries [][]byte, val []byte) {
 
 // store writes next at key with its index entries, in place of cur (nil:
 // none), whose entries it clears first.
-func store[T any](tr kv.Transaction, k keys, kd kind[T], key []byte, cur, next *T) error {
+func store[T any](tr kv.Transaction, k persistKeys, kd kind[T], key []byte, cur, next *T) error {
 	val, err := encode(kd.what, next)
 	if err != nil {
 		return err
@@ -96,7 +96,7 @@ func store[T any](tr kv.Transaction, k keys, kd kind[T], key []byte, cur, next *
 
 // createOrResume stores rec and its index entries when its id has no
 // record and returns it, or returns the stored record (see created).
-func createOrResume[T any](ctx context.Context, d *Driver, kd kind[T], rec *T) (*T, error) {
+func createOrResume[T any](ctx context.Context, d *Persistence, kd kind[T], rec *T) (*T, error) {
 	val, err := encode(kd.what, rec)
 	if err != nil {
 		return nil, err
@@ -117,7 +117,7 @@ func createOrResume[T any](ctx context.Context, d *Driver, kd kind[T], rec *T) (
 
 // change replaces record id with next(cur), moving its index entries,
 // and reports whether it existed.
-func change[T any](ctx context.Context, d *Driver, kd kind[T], id string, next func(*T) *T) (bool, error) {
+func change[T any](ctx context.Context, d *Persistence, kd kind[T], id string, next func(*T) *T) (bool, error) {
 	key := d.k.record(kd.space, id)
 	return marked(ctx, d, func(c *call) (bool, error) {
 		b, done, err := c.get(key)
@@ -132,7 +132,7 @@ func change[T any](ctx context.Context, d *Driver, kd kind[T], id string, next f
 	})
 }
 
-func getRecord[T any](ctx context.Context, d *Driver, key []byte) (*T, error) {
+func getRecord[T any](ctx context.Context, d *Persistence, key []byte) (*T, error) {
 	var out *T
 	err := d.read(ctx, func(tr kv.ReadTransaction) error {
 		b, err := tr.Get(key).Get()
@@ -145,7 +145,7 @@ func getRecord[T any](ctx context.Context, d *Driver, key []byte) (*T, error) {
 }
 
 // last returns the last entry of an owner's index (reverse, limit 1).
-func last[T any](ctx context.Context, d *Driver, space, owner string) (*T, error) {
+func last[T any](ctx context.Context, d *Persistence, space, owner string) (*T, error) {
 	var out *T
 	err := d.read(ctx, func(tr kv.ReadTransaction) error {
 		kvs, err := getRange(tr, d.k.page(space, owner, nil), kv.RangeOptions{Limit: 1, Reverse: true})()
@@ -159,7 +159,7 @@ func last[T any](ctx context.Context, d *Driver, space, owner string) (*T, error
 }
 
 // list reads one page of an index.
-func list[T any](ctx context.Context, d *Driver, r kv.KeyRange, limit int) ([]*T, error) {
+func list[T any](ctx context.Context, d *Persistence, r kv.KeyRange, limit int) ([]*T, error) {
 	var out []*T
 	err := d.read(ctx, func(tr kv.ReadTransaction) error {
 		kvs, err := getRange(tr, r, kv.RangeOptions{Limit: limit})()
@@ -173,63 +173,63 @@ func list[T any](ctx context.Context, d *Driver, r kv.KeyRange, limit int) ([]*T
 
 // ---- runs ----
 
-// CreateOrResumeRun implements driver.Runs.
-func (d *Driver) CreateOrResumeRun(ctx context.Context, rec *driver.RunRecord) (*driver.RunRecord, error) {
+// CreateOrResumeRun implements pdriver.Runs.
+func (d *Persistence) CreateOrResumeRun(ctx context.Context, rec *pdriver.RunRecord) (*pdriver.RunRecord, error) {
 	return createOrResume(ctx, d, runKind, rec)
 }
 
-// UpdateRun implements driver.Runs.
-func (d *Driver) UpdateRun(ctx context.Context, runID string, patch driver.RunPatch) (bool, error) {
+// UpdateRun implements pdriver.Runs.
+func (d *Persistence) UpdateRun(ctx context.Context, runID string, patch pdriver.RunPatch) (bool, error) {
 	return change(ctx, d, runKind, runID, patch.Apply)
 }
 
-// GetRun implements driver.Runs.
-func (d *Driver) GetRun(ctx context.Context, runID string) (*driver.RunRecord, error) {
-	return getRecord[driver.RunRecord](ctx, d, d.k.record(spaceRun, runID))
+// GetRun implements pdriver.Runs.
+func (d *Persistence) GetRun(ctx context.Context, runID string) (*pdriver.RunRecord, error) {
+	return getRecord[pdriver.RunRecord](ctx, d, d.k.record(spaceRun, runID))
 }
 
-// ActiveRun implements driver.Runs: the last entry of the thread's
+// ActiveRun implements pdriver.Runs: the last entry of the thread's
 // running-runs index, whose order is (startedAt, runId).
-func (d *Driver) ActiveRun(ctx context.Context, threadID string) (*driver.RunRecord, error) {
-	return last[driver.RunRecord](ctx, d, spaceRunActive, threadID)
+func (d *Persistence) ActiveRun(ctx context.Context, threadID string) (*pdriver.RunRecord, error) {
+	return last[pdriver.RunRecord](ctx, d, spaceRunActive, threadID)
 }
 
-// ThreadRuns implements driver.Runs.
-func (d *Driver) ThreadRuns(ctx context.Context, threadID string, after *driver.Position, limit int) ([]*driver.RunRecord, error) {
-	return list[driver.RunRecord](ctx, d, d.k.page(spaceRunThread, threadID, pos(after)), limit)
+// ThreadRuns implements pdriver.Runs.
+func (d *Persistence) ThreadRuns(ctx context.Context, threadID string, after *pdriver.Position, limit int) ([]*pdriver.RunRecord, error) {
+	return list[pdriver.RunRecord](ctx, d, d.k.page(spaceRunThread, threadID, pos(after)), limit)
 }
 
-// ReclaimableRuns implements driver.Runs.
-func (d *Driver) ReclaimableRuns(ctx context.Context, cutoff int64, after *driver.Position, limit int) ([]*driver.RunRecord, error) {
-	return list[driver.RunRecord](ctx, d, d.k.reclaimPage(cutoff, pos(after)), limit)
+// ReclaimableRuns implements pdriver.Runs.
+func (d *Persistence) ReclaimableRuns(ctx context.Context, cutoff int64, after *pdriver.Position, limit int) ([]*pdriver.RunRecord, error) {
+	return list[pdriver.RunRecord](ctx, d, d.k.reclaimPage(cutoff, pos(after)), limit)
 }
 
 // ---- generation runs ----
 
-// CreateOrResumeGenerationRun implements driver.GenerationRuns.
-func (d *Driver) CreateOrResumeGenerationRun(ctx context.Context, rec *driver.GenerationRunRecord) (*driver.GenerationRunRecord, error) {
+// CreateOrResumeGenerationRun implements pdriver.GenerationRuns.
+func (d *Persistence) CreateOrResumeGenerationRun(ctx context.Context, rec *pdriver.GenerationRunRecord) (*pdriver.GenerationRunRecord, error) {
 	return createOrResume(ctx, d, genKind, rec)
 }
 
-// UpdateGenerationRun implements driver.GenerationRuns.
-func (d *Driver) UpdateGenerationRun(ctx context.Context, runID string, patch driver.GenerationRunPatch) (bool, error) {
+// UpdateGenerationRun implements pdriver.GenerationRuns.
+func (d *Persistence) UpdateGenerationRun(ctx context.Context, runID string, patch pdriver.GenerationRunPatch) (bool, error) {
 	return change(ctx, d, genKind, runID, patch.Apply)
 }
 
-// GetGenerationRun implements driver.GenerationRuns.
-func (d *Driver) GetGenerationRun(ctx context.Context, runID string) (*driver.GenerationRunRecord, error) {
-	return getRecord[driver.GenerationRunRecord](ctx, d, d.k.record(spaceGen, runID))
+// GetGenerationRun implements pdriver.GenerationRuns.
+func (d *Persistence) GetGenerationRun(ctx context.Context, runID string) (*pdriver.GenerationRunRecord, error) {
+	return getRecord[pdriver.GenerationRunRecord](ctx, d, d.k.record(spaceGen, runID))
 }
 
-// LatestGenerationRun implements driver.GenerationRuns.
-func (d *Driver) LatestGenerationRun(ctx context.Context, threadID string) (*driver.GenerationRunRecord, error) {
-	return last[driver.GenerationRunRecord](ctx, d, spaceGenThread, threadID)
+// LatestGenerationRun implements pdriver.GenerationRuns.
+func (d *Persistence) LatestGenerationRun(ctx context.Context, threadID string) (*pdriver.GenerationRunRecord, error) {
+	return last[pdriver.GenerationRunRecord](ctx, d, spaceGenThread, threadID)
 }
 
 // ---- interrupts ----
 
-// CreateInterrupt implements driver.Interrupts.
-func (d *Driver) CreateInterrupt(ctx context.Context, rec *driver.InterruptRecord) error {
+// CreateInterrupt implements pdriver.Interrupts.
+func (d *Persistence) CreateInterrupt(ctx context.Context, rec *pdriver.InterruptRecord) error {
 	if _, err := encode("interrupt", rec); err != nil {
 		return err
 	}
@@ -243,28 +243,29 @@ func (d *Driver) CreateInterrupt(ctx context.Context, rec *driver.InterruptRecor
 	})
 }
 
-// ResolveInterrupt implements driver.Interrupts.
-func (d *Driver) ResolveInterrupt(ctx context.Context, id string, at int64, response json.RawMessage) (bool, error) {
-	return change(ctx, d, intKind, id, func(cur *driver.InterruptRecord) *driver.InterruptRecord { return cur.Resolved(at, response) })
+// ResolveInterrupt implements pdriver.Interrupts.
+func (d *Persistence) ResolveInterrupt(ctx context.Context, id string, at int64, response json.RawMessage) (bool, error) {
+	return change(ctx, d, intKind, id, func(cur *pdriver.InterruptRecord) *pdriver.InterruptRecord { return cur.Resolved(at, response) })
 }
 
-// CancelInterrupt implements driver.Interrupts.
-func (d *Driver) CancelInterrupt(ctx context.Context, id string, at int64) (bool, error) {
-	return change(ctx, d, intKind, id, func(cur *driver.InterruptRecord) *driver.InterruptRecord { return cur.Cancelled(at) })
+// CancelInterrupt implements pdriver.Interrupts.
+func (d *Persistence) CancelInterrupt(ctx context.Context, id string, at int64) (bool, error) {
+	return change(ctx, d, intKind, id, func(cur *pdriver.InterruptRecord) *pdriver.InterruptRecord { return cur.Cancelled(at) })
 }
 
-// epochOf is the op-token epoch of a store time: whole OpTokenTTLs. A
-// token is looked up in its epoch and the one before and lives until its
-// recorded expiry; each batch with a token clears, blind, the epochs
-// before those two.
-func epochOf(ms int64) int64 { return ms / driver.OpTokenTTL.Milliseconds() }
+// The op tokens of CommitInterrupts live in epochs of whole OpTokenTTLs
+// (markers.go's epochOf, whose epochs are as long): a token is looked up
+// in its epoch and the one before and lives until its recorded expiry;
+// each batch with a token clears, blind, the epochs before those two.
+// The constant fails to compile unless the two lifetimes are equal.
+const _ = uint(markerTTL-pdriver.OpTokenTTL) + uint(pdriver.OpTokenTTL-markerTTL)
 
-// CommitInterrupts implements driver.Interrupts. The batch's reads (every
+// CommitInterrupts implements pdriver.Interrupts. The batch's reads (every
 // interrupt, the marker, the op token in two epochs) are one round.
-func (d *Driver) CommitInterrupts(ctx context.Context, entries []driver.InterruptCommitEntry, at int64, opToken string) error {
+func (d *Persistence) CommitInterrupts(ctx context.Context, entries []pdriver.InterruptCommitEntry, at int64, opToken string) error {
 	_, err := marked(ctx, d, func(c *call) (struct{}, error) {
-		now := d.now().UnixMilli()
-		e := epochOf(now)
+		t := d.now()
+		now, e := t.UnixMilli(), epochOf(t)
 		var tokens [2]kv.FutureValue
 		if opToken != "" {
 			tokens[0] = c.tr.Get(d.k.intOp(e, opToken))
@@ -288,7 +289,7 @@ func (d *Driver) CommitInterrupts(ctx context.Context, entries []driver.Interrup
 				}
 			}
 		}
-		curs := make([]*driver.InterruptRecord, len(entries))
+		curs := make([]*pdriver.InterruptRecord, len(entries))
 		for i, en := range entries {
 			key := d.k.record(spaceInt, en.InterruptID)
 			b, err := fs[i].Get()
@@ -296,11 +297,11 @@ func (d *Driver) CommitInterrupts(ctx context.Context, entries []driver.Interrup
 				return struct{}{}, err
 			}
 			if b != nil { // absent: curs[i] stays nil, which Committable reports
-				if curs[i], err = decode[driver.InterruptRecord](key, b); err != nil {
+				if curs[i], err = decode[pdriver.InterruptRecord](key, b); err != nil {
 					return struct{}{}, err
 				}
 			}
-			if err := driver.Committable(en.InterruptID, curs[i]); err != nil {
+			if err := pdriver.Committable(en.InterruptID, curs[i]); err != nil {
 				return struct{}{}, err
 			}
 		}
@@ -311,20 +312,20 @@ func (d *Driver) CommitInterrupts(ctx context.Context, entries []driver.Interrup
 		}
 		if opToken != "" {
 			c.tr.ClearRange(d.k.intOpsBefore(e - 1))
-			c.tr.Set(d.k.intOp(e, opToken), kv.EncodeInt64(now+driver.OpTokenTTL.Milliseconds()))
+			c.tr.Set(d.k.intOp(e, opToken), kv.EncodeInt64(now+pdriver.OpTokenTTL.Milliseconds()))
 		}
 		return struct{}{}, nil
 	})
 	return err
 }
 
-// GetInterrupt implements driver.Interrupts.
-func (d *Driver) GetInterrupt(ctx context.Context, id string) (*driver.InterruptRecord, error) {
-	return getRecord[driver.InterruptRecord](ctx, d, d.k.record(spaceInt, id))
+// GetInterrupt implements pdriver.Interrupts.
+func (d *Persistence) GetInterrupt(ctx context.Context, id string) (*pdriver.InterruptRecord, error) {
+	return getRecord[pdriver.InterruptRecord](ctx, d, d.k.record(spaceInt, id))
 }
 
-// ListInterrupts implements driver.Interrupts.
-func (d *Driver) ListInterrupts(ctx context.Context, scope driver.InterruptScope, after *driver.Position, limit int) ([]*driver.InterruptRecord, error) {
+// ListInterrupts implements pdriver.Interrupts.
+func (d *Persistence) ListInterrupts(ctx context.Context, scope pdriver.InterruptScope, after *pdriver.Position, limit int) ([]*pdriver.InterruptRecord, error) {
 	space, owner := spaceIntThread, scope.ThreadID
 	if scope.RunID != "" {
 		space, owner = spaceIntRun, scope.RunID
@@ -332,13 +333,13 @@ func (d *Driver) ListInterrupts(ctx context.Context, scope driver.InterruptScope
 	if scope.PendingOnly {
 		space = map[string]string{spaceIntThread: spaceIntThreadPend, spaceIntRun: spaceIntRunPend}[space]
 	}
-	return list[driver.InterruptRecord](ctx, d, d.k.page(space, owner, pos(after)), limit)
+	return list[pdriver.InterruptRecord](ctx, d, d.k.page(space, owner, pos(after)), limit)
 }
 
 // ---- metadata ----
 
-// GetMetadata implements driver.Metadata.
-func (d *Driver) GetMetadata(ctx context.Context, namespace, key string) (json.RawMessage, error) {
+// GetMetadata implements pdriver.Metadata.
+func (d *Persistence) GetMetadata(ctx context.Context, namespace, key string) (json.RawMessage, error) {
 	var out json.RawMessage
 	err := d.read(ctx, func(tr kv.ReadTransaction) error {
 		b, err := tr.Get(d.k.meta(namespace, key)).Get()
@@ -348,11 +349,11 @@ func (d *Driver) GetMetadata(ctx context.Context, namespace, key string) (json.R
 	return out, err
 }
 
-// SetMetadata implements driver.Metadata: a blind write, idempotent as it
+// SetMetadata implements pdriver.Metadata: a blind write, idempotent as it
 // stands.
-func (d *Driver) SetMetadata(ctx context.Context, namespace, key string, value json.RawMessage) error {
+func (d *Persistence) SetMetadata(ctx context.Context, namespace, key string, value json.RawMessage) error {
 	if len(value) > kv.MaxValueSize {
-		return fmt.Errorf("%w: the metadata value is %d bytes; the FoundationDB driver stores at most %d", driver.ErrInvalidEntry, len(value), kv.MaxValueSize)
+		return fmt.Errorf("%w: the metadata value is %d bytes; the FoundationDB driver stores at most %d", pdriver.ErrInvalidEntry, len(value), kv.MaxValueSize)
 	}
 	return d.plain(ctx, func(tr kv.Transaction) error {
 		tr.Set(d.k.meta(namespace, key), value)
@@ -360,8 +361,8 @@ func (d *Driver) SetMetadata(ctx context.Context, namespace, key string, value j
 	})
 }
 
-// DeleteMetadata implements driver.Metadata.
-func (d *Driver) DeleteMetadata(ctx context.Context, namespace, key string) error {
+// DeleteMetadata implements pdriver.Metadata.
+func (d *Persistence) DeleteMetadata(ctx context.Context, namespace, key string) error {
 	return d.plain(ctx, func(tr kv.Transaction) error {
 		tr.Clear(d.k.meta(namespace, key))
 		return nil
@@ -370,9 +371,9 @@ func (d *Driver) DeleteMetadata(ctx context.Context, namespace, key string) erro
 
 // ---- artifacts ----
 
-// SaveArtifact implements driver.Artifacts. A retry stores the same record
+// SaveArtifact implements pdriver.Artifacts. A retry stores the same record
 // over itself: no marker.
-func (d *Driver) SaveArtifact(ctx context.Context, rec *driver.ArtifactRecord) error {
+func (d *Persistence) SaveArtifact(ctx context.Context, rec *pdriver.ArtifactRecord) error {
 	if _, err := encode("artifact", rec); err != nil {
 		return err
 	}
@@ -382,7 +383,7 @@ func (d *Driver) SaveArtifact(ctx context.Context, rec *driver.ArtifactRecord) e
 		if err != nil {
 			return err
 		}
-		cur, err := decode[driver.ArtifactRecord](key, b)
+		cur, err := decode[pdriver.ArtifactRecord](key, b)
 		if err != nil {
 			return err
 		}
@@ -390,29 +391,29 @@ func (d *Driver) SaveArtifact(ctx context.Context, rec *driver.ArtifactRecord) e
 	})
 }
 
-// GetArtifact implements driver.Artifacts.
-func (d *Driver) GetArtifact(ctx context.Context, artifactID string) (*driver.ArtifactRecord, error) {
-	return getRecord[driver.ArtifactRecord](ctx, d, d.k.record(spaceArt, artifactID))
+// GetArtifact implements pdriver.Artifacts.
+func (d *Persistence) GetArtifact(ctx context.Context, artifactID string) (*pdriver.ArtifactRecord, error) {
+	return getRecord[pdriver.ArtifactRecord](ctx, d, d.k.record(spaceArt, artifactID))
 }
 
-// ListArtifacts implements driver.Artifacts.
-func (d *Driver) ListArtifacts(ctx context.Context, scope driver.ArtifactScope, after *driver.Position, limit int) ([]*driver.ArtifactRecord, error) {
+// ListArtifacts implements pdriver.Artifacts.
+func (d *Persistence) ListArtifacts(ctx context.Context, scope pdriver.ArtifactScope, after *pdriver.Position, limit int) ([]*pdriver.ArtifactRecord, error) {
 	space, owner := spaceArtThread, scope.ThreadID
 	if scope.RunID != "" {
 		space, owner = spaceArtRun, scope.RunID
 	}
-	return list[driver.ArtifactRecord](ctx, d, d.k.page(space, owner, pos(after)), limit)
+	return list[pdriver.ArtifactRecord](ctx, d, d.k.page(space, owner, pos(after)), limit)
 }
 
-// DeleteArtifact implements driver.Artifacts.
-func (d *Driver) DeleteArtifact(ctx context.Context, artifactID string) error {
+// DeleteArtifact implements pdriver.Artifacts.
+func (d *Persistence) DeleteArtifact(ctx context.Context, artifactID string) error {
 	key := d.k.record(spaceArt, artifactID)
 	return d.plain(ctx, func(tr kv.Transaction) error {
 		b, err := tr.Get(key).Get()
 		if err != nil || b == nil {
 			return err
 		}
-		cur, err := decode[driver.ArtifactRecord](key, b)
+		cur, err := decode[pdriver.ArtifactRecord](key, b)
 		if err != nil {
 			return err
 		}
@@ -422,10 +423,10 @@ func (d *Driver) DeleteArtifact(ctx context.Context, artifactID string) error {
 	})
 }
 
-// DeleteRunArtifacts implements driver.Artifacts. Its count is marked: a
+// DeleteRunArtifacts implements pdriver.Artifacts. Its count is marked: a
 // retry that counted the artifacts its first attempt removed as absent
 // would end the portable layer's loop early.
-func (d *Driver) DeleteRunArtifacts(ctx context.Context, runID string, limit int) (int, error) {
+func (d *Persistence) DeleteRunArtifacts(ctx context.Context, runID string, limit int) (int, error) {
 	return marked(ctx, d, func(c *call) (int, error) {
 		page := getRange(c.tr, d.k.page(spaceArtRun, runID, nil), kv.RangeOptions{Limit: limit})
 		if done, err := c.replayed(); err != nil || done {
@@ -435,7 +436,7 @@ func (d *Driver) DeleteRunArtifacts(ctx context.Context, runID string, limit int
 		if err != nil {
 			return 0, err
 		}
-		recs, err := decodeAll[driver.ArtifactRecord](kvs)
+		recs, err := decodeAll[pdriver.ArtifactRecord](kvs)
 		if err != nil {
 			return 0, err
 		}
@@ -451,12 +452,12 @@ func (d *Driver) DeleteRunArtifacts(ctx context.Context, runID string, limit int
 
 // blobRow is a blob row as stored: the record and its bucket object.
 type blobRow struct {
-	driver.BlobRecord
+	pdriver.BlobRecord
 	Object string `json:"object"`
 }
 
-func (r *blobRow) meta() *driver.BlobMeta {
-	return &driver.BlobMeta{BlobRecord: r.BlobRecord, Object: r.Object}
+func (r *blobRow) meta() *pdriver.BlobMeta {
+	return &pdriver.BlobMeta{BlobRecord: r.BlobRecord, Object: r.Object}
 }
 
 // putResult is PutBlob's marked result.
@@ -465,10 +466,10 @@ type putResult struct {
 	Replaced string  `json:"replaced"`
 }
 
-// PutBlob implements driver.Blobs. It is marked: a retry that found its
+// PutBlob implements pdriver.Blobs. It is marked: a retry that found its
 // own row would report its own object as replaced, and the caller would
 // delete the new bytes.
-func (d *Driver) PutBlob(ctx context.Context, meta *driver.BlobMeta) (*driver.BlobMeta, string, error) {
+func (d *Persistence) PutBlob(ctx context.Context, meta *pdriver.BlobMeta) (*pdriver.BlobMeta, string, error) {
 	key := d.k.blob(meta.Key)
 	res, err := marked(ctx, d, func(c *call) (putResult, error) {
 		b, done, err := c.get(key)
@@ -496,8 +497,8 @@ func (d *Driver) PutBlob(ctx context.Context, meta *driver.BlobMeta) (*driver.Bl
 	return res.Row.meta(), res.Replaced, nil
 }
 
-// GetBlob implements driver.Blobs.
-func (d *Driver) GetBlob(ctx context.Context, key string) (*driver.BlobMeta, error) {
+// GetBlob implements pdriver.Blobs.
+func (d *Persistence) GetBlob(ctx context.Context, key string) (*pdriver.BlobMeta, error) {
 	r, err := getRecord[blobRow](ctx, d, d.k.blob(key))
 	if r == nil || err != nil {
 		return nil, err
@@ -505,9 +506,9 @@ func (d *Driver) GetBlob(ctx context.Context, key string) (*driver.BlobMeta, err
 	return r.meta(), nil
 }
 
-// DeleteBlob implements driver.Blobs. Marked, so that a retry returns the
+// DeleteBlob implements pdriver.Blobs. Marked, so that a retry returns the
 // object the first attempt removed and its bytes are deleted.
-func (d *Driver) DeleteBlob(ctx context.Context, key string) (string, error) {
+func (d *Persistence) DeleteBlob(ctx context.Context, key string) (string, error) {
 	k := d.k.blob(key)
 	return marked(ctx, d, func(c *call) (string, error) {
 		b, done, err := c.get(k)
@@ -523,13 +524,13 @@ func (d *Driver) DeleteBlob(ctx context.Context, key string) (string, error) {
 	})
 }
 
-// ListBlobs implements driver.Blobs.
-func (d *Driver) ListBlobs(ctx context.Context, prefix, after string, limit int) ([]*driver.BlobMeta, error) {
+// ListBlobs implements pdriver.Blobs.
+func (d *Persistence) ListBlobs(ctx context.Context, prefix, after string, limit int) ([]*pdriver.BlobMeta, error) {
 	rows, err := list[blobRow](ctx, d, d.k.blobPage(prefix, after), limit)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*driver.BlobMeta, len(rows))
+	out := make([]*pdriver.BlobMeta, len(rows))
 	for i, r := range rows {
 		out[i] = r.meta()
 	}

@@ -1,12 +1,12 @@
-package fdbdriver_test
+package fdbstore_test
 
 import (
 	"fmt"
+	"github.com/ckptstore/ckptstore/fdbstore"
 	"testing"
 
 	"github.com/ckptstore/ckptstore/fdbstore/kv/memkv"
-	"github.com/ckptstore/ckptstore/persist/driver"
-	"github.com/ckptstore/ckptstore/persist/fdbdriver"
+	pdriver "github.com/ckptstore/ckptstore/persist/driver"
 )
 
 // BenchmarkChatTurn is one chat turn's run calls on memkv: createOrResume,
@@ -14,7 +14,7 @@ import (
 // and commits per turn beside the time.
 func BenchmarkChatTurn(b *testing.B) {
 	db := memkv.New()
-	d, err := fdbdriver.New(db, fdbdriver.Options{})
+	d, err := fdbstore.NewPersistence(db, fdbstore.PersistenceOptions{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -23,13 +23,13 @@ func BenchmarkChatTurn(b *testing.B) {
 	for b.Loop() {
 		id, thread := fmt.Sprintf("run-%d", i), fmt.Sprintf("thread-%d", i%100)
 		i++
-		if _, err := d.CreateOrResumeRun(ctx, &driver.RunRecord{RunID: id, ThreadID: thread, Status: driver.RunRunning, StartedAt: int64(i)}); err != nil {
+		if _, err := d.CreateOrResumeRun(ctx, &pdriver.RunRecord{RunID: id, ThreadID: thread, Status: pdriver.RunRunning, StartedAt: int64(i)}); err != nil {
 			b.Fatal(err)
 		}
 		if _, err := d.ActiveRun(ctx, thread); err != nil {
 			b.Fatal(err)
 		}
-		if _, err := d.UpdateRun(ctx, id, driver.RunPatch{Status: driver.Set(driver.RunCompleted), FinishedAt: driver.Set(int64(i))}); err != nil {
+		if _, err := d.UpdateRun(ctx, id, pdriver.RunPatch{Status: pdriver.Set(pdriver.RunCompleted), FinishedAt: pdriver.Set(int64(i))}); err != nil {
 			b.Fatal(err)
 		}
 	}

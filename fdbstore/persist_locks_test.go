@@ -1,14 +1,14 @@
-package fdbdriver_test
+package fdbstore_test
 
 import (
+	"github.com/ckptstore/ckptstore/fdbstore"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/ckptstore/ckptstore/fdbstore/kv/memkv"
 	"github.com/ckptstore/ckptstore/memstore"
-	"github.com/ckptstore/ckptstore/persist/driver"
-	"github.com/ckptstore/ckptstore/persist/fdbdriver"
+	pdriver "github.com/ckptstore/ckptstore/persist/driver"
 	"pgregory.net/rapid"
 )
 
@@ -35,7 +35,7 @@ func TestLocksWithFaults(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		fd, err := fdbdriver.New(db, fdbdriver.Options{Now: clock})
+		fd, err := fdbstore.NewPersistence(db, fdbstore.PersistenceOptions{Now: clock})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -44,11 +44,11 @@ func TestLocksWithFaults(t *testing.T) {
 		key := rapid.SampledFrom([]string{"k1", "k2"})
 		lease := rapid.SampledFrom([]time.Duration{time.Second, 5 * time.Second})
 		for i := range rapid.IntRange(1, 40).Draw(t, "steps") {
-			var got, want driver.LockState
+			var got, want pdriver.LockState
 			var gerr, werr error
 			switch op := rapid.IntRange(0, 3).Draw(t, "op"); op {
 			case 0:
-				req := driver.LockRequest{Key: key.Draw(t, "key"), Token: token.Draw(t, "token"), Lease: lease.Draw(t, "lease")}
+				req := pdriver.LockRequest{Key: key.Draw(t, "key"), Token: token.Draw(t, "token"), Lease: lease.Draw(t, "lease")}
 				got, gerr = fd.AcquireLock(ctx, req)
 				want, werr = md.AcquireLock(ctx, req)
 			case 1:
@@ -68,7 +68,7 @@ func TestLocksWithFaults(t *testing.T) {
 			}
 			if (gerr == nil) != (werr == nil) || got.Held != want.Held || got.Fence != want.Fence || got.Ahead != want.Ahead ||
 				!got.ExpiresAt.Equal(want.ExpiresAt) || !got.Now.Equal(want.Now) {
-				t.Fatalf("step %d: fdbdriver %+v, %v; memstore %+v, %v", i, got, gerr, want, werr)
+				t.Fatalf("step %d: fdbstore %+v, %v; memstore %+v, %v", i, got, gerr, want, werr)
 			}
 		}
 		mu.Lock()

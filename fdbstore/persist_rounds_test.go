@@ -1,4 +1,4 @@
-package fdbdriver_test
+package fdbstore_test
 
 // Read rounds per call, on memkv's exact counters (as fdbstore's
 // rounds_test): every read issued before a wait is one round trip, which
@@ -8,18 +8,16 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/ckptstore/ckptstore/fdbstore"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/ckptstore/ckptstore/fdbstore/kv"
 	"github.com/ckptstore/ckptstore/fdbstore/kv/memkv"
-	"github.com/ckptstore/ckptstore/persist/driver"
-	"github.com/ckptstore/ckptstore/persist/fdbdriver"
+	pdriver "github.com/ckptstore/ckptstore/persist/driver"
 	"github.com/stretchr/testify/require"
 )
-
-var ctx = context.Background()
 
 // spy wraps a kv.DB and records, per transaction attempt, the limits of
 // its range reads, the pairs they returned and the keys it wrote. It
@@ -117,41 +115,41 @@ func measure(t *testing.T, db *memkv.DB, sp *spy, name string, op func() error) 
 // TestReadRounds: every call is one transaction of at most one read round
 // (metadata writes none), and every list or index read is one range read
 // whose limit is the page's.
-func TestReadRounds(t *testing.T) {
+func TestPersistReadRounds(t *testing.T) {
 	db := memkv.New()
 	sp := &spy{DB: db}
-	d, err := fdbdriver.New(sp, fdbdriver.Options{Now: func() time.Time { return time.UnixMilli(1_700_000_000_000) }})
+	d, err := fdbstore.NewPersistence(sp, fdbstore.PersistenceOptions{Now: func() time.Time { return time.UnixMilli(1_700_000_000_000) }})
 	require.NoError(t, err)
 	// A thread with more runs, interrupts and artifacts than a page.
 	for i := range 5 {
 		id := fmt.Sprintf("r%d", i)
-		_, err := d.CreateOrResumeRun(ctx, &driver.RunRecord{RunID: id, ThreadID: "t", Status: driver.RunRunning, StartedAt: int64(i)})
+		_, err := d.CreateOrResumeRun(ctx, &pdriver.RunRecord{RunID: id, ThreadID: "t", Status: pdriver.RunRunning, StartedAt: int64(i)})
 		require.NoError(t, err)
-		require.NoError(t, d.CreateInterrupt(ctx, &driver.InterruptRecord{InterruptID: "i" + id, RunID: "r0", ThreadID: "t", Status: driver.InterruptPending, RequestedAt: int64(i), Payload: json.RawMessage(`{}`)}))
-		require.NoError(t, d.SaveArtifact(ctx, &driver.ArtifactRecord{ArtifactID: "a" + id, RunID: "r0", ThreadID: "t", Name: "n", MimeType: "m", CreatedAt: int64(i)}))
-		_, _, err = d.PutBlob(ctx, &driver.BlobMeta{BlobRecord: driver.BlobRecord{Key: "b/" + id, ETag: "e"}, Object: "o" + id})
+		require.NoError(t, d.CreateInterrupt(ctx, &pdriver.InterruptRecord{InterruptID: "i" + id, RunID: "r0", ThreadID: "t", Status: pdriver.InterruptPending, RequestedAt: int64(i), Payload: json.RawMessage(`{}`)}))
+		require.NoError(t, d.SaveArtifact(ctx, &pdriver.ArtifactRecord{ArtifactID: "a" + id, RunID: "r0", ThreadID: "t", Name: "n", MimeType: "m", CreatedAt: int64(i)}))
+		_, _, err = d.PutBlob(ctx, &pdriver.BlobMeta{BlobRecord: pdriver.BlobRecord{Key: "b/" + id, ETag: "e"}, Object: "o" + id})
 		require.NoError(t, err)
-		_, err = d.CreateOrResumeGenerationRun(ctx, &driver.GenerationRunRecord{RunID: "g" + id, ThreadID: "t", Status: driver.RunRunning, StartedAt: int64(i)})
+		_, err = d.CreateOrResumeGenerationRun(ctx, &pdriver.GenerationRunRecord{RunID: "g" + id, ThreadID: "t", Status: pdriver.RunRunning, StartedAt: int64(i)})
 		require.NoError(t, err)
 	}
 	ds := int64(1)
-	after := &driver.Position{At: 1, ID: "r1"}
-	lock := driver.LockRequest{Key: "k", Token: "a", Lease: time.Minute}
+	after := &pdriver.Position{At: 1, ID: "r1"}
+	lock := pdriver.LockRequest{Key: "k", Token: "a", Lease: time.Minute}
 	ops := []struct {
 		name   string
 		rounds int64
 		op     func() error
 	}{
 		{"CreateOrResumeRun (new)", 1, func() error {
-			_, err := d.CreateOrResumeRun(ctx, &driver.RunRecord{RunID: "new", ThreadID: "t2", Status: driver.RunRunning, StartedAt: 9})
+			_, err := d.CreateOrResumeRun(ctx, &pdriver.RunRecord{RunID: "new", ThreadID: "t2", Status: pdriver.RunRunning, StartedAt: 9})
 			return err
 		}},
 		{"CreateOrResumeRun (existing)", 1, func() error {
-			_, err := d.CreateOrResumeRun(ctx, &driver.RunRecord{RunID: "r0", ThreadID: "t", Status: driver.RunRunning})
+			_, err := d.CreateOrResumeRun(ctx, &pdriver.RunRecord{RunID: "r0", ThreadID: "t", Status: pdriver.RunRunning})
 			return err
 		}},
 		{"UpdateRun", 1, func() error {
-			_, err := d.UpdateRun(ctx, "r1", driver.RunPatch{DetachedSince: driver.Set(ds)})
+			_, err := d.UpdateRun(ctx, "r1", pdriver.RunPatch{DetachedSince: pdriver.Set(ds)})
 			return err
 		}},
 		{"GetRun", 1, func() error { _, err := d.GetRun(ctx, "r1"); return err }},
@@ -159,47 +157,47 @@ func TestReadRounds(t *testing.T) {
 		{"ThreadRuns", 1, func() error { _, err := d.ThreadRuns(ctx, "t", after, 2); return err }},
 		{"ReclaimableRuns", 1, func() error { _, err := d.ReclaimableRuns(ctx, 5, nil, 2); return err }},
 		{"CreateOrResumeGenerationRun", 1, func() error {
-			_, err := d.CreateOrResumeGenerationRun(ctx, &driver.GenerationRunRecord{RunID: "gnew", ThreadID: "t", Status: driver.RunRunning})
+			_, err := d.CreateOrResumeGenerationRun(ctx, &pdriver.GenerationRunRecord{RunID: "gnew", ThreadID: "t", Status: pdriver.RunRunning})
 			return err
 		}},
 		{"UpdateGenerationRun", 1, func() error {
-			_, err := d.UpdateGenerationRun(ctx, "gr0", driver.GenerationRunPatch{Status: driver.Set(driver.RunCompleted)})
+			_, err := d.UpdateGenerationRun(ctx, "gr0", pdriver.GenerationRunPatch{Status: pdriver.Set(pdriver.RunCompleted)})
 			return err
 		}},
 		{"GetGenerationRun", 1, func() error { _, err := d.GetGenerationRun(ctx, "gr0"); return err }},
 		{"LatestGenerationRun", 1, func() error { _, err := d.LatestGenerationRun(ctx, "t"); return err }},
 		{"CreateInterrupt", 1, func() error {
-			return d.CreateInterrupt(ctx, &driver.InterruptRecord{InterruptID: "inew", RunID: "r0", ThreadID: "t", Status: driver.InterruptPending, Payload: json.RawMessage(`{}`)})
+			return d.CreateInterrupt(ctx, &pdriver.InterruptRecord{InterruptID: "inew", RunID: "r0", ThreadID: "t", Status: pdriver.InterruptPending, Payload: json.RawMessage(`{}`)})
 		}},
 		{"ResolveInterrupt", 1, func() error { _, err := d.ResolveInterrupt(ctx, "ir0", 1, nil); return err }},
 		{"CancelInterrupt", 1, func() error { _, err := d.CancelInterrupt(ctx, "ir1", 1); return err }},
 		{"CommitInterrupts (3 entries, op token)", 1, func() error {
-			return d.CommitInterrupts(ctx, []driver.InterruptCommitEntry{
-				{InterruptID: "ir2", Status: driver.InterruptResolved}, {InterruptID: "ir3", Status: driver.InterruptCancelled},
-				{InterruptID: "ir4", Status: driver.InterruptResolved},
+			return d.CommitInterrupts(ctx, []pdriver.InterruptCommitEntry{
+				{InterruptID: "ir2", Status: pdriver.InterruptResolved}, {InterruptID: "ir3", Status: pdriver.InterruptCancelled},
+				{InterruptID: "ir4", Status: pdriver.InterruptResolved},
 			}, 2, "tok")
 		}},
 		{"GetInterrupt", 1, func() error { _, err := d.GetInterrupt(ctx, "ir0"); return err }},
 		{"ListInterrupts", 1, func() error {
-			_, err := d.ListInterrupts(ctx, driver.InterruptScope{RunID: "r0"}, nil, 2)
+			_, err := d.ListInterrupts(ctx, pdriver.InterruptScope{RunID: "r0"}, nil, 2)
 			return err
 		}},
 		{"ListInterrupts (pending)", 1, func() error {
-			_, err := d.ListInterrupts(ctx, driver.InterruptScope{ThreadID: "t", PendingOnly: true}, nil, 2)
+			_, err := d.ListInterrupts(ctx, pdriver.InterruptScope{ThreadID: "t", PendingOnly: true}, nil, 2)
 			return err
 		}},
 		{"SetMetadata", 0, func() error { return d.SetMetadata(ctx, "n", "k", json.RawMessage(`1`)) }},
 		{"GetMetadata", 1, func() error { _, err := d.GetMetadata(ctx, "n", "k"); return err }},
 		{"DeleteMetadata", 0, func() error { return d.DeleteMetadata(ctx, "n", "k") }},
 		{"SaveArtifact", 1, func() error {
-			return d.SaveArtifact(ctx, &driver.ArtifactRecord{ArtifactID: "ar0", RunID: "r1", ThreadID: "t", Name: "n", MimeType: "m"})
+			return d.SaveArtifact(ctx, &pdriver.ArtifactRecord{ArtifactID: "ar0", RunID: "r1", ThreadID: "t", Name: "n", MimeType: "m"})
 		}},
 		{"GetArtifact", 1, func() error { _, err := d.GetArtifact(ctx, "ar0"); return err }},
-		{"ListArtifacts", 1, func() error { _, err := d.ListArtifacts(ctx, driver.ArtifactScope{ThreadID: "t"}, nil, 2); return err }},
+		{"ListArtifacts", 1, func() error { _, err := d.ListArtifacts(ctx, pdriver.ArtifactScope{ThreadID: "t"}, nil, 2); return err }},
 		{"DeleteArtifact", 1, func() error { return d.DeleteArtifact(ctx, "ar1") }},
 		{"DeleteRunArtifacts", 1, func() error { _, err := d.DeleteRunArtifacts(ctx, "r0", 2); return err }},
 		{"PutBlob", 1, func() error {
-			_, _, err := d.PutBlob(ctx, &driver.BlobMeta{BlobRecord: driver.BlobRecord{Key: "b/r0", ETag: "f"}, Object: "new"})
+			_, _, err := d.PutBlob(ctx, &pdriver.BlobMeta{BlobRecord: pdriver.BlobRecord{Key: "b/r0", ETag: "f"}, Object: "new"})
 			return err
 		}},
 		{"GetBlob", 1, func() error { _, err := d.GetBlob(ctx, "b/r0"); return err }},
@@ -207,7 +205,7 @@ func TestReadRounds(t *testing.T) {
 		{"DeleteBlob", 1, func() error { _, err := d.DeleteBlob(ctx, "b/r1"); return err }},
 		{"AcquireLock", 1, func() error { _, err := d.AcquireLock(ctx, lock); return err }},
 		{"AcquireLock (queued)", 1, func() error {
-			_, err := d.AcquireLock(ctx, driver.LockRequest{Key: "k", Token: "b", Lease: time.Minute})
+			_, err := d.AcquireLock(ctx, pdriver.LockRequest{Key: "k", Token: "b", Lease: time.Minute})
 			return err
 		}},
 		{"RenewLock", 1, func() error { _, err := d.RenewLock(ctx, "k", "a", time.Minute); return err }},
@@ -237,7 +235,7 @@ func TestReadRounds(t *testing.T) {
 // touches.
 func TestNoHotKey(t *testing.T) {
 	sp := &spy{DB: memkv.New()}
-	d, err := fdbdriver.New(sp, fdbdriver.Options{})
+	d, err := fdbstore.NewPersistence(sp, fdbstore.PersistenceOptions{})
 	require.NoError(t, err)
 	sp.reset()
 	const turns = 200
@@ -246,11 +244,11 @@ func TestNoHotKey(t *testing.T) {
 		sp.mu.Lock()
 		sp.turn = i
 		sp.mu.Unlock()
-		_, err := d.CreateOrResumeRun(ctx, &driver.RunRecord{RunID: id, ThreadID: thread, Status: driver.RunRunning, StartedAt: int64(i)})
+		_, err := d.CreateOrResumeRun(ctx, &pdriver.RunRecord{RunID: id, ThreadID: thread, Status: pdriver.RunRunning, StartedAt: int64(i)})
 		require.NoError(t, err)
-		_, err = d.UpdateRun(ctx, id, driver.RunPatch{DetachedSince: driver.Set(int64(i))})
+		_, err = d.UpdateRun(ctx, id, pdriver.RunPatch{DetachedSince: pdriver.Set(int64(i))})
 		require.NoError(t, err)
-		_, err = d.UpdateRun(ctx, id, driver.RunPatch{Status: driver.Set(driver.RunCompleted)})
+		_, err = d.UpdateRun(ctx, id, pdriver.RunPatch{Status: pdriver.Set(pdriver.RunCompleted)})
 		require.NoError(t, err)
 		_, err = d.ActiveRun(ctx, thread)
 		require.NoError(t, err)

@@ -1,7 +1,8 @@
-package fdbdriver_test
+package fdbstore_test
 
 import (
 	"context"
+	"github.com/ckptstore/ckptstore/fdbstore"
 	"sync/atomic"
 	"testing"
 
@@ -9,8 +10,7 @@ import (
 
 	"github.com/ckptstore/ckptstore/fdbstore/kv"
 	"github.com/ckptstore/ckptstore/fdbstore/kv/memkv"
-	"github.com/ckptstore/ckptstore/persist/driver"
-	"github.com/ckptstore/ckptstore/persist/fdbdriver"
+	pdriver "github.com/ckptstore/ckptstore/persist/driver"
 )
 
 // unknownOnce commits the next transaction, runs between, then runs the
@@ -40,34 +40,34 @@ func (u *unknownOnce) Transact(ctx context.Context, fn func(tr kv.Transaction) e
 func TestCreateRetryAnswersItsInsert(t *testing.T) {
 	ctx := context.Background()
 	db := memkv.New()
-	other, err := fdbdriver.New(db, fdbdriver.Options{})
+	other, err := fdbstore.NewPersistence(db, fdbstore.PersistenceOptions{})
 	require.NoError(t, err)
 	for _, gen := range []bool{false, true} {
 		u := &unknownOnce{DB: db}
-		d, err := fdbdriver.New(u, fdbdriver.Options{})
+		d, err := fdbstore.NewPersistence(u, fdbstore.PersistenceOptions{})
 		require.NoError(t, err)
 		u.armed.Store(true)
 		if gen {
 			u.between = func() {
-				_, err := other.UpdateGenerationRun(ctx, "g", driver.GenerationRunPatch{Status: driver.Set(driver.RunCompleted)})
+				_, err := other.UpdateGenerationRun(ctx, "g", pdriver.GenerationRunPatch{Status: pdriver.Set(pdriver.RunCompleted)})
 				require.NoError(t, err)
 			}
-			got, err := d.CreateOrResumeGenerationRun(ctx, &driver.GenerationRunRecord{RunID: "g", ThreadID: "t", Status: driver.RunRunning, StartedAt: 1})
+			got, err := d.CreateOrResumeGenerationRun(ctx, &pdriver.GenerationRunRecord{RunID: "g", ThreadID: "t", Status: pdriver.RunRunning, StartedAt: 1})
 			require.NoError(t, err)
-			require.Equal(t, driver.RunRunning, got.Status, "the retry answered with the update's state")
+			require.Equal(t, pdriver.RunRunning, got.Status, "the retry answered with the update's state")
 		} else {
 			u.between = func() {
-				_, err := other.UpdateRun(ctx, "r", driver.RunPatch{Status: driver.Set(driver.RunCompleted)})
+				_, err := other.UpdateRun(ctx, "r", pdriver.RunPatch{Status: pdriver.Set(pdriver.RunCompleted)})
 				require.NoError(t, err)
 			}
-			got, err := d.CreateOrResumeRun(ctx, &driver.RunRecord{RunID: "r", ThreadID: "t", Status: driver.RunRunning, StartedAt: 1})
+			got, err := d.CreateOrResumeRun(ctx, &pdriver.RunRecord{RunID: "r", ThreadID: "t", Status: pdriver.RunRunning, StartedAt: 1})
 			require.NoError(t, err)
-			require.Equal(t, driver.RunRunning, got.Status, "the retry answered with the update's state")
+			require.Equal(t, pdriver.RunRunning, got.Status, "the retry answered with the update's state")
 		}
 		// A later resume answers with the stored, updated run.
-		got, err := d.CreateOrResumeRun(ctx, &driver.RunRecord{RunID: "r", ThreadID: "t", Status: driver.RunRunning, StartedAt: 2})
+		got, err := d.CreateOrResumeRun(ctx, &pdriver.RunRecord{RunID: "r", ThreadID: "t", Status: pdriver.RunRunning, StartedAt: 2})
 		require.NoError(t, err)
-		require.Equal(t, driver.RunCompleted, got.Status)
-		checked(t, d)
+		require.Equal(t, pdriver.RunCompleted, got.Status)
+		checkedPersist(t, d)
 	}
 }

@@ -1,6 +1,7 @@
-package fdbdriver_test
+package fdbstore_test
 
 import (
+	"github.com/ckptstore/ckptstore/fdbstore"
 	"path/filepath"
 	"testing"
 	"testing/synctest"
@@ -12,7 +13,6 @@ import (
 	"github.com/ckptstore/ckptstore/fdbstore/kv/memkv"
 	"github.com/ckptstore/ckptstore/internal/plinz"
 	"github.com/ckptstore/ckptstore/persist"
-	"github.com/ckptstore/ckptstore/persist/fdbdriver"
 )
 
 // faultyEngine is memkv with fdbstore's fault mix (20 % not_committed,
@@ -41,7 +41,7 @@ func TestRunsLinearizableWithFaults(t *testing.T) {
 		db := faultyEngine(t, int64(seed)+500, 2)
 		var stores []*persist.Store
 		for range 2 {
-			d := checked(t, newDriver(t, db, fdbdriver.Options{}))
+			d := checkedPersist(t, newDriver(t, db, fdbstore.PersistenceOptions{}))
 			for range 3 {
 				s, err := persist.New(d, persist.Options{Bucket: blobs.NewMem(blobs.MemOptions{})})
 				if err != nil {
@@ -86,7 +86,7 @@ func TestLockHistoriesWithFaults(t *testing.T) {
 			db := faultyEngine(t, int64(seed)+900, 3)
 			var stacks []plinz.LockStack
 			for p := range 2 {
-				d := checked(t, newDriver(t, db, fdbdriver.Options{WatchPoll: 20 * time.Millisecond}))
+				d := checkedPersist(t, newDriver(t, db, fdbstore.PersistenceOptions{WatchPoll: 20 * time.Millisecond}))
 				st, err := plinz.Stacks(d, time.Now, plinz.StackOptions{
 					Lease: lease, RenewAfter: renew,
 					Skews:  []plinz.Skew{{Offset: time.Duration(p) * time.Minute}, {Offset: time.Hour, Rate: 1.1}, {Offset: -time.Hour, Rate: 0.9}},

@@ -1,63 +1,64 @@
-package fdbdriver
+package fdbstore
+
+// The persistence's part of Check: the checkpoint Driver's Check walks the
+// persistence key space of Options.PersistPrefix after its own (walk, in
+// the same pages), and reports what breaks the persistence layout among
+// its problems, each What prefixed "persistence: ". These problems are
+// not confirmed by a second read: the walk is exact on a store that
+// nobody writes meanwhile, and a write during it can show as a passing
+// mismatch. The walk holds the expected index entries in memory.
 
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"sort"
 
-	ckptdriver "github.com/ckptstore/ckptstore/driver"
+	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/fdbstore/kv"
 )
 
-// checkPage is how many keys one transaction of Check reads.
-const checkPage = 1000
-
-// Problem is one broken invariant Check found: the key at fault (its raw
-// bytes, printed with %q) and what is wrong. It is the checkpoint
-// drivers' driver.Problem, so that Driver is a driver.Checker and ckptctl
-// check reads every store through that one interface.
-type Problem = ckptdriver.Problem
-
-var _ ckptdriver.Checker = (*Driver)(nil)
-
-// Check reads every key under the driver's prefix, in pages of one
-// transaction each, and reports what breaks the layout: a key of no key
-// space, a value that does not decode, a record under another id's key,
-// an index entry whose record is absent or says otherwise (an orphan), and
-// a record whose index entry is missing. It holds the expected index
-// entries in memory. Its pages are separate transactions, so it is exact
-// on a store that nobody writes meanwhile; a write during the scan can show
-// as a passing mismatch. The error is a transport failure.
-func (d *Driver) Check(ctx context.Context) ([]Problem, error) {
-	c := &checker{d: d, want: map[string][]byte{}, have: map[string][]byte{}}
-	err := d.pages(ctx, kv.KeyRange{Begin: d.k.q, End: kv.Strinc(d.k.q)}, checkPage, func(page []kv.KeyValue) bool {
-		for _, p := range page {
-			c.key(p)
-		}
-		return true
-	})
+// checkPersistence walks every key under the persistence prefix q and
+// reports a key of no key space, a value that does not decode, a record
+// under another id's key, an index entry whose record is absent or says
+// otherwise (an orphan), and a record whose index entry is missing.
+func checkPersistence(ctx context.Context, db kv.DB, q []byte, lim checkLimits, keys *int, report func(driver.CheckProgress)) ([]problem, error) {
+	c := &persistChecker{k: persistKeys{q: q}, want: map[string][]byte{}, have: map[string][]byte{}}
+	err := walk(ctx, db, kv.PrefixRange(q), lim, keys, report, func(p kv.KeyValue) bool { c.key(p); return true })
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("fdbstore: check: %w", err)
 	}
 	c.compare()
 	return c.problems, nil
 }
 
-type checker struct {
-	d        *Driver
-	want     map[string][]byte // index key → the record's encoding, from the records
-	have     map[string][]byte // index key → value, as stored
-	problems []Problem
+// check is the persistence's part of Check alone, for its tests.
+func (d *Persistence) check(ctx context.Context) ([]driver.Problem, error) {
+	keys := 0
+	ps, err := checkPersistence(ctx, d.db, d.k.q, defaultCheckLimits, &keys, nil)
+	ps = sortProblems(ps)
+	out := make([]driver.Problem, len(ps))
+	for i, p := range ps {
+		out[i] = p.Problem
+	}
+	return out, err
 }
 
-func (c *checker) bad(key []byte, format string, args ...any) {
-	c.problems = append(c.problems, Problem{Key: string(key), What: fmt.Sprintf(format, args...)})
+type persistChecker struct {
+	k        persistKeys
+	want     map[string][]byte // index key → the record's encoding, from the records
+	have     map[string][]byte // index key → value, as stored
+	problems []problem
+}
+
+func (c *persistChecker) bad(key []byte, format string, args ...any) {
+	c.problems = append(c.problems, problem{Problem: driver.Problem{Key: string(key), What: "persistence: " + fmt.Sprintf(format, args...)}})
 }
 
 // spaceOf returns the key space element that follows the prefix.
-func (c *checker) spaceOf(key []byte) (string, bool) {
-	rest := key[len(c.d.k.q):]
+func (c *persistChecker) spaceOf(key []byte) (string, bool) {
+	rest := key[len(c.k.q):]
 	if len(rest) < 2 || rest[0] != 0x02 {
 		return "", false
 	}
@@ -68,13 +69,13 @@ func (c *checker) spaceOf(key []byte) (string, bool) {
 	return string(rest[1 : 1+end]), true
 }
 
-func (c *checker) key(p kv.KeyValue) {
+func (c *persistChecker) key(p kv.KeyValue) {
 	space, ok := c.spaceOf(p.Key)
 	if !ok {
 		c.bad(p.Key, "not a key of this driver")
 		return
 	}
-	k := c.d.k
+	k := c.k
 	switch space {
 	case spaceRun:
 		checkRecord(c, p, runKind)
@@ -105,7 +106,7 @@ func (c *checker) key(p kv.KeyValue) {
 			c.bad(p.Key, "lock held with fence %d", l.Fence)
 		}
 	case spaceOp:
-		if _, err := decode[markerValue](p.Key, p.Value); err != nil {
+		if _, err := callResult(p.Value); err != nil && !legacyMarker(p.Value) {
 			c.bad(p.Key, "op marker: %v", err)
 		}
 	case spaceIntOp:
@@ -121,25 +122,25 @@ func (c *checker) key(p kv.KeyValue) {
 
 // checkRecord decodes a record, checks that it is under its own key, and
 // expects its index entries.
-func checkRecord[T any](c *checker, p kv.KeyValue, kd kind[T]) {
+func checkRecord[T any](c *persistChecker, p kv.KeyValue, kd kind[T]) {
 	rec, err := decode[T](p.Key, p.Value)
 	if err != nil {
 		c.bad(p.Key, "%s record: %v", kd.what, err)
 		return
 	}
-	if !bytes.Equal(c.d.k.record(kd.space, kd.id(rec)), p.Key) {
+	if !bytes.Equal(c.k.record(kd.space, kd.id(rec)), p.Key) {
 		c.bad(p.Key, "%s record of id %q under another key", kd.what, kd.id(rec))
 		return
 	}
 	val, _ := encode(kd.what, rec)
-	for _, e := range kd.entries(c.d.k, rec) {
+	for _, e := range kd.entries(c.k, rec) {
 		c.want[string(e)] = val
 	}
 }
 
 // compare reports index entries without their record (orphans) or with a
 // value the record disagrees with, and records without their entries.
-func (c *checker) compare() {
+func (c *persistChecker) compare() {
 	var ks []string
 	for k := range c.have {
 		ks = append(ks, k)
@@ -162,4 +163,16 @@ func (c *checker) compare() {
 			c.bad([]byte(k), "index entry disagrees with its record")
 		}
 	}
+}
+
+// legacyMarker reports whether v is a marker as the persistence wrote
+// them before it shared the checkpoints' encoding: JSON {"at":…,"r":…}.
+// A process that stopped left its last ones; they are never read again
+// (their tokens were random) and are not a problem.
+func legacyMarker(v []byte) bool {
+	var m struct {
+		At *int64           `json:"at"`
+		R  *json.RawMessage `json:"r"`
+	}
+	return json.Unmarshal(v, &m) == nil && m.At != nil && m.R != nil
 }

@@ -1,4 +1,4 @@
-package fdbdriver
+package fdbstore
 
 import (
 	"context"
@@ -8,11 +8,11 @@ import (
 
 	"github.com/ckptstore/ckptstore/fdbstore/kv"
 	"github.com/ckptstore/ckptstore/fdbstore/kv/memkv"
-	"github.com/ckptstore/ckptstore/persist/driver"
+	pdriver "github.com/ckptstore/ckptstore/persist/driver"
 	"github.com/stretchr/testify/require"
 )
 
-func countSpace(t *testing.T, db *memkv.DB, k keys, space string) int {
+func countSpace(t *testing.T, db *memkv.DB, k persistKeys, space string) int {
 	t.Helper()
 	p := k.space(space)
 	var n int
@@ -29,21 +29,21 @@ func countSpace(t *testing.T, db *memkv.DB, k keys, space string) int {
 func TestMarkersAreCleared(t *testing.T) {
 	ctx := context.Background()
 	db := memkv.New()
-	d, err := New(db, Options{})
+	d, err := NewPersistence(db, PersistenceOptions{})
 	require.NoError(t, err)
-	_, err = d.CreateOrResumeRun(ctx, &driver.RunRecord{RunID: "r", ThreadID: "t", Status: driver.RunRunning})
+	_, err = d.CreateOrResumeRun(ctx, &pdriver.RunRecord{RunID: "r", ThreadID: "t", Status: pdriver.RunRunning})
 	require.NoError(t, err)
 	for i := range 20 {
-		_, err := d.UpdateRun(ctx, "r", driver.RunPatch{DriverEpoch: driver.Set(int64(i))})
+		_, err := d.UpdateRun(ctx, "r", pdriver.RunPatch{DriverEpoch: pdriver.Set(int64(i))})
 		require.NoError(t, err)
 		require.Equal(t, 1, countSpace(t, db, d.k, spaceOp), "after %d updates", i+1)
 	}
 	// A marked call that fails keeps the markers it was to clear for the
 	// next one.
-	_, err = d.AcquireLock(ctx, driver.LockRequest{Key: "k", Token: "a", Lease: time.Minute})
+	_, err = d.AcquireLock(ctx, pdriver.LockRequest{Key: "k", Token: "a", Lease: time.Minute})
 	require.NoError(t, err)
-	err = d.CommitInterrupts(ctx, []driver.InterruptCommitEntry{{InterruptID: "none", Status: driver.InterruptCancelled}}, 1, "")
-	require.ErrorIs(t, err, driver.ErrNotFound)
+	err = d.CommitInterrupts(ctx, []pdriver.InterruptCommitEntry{{InterruptID: "none", Status: pdriver.InterruptCancelled}}, 1, "")
+	require.ErrorIs(t, err, pdriver.ErrNotFound)
 	require.Equal(t, 1, countSpace(t, db, d.k, spaceOp))
 	require.NoError(t, d.SetMetadata(ctx, "n", "k", json.RawMessage(`1`)))
 	_, err = d.ReleaseLock(ctx, "k", "a")
@@ -57,19 +57,19 @@ func TestOpTokensExpire(t *testing.T) {
 	ctx := context.Background()
 	db := memkv.New()
 	now := time.UnixMilli(1_700_000_000_000)
-	d, err := New(db, Options{Now: func() time.Time { return now }})
+	d, err := NewPersistence(db, PersistenceOptions{Now: func() time.Time { return now }})
 	require.NoError(t, err)
 	for _, id := range []string{"i1", "i2"} {
-		require.NoError(t, d.CreateInterrupt(ctx, &driver.InterruptRecord{InterruptID: id, RunID: "r", ThreadID: "t", Status: driver.InterruptPending, Payload: json.RawMessage(`{}`)}))
+		require.NoError(t, d.CreateInterrupt(ctx, &pdriver.InterruptRecord{InterruptID: id, RunID: "r", ThreadID: "t", Status: pdriver.InterruptPending, Payload: json.RawMessage(`{}`)}))
 	}
-	one := []driver.InterruptCommitEntry{{InterruptID: "i1", Status: driver.InterruptResolved}}
+	one := []pdriver.InterruptCommitEntry{{InterruptID: "i1", Status: pdriver.InterruptResolved}}
 	require.NoError(t, d.CommitInterrupts(ctx, one, 1, "tok"))
-	now = now.Add(driver.OpTokenTTL - time.Millisecond)
+	now = now.Add(pdriver.OpTokenTTL - time.Millisecond)
 	require.NoError(t, d.CommitInterrupts(ctx, one, 1, "tok"), "a retry within the TTL succeeds")
 	now = now.Add(time.Millisecond)
-	require.ErrorIs(t, d.CommitInterrupts(ctx, one, 1, "tok"), driver.ErrNotPending, "after the TTL the batch runs again")
+	require.ErrorIs(t, d.CommitInterrupts(ctx, one, 1, "tok"), pdriver.ErrNotPending, "after the TTL the batch runs again")
 	require.Equal(t, 1, countSpace(t, db, d.k, spaceIntOp))
-	now = now.Add(2 * driver.OpTokenTTL)
-	require.NoError(t, d.CommitInterrupts(ctx, []driver.InterruptCommitEntry{{InterruptID: "i2", Status: driver.InterruptCancelled}}, 2, "tok2"))
+	now = now.Add(2 * pdriver.OpTokenTTL)
+	require.NoError(t, d.CommitInterrupts(ctx, []pdriver.InterruptCommitEntry{{InterruptID: "i2", Status: pdriver.InterruptCancelled}}, 2, "tok2"))
 	require.Equal(t, 1, countSpace(t, db, d.k, spaceIntOp), "the old epoch's token was cleared")
 }

@@ -1,4 +1,4 @@
-package fdbdriver
+package fdbstore
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ckptstore/ckptstore/persist/driver"
+	pdriver "github.com/ckptstore/ckptstore/persist/driver"
 )
 
 // lockValue is the value at (Q, "lk", key): the lease, the fence, the
@@ -40,14 +40,14 @@ func (l *lockValue) place(token string) int {
 // lockResult is a lock step's marked result: the state and whether the
 // step changed what waiters wait for.
 type lockResult struct {
-	St      driver.LockState `json:"st"`
-	Changed bool             `json:"changed"`
+	St      pdriver.LockState `json:"st"`
+	Changed bool              `json:"changed"`
 }
 
 // lockStep runs step on key's lock as one marked transaction, stores the
 // value when step changed it, and wakes this process's watchers when the
 // step says waiters should look again.
-func (d *Driver) lockStep(ctx context.Context, key string, step func(l *lockValue, now time.Time) (lockResult, error)) (driver.LockState, error) {
+func (d *Persistence) lockStep(ctx context.Context, key string, step func(l *lockValue, now time.Time) (lockResult, error)) (pdriver.LockState, error) {
 	k := d.k.lock(key)
 	res, err := marked(ctx, d, func(c *call) (lockResult, error) {
 		b, done, err := c.get(k)
@@ -98,10 +98,10 @@ func (d *Driver) lockStep(ctx context.Context, key string, step func(l *lockValu
 	return res.St, nil
 }
 
-// AcquireLock implements driver.Locks, step for step as memstore.Persistence.
-func (d *Driver) AcquireLock(ctx context.Context, req driver.LockRequest) (driver.LockState, error) {
+// AcquireLock implements pdriver.Locks, step for step as memstore.Persistence.
+func (d *Persistence) AcquireLock(ctx context.Context, req pdriver.LockRequest) (pdriver.LockState, error) {
 	return d.lockStep(ctx, req.Key, func(l *lockValue, now time.Time) (lockResult, error) {
-		st := driver.LockState{Now: now, Fence: l.Fence}
+		st := pdriver.LockState{Now: now, Fence: l.Fence}
 		if l.live(now) {
 			if l.Holder == req.Token {
 				st.Held, st.ExpiresAt = true, time.Unix(0, l.Expires)
@@ -131,27 +131,27 @@ func (d *Driver) AcquireLock(ctx context.Context, req driver.LockRequest) (drive
 	})
 }
 
-// RenewLock implements driver.Locks.
-func (d *Driver) RenewLock(ctx context.Context, key, token string, lease time.Duration) (driver.LockState, error) {
+// RenewLock implements pdriver.Locks.
+func (d *Persistence) RenewLock(ctx context.Context, key, token string, lease time.Duration) (pdriver.LockState, error) {
 	st, err := d.lockStep(ctx, key, func(l *lockValue, now time.Time) (lockResult, error) {
 		if l.Holder != token || !l.live(now) {
 			// Not an error inside the transaction: expired waiters may
 			// still have been dropped, and that is stored.
-			return lockResult{St: driver.LockState{Now: now, Fence: l.Fence}}, nil
+			return lockResult{St: pdriver.LockState{Now: now, Fence: l.Fence}}, nil
 		}
 		l.Expires = now.Add(lease).UnixNano()
-		return lockResult{St: driver.LockState{Held: true, Fence: l.Fence, Now: now, ExpiresAt: time.Unix(0, l.Expires)}}, nil
+		return lockResult{St: pdriver.LockState{Held: true, Fence: l.Fence, Now: now, ExpiresAt: time.Unix(0, l.Expires)}}, nil
 	})
 	if err == nil && !st.Held {
-		return st, fmt.Errorf("%w: %q", driver.ErrLockLost, key)
+		return st, fmt.Errorf("%w: %q", pdriver.ErrLockLost, key)
 	}
 	return st, err
 }
 
-// ReleaseLock implements driver.Locks.
-func (d *Driver) ReleaseLock(ctx context.Context, key, token string) (driver.LockState, error) {
+// ReleaseLock implements pdriver.Locks.
+func (d *Persistence) ReleaseLock(ctx context.Context, key, token string) (pdriver.LockState, error) {
 	return d.lockStep(ctx, key, func(l *lockValue, now time.Time) (lockResult, error) {
-		st := driver.LockState{Now: now, Fence: l.Fence}
+		st := pdriver.LockState{Now: now, Fence: l.Fence}
 		if l.Holder == token {
 			st.Held = l.live(now)
 			l.Holder, l.Expires = "", 0
@@ -174,7 +174,7 @@ type watch struct {
 func (w *watch) fire() { w.once.Do(func() { close(w.ch) }) }
 
 // notify wakes this process's watchers of key.
-func (d *Driver) notify(key string) {
+func (d *Persistence) notify(key string) {
 	d.mu.Lock()
 	ws := d.watchers[key]
 	delete(d.watchers, key)
@@ -184,7 +184,7 @@ func (d *Driver) notify(key string) {
 	}
 }
 
-func (d *Driver) unwatch(key string, w *watch) {
+func (d *Persistence) unwatch(key string, w *watch) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	ws := slices.DeleteFunc(d.watchers[key], func(x *watch) bool { return x == w })
@@ -196,7 +196,7 @@ func (d *Driver) unwatch(key string, w *watch) {
 }
 
 // version reads key's change counter.
-func (d *Driver) version(ctx context.Context, key string) (int64, error) {
+func (d *Persistence) version(ctx context.Context, key string) (int64, error) {
 	l, err := getRecord[lockValue](ctx, d, d.k.lock(key))
 	if err != nil || l == nil {
 		return 0, err
@@ -204,10 +204,10 @@ func (d *Driver) version(ctx context.Context, key string) (int64, error) {
 	return l.Version, nil
 }
 
-// WatchLock implements driver.Locks (see the package doc). It reads the
+// WatchLock implements pdriver.Locks (see the package doc). It reads the
 // lock's change counter once, so that a change by another process that
 // commits after WatchLock returns is seen by the poll.
-func (d *Driver) WatchLock(ctx context.Context, key string) (<-chan struct{}, error) {
+func (d *Persistence) WatchLock(ctx context.Context, key string) (<-chan struct{}, error) {
 	w := &watch{ch: make(chan struct{})}
 	d.mu.Lock()
 	d.watchers[key] = append(d.watchers[key], w)
@@ -227,7 +227,7 @@ func (d *Driver) WatchLock(ctx context.Context, key string) (<-chan struct{}, er
 
 // pollLock fires w when key's change counter moves from v0, until ctx
 // ends or w fires.
-func (d *Driver) pollLock(ctx context.Context, key string, w *watch, v0 int64) {
+func (d *Persistence) pollLock(ctx context.Context, key string, w *watch, v0 int64) {
 	defer d.unwatch(key, w)
 	t := time.NewTimer(d.poll)
 	defer t.Stop()

@@ -1,14 +1,14 @@
-package fdbdriver_test
+package fdbstore_test
 
 import (
 	"context"
+	"github.com/ckptstore/ckptstore/fdbstore"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/ckptstore/ckptstore/fdbstore/kv/memkv"
-	"github.com/ckptstore/ckptstore/persist/driver"
-	"github.com/ckptstore/ckptstore/persist/fdbdriver"
+	pdriver "github.com/ckptstore/ckptstore/persist/driver"
 	"github.com/stretchr/testify/require"
 )
 
@@ -29,12 +29,14 @@ func closed(ch <-chan struct{}) bool {
 func TestWatchAcrossDrivers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		db := memkv.New()
-		opts := fdbdriver.Options{WatchPoll: time.Second}
-		d1, err := fdbdriver.New(db, opts)
+		opts := fdbstore.PersistenceOptions{WatchPoll: time.Second}
+		d1, err := fdbstore.NewPersistence(db, opts)
 		require.NoError(t, err)
-		d2, err := fdbdriver.New(db, opts)
+		d2, err := fdbstore.NewPersistence(db, opts)
 		require.NoError(t, err)
-		req := func(tok string) driver.LockRequest { return driver.LockRequest{Key: "k", Token: tok, Lease: time.Hour} }
+		req := func(tok string) pdriver.LockRequest {
+			return pdriver.LockRequest{Key: "k", Token: tok, Lease: time.Hour}
+		}
 		st, err := d2.AcquireLock(ctx, req("holder"))
 		require.NoError(t, err)
 		require.True(t, st.Held)
@@ -79,7 +81,7 @@ func TestWatchAcrossDrivers(t *testing.T) {
 func TestWatchWithoutPoll(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		db := memkv.New()
-		d, err := fdbdriver.New(db, fdbdriver.Options{WatchPoll: -1})
+		d, err := fdbstore.NewPersistence(db, fdbstore.PersistenceOptions{WatchPoll: -1})
 		require.NoError(t, err)
 		wctx, stop := context.WithCancel(ctx)
 		defer stop()
@@ -87,7 +89,7 @@ func TestWatchWithoutPoll(t *testing.T) {
 		ch, err := d.WatchLock(wctx, "k")
 		require.NoError(t, err)
 		require.Zero(t, db.Stats().Reads)
-		_, err = d.AcquireLock(ctx, driver.LockRequest{Key: "k", Token: "a", Lease: time.Minute})
+		_, err = d.AcquireLock(ctx, pdriver.LockRequest{Key: "k", Token: "a", Lease: time.Minute})
 		require.NoError(t, err)
 		require.True(t, closed(ch))
 	})

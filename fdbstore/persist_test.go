@@ -1,30 +1,30 @@
-package fdbdriver_test
+package fdbstore_test
 
 import (
 	"context"
+	"github.com/ckptstore/ckptstore/fdbstore"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/ckptstore/ckptstore/fdbstore/kv/memkv"
-	"github.com/ckptstore/ckptstore/persist/driver"
-	"github.com/ckptstore/ckptstore/persist/fdbdriver"
+	pdriver "github.com/ckptstore/ckptstore/persist/driver"
 	"github.com/ckptstore/ckptstore/persist/persisttest"
 )
 
-func newDriver(t *testing.T, db *memkv.DB, opts fdbdriver.Options) *fdbdriver.Driver {
+func newDriver(t *testing.T, db *memkv.DB, opts fdbstore.PersistenceOptions) *fdbstore.Persistence {
 	t.Helper()
-	d, err := fdbdriver.New(db, opts)
+	d, err := fdbstore.NewPersistence(db, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return d
 }
 
-func TestConformance(t *testing.T) {
-	persisttest.Run(t, func(t *testing.T, now func() time.Time) driver.Driver {
-		return checked(t, newDriver(t, memkv.New(), fdbdriver.Options{Now: now}))
+func TestPersistConformance(t *testing.T) {
+	persisttest.Run(t, func(t *testing.T, now func() time.Time) pdriver.Driver {
+		return checkedPersist(t, newDriver(t, memkv.New(), fdbstore.PersistenceOptions{Now: now}))
 	})
 }
 
@@ -32,19 +32,19 @@ func TestConformance(t *testing.T) {
 // and 10 % commit_unknown_result (half of those applied) on every write
 // commit, as fdbstore's fault suite does: a retried call whose first
 // attempt committed must neither double nor falsely fail.
-func TestConformanceWithFaults(t *testing.T) {
+func TestPersistConformanceWithFaults(t *testing.T) {
 	var (
 		mu   sync.Mutex
 		seed int64
 		dbs  []*memkv.DB
 	)
-	persisttest.Run(t, func(t *testing.T, now func() time.Time) driver.Driver {
+	persisttest.Run(t, func(t *testing.T, now func() time.Time) pdriver.Driver {
 		// The lock cases assert exact virtual times ("the waiter took the
 		// lock the instant it was released"), and a retry's backoff is
 		// virtual time too: they run fault-free here, and
 		// TestLocksWithFaults runs the lock steps through faults.
 		if strings.Contains(t.Name(), "/Locks/") {
-			return checked(t, newDriver(t, memkv.New(), fdbdriver.Options{Now: now}))
+			return checkedPersist(t, newDriver(t, memkv.New(), fdbstore.PersistenceOptions{Now: now}))
 		}
 		mu.Lock()
 		seed++
@@ -60,7 +60,7 @@ func TestConformanceWithFaults(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return checked(t, newDriver(t, db, fdbdriver.Options{Now: now}))
+		return checkedPersist(t, newDriver(t, db, fdbstore.PersistenceOptions{Now: now}))
 	})
 	var st memkv.Stats
 	for _, db := range dbs {
@@ -77,9 +77,9 @@ func TestConformanceWithFaults(t *testing.T) {
 
 // checked runs Check when the test ends: a driver that passes the suite
 // but leaves its indexes out of step with its records fails too.
-func checked(t *testing.T, d *fdbdriver.Driver) *fdbdriver.Driver {
+func checkedPersist(t *testing.T, d *fdbstore.Persistence) *fdbstore.Persistence {
 	t.Cleanup(func() {
-		problems, err := d.Check(context.Background())
+		problems, err := fdbstore.PersistCheck(d, context.Background())
 		if err != nil {
 			t.Errorf("Check: %v", err)
 		}
@@ -88,15 +88,4 @@ func checked(t *testing.T, d *fdbdriver.Driver) *fdbdriver.Driver {
 		}
 	})
 	return d
-}
-
-// faults is fdbstore's fault mix: 20 % not_committed and 10 %
-// commit_unknown_result, half of those applied.
-func faults(seed int64) memkv.Faults {
-	return memkv.Faults{
-		Seed:                        seed,
-		NotCommittedRate:            0.20,
-		UnknownResultAppliedRate:    0.05,
-		UnknownResultNotAppliedRate: 0.05,
-	}
 }
