@@ -31,14 +31,17 @@
 package fdbdriver
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
 	"time"
 
+	ckptdriver "github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/fdbstore/kv"
 	"github.com/ckptstore/ckptstore/persist/driver"
 )
@@ -230,15 +233,18 @@ func (d *Driver) retire(mk []byte, clears [][]byte, err error) {
 // value: a clear error that changes nothing, rather than a transaction
 // failure.
 func encode(what string, v any) ([]byte, error) {
+	var b []byte
+	var err error
 	switch r := v.(type) {
 	case *driver.RunRecord:
-		v = storedRun{r, r.Usage}
+		b = driver.AppendStored(nil, r.Members, appendBase64)
 	case *driver.GenerationRunRecord:
-		v = storedGen{r, r.Result, r.Artifacts, r.Usage}
+		b = driver.AppendStored(nil, r.Members, appendBase64)
 	case *driver.InterruptRecord:
-		v = storedInt{r, r.Payload, r.Response}
+		b = driver.AppendStored(nil, r.Members, appendBase64)
+	default:
+		b, err = json.Marshal(v)
 	}
-	b, err := json.Marshal(v)
 	if err != nil {
 		return nil, err
 	}
@@ -254,19 +260,11 @@ func decode[T any](key, b []byte) (*T, error) {
 	}
 	v := new(T)
 	var err error
-	switch r := any(v).(type) {
-	case *driver.RunRecord:
-		s := storedRun{RunRecord: r}
-		err = json.Unmarshal(b, &s)
-		r.Usage = raw(s.Usage)
-	case *driver.GenerationRunRecord:
-		s := storedGen{GenerationRunRecord: r}
-		err = json.Unmarshal(b, &s)
-		r.Result, r.Artifacts, r.Usage = raw(s.Result), raw(s.Artifacts), raw(s.Usage)
-	case *driver.InterruptRecord:
-		s := storedInt{InterruptRecord: r}
-		err = json.Unmarshal(b, &s)
-		r.Payload, r.Response = raw(s.Payload), raw(s.Response)
+	switch any(v).(type) {
+	case *driver.RunRecord, *driver.GenerationRunRecord, *driver.InterruptRecord:
+		if b, err = unstore(b); err == nil {
+			err = any(v).(json.Unmarshaler).UnmarshalJSON(b)
+		}
 	default:
 		err = json.Unmarshal(b, v)
 	}
@@ -276,27 +274,16 @@ func decode[T any](key, b []byte) (*T, error) {
 	return v, nil
 }
 
-// The stored forms of the records with raw JSON fields. encoding/json
-// compacts a RawMessage it marshals, and the contract keeps those values
-// byte for byte, so they are stored as byte strings (base64 in the JSON),
-// shadowing the record's fields of the same name.
-type (
-	storedRun struct {
-		*driver.RunRecord
-		Usage []byte `json:"usage,omitempty"`
-	}
-	storedGen struct {
-		*driver.GenerationRunRecord
-		Result    []byte `json:"result,omitempty"`
-		Artifacts []byte `json:"artifacts,omitempty"`
-		Usage     []byte `json:"usage,omitempty"`
-	}
-	storedInt struct {
-		*driver.InterruptRecord
-		Payload  []byte `json:"payload"`
-		Response []byte `json:"response,omitempty"`
-	}
-)
+// The stored form of the records with raw JSON values: the record's JSON
+// (driver.AppendStored) with each raw value a base64 string, last, so that
+// it is kept byte for byte. encoding/json wrote this form when the records
+// were stored through shadowing []byte fields, and its bytes are kept: an
+// index entry holds a copy of its record's value, and Check compares them.
+func appendBase64(b, v []byte) []byte {
+	b = append(b, '"')
+	b = base64.StdEncoding.AppendEncode(b, v)
+	return append(b, '"')
+}
 
 // raw turns a stored byte string back into a value (nil stays absent).
 func raw(b []byte) json.RawMessage {
@@ -304,6 +291,44 @@ func raw(b []byte) json.RawMessage {
 		return nil
 	}
 	return json.RawMessage(b)
+}
+
+// storedRaw names the members stored as base64.
+var storedRaw = map[string]bool{"usage": true, "result": true, "artifacts": true, "payload": true, "response": true}
+
+// unstore turns a stored form back into the record's JSON: each raw
+// member's base64 string into its bytes.
+func unstore(b []byte) ([]byte, error) {
+	r := ckptdriver.NewJSONReader(b)
+	defer r.Close()
+	out := make([]byte, 0, len(b))
+	out = append(out, '{')
+	err := r.Object("", func(name []byte) error {
+		v, _, err := r.PaddedView()
+		if err != nil {
+			return err
+		}
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		out = append(ckptdriver.AppendJSONString(out, string(name)), ':')
+		if v = bytes.TrimSpace(v); storedRaw[string(name)] && len(v) > 0 && v[0] == '"' {
+			var raw []byte
+			if err := json.Unmarshal(v, &raw); err != nil {
+				return err
+			}
+			v = raw
+		}
+		if len(v) == 0 {
+			v = []byte("null")
+		}
+		out = append(out, v...)
+		return nil
+	})
+	if err == nil {
+		err = r.End()
+	}
+	return append(out, '}'), err
 }
 
 // getRange issues a range read, or none when r is empty (a page that
