@@ -46,18 +46,19 @@ const maxFault = 256
 // Reader reads the typed values of the persistence records off a
 // JSONReader and keeps the faults of what it reads (see the file comment).
 // The request and reply envelopes of httpstore read their members with it
-// too. A Reader is not safe for concurrent use.
+// too. The zero value with JSON set is ready to use; a Reader is not safe
+// for concurrent use.
 type Reader struct {
 	// JSON is the reader of the input.
 	JSON *ckptdriver.JSONReader
 
 	id, other error
 	at        string // the pointer of the object read, before its members'
-	i         int    // and its index in at's array, when ≥ 0
+	i         int    // and its index in at's array plus one; 0: none
 }
 
 // NewReader returns a Reader of r.
-func NewReader(r *ckptdriver.JSONReader) *Reader { return &Reader{JSON: r, i: -1} }
+func NewReader(r *ckptdriver.JSONReader) *Reader { return &Reader{JSON: r} }
 
 // Err returns the fault of what was read: the first id fault, else the
 // first other fault; nil when there was none.
@@ -90,8 +91,8 @@ func (x *Reader) value(err error) {
 		return
 	}
 	at := x.at
-	if x.i >= 0 {
-		at += "/" + strconv.Itoa(x.i)
+	if x.i > 0 {
+		at += "/" + strconv.Itoa(x.i-1)
 	}
 	x.Add(fault(err, at))
 }
@@ -420,12 +421,36 @@ func (c *codec[T]) nullable(x *Reader, at string, i int) *T {
 		return nil
 	}
 	saveAt, saveI := x.at, x.i
-	x.at, x.i = at, i
+	x.at, x.i = at, i+1
 	r := new(T)
 	c.object(x, r)
 	x.at, x.i = saveAt, saveI
 	return r
 }
+
+// ReadObject reads an object, the value next in x, at the JSON pointer at,
+// with member for each member (false: an unknown one, a fault); null is
+// no object (false). Faults of the members name them under at.
+func ReadObject(x *Reader, at string, member func(name []byte) bool) bool {
+	if x.JSON.Null() {
+		return false
+	}
+	saveAt, saveI := x.at, x.i
+	x.at, x.i = at, 0
+	x.value(x.JSON.Object("", func(name []byte) error {
+		if !member(name) {
+			x.value(unknown("the object", name))
+			return x.JSON.Skip()
+		}
+		return nil
+	}))
+	x.at, x.i = saveAt, saveI
+	return true
+}
+
+// AppendStringMap appends m as a JSON object with its keys sorted, as
+// encoding/json writes a map; nil appends nothing.
+func AppendStringMap(b []byte, m map[string]string) []byte { return appendStringMap(b, m) }
 
 // list reads an array of objects (none null; null is none) at the pointer
 // at.
@@ -810,7 +835,7 @@ func readPatch[P any](x *Reader, ms []patchMember[P], p *P, at string) {
 		return
 	}
 	saveAt, saveI := x.at, x.i
-	x.at, x.i = at, -1
+	x.at, x.i = at, 0
 	x.value(x.JSON.Object("", func(name []byte) error {
 		for i := range ms {
 			if ms[i].name == string(name) {
