@@ -36,13 +36,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	ckptdriver "github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/persist/driver"
 )
 
@@ -231,90 +231,37 @@ func list[T any](ctx context.Context, d *Driver, index, lo, hi string, limit int
 	return out, nil
 }
 
-// Record encoding: one hash field per JSON member. Raw JSON members
-// (usage, payload, response, …) are stored and returned byte for byte, as
-// the contract asks, so they never pass through a JSON decoder.
+// Record encoding: one hash field per JSON member of the record's codec
+// (persist/driver), its value the member's JSON. Raw JSON members (usage,
+// payload, response, …) are stored and returned byte for byte, as the
+// contract asks.
 
-var rawType = reflect.TypeFor[json.RawMessage]()
-
-// fields returns the JSON members of the struct *v that are present, as
-// (name, raw JSON) pairs in field order.
-func fields(v any) ([]any, error) {
-	var out []any
-	err := walk(reflect.ValueOf(v).Elem(), func(name string, f reflect.Value) error {
-		if f.Type() == rawType {
-			if f.Len() > 0 {
-				out = append(out, name, string(f.Bytes()))
-			}
-			return nil
-		}
-		if (f.Kind() == reflect.Pointer || f.Kind() == reflect.Map) && f.IsNil() {
-			return nil
-		}
-		b, err := json.Marshal(f.Interface())
-		if err != nil {
-			return err
-		}
-		out = append(out, name, string(b))
-		return nil
-	})
-	return out, err
+// membered is a record with a per-member codec.
+type membered interface {
+	Members(fn func(name string, value []byte, raw bool))
+	SetMember(name string, value []byte) error
 }
 
-// walk calls fn with each JSON-named field of the struct value v, the
-// fields of embedded structs included.
-func walk(v reflect.Value, fn func(name string, f reflect.Value) error) error {
-	t := v.Type()
-	for i := range t.NumField() {
-		sf := t.Field(i)
-		if sf.Anonymous && sf.Type.Kind() == reflect.Struct {
-			if err := walk(v.Field(i), fn); err != nil {
-				return err
-			}
-			continue
-		}
-		name, _, _ := strings.Cut(sf.Tag.Get("json"), ",")
-		if name == "" || name == "-" {
-			continue
-		}
-		if err := fn(name, v.Field(i)); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// patchPairs returns the fields a patch (a struct of driver.Field values)
-// names: a set one as (name, raw JSON), a cleared one as (name, ""), which
-// the scripts read as "delete the field".
-func patchPairs(patch any) ([]any, error) {
-	v := reflect.ValueOf(patch)
+// fields returns rec's members as (name, JSON) pairs in order.
+func fields(rec membered) ([]any, error) {
 	var out []any
-	for i := range v.NumField() {
-		f := v.Field(i)
-		if !f.MethodByName("Named").Call(nil)[0].Bool() {
-			continue
-		}
-		name := strings.ToLower(v.Type().Field(i).Name[:1]) + v.Type().Field(i).Name[1:]
-		if f.MethodByName("IsClear").Call(nil)[0].Bool() {
-			out = append(out, name, "")
-			continue
-		}
-		val := f.MethodByName("Value").Call(nil)[0]
-		if val.Type() == rawType {
-			out = append(out, name, string(val.Bytes()))
-			continue
-		}
-		b, err := json.Marshal(val.Interface())
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, name, string(b))
-	}
+	rec.Members(func(name string, v []byte, _ bool) { out = append(out, name, string(v)) })
 	return out, nil
 }
 
-// decode reads a HGETALL reply into a record, or nil when it is empty.
+// patchPairs returns the members a patch names: a set one as (name, JSON),
+// a cleared one as (name, ""), which the scripts read as "delete the
+// field".
+func patchPairs(patch interface {
+	Members(fn func(name string, value []byte))
+}) ([]any, error) {
+	var out []any
+	patch.Members(func(name string, v []byte) { out = append(out, name, string(v)) })
+	return out, nil
+}
+
+// decode reads a HGETALL reply into a record, or nil when it is empty;
+// the driver's own fields ('~…') are skipped.
 func decode[T any](r any) (*T, error) {
 	flat, ok := r.([]any)
 	if !ok || len(flat)%2 != 0 {
@@ -323,31 +270,19 @@ func decode[T any](r any) (*T, error) {
 	if len(flat) == 0 {
 		return nil, nil
 	}
-	vals := make(map[string]string, len(flat)/2)
+	out := new(T)
+	rec := any(out).(membered) // every record type is
 	for i := 0; i < len(flat); i += 2 {
 		name, _ := flat[i].(string)
 		val, _ := flat[i+1].(string)
-		vals[name] = val
+		if strings.HasPrefix(name, "~") {
+			continue
+		}
+		if err := rec.SetMember(name, []byte(val)); err != nil {
+			return nil, fmt.Errorf("%w: field %q: %v", driver.ErrCorrupt, name, err)
+		}
 	}
-	rec := new(T)
-	err := walk(reflect.ValueOf(rec).Elem(), func(name string, f reflect.Value) error {
-		val, ok := vals[name]
-		if !ok {
-			return nil
-		}
-		if f.Type() == rawType {
-			f.SetBytes([]byte(val))
-			return nil
-		}
-		if err := json.Unmarshal([]byte(val), f.Addr().Interface()); err != nil {
-			return fmt.Errorf("%w: field %q: %v", driver.ErrCorrupt, name, err)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return rec, nil
+	return out, nil
 }
 
 // hgetall reads one record with one command.
@@ -385,7 +320,7 @@ func replyInt(res []any) int64 {
 // args then rec's pairs; the script answers "new", or "found" with the
 // stored record.
 func createOrResume[T any](ctx context.Context, d *Driver, what, id string, rec *T, sc *redis.Script, keys []string, args ...any) (*T, error) {
-	pairs, err := fields(rec)
+	pairs, err := fields(any(rec).(membered))
 	if err != nil {
 		return nil, err
 	}
@@ -420,7 +355,7 @@ func (d *Driver) CreateOrResumeRun(ctx context.Context, rec *driver.RunRecord) (
 
 // UpdateRun implements driver.Runs.
 func (d *Driver) UpdateRun(ctx context.Context, runID string, patch driver.RunPatch) (bool, error) {
-	pairs, err := patchPairs(patch)
+	pairs, err := patchPairs(&patch)
 	if err != nil {
 		return false, err
 	}
@@ -477,7 +412,7 @@ func (d *Driver) CreateOrResumeGenerationRun(ctx context.Context, rec *driver.Ge
 
 // UpdateGenerationRun implements driver.GenerationRuns.
 func (d *Driver) UpdateGenerationRun(ctx context.Context, runID string, patch driver.GenerationRunPatch) (bool, error) {
-	pairs, err := patchPairs(patch)
+	pairs, err := patchPairs(&patch)
 	if err != nil {
 		return false, err
 	}
@@ -525,7 +460,9 @@ func (d *Driver) finishInterrupt(ctx context.Context, id string, pairs []any) (b
 	return replyInt(res) == 1, nil
 }
 
-func statusJSON(s driver.InterruptStatus) string { b, _ := json.Marshal(s); return string(b) }
+func statusJSON(s driver.InterruptStatus) string {
+	return string(ckptdriver.AppendJSONString(nil, string(s)))
+}
 
 // ResolveInterrupt implements driver.Interrupts.
 func (d *Driver) ResolveInterrupt(ctx context.Context, id string, at int64, response json.RawMessage) (bool, error) {
@@ -698,14 +635,10 @@ func (d *Driver) PutBlob(ctx context.Context, meta *driver.BlobMeta) (*driver.Bl
 		return nil, "", fmt.Errorf("%w: put blob reply %v", driver.ErrCorrupt, res)
 	}
 	stored := *meta
-	if err := json.Unmarshal([]byte(created), &stored.CreatedAt); err != nil {
+	if err := json.Unmarshal([]byte(created), &stored.CreatedAt); err != nil { // a number
 		return nil, "", fmt.Errorf("%w: blob createdAt %q", driver.ErrCorrupt, created)
 	}
 	return &stored, replaced, nil
-}
-
-type blobRow struct {
-	driver.BlobRecord
 }
 
 // GetBlob implements driver.Blobs.
@@ -718,12 +651,12 @@ func (d *Driver) GetBlob(ctx context.Context, key string) (*driver.BlobMeta, err
 }
 
 func decodeBlob(r any) (*driver.BlobMeta, error) {
-	rec, err := decode[blobRow](r)
+	rec, err := decode[driver.BlobRecord](r)
 	if err != nil || rec == nil {
 		return nil, err
 	}
 	flat := r.([]any)
-	meta := &driver.BlobMeta{BlobRecord: rec.BlobRecord}
+	meta := &driver.BlobMeta{BlobRecord: *rec}
 	for i := 0; i < len(flat); i += 2 {
 		if flat[i] == "~o" {
 			meta.Object, _ = flat[i+1].(string)
