@@ -82,28 +82,28 @@ func (p pc) call(ctx context.Context, method string, write bool, token string, b
 	})
 }
 
-// fetch makes one call and returns its reply's member name, one record
-// (read reads it at the pointer "/"+name) or null.
-func fetch[T any](p pc, ctx context.Context, method string, write bool, build func(o *object) error, name string, read func(x *pdriver.Reader, at string) *T) (*T, error) {
+// fetch makes one call and returns its reply's member at, a JSON pointer
+// ("/run"), one record (read reads it) or null.
+func fetch[T any](p pc, ctx context.Context, method string, write bool, build func(o *object) error, at string, read func(x *pdriver.Reader, at string) *T) (*T, error) {
 	var rec *T
 	err := p.call(ctx, method, write, "", build, func(x *pdriver.Reader, n string) bool {
-		if n != name {
+		if n != at[1:] {
 			return false
 		}
-		rec = read(x, "/"+name)
+		rec = read(x, at)
 		return true
 	})
 	return rec, err
 }
 
-// fetchList is fetch for a read whose member name is a list of records.
-func fetchList[T any](p pc, ctx context.Context, method string, build func(o *object) error, name string, read func(x *pdriver.Reader, at string) []*T) ([]*T, error) {
+// fetchList is fetch for a read whose member at is a list of records.
+func fetchList[T any](p pc, ctx context.Context, method string, build func(o *object) error, at string, read func(x *pdriver.Reader, at string) []*T) ([]*T, error) {
 	recs := []*T{}
 	err := p.call(ctx, method, false, "", build, func(x *pdriver.Reader, n string) bool {
-		if n != name {
+		if n != at[1:] {
 			return false
 		}
-		recs = read(x, "/"+name)
+		recs = read(x, at)
 		return true
 	})
 	if err != nil {
@@ -114,20 +114,20 @@ func fetchList[T any](p pc, ctx context.Context, method string, build func(o *ob
 
 // fetchByID is fetch for a read of one id, the member what, which it
 // checks first.
-func fetchByID[T any](p pc, ctx context.Context, method, what, id, name string, read func(x *pdriver.Reader, at string) *T) (*T, error) {
+func fetchByID[T any](p pc, ctx context.Context, method, what, id, at string, read func(x *pdriver.Reader, at string) *T) (*T, error) {
 	if err := checked(ctx, persist.CheckID(what, id)); err != nil {
 		return nil, err
 	}
-	return fetch(p, ctx, method, false, idBody(what, id), name, read)
+	return fetch(p, ctx, method, false, idBody(what, id), at, read)
 }
 
 // listByID is fetchList for a read of one id, the member what, which it
 // checks first.
-func listByID[T any](p pc, ctx context.Context, method, what, id, name string, read func(x *pdriver.Reader, at string) []*T) ([]*T, error) {
+func listByID[T any](p pc, ctx context.Context, method, what, id, at string, read func(x *pdriver.Reader, at string) []*T) ([]*T, error) {
 	if err := checked(ctx, persist.CheckID(what, id)); err != nil {
 		return nil, err
 	}
-	return fetchList(p, ctx, method, idBody(what, id), name, read)
+	return fetchList(p, ctx, method, idBody(what, id), at, read)
 }
 
 // sendByID makes a write of one id, the member what, which it checks
@@ -181,7 +181,7 @@ func (s runStore) CreateOrResume(ctx context.Context, in persist.RunStart) (*per
 		o.int("startedAt", in.StartedAt)
 		o.str("status", string(in.Status))
 		return nil
-	}, "run", pdriver.ReadRun)
+	}, "/run", pdriver.ReadRun)
 	if err == nil && rec == nil {
 		err = fmt.Errorf("%w: no run", errBadReply)
 	}
@@ -195,17 +195,17 @@ func (s runStore) Update(ctx context.Context, runID string, patch persist.RunPat
 
 // Get implements persist.RunStore.
 func (s runStore) Get(ctx context.Context, runID string) (*persist.RunRecord, error) {
-	return fetchByID(s.p, ctx, "runs/get", "runId", runID, "run", pdriver.ReadRun)
+	return fetchByID(s.p, ctx, "runs/get", "runId", runID, "/run", pdriver.ReadRun)
 }
 
 // FindActiveRun implements persist.RunStore.
 func (s runStore) FindActiveRun(ctx context.Context, threadID string) (*persist.RunRecord, error) {
-	return fetchByID(s.p, ctx, "runs/findActiveRun", "threadId", threadID, "run", pdriver.ReadRun)
+	return fetchByID(s.p, ctx, "runs/findActiveRun", "threadId", threadID, "/run", pdriver.ReadRun)
 }
 
 // ListByThread implements persist.RunStore.
 func (s runStore) ListByThread(ctx context.Context, threadID string) ([]*persist.RunRecord, error) {
-	return listByID(s.p, ctx, "runs/listByThread", "threadId", threadID, "runs", pdriver.ReadRuns)
+	return listByID(s.p, ctx, "runs/listByThread", "threadId", threadID, "/runs", pdriver.ReadRuns)
 }
 
 // ListReclaimable implements persist.RunStore.
@@ -217,7 +217,7 @@ func (s runStore) ListReclaimable(ctx context.Context, q persist.ReclaimQuery) (
 		o.int("now", q.Now)
 		o.int("ttlMs", q.TTLMs)
 		return nil
-	}, "runs", pdriver.ReadRuns)
+	}, "/runs", pdriver.ReadRuns)
 }
 
 // genStore is persist.GenerationRunStore over the wire.
@@ -237,7 +237,7 @@ func (s genStore) CreateOrResume(ctx context.Context, in persist.GenerationRunSt
 		o.int("startedAt", in.StartedAt)
 		o.str("status", string(in.Status))
 		return nil
-	}, "run", pdriver.ReadGenerationRun)
+	}, "/run", pdriver.ReadGenerationRun)
 	if err == nil && rec == nil {
 		err = fmt.Errorf("%w: no run", errBadReply)
 	}
@@ -251,12 +251,12 @@ func (s genStore) Update(ctx context.Context, runID string, patch persist.Genera
 
 // Get implements persist.GenerationRunStore.
 func (s genStore) Get(ctx context.Context, runID string) (*persist.GenerationRunRecord, error) {
-	return fetchByID(s.p, ctx, "generationRuns/get", "runId", runID, "run", pdriver.ReadGenerationRun)
+	return fetchByID(s.p, ctx, "generationRuns/get", "runId", runID, "/run", pdriver.ReadGenerationRun)
 }
 
 // FindLatestForThread implements persist.GenerationRunStore.
 func (s genStore) FindLatestForThread(ctx context.Context, threadID string) (*persist.GenerationRunRecord, error) {
-	return fetchByID(s.p, ctx, "generationRuns/findLatestForThread", "threadId", threadID, "run", pdriver.ReadGenerationRun)
+	return fetchByID(s.p, ctx, "generationRuns/findLatestForThread", "threadId", threadID, "/run", pdriver.ReadGenerationRun)
 }
 
 // interruptStore is persist.InterruptStore over the wire.
@@ -319,27 +319,27 @@ func (s interruptStore) CommitBatch(ctx context.Context, entries []persist.Inter
 
 // Get implements persist.InterruptStore.
 func (s interruptStore) Get(ctx context.Context, interruptID string) (*persist.InterruptRecord, error) {
-	return fetchByID(s.p, ctx, "interrupts/get", "interruptId", interruptID, "interrupt", pdriver.ReadInterrupt)
+	return fetchByID(s.p, ctx, "interrupts/get", "interruptId", interruptID, "/interrupt", pdriver.ReadInterrupt)
 }
 
 // List implements persist.InterruptStore.
 func (s interruptStore) List(ctx context.Context, threadID string) ([]*persist.InterruptRecord, error) {
-	return listByID(s.p, ctx, "interrupts/list", "threadId", threadID, "interrupts", pdriver.ReadInterrupts)
+	return listByID(s.p, ctx, "interrupts/list", "threadId", threadID, "/interrupts", pdriver.ReadInterrupts)
 }
 
 // ListPending implements persist.InterruptStore.
 func (s interruptStore) ListPending(ctx context.Context, threadID string) ([]*persist.InterruptRecord, error) {
-	return listByID(s.p, ctx, "interrupts/listPending", "threadId", threadID, "interrupts", pdriver.ReadInterrupts)
+	return listByID(s.p, ctx, "interrupts/listPending", "threadId", threadID, "/interrupts", pdriver.ReadInterrupts)
 }
 
 // ListByRun implements persist.InterruptStore.
 func (s interruptStore) ListByRun(ctx context.Context, runID string) ([]*persist.InterruptRecord, error) {
-	return listByID(s.p, ctx, "interrupts/listByRun", "runId", runID, "interrupts", pdriver.ReadInterrupts)
+	return listByID(s.p, ctx, "interrupts/listByRun", "runId", runID, "/interrupts", pdriver.ReadInterrupts)
 }
 
 // ListPendingByRun implements persist.InterruptStore.
 func (s interruptStore) ListPendingByRun(ctx context.Context, runID string) ([]*persist.InterruptRecord, error) {
-	return listByID(s.p, ctx, "interrupts/listPendingByRun", "runId", runID, "interrupts", pdriver.ReadInterrupts)
+	return listByID(s.p, ctx, "interrupts/listPendingByRun", "runId", runID, "/interrupts", pdriver.ReadInterrupts)
 }
 
 // metadataStore is persist.MetadataStore over the wire.
@@ -418,17 +418,17 @@ func (s artifactStore) Save(ctx context.Context, rec *persist.ArtifactRecord) er
 
 // Get implements persist.ArtifactStore.
 func (s artifactStore) Get(ctx context.Context, artifactID string) (*persist.ArtifactRecord, error) {
-	return fetchByID(s.p, ctx, "artifacts/get", "artifactId", artifactID, "artifact", pdriver.ReadArtifact)
+	return fetchByID(s.p, ctx, "artifacts/get", "artifactId", artifactID, "/artifact", pdriver.ReadArtifact)
 }
 
 // List implements persist.ArtifactStore.
 func (s artifactStore) List(ctx context.Context, runID string) ([]*persist.ArtifactRecord, error) {
-	return listByID(s.p, ctx, "artifacts/list", "runId", runID, "artifacts", pdriver.ReadArtifacts)
+	return listByID(s.p, ctx, "artifacts/list", "runId", runID, "/artifacts", pdriver.ReadArtifacts)
 }
 
 // ListForThread implements persist.ArtifactStore.
 func (s artifactStore) ListForThread(ctx context.Context, threadID string) ([]*persist.ArtifactRecord, error) {
-	return listByID(s.p, ctx, "artifacts/listForThread", "threadId", threadID, "artifacts", pdriver.ReadArtifacts)
+	return listByID(s.p, ctx, "artifacts/listForThread", "threadId", threadID, "/artifacts", pdriver.ReadArtifacts)
 }
 
 // Delete implements persist.ArtifactStore.
@@ -611,7 +611,7 @@ func (s blobStore) Get(ctx context.Context, key string, rng *persist.BlobRange) 
 
 // Head implements persist.BlobStore.
 func (s blobStore) Head(ctx context.Context, key string) (*persist.BlobRecord, error) {
-	return fetchByID(s.p, ctx, "blobs/head", "key", key, "blob", pdriver.ReadBlob)
+	return fetchByID(s.p, ctx, "blobs/head", "key", key, "/blob", pdriver.ReadBlob)
 }
 
 // Delete implements persist.BlobStore.

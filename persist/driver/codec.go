@@ -439,7 +439,7 @@ func ReadObject(x *Reader, at string, member func(name []byte) bool) bool {
 	x.at, x.i = at, 0
 	x.value(x.JSON.Object("", func(name []byte) error {
 		if !member(name) {
-			x.value(unknown("the object", name))
+			x.value(unknown(at, name))
 			return x.JSON.Skip()
 		}
 		return nil
