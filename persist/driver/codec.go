@@ -591,7 +591,9 @@ var metaCodec = newCodec("metadata",
 func (r *RunRecord) AppendJSON(b []byte) []byte { return runCodec.appendJSON(b, r) }
 
 // MarshalJSON encodes r (AppendJSON).
-func (r RunRecord) MarshalJSON() ([]byte, error) { return r.AppendJSON(nil), nil }
+func (r RunRecord) MarshalJSON() ([]byte, error) {
+	return r.AppendJSON(make([]byte, 0, 256+len(r.Usage))), nil
+}
 
 // UnmarshalJSON decodes a run; on failure r is left as it was.
 func (r *RunRecord) UnmarshalJSON(b []byte) error { return runCodec.unmarshal(b, r) }
@@ -621,7 +623,9 @@ func ReadRuns(x *Reader, at string) []*RunRecord { return runCodec.list(x, at) }
 func (r *GenerationRunRecord) AppendJSON(b []byte) []byte { return genCodec.appendJSON(b, r) }
 
 // MarshalJSON encodes r (AppendJSON).
-func (r GenerationRunRecord) MarshalJSON() ([]byte, error) { return r.AppendJSON(nil), nil }
+func (r GenerationRunRecord) MarshalJSON() ([]byte, error) {
+	return r.AppendJSON(make([]byte, 0, 256+len(r.Result)+len(r.Artifacts)+len(r.Usage))), nil
+}
 
 // UnmarshalJSON decodes a generation run; on failure r is left as it was.
 func (r *GenerationRunRecord) UnmarshalJSON(b []byte) error { return genCodec.unmarshal(b, r) }
@@ -650,7 +654,9 @@ func ReadGenerationRun(x *Reader, at string) *GenerationRunRecord {
 func (r *InterruptRecord) AppendJSON(b []byte) []byte { return intCodec.appendJSON(b, r) }
 
 // MarshalJSON encodes r (AppendJSON).
-func (r InterruptRecord) MarshalJSON() ([]byte, error) { return r.AppendJSON(nil), nil }
+func (r InterruptRecord) MarshalJSON() ([]byte, error) {
+	return r.AppendJSON(make([]byte, 0, 192+len(r.Payload)+len(r.Response))), nil
+}
 
 // UnmarshalJSON decodes an interrupt; on failure r is left as it was.
 func (r *InterruptRecord) UnmarshalJSON(b []byte) error { return intCodec.unmarshal(b, r) }
@@ -680,7 +686,9 @@ func ReadInterrupts(x *Reader, at string) []*InterruptRecord { return intCodec.l
 func (e *InterruptCommitEntry) AppendJSON(b []byte) []byte { return entryCodec.appendJSON(b, e) }
 
 // MarshalJSON encodes e (AppendJSON).
-func (e InterruptCommitEntry) MarshalJSON() ([]byte, error) { return e.AppendJSON(nil), nil }
+func (e InterruptCommitEntry) MarshalJSON() ([]byte, error) {
+	return e.AppendJSON(make([]byte, 0, 96+len(e.Response))), nil
+}
 
 // UnmarshalJSON decodes a commit entry; on failure e is left as it was.
 func (e *InterruptCommitEntry) UnmarshalJSON(b []byte) error { return entryCodec.unmarshal(b, e) }
@@ -694,7 +702,7 @@ func ReadCommitEntries(x *Reader, at string) []*InterruptCommitEntry {
 func (r *ArtifactRecord) AppendJSON(b []byte) []byte { return artCodec.appendJSON(b, r) }
 
 // MarshalJSON encodes r (AppendJSON).
-func (r ArtifactRecord) MarshalJSON() ([]byte, error) { return r.AppendJSON(nil), nil }
+func (r ArtifactRecord) MarshalJSON() ([]byte, error) { return r.AppendJSON(make([]byte, 0, 256)), nil }
 
 // UnmarshalJSON decodes an artifact; on failure r is left as it was.
 func (r *ArtifactRecord) UnmarshalJSON(b []byte) error { return artCodec.unmarshal(b, r) }
@@ -721,7 +729,7 @@ func (r *BlobRecord) AppendJSON(b []byte) []byte { return blobCodec.appendJSON(b
 // MarshalJSON encodes r (AppendJSON). A struct that embeds a BlobRecord
 // (BlobMeta, persist.BlobObject) marshals as its BlobRecord: give it its
 // own MarshalJSON when it has more members to write.
-func (r BlobRecord) MarshalJSON() ([]byte, error) { return r.AppendJSON(nil), nil }
+func (r BlobRecord) MarshalJSON() ([]byte, error) { return r.AppendJSON(make([]byte, 0, 256)), nil }
 
 // UnmarshalJSON decodes a blob record; on failure r is left as it was.
 func (r *BlobRecord) UnmarshalJSON(b []byte) error { return blobCodec.unmarshal(b, r) }
@@ -747,7 +755,9 @@ func ReadBlobs(x *Reader, at string) []*BlobRecord { return blobCodec.list(x, at
 func (m *MetadataEntry) AppendJSON(b []byte) []byte { return metaCodec.appendJSON(b, m) }
 
 // MarshalJSON encodes m (AppendJSON).
-func (m MetadataEntry) MarshalJSON() ([]byte, error) { return m.AppendJSON(nil), nil }
+func (m MetadataEntry) MarshalJSON() ([]byte, error) {
+	return m.AppendJSON(make([]byte, 0, 64+len(m.Namespace)+len(m.Key)+len(m.Value))), nil
+}
 
 // UnmarshalJSON decodes a metadata entry; on failure m is left as it was.
 func (m *MetadataEntry) UnmarshalJSON(b []byte) error { return metaCodec.unmarshal(b, m) }
@@ -869,7 +879,7 @@ func unmarshalPatch[P any](b []byte, ms []patchMember[P], dst *P) error {
 func (p *RunPatch) AppendJSON(b []byte) []byte { return appendPatch(b, runPatchMembers, p) }
 
 // MarshalJSON encodes p (AppendJSON).
-func (p RunPatch) MarshalJSON() ([]byte, error) { return p.AppendJSON(nil), nil }
+func (p RunPatch) MarshalJSON() ([]byte, error) { return p.AppendJSON(make([]byte, 0, 256)), nil }
 
 // UnmarshalJSON reads a patch object: a member left out keeps its field,
 // null clears it, a value sets it. Unknown members fail.
@@ -887,7 +897,9 @@ func ReadRunPatch(x *Reader, p *RunPatch, at string) { readPatch(x, runPatchMemb
 func (p *GenerationRunPatch) AppendJSON(b []byte) []byte { return appendPatch(b, genPatchMembers, p) }
 
 // MarshalJSON encodes p (AppendJSON).
-func (p GenerationRunPatch) MarshalJSON() ([]byte, error) { return p.AppendJSON(nil), nil }
+func (p GenerationRunPatch) MarshalJSON() ([]byte, error) {
+	return p.AppendJSON(make([]byte, 0, 256)), nil
+}
 
 // UnmarshalJSON reads a patch object as RunPatch.UnmarshalJSON does.
 func (p *GenerationRunPatch) UnmarshalJSON(b []byte) error {

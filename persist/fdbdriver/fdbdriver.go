@@ -242,6 +242,8 @@ func encode(what string, v any) ([]byte, error) {
 		b = driver.AppendStored(nil, r.Members, appendBase64)
 	case *driver.InterruptRecord:
 		b = driver.AppendStored(nil, r.Members, appendBase64)
+	case *driver.ArtifactRecord:
+		b = driver.AppendStored(nil, r.Members, appendBase64) // it has no raw member
 	default:
 		b, err = json.Marshal(v)
 	}
