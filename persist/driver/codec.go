@@ -33,6 +33,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	ckptdriver "github.com/ckptstore/ckptstore/driver"
 )
@@ -381,16 +382,22 @@ func (c *codec[T]) appendJSON(b []byte, r *T) []byte {
 // each calls fn with each present member: its name, its value's JSON
 // (valid during the call) and whether it is raw.
 func (c *codec[T]) each(r *T, fn func(name string, value []byte, raw bool)) {
-	var scratch [128]byte
-	buf := scratch[:0]
+	buf := scratchPool.Get().(*[]byte)
 	for i := range c.members {
 		m := &c.members[i]
-		if v := m.put(buf[:0], r); len(v) > 0 {
+		if v := m.put((*buf)[:0], r); len(v) > 0 {
 			fn(m.name, v, m.raw)
-			buf = v
+			*buf = v
 		}
 	}
+	if cap(*buf) > 64<<10 {
+		*buf = nil // a rare huge value is left to the collector
+	}
+	scratchPool.Put(buf)
 }
+
+// scratchPool keeps the buffers each writes a member's value into.
+var scratchPool = sync.Pool{New: func() any { b := make([]byte, 0, 256); return &b }}
 
 // member reads the member name into r; false when T has none.
 func (c *codec[T]) member(x *Reader, name []byte, r *T) bool {
@@ -809,15 +816,20 @@ var genPatchMembers = []patchMember[GenerationRunPatch]{
 // eachPatch calls fn with each member p names: a set one with its value's
 // JSON (valid during the call), a cleared one with nil.
 func eachPatch[P any](ms []patchMember[P], p *P, fn func(name string, value []byte)) {
-	var scratch [128]byte
+	buf := scratchPool.Get().(*[]byte)
 	for i := range ms {
 		switch ms[i].state(p) {
 		case fieldSet:
-			fn(ms[i].name, ms[i].put(scratch[:0], p))
+			*buf = ms[i].put((*buf)[:0], p)
+			fn(ms[i].name, *buf)
 		case fieldClear:
 			fn(ms[i].name, nil)
 		}
 	}
+	if cap(*buf) > 64<<10 {
+		*buf = nil
+	}
+	scratchPool.Put(buf)
 }
 
 // appendPatch appends the members p names, a cleared one as null.

@@ -282,15 +282,11 @@ func (r Record) MarshalJSON() ([]byte, error) {
 func AppendStored(b []byte, members func(func(name string, value []byte, raw bool)), rawValue func(b, v []byte) []byte) []byte {
 	b = append(b, '{')
 	first := len(b)
-	var raws [4]struct {
-		name string
-		v    []byte
-	}
-	n := 0
+	var tail []byte // the raw members, written after the others
 	members(func(name string, v []byte, raw bool) {
 		if raw {
-			raws[n].name, raws[n].v = name, append([]byte(nil), v...)
-			n++
+			tail = append(ckptdriver.AppendJSONString(append(tail, ','), name), ':')
+			tail = rawValue(tail, v)
 			return
 		}
 		if len(b) > first {
@@ -299,14 +295,10 @@ func AppendStored(b []byte, members func(func(name string, value []byte, raw boo
 		b = append(ckptdriver.AppendJSONString(b, name), ':')
 		b = appendHTMLSafe(b, v)
 	})
-	for _, m := range raws[:n] {
-		if len(b) > first {
-			b = append(b, ',')
-		}
-		b = append(ckptdriver.AppendJSONString(b, m.name), ':')
-		b = rawValue(b, m.v)
+	if len(b) == first && len(tail) > 0 {
+		tail = tail[1:] // no member before the first raw one
 	}
-	return append(b, '}')
+	return append(append(b, tail...), '}')
 }
 
 // appendHTMLSafe appends v, JSON written by this codec, with <, > and &

@@ -237,13 +237,13 @@ func encode(what string, v any) ([]byte, error) {
 	var err error
 	switch r := v.(type) {
 	case *driver.RunRecord:
-		b = driver.AppendStored(nil, r.Members, appendBase64)
+		b = driver.AppendStored(make([]byte, 0, 256), r.Members, appendBase64)
 	case *driver.GenerationRunRecord:
-		b = driver.AppendStored(nil, r.Members, appendBase64)
+		b = driver.AppendStored(make([]byte, 0, 256), r.Members, appendBase64)
 	case *driver.InterruptRecord:
-		b = driver.AppendStored(nil, r.Members, appendBase64)
+		b = driver.AppendStored(make([]byte, 0, 256), r.Members, appendBase64)
 	case *driver.ArtifactRecord:
-		b = driver.AppendStored(nil, r.Members, appendBase64) // it has no raw member
+		b = driver.AppendStored(make([]byte, 0, 256), r.Members, appendBase64) // it has no raw member
 	default:
 		b, err = json.Marshal(v)
 	}
@@ -314,15 +314,14 @@ func unstore(b []byte) ([]byte, error) {
 			out = append(out, ',')
 		}
 		out = append(ckptdriver.AppendJSONString(out, string(name)), ':')
-		if v = bytes.TrimSpace(v); storedRaw[string(name)] && len(v) > 0 && v[0] == '"' {
-			var raw []byte
-			if err := json.Unmarshal(v, &raw); err != nil {
+		// Standard base64 needs no JSON escape: the string's bytes are
+		// the encoding.
+		if v = bytes.TrimSpace(v); storedRaw[string(name)] && len(v) > 1 && v[0] == '"' {
+			var err error
+			if out, err = base64.StdEncoding.AppendDecode(out, v[1:len(v)-1]); err != nil {
 				return err
 			}
-			v = raw
-		}
-		if len(v) == 0 {
-			v = []byte("null")
+			return nil
 		}
 		out = append(out, v...)
 		return nil
