@@ -181,7 +181,7 @@ func (s runStore) CreateOrResume(ctx context.Context, in persist.RunStart) (*per
 		o.int("startedAt", in.StartedAt)
 		o.str("status", string(in.Status))
 		return nil
-	}, "/run", pdriver.ReadRun)
+	}, "/run", pdriver.Read[persist.RunRecord])
 	if err == nil && rec == nil {
 		err = fmt.Errorf("%w: no run", errBadReply)
 	}
@@ -195,17 +195,17 @@ func (s runStore) Update(ctx context.Context, runID string, patch persist.RunPat
 
 // Get implements persist.RunStore.
 func (s runStore) Get(ctx context.Context, runID string) (*persist.RunRecord, error) {
-	return fetchByID(s.p, ctx, "runs/get", "runId", runID, "/run", pdriver.ReadRun)
+	return fetchByID(s.p, ctx, "runs/get", "runId", runID, "/run", pdriver.Read[persist.RunRecord])
 }
 
 // FindActiveRun implements persist.RunStore.
 func (s runStore) FindActiveRun(ctx context.Context, threadID string) (*persist.RunRecord, error) {
-	return fetchByID(s.p, ctx, "runs/findActiveRun", "threadId", threadID, "/run", pdriver.ReadRun)
+	return fetchByID(s.p, ctx, "runs/findActiveRun", "threadId", threadID, "/run", pdriver.Read[persist.RunRecord])
 }
 
 // ListByThread implements persist.RunStore.
 func (s runStore) ListByThread(ctx context.Context, threadID string) ([]*persist.RunRecord, error) {
-	return listByID(s.p, ctx, "runs/listByThread", "threadId", threadID, "/runs", pdriver.ReadRuns)
+	return listByID(s.p, ctx, "runs/listByThread", "threadId", threadID, "/runs", pdriver.ReadList[persist.RunRecord])
 }
 
 // ListReclaimable implements persist.RunStore.
@@ -217,7 +217,7 @@ func (s runStore) ListReclaimable(ctx context.Context, q persist.ReclaimQuery) (
 		o.int("now", q.Now)
 		o.int("ttlMs", q.TTLMs)
 		return nil
-	}, "/runs", pdriver.ReadRuns)
+	}, "/runs", pdriver.ReadList[persist.RunRecord])
 }
 
 // genStore is persist.GenerationRunStore over the wire.
@@ -237,7 +237,7 @@ func (s genStore) CreateOrResume(ctx context.Context, in persist.GenerationRunSt
 		o.int("startedAt", in.StartedAt)
 		o.str("status", string(in.Status))
 		return nil
-	}, "/run", pdriver.ReadGenerationRun)
+	}, "/run", pdriver.Read[persist.GenerationRunRecord])
 	if err == nil && rec == nil {
 		err = fmt.Errorf("%w: no run", errBadReply)
 	}
@@ -251,12 +251,12 @@ func (s genStore) Update(ctx context.Context, runID string, patch persist.Genera
 
 // Get implements persist.GenerationRunStore.
 func (s genStore) Get(ctx context.Context, runID string) (*persist.GenerationRunRecord, error) {
-	return fetchByID(s.p, ctx, "generationRuns/get", "runId", runID, "/run", pdriver.ReadGenerationRun)
+	return fetchByID(s.p, ctx, "generationRuns/get", "runId", runID, "/run", pdriver.Read[persist.GenerationRunRecord])
 }
 
 // FindLatestForThread implements persist.GenerationRunStore.
 func (s genStore) FindLatestForThread(ctx context.Context, threadID string) (*persist.GenerationRunRecord, error) {
-	return fetchByID(s.p, ctx, "generationRuns/findLatestForThread", "threadId", threadID, "/run", pdriver.ReadGenerationRun)
+	return fetchByID(s.p, ctx, "generationRuns/findLatestForThread", "threadId", threadID, "/run", pdriver.Read[persist.GenerationRunRecord])
 }
 
 // interruptStore is persist.InterruptStore over the wire.
@@ -319,27 +319,27 @@ func (s interruptStore) CommitBatch(ctx context.Context, entries []persist.Inter
 
 // Get implements persist.InterruptStore.
 func (s interruptStore) Get(ctx context.Context, interruptID string) (*persist.InterruptRecord, error) {
-	return fetchByID(s.p, ctx, "interrupts/get", "interruptId", interruptID, "/interrupt", pdriver.ReadInterrupt)
+	return fetchByID(s.p, ctx, "interrupts/get", "interruptId", interruptID, "/interrupt", pdriver.Read[persist.InterruptRecord])
 }
 
 // List implements persist.InterruptStore.
 func (s interruptStore) List(ctx context.Context, threadID string) ([]*persist.InterruptRecord, error) {
-	return listByID(s.p, ctx, "interrupts/list", "threadId", threadID, "/interrupts", pdriver.ReadInterrupts)
+	return listByID(s.p, ctx, "interrupts/list", "threadId", threadID, "/interrupts", pdriver.ReadList[persist.InterruptRecord])
 }
 
 // ListPending implements persist.InterruptStore.
 func (s interruptStore) ListPending(ctx context.Context, threadID string) ([]*persist.InterruptRecord, error) {
-	return listByID(s.p, ctx, "interrupts/listPending", "threadId", threadID, "/interrupts", pdriver.ReadInterrupts)
+	return listByID(s.p, ctx, "interrupts/listPending", "threadId", threadID, "/interrupts", pdriver.ReadList[persist.InterruptRecord])
 }
 
 // ListByRun implements persist.InterruptStore.
 func (s interruptStore) ListByRun(ctx context.Context, runID string) ([]*persist.InterruptRecord, error) {
-	return listByID(s.p, ctx, "interrupts/listByRun", "runId", runID, "/interrupts", pdriver.ReadInterrupts)
+	return listByID(s.p, ctx, "interrupts/listByRun", "runId", runID, "/interrupts", pdriver.ReadList[persist.InterruptRecord])
 }
 
 // ListPendingByRun implements persist.InterruptStore.
 func (s interruptStore) ListPendingByRun(ctx context.Context, runID string) ([]*persist.InterruptRecord, error) {
-	return listByID(s.p, ctx, "interrupts/listPendingByRun", "runId", runID, "/interrupts", pdriver.ReadInterrupts)
+	return listByID(s.p, ctx, "interrupts/listPendingByRun", "runId", runID, "/interrupts", pdriver.ReadList[persist.InterruptRecord])
 }
 
 // metadataStore is persist.MetadataStore over the wire.
@@ -418,17 +418,17 @@ func (s artifactStore) Save(ctx context.Context, rec *persist.ArtifactRecord) er
 
 // Get implements persist.ArtifactStore.
 func (s artifactStore) Get(ctx context.Context, artifactID string) (*persist.ArtifactRecord, error) {
-	return fetchByID(s.p, ctx, "artifacts/get", "artifactId", artifactID, "/artifact", pdriver.ReadArtifact)
+	return fetchByID(s.p, ctx, "artifacts/get", "artifactId", artifactID, "/artifact", pdriver.Read[persist.ArtifactRecord])
 }
 
 // List implements persist.ArtifactStore.
 func (s artifactStore) List(ctx context.Context, runID string) ([]*persist.ArtifactRecord, error) {
-	return listByID(s.p, ctx, "artifacts/list", "runId", runID, "/artifacts", pdriver.ReadArtifacts)
+	return listByID(s.p, ctx, "artifacts/list", "runId", runID, "/artifacts", pdriver.ReadList[persist.ArtifactRecord])
 }
 
 // ListForThread implements persist.ArtifactStore.
 func (s artifactStore) ListForThread(ctx context.Context, threadID string) ([]*persist.ArtifactRecord, error) {
-	return listByID(s.p, ctx, "artifacts/listForThread", "threadId", threadID, "/artifacts", pdriver.ReadArtifacts)
+	return listByID(s.p, ctx, "artifacts/listForThread", "threadId", threadID, "/artifacts", pdriver.ReadList[persist.ArtifactRecord])
 }
 
 // Delete implements persist.ArtifactStore.
@@ -516,7 +516,7 @@ func (s blobStore) Put(ctx context.Context, key string, body io.Reader, opts per
 		if n != "blob" {
 			return false
 		}
-		rec = pdriver.ReadBlob(x, "/blob")
+		rec = pdriver.Read[persist.BlobRecord](x, "/blob")
 		return true
 	})
 	if err == nil && rec == nil {
@@ -587,7 +587,7 @@ func (s blobStore) Get(ctx context.Context, key string, rng *persist.BlobRange) 
 		x := pdriver.Reader{JSON: r}
 		switch string(name) {
 		case "blob":
-			rec = pdriver.ReadBlob(&x, "/blob")
+			rec = pdriver.Read[persist.BlobRecord](&x, "/blob")
 		case "range":
 			if off, n, ok := readRange(&x, "/range", true); ok {
 				obj.Range = &persist.ServedRange{Offset: off, Length: *n}
@@ -611,7 +611,7 @@ func (s blobStore) Get(ctx context.Context, key string, rng *persist.BlobRange) 
 
 // Head implements persist.BlobStore.
 func (s blobStore) Head(ctx context.Context, key string) (*persist.BlobRecord, error) {
-	return fetchByID(s.p, ctx, "blobs/head", "key", key, "/blob", pdriver.ReadBlob)
+	return fetchByID(s.p, ctx, "blobs/head", "key", key, "/blob", pdriver.Read[persist.BlobRecord])
 }
 
 // Delete implements persist.BlobStore.
@@ -639,7 +639,7 @@ func (s blobStore) List(ctx context.Context, opts persist.BlobListOptions) (pers
 	}, func(x *pdriver.Reader, n string) bool {
 		switch n {
 		case "objects":
-			for _, r := range pdriver.ReadBlobs(x, "/objects") {
+			for _, r := range pdriver.ReadList[persist.BlobRecord](x, "/objects") {
 				page.Objects = append(page.Objects, *r)
 			}
 		case "cursor":

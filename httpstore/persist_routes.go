@@ -445,7 +445,7 @@ func intResolve(h *handler, c *call, s *persist.Store) error {
 
 func intCommitBatch(h *handler, c *call, s *persist.Store) error {
 	var entries []*persist.InterruptCommitEntry
-	if err := only(c, "entries", func(x *pdriver.Reader) { entries = pdriver.ReadCommitEntries(x, "/entries") }); err != nil {
+	if err := only(c, "entries", func(x *pdriver.Reader) { entries = pdriver.ReadList[persist.InterruptCommitEntry](x, "/entries") }); err != nil {
 		return err
 	}
 	batch := make([]persist.InterruptCommitEntry, len(entries))
@@ -511,7 +511,9 @@ func metaDelete(h *handler, c *call, s *persist.Store) error {
 }
 
 func artSave(h *handler, c *call, s *persist.Store) error {
-	rec, err := recordOf(c, "artifacts/save", func(x *pdriver.Reader) *persist.ArtifactRecord { return pdriver.ReadArtifact(x, "/record") })
+	rec, err := recordOf(c, "artifacts/save", func(x *pdriver.Reader) *persist.ArtifactRecord {
+		return pdriver.Read[persist.ArtifactRecord](x, "/record")
+	})
 	if err != nil {
 		return err
 	}

@@ -594,6 +594,40 @@ var metaCodec = newCodec("metadata",
 
 // ---- the methods of the records ----
 
+// Codec is a type this codec reads and writes.
+type Codec interface {
+	RunRecord | GenerationRunRecord | InterruptRecord | InterruptCommitEntry | ArtifactRecord | BlobRecord | MetadataEntry
+}
+
+// codecOf is T's codec.
+func codecOf[T Codec]() *codec[T] {
+	var c any
+	switch any((*T)(nil)).(type) {
+	case *RunRecord:
+		c = runCodec
+	case *GenerationRunRecord:
+		c = genCodec
+	case *InterruptRecord:
+		c = intCodec
+	case *InterruptCommitEntry:
+		c = entryCodec
+	case *ArtifactRecord:
+		c = artCodec
+	case *BlobRecord:
+		c = blobCodec
+	case *MetadataEntry:
+		c = metaCodec
+	}
+	return c.(*codec[T])
+}
+
+// Read reads a record's object, or null as nil, the value next in x; at is
+// its JSON pointer, which its faults name.
+func Read[T Codec](x *Reader, at string) *T { return codecOf[T]().nullable(x, at, -1) }
+
+// ReadList reads an array of records (null is none) at the pointer at.
+func ReadList[T Codec](x *Reader, at string) []*T { return codecOf[T]().list(x, at) }
+
 // AppendJSON appends r's JSON (see the file comment).
 func (r *RunRecord) AppendJSON(b []byte) []byte { return runCodec.appendJSON(b, r) }
 
@@ -619,13 +653,6 @@ func (r *RunRecord) SetMember(name string, value []byte) error {
 	return runCodec.setMember(r, name, value)
 }
 
-// ReadRun reads a run's object, or null as nil, the value next in x; at
-// is its JSON pointer, which faults name.
-func ReadRun(x *Reader, at string) *RunRecord { return runCodec.nullable(x, at, -1) }
-
-// ReadRuns reads an array of runs (null is none) at the pointer at.
-func ReadRuns(x *Reader, at string) []*RunRecord { return runCodec.list(x, at) }
-
 // AppendJSON appends r's JSON.
 func (r *GenerationRunRecord) AppendJSON(b []byte) []byte { return genCodec.appendJSON(b, r) }
 
@@ -650,11 +677,6 @@ func (r *GenerationRunRecord) Members(fn func(name string, value []byte, raw boo
 // SetMember sets one member (see RunRecord.SetMember).
 func (r *GenerationRunRecord) SetMember(name string, value []byte) error {
 	return genCodec.setMember(r, name, value)
-}
-
-// ReadGenerationRun reads a generation run or null (see ReadRun).
-func ReadGenerationRun(x *Reader, at string) *GenerationRunRecord {
-	return genCodec.nullable(x, at, -1)
 }
 
 // AppendJSON appends r's JSON; a missing payload is written as null.
@@ -683,12 +705,6 @@ func (r *InterruptRecord) SetMember(name string, value []byte) error {
 	return intCodec.setMember(r, name, value)
 }
 
-// ReadInterrupt reads an interrupt or null (see ReadRun).
-func ReadInterrupt(x *Reader, at string) *InterruptRecord { return intCodec.nullable(x, at, -1) }
-
-// ReadInterrupts reads an array of interrupts (see ReadRuns).
-func ReadInterrupts(x *Reader, at string) []*InterruptRecord { return intCodec.list(x, at) }
-
 // AppendJSON appends e's JSON.
 func (e *InterruptCommitEntry) AppendJSON(b []byte) []byte { return entryCodec.appendJSON(b, e) }
 
@@ -699,11 +715,6 @@ func (e InterruptCommitEntry) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON decodes a commit entry; on failure e is left as it was.
 func (e *InterruptCommitEntry) UnmarshalJSON(b []byte) error { return entryCodec.unmarshal(b, e) }
-
-// ReadCommitEntries reads an array of commit entries (see ReadRuns).
-func ReadCommitEntries(x *Reader, at string) []*InterruptCommitEntry {
-	return entryCodec.list(x, at)
-}
 
 // AppendJSON appends r's JSON.
 func (r *ArtifactRecord) AppendJSON(b []byte) []byte { return artCodec.appendJSON(b, r) }
@@ -723,12 +734,6 @@ func (r *ArtifactRecord) Members(fn func(name string, value []byte, raw bool)) {
 func (r *ArtifactRecord) SetMember(name string, value []byte) error {
 	return artCodec.setMember(r, name, value)
 }
-
-// ReadArtifact reads an artifact or null (see ReadRun).
-func ReadArtifact(x *Reader, at string) *ArtifactRecord { return artCodec.nullable(x, at, -1) }
-
-// ReadArtifacts reads an array of artifacts (see ReadRuns).
-func ReadArtifacts(x *Reader, at string) []*ArtifactRecord { return artCodec.list(x, at) }
 
 // AppendJSON appends r's JSON; customMetadata's keys are sorted.
 func (r *BlobRecord) AppendJSON(b []byte) []byte { return blobCodec.appendJSON(b, r) }
@@ -751,12 +756,6 @@ func (r *BlobRecord) Members(fn func(name string, value []byte, raw bool)) { blo
 func (r *BlobRecord) SetMember(name string, value []byte) error {
 	return blobCodec.setMember(r, name, value)
 }
-
-// ReadBlob reads a blob record or null (see ReadRun).
-func ReadBlob(x *Reader, at string) *BlobRecord { return blobCodec.nullable(x, at, -1) }
-
-// ReadBlobs reads an array of blob records (see ReadRuns).
-func ReadBlobs(x *Reader, at string) []*BlobRecord { return blobCodec.list(x, at) }
 
 // AppendJSON appends m's JSON; a missing value is written as null.
 func (m *MetadataEntry) AppendJSON(b []byte) []byte { return metaCodec.appendJSON(b, m) }
