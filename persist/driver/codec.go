@@ -14,14 +14,17 @@ package driver
 //     encoding/json wrote from the struct tags, with HTML escaping off and
 //     raw values as given; json.Marshal of a record (MarshalJSON) compacts
 //     and HTML-escapes that, which is exactly its old output.
-//   - Reading is strict about shape: an id that is missing, not a string or
-//     not well-formed Unicode fails with ErrInvalidID, any other fault with
-//     ErrInvalidEntry, each naming the member by its JSON pointer, in a
-//     message of at most maxFault bytes; an unknown member fails. A raw
-//     JSON value is kept with its whitespace, and null is an absent
-//     optional member (a response's, a result's and a metadata value's
-//     null is the value null, which the contract lets them be). Of an object's faults the first id fault, else the
-//     first fault, is the object's.
+//   - Reading is strict about shape: an id that is not a string or not
+//     well-formed Unicode fails with ErrInvalidID, any other fault (a wrong
+//     type, an integer beyond ±2^53−1, an unknown member) with
+//     ErrInvalidEntry, each naming the member by its JSON pointer, the
+//     message after the sentinel's words cut to maxFault bytes. A missing
+//     member reads as its zero value: the contract's checks refuse what
+//     must be there. A raw JSON value is kept with its whitespace, and null
+//     is an absent optional member (a response's, a result's and a
+//     metadata value's null is the value null, which the contract lets
+//     them be). Of an object's faults the first id fault, else the first
+//     fault, is the object's.
 //   - decode(encode(x)) == x for every record, and encode(decode(b)) is
 //     stable (codec_test.go).
 
