@@ -256,6 +256,18 @@ func (r *JSONReader) array(path jsonPath, elem func(i int) error) (isArray bool,
 	return true, nil
 }
 
+// Null reads the next value when it is null and reports whether it was;
+// any other value is left for the next read. A reader of a value that may
+// be null (an optional object of the persistence records) asks it first.
+// A malformed null ends the reading (Err).
+func (r *JSONReader) Null() bool {
+	if r.err != nil || r.dec.PeekKind() != 'n' {
+		return false
+	}
+	_ = r.Skip()
+	return true
+}
+
 // Padded reads the value of the field whose name was just read and returns
 // a copy of it with the whitespace around it: the bytes from after the ':'
 // to the ',' or '}' that follows. encoding/json and jsontext strip that

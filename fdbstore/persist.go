@@ -40,14 +40,17 @@
 package fdbstore
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
 	"time"
 
+	ckptdriver "github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/fdbstore/kv"
 	pdriver "github.com/ckptstore/ckptstore/persist/driver"
 )
@@ -227,15 +230,20 @@ func (d *Persistence) retire(mk []byte, tried bool, clears [][]byte, cleared boo
 // value: a clear error that changes nothing, rather than a transaction
 // failure.
 func encode(what string, v any) ([]byte, error) {
+	var b []byte
+	var err error
 	switch r := v.(type) {
 	case *pdriver.RunRecord:
-		v = storedRun{r, r.Usage}
+		b = pdriver.AppendStored(make([]byte, 0, 256), r.Members, appendBase64)
 	case *pdriver.GenerationRunRecord:
-		v = storedGen{r, r.Result, r.Artifacts, r.Usage}
+		b = pdriver.AppendStored(make([]byte, 0, 256), r.Members, appendBase64)
 	case *pdriver.InterruptRecord:
-		v = storedInt{r, r.Payload, r.Response}
+		b = pdriver.AppendStored(make([]byte, 0, 256), r.Members, appendBase64)
+	case *pdriver.ArtifactRecord:
+		b = pdriver.AppendStored(make([]byte, 0, 256), r.Members, appendBase64) // it has no raw member
+	default:
+		b, err = json.Marshal(v)
 	}
-	b, err := json.Marshal(v)
 	if err != nil {
 		return nil, err
 	}
@@ -251,19 +259,11 @@ func decode[T any](key, b []byte) (*T, error) {
 	}
 	v := new(T)
 	var err error
-	switch r := any(v).(type) {
-	case *pdriver.RunRecord:
-		s := storedRun{RunRecord: r}
-		err = json.Unmarshal(b, &s)
-		r.Usage = raw(s.Usage)
-	case *pdriver.GenerationRunRecord:
-		s := storedGen{GenerationRunRecord: r}
-		err = json.Unmarshal(b, &s)
-		r.Result, r.Artifacts, r.Usage = raw(s.Result), raw(s.Artifacts), raw(s.Usage)
-	case *pdriver.InterruptRecord:
-		s := storedInt{InterruptRecord: r}
-		err = json.Unmarshal(b, &s)
-		r.Payload, r.Response = raw(s.Payload), raw(s.Response)
+	switch any(v).(type) {
+	case *pdriver.RunRecord, *pdriver.GenerationRunRecord, *pdriver.InterruptRecord:
+		if b, err = unstore(b); err == nil {
+			err = any(v).(json.Unmarshaler).UnmarshalJSON(b)
+		}
 	default:
 		err = json.Unmarshal(b, v)
 	}
@@ -273,27 +273,16 @@ func decode[T any](key, b []byte) (*T, error) {
 	return v, nil
 }
 
-// The stored forms of the records with raw JSON fields. encoding/json
-// compacts a RawMessage it marshals, and the contract keeps those values
-// byte for byte, so they are stored as byte strings (base64 in the JSON),
-// shadowing the record's fields of the same name.
-type (
-	storedRun struct {
-		*pdriver.RunRecord
-		Usage []byte `json:"usage,omitempty"`
-	}
-	storedGen struct {
-		*pdriver.GenerationRunRecord
-		Result    []byte `json:"result,omitempty"`
-		Artifacts []byte `json:"artifacts,omitempty"`
-		Usage     []byte `json:"usage,omitempty"`
-	}
-	storedInt struct {
-		*pdriver.InterruptRecord
-		Payload  []byte `json:"payload"`
-		Response []byte `json:"response,omitempty"`
-	}
-)
+// The stored form of the records with raw JSON values: the record's JSON
+// (pdriver.AppendStored) with each raw value a base64 string, last, so that
+// it is kept byte for byte. encoding/json wrote this form when the records
+// were stored through shadowing []byte fields, and its bytes are kept: an
+// index entry holds a copy of its record's value, and Check compares them.
+func appendBase64(b, v []byte) []byte {
+	b = append(b, '"')
+	b = base64.StdEncoding.AppendEncode(b, v)
+	return append(b, '"')
+}
 
 // raw turns a stored byte string back into a value (nil stays absent).
 func raw(b []byte) json.RawMessage {
@@ -301,6 +290,43 @@ func raw(b []byte) json.RawMessage {
 		return nil
 	}
 	return json.RawMessage(b)
+}
+
+// storedRaw names the members stored as base64.
+var storedRaw = map[string]bool{"usage": true, "result": true, "artifacts": true, "payload": true, "response": true}
+
+// unstore turns a stored form back into the record's JSON: each raw
+// member's base64 string into its bytes.
+func unstore(b []byte) ([]byte, error) {
+	r := ckptdriver.NewJSONReader(b)
+	defer r.Close()
+	out := make([]byte, 0, len(b))
+	out = append(out, '{')
+	err := r.Object("", func(name []byte) error {
+		v, _, err := r.PaddedView()
+		if err != nil {
+			return err
+		}
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		out = append(ckptdriver.AppendJSONString(out, string(name)), ':')
+		// Standard base64 needs no JSON escape: the string's bytes are
+		// the encoding.
+		if v = bytes.TrimSpace(v); storedRaw[string(name)] && len(v) > 1 && v[0] == '"' {
+			var err error
+			if out, err = base64.StdEncoding.AppendDecode(out, v[1:len(v)-1]); err != nil {
+				return err
+			}
+			return nil
+		}
+		out = append(out, v...)
+		return nil
+	})
+	if err == nil {
+		err = r.End()
+	}
+	return append(out, '}'), err
 }
 
 // getRange issues a range read, or none when r is empty (a page that

@@ -456,6 +456,22 @@ type blobRow struct {
 	Object string `json:"object"`
 }
 
+// MarshalJSON writes the row (pdriver.BlobMeta.AppendRow): the record, then
+// "object". BlobRecord's own MarshalJSON would leave "object" out.
+func (r blobRow) MarshalJSON() ([]byte, error) {
+	return (&pdriver.BlobMeta{BlobRecord: r.BlobRecord, Object: r.Object}).AppendRow(nil), nil
+}
+
+// UnmarshalJSON reads MarshalJSON's form.
+func (r *blobRow) UnmarshalJSON(b []byte) error {
+	var m pdriver.BlobMeta
+	if err := m.UnmarshalRow(b); err != nil {
+		return err
+	}
+	r.BlobRecord, r.Object = m.BlobRecord, m.Object
+	return nil
+}
+
 func (r *blobRow) meta() *pdriver.BlobMeta {
 	return &pdriver.BlobMeta{BlobRecord: r.BlobRecord, Object: r.Object}
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/ckptstore/ckptstore/contract"
 	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/persist"
+	pdriver "github.com/ckptstore/ckptstore/persist/driver"
 )
 
 // Persistence returns the persistence stores of the client's namespace
@@ -63,7 +64,7 @@ type pc struct{ c *client }
 // call sends one JSON call and reads the reply's members with read
 // (false: skipped). write gives the call an Idempotency-Key: token, or a
 // fresh one kept across the retries.
-func (p pc) call(ctx context.Context, method string, write bool, token string, build func(o *object) error, read func(x *rd, name string) bool) error {
+func (p pc) call(ctx context.Context, method string, write bool, token string, build func(o *object) error, read func(x *pdriver.Reader, name string) bool) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -71,39 +72,39 @@ func (p pc) call(ctx context.Context, method string, write bool, token string, b
 		if read == nil {
 			return r.Skip()
 		}
-		x := rd{r: r}
+		x := pdriver.Reader{JSON: r}
 		if !read(&x, string(name)) {
 			return r.Skip()
 		}
-		if err := x.f.err(); err != nil {
+		if err := x.Err(); err != nil {
 			return fmt.Errorf("%w: %s: %w", errBadReply, method, err)
 		}
 		return nil
 	})
 }
 
-// fetch makes one call and returns its reply's member name, one record
-// (read reads it) or null.
-func fetch[T any](p pc, ctx context.Context, method string, write bool, build func(o *object) error, name string, read func(x *rd, name []byte, rec *T) error) (*T, error) {
+// fetch makes one call and returns its reply's member at, a JSON pointer
+// ("/run"), one record (read reads it) or null.
+func fetch[T any](p pc, ctx context.Context, method string, write bool, build func(o *object) error, at string, read func(x *pdriver.Reader, at string) *T) (*T, error) {
 	var rec *T
-	err := p.call(ctx, method, write, "", build, func(x *rd, n string) bool {
-		if n != name {
+	err := p.call(ctx, method, write, "", build, func(x *pdriver.Reader, n string) bool {
+		if n != at[1:] {
 			return false
 		}
-		rec = nullable(x, read)
+		rec = read(x, at)
 		return true
 	})
 	return rec, err
 }
 
-// fetchList is fetch for a read whose member name is a list of records.
-func fetchList[T any](p pc, ctx context.Context, method string, build func(o *object) error, name string, read func(x *rd, name []byte, rec *T) error) ([]*T, error) {
+// fetchList is fetch for a read whose member at is a list of records.
+func fetchList[T any](p pc, ctx context.Context, method string, build func(o *object) error, at string, read func(x *pdriver.Reader, at string) []*T) ([]*T, error) {
 	recs := []*T{}
-	err := p.call(ctx, method, false, "", build, func(x *rd, n string) bool {
-		if n != name {
+	err := p.call(ctx, method, false, "", build, func(x *pdriver.Reader, n string) bool {
+		if n != at[1:] {
 			return false
 		}
-		recs = list(x, "/"+name, read)
+		recs = read(x, at)
 		return true
 	})
 	if err != nil {
@@ -114,20 +115,20 @@ func fetchList[T any](p pc, ctx context.Context, method string, build func(o *ob
 
 // fetchByID is fetch for a read of one id, the member what, which it
 // checks first.
-func fetchByID[T any](p pc, ctx context.Context, method, what, id, name string, read func(x *rd, name []byte, rec *T) error) (*T, error) {
+func fetchByID[T any](p pc, ctx context.Context, method, what, id, at string, read func(x *pdriver.Reader, at string) *T) (*T, error) {
 	if err := checked(ctx, persist.CheckID(what, id)); err != nil {
 		return nil, err
 	}
-	return fetch(p, ctx, method, false, idBody(what, id), name, read)
+	return fetch(p, ctx, method, false, idBody(what, id), at, read)
 }
 
 // listByID is fetchList for a read of one id, the member what, which it
 // checks first.
-func listByID[T any](p pc, ctx context.Context, method, what, id, name string, read func(x *rd, name []byte, rec *T) error) ([]*T, error) {
+func listByID[T any](p pc, ctx context.Context, method, what, id, at string, read func(x *pdriver.Reader, at string) []*T) ([]*T, error) {
 	if err := checked(ctx, persist.CheckID(what, id)); err != nil {
 		return nil, err
 	}
-	return fetchList(p, ctx, method, idBody(what, id), name, read)
+	return fetchList(p, ctx, method, idBody(what, id), at, read)
 }
 
 // sendByID makes a write of one id, the member what, which it checks
@@ -181,7 +182,7 @@ func (s runStore) CreateOrResume(ctx context.Context, in persist.RunStart) (*per
 		o.int("startedAt", in.StartedAt)
 		o.str("status", string(in.Status))
 		return nil
-	}, "run", readRun)
+	}, "/run", pdriver.Read[persist.RunRecord])
 	if err == nil && rec == nil {
 		err = fmt.Errorf("%w: no run", errBadReply)
 	}
@@ -195,17 +196,17 @@ func (s runStore) Update(ctx context.Context, runID string, patch persist.RunPat
 
 // Get implements persist.RunStore.
 func (s runStore) Get(ctx context.Context, runID string) (*persist.RunRecord, error) {
-	return fetchByID(s.p, ctx, "runs/get", "runId", runID, "run", readRun)
+	return fetchByID(s.p, ctx, "runs/get", "runId", runID, "/run", pdriver.Read[persist.RunRecord])
 }
 
 // FindActiveRun implements persist.RunStore.
 func (s runStore) FindActiveRun(ctx context.Context, threadID string) (*persist.RunRecord, error) {
-	return fetchByID(s.p, ctx, "runs/findActiveRun", "threadId", threadID, "run", readRun)
+	return fetchByID(s.p, ctx, "runs/findActiveRun", "threadId", threadID, "/run", pdriver.Read[persist.RunRecord])
 }
 
 // ListByThread implements persist.RunStore.
 func (s runStore) ListByThread(ctx context.Context, threadID string) ([]*persist.RunRecord, error) {
-	return listByID(s.p, ctx, "runs/listByThread", "threadId", threadID, "runs", readRun)
+	return listByID(s.p, ctx, "runs/listByThread", "threadId", threadID, "/runs", pdriver.ReadList[persist.RunRecord])
 }
 
 // ListReclaimable implements persist.RunStore.
@@ -217,7 +218,7 @@ func (s runStore) ListReclaimable(ctx context.Context, q persist.ReclaimQuery) (
 		o.int("now", q.Now)
 		o.int("ttlMs", q.TTLMs)
 		return nil
-	}, "runs", readRun)
+	}, "/runs", pdriver.ReadList[persist.RunRecord])
 }
 
 // genStore is persist.GenerationRunStore over the wire.
@@ -237,7 +238,7 @@ func (s genStore) CreateOrResume(ctx context.Context, in persist.GenerationRunSt
 		o.int("startedAt", in.StartedAt)
 		o.str("status", string(in.Status))
 		return nil
-	}, "run", readGenerationRun)
+	}, "/run", pdriver.Read[persist.GenerationRunRecord])
 	if err == nil && rec == nil {
 		err = fmt.Errorf("%w: no run", errBadReply)
 	}
@@ -251,12 +252,12 @@ func (s genStore) Update(ctx context.Context, runID string, patch persist.Genera
 
 // Get implements persist.GenerationRunStore.
 func (s genStore) Get(ctx context.Context, runID string) (*persist.GenerationRunRecord, error) {
-	return fetchByID(s.p, ctx, "generationRuns/get", "runId", runID, "run", readGenerationRun)
+	return fetchByID(s.p, ctx, "generationRuns/get", "runId", runID, "/run", pdriver.Read[persist.GenerationRunRecord])
 }
 
 // FindLatestForThread implements persist.GenerationRunStore.
 func (s genStore) FindLatestForThread(ctx context.Context, threadID string) (*persist.GenerationRunRecord, error) {
-	return fetchByID(s.p, ctx, "generationRuns/findLatestForThread", "threadId", threadID, "run", readGenerationRun)
+	return fetchByID(s.p, ctx, "generationRuns/findLatestForThread", "threadId", threadID, "/run", pdriver.Read[persist.GenerationRunRecord])
 }
 
 // interruptStore is persist.InterruptStore over the wire.
@@ -268,17 +269,8 @@ func (s interruptStore) Create(ctx context.Context, in persist.NewInterrupt) err
 		return err
 	}
 	return s.p.call(ctx, "interrupts/create", true, "", func(o *object) error {
-		w := jw{b: o.b}
-		w.name("record")
-		w.open()
-		w.str("interruptId", in.InterruptID)
-		w.str("runId", in.RunID)
-		w.str("threadId", in.ThreadID)
-		w.int("requestedAt", in.RequestedAt)
-		w.raw("payload", in.Payload)
-		w.optRaw("response", in.Response)
-		w.close()
-		o.b = w.b
+		o.name("record")
+		o.b = appendNewInterrupt(o.b, in)
 		return nil
 	}, nil)
 }
@@ -328,27 +320,27 @@ func (s interruptStore) CommitBatch(ctx context.Context, entries []persist.Inter
 
 // Get implements persist.InterruptStore.
 func (s interruptStore) Get(ctx context.Context, interruptID string) (*persist.InterruptRecord, error) {
-	return fetchByID(s.p, ctx, "interrupts/get", "interruptId", interruptID, "interrupt", readInterrupt)
+	return fetchByID(s.p, ctx, "interrupts/get", "interruptId", interruptID, "/interrupt", pdriver.Read[persist.InterruptRecord])
 }
 
 // List implements persist.InterruptStore.
 func (s interruptStore) List(ctx context.Context, threadID string) ([]*persist.InterruptRecord, error) {
-	return listByID(s.p, ctx, "interrupts/list", "threadId", threadID, "interrupts", readInterrupt)
+	return listByID(s.p, ctx, "interrupts/list", "threadId", threadID, "/interrupts", pdriver.ReadList[persist.InterruptRecord])
 }
 
 // ListPending implements persist.InterruptStore.
 func (s interruptStore) ListPending(ctx context.Context, threadID string) ([]*persist.InterruptRecord, error) {
-	return listByID(s.p, ctx, "interrupts/listPending", "threadId", threadID, "interrupts", readInterrupt)
+	return listByID(s.p, ctx, "interrupts/listPending", "threadId", threadID, "/interrupts", pdriver.ReadList[persist.InterruptRecord])
 }
 
 // ListByRun implements persist.InterruptStore.
 func (s interruptStore) ListByRun(ctx context.Context, runID string) ([]*persist.InterruptRecord, error) {
-	return listByID(s.p, ctx, "interrupts/listByRun", "runId", runID, "interrupts", readInterrupt)
+	return listByID(s.p, ctx, "interrupts/listByRun", "runId", runID, "/interrupts", pdriver.ReadList[persist.InterruptRecord])
 }
 
 // ListPendingByRun implements persist.InterruptStore.
 func (s interruptStore) ListPendingByRun(ctx context.Context, runID string) ([]*persist.InterruptRecord, error) {
-	return listByID(s.p, ctx, "interrupts/listPendingByRun", "runId", runID, "interrupts", readInterrupt)
+	return listByID(s.p, ctx, "interrupts/listPendingByRun", "runId", runID, "/interrupts", pdriver.ReadList[persist.InterruptRecord])
 }
 
 // metadataStore is persist.MetadataStore over the wire.
@@ -368,11 +360,11 @@ func (s metadataStore) Get(ctx context.Context, namespace, key string) (json.Raw
 		return nil, err
 	}
 	var v json.RawMessage
-	err := s.p.call(ctx, "metadata/get", false, "", metaBody(namespace, key), func(x *rd, n string) bool {
+	err := s.p.call(ctx, "metadata/get", false, "", metaBody(namespace, key), func(x *pdriver.Reader, n string) bool {
 		if n != "value" {
 			return false
 		}
-		x.raw(&v) // null is absent
+		x.Raw(&v) // null is absent
 		return true
 	})
 	if err != nil {
@@ -427,17 +419,17 @@ func (s artifactStore) Save(ctx context.Context, rec *persist.ArtifactRecord) er
 
 // Get implements persist.ArtifactStore.
 func (s artifactStore) Get(ctx context.Context, artifactID string) (*persist.ArtifactRecord, error) {
-	return fetchByID(s.p, ctx, "artifacts/get", "artifactId", artifactID, "artifact", readArtifact)
+	return fetchByID(s.p, ctx, "artifacts/get", "artifactId", artifactID, "/artifact", pdriver.Read[persist.ArtifactRecord])
 }
 
 // List implements persist.ArtifactStore.
 func (s artifactStore) List(ctx context.Context, runID string) ([]*persist.ArtifactRecord, error) {
-	return listByID(s.p, ctx, "artifacts/list", "runId", runID, "artifacts", readArtifact)
+	return listByID(s.p, ctx, "artifacts/list", "runId", runID, "/artifacts", pdriver.ReadList[persist.ArtifactRecord])
 }
 
 // ListForThread implements persist.ArtifactStore.
 func (s artifactStore) ListForThread(ctx context.Context, threadID string) ([]*persist.ArtifactRecord, error) {
-	return listByID(s.p, ctx, "artifacts/listForThread", "threadId", threadID, "artifacts", readArtifact)
+	return listByID(s.p, ctx, "artifacts/listForThread", "threadId", threadID, "/artifacts", pdriver.ReadList[persist.ArtifactRecord])
 }
 
 // Delete implements persist.ArtifactStore.
@@ -476,17 +468,20 @@ func (s blobStore) Put(ctx context.Context, key string, body io.Reader, opts per
 	if err := checked(ctx, persist.CheckBlobPut(key, opts)); err != nil {
 		return persist.BlobRecord{}, err
 	}
-	w := jw{}
-	w.open()
+	var w object
+	w.start()
 	w.str("key", key)
-	w.optStr("contentType", opts.ContentType)
+	if opts.ContentType != nil {
+		w.str("contentType", *opts.ContentType)
+	}
 	if opts.CustomMetadata != nil {
 		w.name("customMetadata")
-		w.b = appendStringMap(w.b, opts.CustomMetadata)
+		w.b = pdriver.AppendStringMap(w.b, opts.CustomMetadata)
 	}
-	w.optInt("expectedLength", opts.ExpectedLength)
-	w.close()
-	hdr := http.Header{HeaderBlobPut: {url.PathEscape(string(w.b))}, "Content-Type": {"application/octet-stream"}}
+	if opts.ExpectedLength != nil {
+		w.int("expectedLength", *opts.ExpectedLength)
+	}
+	hdr := http.Header{HeaderBlobPut: {url.PathEscape(string(w.end()))}, "Content-Type": {"application/octet-stream"}}
 	seeker, replayable := body.(io.Seeker)
 	var start int64
 	if replayable {
@@ -518,11 +513,11 @@ func (s blobStore) Put(ctx context.Context, key string, body io.Reader, opts per
 		}
 		return persist.BlobRecord{}, err
 	}
-	err = readReply(resp, "blobs/put", func(x *rd, n string) bool {
+	err = readReply(resp, "blobs/put", func(x *pdriver.Reader, n string) bool {
 		if n != "blob" {
 			return false
 		}
-		rec = nullable(x, readBlobRecord)
+		rec = pdriver.Read[persist.BlobRecord](x, "/blob")
 		return true
 	})
 	if err == nil && rec == nil {
@@ -535,7 +530,7 @@ func (s blobStore) Put(ctx context.Context, key string, body io.Reader, opts per
 }
 
 // readReply reads a 200 JSON reply and closes it.
-func readReply(resp *http.Response, method string, read func(x *rd, name string) bool) error {
+func readReply(resp *http.Response, method string, read func(x *pdriver.Reader, name string) bool) error {
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
@@ -543,11 +538,11 @@ func readReply(resp *http.Response, method string, read func(x *rd, name string)
 	}
 	var first error
 	err = readObject(b, func(r *driver.JSONReader, name []byte) error {
-		x := rd{r: r}
+		x := pdriver.Reader{JSON: r}
 		if !read(&x, string(name)) {
 			return r.Skip()
 		}
-		if err := x.f.err(); err != nil && first == nil {
+		if err := x.Err(); err != nil && first == nil {
 			first = fmt.Errorf("%w: %s: %w", errBadReply, method, err)
 		}
 		return nil
@@ -564,18 +559,14 @@ func (s blobStore) Get(ctx context.Context, key string, rng *persist.BlobRange) 
 	if err := checked(ctx, persist.CheckBlobGet(key, rng)); err != nil {
 		return nil, err
 	}
-	w := jw{}
-	w.open()
+	var w object
+	w.start()
 	w.str("key", key)
 	if rng != nil {
 		w.name("range")
-		w.open()
-		w.int("offset", rng.Offset)
-		w.optInt("length", rng.Length)
-		w.close()
+		w.b = appendRange(w.b, rng.Offset, rng.Length)
 	}
-	w.close()
-	body := w.b
+	body := w.end()
 	resp, err := s.p.c.open(ctx, "blobs/get", http.Header{"Content-Type": jsonContentType}, func() (io.Reader, bool) {
 		return bytes.NewReader(body), true
 	})
@@ -584,7 +575,7 @@ func (s blobStore) Get(ctx context.Context, key string, rng *persist.BlobRange) 
 	}
 	meta := resp.Header.Get(HeaderBlob)
 	if meta == "" { // absent: {blob: null}
-		return nil, readReply(resp, "blobs/get", func(x *rd, n string) bool { return false })
+		return nil, readReply(resp, "blobs/get", func(x *pdriver.Reader, n string) bool { return false })
 	}
 	raw, err := url.PathUnescape(meta)
 	if err != nil {
@@ -593,26 +584,19 @@ func (s blobStore) Get(ctx context.Context, key string, rng *persist.BlobRange) 
 	}
 	obj := &persist.BlobObject{}
 	var rec *persist.BlobRecord
-	err = readWhole([]byte(raw), func(x *rd, name []byte) error {
+	err = readObject([]byte(raw), func(r *driver.JSONReader, name []byte) error {
+		x := pdriver.Reader{JSON: r}
 		switch string(name) {
 		case "blob":
-			rec = nullable(x, readBlobRecord)
+			rec = pdriver.Read[persist.BlobRecord](&x, "/blob")
 		case "range":
-			obj.Range = nullable(x, func(y *rd, name []byte, r *persist.ServedRange) error {
-				switch string(name) {
-				case "offset":
-					y.int(&r.Offset, "/range/offset")
-				case "length":
-					y.int(&r.Length, "/range/length")
-				default:
-					return y.r.Skip()
-				}
-				return nil
-			})
+			if off, n, ok := readRange(&x, "/range", true); ok {
+				obj.Range = &persist.ServedRange{Offset: off, Length: *n}
+			}
 		default:
-			return x.r.Skip()
+			return r.Skip()
 		}
-		return nil
+		return x.Err()
 	})
 	if err == nil && rec == nil {
 		err = errors.New("no blob")
@@ -628,7 +612,7 @@ func (s blobStore) Get(ctx context.Context, key string, rng *persist.BlobRange) 
 
 // Head implements persist.BlobStore.
 func (s blobStore) Head(ctx context.Context, key string) (*persist.BlobRecord, error) {
-	return fetchByID(s.p, ctx, "blobs/head", "key", key, "blob", readBlobRecord)
+	return fetchByID(s.p, ctx, "blobs/head", "key", key, "/blob", pdriver.Read[persist.BlobRecord])
 }
 
 // Delete implements persist.BlobStore.
@@ -653,17 +637,17 @@ func (s blobStore) List(ctx context.Context, opts persist.BlobListOptions) (pers
 			o.int("limit", int64(*opts.Limit))
 		}
 		return nil
-	}, func(x *rd, n string) bool {
+	}, func(x *pdriver.Reader, n string) bool {
 		switch n {
 		case "objects":
-			for _, r := range list(x, "/objects", readBlobRecord) {
+			for _, r := range pdriver.ReadList[persist.BlobRecord](x, "/objects") {
 				page.Objects = append(page.Objects, *r)
 			}
 		case "cursor":
-			x.text(&page.Cursor, "/cursor")
+			x.Text(&page.Cursor, "/cursor")
 		case "truncated":
 			var b *bool
-			x.optBool(&b, "/truncated")
+			x.OptBool(&b, "/truncated")
 			page.Truncated = b != nil && *b
 		default:
 			return false
@@ -750,27 +734,27 @@ func (l *lockSteps) step(ctx context.Context, method, key, token string, waitMs 
 			o.int("waitMs", waitMs)
 		}
 		return nil
-	}, func(x *rd, n string) bool {
+	}, func(x *pdriver.Reader, n string) bool {
 		var v *int64
 		switch n {
 		case "held":
-			x.optBool(&held, "/held")
+			x.OptBool(&held, "/held")
 			return true
 		case "fence":
-			x.int(&st.Fence, "/fence")
+			x.Int(&st.Fence, "/fence")
 			return true
 		case "expiresAt":
-			if x.optInt(&v, "/expiresAt"); v != nil {
+			if x.OptInt(&v, "/expiresAt"); v != nil {
 				st.ExpiresAt = time.UnixMilli(*v)
 			}
 		case "now":
-			if x.optInt(&v, "/now"); v != nil {
+			if x.OptInt(&v, "/now"); v != nil {
 				st.Now = time.UnixMilli(*v)
 			}
 		case "leaseMs":
-			x.int(&leaseMs, "/leaseMs")
+			x.Int(&leaseMs, "/leaseMs")
 		case "renewAfterMs":
-			x.int(&renewMs, "/renewAfterMs")
+			x.Int(&renewMs, "/renewAfterMs")
 		default:
 			return false
 		}

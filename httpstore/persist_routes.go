@@ -78,14 +78,14 @@ func init() {
 	}
 	runsOf := func(s *persist.Store) persist.RunStore { return s.Runs }
 	add("runs/createOrResume", runsCreateOrResume)
-	add("runs/update", update(runsOf, readRunPatch, persist.RunStore.Update))
+	add("runs/update", update(runsOf, func(x *pdriver.Reader, p *persist.RunPatch) { pdriver.ReadRunPatch(x, p, "/patch") }, persist.RunStore.Update))
 	add("runs/get", getByID("runId", runsOf, persist.RunStore.Get, "run", appendRun))
 	add("runs/findActiveRun", getByID("threadId", runsOf, persist.RunStore.FindActiveRun, "run", appendRun))
 	add("runs/listByThread", getByID("threadId", runsOf, persist.RunStore.ListByThread, "runs", listOf(appendRun)))
 	add("runs/listReclaimable", runsListReclaimable)
 	genOf := func(s *persist.Store) persist.GenerationRunStore { return s.GenerationRuns }
 	add("generationRuns/createOrResume", genCreateOrResume)
-	add("generationRuns/update", update(genOf, readGenerationRunPatch, persist.GenerationRunStore.Update))
+	add("generationRuns/update", update(genOf, func(x *pdriver.Reader, p *persist.GenerationRunPatch) { pdriver.ReadGenerationRunPatch(x, p, "/patch") }, persist.GenerationRunStore.Update))
 	add("generationRuns/get", getByID("runId", genOf, persist.GenerationRunStore.Get, "run", appendGenerationRun))
 	add("generationRuns/findLatestForThread", getByID("threadId", genOf, persist.GenerationRunStore.FindLatestForThread, "run", appendGenerationRun))
 	intsOf := func(s *persist.Store) persist.InterruptStore { return s.Interrupts }
@@ -243,10 +243,10 @@ func (noBucket) List(context.Context, string) iter.Seq2[blobs.Object, error] {
 // decode reads c's JSON body, one object, with field for each member;
 // a body that is not one object, or a member no method has, is
 // BAD_REQUEST, and a field's fault is the request's (ids first).
-func decode(c *call, field func(x *rd, name string) bool) error {
+func decode(c *call, field func(x *pdriver.Reader, name string) bool) error {
 	r := ckptdriver.NewJSONReader(c.body)
 	defer r.Close()
-	x := &rd{r: r}
+	x := pdriver.NewReader(r)
 	var unknownName string
 	err := r.Object("", func(name []byte) error {
 		if !field(x, string(name)) {
@@ -260,18 +260,18 @@ func decode(c *call, field func(x *rd, name string) bool) error {
 	if err == nil {
 		err = r.End()
 	}
-	if err != nil && r.Err() != nil || err != nil && x.f.err() == nil {
+	if err != nil && r.Err() != nil || err != nil && x.Err() == nil {
 		return reqErr(CodeBadRequest, "the body is not one JSON object: %v", err)
 	}
 	if unknownName != "" {
 		return reqErr(CodeBadRequest, "the body has a member %s that %s does not take", ckptdriver.QuoteShort(unknownName), "this method")
 	}
-	return x.f.err()
+	return x.Err()
 }
 
 // only decodes a body whose one member, name, read reads.
-func only(c *call, name string, read func(x *rd)) error {
-	return decode(c, func(x *rd, n string) bool {
+func only(c *call, name string, read func(x *pdriver.Reader)) error {
+	return decode(c, func(x *pdriver.Reader, n string) bool {
 		if n != name {
 			return false
 		}
@@ -282,19 +282,17 @@ func only(c *call, name string, read func(x *rd)) error {
 
 // one decodes a body of one id field.
 func one(c *call, name string, id *string) error {
-	return only(c, name, func(x *rd) { x.id(id, "/"+name) })
+	return only(c, name, func(x *pdriver.Reader) { x.ID(id, "/"+name) })
 }
 
 // startOf decodes a createOrResume's body, whose members are names: each
-// is read as read reads the record's member of that name, so that a start
-// is exactly as strict as the record it starts.
-func startOf[T any](c *call, rec *T, read func(x *rd, name []byte, rec *T) error, names ...string) error {
-	return decode(c, func(x *rd, n string) bool {
-		if !slices.Contains(names, n) {
-			return false
-		}
-		x.f.add(read(x, []byte(n), rec))
-		return true
+// is read as the record's member of that name, so that a start is exactly
+// as strict as the record it starts.
+func startOf(c *call, rec interface {
+	ReadMember(*pdriver.Reader, []byte) bool
+}, names ...string) error {
+	return decode(c, func(x *pdriver.Reader, n string) bool {
+		return slices.Contains(names, n) && rec.ReadMember(x, []byte(n))
 	})
 }
 
@@ -339,14 +337,14 @@ func writeByID[S any](field string, of func(*persist.Store) S, m func(S, context
 }
 
 // update serves a run store's update: runId, and patch, which read reads.
-func update[S, P any](of func(*persist.Store) S, read func(x *rd, p *P), m func(S, context.Context, string, P) error) persistRoute {
+func update[S, P any](of func(*persist.Store) S, read func(x *pdriver.Reader, p *P), m func(S, context.Context, string, P) error) persistRoute {
 	return func(h *handler, c *call, s *persist.Store) error {
 		var id string
 		var p P
-		err := decode(c, func(x *rd, n string) bool {
+		err := decode(c, func(x *pdriver.Reader, n string) bool {
 			switch n {
 			case "runId":
-				x.id(&id, "/runId")
+				x.ID(&id, "/runId")
 			case "patch":
 				read(x, &p)
 			default:
@@ -363,7 +361,7 @@ func update[S, P any](of func(*persist.Store) S, read func(x *rd, p *P), m func(
 
 func runsCreateOrResume(h *handler, c *call, s *persist.Store) error {
 	var in persist.RunRecord
-	if err := startOf(c, &in, readRun, "runId", "threadId", "startedAt", "status"); err != nil {
+	if err := startOf(c, &in, "runId", "threadId", "startedAt", "status"); err != nil {
 		return err
 	}
 	rec, err := s.Runs.CreateOrResume(c.ctx, persist.RunStart{
@@ -374,12 +372,12 @@ func runsCreateOrResume(h *handler, c *call, s *persist.Store) error {
 
 func runsListReclaimable(h *handler, c *call, s *persist.Store) error {
 	var q persist.ReclaimQuery
-	err := decode(c, func(x *rd, n string) bool {
+	err := decode(c, func(x *pdriver.Reader, n string) bool {
 		switch n {
 		case "now":
-			x.int(&q.Now, "/now")
+			x.Int(&q.Now, "/now")
 		case "ttlMs":
-			x.int(&q.TTLMs, "/ttlMs")
+			x.Int(&q.TTLMs, "/ttlMs")
 		default:
 			return false
 		}
@@ -394,7 +392,7 @@ func runsListReclaimable(h *handler, c *call, s *persist.Store) error {
 
 func genCreateOrResume(h *handler, c *call, s *persist.Store) error {
 	var in persist.GenerationRunRecord
-	err := startOf(c, &in, readGenerationRun, "runId", "threadId", "activity", "provider", "model", "startedAt", "status")
+	err := startOf(c, &in, "runId", "threadId", "activity", "provider", "model", "startedAt", "status")
 	if err != nil {
 		return err
 	}
@@ -407,9 +405,9 @@ func genCreateOrResume(h *handler, c *call, s *persist.Store) error {
 
 // recordOf decodes a body of one record, which read reads; method needs it
 // present and not null.
-func recordOf[T any](c *call, method string, read func(x *rd, name []byte, rec *T) error) (*T, error) {
+func recordOf[T any](c *call, method string, read func(x *pdriver.Reader) *T) (*T, error) {
 	var rec *T
-	if err := only(c, "record", func(x *rd) { rec = nullable(x, read) }); err != nil {
+	if err := only(c, "record", func(x *pdriver.Reader) { rec = read(x) }); err != nil {
 		return nil, err
 	}
 	if rec == nil {
@@ -429,12 +427,12 @@ func intCreate(h *handler, c *call, s *persist.Store) error {
 func intResolve(h *handler, c *call, s *persist.Store) error {
 	var id string
 	var resp json.RawMessage
-	err := decode(c, func(x *rd, n string) bool {
+	err := decode(c, func(x *pdriver.Reader, n string) bool {
 		switch n {
 		case "interruptId":
-			x.id(&id, "/interruptId")
+			x.ID(&id, "/interruptId")
 		case "response":
-			x.rawOrNull(&resp)
+			x.RawOrNull(&resp)
 		default:
 			return false
 		}
@@ -448,7 +446,7 @@ func intResolve(h *handler, c *call, s *persist.Store) error {
 
 func intCommitBatch(h *handler, c *call, s *persist.Store) error {
 	var entries []*persist.InterruptCommitEntry
-	if err := only(c, "entries", func(x *rd) { entries = list(x, "/entries", readCommitEntry) }); err != nil {
+	if err := only(c, "entries", func(x *pdriver.Reader) { entries = pdriver.ReadList[persist.InterruptCommitEntry](x, "/entries") }); err != nil {
 		return err
 	}
 	batch := make([]persist.InterruptCommitEntry, len(entries))
@@ -461,14 +459,14 @@ func intCommitBatch(h *handler, c *call, s *persist.Store) error {
 // metaKey reads a metadata route's namespace and key, and its value when
 // value is not nil.
 func metaKey(c *call, value *json.RawMessage) (ns, key string, err error) {
-	err = decode(c, func(x *rd, n string) bool {
+	err = decode(c, func(x *pdriver.Reader, n string) bool {
 		switch {
 		case n == "namespace":
-			x.id(&ns, "/namespace")
+			x.ID(&ns, "/namespace")
 		case n == "key":
-			x.id(&key, "/key")
+			x.ID(&key, "/key")
 		case n == "value" && value != nil:
-			x.rawOrNull(value)
+			x.RawOrNull(value)
 		default:
 			return false
 		}
@@ -514,30 +512,50 @@ func metaDelete(h *handler, c *call, s *persist.Store) error {
 }
 
 func artSave(h *handler, c *call, s *persist.Store) error {
-	rec, err := recordOf(c, "artifacts/save", readArtifact)
+	rec, err := recordOf(c, "artifacts/save", func(x *pdriver.Reader) *persist.ArtifactRecord {
+		return pdriver.Read[persist.ArtifactRecord](x, "/record")
+	})
 	if err != nil {
 		return err
 	}
 	return s.Artifacts.Save(c.ctx, rec)
 }
 
-// readBlobPut reads a put's key and options (the Ckpt-Blob-Put JSON).
+// readBlobPut reads a put's key and options (the Ckpt-Blob-Put JSON):
+// every fault wraps a persist sentinel, ErrInvalidEntry but for the key's.
 func readBlobPut(b []byte, key *string, o *persist.BlobPutOptions) error {
-	return readWhole(b, func(x *rd, name []byte) error {
+	r := ckptdriver.NewJSONReader(b)
+	defer r.Close()
+	x := pdriver.Reader{JSON: r}
+	var unknownName string
+	err := r.Object("", func(name []byte) error {
 		switch string(name) {
 		case "key":
-			x.id(key, "/key")
+			x.ID(key, "/key")
 		case "contentType":
-			x.optText(&o.ContentType, "/contentType")
+			x.OptText(&o.ContentType, "/contentType")
 		case "customMetadata":
-			x.stringMap(&o.CustomMetadata, "/customMetadata")
+			x.StringMap(&o.CustomMetadata, "/customMetadata")
 		case "expectedLength":
-			x.optInt(&o.ExpectedLength, "/expectedLength")
+			x.OptInt(&o.ExpectedLength, "/expectedLength")
 		default:
-			return unknown(HeaderBlobPut, name)
+			if unknownName == "" {
+				unknownName = string(name)
+			}
+			return r.Skip()
 		}
 		return nil
 	})
+	if err == nil {
+		err = r.End()
+	}
+	switch {
+	case err != nil && (r.Err() != nil || x.Err() == nil):
+		return fmt.Errorf("%w: %s is not one JSON object: %v", pdriver.ErrInvalidEntry, HeaderBlobPut, err)
+	case unknownName != "":
+		return fmt.Errorf("%w: %s has no member %s", pdriver.ErrInvalidEntry, HeaderBlobPut, ckptdriver.QuoteShort(unknownName))
+	}
+	return x.Err()
 }
 
 func blobPut(h *handler, c *call, s *persist.Store) error {
@@ -562,22 +580,14 @@ func blobPut(h *handler, c *call, s *persist.Store) error {
 func blobGet(h *handler, c *call, s *persist.Store) error {
 	var key string
 	var rng *persist.BlobRange
-	err := decode(c, func(x *rd, n string) bool {
+	err := decode(c, func(x *pdriver.Reader, n string) bool {
 		switch n {
 		case "key":
-			x.id(&key, "/key")
+			x.ID(&key, "/key")
 		case "range":
-			rng = nullable(x, func(y *rd, name []byte, r *persist.BlobRange) error {
-				switch string(name) {
-				case "offset":
-					y.int(&r.Offset, "/range/offset")
-				case "length":
-					y.optInt(&r.Length, "/range/length")
-				default:
-					return unknown("range", name)
-				}
-				return nil
-			})
+			if off, n, ok := readRange(x, "/range", false); ok {
+				rng = &persist.BlobRange{Offset: off, Length: n}
+			}
 		default:
 			return false
 		}
@@ -595,21 +605,17 @@ func blobGet(h *handler, c *call, s *persist.Store) error {
 		return nil
 	}
 	defer obj.Body.Close()
-	w := jw{}
-	w.open()
+	var w object
+	w.start()
 	w.name("blob")
 	w.b = appendBlobRecord(w.b, &obj.BlobRecord)
 	if obj.Range != nil {
 		w.name("range")
-		w.open()
-		w.int("offset", obj.Range.Offset)
-		w.int("length", obj.Range.Length)
-		w.close()
+		w.b = appendRange(w.b, obj.Range.Offset, &obj.Range.Length)
 	}
-	w.close()
 	hd := c.w.Header()
 	hd.Set("Content-Type", "application/octet-stream")
-	hd.Set(HeaderBlob, url.PathEscape(string(w.b)))
+	hd.Set(HeaderBlob, url.PathEscape(string(w.end())))
 	c.w.WriteHeader(http.StatusOK)
 	c.streamed = true
 	if _, err := io.Copy(c.w, obj.Body); err != nil {
@@ -622,15 +628,15 @@ func blobGet(h *handler, c *call, s *persist.Store) error {
 
 func blobList(h *handler, c *call, s *persist.Store) error {
 	var opts persist.BlobListOptions
-	err := decode(c, func(x *rd, n string) bool {
+	err := decode(c, func(x *pdriver.Reader, n string) bool {
 		switch n {
 		case "prefix":
-			x.text(&opts.Prefix, "/prefix")
+			x.Text(&opts.Prefix, "/prefix")
 		case "cursor":
-			x.text(&opts.Cursor, "/cursor")
+			x.Text(&opts.Cursor, "/cursor")
 		case "limit":
 			var l *int64
-			x.optInt(&l, "/limit")
+			x.OptInt(&l, "/limit")
 			if l != nil {
 				n := int(*l)
 				opts.Limit = &n
@@ -674,14 +680,14 @@ func lockCall(c *call, s *persist.Store, wait *int64) (steps *persist.DriverLock
 	if steps, err = serverLockSteps(s); err != nil {
 		return nil, "", "", err
 	}
-	err = decode(c, func(x *rd, n string) bool {
+	err = decode(c, func(x *pdriver.Reader, n string) bool {
 		switch {
 		case n == "key":
-			x.id(&key, "/key")
+			x.ID(&key, "/key")
 		case n == "token":
-			x.id(&token, "/token")
+			x.ID(&token, "/token")
 		case n == "waitMs" && wait != nil:
-			x.int(wait, "/waitMs")
+			x.Int(wait, "/waitMs")
 		default:
 			return false
 		}

@@ -43,6 +43,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	ckptdriver "github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/persist/driver"
 )
 
@@ -234,7 +235,7 @@ func replyInt(res []any) int64 {
 // args then rec's pairs; the script answers "new", or "found" with the
 // stored record.
 func createOrResume[T any](ctx context.Context, d *Persistence, what, id string, rec *T, sc *redis.Script, keys []string, args ...any) (*T, error) {
-	pairs, err := fields(rec)
+	pairs, err := fields(any(rec).(membered))
 	if err != nil {
 		return nil, err
 	}
@@ -269,7 +270,7 @@ func (d *Persistence) CreateOrResumeRun(ctx context.Context, rec *driver.RunReco
 
 // UpdateRun implements driver.Runs.
 func (d *Persistence) UpdateRun(ctx context.Context, runID string, patch driver.RunPatch) (bool, error) {
-	pairs, err := patchPairs(patch)
+	pairs, err := patchPairs(&patch)
 	if err != nil {
 		return false, err
 	}
@@ -326,7 +327,7 @@ func (d *Persistence) CreateOrResumeGenerationRun(ctx context.Context, rec *driv
 
 // UpdateGenerationRun implements driver.GenerationRuns.
 func (d *Persistence) UpdateGenerationRun(ctx context.Context, runID string, patch driver.GenerationRunPatch) (bool, error) {
-	pairs, err := patchPairs(patch)
+	pairs, err := patchPairs(&patch)
 	if err != nil {
 		return false, err
 	}
@@ -374,7 +375,9 @@ func (d *Persistence) finishInterrupt(ctx context.Context, id string, pairs []an
 	return replyInt(res) == 1, nil
 }
 
-func statusJSON(s driver.InterruptStatus) string { b, _ := json.Marshal(s); return string(b) }
+func statusJSON(s driver.InterruptStatus) string {
+	return string(ckptdriver.AppendJSONString(nil, string(s)))
+}
 
 // ResolveInterrupt implements driver.Interrupts.
 func (d *Persistence) ResolveInterrupt(ctx context.Context, id string, at int64, response json.RawMessage) (bool, error) {
@@ -547,14 +550,10 @@ func (d *Persistence) PutBlob(ctx context.Context, meta *driver.BlobMeta) (*driv
 		return nil, "", fmt.Errorf("%w: put blob reply %v", driver.ErrCorrupt, res)
 	}
 	stored := *meta
-	if err := json.Unmarshal([]byte(created), &stored.CreatedAt); err != nil {
+	if err := json.Unmarshal([]byte(created), &stored.CreatedAt); err != nil { // a number
 		return nil, "", fmt.Errorf("%w: blob createdAt %q", driver.ErrCorrupt, created)
 	}
 	return &stored, replaced, nil
-}
-
-type blobRow struct {
-	driver.BlobRecord
 }
 
 // GetBlob implements driver.Blobs.
@@ -567,12 +566,12 @@ func (d *Persistence) GetBlob(ctx context.Context, key string) (*driver.BlobMeta
 }
 
 func decodeBlob(r any) (*driver.BlobMeta, error) {
-	rec, err := decode[blobRow](r)
+	rec, err := decode[driver.BlobRecord](r)
 	if err != nil || rec == nil {
 		return nil, err
 	}
 	flat := r.([]any)
-	meta := &driver.BlobMeta{BlobRecord: rec.BlobRecord}
+	meta := &driver.BlobMeta{BlobRecord: *rec}
 	for i := 0; i < len(flat); i += 2 {
 		if flat[i] == "~o" {
 			meta.Object, _ = flat[i+1].(string)

@@ -29,6 +29,7 @@ import (
 	"iter"
 
 	"github.com/ckptstore/ckptstore/contract"
+	ckptdriver "github.com/ckptstore/ckptstore/driver"
 )
 
 // RecordKind names the store a Record belongs to.
@@ -242,138 +243,171 @@ func Equal(a, b Record) bool {
 	return err1 == nil && err2 == nil && bytes.Equal(x, y)
 }
 
-// rawMember is one raw JSON member spliced into a record's JSON.
-type rawMember struct {
-	name string
-	v    json.RawMessage
-	keep bool // written even when empty (as null): a required member
-}
-
-// blobJSON is a blob row's JSON: the record and its object.
-type blobJSON struct {
-	BlobRecord
-	Object string `json:"object"`
-}
-
 // MarshalJSON writes {"persist": kind, "record": …}: the record in
-// TanStack's JSON shape (a blob row with its "object", metadata as
-// {namespace, key, value}), with its raw JSON values as stored, byte for
-// byte. encoding/json compacts what a Marshaler returns, so a caller that
-// keeps the bytes calls MarshalJSON itself.
+// TanStack's JSON shape (a blob row with its "object" last, metadata as
+// {namespace, key, value}) in its stored form (AppendStored), raw JSON
+// values as stored, byte for byte. encoding/json compacts what a Marshaler
+// returns, so a caller that keeps the bytes calls MarshalJSON itself.
 func (r Record) MarshalJSON() ([]byte, error) {
 	if err := r.Check(); err != nil {
 		return nil, err
 	}
-	var body any
-	var raws []rawMember
+	b := ckptdriver.AppendJSONString(append(make([]byte, 0, 256), `{"persist":`...), string(r.Kind))
+	b = append(b, `,"record":`...)
+	verbatim := func(b, v []byte) []byte { return append(b, v...) }
 	switch r.Kind {
 	case KindRun:
-		c := *r.Run
-		raws = []rawMember{{"usage", c.Usage, false}}
-		c.Usage = nil
-		body = c
+		b = AppendStored(b, r.Run.Members, verbatim)
 	case KindGenerationRun:
-		c := *r.GenerationRun
-		raws = []rawMember{{"result", c.Result, false}, {"artifacts", c.Artifacts, false}, {"usage", c.Usage, false}}
-		c.Result, c.Artifacts, c.Usage = nil, nil, nil
-		body = c
+		b = AppendStored(b, r.GenerationRun.Members, verbatim)
 	case KindInterrupt:
-		c := *r.Interrupt
-		raws = []rawMember{{"payload", c.Payload, true}, {"response", c.Response, false}}
-		c.Payload, c.Response = nil, nil
-		body = struct {
-			InterruptRecord
-			Payload json.RawMessage `json:"payload,omitempty"`
-		}{InterruptRecord: c}
+		b = AppendStored(b, r.Interrupt.Members, verbatim)
 	case KindMetadata:
-		raws = []rawMember{{"value", r.Metadata.Value, true}}
-		body = struct {
-			Namespace string `json:"namespace"`
-			Key       string `json:"key"`
-		}{r.Metadata.Namespace, r.Metadata.Key}
+		b = AppendStored(b, func(fn func(string, []byte, bool)) { metaCodec.each(r.Metadata, fn) }, verbatim)
 	case KindArtifact:
-		body = r.Artifact
+		b = AppendStored(b, r.Artifact.Members, verbatim)
 	case KindBlob:
-		body = blobJSON{r.Blob.BlobRecord, r.Blob.Object}
+		b = AppendStored(b, r.Blob.Members, verbatim)
+		b = append(b[:len(b)-1], `,"object":`...)
+		b = append(appendHTMLSafe(b, ckptdriver.AppendJSONString(nil, r.Blob.Object)), '}')
 	}
-	b, err := json.Marshal(body)
-	if err != nil {
-		return nil, err
-	}
-	b = b[:len(b)-1] // the closing brace
-	for _, m := range raws {
-		if len(m.v) == 0 && !m.keep {
-			continue
-		}
-		v := m.v
-		if len(v) == 0 {
-			v = json.RawMessage("null")
-		}
-		if len(b) > 1 {
-			b = append(b, ',')
-		}
-		b = append(b, '"')
-		b = append(b, m.name...)
-		b = append(b, `":`...)
-		b = append(b, v...)
-	}
-	b = append(b, '}')
-	out := append([]byte(`{"persist":`), fmt.Sprintf("%q", string(r.Kind))...)
-	out = append(out, `,"record":`...)
-	out = append(out, b...)
-	return append(out, '}'), nil
+	return append(b, '}'), nil
 }
 
-// UnmarshalJSON reads MarshalJSON's form. Unknown members fail; raw JSON
-// values keep their bytes. The record is then Checked.
+// AppendStored appends the object of the members that members yields (a
+// record's Members) in the form encoding/json wrote from the records'
+// struct tags, which stored forms and exports keep: every typed value
+// HTML-escaped (<, > and & as \u003c, \u003e, \u0026), in order, then
+// every raw JSON value, in order, as rawValue appends it.
+func AppendStored(b []byte, members func(func(name string, value []byte, raw bool)), rawValue func(b, v []byte) []byte) []byte {
+	b = append(b, '{')
+	first := len(b)
+	var tail []byte // the raw members, written after the others
+	members(func(name string, v []byte, raw bool) {
+		if raw {
+			tail = append(ckptdriver.AppendJSONString(append(tail, ','), name), ':')
+			tail = rawValue(tail, v)
+			return
+		}
+		if len(b) > first {
+			b = append(b, ',')
+		}
+		b = append(ckptdriver.AppendJSONString(b, name), ':')
+		b = appendHTMLSafe(b, v)
+	})
+	if len(b) == first && len(tail) > 0 {
+		tail = tail[1:] // no member before the first raw one
+	}
+	return append(append(b, tail...), '}')
+}
+
+// appendHTMLSafe appends v, JSON written by this codec, with <, > and &
+// escaped as encoding/json escapes them (only strings hold them).
+func appendHTMLSafe(b, v []byte) []byte {
+	const hex = "0123456789abcdef"
+	for _, c := range v {
+		switch c {
+		case '<', '>', '&':
+			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&15])
+		default:
+			b = append(b, c)
+		}
+	}
+	return b
+}
+
+// UnmarshalJSON reads MarshalJSON's form (members in any order). Unknown
+// members fail; raw JSON values keep their bytes. The record is then
+// Checked.
 func (r *Record) UnmarshalJSON(b []byte) error {
-	var env struct {
-		Kind   RecordKind      `json:"persist"`
-		Record json.RawMessage `json:"record"`
+	const shape = "a persistence record must be {\"persist\": KIND, \"record\": {…}}"
+	rd := ckptdriver.NewJSONReader(b)
+	defer rd.Close()
+	x := NewReader(rd)
+	var kind string
+	var rec []byte
+	x.value(rd.Object("", func(name []byte) error {
+		switch string(name) {
+		case "persist":
+			x.Text(&kind, "/persist")
+		case "record":
+			v, _, err := rd.PaddedView()
+			rec = v
+			x.value(err)
+		default:
+			x.value(unknown("a persistence record", name))
+			return rd.Skip()
+		}
+		return nil
+	}))
+	if err := rd.End(); err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrInvalidEntry, shape, fault(err, ""))
 	}
-	if err := strict(b, &env); err != nil {
-		return fmt.Errorf("%w: a persistence record must be {\"persist\": KIND, \"record\": {…}}: %v", ErrInvalidEntry, err)
+	if err := x.Err(); err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrInvalidEntry, shape, err)
 	}
-	*r = Record{Kind: env.Kind}
+	*r = Record{Kind: RecordKind(kind)}
+	if rec == nil {
+		return fmt.Errorf("%w: %s: the record is missing", ErrInvalidEntry, shape)
+	}
 	var err error
-	switch env.Kind {
+	switch r.Kind {
 	case KindRun:
 		r.Run = new(RunRecord)
-		err = strict(env.Record, r.Run)
+		err = r.Run.UnmarshalJSON(rec)
 	case KindGenerationRun:
 		r.GenerationRun = new(GenerationRunRecord)
-		err = strict(env.Record, r.GenerationRun)
+		err = r.GenerationRun.UnmarshalJSON(rec)
 	case KindInterrupt:
 		r.Interrupt = new(InterruptRecord)
-		err = strict(env.Record, r.Interrupt)
+		err = r.Interrupt.UnmarshalJSON(rec)
 	case KindMetadata:
 		r.Metadata = new(MetadataEntry)
-		err = strict(env.Record, r.Metadata)
+		err = r.Metadata.UnmarshalJSON(rec)
 	case KindArtifact:
 		r.Artifact = new(ArtifactRecord)
-		err = strict(env.Record, r.Artifact)
+		err = r.Artifact.UnmarshalJSON(rec)
 	case KindBlob:
-		var j blobJSON
-		err = strict(env.Record, &j)
-		r.Blob = &BlobMeta{BlobRecord: j.BlobRecord, Object: j.Object}
+		r.Blob = new(BlobMeta)
+		err = r.Blob.UnmarshalRow(rec)
 	default:
-		return fmt.Errorf("%w: unknown record kind %q", ErrInvalidEntry, env.Kind)
+		return fmt.Errorf("%w: unknown record kind %s", ErrInvalidEntry, ckptdriver.QuoteShort(kind))
 	}
 	if err != nil {
-		return fmt.Errorf("%w: %s record: %v", ErrInvalidEntry, env.Kind, err)
+		return fmt.Errorf("%w: %s record: %v", ErrInvalidEntry, r.Kind, err)
 	}
 	return r.Check()
 }
 
-// strict decodes b into v refusing unknown members and trailing data.
-func strict(b []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+// AppendRow appends m's row: its record's JSON with "object" last, the
+// form a driver that stores rows as JSON keeps.
+func (m *BlobMeta) AppendRow(b []byte) []byte {
+	b = m.BlobRecord.AppendJSON(b)
+	b = append(b[:len(b)-1], `,"object":`...)
+	return append(ckptdriver.AppendJSONString(b, m.Object), '}')
+}
+
+// UnmarshalRow reads AppendRow's form; on failure m is left as it was.
+func (m *BlobMeta) UnmarshalRow(b []byte) error {
+	rd := ckptdriver.NewJSONReader(b)
+	defer rd.Close()
+	x := NewReader(rd)
+	var v BlobMeta
+	x.value(rd.Object("", func(name []byte) error {
+		if string(name) == "object" {
+			x.Text(&v.Object, "/object")
+		} else if !v.ReadMember(x, name) {
+			x.value(unknown("blob row", name))
+			return rd.Skip()
+		}
+		return nil
+	}))
+	if err := rd.End(); err != nil {
+		return fault(err, "")
+	}
+	if err := x.Err(); err != nil {
 		return err
 	}
-	if dec.More() {
-		return errors.New("trailing data after the record")
-	}
+	*m = v
 	return nil
 }
