@@ -689,9 +689,9 @@ func lockCall(c *call, s *persist.Store, wait *int64) (steps *persist.DriverLock
 	if err != nil {
 		return nil, "", "", err
 	}
-	if token != "" && !ckptdriver.ValidOpToken(token) || len(token) > 128 {
-		return nil, "", "", fmt.Errorf("%w: token must be 1 to 128 characters of [A-Za-z0-9_-]", persist.ErrInvalidID)
-	}
+	// The token is an id like the key (docs/persistence.md, rule 2), checked
+	// by the lock steps: a server takes every token a store in the process
+	// takes.
 	return steps, key, token, nil
 }
 
