@@ -42,7 +42,7 @@ var knownDivergences = []known{
 	{
 		name: "redisstore-checkpoint-messages",
 		steps: []string{"append/*", "acquire/*", "renew/*", "fork/*", "cerr/*", "lease/*",
-			"id/*/fork-destination"},
+			"id/*/fork-destination", "import/*"},
 		engines:     redisEngines,
 		messageOnly: true,
 		reason: "redisstore words its checkpoint contract errors apart from memstore and fdbstore " +

@@ -33,7 +33,7 @@ const defaultSeed = 20261206
 // defaultChecks is how many sequences a run draws unless -rapid.checks
 // says: enough to meet the pools' interactions, few enough to keep the
 // test within its budget under -race on two cores.
-const defaultChecks = 40
+const defaultChecks = 200
 
 // TestMain fixes rapid's seed and check count unless a flag, RAPID_SEED
 // or DIFFTEST_RANDOM_SEED says otherwise.

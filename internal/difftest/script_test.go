@@ -280,6 +280,16 @@ func bodyLimitSteps() []step {
 			}
 			return e.ps.Runs.Update(ctx, "huge", persist.RunPatch{Usage: persist.Set(big)})
 		}),
+		call0("huge/append", func(ctx context.Context, e *env) error {
+			l, err := e.cp.AcquireWriter(ctx, "huge-cp")
+			if err != nil {
+				return err
+			}
+			defer func() { _ = e.cp.Release(ctx, l.Writer) }()
+			c := ckpt("huge-cp-1", "huge-cp", "", 1)
+			c.Conversation = json.RawMessage(`[` + string(big) + `]`)
+			return e.cp.Append(ctx, c, "", l.Writer)
+		}),
 		call("huge/metadataGet", func(ctx context.Context, e *env) (any, error) {
 			v, err := e.ps.Metadata.Get(ctx, "huge", "k")
 			return len(v), err
@@ -288,7 +298,13 @@ func bodyLimitSteps() []step {
 		st.split = true
 		s = append(s, st)
 	}
-	return append(s, dropThread("huge", "huge"))
+	// The cleanup deletes what only the in-process engines stored: it is
+	// compared within each group too.
+	for _, c := range []step{dropThread("huge", "huge"), dropThread("huge-cp", "huge-cp")} {
+		c.split = true
+		s = append(s, c)
+	}
+	return s
 }
 
 // leaseSteps expire writer leases and lock leases by the test clock.
@@ -576,6 +592,39 @@ func checkpointErrorSteps() []step {
 	}
 }
 
+// importSteps are Import's errors, then imports that work.
+func importSteps() []step {
+	imp := func(name, lease string, b ckptstore.ImportBatch) step {
+		return call("import/"+name, func(ctx context.Context, e *env) (any, error) {
+			b := b
+			b.Writer = e.writer(lease)
+			return e.cp.Import(ctx, b)
+		})
+	}
+	c1 := ckpt("im-1", "im-t", "", 1)
+	c2 := ckpt("im-2", "im-t", "im-1", 2)
+	other := ckpt("im-x", "other-t", "", 1)
+	changed := c1.Clone()
+	changed.Label = "changed"
+	return []step{
+		acquire("import", "im-t"),
+		imp("no-writer", "none", ckptstore.ImportBatch{ThreadID: "im-t", Checkpoints: []*ckptstore.Checkpoint{c1}}),
+		imp("thread-mismatch", "import", ckptstore.ImportBatch{ThreadID: "im-t", Checkpoints: []*ckptstore.Checkpoint{other}}),
+		imp("bad-transcript", "import", ckptstore.ImportBatch{ThreadID: "im-t", Checkpoints: []*ckptstore.Checkpoint{c1}, Transcript: json.RawMessage(`{`)}),
+		imp("ok", "import", ckptstore.ImportBatch{ThreadID: "im-t", Checkpoints: []*ckptstore.Checkpoint{c1, c2}, SetHead: true, Head: "im-2", Transcript: json.RawMessage(`[1]`)}),
+		imp("again-same", "import", ckptstore.ImportBatch{ThreadID: "im-t", Checkpoints: []*ckptstore.Checkpoint{c1}}),
+		imp("again-changed", "import", ckptstore.ImportBatch{ThreadID: "im-t", Checkpoints: []*ckptstore.Checkpoint{changed}}),
+		imp("id-of-another-thread", "import", ckptstore.ImportBatch{ThreadID: "im-t", Checkpoints: []*ckptstore.Checkpoint{func() *ckptstore.Checkpoint {
+			c := ckpt("fs-1", "im-t", "", 1)
+			return c
+		}()}}),
+		imp("head-missing", "import", ckptstore.ImportBatch{ThreadID: "im-t", SetHead: true, Head: "gone"}),
+		call("import/list", func(ctx context.Context, e *env) (any, error) { return e.cp.List(ctx, "im-t") }),
+		call("import/head", func(ctx context.Context, e *env) (any, error) { return e.cp.GetHead(ctx, "im-t") }),
+		call("import/transcript", func(ctx context.Context, e *env) (any, error) { return e.cp.LoadThread(ctx, "im-t") }),
+	}
+}
+
 // persistErrorSteps are the run, generation-run, artifact and metadata
 // errors beyond ids, numbers and JSON.
 func persistErrorSteps() []step {
@@ -653,6 +702,7 @@ func script() []step {
 	s = append(s, pagingSteps()...)
 	s = append(s, forkSteps()...)
 	s = append(s, checkpointErrorSteps()...)
+	s = append(s, importSteps()...)
 	s = append(s, persistErrorSteps()...)
 	s = append(s, walkThreads("end/threads", 50))
 	return s
