@@ -280,7 +280,7 @@ func TestDifferentialRapid(t *testing.T) {
 	var known []string
 	rapid.Check(t, func(rt *rapid.T) {
 		envs := openAll(rt, engines, freshNamespace("rapid"))
-		n := rapid.IntRange(1, 40).Draw(rt, "calls")
+		n := rapid.IntRange(5, 60).Draw(rt, "calls")
 		var done []string
 		for i := range n {
 			s := drawStep(rt)
