@@ -83,6 +83,9 @@ type fataler interface {
 type engine struct {
 	name string
 	open func(t fataler, ns string) *env
+	// tryNamespace opens namespace name and makes one checkpoint call and
+	// one persistence call in it, and returns the first error.
+	tryNamespace func(name string) error
 }
 
 // lease is the lease options of a namespace on clk.
@@ -111,6 +114,21 @@ func openEngines(t testing.TB) []engine {
 		t.Cleanup(func() { _ = o.Close() })
 		inproc = append(inproc, engine{name: u.name, open: func(t fataler, ns string) *env {
 			return openInProcess(t, o, u.name, ns)
+		}, tryNamespace: func(name string) error {
+			ctx := context.Background()
+			st, _, err := o.Namespace(name, ckptstore.Options{})
+			if err != nil {
+				return err
+			}
+			if _, err := st.GetHead(ctx, "t"); err != nil {
+				return err
+			}
+			d, err := o.Persistence(name, nil)
+			if err != nil {
+				return err
+			}
+			_, err = d.GetMetadata(ctx, "n", "k")
+			return err
 		}})
 		h := httptest.NewServer(httpstore.NewHandler(o, httpstore.HandlerOptions{
 			Dev:          true,
@@ -124,6 +142,17 @@ func openEngines(t testing.TB) []engine {
 		t.Cleanup(hc.CloseIdleConnections)
 		remote = append(remote, engine{name: "http/" + u.name, open: func(t fataler, ns string) *env {
 			return openHTTP(t, h.URL, hc, "http/"+u.name, ns)
+		}, tryNamespace: func(name string) error {
+			ctx := context.Background()
+			c, err := httpstore.NewClient(h.URL, httpstore.ClientOptions{Namespace: name, Retries: -1, HTTPClient: hc})
+			if err != nil {
+				return err
+			}
+			if _, err := c.GetHead(ctx, "t"); err != nil {
+				return err
+			}
+			_, err = c.Persistence().Metadata.Get(ctx, "n", "k")
+			return err
 		}})
 	}
 	return append(inproc, remote...)
