@@ -285,7 +285,7 @@ func TestDifferentialRapid(t *testing.T) {
 		for i := range n {
 			s := drawStep(rt)
 			done = append(done, s.name)
-			d := compare(i, s, envs, runStep(s, envs))
+			d := compare(i, s, envs, runStep(s, envs, rt.Logf))
 			if d == nil {
 				continue
 			}

@@ -28,10 +28,6 @@ type step struct {
 	split bool
 }
 
-// slowLog reports a call that took more than a second (a figure for the
-// run's time, never an assertion); the test sets it to its t.Log.
-var slowLog = func(string) {}
-
 // divergence is a step whose outcomes differ between engines.
 type divergence struct {
 	index int
@@ -46,15 +42,16 @@ type divergence struct {
 const callTimeout = 30 * time.Second
 
 // runStep makes s on every environment, one after the other, and
-// returns the outcomes.
-func runStep(s step, envs []*env) []outcome {
+// returns the outcomes. A call that takes more than a second is logged
+// with logf (a figure for the run's time, never an assertion).
+func runStep(s step, envs []*env, logf func(format string, args ...any)) []outcome {
 	outs := make([]outcome, len(envs))
 	for i, e := range envs {
 		ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 		start := time.Now()
 		outs[i] = render(s.call(ctx, e))
 		if d := time.Since(start); d > time.Second {
-			slowLog(fmt.Sprintf("slow step %q on %s: %v", s.name, e.name, d.Round(time.Millisecond)))
+			logf("slow step %q on %s: %v", s.name, e.name, d.Round(time.Millisecond))
 		}
 		cancel()
 	}
@@ -131,9 +128,8 @@ func clip(s string) string {
 func runSequence(t testing.TB, envs []*env, steps []step) (unknown []*divergence, seen map[string]int) {
 	t.Helper()
 	seen = map[string]int{}
-	slowLog = func(s string) { t.Log(s) }
 	for i, s := range steps {
-		d := compare(i, s, envs, runStep(s, envs))
+		d := compare(i, s, envs, runStep(s, envs, t.Logf))
 		if d == nil {
 			continue
 		}
