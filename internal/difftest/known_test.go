@@ -42,7 +42,7 @@ var knownDivergences = []known{
 	{
 		name: "redisstore-checkpoint-messages",
 		steps: []string{"append/*", "acquire/*", "renew/*", "fork/*", "cerr/*", "lease/*",
-			"id/*/fork-destination", "import/*"},
+			"id/*/fork-destination", "import/*", "optoken/*"},
 		engines:     redisEngines,
 		messageOnly: true,
 		reason: "redisstore words its checkpoint contract errors apart from memstore and fdbstore " +
@@ -68,7 +68,7 @@ var knownDivergences = []known{
 	},
 	{
 		name:        "redis-persist-not-pending-message",
-		steps:       []string{"batch/*"},
+		steps:       []string{"batch/*", "optoken/commit*"},
 		engines:     redisEngines,
 		messageOnly: true,
 		reason: "the Redis persistence driver's ErrNotPending message shows the status as a Lua table " +

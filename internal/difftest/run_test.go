@@ -5,6 +5,7 @@ package difftest_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -128,8 +129,13 @@ func clip(s string) string {
 func runSequence(t testing.TB, envs []*env, steps []step) (unknown []*divergence, seen map[string]int) {
 	t.Helper()
 	seen = map[string]int{}
+	trace := os.Getenv("DIFFTEST_TRACE") != ""
 	for i, s := range steps {
-		d := compare(i, s, envs, runStep(s, envs, t.Logf))
+		outs := runStep(s, envs, t.Logf)
+		if trace {
+			t.Logf("step %d %q: %s", i, s.name, clip(outs[0].text))
+		}
+		d := compare(i, s, envs, outs)
 		if d == nil {
 			continue
 		}

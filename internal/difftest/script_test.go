@@ -315,9 +315,9 @@ func leaseSteps() []step {
 		appendCP("lease/first", "lease/w1", "", ckpt("lease-1", "lease-t", "", 1)),
 		advance(renewAfter),
 		renew("lease/w1-live", "lease/w1"),
-		advance(leaseDuration - 1),
+		advance(leaseDuration - time.Millisecond),
 		acquire("lease/w2-before-expiry", "lease-t"),
-		advance(2 * 1e6), // 2 ms: past the renewed expiry
+		advance(2 * time.Millisecond), // past the renewed expiry
 		acquire("lease/w2", "lease-t"),
 		appendCP("lease/w1-stale", "lease/w1", "lease-1", ckpt("lease-2", "lease-t", "lease-1", 2)),
 		renew("lease/w1-stale", "lease/w1"),
@@ -326,7 +326,7 @@ func leaseSteps() []step {
 		call0("lease/deleteHead-w1", func(ctx context.Context, e *env) error {
 			return e.cp.DeleteHead(ctx, "lease-t", "lease-2", e.writer("lease/w1"))
 		}),
-		advance(leaseDuration + 1e6),
+		advance(leaseDuration + time.Millisecond),
 		appendCP("lease/w2-expired", "lease/w2", "lease-2", ckpt("lease-3", "lease-t", "lease-2", 3)),
 		renew("lease/w2-expired", "lease/w2"),
 		acquire("lease/w3", "lease-t"),
@@ -346,7 +346,7 @@ func leaseSteps() []step {
 		lockStep("a-renew", "renew", "lk", "A"),
 		lockStep("b-renew-not-held", "renew", "lk", "B"),
 		lockStep("b-queued-again", "acquire", "lk", "B"),
-		advance(leaseDuration + 1e6),
+		advance(leaseDuration + time.Millisecond),
 		lockStep("a-renew-expired", "renew", "lk", "A"),
 		lockStep("b-after-expiry", "acquire", "lk", "B"),
 		lockStep("a-release-not-held", "release", "lk", "A"),
@@ -362,7 +362,7 @@ func leaseSteps() []step {
 		lockStep("key-empty", "acquire", "", "t"),
 		withLock("withLock-ok", "wl", nil),
 		withLock("withLock-err", "wl", errSection),
-		advance(leaseDuration + 1e6),
+		advance(leaseDuration + time.Millisecond),
 		withLock("withLock-held-elsewhere-expired", "lk", nil),
 		withLock("withLock-bad-key", "", nil),
 	}
@@ -538,7 +538,7 @@ func forkSteps() []step {
 			return e.cp.SaveThread(ctx, "fork-dst2", json.RawMessage(`[]`))
 		}),
 		fork("destination-has-transcript", "fork-src", "fs-2", "fork-dst2", "fd2-1", "fork/dst2"),
-		advance(leaseDuration + 1e6),
+		advance(leaseDuration + time.Millisecond),
 		fork("writer-expired", "fork-src", "fs-2", "fork-dst2", "fd2-2", "fork/dst2"),
 	}
 }
@@ -625,6 +625,63 @@ func importSteps() []step {
 	}
 }
 
+// opTokenSteps repeat writes with the caller's op token (docs/contract.md,
+// "Caller op tokens and retries"; docs/persistence.md for commit batches):
+// a repeat of a write that committed reports its success, on every engine
+// and through HTTP (the token rides as Idempotency-Key). Tokens at and
+// past today's length bound, and of a bad charset, are compared too.
+func opTokenSteps() []step {
+	with := func(name, token string, f func(ctx context.Context, e *env) (any, error)) step {
+		return call("optoken/"+name, func(ctx context.Context, e *env) (any, error) {
+			return f(ckptstore.WithOpToken(ctx, token), e)
+		})
+	}
+	acq := func(name, token, thread string) step {
+		return with(name, token, func(ctx context.Context, e *env) (any, error) {
+			l, err := e.cp.AcquireWriter(ctx, thread)
+			if err == nil {
+				e.leases["op"] = l
+			}
+			return l, err
+		})
+	}
+	app := func(name, token string, cp *ckptstore.Checkpoint, head string) step {
+		return with(name, token, func(ctx context.Context, e *env) (any, error) {
+			return nil, e.cp.Append(ctx, cp.Clone(), head, e.writer("op"))
+		})
+	}
+	commit := func(name, token string, entries ...persist.InterruptCommitEntry) step {
+		return with(name, token, func(ctx context.Context, e *env) (any, error) {
+			return nil, e.ps.Interrupts.CommitBatch(ctx, entries)
+		})
+	}
+	return []step{
+		acq("acquire", "tok-acquire-1", "op-t"),
+		acq("acquire-repeat", "tok-acquire-1", "op-t"),
+		acq("acquire-other-token", "tok-acquire-2", "op-t"),
+		app("append", "tok-append-1", ckpt("op-1", "op-t", "", 1), ""),
+		app("append-repeat", "tok-append-1", ckpt("op-1", "op-t", "", 1), ""),
+		app("append-other-token", "tok-append-2", ckpt("op-1", "op-t", "", 1), ""),
+		app("token-128", strings.Repeat("a", 128), ckpt("op-2", "op-t", "op-1", 2), "op-1"),
+		app("token-129", strings.Repeat("b", 129), ckpt("op-3", "op-t", "op-2", 3), "op-2"),
+		app("token-1024", strings.Repeat("c", driver.MaxIDBytes), ckpt("op-3", "op-t", "op-2", 3), "op-2"),
+		app("token-1025", strings.Repeat("d", driver.MaxIDBytes+1), ckpt("op-3", "op-t", "op-2", 3), "op-2"),
+		app("token-charset", "a token", ckpt("op-3", "op-t", "op-2", 3), "op-2"),
+		with("deleteHead", "tok-delete-1", func(ctx context.Context, e *env) (any, error) {
+			return nil, e.cp.DeleteHead(ctx, "op-t", "op-1", e.writer("op"))
+		}),
+		call("optoken/list", func(ctx context.Context, e *env) (any, error) { return e.cp.List(ctx, "op-t") }),
+		call0("optoken/interrupt", func(ctx context.Context, e *env) error {
+			return e.ps.Interrupts.Create(ctx, persist.NewInterrupt{InterruptID: "op-i", RunID: "op-r", ThreadID: "op-t", RequestedAt: 1, Payload: json.RawMessage(`{}`)})
+		}),
+		commit("commit", "tok-commit-1", persist.InterruptCommitEntry{InterruptID: "op-i", Status: persist.InterruptResolved, Response: json.RawMessage(`1`)}),
+		commit("commit-repeat", "tok-commit-1", persist.InterruptCommitEntry{InterruptID: "op-i", Status: persist.InterruptResolved, Response: json.RawMessage(`1`)}),
+		commit("commit-other-token", "tok-commit-2", persist.InterruptCommitEntry{InterruptID: "op-i", Status: persist.InterruptResolved, Response: json.RawMessage(`1`)}),
+		commit("commit-token-charset", "a token", persist.InterruptCommitEntry{InterruptID: "op-i", Status: persist.InterruptResolved, Response: json.RawMessage(`1`)}),
+		call("optoken/interruptGet", func(ctx context.Context, e *env) (any, error) { return e.ps.Interrupts.Get(ctx, "op-i") }),
+	}
+}
+
 // persistErrorSteps are the run, generation-run, artifact and metadata
 // errors beyond ids, numbers and JSON.
 func persistErrorSteps() []step {
@@ -703,6 +760,7 @@ func script() []step {
 	s = append(s, forkSteps()...)
 	s = append(s, checkpointErrorSteps()...)
 	s = append(s, importSteps()...)
+	s = append(s, opTokenSteps()...)
 	s = append(s, persistErrorSteps()...)
 	s = append(s, walkThreads("end/threads", 50))
 	return s
