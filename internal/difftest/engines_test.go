@@ -86,6 +86,8 @@ type engine struct {
 	// tryNamespace opens namespace name and makes one checkpoint call and
 	// one persistence call in it, and returns the first error.
 	tryNamespace func(name string) error
+	// url is the server's base URL, for an HTTP engine; "" in process.
+	url string
 }
 
 // lease is the lease options of a namespace on clk.
@@ -140,7 +142,7 @@ func openEngines(t testing.TB) []engine {
 		// run of many namespaces holds a few connections, not a pool each.
 		hc := &http.Client{Transport: httpstore.NewTransport()}
 		t.Cleanup(hc.CloseIdleConnections)
-		remote = append(remote, engine{name: "http/" + u.name, open: func(t fataler, ns string) *env {
+		remote = append(remote, engine{name: "http/" + u.name, url: h.URL, open: func(t fataler, ns string) *env {
 			return openHTTP(t, h.URL, hc, "http/"+u.name, ns)
 		}, tryNamespace: func(name string) error {
 			ctx := context.Background()
