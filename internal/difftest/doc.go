@@ -15,6 +15,19 @@
 // engines through storeurl (Open, Opened.Namespace, Opened.Persistence),
 // so it does not depend on which package holds a driver.
 //
+// The tests: TestDifferentialScript runs one written sequence (ids at and
+// around the limit, numbers at ±2^53, empty, malformed, deep and huge JSON,
+// expired writer and lock leases by the stores' test clocks, commit-batch
+// errors, paging, fork and import errors, op tokens);
+// TestDifferentialRapid runs sequences rapid draws from a fixed seed over
+// small pools of ids; TestDifferentialRawHTTP sends raw request bodies
+// that the Go client would refuse to build, to reach the server's own
+// checks; TestDifferentialNamespaces opens namespaces around the bounds.
+// The first divergence is reported as the call, then each engine's
+// outcome, the differing ones marked. DIFFTEST_ALL=1 reports every
+// divergence of the script, DIFFTEST_TRACE=1 logs every step's outcome,
+// DIFFTEST_RANDOM_SEED=1 draws from a random seed.
+//
 // A divergence that is known and not yet fixed is listed by name in the
 // test's knownDivergences, with the engine that is wrong and why; the test
 // logs it every run (t.Log) rather than skipping it.

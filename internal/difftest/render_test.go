@@ -78,9 +78,6 @@ var sentinels = []struct {
 type outcome struct {
 	// text is what engines are compared on.
 	text string
-	// wire is set when the error came back from a server (N2); an error
-	// that did not is "local".
-	wire bool
 }
 
 // renderErr is the comparable text of err.
@@ -98,14 +95,13 @@ func renderErr(err error) outcome {
 	}
 	msg := err.Error()
 	var he *httpstore.Error
-	wire := errors.As(err, &he)
-	if wire {
+	if errors.As(err, &he) {
 		// N2: the server's message, and the wire code as the server sent it
 		// (a code with no sentinel, BAD_REQUEST or PAYLOAD_TOO_LARGE, is
 		// compared too).
 		msg, code = he.Message, he.Code
 	}
-	return outcome{text: fmt.Sprintf("error %s code=%s: %s", name, code, msg), wire: wire}
+	return outcome{text: fmt.Sprintf("error %s code=%s: %s", name, code, msg)}
 }
 
 // render is the comparable text of a call's outcome.
