@@ -367,6 +367,12 @@ func ValidateInstanceRecord(rec *InstanceRecord) error {
 			return invalid("instance record %s is not valid UTF-8", f.name)
 		}
 	}
+	// updatedAt crosses the wire as a JSON number, which holds an integer
+	// exactly only within ±(2^53−1): the HTTP layer refuses any other, so
+	// every store does.
+	if rec.UpdatedAt > MaxSize || rec.UpdatedAt < -MaxSize {
+		return invalid("instance record updatedAt %d is not a safe integer", rec.UpdatedAt)
+	}
 	return nil
 }
 

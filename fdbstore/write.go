@@ -45,7 +45,9 @@ func (s *Driver) checkWriter(threadID string, w ckptstore.Writer, raw []byte, no
 		return err
 	}
 	if l.token == "" {
-		return fmt.Errorf("%w: the lease of thread %q was released", ckptstore.ErrWriterLost, threadID)
+		// Released (the fence stays behind): worded as memstore, which keeps
+		// nothing of a released lease, words it, so every engine agrees.
+		return fmt.Errorf("%w: thread %q has no lease", ckptstore.ErrWriterLost, threadID)
 	}
 	if l.token != w.OwnerToken || l.fence != w.Fence {
 		return fmt.Errorf("%w: thread %q has a newer lease (fence %d, writer has %d)", ckptstore.ErrWriterLost, threadID, l.fence, w.Fence)

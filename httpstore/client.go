@@ -520,6 +520,9 @@ func (c *client) ListPage(ctx context.Context, threadID string, p driver.Page) (
 	if err != nil {
 		return nil, "", err
 	}
+	if cps == nil {
+		cps = []*ckptstore.Checkpoint{} // an empty page, as every store returns it
+	}
 	return cps, next, nil
 }
 
@@ -680,6 +683,9 @@ func (c *client) DeleteCheckpoints(ctx context.Context, threadID string, keep in
 	}, field("deleted", func(r *driver.JSONReader) (err error) { ids, err = r.Strings("/deleted", errBadReply); return err }))
 	if err != nil {
 		return nil, err
+	}
+	if ids == nil {
+		ids = []string{} // nothing deleted, as every store returns it
 	}
 	return ids, nil
 }

@@ -723,6 +723,12 @@ type lockSteps struct {
 }
 
 func (l *lockSteps) step(ctx context.Context, method, key, token string, waitMs int64, keep bool) (persist.LockStep, error) {
+	// The checks of persist.DriverLockSteps, here, before anything is
+	// sent: the JSON of a key or token that is not valid UTF-8 would name
+	// another key (each bad byte sent as U+FFFD).
+	if err := checked(ctx, firstCheck(persist.CheckID("key", key), persist.CheckID("token", token))); err != nil {
+		return persist.LockStep{}, err
+	}
 	var st persist.LockStep
 	var leaseMs, renewMs int64
 	var held *bool
@@ -779,6 +785,12 @@ func (l *lockSteps) step(ctx context.Context, method, key, token string, waitMs 
 
 // Acquire implements persist.LockSteps.
 func (l *lockSteps) Acquire(ctx context.Context, key, token string, wait time.Duration) (persist.LockStep, error) {
+	if wait < 0 {
+		if err := checked(ctx, firstCheck(persist.CheckID("key", key), persist.CheckID("token", token))); err != nil {
+			return persist.LockStep{}, err
+		}
+		return persist.LockStep{}, fmt.Errorf("%w: wait %v is negative", persist.ErrInvalidEntry, wait)
+	}
 	if lease := time.Duration(l.lease.Load()); lease > 0 {
 		wait = min(wait, lease/3)
 	}
@@ -794,4 +806,14 @@ func (l *lockSteps) Renew(ctx context.Context, key, token string) (persist.LockS
 // Release implements persist.LockSteps.
 func (l *lockSteps) Release(ctx context.Context, key, token string) (persist.LockStep, error) {
 	return l.step(ctx, "locks/release", key, token, 0, false)
+}
+
+// firstCheck is the first failed check of errs, in order, or nil.
+func firstCheck(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -24,7 +24,6 @@ import (
 	"time"
 
 	"github.com/ckptstore/ckptstore/blobs"
-	"github.com/ckptstore/ckptstore/contract"
 	ckptdriver "github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/persist"
 	pdriver "github.com/ckptstore/ckptstore/persist/driver"
@@ -696,9 +695,9 @@ func lockCall(c *call, s *persist.Store, wait *int64) (steps *persist.DriverLock
 	if err != nil {
 		return nil, "", "", err
 	}
-	if token != "" && !contract.ValidOpToken(token) {
-		return nil, "", "", fmt.Errorf("%w: token must be 1 to %d characters of [A-Za-z0-9_-]", persist.ErrInvalidID, contract.MaxIDBytes)
-	}
+	// The token is an id like the key (docs/persistence.md, rule 2), checked
+	// by the lock steps: a server takes every token a store in the process
+	// takes.
 	return steps, key, token, nil
 }
 

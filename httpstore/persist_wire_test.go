@@ -85,7 +85,9 @@ func TestPersistWireErrors(t *testing.T) {
 		{"metadata/get", `{"namespace":"","key":"k"}`, 400, "PERSIST_INVALID_ID"},
 		{"locks/renew", `{"key":"k","token":"nobody"}`, 409, "PERSIST_LOCK_LOST"},
 		{"locks/acquire", `{"key":"k","token":"t","waitMs":30001}`, 400, "PERSIST_INVALID_ENTRY"},
-		{"locks/acquire", `{"key":"k","token":"bad token"}`, 400, "PERSIST_INVALID_ID"},
+		{"locks/acquire", `{"key":"k","token":""}`, 400, "PERSIST_INVALID_ID"},
+		{"locks/acquire", `{"key":"k","token":"\ud800"}`, 400, "PERSIST_INVALID_ID"},
+		{"locks/acquire", `{"key":"k","token":"` + strings.Repeat("t", 1025) + `"}`, 400, "PERSIST_INVALID_ID"},
 		{"blobs/get", `{"key":"k","range":{"offset":-1}}`, 400, "PERSIST_INVALID_ENTRY"},
 		{"nope/get", `{}`, 404, "NOT_FOUND"},
 	} {

@@ -380,7 +380,7 @@ func readObject(body []byte, field func(r *driver.JSONReader, name []byte) error
 // readCheckpoints reads an array of checkpoints, keeping the first fault;
 // null is none.
 func readCheckpoints(r *driver.JSONReader, path string) ([]*ckptstore.Checkpoint, error) {
-	var out []*ckptstore.Checkpoint
+	out := []*ckptstore.Checkpoint{} // an empty list is empty, not nil, as every store returns it
 	var first error
 	_, err := r.Array(path, func(i int) error {
 		cp, err := r.Checkpoint(path + "/" + strconv.Itoa(i))

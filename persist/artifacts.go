@@ -2,6 +2,7 @@ package persist
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/ckptstore/ckptstore/persist/driver"
 )
@@ -23,7 +24,12 @@ func (s *Artifacts) Save(ctx context.Context, rec *ArtifactRecord) error {
 	return s.c.d.SaveArtifact(ctx, cloneArtifact(rec))
 }
 
+// checkArtifact is Save's pure check. A nil record is refused like any
+// other bad input (ErrInvalidEntry), before the fields are read.
 func checkArtifact(r *ArtifactRecord) error {
+	if r == nil {
+		return fmt.Errorf("%w: the artifact record is missing (nil)", ErrInvalidEntry)
+	}
 	return firstErr(checkID("artifactId", r.ArtifactID), checkID("runId", r.RunID), checkID("threadId", r.ThreadID),
 		checkOptID("blobKey", r.BlobKey), checkText("name", r.Name), checkText("mimeType", r.MimeType),
 		checkOptText("sourceUrl", r.SourceURL), checkInt("size", r.Size, true), checkInt("createdAt", r.CreatedAt, false))

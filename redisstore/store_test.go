@@ -253,12 +253,12 @@ func TestInstanceUpsertClearsOmittedFields(t *testing.T) {
 		ctx := context.Background()
 		s := NewInstanceStore(c, "")
 		full := &ckptstore.InstanceRecord{Key: "k{1}:", Provider: "p", ProviderSandboxID: "sb", ThreadID: "t",
-			LatestSnapshotID: "snap", LatestRunID: "run", UpdatedAt: -1 << 62}
+			LatestSnapshotID: "snap", LatestRunID: "run", UpdatedAt: -(1<<53 - 1)} // the safe-integer extremes
 		must(t, s.Upsert(ctx, full))
 		got, err := s.Get(ctx, full.Key)
 		must(t, err)
 		require.Equal(t, full, got, "Get")
-		bare := &ckptstore.InstanceRecord{Key: full.Key, UpdatedAt: math.MaxInt64}
+		bare := &ckptstore.InstanceRecord{Key: full.Key, UpdatedAt: 1<<53 - 1}
 		must(t, s.Upsert(ctx, bare))
 		got, err = s.Get(ctx, full.Key)
 		must(t, err)
