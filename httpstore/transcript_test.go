@@ -1,7 +1,10 @@
 package httpstore_test
 
 import (
+	"io"
+	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -39,4 +42,32 @@ func TestSaveThreadOnePass(t *testing.T) {
 	st, code, b = post(t, srv.URL, "loadThread", `{"threadId":"t"}`)
 	require.Equal(t, 200, st, "%s %s", code, b)
 	require.Equal(t, `{"messages":`+in+`}`, string(b), "a refused save changed nothing")
+}
+
+// TestReplyLength: every reply, short or long, carries its Content-Length
+// and is not chunked, whether the handler declared it (long) or net/http
+// counted it (short).
+func TestReplyLength(t *testing.T) {
+	srv := httptest.NewServer(httpstore.NewHandler(memBackend{}, httpstore.HandlerOptions{Dev: true}))
+	t.Cleanup(srv.Close)
+	// Replies of 17, 2047, 2048, 2049 and 4017 bytes.
+	for _, n := range []int{0, 2030, 2031, 2032, 4000} {
+		msgs := `["` + strings.Repeat("x", n) + `"]`
+		st, code, b := post(t, srv.URL, "saveThread", `{"threadId":"t","messages":`+msgs+`}`)
+		require.Equal(t, 200, st, "%s %s", code, b)
+		resp, err := http.Post(srv.URL+"/v1/loadThread", "application/json", strings.NewReader(`{"threadId":"t"}`))
+		require.NoError(t, err)
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.NoError(t, err)
+		require.Equal(t, `{"messages":`+msgs+`}`, string(body))
+		require.Equal(t, int64(len(body)), resp.ContentLength, "a reply of %d bytes", len(body))
+		require.Empty(t, resp.TransferEncoding, "a reply of %d bytes is not chunked", len(body))
+	}
+	// An error reply too.
+	resp, err := http.Post(srv.URL+"/v1/nope", "application/json", strings.NewReader(`{}`))
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Equal(t, int64(len(body)), resp.ContentLength)
 }
