@@ -18,7 +18,8 @@
 // the bench says so and runs our side alone.
 //
 // Prints, per store and number of conversations, the median turns/s over
-// the rounds, p50 and p99 of a whole turn, and the ratio to SQLite: of the
+// the rounds, p50 and p99 of a whole turn, this process's CPU time per turn
+// (the client's, or all of SQLite's, which runs in it), and the ratio to SQLite: of the
 // medians, and the median (min–max) of the ratios of each round to the
 // SQLite round next to it.
 //
@@ -64,6 +65,7 @@ interface TurnStores {
 interface Round {
   turns: number
   seconds: number
+  cpuMicros: number // this process's CPU time in the round (user + system)
   latencies: number[]
 }
 
@@ -73,6 +75,7 @@ let roundSeq = 0
 async function round(stores: TurnStores, conversations: number, secs: number): Promise<Round> {
   const r = roundSeq++
   const latencies: number[] = []
+  const cpu0 = process.cpuUsage()
   const t0 = performance.now()
   const end = t0 + secs * 1000
   await Promise.all(
@@ -92,7 +95,8 @@ async function round(stores: TurnStores, conversations: number, secs: number): P
       }
     }),
   )
-  return { turns: latencies.length, seconds: (performance.now() - t0) / 1000, latencies }
+  const cpu = process.cpuUsage(cpu0)
+  return { turns: latencies.length, seconds: (performance.now() - t0) / 1000, cpuMicros: cpu.user + cpu.system, latencies }
 }
 
 const sorted = (xs: number[]) => [...xs].sort((a, b) => a - b)
@@ -152,7 +156,7 @@ console.log(
   `one turn = runs.createOrResume + runs.findActiveRun + runs.update(completed) + messages.saveThread (${keep} messages of ${values.kb} KB); ` +
     `Node ${process.version}; ${rounds} rounds of ${seconds} s per side, interleaved (order rotated); ckptserver on mem at ${mem.url}`,
 )
-console.log('conv  side         turns/s (median)  p50 ms  p99 ms  vs sqlite-wal: of medians, median of paired rounds (min–max)')
+console.log('conv  side         turns/s (median)  p50 ms  p99 ms  Node CPU µs/turn  vs sqlite-wal: of medians, median of paired rounds (min–max)')
 for (const conversations of values.conversations.split(',').map(Number)) {
   for (const s of sides) await round(s.stores, conversations, 0.3) // warm-up, unmeasured
   const got = sides.map(() => [] as Round[])
@@ -172,8 +176,9 @@ for (const conversations of values.conversations.split(',').map(Number)) {
       const ratios = rs.map((x, i) => rate(x) / rate(got[sq]![i]!))
       vs = `${(median(rs.map(rate)) / median(got[sq]!.map(rate))).toFixed(2)}, ${median(ratios).toFixed(2)} (${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)})`
     }
+    const cpuPer = rs.reduce((a, x) => a + x.cpuMicros, 0) / rs.reduce((a, x) => a + x.turns, 0)
     console.log(
-      `${String(conversations).padStart(4)}  ${s.name.padEnd(11)}  ${median(rs.map(rate)).toFixed(0).padStart(16)}  ${quantile(all, 0.5).toFixed(2).padStart(6)}  ${quantile(all, 0.99).toFixed(2).padStart(6)}  ${vs}`,
+      `${String(conversations).padStart(4)}  ${s.name.padEnd(11)}  ${median(rs.map(rate)).toFixed(0).padStart(16)}  ${quantile(all, 0.5).toFixed(2).padStart(6)}  ${quantile(all, 0.99).toFixed(2).padStart(6)}  ${cpuPer.toFixed(0).padStart(16)}  ${vs}`,
     )
   })
 }
