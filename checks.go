@@ -128,6 +128,19 @@ func checkSaveThread(ctx context.Context, threadID string, messages json.RawMess
 	return ctx.Err()
 }
 
+// checkSaveTranscript is checkSaveThread for a transcript that was
+// validated as it was decoded: the thread id, and the zero Transcript,
+// which holds no bytes, is the empty transcript (ErrInvalidEntry).
+func checkSaveTranscript(ctx context.Context, threadID string, t driver.Transcript) error {
+	if err := driver.ValidateID("thread id", threadID); err != nil {
+		return err
+	}
+	if t.Bytes() == nil {
+		return driver.ValidateTranscript(nil)
+	}
+	return ctx.Err()
+}
+
 // checkDeleteThread checks the ids and the writer's thread. The store then
 // checks: writer live (in every batch).
 func checkDeleteThread(ctx context.Context, threadID string, w driver.Writer) error {

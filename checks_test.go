@@ -60,6 +60,11 @@ func TestOrder(t *testing.T) {
 		{"SaveThread messages", checkSaveThread(live, "t", nil), ErrInvalidEntry},
 		{"SaveThread ctx", checkSaveThread(cancel, "t", []byte("[]")), context.Canceled},
 
+		{"SaveTranscript ok", checkSaveTranscript(live, "t", transcript("[]")), nil},
+		{"SaveTranscript id before messages", checkSaveTranscript(live, "", Transcript{}), ErrInvalidID},
+		{"SaveTranscript the zero Transcript", checkSaveTranscript(live, "t", Transcript{}), ErrInvalidEntry},
+		{"SaveTranscript ctx", checkSaveTranscript(cancel, "t", transcript("[]")), context.Canceled},
+
 		{"DeleteThread ok", checkDeleteThread(live, "t", w), nil},
 		{"DeleteThread id", checkDeleteThread(live, "t", badID), ErrInvalidID},
 		{"DeleteThread writer thread", checkDeleteThread(live, "t", other), ErrWriterLost},
@@ -151,4 +156,13 @@ func TestThreads(t *testing.T) {
 	if _, err := checkThreads(live, "", 1001); !errors.Is(err, ErrInvalidEntry) {
 		t.Errorf("limit: %v", err)
 	}
+}
+
+// transcript is s as a checked Transcript.
+func transcript(s string) Transcript {
+	t, err := driver.CheckTranscript([]byte(s))
+	if err != nil {
+		panic(err)
+	}
+	return t
 }

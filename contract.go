@@ -36,6 +36,8 @@ type (
 	ListOptions = driver.ListOptions
 	// InstanceRecord maps a key to the provider sandbox that serves it.
 	InstanceRecord = driver.InstanceRecord
+	// Transcript is a transcript validated as it was read (SaveTranscript).
+	Transcript = driver.Transcript
 	// Options are the lease settings and clock shared by every store.
 	Options = driver.Options
 	// Lease is a thread's writer lease, as Store.AcquireWriter returns it:

@@ -189,6 +189,17 @@ func (s *Store) SaveThread(ctx context.Context, threadID string, messages json.R
 	return s.d.SaveThread(ctx, threadID, messages)
 }
 
+// SaveTranscript is SaveThread for a transcript that was validated as it
+// was decoded (driver.JSONReader.Transcript, driver.CheckTranscript): the
+// store gets its bytes as they came in, without a second pass over them.
+// Checks: thread id.
+func (s *Store) SaveTranscript(ctx context.Context, threadID string, t Transcript) error {
+	if err := checkSaveTranscript(ctx, threadID, t); err != nil {
+		return err
+	}
+	return s.d.SaveThread(ctx, threadID, t.Bytes())
+}
+
 // DeleteThread removes every checkpoint of the thread (on and off the head
 // chain), its head and its transcript, drops their blob counts, and
 // returns how many checkpoints it removed. The lease stays. Checks: ids,

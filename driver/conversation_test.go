@@ -275,3 +275,57 @@ func BenchmarkValidateAppend(b *testing.B) {
 		})
 	}
 }
+
+// TestJSONReaderTranscript holds the one-pass transcript check to
+// ValidateTranscript: a transcript in a request body is accepted exactly
+// when ValidateTranscript accepts its bytes, and is then those bytes, with
+// their whitespace, as a view of the body (no copy).
+func TestJSONReaderTranscript(t *testing.T) {
+	ins := []string{"[\"\xff\"]", "[\"é\"]", " [1, {\"a\":2}] ", "[\"\xed\xa0\x80\"]", "\t[]\n"}
+	for _, c := range conversationCases {
+		ins = append(ins, c.in)
+	}
+	for _, in := range ins {
+		name := in
+		if len(name) > 40 {
+			name = fmt.Sprintf("%.40q…(%d bytes)", in, len(in))
+		}
+		body := []byte(`{"messages":` + in + `}`)
+		var got Transcript
+		var ok bool
+		var fieldErr error
+		r := NewJSONReader(body)
+		err := r.Object("", func(n []byte) error {
+			got, ok, fieldErr = r.Transcript()
+			if r.Err() != nil {
+				return r.Err()
+			}
+			return nil
+		})
+		if err == nil {
+			err = r.End()
+		}
+		r.Close()
+		accepted := err == nil && ok && fieldErr == nil
+		want := ValidateTranscript([]byte(in)) == nil
+		if want && !accepted && err != nil && strings.Contains(err.Error(), "nesting deeper") {
+			continue // the body's object is one level more: a transcript at the nesting limit cannot be sent
+		}
+		if accepted != want {
+			t.Errorf("%s: accepted %v (object %v, present %v, field %v), ValidateTranscript says %v", name, accepted, err, ok, fieldErr, want)
+			continue
+		}
+		if fieldErr != nil && !errors.Is(fieldErr, ErrInvalidEntry) {
+			t.Errorf("%s: %v, want ErrInvalidEntry", name, fieldErr)
+		}
+		if !accepted {
+			continue
+		}
+		if string(got.Bytes()) != in {
+			t.Errorf("%s: got %q, want the bytes as they came", name, got.Bytes())
+		}
+		if &got.Bytes()[0] != &body[len(`{"messages":`)] {
+			t.Errorf("%s: the transcript is a copy, not a view of the body", name)
+		}
+	}
+}

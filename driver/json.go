@@ -287,6 +287,23 @@ func (r *JSONReader) Padded() ([]byte, bool, error) {
 // so a large one costs the body once, not twice.
 func (r *JSONReader) PaddedView() ([]byte, bool, error) { return r.padded() }
 
+// Transcript reads a transcript for SaveThread as it reads the request:
+// PaddedView's bytes, checked in the same pass (the scanner has checked
+// the syntax as it read the value; what ValidateTranscript adds is the
+// kind and the UTF-8), so the transcript is neither copied nor scanned a
+// second time. null is absent (false). A value that is not an array of
+// valid UTF-8 fails with ErrInvalidEntry, as ValidateTranscript does.
+func (r *JSONReader) Transcript() (Transcript, bool, error) {
+	v, ok, err := r.padded()
+	if !ok || err != nil {
+		return Transcript{}, false, err
+	}
+	if t := bytes.TrimLeft(v, " \t\r\n"); t[0] != '[' || !utf8.Valid(v) {
+		return Transcript{}, true, invalid("transcript is not a JSON array")
+	}
+	return Transcript{b: v}, true, nil
+}
+
 // padded is Padded without the copy.
 func (r *JSONReader) padded() ([]byte, bool, error) {
 	from := r.nameEnd

@@ -109,3 +109,58 @@ func BenchmarkDecodeAppendBody(b *testing.B) {
 		r.Close()
 	}
 }
+
+// BenchmarkSaveThreadBody: reading a saveThread body with a 10 KB
+// transcript as the handler does, with the transcript checked as it is
+// read (one=reader), against the view then ValidateTranscript's second
+// scan (two=reader+validate), and against a copy and the second scan
+// (copy+validate): the cost the server's one pass saves per request.
+func BenchmarkSaveThreadBody(b *testing.B) {
+	var msgs strings.Builder
+	msgs.WriteString("[")
+	for i := range 10 {
+		if i > 0 {
+			msgs.WriteString(",")
+		}
+		fmt.Fprintf(&msgs, `{"role":"user","content":%q}`, strings.Repeat("word é ", 140))
+	}
+	msgs.WriteString("]")
+	body := []byte(`{"threadId":"thread-1","messages":` + msgs.String() + `}`)
+	read := func(b *testing.B, field func(r *driver.JSONReader) error) {
+		b.SetBytes(int64(len(body)))
+		for b.Loop() {
+			r := driver.NewJSONReader(body)
+			err := r.Object("", func(name []byte) error {
+				if string(name) == "messages" {
+					return field(r)
+				}
+				return r.Skip()
+			})
+			r.Close()
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.Run("one=reader", func(b *testing.B) {
+		read(b, func(r *driver.JSONReader) error { _, _, err := r.Transcript(); return err })
+	})
+	b.Run("two=reader+validate", func(b *testing.B) {
+		read(b, func(r *driver.JSONReader) error {
+			v, _, err := r.PaddedView()
+			if err == nil {
+				err = driver.ValidateTranscript(v)
+			}
+			return err
+		})
+	})
+	b.Run("copy+validate", func(b *testing.B) {
+		read(b, func(r *driver.JSONReader) error {
+			v, _, err := r.Padded()
+			if err == nil {
+				err = driver.ValidateTranscript(v)
+			}
+			return err
+		})
+	})
+}

@@ -177,3 +177,24 @@ func conversationBytes(c json.RawMessage) []byte {
 // EmptyTranscript returns "[]", what LoadThread returns for a thread with no
 // transcript, as a new slice the caller owns.
 func EmptyTranscript() json.RawMessage { return json.RawMessage("[]") }
+
+// Transcript is a thread's transcript that has passed ValidateTranscript:
+// a JSON array of valid UTF-8, as its exact bytes. Only this package makes
+// one (JSONReader.Transcript, CheckTranscript), so a Transcript is valid by
+// construction, and a store takes it without checking it again.
+type Transcript struct {
+	b []byte
+}
+
+// Bytes returns the transcript's bytes, byte for byte as they came in.
+// They are the input's (a reader's, a caller's) and must not be changed.
+func (t Transcript) Bytes() []byte { return t.b }
+
+// CheckTranscript returns messages as a Transcript after ValidateTranscript,
+// without copying them.
+func CheckTranscript(messages []byte) (Transcript, error) {
+	if err := ValidateTranscript(messages); err != nil {
+		return Transcript{}, err
+	}
+	return Transcript{b: messages}, nil
+}

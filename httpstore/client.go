@@ -187,15 +187,18 @@ func (c *Client) Instances() *ckptstore.InstanceStore {
 
 var bodyPool = sync.Pool{New: func() any { return new(object) }}
 
-// A request body is built in a buffer from bodyPool and sent as a copy of
-// its own, read through a *bytes.Reader: net/http writes the headers and a
-// body of a type it knows is in memory in one write (one packet, one read
-// for the server), where a body of its own type, one that would say when
-// the transport is done with a pooled buffer, costs a second write and a
-// copy buffer as large as the body. The transport may still read a body
-// after RoundTrip returned (a server that answers before reading all of
-// it, as a 413 does), so the copy is never reused; the attempts of one
-// call share it.
+// A request body is built in a buffer from bodyPool and sent from it,
+// read through a *bytes.Reader: net/http writes the headers and a body of
+// a type it knows is in memory in one write (one packet, one read for the
+// server), where a body of its own type, one that would say when the
+// transport is done with a pooled buffer, costs a second write and a copy
+// buffer as large as the body. The transport may still read a body after
+// RoundTrip returned (a server that answers before reading all of it, as
+// a 413 does), so the buffer goes back to the pool only after a 200: the
+// handler answers 200 only after it has read the whole body (prepare reads
+// it before any route runs), so every byte of it has left the transport.
+// When any attempt had another reply it is left to the collector; the
+// attempts of one call share it.
 
 // replyReader reads one field of a reply object (see readObject).
 type replyReader = func(r *driver.JSONReader, name []byte) error
@@ -213,11 +216,8 @@ func (c *client) do(ctx context.Context, method string, write bool, token string
 		err = build(o)
 	}
 	o.b = o.end()
-	body := bytes.Clone(o.b)
-	if cap(o.b) <= maxPooledBuffer {
-		bodyPool.Put(o)
-	}
 	if err != nil {
+		bodyPool.Put(o) // never sent
 		return err
 	}
 	key := ""
@@ -227,7 +227,16 @@ func (c *client) do(ctx context.Context, method string, write bool, token string
 			key = newKey()
 		}
 	}
-	return c.attempts(ctx, func() (bool, error) { return c.send(ctx, method, body, key, read) })
+	whole := true // every attempt's body was read whole
+	err = c.attempts(ctx, func() (bool, error) {
+		status, retry, err := c.sendStatus(ctx, method, o.b, key, read)
+		whole = whole && status == http.StatusOK
+		return retry, err
+	})
+	if whole && cap(o.b) <= maxPooledBuffer {
+		bodyPool.Put(o)
+	}
+	return err
 }
 
 // attempts calls try until it succeeds, fails for good (retry false), or
@@ -281,9 +290,16 @@ func newKey() string {
 // send makes one attempt; retry says whether another may succeed (a
 // network error or 503).
 func (c *client) send(ctx context.Context, method string, body []byte, key string, read replyReader) (bool, error) {
+	_, retry, err := c.sendStatus(ctx, method, body, key, read)
+	return retry, err
+}
+
+// sendStatus is send that also returns the reply's status (0 when none
+// came).
+func (c *client) sendStatus(ctx context.Context, method string, body []byte, key string, read replyReader) (int, bool, error) {
 	req, err := c.request(ctx, method, io.NopCloser(bytes.NewReader(body)))
 	if err != nil {
-		return false, err
+		return 0, false, err
 	}
 	req.ContentLength = int64(len(body))
 	for k, v := range c.headers {
@@ -299,9 +315,9 @@ func (c *client) send(ctx context.Context, method string, body []byte, key strin
 	resp, err := c.roundTrip(req)
 	if err != nil {
 		if ctx.Err() != nil {
-			return false, ctx.Err()
+			return 0, false, ctx.Err()
 		}
-		return retryableNetError(err), fmt.Errorf("httpstore: %s: %w", method, err)
+		return 0, retryableNetError(err), fmt.Errorf("httpstore: %s: %w", method, err)
 	}
 	defer resp.Body.Close()
 	buf := bufPool.Get().(*bytes.Buffer)
@@ -313,9 +329,9 @@ func (c *client) send(ctx context.Context, method string, body []byte, key strin
 	buf.Reset()
 	if _, err := buf.ReadFrom(resp.Body); err != nil {
 		if ctx.Err() != nil {
-			return false, ctx.Err()
+			return 0, false, ctx.Err()
 		}
-		return true, fmt.Errorf("httpstore: %s: reading the reply: %w", method, err)
+		return 0, true, fmt.Errorf("httpstore: %s: reading the reply: %w", method, err)
 	}
 	if resp.StatusCode == http.StatusOK {
 		// A field's fault is the first error read returns; the body's
@@ -331,11 +347,11 @@ func (c *client) send(ctx context.Context, method string, body []byte, key strin
 			return nil
 		})
 		if err != nil {
-			return false, fmt.Errorf("httpstore: %s: %w", method, err)
+			return resp.StatusCode, false, fmt.Errorf("httpstore: %s: %w", method, err)
 		}
-		return false, fieldErr
+		return resp.StatusCode, false, fieldErr
 	}
-	return resp.StatusCode == http.StatusServiceUnavailable, replyError(resp, buf.Bytes())
+	return resp.StatusCode, resp.StatusCode == http.StatusServiceUnavailable, replyError(resp, buf.Bytes())
 }
 
 // replyError is the Error of a reply that is not 200: its code and message

@@ -442,13 +442,24 @@ func WriteError(w http.ResponseWriter, status int, code, message string) {
 	writeReply(w, status, o.end())
 }
 
+// writeReply writes a whole reply. A body of at most smallReply bytes
+// gets its Content-Length from net/http, which counts a reply that ends
+// within its first buffer without allocating (the header value and its
+// slice, two allocations a request otherwise); a longer one declares it,
+// so that it is not sent chunked.
 func writeReply(w http.ResponseWriter, status int, body []byte) {
 	hd := w.Header()
 	hd["Content-Type"] = jsonContentType
-	hd["Content-Length"] = []string{strconv.Itoa(len(body))}
+	if len(body) > smallReply {
+		hd["Content-Length"] = []string{strconv.Itoa(len(body))}
+	}
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
 }
+
+// smallReply is net/http's buffer before it chunks a reply whose length
+// was not declared (bufferBeforeChunkingSize in net/http/server.go).
+const smallReply = 2048
 
 var jsonContentType = []string{"application/json"}
 

@@ -276,8 +276,13 @@ func (h *handler) saveThread(c *call) error {
 	if err != nil {
 		return err
 	}
-	msgs := json.RawMessage(c.in.messages)
-	return t.SaveThread(c.ctx, id, msgs)
+	if c.in.messagesErr != nil {
+		// The contract checks the id before the transcript.
+		return firstIDError(driver.ValidateID("thread id", id), c.in.messagesErr)
+	}
+	// Absent or null is the zero Transcript, which SaveTranscript refuses
+	// as the empty transcript it is.
+	return t.SaveTranscript(c.ctx, id, c.in.messages)
 }
 
 func (h *handler) importBatch(c *call) error {

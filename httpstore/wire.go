@@ -285,7 +285,9 @@ type request struct {
 	checkpointErr                                                error
 	checkpoints                                                  []*ckptstore.Checkpoint
 	checkpointsErr                                               error
-	messages, transcript                                         []byte // with their whitespace, in the body; nil when absent or null
+	messages                                                     ckptstore.Transcript // a view of the body, validated
+	messagesErr                                                  error
+	transcript                                                   []byte // with its whitespace, in the body; nil when absent or null
 	record                                                       *ckptstore.InstanceRecord
 	recordErr                                                    error
 	r                                                            *http.Request // a raw route's request, for its headers
@@ -338,8 +340,8 @@ func decodeRequest(body []byte, q *request) error {
 			q.checkpoint, q.checkpointErr = r.Checkpoint("/checkpoint")
 		case "checkpoints":
 			q.checkpoints, q.checkpointsErr = readCheckpoints(r, "/checkpoints")
-		case "messages": // views of the body, which lives as long as the call
-			q.messages, _, err = r.PaddedView()
+		case "messages": // a view of the body, which lives as long as the call, checked as it is read
+			q.messages, _, q.messagesErr = r.Transcript()
 		case "transcript":
 			q.transcript, _, err = r.PaddedView()
 		case "record":

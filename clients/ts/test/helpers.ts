@@ -165,12 +165,18 @@ export function redisUnavailable(): string | undefined {
   return undefined
 }
 
-/** startRedis runs a throw-away redis-server on a free port in a temporary directory; url is redis://127.0.0.1:PORT. */
-export async function startRedis(): Promise<Running> {
+/**
+ * startRedis runs a throw-away redis-server on a free port in a temporary
+ * directory; url is redis://127.0.0.1:PORT. Without persistence, unless
+ * aof is set: then an append-only file fsynced every second (appendfsync
+ * everysec), as a production Redis would run.
+ */
+export async function startRedis(aof = false): Promise<Running> {
   const dir = tempDir('ckpt-redis-')
   const port = await freePort()
   const conf = join(dir, 'redis.conf')
-  writeFileSync(conf, `port ${port}\nbind 127.0.0.1\ndir ${dir}\nsave ""\nappendonly no\n`)
+  const persistence = aof ? 'appendonly yes\nappendfsync everysec\n' : 'appendonly no\n'
+  writeFileSync(conf, `port ${port}\nbind 127.0.0.1\ndir ${dir}\nsave ""\n${persistence}`)
   const child = spawn('redis-server', [conf], { stdio: ['ignore', 'pipe', 'pipe'] })
   const stop = stopper(child)
   const { output } = await waitForLine(child, 'redis-server', /Ready to accept connections/, 20_000)

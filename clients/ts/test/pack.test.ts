@@ -47,7 +47,7 @@ test('npm pack: LICENSE and the build in the tarball; import and require of the 
   const consumer = join(dir, 'consumer')
   mkdirSync(consumer)
   writeFileSync(join(consumer, 'package.json'), JSON.stringify({ name: 'consumer', private: true }))
-  // No registry: the package has no dependencies, so the tarball is all there is to install.
+  // No registry: the tarball, and its one dependency (undici) from npm's cache, which npm ci filled.
   run(npm, ['install', '--offline', '--no-audit', '--no-fund', '--no-package-lock', join(dir, packed[0]!.filename)], consumer)
 
   const imported = run(process.execPath, ['--input-type=module', '-e', "const m = await import('@ckptstore/client'); console.log(typeof m.createCheckpointStore, typeof m.createPersistence)"], consumer)

@@ -1,0 +1,185 @@
+// `npm run bench:turn`: the four store calls TanStack's persistence
+// middleware makes per chat turn (runs.createOrResume, runs.findActiveRun,
+// runs.update to completed, messages.saveThread of the transcript so far),
+// at 1 and 16 concurrent conversations, through createPersistence against
+// a real ckptserver on memstore and on a redis-server with an append-only
+// file fsynced every second; in the same process, in interleaved rounds,
+// TanStack's SQLite example (examples/ts-react-chat/src/lib/sqlite-persistence.ts
+// in the TanStack/ai repository) on a database file in WAL mode with
+// synchronous=NORMAL, the SQLite setting comparable to Redis's everysec.
+//
+// TanStack's code is not part of this repository: --sqlite (or
+// $CKPT_BENCH_SQLITE) names a module, built beside the repository from
+// that file, that exports its sqlitePersistence({ url, migrate }) and
+// opens every database with PRAGMA journal_mode=WAL and PRAGMA
+// synchronous=NORMAL (for instance a bundle in which node:sqlite's
+// DatabaseSync is a subclass that runs both pragmas in its constructor).
+// node:sqlite needs Node ≥ 22.5. Without the module, or on an older Node,
+// the bench says so and runs our side alone.
+//
+// Prints, per store and number of conversations, the median turns/s over
+// the rounds, p50 and p99 of a whole turn, this process's CPU time per turn
+// (the client's, or all of SQLite's, which runs in it), and the ratio to SQLite: of the
+// medians, and the median (min–max) of the ratios of each round to the
+// SQLite round next to it.
+//
+//   npm run bench:turn -- [--sqlite module] [--rounds N] [--seconds S] [--conversations 1,16] [--kb 1] [--messages 10]
+
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join, resolve } from 'node:path'
+import { pathToFileURL } from 'node:url'
+import { parseArgs } from 'node:util'
+import { createPersistence } from '@ckptstore/client'
+import { redisUnavailable, startRedis, startServer, type Running } from './helpers.js'
+
+const { values } = parseArgs({
+  options: {
+    sqlite: { type: 'string', default: process.env['CKPT_BENCH_SQLITE'] ?? '' },
+    rounds: { type: 'string', default: '8' },
+    seconds: { type: 'string', default: '0.5' },
+    conversations: { type: 'string', default: '1,16' },
+    kb: { type: 'string', default: '1' },
+    messages: { type: 'string', default: '10' },
+  },
+})
+const rounds = Number(values.rounds)
+const seconds = Number(values.seconds)
+const content = 'x'.repeat(Number(values.kb) * 1024)
+const keep = Number(values.messages)
+
+interface Msg {
+  role: string
+  content: string
+}
+/** The two stores of a turn, as both persistences shape them. */
+interface TurnStores {
+  runs: {
+    createOrResume(input: { runId: string; threadId: string; startedAt: number }): Promise<unknown>
+    findActiveRun(threadId: string): Promise<unknown>
+    update(runId: string, patch: Record<string, unknown>): Promise<unknown>
+  }
+  messages: { saveThread(threadId: string, messages: Msg[]): Promise<unknown> }
+}
+
+interface Round {
+  turns: number
+  seconds: number
+  cpuMicros: number // this process's CPU time in the round (user + system)
+  latencies: number[]
+}
+
+let roundSeq = 0
+
+/** One round: conversations concurrent conversations, each taking turns for secs. */
+async function round(stores: TurnStores, conversations: number, secs: number): Promise<Round> {
+  const r = roundSeq++
+  const latencies: number[] = []
+  const cpu0 = process.cpuUsage()
+  const t0 = performance.now()
+  const end = t0 + secs * 1000
+  await Promise.all(
+    Array.from({ length: conversations }, async (_, c) => {
+      const threadId = `r${r}-conv-${c}`
+      const transcript: Msg[] = []
+      for (let n = 0; performance.now() < end; n++) {
+        transcript.push({ role: 'user', content }, { role: 'assistant', content })
+        while (transcript.length > keep) transcript.shift()
+        const runId = `${threadId}-run-${n}`
+        const s = performance.now()
+        await stores.runs.createOrResume({ runId, threadId, startedAt: n })
+        await stores.runs.findActiveRun(threadId)
+        await stores.runs.update(runId, { status: 'completed', finishedAt: n + 1, usage: { promptTokens: 10, completionTokens: 20, totalTokens: 30 } })
+        await stores.messages.saveThread(threadId, transcript)
+        latencies.push(performance.now() - s)
+      }
+    }),
+  )
+  const cpu = process.cpuUsage(cpu0)
+  return { turns: latencies.length, seconds: (performance.now() - t0) / 1000, cpuMicros: cpu.user + cpu.system, latencies }
+}
+
+const sorted = (xs: number[]) => [...xs].sort((a, b) => a - b)
+const median = (xs: number[]) => {
+  const s = sorted(xs)
+  const m = s.length >> 1
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2
+}
+const quantile = (xs: number[], q: number) => {
+  const s = sorted(xs)
+  return s[Math.min(s.length - 1, Math.floor(q * s.length))] ?? NaN
+}
+
+// The sides: ckptserver on mem, on Redis (AOF everysec), and SQLite when present.
+const sides: Array<{ name: string; stores: TurnStores; stop: () => Promise<void> | void }> = []
+const mem = await startServer('mem')
+sides.push({ name: 'ckpt-mem', stores: createPersistence<Msg>({ url: mem.url }).stores as unknown as TurnStores, stop: () => mem.stop() })
+const noRedis = redisUnavailable()
+if (noRedis) console.log(`# no Redis side: ${noRedis}`)
+else {
+  const redis: Running = await startRedis(true)
+  const server = await startServer(`${redis.url}?prefix=bench`)
+  sides.push({
+    name: 'ckpt-redis',
+    stores: createPersistence<Msg>({ url: server.url }).stores as unknown as TurnStores,
+    stop: async () => {
+      await server.stop()
+      await redis.stop()
+    },
+  })
+}
+let sqliteWhy: string | undefined
+const nodeMajor = Number(process.versions.node.split('.')[0])
+if (values.sqlite === '') sqliteWhy = "no --sqlite module (nor $CKPT_BENCH_SQLITE): TanStack's SQLite example is not present"
+else if (nodeMajor < 22) sqliteWhy = `Node ${process.version} has no node:sqlite (it needs Node ≥ 22.5)`
+if (sqliteWhy === undefined) {
+  const mod = (await import(pathToFileURL(resolve(values.sqlite)).href)) as {
+    sqlitePersistence?: (o: { url: string; migrate: boolean }) => { stores: TurnStores; close: () => void }
+  }
+  if (typeof mod.sqlitePersistence !== 'function') sqliteWhy = `${values.sqlite} exports no sqlitePersistence`
+  else {
+    const dir = mkdtempSync(join(tmpdir(), 'bench-turn-sqlite-'))
+    const p = mod.sqlitePersistence({ url: join(dir, 'chat.db'), migrate: true })
+    sides.push({
+      name: 'sqlite-wal',
+      stores: p.stores,
+      stop: () => {
+        p.close()
+        rmSync(dir, { recursive: true, force: true })
+      },
+    })
+  }
+}
+if (sqliteWhy !== undefined) console.log(`# our side alone: ${sqliteWhy}`)
+
+console.log(
+  `one turn = runs.createOrResume + runs.findActiveRun + runs.update(completed) + messages.saveThread (${keep} messages of ${values.kb} KB); ` +
+    `Node ${process.version}; ${rounds} rounds of ${seconds} s per side, interleaved (order rotated); ckptserver on mem at ${mem.url}`,
+)
+console.log('conv  side         turns/s (median)  p50 ms  p99 ms  Node CPU µs/turn  vs sqlite-wal: of medians, median of paired rounds (min–max)')
+for (const conversations of values.conversations.split(',').map(Number)) {
+  for (const s of sides) await round(s.stores, conversations, 0.3) // warm-up, unmeasured
+  const got = sides.map(() => [] as Round[])
+  for (let i = 0; i < rounds; i++) {
+    for (let k = 0; k < sides.length; k++) {
+      const j = (i + k) % sides.length
+      got[j]!.push(await round(sides[j]!.stores, conversations, seconds))
+    }
+  }
+  const rate = (x: Round) => x.turns / x.seconds
+  const sq = sides.findIndex((s) => s.name === 'sqlite-wal')
+  sides.forEach((s, j) => {
+    const rs = got[j]!
+    const all = rs.flatMap((x) => x.latencies)
+    let vs = ''
+    if (sq >= 0 && j !== sq) {
+      const ratios = rs.map((x, i) => rate(x) / rate(got[sq]![i]!))
+      vs = `${(median(rs.map(rate)) / median(got[sq]!.map(rate))).toFixed(2)}, ${median(ratios).toFixed(2)} (${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)})`
+    }
+    const cpuPer = rs.reduce((a, x) => a + x.cpuMicros, 0) / rs.reduce((a, x) => a + x.turns, 0)
+    console.log(
+      `${String(conversations).padStart(4)}  ${s.name.padEnd(11)}  ${median(rs.map(rate)).toFixed(0).padStart(16)}  ${quantile(all, 0.5).toFixed(2).padStart(6)}  ${quantile(all, 0.99).toFixed(2).padStart(6)}  ${cpuPer.toFixed(0).padStart(16)}  ${vs}`,
+    )
+  })
+}
+for (const s of sides) await s.stop()
