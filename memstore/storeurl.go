@@ -43,6 +43,7 @@ func openURL(_ context.Context, url string, opts storeurl.Options) (*storeurl.Op
 				return memdriver.New(memdriver.Options{Now: now}), nil
 			})
 		},
+		OpenStreams: openStreams(),
 		OpenNamespace: func(name string, lease ckptstore.Options) (*ckptstore.Store, *ckptstore.InstanceStore, error) {
 			mu.Lock()
 			defer mu.Unlock()
