@@ -713,7 +713,10 @@ func (s *streamCall) sse(from streams.Pos) error {
 	first := true
 	client := s.r.URL.Query().Get("cursor")
 	for {
-		if rd.Next > from || first {
+		// A reply with data, the first, and the one that finds the
+		// stream closed at its tail send events; a wake that brought
+		// nothing new sends none.
+		if rd.Next > from || first || rd.Info.Closed && rd.Next == rd.Info.Tail {
 			buf = buf[:0]
 			if rd.Next > from {
 				buf = appendSSEData(buf, &rd, binary)
