@@ -661,6 +661,7 @@ func size(chunks []streams.Chunk) int {
 
 func (s *streamCall) longPoll(from streams.Pos, client string) error {
 	ctx, cancel := context.WithTimeout(s.ctx, s.h.sopts.LongPollTimeout)
+	_ = http.NewResponseController(s.w).SetWriteDeadline(time.Now().Add(s.h.sopts.LongPollTimeout + 10*time.Second))
 	defer cancel()
 	for {
 		rd, err := s.d.Read(s.ctx, s.name, from, s.h.sopts.MaxReadBytes, time.Now())
@@ -707,6 +708,8 @@ func (s *streamCall) sse(from streams.Pos) error {
 	}
 	s.w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(s.w)
+	// The reply outlives the server's write timeout by design.
+	_ = rc.SetWriteDeadline(time.Now().Add(s.h.sopts.SSEDuration + 10*time.Second))
 	ctx, cancel := context.WithTimeout(s.ctx, s.h.sopts.SSEDuration)
 	defer cancel()
 	var buf []byte

@@ -87,6 +87,7 @@ type config struct {
 	writeTimeout, idleTimeout              time.Duration
 	shutdownDelay, shutdownTimeout         time.Duration
 	logLevel, logFormat                    string
+	streams                                httpstore.StreamsOptions
 }
 
 // usageError is a command line that cannot run.
@@ -116,6 +117,10 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.DurationVar(&c.renewAfter, "renew-after", 0, "renew-after of every namespace (0 = 45s, or 3/8 of --lease)")
 	fs.Int64Var(&c.maxBody, "max-body-bytes", httpstore.DefaultMaxBodyBytes, "largest request body; larger ones get 413")
 	fs.Int64Var(&c.maxInflight, "max-inflight-bytes", 0, fmt.Sprintf("request-body bytes all requests in flight may hold together; a request past it gets 503 OVERLOADED with Retry-After (0 = %d × --max-body-bytes, 256 MiB by default; at least --max-body-bytes)", httpstore.DefaultMaxInflightFactor))
+	fs.Int64Var(&c.streams.MaxAppendBytes, "streams-max-append-bytes", httpstore.DefaultMaxAppendBytes, "largest body of one Durable Streams create or append (docs/streams.md); larger ones get 413")
+	fs.DurationVar(&c.streams.LongPollTimeout, "streams-long-poll-timeout", httpstore.DefaultLongPollTimeout, "how long a Durable Streams long-poll waits for data before its 204")
+	fs.Int64Var(&c.streams.MaxLiveReaders, "streams-max-live-readers", httpstore.DefaultMaxLiveReaders, "Durable Streams long-poll and SSE readers this server serves at once; more get 429")
+	fs.DurationVar(&c.streams.SSEDuration, "streams-sse-duration", httpstore.DefaultSSEDuration, "how long one Durable Streams SSE reply lasts before the server ends it (the client reconnects)")
 	fs.Int64Var(&c.maxBlob, "max-blob-bytes", httpstore.DefaultMaxBlobBytes, "largest blob a blobs/put stores; larger ones get 413 and store nothing")
 	fs.DurationVar(&c.readHeaderTimeout, "read-header-timeout", 10*time.Second, "time to read a request's headers")
 	fs.DurationVar(&c.readTimeout, "read-timeout", 2*time.Minute, "time to read a whole request")
@@ -145,6 +150,8 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 		return nil, usage("--max-inflight-bytes must be 0 or at least --max-body-bytes (%d)", c.maxBody)
 	case c.maxBlob <= 0:
 		return nil, usage("--max-blob-bytes must be positive")
+	case c.streams.MaxAppendBytes <= 0 || c.streams.LongPollTimeout <= 0 || c.streams.MaxLiveReaders <= 0 || c.streams.SSEDuration <= 0:
+		return nil, usage("--streams-max-append-bytes, --streams-long-poll-timeout, --streams-max-live-readers and --streams-sse-duration must be positive")
 	case c.shutdownDelay < 0:
 		return nil, usage("--shutdown-delay must not be negative")
 	case c.shutdownTimeout <= 0:
@@ -490,6 +497,7 @@ func (s *setup) newServer(b *backend, draining *atomic.Bool) (srv, metricsSrv *h
 	api := httpstore.NewHandler(b, httpstore.HandlerOptions{
 		Dev: c.dev, Tokens: s.tokens, Lease: s.lease, MaxBodyBytes: c.maxBody, Logger: s.log, Registerer: reg,
 		Bucket: s.bucket, MaxBlobBytes: c.maxBlob, MaxInflightBytes: c.maxInflight, TracerProvider: s.tp,
+		Streams: c.streams,
 	})
 	healthz := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = io.WriteString(w, "ok\n")
