@@ -52,8 +52,9 @@ fdbreal:
 # streamsconformance runs the Durable Streams protocol's conformance suite
 # (@durable-streams/server-conformance-tests, pinned in the script, from
 # npm) against ckptserver's /streams/ on each store of STREAMS_STORES
-# (default mem) and prints its passed/failed/skipped counts; any failure
-# fails the step. About a minute per store.
+# (default "mem redis", the latter on a redis-server of its own) and
+# prints its passed/failed/skipped counts; any failure fails the step.
+# About a minute per store.
 .PHONY: streamsconformance
 streamsconformance:
 	bash docker/streams-conformance.sh

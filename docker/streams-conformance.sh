@@ -2,7 +2,8 @@
 # streams-conformance.sh runs the Durable Streams protocol's own
 # conformance suite (@durable-streams/server-conformance-tests, pinned
 # below) against ckptserver's /streams/ routes, once per store of
-# STREAMS_STORES (default: mem), and fails unless every test passes (the
+# STREAMS_STORES (default: "mem redis"; redis starts a redis-server of its
+# own, without persistence, on a free port), and fails unless every test passes (the
 # suite skips the 6 subscription tests unless asked). It prints the
 # passed/failed/skipped counts of each store.
 #
@@ -15,7 +16,7 @@ set -euo pipefail
 VERSION=0.3.6
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 RIG=${STREAMS_RIG:-$ROOT/.cache/streams-conformance}
-STORES=${STREAMS_STORES:-mem}
+STORES=${STREAMS_STORES:-mem redis}
 
 mkdir -p "$RIG" "$ROOT/bin"
 cd "$ROOT"
@@ -37,13 +38,43 @@ export default {
 CFG
 
 pid=
-cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null; true; }
+rpid=
+cleanup() {
+	[ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+	[ -n "$rpid" ] && kill "$rpid" 2>/dev/null && wait "$rpid" 2>/dev/null
+	true
+}
 trap cleanup EXIT
 
 status=0
+# start_redis starts a redis-server on a free port and sets url.
+start_redis() {
+	for _ in $(seq 20); do
+		local port=$((20000 + RANDOM % 20000))
+		redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no >/dev/null 2>&1 &
+		rpid=$!
+		for _ in $(seq 50); do
+			if redis-cli -p "$port" ping >/dev/null 2>&1; then
+				url="redis://127.0.0.1:$port"
+				return 0
+			fi
+			kill -0 "$rpid" 2>/dev/null || break
+			sleep 0.1
+		done
+		kill "$rpid" 2>/dev/null; wait "$rpid" 2>/dev/null
+		rpid=
+	done
+	echo "could not start redis-server"; return 1
+}
+
 for store in $STORES; do
+	target=$store
+	if [ "$store" = redis ]; then
+		start_redis
+		target=$url
+	fi
 	out=$(mktemp)
-	"$ROOT/bin/ckptserver" --store "$store" --dev --listen 127.0.0.1:0 --log-level warn >"$out" 2>&1 &
+	"$ROOT/bin/ckptserver" --store "$target" --dev --listen 127.0.0.1:0 --log-level warn >"$out" 2>&1 &
 	pid=$!
 	for _ in $(seq 100); do
 		grep -q '^listening on ' "$out" && break
@@ -66,6 +97,10 @@ for store in $STORES; do
 	fi
 	kill "$pid"; wait "$pid" 2>/dev/null || true
 	pid=
+	if [ -n "$rpid" ]; then
+		kill "$rpid"; wait "$rpid" 2>/dev/null || true
+		rpid=
+	fi
 	rm -f "$out" "$log"
 done
 exit $status
