@@ -65,10 +65,10 @@ func NewStreams(c redis.UniversalClient, prefix string) *Streams {
 // Close ends the driver's subscription; it does not close the client.
 func (d *Streams) Close() error { return d.hub.close() }
 
-func (d *Streams) names() string            { return d.base + "names" }
-func (d *Streams) meta(id string) string    { return d.base + id + ":m" }
-func (d *Streams) chunks(id string) string  { return d.base + id + ":c" }
-func (d *Streams) prods(id string) string   { return d.base + id + ":p" }
+func (d *Streams) names() string             { return d.base + "names" }
+func (d *Streams) meta(id string) string     { return d.base + id + ":m" }
+func (d *Streams) chunks(id string) string   { return d.base + id + ":c" }
+func (d *Streams) prods(id string) string    { return d.base + id + ":p" }
 func (d *Streams) keysOf(id string) []string { return []string{d.meta(id), d.chunks(id), d.prods(id)} }
 
 // rstream is a stream's state as stored in its :m hash.
