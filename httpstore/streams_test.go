@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/ckptstore/ckptstore/httpstore"
+	"github.com/ckptstore/ckptstore/internal/redistest"
+	_ "github.com/ckptstore/ckptstore/redisstore"
 	"github.com/ckptstore/ckptstore/storeurl"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -148,11 +150,38 @@ func TestStreamsForkedFrom(t *testing.T) {
 	}
 }
 
+// streamServersOn starts n servers over the store url, each with a store
+// (and a Redis client and subscription) of its own, as n ckptservers.
+func streamServersOn(t *testing.T, url string, n int, opts httpstore.HandlerOptions) []string {
+	t.Helper()
+	var urls []string
+	for range n {
+		o, err := storeurl.Open(context.Background(), url, storeurl.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = o.Close() })
+		srv := httptest.NewServer(httpstore.NewHandler(o, opts))
+		t.Cleanup(srv.Close)
+		urls = append(urls, srv.URL)
+	}
+	return urls
+}
+
 // TestStreamsLiveAcrossServers: a long-poll and an SSE reader on one
 // server wake when another server on the same backend appends and
-// closes.
+// closes: two handlers over one memstore, and two ckptservers' worth of
+// stores (clients, subscriptions) over one redis-server.
 func TestStreamsLiveAcrossServers(t *testing.T) {
-	us := streamServers(t, 2, httpstore.HandlerOptions{Dev: true, Streams: httpstore.StreamsOptions{LongPollTimeout: time.Minute}})
+	opts := httpstore.HandlerOptions{Dev: true, Streams: httpstore.StreamsOptions{LongPollTimeout: time.Minute}}
+	t.Run("mem", func(t *testing.T) { liveAcross(t, streamServers(t, 2, opts)) })
+	t.Run("redis", func(t *testing.T) {
+		url := "redis://" + redistest.Start(t).Addr
+		liveAcross(t, streamServersOn(t, url, 2, opts))
+	})
+}
+
+func liveAcross(t *testing.T, us []string) {
 	a, b := us[0], us[1]
 	res, body := sdo(t, sreq{"PUT", a + "/streams/live", "", textPlain})
 	wantStatus(t, res, body, http.StatusCreated)
