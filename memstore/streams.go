@@ -331,3 +331,26 @@ func openStreams() func(name string) (streams.Driver, error) {
 		return d, nil
 	}
 }
+
+var _ streams.Sweeper = (*Streams)(nil)
+
+// SweepExpired implements streams.Sweeper: it looks at up to max streams
+// in the map's (random) order.
+func (d *Streams) SweepExpired(_ context.Context, now time.Time, max int) (int, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var expired []*mstream
+	seen := 0
+	for _, s := range d.byName {
+		if seen++; seen > max {
+			break
+		}
+		if !s.deleted && s.info.Expired(now) {
+			expired = append(expired, s)
+		}
+	}
+	for _, s := range expired {
+		d.expire(s)
+	}
+	return len(expired), nil
+}

@@ -47,6 +47,10 @@ type Streams struct {
 	c    redis.UniversalClient
 	base string
 	hub  *streamHub
+
+	sweepMu      sync.Mutex
+	sweepCursor  uint64   // where the next SweepExpired resumes its HSCAN
+	sweepPending []string // names and ids the last HSCAN returned, not yet looked at
 }
 
 var _ streams.Driver = (*Streams)(nil)
@@ -859,4 +863,36 @@ func (sc *streamsCache) close() error {
 	}
 	sc.drivers = nil
 	return errors.Join(errs...)
+}
+
+var _ streams.Sweeper = (*Streams)(nil)
+
+// SweepExpired implements streams.Sweeper: it takes the names an HSCAN of
+// the names hash returned and the last call left, max of them, and scans
+// on when none are left (a small hash comes back whole, whatever COUNT
+// says).
+func (d *Streams) SweepExpired(ctx context.Context, now time.Time, max int) (int, error) {
+	d.sweepMu.Lock()
+	defer d.sweepMu.Unlock()
+	if len(d.sweepPending) == 0 {
+		kv, next, err := d.c.HScan(ctx, d.names(), d.sweepCursor, "*", int64(max)).Result()
+		if err != nil {
+			return 0, err
+		}
+		d.sweepCursor, d.sweepPending = next, kv
+	}
+	n := 0
+	for seen := 0; seen < max && len(d.sweepPending) >= 2; seen++ {
+		name, id := d.sweepPending[0], d.sweepPending[1]
+		d.sweepPending = d.sweepPending[2:]
+		r, err := d.load(ctx, d.c, id)
+		if err != nil {
+			return n, err
+		}
+		if r != nil && !r.deleted && r.info.Expired(now) {
+			d.expire(ctx, name, now)
+			n++
+		}
+	}
+	return n, nil
 }

@@ -251,3 +251,14 @@ type Driver interface {
 	// reads again.
 	Wait(ctx context.Context, name string, tail Pos) error
 }
+
+// Sweeper is a Driver that removes expired streams in the background, a
+// bounded batch at a time, so that a stream nobody reads again does not
+// keep its storage. Reads never depend on it: an expired stream is 404
+// whether or not a sweep removed it.
+type Sweeper interface {
+	// SweepExpired looks at up to max streams, the next ones after the
+	// last call's, removes those expired at now, and returns how many it
+	// removed.
+	SweepExpired(ctx context.Context, now time.Time, max int) (int, error)
+}
