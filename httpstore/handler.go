@@ -151,8 +151,7 @@ func NewHandler(b Backend, opts HandlerOptions) http.Handler {
 	}
 	h := &handler{b: b, opts: opts, log: log, trace: newTracing(opts.TracerProvider, opts.Propagator)}
 	h.budget.max = opts.MaxInflightBytes
-	h.sopts = opts.Streams
-	h.sopts.resolve()
+	h.initStreams(opts.Streams, opts.Registerer)
 	h.budget.maxBig = max(opts.MaxInflightBytes-opts.MaxInflightBytes/8, opts.MaxBodyBytes)
 	h.metrics = newMetrics(opts.Registerer, &h.budget)
 	for tok, ns := range opts.Tokens {
@@ -176,9 +175,10 @@ type handler struct {
 	mu         sync.Mutex
 	namespaces sync.Map // name → *namespace
 
-	sopts         StreamsOptions // resolved
-	streamDrivers sync.Map       // namespace name → streams.Driver
-	liveReaders   atomic.Int64   // long-poll and SSE readers in flight
+	sopts         StreamsOptions     // resolved
+	streamDrivers sync.Map           // namespace name → streams.Driver
+	liveReaders   atomic.Int64       // long-poll and SSE readers in flight
+	swept         prometheus.Counter // expired streams the sweeps removed; nil without metrics
 
 	// persistFor, when set (by tests), opens a namespace's persistence
 	// store in place of the backend.

@@ -20,6 +20,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/ckptstore/ckptstore/streams"
 )
 
@@ -85,6 +87,52 @@ func (o *StreamsOptions) resolve() {
 	if o.SSEDuration <= 0 {
 		o.SSEDuration = DefaultSSEDuration
 	}
+}
+
+// initStreams resolves the /streams/ options and registers the sweep's
+// metric.
+func (h *handler) initStreams(o StreamsOptions, reg prometheus.Registerer) {
+	o.resolve()
+	h.sopts = o
+	if reg != nil {
+		h.swept = prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "ckptstore", Subsystem: "streams", Name: "swept_total",
+			Help: "Expired Durable Streams the background sweep removed.",
+		})
+		reg.MustRegister(h.swept)
+	}
+}
+
+// StreamsSweeper is implemented by the handler NewHandler returns: a
+// server calls SweepStreams now and then to remove expired streams
+// nobody reads again (ckptserver: every --streams-sweep-interval).
+type StreamsSweeper interface {
+	// SweepStreams looks at up to max streams of every namespace the
+	// handler has served streams of, removes the expired ones, and returns
+	// how many it removed (counted in ckptstore_streams_swept_total).
+	SweepStreams(ctx context.Context, max int) (int, error)
+}
+
+// SweepStreams implements StreamsSweeper.
+func (h *handler) SweepStreams(ctx context.Context, max int) (int, error) {
+	total := 0
+	var errs []error
+	h.streamDrivers.Range(func(_, d any) bool {
+		sw, ok := d.(streams.Sweeper)
+		if !ok {
+			return true
+		}
+		n, err := sw.SweepExpired(ctx, time.Now(), max)
+		total += n
+		if err != nil {
+			errs = append(errs, err)
+		}
+		return ctx.Err() == nil
+	})
+	if h.swept != nil {
+		h.swept.Add(float64(total))
+	}
+	return total, errors.Join(errs...)
 }
 
 // The route names of /streams/ in metrics and logs.

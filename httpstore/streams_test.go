@@ -325,3 +325,41 @@ func TestStreamsEpochFence(t *testing.T) {
 		t.Fatalf("read %q", body)
 	}
 }
+
+func TestStreamsSweep(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	o, err := storeurl.Open(context.Background(), "mem", storeurl.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := httpstore.NewHandler(o, httpstore.HandlerOptions{Dev: true, Registerer: reg})
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	exp := time.Now().Add(200 * time.Millisecond).UTC().Format(time.RFC3339Nano)
+	for _, name := range []string{"a", "b"} {
+		res, body := sdo(t, sreq{"PUT", srv.URL + "/streams/" + name, "", map[string]string{"Stream-Expires-At": exp}})
+		wantStatus(t, res, body, http.StatusCreated)
+	}
+	res, body := sdo(t, sreq{"PUT", srv.URL + "/streams/kept", "", nil})
+	wantStatus(t, res, body, http.StatusCreated)
+	time.Sleep(300 * time.Millisecond) // past the expiry
+	n, err := h.(httpstore.StreamsSweeper).SweepStreams(context.Background(), 1000)
+	if err != nil || n != 2 {
+		t.Fatalf("swept %d, %v; want the 2 expired", n, err)
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, mf := range mfs {
+		if mf.GetName() == "ckptstore_streams_swept_total" {
+			found = mf.GetMetric()[0].GetCounter().GetValue() == 2
+		}
+	}
+	if !found {
+		t.Fatal("ckptstore_streams_swept_total is not 2")
+	}
+	res, body = sdo(t, sreq{"HEAD", srv.URL + "/streams/kept", "", nil})
+	wantStatus(t, res, body, http.StatusOK)
+}
