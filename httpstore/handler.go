@@ -179,6 +179,8 @@ type handler struct {
 	streamDrivers sync.Map           // namespace name → streams.Driver
 	liveReaders   atomic.Int64       // long-poll and SSE readers in flight
 	swept         prometheus.Counter // expired streams the sweeps removed; nil without metrics
+	liveCtx       context.Context    // ended by StopLiveReads
+	stopLive      context.CancelFunc
 
 	// persistFor, when set (by tests), opens a namespace's persistence
 	// store in place of the backend.

@@ -94,6 +94,7 @@ func (o *StreamsOptions) resolve() {
 func (h *handler) initStreams(o StreamsOptions, reg prometheus.Registerer) {
 	o.resolve()
 	h.sopts = o
+	h.liveCtx, h.stopLive = context.WithCancel(context.Background())
 	if reg != nil {
 		h.swept = prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: "ckptstore", Subsystem: "streams", Name: "swept_total",
@@ -133,6 +134,26 @@ func (h *handler) SweepStreams(ctx context.Context, max int) (int, error) {
 		h.swept.Add(float64(total))
 	}
 	return total, errors.Join(errs...)
+}
+
+// LiveReadsStopper is implemented by the handler NewHandler returns: a
+// server that shuts down calls StopLiveReads (http.Server's
+// RegisterOnShutdown) so that its long-polls answer at once and its SSE
+// replies end, rather than hold the shutdown for their full time; their
+// clients go on from their last offset, on another server.
+type LiveReadsStopper interface {
+	StopLiveReads()
+}
+
+// StopLiveReads implements LiveReadsStopper.
+func (h *handler) StopLiveReads() { h.stopLive() }
+
+// liveContext is the context of a live read: the request's, ended also
+// by StopLiveReads.
+func (s *streamCall) liveContext() (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(s.ctx)
+	stop := context.AfterFunc(s.h.liveCtx, cancel)
+	return ctx, func() { stop(); cancel() }
 }
 
 // The route names of /streams/ in metrics and logs.
@@ -708,7 +729,9 @@ func size(chunks []streams.Chunk) int {
 }
 
 func (s *streamCall) longPoll(from streams.Pos, client string) error {
-	ctx, cancel := context.WithTimeout(s.ctx, s.h.sopts.LongPollTimeout)
+	live, stop := s.liveContext()
+	defer stop()
+	ctx, cancel := context.WithTimeout(live, s.h.sopts.LongPollTimeout)
 	_ = http.NewResponseController(s.w).SetWriteDeadline(time.Now().Add(s.h.sopts.LongPollTimeout + 10*time.Second))
 	defer cancel()
 	for {
@@ -758,7 +781,9 @@ func (s *streamCall) sse(from streams.Pos) error {
 	rc := http.NewResponseController(s.w)
 	// The reply outlives the server's write timeout by design.
 	_ = rc.SetWriteDeadline(time.Now().Add(s.h.sopts.SSEDuration + 10*time.Second))
-	ctx, cancel := context.WithTimeout(s.ctx, s.h.sopts.SSEDuration)
+	live, stop := s.liveContext()
+	defer stop()
+	ctx, cancel := context.WithTimeout(live, s.h.sopts.SSEDuration)
 	defer cancel()
 	var buf []byte
 	first := true

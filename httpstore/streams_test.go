@@ -363,3 +363,36 @@ func TestStreamsSweep(t *testing.T) {
 	res, body = sdo(t, sreq{"HEAD", srv.URL + "/streams/kept", "", nil})
 	wantStatus(t, res, body, http.StatusOK)
 }
+
+// TestStreamsStopLiveReads: a server shutting down ends its live reads
+// at once: a long-poll answers 204 with its offset, an SSE reply ends.
+func TestStreamsStopLiveReads(t *testing.T) {
+	o, err := storeurl.Open(context.Background(), "mem", storeurl.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := httpstore.NewHandler(o, httpstore.HandlerOptions{Dev: true, Streams: httpstore.StreamsOptions{LongPollTimeout: time.Hour, SSEDuration: time.Hour}})
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	res, body := sdo(t, sreq{"PUT", srv.URL + "/streams/s", "", textPlain})
+	wantStatus(t, res, body, http.StatusCreated)
+	sse, err := http.Get(srv.URL + "/streams/s?offset=now&live=sse")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sse.Body.Close()
+	done := make(chan *http.Response, 1)
+	go func() {
+		res, _ := sdo(t, sreq{"GET", srv.URL + "/streams/s?offset=now&live=long-poll", "", nil})
+		done <- res
+	}()
+	time.Sleep(50 * time.Millisecond) // both readers wait
+	h.(httpstore.LiveReadsStopper).StopLiveReads()
+	res = <-done
+	if res.StatusCode != http.StatusNoContent || res.Header.Get("Stream-Next-Offset") == "" {
+		t.Fatalf("long-poll after stop: %d, offset %q", res.StatusCode, res.Header.Get("Stream-Next-Offset"))
+	}
+	if _, err := io.ReadAll(sse.Body); err != nil {
+		t.Fatalf("the SSE reply did not end cleanly: %v", err)
+	}
+}

@@ -437,6 +437,9 @@ func serve(ctx context.Context, s *setup, stdout io.Writer) error {
 		defer func() { stopRetry(); <-retried }() // before b.close
 	}
 
+	if ls, ok := srv.Handler.(*top).api.(httpstore.LiveReadsStopper); ok {
+		srv.RegisterOnShutdown(ls.StopLiveReads)
+	}
 	if sw, ok := srv.Handler.(*top).api.(httpstore.StreamsSweeper); ok {
 		sctx, stopSweep := context.WithCancel(ctx)
 		swept := make(chan struct{})
