@@ -52,7 +52,7 @@ fdbreal:
 # streamsconformance runs the Durable Streams protocol's conformance suite
 # (@durable-streams/server-conformance-tests, pinned in the script, from
 # npm) against ckptserver's /streams/ on each store of STREAMS_STORES
-# (default "mem redis", the latter on a redis-server of its own) and
+# (default "mem memkv redis", the last on a redis-server of its own) and
 # prints its passed/failed/skipped counts; any failure fails the step.
 # About a minute per store.
 .PHONY: streamsconformance

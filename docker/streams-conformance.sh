@@ -2,7 +2,7 @@
 # streams-conformance.sh runs the Durable Streams protocol's own
 # conformance suite (@durable-streams/server-conformance-tests, pinned
 # below) against ckptserver's /streams/ routes, once per store of
-# STREAMS_STORES (default: "mem redis"; redis starts a redis-server of its
+# STREAMS_STORES (default: "mem memkv redis"; redis starts a redis-server of its
 # own, without persistence, on a free port), and fails unless every test passes (the
 # suite skips the 6 subscription tests unless asked). It prints the
 # passed/failed/skipped counts of each store.
@@ -16,7 +16,7 @@ set -euo pipefail
 VERSION=0.3.6
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 RIG=${STREAMS_RIG:-$ROOT/.cache/streams-conformance}
-STORES=${STREAMS_STORES:-mem redis}
+STORES=${STREAMS_STORES:-mem memkv redis}
 
 mkdir -p "$RIG" "$ROOT/bin"
 cd "$ROOT"

@@ -76,6 +76,7 @@ func openedOn(raw kv.DB, opts storeurl.Options) (*storeurl.Opened, error) {
 		return nil, fmt.Errorf("%w: %v", storeurl.ErrBadURL, err)
 	}
 	var persist storeurl.DriverCache
+	sdrivers := newStreamsCache(db)
 	return &storeurl.Opened{
 		Store:     st,
 		Instances: in,
@@ -90,6 +91,7 @@ func openedOn(raw kv.DB, opts storeurl.Options) (*storeurl.Opened, error) {
 				return fdbdriver.New(db, fdbdriver.Options{Prefix: prefix, Now: now})
 			})
 		},
+		OpenStreams: sdrivers.get,
 		OpenNamespace: func(name string, lease ckptstore.Options) (*ckptstore.Store, *ckptstore.InstanceStore, error) {
 			return openPrefix(db, lease, storeurl.FDBNamespacePrefix(name))
 		},
