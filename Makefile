@@ -49,6 +49,16 @@ fdbcheck:
 fdbreal:
 	bash docker/fdb-real.sh
 
+# streamsconformance runs the Durable Streams protocol's conformance suite
+# (@durable-streams/server-conformance-tests, pinned in the script, from
+# npm) against ckptserver's /streams/ on each store of STREAMS_STORES
+# (default "mem memkv redis", the last on a redis-server of its own) and
+# prints its passed/failed/skipped counts; any failure fails the step.
+# About a minute per store.
+.PHONY: streamsconformance
+streamsconformance:
+	bash docker/streams-conformance.sh
+
 # benchsmoke runs every benchmark once on every store here, so a benchmark
 # that no longer works fails the tests; it measures nothing. -twice runs
 # every family a second time in the same process on the same engines (each
@@ -66,7 +76,7 @@ tstest:
 	$(GO) build -o bin/ckptserver ./cmd/ckptserver
 	cd clients/ts && npm ci --no-audit --no-fund && CKPTSERVER_BIN=$(CURDIR)/bin/ckptserver npm test
 
-test: deps vet staticcheck fdbcheck gotest benchsmoke tstest fdbreal
+test: deps vet staticcheck fdbcheck gotest benchsmoke tstest fdbreal streamsconformance
 
 # test-regions runs fdbstore under loadgen --verify on a two-region
 # FoundationDB cluster of six local processes (primary dc1, its satellite

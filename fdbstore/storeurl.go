@@ -75,6 +75,7 @@ func openedOn(raw kv.DB, opts storeurl.Options) (*storeurl.Opened, error) {
 		return nil, fmt.Errorf("%w: %v", storeurl.ErrBadURL, err)
 	}
 	var persist storeurl.DriverCache
+	sdrivers := newStreamsCache(db)
 	return &storeurl.Opened{
 		Store:     st,
 		Instances: in,
@@ -89,6 +90,7 @@ func openedOn(raw kv.DB, opts storeurl.Options) (*storeurl.Opened, error) {
 				return NewPersistence(db, PersistenceOptions{Prefix: prefix, Now: now})
 			})
 		},
+		OpenStreams: sdrivers.get,
 		OpenNamespace: func(name string, lease ckptstore.Options) (*ckptstore.Store, *ckptstore.InstanceStore, error) {
 			return openPrefix(db, lease, name)
 		},

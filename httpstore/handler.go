@@ -118,6 +118,9 @@ type HandlerOptions struct {
 	// Propagator reads a request's trace context when TracerProvider is
 	// set; nil means W3C Trace Context (traceparent, tracestate).
 	Propagator propagation.TextMapPropagator
+	// Streams are the limits of the Durable Streams routes under
+	// /streams/ (docs/streams.md).
+	Streams StreamsOptions
 }
 
 // NewHandler returns the http.Handler that serves the stores of b over the
@@ -149,6 +152,7 @@ func NewHandler(b Backend, opts HandlerOptions) http.Handler {
 	}
 	h := &handler{b: b, opts: opts, log: log, trace: newTracing(opts.TracerProvider, opts.Propagator)}
 	h.budget.max = opts.MaxInflightBytes
+	h.initStreams(opts.Streams, opts.Registerer)
 	h.budget.maxBig = max(opts.MaxInflightBytes-opts.MaxInflightBytes/8, opts.MaxBodyBytes)
 	h.metrics = newMetrics(opts.Registerer, &h.budget)
 	for tok, ns := range opts.Tokens {
@@ -171,6 +175,13 @@ type handler struct {
 
 	mu         sync.Mutex
 	namespaces sync.Map // name → *namespace
+
+	sopts         StreamsOptions     // resolved
+	streamDrivers sync.Map           // namespace name → streams.Driver
+	liveReaders   atomic.Int64       // long-poll and SSE readers in flight
+	swept         prometheus.Counter // expired streams the sweeps removed; nil without metrics
+	liveCtx       context.Context    // ended by StopLiveReads
+	stopLive      context.CancelFunc
 
 	// persistFor, when set (by tests), opens a namespace's persistence
 	// store in place of the backend.
@@ -292,6 +303,10 @@ const maxPooledBuffer = 1 << 20
 
 // ServeHTTP serves one request and records its metrics and log line.
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if strings.HasPrefix(r.URL.Path, StreamsPrefix) {
+		h.serveStreams(w, r)
+		return
+	}
 	start := time.Now()
 	name, ok := strings.CutPrefix(r.URL.Path, "/v1/")
 	rt := routes[name]

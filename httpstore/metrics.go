@@ -73,6 +73,9 @@ func newMetrics(reg prometheus.Registerer, b *budget) *metrics {
 	for name := range routes {
 		m.routes[name] = m.newRoute(name)
 	}
+	for _, name := range streamRouteNames {
+		m.routes[name] = m.newRoute(name)
+	}
 	m.routes["unknown"] = m.newRoute("unknown")
 	return m
 }

@@ -60,6 +60,7 @@ func openURL(_ context.Context, url string, opts storeurl.Options) (*storeurl.Op
 			}
 			return space(name, ckptstore.Options{Now: now}).d.Persistence(), nil
 		},
+		OpenStreams: openStreams(),
 		OpenNamespace: func(name string, lease ckptstore.Options) (*ckptstore.Store, *ckptstore.InstanceStore, error) {
 			n := space(name, lease)
 			return n.store, n.instances, nil

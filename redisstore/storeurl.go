@@ -135,13 +135,14 @@ func openURL(ctx context.Context, spec string, opts storeurl.Options) (*storeurl
 	// key space's checkpoints ({prefix}:p:…); one per key space, so that
 	// one lock subscription serves it.
 	var persist storeurl.DriverCache
+	sdrivers := newStreamsCache(client, ro.Prefix)
 	return &storeurl.Opened{
 		Store:     st,
 		Instances: in,
 		Kind:      "redis",
 		Desc:      desc + ")",
 		Close: func() error {
-			err := persist.Close()
+			err := errors.Join(persist.Close(), sdrivers.close())
 			return errors.Join(err, client.Close())
 		},
 		Handle: client,
@@ -154,6 +155,7 @@ func openURL(ctx context.Context, spec string, opts storeurl.Options) (*storeurl
 				return NewPersistence(PersistenceOptions{Client: client, Prefix: prefix, Now: now})
 			})
 		},
+		OpenStreams: sdrivers.get,
 		OpenNamespace: func(name string, lease ckptstore.Options) (*ckptstore.Store, *ckptstore.InstanceStore, error) {
 			o := ro
 			o.Prefix = NamespacePrefix(ro.Prefix, name)

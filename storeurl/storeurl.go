@@ -47,6 +47,7 @@ import (
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/contract"
 	pdriver "github.com/ckptstore/ckptstore/persist/driver"
+	"github.com/ckptstore/ckptstore/streams"
 )
 
 // ErrBadURL is wrapped by Open's errors for a URL or option it cannot
@@ -175,6 +176,10 @@ type Opened struct {
 	// through the driver value. nil when the backend
 	// keeps no persistence state.
 	OpenPersistence func(name string, now func() time.Time) (pdriver.Driver, error)
+	// OpenStreams is set by a driver that keeps Durable Streams, and
+	// called by Streams (name checked first): the stream driver of
+	// namespace name. nil when the backend keeps no streams.
+	OpenStreams func(name string) (streams.Driver, error)
 }
 
 // ErrNoPersistence is Persistence's error for a backend that keeps no

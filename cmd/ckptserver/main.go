@@ -87,6 +87,8 @@ type config struct {
 	writeTimeout, idleTimeout              time.Duration
 	shutdownDelay, shutdownTimeout         time.Duration
 	logLevel, logFormat                    string
+	streams                                httpstore.StreamsOptions
+	streamsSweep                           time.Duration
 }
 
 // usageError is a command line that cannot run.
@@ -116,6 +118,11 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.DurationVar(&c.renewAfter, "renew-after", 0, "renew-after of every namespace (0 = 45s, or 3/8 of --lease)")
 	fs.Int64Var(&c.maxBody, "max-body-bytes", httpstore.DefaultMaxBodyBytes, "largest request body; larger ones get 413")
 	fs.Int64Var(&c.maxInflight, "max-inflight-bytes", 0, fmt.Sprintf("request-body bytes all requests in flight may hold together; a request past it gets 503 OVERLOADED with Retry-After (0 = %d × --max-body-bytes, 256 MiB by default; at least --max-body-bytes)", httpstore.DefaultMaxInflightFactor))
+	fs.Int64Var(&c.streams.MaxAppendBytes, "streams-max-append-bytes", httpstore.DefaultMaxAppendBytes, "largest body of one Durable Streams create or append (docs/streams.md); larger ones get 413")
+	fs.DurationVar(&c.streams.LongPollTimeout, "streams-long-poll-timeout", httpstore.DefaultLongPollTimeout, "how long a Durable Streams long-poll waits for data before its 204")
+	fs.Int64Var(&c.streams.MaxLiveReaders, "streams-max-live-readers", httpstore.DefaultMaxLiveReaders, "Durable Streams long-poll and SSE readers this server serves at once; more get 429")
+	fs.DurationVar(&c.streams.SSEDuration, "streams-sse-duration", httpstore.DefaultSSEDuration, "how long one Durable Streams SSE reply lasts before the server ends it (the client reconnects)")
+	fs.DurationVar(&c.streamsSweep, "streams-sweep-interval", 30*time.Second, "how often a sweep removes expired Durable Streams, at most 1000 per namespace a time (reads answer 404 for an expired stream either way)")
 	fs.Int64Var(&c.maxBlob, "max-blob-bytes", httpstore.DefaultMaxBlobBytes, "largest blob a blobs/put stores; larger ones get 413 and store nothing")
 	fs.DurationVar(&c.readHeaderTimeout, "read-header-timeout", 10*time.Second, "time to read a request's headers")
 	fs.DurationVar(&c.readTimeout, "read-timeout", 2*time.Minute, "time to read a whole request")
@@ -145,6 +152,8 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 		return nil, usage("--max-inflight-bytes must be 0 or at least --max-body-bytes (%d)", c.maxBody)
 	case c.maxBlob <= 0:
 		return nil, usage("--max-blob-bytes must be positive")
+	case c.streams.MaxAppendBytes <= 0 || c.streams.LongPollTimeout <= 0 || c.streams.MaxLiveReaders <= 0 || c.streams.SSEDuration <= 0 || c.streamsSweep <= 0:
+		return nil, usage("--streams-max-append-bytes, --streams-long-poll-timeout, --streams-max-live-readers, --streams-sse-duration and --streams-sweep-interval must be positive")
 	case c.shutdownDelay < 0:
 		return nil, usage("--shutdown-delay must not be negative")
 	case c.shutdownTimeout <= 0:
@@ -428,6 +437,18 @@ func serve(ctx context.Context, s *setup, stdout io.Writer) error {
 		defer func() { stopRetry(); <-retried }() // before b.close
 	}
 
+	if ls, ok := srv.Handler.(*top).api.(httpstore.LiveReadsStopper); ok {
+		srv.RegisterOnShutdown(ls.StopLiveReads)
+	}
+	if sw, ok := srv.Handler.(*top).api.(httpstore.StreamsSweeper); ok {
+		sctx, stopSweep := context.WithCancel(ctx)
+		swept := make(chan struct{})
+		go func() {
+			defer close(swept)
+			sweepStreams(sctx, sw, c.streamsSweep, log)
+		}()
+		defer func() { stopSweep(); <-swept }()
+	}
 	errc := make(chan error, 1)
 	go func() {
 		if scheme == "https" {
@@ -490,6 +511,7 @@ func (s *setup) newServer(b *backend, draining *atomic.Bool) (srv, metricsSrv *h
 	api := httpstore.NewHandler(b, httpstore.HandlerOptions{
 		Dev: c.dev, Tokens: s.tokens, Lease: s.lease, MaxBodyBytes: c.maxBody, Logger: s.log, Registerer: reg,
 		Bucket: s.bucket, MaxBlobBytes: c.maxBlob, MaxInflightBytes: c.maxInflight, TracerProvider: s.tp,
+		Streams: c.streams,
 	})
 	healthz := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = io.WriteString(w, "ok\n")
@@ -583,4 +605,24 @@ func (t *top) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.ServeHTTP(w, r)
+}
+
+// sweepStreams removes expired Durable Streams every interval until ctx
+// ends: a bounded batch per namespace each time.
+func sweepStreams(ctx context.Context, sw httpstore.StreamsSweeper, interval time.Duration, log *slog.Logger) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		n, err := sw.SweepStreams(ctx, 1000)
+		if err != nil && ctx.Err() == nil {
+			log.Warn("sweeping expired streams", "err", err.Error(), "removed", n)
+		} else if n > 0 {
+			log.Debug("swept expired streams", "removed", n)
+		}
+	}
 }

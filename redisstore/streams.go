@@ -1,0 +1,898 @@
+package redisstore
+
+// The Durable Streams driver of redisstore (package streams).
+//
+// Layout, under the namespace's hash tag (one slot, so a transaction may
+// touch any stream of the namespace, forks and sources alike):
+//
+//	{tag}:s:names     hash: stream name → id (ids are never reused)
+//	{tag}:s:seq       the last id
+//	{tag}:s:<id>:m    hash: the stream's state (fields below)
+//	{tag}:s:<id>:c    sorted set: its own chunks, scored by start position
+//	{tag}:s:<id>:p    hash: Producer-Id → "epoch seq"
+//	{tag}:s:wake      channel: the id of every stream a write changed
+//
+// Invariants: every write is one optimistic transaction (WATCH the keys
+// it reads, decide with package streams' functions, MULTI/EXEC), so the
+// producer state and the data commit together or not at all, and a retry
+// after a lost EXEC reply meets the state the first try left. A chunk
+// never changes once added, and its start is the stream's tail when it is
+// added, so a reader that reads the state and then the chunks below its
+// tail needs no transaction. A name maps to a stream whose state exists;
+// a stream's keys are deleted when no name and no fork refers to it.
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ckptstore/ckptstore/storeurl"
+	"github.com/ckptstore/ckptstore/streams"
+)
+
+// Streams is redisstore's streams.Driver: the streams of one namespace.
+// Live readers wait on the driver's one subscription to the namespace's
+// wake channel, which every write publishes to in its transaction; a
+// broken subscription wakes every waiter (a message may be lost), and a
+// waiter re-reads at least every streamsRecheck in any case.
+type Streams struct {
+	c    redis.UniversalClient
+	base string
+	hub  *streamHub
+
+	sweepMu      sync.Mutex
+	sweepCursor  uint64   // where the next SweepExpired resumes its HSCAN
+	sweepPending []string // names and ids the last HSCAN returned, not yet looked at
+}
+
+var _ streams.Driver = (*Streams)(nil)
+
+// streamsRecheck bounds a wait that no message ends: the guard against a
+// notification lost in a failover, not a poll.
+const streamsRecheck = 5 * time.Second
+
+// NewStreams returns the stream driver of the namespace whose prefix is
+// prefix ("" = DefaultPrefix), over c. Close ends its subscription.
+func NewStreams(c redis.UniversalClient, prefix string) *Streams {
+	base := keyBase(prefix) + "s:"
+	return &Streams{c: c, base: base, hub: newStreamHub(c, base+"wake")}
+}
+
+// Close ends the driver's subscription; it does not close the client.
+func (d *Streams) Close() error { return d.hub.close() }
+
+func (d *Streams) names() string             { return d.base + "names" }
+func (d *Streams) meta(id string) string     { return d.base + id + ":m" }
+func (d *Streams) chunks(id string) string   { return d.base + id + ":c" }
+func (d *Streams) prods(id string) string    { return d.base + id + ":p" }
+func (d *Streams) keysOf(id string) []string { return []string{d.meta(id), d.chunks(id), d.prods(id)} }
+
+// rstream is a stream's state as stored in its :m hash.
+type rstream struct {
+	id      string
+	name    string
+	info    streams.Info
+	w       streams.Writers
+	src     string // the source's id; "" when not a fork
+	refs    int64
+	deleted bool // soft-deleted: 410 by name
+	dropped bool // expired while forked: no name, kept for the forks
+}
+
+func (r *rstream) fields() map[string]any {
+	f := map[string]any{
+		"name": r.name, "ct": r.info.ContentType, "tail": int64(r.info.Tail), "acc": r.info.Accessed.UnixNano(),
+		"cr": r.info.Created, "refs": r.refs, "ls": r.w.LastSeq, "me": r.w.MaxEpoch,
+	}
+	if r.info.HasTTL {
+		f["ttl"] = r.info.TTL
+	}
+	if !r.info.ExpiresAt.IsZero() {
+		f["exp"] = r.info.ExpiresAt.UnixNano()
+	}
+	if r.info.Closed {
+		f["closed"] = 1
+	}
+	if fk := r.info.Fork; fk != nil {
+		f["src"], f["srcname"], f["base"] = r.src, fk.Source, int64(fk.Pos)
+	}
+	if c := r.w.ClosedBy; c != nil {
+		f["cb"] = fmt.Sprintf("%d %d %s", c.Epoch, c.Seq, c.ID)
+	}
+	if r.deleted {
+		f["del"] = 1
+	}
+	if r.dropped {
+		f["drop"] = 1
+	}
+	return f
+}
+
+func parseStream(id string, m map[string]string) (*rstream, error) {
+	if len(m) == 0 {
+		return nil, nil
+	}
+	num := func(k string) int64 {
+		n, _ := strconv.ParseInt(m[k], 10, 64)
+		return n
+	}
+	r := &rstream{id: id, name: m["name"], src: m["src"], refs: num("refs"), deleted: m["del"] != "", dropped: m["drop"] != ""}
+	r.info.ContentType = m["ct"]
+	r.info.Tail = streams.Pos(num("tail"))
+	r.info.Accessed = time.Unix(0, num("acc"))
+	r.info.Created = num("cr")
+	r.info.Closed = m["closed"] != ""
+	if v, ok := m["ttl"]; ok {
+		r.info.TTL, _ = strconv.ParseInt(v, 10, 64)
+		r.info.HasTTL = true
+	}
+	if _, ok := m["exp"]; ok {
+		r.info.ExpiresAt = time.Unix(0, num("exp")).UTC()
+	}
+	if r.src != "" {
+		r.info.Fork = &streams.Fork{Source: m["srcname"], Pos: streams.Pos(num("base"))}
+	}
+	r.w.LastSeq, r.w.MaxEpoch = m["ls"], num("me")
+	if cb := m["cb"]; cb != "" {
+		var p streams.Producer
+		parts := strings.SplitN(cb, " ", 3)
+		if len(parts) != 3 {
+			return nil, fmt.Errorf("redisstore: stream %s: bad closer %q", id, cb)
+		}
+		p.Epoch, _ = strconv.ParseInt(parts[0], 10, 64)
+		p.Seq, _ = strconv.ParseInt(parts[1], 10, 64)
+		p.ID = parts[2]
+		r.w.ClosedBy = &p
+	}
+	return r, nil
+}
+
+// load reads the state of stream id (nil when it has none).
+func (d *Streams) load(ctx context.Context, c redis.Cmdable, id string) (*rstream, error) {
+	m, err := c.HGetAll(ctx, d.meta(id)).Result()
+	if err != nil {
+		return nil, err
+	}
+	return parseStream(id, m)
+}
+
+// txn runs fn in an optimistic transaction over keys, again while another
+// client's write to a watched key fails it.
+func (d *Streams) txn(ctx context.Context, fn func(tx *redis.Tx) error, keys ...string) error {
+	for i := 0; ; i++ {
+		err := d.c.Watch(ctx, fn, keys...)
+		if !errors.Is(err, redis.TxFailedErr) {
+			return err
+		}
+		if i >= 1000 {
+			return fmt.Errorf("redisstore: a stream write lost 1000 races: %w", err)
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if i > 3 {
+			time.Sleep(time.Duration(i) * 50 * time.Microsecond)
+		}
+	}
+}
+
+// lookup resolves name in tx (watching its state) to a live stream.
+func (d *Streams) lookup(ctx context.Context, tx *redis.Tx, name string, now time.Time) (*rstream, error) {
+	id, err := tx.HGet(ctx, d.names(), name).Result()
+	if errors.Is(err, redis.Nil) {
+		return nil, streams.ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := tx.Watch(ctx, d.meta(id), d.prods(id)).Err(); err != nil {
+		return nil, err
+	}
+	r, err := d.load(ctx, tx, id)
+	if err != nil {
+		return nil, err
+	}
+	if r == nil {
+		return nil, fmt.Errorf("redisstore: stream %s names id %s, which has no state", strconv.Quote(name), id)
+	}
+	if r.deleted {
+		return nil, streams.ErrGone
+	}
+	if r.info.Expired(now) {
+		return r, streams.ErrNotFound
+	}
+	return r, nil
+}
+
+// release queues the removal of r, which no name refers to any more, in
+// p: its keys go when no fork reads it, and with them every source up the
+// chain that was waiting for its last fork. Sources are read (and
+// watched) in tx.
+func (d *Streams) release(ctx context.Context, tx *redis.Tx, p redis.Pipeliner, r *rstream) error {
+	p.Publish(ctx, d.base+"wake", r.id)
+	if r.refs > 0 {
+		p.HSet(ctx, d.meta(r.id), "drop", 1)
+		return nil
+	}
+	p.Del(ctx, d.keysOf(r.id)...)
+	for src := r.src; src != ""; {
+		if err := tx.Watch(ctx, d.meta(src)).Err(); err != nil {
+			return err
+		}
+		s, err := d.load(ctx, tx, src)
+		if err != nil || s == nil {
+			return err
+		}
+		if s.refs > 1 || !s.deleted && !s.dropped {
+			p.HIncrBy(ctx, d.meta(src), "refs", -1)
+			return nil
+		}
+		if s.deleted {
+			// A soft-deleted source holds its name until now.
+			if cur, err := tx.HGet(ctx, d.names(), s.name).Result(); err == nil && cur == s.id {
+				p.HDel(ctx, d.names(), s.name)
+			}
+		}
+		p.Del(ctx, d.keysOf(src)...)
+		src = s.src
+	}
+	return nil
+}
+
+// Create implements streams.Driver.
+func (d *Streams) Create(ctx context.Context, name string, req *streams.CreateRequest, now time.Time) (streams.Info, bool, error) {
+	var (
+		out     streams.Info
+		created bool
+	)
+	err := d.txn(ctx, func(tx *redis.Tx) error {
+		created = false
+		old, err := d.lookup(ctx, tx, name, now)
+		switch {
+		case errors.Is(err, streams.ErrGone):
+			return streams.Errorf(streams.ErrExists, "the name is held by a deleted stream that forks still read")
+		case errors.Is(err, streams.ErrNotFound):
+			// old, if set, has expired.
+		case err != nil:
+			return err
+		}
+		var (
+			cfg  streams.Config
+			fork *streams.Fork
+			src  *rstream
+		)
+		if f := req.Fork; f != nil {
+			src, err = d.lookup(ctx, tx, f.Source, now)
+			if errors.Is(err, streams.ErrGone) {
+				return streams.Errorf(streams.ErrSourceGone, "the fork's source is deleted")
+			}
+			if err != nil {
+				return err
+			}
+			if cfg, err = streams.ForkConfig(&src.info, req); err != nil {
+				return err
+			}
+			run, err := d.runAt(ctx, tx, src, f.Offset)
+			if err != nil {
+				return err
+			}
+			pos, err := streams.ResolveFork(&src.info, f, func(streams.Pos) streams.Pos { return run })
+			if err != nil {
+				return err
+			}
+			fork = &streams.Fork{Source: f.Source, Pos: pos}
+		} else {
+			cfg = streams.CreateConfig(req)
+		}
+		if old != nil && !old.info.Expired(now) {
+			if err := streams.DecideExisting(&old.info, &cfg, req, fork); err != nil {
+				return err
+			}
+			out = old.info
+			_, err := tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+				p.HSet(ctx, d.meta(old.id), "acc", now.UnixNano())
+				return nil
+			})
+			return err
+		}
+		n, err := tx.Incr(ctx, d.base+"seq").Result()
+		if err != nil {
+			return err
+		}
+		r := &rstream{id: strconv.FormatInt(n, 10), name: name, info: streams.Info{Config: cfg, Accessed: now, Fork: fork, Created: now.UnixNano()}}
+		if fork != nil {
+			r.src, r.info.Tail = src.id, fork.Pos
+		}
+		var chunk *streams.Chunk
+		if b := req.Body; b != nil && b.Len() > 0 {
+			b.Start = r.info.Tail
+			chunk = b
+			r.info.Tail = b.End()
+		}
+		r.info.Closed = req.Closed
+		_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			if old != nil {
+				if err := d.release(ctx, tx, p, old); err != nil {
+					return err
+				}
+			}
+			p.HSet(ctx, d.meta(r.id), r.fields())
+			p.HSet(ctx, d.names(), name, r.id)
+			if chunk != nil {
+				p.ZAdd(ctx, d.chunks(r.id), redis.Z{Score: float64(chunk.Start), Member: encodeChunk(chunk)})
+			}
+			if src != nil {
+				p.HIncrBy(ctx, d.meta(src.id), "refs", 1)
+				p.HSet(ctx, d.meta(src.id), "acc", now.UnixNano())
+			}
+			return nil
+		})
+		out, created = r.info, true
+		return err
+	}, d.names())
+	return out, created, err
+}
+
+// encodeChunk is a chunk as a sorted-set member: its start (8 bytes, which
+// makes members unique), the number of JSON message ends (4 bytes; the
+// all-ones value for bytes), the ends, the data.
+func encodeChunk(c *streams.Chunk) string {
+	n := uint32(math.MaxUint32)
+	if c.Ends != nil {
+		n = uint32(len(c.Ends))
+	}
+	b := make([]byte, 0, 12+4*len(c.Ends)+len(c.Data))
+	b = binary.BigEndian.AppendUint64(b, uint64(c.Start))
+	b = binary.BigEndian.AppendUint32(b, n)
+	for _, e := range c.Ends {
+		b = binary.BigEndian.AppendUint32(b, uint32(e))
+	}
+	return string(append(b, c.Data...))
+}
+
+func decodeChunk(s string) (streams.Chunk, error) {
+	if len(s) < 12 {
+		return streams.Chunk{}, errors.New("redisstore: a stream chunk is short")
+	}
+	b := []byte(s)
+	c := streams.Chunk{Start: streams.Pos(binary.BigEndian.Uint64(b))}
+	n := binary.BigEndian.Uint32(b[8:])
+	b = b[12:]
+	if n != math.MaxUint32 {
+		if uint64(len(b)) < 4*uint64(n) {
+			return streams.Chunk{}, errors.New("redisstore: a stream chunk is short")
+		}
+		c.Ends = make([]int32, n)
+		for i := range c.Ends {
+			c.Ends[i] = int32(binary.BigEndian.Uint32(b[4*i:]))
+		}
+		b = b[4*n:]
+	}
+	c.Data = b
+	return c, nil
+}
+
+// chunkAt returns the chunk of stream id that holds pos (ok false when
+// none does).
+func (d *Streams) chunkAt(ctx context.Context, c redis.Cmdable, id string, pos streams.Pos) (streams.Chunk, bool, error) {
+	ms, err := c.ZRevRangeByScore(ctx, d.chunks(id), &redis.ZRangeBy{Max: strconv.FormatInt(int64(pos), 10), Min: "-inf", Count: 1}).Result()
+	if err != nil || len(ms) == 0 {
+		return streams.Chunk{}, false, err
+	}
+	ch, err := decodeChunk(ms[0])
+	if err != nil || ch.End() <= pos {
+		return streams.Chunk{}, false, err
+	}
+	return ch, true, nil
+}
+
+// runAt is the number of units from anchor to the end of the chunk that
+// holds it, in r's view (0 at or past the tail).
+func (d *Streams) runAt(ctx context.Context, c redis.Cmdable, r *rstream, anchor streams.Pos) (streams.Pos, error) {
+	to := r.info.Tail
+	for {
+		if anchor >= to {
+			return 0, nil
+		}
+		if fk := r.info.Fork; fk != nil && anchor < fk.Pos {
+			to = min(to, fk.Pos)
+			s, err := d.load(ctx, c, r.src)
+			if err != nil || s == nil {
+				return 0, err
+			}
+			r = s
+			continue
+		}
+		ch, ok, err := d.chunkAt(ctx, c, r.id, anchor)
+		if err != nil || !ok {
+			return 0, err
+		}
+		return min(ch.End(), to) - anchor, nil
+	}
+}
+
+// Append implements streams.Driver.
+func (d *Streams) Append(ctx context.Context, name string, req *streams.AppendRequest, now time.Time) (streams.AppendResult, error) {
+	var res streams.AppendResult
+	id, err := d.c.HGet(ctx, d.names(), name).Result()
+	if errors.Is(err, redis.Nil) {
+		return res, streams.ErrNotFound
+	}
+	if err != nil {
+		return res, err
+	}
+	err = d.txn(ctx, func(tx *redis.Tx) error {
+		r, err := d.load(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		if r == nil || r.dropped {
+			return streams.ErrNotFound
+		}
+		if r.deleted {
+			return streams.ErrGone
+		}
+		if r.info.Expired(now) {
+			return streams.ErrNotFound
+		}
+		var ps *streams.ProducerState
+		if p := req.Producer; p != nil {
+			v, err := tx.HGet(ctx, d.prods(id), p.ID).Result()
+			if err != nil && !errors.Is(err, redis.Nil) {
+				return err
+			}
+			if err == nil {
+				var st streams.ProducerState
+				if _, err := fmt.Sscan(v, &st.Epoch, &st.LastSeq); err != nil {
+					return fmt.Errorf("redisstore: stream %s: producer state %q: %w", id, v, err)
+				}
+				ps = &st
+			}
+		}
+		dec, err := streams.DecideAppend(&r.info, &r.w, ps, req)
+		if err != nil {
+			return err
+		}
+		res = dec.Result
+		_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			f := map[string]any{"acc": now.UnixNano()}
+			if dec.Write {
+				if b := req.Body; b != nil {
+					b.Start = r.info.Tail
+					p.ZAdd(ctx, d.chunks(id), redis.Z{Score: float64(b.Start), Member: encodeChunk(b)})
+					f["tail"] = int64(b.End())
+					res.Next = b.End()
+				}
+				if pr := req.Producer; pr != nil {
+					p.HSet(ctx, d.prods(id), pr.ID, fmt.Sprintf("%d %d", dec.State.Epoch, dec.State.LastSeq))
+				}
+				r.w.Apply(req, &dec)
+				f["ls"], f["me"] = r.w.LastSeq, r.w.MaxEpoch
+				if c := r.w.ClosedBy; c != nil {
+					f["cb"] = fmt.Sprintf("%d %d %s", c.Epoch, c.Seq, c.ID)
+				}
+				if req.Close {
+					f["closed"] = 1
+				}
+				p.Publish(ctx, d.base+"wake", id)
+			}
+			p.HSet(ctx, d.meta(id), f)
+			return nil
+		})
+		return err
+	}, d.meta(id), d.prods(id))
+	if errors.Is(err, streams.ErrNotFound) {
+		// The name may point at a newer stream now: look once more.
+		if id2, err2 := d.c.HGet(ctx, d.names(), name).Result(); err2 == nil && id2 != id {
+			return d.Append(ctx, name, req, now)
+		}
+	}
+	return res, err
+}
+
+// Delete implements streams.Driver.
+func (d *Streams) Delete(ctx context.Context, name string, now time.Time) error {
+	return d.txn(ctx, func(tx *redis.Tx) error {
+		r, err := d.lookup(ctx, tx, name, now)
+		if err != nil {
+			return err
+		}
+		_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			if r.refs > 0 {
+				p.HSet(ctx, d.meta(r.id), "del", 1)
+				p.Publish(ctx, d.base+"wake", r.id)
+				return nil
+			}
+			p.HDel(ctx, d.names(), name)
+			return d.release(ctx, tx, p, r)
+		})
+		return err
+	}, d.names())
+}
+
+// resolve finds the live stream of name without a transaction.
+func (d *Streams) resolve(ctx context.Context, name string, now time.Time) (*rstream, error) {
+	id, err := d.c.HGet(ctx, d.names(), name).Result()
+	if errors.Is(err, redis.Nil) {
+		return nil, streams.ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	r, err := d.load(ctx, d.c, id)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case r == nil || r.dropped:
+		return nil, streams.ErrNotFound
+	case r.deleted:
+		return nil, streams.ErrGone
+	case r.info.Expired(now):
+		d.expire(ctx, name, now)
+		return nil, streams.ErrNotFound
+	}
+	return r, nil
+}
+
+// expire removes the expired stream of name, best effort: a reader that
+// finds it expired answers 404 either way.
+func (d *Streams) expire(ctx context.Context, name string, now time.Time) {
+	_ = d.txn(ctx, func(tx *redis.Tx) error {
+		r, err := d.lookup(ctx, tx, name, now)
+		if !errors.Is(err, streams.ErrNotFound) || r == nil {
+			return nil
+		}
+		_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.HDel(ctx, d.names(), name)
+			return d.release(ctx, tx, p, r)
+		})
+		return err
+	}, d.names())
+}
+
+// touchScript renews a stream's TTL only while its state exists, so a
+// touch never recreates a deleted stream's hash.
+var touchScript = redis.NewScript(`if redis.call('EXISTS', KEYS[1]) == 1 then redis.call('HSET', KEYS[1], 'acc', ARGV[1]) end return 1`)
+
+func (d *Streams) touch(ctx context.Context, id string, now time.Time) error {
+	return touchScript.Run(ctx, d.c, []string{d.meta(id)}, now.UnixNano()).Err()
+}
+
+// Head implements streams.Driver.
+func (d *Streams) Head(ctx context.Context, name string, touch bool, now time.Time) (streams.Info, error) {
+	r, err := d.resolve(ctx, name, now)
+	if err != nil {
+		return streams.Info{}, err
+	}
+	if touch {
+		if err := d.touch(ctx, r.id, now); err != nil {
+			return streams.Info{}, err
+		}
+		r.info.Accessed = now
+	}
+	return r.info, nil
+}
+
+// Read implements streams.Driver.
+func (d *Streams) Read(ctx context.Context, name string, from streams.Pos, max int, now time.Time) (streams.ReadResult, error) {
+	r, err := d.resolve(ctx, name, now)
+	if err != nil {
+		return streams.ReadResult{}, err
+	}
+	if err := d.touch(ctx, r.id, now); err != nil {
+		return streams.ReadResult{}, err
+	}
+	r.info.Accessed = now
+	if from > r.info.Tail {
+		return streams.ReadResult{}, streams.Errorf(streams.ErrBadRequest, "the offset is past the stream's tail")
+	}
+	out := streams.ReadResult{Info: r.info, Next: from}
+	budget := max
+	// Walk the view: the part below a fork point is the source's.
+	type seg struct {
+		id       string
+		from, to streams.Pos
+	}
+	var segs []seg
+	to := r.info.Tail
+	for cur := r; from < to; {
+		lo := from
+		if fk := cur.info.Fork; fk != nil && fk.Pos > from {
+			lo = fk.Pos
+		}
+		if lo < to {
+			segs = append(segs, seg{cur.id, lo, to})
+		}
+		if cur.info.Fork == nil || cur.info.Fork.Pos <= from {
+			break
+		}
+		to = min(to, cur.info.Fork.Pos)
+		if cur, err = d.load(ctx, d.c, cur.src); err != nil {
+			return streams.ReadResult{}, err
+		}
+		if cur == nil {
+			return streams.ReadResult{}, fmt.Errorf("redisstore: stream %s: a fork's source has no state", strconv.Quote(name))
+		}
+	}
+	for i := len(segs) - 1; i >= 0 && budget > 0; i-- {
+		s := segs[i]
+		pos := out.Next
+		if pos < s.from {
+			pos = s.from
+		}
+		if ch, ok, err := d.chunkAt(ctx, d.c, s.id, pos); err != nil {
+			return streams.ReadResult{}, err
+		} else if ok && ch.Start < pos {
+			out.Chunks, out.Next, budget = take(out.Chunks, &ch, pos, s.to, budget)
+			pos = out.Next
+		}
+		for pos < s.to && budget > 0 {
+			ms, err := d.c.ZRangeByScore(ctx, d.chunks(s.id), &redis.ZRangeBy{Min: strconv.FormatInt(int64(pos), 10),
+				Max: "(" + strconv.FormatInt(int64(s.to), 10), Count: 64}).Result()
+			if err != nil {
+				return streams.ReadResult{}, err
+			}
+			if len(ms) == 0 {
+				break
+			}
+			for _, m := range ms {
+				ch, err := decodeChunk(m)
+				if err != nil {
+					return streams.ReadResult{}, err
+				}
+				if budget <= 0 {
+					break
+				}
+				out.Chunks, out.Next, budget = take(out.Chunks, &ch, ch.Start, s.to, budget)
+				pos = out.Next
+			}
+		}
+		if out.Next < s.to {
+			break
+		}
+	}
+	return out, nil
+}
+
+// take appends the units of c from from (below to) to out, about budget
+// bytes of them (at least one unit).
+func take(out []streams.Chunk, c *streams.Chunk, from, to streams.Pos, budget int) ([]streams.Chunk, streams.Pos, int) {
+	end := min(c.End(), to)
+	if c.Ends == nil {
+		end = min(end, from+streams.Pos(budget))
+		budget -= int(end - from)
+	} else {
+		j := from
+		for j < end && budget > 0 {
+			k := j - c.Start
+			lo := int32(0)
+			if k > 0 {
+				lo = c.Ends[k-1] + 1
+			}
+			budget -= int(c.Ends[k]-lo) + 1
+			j++
+		}
+		end = j
+	}
+	return append(out, c.Slice(from, end)), end, budget
+}
+
+// Wait implements streams.Driver.
+func (d *Streams) Wait(ctx context.Context, name string, tail streams.Pos) error {
+	id, err := d.c.HGet(ctx, d.names(), name).Result()
+	if err != nil {
+		return nil // gone, or the store fails: the caller's read says which
+	}
+	ch, err := d.hub.watch(ctx, id)
+	if err != nil {
+		return err
+	}
+	// Subscribed first, then checked: a write after the check wakes ch.
+	r, err := d.load(ctx, d.c, id)
+	if err != nil || r == nil || r.deleted || r.dropped || r.info.Closed || r.info.Tail != tail {
+		return nil
+	}
+	t := time.NewTimer(streamsRecheck)
+	defer t.Stop()
+	select {
+	case <-ch:
+		return nil
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// streamHub fans one subscription out to the driver's waiters, by id.
+type streamHub struct {
+	c       redis.UniversalClient
+	channel string
+
+	start sync.Once
+	ps    *redis.PubSub
+	done  chan struct{}
+
+	mu     sync.Mutex
+	live   bool
+	ready  chan struct{}
+	waits  map[string]chan struct{}
+	closed bool
+}
+
+func newStreamHub(c redis.UniversalClient, channel string) *streamHub {
+	return &streamHub{c: c, channel: channel, ready: make(chan struct{}), waits: map[string]chan struct{}{}, done: make(chan struct{})}
+}
+
+// watch returns a channel closed by the next message for id, or by a
+// break of the subscription; it returns only while subscribed.
+func (h *streamHub) watch(ctx context.Context, id string) (<-chan struct{}, error) {
+	h.start.Do(func() {
+		h.ps = h.c.Subscribe(context.Background(), h.channel)
+		go h.loop()
+	})
+	for {
+		h.mu.Lock()
+		if h.closed {
+			h.mu.Unlock()
+			return nil, redis.ErrClosed
+		}
+		if h.live {
+			ch := h.waits[id]
+			if ch == nil {
+				ch = make(chan struct{})
+				h.waits[id] = ch
+			}
+			h.mu.Unlock()
+			return ch, nil
+		}
+		ready := h.ready
+		h.mu.Unlock()
+		select {
+		case <-ready:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+func (h *streamHub) loop() {
+	defer close(h.done)
+	for {
+		msg, err := h.ps.Receive(context.Background())
+		h.mu.Lock()
+		if h.closed {
+			h.mu.Unlock()
+			return
+		}
+		switch m := msg.(type) {
+		case *redis.Subscription:
+			if m.Kind == "subscribe" && !h.live {
+				h.live = true
+				close(h.ready)
+			}
+		case *redis.Message:
+			if ch := h.waits[m.Payload]; ch != nil {
+				close(ch)
+				delete(h.waits, m.Payload)
+			}
+		}
+		if err != nil && h.live {
+			// A message may be lost while the subscription is down: wake
+			// everyone, and wait for the next confirmation.
+			for id, ch := range h.waits {
+				close(ch)
+				delete(h.waits, id)
+			}
+			h.live = false
+			h.ready = make(chan struct{})
+		}
+		h.mu.Unlock()
+		if err != nil {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+}
+
+func (h *streamHub) close() error {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return nil
+	}
+	h.closed = true
+	for id, ch := range h.waits {
+		close(ch)
+		delete(h.waits, id)
+	}
+	ps := h.ps
+	h.mu.Unlock()
+	if ps == nil {
+		return nil
+	}
+	err := ps.Close()
+	<-h.done
+	return err
+}
+
+// streamsCache keeps one stream driver (one subscription) per namespace
+// of a store opened by URL.
+type streamsCache struct {
+	c      redis.UniversalClient
+	prefix string
+
+	mu      sync.Mutex
+	drivers map[string]*Streams
+	closed  bool
+}
+
+func newStreamsCache(c redis.UniversalClient, prefix string) *streamsCache {
+	return &streamsCache{c: c, prefix: prefix, drivers: map[string]*Streams{}}
+}
+
+func (sc *streamsCache) get(name string) (streams.Driver, error) {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	if sc.closed {
+		return nil, redis.ErrClosed
+	}
+	d := sc.drivers[name]
+	if d == nil {
+		d = NewStreams(sc.c, storeurl.RedisNamespacePrefix(sc.prefix, name))
+		sc.drivers[name] = d
+	}
+	return d, nil
+}
+
+func (sc *streamsCache) close() error {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	sc.closed = true
+	var errs []error
+	for _, d := range sc.drivers {
+		errs = append(errs, d.Close())
+	}
+	sc.drivers = nil
+	return errors.Join(errs...)
+}
+
+var _ streams.Sweeper = (*Streams)(nil)
+
+// SweepExpired implements streams.Sweeper: it takes the names an HSCAN of
+// the names hash returned and the last call left, max of them, and scans
+// on when none are left (a small hash comes back whole, whatever COUNT
+// says).
+func (d *Streams) SweepExpired(ctx context.Context, now time.Time, max int) (int, error) {
+	d.sweepMu.Lock()
+	defer d.sweepMu.Unlock()
+	if len(d.sweepPending) == 0 {
+		kv, next, err := d.c.HScan(ctx, d.names(), d.sweepCursor, "*", int64(max)).Result()
+		if err != nil {
+			return 0, err
+		}
+		d.sweepCursor, d.sweepPending = next, kv
+	}
+	n := 0
+	for seen := 0; seen < max && len(d.sweepPending) >= 2; seen++ {
+		name, id := d.sweepPending[0], d.sweepPending[1]
+		d.sweepPending = d.sweepPending[2:]
+		r, err := d.load(ctx, d.c, id)
+		if err != nil {
+			return n, err
+		}
+		if r != nil && !r.deleted && r.info.Expired(now) {
+			d.expire(ctx, name, now)
+			n++
+		}
+	}
+	return n, nil
+}

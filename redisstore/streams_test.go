@@ -1,0 +1,87 @@
+package redisstore_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ckptstore/ckptstore/internal/redistest"
+	"github.com/ckptstore/ckptstore/redisstore"
+	"github.com/ckptstore/ckptstore/streams"
+	"github.com/ckptstore/ckptstore/streams/streamstest"
+)
+
+// TestStreamsDriver runs the stream driver suite on a real redis-server,
+// each case in a namespace (prefix) of its own.
+func TestStreamsDriver(t *testing.T) {
+	c := redistest.Start(t).Client(t, nil)
+	streamstest.Run(t, func(t *testing.T) streams.Driver {
+		d := redisstore.NewStreams(c, "streams-suite-"+t.Name())
+		t.Cleanup(func() { _ = d.Close() })
+		return d
+	})
+}
+
+// TestStreamsLostReplies: with a proxy that loses replies and requests
+// at random, a producer retrying each append until it has an answer
+// leaves every append exactly once, in order: the producer check commits
+// with the data, so a retry after a lost EXEC reply is a duplicate, never
+// a second copy.
+func TestStreamsLostReplies(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	for _, retries := range []int{0, 20} {
+		proxy := redistest.NewProxy(t, srv.Addr)
+		c := redistest.NewClient(t, proxy.Addr, &redis.Options{MaxRetries: retries, MinRetryBackoff: time.Millisecond, MaxRetryBackoff: 2 * time.Millisecond,
+			ReadTimeout: 300 * time.Millisecond})
+		prefix := fmt.Sprintf("lost-%d", retries)
+		d := redisstore.NewStreams(c, prefix)
+		t.Cleanup(func() { _ = d.Close() })
+		now := time.Now()
+		if _, _, err := d.Create(ctx, "s", &streams.CreateRequest{Config: streams.Config{ContentType: "text/plain"}}, now); err != nil {
+			t.Fatal(err)
+		}
+		proxy.SetFaults(uint64(retries)+1, 0.05, 0.01)
+		const n = 80
+		failures := 0
+		for seq := range int64(n) {
+			req := &streams.AppendRequest{ContentType: "text/plain", Body: &streams.Chunk{Data: fmt.Appendf(nil, "<%d>", seq)},
+				Producer: &streams.Producer{ID: "w", Seq: seq}}
+			for {
+				_, err := d.Append(ctx, "s", req, now)
+				if err == nil {
+					break
+				}
+				if streams.Code(err) != "" {
+					t.Fatalf("seq %d: %v", seq, err)
+				}
+				failures++
+			}
+		}
+		proxy.SetFaults(0, 0, 0)
+		direct := redisstore.NewStreams(srv.Client(t, nil), prefix)
+		t.Cleanup(func() { _ = direct.Close() })
+		rd, err := direct.Read(ctx, "s", 0, 1<<20, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got, want strings.Builder
+		for _, ch := range rd.Chunks {
+			got.Write(ch.Data)
+		}
+		for seq := range n {
+			fmt.Fprintf(&want, "<%d>", seq)
+		}
+		if got.String() != want.String() {
+			t.Fatalf("MaxRetries %d: read %q, want %q", retries, got.String(), want.String())
+		}
+		if failures == 0 || proxy.DroppedReplies() == 0 {
+			t.Fatalf("MaxRetries %d: no append failed (%d replies lost): the faults did not bite", retries, proxy.DroppedReplies())
+		}
+		t.Logf("MaxRetries %d: %d failed attempts, %d replies and %d requests lost", retries, failures, proxy.DroppedReplies(), proxy.DroppedRequests())
+	}
+}
