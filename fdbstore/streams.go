@@ -31,7 +31,6 @@ import (
 	"time"
 
 	"github.com/ckptstore/ckptstore/fdbstore/kv"
-	"github.com/ckptstore/ckptstore/storeurl"
 	"github.com/ckptstore/ckptstore/streams"
 )
 
@@ -72,7 +71,7 @@ func NewStreams(db kv.DB, prefix string) *Streams {
 // StreamsNamespacePrefix is the prefix of namespace name's streams: the
 // packed tuple ("ckptstore.ns", name, "streams").
 func StreamsNamespacePrefix(name string) string {
-	return strings.TrimSuffix(storeurl.FDBNamespacePrefix(name), "\x00") + "\x02streams\x00"
+	return strings.TrimSuffix(NamespacePrefix(name), "\x00") + "\x02streams\x00"
 }
 
 func (d *Streams) nameKey(name string) []byte { return []byte(d.p + "n/" + name) }

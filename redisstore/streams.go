@@ -34,7 +34,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/ckptstore/ckptstore/storeurl"
 	"github.com/ckptstore/ckptstore/streams"
 )
 
@@ -847,7 +846,7 @@ func (sc *streamsCache) get(name string) (streams.Driver, error) {
 	}
 	d := sc.drivers[name]
 	if d == nil {
-		d = NewStreams(sc.c, storeurl.RedisNamespacePrefix(sc.prefix, name))
+		d = NewStreams(sc.c, NamespacePrefix(sc.prefix, name))
 		sc.drivers[name] = d
 	}
 	return d, nil
