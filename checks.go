@@ -46,8 +46,14 @@ func checkWriterThread(w driver.Writer, threadID string) error {
 // part of step 3). The store then checks, in order: writer live, id unused,
 // head, parent.
 func checkAppend(ctx context.Context, cp *driver.Checkpoint, expectedHeadID string, w driver.Writer) error {
-	if err := driver.ValidateAppend(cp, expectedHeadID, w); err != nil {
-		return err
+	return checkAppendChecked(ctx, cp, driver.ValidateAppend(cp, expectedHeadID, w), w)
+}
+
+// checkAppendChecked is checkAppend after its pure checks, whose result
+// is validated: then the writer's thread and ctx.
+func checkAppendChecked(ctx context.Context, cp *driver.Checkpoint, validated error, w driver.Writer) error {
+	if validated != nil {
+		return validated
 	}
 	if err := checkWriterThread(w, cp.ThreadID); err != nil {
 		return err

@@ -38,6 +38,9 @@ type (
 	InstanceRecord = driver.InstanceRecord
 	// Transcript is a transcript validated as it was read (SaveTranscript).
 	Transcript = driver.Transcript
+	// Decoded is a checkpoint whose conversation was validated as it was
+	// read (AppendDecoded).
+	Decoded = driver.Decoded
 	// Options are the lease settings and clock shared by every store.
 	Options = driver.Options
 	// Lease is a thread's writer lease, as Store.AcquireWriter returns it:

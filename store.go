@@ -73,6 +73,21 @@ func (s *Store) Append(ctx context.Context, cp *Checkpoint, expectedHeadID strin
 	return s.d.Append(ctx, cp, expectedHeadID, w, token)
 }
 
+// AppendDecoded is Append for a checkpoint decoded by a
+// driver.JSONReader (Decoded): the same checks, but its conversation,
+// which the reader validated as it read it, is not scanned a second time.
+func (s *Store) AppendDecoded(ctx context.Context, d Decoded, expectedHeadID string, w Writer) error {
+	cp := d.Checkpoint()
+	if err := checkAppendChecked(ctx, cp, driver.ValidateAppendDecoded(d, expectedHeadID, w), w); err != nil {
+		return err
+	}
+	token, err := opToken(ctx)
+	if err != nil {
+		return err
+	}
+	return s.d.Append(ctx, cp, expectedHeadID, w, token)
+}
+
 // DeleteHead removes the head checkpoint, moves the head to its parent and
 // drops a reference from each of its blob keys. Checks: ids, writer, the
 // checkpoint is the head (ErrNotHead).

@@ -329,3 +329,64 @@ func TestJSONReaderTranscript(t *testing.T) {
 		}
 	}
 }
+
+// TestValidateAppendDecoded holds ValidateAppendDecoded, which skips the
+// conversation's scan, to ValidateAppend: for every conversation of the
+// table in a checkpoint read by a JSONReader, the checkpoint decodes and
+// passes ValidateAppendDecoded exactly when ValidateAppend accepts the
+// conversation's bytes, and the two agree on every decoded checkpoint.
+func TestValidateAppendDecoded(t *testing.T) {
+	w := Writer{ThreadID: "t", OwnerToken: "o", Fence: 1}
+	ins := []string{"[\"\xff\"]", "[\"é\"]", " [1, {\"a\":2}] ", "[\"\xed\xa0\x80\"]"}
+	for _, c := range conversationCases {
+		if c.in != "" { // an empty value is not JSON; absent is tested by the checkpoint codec
+			ins = append(ins, c.in)
+		}
+	}
+	for _, in := range ins {
+		name := in
+		if len(name) > 40 {
+			name = fmt.Sprintf("%.40q…(%d bytes)", in, len(in))
+		}
+		body := []byte(`{"id":"c","threadId":"t","createdAt":1,"reason":"automatic","conversation":` + in + `}`)
+		r := NewJSONReader(body)
+		d, err := r.Decoded("")
+		if err == nil {
+			err = r.End()
+		}
+		r.Close()
+		conv := []byte(in)
+		if in == "null" {
+			conv = nil // the codec reads null as no conversation
+		}
+		ref := ValidateAppend(&Checkpoint{ID: "c", ThreadID: "t", CreatedAt: 1, Reason: ReasonAutomatic, Conversation: conv}, "", w)
+		accepted := err == nil && ValidateAppendDecoded(d, "", w) == nil
+		if want := ref == nil; accepted != want {
+			if want && err != nil && strings.Contains(err.Error(), "nesting deeper") {
+				continue // the checkpoint's object is one level more
+			}
+			t.Errorf("%s: decoded and validated %v (%v), ValidateAppend says %v", name, accepted, err, ref)
+		}
+		if err == nil {
+			if a, b := ValidateAppend(d.Checkpoint(), "", w), ValidateAppendDecoded(d, "", w); (a == nil) != (b == nil) {
+				t.Errorf("%s: ValidateAppend %v, ValidateAppendDecoded %v", name, a, b)
+			}
+		}
+	}
+	// The other checks still run, in order.
+	r := NewJSONReader([]byte(`{"id":"c","threadId":"t","createdAt":1,"reason":"other","conversation":[]}`))
+	d, err := r.Decoded("")
+	r.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ValidateAppendDecoded(d, "", w); !errors.Is(err, ErrInvalidEntry) {
+		t.Errorf("a bad reason: %v, want ErrInvalidEntry", err)
+	}
+	if err := ValidateAppendDecoded(d, "", Writer{}); !errors.Is(err, ErrInvalidID) {
+		t.Errorf("a writer of no thread before the reason: %v, want ErrInvalidID", err)
+	}
+	if err := ValidateAppendDecoded(Decoded{}, "", w); !errors.Is(err, ErrInvalidEntry) {
+		t.Errorf("no checkpoint: %v, want ErrInvalidEntry", err)
+	}
+}

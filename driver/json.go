@@ -835,6 +835,26 @@ func (r *JSONReader) Checkpoint(path string) (*Checkpoint, error) {
 	return cp, nil
 }
 
+// Decoded is a checkpoint that JSONReader.Decoded read: the reader held
+// its conversation to validateConversation's rules as it read it (the
+// scanner checked the syntax, Checkpoint the kind and the UTF-8), so
+// ValidateAppendDecoded does not scan it again. Only this package makes
+// one; its checkpoint must not be changed.
+type Decoded struct {
+	cp *Checkpoint
+}
+
+// Checkpoint returns the decoded checkpoint; nil for null.
+func (d Decoded) Checkpoint() *Checkpoint { return d.cp }
+
+// Decoded is Checkpoint, with the checkpoint as a Decoded. The reader's
+// limit on nesting covers the value and the envelopes around it, so a
+// conversation it accepts is within validateConversation's limit too.
+func (r *JSONReader) Decoded(path string) (Decoded, error) {
+	cp, err := r.Checkpoint(path)
+	return Decoded{cp: cp}, err
+}
+
 // Writer reads a writer; null is absent (false). The thread id is decoded
 // strictly (ErrInvalidID when missing, not a string or not well-formed
 // Unicode, as every id); ownerToken must be a string (ErrInvalidEntry

@@ -78,6 +78,20 @@ func validateCheckpointIDs(cp *Checkpoint) error {
 // writer's thread id and the expected head (ErrInvalidID), then cp's content
 // (ErrInvalidEntry).
 func ValidateAppend(cp *Checkpoint, expectedHeadID string, w Writer) error {
+	return validateAppend(cp, expectedHeadID, w, false)
+}
+
+// ValidateAppendDecoded is ValidateAppend for a checkpoint JSONReader
+// decoded: the same checks in the same order, but the conversation, which
+// the reader held to validateConversation's rules as it read it, is not
+// scanned again.
+func ValidateAppendDecoded(d Decoded, expectedHeadID string, w Writer) error {
+	return validateAppend(d.cp, expectedHeadID, w, true)
+}
+
+// validateAppend is ValidateAppend; convChecked skips the conversation's
+// scan, which the caller has done.
+func validateAppend(cp *Checkpoint, expectedHeadID string, w Writer, convChecked bool) error {
 	if cp == nil {
 		return fmt.Errorf("%w: checkpoint is nil", ErrInvalidEntry)
 	}
@@ -96,7 +110,7 @@ func ValidateAppend(cp *Checkpoint, expectedHeadID string, w Writer) error {
 	if err := validateOptionalID("parentCheckpointId", cp.ParentCheckpointID); err != nil {
 		return err
 	}
-	return validateContent(cp)
+	return validateContentChecked(cp, convChecked)
 }
 
 // ValidateDeleteHead runs DeleteHead's id checks: thread, checkpoint and
@@ -162,7 +176,11 @@ func invalid(format string, args ...any) error {
 }
 
 // validateContent is Append step 2: everything but the ids.
-func validateContent(cp *Checkpoint) error {
+func validateContent(cp *Checkpoint) error { return validateContentChecked(cp, false) }
+
+// validateContentChecked is validateContent; convChecked skips the
+// conversation's scan, which the caller has done.
+func validateContentChecked(cp *Checkpoint, convChecked bool) error {
 	if !finite(cp.CreatedAt) {
 		return invalid("createdAt %v is not finite", cp.CreatedAt)
 	}
@@ -177,8 +195,10 @@ func validateContent(cp *Checkpoint) error {
 	if !utf8.ValidString(cp.SourceRunID) {
 		return invalid("sourceRunId is not valid UTF-8")
 	}
-	if err := validateConversation(cp.Conversation); err != nil {
-		return err
+	if !convChecked {
+		if err := validateConversation(cp.Conversation); err != nil {
+			return err
+		}
 	}
 	if err := validateFiles(cp.Files); err != nil {
 		return err

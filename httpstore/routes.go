@@ -82,7 +82,8 @@ func (h *handler) getHead(c *call) error {
 }
 
 func (h *handler) append(c *call) error {
-	cp, cpErr := c.in.checkpoint, c.in.checkpointErr
+	d, cpErr := c.in.checkpoint, c.in.checkpointErr
+	cp := d.Checkpoint()
 	if cpErr == nil && cp == nil {
 		cpErr = fmt.Errorf("%w: append needs a checkpoint", ckptstore.ErrInvalidID)
 	}
@@ -91,7 +92,7 @@ func (h *handler) append(c *call) error {
 	if err := firstIDError(cpErr, expErr, wErr); err != nil {
 		return err
 	}
-	if err := c.ns.store.Append(c.ctx, cp, expected, w); err != nil {
+	if err := c.ns.store.AppendDecoded(c.ctx, d, expected, w); err != nil {
 		return err
 	}
 	c.out.str("headId", cp.ID)

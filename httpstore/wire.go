@@ -281,7 +281,7 @@ type request struct {
 	writer                                                       ckptstore.Writer
 	hasWriter                                                    bool
 	writerErr                                                    error
-	checkpoint                                                   *ckptstore.Checkpoint
+	checkpoint                                                   ckptstore.Decoded
 	checkpointErr                                                error
 	checkpoints                                                  []*ckptstore.Checkpoint
 	checkpointsErr                                               error
@@ -337,7 +337,7 @@ func decodeRequest(body []byte, q *request) error {
 		case "writer":
 			q.writer, q.hasWriter, q.writerErr = r.Writer("/writer")
 		case "checkpoint":
-			q.checkpoint, q.checkpointErr = r.Checkpoint("/checkpoint")
+			q.checkpoint, q.checkpointErr = r.Decoded("/checkpoint")
 		case "checkpoints":
 			q.checkpoints, q.checkpointsErr = readCheckpoints(r, "/checkpoints")
 		case "messages": // a view of the body, which lives as long as the call, checked as it is read
