@@ -85,16 +85,26 @@ for store in $STORES; do
 		echo "ckptserver --store $store did not start:"; cat "$out"; exit 1
 	fi
 	log=$(mktemp)
-	set +e
-	npx --no-install server-conformance-tests --run "$url/streams" >"$log" 2>&1
-	rc=$?
-	set -e
-	counts=$(sed 's/\x1b\[[0-9;]*m//g' "$log" | grep -E '^ +Tests ' | tail -1 | sed 's/^ *//')
-	echo "streams conformance $VERSION on --store $store: ${counts:-no counts (see below)}"
-	if [ $rc -ne 0 ] || echo "$counts" | grep -q failed; then
+	# The suite's tests have vitest's 5 s timeout, which a loaded machine
+	# can pass on the client's side (one test checks 100 KB byte by byte):
+	# a failed run is run once more, and both counts are printed.
+	for attempt in 1 2; do
+		set +e
+		npx --no-install server-conformance-tests --run "$url/streams" >"$log" 2>&1
+		rc=$?
+		set -e
+		counts=$(sed 's/\x1b\[[0-9;]*m//g' "$log" | grep -E '^ +Tests ' | tail -1 | sed 's/^ *//')
+		echo "streams conformance $VERSION on --store $store (run $attempt): ${counts:-no counts (see below)}"
+		if [ $rc -eq 0 ] && ! echo "$counts" | grep -q failed; then
+			break
+		fi
 		sed 's/\x1b\[[0-9;]*m//g' "$log" | grep -E '×|FAIL|Error' | head -40
-		status=1
-	fi
+		if [ $attempt = 2 ]; then
+			status=1
+		else
+			echo "running the suite on --store $store once more"
+		fi
+	done
 	kill "$pid"; wait "$pid" 2>/dev/null || true
 	pid=
 	if [ -n "$rpid" ]; then

@@ -43,9 +43,9 @@ const maxStreamValue = 90_000
 const MaxStreamAppend = 8 << 20
 
 // streamsRecheck bounds a live reader's wait for a write of another
-// process: kv has no watches yet, so a reader on one server learns of
-// another server's append by reading again after this long (a write in
-// its own process wakes it at once).
+// process on a database without watches (kv.Watcher): a reader on one
+// server learns of another server's append by reading again after this
+// long (a write in its own process wakes it at once).
 const streamsRecheck = time.Second
 
 // Streams is fdbstore's streams.Driver: the streams of one prefix.
@@ -667,38 +667,62 @@ func (d *Streams) wake(id uint64) {
 	d.mu.Unlock()
 }
 
-// Wait implements streams.Driver: a write of this process wakes it at
-// once; one of another process within streamsRecheck.
+// Wait implements streams.Driver. On a database with watches
+// (kv.Watcher: FoundationDB, memkv) it watches the stream's state key, set
+// before the state is read, so any server's write wakes it; without them a
+// write of this process wakes it at once and another's within
+// streamsRecheck.
 func (d *Streams) Wait(ctx context.Context, name string, tail streams.Pos) error {
-	var (
-		id    uint64
-		fresh bool
-	)
-	err := d.db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
-		f, err := d.lookup(tr, name, time.Now())
-		if err != nil {
-			return err
+	var id uint64
+	if err := d.db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
+		v, err := tr.Get(d.nameKey(name)).Get()
+		if err != nil || v == nil {
+			return streams.ErrNotFound
 		}
-		id = f.ID
-		fresh = !f.Closed && streams.Pos(f.Tail) == tail
+		id = binary.BigEndian.Uint64(v)
 		return nil
-	})
-	if err != nil || !fresh {
-		return nil // gone, closed or moved on: the caller reads again
+	}); err != nil {
+		return nil // gone, or the store fails: the caller's read says which
 	}
-	d.mu.Lock()
-	ch := d.waits[id]
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var ch <-chan struct{}
+	recheck := streamsRecheck
+	if w, ok := d.db.(kv.Watcher); ok {
+		c, err := w.Watch(wctx, d.metaKey(id))
+		if err == nil {
+			ch, recheck = c, 0
+		}
+	}
 	if ch == nil {
-		ch = make(chan struct{})
-		d.waits[id] = ch
+		d.mu.Lock()
+		c := d.waits[id]
+		if c == nil {
+			c = make(chan struct{})
+			d.waits[id] = c
+		}
+		d.mu.Unlock()
+		ch = c
 	}
-	d.mu.Unlock()
-	t := time.NewTimer(streamsRecheck)
-	defer t.Stop()
+	// Watched first, then read: a write after the read fires ch.
+	fresh := false
+	if err := d.db.ReadTransact(ctx, func(tr kv.ReadTransaction) error {
+		f, err := d.load(tr, id)
+		fresh = err == nil && f != nil && !f.Deleted && !f.Dropped && !f.Closed && streams.Pos(f.Tail) == tail
+		return err
+	}); err != nil || !fresh {
+		return nil
+	}
+	var timeout <-chan time.Time
+	if recheck > 0 {
+		t := time.NewTimer(recheck)
+		defer t.Stop()
+		timeout = t.C
+	}
 	select {
 	case <-ch:
 		return nil
-	case <-t.C:
+	case <-timeout:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()

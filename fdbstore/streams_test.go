@@ -81,3 +81,36 @@ func TestStreamsCommitUnknown(t *testing.T) {
 	}
 	t.Logf("%d appends answered duplicate after a commit_unknown_result that had applied", dups)
 }
+
+// TestStreamsWaitAcrossDrivers: two drivers on one memkv, as two servers
+// on one cluster: a reader waiting through one wakes by the watch when
+// the other appends (well before the re-read a database without watches
+// would need).
+func TestStreamsWaitAcrossDrivers(t *testing.T) {
+	ctx := context.Background()
+	db := memkv.New()
+	a := fdbstore.NewStreams(db, fdbstore.StreamsNamespacePrefix("ns"))
+	b := fdbstore.NewStreams(db, fdbstore.StreamsNamespacePrefix("ns"))
+	now := time.Now()
+	if _, _, err := a.Create(ctx, "s", &streams.CreateRequest{Config: streams.Config{ContentType: "text/plain"}}, now); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		info, err := b.Head(ctx, "s", false, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Shorter than the 1 s re-read: only the watch can end the wait.
+		wctx, cancel := context.WithTimeout(ctx, 900*time.Millisecond)
+		done := make(chan error, 1)
+		go func() { done <- b.Wait(wctx, "s", info.Tail) }()
+		time.Sleep(10 * time.Millisecond)
+		if _, err := a.Append(ctx, "s", &streams.AppendRequest{ContentType: "text/plain", Body: &streams.Chunk{Data: []byte{'x'}}}, now); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-done; err != nil {
+			t.Fatalf("append %d: the other driver's reader did not wake: %v", i, err)
+		}
+		cancel()
+	}
+}

@@ -380,37 +380,30 @@ type streamCall struct {
 	ctx  context.Context
 }
 
-// body reads the request body, at most MaxAppendBytes of it.
+// body reads the request body, at most MaxAppendBytes of it: a body
+// with a Content-Length into one buffer of that length (net/http holds
+// the body to it), a chunked one as it comes, refused once it passes the
+// limit.
 func (s *streamCall) body() ([]byte, error) {
 	max := s.h.sopts.MaxAppendBytes
 	if s.r.ContentLength > max {
 		return nil, streams.Errorf(streams.ErrTooLarge, "the body is over %d bytes", max)
 	}
-	var b []byte
-	if s.r.ContentLength > 0 {
-		b = make([]byte, 0, s.r.ContentLength)
-	}
-	buf := make([]byte, 0, 512)
-	for {
-		if len(b) == cap(b) {
-			if len(b) == 0 {
-				b = buf
-			} else {
-				b = append(b, 0)[:len(b)]
-			}
-		}
-		n, err := s.r.Body.Read(b[len(b):cap(b)])
-		b = b[:len(b)+n]
-		if int64(len(b)) > max {
-			return nil, streams.Errorf(streams.ErrTooLarge, "the body is over %d bytes", max)
-		}
-		if err == io.EOF {
-			return b, nil
-		}
-		if err != nil {
+	if s.r.ContentLength >= 0 {
+		b := make([]byte, s.r.ContentLength)
+		if _, err := io.ReadFull(s.r.Body, b); err != nil {
 			return nil, reqErr(CodeBadRequest, "reading the body: %v", err)
 		}
+		return b, nil
 	}
+	b, err := io.ReadAll(io.LimitReader(s.r.Body, max+1))
+	if err != nil {
+		return nil, reqErr(CodeBadRequest, "reading the body: %v", err)
+	}
+	if int64(len(b)) > max {
+		return nil, streams.Errorf(streams.ErrTooLarge, "the body is over %d bytes", max)
+	}
+	return b, nil
 }
 
 func closedHeader(v string) bool { return strings.EqualFold(strings.TrimSpace(v), "true") }

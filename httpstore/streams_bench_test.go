@@ -34,11 +34,13 @@ var benchClient = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2
 func benchTargets(b *testing.B) map[string][2]string {
 	opts := httpstore.HandlerOptions{Dev: true, Streams: httpstore.StreamsOptions{LongPollTimeout: 10 * time.Second}}
 	mem := streamServersB(b, "", opts)
+	mkv := streamServersB(b, "memkv", opts)
 	rs := redistest.Start(b)
 	red := streamServersB(b, "redis://"+rs.Addr, opts)
 	out := map[string][2]string{
 		"mem":   {mem[0] + "/streams", mem[1] + "/streams"},
 		"redis": {red[0] + "/streams", red[1] + "/streams"},
+		"memkv": {mkv[0] + "/streams", mkv[1] + "/streams"},
 	}
 	if u := os.Getenv("STREAMS_BENCH_URL"); u != "" {
 		out["external"] = [2]string{u, u}
@@ -180,12 +182,16 @@ func BenchmarkStreamsLiveLatency(b *testing.B) {
 }
 
 // streamServersB is streamServers/streamServersOn for a benchmark: url ""
-// is one mem store under both servers.
+// is one mem store under both servers, "memkv" one memkv engine (in the
+// process, as memkv is).
 func streamServersB(b *testing.B, url string, opts httpstore.HandlerOptions) []string {
 	b.Helper()
 	var urls []string
-	if url == "" {
-		o := mustOpen(b, "mem")
+	if url == "" || url == "memkv" {
+		if url == "" {
+			url = "mem"
+		}
+		o := mustOpen(b, url)
 		for range 2 {
 			urls = append(urls, serveB(b, httpstore.NewHandler(o, opts)))
 		}

@@ -396,3 +396,33 @@ func TestStreamsStopLiveReads(t *testing.T) {
 		t.Fatalf("the SSE reply did not end cleanly: %v", err)
 	}
 }
+
+// TestStreamsChunkedBody: a body without a Content-Length is read as it
+// comes and refused once past the limit.
+func TestStreamsChunkedBody(t *testing.T) {
+	u := streamServers(t, 1, httpstore.HandlerOptions{Dev: true, Streams: httpstore.StreamsOptions{MaxAppendBytes: 10}})[0]
+	res, body := sdo(t, sreq{"PUT", u + "/streams/c", "", textPlain})
+	wantStatus(t, res, body, http.StatusCreated)
+	for _, tc := range []struct {
+		body string
+		want int
+	}{{"0123456789", http.StatusNoContent}, {"0123456789x", http.StatusRequestEntityTooLarge}} {
+		req, err := http.NewRequest("POST", u+"/streams/c", io.MultiReader(strings.NewReader(tc.body)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "text/plain")
+		req.ContentLength = -1 // chunked
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != tc.want {
+			t.Fatalf("chunked body of %d bytes: %d, want %d", len(tc.body), res.StatusCode, tc.want)
+		}
+	}
+	if _, body = sdo(t, sreq{"GET", u + "/streams/c", "", nil}); body != "0123456789" {
+		t.Fatalf("read %q", body)
+	}
+}

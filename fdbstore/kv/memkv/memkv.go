@@ -249,6 +249,8 @@ type commitRecord struct {
 // DB is an in-process FoundationDB-like database. It implements kv.DB and
 // is safe for concurrent use.
 type DB struct {
+	watch watchSet // outstanding watches (watch.go)
+
 	now                     func() time.Time
 	backoffBase, backoffMax time.Duration
 	maxRetries              int
@@ -554,6 +556,7 @@ func (db *DB) lead(own *commitReq) {
 	}
 	if applied {
 		db.publish()
+		db.watch.fire()
 	}
 	db.mu.Unlock()
 
@@ -667,6 +670,7 @@ func (db *DB) apply(p *commitPlan) {
 		}
 	}
 	db.probe.key = nil
+	db.watch.noteWrites(p)
 	db.version++
 	// Later commits of the batch check against this one: its record goes
 	// in now, and publish prunes what no open transaction needs.
