@@ -28,7 +28,9 @@ package redisstore
 //	NOT_HEAD                    the thread's head
 //	FORK_SOURCE_THREAD_MISMATCH the source checkpoint's thread
 //	FORK_DESTINATION_NOT_EMPTY  "checkpoints", "transcript" or "id"
-//	PARENT_MISMATCH, FORK_SOURCE_NOT_FOUND: none Two replies are neither:
+//	PARENT_MISMATCH, FORK_SOURCE_NOT_FOUND: none
+//
+// Two replies are neither "ok" nor an error:
 // "walk" (prune: the chain is longer than one batch, here is part of it)
 // and "COMPARE" (import: stored checkpoints whose bytes differ from the
 // batch's, for Go to compare by content); both come before any write.
