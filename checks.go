@@ -19,7 +19,6 @@ package ckptstore
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 
 	"github.com/ckptstore/ckptstore/driver"
 )
@@ -37,7 +36,7 @@ func checkRead(ctx context.Context, what, id string) error {
 // the part of "the writer is current" that needs no state.
 func checkWriterThread(w driver.Writer, threadID string) error {
 	if w.ThreadID != threadID {
-		return fmt.Errorf("%w: writer of thread %q cannot write thread %q", driver.ErrWriterLost, w.ThreadID, threadID)
+		return driver.WriterThreadError(w.ThreadID, threadID)
 	}
 	return nil
 }

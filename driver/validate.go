@@ -160,7 +160,7 @@ func ValidateFork(in ForkInput) error {
 		return fmt.Errorf("%w: createdAt %v is not finite", ErrInvalidEntry, in.CreatedAt)
 	}
 	if in.SourceThreadID == in.DestinationThreadID {
-		return fmt.Errorf("%w: source and destination are both thread %s", ErrForkSourceThreadMismatch, QuoteShort(in.SourceThreadID))
+		return ForkSameThreadError(in.SourceThreadID)
 	}
 	return nil
 }

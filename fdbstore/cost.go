@@ -13,6 +13,7 @@ import (
 	"fmt"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/fdbstore/kv"
 )
 
@@ -97,8 +98,8 @@ func (s *Driver) fit(st *stored, extra int) error {
 		ins = s.insertCost(st) + base
 	}
 	if n := max(ins, del); n > MaxTransactionBytes {
-		return fmt.Errorf("%w: checkpoint %q is too large for one FoundationDB transaction: about %d bytes (encoding %d bytes, %d distinct blob keys), more than fdbstore's limit of %d",
-			ckptstore.ErrInvalidEntry, cp.ID, n, len(st.enc), len(st.blobs), MaxTransactionBytes)
+		return fmt.Errorf("%w: checkpoint %s is too large for one FoundationDB transaction: about %d bytes (encoding %d bytes, %d distinct blob keys), more than fdbstore's limit of %d",
+			ckptstore.ErrInvalidEntry, driver.QuoteShort(cp.ID), n, len(st.enc), len(st.blobs), MaxTransactionBytes)
 	}
 	return nil
 }

@@ -58,7 +58,7 @@ func (s *Driver) Import(ctx context.Context, b ckptstore.ImportBatch) (int, erro
 			return err
 		}
 		if b.SetHead && head != "" && head != b.Head {
-			return fmt.Errorf("%w: head of thread %q is %q, not %q", ckptstore.ErrConflict, b.ThreadID, head, b.Head)
+			return driver.ImportHeadError(b.ThreadID, head, b.Head)
 		}
 		if len(fresh) == 0 && (!b.SetHead || head == b.Head) && transcript == nil {
 			// All stored already: a read-only transaction, nothing to
@@ -128,9 +128,9 @@ func (s *Driver) freshImports(tr kv.Transaction, thread string, sts []*stored, f
 		case idx == nil:
 			fresh = append(fresh, st)
 		case idx.thread != thread:
-			return nil, fmt.Errorf("%w: checkpoint %q is stored in thread %q", ckptstore.ErrDuplicateID, st.cp.ID, idx.thread)
+			return nil, driver.DuplicateInThreadError(st.cp.ID, idx.thread)
 		case !driver.EqualCheckpoints(cur, st.cp):
-			return nil, fmt.Errorf("%w: checkpoint %q is stored with other content", ckptstore.ErrDuplicateID, st.cp.ID)
+			return nil, driver.DuplicateContentError(st.cp.ID)
 		}
 	}
 	return fresh, nil

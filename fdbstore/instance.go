@@ -11,6 +11,7 @@ import (
 	"fmt"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/fdbstore/internal/tuple"
 	"github.com/ckptstore/ckptstore/fdbstore/kv"
 )
@@ -76,7 +77,7 @@ func (s *instances) Upsert(ctx context.Context, rec *ckptstore.InstanceRecord) e
 	}
 	v := tuple.Pack(rec.Provider, rec.ProviderSandboxID, rec.ThreadID, rec.LatestSnapshotID, rec.LatestRunID, rec.UpdatedAt)
 	if len(v) > kv.MaxValueSize {
-		return fmt.Errorf("%w: instance record %q is %d bytes encoded, more than %d", ckptstore.ErrInvalidEntry, rec.Key, len(v), kv.MaxValueSize)
+		return fmt.Errorf("%w: instance record %s is %d bytes encoded, more than %d", ckptstore.ErrInvalidEntry, driver.QuoteShort(rec.Key), len(v), kv.MaxValueSize)
 	}
 	k := s.k.instance(rec.Key)
 	return s.db.Transact(ctx, func(tr kv.Transaction) error {

@@ -38,7 +38,7 @@ import (
 // reads w.ThreadID's own lease).
 func (s *Driver) checkWriter(threadID string, w ckptstore.Writer, raw []byte, now time.Time) error {
 	if raw == nil {
-		return fmt.Errorf("%w: thread %q has no lease", ckptstore.ErrWriterLost, threadID)
+		return driver.NoLeaseError(threadID)
 	}
 	l, err := decodeLease(raw)
 	if err != nil {
@@ -47,13 +47,13 @@ func (s *Driver) checkWriter(threadID string, w ckptstore.Writer, raw []byte, no
 	if l.token == "" {
 		// Released (the fence stays behind): worded as memstore, which keeps
 		// nothing of a released lease, words it, so every engine agrees.
-		return fmt.Errorf("%w: thread %q has no lease", ckptstore.ErrWriterLost, threadID)
+		return driver.NoLeaseError(threadID)
 	}
 	if l.token != w.OwnerToken || l.fence != w.Fence {
-		return fmt.Errorf("%w: thread %q has a newer lease (fence %d, writer has %d)", ckptstore.ErrWriterLost, threadID, l.fence, w.Fence)
+		return driver.NewerLeaseError(threadID, l.fence, w.Fence)
 	}
 	if !now.Before(l.expires) {
-		return fmt.Errorf("%w: the lease of thread %q expired at %v", ckptstore.ErrWriterLost, threadID, l.expires)
+		return driver.LeaseExpiredError(threadID, l.expires)
 	}
 	return nil
 }
@@ -182,17 +182,17 @@ func (s *Driver) Append(ctx context.Context, cp *ckptstore.Checkpoint, expectedH
 		if idx, err := idf.Get(); err != nil {
 			return err
 		} else if idx != nil {
-			return fmt.Errorf("%w: %q", ckptstore.ErrDuplicateID, c.ID)
+			return driver.DuplicateIDError(c.ID)
 		}
 		head, err := r.headID()
 		if err != nil {
 			return err
 		}
 		if head != expectedHeadID {
-			return fmt.Errorf("%w: head of thread %q is %q, expected %q", ckptstore.ErrConflict, c.ThreadID, head, expectedHeadID)
+			return driver.StaleHeadError(c.ThreadID, head, expectedHeadID)
 		}
 		if c.ParentCheckpointID != expectedHeadID {
-			return fmt.Errorf("%w: parent %q, expected head %q", ckptstore.ErrParentMismatch, c.ParentCheckpointID, expectedHeadID)
+			return driver.ParentMismatchError(c.ParentCheckpointID, expectedHeadID)
 		}
 		s.insert(tr, st, true)
 		if head == "" {
@@ -237,7 +237,7 @@ func (s *Driver) DeleteHead(ctx context.Context, threadID, checkpointID string, 
 		if err != nil {
 			return err
 		}
-		notHead := fmt.Errorf("%w: %q is not the head of thread %q", ckptstore.ErrNotHead, checkpointID, threadID)
+		notHead := driver.NotHeadError(checkpointID, threadID)
 		if head != checkpointID {
 			return notHead
 		}
@@ -530,10 +530,10 @@ func (s *Driver) forkSource(tr kv.Transaction, in ckptstore.ForkInput, srcf kv.F
 		return nil, err
 	}
 	if srcIdx == nil {
-		return nil, fmt.Errorf("%w: %q", ckptstore.ErrForkSourceNotFound, in.SourceCheckpointID)
+		return nil, driver.ForkSourceNotFoundError(in.SourceCheckpointID)
 	}
 	if srcIdx.thread != in.SourceThreadID {
-		return nil, fmt.Errorf("%w: checkpoint %q is in thread %q, not %q", ckptstore.ErrForkSourceThreadMismatch, in.SourceCheckpointID, srcIdx.thread, in.SourceThreadID)
+		return nil, driver.ForkSourceThreadError(in.SourceCheckpointID, srcIdx.thread, in.SourceThreadID)
 	}
 	return src, nil
 }
@@ -558,15 +558,15 @@ func forkDestinationEmpty(r *writeRound, in ckptstore.ForkInput, anyf, msgf, dst
 		return err
 	}
 	if head != "" || len(members) != 0 {
-		return fmt.Errorf("%w: thread %q has checkpoints", ckptstore.ErrForkDestinationNotEmpty, dst)
+		return driver.ForkDestinationCheckpointsError(dst)
 	}
 	if len(msgs) != 0 {
-		return fmt.Errorf("%w: thread %q has a transcript", ckptstore.ErrForkDestinationNotEmpty, dst)
+		return driver.ForkDestinationTranscriptError(dst)
 	}
 	if used, err := dstf.Get(); err != nil {
 		return err
 	} else if len(used) != 0 {
-		return fmt.Errorf("%w: checkpoint id %q is used", ckptstore.ErrForkDestinationNotEmpty, in.DestinationCheckpointID)
+		return driver.ForkDestinationIDError(in.DestinationCheckpointID)
 	}
 	return nil
 }
@@ -643,7 +643,7 @@ func (s *Driver) AcquireWriter(ctx context.Context, threadID, opToken string) (d
 				return err
 			}
 			if cur.token != "" && now.Before(cur.expires) {
-				return fmt.Errorf("%w: thread %q is leased until %s", ckptstore.ErrWriterConflict, threadID, cur.expires.UTC().Format(time.RFC3339Nano))
+				return driver.WriterConflictError(threadID, cur.expires)
 			}
 			fence = cur.fence
 		}

@@ -7,7 +7,6 @@ package memstore
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"slices"
 
 	"github.com/ckptstore/ckptstore"
@@ -147,14 +146,14 @@ func (s *Driver) Import(ctx context.Context, b ckptstore.ImportBatch) (int, erro
 		case !ok:
 			fresh = append(fresh, i)
 		case old.ThreadID != b.ThreadID:
-			return 0, fmt.Errorf("%w: checkpoint %q is stored in thread %q", ckptstore.ErrDuplicateID, c.ID, old.ThreadID)
+			return 0, driver.DuplicateInThreadError(c.ID, old.ThreadID)
 		case !driver.EqualCheckpoints(old.Clone(), b.Checkpoints[i]):
-			return 0, fmt.Errorf("%w: checkpoint %q is stored with other content", ckptstore.ErrDuplicateID, c.ID)
+			return 0, driver.DuplicateContentError(c.ID)
 		}
 	}
 	th := s.threads[b.ThreadID] // not nil: it has a lease
 	if b.SetHead && th.head != "" && th.head != b.Head {
-		return 0, fmt.Errorf("%w: head of thread %q is %q, not %q", ckptstore.ErrConflict, b.ThreadID, th.head, b.Head)
+		return 0, driver.ImportHeadError(b.ThreadID, th.head, b.Head)
 	}
 	for _, i := range fresh {
 		s.insert(th, cps[i], b.Checkpoints[i], nil)

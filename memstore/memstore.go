@@ -48,7 +48,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
-	"fmt"
 	"iter"
 	"slices"
 	"time"
@@ -198,14 +197,14 @@ func (s *Driver) checkWriter(w ckptstore.Writer, now time.Time) error {
 	threadID := w.ThreadID
 	th := s.threads[threadID]
 	if th == nil || th.lease == nil {
-		return fmt.Errorf("%w: thread %q has no lease", ckptstore.ErrWriterLost, threadID)
+		return driver.NoLeaseError(threadID)
 	}
 	l := th.lease
 	if l.token != w.OwnerToken || l.fence != w.Fence {
-		return fmt.Errorf("%w: thread %q has a newer lease (fence %d, writer has %d)", ckptstore.ErrWriterLost, threadID, l.fence, w.Fence)
+		return driver.NewerLeaseError(threadID, l.fence, w.Fence)
 	}
 	if !now.Before(l.expiresAt) {
-		return fmt.Errorf("%w: the lease of thread %q expired at %v", ckptstore.ErrWriterLost, threadID, l.expiresAt)
+		return driver.LeaseExpiredError(threadID, l.expiresAt)
 	}
 	return nil
 }
@@ -227,14 +226,14 @@ func (s *Driver) Append(ctx context.Context, cp *ckptstore.Checkpoint, expectedH
 		return err
 	}
 	if _, dup := s.checkpoints[c.ID]; dup {
-		return fmt.Errorf("%w: %q", ckptstore.ErrDuplicateID, c.ID)
+		return driver.DuplicateIDError(c.ID)
 	}
 	th := s.thread(c.ThreadID, true)
 	if th.head != expectedHeadID {
-		return fmt.Errorf("%w: head of thread %q is %q, expected %q", ckptstore.ErrConflict, c.ThreadID, th.head, expectedHeadID)
+		return driver.StaleHeadError(c.ThreadID, th.head, expectedHeadID)
 	}
 	if c.ParentCheckpointID != expectedHeadID {
-		return fmt.Errorf("%w: parent %q, expected head %q", ckptstore.ErrParentMismatch, c.ParentCheckpointID, expectedHeadID)
+		return driver.ParentMismatchError(c.ParentCheckpointID, expectedHeadID)
 	}
 	s.insert(th, c, cp, s.checkpoints[expectedHeadID]) // the parent: its files mostly keep their keys
 	th.head = c.ID
@@ -280,7 +279,7 @@ func (s *Driver) DeleteHead(ctx context.Context, threadID, checkpointID string, 
 	th := s.threads[threadID]
 	c, ok := s.checkpoints[checkpointID]
 	if th.head != checkpointID || !ok || c.ThreadID != threadID {
-		return fmt.Errorf("%w: %q is not the head of thread %q", ckptstore.ErrNotHead, checkpointID, threadID)
+		return driver.NotHeadError(checkpointID, threadID)
 	}
 	s.remove(th, checkpointID)
 	th.head = c.ParentCheckpointID
@@ -339,10 +338,10 @@ func (s *Driver) ForkFromCheckpoint(ctx context.Context, f driver.Fork) (*ckptst
 	}
 	src, ok := s.checkpoints[in.SourceCheckpointID]
 	if !ok {
-		return nil, fmt.Errorf("%w: %q", ckptstore.ErrForkSourceNotFound, in.SourceCheckpointID)
+		return nil, driver.ForkSourceNotFoundError(in.SourceCheckpointID)
 	}
 	if src.ThreadID != in.SourceThreadID {
-		return nil, fmt.Errorf("%w: checkpoint %q is in thread %q, not %q", ckptstore.ErrForkSourceThreadMismatch, src.ID, src.ThreadID, in.SourceThreadID)
+		return nil, driver.ForkSourceThreadError(src.ID, src.ThreadID, in.SourceThreadID)
 	}
 	if f.WriterThreadErr != nil {
 		return nil, f.WriterThreadErr
@@ -352,13 +351,13 @@ func (s *Driver) ForkFromCheckpoint(ctx context.Context, f driver.Fork) (*ckptst
 	}
 	th := s.thread(in.DestinationThreadID, true)
 	if th.head != "" || th.cps.Len() > 0 {
-		return nil, fmt.Errorf("%w: thread %q has checkpoints", ckptstore.ErrForkDestinationNotEmpty, in.DestinationThreadID)
+		return nil, driver.ForkDestinationCheckpointsError(in.DestinationThreadID)
 	}
 	if th.transcript != nil {
-		return nil, fmt.Errorf("%w: thread %q has a transcript", ckptstore.ErrForkDestinationNotEmpty, in.DestinationThreadID)
+		return nil, driver.ForkDestinationTranscriptError(in.DestinationThreadID)
 	}
 	if _, used := s.checkpoints[in.DestinationCheckpointID]; used {
-		return nil, fmt.Errorf("%w: checkpoint id %q is used", ckptstore.ErrForkDestinationNotEmpty, in.DestinationCheckpointID)
+		return nil, driver.ForkDestinationIDError(in.DestinationCheckpointID)
 	}
 	// The root's blob keys are src's, all counted already: the count
 	// table keeps no string of root (a substring of src's text).
@@ -400,7 +399,7 @@ func (s *Driver) AcquireWriter(ctx context.Context, threadID, token string) (dri
 	}
 	th := s.thread(threadID, true)
 	if th.lease != nil && now.Before(th.lease.expiresAt) {
-		return driver.Lease{}, fmt.Errorf("%w: thread %q is leased until %s", ckptstore.ErrWriterConflict, threadID, th.lease.expiresAt.UTC().Format(time.RFC3339Nano))
+		return driver.Lease{}, driver.WriterConflictError(threadID, th.lease.expiresAt)
 	}
 	th.fence++
 	th.lease = &lease{token: token, fence: th.fence, expiresAt: now.Add(s.opts.LeaseDuration)}

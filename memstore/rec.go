@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 )
 
 // rec is a stored checkpoint, packed so that the collector has little to
@@ -131,7 +132,7 @@ func pack(c *ckptstore.Checkpoint) (*rec, error) {
 		n += len(a.ArtifactID) + len(a.Name) + len(a.MimeType) + len(a.BlobKey)
 	}
 	if n >= maxPacked {
-		return nil, fmt.Errorf("%w: checkpoint %q has %d bytes of labels, paths and artifact fields; memstore keeps less than 4 GiB", ckptstore.ErrInvalidEntry, c.ID, n)
+		return nil, fmt.Errorf("%w: checkpoint %s has %d bytes of labels, paths and artifact fields; memstore keeps less than 4 GiB", ckptstore.ErrInvalidEntry, driver.QuoteShort(c.ID), n)
 	}
 	var p packer
 	p.b.Grow(n + len(c.Conversation)) // a little more than it needs: kinds and reasons are mostly not written

@@ -13,8 +13,24 @@ package redisstore
 // Each script's parameters are a struct (see lua.go): K.<name> are its
 // KEYS, A.<name> its ARGV. Scripts reply with an array whose first element
 // is "ok" or the wire code of a contract error without its
-// SANDBOX_SNAPSHOT_ prefix ("STALE_HEAD", "WRITER_LOST", …; see
-// scriptError); the rest is the result or details. Two replies are neither:
+// SANDBOX_SNAPSHOT_ prefix ("STALE_HEAD", "WRITER_LOST", …); the rest is
+// the result, or the error's fields, never its message: Go writes every
+// message with driver's formatters (scriptCall.failure), as memstore and
+// fdbstore do, so the engines word each error alike. The fields:
+//
+//	WRITER_LOST                 "none" (no lease), "fence" and the lease's fence,
+//	                            "expired" and the expiry (ms), or "thread"
+//	                            (fork: the writer is of another thread)
+//	WRITER_CONFLICT             the live lease's expiry (ms)
+//	STALE_HEAD                  the thread's head
+//	DUPLICATE_ID                none (Append), or the id and the thread
+//	                            holding it (Import)
+//	NOT_HEAD                    the thread's head
+//	FORK_SOURCE_THREAD_MISMATCH the source checkpoint's thread
+//	FORK_DESTINATION_NOT_EMPTY  "checkpoints", "transcript" or "id"
+//	PARENT_MISMATCH, FORK_SOURCE_NOT_FOUND: none
+//
+// Two replies are neither "ok" nor an error:
 // "walk" (prune: the chain is longer than one batch, here is part of it)
 // and "COMPARE" (import: stored checkpoints whose bytes differ from the
 // batch's, for Go to compare by content); both come before any write.
@@ -60,9 +76,9 @@ end
 const luaLib = nowLua + `
 local function writer_lost(tkey, token, fence, now)
   local l = redis.call('HMGET', tkey, 'o', 'f', 'x')
-  if not l[1] then return 'the thread has no lease' end
-  if l[1] ~= token or l[2] ~= fence then return 'the thread has a newer lease (fence ' .. tostring(l[2]) .. ')' end
-  if now >= tonumber(l[3]) then return 'the lease expired at ' .. l[3] .. ' ms' end
+  if not l[1] then return {'WRITER_LOST', 'none'} end
+  if l[1] ~= token or l[2] ~= fence then return {'WRITER_LOST', 'fence', l[2] or ''} end
+  if now >= tonumber(l[3]) then return {'WRITER_LOST', 'expired', l[3]} end
   return nil
 end
 local function add_refs(refs, rk, keys)
@@ -109,11 +125,11 @@ type appendArgs struct {
 var appendScript = newScript[appendArgs]("append", true, `
 if redis.call('EXISTS', K.op) == 1 then return {'ok'} end
 local lost = writer_lost(K.thread, A.token, A.fence, now_ms(A.now))
-if lost then return {'WRITER_LOST', lost} end
-if redis.call('EXISTS', K.checkpoint) == 1 then return {'DUPLICATE_ID', ''} end
+if lost then return lost end
+if redis.call('EXISTS', K.checkpoint) == 1 then return {'DUPLICATE_ID'} end
 local head = redis.call('HGET', K.thread, 'h') or ''
 if head ~= A.expected then return {'STALE_HEAD', head} end
-if A.parent ~= A.expected then return {'PARENT_MISMATCH', ''} end
+if A.parent ~= A.expected then return {'PARENT_MISMATCH'} end
 redis.call('HSET', K.checkpoint, 't', A.threadid, 'p', A.parent, 'h', A.header, 'b', A.body, 'k', A.blobs, 'v', A.conv, 'l', A.member)
 redis.call('ZADD', K.list, 0, A.member)
 redis.call('HSET', K.thread, 'h', A.id)
@@ -135,7 +151,7 @@ type deleteHeadArgs struct {
 var deleteHeadScript = newScript[deleteHeadArgs]("deleteHead", true, `
 if redis.call('EXISTS', K.op) == 1 then return {'ok'} end
 local lost = writer_lost(K.thread, A.token, A.fence, now_ms(A.now))
-if lost then return {'WRITER_LOST', lost} end
+if lost then return lost end
 local head = redis.call('HGET', K.thread, 'h') or ''
 local c = redis.call('HMGET', K.checkpoint, 't', 'p', 'k', 'l')
 if head ~= A.id or c[1] ~= A.threadid then return {'NOT_HEAD', head} end
@@ -175,7 +191,7 @@ type pruneArgs struct {
 var pruneScript = newScript[pruneArgs]("prune", true, `
 if redis.call('EXISTS', K.op) == 1 then return redis.call('LRANGE', K.op, 0, -1) end
 local lost = writer_lost(K.thread, A.token, A.fence, now_ms(A.now))
-if lost then return {'WRITER_LOST', lost} end
+if lost then return lost end
 local keep, hops = tonumber(A.keep), tonumber(A.hops)
 local chain, seen = {}, {}
 local id = A.from
@@ -221,7 +237,7 @@ type pruneBatchArgs struct {
 var pruneBatchScript = newScript[pruneBatchArgs]("pruneBatch", true, `
 if redis.call('EXISTS', K.op) == 1 then return redis.call('LRANGE', K.op, 0, -1) end
 local lost = writer_lost(K.thread, A.token, A.fence, now_ms(A.now))
-if lost then return {'WRITER_LOST', lost} end
+if lost then return lost end
 local out = {'ok'}
 for i = A.ids, #ARGV do
   local cid = ARGV[i]
@@ -258,7 +274,7 @@ if redis.call('EXISTS', K.op) == 1 then
   return {'ok', n, done}
 end
 local lost = writer_lost(K.thread, A.token, A.fence, now_ms(A.now))
-if lost then return {'WRITER_LOST', lost} end
+if lost then return lost end
 local members = redis.call('ZRANGE', K.list, 0, tonumber(A.batch) - 1)
 local n = 0
 for _, m in ipairs(members) do
@@ -302,19 +318,19 @@ if redis.call('EXISTS', K.op) == 1 then
   return {'ok', c[1], c[2]}
 end
 local src = redis.call('HMGET', K.source, 't', 'b', 'k', 'v')
-if not src[1] then return {'FORK_SOURCE_NOT_FOUND', ''} end
+if not src[1] then return {'FORK_SOURCE_NOT_FOUND'} end
 if src[1] ~= A.sourcethread then return {'FORK_SOURCE_THREAD_MISMATCH', src[1]} end
-if A.writermatches ~= '1' then return {'WRITER_LOST', 'the writer is for another thread'} end
+if A.writermatches ~= '1' then return {'WRITER_LOST', 'thread'} end
 local lost = writer_lost(K.thread, A.token, A.fence, now_ms(A.now))
-if lost then return {'WRITER_LOST', lost} end
+if lost then return lost end
 if (redis.call('HGET', K.thread, 'h') or '') ~= '' or redis.call('ZCARD', K.list) > 0 then
-  return {'FORK_DESTINATION_NOT_EMPTY', 'the destination thread has checkpoints'}
+  return {'FORK_DESTINATION_NOT_EMPTY', 'checkpoints'}
 end
 if redis.call('EXISTS', K.transcript) == 1 then
-  return {'FORK_DESTINATION_NOT_EMPTY', 'the destination thread has a transcript'}
+  return {'FORK_DESTINATION_NOT_EMPTY', 'transcript'}
 end
 if redis.call('EXISTS', K.checkpoint) == 1 then
-  return {'FORK_DESTINATION_NOT_EMPTY', 'the destination checkpoint id is used'}
+  return {'FORK_DESTINATION_NOT_EMPTY', 'id'}
 end
 redis.call('HSET', K.checkpoint, 't', A.destthread, 'p', '', 'h', A.header, 'b', src[2], 'k', src[3], 'v', src[4], 'l', A.member)
 redis.call('ZADD', K.list, 0, A.member)
@@ -376,7 +392,7 @@ local rec = redis.call('GET', K.op)
 if rec then return {'ok', rec} end
 local now = now_ms(A.now)
 local lost = writer_lost(K.thread, A.token, A.fence, now)
-if lost then return {'WRITER_LOST', lost} end
+if lost then return lost end
 local exp = tostring(now + tonumber(A.span))
 redis.call('HSET', K.thread, 'x', exp)
 redis.call('SET', K.op, exp, 'PX', A.ttl)
@@ -448,13 +464,13 @@ const importFields = 9
 var importScript = newScript[importArgs]("import", true, `
 if redis.call('EXISTS', K.op) == 1 then return {'ok', redis.call('GET', K.op)} end
 local lost = writer_lost(K.thread, A.token, A.fence, now_ms(A.now))
-if lost then return {'WRITER_LOST', lost} end
+if lost then return lost end
 local new, cmp = {}, {'COMPARE'}
 for i = A.cps, #ARGV, 9 do
   local id = ARGV[i]
   local c = redis.call('HMGET', A.cp .. id, 't', 'p', 'h', 'b', 'v')
   if c[1] then
-    if c[1] ~= A.threadid then return {'DUPLICATE_ID', id .. ' is stored in thread ' .. c[1]} end
+    if c[1] ~= A.threadid then return {'DUPLICATE_ID', id, c[1]} end
     local same = c[2] == ARGV[i + 1] and c[3] == ARGV[i + 2] and
       ((c[4] == ARGV[i + 3] and c[5] == ARGV[i + 5]) or
        (ARGV[i + 7] ~= '' and c[4] == ARGV[i + 7] and c[5] == ARGV[i + 8]))

@@ -3,7 +3,7 @@ package redisstore
 // The Driver's methods. Each one, after the portable store's pure checks,
 // is one round trip: a read (HMGET, HGET or a read-only script) or one
 // write script (see scripts.go), whose reply is either "ok" or the name of
-// the contract error, mapped by scriptError. The calls that span a whole
+// the contract error and its fields, which scriptCall.failure words. The calls that span a whole
 // thread (List, a long DeleteCheckpoints, DeleteThread) take one bounded
 // script per Options.BatchSize checkpoints instead. Nothing is cached in
 // the process: every decision is made on the server, inside a script, so
@@ -208,24 +208,114 @@ func opToken(token string) string {
 	return rand.Text()
 }
 
-// scriptError maps a script's error reply to the contract error.
-func scriptError(res []any, format string, args ...any) error {
+// scriptCall is what Go knows of a write script's call that the message
+// of its failure needs besides the reply's own fields (see scripts.go):
+// each message is written by driver's formatters, from the same fields
+// memstore and fdbstore give them.
+type scriptCall struct {
+	// thread is the thread written, whose lease the script checks.
+	thread string
+	// writer is the call's writer.
+	writer ckptstore.Writer
+	// id is the checkpoint of the call: Append's, DeleteHead's, or the
+	// fork's source.
+	id string
+	// expected and parent are Append's expected head and its checkpoint's
+	// parent.
+	expected, parent string
+	// importHead is true for an Import, whose STALE_HEAD is against head,
+	// the head the batch sets.
+	importHead bool
+	head       string
+	// sourceThread and destID are a fork's source thread and destination
+	// checkpoint id; writerThreadErr its precomputed writer-thread error.
+	sourceThread, destID string
+	writerThreadErr      error
+}
+
+// failure is the contract error that a script's failure reply res names:
+// the wire code less its SANDBOX_SNAPSHOT_ prefix, then the error's fields.
+func (c scriptCall) failure(res []any) error {
 	if len(res) == 0 {
 		return fmt.Errorf("redisstore: empty script reply")
 	}
-	name, _ := res[0].(string)
-	// Scripts reply with the wire code less its SANDBOX_SNAPSHOT_ prefix.
-	sentinel := driver.ErrorFor("SANDBOX_SNAPSHOT_" + name)
-	if sentinel == nil {
-		return fmt.Errorf("redisstore: unexpected script reply %q", res)
+	code, _ := res[0].(string)
+	f := func(i int) string {
+		if i >= len(res) {
+			return ""
+		}
+		switch v := res[i].(type) {
+		case string:
+			return v
+		case int64:
+			return itoa(v)
+		}
+		return ""
 	}
-	detail := ""
-	if len(res) > 1 {
-		if d, ok := res[1].(string); ok && d != "" {
-			detail = " (" + d + ")"
+	ms := func(i int) (time.Time, error) {
+		n, err := strconv.ParseInt(f(i), 10, 64)
+		if err != nil {
+			return time.Time{}, fmt.Errorf("%w: script reply %v has no time", ErrCorrupt, res)
+		}
+		return time.UnixMilli(n), nil
+	}
+	switch code {
+	case "WRITER_LOST":
+		switch f(1) {
+		case "none":
+			return driver.NoLeaseError(c.thread)
+		case "fence":
+			fence, err := strconv.ParseInt(f(2), 10, 64)
+			if err != nil {
+				return fmt.Errorf("%w: thread %s has a lease without a fence", ErrCorrupt, driver.QuoteShort(c.thread))
+			}
+			return driver.NewerLeaseError(c.thread, fence, c.writer.Fence)
+		case "expired":
+			at, err := ms(2)
+			if err != nil {
+				return err
+			}
+			return driver.LeaseExpiredError(c.thread, at)
+		case "thread":
+			if c.writerThreadErr != nil {
+				return c.writerThreadErr
+			}
+		}
+	case "WRITER_CONFLICT":
+		at, err := ms(1)
+		if err != nil {
+			return err
+		}
+		return driver.WriterConflictError(c.thread, at)
+	case "STALE_HEAD":
+		if c.importHead {
+			return driver.ImportHeadError(c.thread, f(1), c.head)
+		}
+		return driver.StaleHeadError(c.thread, f(1), c.expected)
+	case "PARENT_MISMATCH":
+		return driver.ParentMismatchError(c.parent, c.expected)
+	case "DUPLICATE_ID":
+		if len(res) >= 3 {
+			return driver.DuplicateInThreadError(f(1), f(2))
+		}
+		return driver.DuplicateIDError(c.id)
+	case "NOT_HEAD":
+		return driver.NotHeadError(c.id, c.thread)
+	case "FORK_SOURCE_NOT_FOUND":
+		return driver.ForkSourceNotFoundError(c.id)
+	case "FORK_SOURCE_THREAD_MISMATCH":
+		return driver.ForkSourceThreadError(c.id, f(1), c.sourceThread)
+	case "FORK_DESTINATION_NOT_EMPTY":
+		switch f(1) {
+		case "checkpoints":
+			return driver.ForkDestinationCheckpointsError(c.thread)
+		case "transcript":
+			return driver.ForkDestinationTranscriptError(c.thread)
+		case "id":
+			return driver.ForkDestinationIDError(c.destID)
 		}
 	}
-	return fmt.Errorf("%w: "+format+"%s", append(append([]any{sentinel}, args...), detail)...)
+	return fmt.Errorf("redisstore: unexpected script reply %q", res)
 }
 
 // succeeded reports whether a script replied "ok".
@@ -351,7 +441,7 @@ func (s *Driver) Append(ctx context.Context, cp *ckptstore.Checkpoint, expectedH
 		return fmt.Errorf("redisstore: append %q: %w", cp.ID, err)
 	}
 	if !succeeded(res) {
-		return scriptError(res, "append %q to thread %q (expected head %q)", cp.ID, cp.ThreadID, expectedHeadID)
+		return scriptCall{thread: cp.ThreadID, writer: w, id: cp.ID, expected: expectedHeadID, parent: cp.ParentCheckpointID}.failure(res)
 	}
 	return nil
 }
@@ -370,7 +460,7 @@ func (s *Driver) DeleteHead(ctx context.Context, threadID, checkpointID string, 
 		return fmt.Errorf("redisstore: delete head %q: %w", checkpointID, err)
 	}
 	if !succeeded(res) {
-		return scriptError(res, "delete %q, head of thread %q", checkpointID, threadID)
+		return scriptCall{thread: threadID, writer: w, id: checkpointID}.failure(res)
 	}
 	return nil
 }
@@ -402,7 +492,7 @@ func (s *Driver) DeleteCheckpoints(ctx context.Context, threadID string, keep in
 			return idReply(threadID, res[1:])
 		}
 		if len(res) < 2 || res[0] != "walk" {
-			return nil, scriptError(res, "delete checkpoints of thread %q", threadID)
+			return nil, scriptCall{thread: threadID, writer: w}.failure(res)
 		}
 		walked, err := idReply(threadID, res[2:])
 		if err != nil {
@@ -448,7 +538,7 @@ func (s *Driver) pruneBatches(ctx context.Context, threadID string, doomed []str
 			return nil, fmt.Errorf("redisstore: delete checkpoints of %q (%d deleted so far): %w", threadID, len(deleted), err)
 		}
 		if !succeeded(res) {
-			return nil, scriptError(res, "delete checkpoints of thread %q (%d deleted so far)", threadID, len(deleted))
+			return nil, scriptCall{thread: threadID, writer: w}.failure(res)
 		}
 		ids, err := idReply(threadID, res[1:])
 		if err != nil {
@@ -496,8 +586,8 @@ func (s *Driver) ForkFromCheckpoint(ctx context.Context, f driver.Fork) (*ckptst
 		return nil, fmt.Errorf("redisstore: fork %q: %w", in.SourceCheckpointID, err)
 	}
 	if !succeeded(res) {
-		return nil, scriptError(res, "fork %q of thread %q into %q of thread %q",
-			in.SourceCheckpointID, in.SourceThreadID, in.DestinationCheckpointID, dst)
+		return nil, scriptCall{thread: dst, writer: in.Writer, id: in.SourceCheckpointID, sourceThread: in.SourceThreadID,
+			destID: in.DestinationCheckpointID, writerThreadErr: f.WriterThreadErr}.failure(res)
 	}
 	body, isStr := res[1].(string)
 	conv, isStr2 := res[2].(string)
@@ -530,7 +620,7 @@ func (s *Driver) AcquireWriter(ctx context.Context, threadID, opTok string) (dri
 		return driver.Lease{}, fmt.Errorf("redisstore: acquire writer of %q: %w", threadID, err)
 	}
 	if !succeeded(res) {
-		return driver.Lease{}, scriptError(res, "thread %q is leased", threadID)
+		return driver.Lease{}, scriptCall{thread: threadID}.failure(res)
 	}
 	fence, err1 := intReply(res[1])
 	exp, err2 := intReply(res[2])
@@ -562,7 +652,7 @@ func (s *Driver) Renew(ctx context.Context, w ckptstore.Writer) (time.Time, erro
 		return time.Time{}, fmt.Errorf("redisstore: renew writer of %q: %w", w.ThreadID, err)
 	}
 	if !succeeded(res) {
-		return time.Time{}, scriptError(res, "renew the lease of thread %q", w.ThreadID)
+		return time.Time{}, scriptCall{thread: w.ThreadID, writer: w}.failure(res)
 	}
 	if len(res) < 2 {
 		return time.Time{}, fmt.Errorf("%w: renew writer of %q: reply %v has no expiry", ErrCorrupt, w.ThreadID, res)

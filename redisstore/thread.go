@@ -62,7 +62,7 @@ func (s *Driver) DeleteThread(ctx context.Context, threadID string, w ckptstore.
 			return total, fmt.Errorf("redisstore: delete thread %q (%d checkpoints deleted so far): %w", threadID, total, err)
 		}
 		if !succeeded(res) {
-			return total, scriptError(res, "delete thread %q (%d checkpoints deleted so far)", threadID, total)
+			return total, scriptCall{thread: threadID, writer: w}.failure(res)
 		}
 		if len(res) != 3 {
 			return total, fmt.Errorf("redisstore: delete thread %q: unexpected reply %q", threadID, res)
@@ -159,7 +159,7 @@ func (s *Driver) Import(ctx context.Context, b ckptstore.ImportBatch) (int, erro
 			return int(n), nil
 		}
 		if len(res) == 0 || res[0] != "COMPARE" {
-			return 0, scriptError(res, "import into thread %q", b.ThreadID)
+			return 0, scriptCall{thread: b.ThreadID, writer: b.Writer, importHead: true, head: b.Head}.failure(res)
 		}
 		if err := s.compareImport(b, a.CPs, res[1:]); err != nil {
 			return 0, err
@@ -184,7 +184,7 @@ func (s *Driver) compareImport(b ckptstore.ImportBatch, cps []any, res []any) er
 			return fmt.Errorf("checkpoint %q: %w", want.ID, err)
 		}
 		if !driver.EqualCheckpoints(got, want) {
-			return fmt.Errorf("%w: import into thread %q: checkpoint %q is stored with other content", ckptstore.ErrDuplicateID, b.ThreadID, want.ID)
+			return driver.DuplicateContentError(want.ID)
 		}
 		cps[int(n)*importFields+7] = res[i+3]
 		cps[int(n)*importFields+8] = res[i+4]

@@ -40,33 +40,6 @@ var (
 
 var knownDivergences = []known{
 	{
-		name: "redisstore-checkpoint-messages",
-		steps: []string{"append/*", "acquire/*", "renew/*", "fork/*", "cerr/*", "lease/*",
-			"id/*/fork-destination", "import/*", "optoken/*"},
-		engines:     redisEngines,
-		messageOnly: true,
-		reason: "redisstore words its checkpoint contract errors apart from memstore and fdbstore " +
-			"(same sentinel and code): `append \"c\" to thread \"t\" (expected head \"\") (h)` for " +
-			"`head of thread \"t\" is \"h\", expected \"\"`, `is leased (1700000010000)` for `is leased " +
-			"until 2023-11-14T22:13:30Z`, `fork \"x\" of thread … into …` for `\"x\"`. memstore and fdbstore " +
-			"agree, so redisstore is the odd one; fix: its scripts return the fields and one formatter " +
-			"in driver, shared by all three engines, writes each message (redisstore/store.go scriptError, " +
-			"redisstore/scripts.go), after the REDIS slice's lease-clock change to the same scripts",
-	},
-	{
-		name:        "messages-quote-whole-ids",
-		steps:       []string{"*"},
-		engines:     httpEngines,
-		messageOnly: true,
-		when:        clipped,
-		reason: "memstore, fdbstore and redisstore quote whole ids in contract errors (`thread %q is leased " +
-			"until …` with a 1024-byte id), against docs/contract.md rule 1 (\"an error quotes at most the " +
-			"first 64 bytes of an id\"); the HTTP handler clips every message to 1 KiB, so through HTTP the " +
-			"message is cut where in process it is whole. Fix: every engine quotes ids with " +
-			"driver.QuoteShort (memstore/memstore.go, fdbstore/write.go, redisstore/scripts.go), best in " +
-			"the one formatter per contract error named in redisstore-checkpoint-messages",
-	},
-	{
 		name:        "redis-persist-not-pending-message",
 		steps:       []string{"batch/*", "optoken/commit*"},
 		engines:     redisEngines,
@@ -154,11 +127,4 @@ func errorHead(text string) string {
 func match(pattern, name string) bool {
 	re := "^" + strings.ReplaceAll(regexp.QuoteMeta(pattern), `\*`, ".*") + "$"
 	return regexp.MustCompile(re).MatchString(name)
-}
-
-// clipped reports whether the rendered error got is ref's with its message
-// cut short by the HTTP handler's clip (ending in "…").
-func clipped(got, ref string) bool {
-	cut, ok := strings.CutSuffix(got, "…")
-	return ok && len(ref) > len(got) && strings.HasPrefix(ref, cut)
 }
