@@ -1,6 +1,7 @@
-// Package storeurl opens a ckptstore store, and its instance store, from a
-// URL. It is what loadgen, the benchmarks, ckptctl and ckptserver share, so
-// that every one of them accepts the same forms. It is a registry, like
+// Package storeurl opens an engine handle from a URL: every contract's
+// store (checkpoints, instances, persistence) of the URL's key space, and
+// of each namespace. It is what loadgen, the benchmarks, ckptctl and
+// ckptserver share, so that every one of them accepts the same forms. It is a registry, like
 // database/sql's: each backend package registers its URL schemes from its
 // init function, and a program links the backends it imports:
 //
@@ -25,10 +26,11 @@
 // waits until N replicas have it). Forms lists the forms of the schemes
 // registered in the running program.
 //
-// An Opened store also opens namespaces: tenants of one backend, each with
-// its own key space (a Redis key prefix inside the hash tag, a FoundationDB
-// subspace whose last element is the name, its own memstore). The map from
-// a name to its key space is injective and prefix-free, so no name — not
+// An Opened handle also opens namespaces (Opened.Namespace): tenants of
+// one backend, each a Tenant with every contract's store over its own key
+// space (a Redis key prefix inside the hash tag, a FoundationDB subspace
+// whose last element is the name, its own memstore). The map from a name
+// to its key space is injective and prefix-free, so no name — not
 // one with NUL, braces, glob characters, nor one that is a byte-prefix or
 // the encoded prefix of another — reaches another tenant's keys.
 package storeurl
@@ -112,8 +114,9 @@ func Forms() string {
 // value is valid: the contract's default leases and a memkv without latency
 // or faults.
 type Options struct {
-	// Lease is the lease timing (and clock) of the store Open returns.
-	// Namespaces take their own (see Opened.Namespace).
+	// Lease is the lease timing and the one lease clock of the tenant of
+	// the URL's own key space (Opened.Tenant): its writer leases and its
+	// lock leases alike. Namespaces take their own (see Opened.Namespace).
 	Lease ckptstore.Options
 	// MemkvReadLatency is waited once per memkv read round; 0 = none.
 	MemkvReadLatency time.Duration
