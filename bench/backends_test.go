@@ -139,7 +139,7 @@ func (e *engine) open(b *testing.B) (*storeurl.Opened, func()) {
 		b.Fatalf("open %s (%s): %v", e.name, e.spec, e.err)
 	}
 	name := fmt.Sprintf("bench-%s-%d", runID, spaceSeq.Add(1))
-	st, in, err := e.o.Namespace(name, e.opts.Lease)
+	t, err := e.o.Namespace(name, e.opts.Lease)
 	if err != nil {
 		b.Fatalf("open namespace %s of %s: %v", name, e.name, err)
 	}
@@ -147,7 +147,7 @@ func (e *engine) open(b *testing.B) (*storeurl.Opened, func()) {
 	e.spaces = append(e.spaces, name)
 	e.mu.Unlock()
 	ns := *e.o
-	ns.Store, ns.Instances = st, in
+	ns.Tenant = *t
 	free := sync.OnceFunc(func() {
 		if err := e.clear(context.Background(), name); err != nil {
 			b.Errorf("clear namespace %s of %s: %v", name, e.name, err)

@@ -61,7 +61,7 @@ func viaHTTP(be backend) backend {
 		if err != nil {
 			b.Fatal(err)
 		}
-		return &storeurl.Opened{Store: c.Store, Instances: c.Instances(), Kind: "http", Desc: "http " + o.Desc, Close: func() error { return nil }},
+		return &storeurl.Opened{Tenant: storeurl.Tenant{Store: c.Store, Instances: c.Instances()}, Kind: "http", Desc: "http " + o.Desc, Close: func() error { return nil }},
 			func() { srv.Close(); free() }
 	}}
 }
@@ -70,8 +70,9 @@ func viaHTTP(be backend) backend {
 // fresh namespace) as every namespace, the token's included.
 type oneStore struct{ o *storeurl.Opened }
 
-func (s oneStore) Namespace(string, ckptstore.Options) (*ckptstore.Store, *ckptstore.InstanceStore, error) {
-	return s.o.Store, s.o.Instances, nil
+func (s oneStore) Namespace(string, ckptstore.Options) (*storeurl.Tenant, error) {
+	t := s.o.Tenant
+	return &t, nil
 }
 
 // BenchmarkHTTPFloor: what the hop cannot cost less than with net/http on

@@ -2,7 +2,9 @@
 // the manner of testing/fstest.TestFS and golang.org/x/net/nettest.TestConn:
 // a store's own test calls RunStore (and RunInstanceStore for its instance
 // store) with a factory, and the suite proves, one subtest per rule of
-// docs/contract.md, that the store keeps the contract.
+// docs/contract.md, that the store keeps the contract. An engine's test
+// calls RunEngine once instead, which runs every contract's suite (these
+// two and persist/persisttest's) on the tenants of one factory.
 //
 // RunStore proves:
 //

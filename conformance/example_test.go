@@ -9,7 +9,35 @@ import (
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/conformance"
 	"github.com/ckptstore/ckptstore/memstore"
+	"github.com/ckptstore/ckptstore/storeurl"
 )
+
+func ExampleRunEngine() {
+	// An engine's _test.go file makes one suite call: every contract's
+	// suite on fresh tenants, opened through the engine's storeurl
+	// registration with the lease options given (their Now is the suite's
+	// clock, the tenant's one lease clock).
+	testEngine := func(t *testing.T) {
+		conformance.RunEngine(t, func(t *testing.T, lease ckptstore.Options) *storeurl.Tenant {
+			o, err := storeurl.Open(context.Background(), "mem", storeurl.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ten, err := o.Namespace("conformance", lease)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return ten
+		}, conformance.EngineOptions{})
+	}
+	_ = testEngine // as func TestEngine(t *testing.T) in memstore_test.go
+
+	// A tenant holds every contract's store of its key space.
+	o, _ := storeurl.Open(context.Background(), "mem", storeurl.Options{})
+	ten, _ := o.Namespace("tenant", ckptstore.Options{})
+	fmt.Println(ten.Store != nil, ten.Instances != nil, ten.Persistence != nil)
+	// Output: true true true
+}
 
 func ExampleRunStore() {
 	// A store's _test.go file runs the suite from a test function, with a

@@ -10,16 +10,26 @@ import (
 	"github.com/ckptstore/ckptstore/conformance"
 	"github.com/ckptstore/ckptstore/fdbstore"
 	"github.com/ckptstore/ckptstore/fdbstore/kv/memkv"
+	"github.com/ckptstore/ckptstore/storeurl"
 )
 
-func TestConformance(t *testing.T) {
-	conformance.RunStore(t, func(t *testing.T, opts ckptstore.Options) conformance.Store {
-		s, _ := newMemStore(t, fdbstore.Options{Options: opts}, memkv.Options{})
-		return checked(t, s)
-	})
-	conformance.RunInstanceStore(t, func(t *testing.T) conformance.InstanceStore {
-		return fdbstore.NewInstanceStore(memkv.New(), "")
-	})
+// TestEngine is fdbstore's one suite call: every contract's suite on
+// tenants of the memkv scheme, each on a fresh engine (storeurl.Open), so
+// the registration is proven with the stores. The engine's one Check (the
+// checkpoint store's, which walks the tenant's persistence keys too) runs
+// after every case.
+func TestEngine(t *testing.T) {
+	conformance.RunEngine(t, func(t *testing.T, lease ckptstore.Options) *storeurl.Tenant {
+		o, err := storeurl.Open(context.Background(), "memkv", storeurl.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ten, err := o.Namespace("conformance", lease)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ten
+	}, conformance.EngineOptions{})
 }
 
 // TestConformanceSingleCopy runs the store suite on stores that keep no

@@ -22,12 +22,6 @@ func newDriver(t *testing.T, db *memkv.DB, opts fdbstore.PersistenceOptions) *fd
 	return d
 }
 
-func TestPersistConformance(t *testing.T) {
-	persisttest.Run(t, func(t *testing.T, now func() time.Time) pdriver.Driver {
-		return checkedPersist(t, newDriver(t, memkv.New(), fdbstore.PersistenceOptions{Now: now}))
-	})
-}
-
 // TestConformanceWithFaults runs the whole suite with 20 % not_committed
 // and 10 % commit_unknown_result (half of those applied) on every write
 // commit, as fdbstore's fault suite does: a retried call whose first

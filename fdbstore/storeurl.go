@@ -3,7 +3,6 @@ package fdbstore
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/fdbstore/kv"
@@ -65,35 +64,39 @@ func openMemkvURL(_ context.Context, url string, opts storeurl.Options) (*storeu
 // namespace in its own subspace (keys.go): its checkpoints at
 // NamespacePrefix(name) and its persistence beside them at
 // PersistNamespacePrefix(name), so a tenant's whole state is one range and
-// the store of each key space checks its persistence too. A persistence
-// opened without a clock judges its leases by the writer leases' clock
-// (opts.Lease.Now). Kind and Desc are the caller's.
+// the store of each key space checks its persistence too. Every store of a
+// tenant judges its leases by the tenant's lease clock (its lease
+// options' Now). Kind and Desc are the caller's.
 func openedOn(raw kv.DB, opts storeurl.Options) (*storeurl.Opened, error) {
 	db := TraceDB(raw, opts.TracerProvider)
-	st, in, err := openPrefix(db, opts.Lease, "")
+	// One persistence driver per key space, made by the first call for
+	// it: its lock waiters are woken through the driver value.
+	var persist storeurl.DriverCache
+	tenant := func(name string, lease ckptstore.Options) (*storeurl.Tenant, error) {
+		st, in, err := openPrefix(db, lease, name)
+		if err != nil {
+			return nil, err
+		}
+		p, err := persist.Get(name, func() (pdriver.Driver, error) {
+			_, prefix := prefixesOf(name)
+			return NewPersistence(db, PersistenceOptions{Prefix: prefix, Now: lease.Now})
+		})
+		if err != nil {
+			return nil, err
+		}
+		return &storeurl.Tenant{Store: st, Instances: in, Persistence: p}, nil
+	}
+	own, err := tenant("", opts.Lease)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", storeurl.ErrBadURL, err)
 	}
-	var persist storeurl.DriverCache
 	sdrivers := newStreamsCache(db)
 	return &storeurl.Opened{
-		Store:     st,
-		Instances: in,
-		Close:     func() error { return nil },
-		Handle:    raw,
-		OpenPersistence: func(name string, now func() time.Time) (pdriver.Driver, error) {
-			if now == nil {
-				now = opts.Lease.Now // one clock per engine handle: the writer leases'
-			}
-			return persist.Get(name, func() (pdriver.Driver, error) {
-				_, prefix := prefixesOf(name)
-				return NewPersistence(db, PersistenceOptions{Prefix: prefix, Now: now})
-			})
-		},
+		Tenant:     *own,
+		Close:      func() error { return nil },
+		Handle:     raw,
+		OpenTenant: tenant,
 		OpenStreams: sdrivers.get,
-		OpenNamespace: func(name string, lease ckptstore.Options) (*ckptstore.Store, *ckptstore.InstanceStore, error) {
-			return openPrefix(db, lease, name)
-		},
 	}, nil
 }
 

@@ -29,29 +29,20 @@ import (
 	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/persist"
 	pdriver "github.com/ckptstore/ckptstore/persist/driver"
+	"github.com/ckptstore/ckptstore/storeurl"
 )
 
-// Backend opens the store of a namespace. *storeurl.Opened is one.
+// Backend opens the tenants of an engine. *storeurl.Opened is one.
 type Backend interface {
-	// Namespace returns the store and instance store of the tenant name,
-	// built with the lease options lease. The handler calls it once per
-	// name and keeps the result.
-	Namespace(name string, lease ckptstore.Options) (*ckptstore.Store, *ckptstore.InstanceStore, error)
-}
-
-// PersistenceBackend is a Backend that also keeps TanStack AI's
-// persistence state (package persist): the handler serves the
-// /v1/runs/…, /v1/generationRuns/…, /v1/interrupts/…, /v1/metadata/…,
-// /v1/artifacts/…, /v1/blobs/… and /v1/locks/… routes of a namespace from
-// the driver it opens. A Backend without it answers those routes with
-// 501 UNSUPPORTED.
-type PersistenceBackend interface {
-	Backend
-	// Persistence returns the persistence driver of the tenant name, whose
-	// store clock (by which lock leases expire) is now: the namespace's
-	// --dev clock in Dev, else time.Now. The handler calls it once per
-	// name, on the first persistence request, and keeps the result.
-	Persistence(name string, now func() time.Time) (pdriver.Driver, error)
+	// Namespace returns every contract's store of the tenant name, opened
+	// with the lease options lease, whose Now is the tenant's one lease
+	// clock (in Dev, the namespace's clock, which a request's Ckpt-Now
+	// sets). The handler calls it once per name and keeps the result. A
+	// tenant without a persistence driver answers the /v1/runs/…,
+	// /v1/generationRuns/…, /v1/interrupts/…, /v1/metadata/…,
+	// /v1/artifacts/…, /v1/blobs/… and /v1/locks/… routes with 501
+	// UNSUPPORTED.
+	Namespace(name string, lease ckptstore.Options) (*storeurl.Tenant, error)
 }
 
 // DefaultMaxBodyBytes is the request-body limit of a zero
@@ -203,6 +194,9 @@ type namespace struct {
 	name  string
 	lease ckptstore.Options // resolved
 
+	// pdriver is the tenant's persistence driver, nil when its engine
+	// keeps none.
+	pdriver pdriver.Driver
 	// The persistence store, opened on first use (pmu guards it).
 	pmu    sync.Mutex
 	pstore *persist.Store
@@ -655,14 +649,14 @@ func (h *handler) open(name string, lease ckptstore.Options, dev bool) (*namespa
 		return nil, reqErr(CodeBadRequest, "lease options: %v", err)
 	}
 	ns.lease = resolved
-	st, inst, err := h.b.Namespace(name, lease)
+	t, err := h.b.Namespace(name, lease)
 	if err != nil {
 		if errors.Is(err, driver.ErrInvalidOptions) {
 			return nil, reqErr(CodeBadRequest, "namespace %s: %v", driver.QuoteShort(name), err)
 		}
 		return nil, reqErr(CodeUnavailable, "opening namespace %s: %v", driver.QuoteShort(name), err)
 	}
-	ns.store, ns.inst = st, inst
+	ns.store, ns.inst, ns.pdriver = t.Store, t.Instances, t.Persistence
 	h.namespaces.Store(name, ns)
 	return ns, nil
 }

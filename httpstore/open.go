@@ -67,11 +67,12 @@ func OpenURL(ctx context.Context, url string, o URLOptions) (*storeurl.Opened, e
 		}
 	}
 	return &storeurl.Opened{
-		Store:     c.Store,
-		Instances: c.Instances(),
-		Kind:      "http",
-		Desc:      fmt.Sprintf("http %s (ckptserver, namespace %s)", url, ns),
-		Handle:    c,
-		Close:     func() error { c.c.hc.CloseIdleConnections(); return nil },
+		// The client's persistence is a *persist.Store (Handle's
+		// Persistence), not a driver: the Tenant has none.
+		Tenant: storeurl.Tenant{Store: c.Store, Instances: c.Instances()},
+		Kind:   "http",
+		Desc:   fmt.Sprintf("http %s (ckptserver, namespace %s)", url, ns),
+		Handle: c,
+		Close:  func() error { c.c.hc.CloseIdleConnections(); return nil },
 	}, nil
 }

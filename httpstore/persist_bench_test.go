@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http/httptest"
 	"testing"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -14,8 +13,8 @@ import (
 	"github.com/ckptstore/ckptstore/httpstore"
 	"github.com/ckptstore/ckptstore/internal/redistest"
 	"github.com/ckptstore/ckptstore/persist"
-	pdriver "github.com/ckptstore/ckptstore/persist/driver"
 	"github.com/ckptstore/ckptstore/redisstore"
+	"github.com/ckptstore/ckptstore/storeurl"
 )
 
 // redisBackend keeps a namespace's checkpoints (redisstore) and
@@ -23,16 +22,16 @@ import (
 // namespace's prefix.
 type redisBackend struct{ c redis.UniversalClient }
 
-func (b redisBackend) Namespace(name string, lease ckptstore.Options) (*ckptstore.Store, *ckptstore.InstanceStore, error) {
+func (b redisBackend) Namespace(name string, lease ckptstore.Options) (*storeurl.Tenant, error) {
 	s, err := redisstore.New(b.c, redisstore.Options{Options: lease, Prefix: "ckpt-" + name})
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	return s, redisstore.NewInstanceStore(b.c, "inst-"+name), nil
-}
-
-func (b redisBackend) Persistence(name string, now func() time.Time) (pdriver.Driver, error) {
-	return redisstore.NewPersistence(redisstore.PersistenceOptions{Client: b.c, Prefix: "persist-" + name, Now: now})
+	p, err := redisstore.NewPersistence(redisstore.PersistenceOptions{Client: b.c, Prefix: "persist-" + name, Now: lease.Now})
+	if err != nil {
+		return nil, err
+	}
+	return &storeurl.Tenant{Store: s, Instances: redisstore.NewInstanceStore(b.c, "inst-"+name), Persistence: p}, nil
 }
 
 // BenchmarkChatTurn is one chat turn's persistence calls through the Go
@@ -48,7 +47,7 @@ func BenchmarkChatTurn(b *testing.B) {
 	})
 }
 
-func benchChatTurn(b *testing.B, backend httpstore.PersistenceBackend) {
+func benchChatTurn(b *testing.B, backend httpstore.Backend) {
 	srv := httptest.NewServer(httpstore.NewHandler(backend, httpstore.HandlerOptions{Tokens: map[string]string{"tok": "bench"}}))
 	b.Cleanup(srv.Close)
 	c, err := httpstore.NewClient(srv.URL, httpstore.ClientOptions{Token: "tok"})

@@ -134,28 +134,15 @@ func (h *handler) persistOf(ns *namespace) (*persist.Store, error) {
 		ns.pstore, ns.pblobs = s, true
 		return s, nil
 	}
-	pb, ok := h.b.(PersistenceBackend)
-	if !ok {
+	d := ns.pdriver
+	if d == nil {
 		return nil, reqErr(CodeUnsupported, "this server keeps no persistence state (its backend has no persistence driver)")
 	}
-	// The store's clock judges lock leases. Outside --dev it is the
-	// backend's own (nil: Redis's TIME, so that several servers behind one
-	// balancer agree on every expiry whatever their clocks); in --dev it is
-	// the namespace's, which a request's Ckpt-Now sets.
-	var storeClock func() time.Time
-	if h.opts.Dev {
-		storeClock = ns.clock
-	}
-	d, err := pb.Persistence(ns.name, storeClock)
-	if err != nil {
-		if errors.Is(err, errors.ErrUnsupported) {
-			return nil, reqErr(CodeUnsupported, "the persistence of %s: %v", ckptdriver.QuoteShort(ns.name), err)
-		}
-		if errors.Is(err, ckptdriver.ErrInvalidOptions) {
-			return nil, reqErr(CodeBadRequest, "namespace %s: %v", ckptdriver.QuoteShort(ns.name), err)
-		}
-		return nil, reqErr(CodeUnavailable, "opening the persistence of %s: %v", ckptdriver.QuoteShort(ns.name), err)
-	}
+	// The tenant's lease clock judges lock leases, as it judges writer
+	// leases: outside --dev the backend's own (Redis's TIME, so that
+	// several servers behind one balancer agree on every expiry whatever
+	// their clocks); in --dev the namespace's, which a request's Ckpt-Now
+	// sets.
 	pcheck, _ := d.(ckptdriver.Checker) // the driver's own, before the --dev clock wraps it
 	if h.opts.Dev {
 		d = clockedDriver{Driver: d, ns: ns}

@@ -21,21 +21,21 @@ import (
 	pdriver "github.com/ckptstore/ckptstore/persist/driver"
 	"github.com/ckptstore/ckptstore/persist/persisttest"
 	"github.com/ckptstore/ckptstore/redisstore"
+	"github.com/ckptstore/ckptstore/storeurl"
 )
 
 // memBackend is a handler's backend on memory: memstore for the
 // checkpoints, a fresh memstore.Persistence per namespace for the persistence.
 type memBackend struct{}
 
-func (memBackend) Namespace(_ string, lease ckptstore.Options) (*ckptstore.Store, *ckptstore.InstanceStore, error) {
-	return memstore.New(lease), memstore.NewInstanceStore(), nil
+func (memBackend) Namespace(_ string, lease ckptstore.Options) (*storeurl.Tenant, error) {
+	return &storeurl.Tenant{
+		Store: memstore.New(lease), Instances: memstore.NewInstanceStore(),
+		Persistence: memstore.NewPersistence(memstore.PersistenceOptions{Now: lease.Now}),
+	}, nil
 }
 
-func (memBackend) Persistence(_ string, now func() time.Time) (pdriver.Driver, error) {
-	return memstore.NewPersistence(memstore.PersistenceOptions{Now: now}), nil
-}
-
-var _ httpstore.PersistenceBackend = memBackend{}
+var _ httpstore.Backend = memBackend{}
 
 // remotes is one loopback HTTP server that serves each case's
 // server-side store under a namespace of its own, so that a case (or a

@@ -21,9 +21,10 @@ import (
 	"github.com/ckptstore/ckptstore/httpstore"
 	"github.com/ckptstore/ckptstore/memstore"
 	"github.com/ckptstore/ckptstore/persist"
+	"github.com/ckptstore/ckptstore/storeurl"
 )
 
-// persistServer starts a handler over memBackend (its PersistenceBackend
+// persistServer starts a handler over memBackend (its Backend
 // path) with a memory bucket, or none.
 func persistServer(t *testing.T, bucket bool, opts httpstore.HandlerOptions) string {
 	t.Helper()
@@ -214,8 +215,8 @@ func TestPersistNoBackend(t *testing.T) {
 
 type checkpointsOnly struct{}
 
-func (checkpointsOnly) Namespace(_ string, lease ckptstore.Options) (*ckptstore.Store, *ckptstore.InstanceStore, error) {
-	return memstore.New(lease), memstore.NewInstanceStore(), nil
+func (checkpointsOnly) Namespace(_ string, lease ckptstore.Options) (*storeurl.Tenant, error) {
+	return &storeurl.Tenant{Store: memstore.New(lease), Instances: memstore.NewInstanceStore()}, nil
 }
 
 // TestPersistDevClockLongPoll: in --dev, an acquire that waits does not

@@ -181,8 +181,9 @@ func TestClusterThroughServer(t *testing.T) {
 		if mine == 0 {
 			t.Errorf("the master %s of namespace %q holds none of its keys", m.Options().Addr, own)
 		}
-		st, _, err := o.Namespace(own, ckptstore.Options{})
+		ten, err := o.Namespace(own, ckptstore.Options{})
 		testkit.Must(t, err)
+		st := ten.Store
 		if cp, err := st.Get(ctx, "cp-"+other); err != nil || cp != nil {
 			t.Errorf("namespace %q sees the checkpoint of %q: %v, %v", own, other, cp, err)
 		}

@@ -12,18 +12,24 @@ import (
 	"github.com/ckptstore/ckptstore/conformance"
 	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/memstore"
+	"github.com/ckptstore/ckptstore/storeurl"
 )
 
-func TestConformance(t *testing.T) {
-	conformance.RunStore(t, func(t *testing.T, opts ckptstore.Options) conformance.Store {
-		return memstore.New(opts)
-	})
-}
-
-func TestInstanceConformance(t *testing.T) {
-	conformance.RunInstanceStore(t, func(t *testing.T) conformance.InstanceStore {
-		return memstore.NewInstanceStore()
-	})
+// TestEngine is memstore's one suite call: every contract's suite on
+// tenants of the mem scheme, each a fresh engine handle (storeurl.Open),
+// so the registration is proven with the stores.
+func TestEngine(t *testing.T) {
+	conformance.RunEngine(t, func(t *testing.T, lease ckptstore.Options) *storeurl.Tenant {
+		o, err := storeurl.Open(context.Background(), "mem", storeurl.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ten, err := o.Namespace("conformance", lease)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ten
+	}, conformance.EngineOptions{})
 }
 
 func TestNewPanicsOnInvalidOptions(t *testing.T) {

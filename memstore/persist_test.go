@@ -12,17 +12,11 @@ import (
 	"github.com/ckptstore/ckptstore/persist/persisttest"
 )
 
-// TestPersistConformance runs the persistence driver suite on the
-// persistence of a checkpoint Driver's key space, the one storeurl serves.
-func TestPersistConformance(t *testing.T) {
-	persisttest.Run(t, func(t *testing.T, now func() time.Time) driver.Driver {
-		return memstore.NewDriver(ckptstore.Options{Now: now}).Persistence()
-	})
-}
-
 // TestPersistRealTimeLocks runs the real-time lock cases too, on a
 // stand-alone Persistence, so that both variants and both constructors
-// are proven on the reference driver.
+// are proven on the reference driver (TestEngine runs the synctest ones on
+// the persistence of a checkpoint Driver's key space, the one storeurl
+// serves).
 func TestPersistRealTimeLocks(t *testing.T) {
 	persisttest.RunRealTimeLocks(t, func(t *testing.T, now func() time.Time) driver.Driver {
 		return memstore.NewPersistence(memstore.PersistenceOptions{Now: now})

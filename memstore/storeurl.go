@@ -3,10 +3,8 @@ package memstore
 import (
 	"context"
 	"sync"
-	"time"
 
 	"github.com/ckptstore/ckptstore"
-	pdriver "github.com/ckptstore/ckptstore/persist/driver"
 	"github.com/ckptstore/ckptstore/storeurl"
 )
 
@@ -18,52 +16,36 @@ func init() {
 	storeurl.Register("mem | mem://", openURL, "mem")
 }
 
+// tenantOf is every contract's store of the key space of d.
+func tenantOf(d *Driver) storeurl.Tenant {
+	return storeurl.Tenant{Store: ckptstore.New(d), Instances: NewInstanceStore(), Persistence: d.Persistence()}
+}
+
 // openURL is storeurl's Opener of the mem scheme.
 func openURL(_ context.Context, url string, opts storeurl.Options) (*storeurl.Opened, error) {
 	if err := storeurl.NoOptions(url, "mem"); err != nil {
 		return nil, err
 	}
-	root := NewDriver(opts.Lease)
-	// The key spaces are the data, so a name must always get the same one.
-	type namespace struct {
-		d         *Driver
-		store     *ckptstore.Store
-		instances *ckptstore.InstanceStore
-	}
+	// The key spaces are the data, so a name always gets the same one:
+	// made, with the lease options (and so the one clock) of the first
+	// call for the name, and returned to every later call.
 	var mu sync.Mutex
-	spaces := map[string]namespace{}
-	// space returns the key space of name, made with lease (its lease
-	// timing and its one clock) by the first call for name.
-	space := func(name string, lease ckptstore.Options) namespace {
-		mu.Lock()
-		defer mu.Unlock()
-		n, ok := spaces[name]
-		if !ok {
-			d := NewDriver(lease)
-			n = namespace{d: d, store: ckptstore.New(d), instances: NewInstanceStore()}
-			spaces[name] = n
-		}
-		return n
-	}
+	spaces := map[string]storeurl.Tenant{}
 	return &storeurl.Opened{
-		Store:     ckptstore.New(root),
-		Instances: NewInstanceStore(),
-		Kind:      "mem",
-		Desc:      "mem (memstore, in process)",
-		Close:     func() error { return nil },
-		// A key space's persistence shares its Driver's clock: for the
-		// Store's own, opts.Lease's; for a namespace, that of the first
-		// call that made it (Namespace's lease clock, or now here).
-		OpenPersistence: func(name string, now func() time.Time) (pdriver.Driver, error) {
-			if name == "" {
-				return root.Persistence(), nil
-			}
-			return space(name, ckptstore.Options{Now: now}).d.Persistence(), nil
-		},
+		Tenant:      tenantOf(NewDriver(opts.Lease)),
+		Kind:        "mem",
+		Desc:        "mem (memstore, in process)",
+		Close:       func() error { return nil },
 		OpenStreams: openStreams(),
-		OpenNamespace: func(name string, lease ckptstore.Options) (*ckptstore.Store, *ckptstore.InstanceStore, error) {
-			n := space(name, lease)
-			return n.store, n.instances, nil
+		OpenTenant: func(name string, lease ckptstore.Options) (*storeurl.Tenant, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			t, ok := spaces[name]
+			if !ok {
+				t = tenantOf(NewDriver(lease))
+				spaces[name] = t
+			}
+			return &t, nil // a copy: a caller's edits reach no other's
 		},
 	}, nil
 }

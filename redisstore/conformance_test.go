@@ -1,36 +1,61 @@
 package redisstore
 
 import (
+	"context"
 	"fmt"
 	"testing"
+
+	"github.com/alicebob/miniredis/v2"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/conformance"
 	"github.com/ckptstore/ckptstore/internal/redistest"
+	"github.com/ckptstore/ckptstore/storeurl"
 )
 
-// TestConformance runs the contract's suite on miniredis (a fresh server
-// per store) and on one real redis-server, where each store gets its own
-// prefix: tenants that never see each other's keys.
-func TestConformance(t *testing.T) {
-	t.Run("miniredis", func(t *testing.T) {
-		conformance.RunStore(t, func(t *testing.T, opts ckptstore.Options) conformance.Store {
-			return checkedStore(t, miniClient(t), Options{Options: opts}).p()
-		})
-		conformance.RunInstanceStore(t, func(t *testing.T) conformance.InstanceStore {
-			return NewInstanceStore(miniClient(t), "")
-		})
-	})
+// TestEngine is redisstore's one suite call, on one real redis-server,
+// where each tenant is a namespace of its own (tenants that never see each
+// other's keys), and on miniredis (which runs the scripts in gopher-lua,
+// with cjson, and delivers a script's PUBLISH to subscribers), a fresh
+// server per tenant. Every
+// tenant is opened through the engine's storeurl registration, and the
+// engine's one Check (which walks the tenant's persistence keys too) runs
+// after every case. The persistence suite's lock cases run on real time
+// (EngineOptions.Network): the lock subscription waits on the network.
+// The two servers run side by side, as the lock cases mostly sleep.
+func TestEngine(t *testing.T) {
 	t.Run("redis-server", func(t *testing.T) {
-		c := redistest.Start(t).Client(t, nil)
-		conformance.RunStore(t, func(t *testing.T, opts ckptstore.Options) conformance.Store {
-			return checkedStore(t, c, Options{Options: opts}).p()
-		})
-		conformance.RunInstanceStore(t, func(t *testing.T) conformance.InstanceStore {
-			return NewInstanceStore(c, fmt.Sprintf("inst%d", prefixSeq.Add(1)))
-		})
+		t.Parallel()
+		srv := redistest.Start(t)
+		o, err := storeurl.Open(context.Background(), "redis://"+srv.Addr+"/0?prefix=engine", storeurl.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = o.Close() })
+		conformance.RunEngine(t, func(t *testing.T, lease ckptstore.Options) *storeurl.Tenant {
+			ten, err := o.Namespace(fmt.Sprintf("t%d", prefixSeq.Add(1)), lease)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return ten
+		}, conformance.EngineOptions{Network: true})
+	})
+	t.Run("miniredis", func(t *testing.T) {
+		t.Parallel()
+		conformance.RunEngine(t, func(t *testing.T, lease ckptstore.Options) *storeurl.Tenant {
+			o, err := storeurl.Open(context.Background(), "redis://"+miniredis.RunT(t).Addr(), storeurl.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = o.Close() })
+			ten, err := o.Namespace("conformance", lease)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return ten
+		}, conformance.EngineOptions{Network: true})
 	})
 }
 

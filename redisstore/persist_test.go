@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
@@ -50,16 +49,6 @@ func suiteDriver(c redis.UniversalClient) persisttest.NewDriver {
 	return func(t *testing.T, now func() time.Time) driver.Driver { return newDriver(t, c, now) }
 }
 
-// TestPersistConformance runs the suite on a real redis-server, the store's
-// clock the suite's (passed to the scripts), with the real-time lock
-// cases: the lock subscription waits on the network, which the synctest
-// cases' virtual time cannot include.
-func TestPersistConformance(t *testing.T) {
-	t.Parallel() // a server of its own; the lock cases mostly sleep
-	srv := redistest.Start(t)
-	persisttest.RunNetwork(t, suiteDriver(srv.Client(t, nil)))
-}
-
 // TestServerClockLocks runs the real-time lock cases with the server's
 // own clock (Options.Now nil: TIME inside the scripts), the setting for
 // several processes sharing a store; none of the cases moves the clock.
@@ -70,17 +59,6 @@ func TestServerClockLocks(t *testing.T) {
 	persisttest.RunRealTimeLocks(t, func(t *testing.T, _ func() time.Time) driver.Driver {
 		return newDriver(t, c, nil)
 	})
-}
-
-// TestPersistMiniredis runs the suite on miniredis, which runs the scripts
-// (gopher-lua, with cjson) and delivers PUBLISH from a script to
-// subscribers.
-func TestPersistMiniredis(t *testing.T) {
-	t.Parallel() // a server of its own; the lock cases mostly sleep
-	m := miniredis.RunT(t)
-	c := redis.NewClient(&redis.Options{Addr: m.Addr()})
-	t.Cleanup(func() { _ = c.Close() })
-	persisttest.RunNetwork(t, suiteDriver(c))
 }
 
 // TestPersistCluster runs the suite on a three-master Redis Cluster through a

@@ -133,33 +133,46 @@ func openURL(ctx context.Context, spec string, opts storeurl.Options) (*storeurl
 	}
 	// The persistence drivers share the client and the hash tag of their
 	// key space's checkpoints ({prefix}:p:…); one per key space, so that
-	// one lock subscription serves it.
+	// one lock subscription serves it. Each judges its leases by its
+	// tenant's lease clock: nil, the server's TIME.
 	var persist storeurl.DriverCache
 	sdrivers := newStreamsCache(client, ro.Prefix)
+	persistOf := func(name string, now func() time.Time) (pdriver.Driver, error) {
+		return persist.Get(name, func() (pdriver.Driver, error) {
+			prefix := ro.Prefix
+			if name != "" {
+				prefix = NamespacePrefix(ro.Prefix, name)
+			}
+			return NewPersistence(PersistenceOptions{Client: client, Prefix: prefix, Now: now})
+		})
+	}
+	own, err := persistOf("", opts.Lease.Now)
+	if err != nil {
+		_ = client.Close()
+		return nil, fmt.Errorf("redis %s: %w", shownURL, err)
+	}
 	return &storeurl.Opened{
-		Store:     st,
-		Instances: in,
-		Kind:      "redis",
-		Desc:      desc + ")",
+		Tenant: storeurl.Tenant{Store: st, Instances: in, Persistence: own},
+		Kind:   "redis",
+		Desc:   desc + ")",
 		Close: func() error {
 			err := errors.Join(persist.Close(), sdrivers.close())
 			return errors.Join(err, client.Close())
 		},
 		Handle: client,
-		OpenPersistence: func(name string, now func() time.Time) (pdriver.Driver, error) {
-			return persist.Get(name, func() (pdriver.Driver, error) {
-				prefix := ro.Prefix
-				if name != "" {
-					prefix = NamespacePrefix(ro.Prefix, name)
-				}
-				return NewPersistence(PersistenceOptions{Client: client, Prefix: prefix, Now: now})
-			})
-		},
 		OpenStreams: sdrivers.get,
-		OpenNamespace: func(name string, lease ckptstore.Options) (*ckptstore.Store, *ckptstore.InstanceStore, error) {
+		OpenTenant: func(name string, lease ckptstore.Options) (*storeurl.Tenant, error) {
 			o := ro
 			o.Prefix = NamespacePrefix(ro.Prefix, name)
-			return openPrefix(client, lease, o)
+			st, in, err := openPrefix(client, lease, o)
+			if err != nil {
+				return nil, err
+			}
+			p, err := persistOf(name, lease.Now)
+			if err != nil {
+				return nil, err
+			}
+			return &storeurl.Tenant{Store: st, Instances: in, Persistence: p}, nil
 		},
 	}, nil
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ckptstore/ckptstore"
-	"github.com/ckptstore/ckptstore/conformance"
 	"github.com/ckptstore/ckptstore/fdbstore"
 	"github.com/ckptstore/ckptstore/fdbstore/kv"
 	"github.com/ckptstore/ckptstore/internal/redistest"
@@ -135,32 +134,34 @@ func redisKeys(c redis.UniversalClient) rawKeys {
 	}
 }
 
-// persistIsolation writes through every persistence store and the
-// checkpoint store of each namespace of names ("": the Store's own) in turn and checks that every key
-// the namespace added lies in its own key space (own(name, key)), that
-// each namespace reads back only its own values, and that a second
-// Persistence call for a name sees the same data.
+// persistIsolation writes through the persistence driver and the
+// checkpoint store of the tenant of each namespace of names ("": the
+// Opened's own) in turn and checks that every key the namespace added lies
+// in its own key space (own(name, key)), that each namespace reads back
+// only its own values, and that a second Namespace call for a name sees
+// the same data.
 func persistIsolation(t *testing.T, o *storeurl.Opened, names []string, keys rawKeys, own func(name, key string) bool) {
 	t.Helper()
 	ctx := context.Background()
-	for _, name := range names {
-		before := keys(t)
-		var d pdriver.Driver
-		var err error
-		var st conformance.Store
+	tenant := func(name string) *storeurl.Tenant {
+		t.Helper()
 		if name == "" {
-			d, err = o.StorePersistence(nil)
-			st = o.Store
-		} else {
-			d, err = o.Persistence(name, nil)
-			if err == nil {
-				st, _, err = o.Namespace(name, ckptstore.Options{})
-			}
+			return &o.Tenant
 		}
+		ten, err := o.Namespace(name, ckptstore.Options{})
 		if err != nil {
 			t.Fatalf("namespace %q: %v", name, err)
 		}
-		everyStore(t, d, "label:"+name)
+		if ten.Persistence == nil {
+			t.Fatalf("namespace %q: no persistence driver", name)
+		}
+		return ten
+	}
+	for _, name := range names {
+		before := keys(t)
+		ten := tenant(name)
+		everyStore(t, ten.Persistence, "label:"+name)
+		st := ten.Store
 		if err := st.SaveThread(ctx, "t", json.RawMessage(`[]`)); err != nil {
 			t.Fatal(err)
 		}
@@ -184,17 +185,7 @@ func persistIsolation(t *testing.T, o *storeurl.Opened, names []string, keys raw
 		}
 	}
 	for _, name := range names {
-		var d pdriver.Driver
-		var err error
-		if name == "" {
-			d, err = o.StorePersistence(nil)
-		} else {
-			d, err = o.Persistence(name, nil)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		readsOwn(t, d, "label:"+name)
+		readsOwn(t, tenant(name).Persistence, "label:"+name)
 	}
 }
 
@@ -232,52 +223,52 @@ func TestPersistenceRedis(t *testing.T) {
 	})
 }
 
-// TestPersistenceMem: mem keeps one persistence driver per key space, so the same
-// name gives the same data (and the same driver), and names stay apart.
+// TestPersistenceMem: mem keeps one tenant per key space, so the same
+// name gives the same data (and the same stores), and names stay apart.
 func TestPersistenceMem(t *testing.T) {
 	o, err := storeurl.Open(context.Background(), "mem", storeurl.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer o.Close()
+	tenants := map[string]*storeurl.Tenant{}
 	for _, name := range persistNames {
-		d, err := o.Persistence(name, nil)
+		ten, err := o.Namespace(name, ckptstore.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		everyStore(t, d, "label:"+name)
+		tenants[name] = ten
+		everyStore(t, ten.Persistence, "label:"+name)
 	}
-	d, err := o.StorePersistence(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	everyStore(t, d, "label:")
+	everyStore(t, o.Persistence, "label:")
 	for _, name := range persistNames {
-		d, err := o.Persistence(name, nil)
+		again, err := o.Namespace(name, ckptstore.Options{Now: time.Now})
 		if err != nil {
 			t.Fatal(err)
 		}
-		readsOwn(t, d, "label:"+name)
-		if again, _ := o.Persistence(name, time.Now); again != d {
-			t.Fatalf("namespace %q: a second call returned another driver", name)
+		readsOwn(t, again.Persistence, "label:"+name)
+		if first := tenants[name]; again.Persistence != first.Persistence || again.Store != first.Store || again.Instances != first.Instances {
+			t.Fatalf("namespace %q: a second call returned other stores", name)
 		}
 	}
-	readsOwn(t, d, "label:")
+	readsOwn(t, o.Persistence, "label:")
 }
 
-// TestPersistenceRefusesNames: Persistence applies Namespace's rules.
-func TestPersistenceRefusesNames(t *testing.T) {
+// TestNamespaceRefusesNames: Namespace applies the namespace rule before
+// it opens anything, and an Opened without the engine hook refuses every
+// name as unsupported.
+func TestNamespaceRefusesNames(t *testing.T) {
 	o, err := storeurl.Open(context.Background(), "mem", storeurl.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"", "\xff", strings.Repeat("x", storeurl.MaxNamespaceBytes+1)} {
-		if _, err := o.Persistence(name, nil); !errors.Is(err, storeurl.ErrBadURL) {
-			t.Errorf("Persistence(%q) = %v, want ErrBadURL", name, err)
+		if _, err := o.Namespace(name, ckptstore.Options{}); !errors.Is(err, storeurl.ErrBadURL) {
+			t.Errorf("Namespace(%q) = %v, want ErrBadURL", name, err)
 		}
 	}
-	if _, err := (&storeurl.Opened{}).Persistence("a", nil); !errors.Is(err, storeurl.ErrNoPersistence) || !errors.Is(err, errors.ErrUnsupported) {
-		t.Errorf("a backend without persistence: %v", err)
+	if _, err := (&storeurl.Opened{}).Namespace("a", ckptstore.Options{}); !errors.Is(err, errors.ErrUnsupported) {
+		t.Errorf("a backend without namespaces: %v", err)
 	}
 }
 

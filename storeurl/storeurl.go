@@ -1,6 +1,7 @@
-// Package storeurl opens a ckptstore store, and its instance store, from a
-// URL. It is what loadgen, the benchmarks, ckptctl and ckptserver share, so
-// that every one of them accepts the same forms. It is a registry, like
+// Package storeurl opens an engine handle from a URL: every contract's
+// store (checkpoints, instances, persistence) of the URL's key space, and
+// of each namespace. It is what loadgen, the benchmarks, ckptctl and
+// ckptserver share, so that every one of them accepts the same forms. It is a registry, like
 // database/sql's: each backend package registers its URL schemes from its
 // init function, and a program links the backends it imports:
 //
@@ -25,10 +26,11 @@
 // waits until N replicas have it). Forms lists the forms of the schemes
 // registered in the running program.
 //
-// An Opened store also opens namespaces: tenants of one backend, each with
-// its own key space (a Redis key prefix inside the hash tag, a FoundationDB
-// subspace whose last element is the name, its own memstore). The map from
-// a name to its key space is injective and prefix-free, so no name — not
+// An Opened handle also opens namespaces (Opened.Namespace): tenants of
+// one backend, each a Tenant with every contract's store over its own key
+// space (a Redis key prefix inside the hash tag, a FoundationDB subspace
+// whose last element is the name, its own memstore). The map from a name
+// to its key space is injective and prefix-free, so no name — not
 // one with NUL, braces, glob characters, nor one that is a byte-prefix or
 // the encoded prefix of another — reaches another tenant's keys.
 package storeurl
@@ -113,8 +115,9 @@ func Forms() string {
 // value is valid: the contract's default leases and a memkv without latency
 // or faults.
 type Options struct {
-	// Lease is the lease timing (and clock) of the store Open returns.
-	// Namespaces take their own (see Opened.Namespace).
+	// Lease is the lease timing and the one lease clock of the tenant of
+	// the URL's own key space (Opened.Tenant): its writer leases and its
+	// lock leases alike. Namespaces take their own (see Opened.Namespace).
 	Lease ckptstore.Options
 	// MemkvReadLatency is waited once per memkv read round; 0 = none.
 	MemkvReadLatency time.Duration
@@ -134,14 +137,33 @@ type Options struct {
 	TracerProvider trace.TracerProvider
 }
 
-// Opened is an open store, its instance store, and what a caller may need
-// beside them.
-type Opened struct {
-	// Store is the store of the URL's own key space (the prefix it names,
-	// or the backend's default).
+// Tenant is every contract's store of one key space of an engine: a
+// namespace, or the URL's own key space (Opened embeds it). Its stores
+// share the key space and one lease clock, the Now of the lease options it
+// was opened with: writer leases and lock leases are judged alike
+// (docs/contract.md, "One lease clock"). The streams contract adds its
+// store here as a field beside the others.
+type Tenant struct {
+	// Store is the checkpoint store.
 	Store *ckptstore.Store
 	// Instances is the instance store beside Store.
 	Instances *ckptstore.InstanceStore
+	// Persistence is the persistence driver (runs, generation runs,
+	// interrupts, metadata, artifacts, blob metadata, locks) beside the
+	// checkpoints; nil when the engine keeps no persistence state (a caller
+	// that needs it reports ErrNoPersistence). Its clock is the tenant's
+	// lease clock: the lease options' Now, or when nil the engine's own
+	// (the Redis server's TIME, time.Now elsewhere).
+	Persistence pdriver.Driver
+}
+
+// Opened is an open engine handle: the tenant of the URL's own key space,
+// the hook that opens every other tenant (Namespace), and what a caller
+// may need beside them.
+type Opened struct {
+	// Tenant is the URL's own key space (the prefix it names, or the
+	// engine's default), opened with Options.Lease.
+	Tenant
 	// Kind is the backend: "mem", "memkv", "redis" or "fdb".
 	Kind string
 	// Desc names the target for reports, without credentials.
@@ -159,62 +181,27 @@ type Opened struct {
 	// the fdbstore forms, a redis.UniversalClient for the Redis forms, nil
 	// for mem.
 	Handle any
-	// OpenNamespace is set by the driver, and called by Namespace (which
-	// checks name and lease first): it opens the store and instance store
-	// of one tenant.
-	OpenNamespace func(name string, lease ckptstore.Options) (*ckptstore.Store, *ckptstore.InstanceStore, error)
-	// OpenPersistence is set by the driver, and called by Persistence
-	// (name checked first) and StorePersistence (name ""): it returns the
-	// persistence driver of namespace name, or of Store's own key space
-	// when name is "". now is the store's clock for lock leases and op
-	// tokens; nil means the backend's own (the Redis server's TIME,
-	// time.Now elsewhere). A backend keeps one driver per key space and
-	// returns it to every later call, whose now is then ignored: memstore
-	// holds the data (its key space's driver also shares the checkpoint
-	// driver's clock, so now is taken only by a namespace's first call), and
-	// fdbstore and redisstore wake the lock watchers of their own process
-	// through the driver value. nil when the backend
-	// keeps no persistence state.
-	OpenPersistence func(name string, now func() time.Time) (pdriver.Driver, error)
-	// OpenStreams is set by a driver that keeps Durable Streams, and
+	// OpenTenant is the engine's one hook, set by its Opener and called by
+	// Namespace (which checks name and lease first): it opens every
+	// contract's store of the tenant name with the lease options lease,
+	// whose Now is the tenant's one lease clock. An engine that keeps
+	// state in the process (memstore's data; fdbstore's and redisstore's
+	// lock watchers, woken through the persistence driver value) keeps
+	// it per name and hands it to every later call.
+	OpenTenant func(name string, lease ckptstore.Options) (*Tenant, error)
+	// OpenStreams is set by an engine that keeps Durable Streams, and
 	// called by Streams (name checked first): the stream driver of
-	// namespace name. nil when the backend keeps no streams.
+	// namespace name. nil when the engine keeps no streams.
 	OpenStreams func(name string) (streams.Driver, error)
 }
 
-// ErrNoPersistence is Persistence's error for a backend that keeps no
-// persistence state (its Opener left OpenPersistence nil). It wraps
-// errors.ErrUnsupported.
+// ErrNoPersistence is the error of a caller that needs a tenant's
+// persistence driver from an engine that keeps none (Tenant.Persistence is
+// nil). It wraps errors.ErrUnsupported.
 var ErrNoPersistence = fmt.Errorf("storeurl: this store keeps no persistence state: %w", errors.ErrUnsupported)
 
-// Persistence returns the persistence driver (runs, generation runs,
-// interrupts, metadata, artifacts, blob metadata, locks) of the tenant
-// name, in the tenant's key space beside its checkpoints. The name rules
-// are Namespace's (the error wraps ErrBadURL); now is the store's clock,
-// taken by the first call for name (see OpenPersistence). It implements
-// httpstore.Backend's Persistence.
-func (o *Opened) Persistence(name string, now func() time.Time) (pdriver.Driver, error) {
-	if err := checkNamespace(name); err != nil {
-		return nil, err
-	}
-	if o.OpenPersistence == nil {
-		return nil, ErrNoPersistence
-	}
-	return o.OpenPersistence(name, now)
-}
-
-// StorePersistence returns the persistence driver of Store's own key
-// space (the URL's prefix, or the backend's default), as Persistence does
-// for a namespace. ckptctl uses it to move a store's whole state.
-func (o *Opened) StorePersistence(now func() time.Time) (pdriver.Driver, error) {
-	if o.OpenPersistence == nil {
-		return nil, ErrNoPersistence
-	}
-	return o.OpenPersistence("", now)
-}
-
 // checkNamespace applies the namespace rule (contract.CheckNamespace) for
-// Namespace and Persistence; its error wraps ErrBadURL and
+// Namespace; its error wraps ErrBadURL and
 // contract.ErrInvalidNamespace.
 func checkNamespace(name string) error {
 	if err := contract.CheckNamespace(name); err != nil {
@@ -223,8 +210,8 @@ func checkNamespace(name string) error {
 	return nil
 }
 
-// DriverCache keeps one persistence driver per key space for an
-// OpenPersistence: the first call for a name builds it with open, every
+// DriverCache keeps one persistence driver per key space for an engine's
+// OpenTenant: the first call for a name builds it with open, every
 // later call returns it. Close closes those that have a Close method.
 type DriverCache struct {
 	mu      sync.Mutex
@@ -269,23 +256,27 @@ func (c *DriverCache) Close() error {
 	return errors.Join(errs...)
 }
 
-// Namespace returns the store and instance store of the tenant name, built
-// with the lease options lease. Redis and FoundationDB stores keep nothing
-// in the process, so each call returns new values over the same keys; a
-// memstore namespace is created by its first call, of Namespace (with that
-// call's lease options) or of Persistence (with the default ones and that
-// call's clock), and every later call returns it. A name must be 1 to
+// Namespace returns every contract's store of the tenant name, opened
+// with the lease options lease (lease.Now is the tenant's one lease
+// clock). Redis and FoundationDB keep their data on the server, so each
+// call returns new stores over the same keys (and the persistence driver
+// the first call for name made, which wakes this process's lock waiters);
+// a memstore tenant is made by the first call for name, with that call's
+// lease options, and every later call returns it. A name must be 1 to
 // MaxNamespaceBytes bytes of valid UTF-8 (contract.CheckNamespace), else
 // the error wraps ErrBadURL and contract.ErrInvalidNamespace; invalid lease
-// options wrap driver.ErrInvalidOptions.
-func (o *Opened) Namespace(name string, lease ckptstore.Options) (*ckptstore.Store, *ckptstore.InstanceStore, error) {
+// options wrap driver.ErrInvalidOptions. It implements httpstore.Backend.
+func (o *Opened) Namespace(name string, lease ckptstore.Options) (*Tenant, error) {
 	if err := checkNamespace(name); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if _, err := lease.Resolve(); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	return o.OpenNamespace(name, lease)
+	if o.OpenTenant == nil {
+		return nil, fmt.Errorf("storeurl: %s opens no namespaces: %w", o.Kind, errors.ErrUnsupported)
+	}
+	return o.OpenTenant(name, lease)
 }
 
 // Ping checks that the store answers: one read of a head.

@@ -140,7 +140,7 @@ func TestNamespaces(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, name := range []string{"", strings.Repeat("n", storeurl.MaxNamespaceBytes+1), "\xff"} {
-			if _, _, err := o.Namespace(name, ckptstore.Options{}); !errors.Is(err, storeurl.ErrBadURL) || !errors.Is(err, contract.ErrInvalidNamespace) {
+			if _, err := o.Namespace(name, ckptstore.Options{}); !errors.Is(err, storeurl.ErrBadURL) || !errors.Is(err, contract.ErrInvalidNamespace) {
 				t.Errorf("%s: Namespace(%q) = %v, want ErrBadURL", url, name, err)
 			}
 		}
@@ -151,48 +151,51 @@ func TestNamespaces(t *testing.T) {
 			t.Errorf("MaxNamespaceBytes = %d, want the id limit 1024", storeurl.MaxNamespaceBytes)
 		}
 		for _, long := range []string{strings.Repeat("é", storeurl.MaxNamespaceBytes/2), strings.Repeat("\x00", storeurl.MaxNamespaceBytes)} {
-			if ls, _, err := o.Namespace(long, ckptstore.Options{}); err != nil {
+			if ls, err := o.Namespace(long, ckptstore.Options{}); err != nil {
 				t.Errorf("%s: a %d-byte namespace: %v", url, len(long), err)
-			} else if _, err := ls.AcquireWriter(ctx, strings.Repeat("t", storeurl.MaxNamespaceBytes)); err != nil {
+			} else if _, err := ls.Store.AcquireWriter(ctx, strings.Repeat("t", storeurl.MaxNamespaceBytes)); err != nil {
 				t.Errorf("%s: a %d-byte namespace's store: %v", url, len(long), err)
 			}
 		}
-		if _, _, err := o.Namespace(strings.Repeat("n", 1<<20), ckptstore.Options{}); err == nil || len(err.Error()) > 1000 {
+		if _, err := o.Namespace(strings.Repeat("n", 1<<20), ckptstore.Options{}); err == nil || len(err.Error()) > 1000 {
 			t.Errorf("%s: a 1 MiB namespace: %d-byte error %.200v", url, len(fmt.Sprint(err)), err)
 		}
-		if _, _, err := o.Namespace("x", ckptstore.Options{LeaseDuration: -1}); !errors.Is(err, driver.ErrInvalidOptions) {
+		if _, err := o.Namespace("x", ckptstore.Options{LeaseDuration: -1}); !errors.Is(err, driver.ErrInvalidOptions) {
 			t.Errorf("%s: bad lease: %v", url, err)
 		}
 		// A lease taken in one namespace leaves the same thread free in
 		// every other, and in the default store; the same name reaches it
 		// again.
-		a, ai, err := o.Namespace("a", ckptstore.Options{})
+		a, err := o.Namespace("a", ckptstore.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := a.AcquireWriter(ctx, "t"); err != nil {
+		if _, err := a.Store.AcquireWriter(ctx, "t"); err != nil {
 			t.Fatal(err)
 		}
-		if err := ai.Upsert(ctx, &ckptstore.InstanceRecord{Key: "k", Provider: "p", ProviderSandboxID: "s", ThreadID: "t", UpdatedAt: 1}); err != nil {
+		if err := a.Instances.Upsert(ctx, &ckptstore.InstanceRecord{Key: "k", Provider: "p", ProviderSandboxID: "s", ThreadID: "t", UpdatedAt: 1}); err != nil {
 			t.Fatal(err)
 		}
 		for _, name := range hostile[1:] {
-			s, si, err := o.Namespace(name, ckptstore.Options{})
+			s, err := o.Namespace(name, ckptstore.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := s.AcquireWriter(ctx, "t"); err != nil {
+			if _, err := s.Store.AcquireWriter(ctx, "t"); err != nil {
 				t.Errorf("%s: namespace %q sees the lease of \"a\": %v", url, name, err)
 			}
-			if r, err := si.Get(ctx, "k"); err != nil || r != nil {
+			if r, err := s.Instances.Get(ctx, "k"); err != nil || r != nil {
 				t.Errorf("%s: namespace %q sees the record of \"a\": %v, %v", url, name, r, err)
 			}
 		}
 		if _, err := o.Store.AcquireWriter(ctx, "t"); err != nil {
 			t.Errorf("%s: the default store sees the lease of \"a\": %v", url, err)
 		}
-		again, _, _ := o.Namespace("a", ckptstore.Options{})
-		if _, err := again.AcquireWriter(ctx, "t"); !errors.Is(err, ckptstore.ErrWriterConflict) {
+		again, err := o.Namespace("a", ckptstore.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := again.Store.AcquireWriter(ctx, "t"); !errors.Is(err, ckptstore.ErrWriterConflict) {
 			t.Errorf("%s: namespace \"a\" reopened lost its lease: %v", url, err)
 		}
 	}

@@ -181,28 +181,22 @@ func openStore(ctx context.Context, url string, lease ckptstore.Options, namespa
 		}
 		return nil, err
 	}
-	st, desc := o.Store, o.Desc
-	// nil now: the backend's own clock (the Redis server's TIME). ckptctl
-	// takes no lock leases, so the clock decides nothing here.
-	var p pdriver.Driver
-	if namespace == "" {
-		p, err = o.StorePersistence(nil)
-	} else {
+	// One tenant, every contract: the URL's own key space, or the one
+	// namespace names. Its lease clock is lease.Now (nil: the engine's own,
+	// the Redis server's TIME); ckptctl takes no lock leases, so the clock
+	// decides nothing here. A nil Persistence: the engine keeps none.
+	t, desc := &o.Tenant, o.Desc
+	if namespace != "" {
 		desc = fmt.Sprintf("%s, namespace %q", desc, namespace)
-		if st, _, err = o.Namespace(namespace, lease); err == nil {
-			p, err = o.Persistence(namespace, nil)
+		if t, err = o.Namespace(namespace, lease); err != nil {
+			_ = o.Close()
+			if errors.Is(err, storeurl.ErrBadURL) {
+				return nil, usageErr("--namespace: %v", err)
+			}
+			return nil, err
 		}
 	}
-	if errors.Is(err, storeurl.ErrNoPersistence) {
-		p, err = nil, nil
-	}
-	if err != nil {
-		_ = o.Close()
-		if errors.Is(err, storeurl.ErrBadURL) {
-			return nil, usageErr("--namespace: %v", err)
-		}
-		return nil, err
-	}
+	st, p := t.Store, t.Persistence
 	return &store{Store: st, persist: p, desc: desc, close: o.Close}, nil
 }
 

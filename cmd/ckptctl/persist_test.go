@@ -150,8 +150,7 @@ func TestCopyPersistenceRedisToMemkvAndBack(t *testing.T) {
 	must(t, err)
 	t.Cleanup(func() { _ = so.Close() })
 	seed(t, so.Store, 20)
-	srcP, err := so.StorePersistence(nil)
-	must(t, err)
+	srcP := so.Persistence
 	h := newHarness(t)
 	srcBucket, mkBucket, backBucket := blobs.NewMem(blobs.MemOptions{}), blobs.NewMem(blobs.MemOptions{}), blobs.NewMem(blobs.MemOptions{})
 	h.buckets["mem://src"], h.buckets["mem://mk"], h.buckets["mem://back"] = srcBucket, mkBucket, backBucket
@@ -218,8 +217,7 @@ func TestCopyPersistenceRedisToMemkvAndBack(t *testing.T) {
 	bo, err := storeurl.Open(ctx, backURL, storeurl.Options{})
 	must(t, err)
 	t.Cleanup(func() { _ = bo.Close() })
-	backP, err := bo.StorePersistence(nil)
-	must(t, err)
+	backP := bo.Persistence
 	if got := dumpLines(t, backP); !slices.Equal(got, want) {
 		t.Errorf("the copy back holds other records")
 	}
@@ -329,11 +327,7 @@ func newMemPersist() pdriver.Driver {
 	if err != nil {
 		panic(err)
 	}
-	d, err := o.StorePersistence(nil)
-	if err != nil {
-		panic(err)
-	}
-	return d
+	return o.Persistence
 }
 
 // TestCopyNamespace moves one ckptserver tenant (a namespace) between two
@@ -349,12 +343,10 @@ func TestCopyNamespace(t *testing.T) {
 	must(t, err)
 	t.Cleanup(func() { _ = so.Close() })
 	for _, tenant := range []string{"tenant{a}", "other"} {
-		st, _, err := so.Namespace(tenant, ckptstore.Options{})
+		ten, err := so.Namespace(tenant, ckptstore.Options{})
 		must(t, err)
-		seed(t, st, 3)
-		p, err := so.Persistence(tenant, nil)
-		must(t, err)
-		fillPersist(t, p, blobs.NewMem(blobs.MemOptions{}))
+		seed(t, ten.Store, 3)
+		fillPersist(t, ten.Persistence, blobs.NewMem(blobs.MemOptions{}))
 	}
 	h := newHarness(t)
 	r := h.ok("copy", "--namespace", "tenant{a}", "--from", srcURL, "--to", dstURL, "--verify")
@@ -391,8 +383,7 @@ func BenchmarkCopyPersistenceRedisToMemkv(b *testing.B) {
 	so, err := storeurl.Open(ctx, srcURL, storeurl.Options{})
 	must(b, err)
 	b.Cleanup(func() { _ = so.Close() })
-	p, err := so.StorePersistence(nil)
-	must(b, err)
+	p := so.Persistence
 	const n = 2500
 	for i := range n {
 		id := fmt.Sprintf("r-%05d", i)

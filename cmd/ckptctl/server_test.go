@@ -28,11 +28,11 @@ func tenantServer(t *testing.T) (url string, a, b *ckptstore.Store) {
 	must(t, err)
 	srv := httptest.NewServer(httpstore.NewHandler(o, httpstore.HandlerOptions{Tokens: map[string]string{"tok-a": "a", "tok-b": "b"}}))
 	t.Cleanup(srv.Close)
-	a, _, err = o.Namespace("a", ckptstore.Options{})
+	ta, err := o.Namespace("a", ckptstore.Options{})
 	must(t, err)
-	b, _, err = o.Namespace("b", ckptstore.Options{})
+	tb, err := o.Namespace("b", ckptstore.Options{})
 	must(t, err)
-	return srv.URL, a, b
+	return srv.URL, ta.Store, tb.Store
 }
 
 // TestServerTenant: with only a tenant's token, every read command and
@@ -172,9 +172,9 @@ func TestServerTLSDev(t *testing.T) {
 	src := newMem()
 	threads, cps := seed(t, src, 50)
 	h.ok("copy", "--from", h.add("src", src), "--to", srv.URL, "--ca-file", caFile, "--namespace", "tenant-x", "--verify", "--progress", "0")
-	ns, _, err := o.Namespace("tenant-x", ckptstore.Options{})
+	ns, err := o.Namespace("tenant-x", ckptstore.Options{})
 	must(t, err)
-	if n := countAll(t, ns, threads); n != cps {
+	if n := countAll(t, ns.Store, threads); n != cps {
 		t.Errorf("the server's namespace holds %d checkpoints, want %d", n, cps)
 	}
 	if r := h.ok("threads", "--store", srv.URL, "--ca-file", caFile); r.stdout != "" {
@@ -198,9 +198,9 @@ func TestServerCheck(t *testing.T) {
 	srv := httptest.NewServer(httpstore.NewHandler(o, httpstore.HandlerOptions{Tokens: map[string]string{"tok-a": "a", "tok-b": "b"}}))
 	t.Cleanup(srv.Close)
 	for _, ns := range []string{"a", "b"} {
-		s, _, err := o.Namespace(ns, ckptstore.Options{})
+		s, err := o.Namespace(ns, ckptstore.Options{})
 		must(t, err)
-		seed(t, s, 20)
+		seed(t, s.Store, 20)
 	}
 	h := newHarness(t)
 	for _, tok := range []string{"tok-a", "tok-b"} {

@@ -20,7 +20,6 @@ import (
 	"time"
 
 	"github.com/ckptstore/ckptstore"
-	pdriver "github.com/ckptstore/ckptstore/persist/driver"
 	"github.com/ckptstore/ckptstore/storeurl"
 	"github.com/ckptstore/ckptstore/streams"
 )
@@ -45,7 +44,7 @@ const (
 // open; the handler answers it 503 UNAVAILABLE, which clients retry.
 var errNotOpen = errors.New("the store is not open yet: the server is connecting to it and retries (its /readyz tells why)")
 
-// backend is the httpstore.Backend (and PersistenceBackend) of the store
+// backend is the httpstore.Backend of the store
 // once open, and errNotOpen before.
 type backend struct {
 	opened atomic.Pointer[storeurl.Opened]
@@ -56,21 +55,12 @@ type backend struct {
 }
 
 // Namespace implements httpstore.Backend.
-func (b *backend) Namespace(name string, lease ckptstore.Options) (*ckptstore.Store, *ckptstore.InstanceStore, error) {
-	o := b.opened.Load()
-	if o == nil {
-		return nil, nil, errNotOpen
-	}
-	return o.Namespace(name, lease)
-}
-
-// Persistence implements httpstore.PersistenceBackend.
-func (b *backend) Persistence(name string, now func() time.Time) (pdriver.Driver, error) {
+func (b *backend) Namespace(name string, lease ckptstore.Options) (*storeurl.Tenant, error) {
 	o := b.opened.Load()
 	if o == nil {
 		return nil, errNotOpen
 	}
-	return o.Persistence(name, now)
+	return o.Namespace(name, lease)
 }
 
 // set makes o the store; after close it closes o instead and reports false.

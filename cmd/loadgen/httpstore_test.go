@@ -38,8 +38,11 @@ func TestHTTPRunVerifies(t *testing.T) {
 	if h, _ := o.Store.GetHead(context.Background(), "x"); h != "" {
 		t.Errorf("the default namespace has a head")
 	}
-	ns, _, _ := o.Namespace("loadgen-test", ckptstore.Options{})
-	if refs, err := ns.ListBlobReferences(context.Background()); err != nil || len(refs) == 0 {
+	ns, err := o.Namespace("loadgen-test", ckptstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if refs, err := ns.Store.ListBlobReferences(context.Background()); err != nil || len(refs) == 0 {
 		t.Errorf("the server's namespace holds %d blob keys, %v", len(refs), err)
 	}
 }

@@ -171,7 +171,7 @@ func (m miscount) ListBlobReferences(ctx context.Context) iter.Seq2[ckptstore.Bl
 
 func openWith(s *ckptstore.Store) func(context.Context, string, storeurl.Options) (*storeurl.Opened, error) {
 	return func(context.Context, string, storeurl.Options) (*storeurl.Opened, error) {
-		return &storeurl.Opened{Store: s, Kind: "mem", Desc: "test", Close: func() error { return nil }}, nil
+		return &storeurl.Opened{Tenant: storeurl.Tenant{Store: s}, Kind: "mem", Desc: "test", Close: func() error { return nil }}, nil
 	}
 }
 
@@ -201,7 +201,7 @@ func TestContention(t *testing.T) {
 	open := func(_ context.Context, _ string, sc storeurl.Options) (*storeurl.Opened, error) {
 		// Both processes pass the same lease options, so one store serves both.
 		once.Do(func() { shared = memstore.New(sc.Lease) })
-		return &storeurl.Opened{Store: shared, Kind: "mem", Desc: "shared", Close: func() error { return nil }}, nil
+		return &storeurl.Opened{Tenant: storeurl.Tenant{Store: shared}, Kind: "mem", Desc: "shared", Close: func() error { return nil }}, nil
 	}
 	var wg sync.WaitGroup
 	results := make([]*result, 2)

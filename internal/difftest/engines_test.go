@@ -118,18 +118,14 @@ func openEngines(t testing.TB) []engine {
 			return openInProcess(t, o, u.name, ns)
 		}, tryNamespace: func(name string) error {
 			ctx := context.Background()
-			st, _, err := o.Namespace(name, ckptstore.Options{})
+			ten, err := o.Namespace(name, ckptstore.Options{})
 			if err != nil {
 				return err
 			}
-			if _, err := st.GetHead(ctx, "t"); err != nil {
+			if _, err := ten.Store.GetHead(ctx, "t"); err != nil {
 				return err
 			}
-			d, err := o.Persistence(name, nil)
-			if err != nil {
-				return err
-			}
-			_, err = d.GetMetadata(ctx, "n", "k")
+			_, err = ten.Persistence.GetMetadata(ctx, "n", "k")
 			return err
 		}})
 		h := httptest.NewServer(httpstore.NewHandler(o, httpstore.HandlerOptions{
@@ -164,15 +160,14 @@ func openEngines(t testing.TB) []engine {
 func openInProcess(t fataler, o *storeurl.Opened, name, ns string) *env {
 	t.Helper()
 	clk := newClock()
-	cp, inst, err := o.Namespace(ns, lease(clk))
+	// One tenant, one lease clock: the checkpoint leases and the lock
+	// leases of the namespace are both judged by clk.
+	ten, err := o.Namespace(ns, lease(clk))
 	if err != nil {
 		t.Fatalf("%s: namespace %q: %v", name, ns, err)
 	}
-	d, err := o.Persistence(ns, clk.now)
-	if err != nil {
-		t.Fatalf("%s: persistence of %q: %v", name, ns, err)
-	}
-	ps, err := persist.New(d, persist.Options{
+	cp, inst := ten.Store, ten.Instances
+	ps, err := persist.New(ten.Persistence, persist.Options{
 		Bucket: blobs.NewMem(blobs.MemOptions{Now: clk.now}), Now: clk.now,
 		LeaseDuration: leaseDuration, RenewAfter: renewAfter,
 	})
