@@ -74,7 +74,7 @@ func writePersist(ctx context.Context, s *store, w io.Writer) (int, error) {
 		return 0, err
 	}
 	n := 0
-	for r, err := range p.Dump(ctx) {
+	for r, err := range p.Dump(ctx, pdriver.DumpPosition{}) {
 		if err != nil {
 			return n, fmt.Errorf("persistence: %w", err)
 		}
@@ -275,7 +275,7 @@ func copyPersist(ctx context.Context, m *migrator, src, dst *store, bc *blobCopi
 	if err != nil {
 		return err
 	}
-	for r, err := range ps.Dump(ctx) {
+	for r, err := range ps.Dump(ctx, pdriver.DumpPosition{}) {
 		if err != nil {
 			return fmt.Errorf("source persistence: %w", err)
 		}
@@ -356,7 +356,7 @@ func verifyPersist(ctx context.Context, v *verifier, a, b *store, bc *blobCopier
 	}
 	na := 0
 	if pa != nil {
-		for r, err := range pa.Dump(ctx) {
+		for r, err := range pa.Dump(ctx, pdriver.DumpPosition{}) {
 			if err != nil {
 				return na, err
 			}
@@ -383,7 +383,7 @@ func verifyPersist(ctx context.Context, v *verifier, a, b *store, bc *blobCopier
 	}
 	nb := 0
 	if pb != nil {
-		for _, err := range pb.Dump(ctx) {
+		for _, err := range pb.Dump(ctx, pdriver.DumpPosition{}) {
 			if err != nil {
 				return na, err
 			}

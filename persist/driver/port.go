@@ -76,11 +76,18 @@ var ErrRecordConflict = errors.New("persist: the store holds another record unde
 // Porter is the export and import capability that every driver of this
 // module implements (memstore, fdbstore and redisstore's Persistence).
 type Porter interface {
-	// Dump yields every record of the store, kind by kind in Kinds order
-	// (within a kind in an order of the driver's), read in pages, each
-	// page one bounded read. It is exact on a store nobody writes meanwhile; an
-	// error ends the sequence.
-	Dump(ctx context.Context) iter.Seq2[Record, error]
+	// Dump yields the records of the store after the position after (the
+	// zero Position: every record), kind by kind in Kinds order, within a
+	// kind in the order of the driver's resume keys (PositionOf), read in
+	// pages, each page one bounded read. A resumed Dump does not reread
+	// what came before after beyond one bounded page of the driver. It is
+	// exact on a store nobody writes meanwhile; a record written behind a
+	// position is not yielded by a Dump resumed there. An invalid after
+	// fails with ErrInvalidEntry; an error ends the sequence.
+	Dump(ctx context.Context, after DumpPosition) iter.Seq2[Record, error]
+	// PositionOf is the position of r in this driver's dump order: a Dump
+	// after it yields exactly the records Dump yields after r.
+	PositionOf(r Record) DumpPosition
 	// Load stores every record that the store lacks, with its indexes, and
 	// returns how many it stored. A record stored already with equal
 	// content is skipped (Equal); one stored with other content fails
