@@ -157,6 +157,7 @@ func (h *handler) persistOf(ns *namespace) (*persist.Store, error) {
 		return nil, reqErr(CodeUnavailable, "opening the persistence of %s: %v", ckptdriver.QuoteShort(ns.name), err)
 	}
 	pcheck, _ := d.(ckptdriver.Checker) // the driver's own, before the --dev clock wraps it
+	pport, _ := d.(pdriver.Porter)
 	if h.opts.Dev {
 		d = clockedDriver{Driver: d, ns: ns}
 	}
@@ -171,7 +172,7 @@ func (h *handler) persistOf(ns *namespace) (*persist.Store, error) {
 	if err != nil {
 		return nil, reqErr(CodeBadRequest, "namespace %s: %v", ckptdriver.QuoteShort(ns.name), err)
 	}
-	ns.pstore, ns.pblobs, ns.pcheck = s, h.opts.Bucket != nil, pcheck
+	ns.pstore, ns.pblobs, ns.pcheck, ns.pport = s, h.opts.Bucket != nil, pcheck, pport
 	return s, nil
 }
 

@@ -24,7 +24,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"iter"
 
@@ -69,9 +68,14 @@ type Record struct {
 	Blob          *BlobMeta
 }
 
+// CodeRecordConflict is ErrRecordConflict's wire code: the server's
+// persistence import answers it (409), so that a client's Load fails as
+// a driver's does.
+const CodeRecordConflict = "PERSIST_RECORD_CONFLICT"
+
 // ErrRecordConflict is Load's error for a record whose identity the store
 // already holds with other content. Nothing of that Load was written.
-var ErrRecordConflict = errors.New("persist: the store holds another record under the same identity")
+var ErrRecordConflict = perr(CodeRecordConflict, "the store holds another record under the same identity")
 
 // Porter is the export and import capability that every driver of this
 // module implements (memstore, fdbstore and redisstore's Persistence).
