@@ -551,8 +551,10 @@ func (d *Persistence) WatchLock(_ context.Context, key string) (<-chan struct{},
 
 var _ driver.Porter = (*Persistence)(nil)
 
-// dumpPage is how many records one locked read of Dump takes.
-var dumpPage = 256
+// dumpPage is how many records one locked read of Dump takes: one pass
+// over a kind's map a page, so a large page makes few passes, and the
+// page is pointers (some 50 bytes a record).
+var dumpPage = 4096
 
 // Dump implements driver.Porter: page by page, each page one read under
 // the lock that selects the dumpPage smallest resume keys after the
@@ -636,27 +638,48 @@ func pageOf[K comparable, V any](m map[K]V, after string, rk func(K) string, rec
 }
 
 // smallestAfter is the keys of m with the dumpPage smallest resume keys
-// (rk) greater than after, in order: one pass, keeping a sorted window of
-// at most dumpPage keys.
+// (rk) greater than after, in order: one pass, keeping them in a max-heap
+// of at most dumpPage keys (a key enters only below its top), then one
+// sort of the heap.
 func smallestAfter[K comparable, V any](m map[K]V, after string, rk func(K) string) []K {
 	type entry struct {
 		rk string
 		k  K
 	}
-	win := make([]entry, 0, dumpPage)
+	h := make([]entry, 0, min(dumpPage, len(m)))
+	down := func(i int) { // restores the heap below i
+		for {
+			c := 2*i + 1
+			if c >= len(h) {
+				return
+			}
+			if c+1 < len(h) && h[c+1].rk > h[c].rk {
+				c++
+			}
+			if h[i].rk >= h[c].rk {
+				return
+			}
+			h[i], h[c] = h[c], h[i]
+			i = c
+		}
+	}
 	for k := range m {
 		r := rk(k)
-		if r <= after || (len(win) == dumpPage && r >= win[len(win)-1].rk) {
-			continue
+		switch {
+		case r <= after:
+		case len(h) < dumpPage:
+			h = append(h, entry{r, k})
+			for i := len(h) - 1; i > 0 && h[(i-1)/2].rk < h[i].rk; i = (i - 1) / 2 {
+				h[i], h[(i-1)/2] = h[(i-1)/2], h[i]
+			}
+		case r < h[0].rk:
+			h[0] = entry{r, k}
+			down(0)
 		}
-		i, _ := slices.BinarySearchFunc(win, r, func(e entry, r string) int { return strings.Compare(e.rk, r) })
-		if len(win) == dumpPage {
-			win = win[:len(win)-1]
-		}
-		win = slices.Insert(win, i, entry{r, k})
 	}
-	out := make([]K, len(win))
-	for i, e := range win {
+	slices.SortFunc(h, func(a, b entry) int { return strings.Compare(a.rk, b.rk) })
+	out := make([]K, len(h))
+	for i, e := range h {
 		out[i] = e.k
 	}
 	return out
