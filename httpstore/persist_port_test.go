@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -158,4 +159,44 @@ func TestPersistExportImport(t *testing.T) {
 	m, err := dc.GetBlob(ctx, "k")
 	require.NoError(t, err)
 	require.Nil(t, m)
+}
+
+// TestPersistExportPageBytes: a page stops before its records pass
+// MaxExportBytes, and a record larger than that comes alone, so no reply
+// grows with the records' sizes beyond one record.
+func TestPersistExportPageBytes(t *testing.T) {
+	ctx := context.Background()
+	o, err := storeurl.Open(ctx, "mem", storeurl.Options{})
+	require.NoError(t, err)
+	hs := httptest.NewServer(httpstore.NewHandler(o, httpstore.HandlerOptions{Tokens: map[string]string{"tok": "t"}}))
+	t.Cleanup(hs.Close)
+	d, err := o.Persistence("t", nil)
+	require.NoError(t, err)
+	mib := `"` + strings.Repeat("x", 1<<20) + `"`
+	for i := range 7 {
+		require.NoError(t, d.SetMetadata(ctx, "ns", fmt.Sprintf("k%d", i), []byte(mib)))
+	}
+	huge := `"` + strings.Repeat("y", httpstore.MaxExportBytes+1) + `"`
+	require.NoError(t, d.SetMetadata(ctx, "ns", "k7", []byte(huge)))
+	c, err := httpstore.NewClient(hs.URL, httpstore.ClientOptions{Token: "tok"})
+	require.NoError(t, err)
+	var sizes []int
+	cursor, total := "", 0
+	for {
+		recs, next, err := c.ExportPersistence(ctx, cursor, 0)
+		require.NoError(t, err)
+		size := 0
+		for _, l := range lines(t, recs) {
+			size += len(l)
+		}
+		require.True(t, size <= httpstore.MaxExportBytes || len(recs) == 1, "a page of %d records holds %d bytes", len(recs), size)
+		sizes = append(sizes, len(recs))
+		total += len(recs)
+		if next == "" {
+			break
+		}
+		cursor = next
+	}
+	require.Equal(t, 8, total)
+	require.Equal(t, []int{3, 3, 1, 1}, sizes, "pages of three 1 MiB values (a fourth passes 4 MiB), then the rest, then the 4 MiB one alone")
 }
