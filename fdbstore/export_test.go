@@ -3,3 +3,12 @@ package fdbstore
 // PersistCheck is the persistence's part of Check alone, for the external
 // tests of the persistence driver.
 var PersistCheck = (*Persistence).check
+
+// SetDumpPage sets how many keys one range read and one transaction of
+// Dump take and returns a func that restores them, so that a small
+// store's dump crosses pages. Tests that call it must not run in parallel.
+func SetDumpPage(n int) (restore func()) {
+	old := dumpLimits
+	dumpLimits.rangeKeys, dumpLimits.txKeys = n, n
+	return func() { dumpLimits = old }
+}

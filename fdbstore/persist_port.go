@@ -43,14 +43,25 @@ var dumpSpaces = []struct {
 
 // Dump implements pdriver.Porter. Within a kind the records come in key
 // order: by hash bucket of the id, then id (metadata and blob rows by
-// their identity's bytes).
-func (d *Persistence) Dump(ctx context.Context) iter.Seq2[pdriver.Record, error] {
+// their identity's bytes). A resume reads from the key after the
+// position's: it costs nothing of the records before it.
+func (d *Persistence) Dump(ctx context.Context, after pdriver.DumpPosition) iter.Seq2[pdriver.Record, error] {
 	return func(yield func(pdriver.Record, error) bool) {
-		for _, sp := range dumpSpaces {
+		kinds, err := after.KindsAfter()
+		if err != nil {
+			yield(pdriver.Record{}, err)
+			return
+		}
+		for _, at := range kinds {
+			space := d.k.space(spaceOf(at.Kind))
+			r := kv.PrefixRange(space)
+			if at.Key != "" {
+				r.Begin = append(append(append([]byte(nil), space...), at.Key...), 0x00)
+			}
 			more := true
 			n := 0
-			err := walk(ctx, d.db, kv.PrefixRange(d.k.space(sp.space)), dumpLimits, &n, nil, func(p kv.KeyValue) bool {
-				rec, err := d.decodeRecord(sp.kind, p)
+			err := walk(ctx, d.db, r, dumpLimits, &n, nil, func(p kv.KeyValue) bool {
+				rec, err := d.decodeRecord(at.Kind, p)
 				more = yield(rec, err) && err == nil
 				return more
 			})
@@ -63,6 +74,22 @@ func (d *Persistence) Dump(ctx context.Context) iter.Seq2[pdriver.Record, error]
 			}
 		}
 	}
+}
+
+// spaceOf is the key space of kind's records.
+func spaceOf(kind pdriver.RecordKind) string {
+	for _, sp := range dumpSpaces {
+		if sp.kind == kind {
+			return sp.space
+		}
+	}
+	panic("fdbstore: no key space for record kind " + string(kind))
+}
+
+// PositionOf implements pdriver.Porter: the kind and the record's key
+// within its kind's key space.
+func (d *Persistence) PositionOf(r pdriver.Record) pdriver.DumpPosition {
+	return pdriver.DumpPosition{Kind: r.Kind, Key: string(d.recordKey(r)[len(d.k.space(spaceOf(r.Kind))):])}
 }
 
 // decodeRecord reads the record of kind stored at p.

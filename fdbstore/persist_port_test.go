@@ -27,7 +27,7 @@ func TestLoadBounded(t *testing.T) {
 	if _, err := d.Load(ctx, recs); !errors.Is(err, pdriver.ErrInvalidEntry) {
 		t.Fatalf("a 9 MB load: %v, want ErrInvalidEntry", err)
 	}
-	for _, err := range d.Dump(ctx) {
+	for _, err := range d.Dump(ctx, pdriver.DumpPosition{}) {
 		t.Fatalf("the refused load wrote something (%v)", err)
 	}
 	for _, half := range [][]pdriver.Record{recs[:50], recs[50:]} {
@@ -36,7 +36,7 @@ func TestLoadBounded(t *testing.T) {
 		}
 	}
 	n := 0
-	for _, err := range d.Dump(ctx) {
+	for _, err := range d.Dump(ctx, pdriver.DumpPosition{}) {
 		if err != nil {
 			t.Fatal(err)
 		}

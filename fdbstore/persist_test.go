@@ -83,3 +83,12 @@ func checkedPersist(t *testing.T, d *fdbstore.Persistence) *fdbstore.Persistence
 	})
 	return d
 }
+
+// TestPersistDumpPages runs the export and import cases with Dump pages of
+// two keys, so that every resume and every piece crosses pages.
+func TestPersistDumpPages(t *testing.T) {
+	defer fdbstore.SetDumpPage(2)()
+	persisttest.RunPort(t, func(t *testing.T, now func() time.Time) pdriver.Driver {
+		return checkedPersist(t, newDriver(t, memkv.New(), fdbstore.PersistenceOptions{Now: now}))
+	})
+}

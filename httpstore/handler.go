@@ -203,6 +203,9 @@ type namespace struct {
 	pblobs bool // the store has a bucket
 	// pcheck is the persistence driver's checker, nil when it has none.
 	pcheck driver.Checker
+	// pport is the persistence driver's export and import, nil when it
+	// has none (persist/export and persist/import answer UNSUPPORTED).
+	pport pdriver.Porter
 
 	// clock is the Dev clock: while a request that carries Ckpt-Now runs,
 	// it holds mu exclusively and sets nowSet and now; other requests hold

@@ -144,6 +144,7 @@ func (h *handler) persistOf(ns *namespace) (*persist.Store, error) {
 	// their clocks); in --dev the namespace's, which a request's Ckpt-Now
 	// sets.
 	pcheck, _ := d.(ckptdriver.Checker) // the driver's own, before the --dev clock wraps it
+	pport, _ := d.(pdriver.Porter)
 	if h.opts.Dev {
 		d = clockedDriver{Driver: d, ns: ns}
 	}
@@ -158,7 +159,7 @@ func (h *handler) persistOf(ns *namespace) (*persist.Store, error) {
 	if err != nil {
 		return nil, reqErr(CodeBadRequest, "namespace %s: %v", ckptdriver.QuoteShort(ns.name), err)
 	}
-	ns.pstore, ns.pblobs, ns.pcheck = s, h.opts.Bucket != nil, pcheck
+	ns.pstore, ns.pblobs, ns.pcheck, ns.pport = s, h.opts.Bucket != nil, pcheck, pport
 	return s, nil
 }
 

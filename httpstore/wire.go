@@ -95,7 +95,7 @@ func statusOf(code string) int {
 	case driver.CodeInvalidID, driver.CodeInvalidEntry, CodeBadRequest,
 		pdriver.CodeInvalidID, pdriver.CodeInvalidEntry:
 		return http.StatusBadRequest
-	case pdriver.CodeDuplicateEntry, pdriver.CodeNotFound, pdriver.CodeNotPending, pdriver.CodeLockLost:
+	case pdriver.CodeDuplicateEntry, pdriver.CodeNotFound, pdriver.CodeNotPending, pdriver.CodeLockLost, pdriver.CodeRecordConflict:
 		return http.StatusConflict
 	case pdriver.CodeRangeNotSatisfiable:
 		return http.StatusRequestedRangeNotSatisfiable

@@ -18,12 +18,10 @@ package memstore
 //     the checkpoint driver's tokens.
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"iter"
-	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -553,50 +551,154 @@ func (d *Persistence) WatchLock(_ context.Context, key string) (<-chan struct{},
 
 var _ driver.Porter = (*Persistence)(nil)
 
-// Dump implements driver.Porter: a snapshot taken under the lock, yielded
-// kind by kind, each kind in id order (metadata by namespace, then key).
-func (d *Persistence) Dump(ctx context.Context) iter.Seq2[driver.Record, error] {
+// dumpPage is how many records one locked read of Dump takes: one pass
+// over a kind's map a page, so a large page makes few passes, and the
+// page is pointers (some 50 bytes a record).
+var dumpPage = 4096
+
+// Dump implements driver.Porter: page by page, each page one read under
+// the lock that selects the dumpPage smallest resume keys after the
+// position from the kind's map (one pass over the map, memory bounded by
+// the page), each kind in resume key order (PositionOf). A resume costs
+// one pass over the map of its kind a page, nothing of the records
+// before it.
+func (d *Persistence) Dump(ctx context.Context, after driver.DumpPosition) iter.Seq2[driver.Record, error] {
 	return func(yield func(driver.Record, error) bool) {
-		if err := ctx.Err(); err != nil {
+		kinds, err := after.KindsAfter()
+		if err != nil {
 			yield(driver.Record{}, err)
 			return
 		}
-		var recs []driver.Record
-		d.mu.Lock()
-		for _, id := range slices.Sorted(maps.Keys(d.runs)) {
-			recs = append(recs, driver.Record{Kind: driver.KindRun, Run: d.runs[id]})
-		}
-		for _, id := range slices.Sorted(maps.Keys(d.genRuns)) {
-			recs = append(recs, driver.Record{Kind: driver.KindGenerationRun, GenerationRun: d.genRuns[id]})
-		}
-		for _, id := range slices.Sorted(maps.Keys(d.interrupts)) {
-			recs = append(recs, driver.Record{Kind: driver.KindInterrupt, Interrupt: d.interrupts[id]})
-		}
-		mks := slices.SortedFunc(maps.Keys(d.metadata), func(a, b metaKey) int {
-			return cmp.Or(strings.Compare(a.namespace, b.namespace), strings.Compare(a.key, b.key))
-		})
-		for _, k := range mks {
-			recs = append(recs, driver.Record{Kind: driver.KindMetadata, Metadata: &driver.MetadataEntry{Namespace: k.namespace, Key: k.key, Value: d.metadata[k]}})
-		}
-		for _, id := range slices.Sorted(maps.Keys(d.artifacts)) {
-			recs = append(recs, driver.Record{Kind: driver.KindArtifact, Artifact: d.artifacts[id]})
-		}
-		for _, k := range slices.Sorted(maps.Keys(d.blobs)) {
-			recs = append(recs, driver.Record{Kind: driver.KindBlob, Blob: d.blobs[k]})
-		}
-		d.mu.Unlock()
-		// Stored records are never modified in place, so the snapshot's
-		// pointers stay valid after the lock.
-		for _, r := range recs {
-			if err := ctx.Err(); err != nil {
-				yield(driver.Record{}, err)
-				return
-			}
-			if !yield(r, nil) {
-				return
+		for _, at := range kinds {
+			for {
+				if err := ctx.Err(); err != nil {
+					yield(driver.Record{}, err)
+					return
+				}
+				page := d.dumpPage(at)
+				// Stored records are never modified in place, so the
+				// page's pointers stay valid after the lock.
+				for _, r := range page {
+					if !yield(r, nil) {
+						return
+					}
+				}
+				if len(page) < dumpPage {
+					break
+				}
+				at = d.PositionOf(page[len(page)-1])
 			}
 		}
 	}
+}
+
+// dumpPage reads the records of at.Kind after at.Key, at most dumpPage,
+// in resume key order.
+func (d *Persistence) dumpPage(at driver.DumpPosition) []driver.Record {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	switch at.Kind {
+	case driver.KindRun:
+		return pageOf(d.runs, at.Key, ident, func(r *driver.RunRecord) driver.Record { return driver.Record{Kind: driver.KindRun, Run: r} })
+	case driver.KindGenerationRun:
+		return pageOf(d.genRuns, at.Key, ident, func(r *driver.GenerationRunRecord) driver.Record {
+			return driver.Record{Kind: driver.KindGenerationRun, GenerationRun: r}
+		})
+	case driver.KindInterrupt:
+		return pageOf(d.interrupts, at.Key, ident, func(r *driver.InterruptRecord) driver.Record {
+			return driver.Record{Kind: driver.KindInterrupt, Interrupt: r}
+		})
+	case driver.KindMetadata:
+		var out []driver.Record
+		for _, k := range smallestAfter(d.metadata, at.Key, metaResumeKey) {
+			out = append(out, driver.Record{Kind: driver.KindMetadata, Metadata: &driver.MetadataEntry{Namespace: k.namespace, Key: k.key, Value: d.metadata[k]}})
+		}
+		return out
+	case driver.KindArtifact:
+		return pageOf(d.artifacts, at.Key, ident, func(r *driver.ArtifactRecord) driver.Record {
+			return driver.Record{Kind: driver.KindArtifact, Artifact: r}
+		})
+	case driver.KindBlob:
+		return pageOf(d.blobs, at.Key, ident, func(r *driver.BlobMeta) driver.Record { return driver.Record{Kind: driver.KindBlob, Blob: r} })
+	}
+	return nil
+}
+
+func ident(s string) string { return s }
+
+// pageOf is the records of m under the dumpPage smallest resume keys
+// after after, in order.
+func pageOf[K comparable, V any](m map[K]V, after string, rk func(K) string, rec func(V) driver.Record) []driver.Record {
+	ks := smallestAfter(m, after, rk)
+	out := make([]driver.Record, len(ks))
+	for i, k := range ks {
+		out[i] = rec(m[k])
+	}
+	return out
+}
+
+// smallestAfter is the keys of m with the dumpPage smallest resume keys
+// (rk) greater than after, in order: one pass, keeping them in a max-heap
+// of at most dumpPage keys (a key enters only below its top), then one
+// sort of the heap.
+func smallestAfter[K comparable, V any](m map[K]V, after string, rk func(K) string) []K {
+	type entry struct {
+		rk string
+		k  K
+	}
+	h := make([]entry, 0, min(dumpPage, len(m)))
+	down := func(i int) { // restores the heap below i
+		for {
+			c := 2*i + 1
+			if c >= len(h) {
+				return
+			}
+			if c+1 < len(h) && h[c+1].rk > h[c].rk {
+				c++
+			}
+			if h[i].rk >= h[c].rk {
+				return
+			}
+			h[i], h[c] = h[c], h[i]
+			i = c
+		}
+	}
+	for k := range m {
+		r := rk(k)
+		switch {
+		case r <= after:
+		case len(h) < dumpPage:
+			h = append(h, entry{r, k})
+			for i := len(h) - 1; i > 0 && h[(i-1)/2].rk < h[i].rk; i = (i - 1) / 2 {
+				h[i], h[(i-1)/2] = h[(i-1)/2], h[i]
+			}
+		case r < h[0].rk:
+			h[0] = entry{r, k}
+			down(0)
+		}
+	}
+	slices.SortFunc(h, func(a, b entry) int { return strings.Compare(a.rk, b.rk) })
+	out := make([]K, len(h))
+	for i, e := range h {
+		out[i] = e.k
+	}
+	return out
+}
+
+// metaResumeKey is a metadata identity's resume key: the namespace with
+// each NUL as NUL 0xff, then NUL NUL, then the key, so that byte order is
+// the order of (namespace, key) whatever bytes the namespace holds.
+func metaResumeKey(k metaKey) string {
+	return strings.ReplaceAll(k.namespace, "\x00", "\x00\xff") + "\x00\x00" + k.key
+}
+
+// PositionOf implements driver.Porter: the kind and the record's id (the
+// blob key; for metadata, metaResumeKey).
+func (d *Persistence) PositionOf(r driver.Record) driver.DumpPosition {
+	if r.Kind == driver.KindMetadata && r.Metadata != nil {
+		return driver.DumpPosition{Kind: r.Kind, Key: metaResumeKey(metaKey{r.Metadata.Namespace, r.Metadata.Key})}
+	}
+	return driver.DumpPosition{Kind: r.Kind, Key: r.ID()}
 }
 
 // stored returns what the driver holds under r's identity, as a Record,

@@ -70,3 +70,12 @@ func TestOneClockAndOneOpTable(t *testing.T) {
 		t.Errorf("a retry after the TTL runs again and finds the interrupt resolved: %v", err)
 	}
 }
+
+// TestPersistDumpPages runs the export and import cases with Dump pages of
+// two records, so that every resume and every piece crosses pages.
+func TestPersistDumpPages(t *testing.T) {
+	defer memstore.SetDumpPage(2)()
+	persisttest.RunPort(t, func(t *testing.T, now func() time.Time) driver.Driver {
+		return memstore.NewDriver(ckptstore.Options{Now: now}).Persistence()
+	})
+}

@@ -2,8 +2,8 @@ package redisstore
 
 // Export and import (driver.Porter). Dump finds the records with SCAN
 // inside the store's hash tag (on every master of a cluster, as Check
-// does) and reads them in pipelined pages; metadata with HSCAN of the one
-// hash. Load checks every record first (one pipelined read), fails the
+// does), a window of the smallest keys after its position at a time, and
+// reads them in pipelined pages; metadata with HSCAN of the one hash. Load checks every record first (one pipelined read), fails the
 // call with ErrRecordConflict before any write when one differs, and then
 // writes each absent record with loadScript, an insert-if-absent of the
 // record hash with its index members in one script, all of them in one
@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"slices"
 
 	"github.com/redis/go-redis/v9"
 
@@ -40,76 +41,197 @@ func init() { persistScripts = append(persistScripts, loadScript) }
 
 var _ driver.Porter = (*Persistence)(nil)
 
+// dumpWindow is how many keys one SCAN pass of Dump keeps: the smallest
+// after the position, read then in pages of dumpPage.
+var dumpWindow = 16 * dumpPage
+
 // Dump implements driver.Porter; within a kind the records come in key
-// byte order.
-func (d *Persistence) Dump(ctx context.Context) iter.Seq2[driver.Record, error] {
+// byte order (metadata in the byte order of its hash fields). Redis keeps
+// no index of every record by key, so each window of dumpWindow keys is
+// one SCAN pass over the keyspace (HSCAN of the metadata hash) that keeps
+// the smallest keys after the position: memory is bounded by the window,
+// and a Dump resumed at any position costs one such pass a window, the
+// pass it needs to find where it stands, but no read of a record before
+// it.
+func (d *Persistence) Dump(ctx context.Context, after driver.DumpPosition) iter.Seq2[driver.Record, error] {
 	return func(yield func(driver.Record, error) bool) {
-		k := d.k
-		for _, kd := range []struct {
-			kind   driver.RecordKind
-			prefix string
-		}{
-			{driver.KindRun, k.run("")}, {driver.KindGenerationRun, k.genRun("")}, {driver.KindInterrupt, k.interrupt("")},
-			{driver.KindMetadata, ""}, {driver.KindArtifact, k.artifact("")}, {driver.KindBlob, k.blob("")},
-		} {
-			if kd.kind == driver.KindMetadata {
-				if !d.dumpMeta(ctx, yield) {
-					return
-				}
-				continue
-			}
-			keys, err := d.scan(ctx, kd.prefix)
-			if err != nil {
-				yield(driver.Record{}, err)
+		kinds, err := after.KindsAfter()
+		if err != nil {
+			yield(driver.Record{}, err)
+			return
+		}
+		for _, at := range kinds {
+			if !d.dumpKind(ctx, at, yield) {
 				return
-			}
-			for len(keys) > 0 {
-				page := keys[:min(dumpPage, len(keys))]
-				keys = keys[len(page):]
-				flats, err := d.readHashes(ctx, page)
-				if err != nil {
-					yield(driver.Record{}, err)
-					return
-				}
-				for i, flat := range flats {
-					rec, err := decodeRecord(kd.kind, flat)
-					if err == nil && rec.ID() == "" {
-						continue // deleted between the SCAN and the read
-					}
-					if err != nil {
-						err = fmt.Errorf("%s: %w", page[i], err)
-					}
-					if !yield(rec, err) || err != nil {
-						return
-					}
-				}
 			}
 		}
 	}
 }
 
-// dumpMeta yields every metadata value, HSCAN page by page.
-func (d *Persistence) dumpMeta(ctx context.Context, yield func(driver.Record, error) bool) bool {
-	it := d.c.HScan(ctx, d.k.meta(), 0, "", dumpPage).Iterator()
-	for it.Next(ctx) {
-		f := it.Val()
-		if !it.Next(ctx) {
-			break
+// dumpKind yields the records of at.Kind after at.Key, window by window,
+// and reports whether the caller may go on.
+func (d *Persistence) dumpKind(ctx context.Context, at driver.DumpPosition, yield func(driver.Record, error) bool) bool {
+	prefix := d.prefixOf(at.Kind)
+	for {
+		var w window
+		var err error
+		if at.Kind == driver.KindMetadata {
+			err = d.hscanWindow(ctx, at.Key, &w)
+		} else {
+			err = d.scanWindow(ctx, prefix, prefix+at.Key, &w)
 		}
-		v := it.Val()
-		if len(f) < 2 || int(f[0])<<8|int(f[1]) > len(f)-2 {
-			return yield(driver.Record{}, fmt.Errorf("%w: metadata field %q is not length-prefixed", driver.ErrCorrupt, f))
-		}
-		n := int(f[0])<<8 | int(f[1])
-		r := driver.Record{Kind: driver.KindMetadata, Metadata: &driver.MetadataEntry{Namespace: f[2 : 2+n], Key: f[2+n:], Value: []byte(v)}}
-		if !yield(r, nil) {
+		if err != nil {
+			yield(driver.Record{}, err)
 			return false
 		}
+		keys := w.keys
+		for len(keys) > 0 {
+			page := keys[:min(dumpPage, len(keys))]
+			keys = keys[len(page):]
+			var recs []driver.Record
+			if at.Kind == driver.KindMetadata {
+				recs, err = d.readMeta(ctx, page)
+			} else {
+				recs, err = d.readRecords(ctx, at.Kind, page)
+			}
+			if err != nil {
+				yield(driver.Record{}, err)
+				return false
+			}
+			for _, r := range recs {
+				if !yield(r, nil) {
+					return false
+				}
+			}
+		}
+		if len(w.keys) < dumpWindow {
+			return true
+		}
+		at.Key = w.keys[len(w.keys)-1][len(prefix):]
 	}
-	if err := it.Err(); err != nil {
-		return yield(driver.Record{}, err)
+}
+
+// prefixOf is the key prefix of kind's record hashes ("" for metadata,
+// whose resume keys are the fields of its one hash).
+func (d *Persistence) prefixOf(kind driver.RecordKind) string {
+	switch kind {
+	case driver.KindRun:
+		return d.k.run("")
+	case driver.KindGenerationRun:
+		return d.k.genRun("")
+	case driver.KindInterrupt:
+		return d.k.interrupt("")
+	case driver.KindArtifact:
+		return d.k.artifact("")
+	case driver.KindBlob:
+		return d.k.blob("")
 	}
-	return true
+	return ""
+}
+
+// PositionOf implements driver.Porter: the kind and the record's id (the
+// blob key; for metadata, its field in the metadata hash).
+func (d *Persistence) PositionOf(r driver.Record) driver.DumpPosition {
+	if r.Kind == driver.KindMetadata && r.Metadata != nil {
+		return driver.DumpPosition{Kind: r.Kind, Key: metaField(r.Metadata.Namespace, r.Metadata.Key)}
+	}
+	return driver.DumpPosition{Kind: r.Kind, Key: r.ID()}
+}
+
+// window keeps the dumpWindow smallest distinct keys greater than after,
+// in order.
+type window struct {
+	after string
+	keys  []string
+}
+
+// add offers k to the window.
+func (w *window) add(k string) {
+	if k <= w.after || (len(w.keys) == dumpWindow && k >= w.keys[len(w.keys)-1]) {
+		return
+	}
+	i, found := slices.BinarySearch(w.keys, k)
+	if found {
+		return // SCAN may return a key twice
+	}
+	if len(w.keys) == dumpWindow {
+		w.keys = w.keys[:len(w.keys)-1]
+	}
+	w.keys = slices.Insert(w.keys, i, k)
+}
+
+// scanWindow fills w with the smallest keys after after that start with
+// prefix, SCANning every master.
+func (d *Persistence) scanWindow(ctx context.Context, prefix, after string, w *window) error {
+	w.after = after
+	pattern := globEscape(prefix) + "*"
+	collect := func(ctx context.Context, c redis.Cmdable) error {
+		it := c.Scan(ctx, 0, pattern, 1000).Iterator()
+		for it.Next(ctx) {
+			w.add(it.Val())
+		}
+		return it.Err()
+	}
+	if cc, ok := d.c.(*redis.ClusterClient); ok {
+		return cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error { return collect(ctx, m) })
+	}
+	return collect(ctx, d.c)
+}
+
+// hscanWindow fills w with the smallest fields of the metadata hash
+// after after.
+func (d *Persistence) hscanWindow(ctx context.Context, after string, w *window) error {
+	w.after = after
+	// HSCAN yields field, value, field, …; HSCAN NOVALUES needs Redis 7.4.
+	it := d.c.HScan(ctx, d.k.meta(), 0, "", 1000).Iterator()
+	for field := true; it.Next(ctx); field = !field {
+		if field {
+			w.add(it.Val())
+		}
+	}
+	return it.Err()
+}
+
+// readRecords reads the record hashes of kind at keys, skipping any
+// deleted since the SCAN.
+func (d *Persistence) readRecords(ctx context.Context, kind driver.RecordKind, keys []string) ([]driver.Record, error) {
+	flats, err := d.readHashes(ctx, keys)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]driver.Record, 0, len(keys))
+	for i, flat := range flats {
+		rec, err := decodeRecord(kind, flat)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", keys[i], err)
+		}
+		if rec.ID() != "" {
+			out = append(out, rec)
+		}
+	}
+	return out, nil
+}
+
+// readMeta reads the metadata values of fields, skipping any deleted
+// since the HSCAN.
+func (d *Persistence) readMeta(ctx context.Context, fields []string) ([]driver.Record, error) {
+	vals, err := d.c.HMGet(ctx, d.k.meta(), fields...).Result()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]driver.Record, 0, len(fields))
+	for i, f := range fields {
+		v, ok := vals[i].(string)
+		if !ok {
+			continue
+		}
+		if len(f) < 2 || int(f[0])<<8|int(f[1]) > len(f)-2 {
+			return nil, fmt.Errorf("%w: metadata field %q is not length-prefixed", driver.ErrCorrupt, f)
+		}
+		n := int(f[0])<<8 | int(f[1])
+		out = append(out, driver.Record{Kind: driver.KindMetadata, Metadata: &driver.MetadataEntry{Namespace: f[2 : 2+n], Key: f[2+n:], Value: []byte(v)}})
+	}
+	return out, nil
 }
 
 // readHashes is HGETALL of every key, pipelined, as flat field, value

@@ -102,3 +102,12 @@ func TestWatchAcrossReconnect(t *testing.T) {
 		t.Fatal("a release after the reconnect did not fire the watch")
 	}
 }
+
+// TestPersistDumpWindows runs the export and import cases on a real
+// redis-server with SCAN windows of two keys, so that every resume and
+// every piece takes several passes.
+func TestPersistDumpWindows(t *testing.T) {
+	defer redisstore.SetDumpWindow(2)()
+	srv := redistest.Start(t)
+	persisttest.RunPort(t, suiteDriver(srv.Client(t, nil)))
+}

@@ -160,8 +160,8 @@ type store struct {
 	desc string
 	// server is set for the store of a ckptserver (--store http://…): its
 	// tenant's checkpoints through the server's routes, and no persistence
-	// driver, since the server has no route to dump or load persistence
-	// records in bulk.
+	// driver: its persistence records go through the server's
+	// persist/export and persist/import routes (serverPorter).
 	server bool
 	// client is the ckptserver client of a server store (nil otherwise),
 	// for the routes beyond the store's methods (check).

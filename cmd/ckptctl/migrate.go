@@ -589,8 +589,7 @@ func (x *exporter) write(ctx context.Context, ids iter.Seq2[string, error], w io
 		prog.tick(threads, cps, nil)
 	}
 	if x.whole {
-		noteServerPersist(e.stderr, "export", s)
-		n, err := writePersist(ctx, s, bw)
+		n, err := writePersist(ctx, s, bw, e.stderr)
 		x.records = n
 		if err != nil {
 			return threads, cps, err

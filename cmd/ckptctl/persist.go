@@ -6,8 +6,9 @@ package main
 //
 // Invariants:
 //
-//   - Records move only through driver.Porter: Dump on the source, Load on
-//     the destination. Load is idempotent by content and never
+//   - Records move only through driver.Porter (a ckptserver's export and
+//     import routes, which call the namespace's driver.Porter): Dump on
+//     the source, Load on the destination. Load is idempotent by content and never
 //     overwrites, so a rerun after any interruption loads what is missing
 //     and nothing twice; a destination record that differs is refused
 //     (reported, exit 1) and left as it is.
@@ -27,16 +28,92 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/ckptstore/ckptstore/blobs"
+	"github.com/ckptstore/ckptstore/httpstore"
 	pdriver "github.com/ckptstore/ckptstore/persist/driver"
 )
 
-// porterOf returns the persistence driver of s as a Porter, nil when s
+// porter is what export, import, copy and verify need of a store's
+// persistence records: its driver's Porter, or a ckptserver's
+// persist/export and persist/import routes for a tenant's namespace.
+type porter interface {
+	// Dump yields every record (pdriver.Porter's Dump from the start).
+	Dump(ctx context.Context) iter.Seq2[pdriver.Record, error]
+	// Load is pdriver.Porter's Load.
+	Load(ctx context.Context, recs []pdriver.Record) (int, error)
+	// maxBatch is the most records one Load takes, 0 for no bound.
+	maxBatch() int
+}
+
+// driverPorter is the porter of a persistence driver.
+type driverPorter struct{ p pdriver.Porter }
+
+func (d driverPorter) Dump(ctx context.Context) iter.Seq2[pdriver.Record, error] {
+	return d.p.Dump(ctx, pdriver.DumpPosition{})
+}
+
+func (d driverPorter) Load(ctx context.Context, recs []pdriver.Record) (int, error) {
+	return d.p.Load(ctx, recs)
+}
+
+func (driverPorter) maxBatch() int { return 0 }
+
+// serverPorter is the porter of a ckptserver's namespace: the records go
+// through its export pages and import calls, so a tenant moves its own
+// records with only a token, and never another tenant's.
+type serverPorter struct {
+	c    *httpstore.Client
+	desc string
+	// stderr gets the note of a server that keeps no persistence state.
+	stderr io.Writer
+}
+
+// Dump pages through persist/export, each page resumed at the cursor the
+// one before returned. A server that keeps no persistence (UNSUPPORTED
+// on the first page) is a store without records, and Dump says so on
+// stderr.
+func (s serverPorter) Dump(ctx context.Context) iter.Seq2[pdriver.Record, error] {
+	return func(yield func(pdriver.Record, error) bool) {
+		cursor := ""
+		for first := true; ; first = false {
+			recs, next, err := s.c.ExportPersistence(ctx, cursor, httpstore.MaxExportRecords)
+			if first && errors.Is(err, errors.ErrUnsupported) {
+				fmt.Fprintf(s.stderr, "ckptctl: %s: no persistence records: %v\n", s.desc, err)
+				return
+			}
+			if err != nil {
+				yield(pdriver.Record{}, err)
+				return
+			}
+			for _, r := range recs {
+				if !yield(r, nil) {
+					return
+				}
+			}
+			if next == "" {
+				return
+			}
+			cursor = next
+		}
+	}
+}
+
+func (s serverPorter) Load(ctx context.Context, recs []pdriver.Record) (int, error) {
+	return s.c.ImportPersistence(ctx, recs)
+}
+
+func (serverPorter) maxBatch() int { return httpstore.MaxImportRecords }
+
+// porterOf returns the porter of s's persistence records, nil when s
 // keeps no persistence state.
-func porterOf(s *store) (pdriver.Porter, error) {
+func porterOf(s *store, stderr io.Writer) (porter, error) {
+	if s.server {
+		return serverPorter{c: s.client, desc: s.desc, stderr: stderr}, nil
+	}
 	if s.persist == nil {
 		return nil, nil
 	}
@@ -44,21 +121,7 @@ func porterOf(s *store) (pdriver.Porter, error) {
 	if !ok {
 		return nil, fmt.Errorf("%s: the persistence driver %T cannot export or import (no driver.Porter)", s.desc, s.persist)
 	}
-	return p, nil
-}
-
-// errServerPersist is the error of a persistence record bound for a
-// ckptserver: the server has no route that loads records in bulk (nor one
-// that dumps them, so an export or copy from a server carries checkpoints
-// only and says so).
-var errServerPersist = fmt.Errorf("a ckptserver has no route to load or dump persistence records in bulk; move them through the backend's store URL: %w", errors.ErrUnsupported)
-
-// noteServerPersist says on w that the persistence records of s, a
-// ckptserver, were left out, and why.
-func noteServerPersist(w io.Writer, verb string, s *store) {
-	if s.server {
-		fmt.Fprintf(w, "%s: persistence records left out: %s: %v\n", verb, s.desc, errServerPersist)
-	}
+	return driverPorter{p}, nil
 }
 
 // isPersist reports whether v is an object whose first member is
@@ -68,8 +131,8 @@ func isPersist(v jsontext.Value) bool { return firstMember(v, "persist") }
 // writePersist writes every persistence record of s to w, one line each
 // (Record.MarshalJSON, raw values kept byte for byte), and returns how
 // many.
-func writePersist(ctx context.Context, s *store, w io.Writer) (int, error) {
-	p, err := porterOf(s)
+func writePersist(ctx context.Context, s *store, w, stderr io.Writer) (int, error) {
+	p, err := porterOf(s, stderr)
 	if p == nil || err != nil {
 		return 0, err
 	}
@@ -152,7 +215,7 @@ func recordRefused(kind pdriver.RecordKind, id string, err error, format string,
 // loader gathers persistence records into Load batches for a destination.
 type loader struct {
 	m      *migrator
-	p      pdriver.Porter
+	p      porter
 	blobs  *blobCopier // nil: no bytes to copy
 	batch  []pdriver.Record
 	size   int
@@ -162,7 +225,7 @@ type loader struct {
 }
 
 func newLoader(m *migrator, dst *store, bc *blobCopier) (*loader, error) {
-	p, err := porterOf(dst)
+	p, err := porterOf(dst, m.e.stderr)
 	if err != nil {
 		return nil, err
 	}
@@ -172,9 +235,6 @@ func newLoader(m *migrator, dst *store, bc *blobCopier) (*loader, error) {
 // add queues r, flushing the batch when it is full. A record that cannot
 // go into this destination is recorded as failed.
 func (l *loader) add(ctx context.Context, r pdriver.Record, size int) error {
-	if l.p == nil && l.m.dst.server {
-		return fmt.Errorf("%s: %w", l.m.dst.desc, errServerPersist)
-	}
 	if l.p == nil {
 		return fmt.Errorf("%s keeps no persistence state, and the source holds %s records", l.m.dst.desc, r.Kind)
 	}
@@ -188,7 +248,8 @@ func (l *loader) add(ctx context.Context, r pdriver.Record, size int) error {
 			return err
 		}
 	}
-	if len(l.batch) > 0 && (len(l.batch) >= l.m.opts.batchCount || l.size+size > l.m.opts.batchBytes) {
+	full := len(l.batch) >= l.m.opts.batchCount || l.p.maxBatch() > 0 && len(l.batch) >= l.p.maxBatch()
+	if len(l.batch) > 0 && (full || l.size+size > l.m.opts.batchBytes) {
 		if err := l.flush(ctx); err != nil {
 			return err
 		}
@@ -266,8 +327,7 @@ func (l *loader) summary(w io.Writer) error {
 // copyPersist copies every persistence record of src into dst (and the
 // blob bytes, when bc is set).
 func copyPersist(ctx context.Context, m *migrator, src, dst *store, bc *blobCopier) error {
-	noteServerPersist(m.e.stderr, "copy", src)
-	ps, err := porterOf(src)
+	ps, err := porterOf(src, m.e.stderr)
 	if ps == nil || err != nil {
 		return err
 	}
@@ -343,16 +403,39 @@ func lookup(ctx context.Context, d pdriver.Driver, r pdriver.Record) (pdriver.Re
 }
 
 // verifyPersist compares the persistence records of a and b: every record
-// of a is in b, equal (point reads on b), and b holds no more; with bc,
-// every blob row's object is in the destination bucket with its size.
+// of a is in b, equal, and b holds no more; with bc, every blob row's
+// object is in the destination bucket with its size. b is read by point
+// reads of its driver; a ckptserver's namespace, which has no route for
+// them, is read whole first into an index of one SHA-256 of each record's
+// JSON line by identity (some 100 bytes a record).
 func verifyPersist(ctx context.Context, v *verifier, a, b *store, bc *blobCopier) (int, error) {
-	pa, err := porterOf(a)
+	pa, err := porterOf(a, v.e.stderr)
 	if err != nil {
 		return 0, err
 	}
-	pb, err := porterOf(b)
+	pb, err := porterOf(b, v.e.stderr)
 	if err != nil {
 		return 0, err
+	}
+	var index map[string][sha256.Size]byte // b's records, when b is a server
+	nb := 0
+	if pb != nil {
+		if b.server {
+			index = map[string][sha256.Size]byte{}
+		}
+		for r, err := range pb.Dump(ctx) {
+			if err != nil {
+				return 0, err
+			}
+			nb++
+			if index != nil {
+				line, err := r.MarshalJSON()
+				if err != nil {
+					return 0, err
+				}
+				index[string(r.Kind)+"\x00"+r.ID()] = sha256.Sum256(line)
+			}
+		}
 	}
 	na := 0
 	if pa != nil {
@@ -365,29 +448,32 @@ func verifyPersist(ctx context.Context, v *verifier, a, b *store, bc *blobCopier
 				v.diff("the source holds persistence records and %s keeps none", b.desc)
 				return na, nil
 			}
-			got, ok, err := lookup(ctx, b.persist, r)
-			if err != nil {
-				return na, err
+			var ok, equal bool
+			if index != nil {
+				var sum [sha256.Size]byte
+				sum, ok = index[string(r.Kind)+"\x00"+r.ID()]
+				line, err := r.MarshalJSON()
+				if err != nil {
+					return na, err
+				}
+				equal = ok && sum == sha256.Sum256(line)
+			} else {
+				got, found, err := lookup(ctx, b.persist, r)
+				if err != nil {
+					return na, err
+				}
+				ok, equal = found, found && pdriver.Equal(got, r)
 			}
 			switch {
 			case !ok:
 				v.diff("%s %q is only in the source", r.Kind, r.ID())
-			case !pdriver.Equal(got, r):
+			case !equal:
 				v.diff("%s %q differs", r.Kind, r.ID())
 			case r.Kind == pdriver.KindBlob && bc != nil:
 				if o, err := bc.to.Head(ctx, r.Blob.Object); err != nil || o.Size != r.Blob.Size {
 					v.diff("blob %q: its object %q is not in the destination bucket with %d bytes (%v)", r.ID(), r.Blob.Object, r.Blob.Size, err)
 				}
 			}
-		}
-	}
-	nb := 0
-	if pb != nil {
-		for _, err := range pb.Dump(ctx) {
-			if err != nil {
-				return na, err
-			}
-			nb++
 		}
 	}
 	if nb > na {

@@ -88,7 +88,7 @@ func ptrTo[T any](v T) *T { return &v }
 func dumpLines(t testing.TB, d pdriver.Driver) []string {
 	t.Helper()
 	var out []string
-	for r, err := range d.(pdriver.Porter).Dump(context.Background()) {
+	for r, err := range d.(pdriver.Porter).Dump(context.Background(), pdriver.DumpPosition{}) {
 		must(t, err)
 		b, err := r.MarshalJSON()
 		must(t, err)

@@ -59,14 +59,10 @@ func TestServerTenant(t *testing.T) {
 			t.Errorf("ckptctl %v printed nothing", args)
 		}
 	}
-	r := h.ok("export", "--store", url, "--token", "tok-a", "--progress", "0")
-	if !strings.Contains(r.stderr, "persistence records left out") {
-		t.Errorf("an export through the server does not say the persistence records are left out:\n%s", r.stderr)
-	}
 
 	// copy from the server's namespace into a memstore, verified.
 	dst := newMem()
-	r = h.ok("copy", "--from", url, "--token", "tok-a", "--to", h.add("dst", dst), "--verify", "--progress", "0")
+	r := h.ok("copy", "--from", url, "--token", "tok-a", "--to", h.add("dst", dst), "--verify", "--progress", "0")
 	if !strings.Contains(r.stdout, "verify: equal") {
 		t.Errorf("copy --verify: %v", r)
 	}
@@ -129,9 +125,9 @@ func TestServerToServer(t *testing.T) {
 	h.fails(2, "--from-token is for an http", "copy", "--from", h.add("a", a), "--from-token", "tok-a", "--to", url, "--token", "tok-b")
 }
 
-// TestServerUnsupported: check of a store without a checker (memstore),
-// and persistence records, cannot go through a server; each says so with
-// its exit code and changes nothing.
+// TestServerUnsupported: check of a store without a checker (memstore)
+// and sweep cannot go through a server; each says so with its exit code
+// and changes nothing.
 func TestServerUnsupported(t *testing.T) {
 	url, _, b := tenantServer(t)
 	h := newHarness(t)
@@ -139,13 +135,8 @@ func TestServerUnsupported(t *testing.T) {
 	if r.stdout != "" {
 		t.Errorf("check of a memstore server printed %q", r.stdout)
 	}
-	p := newMemPersist()
-	must(t, p.SetMetadata(context.Background(), "ns", "key", []byte(`"v"`)))
-	h.persists["p"] = p
-	h.stdin = h.ok("export", "--store", h.add("p", newMem()), "--progress", "0").stdout
-	r = h.fails(1, "no route to load or dump persistence records", "import", "--store", url, "--token", "tok-b")
 	if got := h.ok("threads", "--store", h.add("b", b)).stdout; got != "" {
-		t.Errorf("the refused import wrote threads %q", got)
+		t.Errorf("the refused check wrote threads %q", got)
 	}
 	h.fails(2, "sweep with the backend's store URL", "sweep", "--store", url, "--token", "tok-a", "--bucket", "mem://", "--older-than", "1h")
 	h.fails(2, "--ca-file", "threads", "--store", "https://127.0.0.1:1", "--ca-file", "/nonexistent/ca.pem")

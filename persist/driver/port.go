@@ -24,7 +24,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"iter"
 
@@ -69,18 +68,30 @@ type Record struct {
 	Blob          *BlobMeta
 }
 
+// CodeRecordConflict is ErrRecordConflict's wire code: the server's
+// persistence import answers it (409), so that a client's Load fails as
+// a driver's does.
+const CodeRecordConflict = "PERSIST_RECORD_CONFLICT"
+
 // ErrRecordConflict is Load's error for a record whose identity the store
 // already holds with other content. Nothing of that Load was written.
-var ErrRecordConflict = errors.New("persist: the store holds another record under the same identity")
+var ErrRecordConflict = perr(CodeRecordConflict, "the store holds another record under the same identity")
 
 // Porter is the export and import capability that every driver of this
 // module implements (memstore, fdbstore and redisstore's Persistence).
 type Porter interface {
-	// Dump yields every record of the store, kind by kind in Kinds order
-	// (within a kind in an order of the driver's), read in pages, each
-	// page one bounded read. It is exact on a store nobody writes meanwhile; an
-	// error ends the sequence.
-	Dump(ctx context.Context) iter.Seq2[Record, error]
+	// Dump yields the records of the store after the position after (the
+	// zero Position: every record), kind by kind in Kinds order, within a
+	// kind in the order of the driver's resume keys (PositionOf), read in
+	// pages, each page one bounded read. A resumed Dump does not reread
+	// what came before after beyond one bounded page of the driver. It is
+	// exact on a store nobody writes meanwhile; a record written behind a
+	// position is not yielded by a Dump resumed there. An invalid after
+	// fails with ErrInvalidEntry; an error ends the sequence.
+	Dump(ctx context.Context, after DumpPosition) iter.Seq2[Record, error]
+	// PositionOf is the position of r in this driver's dump order: a Dump
+	// after it yields exactly the records Dump yields after r.
+	PositionOf(r Record) DumpPosition
 	// Load stores every record that the store lacks, with its indexes, and
 	// returns how many it stored. A record stored already with equal
 	// content is skipped (Equal); one stored with other content fails

@@ -38,7 +38,9 @@
 //   - Port (driver.Porter): dump → load into an empty driver gives the
 //     same records and the same reads of every store, without the locks
 //     and op tokens; loading twice changes nothing; a differing record
-//     fails with ErrRecordConflict and writes nothing.
+//     fails with ErrRecordConflict and writes nothing; a dump resumed at
+//     the position of any record it yielded yields exactly the rest, so a
+//     dump in pieces is the one dump (RunPort runs these cases alone).
 //   - Model: random sequences of the state stores' operations (runs,
 //     interrupts and commit batches, artifacts, metadata, clock moves) on
 //     small id pools, each result and every list equal to a plain model's.
