@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/httpstore"
 	"github.com/ckptstore/ckptstore/internal/redistest"
 	pdriver "github.com/ckptstore/ckptstore/persist/driver"
@@ -81,9 +82,9 @@ func TestPersistExportImport(t *testing.T) {
 		return c
 	}
 	driverOf := func(ns string) pdriver.Driver {
-		d, err := o.Persistence(ns, nil)
+		tn, err := o.Namespace(ns, ckptstore.Options{})
 		require.NoError(t, err)
-		return d
+		return tn.Persistence
 	}
 	da, db, dc := driverOf("a"), driverOf("b"), driverOf("c")
 	n := fillTenant(t, da, "a")
@@ -170,8 +171,9 @@ func TestPersistExportPageBytes(t *testing.T) {
 	require.NoError(t, err)
 	hs := httptest.NewServer(httpstore.NewHandler(o, httpstore.HandlerOptions{Tokens: map[string]string{"tok": "t"}}))
 	t.Cleanup(hs.Close)
-	d, err := o.Persistence("t", nil)
+	tn, err := o.Namespace("t", ckptstore.Options{})
 	require.NoError(t, err)
+	d := tn.Persistence
 	mib := `"` + strings.Repeat("x", 1<<20) + `"`
 	for i := range 7 {
 		require.NoError(t, d.SetMetadata(ctx, "ns", fmt.Sprintf("k%d", i), []byte(mib)))

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/httpstore"
 	pdriver "github.com/ckptstore/ckptstore/persist/driver"
 	"github.com/ckptstore/ckptstore/storeurl"
@@ -86,9 +87,9 @@ func TestServerPersist(t *testing.T) {
 	t.Cleanup(srv.Close)
 	url := srv.URL
 	driverOf := func(ns string) pdriver.Driver {
-		d, err := o.Persistence(ns, nil)
+		tn, err := o.Namespace(ns, ckptstore.Options{})
 		must(t, err)
-		return d
+		return tn.Persistence
 	}
 	// More runs than one export page holds, so the export resumes.
 	n := fillTenant(t, driverOf("a"), "a", httpstore.MaxExportRecords+20)
