@@ -308,3 +308,30 @@ func BenchmarkValidateAppend(b *testing.B) {
 		})
 	}
 }
+
+// TestCheckJSON: the contract's JSON-validity rule accepts what json.Valid
+// accepts nested at most contract.MaxJSONDepth levels, and says why not.
+func TestCheckJSON(t *testing.T) {
+	for _, c := range conversationCases {
+		b := []byte(c.in)
+		want := json.Valid(b) && refDepth(b) <= maxJSONDepth
+		if err := CheckJSON(b); (err == nil) != want {
+			t.Errorf("CheckJSON(%.40q) = %v, want valid %v", c.in, err, want)
+		}
+	}
+	for _, in := range []string{
+		strings.Repeat("[", maxJSONDepth+1) + strings.Repeat("]", maxJSONDepth+1),
+		strings.Repeat(`{"a":`, maxJSONDepth+1) + "1" + strings.Repeat("}", maxJSONDepth+1),
+	} {
+		err := CheckJSON([]byte(in))
+		if err == nil || !strings.Contains(err.Error(), "nesting deeper than 1000 levels") {
+			t.Errorf("CheckJSON(%.20q…) = %v, want the depth bound's error", in, err)
+		}
+	}
+	if err := CheckJSON([]byte(`{} x`)); err == nil || !strings.Contains(err.Error(), "after the top-level value") {
+		t.Errorf("CheckJSON of trailing garbage = %v", err)
+	}
+	if err := CheckJSON([]byte(" 1 ")); err != nil {
+		t.Errorf("CheckJSON of a spaced number = %v", err)
+	}
+}
