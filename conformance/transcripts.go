@@ -7,12 +7,14 @@ package conformance
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/contract"
 	"github.com/ckptstore/ckptstore/internal/testkit"
 )
 
@@ -98,6 +100,7 @@ func (s *suite) transcriptsRefused(t *testing.T) {
 		{"unterminated", `[`}, {"two arrays", `[][]`}, {"garbage after", `[]x`},
 		{"invalid UTF-8 in a string", "[\"\xff\"]"}, {"lone surrogate in WTF-8", "[\"\xed\xa0\x80\"]"},
 		{"not JSON", "\xff"},
+		{"nested over the depth bound", strings.Repeat("[", contract.MaxJSONDepth+1) + strings.Repeat("]", contract.MaxJSONDepth+1)},
 	} {
 		for _, th := range []string{"t", "new"} {
 			e.fails("SaveThread("+th+", "+bad.name+")", ckptstore.ErrInvalidEntry, func() error { return e.s.SaveThread(e.ctx, th, json.RawMessage(bad.m)) })

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/contract"
 	"github.com/ckptstore/ckptstore/internal/testkit"
 )
 
@@ -147,12 +148,15 @@ var invalidEntryCases = append(pathCases("/a", "/", `\a`, "C:", "z:", "c:/x", `C
 	// invalid bytes through inside a string.
 	{"conversation with invalid UTF-8 in a string", conv("[\"a\xffb\"]")},
 	{"conversation with a lone surrogate in WTF-8", conv("[\"\xed\xa0\x80\"]")},
+	// The JSON-validity rule's depth bound (contract.MaxJSONDepth).
+	{"conversation nested over the depth bound", conv(strings.Repeat("[", contract.MaxJSONDepth+1) + strings.Repeat("]", contract.MaxJSONDepth+1))},
 }...)
 
 func conv(s string) mod { return func(c *ckptstore.Checkpoint) { c.Conversation = []byte(s) } }
 
 // validEdgeCases must each be accepted and come back unchanged.
 var validEdgeCases = append(pathCases(":", "a:b", "...", ".a", "a.", "a..b"), []modCase{
+	{"conversation nested at the depth bound", conv(strings.Repeat("[", contract.MaxJSONDepth) + strings.Repeat("]", contract.MaxJSONDepth))},
 	{"path C:foo (drive letter without separator)", pathFile("C:foo")},
 	{"path 1: (not a letter)", pathFile("1:")},
 	{"path space", pathFile(" ")},

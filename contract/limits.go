@@ -28,6 +28,19 @@ const (
 	MaxSafeInteger = 1<<53 - 1
 	// MaxListLimit is the largest page an engine is asked for in one call.
 	MaxListLimit = 1000
+	// MaxJSONDepth is the deepest nesting of objects and arrays in a JSON
+	// value a contract stores (a conversation, a transcript, a metadata
+	// value, a payload, a response, a usage or result): part of the
+	// JSON-validity rule, and refused with the contract's invalid-entry
+	// error. The wire reader accepts 10,000 levels (encoding/json's
+	// limit) for a whole request or stored record, whose envelope nests a
+	// value a few levels deeper than it is; a bound of 1,000 leaves that
+	// envelope 9,000 levels, so a value a contract accepts always fits
+	// the request that carries it and reads back from every engine's
+	// stored form, in process and through HTTP alike. It also bounds the
+	// recursion of every scan of a value, and is far above the nesting of
+	// any message list or record a model or tool writes.
+	MaxJSONDepth = 1000
 )
 
 // SafeInteger reports whether v is within ±MaxSafeInteger.

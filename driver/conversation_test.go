@@ -5,10 +5,10 @@ package driver
 //
 //	len(b) == 0 || json.Valid(b) && utf8.Valid(b) && first non-space byte is '['
 //
-// These tests hold the two equal: a table of the cases where JSON
-// validators are known to differ, an exhaustive sweep of short inputs, a
-// differential fuzz target, and the nesting limit json.Valid has
-// (10,000 levels; deeper is invalid, not a crash).
+// and the contract's nesting bound (contract.MaxJSONDepth). These tests
+// hold the two equal: a table of the cases where JSON validators are known
+// to differ, an exhaustive sweep of short inputs, a differential fuzz
+// target, and the nesting limits (deeper is invalid, not a crash).
 
 import (
 	"bytes"
@@ -18,6 +18,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/ckptstore/ckptstore/contract"
 )
 
 // refConversationValid is the reference predicate, built only from the
@@ -27,7 +29,27 @@ func refConversationValid(b []byte) bool {
 		return true
 	}
 	t := bytes.TrimLeft(b, " \t\r\n")
-	return len(t) > 0 && t[0] == '[' && utf8.Valid(b) && json.Valid(b)
+	return len(t) > 0 && t[0] == '[' && utf8.Valid(b) && json.Valid(b) && refDepth(b) <= maxJSONDepth
+}
+
+// refDepth is the deepest nesting of arrays and objects in b, a valid
+// JSON text, as encoding/json's tokens show it.
+func refDepth(b []byte) int {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	depth, deepest := 0, 0
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return deepest
+		}
+		switch tok {
+		case json.Delim('['), json.Delim('{'):
+			depth++
+			deepest = max(deepest, depth)
+		case json.Delim(']'), json.Delim('}'):
+			depth--
+		}
+	}
 }
 
 // conversationValid reports whether validateConversation accepts b, and
@@ -86,17 +108,28 @@ var conversationCases = []struct {
 	{"[]\xff", false}, {"[] \xc3", false},
 	// nesting
 	{"[[[]]]", true}, {"[[]", false}, {"[]]", false}, {`[{"a":[{"b":{}}]}]`, true}, {"[{]}", false},
-	{"[" + strings.Repeat("[", maxNesting-1) + strings.Repeat("]", maxNesting-1) + "]", true},
+	// at the contract's bound (contract.MaxJSONDepth) and at the wire
+	// reader's (maxNesting, which jsonValid is held to json.Valid at)
+	{"[" + strings.Repeat("[", maxJSONDepth-1) + strings.Repeat("]", maxJSONDepth-1) + "]", true},
+	{"[" + strings.Repeat("[", maxJSONDepth) + strings.Repeat("]", maxJSONDepth) + "]", false},
+	{"[" + strings.Repeat(`{"a":`, maxJSONDepth-1) + "1" + strings.Repeat("}", maxJSONDepth-1) + "]", true},
+	{"[" + strings.Repeat(`{"a":`, maxJSONDepth) + "1" + strings.Repeat("}", maxJSONDepth) + "]", false},
+	{"[" + strings.Repeat("[", maxNesting-1) + strings.Repeat("]", maxNesting-1) + "]", false},
 	{"[" + strings.Repeat("[", maxNesting) + strings.Repeat("]", maxNesting) + "]", false},
-	{"[" + strings.Repeat(`{"a":`, maxNesting-1) + "1" + strings.Repeat("}", maxNesting-1) + "]", true},
+	{"[" + strings.Repeat(`{"a":`, maxNesting-1) + "1" + strings.Repeat("}", maxNesting-1) + "]", false},
 	{"[" + strings.Repeat(`{"a":`, maxNesting) + "1" + strings.Repeat("}", maxNesting) + "]", false},
 	{"[" + strings.Repeat(`[{"a":`, maxNesting/2) + strings.Repeat("}]", maxNesting/2) + "]", false},
 	{"[" + strings.Repeat(`"]]",[`, maxNesting) + strings.Repeat("]", maxNesting) + "]", false},
 	{"[" + strings.Repeat(`"[[",`, 3*maxNesting) + "1]", true}, // brackets inside strings do not nest
 }
 
-// maxNesting is the depth of arrays and objects encoding/json accepts.
-const maxNesting = 10000
+// maxNesting is the depth of arrays and objects encoding/json accepts,
+// and the wire reader; maxJSONDepth the contract's, which a conversation
+// is held to.
+const (
+	maxNesting   = 10000
+	maxJSONDepth = contract.MaxJSONDepth
+)
 
 func TestConversationCases(t *testing.T) {
 	for _, c := range conversationCases {
@@ -145,7 +178,7 @@ func TestConversationShortInputs(t *testing.T) {
 }
 
 // A conversation nested far beyond the limit is rejected, not a crash:
-// the validator's recursion stops at level 10,001, so the stack it takes is
+// the validator's recursion stops at level contract.MaxJSONDepth+1, so the stack it takes is
 // bounded whatever the input. BenchmarkValidateConversation/deep-1M and
 // deep-10M measure the time: the same for both but for utf8.Valid, as the
 // scan stops at the limit.
@@ -388,5 +421,32 @@ func TestValidateAppendDecoded(t *testing.T) {
 	}
 	if err := ValidateAppendDecoded(Decoded{}, "", w); !errors.Is(err, ErrInvalidEntry) {
 		t.Errorf("no checkpoint: %v, want ErrInvalidEntry", err)
+	}
+}
+
+// TestCheckJSON: the contract's JSON-validity rule accepts what json.Valid
+// accepts nested at most contract.MaxJSONDepth levels, and says why not.
+func TestCheckJSON(t *testing.T) {
+	for _, c := range conversationCases {
+		b := []byte(c.in)
+		want := json.Valid(b) && refDepth(b) <= maxJSONDepth
+		if err := CheckJSON(b); (err == nil) != want {
+			t.Errorf("CheckJSON(%.40q) = %v, want valid %v", c.in, err, want)
+		}
+	}
+	for _, in := range []string{
+		strings.Repeat("[", maxJSONDepth+1) + strings.Repeat("]", maxJSONDepth+1),
+		strings.Repeat(`{"a":`, maxJSONDepth+1) + "1" + strings.Repeat("}", maxJSONDepth+1),
+	} {
+		err := CheckJSON([]byte(in))
+		if err == nil || !strings.Contains(err.Error(), "nesting deeper than 1000 levels") {
+			t.Errorf("CheckJSON(%.20q…) = %v, want the depth bound's error", in, err)
+		}
+	}
+	if err := CheckJSON([]byte(`{} x`)); err == nil || !strings.Contains(err.Error(), "after the top-level value") {
+		t.Errorf("CheckJSON of trailing garbage = %v", err)
+	}
+	if err := CheckJSON([]byte(" 1 ")); err != nil {
+		t.Errorf("CheckJSON of a spaced number = %v", err)
 	}
 }

@@ -36,6 +36,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/ckptstore/ckptstore/contract"
 )
 
 // jsonValid reports whether b is exactly one JSON value, with optional
@@ -46,9 +48,36 @@ import (
 // it scans about twice as fast as jsontext.Value.IsValid, allocates
 // nothing, and recurses at most maxDepth+1 levels.
 func jsonValid(b []byte) bool {
-	s := scanner{b: b}
+	_, err := scanJSON(b, maxDepth)
+	return err == nil
+}
+
+// CheckJSON is the JSON-validity rule of every contract, for each JSON
+// value one stores: nil when b is exactly one JSON value, with optional
+// whitespace around it, nested at most contract.MaxJSONDepth levels; else
+// an error that says why and at which offset, of bounded size. It accepts
+// what encoding/json.Valid accepts at that depth (invalid UTF-8 inside
+// strings included; a contract that needs UTF-8 checks it apart). The
+// error wraps no sentinel: each contract wraps it in its invalid-entry
+// error. It is the scanner the wire reader reads with, held to a bound
+// 9,000 levels below the reader's, so a value that passes fits any
+// request that carries it and any record that stores it, and reads back.
+func CheckJSON(b []byte) error {
+	_, err := scanJSON(b, contract.MaxJSONDepth)
+	return err
+}
+
+// scanJSON scans b, which must be exactly one JSON value nested at most
+// limit levels, and reports why not, and whether it is only too deep.
+func scanJSON(b []byte, limit int) (deep bool, err error) {
+	s := scanner{b: b, limit: limit}
 	end, err := s.value(s.skipSpace(0), 0)
-	return err == nil && s.skipSpace(end) == len(b)
+	if err == nil {
+		if i := s.skipSpace(end); i != len(b) {
+			err = s.fail(i, "%s after the top-level value", s.describe(i))
+		}
+	}
+	return s.deep, err
 }
 
 // ---- reading ----

@@ -14,8 +14,9 @@ package driver
 // byte and last the end of the last token or value returned (InputOffset);
 // stack holds one frame per open object or array; err, once set, is
 // returned by every read after. Accepted texts are exactly RFC 8259 JSON
-// (what encoding/json.Valid accepts), nested at most maxDepth levels;
-// scan_test.go holds it to json.Valid.
+// (what encoding/json.Valid accepts), nested at most limit levels
+// (maxDepth for the wire reader, contract.MaxJSONDepth for a contract's
+// values); scan_test.go holds it to json.Valid.
 
 import (
 	"encoding/binary"
@@ -23,7 +24,10 @@ import (
 	"io"
 )
 
-// maxDepth is the deepest nesting accepted, encoding/json's and jsontext's.
+// maxDepth is the deepest nesting the wire reader accepts in a whole
+// request, reply or stored record, encoding/json's and jsontext's. A value
+// a contract stores is held to contract.MaxJSONDepth, well below it, so it
+// fits inside any envelope.
 const maxDepth = 10000
 
 // frame is an open object or array.
@@ -40,6 +44,8 @@ type scanner struct {
 	stack    []frame
 	rootDone bool
 	err      error
+	limit    int  // the deepest nesting accepted
+	deep     bool // err is the nesting limit's
 
 	// peeked is whether peekAt is next()'s answer at pos: PeekKind and the
 	// read that follows it would otherwise each skip the same space and
@@ -51,6 +57,7 @@ type scanner struct {
 // Reset makes s read b from its start.
 func (s *scanner) Reset(b []byte) {
 	s.b, s.pos, s.last, s.rootDone, s.err, s.peeked = b, 0, 0, false, nil, false
+	s.limit, s.deep = maxDepth, false
 	s.stack = s.stack[:0]
 	if cap(s.stack) > 64 {
 		s.stack = nil // a rare deep document is left to the collector
@@ -65,6 +72,14 @@ func (s *scanner) fail(off int, format string, args ...any) error {
 		s.err = fmt.Errorf("%s (offset %d)", fmt.Sprintf(format, args...), off)
 	}
 	return s.err
+}
+
+// tooDeep fails at i for nesting deeper than s.limit.
+func (s *scanner) tooDeep(i int) error {
+	if s.err == nil {
+		s.deep = true
+	}
+	return s.fail(i, "nesting deeper than %d levels", s.limit)
 }
 
 func (s *scanner) skipSpace(i int) int {
@@ -208,8 +223,8 @@ func (s *scanner) ReadToken() (byte, error) {
 	}
 	switch c := s.b[i]; c {
 	case '{', '[':
-		if len(s.stack) >= maxDepth {
-			return 0, s.fail(i, "nesting deeper than %d levels", maxDepth)
+		if len(s.stack) >= s.limit {
+			return 0, s.tooDeep(i)
 		}
 		s.begin()
 		s.stack = append(s.stack, frame{kind: c})
@@ -389,8 +404,8 @@ func (s *scanner) container(i, depth int) (int, error) {
 // an object, and the value's offset. It is how JSONReader reads a flat
 // object in one pass instead of a token at a time.
 func (s *scanner) members(i, depth int, member func(name []byte, val []byte, off int)) (int, error) {
-	if depth > maxDepth {
-		return i, s.fail(i, "nesting deeper than %d levels", maxDepth)
+	if depth > s.limit {
+		return i, s.tooDeep(i)
 	}
 	b := s.b
 	obj := b[i] == '{'

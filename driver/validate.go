@@ -206,15 +206,19 @@ func validateContentChecked(cp *Checkpoint, convChecked bool) error {
 	return validateArtifacts(cp.Artifacts)
 }
 
-// validateConversation accepts an empty conversation or a JSON array: the
-// same inputs as
+// validateConversation accepts an empty conversation or a JSON array
+// within the contract's JSON-validity rule (CheckJSON): the same inputs as
 //
-//	json.Valid(conv) && utf8.Valid(conv) && first non-space byte is '['
+//	json.Valid(conv) && utf8.Valid(conv) && first non-space byte is '[' &&
+//	nesting at most contract.MaxJSONDepth
 //
 // which conversation_test.go holds it to (a table, an exhaustive sweep of
 // short inputs and a differential fuzz target). It runs on every Append, so
 // its cost is linear in len(conv) and its stack depth bounded.
-func validateConversation(conv []byte) error {
+func validateConversation(conv []byte) error { return validateArray("conversation", conv) }
+
+// validateArray is validateConversation of the value named what.
+func validateArray(what string, conv []byte) error {
 	if len(conv) == 0 {
 		return nil
 	}
@@ -230,8 +234,13 @@ func validateConversation(conv []byte) error {
 	// must be UTF-8 (RFC 8259 §8.1), and the TypeScript side could not read
 	// it back. utf8.Valid goes first: it costs a few percent of the JSON
 	// scan and rejects binary garbage before it.
-	if i == len(conv) || conv[i] != '[' || !utf8.Valid(conv) || !jsonValid(conv) {
-		return invalid("conversation is not a JSON array")
+	if i == len(conv) || conv[i] != '[' || !utf8.Valid(conv) {
+		return invalid("%s is not a JSON array", what)
+	}
+	if deep, err := scanJSON(conv, contract.MaxJSONDepth); deep {
+		return invalid("%s is nested deeper than %d levels", what, contract.MaxJSONDepth)
+	} else if err != nil {
+		return invalid("%s is not a JSON array", what)
 	}
 	return nil
 }
@@ -403,10 +412,7 @@ func ValidateTranscript(messages []byte) error {
 	if len(messages) == 0 {
 		return invalid("transcript is empty, not a JSON array")
 	}
-	if err := validateConversation(messages); err != nil {
-		return invalid("transcript is not a JSON array")
-	}
-	return nil
+	return validateArray("transcript", messages)
 }
 
 // ValidateDeleteThread runs DeleteThread's id checks: the thread and the

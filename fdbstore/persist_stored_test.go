@@ -2,10 +2,12 @@ package fdbstore
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/ckptstore/ckptstore/fdbstore/kv"
 	pdriver "github.com/ckptstore/ckptstore/persist/driver"
 )
 
@@ -61,4 +63,28 @@ func TestStoredFormKept(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, c.v, back, "%s reads back as the record", b)
 	}
+}
+
+// TestStoredFormWithinOneValue: the largest record the persistence
+// contract lets through (a generation run whose two ids, five texts and
+// three JSON values are each at their bound, in the form that takes the
+// most room stored: six bytes a byte for ids and texts, base64 for the
+// JSON values) encodes within one FoundationDB value, with the margin
+// pdriver.MaxValueBytes's comment works out. Its index copy is the same
+// bytes. The persistence suite stores it on every engine
+// (ValuesAtTheBounds); this pins the arithmetic.
+func TestStoredFormWithinOneValue(t *testing.T) {
+	id := func(c string) string { return strings.Repeat(c, pdriver.MaxIDBytes) }
+	text := strings.Repeat("<", (pdriver.MaxValueBytes-2)/6)
+	require.Equal(t, pdriver.MaxValueBytes, pdriver.TextSize(text))
+	value := json.RawMessage(`"` + strings.Repeat("x", pdriver.MaxValueBytes-2) + `"`)
+	at := int64(-pdriver.MaxSafeInteger)
+	rec := &pdriver.GenerationRunRecord{RunID: id("\x01"), ThreadID: id("&"), Activity: text, Provider: text, Model: text,
+		Status: pdriver.RunCompleted, StartedAt: at, FinishedAt: &at, Error: &pdriver.RunError{Message: text, Code: &text},
+		Result: value, Artifacts: value, Usage: value}
+	b, err := encode("generation run", rec)
+	require.NoError(t, err)
+	t.Logf("the largest stored record: %d bytes of %d", len(b), kv.MaxValueSize)
+	require.LessOrEqual(t, len(b), 86_228, "pdriver.MaxValueBytes's worked bound")
+	require.LessOrEqual(t, len(b), kv.MaxValueSize)
 }

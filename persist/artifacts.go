@@ -31,8 +31,8 @@ func checkArtifact(r *ArtifactRecord) error {
 		return fmt.Errorf("%w: the artifact record is missing (nil)", ErrInvalidEntry)
 	}
 	return firstErr(checkID("artifactId", r.ArtifactID), checkID("runId", r.RunID), checkID("threadId", r.ThreadID),
-		checkOptID("blobKey", r.BlobKey), checkText("name", r.Name), checkText("mimeType", r.MimeType),
-		checkOptText("sourceUrl", r.SourceURL), checkInt("size", r.Size, true), checkInt("createdAt", r.CreatedAt, false))
+		checkOptID("blobKey", r.BlobKey), checkValueText("name", r.Name), checkValueText("mimeType", r.MimeType),
+		checkOptValueText("sourceUrl", r.SourceURL), checkInt("size", r.Size, true), checkInt("createdAt", r.CreatedAt, false))
 }
 
 // Get returns the artifact, or nil. Check order: ctx, artifactId.

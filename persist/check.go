@@ -39,7 +39,7 @@ func CheckGenerationRunStart(in *GenerationRunStart) error {
 	if err := checkStart(in.RunID, in.ThreadID, in.StartedAt, &in.Status); err != nil {
 		return err
 	}
-	return firstErr(checkText("activity", in.Activity), checkText("provider", in.Provider), checkText("model", in.Model))
+	return firstErr(checkValueText("activity", in.Activity), checkValueText("provider", in.Provider), checkValueText("model", in.Model))
 }
 
 // CheckGenerationRunUpdate checks the input of GenerationRunStore.Update.

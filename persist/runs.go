@@ -68,7 +68,7 @@ func checkRunPatch(p RunPatch) error {
 	// A sandboxKey the patch does not set is "", which passes.
 	return firstErr(checkStatusPatch(p.Status), checkIntPatch("patch finishedAt", p.FinishedAt, false),
 		checkErrorPatch(p.Error), checkJSONPatch("patch usage", p.Usage, objectJSON),
-		checkText("patch sandboxKey", p.SandboxKey.Value()), checkIntPatch("patch detachedSince", p.DetachedSince, false),
+		checkValueText("patch sandboxKey", p.SandboxKey.Value()), checkIntPatch("patch detachedSince", p.DetachedSince, false),
 		checkIntPatch("patch driverEpoch", p.DriverEpoch, true))
 }
 

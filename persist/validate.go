@@ -8,12 +8,20 @@ import (
 	"unicode/utf8"
 
 	"github.com/ckptstore/ckptstore/contract"
+	ckptdriver "github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/persist/driver"
 )
 
 // The pure checks, shared by every method. Each fails with a contract error
 // that names the field; docs/persistence.md gives the order in which each
 // method applies them.
+
+// MaxValueBytes bounds each value a record or metadata entry holds: a JSON
+// value at most MaxValueBytes bytes, a text at most MaxValueBytes bytes
+// once written as a JSON string (driver.MaxValueBytes, which works out why
+// 8 KiB: every engine's stored form of the largest record then fits, one
+// FoundationDB value included). docs/persistence.md, Limits.
+const MaxValueBytes = driver.MaxValueBytes
 
 // firstErr is the first non-nil of errs: a method's checks, listed in the
 // order it documents. Every check is pure, so running the ones after a
@@ -48,6 +56,31 @@ func checkText(what, s string) error {
 		return fmt.Errorf("%w: %s %s is not valid UTF-8", ErrInvalidEntry, what, quoteShort(s))
 	}
 	return nil
+}
+
+// checkValueText is checkText for a text a record holds: also at most
+// MaxValueBytes as a stored JSON string (driver.TextSize; ErrInvalidEntry).
+func checkValueText(what, s string) error {
+	if err := checkText(what, s); err != nil {
+		return err
+	}
+	// A byte takes at most 6 as stored JSON (\u001f, \u003c): only a long
+	// text needs writing out to be measured.
+	if 6*len(s)+2 <= MaxValueBytes {
+		return nil
+	}
+	if n := driver.TextSize(s); n > MaxValueBytes {
+		return fmt.Errorf("%w: %s is %d bytes as a stored JSON string, more than %d (MaxValueBytes)", ErrInvalidEntry, what, n, MaxValueBytes)
+	}
+	return nil
+}
+
+// checkOptValueText is checkValueText for an optional string.
+func checkOptValueText(what string, s *string) error {
+	if s == nil {
+		return nil
+	}
+	return checkValueText(what, *s)
 }
 
 // checkOptText is checkText for an optional string.
@@ -87,14 +120,21 @@ const (
 	arrayJSON
 )
 
-// checkJSON: raw is one valid JSON value of the kind asked for
-// (ErrInvalidEntry). nil is absent and passes; the caller checks presence.
+// checkJSON: raw is at most MaxValueBytes and one valid JSON value of the
+// kind asked for, within the contract's JSON-validity rule
+// (ckptdriver.CheckJSON: nested at most contract.MaxJSONDepth levels),
+// else ErrInvalidEntry. The size goes first: it costs nothing, and bounds
+// the scan. nil is absent and
+// passes; the caller checks presence.
 func checkJSON(what string, raw json.RawMessage, kind jsonKind) error {
 	if raw == nil {
 		return nil
 	}
-	if !json.Valid(raw) {
-		return fmt.Errorf("%w: %s is not valid JSON", ErrInvalidEntry, what)
+	if len(raw) > MaxValueBytes {
+		return fmt.Errorf("%w: %s is %d bytes, more than %d (MaxValueBytes)", ErrInvalidEntry, what, len(raw), MaxValueBytes)
+	}
+	if err := ckptdriver.CheckJSON(raw); err != nil {
+		return fmt.Errorf("%w: %s is not valid JSON: %v", ErrInvalidEntry, what, err)
 	}
 	t := bytes.TrimLeft(raw, " \t\r\n")
 	switch {
@@ -119,7 +159,7 @@ func checkRunError(e *driver.RunError) error {
 	if e == nil {
 		return nil
 	}
-	return firstErr(checkText("error.message", e.Message), checkOptText("error.code", e.Code))
+	return firstErr(checkValueText("error.message", e.Message), checkOptValueText("error.code", e.Code))
 }
 
 // checkLimit: a list page size, 0 (no limit) or positive.

@@ -379,6 +379,23 @@ func statusJSON(s driver.InterruptStatus) string {
 	return string(ckptdriver.AppendJSONString(nil, string(s)))
 }
 
+// storedStatus decodes a status as a script returns it: the JSON string
+// the record's status field holds. The error of a commit batch then words
+// it as every engine does (driver.Committable), `i1 is resolved`.
+func storedStatus(v any) (driver.InterruptStatus, bool) {
+	s, ok := v.(string)
+	if !ok {
+		return "", false
+	}
+	r := ckptdriver.NewJSONReader([]byte(s))
+	defer r.Close()
+	st, ok, err := r.String("status", driver.ErrCorrupt)
+	if err != nil || !ok || r.End() != nil {
+		return "", false
+	}
+	return driver.InterruptStatus(st), true
+}
+
 // ResolveInterrupt implements driver.Interrupts.
 func (d *Persistence) ResolveInterrupt(ctx context.Context, id string, at int64, response json.RawMessage) (bool, error) {
 	return d.finishInterrupt(ctx, id, []any{"resolvedAt", fmt.Sprint(at), "response", string(response),
@@ -415,7 +432,11 @@ func (d *Persistence) CommitInterrupts(ctx context.Context, entries []driver.Int
 			case "NOT_FOUND":
 				return fmt.Errorf("%w: %s", driver.ErrNotFound, driver.ShowID(id))
 			case "NOT_PENDING":
-				return fmt.Errorf("%w: %s is %v", driver.ErrNotPending, driver.ShowID(id), res[2:])
+				if len(res) == 3 {
+					if st, ok := storedStatus(res[2]); ok {
+						return fmt.Errorf("%w: %s is %s", driver.ErrNotPending, driver.ShowID(id), st)
+					}
+				}
 			}
 		}
 	}

@@ -8,7 +8,6 @@ package redisstore
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -254,8 +253,8 @@ func (c *persistChecker) meta() error {
 		if len(f) < 2 || int(f[0])<<8|int(f[1]) > len(f)-2 {
 			c.bad(c.d.k.meta(), "field %q is not length-prefixed", f)
 		}
-		if !json.Valid([]byte(v)) {
-			c.bad(c.d.k.meta(), "field %q holds %q, not JSON", f, v)
+		if ckptdriver.CheckJSON([]byte(v)) != nil {
+			c.bad(c.d.k.meta(), "field %q holds %q, not valid JSON", f, v)
 		}
 	}
 	return nil

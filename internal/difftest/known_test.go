@@ -31,45 +31,9 @@ type known struct {
 	reason string
 }
 
-// The engine groups of the entries.
-var (
-	redisEngines = []string{"redis", "http/redis"}
-	fdbEngines   = []string{"memkv", "http/memkv"}
-	httpEngines  = []string{"http/mem", "http/memkv", "http/redis"}
-)
-
-var knownDivergences = []known{
-	{
-		name:        "redis-persist-not-pending-message",
-		steps:       []string{"batch/*", "optoken/commit*"},
-		engines:     redisEngines,
-		messageOnly: true,
-		reason: "the Redis persistence driver's ErrNotPending message shows the status as a Lua table " +
-			"turned JSON, `i1 is [\"resolved\"]`, where memdriver and fdbdriver write `i1 is resolved`; " +
-			"fix in the commit-batch script's reply decoding (persist/redisdriver, moving to redisstore)",
-	},
-	{
-		name:    "fdb-persist-value-bound",
-		steps:   []string{"json/*/200KB", "huge/metadata", "huge/interruptPayload", "huge/usage", "huge/metadataGet"},
-		engines: fdbEngines,
-		reason: "the FoundationDB persistence driver refuses a record or metadata value whose JSON is over " +
-			"100 kB (one FoundationDB value; docs/persistence.md states it) with ErrInvalidEntry, where " +
-			"memdriver and the Redis driver store it: the contract has no such bound, so the same call " +
-			"succeeds on two engines and fails on the third. Fix: chunk persistence values in fdb as " +
-			"fdbstore chunks checkpoints, or make 100 kB the contract's bound on every engine",
-	},
-	{
-		name:    "http-json-depth",
-		steps:   []string{"json/*/deep-nesting", "append/json/conversation/deep-nesting"},
-		engines: httpEngines,
-		reason: "a JSON value nested 10,000 deep is valid for the portable layers in process " +
-			"(encoding/json's limit) and stored by every engine, but through HTTP the request that " +
-			"carries it is deeper than the wire reader's 10,000 levels: the server answers BAD_REQUEST " +
-			"(no contract sentinel) and the value is never stored. Fix (the JSON engine): one depth " +
-			"bound in the contract's JSON-validity rule, below the wire reader's by the envelope's depth, " +
-			"refused with ErrInvalidEntry everywhere",
-	},
-}
+// knownDivergences is empty: every divergence the test has found is fixed.
+// A new entry names its engines (e.g. "redis", "http/redis").
+var knownDivergences = []known{}
 
 // explains reports whether k explains engine e's outcome got against the
 // reference ref at step name.

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/contract"
 	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/persist"
 )
@@ -194,9 +195,14 @@ func jsonCases() []struct{ label, v string } {
 		{"huge-exponent", `{"n":1e400}`},
 		{"neg-zero", `{"n":-0}`},
 		{"deep-nesting", strings.Repeat("[", 10000) + strings.Repeat("]", 10000)},
+		{"depth-max", strings.Repeat("[", contract.MaxJSONDepth) + strings.Repeat("]", contract.MaxJSONDepth)},
+		{"depth-max-object", strings.Repeat(`{"a":`, contract.MaxJSONDepth) + "1" + strings.Repeat("}", contract.MaxJSONDepth)},
+		{"depth-over", strings.Repeat("[", contract.MaxJSONDepth+1) + strings.Repeat("]", contract.MaxJSONDepth+1)},
 		{"array", `[1,2]`},
 		{"string", `"s"`},
 		{"200KB", `{"s":"` + strings.Repeat("x", 200<<10) + `"}`},
+		{"value-max", `{"s":"` + strings.Repeat("x", persist.MaxValueBytes-8) + `"}`},
+		{"value-over", `{"s":"` + strings.Repeat("x", persist.MaxValueBytes-7) + `"}`},
 	}
 }
 

@@ -477,3 +477,19 @@ func FuzzRecordDecode(f *testing.F) {
 		}
 	})
 }
+
+// TestTextSize: a text's size is what encoding/json writes of it, HTML
+// escaping included, which is how stored records write texts; a byte
+// takes at most six.
+func TestTextSize(t *testing.T) {
+	for s, want := range map[string]int{"": 2, "a": 3, "<": 8, "&>": 14, "\x01": 8, `"`: 4, `\`: 4, "\n": 4, "é": 4} {
+		require.Equal(t, want, driver.TextSize(s), "%q", s)
+	}
+	rapid.Check(t, func(t *rapid.T) {
+		s := rapid.StringOf(rapid.RuneFrom([]rune("a<>&\"\\\x00\x1f\n\u2028é😀"))).Draw(t, "s")
+		want, err := json.Marshal(s)
+		require.NoError(t, err)
+		require.Equal(t, len(want), driver.TextSize(s), "%q", s)
+		require.LessOrEqual(t, driver.TextSize(s), 6*len(s)+2)
+	})
+}

@@ -14,7 +14,9 @@
 //   - Every argument passed the pure checks of its method: ids are 1 to
 //     MaxIDBytes of valid UTF-8, statuses are one of their values, numbers
 //     are safe integers (|n| ≤ 2^53−1) and not negative where time spans or
-//     sizes are meant, JSON values are valid JSON of the right kind, a patch
+//     sizes are meant, JSON values are valid JSON of the right kind
+//     (nested at most contract.MaxJSONDepth levels), each JSON value and
+//     text of a record is within MaxValueBytes, a patch
 //     never clears a required field, a commit batch is non-empty and names
 //     each interrupt once, a list limit is 1 to MaxListLimit.
 //   - ctx was not done when the call began. A driver passes it to its
@@ -69,6 +71,26 @@ const (
 	// holds exactly; every time, size and epoch is within ±MaxSafeInteger
 	// (contract.MaxSafeInteger).
 	MaxSafeInteger = contract.MaxSafeInteger
+	// MaxValueBytes bounds each value a record or metadata entry holds:
+	// every JSON value (a run's usage, a generation run's result,
+	// artifacts and usage, an interrupt's payload and response, a metadata
+	// value) is at most MaxValueBytes bytes as given, and every text (an
+	// error's message and code, a sandboxKey, a generation run's activity,
+	// provider and model, an artifact's name, mimeType and sourceUrl) at
+	// most MaxValueBytes bytes as a stored record writes it (TextSize:
+	// quoted and escaped, <, > and & included, so at most six bytes a
+	// byte). It is the one bound that lets every engine store what any
+	// engine stores: the largest record, a generation run with its two ids
+	// (at most 6·1024+2 bytes each stored), five texts and three JSON
+	// values, takes at most 86,228 bytes (2·6,146 + 5·8,192 + 3·10,926 and
+	// 300 of names and numbers; fdbstore's TestStoredFormWithinOneValue) in
+	// fdbstore's stored form, which writes each JSON value as base64 (4/3
+	// of its size, quoted): inside one FoundationDB value (100,000 bytes),
+	// for the record and for each index copy of it alike. A bound on a
+	// whole record could not be checked before an update merges a patch
+	// into the stored record (in a Redis script, say); one on each value
+	// can, by the portable layer alone.
+	MaxValueBytes = 8 << 10
 )
 
 // Driver is every store of the persistence contract in one backend. A

@@ -181,8 +181,13 @@ func (r Record) Check() error {
 		return err
 	}
 	for _, v := range raws {
-		if len(v) > 0 && !json.Valid(v) {
-			return fmt.Errorf("%w: %s %q holds a value that is not JSON", ErrInvalidEntry, r.Kind, r.ID())
+		if len(v) > MaxValueBytes {
+			return fmt.Errorf("%w: %s %q holds a value of %d bytes, more than %d (MaxValueBytes)", ErrInvalidEntry, r.Kind, r.ID(), len(v), MaxValueBytes)
+		}
+		if len(v) > 0 {
+			if err := ckptdriver.CheckJSON(v); err != nil {
+				return fmt.Errorf("%w: %s %q holds a value that is not valid JSON: %v", ErrInvalidEntry, r.Kind, r.ID(), err)
+			}
 		}
 	}
 	return nil
@@ -310,6 +315,15 @@ func AppendStored(b []byte, members func(func(name string, value []byte, raw boo
 		tail = tail[1:] // no member before the first raw one
 	}
 	return append(append(b, tail...), '}')
+}
+
+// TextSize is the size MaxValueBytes bounds a text by: the bytes of s
+// written as a JSON string in a stored record (AppendStored: quoted,
+// control characters escaped, and <, > and & as \u003c, \u003e, \u0026),
+// the most room it takes in any engine's stored form or on the wire. A
+// byte takes at most six.
+func TextSize(s string) int {
+	return len(appendHTMLSafe(nil, ckptdriver.AppendJSONString(nil, s)))
 }
 
 // appendHTMLSafe appends v, JSON written by this codec, with <, > and &

@@ -152,9 +152,9 @@ func testCommitBatchRejects(t *testing.T, e *env) {
 	}{
 		{"Duplicate", []persist.InterruptCommitEntry{res("p-1"), res("p-2"), {InterruptID: "p-1", Status: persist.InterruptCancelled}}, persist.ErrDuplicateEntry, "duplicate id: p-1"},
 		{"Missing", []persist.InterruptCommitEntry{res("p-1"), res("p-2"), res("absent")}, persist.ErrNotFound, "missing id: absent"},
-		{"NotPending", []persist.InterruptCommitEntry{res("p-1"), res("done"), res("p-2")}, persist.ErrNotPending, "non-pending id: done"},
+		{"NotPending", []persist.InterruptCommitEntry{res("p-1"), res("done"), res("p-2")}, persist.ErrNotPending, "non-pending id: done is cancelled"},
 		{"MissingBeforeNotPending", []persist.InterruptCommitEntry{res("absent"), res("done")}, persist.ErrNotFound, "missing id: absent"},
-		{"NotPendingBeforeMissing", []persist.InterruptCommitEntry{res("done"), res("absent")}, persist.ErrNotPending, "non-pending id: done"},
+		{"NotPendingBeforeMissing", []persist.InterruptCommitEntry{res("done"), res("absent")}, persist.ErrNotPending, "non-pending id: done is cancelled"},
 		{"DuplicateBeforeMissing", []persist.InterruptCommitEntry{res("absent"), res("absent")}, persist.ErrDuplicateEntry, "duplicate id: absent"},
 		{"MissingQuoted", []persist.InterruptCommitEntry{res("new\nline")}, persist.ErrNotFound, `missing id: "new\nline"`},
 		{"CancelledWithResponse", []persist.InterruptCommitEntry{res("p-1"), {InterruptID: "p-2", Status: persist.InterruptCancelled, Response: raw(`1`)}}, persist.ErrInvalidEntry, ""},

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ckptstore/ckptstore/contract"
 	"github.com/ckptstore/ckptstore/persist"
 	"github.com/ckptstore/ckptstore/persist/driver"
 	"github.com/stretchr/testify/require"
@@ -18,6 +19,7 @@ var validationTests = []test{
 	{"DoneContextReachesNoDriver", onEnv(testDoneContext)},
 	{"EdgeValuesAreAccepted", onEnv(testEdgeValues)},
 	{"PatchJSON", onEnv(testPatchJSON)},
+	{"ValuesAtTheBounds", onEnv(testValuesAtTheBounds)},
 }
 
 // seed writes one record of every kind, for the "changes nothing" checks.
@@ -177,7 +179,40 @@ func invalidCalls() []invalid {
 		{"MetadataSet/NotJSON", persist.ErrInvalidEntry, func(ctx context.Context, s *persist.Store) error {
 			return s.Metadata.Set(ctx, "v-ns", "v-key", raw(`{"m":`))
 		}},
+		{"MetadataSet/OverValueBound", persist.ErrInvalidEntry, func(ctx context.Context, s *persist.Store) error {
+			return s.Metadata.Set(ctx, "v-ns", "v-key", sizedJSON('"', persist.MaxValueBytes+1))
+		}},
+		{"MetadataSet/TooDeep", persist.ErrInvalidEntry, func(ctx context.Context, s *persist.Store) error {
+			return s.Metadata.Set(ctx, "v-ns", "v-key", deepJSON(contract.MaxJSONDepth+1))
+		}},
 		{"MetadataSet/NoValue", persist.ErrInvalidEntry, func(ctx context.Context, s *persist.Store) error { return s.Metadata.Set(ctx, "v-ns", "v-key", nil) }},
+		{"InterruptCreate/PayloadOverValueBound", persist.ErrInvalidEntry, func(ctx context.Context, s *persist.Store) error {
+			return s.Interrupts.Create(ctx, persist.NewInterrupt{InterruptID: "x-int", RunID: "v-run", ThreadID: "v-thread", RequestedAt: 1, Payload: sizedJSON('{', persist.MaxValueBytes+1)})
+		}},
+		{"InterruptResolve/ResponseTooDeep", persist.ErrInvalidEntry, func(ctx context.Context, s *persist.Store) error {
+			return s.Interrupts.Resolve(ctx, "v-int", deepJSON(contract.MaxJSONDepth+1))
+		}},
+		{"CommitBatch/ResponseOverValueBound", persist.ErrInvalidEntry, func(ctx context.Context, s *persist.Store) error {
+			return s.Interrupts.CommitBatch(ctx, []persist.InterruptCommitEntry{{InterruptID: "v-int", Status: persist.InterruptResolved, Response: sizedJSON('[', persist.MaxValueBytes+1)}})
+		}},
+		{"Update/UsageOverValueBound", persist.ErrInvalidEntry, func(ctx context.Context, s *persist.Store) error {
+			return s.Runs.Update(ctx, "v-run", persist.RunPatch{Usage: persist.Set(sizedJSON('{', persist.MaxValueBytes+1))})
+		}},
+		{"Update/ErrorMessageOverValueBound", persist.ErrInvalidEntry, func(ctx context.Context, s *persist.Store) error {
+			return s.Runs.Update(ctx, "v-run", persist.RunPatch{Error: persist.Set(persist.RunError{Message: maxText(false) + "x"})})
+		}},
+		{"Update/SandboxKeyEscapesOverValueBound", persist.ErrInvalidEntry, func(ctx context.Context, s *persist.Store) error {
+			return s.Runs.Update(ctx, "v-run", persist.RunPatch{SandboxKey: persist.Set(maxText(true) + "&")})
+		}},
+		{"GenerationStart/ModelOverValueBound", persist.ErrInvalidEntry, func(ctx context.Context, s *persist.Store) error {
+			st := genStart("x-gen", "v-thread", 1)
+			st.Model = maxText(false) + "x"
+			return errOf(s.GenerationRuns.CreateOrResume(ctx, st))
+		}},
+		{"GenerationUpdate/ResultOverValueBound", persist.ErrInvalidEntry, func(ctx context.Context, s *persist.Store) error {
+			return s.GenerationRuns.Update(ctx, "v-gen", persist.GenerationRunPatch{Result: persist.Set(sizedJSON('"', persist.MaxValueBytes+1))})
+		}},
+		{"ArtifactSave/NameOverValueBound", persist.ErrInvalidEntry, save(func(a *persist.ArtifactRecord) { a.Name = maxText(false) + "x" })},
 		{"MetadataDelete/LongKey", persist.ErrInvalidID, func(ctx context.Context, s *persist.Store) error { return s.Metadata.Delete(ctx, "v-ns", tooLong) }},
 		// Artifacts.
 		{"ArtifactSave/EmptyID", persist.ErrInvalidID, save(func(a *persist.ArtifactRecord) { a.ArtifactID = "" })},
@@ -331,4 +366,99 @@ func testPatchJSON(t *testing.T, e *env) {
 	require.NoError(t, json.Unmarshal([]byte(`{"result":null,"artifacts":[]}`), &g))
 	require.True(t, g.Result.IsClear())
 	require.Equal(t, "[]", string(g.Artifacts.Value()))
+}
+
+// sizedJSON is a JSON value of n bytes (n ≥ 8): a string ('"'), an object
+// ('{') or an array ('[') holding one string.
+func sizedJSON(kind byte, n int) json.RawMessage {
+	switch kind {
+	case '{':
+		return raw(`{"s":"` + strings.Repeat("x", n-8) + `"}`)
+	case '[':
+		return raw(`["` + strings.Repeat("x", n-4) + `"]`)
+	}
+	return raw(`"` + strings.Repeat("x", n-2) + `"`)
+}
+
+// deepJSON is an array nested depth levels.
+func deepJSON(depth int) json.RawMessage {
+	return raw(strings.Repeat("[", depth) + strings.Repeat("]", depth))
+}
+
+// maxText is a text of exactly MaxValueBytes as a stored JSON string
+// (driver.TextSize): plain ASCII, or control characters and '<' that a
+// stored record escapes to six bytes each (the most a byte can take).
+func maxText(escaped bool) string {
+	if escaped {
+		n := (persist.MaxValueBytes - 2) / 6
+		return strings.Repeat("\x01", n/2) + strings.Repeat("<", n-n/2)
+	}
+	return strings.Repeat("t", persist.MaxValueBytes-2)
+}
+
+// testValuesAtTheBounds: records whose every id, text and JSON value is at
+// its bound, in the form that takes the most room stored (ids and texts of
+// control characters, JSON escapes of six bytes a byte), are stored and
+// read back exactly on every engine, by id and through every list that
+// reads an index copy; so is a value nested contract.MaxJSONDepth deep.
+// One byte more is refused (InvalidInputsChangeNothing). This is where
+// fdbstore shows that its largest stored form fits one FoundationDB value.
+func testValuesAtTheBounds(t *testing.T, e *env) {
+	require.Equal(t, persist.MaxValueBytes, driver.TextSize(maxText(true)), "an escaped text at the bound")
+	require.Equal(t, persist.MaxValueBytes, driver.TextSize(maxText(false)), "a plain text at the bound")
+	// Ids of control characters and '<', six bytes each stored.
+	id := func(c byte) string {
+		return strings.Repeat(string(rune(c)), driver.MaxIDBytes/2) + strings.Repeat("<", driver.MaxIDBytes/2)
+	}
+	thread := id(2)
+	code := maxText(true)
+	rerr := persist.RunError{Message: maxText(false), Code: &code}
+
+	// A generation run: two ids, five texts, three JSON values.
+	g := persist.GenerationRunStart{RunID: id(1), ThreadID: thread, Activity: maxText(true), Provider: maxText(true), Model: maxText(false), StartedAt: 1}
+	require.NoError(t, errOf(e.s.GenerationRuns.CreateOrResume(e.ctx, g)))
+	require.NoError(t, e.s.GenerationRuns.Update(e.ctx, g.RunID, persist.GenerationRunPatch{Status: persist.Set(persist.RunFailed), Error: persist.Set(rerr),
+		Result: persist.Set(sizedJSON('"', persist.MaxValueBytes)), Artifacts: persist.Set(sizedJSON('[', persist.MaxValueBytes)), Usage: persist.Set(sizedJSON('{', persist.MaxValueBytes))}))
+	gr := must(e.s.GenerationRuns.Get(e.ctx, g.RunID)).of(t)
+	require.NotNil(t, gr)
+	require.Equal(t, g.Activity, gr.Activity)
+	require.Equal(t, rerr, *gr.Error)
+	require.Equal(t, string(sizedJSON('[', persist.MaxValueBytes)), string(gr.Artifacts))
+	jsonEq(t, gr, must(e.s.GenerationRuns.FindLatestForThread(e.ctx, thread)).of(t), "the index copy")
+
+	// A run: two ids, three texts, one JSON value.
+	r := must(e.s.Runs.CreateOrResume(e.ctx, persist.RunStart{RunID: id(3), ThreadID: thread, StartedAt: 1})).of(t)
+	e.update(r.RunID, persist.RunPatch{Error: persist.Set(rerr), SandboxKey: persist.Set(maxText(true)), Usage: persist.Set(sizedJSON('{', persist.MaxValueBytes)), DetachedSince: persist.Set[int64](1)})
+	got := e.run(r.RunID)
+	require.Equal(t, maxText(true), *got.SandboxKey)
+	require.Equal(t, string(sizedJSON('{', persist.MaxValueBytes)), string(got.Usage))
+	jsonEq(t, []*persist.RunRecord{got}, must(e.s.Runs.ListByThread(e.ctx, thread)).of(t), "the index copy")
+
+	// An interrupt: three ids, two JSON values; one nested to the bound.
+	in := persist.NewInterrupt{InterruptID: id(4), RunID: id(5), ThreadID: thread, RequestedAt: 1, Payload: sizedJSON('{', persist.MaxValueBytes)}
+	require.NoError(t, e.s.Interrupts.Create(e.ctx, in))
+	deep := deepJSON(contract.MaxJSONDepth)
+	require.NoError(t, e.s.Interrupts.Resolve(e.ctx, in.InterruptID, sizedJSON('"', persist.MaxValueBytes)))
+	ir := e.getInterrupt(in.InterruptID)
+	require.Equal(t, string(in.Payload), string(ir.Payload))
+	require.Equal(t, string(sizedJSON('"', persist.MaxValueBytes)), string(ir.Response))
+	jsonEq(t, []*persist.InterruptRecord{ir}, must(e.s.Interrupts.List(e.ctx, thread)).of(t), "the index copy")
+	e.interrupt("deep", "deep-run", "deep-thread", 1, `{"d":`+string(deep[1:len(deep)-1])+`}`)
+	require.NoError(t, e.s.Interrupts.Resolve(e.ctx, "deep", deep))
+	require.Equal(t, string(deep), string(e.getInterrupt("deep").Response))
+
+	// Metadata, at the size bound and at the depth bound.
+	require.NoError(t, e.s.Metadata.Set(e.ctx, id(6), id(7), sizedJSON('"', persist.MaxValueBytes)))
+	require.Equal(t, string(sizedJSON('"', persist.MaxValueBytes)), string(must(e.s.Metadata.Get(e.ctx, id(6), id(7))).of(t)))
+	require.NoError(t, e.s.Metadata.Set(e.ctx, "deep", "k", deep))
+	require.Equal(t, string(deep), string(must(e.s.Metadata.Get(e.ctx, "deep", "k")).of(t)))
+
+	// An artifact: four ids, three texts.
+	blobKey := id(8)
+	e.save(artifact(id(9), func(a *persist.ArtifactRecord) {
+		a.RunID, a.ThreadID, a.BlobKey, a.Name, a.MimeType, a.SourceURL = id(10), thread, &blobKey, maxText(true), maxText(false), str(maxText(true))
+	}))
+	a := must(e.s.Artifacts.Get(e.ctx, id(9))).of(t)
+	require.Equal(t, maxText(true), a.Name)
+	jsonEq(t, []*persist.ArtifactRecord{a}, must(e.s.Artifacts.ListForThread(e.ctx, thread)).of(t), "the index copy")
 }
