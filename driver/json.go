@@ -323,14 +323,28 @@ func (r *JSONReader) PaddedView() ([]byte, bool, error) { return r.padded() }
 // second time. null is absent (false). A value that is not an array of
 // valid UTF-8 fails with ErrInvalidEntry, as ValidateTranscript does.
 func (r *JSONReader) Transcript() (Transcript, bool, error) {
-	v, ok, err := r.padded()
+	v, ok, deep, err := r.paddedBounded()
 	if !ok || err != nil {
 		return Transcript{}, false, err
 	}
 	if t := bytes.TrimLeft(v, " \t\r\n"); t[0] != '[' || !utf8.Valid(v) {
 		return Transcript{}, true, invalid("transcript is not a JSON array")
 	}
+	if deep {
+		return Transcript{}, true, invalid("transcript is nested deeper than %d levels", contract.MaxJSONDepth)
+	}
 	return Transcript{b: v}, true, nil
+}
+
+// paddedBounded is padded for a value the contract's JSON-validity rule
+// bounds: deep reports that the value nests deeper than
+// contract.MaxJSONDepth, which the scanner measured as it read it (no
+// second pass).
+func (r *JSONReader) paddedBounded() (v []byte, ok, deep bool, err error) {
+	base := len(r.dec.stack)
+	r.dec.peak = base
+	v, ok, err = r.padded()
+	return v, ok, r.dec.peak-base > contract.MaxJSONDepth, err
 }
 
 // padded is Padded without the copy.
@@ -783,7 +797,7 @@ func (r *JSONReader) Checkpoint(path string) (*Checkpoint, error) {
 	var v [7]jsonValue
 	var conv []byte
 	var convOff int64
-	var hasFiles, hasArts bool
+	var hasFiles, hasArts, convDeep bool
 	var filesErr, artsErr error
 	// The strings are cut from one string of the reader's arena, and the
 	// entries built from the reader's scratch slices: per checkpoint, one
@@ -793,7 +807,7 @@ func (r *JSONReader) Checkpoint(path string) (*Checkpoint, error) {
 		switch string(name) {
 		case "conversation":
 			convOff = r.nameEnd
-			conv, _, err = r.padded()
+			conv, _, convDeep, err = r.paddedBounded()
 		case "files":
 			hasFiles, filesErr = arrayInto(r, jsonPath{base: path, list: "files"}, &r.files,
 				func(p jsonPath) (entrySpans, error) { return r.entry(&r.ar, p) })
@@ -834,6 +848,8 @@ func (r *JSONReader) Checkpoint(path string) (*Checkpoint, error) {
 		// is left of validateConversation is the kind and the UTF-8.
 		if t := bytes.TrimLeft(conv, " \t\r\n"); t[0] != '[' || !utf8.Valid(conv) {
 			errs[8] = fieldErr(ErrInvalidEntry, p, "conversation", convOff, "is not a JSON array of valid UTF-8")
+		} else if convDeep {
+			errs[8] = fieldErr(ErrInvalidEntry, p, "conversation", convOff, "is nested deeper than %d levels", contract.MaxJSONDepth)
 		}
 	}
 	errs[9] = artsErr

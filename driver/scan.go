@@ -46,6 +46,7 @@ type scanner struct {
 	err      error
 	limit    int  // the deepest nesting accepted
 	deep     bool // err is the nesting limit's
+	peak     int  // the deepest nesting reached: JSONReader's per-value bound
 
 	// peeked is whether peekAt is next()'s answer at pos: PeekKind and the
 	// read that follows it would otherwise each skip the same space and
@@ -406,6 +407,9 @@ func (s *scanner) container(i, depth int) (int, error) {
 func (s *scanner) members(i, depth int, member func(name []byte, val []byte, off int)) (int, error) {
 	if depth > s.limit {
 		return i, s.tooDeep(i)
+	}
+	if depth > s.peak {
+		s.peak = depth
 	}
 	b := s.b
 	obj := b[i] == '{'
