@@ -92,10 +92,10 @@ func openedOn(raw kv.DB, opts storeurl.Options) (*storeurl.Opened, error) {
 	}
 	sdrivers := newStreamsCache(db)
 	return &storeurl.Opened{
-		Tenant:     *own,
-		Close:      func() error { return nil },
-		Handle:     raw,
-		OpenTenant: tenant,
+		Tenant:      *own,
+		Close:       func() error { return nil },
+		Handle:      raw,
+		OpenTenant:  tenant,
 		OpenStreams: sdrivers.get,
 	}, nil
 }

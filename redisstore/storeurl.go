@@ -159,7 +159,7 @@ func openURL(ctx context.Context, spec string, opts storeurl.Options) (*storeurl
 			err := errors.Join(persist.Close(), sdrivers.close())
 			return errors.Join(err, client.Close())
 		},
-		Handle: client,
+		Handle:      client,
 		OpenStreams: sdrivers.get,
 		OpenTenant: func(name string, lease ckptstore.Options) (*storeurl.Tenant, error) {
 			o := ro
