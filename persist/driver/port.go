@@ -126,9 +126,16 @@ func (r Record) ID() string {
 
 // Check reports a record that is not one well-formed record of its kind:
 // the kind unknown, not exactly the pointer of its kind set, an empty id,
-// or a raw JSON value that is not valid JSON. Load's callers check records
-// read from a stream with it; the records of a Dump pass.
-func (r Record) Check() error {
+// or a raw JSON value that is not valid JSON, is nested deeper than
+// contract.MaxJSONDepth or is over MaxValueBytes. Load's callers check
+// records read from a stream with it. A record stored before those bounds
+// may be over them: it fails Check, so it is not imported again, but it
+// is still written out (MarshalJSON checks only the shape), so an export
+// carries everything the store holds.
+func (r Record) Check() error { return r.check(true) }
+
+// check is Check; bounded false leaves out the raw values' checks.
+func (r Record) check(bounded bool) error {
 	set := 0
 	for _, p := range []bool{r.Run != nil, r.GenerationRun != nil, r.Interrupt != nil, r.Metadata != nil, r.Artifact != nil, r.Blob != nil} {
 		if p {
@@ -179,6 +186,9 @@ func (r Record) Check() error {
 	}
 	if err := r.checkFields(); err != nil {
 		return err
+	}
+	if !bounded {
+		return nil
 	}
 	for _, v := range raws {
 		if len(v) > MaxValueBytes {
@@ -265,7 +275,7 @@ func Equal(a, b Record) bool {
 // values as stored, byte for byte. encoding/json compacts what a Marshaler
 // returns, so a caller that keeps the bytes calls MarshalJSON itself.
 func (r Record) MarshalJSON() ([]byte, error) {
-	if err := r.Check(); err != nil {
+	if err := r.check(false); err != nil {
 		return nil, err
 	}
 	b := ckptdriver.AppendJSONString(append(make([]byte, 0, 256), `{"persist":`...), string(r.Kind))
@@ -401,7 +411,9 @@ func (r *Record) UnmarshalJSON(b []byte) error {
 	if err != nil {
 		return fmt.Errorf("%w: %s record: %v", ErrInvalidEntry, r.Kind, err)
 	}
-	return r.Check()
+	// The shape only, as MarshalJSON: an export may carry a record stored
+	// before the value bounds, and Load checks the bounds (Distinct).
+	return r.check(false)
 }
 
 // AppendRow appends m's row: its record's JSON with "object" last, the
