@@ -48,6 +48,15 @@ export interface ClientOptions {
    */
   agent?: object | undefined
   /**
+   * Node only: send the JSON calls through undici's Pool instead of
+   * node:http ('undici'), which costs less CPU per call (see the README).
+   * Off by default: undici schedules its own work on timers, so a caller
+   * that fakes timers (vi.useFakeTimers, node:test's mock.timers) sees its
+   * calls never settle; node:http does not depend on them. Needs the
+   * `undici` package installed beside this one.
+   */
+  nodeTransport?: 'node:http' | 'undici' | undefined
+  /**
    * Aborts every call of the store made from these options: a call in
    * flight, waiting to retry, or started later rejects at once with the
    * signal's reason (an AbortError by default) and is not retried. A write
@@ -356,9 +365,10 @@ export class Transport {
   private readonly base: string
   private readonly fetch: typeof fetch | undefined
   private readonly node: { mod: NodeHttpModule; agent: object } | undefined
-  // The JSON calls' transport on Node when undici loads and the caller
-  // gave no agent: it costs less CPU per call than node:http (see the
-  // README); the raw (blob) calls keep node:http's streaming.
+  // The JSON calls' transport on Node when the caller asks for undici
+  // (nodeTransport), it loads and the caller gave no agent: it costs less
+  // CPU per call than node:http (see the README); the raw (blob) calls
+  // keep node:http's streaming.
   private readonly pool: UndiciPool | undefined
   private readonly hostname: string
   private readonly port: string | undefined
@@ -391,7 +401,10 @@ export class Transport {
         `ckptstore: options.${options.ca !== undefined ? 'ca' : 'agent'} needs the node:http(s) transport: Node ≥ 20.16, no options.fetch, a url without credentials or query`,
       )
     }
-    this.pool = this.node !== undefined ? undiciPool(u.origin, options) : undefined
+    if (options.nodeTransport !== undefined && options.nodeTransport !== 'node:http' && options.nodeTransport !== 'undici') {
+      throw new TypeError(`ckptstore: options.nodeTransport must be 'node:http' or 'undici'`)
+    }
+    this.pool = this.node !== undefined && options.nodeTransport === 'undici' ? undiciPool(u.origin, options) : undefined
     this.signal = options.signal
     this.headerSources = options.headers === undefined ? [] : [options.headers]
     this.hostname = u.hostname.replace(/^\[(.*)\]$/, '$1')

@@ -25,6 +25,7 @@ const { values } = parseArgs({
     writers: { type: 'string', default: '1,16' },
     kb: { type: 'string', default: '2' },
     fetch: { type: 'boolean', default: false },
+    undici: { type: 'boolean', default: false },
   },
 })
 const rounds = Number(values.rounds)
@@ -51,7 +52,7 @@ function cp(id: string, threadId: string, parent: string | null, n: number): Che
 }
 
 const server = await startServer('mem')
-const store = createCheckpointStore<Msg>(values.fetch ? { url: server.url, fetch: globalThis.fetch } : { url: server.url })
+const store = createCheckpointStore<Msg>(values.fetch ? { url: server.url, fetch: globalThis.fetch } : values.undici ? { url: server.url, nodeTransport: 'undici' } : { url: server.url })
 const u = new URL(server.url)
 const agent = new Agent({ keepAlive: true })
 const b64url = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_'

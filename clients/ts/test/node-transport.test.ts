@@ -4,7 +4,7 @@
 // scripted server instead: 503s, dropped connections, replies cut off
 // mid-way, silence, and answers that are never retried.
 
-import { after, before, describe, test } from 'node:test'
+import { after, before, describe, mock, test } from 'node:test'
 import assert from 'node:assert/strict'
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import { CkptstoreError, createCheckpointStore, createInstanceStore, SandboxCheckpointConflictError } from '@ckptstore/client'
@@ -105,14 +105,30 @@ describe('node:http: the request', () => {
     }
   })
 
+  test('the default transport settles under faked timers (node:http needs none); undici is opt-in', { timeout: 10_000 }, async () => {
+    const s = await scripted(() => ok('{"headId":null}'))
+    try {
+      mock.timers.enable({ apis: ['setTimeout', 'setInterval', 'setImmediate', 'Date'] })
+      try {
+        const store = createCheckpointStore({ url: s.url, timeoutMs: 1_000 })
+        assert.equal(await store.getHead('t'), null)
+      } finally {
+        mock.timers.reset()
+      }
+      const viaUndici = createCheckpointStore({ url: s.url, nodeTransport: 'undici' })
+      assert.equal(await viaUndici.getHead('t'), null)
+      assert.throws(() => createCheckpointStore({ url: s.url, nodeTransport: 'fetch' as never }), TypeError)
+    } finally {
+      await s.close()
+    }
+  })
+
   test('sequential calls share one keep-alive connection; options.fetch switches to fetch', async () => {
     const s = await scripted(() => ok('{"headId":null}'))
     try {
       const store = createCheckpointStore({ url: s.url })
       for (let i = 0; i < 20; i++) await store.getHead('t')
-      // undici's Pool may open a second connection while the first is
-      // still settling its first reply; after that, calls reuse them.
-      assert.ok(s.sockets() <= 2, `at most two connections for 20 calls, not ${s.sockets()}`)
+      assert.equal(s.sockets(), 1, 'one connection for 20 sequential calls')
       assert.equal(s.seen[0]!.headers['sec-fetch-mode'], undefined, 'not fetch')
       const viaFetch = createCheckpointStore({ url: s.url, fetch: (input, init) => fetch(input, init) })
       await viaFetch.getHead('t')
