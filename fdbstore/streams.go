@@ -596,7 +596,7 @@ func (d *Streams) Read(ctx context.Context, name string, from streams.Pos, max i
 			if c, ok, err := d.chunkAt(tr, s.id, pos); err != nil {
 				return err
 			} else if ok && c.Start < pos {
-				out.Chunks, out.Next, budget = takeChunk(out.Chunks, &c, pos, s.to, budget)
+				out.Chunks, out.Next, budget = c.Take(out.Chunks, pos, s.to, budget)
 				pos = out.Next
 			}
 			for pos < s.to && budget > 0 {
@@ -615,7 +615,7 @@ func (d *Streams) Read(ctx context.Context, name string, from streams.Pos, max i
 					if err != nil {
 						return err
 					}
-					out.Chunks, out.Next, budget = takeChunk(out.Chunks, &c, c.Start, s.to, budget)
+					out.Chunks, out.Next, budget = c.Take(out.Chunks, c.Start, s.to, budget)
 					pos = out.Next
 				}
 			}
@@ -633,29 +633,6 @@ func max64(a, b streams.Pos) streams.Pos {
 		return a
 	}
 	return b
-}
-
-// takeChunk appends the units of c from from (below to) to out, about
-// budget bytes of them (at least one unit).
-func takeChunk(out []streams.Chunk, c *streams.Chunk, from, to streams.Pos, budget int) ([]streams.Chunk, streams.Pos, int) {
-	end := min(c.End(), to)
-	if c.Ends == nil {
-		end = min(end, from+streams.Pos(budget))
-		budget -= int(end - from)
-	} else {
-		j := from
-		for j < end && budget > 0 {
-			k := j - c.Start
-			lo := int32(0)
-			if k > 0 {
-				lo = c.Ends[k-1] + 1
-			}
-			budget -= int(c.Ends[k]-lo) + 1
-			j++
-		}
-		end = j
-	}
-	return append(out, c.Slice(from, end)), end, budget
 }
 
 func (d *Streams) wake(id uint64) {

@@ -184,26 +184,7 @@ func (s *mstream) view(out []streams.Chunk, from, to streams.Pos, budget int) ([
 	}
 	i := sort.Search(len(s.chunks), func(i int) bool { return s.chunks[i].End() > from })
 	for ; i < len(s.chunks) && from < to && budget > 0; i++ {
-		c := &s.chunks[i]
-		end := min(c.End(), to)
-		if c.Ends == nil {
-			end = min(end, from+streams.Pos(budget))
-			budget -= int(end - from)
-		} else {
-			j := from
-			for j < end && budget > 0 {
-				k := j - c.Start
-				lo := int32(0)
-				if k > 0 {
-					lo = c.Ends[k-1] + 1
-				}
-				budget -= int(c.Ends[k]-lo) + 1
-				j++
-			}
-			end = j
-		}
-		out = append(out, c.Slice(from, end))
-		from = end
+		out, from, budget = s.chunks[i].Take(out, from, to, budget)
 	}
 	return out, from, budget
 }

@@ -631,7 +631,7 @@ func (d *Streams) Read(ctx context.Context, name string, from streams.Pos, max i
 		if ch, ok, err := d.chunkAt(ctx, d.c, s.id, pos); err != nil {
 			return streams.ReadResult{}, err
 		} else if ok && ch.Start < pos {
-			out.Chunks, out.Next, budget = take(out.Chunks, &ch, pos, s.to, budget)
+			out.Chunks, out.Next, budget = ch.Take(out.Chunks, pos, s.to, budget)
 			pos = out.Next
 		}
 		for pos < s.to && budget > 0 {
@@ -651,7 +651,7 @@ func (d *Streams) Read(ctx context.Context, name string, from streams.Pos, max i
 				if budget <= 0 {
 					break
 				}
-				out.Chunks, out.Next, budget = take(out.Chunks, &ch, ch.Start, s.to, budget)
+				out.Chunks, out.Next, budget = ch.Take(out.Chunks, ch.Start, s.to, budget)
 				pos = out.Next
 			}
 		}
@@ -660,29 +660,6 @@ func (d *Streams) Read(ctx context.Context, name string, from streams.Pos, max i
 		}
 	}
 	return out, nil
-}
-
-// take appends the units of c from from (below to) to out, about budget
-// bytes of them (at least one unit).
-func take(out []streams.Chunk, c *streams.Chunk, from, to streams.Pos, budget int) ([]streams.Chunk, streams.Pos, int) {
-	end := min(c.End(), to)
-	if c.Ends == nil {
-		end = min(end, from+streams.Pos(budget))
-		budget -= int(end - from)
-	} else {
-		j := from
-		for j < end && budget > 0 {
-			k := j - c.Start
-			lo := int32(0)
-			if k > 0 {
-				lo = c.Ends[k-1] + 1
-			}
-			budget -= int(c.Ends[k]-lo) + 1
-			j++
-		}
-		end = j
-	}
-	return append(out, c.Slice(from, end)), end, budget
 }
 
 // Wait implements streams.Driver.

@@ -137,6 +137,30 @@ func (c *Chunk) Slice(from, to Pos) Chunk {
 	return Chunk{Start: from, Data: c.Data[lo:hi:hi], Ends: ends}
 }
 
+// Take appends to out the units of c from from (below to), about budget
+// bytes of them and at least one unit, and returns out, where it stopped
+// and the budget left: every driver's read of its chunks pages by it.
+func (c *Chunk) Take(out []Chunk, from, to Pos, budget int) ([]Chunk, Pos, int) {
+	end := min(c.End(), to)
+	if c.Ends == nil {
+		end = min(end, from+Pos(budget))
+		budget -= int(end - from)
+	} else {
+		j := from
+		for j < end && budget > 0 {
+			k := j - c.Start
+			lo := int32(0)
+			if k > 0 {
+				lo = c.Ends[k-1] + 1
+			}
+			budget -= int(c.Ends[k]-lo) + 1
+			j++
+		}
+		end = j
+	}
+	return append(out, c.Slice(from, end)), end, budget
+}
+
 // Producer is an idempotent producer's request tuple.
 type Producer struct {
 	ID         string
