@@ -171,7 +171,8 @@ func (d *Persistence) WatchLock(ctx context.Context, key string) (<-chan struct{
 	return d.hub.watch(ctx, key)
 }
 
-// hub fans the driver's one lock subscription out to the watchers.
+// hub fans one Pub/Sub channel out to its watchers, by message: the
+// persistence driver's lock keys, and the stream driver's wake ids.
 type hub struct {
 	c       redis.UniversalClient
 	channel string
@@ -268,8 +269,13 @@ func (h *hub) lost() {
 	}
 }
 
+// close ends the hub; a second close does nothing.
 func (h *hub) close() error {
 	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return nil
+	}
 	h.closed = true
 	h.lost()
 	h.mu.Unlock()

@@ -45,7 +45,7 @@ import (
 type Streams struct {
 	c    redis.UniversalClient
 	base string
-	hub  *streamHub
+	hub  *hub // the wake channel's subscription, shared with the lock watchers' code
 
 	sweepMu      sync.Mutex
 	sweepCursor  uint64   // where the next SweepExpired resumes its HSCAN
@@ -62,7 +62,7 @@ const streamsRecheck = 5 * time.Second
 // prefix ("" = DefaultPrefix), over c. Close ends its subscription.
 func NewStreams(c redis.UniversalClient, prefix string) *Streams {
 	base := keyBase(prefix) + "s:"
-	return &Streams{c: c, base: base, hub: newStreamHub(c, base+"wake")}
+	return &Streams{c: c, base: base, hub: newHub(c, base+"wake")}
 }
 
 // Close ends the driver's subscription; it does not close the client.
@@ -687,117 +687,6 @@ func (d *Streams) Wait(ctx context.Context, name string, tail streams.Pos) error
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-}
-
-// streamHub fans one subscription out to the driver's waiters, by id.
-type streamHub struct {
-	c       redis.UniversalClient
-	channel string
-
-	start sync.Once
-	ps    *redis.PubSub
-	done  chan struct{}
-
-	mu     sync.Mutex
-	live   bool
-	ready  chan struct{}
-	waits  map[string]chan struct{}
-	closed bool
-}
-
-func newStreamHub(c redis.UniversalClient, channel string) *streamHub {
-	return &streamHub{c: c, channel: channel, ready: make(chan struct{}), waits: map[string]chan struct{}{}, done: make(chan struct{})}
-}
-
-// watch returns a channel closed by the next message for id, or by a
-// break of the subscription; it returns only while subscribed.
-func (h *streamHub) watch(ctx context.Context, id string) (<-chan struct{}, error) {
-	h.start.Do(func() {
-		h.ps = h.c.Subscribe(context.Background(), h.channel)
-		go h.loop()
-	})
-	for {
-		h.mu.Lock()
-		if h.closed {
-			h.mu.Unlock()
-			return nil, redis.ErrClosed
-		}
-		if h.live {
-			ch := h.waits[id]
-			if ch == nil {
-				ch = make(chan struct{})
-				h.waits[id] = ch
-			}
-			h.mu.Unlock()
-			return ch, nil
-		}
-		ready := h.ready
-		h.mu.Unlock()
-		select {
-		case <-ready:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
-}
-
-func (h *streamHub) loop() {
-	defer close(h.done)
-	for {
-		msg, err := h.ps.Receive(context.Background())
-		h.mu.Lock()
-		if h.closed {
-			h.mu.Unlock()
-			return
-		}
-		switch m := msg.(type) {
-		case *redis.Subscription:
-			if m.Kind == "subscribe" && !h.live {
-				h.live = true
-				close(h.ready)
-			}
-		case *redis.Message:
-			if ch := h.waits[m.Payload]; ch != nil {
-				close(ch)
-				delete(h.waits, m.Payload)
-			}
-		}
-		if err != nil && h.live {
-			// A message may be lost while the subscription is down: wake
-			// everyone, and wait for the next confirmation.
-			for id, ch := range h.waits {
-				close(ch)
-				delete(h.waits, id)
-			}
-			h.live = false
-			h.ready = make(chan struct{})
-		}
-		h.mu.Unlock()
-		if err != nil {
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
-}
-
-func (h *streamHub) close() error {
-	h.mu.Lock()
-	if h.closed {
-		h.mu.Unlock()
-		return nil
-	}
-	h.closed = true
-	for id, ch := range h.waits {
-		close(ch)
-		delete(h.waits, id)
-	}
-	ps := h.ps
-	h.mu.Unlock()
-	if ps == nil {
-		return nil
-	}
-	err := ps.Close()
-	<-h.done
-	return err
 }
 
 // streamsCache keeps one stream driver (one subscription) per namespace
