@@ -9,6 +9,7 @@ import (
 
 	"github.com/ckptstore/ckptstore/fdbstore"
 	"github.com/ckptstore/ckptstore/fdbstore/kv/memkv"
+	"github.com/ckptstore/ckptstore/memstore"
 	"github.com/ckptstore/ckptstore/streams"
 	"github.com/ckptstore/ckptstore/streams/streamstest"
 )
@@ -113,4 +114,13 @@ func TestStreamsWaitAcrossDrivers(t *testing.T) {
 		}
 		cancel()
 	}
+}
+
+// TestStreamsPort runs the export and import suite on memkv, with
+// memstore as the other engine.
+func TestStreamsPort(t *testing.T) {
+	db := memkv.New()
+	streamstest.RunPort(t, func(t *testing.T) streams.Driver {
+		return fdbstore.NewStreams(db, fdbstore.StreamsNamespacePrefix(t.Name()+"/"+fmt.Sprint(time.Now().UnixNano())))
+	}, func(*testing.T) streams.Driver { return memstore.NewStreams() })
 }

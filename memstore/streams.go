@@ -26,6 +26,7 @@ import (
 type Streams struct {
 	mu     sync.Mutex
 	byName map[string]*mstream
+	serial uint64 // the last stream's serial (streams.Porter)
 }
 
 var _ streams.Driver = (*Streams)(nil)
@@ -44,6 +45,8 @@ type mstream struct {
 	refs      int
 	deleted   bool          // soft-deleted: forks still read it
 	wake      chan struct{} // closed by the next change; nil: nobody waits
+	serial    uint64        // creation order, never reused
+	imp       *importTarget // set while an import of the stream is pending
 }
 
 func (s *mstream) changed() {
@@ -143,7 +146,8 @@ func (d *Streams) Create(_ context.Context, name string, req *streams.CreateRequ
 		old.info.Accessed = now
 		return old.info, false, nil
 	}
-	s := &mstream{name: name, info: streams.Info{Config: cfg, Accessed: now, Fork: fork, Created: now.UnixNano()}}
+	d.serial++
+	s := &mstream{name: name, serial: d.serial, info: streams.Info{Config: cfg, Accessed: now, Fork: fork, Created: now.UnixNano()}}
 	if fork != nil {
 		s.source, s.base, s.info.Tail = src, fork.Pos, fork.Pos
 		src.refs++
