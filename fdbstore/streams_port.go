@@ -251,4 +251,3 @@ func (d *Streams) PortAppend(ctx context.Context, name string, c streams.Chunk) 
 	}
 	return err
 }
-
