@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ckptstore/ckptstore/internal/redistest"
+	"github.com/ckptstore/ckptstore/memstore"
 	"github.com/ckptstore/ckptstore/redisstore"
 	"github.com/ckptstore/ckptstore/streams"
 	"github.com/ckptstore/ckptstore/streams/streamstest"
@@ -84,4 +86,16 @@ func TestStreamsLostReplies(t *testing.T) {
 		}
 		t.Logf("MaxRetries %d: %d failed attempts, %d replies and %d requests lost", retries, failures, proxy.DroppedReplies(), proxy.DroppedRequests())
 	}
+}
+
+// TestStreamsPort runs the export and import suite on a real
+// redis-server, with memstore as the other engine.
+func TestStreamsPort(t *testing.T) {
+	c := redistest.Start(t).Client(t, nil)
+	var n atomic.Int64
+	streamstest.RunPort(t, func(t *testing.T) streams.Driver {
+		d := redisstore.NewStreams(c, fmt.Sprintf("streams-port-%d", n.Add(1)))
+		t.Cleanup(func() { _ = d.Close() })
+		return d
+	}, func(*testing.T) streams.Driver { return memstore.NewStreams() })
 }
