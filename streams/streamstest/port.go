@@ -63,8 +63,12 @@ func porter(t *testing.T, d streams.Driver) portDriver {
 
 func at(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
 
-// populate fills d with every kind of stream a dump carries.
-func populate(t *testing.T, d streams.Driver) {
+// Populate fills d with every kind of stream a dump carries: bytes in
+// several appends (one over a data record), JSON with a producer and
+// Stream-Seq, a stream closed by a producer, TTL and expiry, a chain of
+// forks, a soft-deleted source and one that expired while forked, its
+// name reused. Its clock is the suite's (t0 and after).
+func Populate(t *testing.T, d streams.Driver) {
 	mk := func(name string, req *streams.CreateRequest, now time.Time) {
 		t.Helper()
 		if _, created, err := d.Create(ctx, name, req, now); err != nil || !created {
@@ -119,8 +123,8 @@ func populate(t *testing.T, d streams.Driver) {
 	create(t, d, "empty", "text/plain", "")
 }
 
-// named are the streams populate makes that a client reads.
-var named = []string{"bytes", "json", "closed", "ttl", "exp", "src", "f1", "f2", "jf", "fd", "gone", "fg", "empty"}
+// Named are the streams Populate makes that a client reads.
+var Named = []string{"bytes", "json", "closed", "ttl", "exp", "src", "f1", "f2", "jf", "fd", "gone", "fg", "empty"}
 
 // dumpAll returns every record of p's dump.
 func dumpAll(t *testing.T, p streams.Porter, after streams.Position) []streams.Record {
@@ -215,11 +219,11 @@ func sameNormal(t *testing.T, what string, a, b map[string]string) {
 	}
 }
 
-// sameReads checks that every named stream of a and b reads the same
+// SameReads checks that every Named stream of a and b reads the same
 // from the start and from an offset inside it, with the same state.
-func sameReads(t *testing.T, a, b streams.Driver, now time.Time) {
+func SameReads(t *testing.T, a, b streams.Driver, now time.Time) {
 	t.Helper()
-	for _, name := range named {
+	for _, name := range Named {
 		ia, erra := a.Head(ctx, name, false, now)
 		ib, errb := b.Head(ctx, name, false, now)
 		if erra != nil || errb != nil {
@@ -244,13 +248,13 @@ func sameReads(t *testing.T, a, b streams.Driver, now time.Time) {
 }
 
 func roundTrip(t *testing.T, src, dst portDriver) {
-	populate(t, src)
+	Populate(t, src)
 	recs := dumpAll(t, src, streams.Position{})
 	if n := loadAll(t, dst, recs); n != len(recs) {
 		t.Fatalf("loaded %d records of %d", n, len(recs))
 	}
 	want := normal(t, recs)
-	if len(want) != len(named)+2 { // del, and gone's nameless first stream
+	if len(want) != len(Named)+2 { // del, and gone's nameless first stream
 		t.Fatalf("the dump holds %d streams: %v", len(want), want)
 	}
 	sameNormal(t, "the destination's dump", want, normal(t, dumpAll(t, dst, streams.Position{})))
@@ -258,7 +262,7 @@ func roundTrip(t *testing.T, src, dst portDriver) {
 	if n := loadAll(t, dst, recs); n != 0 {
 		t.Fatalf("a second load wrote %d records", n)
 	}
-	sameReads(t, src, dst, at(3))
+	SameReads(t, src, dst, at(3))
 	// The producers' state came along: a retry is a duplicate, the next
 	// sequence is written; so with a retried producer close.
 	retry := &streams.AppendRequest{ContentType: "application/json", Body: body(t, `[4,"five"]`, "application/json"),
@@ -304,7 +308,7 @@ func roundTrip(t *testing.T, src, dst portDriver) {
 }
 
 func conflict(t *testing.T, src, dst portDriver) {
-	populate(t, src)
+	Populate(t, src)
 	recs := dumpAll(t, src, streams.Position{})
 	// Another "bytes" in the destination: refused, left as it was.
 	create(t, dst, "bytes", "text/plain", "mine")
@@ -344,7 +348,7 @@ func conflict(t *testing.T, src, dst portDriver) {
 }
 
 func resume(t *testing.T, src, dst portDriver) {
-	populate(t, src)
+	Populate(t, src)
 	recs := dumpAll(t, src, streams.Position{})
 	// Stop inside the data of "bytes" (its second data record).
 	k := -1
@@ -419,3 +423,7 @@ func badRecords(t *testing.T, d portDriver) {
 		t.Fatalf("j reads %s (%+v)", got, info)
 	}
 }
+
+// Clock is the suite's clock s seconds after its origin: Populate's
+// streams are all alive at Clock(3), and SameReads reads them then.
+func Clock(s int) time.Time { return at(s) }
