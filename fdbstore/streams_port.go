@@ -37,10 +37,13 @@ func (d *Streams) record(tr kv.ReadTransaction, f *fstream) (streams.StreamRecor
 		if err != nil {
 			return r, err
 		}
-		if src == nil {
-			return r, fmt.Errorf("fdbstore: stream %d: its fork source %d has no state", f.ID, f.Src)
+		// A source with no state (a broken store) is named as a
+		// nameless stream that no dump holds: Check reports the fork,
+		// and Load refuses it.
+		r.Fork.Source = streams.NamelessPrefix + strconv.FormatUint(f.Src, 10)
+		if src != nil {
+			r.Fork.Source = dumpName(src)
 		}
-		r.Fork.Source = dumpName(src)
 	}
 	kvs, err := tr.GetRange(kv.PrefixRange(d.idKey("p/", f.ID)), kv.RangeOptions{}).Get()
 	if err != nil {

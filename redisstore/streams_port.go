@@ -77,10 +77,13 @@ func (d *Streams) record(ctx context.Context, c redis.Cmdable, p *pstream) (stre
 		if err != nil {
 			return r, err
 		}
-		if src == nil {
-			return r, fmt.Errorf("redisstore: stream %s: its fork source %s has no state", p.id, p.src)
+		// A source with no state (a broken store) is named as a
+		// nameless stream that no dump holds: Check reports the fork,
+		// and Load refuses it.
+		r.Fork.Source = streams.NamelessPrefix + p.src
+		if src != nil {
+			r.Fork.Source = src.dumpName()
 		}
-		r.Fork.Source = src.dumpName()
 	}
 	prods, err := c.HGetAll(ctx, d.prods(p.id)).Result()
 	if err != nil {
