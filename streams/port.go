@@ -568,7 +568,7 @@ func sameData(ctx context.Context, p Porter, serial uint64, c *Chunk) (bool, err
 			if k.Start != from {
 				return false, nil
 			}
-			if got.Ends != nil && len(got.Ends) > 0 && len(k.Ends) > 0 {
+			if len(got.Ends) > 0 && len(k.Ends) > 0 {
 				got.Data = append(got.Data, ',')
 			}
 			off := int32(len(got.Data))
