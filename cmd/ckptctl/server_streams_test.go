@@ -17,7 +17,8 @@ import (
 // producers) and none of another tenant's; import through the server
 // loads them into another tenant, where every stream reads back the same
 // at the same offsets, and again loads nothing; copy server → server
-// carries and verifies them; a stream the destination holds with other
+// carries and verifies them, and one interrupted mid-way is finished by
+// running it again; a stream the destination holds with other
 // content is refused (exit 1) with its forks, and left as it is.
 func TestServerStreams(t *testing.T) {
 	t.Setenv(tokenEnv, "")
@@ -25,7 +26,7 @@ func TestServerStreams(t *testing.T) {
 	o, err := storeurl.Open(ctx, "mem", storeurl.Options{})
 	must(t, err)
 	tokens := map[string]string{}
-	for _, ns := range []string{"a", "b", "c", "d", "e"} {
+	for _, ns := range []string{"a", "b", "c", "d", "e", "f"} {
 		tokens["tok-"+ns] = ns
 	}
 	srv := httptest.NewServer(httpstore.NewHandler(o, httpstore.HandlerOptions{Tokens: tokens}))
@@ -66,6 +67,33 @@ func TestServerStreams(t *testing.T) {
 		t.Errorf("copy --verify:\n%s", r.stdout)
 	}
 	streamstest.SameReads(t, driverOf("a"), driverOf("d"), streamstest.Clock(3))
+
+	// copy a → f interrupted after a few batches, some stream left
+	// pending; copy again finishes it, and verifies.
+	cctx, cancel := context.WithCancel(ctx)
+	batches := 0
+	h.afterBatch = func() error {
+		if batches++; batches == 3 {
+			cancel()
+		}
+		return nil
+	}
+	r = h.runCtx(cctx, "copy", "--from", url, "--from-token", "tok-a", "--to", url, "--to-token", "tok-f", "--batch", "3", "--progress", "0")
+	cancel()
+	h.afterBatch = nil
+	if r.code != 1 {
+		t.Fatalf("interrupted copy: %v", r)
+	}
+	partial, err := streams.Check(ctx, driverOf("f").(streams.Porter))
+	must(t, err)
+	if len(partial) == 0 {
+		t.Fatal("the interrupted copy left no stream pending")
+	}
+	h.ok("copy", "--from", url, "--from-token", "tok-a", "--to", url, "--to-token", "tok-f", "--batch", "3", "--verify", "--progress", "0")
+	streamstest.SameReads(t, driverOf("a"), driverOf("f"), streamstest.Clock(3))
+	if ps, err := streams.Check(ctx, driverOf("f").(streams.Porter)); err != nil || len(ps) != 0 {
+		t.Fatalf("after the resumed copy: %v %v", ps, err)
+	}
 
 	// e holds another "src": refused, with its forks f1 and f2 (f2 forks
 	// f1); everything else is copied.

@@ -257,6 +257,11 @@ func roundTrip(t *testing.T, src, dst portDriver) {
 	if n := loadAll(t, dst, recs); n != len(recs) {
 		t.Fatalf("loaded %d records of %d", n, len(recs))
 	}
+	for _, r := range recs {
+		if d := r.Data; d != nil && len(d.Data) > streams.MaxDataRecord {
+			t.Fatalf("stream %s: a data record of %d bytes, over MaxDataRecord", d.Name, len(d.Data))
+		}
+	}
 	want := normal(t, recs)
 	if len(want) != len(Named)+2 { // del, and gone's nameless first stream
 		t.Fatalf("the dump holds %d streams: %v", len(want), want)
