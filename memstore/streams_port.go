@@ -7,7 +7,7 @@ package memstore
 
 import (
 	"context"
-	"slices"
+	"sort"
 	"strconv"
 
 	"github.com/ckptstore/ckptstore/streams"
@@ -47,42 +47,30 @@ func (s *mstream) record() streams.StreamRecord {
 	return r
 }
 
-// PortList implements streams.Porter: every stream a name or a fork
-// reaches, sorted by serial.
+// PortList implements streams.Porter: the streams of order after
+// after, the removed ones left out.
 func (d *Streams) PortList(_ context.Context, after uint64, max int) ([]streams.StreamRecord, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	seen := map[*mstream]bool{}
-	var all []*mstream
-	for _, s := range d.byName {
-		for ; s != nil && !seen[s]; s = s.source {
-			seen[s] = true
-			if s.serial > after {
-				all = append(all, s)
-			}
+	var out []streams.StreamRecord
+	for i := d.search(after + 1); i < len(d.order) && len(out) < max; i++ {
+		if s := d.order[i]; !s.removed {
+			out = append(out, s.record())
 		}
-	}
-	slices.SortFunc(all, func(a, b *mstream) int {
-		if a.serial < b.serial {
-			return -1
-		}
-		return 1
-	})
-	out := make([]streams.StreamRecord, 0, min(max, len(all)))
-	for _, s := range all[:min(max, len(all))] {
-		out = append(out, s.record())
 	}
 	return out, nil
 }
 
+// search is the index in order of the first stream of serial at least
+// serial.
+func (d *Streams) search(serial uint64) int {
+	return sort.Search(len(d.order), func(i int) bool { return d.order[i].serial >= serial })
+}
+
 // find returns the stream of serial, nil when none.
 func (d *Streams) find(serial uint64) *mstream {
-	for _, s := range d.byName {
-		for ; s != nil; s = s.source {
-			if s.serial == serial {
-				return s
-			}
-		}
+	if i := d.search(serial); i < len(d.order) && d.order[i].serial == serial && !d.order[i].removed {
+		return d.order[i]
 	}
 	return nil
 }
@@ -169,7 +157,7 @@ func (d *Streams) PortCreate(_ context.Context, rec *streams.StreamRecord) error
 		s.source, s.base = src, rec.Base()
 		src.refs++
 	}
-	d.byName[rec.Name] = s
+	d.add(s)
 	return nil
 }
 
