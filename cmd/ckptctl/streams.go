@@ -65,13 +65,17 @@ type serverStreams struct {
 }
 
 // Dump pages through streams/export. A server that keeps no streams
-// (UNSUPPORTED on the first page) has none, and Dump says so on stderr.
+// (UNSUPPORTED on the first page), or that has no such route (NOT_FOUND:
+// a server older than it), has none, and Dump says so on stderr.
 func (s serverStreams) Dump(ctx context.Context) iter.Seq2[streams.Record, error] {
 	return func(yield func(streams.Record, error) bool) {
 		cursor := ""
 		for first := true; ; first = false {
 			recs, next, err := s.c.ExportStreams(ctx, cursor, httpstore.MaxStreamExportRecords)
-			if first && errors.Is(err, errors.ErrUnsupported) {
+			var he *httpstore.Error
+			if first && (errors.Is(err, errors.ErrUnsupported) || errors.As(err, &he) && he.Code == httpstore.CodeNotFound) {
+				// A backend without streams, or a server older than the
+				// stream routes.
 				fmt.Fprintf(s.stderr, "ckptctl: %s: no streams: %v\n", s.desc, err)
 				return
 			}
