@@ -110,6 +110,10 @@ type fstream struct {
 	LastSeq  string            `json:"ls,omitempty"`
 	MaxEpoch int64             `json:"me,omitempty"`
 	ClosedBy *streams.Producer `json:"cb,omitempty"`
+	// Imp is the target tail of a pending import (streams.Porter), ImpC
+	// its closure; Closed is false until the import reaches Imp.
+	Imp  *int64 `json:"imp,omitempty"`
+	ImpC bool   `json:"impc,omitempty"`
 }
 
 func (f *fstream) info() streams.Info {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ckptstore/ckptstore/fdbstore"
 	"github.com/ckptstore/ckptstore/fdbstore/kv/memkv"
+	"github.com/ckptstore/ckptstore/memstore"
 	"github.com/ckptstore/ckptstore/streams"
 	"github.com/ckptstore/ckptstore/streams/streamstest"
 )
@@ -112,5 +113,55 @@ func TestStreamsWaitAcrossDrivers(t *testing.T) {
 			t.Fatalf("append %d: the other driver's reader did not wake: %v", i, err)
 		}
 		cancel()
+	}
+}
+
+// TestStreamsPort runs the export and import suite on memkv, with
+// memstore as the other engine.
+func TestStreamsPort(t *testing.T) {
+	db := memkv.New()
+	streamstest.RunPort(t, func(t *testing.T) streams.Driver {
+		return fdbstore.NewStreams(db, fdbstore.StreamsNamespacePrefix(t.Name()+"/"+fmt.Sprint(time.Now().UnixNano())))
+	}, func(*testing.T) streams.Driver { return memstore.NewStreams() })
+}
+
+// BenchmarkStreamsCopy dumps 64 streams of 256 KiB each (appends of 4 KiB)
+// from memstore and loads them into fdbstore on memkv: the path of
+// ckptctl copy, without the process around it.
+func BenchmarkStreamsCopy(b *testing.B) {
+	ctx := context.Background()
+	src := memstore.NewStreams()
+	now := time.Now()
+	const streamsN, appends, size = 64, 64, 4 << 10
+	data := make([]byte, size)
+	for i := range streamsN {
+		name := fmt.Sprintf("s%d", i)
+		if _, _, err := src.Create(ctx, name, &streams.CreateRequest{Config: streams.Config{ContentType: "text/plain"}}, now); err != nil {
+			b.Fatal(err)
+		}
+		for range appends {
+			if _, err := src.Append(ctx, name, &streams.AppendRequest{ContentType: "text/plain", Body: &streams.Chunk{Data: data}}, now); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.SetBytes(streamsN * appends * size)
+	for i := 0; b.Loop(); i++ {
+		dst := fdbstore.NewStreams(memkv.New(), fdbstore.StreamsNamespacePrefix("bench"))
+		var batch []streams.Record
+		for r, err := range streams.Dump(ctx, src, streams.Position{}) {
+			if err != nil {
+				b.Fatal(err)
+			}
+			if batch = append(batch, r); len(batch) == 64 {
+				if _, err := streams.Load(ctx, dst, batch); err != nil {
+					b.Fatal(err)
+				}
+				batch = batch[:0]
+			}
+		}
+		if _, err := streams.Load(ctx, dst, batch); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"fmt"
 
 	"github.com/ckptstore/ckptstore/driver"
+	"github.com/ckptstore/ckptstore/streams"
 )
 
 // MaxCheckProblems is the most problems one /v1/check reply lists; it
@@ -41,10 +42,14 @@ func (h *handler) check(c *call) error {
 			return err
 		}
 	}
+	sps, err := h.streamsCheck(c)
+	if err != nil {
+		return err
+	}
 	c.out.name("problems")
 	c.out.b = append(c.out.b, '[')
 	n := 0
-	for i, group := range [][]driver.Problem{ps, pps} {
+	for i, group := range [][]driver.Problem{ps, pps, sps} {
 		for _, p := range group {
 			if n == MaxCheckProblems {
 				break
@@ -61,12 +66,34 @@ func (h *handler) check(c *call) error {
 		}
 	}
 	c.out.b = append(c.out.b, ']')
-	c.out.int("more", int64(len(ps)+len(pps)-n))
+	c.out.int("more", int64(len(ps)+len(pps)+len(sps)-n))
 	return nil
 }
 
-// checkStores name the two checkers of a /v1/check problem.
-var checkStores = [2]string{"checkpoints", "persistence"}
+// checkStores name the three checkers of a /v1/check problem.
+var checkStores = [3]string{"checkpoints", "persistence", "streams"}
+
+// streamsCheck runs streams.Check on the namespace's streams, when its
+// backend keeps them; a problem's key is the stream's name.
+func (h *handler) streamsCheck(c *call) ([]driver.Problem, error) {
+	if _, ok := h.b.(StreamsBackend); !ok {
+		return nil, nil
+	}
+	p, err := h.streamPorter(c.ns)
+	if err != nil {
+		var re *requestError
+		if errors.As(err, &re) && re.code == CodeUnsupported {
+			return nil, nil
+		}
+		return nil, err
+	}
+	ps, err := streams.Check(c.ctx, p)
+	out := make([]driver.Problem, len(ps))
+	for i, x := range ps {
+		out[i] = driver.Problem{Key: x.Stream, What: x.What}
+	}
+	return out, err
+}
 
 // persistChecker returns the checker of the namespace's persistence
 // driver, or nil when it has none (a driver that keeps no keys, a backend
@@ -85,19 +112,24 @@ func (h *handler) persistChecker(ns *namespace) (driver.Checker, error) {
 }
 
 // CheckReport is the answer of Client.Check: the broken invariants of the
-// namespace's checkpoints and of its persistence records, at most
+// namespace's checkpoints, of its persistence records and of its streams, at most
 // MaxCheckProblems of them together, and how many more the server found.
 type CheckReport struct {
 	// Checkpoints are the problems of the checkpoint store's keys.
 	Checkpoints []driver.Problem
 	// Persistence are the problems of the persistence driver's keys.
 	Persistence []driver.Problem
+	// Streams are the problems of the namespace's streams (streams.Check),
+	// each keyed by the stream's name.
+	Streams []driver.Problem
 	// More counts the problems left out of the reply.
 	More int
 }
 
 // Len is every problem the server found, the listed and the left out.
-func (r CheckReport) Len() int { return len(r.Checkpoints) + len(r.Persistence) + r.More }
+func (r CheckReport) Len() int {
+	return len(r.Checkpoints) + len(r.Persistence) + len(r.Streams) + r.More
+}
 
 // Check runs the consistency check of the client's namespace on the
 // server (/v1/check): the engine's checkers read every key of the
@@ -137,6 +169,8 @@ func (c *Client) Check(ctx context.Context) (CheckReport, error) {
 					rep.Checkpoints = append(rep.Checkpoints, p)
 				case checkStores[1]:
 					rep.Persistence = append(rep.Persistence, p)
+				case checkStores[2]:
+					rep.Streams = append(rep.Streams, p)
 				default:
 					return fmt.Errorf("%w: a problem of store %q", errBadReply, store)
 				}

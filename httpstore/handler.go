@@ -30,6 +30,7 @@ import (
 	"github.com/ckptstore/ckptstore/persist"
 	pdriver "github.com/ckptstore/ckptstore/persist/driver"
 	"github.com/ckptstore/ckptstore/storeurl"
+	"github.com/ckptstore/ckptstore/streams"
 )
 
 // Backend opens the tenants of an engine. *storeurl.Opened is one.
@@ -692,6 +693,9 @@ func errorCode(err error) string {
 	}
 	if c := ckptstore.Code(err); c != "" {
 		return c
+	}
+	if c := streams.Code(err); c != "" {
+		return c // the stream export and import routes
 	}
 	var re *requestError
 	var tooLarge *http.MaxBytesError

@@ -18,6 +18,7 @@ import (
 	"github.com/ckptstore/ckptstore/contract"
 	"github.com/ckptstore/ckptstore/driver"
 	pdriver "github.com/ckptstore/ckptstore/persist/driver"
+	"github.com/ckptstore/ckptstore/streams"
 )
 
 // Header names of the protocol.
@@ -85,6 +86,8 @@ func (e *Error) Unwrap() error {
 		return errors.ErrUnsupported
 	case CodeNotReplicated:
 		return ckptstore.ErrNotReplicated
+	case streams.ErrImportConflict.Code:
+		return streams.ErrImportConflict
 	}
 	return nil
 }
@@ -95,7 +98,8 @@ func statusOf(code string) int {
 	case driver.CodeInvalidID, driver.CodeInvalidEntry, CodeBadRequest,
 		pdriver.CodeInvalidID, pdriver.CodeInvalidEntry:
 		return http.StatusBadRequest
-	case pdriver.CodeDuplicateEntry, pdriver.CodeNotFound, pdriver.CodeNotPending, pdriver.CodeLockLost, pdriver.CodeRecordConflict:
+	case pdriver.CodeDuplicateEntry, pdriver.CodeNotFound, pdriver.CodeNotPending, pdriver.CodeLockLost, pdriver.CodeRecordConflict,
+		streams.ErrImportConflict.Code:
 		return http.StatusConflict
 	case pdriver.CodeRangeNotSatisfiable:
 		return http.StatusRequestedRangeNotSatisfiable

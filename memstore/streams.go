@@ -9,7 +9,9 @@ package memstore
 // the chunks it copied after the lock is released. A fork points at its
 // source's stream value, which keeps the shared data alive; refs counts
 // the forks that still name a stream, and a soft-deleted stream leaves
-// byName when its last fork goes (cascading up the chain).
+// byName when its last fork goes (cascading up the chain). order holds
+// every stream not removed in serial order (creation order, for export),
+// and removed ones until compact drops them.
 
 import (
 	"context"
@@ -26,6 +28,11 @@ import (
 type Streams struct {
 	mu     sync.Mutex
 	byName map[string]*mstream
+	serial uint64 // the last stream's serial (streams.Porter)
+	// order holds every stream by serial, for streams.Porter, with the
+	// removed ones (gone) until compact drops them.
+	order []*mstream
+	gone  int
 }
 
 var _ streams.Driver = (*Streams)(nil)
@@ -44,6 +51,9 @@ type mstream struct {
 	refs      int
 	deleted   bool          // soft-deleted: forks still read it
 	wake      chan struct{} // closed by the next change; nil: nobody waits
+	serial    uint64        // creation order, never reused
+	imp       *importTarget // set while an import of the stream is pending
+	removed   bool          // out of the namespace and of every fork's chain
 }
 
 func (s *mstream) changed() {
@@ -84,8 +94,10 @@ func (d *Streams) expire(s *mstream) {
 // remove takes s, which no fork names, out of the namespace, and with it
 // every soft-deleted source up the chain that s was the last fork of.
 func (d *Streams) remove(s *mstream) {
+	defer d.compact()
 	s.changed()
 	s.deleted = true
+	d.drop(s)
 	if s.name != "" {
 		delete(d.byName, s.name)
 	}
@@ -94,10 +106,42 @@ func (d *Streams) remove(s *mstream) {
 		if !src.deleted || src.refs > 0 {
 			return
 		}
+		d.drop(src)
 		if src.name != "" {
 			delete(d.byName, src.name)
 		}
 	}
+}
+
+// drop marks s removed for order.
+func (d *Streams) drop(s *mstream) {
+	if !s.removed {
+		s.removed = true
+		d.gone++
+	}
+}
+
+// add puts the new stream s, of the highest serial yet, in the namespace
+// and in order.
+func (d *Streams) add(s *mstream) {
+	d.byName[s.name] = s
+	d.order = append(d.order, s)
+}
+
+// compact drops the removed streams from order once they are half of it,
+// so that order stays within twice the streams alive.
+func (d *Streams) compact() {
+	if d.gone == 0 || 2*d.gone < len(d.order) {
+		return
+	}
+	live := d.order[:0]
+	for _, s := range d.order {
+		if !s.removed {
+			live = append(live, s)
+		}
+	}
+	clear(d.order[len(live):])
+	d.order, d.gone = live, 0
 }
 
 // Create implements streams.Driver.
@@ -143,7 +187,8 @@ func (d *Streams) Create(_ context.Context, name string, req *streams.CreateRequ
 		old.info.Accessed = now
 		return old.info, false, nil
 	}
-	s := &mstream{name: name, info: streams.Info{Config: cfg, Accessed: now, Fork: fork, Created: now.UnixNano()}}
+	d.serial++
+	s := &mstream{name: name, serial: d.serial, info: streams.Info{Config: cfg, Accessed: now, Fork: fork, Created: now.UnixNano()}}
 	if fork != nil {
 		s.source, s.base, s.info.Tail = src, fork.Pos, fork.Pos
 		src.refs++
@@ -155,7 +200,7 @@ func (d *Streams) Create(_ context.Context, name string, req *streams.CreateRequ
 		s.info.Tail = b.End()
 	}
 	s.info.Closed = req.Closed
-	d.byName[name] = s
+	d.add(s)
 	return s.info, true, nil
 }
 

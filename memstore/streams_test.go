@@ -11,3 +11,8 @@ import (
 func TestStreamsDriver(t *testing.T) {
 	streamstest.Run(t, func(*testing.T) streams.Driver { return memstore.NewStreams() })
 }
+
+func TestStreamsPort(t *testing.T) {
+	open := func(*testing.T) streams.Driver { return memstore.NewStreams() }
+	streamstest.RunPort(t, open, open)
+}

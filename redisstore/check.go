@@ -234,6 +234,10 @@ func (c *checker) read(ctx context.Context, node redis.Cmdable, k, rest string) 
 	case kind == "p":
 		// The tenant's persistence state (Persistence keeps every key of
 		// it under "{prefix}:p:"), read by its own check after the scan.
+	case kind == "s":
+		// The tenant's Durable Streams (Streams keeps every key of them
+		// under "{prefix}:s:"), checked by streams.Check through their
+		// driver.
 	default:
 		c.add(k, "a key of no kind this package writes")
 	}

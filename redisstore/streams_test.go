@@ -4,13 +4,19 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ckptstore/ckptstore"
+	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/internal/redistest"
+	"github.com/ckptstore/ckptstore/memstore"
 	"github.com/ckptstore/ckptstore/redisstore"
+	"github.com/ckptstore/ckptstore/storeurl"
 	"github.com/ckptstore/ckptstore/streams"
 	"github.com/ckptstore/ckptstore/streams/streamstest"
 )
@@ -83,5 +89,60 @@ func TestStreamsLostReplies(t *testing.T) {
 			t.Fatalf("MaxRetries %d: no append failed (%d replies lost): the faults did not bite", retries, proxy.DroppedReplies())
 		}
 		t.Logf("MaxRetries %d: %d failed attempts, %d replies and %d requests lost", retries, failures, proxy.DroppedReplies(), proxy.DroppedRequests())
+	}
+}
+
+// TestStreamsPort runs the export and import suite on a real
+// redis-server, with memstore as the other engine.
+func TestStreamsPort(t *testing.T) {
+	c := redistest.Start(t).Client(t, nil)
+	var n atomic.Int64
+	streamstest.RunPort(t, func(t *testing.T) streams.Driver {
+		d := redisstore.NewStreams(c, fmt.Sprintf("streams-port-%d", n.Add(1)))
+		t.Cleanup(func() { _ = d.Close() })
+		return d
+	}, func(*testing.T) streams.Driver { return memstore.NewStreams() })
+}
+
+// TestStreamsPortMiniredis runs the export and import suite on
+// miniredis as well, as the engine's other tests do.
+func TestStreamsPortMiniredis(t *testing.T) {
+	c := redis.NewClient(&redis.Options{Addr: miniredis.RunT(t).Addr()})
+	t.Cleanup(func() { _ = c.Close() })
+	var n atomic.Int64
+	streamstest.RunPort(t, func(t *testing.T) streams.Driver {
+		d := redisstore.NewStreams(c, fmt.Sprintf("streams-port-%d", n.Add(1)))
+		t.Cleanup(func() { _ = d.Close() })
+		return d
+	}, func(*testing.T) streams.Driver { return memstore.NewStreams() })
+}
+
+// TestStreamsCheckKeys: the engine's Check of a namespace that keeps
+// streams takes their keys for what they are (streams.Check checks
+// them), and streams.Check finds nothing wrong with them.
+func TestStreamsCheckKeys(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	o, err := storeurl.Open(ctx, "redis://"+srv.Addr+"/0?prefix=chk", storeurl.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = o.Close() })
+	ten, err := o.Namespace("n", ckptstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := o.Streams("n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	streamstest.Populate(t, d)
+	ps, err := ten.Store.Driver().(driver.Checker).Check(ctx)
+	if err != nil || len(ps) != 0 {
+		t.Fatalf("the engine's check of a namespace with streams: %v %v", ps, err)
+	}
+	sps, err := streams.Check(ctx, d.(streams.Porter))
+	if err != nil || len(sps) != 0 {
+		t.Fatalf("streams.Check: %v %v", sps, err)
 	}
 }

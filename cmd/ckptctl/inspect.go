@@ -15,6 +15,7 @@ import (
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/httpstore"
+	"github.com/ckptstore/ckptstore/streams"
 )
 
 // threadSeq yields every thread id of s in byte order, one Threads page at
@@ -192,6 +193,17 @@ func runCheck(ctx context.Context, e *env, args []string) error {
 			problems = append(problems, "persistence: "+p)
 		}
 	}
+	// The streams of the --namespace tenant, through their driver's
+	// Porter: one walk for every engine.
+	if sp, ok := s.streams.(streams.Porter); ok {
+		ps, err := streams.Check(ctx, sp)
+		if err != nil {
+			return fmt.Errorf("%s: streams: %w", s.desc, err)
+		}
+		for _, p := range ps {
+			problems = append(problems, fmt.Sprintf("streams: %q: %s", p.Stream, p.What))
+		}
+	}
 	for _, p := range problems {
 		fmt.Fprintln(e.stdout, p)
 	}
@@ -216,6 +228,9 @@ func serverCheck(ctx context.Context, e *env, s *store) error {
 	}
 	for _, p := range rep.Persistence {
 		fmt.Fprintln(e.stdout, "persistence: "+p.String())
+	}
+	for _, p := range rep.Streams {
+		fmt.Fprintln(e.stdout, "streams: "+p.String())
 	}
 	if rep.More > 0 {
 		fmt.Fprintf(e.stdout, "… and %d more (the server lists the first %d)\n", rep.More, httpstore.MaxCheckProblems)

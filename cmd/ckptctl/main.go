@@ -56,6 +56,7 @@ import (
 	pdriver "github.com/ckptstore/ckptstore/persist/driver"
 	_ "github.com/ckptstore/ckptstore/redisstore" // redis://, rediss://, unix://, redis+sentinel://, redis+cluster://
 	"github.com/ckptstore/ckptstore/storeurl"
+	"github.com/ckptstore/ckptstore/streams"
 )
 
 // quietRedis drops go-redis's own log lines: ckptctl reports each failure
@@ -156,6 +157,10 @@ type store struct {
 	// artifacts, blob rows, locks) of the store's key space; nil for a
 	// store that keeps none.
 	persist pdriver.Driver
+	// streams is the stream driver of the --namespace tenant; nil without
+	// --namespace (streams live in namespaces only) or on an engine that
+	// keeps none.
+	streams streams.Driver
 	// desc names the store in messages, without credentials.
 	desc string
 	// server is set for the store of a ckptserver (--store http://…): its
@@ -197,7 +202,14 @@ func openStore(ctx context.Context, url string, lease ckptstore.Options, namespa
 		}
 	}
 	st, p := t.Store, t.Persistence
-	return &store{Store: st, persist: p, desc: desc, close: o.Close}, nil
+	var sd streams.Driver
+	if namespace != "" && o.OpenStreams != nil {
+		if sd, err = o.Streams(namespace); err != nil {
+			_ = o.Close()
+			return nil, err
+		}
+	}
+	return &store{Store: st, persist: p, streams: sd, desc: desc, close: o.Close}, nil
 }
 
 // tokenEnv is the environment variable --token defaults to, as in

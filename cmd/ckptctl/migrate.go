@@ -537,7 +537,7 @@ func runExport(ctx context.Context, e *env, args []string) error {
 		}
 	}
 	d := e.now().Sub(start)
-	fmt.Fprintf(e.stderr, "export: %d threads, %d checkpoints, %d persistence records, %v, %.0f checkpoints/s\n", threads, cps, x.records, d.Round(time.Millisecond), rate(cps, d))
+	fmt.Fprintf(e.stderr, "export: %d threads, %d checkpoints, %d persistence records, %d streams, %v, %.0f checkpoints/s\n", threads, cps, x.records, x.streams, d.Round(time.Millisecond), rate(cps, d))
 	return nil
 }
 
@@ -550,6 +550,8 @@ type exporter struct {
 	// follow the threads; records is how many were written.
 	whole   bool
 	records int
+	// streams is how many streams were written, after the records.
+	streams int
 	// every is the interval of the progress lines (0 = none), and total
 	// the threads to write when known (0 = unknown).
 	every time.Duration
@@ -594,6 +596,9 @@ func (x *exporter) write(ctx context.Context, ids iter.Seq2[string, error], w io
 		if err != nil {
 			return threads, cps, err
 		}
+		if x.streams, err = writeStreams(ctx, s, bw, e.stderr); err != nil {
+			return threads, cps, err
+		}
 	}
 	return threads, cps, bw.Flush()
 }
@@ -636,6 +641,9 @@ type streamReader struct {
 	// onPersist takes each persistence record value ({"persist": …});
 	// nil refuses them.
 	onPersist func(v jsontext.Value) error
+	// onStream takes each stream record value ({"stream": …} or
+	// {"streamData": …}); nil refuses them.
+	onStream func(v jsontext.Value) error
 }
 
 func newStreamReader(r io.Reader) *streamReader {
@@ -706,6 +714,17 @@ func (r *streamReader) nextThread() (*srcThread, error) {
 			}
 			continue
 		}
+		if isStream(v) {
+			// So does a stream record.
+			r.cur = ""
+			if r.onStream == nil {
+				return nil, usageErr("input value %d: a stream record, which this command does not read", r.n)
+			}
+			if err := r.onStream(v); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		if r.cur == "" {
 			return nil, usageErr("input value %d: a checkpoint before the first thread header", r.n)
 		}
@@ -763,7 +782,7 @@ func (r *streamReader) header(v jsontext.Value) (*srcThread, error) {
 					r.cur = ""
 					return
 				}
-				if isHeader(v) || isPersist(v) {
+				if isHeader(v) || isPersist(v) || isStream(v) {
 					r.peek = v
 					r.cur = ""
 					return
@@ -826,6 +845,21 @@ func runImport(ctx context.Context, e *env, args []string) error {
 		}
 		return l.add(ctx, rec, len(v))
 	}
+	sl, err := newStreamLoader(m, s)
+	if err != nil {
+		return err
+	}
+	sr.onStream = func(v jsontext.Value) error {
+		rec, err := parseStreamRecord(v)
+		if err != nil {
+			return fmt.Errorf("input value %d: %w", sr.n, err)
+		}
+		// Persistence records come before the streams: load them first.
+		if err := l.flush(ctx); err != nil {
+			return err
+		}
+		return sl.add(ctx, rec, len(v))
+	}
 	for {
 		th, err := sr.nextThread()
 		if err != nil {
@@ -841,7 +875,10 @@ func runImport(ctx context.Context, e *env, args []string) error {
 	if err := l.flush(ctx); err != nil {
 		return err
 	}
-	return errors.Join(m.summary(e.stdout), l.summary(e.stdout))
+	if err := sl.flush(ctx); err != nil {
+		return err
+	}
+	return errors.Join(m.summary(e.stdout), l.summary(e.stdout), sl.summary(e.stdout))
 }
 
 // ---- copy ----
@@ -892,7 +929,12 @@ func runCopy(ctx context.Context, e *env, args []string) error {
 	// The persistence records go after the threads, also when a thread
 	// was refused: they do not depend on the checkpoints.
 	pm := newMigrator(e, dst, opts)
-	if err := errors.Join(threadsErr, copyPersist(ctx, pm, src, dst, bc)); err != nil {
+	persistErr := copyPersist(ctx, pm, src, dst, bc)
+	if ctx.Err() != nil {
+		return errors.Join(threadsErr, persistErr)
+	}
+	// And the streams, which depend on neither.
+	if err := errors.Join(threadsErr, persistErr, copyStreams(ctx, newMigrator(e, dst, opts), src, dst)); err != nil {
 		return err
 	}
 	if *verify {

@@ -80,10 +80,14 @@ func verifyStores(ctx context.Context, e *env, a, b *store, bc *blobCopier, prog
 	if err != nil {
 		return err
 	}
+	nstreams, err := verifyStreams(ctx, v, a, b)
+	if err != nil {
+		return err
+	}
 	if v.diffs > 0 {
 		return fmt.Errorf("verify: %d differences between %s and %s", v.diffs, a.desc, b.desc)
 	}
-	fmt.Fprintf(e.stdout, "verify: equal: %d threads, %d checkpoints, %d blob keys, %d persistence records\n", v.threads, v.cps, len(ra), records)
+	fmt.Fprintf(e.stdout, "verify: equal: %d threads, %d checkpoints, %d blob keys, %d persistence records, %d streams\n", v.threads, v.cps, len(ra), records, nstreams)
 	return nil
 }
 
