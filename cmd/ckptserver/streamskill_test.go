@@ -76,12 +76,12 @@ func (k *killable) kill() {
 }
 
 // killRun is the shape of a kill fault run: a streamstest.Producers run
-// through srv, faulted once per entry of faults after every step
-// appends, and checked after a last step.
-func killRun(t *testing.T, srv *killable, name string, step int64, faults []func()) streamstest.Report {
+// through srv in namespace ns, faulted once per entry of faults after
+// every step appends, and checked after a last step.
+func killRun(t *testing.T, srv *killable, ns, name string, step int64, faults []func()) streamstest.Report {
 	t.Helper()
 	run := streamstest.Producers{
-		URL: srv.url + "/streams", Header: http.Header{"Ckpt-Namespace": {"kill"}}, Name: name,
+		URL: srv.url + "/streams", Header: http.Header{"Ckpt-Namespace": {ns}}, Name: name,
 		Streams: 2, PerStream: 6,
 	}.Start(t)
 	n := int64(0)
@@ -122,7 +122,7 @@ func TestStreamsKillRedis(t *testing.T) {
 		r.Kill()
 		r.Restart(t)
 	}
-	rep := killRun(t, srv, "redis", 300, []func(){killServer, killServer, killServer, killRedis})
+	rep := killRun(t, srv, "kill", "redis", 300, []func(){killServer, killServer, killServer, killRedis})
 	t.Logf("3 ckptserver kills and 1 redis-server kill (AOF always): %v", rep)
 	if rep.Failures["cut"] == 0 {
 		t.Errorf("no append was cut by a kill: the kills did not land mid-append")
