@@ -31,6 +31,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"sort"
 	"strconv"
@@ -494,3 +495,44 @@ func (r *ProducerRun) readAll(s int) ([]json.RawMessage, error) {
 		}
 	}
 }
+
+// LoseReplies is an http.RoundTripper for a fault run's client: it sends
+// every request through Next, and loses the reply of a POST at random
+// (with probability Rate, drawn from a generator of Seed): the server has
+// served the request (its data is written) and the client gets an error,
+// so it sends the request again. Lost counts the replies lost.
+type LoseReplies struct {
+	Next http.RoundTripper
+	Rate float64
+	Seed uint64
+
+	lost atomic.Int64
+	mu   sync.Mutex
+	rnd  *rand.Rand
+}
+
+// RoundTrip implements http.RoundTripper.
+func (l *LoseReplies) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := l.Next.RoundTrip(req)
+	if err != nil || req.Method != http.MethodPost {
+		return resp, err
+	}
+	l.mu.Lock()
+	if l.rnd == nil {
+		l.rnd = rand.New(rand.NewPCG(l.Seed, l.Seed))
+	}
+	lose := l.rnd.Float64() < l.Rate
+	l.mu.Unlock()
+	if !lose {
+		return resp, nil
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	l.lost.Add(1)
+	return nil, errReplyLost
+}
+
+// Lost returns how many replies l has lost.
+func (l *LoseReplies) Lost() int64 { return l.lost.Load() }
+
+var errReplyLost = errors.New("streamstest: the reply was lost on purpose")
