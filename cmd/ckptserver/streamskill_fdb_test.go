@@ -20,7 +20,7 @@ import (
 // TestStreamsKillFDB is TestStreamsKillRedis on a real FoundationDB (the
 // cluster of $FDB_CLUSTER_FILE; make fdbreal starts one): the producer
 // fault run through a ckptserver built with -tags fdb, killed with
-// SIGKILL and restarted three times. The run's namespace has a random
+// SIGKILL and restarted (3 times, or $CKPT_STREAMS_KILLS). The run's namespace has a random
 // name, and its keys are cleared when the test ends.
 func TestStreamsKillFDB(t *testing.T) {
 	cf := os.Getenv("FDB_CLUSTER_FILE")
@@ -51,12 +51,15 @@ func TestStreamsKillFDB(t *testing.T) {
 		db.Close()
 	})
 	srv := startKillable(t, bin, "--dev", "--store", "fdb:"+cf)
-	killServer := func() {
-		srv.kill()
-		srv.start(t)
+	faults := make([]func(), serverKills(t))
+	for i := range faults {
+		faults[i] = func() {
+			srv.kill()
+			srv.start(t)
+		}
 	}
-	rep := killRun(t, srv, ns, "fdb", 300, []func(){killServer, killServer, killServer})
-	t.Logf("3 ckptserver kills on FoundationDB: %v", rep)
+	rep := killRun(t, srv, ns, "fdb", 300, faults)
+	t.Logf("kills: %d of ckptserver, on FoundationDB; %v", len(faults), rep)
 	if rep.Failures["cut"] == 0 {
 		t.Errorf("no append was cut by a kill: the kills did not land mid-append")
 	}

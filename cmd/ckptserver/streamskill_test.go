@@ -5,7 +5,9 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -102,28 +104,51 @@ func killRun(t *testing.T, srv *killable, ns, name string, step int64, faults []
 	return rep
 }
 
+// serverKills is how many times a kill run kills its ckptserver: 3, or
+// $CKPT_STREAMS_KILLS for a longer run.
+func serverKills(t *testing.T) int {
+	t.Helper()
+	v := os.Getenv("CKPT_STREAMS_KILLS")
+	if v == "" {
+		return 3
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		t.Fatalf("CKPT_STREAMS_KILLS=%q: want a count of kills, at least 1", v)
+	}
+	return n
+}
+
 // TestStreamsKillRedis is the producer fault run on a redis-server with
 // appendonly yes and appendfsync always, through a real ckptserver
 // process: 12 producers append to 2 streams while the ckptserver is
-// killed with SIGKILL and restarted three times, then the redis-server
-// once (restarted from its AOF). Every acknowledged append is stored once,
-// at its acknowledged offset, in seq order; the cut appends are retried.
+// killed with SIGKILL and restarted (3 times, or $CKPT_STREAMS_KILLS),
+// and after every third kill the redis-server too (restarted from its
+// AOF). Every acknowledged append is stored once, at its acknowledged
+// offset, in seq order; the cut appends are retried.
 func TestStreamsKillRedis(t *testing.T) {
 	r := redistest.Start(t, "--appendonly", "yes", "--appendfsync", "always")
 	if got, err := r.Client(t, nil).ConfigGet(context.Background(), "appendfsync").Result(); err != nil || got["appendfsync"] != "always" {
 		t.Fatalf("appendfsync = %v, %v: want always", got, err)
 	}
 	srv := startKillable(t, ckptserverBinary(t), "--dev", "--store", "redis://"+r.Addr+"/0?prefix=kill")
-	killServer := func() {
-		srv.kill()
-		srv.start(t)
+	var faults []func()
+	redisKills := 0
+	for i := range serverKills(t) {
+		faults = append(faults, func() {
+			srv.kill()
+			srv.start(t)
+		})
+		if i%3 == 2 {
+			redisKills++
+			faults = append(faults, func() {
+				r.Kill()
+				r.Restart(t)
+			})
+		}
 	}
-	killRedis := func() {
-		r.Kill()
-		r.Restart(t)
-	}
-	rep := killRun(t, srv, "kill", "redis", 300, []func(){killServer, killServer, killServer, killRedis})
-	t.Logf("3 ckptserver kills and 1 redis-server kill (AOF always): %v", rep)
+	rep := killRun(t, srv, "kill", "redis", 300, faults)
+	t.Logf("kills: %d of ckptserver, %d of redis-server (AOF always); %v", len(faults)-redisKills, redisKills, rep)
 	if rep.Failures["cut"] == 0 {
 		t.Errorf("no append was cut by a kill: the kills did not land mid-append")
 	}
