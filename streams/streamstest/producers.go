@@ -82,8 +82,11 @@ type Report struct {
 	// Streams and Producers are the run's streams and producers.
 	Streams, Producers int
 	// Acked is the appends answered 200 (new data) or 204 (already
-	// applied), Duplicates the 204s among them.
-	Acked, Duplicates int
+	// applied), Duplicates the 204s among them, and FirstTry204 the 204s
+	// to a seq's first request: the server retried its own commit after
+	// an unknown result, met the producer state it had written, and
+	// answered duplicate (the data is stored once either way).
+	Acked, Duplicates, FirstTry204 int
 	// Retries is the requests sent again after a failed attempt, and
 	// Failures why those attempts failed: "cut" (a connection that broke
 	// with the request in flight), "refused" (no server listening),
@@ -111,8 +114,8 @@ func (r Report) String() string {
 		}
 		fmt.Fprintf(&f, "%s %d", k, r.Failures[k])
 	}
-	return fmt.Sprintf("%d streams × %d producers: %d appends acknowledged (%d of them 204 duplicates), %d retries (%s), %d unanswered at the stop; read back %d messages, %d stored twice",
-		r.Streams, r.Producers/max(r.Streams, 1), r.Acked, r.Duplicates, r.Retries, f.String(), r.Unanswered, r.Read, r.DuplicatesFound)
+	return fmt.Sprintf("%d streams × %d producers: %d appends acknowledged (%d of them 204 duplicates, %d of those to a first request), %d retries (%s), %d unanswered at the stop; read back %d messages, %d stored twice",
+		r.Streams, r.Producers/max(r.Streams, 1), r.Acked, r.Duplicates, r.FirstTry204, r.Retries, f.String(), r.Unanswered, r.Read, r.DuplicatesFound)
 }
 
 // ProducerRun is a running Producers workload.
@@ -142,8 +145,8 @@ type producer struct {
 
 // ack is the answer to one seq.
 type ack struct {
-	dup  bool
-	next streams.Pos // Stream-Next-Offset of a 200
+	dup, first bool        // a 204; to the seq's first request
+	next       streams.Pos // Stream-Next-Offset of a 200
 }
 
 // Start creates the streams (retrying like an append) and starts the
@@ -239,6 +242,9 @@ func (r *ProducerRun) Stop() Report {
 			if a.dup {
 				rep.Duplicates++
 			}
+			if a.first {
+				rep.FirstTry204++
+			}
 		}
 		rep.Retries += p.retries
 		if p.pending {
@@ -328,7 +334,7 @@ func (r *ProducerRun) produce(p *producer) {
 					r.fail("%s seq %d: 204 with Producer-Seq %q: not a duplicate of it", p.id, seq, h.Get("Producer-Seq"))
 					return
 				}
-				a.dup = true
+				a.dup, a.first = true, attempt == 0
 			default:
 				r.fail("%s seq %d: status %d", p.id, seq, code)
 				return
