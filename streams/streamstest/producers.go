@@ -223,7 +223,7 @@ func (r *ProducerRun) failed() error {
 }
 
 // Stop stops the producers once each has its seq in flight answered (or
-// Producers.Finish passes) and returns the report so far.
+// Producers.Finish passes) and returns the report so far. Call it once.
 func (r *ProducerRun) Stop() Report {
 	close(r.stop)
 	t := time.AfterFunc(r.cfg.Finish, r.cancel)
@@ -325,6 +325,7 @@ func (r *ProducerRun) produce(p *producer) {
 				start, perr := streams.ParseOffset(h.Get("Stream-Next-Offset"))
 				if perr != nil || start.Pos < 1 || h.Get("Producer-Seq") != strconv.FormatInt(seq, 10) {
 					r.fail("%s seq %d: 200 with Stream-Next-Offset %q, Producer-Seq %q", p.id, seq, h.Get("Stream-Next-Offset"), h.Get("Producer-Seq"))
+					p.pending = true
 					return
 				}
 				a.next = start.Pos
@@ -332,11 +333,13 @@ func (r *ProducerRun) produce(p *producer) {
 				got, perr := strconv.ParseInt(h.Get("Producer-Seq"), 10, 64)
 				if perr != nil || got < seq {
 					r.fail("%s seq %d: 204 with Producer-Seq %q: not a duplicate of it", p.id, seq, h.Get("Producer-Seq"))
+					p.pending = true
 					return
 				}
 				a.dup, a.first = true, attempt == 0
 			default:
 				r.fail("%s seq %d: status %d", p.id, seq, code)
+				p.pending = true
 				return
 			}
 			p.acks = append(p.acks, a)
