@@ -13,7 +13,9 @@
 #
 # The suites, each timed: fdbkv (the kv semantics suite the memkv engine
 # passes, fdbstore's conformance and store tests), fdbstore's
-# persistence driver suite with the real-time lock cases, storeurl's fdb: form, then the
+# persistence driver suite with the real-time lock cases, storeurl's fdb: form,
+# the Durable Streams kill run (a ckptserver built with -tags fdb, killed with
+# SIGKILL mid-append and restarted, docs/streams.md#faults), then the
 # benchmark guard on the fdb store (every family twice in one process, every
 # namespace cleared). Every test writes under a key prefix of its own and
 # clears it; on a cluster this script started, it then checks that the
@@ -58,7 +60,8 @@ trap 'rm -rf "$logs"; [ -z "$started" ] || bash "$fdbsh" stop "$started"' EXIT
 # The test binaries build first, so that the times below are the suites'
 # own, not the cgo build's.
 # shellcheck disable=SC2086 # flags is a list of words
-go test -tags fdb $flags -run '^$' ./fdbstore/kv/fdbkv/ ./fdbstore/ ./storeurl/ >/dev/null
+go test -tags fdb $flags -run '^$' ./fdbstore/kv/fdbkv/ ./fdbstore/ ./storeurl/ ./cmd/ckptserver/ >/dev/null
+go build -tags fdb -o /dev/null ./cmd/ckptserver # the kill run builds it again, from the cache
 go test -tags fdb -count=1 -run '^$' ./bench/ >/dev/null
 echo "fdbreal: built in $(($(date +%s) - t0)) s"
 
@@ -89,6 +92,13 @@ suite storeurl go test -tags fdb $flags -run 'FDB' ./storeurl/
 # -bench '/store=fdb$': the fdb store's benchmarks only (benchsmoke runs
 # the other stores'), every family twice, every namespace cleared.
 suite bench go test -tags fdb -count=1 ./bench -run '^$' -bench '/store=fdb$' -benchtime 1x -twice
+wait
+# The Durable Streams kill run keeps both cores busy for its few seconds
+# (12 producers as fast as the server answers, the server restarted three
+# times), so it runs after the others, whose lock cases keep real-time
+# leases.
+# shellcheck disable=SC2086
+suite streamskill go test -tags fdb $flags -v -run '^TestStreamsKillFDB$' ./cmd/ckptserver/
 wait
 
 failed=() report=()

@@ -2,6 +2,11 @@
 // engine's driver runs it (Run) and must pass it whole. It drives the
 // driver directly, with the request values the HTTP layer would build,
 // and a clock of its own, so TTLs expire without sleeping.
+//
+// It also holds the producer fault run (Producers, producers.go): a
+// workload of idempotent producers over HTTP and the checker every
+// engine's fault tests share (a killed ckptserver or redis-server,
+// injected commit faults, lost replies).
 package streamstest
 
 import (
