@@ -767,7 +767,8 @@ func newStreamsCache(db kv.DB) *streamsCache {
 	return &streamsCache{db: db, drivers: map[string]*Streams{}}
 }
 
-func (sc *streamsCache) get(name string) (streams.Driver, error) {
+// get returns the driver of namespace name, made on first use.
+func (sc *streamsCache) get(name string) *Streams {
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
 	d := sc.drivers[name]
@@ -775,5 +776,5 @@ func (sc *streamsCache) get(name string) (streams.Driver, error) {
 		d = NewStreams(sc.db, StreamsNamespacePrefix(name))
 		sc.drivers[name] = d
 	}
-	return d, nil
+	return d
 }

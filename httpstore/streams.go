@@ -25,16 +25,6 @@ import (
 	"github.com/ckptstore/ckptstore/streams"
 )
 
-// StreamsBackend is a Backend that also keeps Durable Streams: the
-// handler serves /streams/… of a namespace from the driver it returns. A
-// Backend without it answers those paths 501 UNSUPPORTED.
-type StreamsBackend interface {
-	Backend
-	// Streams returns the stream driver of namespace name. The handler
-	// calls it once per name and keeps the result.
-	Streams(name string) (streams.Driver, error)
-}
-
 // StreamsPrefix is the mount of the Durable Streams protocol.
 const StreamsPrefix = "/streams/"
 
@@ -324,7 +314,7 @@ func (h *handler) streamOp(w http.ResponseWriter, r *http.Request, c *call) erro
 		return err
 	}
 	c.ns = ns
-	d, err := h.streamDriver(ns.name)
+	d, err := h.streamDriver(ns)
 	if err != nil {
 		return err
 	}
@@ -349,26 +339,14 @@ func (h *handler) streamOp(w http.ResponseWriter, r *http.Request, c *call) erro
 	return reqErr(CodeMethodNotAllowed, "%s on a stream: use GET, HEAD, PUT, POST or DELETE", r.Method)
 }
 
-// streamDriver returns the stream driver of namespace name.
-func (h *handler) streamDriver(name string) (streams.Driver, error) {
-	if d, ok := h.streamDrivers.Load(name); ok {
-		return d.(streams.Driver), nil
-	}
-	sb, ok := h.b.(StreamsBackend)
-	if !ok {
+// streamDriver returns the stream driver of namespace ns (its tenant's
+// Streams) and remembers it for SweepStreams.
+func (h *handler) streamDriver(ns *namespace) (streams.Driver, error) {
+	if ns.streams == nil {
 		return nil, reqErr(CodeUnsupported, "this store keeps no streams")
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if d, ok := h.streamDrivers.Load(name); ok {
-		return d.(streams.Driver), nil
-	}
-	d, err := sb.Streams(name)
-	if err != nil {
-		return nil, err
-	}
-	h.streamDrivers.Store(name, d)
-	return d, nil
+	h.streamDrivers.LoadOrStore(ns.name, ns.streams)
+	return ns.streams, nil
 }
 
 type streamCall struct {
