@@ -205,6 +205,9 @@ func (h *handler) serveStreams(w http.ResponseWriter, r *http.Request) {
 	routeName := streamRoute(r)
 	c := &call{w: w}
 	w.Header()[HeaderRequestID] = c.requestID(r.Header[HeaderRequestID])
+	if h.trace != nil {
+		r, c.span = h.trace.startStreams(r, routeName)
+	}
 	rm := h.metrics.route(routeName)
 	rm.inFlight.Inc()
 	sw := &statusWriter{ResponseWriter: w}
@@ -213,6 +216,10 @@ func (h *handler) serveStreams(w http.ResponseWriter, r *http.Request) {
 	status := sw.status
 	if status == 0 {
 		status = http.StatusOK
+	}
+	if c.span != nil {
+		// The reply is whole: a live read's span ends with it.
+		endServer(c.span, c, status, code)
 	}
 	d := time.Since(start)
 	rm.observe(status, d)
@@ -317,6 +324,9 @@ func (h *handler) streamOp(w http.ResponseWriter, r *http.Request, c *call) erro
 	d, err := h.streamDriver(ns)
 	if err != nil {
 		return err
+	}
+	if c.span != nil && c.span.IsRecording() { // unsampled: no driver spans either, as in fdbstore.TraceDB
+		d = &tracedStreams{d: d, tracer: h.trace.tracer}
 	}
 	s := &streamCall{h: h, d: d, name: name, w: w, r: r, ctx: r.Context()}
 	switch r.Method {
