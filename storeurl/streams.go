@@ -21,6 +21,12 @@ var ErrNoStreams = fmt.Errorf("storeurl: this store keeps no streams: %w", error
 // is made by the first call for its name, with that call's lease options.
 // The name rules are Namespace's.
 func (o *Opened) Streams(name string) (streams.Driver, error) {
+	if err := checkNamespace(name); err != nil {
+		return nil, err
+	}
+	if o.OpenTenant == nil { // no namespaces (an http: handle), so no streams
+		return nil, ErrNoStreams
+	}
 	t, err := o.Namespace(name, ckptstore.Options{})
 	if err != nil {
 		return nil, err

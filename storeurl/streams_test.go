@@ -88,4 +88,9 @@ func TestTenantStreams(t *testing.T) {
 	if _, err := o.Streams("a"); !errors.Is(err, storeurl.ErrNoStreams) || !errors.Is(err, errors.ErrUnsupported) {
 		t.Errorf("Streams of an engine without streams: %v, want ErrNoStreams", err)
 	}
+	// Nor one that opens no namespaces at all.
+	o.OpenTenant = nil
+	if _, err := o.Streams("a"); !errors.Is(err, storeurl.ErrNoStreams) {
+		t.Errorf("Streams of an engine without namespaces: %v, want ErrNoStreams", err)
+	}
 }
