@@ -11,11 +11,12 @@
 #   - otherwise: one line saying why, and nothing (fdbcheck still type-checks
 #     the tagged code against the stub library).
 #
-# The suites, each timed: fdbkv (the kv semantics suite the memkv engine
-# passes, fdbstore's conformance and store tests), fdbstore's
-# persistence driver suite with the real-time lock cases, storeurl's fdb: form,
-# the Durable Streams kill run (a ckptserver built with -tags fdb, killed with
-# SIGKILL mid-append and restarted, docs/streams.md#faults), then the
+# The suites, each timed: fdbkv (the kv semantics and watch suites the
+# memkv engine passes, fdbstore's conformance and store tests), fdbstore's
+# persistence driver suite with the real-time lock cases and the live
+# stream read across two connections, storeurl's fdb: form, the Durable
+# Streams kill run (a ckptserver built with -tags fdb, killed with SIGKILL
+# mid-append and restarted, docs/streams.md#faults), then the
 # benchmark guard on the fdb store (every family twice in one process, every
 # namespace cleared). Every test writes under a key prefix of its own and
 # clears it; on a cluster this script started, it then checks that the
@@ -86,7 +87,7 @@ rapid="-rapid.checks=${FDB_RAPID_CHECKS:-25}"
 # shellcheck disable=SC2086
 suite fdbkv go test -tags fdb $flags ./fdbstore/kv/fdbkv/ -args "$rapid"
 # shellcheck disable=SC2086
-suite persist go test -tags fdb $flags -run '^TestPersistConformanceOnCluster$' ./fdbstore/ -args "$rapid"
+suite persist go test -tags fdb $flags -run '^(TestPersistConformanceOnCluster|TestStreamsWaitOnCluster)$' ./fdbstore/ -args "$rapid"
 # shellcheck disable=SC2086
 suite storeurl go test -tags fdb $flags -run 'FDB' ./storeurl/
 # -bench '/store=fdb$': the fdb store's benchmarks only (benchsmoke runs

@@ -64,7 +64,8 @@ func openMemkvURL(_ context.Context, url string, opts storeurl.Options) (*storeu
 // namespace in its own subspace (keys.go): its checkpoints at
 // NamespacePrefix(name) and its persistence beside them at
 // PersistNamespacePrefix(name), so a tenant's whole state is one range and
-// the store of each key space checks its persistence too. Every store of a
+// the store of each key space checks its persistence too; its streams at
+// StreamsNamespacePrefix(name), one driver per name. Every store of a
 // tenant judges its leases by the tenant's lease clock (its lease
 // options' Now). Kind and Desc are the caller's.
 func openedOn(raw kv.DB, opts storeurl.Options) (*storeurl.Opened, error) {
@@ -72,6 +73,7 @@ func openedOn(raw kv.DB, opts storeurl.Options) (*storeurl.Opened, error) {
 	// One persistence driver per key space, made by the first call for
 	// it: its lock waiters are woken through the driver value.
 	var persist storeurl.DriverCache
+	sdrivers := newStreamsCache(db)
 	tenant := func(name string, lease ckptstore.Options) (*storeurl.Tenant, error) {
 		st, in, err := openPrefix(db, lease, name)
 		if err != nil {
@@ -84,19 +86,21 @@ func openedOn(raw kv.DB, opts storeurl.Options) (*storeurl.Opened, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &storeurl.Tenant{Store: st, Instances: in, Persistence: p}, nil
+		t := &storeurl.Tenant{Store: st, Instances: in, Persistence: p}
+		if name != "" { // streams live in namespaces
+			t.Streams = sdrivers.get(name)
+		}
+		return t, nil
 	}
 	own, err := tenant("", opts.Lease)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", storeurl.ErrBadURL, err)
 	}
-	sdrivers := newStreamsCache(db)
 	return &storeurl.Opened{
-		Tenant:      *own,
-		Close:       func() error { return nil },
-		Handle:      raw,
-		OpenTenant:  tenant,
-		OpenStreams: sdrivers.get,
+		Tenant:     *own,
+		Close:      func() error { return nil },
+		Handle:     raw,
+		OpenTenant: tenant,
 	}, nil
 }
 

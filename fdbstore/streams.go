@@ -45,8 +45,10 @@ const MaxStreamAppend = 8 << 20
 // streamsRecheck bounds a live reader's wait for a write of another
 // process on a database without watches (kv.Watcher): a reader on one
 // server learns of another server's append by reading again after this
-// long (a write in its own process wakes it at once).
-const streamsRecheck = time.Second
+// long (a write in its own process wakes it at once). A var only so that
+// a test can take the re-read away and prove that the watch alone wakes
+// a reader.
+var streamsRecheck = time.Second
 
 // Streams is fdbstore's streams.Driver: the streams of one prefix.
 type Streams struct {
@@ -769,7 +771,8 @@ func newStreamsCache(db kv.DB) *streamsCache {
 	return &streamsCache{db: db, drivers: map[string]*Streams{}}
 }
 
-func (sc *streamsCache) get(name string) (streams.Driver, error) {
+// get returns the driver of namespace name, made on first use.
+func (sc *streamsCache) get(name string) *Streams {
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
 	d := sc.drivers[name]
@@ -777,5 +780,5 @@ func (sc *streamsCache) get(name string) (streams.Driver, error) {
 		d = NewStreams(sc.db, StreamsNamespacePrefix(name))
 		sc.drivers[name] = d
 	}
-	return d, nil
+	return d
 }

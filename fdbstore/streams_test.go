@@ -85,34 +85,50 @@ func TestStreamsCommitUnknown(t *testing.T) {
 
 // TestStreamsWaitAcrossDrivers: two drivers on one memkv, as two servers
 // on one cluster: a reader waiting through one wakes by the watch when
-// the other appends (well before the re-read a database without watches
-// would need).
+// the other appends or closes the stream.
 func TestStreamsWaitAcrossDrivers(t *testing.T) {
-	ctx := context.Background()
 	db := memkv.New()
-	a := fdbstore.NewStreams(db, fdbstore.StreamsNamespacePrefix("ns"))
-	b := fdbstore.NewStreams(db, fdbstore.StreamsNamespacePrefix("ns"))
+	p := fdbstore.StreamsNamespacePrefix("ns")
+	waitAcrossDrivers(t, fdbstore.NewStreams(db, p), fdbstore.NewStreams(db, p))
+}
+
+// waitAcrossDrivers checks that a reader waiting through b wakes when a,
+// another driver of the same streams (another server's), appends to the
+// stream and when it closes it. The re-read of a database without watches
+// is taken away, so only b's watch can wake it; the wait's bound is a
+// liveness bound, not a measure.
+func waitAcrossDrivers(t *testing.T, a, b *fdbstore.Streams) {
+	t.Helper()
+	defer fdbstore.SetStreamsRecheck(time.Hour)()
+	ctx := context.Background()
 	now := time.Now()
 	if _, _, err := a.Create(ctx, "s", &streams.CreateRequest{Config: streams.Config{ContentType: "text/plain"}}, now); err != nil {
 		t.Fatal(err)
 	}
-	for i := range 3 {
+	for i := range 4 {
 		info, err := b.Head(ctx, "s", false, now)
 		if err != nil {
 			t.Fatal(err)
 		}
-		// Shorter than the 1 s re-read: only the watch can end the wait.
-		wctx, cancel := context.WithTimeout(ctx, 900*time.Millisecond)
+		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		done := make(chan error, 1)
 		go func() { done <- b.Wait(wctx, "s", info.Tail) }()
-		time.Sleep(10 * time.Millisecond)
-		if _, err := a.Append(ctx, "s", &streams.AppendRequest{ContentType: "text/plain", Body: &streams.Chunk{Data: []byte{'x'}}}, now); err != nil {
+		time.Sleep(10 * time.Millisecond) // mostly: the append lands while b waits
+		last := i == 3
+		if _, err := a.Append(ctx, "s", &streams.AppendRequest{ContentType: "text/plain", Body: &streams.Chunk{Data: []byte{'x'}}, Close: last}, now); err != nil {
 			t.Fatal(err)
 		}
 		if err := <-done; err != nil {
-			t.Fatalf("append %d: the other driver's reader did not wake: %v", i, err)
+			t.Fatalf("append %d (closing: %v): the other driver's reader did not wake: %v", i, last, err)
 		}
 		cancel()
+		after, err := b.Head(ctx, "s", false, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if after.Tail == info.Tail || after.Closed != last {
+			t.Fatalf("append %d: b reads tail %v (was %v), closed %v after waking", i, after.Tail, info.Tail, after.Closed)
+		}
 	}
 }
 

@@ -42,7 +42,8 @@ type Backend interface {
 	// tenant without a persistence driver answers the /v1/runs/…,
 	// /v1/generationRuns/…, /v1/interrupts/…, /v1/metadata/…,
 	// /v1/artifacts/…, /v1/blobs/… and /v1/locks/… routes with 501
-	// UNSUPPORTED.
+	// UNSUPPORTED, and one without a stream driver (Tenant.Streams) its
+	// /streams/… paths.
 	Namespace(name string, lease ckptstore.Options) (*storeurl.Tenant, error)
 }
 
@@ -169,7 +170,7 @@ type handler struct {
 	namespaces sync.Map // name → *namespace
 
 	sopts         StreamsOptions     // resolved
-	streamDrivers sync.Map           // namespace name → streams.Driver
+	streamDrivers sync.Map           // namespace name → streams.Driver, of the namespaces served streams
 	liveReaders   atomic.Int64       // long-poll and SSE readers in flight
 	swept         prometheus.Counter // expired streams the sweeps removed; nil without metrics
 	liveCtx       context.Context    // ended by StopLiveReads
@@ -198,6 +199,9 @@ type namespace struct {
 	// pdriver is the tenant's persistence driver, nil when its engine
 	// keeps none.
 	pdriver pdriver.Driver
+	// streams is the tenant's stream driver, nil when its engine keeps
+	// none (its /streams/ paths answer 501 UNSUPPORTED).
+	streams streams.Driver
 	// The persistence store, opened on first use (pmu guards it).
 	pmu    sync.Mutex
 	pstore *persist.Store
@@ -660,7 +664,7 @@ func (h *handler) open(name string, lease ckptstore.Options, dev bool) (*namespa
 		}
 		return nil, reqErr(CodeUnavailable, "opening namespace %s: %v", driver.QuoteShort(name), err)
 	}
-	ns.store, ns.inst, ns.pdriver = t.Store, t.Instances, t.Persistence
+	ns.store, ns.inst, ns.pdriver, ns.streams = t.Store, t.Instances, t.Persistence, t.Streams
 	h.namespaces.Store(name, ns)
 	return ns, nil
 }

@@ -25,16 +25,6 @@ import (
 	"github.com/ckptstore/ckptstore/streams"
 )
 
-// StreamsBackend is a Backend that also keeps Durable Streams: the
-// handler serves /streams/… of a namespace from the driver it returns. A
-// Backend without it answers those paths 501 UNSUPPORTED.
-type StreamsBackend interface {
-	Backend
-	// Streams returns the stream driver of namespace name. The handler
-	// calls it once per name and keeps the result.
-	Streams(name string) (streams.Driver, error)
-}
-
 // StreamsPrefix is the mount of the Durable Streams protocol.
 const StreamsPrefix = "/streams/"
 
@@ -215,6 +205,9 @@ func (h *handler) serveStreams(w http.ResponseWriter, r *http.Request) {
 	routeName := streamRoute(r)
 	c := &call{w: w}
 	w.Header()[HeaderRequestID] = c.requestID(r.Header[HeaderRequestID])
+	if h.trace != nil {
+		r, c.span = h.trace.startStreams(r, routeName)
+	}
 	rm := h.metrics.route(routeName)
 	rm.inFlight.Inc()
 	sw := &statusWriter{ResponseWriter: w}
@@ -223,6 +216,10 @@ func (h *handler) serveStreams(w http.ResponseWriter, r *http.Request) {
 	status := sw.status
 	if status == 0 {
 		status = http.StatusOK
+	}
+	if c.span != nil {
+		// The reply is whole: a live read's span ends with it.
+		endServer(c.span, c, status, code)
 	}
 	d := time.Since(start)
 	rm.observe(status, d)
@@ -324,9 +321,12 @@ func (h *handler) streamOp(w http.ResponseWriter, r *http.Request, c *call) erro
 		return err
 	}
 	c.ns = ns
-	d, err := h.streamDriver(ns.name)
+	d, err := h.streamDriver(ns)
 	if err != nil {
 		return err
+	}
+	if c.span != nil && c.span.IsRecording() { // unsampled: no driver spans either, as in fdbstore.TraceDB
+		d = &tracedStreams{d: d, tracer: h.trace.tracer}
 	}
 	s := &streamCall{h: h, d: d, name: name, w: w, r: r, ctx: r.Context()}
 	switch r.Method {
@@ -349,26 +349,14 @@ func (h *handler) streamOp(w http.ResponseWriter, r *http.Request, c *call) erro
 	return reqErr(CodeMethodNotAllowed, "%s on a stream: use GET, HEAD, PUT, POST or DELETE", r.Method)
 }
 
-// streamDriver returns the stream driver of namespace name.
-func (h *handler) streamDriver(name string) (streams.Driver, error) {
-	if d, ok := h.streamDrivers.Load(name); ok {
-		return d.(streams.Driver), nil
-	}
-	sb, ok := h.b.(StreamsBackend)
-	if !ok {
+// streamDriver returns the stream driver of namespace ns (its tenant's
+// Streams) and remembers it for SweepStreams.
+func (h *handler) streamDriver(ns *namespace) (streams.Driver, error) {
+	if ns.streams == nil {
 		return nil, reqErr(CodeUnsupported, "this store keeps no streams")
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if d, ok := h.streamDrivers.Load(name); ok {
-		return d.(streams.Driver), nil
-	}
-	d, err := sb.Streams(name)
-	if err != nil {
-		return nil, err
-	}
-	h.streamDrivers.Store(name, d)
-	return d, nil
+	h.streamDrivers.LoadOrStore(ns.name, ns.streams)
+	return ns.streams, nil
 }
 
 type streamCall struct {

@@ -50,3 +50,50 @@ func BenchmarkTracing(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkTracingStreams is BenchmarkTracing for the /streams/ routes:
+// an append of 200 bytes and a HEAD of one stream, over memkv in
+// process.
+func BenchmarkTracingStreams(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		tp   trace.TracerProvider
+	}{
+		{"off", nil},
+		{"sampled", sdktrace.NewTracerProvider(sdktrace.WithSyncer(tracetest.NewNoopExporter()))},
+		{"unsampled", sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.NeverSample()))},
+	} {
+		for _, op := range []struct {
+			method string
+			want   int
+		}{{http.MethodPost, http.StatusNoContent}, {http.MethodHead, http.StatusOK}} {
+			b.Run("tracing="+c.name+"/op="+op.method, func(b *testing.B) {
+				o, err := storeurl.Open(context.Background(), "memkv", storeurl.Options{TracerProvider: c.tp})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer o.Close()
+				h := httpstore.NewHandler(o, httpstore.HandlerOptions{Dev: true, TracerProvider: c.tp})
+				do := func(method, body string, want int) {
+					req := httptest.NewRequest(method, "/streams/bench", strings.NewReader(body))
+					req.Header.Set("Content-Type", "text/plain")
+					req.Header.Set("Traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+					rec := httptest.NewRecorder()
+					h.ServeHTTP(rec, req)
+					if rec.Code != want {
+						b.Fatalf("%s: status %d: %s", method, rec.Code, rec.Body)
+					}
+				}
+				do(http.MethodPut, "", http.StatusCreated)
+				body := strings.Repeat("x", 200)
+				if op.method == http.MethodHead {
+					body = ""
+				}
+				b.ReportAllocs()
+				for b.Loop() {
+					do(op.method, body, op.want)
+				}
+			})
+		}
+	}
+}

@@ -16,9 +16,14 @@ func init() {
 	storeurl.Register("mem | mem://", openURL, "mem")
 }
 
-// tenantOf is every contract's store of the key space of d.
-func tenantOf(d *Driver) storeurl.Tenant {
-	return storeurl.Tenant{Store: ckptstore.New(d), Instances: NewInstanceStore(), Persistence: d.Persistence()}
+// tenantOf is every contract's store of the key space of d, with the
+// stream driver s (nil: none).
+func tenantOf(d *Driver, s *Streams) storeurl.Tenant {
+	t := storeurl.Tenant{Store: ckptstore.New(d), Instances: NewInstanceStore(), Persistence: d.Persistence()}
+	if s != nil {
+		t.Streams = s
+	}
+	return t
 }
 
 // openURL is storeurl's Opener of the mem scheme.
@@ -28,21 +33,21 @@ func openURL(_ context.Context, url string, opts storeurl.Options) (*storeurl.Op
 	}
 	// The key spaces are the data, so a name always gets the same one:
 	// made, with the lease options (and so the one clock) of the first
-	// call for the name, and returned to every later call.
+	// call for the name, and returned to every later call, its streams
+	// included.
 	var mu sync.Mutex
 	spaces := map[string]storeurl.Tenant{}
 	return &storeurl.Opened{
-		Tenant:      tenantOf(NewDriver(opts.Lease)),
-		Kind:        "mem",
-		Desc:        "mem (memstore, in process)",
-		Close:       func() error { return nil },
-		OpenStreams: openStreams(),
+		Tenant: tenantOf(NewDriver(opts.Lease), nil), // streams live in namespaces
+		Kind:   "mem",
+		Desc:   "mem (memstore, in process)",
+		Close:  func() error { return nil },
 		OpenTenant: func(name string, lease ckptstore.Options) (*storeurl.Tenant, error) {
 			mu.Lock()
 			defer mu.Unlock()
 			t, ok := spaces[name]
 			if !ok {
-				t = tenantOf(NewDriver(lease))
+				t = tenantOf(NewDriver(lease), NewStreams())
 				spaces[name] = t
 			}
 			return &t, nil // a copy: a caller's edits reach no other's

@@ -341,23 +341,6 @@ func (d *Streams) Wait(ctx context.Context, name string, tail streams.Pos) error
 	}
 }
 
-// openStreams is storeurl's OpenStreams of the mem scheme: one driver per
-// namespace, kept for the life of the store, as the drivers are the data.
-func openStreams() func(name string) (streams.Driver, error) {
-	var mu sync.Mutex
-	byNS := map[string]*Streams{}
-	return func(name string) (streams.Driver, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		d := byNS[name]
-		if d == nil {
-			d = NewStreams()
-			byNS[name] = d
-		}
-		return d, nil
-	}
-}
-
 var _ streams.Sweeper = (*Streams)(nil)
 
 // SweepExpired implements streams.Sweeper: it looks at up to max streams

@@ -159,8 +159,7 @@ func openURL(ctx context.Context, spec string, opts storeurl.Options) (*storeurl
 			err := errors.Join(persist.Close(), sdrivers.close())
 			return errors.Join(err, client.Close())
 		},
-		Handle:      client,
-		OpenStreams: sdrivers.get,
+		Handle: client,
 		OpenTenant: func(name string, lease ckptstore.Options) (*storeurl.Tenant, error) {
 			o := ro
 			o.Prefix = NamespacePrefix(ro.Prefix, name)
@@ -172,7 +171,11 @@ func openURL(ctx context.Context, spec string, opts storeurl.Options) (*storeurl
 			if err != nil {
 				return nil, err
 			}
-			return &storeurl.Tenant{Store: st, Instances: in, Persistence: p}, nil
+			sd, err := sdrivers.get(name)
+			if err != nil {
+				return nil, err
+			}
+			return &storeurl.Tenant{Store: st, Instances: in, Persistence: p, Streams: sd}, nil
 		},
 	}, nil
 }

@@ -141,8 +141,7 @@ type Options struct {
 // namespace, or the URL's own key space (Opened embeds it). Its stores
 // share the key space and one lease clock, the Now of the lease options it
 // was opened with: writer leases and lock leases are judged alike
-// (docs/contract.md, "One lease clock"). The streams contract adds its
-// store here as a field beside the others.
+// (docs/contract.md, "One lease clock").
 type Tenant struct {
 	// Store is the checkpoint store.
 	Store *ckptstore.Store
@@ -155,6 +154,13 @@ type Tenant struct {
 	// lease clock: the lease options' Now, or when nil the engine's own
 	// (the Redis server's TIME, time.Now elsewhere).
 	Persistence pdriver.Driver
+	// Streams is the Durable Streams driver of the tenant's streams; nil
+	// when the engine keeps no streams (a caller that needs them reports
+	// ErrNoStreams), and in Opened's own tenant: streams live in
+	// namespaces only. The engine keeps one driver per name for the life
+	// of the handle and hands it to every tenant of that name, so the
+	// process's live readers wake on its own writes at once.
+	Streams streams.Driver
 }
 
 // Opened is an open engine handle: the tenant of the URL's own key space,
@@ -184,15 +190,13 @@ type Opened struct {
 	// OpenTenant is the engine's one hook, set by its Opener and called by
 	// Namespace (which checks name and lease first): it opens every
 	// contract's store of the tenant name with the lease options lease,
-	// whose Now is the tenant's one lease clock. An engine that keeps
-	// state in the process (memstore's data; fdbstore's and redisstore's
-	// lock watchers, woken through the persistence driver value) keeps
-	// it per name and hands it to every later call.
+	// whose Now is the tenant's one lease clock, its stream driver
+	// included. An engine that keeps state in the process (memstore's
+	// data; fdbstore's and redisstore's lock watchers, woken through the
+	// persistence driver value; every engine's stream drivers, which wake
+	// its live readers) keeps it per name and hands it to every later
+	// call.
 	OpenTenant func(name string, lease ckptstore.Options) (*Tenant, error)
-	// OpenStreams is set by an engine that keeps Durable Streams, and
-	// called by Streams (name checked first): the stream driver of
-	// namespace name. nil when the engine keeps no streams.
-	OpenStreams func(name string) (streams.Driver, error)
 }
 
 // ErrNoPersistence is the error of a caller that needs a tenant's

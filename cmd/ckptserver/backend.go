@@ -21,7 +21,6 @@ import (
 
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/storeurl"
-	"github.com/ckptstore/ckptstore/streams"
 )
 
 // The backoff between attempts to open the store: the first waits about
@@ -143,13 +142,4 @@ func (s *setup) retryOpen(ctx context.Context, b *backend, err error) {
 		b.failed(err)
 		wait = min(2*wait, openBackoffMax)
 	}
-}
-
-// Streams implements httpstore.StreamsBackend.
-func (b *backend) Streams(name string) (streams.Driver, error) {
-	o := b.opened.Load()
-	if o == nil {
-		return nil, errNotOpen
-	}
-	return o.Streams(name)
 }

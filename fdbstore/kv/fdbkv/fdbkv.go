@@ -50,6 +50,7 @@ const APIVersion = 730
 type DB struct {
 	db          fdb.Database
 	clusterFile string
+	watches     *watchCount // the shared handle's
 
 	closeOnce sync.Once
 	// closed is set by Close: a transaction on a closed DB fails with
@@ -74,6 +75,8 @@ var (
 type sharedDB struct {
 	db    fdb.Database
 	users int
+	// watches counts the handle's outstanding watches (watch.go).
+	watches watchCount
 }
 
 // Open connects to the cluster named by clusterFile ("" = the default
@@ -93,10 +96,14 @@ func Open(clusterFile string) (*DB, error) {
 			return nil, fmt.Errorf("fdbkv: open %q: %w", clusterFile, mapError(err))
 		}
 		s = &sharedDB{db: db}
+		if err := s.watches.setMax(db, 0); err != nil {
+			db.Close()
+			return nil, err
+		}
 		opened[clusterFile] = s
 	}
 	s.users++
-	return &DB{db: s.db, clusterFile: clusterFile}, nil
+	return &DB{db: s.db, clusterFile: clusterFile, watches: &s.watches}, nil
 }
 
 // Close releases the database handle. The binding shares one handle per

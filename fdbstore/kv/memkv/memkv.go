@@ -556,7 +556,7 @@ func (db *DB) lead(own *commitReq) {
 	}
 	if applied {
 		db.publish()
-		db.watch.fire()
+		db.fireWatches()
 	}
 	db.mu.Unlock()
 

@@ -31,6 +31,7 @@ func fired(ch <-chan struct{}) bool {
 func TestWatch(t *testing.T) {
 	ctx := context.Background()
 	db := memkv.New()
+	set(t, db, "r/2", "v")
 	a, err := db.Watch(ctx, []byte("a"))
 	if err != nil {
 		t.Fatal(err)
@@ -59,6 +60,25 @@ func TestWatch(t *testing.T) {
 	}
 	if !fired(r) || fired(a) {
 		t.Fatal("a range clear over r/2 did not fire its watch, or fired a's")
+	}
+	// A write of the value the key had when the watch was set, or a clear
+	// of a key that does not exist, changes nothing: the watch stays.
+	s, _ := db.Watch(ctx, []byte("b"))
+	set(t, db, "b", "1")
+	gone, _ := db.Watch(ctx, []byte("gone"))
+	if err := db.Transact(ctx, func(tr kv.Transaction) error {
+		tr.Clear([]byte("gone"))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if fired(s) || fired(gone) {
+		t.Fatalf("an unchanged value fired its watch: b %v, gone %v", fired(s), fired(gone))
+	}
+	set(t, db, "b", "2")
+	set(t, db, "gone", "")
+	if !fired(s) || !fired(gone) {
+		t.Fatalf("a new value, or an empty one where there was none, did not fire: b %v, gone %v", fired(s), fired(gone))
 	}
 	// A watch ends with its context.
 	cctx, cancel := context.WithCancel(ctx)
