@@ -76,7 +76,7 @@ var checkStores = [3]string{"checkpoints", "persistence", "streams"}
 // streamsCheck runs streams.Check on the namespace's streams, when its
 // backend keeps them; a problem's key is the stream's name.
 func (h *handler) streamsCheck(c *call) ([]driver.Problem, error) {
-	if _, ok := h.b.(StreamsBackend); !ok {
+	if c.ns.streams == nil {
 		return nil, nil
 	}
 	p, err := h.streamPorter(c.ns)

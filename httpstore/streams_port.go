@@ -42,7 +42,7 @@ func init() {
 
 // streamPorter returns the namespace's stream driver as a Porter.
 func (h *handler) streamPorter(ns *namespace) (streams.Porter, error) {
-	d, err := h.streamDriver(ns.name)
+	d, err := h.streamDriver(ns)
 	if err != nil {
 		return nil, err
 	}

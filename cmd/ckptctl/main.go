@@ -201,15 +201,8 @@ func openStore(ctx context.Context, url string, lease ckptstore.Options, namespa
 			return nil, err
 		}
 	}
-	st, p := t.Store, t.Persistence
-	var sd streams.Driver
-	if namespace != "" && o.OpenStreams != nil {
-		if sd, err = o.Streams(namespace); err != nil {
-			_ = o.Close()
-			return nil, err
-		}
-	}
-	return &store{Store: st, persist: p, streams: sd, desc: desc, close: o.Close}, nil
+	// Streams live only in namespaces: the URL's own tenant has none.
+	return &store{Store: t.Store, persist: t.Persistence, streams: t.Streams, desc: desc, close: o.Close}, nil
 }
 
 // tokenEnv is the environment variable --token defaults to, as in
