@@ -19,8 +19,10 @@ export interface ClientOptions {
    */
   namespace?: string | undefined
   /**
-   * The fetch to use. Without it, Node (≥ 20.16) uses node:http / node:https
-   * with a shared keep-alive agent, and every other runtime the global fetch.
+   * The fetch to use. Without it, Node (≥ 20.16) sends the JSON calls
+   * through undici's Pool and the blob calls through node:http /
+   * node:https, each with shared keep-alive connections (see
+   * nodeTransport), and every other runtime uses the global fetch.
    */
   fetch?: typeof fetch | undefined
   /** --dev server only: the clock of each request, epoch ms. */
@@ -48,12 +50,13 @@ export interface ClientOptions {
    */
   agent?: object | undefined
   /**
-   * Node only: send the JSON calls through undici's Pool instead of
-   * node:http ('undici'), which costs less CPU per call (see the README).
-   * Off by default: undici schedules its own work on timers, so a caller
-   * that fakes timers (vi.useFakeTimers, node:test's mock.timers) sees its
-   * calls never settle; node:http does not depend on them. Needs the
-   * `undici` package installed beside this one.
+   * Node only: what carries the JSON calls. 'undici' (the default) is
+   * undici's Pool, which costs less CPU per call than node:http (see the
+   * README); while the process's timers are faked (vi.useFakeTimers,
+   * @sinonjs/fake-timers, node:test's mock.timers) those calls go through
+   * node:http instead, since undici waits on the global setImmediate to
+   * reuse a connection. 'node:http' sends every call through node:http.
+   * Without the `undici` package (a bundle that leaves it out), node:http.
    */
   nodeTransport?: 'node:http' | 'undici' | undefined
   /**
@@ -86,6 +89,28 @@ export interface CallOptions {
 }
 
 const defaultTimeoutMs = 30_000
+// The timers of the process as this module found them. A test that fakes
+// timers (vi.useFakeTimers, @sinonjs/fake-timers, node:test's mock.timers)
+// replaces the globals later; a request's deadline and a retry's backoff
+// measure real time on a real socket, so they keep these, and a faked
+// clock neither fires them early nor holds them back. (A process whose
+// timers were already faked when this module loaded has only the fakes.)
+const realSetTimeout = globalThis.setTimeout
+const realClearTimeout = globalThis.clearTimeout
+const realSetImmediate = (globalThis as { setImmediate?: unknown }).setImmediate
+
+/**
+ * timersFaked reports whether setImmediate is no longer the one this module
+ * loaded with, or is a fake-timers clock's (it carries its clock). undici
+ * waits for a setImmediate before it reuses a keep-alive connection, so
+ * its calls would never settle while the global one is faked; node:http
+ * takes those calls then.
+ */
+function timersFaked(): boolean {
+  const si = (globalThis as { setImmediate?: unknown }).setImmediate
+  return si !== realSetImmediate || (typeof si === 'function' && (si as { clock?: unknown }).clock !== undefined)
+}
+
 const defaultMaxAttempts = 6
 const firstBackoffMs = 20
 const maxBackoffMs = 2_000
@@ -215,7 +240,10 @@ interface NodeProcess {
 // uses, declared here for the same reason: the package's types, and any
 // non-Node build, never see the module.
 interface UndiciModule {
-  Pool: new (origin: string, options: { keepAliveTimeout: number; connect?: { ca: string | Uint8Array | ReadonlyArray<string | Uint8Array> } }) => UndiciPool
+  Pool: new (
+    origin: string,
+    options: { keepAliveTimeout: number; headersTimeout: number; bodyTimeout: number; connect?: { ca: string | Uint8Array | ReadonlyArray<string | Uint8Array> } },
+  ) => UndiciPool
 }
 interface UndiciPool {
   request(options: {
@@ -294,7 +322,12 @@ function undiciPool(origin: string, options: ClientOptions): UndiciPool | undefi
   const key = ca === undefined ? origin : typeof ca === 'string' ? `${origin}\n${ca}` : undefined
   let pool = key === undefined ? undefined : pools.get(key)
   if (pool === undefined) {
-    pool = new u.Pool(origin, ca === undefined ? { keepAliveTimeout: freeSocketTimeoutMs } : { keepAliveTimeout: freeSocketTimeoutMs, connect: { ca } })
+    // undici's own headers and body timeouts are off: they run on the
+    // global timers, which a test may fake and then advance by minutes;
+    // each attempt's deadline (on the timers this module loaded with)
+    // covers the head and the body instead.
+    const timeouts = { keepAliveTimeout: freeSocketTimeoutMs, headersTimeout: 0, bodyTimeout: 0 }
+    pool = new u.Pool(origin, ca === undefined ? timeouts : { ...timeouts, connect: { ca } })
     if (key !== undefined) pools.set(key, pool)
   }
   return pool
@@ -365,10 +398,11 @@ export class Transport {
   private readonly base: string
   private readonly fetch: typeof fetch | undefined
   private readonly node: { mod: NodeHttpModule; agent: object } | undefined
-  // The JSON calls' transport on Node when the caller asks for undici
-  // (nodeTransport), it loads and the caller gave no agent: it costs less
-  // CPU per call than node:http (see the README); the raw (blob) calls
-  // keep node:http's streaming.
+  // The JSON calls' transport on Node unless the caller asks for
+  // node:http (nodeTransport), when undici loads and the caller gave no
+  // agent: it costs less CPU per call than node:http (see the README).
+  // While the process's timers are faked, node:http takes the calls
+  // (timersFaked); the raw (blob) calls keep node:http's streaming.
   private readonly pool: UndiciPool | undefined
   private readonly hostname: string
   private readonly port: string | undefined
@@ -404,7 +438,7 @@ export class Transport {
     if (options.nodeTransport !== undefined && options.nodeTransport !== 'node:http' && options.nodeTransport !== 'undici') {
       throw new TypeError(`ckptstore: options.nodeTransport must be 'node:http' or 'undici'`)
     }
-    this.pool = this.node !== undefined && options.nodeTransport === 'undici' ? undiciPool(u.origin, options) : undefined
+    this.pool = this.node !== undefined && options.nodeTransport !== 'node:http' ? undiciPool(u.origin, options) : undefined
     this.signal = options.signal
     this.headerSources = options.headers === undefined ? [] : [options.headers]
     this.hostname = u.hostname.replace(/^\[(.*)\]$/, '$1')
@@ -458,10 +492,10 @@ export class Transport {
     if (signal === undefined) return sleep(backoff(attempt))
     return new Promise<void>((resolve, reject) => {
       const onAbort = () => {
-        clearTimeout(timer)
+        realClearTimeout(timer)
         reject(signal.reason)
       }
-      const timer = setTimeout(() => {
+      const timer = realSetTimeout(() => {
         signal.removeEventListener('abort', onAbort)
         resolve()
       }, backoff(attempt))
@@ -518,7 +552,7 @@ export class Transport {
   private async attempt(method: string, payload: string, key: string | undefined): Promise<Record<string, unknown>> {
     const headers = this.headersFor(key)
     const res =
-      this.pool !== undefined
+      this.pool !== undefined && !timersFaked()
         ? await this.sendUndici(this.pool, method, payload, headers)
         : this.node !== undefined
           ? await this.sendNode(this.node, method, payload, headers)
@@ -585,7 +619,7 @@ export class Transport {
   private async sendUndici(pool: UndiciPool, method: string, payload: string, headers: Record<string, string>): Promise<Reply> {
     const abort = new AttemptSignal()
     let timedOut = false
-    const timer = setTimeout(() => {
+    const timer = realSetTimeout(() => {
       timedOut = true
       const err = new Error(`no reply within ${this.timeoutMs} ms`)
       err.name = 'TimeoutError'
@@ -605,7 +639,7 @@ export class Transport {
       this.aborted()
       throw timedOut ? this.timeoutError(method, err) : this.networkError(method, err)
     } finally {
-      clearTimeout(timer)
+      realClearTimeout(timer)
       signal?.removeEventListener('abort', onAbort)
     }
   }
@@ -626,7 +660,7 @@ export class Transport {
       const fail = (err: unknown) => {
         if (settled) return
         settled = true
-        clearTimeout(timer)
+        realClearTimeout(timer)
         signal?.removeEventListener('abort', onAbort)
         reject(err)
       }
@@ -646,7 +680,7 @@ export class Transport {
             // last byte) is a lost connection, not a reply.
             if (!res.complete) return fail(this.cutOff(method))
             settled = true
-            clearTimeout(timer)
+            realClearTimeout(timer)
             signal?.removeEventListener('abort', onAbort)
             resolve({ status: res.statusCode ?? 0, text })
           })
@@ -656,7 +690,7 @@ export class Transport {
           })
         },
       )
-      const timer = setTimeout(() => {
+      const timer = realSetTimeout(() => {
         const err = new Error(`no reply within ${this.timeoutMs} ms`)
         err.name = 'TimeoutError'
         fail(this.timeoutError(method, err))
@@ -735,7 +769,7 @@ export class Transport {
       }
       signal?.addEventListener('abort', onAbort, { once: true })
       const fail = (err: Error) => {
-        clearTimeout(timer)
+        realClearTimeout(timer)
         signal?.removeEventListener('abort', onAbort)
         if (streamError) return streamError(unwrap(err))
         if (settled) return
@@ -743,8 +777,8 @@ export class Transport {
         reject(err)
       }
       const arm = () => {
-        clearTimeout(timer)
-        timer = setTimeout(() => {
+        realClearTimeout(timer)
+        timer = realSetTimeout(() => {
           const err = new Error(`no progress within ${this.timeoutMs} ms`)
           err.name = 'TimeoutError'
           fail(this.timeoutError(method, err))
@@ -781,7 +815,7 @@ export class Transport {
                     if ((c.desiredSize ?? 1) <= 0) res.pause()
                   })
                   res.on('end', () => {
-                    clearTimeout(timer)
+                    realClearTimeout(timer)
                     if (done) return
                     if (!res.complete) return streamError!(cutOff().last)
                     done = true
@@ -798,7 +832,7 @@ export class Transport {
                 },
                 cancel() {
                   done = true
-                  clearTimeout(timer)
+                  realClearTimeout(timer)
                   signal?.removeEventListener('abort', onAbort)
                   res.destroy()
                 },
@@ -817,7 +851,7 @@ export class Transport {
             if (settled) return
             if (!res.complete) return fail(cutOff())
             settled = true
-            clearTimeout(timer)
+            realClearTimeout(timer)
             signal?.removeEventListener('abort', onAbort)
             resolve({ status, header, text })
           })
@@ -867,7 +901,7 @@ export class Transport {
           signal?.removeEventListener('abort', onAbort)
           if (!settled) {
             settled = true
-            clearTimeout(timer)
+            realClearTimeout(timer)
             reject(e)
           }
           req.destroy(e)
@@ -892,8 +926,8 @@ export class Transport {
     let timer: ReturnType<typeof setTimeout> | undefined
     let timedOut = false
     const arm = () => {
-      clearTimeout(timer)
-      timer = setTimeout(() => {
+      realClearTimeout(timer)
+      timer = realSetTimeout(() => {
         timedOut = true
         const err = new Error(`no progress within ${this.timeoutMs} ms`)
         err.name = 'TimeoutError'
@@ -904,12 +938,12 @@ export class Transport {
     // its reason; aborted() then rethrows that reason.
     const signal = this.signal
     const onAbort = () => {
-      clearTimeout(timer)
+      realClearTimeout(timer)
       ac.abort(signal!.reason)
     }
     signal?.addEventListener('abort', onAbort, { once: true })
     const done = () => {
-      clearTimeout(timer)
+      realClearTimeout(timer)
       signal?.removeEventListener('abort', onAbort)
     }
     let sourceError: unknown
@@ -1035,7 +1069,7 @@ function backoff(attempt: number): number {
 }
 
 function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms))
+  return new Promise((resolve) => realSetTimeout(resolve, ms))
 }
 
 /**
