@@ -89,14 +89,11 @@ export interface CallOptions {
 }
 
 const defaultTimeoutMs = 30_000
-// The timers of the process as this module found them. A test that fakes
-// timers (vi.useFakeTimers, @sinonjs/fake-timers, node:test's mock.timers)
-// replaces the globals later; a request's deadline and a retry's backoff
-// measure real time on a real socket, so they keep these, and a faked
-// clock neither fires them early nor holds them back. (A process whose
-// timers were already faked when this module loaded has only the fakes.)
-const realSetTimeout = globalThis.setTimeout
-const realClearTimeout = globalThis.clearTimeout
+// The setImmediate of the process as this module found it: a test that
+// fakes timers (vi.useFakeTimers, @sinonjs/fake-timers, node:test's
+// mock.timers) replaces the global one later (timersFaked). (A process
+// whose timers were already faked when this module loaded has only the
+// fake, which timersFaked still tells by the clock it carries.)
 const realSetImmediate = (globalThis as { setImmediate?: unknown }).setImmediate
 
 /**
@@ -322,10 +319,8 @@ function undiciPool(origin: string, options: ClientOptions): UndiciPool | undefi
   const key = ca === undefined ? origin : typeof ca === 'string' ? `${origin}\n${ca}` : undefined
   let pool = key === undefined ? undefined : pools.get(key)
   if (pool === undefined) {
-    // undici's own headers and body timeouts are off: they run on the
-    // global timers, which a test may fake and then advance by minutes;
-    // each attempt's deadline (on the timers this module loaded with)
-    // covers the head and the body instead.
+    // undici's own headers and body timeouts are off: each attempt's
+    // deadline covers the head and the body, one timer instead of two.
     const timeouts = { keepAliveTimeout: freeSocketTimeoutMs, headersTimeout: 0, bodyTimeout: 0 }
     pool = new u.Pool(origin, ca === undefined ? timeouts : { ...timeouts, connect: { ca } })
     if (key !== undefined) pools.set(key, pool)
@@ -492,10 +487,10 @@ export class Transport {
     if (signal === undefined) return sleep(backoff(attempt))
     return new Promise<void>((resolve, reject) => {
       const onAbort = () => {
-        realClearTimeout(timer)
+        clearTimeout(timer)
         reject(signal.reason)
       }
-      const timer = realSetTimeout(() => {
+      const timer = setTimeout(() => {
         signal.removeEventListener('abort', onAbort)
         resolve()
       }, backoff(attempt))
@@ -619,7 +614,7 @@ export class Transport {
   private async sendUndici(pool: UndiciPool, method: string, payload: string, headers: Record<string, string>): Promise<Reply> {
     const abort = new AttemptSignal()
     let timedOut = false
-    const timer = realSetTimeout(() => {
+    const timer = setTimeout(() => {
       timedOut = true
       const err = new Error(`no reply within ${this.timeoutMs} ms`)
       err.name = 'TimeoutError'
@@ -639,7 +634,7 @@ export class Transport {
       this.aborted()
       throw timedOut ? this.timeoutError(method, err) : this.networkError(method, err)
     } finally {
-      realClearTimeout(timer)
+      clearTimeout(timer)
       signal?.removeEventListener('abort', onAbort)
     }
   }
@@ -660,7 +655,7 @@ export class Transport {
       const fail = (err: unknown) => {
         if (settled) return
         settled = true
-        realClearTimeout(timer)
+        clearTimeout(timer)
         signal?.removeEventListener('abort', onAbort)
         reject(err)
       }
@@ -680,7 +675,7 @@ export class Transport {
             // last byte) is a lost connection, not a reply.
             if (!res.complete) return fail(this.cutOff(method))
             settled = true
-            realClearTimeout(timer)
+            clearTimeout(timer)
             signal?.removeEventListener('abort', onAbort)
             resolve({ status: res.statusCode ?? 0, text })
           })
@@ -690,7 +685,7 @@ export class Transport {
           })
         },
       )
-      const timer = realSetTimeout(() => {
+      const timer = setTimeout(() => {
         const err = new Error(`no reply within ${this.timeoutMs} ms`)
         err.name = 'TimeoutError'
         fail(this.timeoutError(method, err))
@@ -769,7 +764,7 @@ export class Transport {
       }
       signal?.addEventListener('abort', onAbort, { once: true })
       const fail = (err: Error) => {
-        realClearTimeout(timer)
+        clearTimeout(timer)
         signal?.removeEventListener('abort', onAbort)
         if (streamError) return streamError(unwrap(err))
         if (settled) return
@@ -777,8 +772,8 @@ export class Transport {
         reject(err)
       }
       const arm = () => {
-        realClearTimeout(timer)
-        timer = realSetTimeout(() => {
+        clearTimeout(timer)
+        timer = setTimeout(() => {
           const err = new Error(`no progress within ${this.timeoutMs} ms`)
           err.name = 'TimeoutError'
           fail(this.timeoutError(method, err))
@@ -815,7 +810,7 @@ export class Transport {
                     if ((c.desiredSize ?? 1) <= 0) res.pause()
                   })
                   res.on('end', () => {
-                    realClearTimeout(timer)
+                    clearTimeout(timer)
                     if (done) return
                     if (!res.complete) return streamError!(cutOff().last)
                     done = true
@@ -832,7 +827,7 @@ export class Transport {
                 },
                 cancel() {
                   done = true
-                  realClearTimeout(timer)
+                  clearTimeout(timer)
                   signal?.removeEventListener('abort', onAbort)
                   res.destroy()
                 },
@@ -851,7 +846,7 @@ export class Transport {
             if (settled) return
             if (!res.complete) return fail(cutOff())
             settled = true
-            realClearTimeout(timer)
+            clearTimeout(timer)
             signal?.removeEventListener('abort', onAbort)
             resolve({ status, header, text })
           })
@@ -901,7 +896,7 @@ export class Transport {
           signal?.removeEventListener('abort', onAbort)
           if (!settled) {
             settled = true
-            realClearTimeout(timer)
+            clearTimeout(timer)
             reject(e)
           }
           req.destroy(e)
@@ -926,8 +921,8 @@ export class Transport {
     let timer: ReturnType<typeof setTimeout> | undefined
     let timedOut = false
     const arm = () => {
-      realClearTimeout(timer)
-      timer = realSetTimeout(() => {
+      clearTimeout(timer)
+      timer = setTimeout(() => {
         timedOut = true
         const err = new Error(`no progress within ${this.timeoutMs} ms`)
         err.name = 'TimeoutError'
@@ -938,12 +933,12 @@ export class Transport {
     // its reason; aborted() then rethrows that reason.
     const signal = this.signal
     const onAbort = () => {
-      realClearTimeout(timer)
+      clearTimeout(timer)
       ac.abort(signal!.reason)
     }
     signal?.addEventListener('abort', onAbort, { once: true })
     const done = () => {
-      realClearTimeout(timer)
+      clearTimeout(timer)
       signal?.removeEventListener('abort', onAbort)
     }
     let sourceError: unknown
@@ -1069,7 +1064,7 @@ function backoff(attempt: number): number {
 }
 
 function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => realSetTimeout(resolve, ms))
+  return new Promise((resolve) => setTimeout(resolve, ms))
 }
 
 /**

@@ -1,8 +1,10 @@
 // Calls under faked timers: a test suite that fakes the clock (vitest's
 // vi.useFakeTimers, which installs @sinonjs/fake-timers on the globals;
 // node:test's mock.timers) still talks to a real server over real sockets.
-// The default Node transport must settle every call meanwhile, keep its
-// deadline on real time, and go back to undici once the timers are real.
+// The default Node transport must settle every call meanwhile and go back
+// to undici once the timers are real. Its deadline stays a timer of the
+// process, faked with the rest: TanStack's own tests count the timers
+// (vi.getTimerCount) while a call is in flight.
 //
 // The clock is installed as vitest installs it: every timer the library
 // knows but nextTick and queueMicrotask.
@@ -11,7 +13,7 @@ import { after, before, describe, mock, test } from 'node:test'
 import assert from 'node:assert/strict'
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import FakeTimers from '@sinonjs/fake-timers'
-import { createCheckpointStore, createInstanceStore } from '@ckptstore/client'
+import { CkptstoreError, createCheckpointStore, createInstanceStore } from '@ckptstore/client'
 import { checkpoint, startServer, type Running } from './helpers.js'
 
 // Real timers, taken before any test fakes them: the guard against a hang.
@@ -95,14 +97,18 @@ describe('under faked timers', () => {
     }
   })
 
-  test('a faked clock run ahead by an hour does not time a call out: the deadline is on real time', async () => {
-    const s = await recording(150)
+  test('the deadline is a timer of the process like any other: the fake clock counts it and, run past timeoutMs, times the call out', async () => {
+    const s = await recording(300)
     const clock = useFakeTimers()
     try {
       const store = createCheckpointStore({ url: s.url, timeoutMs: 1_000, maxAttempts: 1 })
       const call = store.getHead('t')
-      await clock.tickAsync(3_600_000)
-      assert.equal(await settles(call, 'getHead'), null)
+      const failed = call.then(() => undefined, (e: unknown) => e)
+      assert.equal(clock.countTimers(), 1, "the call's deadline, counted as vi.getTimerCount() counts it")
+      clock.tick(1_000)
+      const err = await settles(failed, 'getHead')
+      assert.ok(err instanceof CkptstoreError && err.code === 'TIMEOUT', `a TIMEOUT, not ${String(err)}`)
+      assert.equal(clock.countTimers(), 0)
     } finally {
       clock.uninstall()
       await s.close()
