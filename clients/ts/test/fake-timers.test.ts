@@ -33,10 +33,14 @@ async function settles<T>(p: Promise<T>, what: string, ms = 5_000): Promise<T> {
   }
 }
 
-/** vitest's vi.useFakeTimers(): @sinonjs/fake-timers on the globals, all but nextTick and queueMicrotask. */
+/**
+ * vitest's vi.useFakeTimers(): @sinonjs/fake-timers on the globals, all but
+ * nextTick and queueMicrotask, a clearTimeout of a timer made before
+ * passed on to the real one (vitest's default).
+ */
 function useFakeTimers(): FakeTimers.InstalledClock {
   const toFake = (Object.keys(FakeTimers.timers) as FakeTimers.FakeMethod[]).filter((t) => t !== 'nextTick' && t !== 'queueMicrotask')
-  return FakeTimers.withGlobal(globalThis).install({ toFake, loopLimit: 10_000 })
+  return FakeTimers.withGlobal(globalThis).install({ toFake, loopLimit: 10_000, shouldClearNativeTimers: true })
 }
 
 /**
