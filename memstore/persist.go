@@ -12,6 +12,8 @@ package memstore
 //     value, so a record handed out stays as it was;
 //   - threadRuns and threadGenRuns hold exactly the ids of the runs and
 //     generation runs of each thread;
+//   - activeRuns holds exactly the ids of the running runs of each thread,
+//     and no thread without one;
 //   - a lock's fence only grows, and its entry is never dropped;
 //   - ops holds the op token of every commit batch that succeeded with one
 //     in the last contract.OpTokenTTL, in the key space's one table, beside
@@ -49,11 +51,15 @@ type Persistence struct {
 	// thread's runs, not the store's. A run's thread never changes.
 	threadRuns    map[string][]string
 	threadGenRuns map[string][]string
-	interrupts    map[string]*driver.InterruptRecord
-	metadata      map[metaKey]json.RawMessage
-	artifacts     map[string]*driver.ArtifactRecord
-	blobs         map[string]*driver.BlobMeta
-	locks         map[string]*lock
+	// activeRuns indexes the running runs by thread, so that findActiveRun,
+	// once per chat turn, costs the thread's running runs (none or one, as
+	// a rule), not every run the thread ever had.
+	activeRuns map[string]map[string]struct{}
+	interrupts map[string]*driver.InterruptRecord
+	metadata   map[metaKey]json.RawMessage
+	artifacts  map[string]*driver.ArtifactRecord
+	blobs      map[string]*driver.BlobMeta
+	locks      map[string]*lock
 }
 
 // metaKey is the (namespace, key) identity as two fields, so no two pairs
@@ -93,6 +99,7 @@ func newPersistence(sp *space) *Persistence {
 		runs:          map[string]*driver.RunRecord{},
 		genRuns:       map[string]*driver.GenerationRunRecord{},
 		threadRuns:    map[string][]string{},
+		activeRuns:    map[string]map[string]struct{}{},
 		threadGenRuns: map[string][]string{},
 		interrupts:    map[string]*driver.InterruptRecord{},
 		metadata:      map[metaKey]json.RawMessage{},
@@ -155,12 +162,56 @@ func createOrResume[T any](d *Persistence, m map[string]*T, byThread map[string]
 
 // CreateOrResumeRun implements driver.Runs.
 func (d *Persistence) CreateOrResumeRun(_ context.Context, rec *driver.RunRecord) (*driver.RunRecord, error) {
-	return createOrResume(d, d.runs, d.threadRuns, rec.RunID, rec.ThreadID, rec)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if cur, ok := d.runs[rec.RunID]; ok {
+		return cur, nil
+	}
+	d.storeRun(rec)
+	return rec, nil
 }
 
-// UpdateRun implements driver.Runs.
+// storeRun stores a new run and indexes it by thread (and as running when
+// it is). d.mu is held.
+func (d *Persistence) storeRun(r *driver.RunRecord) {
+	d.runs[r.RunID] = r
+	d.threadRuns[r.ThreadID] = append(d.threadRuns[r.ThreadID], r.RunID)
+	d.indexActive(r)
+}
+
+// indexActive puts r in its thread's set of running runs, or takes it out,
+// by its status. d.mu is held.
+func (d *Persistence) indexActive(r *driver.RunRecord) {
+	set := d.activeRuns[r.ThreadID]
+	if r.Status == driver.RunRunning {
+		if set == nil {
+			set = map[string]struct{}{}
+			d.activeRuns[r.ThreadID] = set
+		}
+		set[r.RunID] = struct{}{}
+		return
+	}
+	if set != nil {
+		delete(set, r.RunID)
+		if len(set) == 0 {
+			delete(d.activeRuns, r.ThreadID)
+		}
+	}
+}
+
+// UpdateRun implements driver.Runs. A patch never moves a run to another
+// thread, so only its status can change its place in activeRuns.
 func (d *Persistence) UpdateRun(_ context.Context, runID string, patch driver.RunPatch) (bool, error) {
-	return change(d, d.runs, runID, patch.Apply)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	cur, ok := d.runs[runID]
+	if !ok {
+		return false, nil
+	}
+	next := patch.Apply(cur)
+	d.runs[runID] = next
+	d.indexActive(next)
+	return true, nil
 }
 
 // GetRun implements driver.Runs.
@@ -173,8 +224,8 @@ func (d *Persistence) ActiveRun(_ context.Context, threadID string) (*driver.Run
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var best *driver.RunRecord
-	for _, id := range d.threadRuns[threadID] {
-		if r := d.runs[id]; r.Status == driver.RunRunning && (best == nil || driver.RunOrder(r, best) > 0) {
+	for id := range d.activeRuns[threadID] {
+		if r := d.runs[id]; best == nil || driver.RunOrder(r, best) > 0 {
 			best = r
 		}
 	}
@@ -752,8 +803,7 @@ func (d *Persistence) Load(ctx context.Context, recs []driver.Record) (int, erro
 	for _, r := range fresh {
 		switch r.Kind {
 		case driver.KindRun:
-			d.runs[r.Run.RunID] = r.Run
-			d.threadRuns[r.Run.ThreadID] = append(d.threadRuns[r.Run.ThreadID], r.Run.RunID)
+			d.storeRun(r.Run)
 		case driver.KindGenerationRun:
 			g := r.GenerationRun
 			d.genRuns[g.RunID] = g

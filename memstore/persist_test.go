@@ -3,6 +3,8 @@ package memstore_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -78,4 +80,81 @@ func TestPersistDumpPages(t *testing.T) {
 	persisttest.RunPort(t, func(t *testing.T, now func() time.Time) driver.Driver {
 		return memstore.NewDriver(ckptstore.Options{Now: now}).Persistence()
 	})
+}
+
+// TestActiveRunIndex: findActiveRun reads the index of running runs by
+// thread; after every create, status update and load of a random sequence
+// it is the newest running run that a scan of the thread's runs finds,
+// on a store written call by call and on one loaded from its records.
+func TestActiveRunIndex(t *testing.T) {
+	ctx := context.Background()
+	statuses := []driver.RunStatus{driver.RunRunning, driver.RunInterrupted, driver.RunCompleted, driver.RunFailed, driver.RunAborted}
+	threads := []string{"a", "b", "c"}
+	rng := rand.New(rand.NewPCG(1, 2))
+	p := memstore.NewPersistence(memstore.PersistenceOptions{})
+	scan := func(p *memstore.Persistence, thread string) *driver.RunRecord {
+		all, err := p.ThreadRuns(ctx, thread, nil, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var best *driver.RunRecord
+		for _, r := range all {
+			if r.Status == driver.RunRunning && (best == nil || driver.RunOrder(r, best) > 0) {
+				best = r
+			}
+		}
+		return best
+	}
+	check := func(p *memstore.Persistence, step int) {
+		t.Helper()
+		for _, th := range threads {
+			got, err := p.ActiveRun(ctx, th)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := scan(p, th)
+			if (got == nil) != (want == nil) || got != nil && got.RunID != want.RunID {
+				t.Fatalf("step %d, thread %s: ActiveRun %+v, the scan finds %+v", step, th, got, want)
+			}
+		}
+	}
+	var ids []string
+	running := 0
+	for step := range 400 {
+		if len(ids) == 0 || rng.IntN(3) == 0 {
+			id := fmt.Sprintf("r%d", len(ids))
+			ids = append(ids, id)
+			st := statuses[rng.IntN(2)] // running or interrupted
+			if _, err := p.CreateOrResumeRun(ctx, &driver.RunRecord{RunID: id, ThreadID: threads[rng.IntN(len(threads))], Status: st, StartedAt: int64(rng.IntN(50))}); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			st := statuses[rng.IntN(len(statuses))]
+			if _, err := p.UpdateRun(ctx, ids[rng.IntN(len(ids))], driver.RunPatch{Status: driver.Set(st)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		check(p, step)
+	}
+	for _, th := range threads {
+		if scan(p, th) != nil {
+			running++
+		}
+	}
+	if running == 0 {
+		t.Fatal("no thread ends with a running run: the sequence proves little")
+	}
+	var recs []driver.Record
+	for _, id := range ids {
+		r, err := p.GetRun(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, driver.Record{Kind: driver.KindRun, Run: r})
+	}
+	loaded := memstore.NewPersistence(memstore.PersistenceOptions{})
+	if _, err := loaded.Load(ctx, recs); err != nil {
+		t.Fatal(err)
+	}
+	check(loaded, -1)
 }

@@ -19,8 +19,10 @@ export interface ClientOptions {
    */
   namespace?: string | undefined
   /**
-   * The fetch to use. Without it, Node (≥ 20.16) uses node:http / node:https
-   * with a shared keep-alive agent, and every other runtime the global fetch.
+   * The fetch to use. Without it, Node (≥ 20.16) sends the JSON calls
+   * through undici's Pool and the blob calls through node:http /
+   * node:https, each with shared keep-alive connections (see
+   * nodeTransport), and every other runtime uses the global fetch.
    */
   fetch?: typeof fetch | undefined
   /** --dev server only: the clock of each request, epoch ms. */
@@ -48,12 +50,13 @@ export interface ClientOptions {
    */
   agent?: object | undefined
   /**
-   * Node only: send the JSON calls through undici's Pool instead of
-   * node:http ('undici'), which costs less CPU per call (see the README).
-   * Off by default: undici schedules its own work on timers, so a caller
-   * that fakes timers (vi.useFakeTimers, node:test's mock.timers) sees its
-   * calls never settle; node:http does not depend on them. Needs the
-   * `undici` package installed beside this one.
+   * Node only: what carries the JSON calls. 'undici' (the default) is
+   * undici's Pool, which costs less CPU per call than node:http (see the
+   * README); while the process's timers are faked (vi.useFakeTimers,
+   * @sinonjs/fake-timers, node:test's mock.timers) those calls go through
+   * node:http instead, since undici waits on the global setImmediate to
+   * reuse a connection. 'node:http' sends every call through node:http.
+   * Without the `undici` package (a bundle that leaves it out), node:http.
    */
   nodeTransport?: 'node:http' | 'undici' | undefined
   /**
@@ -86,6 +89,25 @@ export interface CallOptions {
 }
 
 const defaultTimeoutMs = 30_000
+// The setImmediate of the process as this module found it: a test that
+// fakes timers (vi.useFakeTimers, @sinonjs/fake-timers, node:test's
+// mock.timers) replaces the global one later (timersFaked). (A process
+// whose timers were already faked when this module loaded has only the
+// fake, which timersFaked still tells by the clock it carries.)
+const realSetImmediate = (globalThis as { setImmediate?: unknown }).setImmediate
+
+/**
+ * timersFaked reports whether setImmediate is no longer the one this module
+ * loaded with, or is a fake-timers clock's (it carries its clock). undici
+ * waits for a setImmediate before it reuses a keep-alive connection, so
+ * its calls would never settle while the global one is faked; node:http
+ * takes those calls then.
+ */
+function timersFaked(): boolean {
+  const si = (globalThis as { setImmediate?: unknown }).setImmediate
+  return si !== realSetImmediate || (typeof si === 'function' && (si as { clock?: unknown }).clock !== undefined)
+}
+
 const defaultMaxAttempts = 6
 const firstBackoffMs = 20
 const maxBackoffMs = 2_000
@@ -215,7 +237,10 @@ interface NodeProcess {
 // uses, declared here for the same reason: the package's types, and any
 // non-Node build, never see the module.
 interface UndiciModule {
-  Pool: new (origin: string, options: { keepAliveTimeout: number; connect?: { ca: string | Uint8Array | ReadonlyArray<string | Uint8Array> } }) => UndiciPool
+  Pool: new (
+    origin: string,
+    options: { keepAliveTimeout: number; headersTimeout: number; bodyTimeout: number; connect?: { ca: string | Uint8Array | ReadonlyArray<string | Uint8Array> } },
+  ) => UndiciPool
 }
 interface UndiciPool {
   request(options: {
@@ -294,7 +319,10 @@ function undiciPool(origin: string, options: ClientOptions): UndiciPool | undefi
   const key = ca === undefined ? origin : typeof ca === 'string' ? `${origin}\n${ca}` : undefined
   let pool = key === undefined ? undefined : pools.get(key)
   if (pool === undefined) {
-    pool = new u.Pool(origin, ca === undefined ? { keepAliveTimeout: freeSocketTimeoutMs } : { keepAliveTimeout: freeSocketTimeoutMs, connect: { ca } })
+    // undici's own headers and body timeouts are off: each attempt's
+    // deadline covers the head and the body, one timer instead of two.
+    const timeouts = { keepAliveTimeout: freeSocketTimeoutMs, headersTimeout: 0, bodyTimeout: 0 }
+    pool = new u.Pool(origin, ca === undefined ? timeouts : { ...timeouts, connect: { ca } })
     if (key !== undefined) pools.set(key, pool)
   }
   return pool
@@ -365,10 +393,11 @@ export class Transport {
   private readonly base: string
   private readonly fetch: typeof fetch | undefined
   private readonly node: { mod: NodeHttpModule; agent: object } | undefined
-  // The JSON calls' transport on Node when the caller asks for undici
-  // (nodeTransport), it loads and the caller gave no agent: it costs less
-  // CPU per call than node:http (see the README); the raw (blob) calls
-  // keep node:http's streaming.
+  // The JSON calls' transport on Node unless the caller asks for
+  // node:http (nodeTransport), when undici loads and the caller gave no
+  // agent: it costs less CPU per call than node:http (see the README).
+  // While the process's timers are faked, node:http takes the calls
+  // (timersFaked); the raw (blob) calls keep node:http's streaming.
   private readonly pool: UndiciPool | undefined
   private readonly hostname: string
   private readonly port: string | undefined
@@ -404,7 +433,7 @@ export class Transport {
     if (options.nodeTransport !== undefined && options.nodeTransport !== 'node:http' && options.nodeTransport !== 'undici') {
       throw new TypeError(`ckptstore: options.nodeTransport must be 'node:http' or 'undici'`)
     }
-    this.pool = this.node !== undefined && options.nodeTransport === 'undici' ? undiciPool(u.origin, options) : undefined
+    this.pool = this.node !== undefined && options.nodeTransport !== 'node:http' ? undiciPool(u.origin, options) : undefined
     this.signal = options.signal
     this.headerSources = options.headers === undefined ? [] : [options.headers]
     this.hostname = u.hostname.replace(/^\[(.*)\]$/, '$1')
@@ -518,7 +547,7 @@ export class Transport {
   private async attempt(method: string, payload: string, key: string | undefined): Promise<Record<string, unknown>> {
     const headers = this.headersFor(key)
     const res =
-      this.pool !== undefined
+      this.pool !== undefined && !timersFaked()
         ? await this.sendUndici(this.pool, method, payload, headers)
         : this.node !== undefined
           ? await this.sendNode(this.node, method, payload, headers)

@@ -23,7 +23,12 @@
 // medians, and the median (min–max) of the ratios of each round to the
 // SQLite round next to it.
 //
-//   npm run bench:turn -- [--sqlite module] [--rounds N] [--seconds S] [--conversations 1,16] [--kb 1] [--messages 10]
+// --base names another ckptserver binary (a build of an earlier commit):
+// its mem and Redis sides (base-mem, base-redis, each on a fresh server and
+// redis-server) run in the same interleaved rounds, for a before/after
+// comparison under the same load.
+//
+//   npm run bench:turn -- [--sqlite module] [--base ckptserver] [--rounds N] [--seconds S] [--conversations 1,16] [--kb 1] [--messages 10]
 
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -36,6 +41,7 @@ import { redisUnavailable, startRedis, startServer, type Running } from './helpe
 const { values } = parseArgs({
   options: {
     sqlite: { type: 'string', default: process.env['CKPT_BENCH_SQLITE'] ?? '' },
+    base: { type: 'string', default: '' },
     rounds: { type: 'string', default: '8' },
     seconds: { type: 'string', default: '0.5' },
     conversations: { type: 'string', default: '1,16' },
@@ -112,22 +118,28 @@ const quantile = (xs: number[], q: number) => {
 
 // The sides: ckptserver on mem, on Redis (AOF everysec), and SQLite when present.
 const sides: Array<{ name: string; stores: TurnStores; stop: () => Promise<void> | void }> = []
-const mem = await startServer('mem')
-sides.push({ name: 'ckpt-mem', stores: createPersistence<Msg>({ url: mem.url }).stores as unknown as TurnStores, stop: () => mem.stop() })
 const noRedis = redisUnavailable()
 if (noRedis) console.log(`# no Redis side: ${noRedis}`)
-else {
-  const redis: Running = await startRedis(true)
-  const server = await startServer(`${redis.url}?prefix=bench`)
-  sides.push({
-    name: 'ckpt-redis',
-    stores: createPersistence<Msg>({ url: server.url }).stores as unknown as TurnStores,
-    stop: async () => {
-      await server.stop()
-      await redis.stop()
-    },
-  })
+/** The mem and Redis sides of one ckptserver binary, named with prefix. */
+async function serverSides(prefix: string, binary?: string): Promise<string> {
+  const mem = await startServer('mem', undefined, binary)
+  sides.push({ name: `${prefix}mem`, stores: createPersistence<Msg>({ url: mem.url }).stores as unknown as TurnStores, stop: () => mem.stop() })
+  if (!noRedis) {
+    const redis: Running = await startRedis(true)
+    const server = await startServer(`${redis.url}?prefix=bench`, undefined, binary)
+    sides.push({
+      name: `${prefix}redis`,
+      stores: createPersistence<Msg>({ url: server.url }).stores as unknown as TurnStores,
+      stop: async () => {
+        await server.stop()
+        await redis.stop()
+      },
+    })
+  }
+  return mem.url
 }
+const memURL = await serverSides('ckpt-')
+if (values.base !== '') await serverSides('base-', resolve(values.base))
 let sqliteWhy: string | undefined
 const nodeMajor = Number(process.versions.node.split('.')[0])
 if (values.sqlite === '') sqliteWhy = "no --sqlite module (nor $CKPT_BENCH_SQLITE): TanStack's SQLite example is not present"
@@ -154,7 +166,7 @@ if (sqliteWhy !== undefined) console.log(`# our side alone: ${sqliteWhy}`)
 
 console.log(
   `one turn = runs.createOrResume + runs.findActiveRun + runs.update(completed) + messages.saveThread (${keep} messages of ${values.kb} KB); ` +
-    `Node ${process.version}; ${rounds} rounds of ${seconds} s per side, interleaved (order rotated); ckptserver on mem at ${mem.url}`,
+    `Node ${process.version}; ${rounds} rounds of ${seconds} s per side, interleaved (order rotated); ckptserver on mem at ${memURL}${values.base === '' ? '' : `; base- sides: ${values.base}`}`,
 )
 console.log('conv  side         turns/s (median)  p50 ms  p99 ms  Node CPU µs/turn  vs sqlite-wal: of medians, median of paired rounds (min–max)')
 for (const conversations of values.conversations.split(',').map(Number)) {

@@ -8,10 +8,11 @@
 // each pair of adjacent rounds), and the whole process's CPU time per
 // append.
 //
-//   npm run bench -- [--rounds N] [--seconds S] [--writers 1,16] [--kb 2] [--fetch]
+//   npm run bench -- [--rounds N] [--seconds S] [--writers 1,16] [--kb 2] [--fetch | --node-http]
 //
 // --fetch makes the client use the global fetch (as on runtimes other than
-// Node, or with options.fetch), to compare the two transports.
+// Node, or with options.fetch), --node-http node:http instead of undici
+// (nodeTransport), to compare the transports.
 
 import { Agent, request } from 'node:http'
 import { parseArgs } from 'node:util'
@@ -25,7 +26,7 @@ const { values } = parseArgs({
     writers: { type: 'string', default: '1,16' },
     kb: { type: 'string', default: '2' },
     fetch: { type: 'boolean', default: false },
-    undici: { type: 'boolean', default: false },
+    'node-http': { type: 'boolean', default: false },
   },
 })
 const rounds = Number(values.rounds)
@@ -52,7 +53,7 @@ function cp(id: string, threadId: string, parent: string | null, n: number): Che
 }
 
 const server = await startServer('mem')
-const store = createCheckpointStore<Msg>(values.fetch ? { url: server.url, fetch: globalThis.fetch } : values.undici ? { url: server.url, nodeTransport: 'undici' } : { url: server.url })
+const store = createCheckpointStore<Msg>(values.fetch ? { url: server.url, fetch: globalThis.fetch } : values['node-http'] ? { url: server.url, nodeTransport: 'node:http' } : { url: server.url })
 const u = new URL(server.url)
 const agent = new Agent({ keepAlive: true })
 const b64url = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_'

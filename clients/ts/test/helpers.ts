@@ -97,10 +97,11 @@ function stopper(child: ChildProcess): () => Promise<void> {
 
 /**
  * startServer runs ckptserver on a free loopback port and parses the
- * `listening on http://…` line it prints. args default to --dev.
+ * `listening on http://…` line it prints. args default to --dev; binary
+ * to this checkout's (another build, for a before/after benchmark).
  */
-export async function startServer(store: string, args: string[] = ['--dev']): Promise<Running> {
-  const child = spawn(ckptserverBinary(), ['--listen', '127.0.0.1:0', '--store', store, ...args], {
+export async function startServer(store: string, args: string[] = ['--dev'], binary: string = ckptserverBinary()): Promise<Running> {
+  const child = spawn(binary, ['--listen', '127.0.0.1:0', '--store', store, ...args], {
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   const stop = stopper(child)
