@@ -33,6 +33,14 @@ export type { CallOptions, ClientOptions, HeadersOption } from './transport.js'
 export { withCallOptions } from './call.js'
 export { createPersistence, type PersistenceClient, type PersistenceOptions, type PersistenceStores } from './persistence.js'
 export { createLockStore, type LockStoreClientWithNamespace, type LockStoreOptions } from './locks.js'
+export {
+  createStreamDurability,
+  type StreamDurabilityClient,
+  type StreamDurabilityEntry,
+  type StreamDurabilityOptions,
+  type StreamDurabilityRequest,
+  type StreamDurabilitySource,
+} from './streams.js'
 
 /** The checkpoint store: TanStack's SandboxCheckpointStore with fork and prune, and three operator methods. */
 // The message type defaults to any, not unknown: a harness that opens the

@@ -1,0 +1,260 @@
+// createStreamDurability against a real ckptserver (--dev) on memstore and
+// on a redis-server: append, read and resume; close ends reads (a terminal
+// chunk does not); snapshot returns the stored prefix of an open log
+// without waiting; upsert's validation (a hole, a repeat, offsets the store
+// did not mint, a different chunk) writes nothing; producer fencing by
+// epoch, per producer id and per stream; abort ends a parked read; no
+// promise goes unhandled. No timed assertions: orderings and states only.
+
+import { describe, test } from 'node:test'
+import assert from 'node:assert/strict'
+import { createStreamDurability, CkptstoreError, type StreamDurabilityClient } from '@ckptstore/client'
+import { onMemAndRedis, type Running } from './helpers.js'
+
+interface Chunk {
+  type: string
+  delta?: string
+}
+
+const text = (delta: string): Chunk => ({ type: 'TEXT_MESSAGE_CONTENT', delta })
+const finished: Chunk = { type: 'RUN_FINISHED' }
+
+let runs = 0
+/** A fresh run id, so no two tests share a log. */
+const runId = () => `r-${process.pid}-${++runs}`
+
+async function collect(it: AsyncIterable<{ offset: string; chunk: Chunk }>): Promise<Array<{ offset: string; chunk: Chunk }>> {
+  const out: Array<{ offset: string; chunk: Chunk }> = []
+  for await (const e of it) out.push(e)
+  return out
+}
+
+const deltas = (es: Array<{ chunk: Chunk }>) => es.map((e) => e.chunk.delta ?? e.chunk.type)
+
+/** rejectsWith asserts that p rejects with a CkptstoreError of code. */
+async function rejectsWith(p: Promise<unknown>, code: string): Promise<void> {
+  await assert.rejects(p, (err: unknown) => {
+    assert.ok(err instanceof CkptstoreError, `a CkptstoreError, got ${String(err)}`)
+    assert.equal(err.code, code, err.message)
+    return true
+  })
+}
+
+function suite(backend: string, server: () => Running) {
+  const open = (id: string, extra: Record<string, unknown> = {}): StreamDurabilityClient<Chunk> =>
+    createStreamDurability<Chunk>({ runId: id }, { url: server().url, namespace: `streams-${backend}`, ...extra })
+
+  describe(`${backend}: append, read, resume`, () => {
+    test('append returns one offset per chunk, in order; read from each replays exactly what follows; close ends it', async () => {
+      const id = runId()
+      const p = open(id)
+      const a = await p.append([text('a'), text('b')])
+      const b = await p.append([text('c')])
+      assert.equal(a.length, 2)
+      assert.equal(b.length, 1)
+      const all = [...a, ...b]
+      assert.equal(new Set(all).size, 3)
+      assert.deepEqual([...all].sort(), all, 'offsets sort in log order')
+      for (const o of all) assert.doesNotMatch(o, /[\r\n\0]|^\s|\s$/)
+      await p.close()
+      assert.deepEqual(deltas(await collect(p.read('-1'))), ['a', 'b', 'c'])
+      assert.deepEqual(deltas(await collect(p.read(a[0]!))), ['b', 'c'])
+      assert.deepEqual(deltas(await collect(p.read(b[0]!))), [])
+      const got = await collect(open(id).read('-1'))
+      assert.deepEqual(got.map((e) => e.offset), all, 'read yields the offsets append returned')
+    })
+
+    test('a reader that resumes from a Request (Last-Event-ID) gets the rest live and ends at close, past terminal chunks', async () => {
+      const id = runId()
+      const p = open(id)
+      const [first] = await p.append([text('a'), finished])
+      const req = new Request(`http://app.test/api/chat?runId=${encodeURIComponent(id)}`, { headers: { 'Last-Event-ID': first! } })
+      const r = createStreamDurability<Chunk>(req, { url: server().url, namespace: `streams-${backend}` })
+      assert.equal(r.resumeFrom(), first)
+      const reading = collect(r.read(r.resumeFrom()!))
+      await p.append([text('b'), finished])
+      await p.append([text('c')])
+      await p.close()
+      assert.deepEqual(deltas(await reading), ['RUN_FINISHED', 'b', 'RUN_FINISHED', 'c'])
+    })
+
+    test('an offset alone names its run; ?offset and ?runId work as the headers do; a request naming no run throws', async () => {
+      const id = runId()
+      const p = open(id)
+      const [o] = await p.append([text('a')])
+      await p.append([text('b')])
+      await p.close()
+      const byOffset = createStreamDurability<Chunk>(new Request('http://app.test/x', { headers: { 'Last-Event-ID': o! } }), { url: server().url, namespace: `streams-${backend}` })
+      assert.equal(byOffset.stream, `runs/${id}`)
+      assert.deepEqual(deltas(await collect(byOffset.read(o!))), ['b'])
+      const byQuery = createStreamDurability<Chunk>(new Request(`http://app.test/x?runId=${id}&offset=-1`), { url: server().url, namespace: `streams-${backend}` })
+      assert.equal(byQuery.resumeFrom(), '-1')
+      assert.deepEqual(deltas(await collect(byQuery.read('-1'))), ['a', 'b'])
+      assert.throws(() => createStreamDurability(new Request('http://app.test/x'), { url: server().url }), /runId is required/)
+    })
+
+    test("'now' reads only what comes after; a read of a foreign offset rejects; a log that does not exist rejects STREAM_NOT_FOUND", async () => {
+      const id = runId()
+      const p = open(id)
+      await p.append([text('old')])
+      const reading = collect(p.read('now'))
+      // The long-poll is parked at the tail before this append lands or not;
+      // either way 'now' was resolved at the tail before it.
+      await new Promise((r) => setTimeout(r, 50))
+      await p.append([text('new')])
+      await p.close()
+      assert.deepEqual(deltas(await reading), ['new'])
+      const other = open(runId())
+      const [foreign] = await other.append([text('x')])
+      await rejectsWith(collect(p.read(foreign!)), 'STREAM_OFFSET_INVALID')
+      await rejectsWith(collect(open(runId()).read('-1')), 'STREAM_NOT_FOUND')
+    })
+
+    test('an aborted signal ends a parked read without an error', async () => {
+      const p = open(runId())
+      await p.append([text('a')])
+      const ac = new AbortController()
+      const seen: string[] = []
+      const reading = (async () => {
+        for await (const e of p.read('-1', ac.signal)) {
+          seen.push(e.chunk.delta!)
+          ac.abort()
+        }
+      })()
+      await reading
+      assert.deepEqual(seen, ['a'])
+    })
+  })
+
+  describe(`${backend}: snapshot`, () => {
+    test('returns the stored prefix of an open log at once, [] for an unknown run, and a fresh array', async () => {
+      const id = runId()
+      const p = open(id)
+      assert.deepEqual(await p.snapshot(), [])
+      const offs = await p.append([text('a'), text('b')])
+      const s1 = await p.snapshot()
+      assert.deepEqual(deltas(s1), ['a', 'b'])
+      assert.deepEqual(s1.map((e) => e.offset), offs)
+      s1.pop()
+      s1[0]!.chunk.delta = 'mutated'
+      assert.deepEqual(deltas(await open(id).snapshot()), ['a', 'b'])
+      await p.close()
+      assert.deepEqual(deltas(await p.snapshot()), ['a', 'b'])
+    })
+
+    test('a log of more than one reply comes back whole', async () => {
+      const p = open(runId())
+      const big = 'x'.repeat(300_000)
+      for (let i = 0; i < 5; i++) await p.append([{ type: 'T', delta: `${i}${big}` }])
+      const s = await p.snapshot()
+      assert.deepEqual(s.map((e) => e.chunk.delta![0]), ['0', '1', '2', '3', '4'])
+    })
+  })
+
+  describe(`${backend}: upsert`, () => {
+    test('re-persisting a stored range is a no-op that returns its offsets', async () => {
+      const id = runId()
+      const p = open(id)
+      const offs = await p.append([text('a'), text('b'), text('c')])
+      const back = await p.upsert([
+        { chunk: text('b'), offset: offs[1]! },
+        { chunk: { delta: 'c', type: 'TEXT_MESSAGE_CONTENT' }, offset: offs[2]! },
+        { chunk: text('a'), offset: offs[0]! },
+      ])
+      assert.deepEqual(back, [offs[1], offs[2], offs[0]])
+      assert.deepEqual(await p.upsert([]), [])
+      await p.close()
+      assert.deepEqual(deltas(await p.snapshot()), ['a', 'b', 'c'])
+    })
+
+    test('a hole, a repeat, foreign offsets and a different chunk are refused, and nothing is written', async () => {
+      const id = runId()
+      const p = open(id)
+      const offs = await p.append([text('a'), text('b')])
+      const before = await p.snapshot()
+      const sparse: Array<{ chunk: Chunk; offset: string }> = []
+      sparse[0] = { chunk: text('a'), offset: offs[0]! }
+      sparse[2] = { chunk: text('b'), offset: offs[1]! }
+      await rejectsWith(p.upsert(sparse), 'STREAM_UPSERT_INVALID')
+      await rejectsWith(p.upsert([{ chunk: text('a'), offset: offs[0]! }, { chunk: text('a'), offset: offs[0]! }]), 'STREAM_UPSERT_INVALID')
+      const [otherRun] = await open(runId()).append([text('a')])
+      const past = offs[1]!.replace(/\d{16}$/, (d) => String(Number(d) + 1).padStart(16, '0'))
+      const start = offs[0]!.replace(/\d{16}$/, '0'.repeat(16))
+      for (const foreign of [otherRun!, past, start, '-1', 'now', 'memory:v1:x:1', offs[0]!.slice(0, -1)]) {
+        await rejectsWith(p.upsert([{ chunk: text('a'), offset: offs[0]! }, { chunk: text('z'), offset: foreign }]), 'STREAM_OFFSET_INVALID')
+      }
+      await rejectsWith(p.upsert([{ chunk: text('a'), offset: offs[0]! }, { chunk: text('changed'), offset: offs[1]! }]), 'STREAM_UPSERT_CONFLICT')
+      assert.deepEqual(await p.snapshot(), before)
+      // And the producer goes on as before.
+      const [c] = await p.append([text('c')])
+      await p.close()
+      assert.deepEqual(deltas(await p.snapshot()), ['a', 'b', 'c'])
+      assert.equal((await p.snapshot())[2]!.offset, c)
+    })
+  })
+
+  describe(`${backend}: producers`, () => {
+    test('with one producer id, a lower epoch is refused (PRODUCER_STALE_EPOCH) and writes nothing', async () => {
+      const id = runId()
+      const newer = open(id, { producerId: 'host', producerEpoch: 2 })
+      await newer.append([text('a')])
+      const zombie = open(id, { producerId: 'host', producerEpoch: 1 })
+      await rejectsWith(zombie.append([text('zombie')]), 'PRODUCER_STALE_EPOCH')
+      await rejectsWith(zombie.close(), 'PRODUCER_STALE_EPOCH')
+      await newer.append([text('b')])
+      assert.deepEqual(deltas(await newer.snapshot()), ['a', 'b'])
+    })
+
+    test("with producerFence 'stream', a new adapter of a lower epoch is refused; without it, it is not", async () => {
+      const id = runId()
+      const fenced = { producerFence: 'stream' as const }
+      await open(id, { producerEpoch: 5, ...fenced }).append([text('a')])
+      await rejectsWith(open(id, { producerEpoch: 4, ...fenced }).append([text('zombie')]), 'PRODUCER_STALE_EPOCH')
+      await open(id, { producerEpoch: 5, ...fenced }).append([text('b')])
+      await open(id, { producerEpoch: 1 }).append([text('unfenced')])
+      assert.deepEqual(deltas(await open(id).snapshot()), ['a', 'b', 'unfenced'])
+    })
+
+    test('close is idempotent, an append after it is STREAM_CLOSED, and a close of a never-written run creates it closed', async () => {
+      const id = runId()
+      const p = open(id)
+      await p.append([text('a')])
+      await Promise.all([p.close(), p.close()])
+      await p.close()
+      await open(id).close()
+      await rejectsWith(p.append([text('late')]), 'STREAM_CLOSED')
+      const empty = open(runId())
+      await empty.close()
+      assert.deepEqual(await collect(empty.read('-1')), [])
+    })
+
+    test('concurrent appends of one adapter are stored in call order', async () => {
+      const p = open(runId())
+      const offs = await Promise.all(['a', 'b', 'c', 'd', 'e'].map((d) => p.append([text(d)])))
+      await p.close()
+      const s = await p.snapshot()
+      assert.deepEqual(deltas(s), ['a', 'b', 'c', 'd', 'e'])
+      assert.deepEqual(s.map((e) => e.offset), offs.flat())
+    })
+
+    test('a rejection nobody handles yet raises no unhandledRejection', async () => {
+      let unhandled = 0
+      const on = () => unhandled++
+      process.on('unhandledRejection', on)
+      try {
+        const p = open(runId())
+        const late = p.upsert([{ chunk: text('a'), offset: 'nope' }])
+        const late2 = open(runId()).read('nope')[Symbol.asyncIterator]().next()
+        await p.append([text('a')])
+        await new Promise((r) => setTimeout(r, 20))
+        await rejectsWith(late, 'STREAM_OFFSET_INVALID')
+        await rejectsWith(late2, 'STREAM_OFFSET_INVALID')
+        assert.equal(unhandled, 0)
+      } finally {
+        process.off('unhandledRejection', on)
+      }
+    })
+  })
+}
+
+onMemAndRedis('tsstreams', undefined, suite)
