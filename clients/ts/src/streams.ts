@@ -111,6 +111,13 @@ export interface StreamDurabilityOptions extends ClientOptions {
   producerFence?: 'stream' | undefined
   /** Stream-TTL of a stream this adapter creates, in seconds (a sliding window from its last access); default none. */
   ttlSeconds?: number | undefined
+  /**
+   * How long a read from '-1' or 'now' waits for a stream that does not
+   * exist yet (its producer has not written) before it rejects with
+   * STREAM_NOT_FOUND; default 100 ms, as memoryStream's first-chunk
+   * deadline. A stream that exists is read until it is closed.
+   */
+  joinDeadlineMs?: number | undefined
   /** The largest reply a read takes, in bytes; default 32 MiB (ckptserver sends at most 1 MiB, or one message). */
   maxReplyBytes?: number | undefined
 }
@@ -213,7 +220,7 @@ export function createStreamDurability<C = any>(
   let name: string
   if (options.stream !== undefined) name = options.stream
   else if (runId !== null && runId !== undefined) {
-    if (typeof runId !== 'string' || runId === '' || /[\r\n]/.test(runId)) throw new TypeError(`ckptstore: invalid runId ${JSON.stringify(runId)}`)
+    if (typeof runId !== 'string' || runId === '' || /[\r\n]/.test(runId)) throw new TypeError(`ckptstore: Invalid runId (must be non-empty and contain no CR/LF): ${JSON.stringify(runId)}`)
     name = `${options.streamPrefix ?? 'runs'}/${runId}`
   } else if (fromOffset !== undefined) name = fromOffset
   else throw new TypeError('ckptstore: a runId is required: an X-Run-Id header or a ?runId query, or { runId }')
@@ -233,6 +240,9 @@ export function createStreamDurability<C = any>(
   const ttl = options.ttlSeconds
   if (ttl !== undefined && (!Number.isSafeInteger(ttl) || ttl < 1)) throw new TypeError('ckptstore: ttlSeconds must be a positive integer')
   const maxBytes = options.maxReplyBytes ?? defaultMaxReplyBytes
+  const joinDeadlineMs = options.joinDeadlineMs ?? 100
+  if (typeof joinDeadlineMs !== 'number' || !(joinDeadlineMs >= 0)) throw new TypeError('ckptstore: joinDeadlineMs must be a number ≥ 0')
+  if (typeof maxBytes !== 'number' || !(maxBytes > 0)) throw new TypeError('ckptstore: maxReplyBytes must be a number > 0')
   const path = `/streams/${encodeURIComponent(stream)}`
   const producer: Producer = { queue: Promise.resolve(), created: false, seq: 0, tail: undefined, closing: undefined }
 
@@ -394,6 +404,8 @@ export function createStreamDurability<C = any>(
         from = formatServerOffset(p)
       }
       let cursor: string | undefined
+      const started = Date.now()
+      let pollMs = 5
       for (;;) {
         if (signal?.aborted) return
         let pg: Awaited<ReturnType<typeof page>>
@@ -403,7 +415,23 @@ export function createStreamDurability<C = any>(
           if (signal?.aborted) return
           throw err
         }
-        if (pg === undefined) throw new CkptstoreError('STREAM_NOT_FOUND', `ckptstore streams: stream ${JSON.stringify(stream)} does not exist`, 404)
+        if (pg === undefined) {
+          // A join from the start may come before the producer's first
+          // write (a second tab): it waits joinDeadlineMs for the stream.
+          const waited = Date.now() - started
+          if (from.startsWith('-') || from === 'now') {
+            if (waited < joinDeadlineMs) {
+              await pause(Math.min(pollMs, joinDeadlineMs - waited), signal)
+              pollMs = Math.min(pollMs * 2, 50)
+              continue
+            }
+          }
+          throw new CkptstoreError(
+            'STREAM_NOT_FOUND',
+            `ckptstore streams: stream ${JSON.stringify(stream)} does not exist${from.startsWith('-') || from === 'now' ? ` (waited ${joinDeadlineMs} ms for a producer to create it)` : ''}`,
+            404,
+          )
+        }
         // Offsets only move forward: a reply that neither moves nor ends
         // (a long-poll timeout) waits again with the server's cursor.
         for (const e of pg.entries) yield e
@@ -439,7 +467,7 @@ export function createStreamDurability<C = any>(
         if (p === undefined || p.pos < 1) {
           throw invalid('STREAM_OFFSET_INVALID', `entries[${i}].offset ${JSON.stringify(e.offset)} was not minted by stream ${JSON.stringify(stream)}`)
         }
-        if (seen.has(p.pos)) throw invalid('STREAM_UPSERT_INVALID', `entries[${i}].offset ${JSON.stringify(e.offset)} is repeated in the batch`)
+        if (seen.has(p.pos)) throw invalid('STREAM_UPSERT_INVALID', `entries[${i}].offset ${JSON.stringify(e.offset)} is repeated within the batch`)
         if (reserved !== undefined && p.reserved !== reserved) throw invalid('STREAM_OFFSET_INVALID', `entries[${i}].offset is of another incarnation of the stream`)
         reserved = p.reserved
         seen.add(p.pos)
@@ -528,4 +556,18 @@ function handledIterable<T>(gen: AsyncGenerator<T>): AsyncIterable<T> {
     [Symbol.asyncIterator]: () => it,
   }
   return it
+}
+
+/** pause waits ms, or less when signal aborts; it never rejects. */
+function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) return resolve()
+    const done = () => {
+      clearTimeout(timer)
+      signal?.removeEventListener('abort', done)
+      resolve()
+    }
+    const timer = setTimeout(done, ms)
+    signal?.addEventListener('abort', done, { once: true })
+  })
 }

@@ -110,6 +110,18 @@ function suite(backend: string, server: () => Running) {
       await rejectsWith(collect(open(runId()).read('-1')), 'STREAM_NOT_FOUND')
     })
 
+    test('a join from the start that comes before the producer waits for the stream (joinDeadlineMs)', async () => {
+      const id = runId()
+      const joiner = open(id, { joinDeadlineMs: 10_000 })
+      const reading = collect(joiner.read('-1'))
+      await new Promise((r) => setTimeout(r, 30))
+      const p = open(id)
+      await p.append([text('a')])
+      await p.close()
+      assert.deepEqual(deltas(await reading), ['a'])
+      await rejectsWith(collect(open(runId(), { joinDeadlineMs: 0 }).read('now')), 'STREAM_NOT_FOUND')
+    })
+
     test('an aborted signal ends a parked read without an error', async () => {
       const p = open(runId())
       await p.append([text('a')])
