@@ -1,8 +1,9 @@
 /**
  * @ckptstore/client: the checkpoint store, instance store and message store
  * of @tanstack/ai-sandbox, @tanstack/ai-persistence's seven stores
- * (createPersistence) and @tanstack/ai's LockStore (createLockStore), over a
- * ckptserver. Put `createCheckpointStore(…)`
+ * (createPersistence), @tanstack/ai's LockStore (createLockStore) and a
+ * run's event log, its UpsertableStreamDurability (createStreamDurability),
+ * over a ckptserver. Put `createCheckpointStore(…)`
  * where InMemorySandboxCheckpointStore would go; it keeps the same promises,
  * with the checkpoints in whatever store the server runs on (memory, Redis,
  * FoundationDB).
