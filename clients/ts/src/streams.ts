@@ -327,6 +327,7 @@ export function createStreamDurability<C = any>(
       })
       if (parts.length === 0) return []
       return serial(async () => {
+        await ensureCreated()
         const before = producer.tail
         const r = await write(`[${parts.join(',')}]`, false)
         if (r.status !== 200 && r.status !== 204) throw replyError(`append ${stream}`, r)

@@ -6,8 +6,9 @@
 // epoch, per producer id and per stream; abort ends a parked read; no
 // promise goes unhandled. No timed assertions: orderings and states only.
 
-import { describe, test } from 'node:test'
+import { after, describe, test } from 'node:test'
 import assert from 'node:assert/strict'
+import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http'
 import { createStreamDurability, CkptstoreError, type StreamDurabilityClient } from '@ckptstore/client'
 import { onMemAndRedis, type Running } from './helpers.js'
 
@@ -38,6 +39,44 @@ async function rejectsWith(p: Promise<unknown>, code: string): Promise<void> {
     assert.equal(err.code, code, err.message)
     return true
   })
+}
+
+/**
+ * A proxy in front of url that loses appends as told: 'reply' forwards the
+ * request and drops the connection instead of the reply (the write is
+ * stored, its reply lost); 'request' drops it without forwarding (nothing
+ * stored). Everything else passes through.
+ */
+async function lossyProxy(url: string, plan: Array<'reply' | 'request'>): Promise<{ url: string; close: () => Promise<void> }> {
+  const target = new URL(url)
+  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    const parts: Buffer[] = []
+    req.on('data', (c: Buffer) => parts.push(c))
+    req.on('end', () => {
+      const lose = req.method === 'POST' && req.headers['producer-seq'] !== undefined ? plan.shift() : undefined
+      if (lose === 'request') return res.socket?.destroy()
+      const up = httpRequest({ host: target.hostname, port: target.port, path: req.url, method: req.method, headers: req.headers }, (r) => {
+        const body: Buffer[] = []
+        r.on('data', (c: Buffer) => body.push(c))
+        r.on('end', () => {
+          if (lose === 'reply') return res.socket?.destroy()
+          res.writeHead(r.statusCode ?? 502, r.headers)
+          res.end(Buffer.concat(body))
+        })
+      })
+      up.end(Buffer.concat(parts))
+    })
+  })
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+  const a = server.address()
+  const port = typeof a === 'object' && a ? a.port : 0
+  return {
+    url: `http://127.0.0.1:${port}`,
+    close: () => new Promise<void>((r) => {
+      server.closeAllConnections()
+      server.close(() => r())
+    }),
+  }
 }
 
 function suite(backend: string, server: () => Running) {
@@ -240,6 +279,43 @@ function suite(backend: string, server: () => Running) {
       const empty = open(runId())
       await empty.close()
       assert.deepEqual(await collect(empty.read('-1')), [])
+    })
+
+    test('an append whose reply was lost is retried and stored once, at the offsets it returns', async () => {
+      const proxy = await lossyProxy(server().url, ['reply'])
+      after(() => proxy.close())
+      const id = runId()
+      const p = createStreamDurability<Chunk>({ runId: id }, { url: proxy.url, namespace: `streams-${backend}` })
+      const first = await p.append([text('a')])
+      const lost = await p.append([text('b'), text('c')])
+      await p.append([text('d')])
+      const s = await open(id).snapshot()
+      assert.deepEqual(deltas(s), ['a', 'b', 'c', 'd'])
+      assert.deepEqual(s.map((e) => e.offset).slice(0, 3), [...first, ...lost])
+    })
+
+    test('an append that never reached the server gives its seq back: the next one is stored', async () => {
+      const proxy = await lossyProxy(server().url, ['request'])
+      after(() => proxy.close())
+      const id = runId()
+      const p = createStreamDurability<Chunk>({ runId: id }, { url: proxy.url, namespace: `streams-${backend}`, maxAttempts: 1 })
+      await rejectsWith(p.append([text('lost')]), 'NETWORK_ERROR')
+      const [o] = await p.append([text('a')])
+      await p.close()
+      const s = await open(id).snapshot()
+      assert.deepEqual(deltas(s), ['a'])
+      assert.equal(s[0]!.offset, o)
+    })
+
+    test('over fetch as over node:http', async () => {
+      const id = runId()
+      const p = open(id, { fetch: globalThis.fetch })
+      const offs = await p.append([text('a'), text('b')])
+      const reading = collect(p.read(offs[0]!))
+      await p.close()
+      assert.deepEqual(deltas(await reading), ['b'])
+      assert.deepEqual((await p.snapshot()).map((e) => e.offset), offs)
+      await rejectsWith(p.upsert([{ chunk: text('x'), offset: offs[0]! }]), 'STREAM_UPSERT_CONFLICT')
     })
 
     test('concurrent appends of one adapter are stored in call order', async () => {
