@@ -423,7 +423,9 @@ export function createStreamDurability<C = any>(
           if (from.startsWith('-') || from === 'now') {
             if (waited < joinDeadlineMs) {
               await pause(Math.min(pollMs, joinDeadlineMs - waited), signal)
-              pollMs = Math.min(pollMs * 2, 50)
+              // Every 5 ms at first (a producer is usually a moment behind),
+              // then backing off for a long deadline.
+              if (waited >= 100) pollMs = Math.min(pollMs * 2, 250)
               continue
             }
           }
