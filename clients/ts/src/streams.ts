@@ -338,7 +338,10 @@ export function createStreamDurability<C = any>(
         // 204: a retry met the batch stored by the attempt whose reply was
         // lost; it is the n before next only if nothing came after it.
         if (r.status === 204 && (before === undefined || before.pos + parts.length !== next.pos || before.reserved !== next.reserved)) {
-          throw invalid('STREAM_OFFSETS_UNKNOWN', 'the batch was stored (a retry found it), but another writer appended since, so its offsets are unknown')
+          throw invalid(
+            'STREAM_OFFSETS_UNKNOWN',
+            'the server took the batch for one it had stored (a retry after a lost reply, or another adapter with this producerId and epoch), and other writes came since, so its offsets are unknown',
+          )
         }
         return parts.map((_, i) => own({ reserved: next.reserved, pos: next.pos - parts.length + 1 + i }))
       })
@@ -482,8 +485,12 @@ export function createStreamDurability<C = any>(
       // Each entry against what is stored at its offset, read in one pass
       // from the lowest offset to the highest (only the batch's are kept).
       const byPos = new Map(wanted.map((w) => [w.pos, w]))
-      const lo = Math.min(...byPos.keys())
-      const hi = Math.max(...byPos.keys())
+      let lo = Infinity
+      let hi = 0
+      for (const w of wanted) {
+        lo = Math.min(lo, w.pos)
+        hi = Math.max(hi, w.pos)
+      }
       let from = formatServerOffset({ reserved: reserved!, pos: lo - 1 })
       let checked = 0
       while (checked < wanted.length) {

@@ -258,6 +258,13 @@ function suite(backend: string, server: () => Running) {
       assert.deepEqual(deltas(await newer.snapshot()), ['a', 'b'])
     })
 
+    test('a second adapter with the same producer id and epoch is refused (STREAM_OFFSETS_UNKNOWN), writing nothing', async () => {
+      const id = runId()
+      await open(id, { producerId: 'same' }).append([text('a')])
+      await rejectsWith(open(id, { producerId: 'same' }).append([text('b')]), 'STREAM_OFFSETS_UNKNOWN')
+      assert.deepEqual(deltas(await open(id).snapshot()), ['a'])
+    })
+
     test("with producerFence 'stream', a new adapter of a lower epoch is refused; without it, it is not", async () => {
       const id = runId()
       const fenced = { producerFence: 'stream' as const }
