@@ -15,8 +15,11 @@
 //     -Seq): a retried request after a lost reply is stored once, and the
 //     server fences a lower epoch.
 //   - read holds one reply at a time (at most maxReplyBytes); snapshot
-//     never waits (catch-up reads until the reply that reaches the tail);
-//     upsert never writes.
+//     never waits (catch-up reads until the reply that reaches the tail).
+//   - upsert checks its whole batch before it writes, and writes only the
+//     entries past the tail, in one producer append conditional on that
+//     tail (Ckpt-Expect-Offset): all of them at the offsets they name, or
+//     none. A stored chunk is never replaced (readers may have it).
 
 import { viewable } from './call.js'
 import { CkptstoreError } from './errors.js'
@@ -62,14 +65,21 @@ export interface StreamDurabilityClient<C = any> {
   /** Every entry stored now, in order, without waiting; [] for a log that does not exist. */
   snapshot: () => Promise<Array<{ offset: string; chunk: C }>>
   /**
-   * Re-persists entries already stored at offsets this log minted: each
-   * must be the chunk stored there (JSON-equal), and then nothing is
-   * written. Validates the whole batch first and rejects, having written
-   * nothing, on a hole in the array, an offset repeated in the batch, an
-   * offset the store did not mint (another log's, a sentinel, one past the
-   * tail: ckptserver mints an offset only when it stores the chunk), or a
-   * different chunk at a stored offset (the log is append-only; a reader
-   * may have had the stored chunk already). Returns the offsets in order.
+   * Persists entries at offsets this log minted or continues: an entry at
+   * a stored offset must be the chunk stored there (JSON-equal) and is not
+   * written again; the others, in batch order, must continue the tail one
+   * by one (tail+1, tail+2, …: the log has no holes) and are stored in one
+   * append. Validates the whole batch first and rejects, having written
+   * nothing: a hole in the array, an offset repeated in the batch
+   * (STREAM_UPSERT_INVALID); an offset the store did not mint (another
+   * log's, a sentinel, position 0: STREAM_OFFSET_INVALID); a new offset
+   * that leaves a hole or comes before an earlier one
+   * (STREAM_UPSERT_INVALID); a different chunk at a stored offset
+   * (STREAM_UPSERT_CONFLICT: the log is append-only, and a reader may have
+   * had the stored chunk). The append applies only while the tail is the
+   * one checked, so another writer's append in between rejects the call
+   * whole (STREAM_UPSERT_CONFLICT), and a retry after a lost reply stores
+   * it once. Returns the offsets in the order given.
    */
   upsert: (entries: Array<{ chunk: C; offset: string }>) => Promise<Array<string>>
 }
@@ -285,11 +295,12 @@ export function createStreamDurability<C = any>(
      * its reply. A seq the server never stored (the outcome of an earlier
      * write was lost) is taken back: the server names the seq it expects.
      */
-    const write = async (body: string | undefined, close: boolean): Promise<StreamReply> => {
+    const write = async (body: string | undefined, close: boolean, more: Record<string, string> = {}): Promise<StreamReply> => {
       await ensureCreated()
       for (let tries = 0; ; tries++) {
         const seq = producer.seq
         const extra: Record<string, string> = {
+          ...more,
           'content-type': 'application/json',
           'producer-id': producerId,
           'producer-epoch': String(epoch),
@@ -461,9 +472,44 @@ export function createStreamDurability<C = any>(
       }
     }
 
+    /**
+     * compareStored reads the positions of stored (each ≤ the tail it was
+     * checked against), in one pass from the lowest to the highest, and
+     * rejects STREAM_UPSERT_CONFLICT at the first whose chunk is not the
+     * entry's. Only the batch's chunks are kept.
+     */
+    const compareStored = async (stored: Array<{ i: number; pos: number; chunk: unknown }>, reserved: string): Promise<void> => {
+      if (stored.length === 0) return
+      const byPos = new Map(stored.map((w) => [w.pos, w]))
+      let lo = Infinity
+      let hi = 0
+      for (const w of stored) {
+        lo = Math.min(lo, w.pos)
+        hi = Math.max(hi, w.pos)
+      }
+      let from = formatServerOffset({ reserved, pos: lo - 1 })
+      for (;;) {
+        const pg = await page(from, false, undefined, undefined)
+        if (pg === undefined) throw invalid('STREAM_OFFSET_INVALID', `stream ${JSON.stringify(stream)} does not exist any more, so it holds none of the batch`)
+        for (const e of pg.entries) {
+          const w = byPos.get(parseOwn(e.offset)!.pos)
+          if (w !== undefined && !jsonEqual(w.chunk, e.chunk)) {
+            throw invalid('STREAM_UPSERT_CONFLICT', `entries[${w.i}] is not the chunk stored at its offset; the log is append-only, so a stored chunk is never replaced`)
+          }
+        }
+        if (pg.next.pos >= hi) return
+        if (pg.upToDate || pg.entries.length === 0) {
+          // Shorter than when its tail was read: another incarnation.
+          throw invalid('STREAM_OFFSET_INVALID', `stream ${JSON.stringify(stream)} no longer holds the batch's stored offsets`)
+        }
+        from = formatServerOffset(pg.next)
+      }
+    }
+
     const upsert = async (entries: Array<{ chunk: C; offset: string }>): Promise<Array<string>> => {
       if (!Array.isArray(entries)) throw new TypeError('ckptstore: upsert takes an array of entries')
-      // The whole batch is checked before anything is read or written.
+      // What needs no state first, before any request: the shape of each
+      // entry, its offset's format and stream, repeats, and the chunk.
       // Array.from visits every index, a hole too (map would skip it).
       const seen = new Set<number>()
       let reserved: string | undefined
@@ -479,48 +525,75 @@ export function createStreamDurability<C = any>(
         seen.add(p.pos)
         const json = e.chunk === undefined ? undefined : JSON.stringify(e.chunk)
         if (json === undefined) throw invalid('STREAM_INVALID_CHUNK', `entries[${i}].chunk is not a JSON value`)
-        return { i, pos: p.pos, chunk: JSON.parse(json) as unknown }
+        return { i, pos: p.pos, json, chunk: JSON.parse(json) as unknown }
       })
       if (wanted.length === 0) return []
-      // Each entry against what is stored at its offset, read in one pass
-      // from the lowest offset to the highest (only the batch's are kept).
-      const byPos = new Map(wanted.map((w) => [w.pos, w]))
-      let lo = Infinity
-      let hi = 0
-      for (const w of wanted) {
-        lo = Math.min(lo, w.pos)
-        hi = Math.max(hi, w.pos)
-      }
-      let from = formatServerOffset({ reserved: reserved!, pos: lo - 1 })
-      let checked = 0
-      while (checked < wanted.length) {
-        let pg: Awaited<ReturnType<typeof page>>
-        try {
-          pg = await page(from, false, undefined, undefined)
-        } catch (err) {
-          // The one offset this read sends is past the tail (400).
-          if (err instanceof CkptstoreError && err.code === 'BAD_REQUEST') {
-            throw invalid('STREAM_OFFSET_INVALID', `an offset of the batch is past the tail: the store mints an offset only when it stores the chunk`)
+      const offsets = wanted.map((w) => entries[w.i]!.offset)
+      // Then against the log, in this adapter's write queue (so its own
+      // appends do not move the tail under it): the tail, the stored
+      // entries' chunks, and the new entries' places.
+      return serial(async () => {
+        const head = await page('now', false, undefined, undefined)
+        const tail = head?.next.pos ?? 0 // a log that does not exist yet is empty
+        if (head !== undefined && head.next.reserved !== reserved) throw invalid('STREAM_OFFSET_INVALID', 'the batch\'s offsets are of another incarnation of the stream')
+        // Every position up to the tail is stored (the log has no holes),
+        // so an entry there is a stored one. The new ones continue the
+        // tail one by one, in batch order: no hole, none before an earlier.
+        const stored: typeof wanted = []
+        const fresh: typeof wanted = []
+        let planned = tail
+        for (const w of wanted) {
+          if (w.pos <= tail) {
+            stored.push(w)
+            continue
           }
-          throw err
-        }
-        if (pg === undefined) throw invalid('STREAM_OFFSET_INVALID', `stream ${JSON.stringify(stream)} does not exist, so it minted no offset`)
-        for (const e of pg.entries) {
-          const w = byPos.get(parseOwn(e.offset)!.pos)
-          if (w === undefined) continue
-          if (!jsonEqual(w.chunk, e.chunk)) {
-            throw invalid('STREAM_UPSERT_CONFLICT', `entries[${w.i}] is not the chunk stored at its offset; the log is append-only, so a stored chunk is never replaced`)
+          if (w.pos !== planned + 1) {
+            throw invalid(
+              'STREAM_UPSERT_INVALID',
+              `entries[${w.i}].offset is not stored and claims position ${w.pos}, where the next new one is ${planned + 1}: new offsets continue the tail (${tail}) one by one in batch order, as the log has no holes`,
+            )
           }
-          checked++
+          planned = w.pos
+          fresh.push(w)
         }
-        if (checked < wanted.length && (pg.upToDate || pg.entries.length === 0)) {
-          const missing = wanted.find((w) => w.pos > pg.next.pos)!
-          throw invalid('STREAM_OFFSET_INVALID', `entries[${missing.i}].offset is past the tail: the store mints an offset only when it stores the chunk`)
+        await compareStored(stored, reserved!)
+        if (fresh.length === 0) return offsets
+        // One append, as the adapter's producer (a retry after a lost
+        // reply is the server's duplicate), on condition that the tail is
+        // still the one checked: another writer's append in between makes
+        // the server refuse it whole, so the batch lands at the offsets it
+        // names or not at all.
+        await ensureCreated()
+        const expect = formatServerOffset({ reserved: reserved!, pos: tail })
+        const r = await write(`[${fresh.map((w) => w.json).join(',')}]`, false, { 'ckpt-expect-offset': expect })
+        if (r.status === 409 && replyError(`upsert ${stream}`, r).code === 'STREAM_TAIL_MISMATCH') {
+          const now = parseServerOffset(r.header('stream-next-offset'))
+          throw invalid(
+            'STREAM_UPSERT_CONFLICT',
+            `another writer appended to stream ${JSON.stringify(stream)} after the batch was checked (its tail moved from ${tail}${now === undefined ? '' : ` to ${now.pos}`}); nothing of the batch was written, and a retry checks it afresh`,
+          )
         }
-        if (pg.next.pos >= hi) break
-        from = formatServerOffset(pg.next)
-      }
-      return wanted.map((w) => entries[w.i]!.offset)
+        if (r.status !== 200 && r.status !== 204) throw replyError(`upsert ${stream}`, r)
+        const next = parseServerOffset(r.header('stream-next-offset'))
+        if (next === undefined) throw invalid('BAD_RESPONSE', 'the upsert reply has no Stream-Next-Offset')
+        producer.tail = next
+        if (r.status === 200 && next.pos !== planned) throw invalid('BAD_RESPONSE', `the server placed the batch before ${next.pos}, not ${planned}`)
+        if (r.status === 204) {
+          // The server took the batch for one it had stored: a retry after
+          // a lost reply, whose first try met the same condition (so it is
+          // at the named offsets), or another adapter with this producer id
+          // and epoch. What is stored there tells them apart.
+          try {
+            await compareStored(fresh, reserved!)
+          } catch (err) {
+            if (err instanceof CkptstoreError && err.code === 'STREAM_UPSERT_CONFLICT') {
+              throw invalid('STREAM_OFFSETS_UNKNOWN', 'the server took the batch for one it had stored, and other chunks are at its offsets: another adapter writes with this producerId and epoch')
+            }
+            throw err
+          }
+        }
+        return offsets
+      })
     }
 
     return {

@@ -1,8 +1,10 @@
 // createStreamDurability against a real ckptserver (--dev) on memstore and
 // on a redis-server: append, read and resume; close ends reads (a terminal
 // chunk does not); snapshot returns the stored prefix of an open log
-// without waiting; upsert's validation (a hole, a repeat, offsets the store
-// did not mint, a different chunk) writes nothing; producer fencing by
+// without waiting; upsert writes the new entries of an overlap replay at
+// the offsets named, once, and its validation (a hole, a repeat, offsets
+// the store did not mint, a different chunk, another writer in between)
+// writes nothing; producer fencing by
 // epoch, per producer id and per stream; abort ends a parked read; no
 // promise goes unhandled. No timed assertions: orderings and states only.
 
@@ -42,24 +44,31 @@ async function rejectsWith(p: Promise<unknown>, code: string): Promise<void> {
 }
 
 /**
- * A proxy in front of url that loses appends as told: 'reply' forwards the
- * request and drops the connection instead of the reply (the write is
- * stored, its reply lost); 'request' drops it without forwarding (nothing
- * stored). Everything else passes through.
+ * A proxy in front of url that asks hook about every POST before it
+ * forwards it: 'reply' forwards the request and drops the connection
+ * instead of the reply (the write is stored, its reply lost); 'request'
+ * drops it without forwarding (nothing stored); undefined passes it. The
+ * hook may write to the store itself first (another writer). seen holds
+ * the status of every POST it forwarded and answered.
  */
-async function lossyProxy(url: string, plan: Array<'reply' | 'request'>): Promise<{ url: string; close: () => Promise<void> }> {
+async function hookProxy(
+  url: string,
+  hook: (req: IncomingMessage) => Promise<'reply' | 'request' | undefined> | 'reply' | 'request' | undefined,
+): Promise<{ url: string; seen: number[]; close: () => Promise<void> }> {
   const target = new URL(url)
+  const seen: number[] = []
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     const parts: Buffer[] = []
     req.on('data', (c: Buffer) => parts.push(c))
-    req.on('end', () => {
-      const lose = req.method === 'POST' && req.headers['producer-seq'] !== undefined ? plan.shift() : undefined
+    req.on('end', async () => {
+      const lose = req.method === 'POST' ? await hook(req) : undefined
       if (lose === 'request') return res.socket?.destroy()
       const up = httpRequest({ host: target.hostname, port: target.port, path: req.url, method: req.method, headers: req.headers }, (r) => {
         const body: Buffer[] = []
         r.on('data', (c: Buffer) => body.push(c))
         r.on('end', () => {
           if (lose === 'reply') return res.socket?.destroy()
+          if (req.method === 'POST') seen.push(r.statusCode ?? 0)
           res.writeHead(r.statusCode ?? 502, r.headers)
           res.end(Buffer.concat(body))
         })
@@ -72,12 +81,21 @@ async function lossyProxy(url: string, plan: Array<'reply' | 'request'>): Promis
   const port = typeof a === 'object' && a ? a.port : 0
   return {
     url: `http://127.0.0.1:${port}`,
+    seen,
     close: () => new Promise<void>((r) => {
       server.closeAllConnections()
       server.close(() => r())
     }),
   }
 }
+
+/** A proxy that loses the producer appends of plan, in order (see hookProxy). */
+function lossyProxy(url: string, plan: Array<'reply' | 'request'>) {
+  return hookProxy(url, (req) => (req.headers['producer-seq'] !== undefined ? plan.shift() : undefined))
+}
+
+/** The offset k positions after o (an offset of the adapter, whose last field is the position). */
+const shift = (o: string, k: number) => o.replace(/\d{16}$/, (d) => String(Number(d) + k).padStart(16, '0'))
 
 function suite(backend: string, server: () => Running) {
   const open = (id: string, extra: Record<string, unknown> = {}): StreamDurabilityClient<Chunk> =>
@@ -231,18 +249,140 @@ function suite(backend: string, server: () => Running) {
       await rejectsWith(p.upsert(sparse), 'STREAM_UPSERT_INVALID')
       await rejectsWith(p.upsert([{ chunk: text('a'), offset: offs[0]! }, { chunk: text('a'), offset: offs[0]! }]), 'STREAM_UPSERT_INVALID')
       const [otherRun] = await open(runId()).append([text('a')])
-      const past = offs[1]!.replace(/\d{16}$/, (d) => String(Number(d) + 1).padStart(16, '0'))
       const start = offs[0]!.replace(/\d{16}$/, '0'.repeat(16))
-      for (const foreign of [otherRun!, past, start, '-1', 'now', 'memory:v1:x:1', offs[0]!.slice(0, -1)]) {
+      for (const foreign of [otherRun!, start, '-1', 'now', 'memory:v1:x:1', offs[0]!.slice(0, -1)]) {
         await rejectsWith(p.upsert([{ chunk: text('a'), offset: offs[0]! }, { chunk: text('z'), offset: foreign }]), 'STREAM_OFFSET_INVALID')
       }
       await rejectsWith(p.upsert([{ chunk: text('a'), offset: offs[0]! }, { chunk: text('changed'), offset: offs[1]! }]), 'STREAM_UPSERT_CONFLICT')
+      // A new chunk at a stored position (the caller thought it new) is a
+      // different chunk there, wherever it sits in the batch.
+      await rejectsWith(p.upsert([{ chunk: text('c'), offset: shift(offs[1]!, 1) }, { chunk: text('new'), offset: offs[1]! }]), 'STREAM_UPSERT_CONFLICT')
+      // New offsets continue the tail one by one, in batch order.
+      const tail = offs[1]!
+      for (const batch of [
+        [shift(tail, 2)], // a hole after the tail
+        [shift(tail, 1), shift(tail, 3)], // a hole inside the batch
+        [shift(tail, 2), shift(tail, 1)], // out of order
+        [offs[0]!, shift(tail, 1), shift(tail, 2), shift(tail, 4)],
+      ]) {
+        await rejectsWith(p.upsert(batch.map((offset, i) => ({ chunk: text(`n${i}`), offset }))), 'STREAM_UPSERT_INVALID')
+      }
       assert.deepEqual(await p.snapshot(), before)
       // And the producer goes on as before.
       const [c] = await p.append([text('c')])
       await p.close()
       assert.deepEqual(deltas(await p.snapshot()), ['a', 'b', 'c'])
       assert.equal((await p.snapshot())[2]!.offset, c)
+    })
+  })
+
+  describe(`${backend}: upsert writes`, () => {
+    test('an overlap replayed with its continuation writes only the new chunks, at the offsets named, in one append', async () => {
+      const id = runId()
+      const proxy = await hookProxy(server().url, () => undefined)
+      after(() => proxy.close())
+      const p = createStreamDurability<Chunk>({ runId: id }, { url: proxy.url, namespace: `streams-${backend}` })
+      const offs = await p.append([text('a'), text('b'), text('c')])
+      const batch = [
+        { chunk: text('b'), offset: offs[1]! },
+        { chunk: text('c'), offset: offs[2]! },
+        { chunk: text('d'), offset: shift(offs[2]!, 1) },
+        { chunk: text('e'), offset: shift(offs[2]!, 2) },
+      ]
+      const posts = proxy.seen.length
+      assert.deepEqual(await p.upsert(batch), batch.map((e) => e.offset))
+      assert.deepEqual(proxy.seen.slice(posts), [200], 'one append for the two new chunks')
+      const s = await open(id).snapshot()
+      assert.deepEqual(deltas(s), ['a', 'b', 'c', 'd', 'e'])
+      assert.deepEqual(s.map((e) => e.offset), [...offs, batch[2]!.offset, batch[3]!.offset])
+      // Replaying the same batch again writes nothing; the producer goes on after it.
+      assert.deepEqual(await p.upsert(batch), batch.map((e) => e.offset))
+      const [f] = await p.append([text('f')])
+      assert.equal(f, shift(offs[2]!, 3))
+      // A reader resuming from a returned offset gets what follows it.
+      await p.close()
+      assert.deepEqual(deltas(await collect(open(id).read(batch[2]!.offset))), ['e', 'f'])
+    })
+
+    test('upsert starts a log that does not exist at its first offset, and no other', async () => {
+      const id = runId()
+      const p = open(id)
+      const probe = open(runId())
+      const [first] = await probe.append([text('x')]) // an offset of position 1, read off another log's format
+      const mine = first!.replace(encodeURIComponent(probe.stream), encodeURIComponent(p.stream))
+      await rejectsWith(p.upsert([{ chunk: text('b'), offset: shift(mine, 1) }]), 'STREAM_UPSERT_INVALID')
+      assert.deepEqual(await p.snapshot(), [], 'a rejected upsert does not create the log')
+      assert.deepEqual(await p.upsert([{ chunk: text('a'), offset: mine }, { chunk: text('b'), offset: shift(mine, 1) }]), [mine, shift(mine, 1)])
+      assert.deepEqual((await p.snapshot()).map((e) => [e.offset, e.chunk.delta]), [[mine, 'a'], [shift(mine, 1), 'b']])
+    })
+
+    test('another writer that appends between the check and the write makes the call fail whole', async () => {
+      const id = runId()
+      const other = open(id)
+      let raced = false
+      const proxy = await hookProxy(server().url, async (req) => {
+        if (req.headers['ckpt-expect-offset'] !== undefined && !raced) {
+          raced = true
+          await other.append([text('other')])
+        }
+        return undefined
+      })
+      after(() => proxy.close())
+      const p = createStreamDurability<Chunk>({ runId: id }, { url: proxy.url, namespace: `streams-${backend}` })
+      const offs = await p.append([text('a')])
+      const posts = proxy.seen.length
+      await rejectsWith(
+        p.upsert([
+          { chunk: text('a'), offset: offs[0]! },
+          { chunk: text('b'), offset: shift(offs[0]!, 1) },
+          { chunk: text('c'), offset: shift(offs[0]!, 2) },
+        ]),
+        'STREAM_UPSERT_CONFLICT',
+      )
+      assert.ok(raced, 'the other writer appended in between')
+      assert.deepEqual(proxy.seen.slice(posts), [409], 'the server refused the conditional append')
+      assert.deepEqual(deltas(await open(id).snapshot()), ['a', 'other'], 'nothing of the batch is stored')
+      // The adapter's producer goes on (its seq was not used up).
+      await p.append([text('d')])
+      assert.deepEqual(deltas(await open(id).snapshot()), ['a', 'other', 'd'])
+      // A retry checks afresh: 'other' now sits where 'b' was named.
+      await rejectsWith(p.upsert([{ chunk: text('b'), offset: shift(offs[0]!, 1) }]), 'STREAM_UPSERT_CONFLICT')
+    })
+
+    test('an upsert whose reply was lost is retried and stored once', async () => {
+      const id = runId()
+      let lost = false
+      const proxy = await hookProxy(server().url, (req) => {
+        if (req.headers['ckpt-expect-offset'] !== undefined && !lost) {
+          lost = true
+          return 'reply'
+        }
+        return undefined
+      })
+      after(() => proxy.close())
+      const p = createStreamDurability<Chunk>({ runId: id }, { url: proxy.url, namespace: `streams-${backend}` })
+      const [a] = await p.append([text('a')])
+      const posts = proxy.seen.length
+      const batch = [
+        { chunk: text('b'), offset: shift(a!, 1) },
+        { chunk: text('c'), offset: shift(a!, 2) },
+      ]
+      assert.deepEqual(await p.upsert(batch), batch.map((e) => e.offset))
+      assert.ok(lost, 'the first reply was lost')
+      assert.deepEqual(proxy.seen.slice(posts), [204], "the retry is the server's duplicate")
+      await p.append([text('d')])
+      const s = await open(id).snapshot()
+      assert.deepEqual(deltas(s), ['a', 'b', 'c', 'd'])
+      assert.deepEqual(s.slice(1, 3).map((e) => e.offset), batch.map((e) => e.offset))
+    })
+
+    test('a closed log takes no new entries (STREAM_CLOSED); re-persisting its stored ones still resolves', async () => {
+      const p = open(runId())
+      const offs = await p.append([text('a')])
+      await p.close()
+      await rejectsWith(p.upsert([{ chunk: text('b'), offset: shift(offs[0]!, 1) }]), 'STREAM_CLOSED')
+      assert.deepEqual(await p.upsert([{ chunk: text('a'), offset: offs[0]! }]), offs)
+      assert.deepEqual(deltas(await p.snapshot()), ['a'])
     })
   })
 
