@@ -42,6 +42,13 @@ const (
 // producer wrote to the stream is refused 403 (docs/streams.md).
 const HeaderEpochFence = "Ckpt-Producer-Fence"
 
+// HeaderExpectOffset, sent on an append with an offset the server minted
+// (or "-1" for an empty stream), makes it conditional: it applies only
+// while that offset is the stream's tail, else 409 STREAM_TAIL_MISMATCH
+// with the tail in Stream-Next-Offset (docs/streams.md). A writer that
+// names the offsets its data must land at (an upsert) appends with it.
+const HeaderExpectOffset = "Ckpt-Expect-Offset"
+
 // StreamsOptions are the limits of the /streams/ routes; zero fields take
 // the defaults.
 type StreamsOptions struct {
@@ -237,7 +244,7 @@ var exposed = strings.Join([]string{"Stream-Next-Offset", "Stream-Cursor", "Stre
 
 var allowed = strings.Join([]string{"Content-Type", "Authorization", "If-None-Match", "Stream-TTL",
 	"Stream-Expires-At", "Stream-Seq", "Stream-Closed", "Stream-Forked-From", "Stream-Fork-Offset",
-	"Stream-Fork-Sub-Offset", "Producer-Id", "Producer-Epoch", "Producer-Seq", HeaderEpochFence,
+	"Stream-Fork-Sub-Offset", "Producer-Id", "Producer-Epoch", "Producer-Seq", HeaderEpochFence, HeaderExpectOffset,
 	HeaderNamespace, HeaderRequestID, "traceparent", "tracestate"}, ", ")
 
 // stream serves r and returns the wire code of a failure ("" on success).
@@ -287,6 +294,9 @@ func (h *handler) streamError(w http.ResponseWriter, r *http.Request, err error)
 		case streams.ErrClosed.Code:
 			status = http.StatusConflict
 			hd.Set("Stream-Closed", "true")
+			hd.Set("Stream-Next-Offset", se.Tail.Offset())
+		case streams.ErrTailMismatch.Code:
+			status = http.StatusConflict
 			hd.Set("Stream-Next-Offset", se.Tail.Offset())
 		case streams.ErrTooLarge.Code:
 			status = http.StatusRequestEntityTooLarge
@@ -515,6 +525,12 @@ func (s *streamCall) append() error {
 	req.EpochFence = strings.EqualFold(hd.Get(HeaderEpochFence), "stream")
 	if v, ok := hd["Stream-Seq"]; ok {
 		req.Seq, req.HasSeq = v[0], true
+	}
+	if v, ok := hd[HeaderExpectOffset]; ok {
+		if req.ExpectTail, err = streams.ParseExpectOffset(v[0]); err != nil {
+			return err
+		}
+		req.HasExpectTail = true
 	}
 	body, err := s.body()
 	if err != nil {

@@ -326,6 +326,46 @@ func TestStreamsEpochFence(t *testing.T) {
 	}
 }
 
+func TestStreamsExpectOffset(t *testing.T) {
+	u := streamServers(t, 1, httpstore.HandlerOptions{Dev: true})[0]
+	res, body := sdo(t, sreq{"PUT", u + "/streams/e", "", textPlain})
+	wantStatus(t, res, body, http.StatusCreated)
+	tail0 := res.Header.Get("Stream-Next-Offset")
+	at := func(off string, extra ...string) map[string]string {
+		h := map[string]string{"Content-Type": "text/plain", httpstore.HeaderExpectOffset: off}
+		for i := 0; i+1 < len(extra); i += 2 {
+			h[extra[i]] = extra[i+1]
+		}
+		return h
+	}
+	res, body = sdo(t, sreq{"POST", u + "/streams/e", "ab", at("-1")})
+	wantStatus(t, res, body, http.StatusNoContent)
+	tail2 := res.Header.Get("Stream-Next-Offset")
+	// Another writer's tail: 409 with the tail, and nothing written.
+	res, body = sdo(t, sreq{"POST", u + "/streams/e", "X", at(tail0)})
+	wantStatus(t, res, body, http.StatusConflict)
+	if !strings.Contains(body, "STREAM_TAIL_MISMATCH") || res.Header.Get("Stream-Next-Offset") != tail2 {
+		t.Fatalf("mismatch: %s, Stream-Next-Offset %q, want %q", body, res.Header.Get("Stream-Next-Offset"), tail2)
+	}
+	for _, bad := range []string{"", "now", "2", "0000000000000001_0000000000000002"} {
+		res, body = sdo(t, sreq{"POST", u + "/streams/e", "X", at(bad)})
+		wantStatus(t, res, body, http.StatusBadRequest)
+	}
+	// As a producer: 200, and the retry after a lost reply 204.
+	prod := at(tail2, "Producer-Id", "p", "Producer-Epoch", "0", "Producer-Seq", "0")
+	for _, want := range []int{http.StatusOK, http.StatusNoContent} {
+		res, body = sdo(t, sreq{"POST", u + "/streams/e", "cd", prod})
+		wantStatus(t, res, body, want)
+	}
+	if _, body = sdo(t, sreq{"GET", u + "/streams/e", "", nil}); body != "abcd" {
+		t.Fatalf("read %q, want abcd", body)
+	}
+	res, _ = sdo(t, sreq{"OPTIONS", u + "/streams/e", "", nil})
+	if !strings.Contains(res.Header.Get("Access-Control-Allow-Headers"), httpstore.HeaderExpectOffset) {
+		t.Fatalf("preflight allows %q", res.Header.Get("Access-Control-Allow-Headers"))
+	}
+}
+
 func TestStreamsSweep(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	o, err := storeurl.Open(context.Background(), "mem", storeurl.Options{})

@@ -84,7 +84,9 @@ type Decision struct {
 // DecideAppend decides req against a stream (info, its writers, and the
 // state of req's producer: nil when the stream has none for it). In the
 // order of the protocol: a closed stream; the content type; the producer
-// (epoch fence, stale epoch, a new epoch, duplicates, gaps); Stream-Seq.
+// (epoch fence, stale epoch, a new epoch, duplicates, gaps); then the
+// expected tail (after the producer, so a retry whose first try applied
+// is a duplicate, not a mismatch); Stream-Seq.
 func DecideAppend(info *Info, w *Writers, ps *ProducerState, req *AppendRequest) (Decision, error) {
 	p := req.Producer
 	res := AppendResult{Next: info.Tail, Closed: info.Closed}
@@ -136,6 +138,11 @@ func DecideAppend(info *Info, w *Writers, ps *ProducerState, req *AppendRequest)
 		}
 		st = ProducerState{Epoch: p.Epoch, LastSeq: p.Seq}
 		res.Seq = p.Seq
+	}
+	if req.HasExpectTail && info.Tail != req.ExpectTail {
+		e := errorf(ErrTailMismatch, "the tail is %s, not the expected %s", info.Tail.Offset(), req.ExpectTail.Offset())
+		e.Tail = info.Tail
+		return Decision{}, e
 	}
 	if req.HasSeq && w.LastSeq != "" && req.Seq <= w.LastSeq {
 		return Decision{}, errorf(ErrSeqConflict, "Stream-Seq %s is not above the last, %s", quoteShort(req.Seq), quoteShort(w.LastSeq))

@@ -13,8 +13,8 @@ type Error struct {
 	Code string
 	// Msg says what went wrong, bounded: it never echoes an unbounded input.
 	Msg string
-	// Tail is the stream's tail, for ErrClosed (the reply's
-	// Stream-Next-Offset).
+	// Tail is the stream's tail, for ErrClosed and ErrTailMismatch (the
+	// reply's Stream-Next-Offset).
 	Tail Pos
 	// Epoch is the producer's current epoch, for ErrStaleEpoch.
 	Epoch int64
@@ -46,6 +46,9 @@ var (
 	ErrClosed = &Error{Code: "STREAM_CLOSED", Msg: "the stream is closed"}
 	// ErrContentType: the body's content type is not the stream's (409).
 	ErrContentType = &Error{Code: "CONTENT_TYPE_MISMATCH", Msg: "the content type is not the stream's"}
+	// ErrTailMismatch: a conditional append (Ckpt-Expect-Offset) met
+	// another tail (409, with the tail in Stream-Next-Offset).
+	ErrTailMismatch = &Error{Code: "STREAM_TAIL_MISMATCH", Msg: "the stream's tail is not the expected offset"}
 	// ErrSeqConflict: a Stream-Seq not above the last one (409).
 	ErrSeqConflict = &Error{Code: "SEQ_CONFLICT", Msg: "Stream-Seq is not above the stream's last"}
 	// ErrStaleEpoch: a producer epoch below the one the stream holds (403).

@@ -84,6 +84,19 @@ func ParseForkOffset(s string) (Pos, error) {
 	return p, nil
 }
 
+// ParseExpectOffset parses Ckpt-Expect-Offset: a minted offset, or "-1"
+// for the start (an empty stream's tail).
+func ParseExpectOffset(s string) (Pos, error) {
+	if s == OffsetStart {
+		return 0, nil
+	}
+	p, ok := parsePos(s)
+	if !ok {
+		return 0, errorf(ErrBadRequest, "Ckpt-Expect-Offset %s is not an offset of this server", quoteShort(s))
+	}
+	return p, nil
+}
+
 func parsePos(s string) (Pos, bool) {
 	if len(s) != OffsetLen || s[16] != '_' {
 		return 0, false

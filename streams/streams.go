@@ -225,6 +225,13 @@ type AppendRequest struct {
 	// EpochFence turns on the per-stream epoch fence for this request: a
 	// producer epoch below the highest any producer wrote is stale.
 	EpochFence bool
+	// ExpectTail, when HasExpectTail, makes the request conditional: it
+	// applies only while the stream's tail is ExpectTail, else
+	// ErrTailMismatch, so a writer that names the offsets of its data
+	// never has them placed elsewhere. A producer's duplicate is still a
+	// duplicate (its first try met the condition).
+	ExpectTail    Pos
+	HasExpectTail bool
 }
 
 // AppendResult is a successful append.

@@ -42,6 +42,7 @@ func Run(t *testing.T, open Open) {
 		{"ProducerClose", producerClose},
 		{"EpochFence", epochFence},
 		{"StreamSeq", streamSeq},
+		{"ExpectTail", expectTail},
 		{"RetryNeverTwice", retryNeverTwice},
 		{"Fork", fork},
 		{"ForkSubOffset", forkSubOffset},
@@ -398,6 +399,47 @@ func streamSeq(t *testing.T, d streams.Driver) {
 	for _, s := range []string{"2", "10", "1"} {
 		wantCode(t, seq(s), streams.ErrSeqConflict)
 	}
+}
+
+// expectTail: a conditional append applies only at the tail it names,
+// and a producer's retry whose first try applied is still a duplicate.
+func expectTail(t *testing.T, d streams.Driver) {
+	create(t, d, "x", "text/plain", "ab")
+	cond := func(data string, at streams.Pos, p *streams.Producer) (streams.AppendResult, error) {
+		req := &streams.AppendRequest{ContentType: "text/plain", Body: body(t, data, "text/plain"), Producer: p, ExpectTail: at, HasExpectTail: true}
+		return d.Append(ctx, "x", req, t0)
+	}
+	for _, at := range []streams.Pos{0, 1, 3} {
+		_, err := cond("X", at, nil)
+		wantCode(t, err, streams.ErrTailMismatch)
+		var se *streams.Error
+		if errors.As(err, &se); se.Tail != 2 {
+			t.Fatalf("mismatch at %d reports tail %d, want 2", at, se.Tail)
+		}
+	}
+	p := streams.Producer{ID: "u", Seq: 0}
+	r := okApp(t)(cond("cd", 2, &p))
+	if r.Duplicate || r.Next != 4 {
+		t.Fatalf("conditional append: %+v", r)
+	}
+	// The retry names the tail its first try met: a duplicate, not a
+	// mismatch, and nothing is written again.
+	r = okApp(t)(cond("cd", 2, &p))
+	if !r.Duplicate || r.Next != 4 {
+		t.Fatalf("retried conditional append: %+v", r)
+	}
+	// A refused request leaves the producer where it was: its next seq
+	// is still 1.
+	_, err := cond("e", 2, &streams.Producer{ID: "u", Seq: 1})
+	wantCode(t, err, streams.ErrTailMismatch)
+	okApp(t)(cond("e", 4, &streams.Producer{ID: "u", Seq: 1}))
+	if got, _ := readAll(t, d, "x", 0, 100); got != "abcde" {
+		t.Fatalf("read %q, want abcde", got)
+	}
+	// A closed stream is STREAM_CLOSED first, whatever the tail named.
+	okApp(t)(d.Append(ctx, "x", &streams.AppendRequest{Close: true}, t0))
+	_, err = cond("f", 5, nil)
+	wantCode(t, err, streams.ErrClosed)
 }
 
 // retryNeverTwice: a request retried after a lost reply (the same

@@ -1,8 +1,9 @@
 /**
  * @ckptstore/client: the checkpoint store, instance store and message store
  * of @tanstack/ai-sandbox, @tanstack/ai-persistence's seven stores
- * (createPersistence) and @tanstack/ai's LockStore (createLockStore), over a
- * ckptserver. Put `createCheckpointStore(…)`
+ * (createPersistence), @tanstack/ai's LockStore (createLockStore) and a
+ * run's event log, its UpsertableStreamDurability (createStreamDurability),
+ * over a ckptserver. Put `createCheckpointStore(…)`
  * where InMemorySandboxCheckpointStore would go; it keeps the same promises,
  * with the checkpoints in whatever store the server runs on (memory, Redis,
  * FoundationDB).
@@ -33,6 +34,14 @@ export type { CallOptions, ClientOptions, HeadersOption } from './transport.js'
 export { withCallOptions } from './call.js'
 export { createPersistence, type PersistenceClient, type PersistenceOptions, type PersistenceStores } from './persistence.js'
 export { createLockStore, type LockStoreClientWithNamespace, type LockStoreOptions } from './locks.js'
+export {
+  createStreamDurability,
+  type StreamDurabilityClient,
+  type StreamDurabilityEntry,
+  type StreamDurabilityOptions,
+  type StreamDurabilityRequest,
+  type StreamDurabilitySource,
+} from './streams.js'
 
 /** The checkpoint store: TanStack's SandboxCheckpointStore with fork and prune, and three operator methods. */
 // The message type defaults to any, not unknown: a harness that opens the

@@ -205,9 +205,11 @@ interface NodeRequestOptions {
   hostname: string
   port: string | undefined
   path: string
-  method: 'POST'
+  method: HttpMethod
   headers: Record<string, string>
 }
+/** The methods a request of this package uses: POST for the JSON and blob calls, the rest for /streams/. */
+type HttpMethod = 'GET' | 'HEAD' | 'PUT' | 'POST'
 interface NodeIncomingMessage {
   statusCode?: number
   complete: boolean
@@ -1019,6 +1021,202 @@ export class Transport {
       done()
     }
   }
+
+  /**
+   * streamRequest sends one request of the Durable Streams routes under
+   * /streams/ (path is encoded, query included) and returns its reply,
+   * whatever its status: those routes answer with statuses and headers a
+   * caller acts on (201 or 200, 204, 409 with Stream-Closed). It is
+   * repeated on network errors and 503 with backoff, as call is, when
+   * retry is set (a read, or a write the server deduplicates). signal
+   * aborts it as the store's does. A reply over maxBytes fails with
+   * RESPONSE_TOO_LARGE, so a read costs bounded memory.
+   */
+  async streamRequest(
+    method: HttpMethod,
+    path: string,
+    extra: Record<string, string>,
+    body: string | undefined,
+    opts: { signal?: AbortSignal | undefined; retry: boolean; maxBytes: number },
+  ): Promise<StreamReply> {
+    const signal = anySignal(this.signal, opts.signal)
+    const attempts = opts.retry ? this.maxAttempts : 1
+    const what = `${method} ${path.replace(/\?.*$/, '')}`
+    let last: Error | undefined
+    for (let attempt = 1; attempt <= attempts; attempt++) {
+      if (signal?.aborted) throw signal.reason
+      if (attempt > 1) await this.pauseOn(signal, attempt)
+      const headers = this.headersFor(undefined)
+      // A request without a body says nothing of its type, unless extra does
+      // (a create names the stream's content type).
+      if (body === undefined) delete headers['content-type']
+      Object.assign(headers, extra)
+      try {
+        const reply =
+          this.node !== undefined
+            ? await this.sendNodeStream(this.node, method, path, headers, body, signal, opts.maxBytes, what)
+            : await this.sendFetchStream(method, path, headers, body, signal, opts.maxBytes, what)
+        if (reply.status === 503) throw new Retryable(replyError(what, reply))
+        return reply
+      } catch (err) {
+        if (!(err instanceof Retryable)) throw err
+        last = err.last
+      }
+    }
+    throw last ?? new CkptstoreError('NETWORK_ERROR', 'no attempt was made')
+  }
+
+  /** pauseOn waits the backoff before the next attempt, cut short by signal. */
+  private pauseOn(signal: AbortSignal | undefined, attempt: number): Promise<void> {
+    if (signal === undefined) return sleep(backoff(attempt))
+    return new Promise<void>((resolve, reject) => {
+      const onAbort = () => {
+        clearTimeout(timer)
+        reject(signal.reason)
+      }
+      const timer = setTimeout(() => {
+        signal.removeEventListener('abort', onAbort)
+        resolve()
+      }, backoff(attempt))
+      signal.addEventListener('abort', onAbort, { once: true })
+    })
+  }
+
+  /** sendNodeStream is one attempt of streamRequest over node:http(s), with one timer for its deadline. */
+  private sendNodeStream(
+    node: { mod: NodeHttpModule; agent: object },
+    method: HttpMethod,
+    path: string,
+    headers: Record<string, string>,
+    body: string | undefined,
+    signal: AbortSignal | undefined,
+    maxBytes: number,
+    what: string,
+  ): Promise<StreamReply> {
+    return new Promise<StreamReply>((resolve, reject) => {
+      let settled = false
+      const fail = (err: unknown) => {
+        if (settled) return
+        settled = true
+        clearTimeout(timer)
+        signal?.removeEventListener('abort', onAbort)
+        reject(err)
+      }
+      const onAbort = () => {
+        fail(signal!.reason)
+        req.destroy()
+      }
+      const req = node.mod.request(
+        { agent: node.agent, hostname: this.hostname, port: this.port, path: `${this.pathPrefix}${path}`, method, headers },
+        (res) => {
+          const parts: Uint8Array[] = []
+          let size = 0
+          res.on('data', (chunk: Uint8Array) => {
+            if (settled) return
+            size += chunk.byteLength
+            if (size > maxBytes) {
+              fail(new CkptstoreError('RESPONSE_TOO_LARGE', `ckptstore ${what}: the reply is over ${maxBytes} bytes`, res.statusCode))
+              res.destroy()
+              return
+            }
+            parts.push(chunk)
+          })
+          res.on('end', () => {
+            if (settled) return
+            if (!res.complete) return fail(this.cutOff(what))
+            settled = true
+            clearTimeout(timer)
+            signal?.removeEventListener('abort', onAbort)
+            const header = (name: string) => {
+              const v = res.headers[name.toLowerCase()]
+              return Array.isArray(v) ? v.join(', ') : v
+            }
+            resolve({ status: res.statusCode ?? 0, header, text: utf8(parts, size) })
+          })
+          res.on('error', (err) => fail(this.networkError(what, err)))
+          res.on('close', () => {
+            if (!res.complete) fail(this.cutOff(what))
+          })
+        },
+      )
+      const timer = setTimeout(() => {
+        const err = new Error(`no reply within ${this.timeoutMs} ms`)
+        err.name = 'TimeoutError'
+        fail(this.timeoutError(what, err))
+        req.destroy(err)
+      }, this.timeoutMs)
+      req.on('error', (err) => fail(this.networkError(what, err)))
+      signal?.addEventListener('abort', onAbort, { once: true })
+      req.end(body)
+    })
+  }
+
+  /** sendFetchStream is one attempt of streamRequest over fetch. */
+  private async sendFetchStream(
+    method: HttpMethod,
+    path: string,
+    headers: Record<string, string>,
+    body: string | undefined,
+    signal: AbortSignal | undefined,
+    maxBytes: number,
+    what: string,
+  ): Promise<StreamReply> {
+    const timeout = AbortSignal.timeout(this.timeoutMs)
+    const init: RequestInit = { method, headers, signal: anySignal(timeout, signal)! }
+    if (body !== undefined) init.body = body
+    try {
+      const res = await this.fetch!(`${this.base}${path}`, init)
+      const parts: Uint8Array[] = []
+      let size = 0
+      if (res.body !== null) {
+        const reader = res.body.getReader()
+        for (;;) {
+          const r = await reader.read()
+          if (r.done) break
+          size += r.value.byteLength
+          if (size > maxBytes) {
+            await reader.cancel().catch(() => {})
+            throw new CkptstoreError('RESPONSE_TOO_LARGE', `ckptstore ${what}: the reply is over ${maxBytes} bytes`, res.status)
+          }
+          parts.push(r.value)
+        }
+      }
+      return { status: res.status, header: (name) => res.headers.get(name) ?? undefined, text: utf8(parts, size) }
+    } catch (err) {
+      if (err instanceof CkptstoreError) throw err
+      if (signal?.aborted) throw signal.reason
+      const timedOut = err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError')
+      throw timedOut ? this.timeoutError(what, err) : this.networkError(what, err)
+    }
+  }
+}
+
+/** A reply of streamRequest: any status, its headers and its whole body as text. */
+export interface StreamReply {
+  status: number
+  header: (name: string) => string | undefined
+  text: string
+}
+
+/** replyError is the error a non-2xx reply of a streams route stands for: the server's {code, message}, else HTTP_<status>. */
+export function replyError(what: string, reply: StreamReply): CkptstoreError {
+  const e = parseObject(reply.text)
+  if (e !== undefined && typeof e['code'] === 'string') {
+    return new CkptstoreError(e['code'], typeof e['message'] === 'string' ? e['message'] : e['code'], reply.status)
+  }
+  return new CkptstoreError(reply.status === 503 ? 'UNAVAILABLE' : `HTTP_${reply.status}`, `ckptstore ${what}: HTTP ${reply.status}`, reply.status)
+}
+
+/** utf8 decodes the parts of a body, size bytes in all. */
+function utf8(parts: Uint8Array[], size: number): string {
+  if (parts.length === 1) return new TextDecoder().decode(parts[0])
+  const all = new Uint8Array(size)
+  let at = 0
+  for (const p of parts) {
+    all.set(p, at)
+    at += p.byteLength
+  }
+  return new TextDecoder().decode(all)
 }
 
 /**

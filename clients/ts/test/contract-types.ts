@@ -22,6 +22,11 @@
 // runs.listReclaimable, interrupts.commitBatch) are required on the client,
 // so TanStack's direction compares with Required<…> of the store.
 //
+// The run's event log restates @tanstack/ai's StreamDurability and
+// UpsertableStreamDurability (packages/ai/src/stream-durability.ts, as
+// @tanstack/ai 0.58 declares them) and checks createStreamDurability's
+// adapter against them, both ways.
+//
 // The published @tanstack/ai-sandbox (0.2.4) predates these interfaces, so
 // they cannot be imported; and nothing of TanStack's is copied here.
 
@@ -88,6 +93,8 @@ import {
   type RunStoreClient,
   type TerminalRunStatus as CTerminalRunStatus,
   type TokenUsage as CTokenUsage,
+  createStreamDurability,
+  type StreamDurabilityClient,
 } from '@ckptstore/client'
 
 // ---- TanStack's types, as upstream declares them ------------------------
@@ -483,6 +490,28 @@ interface UpLockStore {
   withLock: <T>(key: string, fn: (signal: AbortSignal) => Promise<T>) => Promise<T>
 }
 
+// ---- @tanstack/ai's StreamDurability, as 0.58 declares it -----------------
+
+/**
+ * @tanstack/ai's StreamChunk (the AG-UI events), abridged to two of them:
+ * the log keeps chunks opaque, so the client is generic in them.
+ */
+type StreamChunk =
+  | { type: 'TEXT_MESSAGE_CONTENT'; messageId: string; delta: string; content?: string; timestamp: number }
+  | { type: 'RUN_FINISHED'; runId: string; finishReason?: string | null; timestamp: number }
+interface UpStreamDurability<TOffset extends string = string> {
+  resumeFrom: () => TOffset | null
+  append: (chunks: Array<StreamChunk>) => Promise<Array<TOffset>>
+  read: (offset: TOffset, signal?: AbortSignal) => AsyncIterable<{ offset: TOffset; chunk: StreamChunk }>
+  close: () => Promise<void>
+  snapshot: () => Promise<Array<{ offset: TOffset; chunk: StreamChunk }>>
+}
+interface UpUpsertableStreamDurability<TOffset extends string = string> extends UpStreamDurability<TOffset> {
+  upsert: (entries: Array<{ chunk: StreamChunk; offset: TOffset }>) => Promise<Array<TOffset>>
+}
+/** How core consumes an adapter: replay from an offset until the log closes. */
+declare function replayRunStream<TOffset extends string>(durability: UpStreamDurability<TOffset>, offset?: TOffset, signal?: AbortSignal): AsyncGenerator<StreamChunk>
+
 declare function runPersistenceConformance(
   name: string,
   makePersistence: () => Promise<UpAIPersistence> | UpAIPersistence,
@@ -582,6 +611,17 @@ check<Same<BlobStoreClient, UpBlobStore>>()
 check<Same<LockStoreClient, UpLockStore>>()
 check<Same<Pick<ModelPersistence['stores']['messages'], keyof MessageStore>, MessageStore>>()
 check<Mutual<keyof ModelPersistence['stores'], keyof UpPersistenceStores>>()
+// The run's event log, the client's way: it is an UpsertableStreamDurability
+// (so a StreamDurability); and TanStack's way: its members of upstream's
+// names are mutually assignable with upstream's, so none takes or returns
+// more or less.
+type ChunkLog = StreamDurabilityClient<StreamChunk>
+check<Extends<ChunkLog, UpUpsertableStreamDurability>>()
+check<Extends<ChunkLog, UpStreamDurability>>()
+check<Same<Pick<ChunkLog, keyof UpUpsertableStreamDurability>, UpUpsertableStreamDurability>>()
+check<Same<Pick<ChunkLog, keyof UpStreamDurability>, UpStreamDurability>>()
+// Its options are the client's.
+check<Extends<ClientOptions, Parameters<typeof createStreamDurability>[1]>>()
 // The lock store's options are the client's.
 check<Extends<SandboxCheckpointStoreOptions, Partial<Parameters<typeof createLockStore>[0]>>>()
 
@@ -742,6 +782,34 @@ export async function refused(s: CheckpointStoreClient<ModelMessage>, cp: Sandbo
   // @ts-expect-error createCheckpointStore needs a url
   createCheckpointStore({ token: 'x' })
   void [h, g, old]
+}
+
+// The event log where memoryStream(…) would go: from a request, or from a
+// run id; the chunk type inferred from the place, or named.
+const fromRequest: UpUpsertableStreamDurability = createStreamDurability(new Request('http://app.test/api/chat?runId=r'), { url })
+const fromRun: UpStreamDurability = createStreamDurability({ runId: 'r', offset: null }, { url, token: 'secret', producerEpoch: 3, producerFence: 'stream' })
+void [fromRequest, fromRun]
+export async function tail(signal: AbortSignal): Promise<string[]> {
+  const log = createStreamDurability<StreamChunk>({ runId: 'r' }, { url, namespace: 'n' })
+  const offsets: string[] = await log.append([{ type: 'RUN_FINISHED', runId: 'r', timestamp: 1 }])
+  await log.upsert([{ chunk: { type: 'RUN_FINISHED', runId: 'r', timestamp: 1 }, offset: offsets[0]! }])
+  const seen: string[] = []
+  for await (const { offset, chunk } of log.read(log.resumeFrom() ?? '-1', signal)) seen.push(`${offset}:${chunk.type}`)
+  for await (const chunk of replayRunStream(log, '-1', signal)) seen.push(chunk.type)
+  const prefix: Array<{ offset: string; chunk: StreamChunk }> = await log.snapshot()
+  await log.close()
+  return [...seen, ...prefix.map((e) => e.offset)]
+}
+export async function refusedLog(log: StreamDurabilityClient<StreamChunk>) {
+  // @ts-expect-error upsert pairs each chunk with its offset
+  await log.upsert([{ type: 'RUN_FINISHED', runId: 'r', timestamp: 1 }])
+  // @ts-expect-error a chunk that is no StreamChunk
+  await log.append([{ nope: 1 }])
+  // @ts-expect-error resumeFrom may answer null
+  const o: string = log.resumeFrom()
+  // @ts-expect-error producerFence is 'stream' or absent
+  createStreamDurability({ runId: 'r' }, { url, producerFence: 'id' })
+  void o
 }
 
 // And what must not type-check in the persistence half.
