@@ -40,7 +40,8 @@ fdbcheck:
 	bash docker/check-fdb-tag.sh
 
 # fdbreal runs the fdb-tagged suites (fdbkv's kv semantics, conformance and
-# store tests; fdbstore's persistence driver suite with its real-time lock cases; storeurl's
+# store tests; fdbstore's persistence driver suite with its real-time lock cases
+# and its stream driver suite; storeurl's
 # fdb: form; the benchmark guard on the fdb store) on a real FoundationDB:
 # the cluster of $FDB_CLUSTER_FILE with the machine's client library, or
 # else a one-process cluster that ../shared/fdb/fdb.sh starts and stops

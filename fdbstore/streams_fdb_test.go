@@ -1,0 +1,47 @@
+//go:build fdb
+
+package fdbstore_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"testing"
+
+	"github.com/ckptstore/ckptstore/fdbstore"
+	"github.com/ckptstore/ckptstore/fdbstore/kv"
+	"github.com/ckptstore/ckptstore/fdbstore/kv/fdbkv"
+	"github.com/ckptstore/ckptstore/streams"
+	"github.com/ckptstore/ckptstore/streams/streamstest"
+)
+
+// TestStreamsDriverOnCluster runs the stream driver suite on the cluster
+// of $FDB_CLUSTER_FILE, each case under its own prefix, cleared at its
+// end.
+func TestStreamsDriverOnCluster(t *testing.T) {
+	cf := os.Getenv("FDB_CLUSTER_FILE")
+	if cf == "" {
+		t.Skip("FDB_CLUSTER_FILE is not set: no FoundationDB cluster to test against (see docker/README.md)")
+	}
+	db, err := fdbkv.Open(cf)
+	if err != nil {
+		t.Fatalf("open %s: %v", cf, err)
+	}
+	t.Cleanup(db.Close)
+	streamstest.Run(t, func(t *testing.T) streams.Driver {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		p := "ckptstore-test/streams/" + hex.EncodeToString(b[:]) + "/"
+		t.Cleanup(func() {
+			err := db.Transact(context.Background(), func(tr kv.Transaction) error {
+				tr.ClearRange(kv.PrefixRange([]byte(p)))
+				return nil
+			})
+			if err != nil {
+				t.Errorf("clear test prefix %q: %v", p, err)
+			}
+		})
+		return fdbstore.NewStreams(db, p)
+	})
+}
