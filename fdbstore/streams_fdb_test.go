@@ -20,6 +20,16 @@ import (
 // of $FDB_CLUSTER_FILE, each case under its own prefix, cleared at its
 // end.
 func TestStreamsDriverOnCluster(t *testing.T) {
+	db := openTestCluster(t)
+	streamstest.Run(t, func(t *testing.T) streams.Driver {
+		return fdbstore.NewStreams(db, clusterTestPrefix(t, db, "ckptstore-test/streams/"))
+	})
+}
+
+// openTestCluster opens the cluster of $FDB_CLUSTER_FILE, or skips the
+// test when it is not set.
+func openTestCluster(t *testing.T) *fdbkv.DB {
+	t.Helper()
 	cf := os.Getenv("FDB_CLUSTER_FILE")
 	if cf == "" {
 		t.Skip("FDB_CLUSTER_FILE is not set: no FoundationDB cluster to test against (see docker/README.md)")
@@ -29,19 +39,23 @@ func TestStreamsDriverOnCluster(t *testing.T) {
 		t.Fatalf("open %s: %v", cf, err)
 	}
 	t.Cleanup(db.Close)
-	streamstest.Run(t, func(t *testing.T) streams.Driver {
-		var b [8]byte
-		_, _ = rand.Read(b[:])
-		p := "ckptstore-test/streams/" + hex.EncodeToString(b[:]) + "/"
-		t.Cleanup(func() {
-			err := db.Transact(context.Background(), func(tr kv.Transaction) error {
-				tr.ClearRange(kv.PrefixRange([]byte(p)))
-				return nil
-			})
-			if err != nil {
-				t.Errorf("clear test prefix %q: %v", p, err)
-			}
+	return db
+}
+
+// clusterTestPrefix returns a fresh key prefix under base for one test
+// and clears it when the test ends.
+func clusterTestPrefix(t *testing.T, db kv.DB, base string) string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	p := base + hex.EncodeToString(b[:]) + "/"
+	t.Cleanup(func() {
+		err := db.Transact(context.Background(), func(tr kv.Transaction) error {
+			tr.ClearRange(kv.PrefixRange([]byte(p)))
+			return nil
 		})
-		return fdbstore.NewStreams(db, p)
+		if err != nil {
+			t.Errorf("clear test prefix %q: %v", p, err)
+		}
 	})
+	return p
 }
