@@ -41,9 +41,10 @@ fdbcheck:
 
 # fdbreal runs the fdb-tagged suites (fdbkv's kv semantics, watch,
 # conformance and store tests; fdbstore's persistence driver suite with its
-# real-time lock cases and the live stream read across two connections;
-# storeurl's fdb: form; the Durable Streams kill run, a ckptserver killed
-# mid-append; the benchmark guard on the fdb store) on a real FoundationDB:
+# real-time lock cases, its stream driver suite and the live stream read
+# across two connections; storeurl's fdb: form; the Durable Streams kill
+# run, a ckptserver killed mid-append; the benchmark guard on the fdb
+# store) on a real FoundationDB:
 # the cluster of $FDB_CLUSTER_FILE with the machine's client library, or
 # else a one-process cluster that ../shared/fdb/fdb.sh starts and stops
 # (FDB_SH names another copy). Without either it says so and passes.

@@ -26,5 +26,8 @@
 //
 //	go test ./bench -run '^$' -bench . -benchtime 1x -twice
 //
-// The package has no non-test code but this comment.
+// The package has no non-test code but this comment. Beside it,
+// bench/benchtable renders the results, and bench/streams is a client
+// that benchmarks Durable Streams servers over HTTP, ckptserver's
+// /streams/ or any other server of the protocol (docs/streams.md).
 package bench

@@ -14,9 +14,10 @@
 # The suites, each timed: fdbkv (the kv semantics and watch suites the
 # memkv engine passes, fdbstore's conformance and store tests), fdbstore's
 # persistence driver suite with the real-time lock cases and the live
-# stream read across two connections, storeurl's fdb: form, the Durable
-# Streams kill run (a ckptserver built with -tags fdb, killed with SIGKILL
-# mid-append and restarted, docs/streams.md#faults), then the
+# stream read across two connections, its Durable Streams driver suite,
+# storeurl's fdb: form, the Durable Streams kill run (a ckptserver built
+# with -tags fdb, killed with SIGKILL mid-append and restarted,
+# docs/streams.md#faults), then the
 # benchmark guard on the fdb store (every family twice in one process, every
 # namespace cleared). Every test writes under a key prefix of its own and
 # clears it; on a cluster this script started, it then checks that the
@@ -88,6 +89,8 @@ rapid="-rapid.checks=${FDB_RAPID_CHECKS:-25}"
 suite fdbkv go test -tags fdb $flags ./fdbstore/kv/fdbkv/ -args "$rapid"
 # shellcheck disable=SC2086
 suite persist go test -tags fdb $flags -run '^(TestPersistConformanceOnCluster|TestStreamsWaitOnCluster)$' ./fdbstore/ -args "$rapid"
+# shellcheck disable=SC2086
+suite streams go test -tags fdb $flags -run '^TestStreamsDriverOnCluster$' ./fdbstore/
 # shellcheck disable=SC2086
 suite storeurl go test -tags fdb $flags -run 'FDB' ./storeurl/
 # -bench '/store=fdb$': the fdb store's benchmarks only (benchsmoke runs

@@ -18,7 +18,9 @@ package fdbstore
 // the first try left, so an append is never applied twice. An append of
 // more than maxStreamValue bytes is stored as several chunks (each under
 // FoundationDB's value limit); a JSON message larger than that is refused
-// (413). Chunks never change once written.
+// (413). Chunks never change once written. A name's id, once a lookup has
+// found it, is only a hint: it is used while the id's state is live and
+// carries the name (see lookup), else the name is read.
 
 import (
 	"context"
@@ -57,7 +59,8 @@ type Streams struct {
 
 	mu         sync.Mutex
 	waits      map[uint64]chan struct{}
-	sweepAfter []byte // the last name key the last sweep looked at
+	sweepAfter []byte            // the last name key the last sweep looked at
+	ids        map[string]uint64 // names' ids as lookups last found them (lookup says when one is used)
 }
 
 var (
@@ -67,7 +70,7 @@ var (
 
 // NewStreams returns the stream driver of the keys under prefix in db.
 func NewStreams(db kv.DB, prefix string) *Streams {
-	return &Streams{db: db, p: prefix, waits: map[uint64]chan struct{}{}}
+	return &Streams{db: db, p: prefix, waits: map[uint64]chan struct{}{}, ids: map[string]uint64{}}
 }
 
 // StreamsNamespacePrefix is the prefix of namespace name's streams: the
@@ -160,7 +163,61 @@ func (d *Streams) save(tr kv.Transaction, f *fstream) error {
 
 // lookup resolves name to its stream: ErrNotFound (with the expired
 // stream, when it is one) or ErrGone.
+//
+// A name whose id the driver has seen costs one read, of the state: a
+// live state (present, neither deleted nor dropped, not expired) of that
+// id means the name still maps to it, since whatever moves a name off a
+// stream (delete, or a create over an expired stream) also clears or
+// marks the stream's state, and the read's conflict range makes such a
+// concurrent write fail this transaction. Anything else reads the name.
 func (d *Streams) lookup(tr kv.ReadTransaction, name string, now time.Time) (*fstream, error) {
+	if id, ok := d.cachedID(name); ok {
+		f, err := d.load(tr, id)
+		if err != nil {
+			return nil, err
+		}
+		if f != nil && !f.Deleted && !f.Dropped && f.Name == name {
+			if info := f.info(); !info.Expired(now) {
+				return f, nil
+			}
+		}
+		d.forgetID(name)
+	}
+	f, err := d.lookupName(tr, name, now)
+	if err == nil {
+		d.rememberID(name, f.ID)
+	}
+	return f, err
+}
+
+// idCacheMax bounds the name → id cache of one driver; a full cache is
+// emptied and refilled by the lookups that follow.
+const idCacheMax = 10_000
+
+func (d *Streams) cachedID(name string) (uint64, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	id, ok := d.ids[name]
+	return id, ok
+}
+
+func (d *Streams) rememberID(name string, id uint64) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.ids) >= idCacheMax {
+		clear(d.ids)
+	}
+	d.ids[name] = id
+}
+
+func (d *Streams) forgetID(name string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.ids, name)
+}
+
+// lookupName is lookup by the name's key.
+func (d *Streams) lookupName(tr kv.ReadTransaction, name string, now time.Time) (*fstream, error) {
 	v, err := tr.Get(d.nameKey(name)).Get()
 	if err != nil {
 		return nil, err
@@ -343,6 +400,7 @@ func (d *Streams) Create(ctx context.Context, name string, req *streams.CreateRe
 	var (
 		out     streams.Info
 		created bool
+		newID   uint64
 	)
 	err := d.db.Transact(ctx, func(tr kv.Transaction) error {
 		created = false
@@ -432,9 +490,12 @@ func (d *Streams) Create(ctx context.Context, name string, req *streams.CreateRe
 			f.Tail = int64(b.End())
 		}
 		tr.Set(d.nameKey(name), binary.BigEndian.AppendUint64(nil, id))
-		out, created = f.info(), true
+		out, created, newID = f.info(), true, id
 		return d.save(tr, f)
 	})
+	if err == nil && created {
+		d.rememberID(name, newID)
+	}
 	return out, created, err
 }
 
@@ -446,13 +507,23 @@ func (d *Streams) Append(ctx context.Context, name string, req *streams.AppendRe
 	)
 	err := d.db.Transact(ctx, func(tr kv.Transaction) error {
 		woke = 0
+		// With the id known, the producer's state is read in the same
+		// round as the stream's (one round trip to a cluster, not two).
+		var prod kv.FutureValue
+		id, cached := d.cachedID(name)
+		if p := req.Producer; p != nil && cached {
+			prod = tr.Get(d.prodKey(id, p.ID))
+		}
 		f, err := d.lookup(tr, name, now)
 		if err != nil {
 			return err
 		}
 		var ps *streams.ProducerState
 		if p := req.Producer; p != nil {
-			v, err := tr.Get(d.prodKey(f.ID, p.ID)).Get()
+			if prod == nil || f.ID != id {
+				prod = tr.Get(d.prodKey(f.ID, p.ID))
+			}
+			v, err := prod.Get()
 			if err != nil {
 				return err
 			}

@@ -13,18 +13,27 @@ import (
 	"github.com/ckptstore/ckptstore/fdbstore"
 	"github.com/ckptstore/ckptstore/fdbstore/kv"
 	"github.com/ckptstore/ckptstore/fdbstore/kv/fdbkv"
+	"github.com/ckptstore/ckptstore/streams"
+	"github.com/ckptstore/ckptstore/streams/streamstest"
 )
+
+// TestStreamsDriverOnCluster runs the stream driver suite on the cluster
+// of $FDB_CLUSTER_FILE, each case under its own prefix, cleared at its
+// end.
+func TestStreamsDriverOnCluster(t *testing.T) {
+	db := openTestCluster(t)
+	streamstest.Run(t, func(t *testing.T) streams.Driver {
+		return fdbstore.NewStreams(db, clusterTestPrefix(t, db, "ckptstore-test/streams/"))
+	})
+}
 
 // TestStreamsWaitOnCluster: two stream drivers on the cluster of
 // $FDB_CLUSTER_FILE, each on its own database connection as two servers
 // would be; a reader waiting on one wakes, by its watch alone, when the
 // other appends and when it closes the stream.
 func TestStreamsWaitOnCluster(t *testing.T) {
-	cf := os.Getenv("FDB_CLUSTER_FILE")
-	if cf == "" {
-		t.Skip("FDB_CLUSTER_FILE is not set: no FoundationDB cluster to test against (see docker/README.md)")
-	}
-	b, err := os.ReadFile(cf)
+	db := openTestCluster(t)
+	b, err := os.ReadFile(os.Getenv("FDB_CLUSTER_FILE"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,23 +43,45 @@ func TestStreamsWaitOnCluster(t *testing.T) {
 	if err := os.WriteFile(cf2, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var dbs [2]*fdbkv.DB
-	for i, f := range []string{cf, cf2} {
-		if dbs[i], err = fdbkv.Open(f); err != nil {
-			t.Fatalf("open %s: %v", f, err)
-		}
-		t.Cleanup(dbs[i].Close)
+	db2, err := fdbkv.Open(cf2)
+	if err != nil {
+		t.Fatalf("open %s: %v", cf2, err)
 	}
-	var r [8]byte
-	_, _ = rand.Read(r[:])
-	p := "ckptstore-test/" + hex.EncodeToString(r[:]) + "/"
+	t.Cleanup(db2.Close)
+	p := clusterTestPrefix(t, db, "ckptstore-test/")
+	waitAcrossDrivers(t, fdbstore.NewStreams(db, p), fdbstore.NewStreams(db2, p))
+}
+
+// openTestCluster opens the cluster of $FDB_CLUSTER_FILE, or skips the
+// test when it is not set.
+func openTestCluster(t *testing.T) *fdbkv.DB {
+	t.Helper()
+	cf := os.Getenv("FDB_CLUSTER_FILE")
+	if cf == "" {
+		t.Skip("FDB_CLUSTER_FILE is not set: no FoundationDB cluster to test against (see docker/README.md)")
+	}
+	db, err := fdbkv.Open(cf)
+	if err != nil {
+		t.Fatalf("open %s: %v", cf, err)
+	}
+	t.Cleanup(db.Close)
+	return db
+}
+
+// clusterTestPrefix returns a fresh key prefix under base for one test
+// and clears it when the test ends.
+func clusterTestPrefix(t *testing.T, db kv.DB, base string) string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	p := base + hex.EncodeToString(b[:]) + "/"
 	t.Cleanup(func() {
-		if err := dbs[0].Transact(context.Background(), func(tr kv.Transaction) error {
+		err := db.Transact(context.Background(), func(tr kv.Transaction) error {
 			tr.ClearRange(kv.PrefixRange([]byte(p)))
 			return nil
-		}); err != nil {
+		})
+		if err != nil {
 			t.Errorf("clear test prefix %q: %v", p, err)
 		}
 	})
-	waitAcrossDrivers(t, fdbstore.NewStreams(dbs[0], p), fdbstore.NewStreams(dbs[1], p))
+	return p
 }

@@ -2,6 +2,7 @@ package fdbstore_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -178,6 +179,111 @@ func BenchmarkStreamsCopy(b *testing.B) {
 		}
 		if _, err := streams.Load(ctx, dst, batch); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestStreamsNameMovesAcrossDrivers: a driver that has appended to a
+// stream (and knows its id) follows its name when another driver, as
+// another server, deletes the stream and creates a new one under the
+// name, or soft-deletes it while a fork reads it, or re-creates it after
+// it expired: every later append lands in the stream the name names now,
+// and an append to a stream that expired is refused.
+func TestStreamsNameMovesAcrossDrivers(t *testing.T) {
+	ctx := context.Background()
+	db := memkv.New()
+	a := fdbstore.NewStreams(db, fdbstore.StreamsNamespacePrefix("ns"))
+	b := fdbstore.NewStreams(db, fdbstore.StreamsNamespacePrefix("ns"))
+	now := time.Now()
+	text := streams.CreateRequest{Config: streams.Config{ContentType: "text/plain"}}
+	appendText := func(d *fdbstore.Streams, name, s string, at time.Time) error {
+		_, err := d.Append(ctx, name, &streams.AppendRequest{ContentType: "text/plain", Body: &streams.Chunk{Data: []byte(s)}}, at)
+		return err
+	}
+	read := func(name string, at time.Time) string {
+		t.Helper()
+		rd, err := b.Read(ctx, name, 0, 1<<20, at)
+		if err != nil {
+			t.Fatalf("read %s: %v", name, err)
+		}
+		var sb strings.Builder
+		for _, c := range rd.Chunks {
+			sb.Write(c.Data)
+		}
+		return sb.String()
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// Deleted and created again.
+	_, _, err := a.Create(ctx, "s", &text, now)
+	must(err)
+	must(appendText(a, "s", "old", now))
+	must(b.Delete(ctx, "s", now))
+	if err := appendText(a, "s", "lost", now); !errors.Is(err, streams.ErrNotFound) {
+		t.Fatalf("append to a deleted stream: %v, want ErrNotFound", err)
+	}
+	_, _, err = b.Create(ctx, "s", &text, now)
+	must(err)
+	must(appendText(a, "s", "new", now))
+	if got := read("s", now); got != "new" {
+		t.Fatalf("the new stream reads %q, want %q", got, "new")
+	}
+
+	// Soft-deleted while a fork reads it.
+	_, _, err = b.Create(ctx, "f", &streams.CreateRequest{Fork: &streams.ForkRequest{Source: "s"}}, now)
+	must(err)
+	must(appendText(a, "s", "+", now))
+	must(b.Delete(ctx, "s", now))
+	if err := appendText(a, "s", "lost", now); !errors.Is(err, streams.ErrGone) {
+		t.Fatalf("append to a soft-deleted stream: %v, want ErrGone", err)
+	}
+
+	// Expired and created again.
+	ttl := streams.CreateRequest{Config: streams.Config{ContentType: "text/plain", TTL: 1, HasTTL: true}}
+	_, _, err = a.Create(ctx, "e", &ttl, now)
+	must(err)
+	must(appendText(a, "e", "old", now))
+	later := now.Add(time.Minute)
+	_, _, err = b.Create(ctx, "e", &text, later)
+	must(err)
+	must(appendText(a, "e", "new", later))
+	if got := read("e", later); got != "new" {
+		t.Fatalf("the stream created after expiry reads %q, want %q", got, "new")
+	}
+
+	// Expired, and nothing else happened to it.
+	_, _, err = a.Create(ctx, "x", &ttl, now)
+	must(err)
+	must(appendText(a, "x", "old", now))
+	if err := appendText(a, "x", "late", later); !errors.Is(err, streams.ErrNotFound) {
+		t.Fatalf("append to an expired stream: %v, want ErrNotFound", err)
+	}
+}
+
+// TestStreamsAppendReadRounds: an append of a producer to a stream the
+// driver has seen reads the stream's state and the producer's in one
+// round trip (on a cluster each round is a network round trip).
+func TestStreamsAppendReadRounds(t *testing.T) {
+	ctx := context.Background()
+	db := memkv.New()
+	d := fdbstore.NewStreams(db, fdbstore.StreamsNamespacePrefix("ns"))
+	now := time.Now()
+	if _, _, err := d.Create(ctx, "s", &streams.CreateRequest{Config: streams.Config{ContentType: "text/plain"}}, now); err != nil {
+		t.Fatal(err)
+	}
+	for seq := range int64(4) {
+		before := db.Stats().ReadRounds
+		if _, err := d.Append(ctx, "s", &streams.AppendRequest{ContentType: "text/plain", Body: &streams.Chunk{Data: []byte("x")},
+			Producer: &streams.Producer{ID: "p", Seq: seq}}, now); err != nil {
+			t.Fatal(err)
+		}
+		if n := db.Stats().ReadRounds - before; n != 1 {
+			t.Fatalf("append %d took %d read rounds, want 1", seq, n)
 		}
 	}
 }

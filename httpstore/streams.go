@@ -54,8 +54,10 @@ const HeaderExpectOffset = "Ckpt-Expect-Offset"
 type StreamsOptions struct {
 	// MaxAppendBytes bounds the body of one create or append (413).
 	MaxAppendBytes int64
-	// MaxReadBytes is about the most data one catch-up or long-poll reply,
-	// or one SSE data event, carries.
+	// MaxReadBytes is about the most data one read of the store returns,
+	// and so one long-poll reply, SSE data event or catch-up reply of a
+	// JSON stream carries; a catch-up reply of a byte stream carries up to
+	// 16 such reads, read and sent one at a time.
 	MaxReadBytes int
 	// LongPollTimeout is how long a long-poll waits for data before its
 	// 204.
@@ -660,6 +662,9 @@ func (s *streamCall) read() error {
 		if err != nil {
 			return err
 		}
+		if !rd.Info.JSON() && rd.Next < rd.Info.Tail {
+			return s.replyBytes(start.Pos, &rd)
+		}
 		return s.reply(start.Pos, &rd, "")
 	}
 	if n := s.h.liveReaders.Add(1); n > s.h.sopts.MaxLiveReaders {
@@ -673,19 +678,45 @@ func (s *streamCall) read() error {
 	return s.longPoll(start.Pos, q.Get("cursor"))
 }
 
+// catchUpReads is how many reads of MaxReadBytes one catch-up reply of
+// a byte stream may carry.
+const catchUpReads = 16
+
+// replyBytes answers a catch-up read of a byte stream that rd, the first
+// read, did not take to the tail: with up to catchUpReads reads' worth of
+// data, read and sent one read at a time, so that a reader catching up
+// makes fewer requests while the server holds one read's data at most.
+// The data below the tail rd saw never changes, so the reply's length and
+// Stream-Next-Offset are known before its body; a later read that fails
+// (the stream was deleted meanwhile) cuts the reply short, and the
+// connection with it, rather than send anything else.
+func (s *streamCall) replyBytes(from streams.Pos, rd *streams.ReadResult) error {
+	upTo := rd.Info.Tail
+	if n := streams.Pos(s.h.sopts.MaxReadBytes); n <= (upTo-from)/catchUpReads { // no overflow
+		upTo = from + catchUpReads*n
+	}
+	return s.replyTo(from, upTo, rd, "")
+}
+
 // reply writes a catch-up or long-poll reply of rd, read from from.
 func (s *streamCall) reply(from streams.Pos, rd *streams.ReadResult, cur string) error {
+	return s.replyTo(from, rd.Next, rd, cur)
+}
+
+// replyTo writes a reply of the data from from to upTo: rd's, then (a
+// byte stream only) what further reads return.
+func (s *streamCall) replyTo(from, upTo streams.Pos, rd *streams.ReadResult, cur string) error {
 	h := s.w.Header()
 	info := &rd.Info
-	atTail := rd.Next == info.Tail
-	etag := `"` + strconv.FormatInt(info.Created, 36) + ":" + from.Offset() + ":" + rd.Next.Offset()
+	atTail := upTo == info.Tail
+	etag := `"` + strconv.FormatInt(info.Created, 36) + ":" + from.Offset() + ":" + upTo.Offset()
 	if atTail && info.Closed {
 		etag += ":c"
 	}
 	etag += `"`
 	h.Set("ETag", etag)
 	h.Set("Content-Type", info.ContentType)
-	h.Set("Stream-Next-Offset", rd.Next.Offset())
+	h.Set("Stream-Next-Offset", upTo.Offset())
 	h.Set("Cache-Control", "private, max-age=60, stale-while-revalidate=300")
 	if atTail {
 		h.Set("Stream-Up-To-Date", "true")
@@ -707,14 +738,25 @@ func (s *streamCall) reply(from streams.Pos, rd *streams.ReadResult, cur string)
 		_, _ = s.w.Write(b)
 		return nil
 	}
-	h.Set("Content-Length", strconv.Itoa(size(rd.Chunks)))
+	h.Set("Content-Length", strconv.FormatInt(int64(upTo-from), 10))
 	s.w.WriteHeader(http.StatusOK)
-	for i := range rd.Chunks {
-		if _, err := s.w.Write(rd.Chunks[i].Data); err != nil {
-			return nil // the client left; its status is logged as sent
+	for pos := rd.Next; ; {
+		for i := range rd.Chunks {
+			if _, err := s.w.Write(rd.Chunks[i].Data); err != nil {
+				return nil // the client left; its status is logged as sent
+			}
 		}
+		if pos >= upTo {
+			return nil
+		}
+		next, err := s.d.Read(s.ctx, s.name, pos, min(s.h.sopts.MaxReadBytes, int(upTo-pos)), time.Now())
+		if err != nil || next.Next <= pos || next.Next > upTo {
+			// Short of its Content-Length, the reply ends with its
+			// connection: the client sees a broken reply, never a wrong one.
+			return nil
+		}
+		rd, pos = &next, next.Next
 	}
-	return nil
 }
 
 func size(chunks []streams.Chunk) int {

@@ -466,3 +466,89 @@ func TestStreamsChunkedBody(t *testing.T) {
 		t.Fatalf("read %q", body)
 	}
 }
+
+// TestStreamsCatchUpReplies: a catch-up read of a byte stream carries up
+// to 16 reads of MaxReadBytes in one reply, read from the store one read
+// at a time, a fork's across its fork point; a JSON stream's reply stays
+// one read; reading on from each reply's Stream-Next-Offset returns the
+// stream whole, in order. On memstore, fdbstore over memkv and Redis.
+func TestStreamsCatchUpReplies(t *testing.T) {
+	for _, store := range []string{"mem", "memkv", "redis"} {
+		t.Run(store, func(t *testing.T) {
+			url := store
+			if store == "redis" {
+				url = "redis://" + redistest.Start(t).Addr
+			}
+			testCatchUpReplies(t, url)
+		})
+	}
+}
+
+func testCatchUpReplies(t *testing.T, url string) {
+	const max = 1000
+	base := streamServersOn(t, url, 1, httpstore.HandlerOptions{Dev: true, Streams: httpstore.StreamsOptions{MaxReadBytes: max}})[0] + "/streams/"
+	var want strings.Builder
+	res, body := sdo(t, sreq{"PUT", base + "b", "", textPlain})
+	wantStatus(t, res, body, http.StatusCreated)
+	for i := range 50 {
+		piece := strings.Repeat(string(rune('a'+i%26)), 999)
+		want.WriteString(piece)
+		res, body := sdo(t, sreq{"POST", base + "b", piece, textPlain})
+		wantStatus(t, res, body, http.StatusNoContent)
+	}
+	readAll := func(name string) (string, []int) {
+		t.Helper()
+		var got strings.Builder
+		var sizes []int
+		for off := "-1"; ; {
+			res, body := sdo(t, sreq{"GET", base + name + "?offset=" + off, "", nil})
+			wantStatus(t, res, body, http.StatusOK)
+			if res.ContentLength != int64(len(body)) {
+				t.Fatalf("Content-Length %d, body %d bytes", res.ContentLength, len(body))
+			}
+			got.WriteString(body)
+			sizes = append(sizes, len(body))
+			off = res.Header.Get("Stream-Next-Offset")
+			if res.Header.Get("Stream-Up-To-Date") == "true" {
+				return got.String(), sizes
+			}
+		}
+	}
+	got, sizes := readAll("b")
+	if got != want.String() {
+		t.Fatalf("read %d bytes that differ from the %d appended", len(got), want.Len())
+	}
+	// 49,950 bytes: three replies of 16 reads' worth, then the rest.
+	if len(sizes) != 4 || sizes[0] != 16*max || sizes[3] != 49_950-3*16*max {
+		t.Fatalf("reply sizes %v, want 3 of %d and one of %d", sizes, 16*max, 49_950-3*16*max)
+	}
+
+	// A fork's replies run across its fork point.
+	res, body = sdo(t, sreq{"PUT", base + "f", "", map[string]string{"Stream-Forked-From": "/b"}})
+	wantStatus(t, res, body, http.StatusCreated)
+	for range 20 {
+		piece := strings.Repeat("F", 999)
+		want.WriteString(piece)
+		res, body := sdo(t, sreq{"POST", base + "f", piece, textPlain})
+		wantStatus(t, res, body, http.StatusNoContent)
+	}
+	got, sizes = readAll("f")
+	if got != want.String() {
+		t.Fatalf("the fork read %d bytes that differ from the %d of its source and its own", len(got), want.Len())
+	}
+	if len(sizes) != 5 || sizes[3] != 16*max {
+		t.Fatalf("the fork's reply sizes %v, want 4 of %d and the rest", sizes, 16*max)
+	}
+
+	res, body = sdo(t, sreq{"PUT", base + "j", "", map[string]string{"Content-Type": "application/json"}})
+	wantStatus(t, res, body, http.StatusCreated)
+	for range 10 {
+		res, body := sdo(t, sreq{"POST", base + "j", `"` + strings.Repeat("j", 400) + `"`, map[string]string{"Content-Type": "application/json"}})
+		wantStatus(t, res, body, http.StatusNoContent)
+	}
+	res, body = sdo(t, sreq{"GET", base + "j?offset=-1", "", nil})
+	wantStatus(t, res, body, http.StatusOK)
+	if res.Header.Get("Stream-Up-To-Date") == "true" || len(body) > 2*max {
+		t.Fatalf("a JSON reply of %d bytes, up to date %q: want one read's worth", len(body), res.Header.Get("Stream-Up-To-Date"))
+	}
+}

@@ -9,6 +9,8 @@ import (
 	"github.com/ckptstore/ckptstore/conformance"
 	"github.com/ckptstore/ckptstore/internal/redistest"
 	"github.com/ckptstore/ckptstore/internal/testkit"
+	"github.com/ckptstore/ckptstore/streams"
+	"github.com/ckptstore/ckptstore/streams/streamstest"
 )
 
 // TestCluster runs the suite on a three-master Redis Cluster through a
@@ -23,6 +25,16 @@ func TestCluster(t *testing.T) {
 		}, conformance.Options{ModelChecks: 20})
 		conformance.RunInstanceStore(t, func(t *testing.T) conformance.InstanceStore {
 			return NewInstanceStore(c, "inst")
+		})
+	})
+	t.Run("Streams", func(t *testing.T) {
+		// The stream driver's scripts build a stream's keys from the
+		// namespace's hash tag: in a cluster they stay in the slot of the
+		// key they declare.
+		streamstest.Run(t, func(t *testing.T) streams.Driver {
+			d := NewStreams(c, "streams-cluster-"+t.Name())
+			t.Cleanup(func() { _ = d.Close() })
+			return d
 		})
 	})
 	t.Run("StoresOnEveryMaster", func(t *testing.T) {

@@ -12,10 +12,14 @@ package redisstore
 //	{tag}:s:<id>:p    hash: Producer-Id → "epoch seq"
 //	{tag}:s:wake      channel: the id of every stream a write changed
 //
-// Invariants: every write is one optimistic transaction (WATCH the keys
-// it reads, decide with package streams' functions, MULTI/EXEC), so the
-// producer state and the data commit together or not at all, and a retry
-// after a lost EXEC reply meets the state the first try left. A chunk
+// Invariants: every write is one atomic step that commits only if what it
+// decided from is unchanged: create, delete and expiry an optimistic
+// transaction (WATCH the keys it reads, decide with package streams'
+// functions, MULTI/EXEC); an append a read script, the decision in Go,
+// and a commit script that compares the state it depends on with what
+// was read. So the producer state and the data commit together or not at
+// all, and a resend after a lost reply meets the state the first try
+// left. A chunk
 // never changes once added, and its start is the stream's tail when it is
 // added, so a reader that reads the state and then the chunks below its
 // tail needs no transaction. A name maps to a stream whose state exists;
@@ -418,83 +422,176 @@ func (d *Streams) runAt(ctx context.Context, c redis.Cmdable, r *rstream, anchor
 	}
 }
 
-// Append implements streams.Driver.
+// appendReadArgs are appendReadScript's parameters.
+type appendReadArgs struct {
+	Names       key
+	Base, Name  string
+	HasProducer bool
+	Producer    string
+}
+
+// appendReadScript is an append's one read: the id of the stream's name,
+// its state (HGETALL of its :m hash) and the producer's state (false when
+// the stream has none for it, or the append names no producer). The keys
+// of the id are the names key's siblings under the namespace's hash tag
+// (A.base), so they share its slot.
+var appendReadScript = newScript[appendReadArgs]("streamAppendRead", false, `
+local id = redis.call('HGET', K.names, A.name)
+if not id then return {} end
+local p = false
+if A.hasproducer == '1' then p = redis.call('HGET', A.base .. id .. ':p', A.producer) end
+return {id, redis.call('HGETALL', A.base .. id .. ':m'), p}
+`)
+
+// appendCommitArgs are appendCommitScript's parameters.
+type appendCommitArgs struct {
+	Meta, Chunks, Prods key
+	// The state the decision read: the :m fields an append's decision
+	// depends on that change after create ("" when absent), and the
+	// producer's state ("" when none, or no producer).
+	Tail, Closed, Del, Drop, LS, ME, CB string
+	HasProducer                         bool
+	Producer, ProdWas                   string
+	// What to write: acc always; with write, the chunk (when haschunk),
+	// the producer's new state (when hasproducer), the writers' fields.
+	Acc                          string
+	Write, HasChunk              bool
+	Score                        string
+	Chunk                        []byte
+	NewTail, NewLS, NewME, NewCB string
+	Close                        bool
+	ProdNew, Wake, ID            string
+}
+
+// appendCommitScript is an append's one write. It refuses ({0}, writing
+// nothing) when the state differs from what the decision read, as a
+// WATCH would fail the EXEC, and Go reads and decides again; otherwise it
+// writes the decision's effects and publishes the stream's id ({1}).
+// Accessed (acc) is not compared: it only grows, and a later access
+// cannot make a stream the decision found live expire.
+var appendCommitScript = newScript[appendCommitArgs]("streamAppendCommit", false, `
+if redis.call('EXISTS', K.meta) == 0 then return {0} end
+local m = redis.call('HMGET', K.meta, 'tail', 'closed', 'del', 'drop', 'ls', 'me', 'cb')
+local want = {A.tail, A.closed, A.del, A.drop, A.ls, A.me, A.cb}
+for i = 1, 7 do
+  if (m[i] or '') ~= want[i] then return {0} end
+end
+if A.hasproducer == '1' and (redis.call('HGET', K.prods, A.producer) or '') ~= A.prodwas then return {0} end
+if A.write == '1' then
+  if A.haschunk == '1' then redis.call('ZADD', K.chunks, A.score, A.chunk) end
+  if A.hasproducer == '1' then redis.call('HSET', K.prods, A.producer, A.prodnew) end
+  redis.call('HSET', K.meta, 'acc', A.acc, 'tail', A.newtail, 'ls', A.newls, 'me', A.newme)
+  if A.newcb ~= '' then redis.call('HSET', K.meta, 'cb', A.newcb) end
+  if A.close == '1' then redis.call('HSET', K.meta, 'closed', 1) end
+  redis.call('PUBLISH', A.wake, A.id)
+else
+  redis.call('HSET', K.meta, 'acc', A.acc)
+end
+return {1}
+`)
+
+// Append implements streams.Driver. It takes two round trips: a script
+// reads the state, Go decides (package streams), and a second script
+// writes the decision if the state is still what was read, all of it or
+// nothing, so the producer check commits with the data and a retry after
+// a lost reply meets the state the first try left.
 func (d *Streams) Append(ctx context.Context, name string, req *streams.AppendRequest, now time.Time) (streams.AppendResult, error) {
+	for i := 0; ; i++ {
+		res, ok, err := d.appendOnce(ctx, name, req, now)
+		if err != nil || ok {
+			return res, err
+		}
+		if i >= 1000 {
+			return res, errors.New("redisstore: a stream append lost 1000 races")
+		}
+		if err := ctx.Err(); err != nil {
+			return res, err
+		}
+		if i > 3 {
+			time.Sleep(time.Duration(i) * 50 * time.Microsecond)
+		}
+	}
+}
+
+// appendOnce reads, decides and commits once; ok is false when another
+// write changed the state between the read and the commit.
+func (d *Streams) appendOnce(ctx context.Context, name string, req *streams.AppendRequest, now time.Time) (streams.AppendResult, bool, error) {
 	var res streams.AppendResult
-	id, err := d.c.HGet(ctx, d.names(), name).Result()
-	if errors.Is(err, redis.Nil) {
-		return res, streams.ErrNotFound
+	ra := appendReadArgs{Names: key(d.names()), Base: d.base, Name: name}
+	if p := req.Producer; p != nil {
+		ra.HasProducer, ra.Producer = true, p.ID
 	}
+	keys, args := build(ra)
+	v, err := appendReadScript.sc.Run(ctx, d.c, keys, args...).Slice()
 	if err != nil {
-		return res, err
+		return res, false, err
 	}
-	err = d.txn(ctx, func(tx *redis.Tx) error {
-		r, err := d.load(ctx, tx, id)
-		if err != nil {
-			return err
-		}
-		if r == nil || r.dropped {
-			return streams.ErrNotFound
-		}
-		if r.deleted {
-			return streams.ErrGone
-		}
-		if r.info.Expired(now) {
-			return streams.ErrNotFound
-		}
-		var ps *streams.ProducerState
-		if p := req.Producer; p != nil {
-			v, err := tx.HGet(ctx, d.prods(id), p.ID).Result()
-			if err != nil && !errors.Is(err, redis.Nil) {
-				return err
-			}
-			if err == nil {
-				var st streams.ProducerState
-				if _, err := fmt.Sscan(v, &st.Epoch, &st.LastSeq); err != nil {
-					return fmt.Errorf("redisstore: stream %s: producer state %q: %w", id, v, err)
-				}
-				ps = &st
-			}
-		}
-		dec, err := streams.DecideAppend(&r.info, &r.w, ps, req)
-		if err != nil {
-			return err
-		}
-		res = dec.Result
-		_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
-			f := map[string]any{"acc": now.UnixNano()}
-			if dec.Write {
-				if b := req.Body; b != nil {
-					b.Start = r.info.Tail
-					p.ZAdd(ctx, d.chunks(id), redis.Z{Score: float64(b.Start), Member: encodeChunk(b)})
-					f["tail"] = int64(b.End())
-					res.Next = b.End()
-				}
-				if pr := req.Producer; pr != nil {
-					p.HSet(ctx, d.prods(id), pr.ID, fmt.Sprintf("%d %d", dec.State.Epoch, dec.State.LastSeq))
-				}
-				r.w.Apply(req, &dec)
-				f["ls"], f["me"] = r.w.LastSeq, r.w.MaxEpoch
-				if c := r.w.ClosedBy; c != nil {
-					f["cb"] = fmt.Sprintf("%d %d %s", c.Epoch, c.Seq, c.ID)
-				}
-				if req.Close {
-					f["closed"] = 1
-				}
-				p.Publish(ctx, d.base+"wake", id)
-			}
-			p.HSet(ctx, d.meta(id), f)
-			return nil
-		})
-		return err
-	}, d.meta(id), d.prods(id))
-	if errors.Is(err, streams.ErrNotFound) {
-		// The name may point at a newer stream now: look once more.
-		if id2, err2 := d.c.HGet(ctx, d.names(), name).Result(); err2 == nil && id2 != id {
-			return d.Append(ctx, name, req, now)
-		}
+	if len(v) == 0 {
+		return res, false, streams.ErrNotFound
 	}
-	return res, err
+	id, _ := v[0].(string)
+	flat, _ := v[1].([]any)
+	m := make(map[string]string, len(flat)/2)
+	for i := 0; i+1 < len(flat); i += 2 {
+		k, _ := flat[i].(string)
+		m[k], _ = flat[i+1].(string)
+	}
+	prodWas, _ := v[2].(string) // nil (Lua false) when none
+	r, err := parseStream(id, m)
+	switch {
+	case err != nil:
+		return res, false, err
+	case r == nil || r.dropped:
+		return res, false, streams.ErrNotFound
+	case r.deleted:
+		return res, false, streams.ErrGone
+	case r.info.Expired(now):
+		return res, false, streams.ErrNotFound
+	}
+	var ps *streams.ProducerState
+	if prodWas != "" {
+		var st streams.ProducerState
+		if _, err := fmt.Sscan(prodWas, &st.Epoch, &st.LastSeq); err != nil {
+			return res, false, fmt.Errorf("redisstore: stream %s: producer state %q: %w", id, prodWas, err)
+		}
+		ps = &st
+	}
+	dec, err := streams.DecideAppend(&r.info, &r.w, ps, req)
+	if err != nil {
+		return res, false, err
+	}
+	res = dec.Result
+	ca := appendCommitArgs{Meta: key(d.meta(id)), Chunks: key(d.chunks(id)), Prods: key(d.prods(id)),
+		Tail: m["tail"], Closed: m["closed"], Del: m["del"], Drop: m["drop"], LS: m["ls"], ME: m["me"], CB: m["cb"],
+		HasProducer: ra.HasProducer, Producer: ra.Producer, ProdWas: prodWas,
+		Acc: strconv.FormatInt(now.UnixNano(), 10), Write: dec.Write, Wake: d.base + "wake", ID: id}
+	if dec.Write {
+		tail := r.info.Tail
+		if b := req.Body; b != nil {
+			b.Start = r.info.Tail
+			ca.HasChunk, ca.Score, ca.Chunk = true, strconv.FormatInt(int64(b.Start), 10), []byte(encodeChunk(b))
+			tail = b.End()
+			res.Next = b.End()
+		}
+		if req.Producer != nil {
+			ca.ProdNew = fmt.Sprintf("%d %d", dec.State.Epoch, dec.State.LastSeq)
+		}
+		r.w.Apply(req, &dec)
+		ca.NewTail, ca.NewLS, ca.NewME = strconv.FormatInt(int64(tail), 10), r.w.LastSeq, strconv.FormatInt(r.w.MaxEpoch, 10)
+		if c := r.w.ClosedBy; c != nil {
+			ca.NewCB = fmt.Sprintf("%d %d %s", c.Epoch, c.Seq, c.ID)
+		}
+		ca.Close = req.Close
+	}
+	keys, args = build(ca)
+	n, err := appendCommitScript.sc.Run(ctx, d.c, keys, args...).Slice()
+	if err != nil {
+		return res, false, err
+	}
+	if len(n) != 1 || n[0] != int64(1) {
+		return res, false, nil
+	}
+	return res, true, nil
 }
 
 // Delete implements streams.Driver.
