@@ -52,18 +52,18 @@ type EngineOptions struct {
 // RunEngine runs every contract's suite on the tenants open makes: the
 // checkpoint store suite (RunStoreWith on Tenant.Store), the instance
 // store suite (RunInstanceStore on Tenant.Instances, subtest
-// InstanceStore) and the persistence driver suite of persist/persisttest
-// on Tenant.Persistence (subtest Persistence; a tenant without one fails
-// it), and, when EngineOptions.Streams says the engine keeps streams, the
+// InstanceStore), the persistence driver suite of persist/persisttest on
+// Tenant.Persistence (subtest Persistence; a tenant without one fails it)
+// and, when EngineOptions.Streams says the engine keeps streams, the
 // stream driver suite (streamstest.Run, subtest Streams) and the export
 // and import suite (streamstest.RunPort, subtest StreamsPort) on
 // Tenant.Streams. When a tenant's checkpoint driver is a driver.Checker,
-// the engine's one Check, which walks the persistence keys (and stream
-// keys) of the key space too, runs when each case ends and fails it on any
-// problem: an engine that passes the suites but breaks an invariant of its
-// key space fails too. After each stream case streams.Check runs on every
-// stream driver the case used, the peer's included, and fails it on any
-// problem.
+// the engine's one Check, which walks the persistence keys of the key
+// space too, runs when each case ends and fails it on any problem: an
+// engine that passes the suites but breaks an invariant of its key space
+// fails too. Streams are checked through their streams.Porter instead:
+// after each stream case streams.Check runs on every stream driver the
+// case used, the peer's included, and fails it on any problem.
 //
 // This is the one suite call of an engine's test (docs/contract.md,
 // "Writing a driver"); variants (faults, single-copy layouts, clusters)
