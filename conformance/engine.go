@@ -27,7 +27,7 @@ import (
 type OpenTenant func(t *testing.T, lease ckptstore.Options) *storeurl.Tenant
 
 // EngineOptions tune RunEngine. The zero value suits an engine in
-// process.
+// process that keeps no streams.
 type EngineOptions struct {
 	// Store tunes the checkpoint store suite (RunStoreWith).
 	Store Options
@@ -142,8 +142,8 @@ func checkStreams(t *testing.T, whose string, d streams.Driver) {
 	if err != nil {
 		t.Errorf("%sstreams.Check: %v", whose, err)
 	}
-	for _, p := range problems {
-		t.Errorf("%sstreams.Check: %s: %s", whose, p.Stream, p.What)
+	for _, pr := range problems {
+		t.Errorf("%sstreams.Check: %s: %s", whose, pr.Stream, pr.What)
 	}
 }
 
