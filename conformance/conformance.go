@@ -4,7 +4,8 @@
 // store) with a factory, and the suite proves, one subtest per rule of
 // docs/contract.md, that the store keeps the contract. An engine's test
 // calls RunEngine once instead, which runs every contract's suite (these
-// two and persist/persisttest's) on the tenants of one factory.
+// two, persist/persisttest's and, for an engine that keeps streams,
+// streams/streamstest's) on the tenants of one factory.
 //
 // RunStore proves:
 //

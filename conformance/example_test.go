@@ -16,7 +16,8 @@ func ExampleRunEngine() {
 	// An engine's _test.go file makes one suite call: every contract's
 	// suite on fresh tenants, opened through the engine's storeurl
 	// registration with the lease options given (their Now is the suite's
-	// clock, the tenant's one lease clock).
+	// clock, the tenant's one lease clock). The tenants are namespaces',
+	// which carry the stream driver the stream suites run on.
 	testEngine := func(t *testing.T) {
 		conformance.RunEngine(t, func(t *testing.T, lease ckptstore.Options) *storeurl.Tenant {
 			o, err := storeurl.Open(context.Background(), "mem", storeurl.Options{})
@@ -28,15 +29,15 @@ func ExampleRunEngine() {
 				t.Fatal(err)
 			}
 			return ten
-		}, conformance.EngineOptions{})
+		}, conformance.EngineOptions{Streams: true})
 	}
 	_ = testEngine // as func TestEngine(t *testing.T) in memstore_test.go
 
 	// A tenant holds every contract's store of its key space.
 	o, _ := storeurl.Open(context.Background(), "mem", storeurl.Options{})
 	ten, _ := o.Namespace("tenant", ckptstore.Options{})
-	fmt.Println(ten.Store != nil, ten.Instances != nil, ten.Persistence != nil)
-	// Output: true true true
+	fmt.Println(ten.Store != nil, ten.Instances != nil, ten.Persistence != nil, ten.Streams != nil)
+	// Output: true true true true
 }
 
 func ExampleRunStore() {

@@ -10,14 +10,17 @@ import (
 	"github.com/ckptstore/ckptstore/conformance"
 	"github.com/ckptstore/ckptstore/fdbstore"
 	"github.com/ckptstore/ckptstore/fdbstore/kv/memkv"
+	"github.com/ckptstore/ckptstore/memstore"
 	"github.com/ckptstore/ckptstore/storeurl"
+	"github.com/ckptstore/ckptstore/streams"
 )
 
 // TestEngine is fdbstore's one suite call: every contract's suite on
 // tenants of the memkv scheme, each on a fresh engine (storeurl.Open), so
 // the registration is proven with the stores. The engine's one Check (the
 // checkpoint store's, which walks the tenant's persistence keys too) runs
-// after every case.
+// after every case. The stream suites' peer, which dumps move to and from,
+// is memstore.
 func TestEngine(t *testing.T) {
 	conformance.RunEngine(t, func(t *testing.T, lease ckptstore.Options) *storeurl.Tenant {
 		o, err := storeurl.Open(context.Background(), "memkv", storeurl.Options{})
@@ -29,8 +32,11 @@ func TestEngine(t *testing.T) {
 			t.Fatal(err)
 		}
 		return ten
-	}, conformance.EngineOptions{})
+	}, conformance.EngineOptions{Streams: true, StreamsPeer: memStreams})
 }
+
+// memStreams is the stream suites' peer: a memstore driver.
+func memStreams(*testing.T) streams.Driver { return memstore.NewStreams() }
 
 // TestConformanceSingleCopy runs the store suite on stores that keep no
 // copy under the index, so that every read takes the by-thread path.

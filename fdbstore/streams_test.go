@@ -12,17 +12,7 @@ import (
 	"github.com/ckptstore/ckptstore/fdbstore/kv/memkv"
 	"github.com/ckptstore/ckptstore/memstore"
 	"github.com/ckptstore/ckptstore/streams"
-	"github.com/ckptstore/ckptstore/streams/streamstest"
 )
-
-// TestStreamsDriver runs the stream driver suite on memkv, each case in a
-// namespace of its own.
-func TestStreamsDriver(t *testing.T) {
-	db := memkv.New()
-	streamstest.Run(t, func(t *testing.T) streams.Driver {
-		return fdbstore.NewStreams(db, fdbstore.StreamsNamespacePrefix(t.Name()))
-	})
-}
 
 // TestStreamsCommitUnknown: with memkv injecting not_committed and
 // commit_unknown_result (applied or not), every append of a producer is
@@ -131,15 +121,6 @@ func waitAcrossDrivers(t *testing.T, a, b *fdbstore.Streams) {
 			t.Fatalf("append %d: b reads tail %v (was %v), closed %v after waking", i, after.Tail, info.Tail, after.Closed)
 		}
 	}
-}
-
-// TestStreamsPort runs the export and import suite on memkv, with
-// memstore as the other engine.
-func TestStreamsPort(t *testing.T) {
-	db := memkv.New()
-	streamstest.RunPort(t, func(t *testing.T) streams.Driver {
-		return fdbstore.NewStreams(db, fdbstore.StreamsNamespacePrefix(t.Name()+"/"+fmt.Sprint(time.Now().UnixNano())))
-	}, func(*testing.T) streams.Driver { return memstore.NewStreams() })
 }
 
 // BenchmarkStreamsCopy dumps 64 streams of 256 KiB each (appends of 4 KiB)

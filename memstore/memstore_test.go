@@ -17,7 +17,8 @@ import (
 
 // TestEngine is memstore's one suite call: every contract's suite on
 // tenants of the mem scheme, each a fresh engine handle (storeurl.Open),
-// so the registration is proven with the stores.
+// so the registration is proven with the stores; the stream suites'
+// peer is another memstore tenant.
 func TestEngine(t *testing.T) {
 	conformance.RunEngine(t, func(t *testing.T, lease ckptstore.Options) *storeurl.Tenant {
 		o, err := storeurl.Open(context.Background(), "mem", storeurl.Options{})
@@ -29,7 +30,7 @@ func TestEngine(t *testing.T) {
 			t.Fatal(err)
 		}
 		return ten
-	}, conformance.EngineOptions{})
+	}, conformance.EngineOptions{Streams: true})
 }
 
 func TestNewPanicsOnInvalidOptions(t *testing.T) {

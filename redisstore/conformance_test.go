@@ -12,7 +12,9 @@ import (
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/conformance"
 	"github.com/ckptstore/ckptstore/internal/redistest"
+	"github.com/ckptstore/ckptstore/memstore"
 	"github.com/ckptstore/ckptstore/storeurl"
+	"github.com/ckptstore/ckptstore/streams"
 )
 
 // TestEngine is redisstore's one suite call, on one real redis-server,
@@ -24,7 +26,9 @@ import (
 // engine's one Check (which walks the tenant's persistence keys too) runs
 // after every case. The persistence suite's lock cases run on real time
 // (EngineOptions.Network): the lock subscription waits on the network.
-// The two servers run side by side, as the lock cases mostly sleep.
+// The stream suites run on both, with memstore as the peer that dumps
+// move to and from. The two servers run side by side, as the lock cases
+// mostly sleep.
 func TestEngine(t *testing.T) {
 	t.Run("redis-server", func(t *testing.T) {
 		t.Parallel()
@@ -40,7 +44,7 @@ func TestEngine(t *testing.T) {
 				t.Fatal(err)
 			}
 			return ten
-		}, conformance.EngineOptions{Network: true})
+		}, conformance.EngineOptions{Network: true, Streams: true, StreamsPeer: memStreams})
 	})
 	t.Run("miniredis", func(t *testing.T) {
 		t.Parallel()
@@ -55,9 +59,12 @@ func TestEngine(t *testing.T) {
 				t.Fatal(err)
 			}
 			return ten
-		}, conformance.EngineOptions{Network: true})
+		}, conformance.EngineOptions{Network: true, Streams: true, StreamsPeer: memStreams})
 	})
 }
+
+// memStreams is the stream suites' peer: a memstore driver.
+func memStreams(*testing.T) streams.Driver { return memstore.NewStreams() }
 
 // TestConformanceThroughFaults runs the suite on a real server behind a
 // proxy that loses 2 % of replies (after the script ran) and cuts 2 % of

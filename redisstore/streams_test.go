@@ -4,33 +4,19 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/internal/redistest"
-	"github.com/ckptstore/ckptstore/memstore"
 	"github.com/ckptstore/ckptstore/redisstore"
 	"github.com/ckptstore/ckptstore/storeurl"
 	"github.com/ckptstore/ckptstore/streams"
 	"github.com/ckptstore/ckptstore/streams/streamstest"
 )
-
-// TestStreamsDriver runs the stream driver suite on a real redis-server,
-// each case in a namespace (prefix) of its own.
-func TestStreamsDriver(t *testing.T) {
-	c := redistest.Start(t).Client(t, nil)
-	streamstest.Run(t, func(t *testing.T) streams.Driver {
-		d := redisstore.NewStreams(c, "streams-suite-"+t.Name())
-		t.Cleanup(func() { _ = d.Close() })
-		return d
-	})
-}
 
 // TestStreamsLostReplies: with a proxy that loses replies and requests
 // at random, a producer retrying each append until it has an answer
@@ -92,31 +78,6 @@ func TestStreamsLostReplies(t *testing.T) {
 		}
 		t.Logf("MaxRetries %d: %d failed attempts, %d replies and %d requests lost", retries, failures, proxy.DroppedReplies(), proxy.DroppedRequests())
 	}
-}
-
-// TestStreamsPort runs the export and import suite on a real
-// redis-server, with memstore as the other engine.
-func TestStreamsPort(t *testing.T) {
-	c := redistest.Start(t).Client(t, nil)
-	var n atomic.Int64
-	streamstest.RunPort(t, func(t *testing.T) streams.Driver {
-		d := redisstore.NewStreams(c, fmt.Sprintf("streams-port-%d", n.Add(1)))
-		t.Cleanup(func() { _ = d.Close() })
-		return d
-	}, func(*testing.T) streams.Driver { return memstore.NewStreams() })
-}
-
-// TestStreamsPortMiniredis runs the export and import suite on
-// miniredis as well, as the engine's other tests do.
-func TestStreamsPortMiniredis(t *testing.T) {
-	c := redis.NewClient(&redis.Options{Addr: miniredis.RunT(t).Addr()})
-	t.Cleanup(func() { _ = c.Close() })
-	var n atomic.Int64
-	streamstest.RunPort(t, func(t *testing.T) streams.Driver {
-		d := redisstore.NewStreams(c, fmt.Sprintf("streams-port-%d", n.Add(1)))
-		t.Cleanup(func() { _ = d.Close() })
-		return d
-	}, func(*testing.T) streams.Driver { return memstore.NewStreams() })
 }
 
 // TestStreamsCheckKeys: the engine's Check of a namespace that keeps

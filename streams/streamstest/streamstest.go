@@ -1,5 +1,7 @@
 // Package streamstest is the conformance suite of streams.Driver: every
-// engine's driver runs it (Run) and must pass it whole. It drives the
+// engine's driver runs it (Run, and RunPort for export and import) and
+// must pass it whole; an engine's test runs both through
+// conformance.RunEngine, on its namespaces' Tenant.Streams. It drives the
 // driver directly, with the request values the HTTP layer would build,
 // and a clock of its own, so TTLs expire without sleeping.
 //
@@ -27,7 +29,9 @@ type Open func(t *testing.T) streams.Driver
 // t0 is the suite's clock origin.
 var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
-// Run runs the suite against the drivers open returns.
+// Run runs the suite against the drivers open returns. Every case leaves
+// its driver consistent (streams.Check finds nothing), so a caller may
+// check it when the case ends.
 func Run(t *testing.T, open Open) {
 	for _, tc := range []struct {
 		name string
