@@ -3,9 +3,7 @@
 package fdbstore_test
 
 import (
-	"context"
-	"crypto/rand"
-	"encoding/hex"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -13,6 +11,7 @@ import (
 	"github.com/ckptstore/ckptstore/fdbstore"
 	"github.com/ckptstore/ckptstore/fdbstore/kv"
 	"github.com/ckptstore/ckptstore/fdbstore/kv/fdbkv"
+	"github.com/ckptstore/ckptstore/internal/fdbtest"
 	"github.com/ckptstore/ckptstore/streams"
 	"github.com/ckptstore/ckptstore/streams/streamstest"
 )
@@ -33,7 +32,7 @@ func TestStreamsDriverOnCluster(t *testing.T) {
 // other appends and when it closes the stream.
 func TestStreamsWaitOnCluster(t *testing.T) {
 	db := openTestCluster(t)
-	b, err := os.ReadFile(os.Getenv("FDB_CLUSTER_FILE"))
+	b, err := os.ReadFile(fdbtest.ClusterFile(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,10 +55,7 @@ func TestStreamsWaitOnCluster(t *testing.T) {
 // test when it is not set.
 func openTestCluster(t *testing.T) *fdbkv.DB {
 	t.Helper()
-	cf := os.Getenv("FDB_CLUSTER_FILE")
-	if cf == "" {
-		t.Skip("FDB_CLUSTER_FILE is not set: no FoundationDB cluster to test against (see docker/README.md)")
-	}
+	cf := fdbtest.ClusterFile(t)
 	db, err := fdbkv.Open(cf)
 	if err != nil {
 		t.Fatalf("open %s: %v", cf, err)
@@ -71,17 +67,7 @@ func openTestCluster(t *testing.T) *fdbkv.DB {
 // clusterTestPrefix returns a fresh key prefix under base for one test
 // and clears it when the test ends.
 func clusterTestPrefix(t *testing.T, db kv.DB, base string) string {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	p := base + hex.EncodeToString(b[:]) + "/"
-	t.Cleanup(func() {
-		err := db.Transact(context.Background(), func(tr kv.Transaction) error {
-			tr.ClearRange(kv.PrefixRange([]byte(p)))
-			return nil
-		})
-		if err != nil {
-			t.Errorf("clear test prefix %q: %v", p, err)
-		}
-	})
+	p := base + fdbtest.RandomHex() + "/"
+	fdbtest.ClearAtEnd(t, db, kv.PrefixRange([]byte(p)), fmt.Sprintf("test prefix %q", p))
 	return p
 }

@@ -16,6 +16,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"iter"
 	"strings"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -62,81 +63,36 @@ func (h *handler) persistExport(c *call) error {
 	if err != nil {
 		return err
 	}
-	var cursor string
-	var limit *int64
-	err = decode(c, func(x *pdriver.Reader, n string) bool {
-		switch n {
-		case "cursor":
-			x.Text(&cursor, "/cursor")
-		case "limit":
-			x.OptInt(&limit, "/limit")
-		default:
-			return false
-		}
-		return true
+	return servePage(c, exportRoute[pdriver.Record]{
+		def: DefaultExportRecords,
+		max: MaxExportRecords,
+		badLimit: func(limit int64) error {
+			return fmt.Errorf("%w: limit %d is not 1 to %d", pdriver.ErrInvalidEntry, limit, MaxExportRecords)
+		},
+		dump: func(cursor string) (iter.Seq2[pdriver.Record, error], error) {
+			after, err := pdriver.ParseCursor(cursor)
+			if err != nil {
+				return nil, err
+			}
+			return p.Dump(c.ctx, after), nil
+		},
+		marshal: func(r pdriver.Record) ([]byte, error) {
+			b, err := r.MarshalJSON()
+			if err != nil {
+				return nil, fmt.Errorf("%w: the stored %s %q: %v", pdriver.ErrCorrupt, r.Kind, r.ID(), err)
+			}
+			return b, nil
+		},
+		cursor: func(r pdriver.Record) string { return p.PositionOf(r).Cursor() },
 	})
-	if err != nil {
-		return err
-	}
-	n := DefaultExportRecords
-	if limit != nil {
-		if *limit < 1 || *limit > MaxExportRecords {
-			return fmt.Errorf("%w: limit %d is not 1 to %d", pdriver.ErrInvalidEntry, *limit, MaxExportRecords)
-		}
-		n = int(*limit)
-	}
-	after, err := pdriver.ParseCursor(cursor)
-	if err != nil {
-		return err
-	}
-	var page []byte
-	var last pdriver.Record
-	count := 0
-	next := ""
-	// The Dump reads one record past the page, so that the last page says
-	// it is the last and a client needs no empty request to learn it.
-	for r, err := range p.Dump(c.ctx, after) {
-		if err != nil {
-			return err
-		}
-		b, err := r.MarshalJSON()
-		if err != nil {
-			return fmt.Errorf("%w: the stored %s %q: %v", pdriver.ErrCorrupt, r.Kind, r.ID(), err)
-		}
-		if count == n || count > 0 && len(page)+len(b) > MaxExportBytes {
-			next = p.PositionOf(last).Cursor()
-			break
-		}
-		if count > 0 {
-			page = append(page, ',')
-		}
-		page = append(page, b...)
-		last = r
-		count++
-	}
-	c.out.name("records")
-	c.out.b = append(append(append(c.out.b, '['), page...), ']')
-	if next != "" {
-		c.out.str("next", next)
-	}
-	return nil
 }
 
 // persistImport loads {records} into the namespace's driver and answers
 // {loaded}: how many records it stored (the others were there, equal).
+// A blob row whose object lies outside the server's blob prefix fails
+// the call before anything is loaded.
 func (h *handler) persistImport(c *call) error {
 	p, err := h.porter(c.ns)
-	if err != nil {
-		return err
-	}
-	var recs []pdriver.Record
-	err = decode(c, func(x *pdriver.Reader, n string) bool {
-		if n != "records" {
-			return false
-		}
-		recs = readRecords(x, "/records")
-		return true
-	})
 	if err != nil {
 		return err
 	}
@@ -144,17 +100,14 @@ func (h *handler) persistImport(c *call) error {
 	if prefix == "" {
 		prefix = persist.DefaultBlobPrefix
 	}
-	for _, r := range recs {
-		if r.Kind == pdriver.KindBlob && !strings.HasPrefix(r.Blob.Object, prefix) {
-			return fmt.Errorf("%w: blob %q names the object %q, outside this server's blob prefix %q", pdriver.ErrInvalidEntry, r.Blob.Key, r.Blob.Object, prefix)
+	return serveImport(c, readRecords, func(recs []pdriver.Record) (int, error) {
+		for _, r := range recs {
+			if r.Kind == pdriver.KindBlob && !strings.HasPrefix(r.Blob.Object, prefix) {
+				return 0, fmt.Errorf("%w: blob %q names the object %q, outside this server's blob prefix %q", pdriver.ErrInvalidEntry, r.Blob.Key, r.Blob.Object, prefix)
+			}
 		}
-	}
-	loaded, err := p.Load(c.ctx, recs)
-	if err != nil {
-		return err
-	}
-	c.out.int("loaded", int64(loaded))
-	return nil
+		return p.Load(c.ctx, recs)
+	})
 }
 
 // readRecords reads an array of at most MaxImportRecords persistence
@@ -206,29 +159,7 @@ func (c *Client) ExportPersistence(ctx context.Context, cursor string, limit int
 	if limit < 0 || limit > MaxExportRecords {
 		return nil, "", fmt.Errorf("%w: limit %d is not 0 to %d", pdriver.ErrInvalidEntry, limit, MaxExportRecords)
 	}
-	err = pc{c.c}.call(ctx, "persist/export", false, "", func(o *object) error {
-		if cursor != "" {
-			o.str("cursor", cursor)
-		}
-		if limit > 0 {
-			o.int("limit", int64(limit))
-		}
-		return nil
-	}, func(x *pdriver.Reader, name string) bool {
-		switch name {
-		case "records":
-			recs = readRecords(x, "/records")
-		case "next":
-			x.Text(&next, "/next")
-		default:
-			return false
-		}
-		return true
-	})
-	if err != nil {
-		return nil, "", err
-	}
-	return recs, next, nil
+	return exportCall(ctx, c, "persist/export", cursor, limit, readRecords)
 }
 
 // ImportPersistence loads recs (at most MaxImportRecords) into the
@@ -244,7 +175,8 @@ func (c *Client) ImportPersistence(ctx context.Context, recs []pdriver.Record) (
 	if len(recs) > MaxImportRecords {
 		return 0, fmt.Errorf("%w: %d records is more than %d a call", pdriver.ErrInvalidEntry, len(recs), MaxImportRecords)
 	}
-	body := make([]byte, 0, 256*len(recs))
+	body := make([]byte, 1, 2+256*len(recs))
+	body[0] = '['
 	for i, r := range recs {
 		b, err := r.MarshalJSON()
 		if err != nil {
@@ -255,17 +187,5 @@ func (c *Client) ImportPersistence(ctx context.Context, recs []pdriver.Record) (
 		}
 		body = append(body, b...)
 	}
-	var loaded int64
-	err := pc{c.c}.call(ctx, "persist/import", true, "", func(o *object) error {
-		o.name("records")
-		o.b = append(append(append(o.b, '['), body...), ']')
-		return nil
-	}, func(x *pdriver.Reader, name string) bool {
-		if name != "loaded" {
-			return false
-		}
-		x.Int(&loaded, "/loaded")
-		return true
-	})
-	return int(loaded), err
+	return importCall(ctx, c, "persist/import", append(body, ']'))
 }

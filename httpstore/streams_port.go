@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 
 	pdriver "github.com/ckptstore/ckptstore/persist/driver"
 	"github.com/ckptstore/ckptstore/streams"
@@ -60,64 +61,22 @@ func (h *handler) streamsExport(c *call) error {
 	if err != nil {
 		return err
 	}
-	var cursor string
-	var limit *int64
-	err = decode(c, func(x *pdriver.Reader, n string) bool {
-		switch n {
-		case "cursor":
-			x.Text(&cursor, "/cursor")
-		case "limit":
-			x.OptInt(&limit, "/limit")
-		default:
-			return false
-		}
-		return true
+	return servePage(c, exportRoute[streams.Record]{
+		def: DefaultStreamExportRecords,
+		max: MaxStreamExportRecords,
+		badLimit: func(limit int64) error {
+			return reqErr(CodeBadRequest, "limit %d is not 1 to %d", limit, MaxStreamExportRecords)
+		},
+		dump: func(cursor string) (iter.Seq2[streams.Record, error], error) {
+			after, err := streams.ParsePosition(cursor)
+			if err != nil {
+				return nil, err
+			}
+			return streams.Dump(c.ctx, p, after), nil
+		},
+		marshal: func(r streams.Record) ([]byte, error) { return json.Marshal(r) },
+		cursor:  func(r streams.Record) string { return streams.PositionOf(r).String() },
 	})
-	if err != nil {
-		return err
-	}
-	n := DefaultStreamExportRecords
-	if limit != nil {
-		if *limit < 1 || *limit > MaxStreamExportRecords {
-			return reqErr(CodeBadRequest, "limit %d is not 1 to %d", *limit, MaxStreamExportRecords)
-		}
-		n = int(*limit)
-	}
-	after, err := streams.ParsePosition(cursor)
-	if err != nil {
-		return err
-	}
-	var page []byte
-	var last streams.Record
-	count := 0
-	next := ""
-	// The Dump reads one record past the page, so that the last page says
-	// it is the last.
-	for r, err := range streams.Dump(c.ctx, p, after) {
-		if err != nil {
-			return err
-		}
-		b, err := json.Marshal(r)
-		if err != nil {
-			return err
-		}
-		if count == n || count > 0 && len(page)+len(b) > MaxExportBytes {
-			next = streams.PositionOf(last).String()
-			break
-		}
-		if count > 0 {
-			page = append(page, ',')
-		}
-		page = append(page, b...)
-		last = r
-		count++
-	}
-	c.out.name("records")
-	c.out.b = append(append(append(c.out.b, '['), page...), ']')
-	if next != "" {
-		c.out.str("next", next)
-	}
-	return nil
 }
 
 // streamsImport loads {records} into the namespace's stream driver and
@@ -128,23 +87,9 @@ func (h *handler) streamsImport(c *call) error {
 	if err != nil {
 		return err
 	}
-	var recs []streams.Record
-	err = decode(c, func(x *pdriver.Reader, n string) bool {
-		if n != "records" {
-			return false
-		}
-		recs = readStreamRecords(x, "/records")
-		return true
+	return serveImport(c, readStreamRecords, func(recs []streams.Record) (int, error) {
+		return streams.Load(c.ctx, p, recs)
 	})
-	if err != nil {
-		return err
-	}
-	loaded, err := streams.Load(c.ctx, p, recs)
-	if err != nil {
-		return err
-	}
-	c.out.int("loaded", int64(loaded))
-	return nil
 }
 
 // readStreamRecords reads an array of at most MaxStreamImportRecords
@@ -199,29 +144,7 @@ func (c *Client) ExportStreams(ctx context.Context, cursor string, limit int) (r
 	if limit < 0 || limit > MaxStreamExportRecords {
 		return nil, "", fmt.Errorf("%w: limit %d is not 0 to %d", streams.ErrBadRequest, limit, MaxStreamExportRecords)
 	}
-	err = pc{c.c}.call(ctx, "streams/export", false, "", func(o *object) error {
-		if cursor != "" {
-			o.str("cursor", cursor)
-		}
-		if limit > 0 {
-			o.int("limit", int64(limit))
-		}
-		return nil
-	}, func(x *pdriver.Reader, name string) bool {
-		switch name {
-		case "records":
-			recs = readStreamRecords(x, "/records")
-		case "next":
-			x.Text(&next, "/next")
-		default:
-			return false
-		}
-		return true
-	})
-	if err != nil {
-		return nil, "", err
-	}
-	return recs, next, nil
+	return exportCall(ctx, c, "streams/export", cursor, limit, readStreamRecords)
 }
 
 // ImportStreams loads recs (at most MaxStreamImportRecords) into the
@@ -239,17 +162,5 @@ func (c *Client) ImportStreams(ctx context.Context, recs []streams.Record) (int,
 	if err != nil {
 		return 0, err
 	}
-	var loaded int64
-	err = pc{c.c}.call(ctx, "streams/import", true, "", func(o *object) error {
-		o.name("records")
-		o.b = append(o.b, body...)
-		return nil
-	}, func(x *pdriver.Reader, name string) bool {
-		if name != "loaded" {
-			return false
-		}
-		x.Int(&loaded, "/loaded")
-		return true
-	})
-	return int(loaded), err
+	return importCall(ctx, c, "streams/import", body)
 }

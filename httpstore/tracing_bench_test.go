@@ -15,26 +15,41 @@ import (
 	"github.com/ckptstore/ckptstore/storeurl"
 )
 
+// tracingCase is one tracer provider the tracing benchmarks compare.
+type tracingCase struct {
+	name string
+	tp   trace.TracerProvider
+}
+
+// tracingCases are tracing off, on with every span sampled (exported to a
+// no-op exporter) and on with none sampled.
+func tracingCases() []tracingCase {
+	return []tracingCase{
+		{"off", nil},
+		{"sampled", sdktrace.NewTracerProvider(sdktrace.WithSyncer(tracetest.NewNoopExporter()))},
+		{"unsampled", sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.NeverSample()))},
+	}
+}
+
+// tracedHandler is a --dev handler over memkv in process, both traced by
+// tp; the store closes when the benchmark ends.
+func tracedHandler(b *testing.B, tp trace.TracerProvider) http.Handler {
+	o, err := storeurl.Open(context.Background(), "memkv", storeurl.Options{TracerProvider: tp})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = o.Close() })
+	return httpstore.NewHandler(o, httpstore.HandlerOptions{Dev: true, TracerProvider: tp})
+}
+
 // BenchmarkTracing serves getHead through the handler over memkv in
 // process, with tracing off, on with every span sampled (exported to a
 // no-op exporter) and on with none sampled: what tracing costs a request,
 // in allocations and time.
 func BenchmarkTracing(b *testing.B) {
-	for _, c := range []struct {
-		name string
-		tp   trace.TracerProvider
-	}{
-		{"off", nil},
-		{"sampled", sdktrace.NewTracerProvider(sdktrace.WithSyncer(tracetest.NewNoopExporter()))},
-		{"unsampled", sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.NeverSample()))},
-	} {
+	for _, c := range tracingCases() {
 		b.Run(c.name, func(b *testing.B) {
-			o, err := storeurl.Open(context.Background(), "memkv", storeurl.Options{TracerProvider: c.tp})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer o.Close()
-			h := httpstore.NewHandler(o, httpstore.HandlerOptions{Dev: true, TracerProvider: c.tp})
+			h := tracedHandler(b, c.tp)
 			body := `{"threadId":"t"}`
 			b.ReportAllocs()
 			for b.Loop() {
@@ -55,25 +70,13 @@ func BenchmarkTracing(b *testing.B) {
 // an append of 200 bytes and a HEAD of one stream, over memkv in
 // process.
 func BenchmarkTracingStreams(b *testing.B) {
-	for _, c := range []struct {
-		name string
-		tp   trace.TracerProvider
-	}{
-		{"off", nil},
-		{"sampled", sdktrace.NewTracerProvider(sdktrace.WithSyncer(tracetest.NewNoopExporter()))},
-		{"unsampled", sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.NeverSample()))},
-	} {
+	for _, c := range tracingCases() {
 		for _, op := range []struct {
 			method string
 			want   int
 		}{{http.MethodPost, http.StatusNoContent}, {http.MethodHead, http.StatusOK}} {
 			b.Run("tracing="+c.name+"/op="+op.method, func(b *testing.B) {
-				o, err := storeurl.Open(context.Background(), "memkv", storeurl.Options{TracerProvider: c.tp})
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer o.Close()
-				h := httpstore.NewHandler(o, httpstore.HandlerOptions{Dev: true, TracerProvider: c.tp})
+				h := tracedHandler(b, c.tp)
 				do := func(method, body string, want int) {
 					req := httptest.NewRequest(method, "/streams/bench", strings.NewReader(body))
 					req.Header.Set("Content-Type", "text/plain")

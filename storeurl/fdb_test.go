@@ -4,14 +4,12 @@ package storeurl_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"os"
 	"strings"
 	"testing"
 
 	"github.com/ckptstore/ckptstore/fdbstore"
 	"github.com/ckptstore/ckptstore/fdbstore/kv"
+	"github.com/ckptstore/ckptstore/internal/fdbtest"
 	"github.com/ckptstore/ckptstore/storeurl"
 )
 
@@ -22,19 +20,14 @@ import (
 // read and cleared are those of the run's namespaces only, and the
 // default store's key space is left alone.
 func TestPersistenceFDB(t *testing.T) {
-	cf := os.Getenv("FDB_CLUSTER_FILE")
-	if cf == "" {
-		t.Skip("FDB_CLUSTER_FILE is not set: no FoundationDB cluster to test against (see docker/README.md)")
-	}
+	cf := fdbtest.ClusterFile(t)
 	o, err := storeurl.Open(context.Background(), "fdb:"+cf, storeurl.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = o.Close() }) // after the clear below: cleanups run last first
 	db := o.Handle.(kv.DB)
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	run := "test-" + hex.EncodeToString(b[:]) + "-"
+	run := "test-" + fdbtest.RandomHex() + "-"
 	names := make([]string, len(persistNames))
 	for i, n := range persistNames {
 		names[i] = run + n
@@ -42,15 +35,7 @@ func TestPersistenceFDB(t *testing.T) {
 	// Every name starts with run and holds no NUL there, so every key of
 	// the run's namespaces starts with the tuple string's opening bytes.
 	space := kv.PrefixRange([]byte(strings.TrimSuffix(fdbstore.NamespacePrefix(run), "\x00\x00")))
-	t.Cleanup(func() {
-		err := db.Transact(context.Background(), func(tr kv.Transaction) error {
-			tr.ClearRange(space)
-			return nil
-		})
-		if err != nil {
-			t.Errorf("clear the test's namespaces: %v", err)
-		}
-	})
+	fdbtest.ClearAtEnd(t, db, space, "the test's namespaces")
 	persistIsolation(t, o, names, kvKeys(db, space), func(name, key string) bool {
 		return strings.HasPrefix(key, fdbstore.NamespacePrefix(name)) || strings.HasPrefix(key, fdbstore.PersistNamespacePrefix(name))
 	})

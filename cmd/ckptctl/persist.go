@@ -40,14 +40,7 @@ import (
 // porter is what export, import, copy and verify need of a store's
 // persistence records: its driver's Porter, or a ckptserver's
 // persist/export and persist/import routes for a tenant's namespace.
-type porter interface {
-	// Dump yields every record (pdriver.Porter's Dump from the start).
-	Dump(ctx context.Context) iter.Seq2[pdriver.Record, error]
-	// Load is pdriver.Porter's Load.
-	Load(ctx context.Context, recs []pdriver.Record) (int, error)
-	// maxBatch is the most records one Load takes, 0 for no bound.
-	maxBatch() int
-}
+type porter = recordPorter[pdriver.Record]
 
 // driverPorter is the porter of a persistence driver.
 type driverPorter struct{ p pdriver.Porter }
@@ -77,29 +70,11 @@ type serverPorter struct {
 // on the first page) is a store without records, and Dump says so on
 // stderr.
 func (s serverPorter) Dump(ctx context.Context) iter.Seq2[pdriver.Record, error] {
-	return func(yield func(pdriver.Record, error) bool) {
-		cursor := ""
-		for first := true; ; first = false {
-			recs, next, err := s.c.ExportPersistence(ctx, cursor, httpstore.MaxExportRecords)
-			if first && errors.Is(err, errors.ErrUnsupported) {
-				fmt.Fprintf(s.stderr, "ckptctl: %s: no persistence records: %v\n", s.desc, err)
-				return
-			}
-			if err != nil {
-				yield(pdriver.Record{}, err)
-				return
-			}
-			for _, r := range recs {
-				if !yield(r, nil) {
-					return
-				}
-			}
-			if next == "" {
-				return
-			}
-			cursor = next
-		}
+	page := func(ctx context.Context, cursor string) ([]pdriver.Record, string, error) {
+		return s.c.ExportPersistence(ctx, cursor, httpstore.MaxExportRecords)
 	}
+	none := func(err error) bool { return errors.Is(err, errors.ErrUnsupported) }
+	return serverDump(ctx, page, none, s.stderr, s.desc, "no persistence records")
 }
 
 func (s serverPorter) Load(ctx context.Context, recs []pdriver.Record) (int, error) {
@@ -136,21 +111,14 @@ func writePersist(ctx context.Context, s *store, w, stderr io.Writer) (int, erro
 	if p == nil || err != nil {
 		return 0, err
 	}
-	n := 0
-	for r, err := range p.Dump(ctx) {
-		if err != nil {
-			return n, fmt.Errorf("persistence: %w", err)
-		}
+	marshal := func(r *pdriver.Record) ([]byte, error) {
 		b, err := r.MarshalJSON()
 		if err != nil {
-			return n, fmt.Errorf("persistence: %s %q: %w", r.Kind, r.ID(), err)
+			return nil, fmt.Errorf("persistence: %s %q: %w", r.Kind, r.ID(), err)
 		}
-		if _, err := w.Write(append(b, '\n')); err != nil {
-			return n, err
-		}
-		n++
+		return b, nil
 	}
-	return n, nil
+	return writeRecords(ctx, p, w, "persistence", marshal, func(*pdriver.Record) bool { return true })
 }
 
 // blobCopier copies the bytes of blob rows from one bucket to another.
@@ -214,14 +182,8 @@ func recordRefused(kind pdriver.RecordKind, id string, err error, format string,
 
 // loader gathers persistence records into Load batches for a destination.
 type loader struct {
-	m      *migrator
-	p      porter
-	blobs  *blobCopier // nil: no bytes to copy
-	batch  []pdriver.Record
-	size   int
-	loaded int // records newly stored
-	seen   int // records read from the source
-	failed []error
+	batcher[pdriver.Record]
+	blobs *blobCopier // nil: no bytes to copy
 }
 
 func newLoader(m *migrator, dst *store, bc *blobCopier) (*loader, error) {
@@ -229,7 +191,7 @@ func newLoader(m *migrator, dst *store, bc *blobCopier) (*loader, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &loader{m: m, p: p, blobs: bc}, nil
+	return &loader{batcher: batcher[pdriver.Record]{m: m, p: p}, blobs: bc}, nil
 }
 
 // add queues r, flushing the batch when it is full. A record that cannot
@@ -248,20 +210,7 @@ func (l *loader) add(ctx context.Context, r pdriver.Record, size int) error {
 			return err
 		}
 	}
-	full := len(l.batch) >= l.m.opts.batchCount || l.p.maxBatch() > 0 && len(l.batch) >= l.p.maxBatch()
-	if len(l.batch) > 0 && (full || l.size+size > l.m.opts.batchBytes) {
-		if err := l.flush(ctx); err != nil {
-			return err
-		}
-	}
-	l.batch = append(l.batch, r)
-	l.size += size
-	return nil
-}
-
-func (l *loader) fail(f *failure) {
-	l.failed = append(l.failed, f)
-	fmt.Fprintf(l.m.e.stderr, "ckptctl %s: %v\n", l.m.opts.verb, f)
+	return l.queue(ctx, r, size, l.flush)
 }
 
 // flush loads the batch. A batch the destination refuses (a differing
@@ -272,22 +221,14 @@ func (l *loader) flush(ctx context.Context) error {
 	if len(l.batch) == 0 {
 		return nil
 	}
-	err := l.load(ctx, l.batch)
-	l.batch, l.size = nil, 0
-	return err
+	return l.load(ctx, l.take())
 }
 
 func (l *loader) load(ctx context.Context, recs []pdriver.Record) error {
 	n, err := l.p.Load(ctx, recs)
 	if err == nil {
 		l.loaded += n
-		l.m.update("", func() {
-			l.m.batches++
-			if l.m.e.afterBatch != nil {
-				err = l.m.e.afterBatch()
-			}
-		})
-		return err
+		return l.batchDone()
 	}
 	conflict := errors.Is(err, pdriver.ErrRecordConflict)
 	if !conflict && !errors.Is(err, pdriver.ErrInvalidEntry) || ctx.Err() != nil {
@@ -335,22 +276,13 @@ func copyPersist(ctx context.Context, m *migrator, src, dst *store, bc *blobCopi
 	if err != nil {
 		return err
 	}
-	for r, err := range ps.Dump(ctx) {
-		if err != nil {
-			return fmt.Errorf("source persistence: %w", err)
-		}
+	return copyRecords(ctx, m, ps, l, "source persistence", func(r *pdriver.Record) (int, error) {
 		b, err := r.MarshalJSON()
 		if err != nil {
-			return fmt.Errorf("source persistence: %s %q: %w", r.Kind, r.ID(), err)
+			return 0, fmt.Errorf("source persistence: %s %q: %w", r.Kind, r.ID(), err)
 		}
-		if err := l.add(ctx, r, len(b)); err != nil {
-			return err
-		}
-	}
-	if err := l.flush(ctx); err != nil {
-		return err
-	}
-	return l.summary(m.e.stdout)
+		return len(b), nil
+	})
 }
 
 // openBuckets opens copy's --bucket and --to-bucket: both, or neither

@@ -36,14 +36,7 @@ import (
 
 // streamPorter is what export, import, copy and verify need of a store's
 // streams: its namespace's stream driver, or a ckptserver's routes.
-type streamPorter interface {
-	// Dump yields every record (streams.Dump from the start).
-	Dump(ctx context.Context) iter.Seq2[streams.Record, error]
-	// Load is streams.Load.
-	Load(ctx context.Context, recs []streams.Record) (int, error)
-	// maxBatch is the most records one Load takes, 0 for no bound.
-	maxBatch() int
-}
+type streamPorter = recordPorter[streams.Record]
 
 type driverStreams struct{ p streams.Porter }
 
@@ -68,32 +61,15 @@ type serverStreams struct {
 // (UNSUPPORTED on the first page), or that has no such route (NOT_FOUND:
 // a server older than it), has none, and Dump says so on stderr.
 func (s serverStreams) Dump(ctx context.Context) iter.Seq2[streams.Record, error] {
-	return func(yield func(streams.Record, error) bool) {
-		cursor := ""
-		for first := true; ; first = false {
-			recs, next, err := s.c.ExportStreams(ctx, cursor, httpstore.MaxStreamExportRecords)
-			var he *httpstore.Error
-			if first && (errors.Is(err, errors.ErrUnsupported) || errors.As(err, &he) && he.Code == httpstore.CodeNotFound) {
-				// A backend without streams, or a server older than the
-				// stream routes.
-				fmt.Fprintf(s.stderr, "ckptctl: %s: no streams: %v\n", s.desc, err)
-				return
-			}
-			if err != nil {
-				yield(streams.Record{}, err)
-				return
-			}
-			for _, r := range recs {
-				if !yield(r, nil) {
-					return
-				}
-			}
-			if next == "" {
-				return
-			}
-			cursor = next
-		}
+	page := func(ctx context.Context, cursor string) ([]streams.Record, string, error) {
+		return s.c.ExportStreams(ctx, cursor, httpstore.MaxStreamExportRecords)
 	}
+	// A backend without streams, or a server older than the stream routes.
+	none := func(err error) bool {
+		var he *httpstore.Error
+		return errors.Is(err, errors.ErrUnsupported) || errors.As(err, &he) && he.Code == httpstore.CodeNotFound
+	}
+	return serverDump(ctx, page, none, s.stderr, s.desc, "no streams")
 }
 
 func (s serverStreams) Load(ctx context.Context, recs []streams.Record) (int, error) {
@@ -129,23 +105,8 @@ func writeStreams(ctx context.Context, s *store, w, stderr io.Writer) (int, erro
 	if p == nil || err != nil {
 		return 0, err
 	}
-	n := 0
-	for r, err := range p.Dump(ctx) {
-		if err != nil {
-			return n, fmt.Errorf("streams: %w", err)
-		}
-		b, err := json.Marshal(r)
-		if err != nil {
-			return n, err
-		}
-		if _, err := w.Write(append(b, '\n')); err != nil {
-			return n, err
-		}
-		if r.Stream != nil {
-			n++
-		}
-	}
-	return n, nil
+	marshal := func(r *streams.Record) ([]byte, error) { return json.Marshal(*r) }
+	return writeRecords(ctx, p, w, "streams", marshal, func(r *streams.Record) bool { return r.Stream != nil })
 }
 
 // parseStreamRecord reads one stream record line, refusing unknown
@@ -162,15 +123,9 @@ func parseStreamRecord(v []byte) (streams.Record, error) {
 
 // streamLoader gathers stream records into Load batches.
 type streamLoader struct {
-	m       *migrator
-	p       streamPorter
-	batch   []streams.Record
-	size    int
-	loaded  int // records newly stored
-	seen    int // records read from the source
+	batcher[streams.Record]
 	heads   int // streams read from the source
 	refused map[string]bool
-	failed  []error
 }
 
 func newStreamLoader(m *migrator, dst *store) (*streamLoader, error) {
@@ -178,7 +133,7 @@ func newStreamLoader(m *migrator, dst *store) (*streamLoader, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &streamLoader{m: m, p: p, refused: map[string]bool{}}, nil
+	return &streamLoader{batcher: batcher[streams.Record]{m: m, p: p}, refused: map[string]bool{}}, nil
 }
 
 func recordName(r *streams.Record) string {
@@ -200,15 +155,7 @@ func (l *streamLoader) add(ctx context.Context, r streams.Record, size int) erro
 	if r.Stream != nil {
 		l.heads++
 	}
-	full := len(l.batch) >= l.m.opts.batchCount || l.p.maxBatch() > 0 && len(l.batch) >= l.p.maxBatch()
-	if len(l.batch) > 0 && (full || l.size+size > l.m.opts.batchBytes) {
-		if err := l.flush(ctx); err != nil {
-			return err
-		}
-	}
-	l.batch = append(l.batch, r)
-	l.size += size
-	return nil
+	return l.queue(ctx, r, size, l.flush)
 }
 
 // flush loads the batch. A batch that meets a conflict is loaded again
@@ -218,13 +165,12 @@ func (l *streamLoader) flush(ctx context.Context) error {
 	if len(l.batch) == 0 {
 		return nil
 	}
-	recs := l.batch
-	l.batch, l.size = nil, 0
+	recs := l.take()
 	if len(l.refused) == 0 {
 		n, err := l.p.Load(ctx, recs)
 		if err == nil {
 			l.loaded += n
-			return l.afterBatch()
+			return l.batchDone()
 		}
 		if !errors.Is(err, streams.ErrImportConflict) || ctx.Err() != nil {
 			return err
@@ -250,25 +196,12 @@ func (l *streamLoader) flush(ctx context.Context) error {
 		}
 		l.loaded += n
 	}
-	return l.afterBatch()
-}
-
-func (l *streamLoader) afterBatch() error {
-	var err error
-	l.m.update("", func() {
-		l.m.batches++
-		if l.m.e.afterBatch != nil {
-			err = l.m.e.afterBatch()
-		}
-	})
-	return err
+	return l.batchDone()
 }
 
 func (l *streamLoader) refuse(name string, err error, format string, args ...any) {
 	l.refused[name] = true
-	f := &failure{what: fmt.Sprintf("stream %q", name), reason: "refused: " + fmt.Sprintf(format, args...), err: err}
-	l.failed = append(l.failed, f)
-	fmt.Fprintf(l.m.e.stderr, "ckptctl %s: %v\n", l.m.opts.verb, f)
+	l.fail(&failure{what: fmt.Sprintf("stream %q", name), reason: "refused: " + fmt.Sprintf(format, args...), err: err})
 }
 
 // summary prints what the loader did and returns an error naming the
@@ -295,18 +228,9 @@ func copyStreams(ctx context.Context, m *migrator, src, dst *store) error {
 	if err != nil {
 		return err
 	}
-	for r, err := range ps.Dump(ctx) {
-		if err != nil {
-			return fmt.Errorf("source streams: %w", err)
-		}
-		if err := l.add(ctx, r, recordSize(&r)); err != nil {
-			return err
-		}
-	}
-	if err := l.flush(ctx); err != nil {
-		return err
-	}
-	return l.summary(m.e.stdout)
+	return copyRecords(ctx, m, ps, l, "source streams", func(r *streams.Record) (int, error) {
+		return recordSize(r), nil
+	})
 }
 
 // recordSize is about the bytes of r on the wire.

@@ -483,9 +483,8 @@ export class Transport {
     if (this.signal?.aborted) throw this.signal.reason
   }
 
-  /** pause waits the backoff before the next attempt, cut short by an abort. */
-  private pause(attempt: number): Promise<void> {
-    const signal = this.signal
+  /** pauseOn waits the backoff before the next attempt, cut short by signal. */
+  private pauseOn(signal: AbortSignal | undefined, attempt: number): Promise<void> {
     if (signal === undefined) return sleep(backoff(attempt))
     return new Promise<void>((resolve, reject) => {
       const onAbort = () => {
@@ -501,6 +500,27 @@ export class Transport {
   }
 
   /**
+   * retrying runs once up to attempts times, with backoff between them,
+   * while it fails Retryable (a network error, a timeout, 503); any other
+   * failure, or signal's abort, ends it at once. After the last attempt it
+   * rejects with the last attempt's error.
+   */
+  private async retrying<T>(attempts: number, signal: AbortSignal | undefined, once: () => Promise<T>): Promise<T> {
+    let last: Error | undefined
+    for (let attempt = 1; attempt <= attempts; attempt++) {
+      if (signal?.aborted) throw signal.reason
+      if (attempt > 1) await this.pauseOn(signal, attempt)
+      try {
+        return await once()
+      } catch (err) {
+        if (!(err instanceof Retryable)) throw err
+        last = err.last
+      }
+    }
+    throw last ?? new CkptstoreError('NETWORK_ERROR', 'no attempt was made')
+  }
+
+  /**
    * call sends one logical call, repeating it on network errors and 503
    * with backoff. A write carries one Idempotency-Key on every attempt, so
    * the store answers a repeat of a committed write with that write's
@@ -509,18 +529,7 @@ export class Transport {
   async call(method: string, body: object, kind: 'read' | 'write'): Promise<Record<string, unknown>> {
     const payload = JSON.stringify(body)
     const key = kind === 'write' ? randomToken() : undefined
-    let last: Error | undefined
-    for (let attempt = 1; attempt <= this.maxAttempts; attempt++) {
-      this.aborted()
-      if (attempt > 1) await this.pause(attempt)
-      try {
-        return await this.attempt(method, payload, key)
-      } catch (err) {
-        if (!(err instanceof Retryable)) throw err
-        last = err.last
-      }
-    }
-    throw last ?? new CkptstoreError('NETWORK_ERROR', 'no attempt was made')
+    return this.retrying(this.maxAttempts, this.signal, () => this.attempt(method, payload, key))
   }
 
   /** The headers of one attempt: the store's, the clock of this request, the write's key. */
@@ -562,11 +571,7 @@ export class Transport {
       }
       return reply
     }
-    const e = parseObject(text)
-    const err =
-      e !== undefined && typeof e['code'] === 'string'
-        ? errorFromWire(e['code'], typeof e['message'] === 'string' ? e['message'] : e['code'], res.status)
-        : new CkptstoreError(res.status === 503 ? 'UNAVAILABLE' : `HTTP_${res.status}`, `ckptstore ${method}: HTTP ${res.status}`, res.status)
+    const err = errorOfReply(method, res.status, text, errorFromWire)
     if (res.status === 503) throw new Retryable(err)
     throw err
   }
@@ -602,10 +607,19 @@ export class Transport {
       // A body cut off mid-way fails here, like a lost connection.
       return { status: res.status, text: await res.text() }
     } catch (err) {
-      this.aborted()
-      const timeout = err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError')
-      throw timeout ? this.timeoutError(method, err) : this.networkError(method, err)
+      throw this.fetchFailure(this.signal, method, err)
     }
+  }
+
+  /**
+   * fetchFailure is what a failed fetch attempt of what rejects with:
+   * signal's reason once it is aborted, else TIMEOUT for the attempt's
+   * deadline (or another abort), else a network error.
+   */
+  private fetchFailure(signal: AbortSignal | undefined, what: string, err: unknown): unknown {
+    if (signal?.aborted) return signal.reason
+    const timedOut = err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError')
+    return timedOut ? this.timeoutError(what, err) : this.networkError(what, err)
   }
 
   /**
@@ -647,13 +661,39 @@ export class Transport {
    * as one string.
    */
   private sendNode(node: { mod: NodeHttpModule; agent: object }, method: string, payload: string, headers: Record<string, string>): Promise<Reply> {
-    return new Promise<Reply>((resolve, reject) => {
+    return this.nodeRequest(node, 'POST', `/v1/${method}`, headers, payload, this.signal, method, (res) => {
+      let text = ''
+      res.setEncoding('utf8')
+      res.on('data', (chunk) => {
+        text += chunk
+      })
+      return () => ({ status: res.statusCode ?? 0, text })
+    })
+  }
+
+  /**
+   * nodeRequest is one request over node:http(s) (path below the server's
+   * prefix) with one timer for its deadline, aborted by signal. A string
+   * body goes in one write: end(body) on a request with no header sent
+   * yet sets Content-Length from it, no chunked encoding. read sets up the
+   * reading of the reply's body (it may fail the attempt, as past a bound;
+   * settled tells whether the attempt has ended) and returns what makes
+   * the result once the body has come whole. A body cut off mid-way (the
+   * connection closed before its last byte) is a lost connection, not a
+   * reply.
+   */
+  private nodeRequest<T>(
+    node: { mod: NodeHttpModule; agent: object },
+    method: HttpMethod,
+    path: string,
+    headers: Record<string, string>,
+    body: string | undefined,
+    signal: AbortSignal | undefined,
+    what: string,
+    read: (res: NodeIncomingMessage, fail: (err: unknown) => void, settled: () => boolean) => () => T,
+  ): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
       let settled = false
-      const signal = this.signal
-      const onAbort = () => {
-        fail(signal!.reason)
-        req.destroy()
-      }
       const fail = (err: unknown) => {
         if (settled) return
         settled = true
@@ -661,41 +701,37 @@ export class Transport {
         signal?.removeEventListener('abort', onAbort)
         reject(err)
       }
-      // end(payload) on a request with no header sent yet sets
-      // Content-Length from the string: one write, no chunked encoding.
+      const onAbort = () => {
+        fail(signal!.reason)
+        req.destroy()
+      }
       const req = node.mod.request(
-        { agent: node.agent, hostname: this.hostname, port: this.port, path: `${this.pathPrefix}/v1/${method}`, method: 'POST', headers },
+        { agent: node.agent, hostname: this.hostname, port: this.port, path: `${this.pathPrefix}${path}`, method, headers },
         (res) => {
-          let text = ''
-          res.setEncoding('utf8')
-          res.on('data', (chunk) => {
-            text += chunk
-          })
+          const result = read(res, fail, () => settled)
           res.on('end', () => {
             if (settled) return
-            // A body cut off mid-way (the connection closed before its
-            // last byte) is a lost connection, not a reply.
-            if (!res.complete) return fail(this.cutOff(method))
+            if (!res.complete) return fail(this.cutOff(what))
             settled = true
             clearTimeout(timer)
             signal?.removeEventListener('abort', onAbort)
-            resolve({ status: res.statusCode ?? 0, text })
+            resolve(result())
           })
-          res.on('error', (err) => fail(this.networkError(method, err)))
+          res.on('error', (err) => fail(this.networkError(what, err)))
           res.on('close', () => {
-            if (!res.complete) fail(this.cutOff(method))
+            if (!res.complete) fail(this.cutOff(what))
           })
         },
       )
       const timer = setTimeout(() => {
         const err = new Error(`no reply within ${this.timeoutMs} ms`)
         err.name = 'TimeoutError'
-        fail(this.timeoutError(method, err))
+        fail(this.timeoutError(what, err))
         req.destroy(err)
       }, this.timeoutMs)
-      req.on('error', (err) => fail(this.networkError(method, err)))
+      req.on('error', (err) => fail(this.networkError(what, err)))
       signal?.addEventListener('abort', onAbort, { once: true })
-      req.end(payload)
+      req.end(body)
     })
   }
 
@@ -711,29 +747,16 @@ export class Transport {
    */
   async raw(method: string, body: RawBody, extra: Record<string, string>, streamReply: boolean): Promise<RawReply> {
     const attempts = typeof body === 'string' || 'bytes' in body || body.replayable ? this.maxAttempts : 1
-    let last: Error | undefined
-    for (let attempt = 1; attempt <= attempts; attempt++) {
-      this.aborted()
-      if (attempt > 1) await this.pause(attempt)
-      try {
-        const headers = { ...this.headersFor(undefined), ...extra }
-        const res = this.node !== undefined
-          ? await this.sendNodeRaw(this.node, method, body, headers, streamReply)
-          : await this.sendFetchRaw(method, body, headers, streamReply)
-        if (res.status >= 200 && res.status < 300) return res
-        const e = parseObject(res.text ?? '')
-        const err =
-          e !== undefined && typeof e['code'] === 'string'
-            ? errorFromWire(e['code'], typeof e['message'] === 'string' ? e['message'] : e['code'], res.status)
-            : new CkptstoreError(res.status === 503 ? 'UNAVAILABLE' : `HTTP_${res.status}`, `ckptstore ${method}: HTTP ${res.status}`, res.status)
-        if (res.status === 503) throw new Retryable(err)
-        throw err
-      } catch (err) {
-        if (!(err instanceof Retryable)) throw err
-        last = err.last
-      }
-    }
-    throw last ?? new CkptstoreError('NETWORK_ERROR', 'no attempt was made')
+    return this.retrying(attempts, this.signal, async () => {
+      const headers = { ...this.headersFor(undefined), ...extra }
+      const res = this.node !== undefined
+        ? await this.sendNodeRaw(this.node, method, body, headers, streamReply)
+        : await this.sendFetchRaw(method, body, headers, streamReply)
+      if (res.status >= 200 && res.status < 300) return res
+      const err = errorOfReply(method, res.status, res.text ?? '', errorFromWire)
+      if (res.status === 503) throw new Retryable(err)
+      throw err
+    })
   }
 
   /**
@@ -1042,43 +1065,18 @@ export class Transport {
     const signal = anySignal(this.signal, opts.signal)
     const attempts = opts.retry ? this.maxAttempts : 1
     const what = `${method} ${path.replace(/\?.*$/, '')}`
-    let last: Error | undefined
-    for (let attempt = 1; attempt <= attempts; attempt++) {
-      if (signal?.aborted) throw signal.reason
-      if (attempt > 1) await this.pauseOn(signal, attempt)
+    return this.retrying(attempts, signal, async () => {
       const headers = this.headersFor(undefined)
       // A request without a body says nothing of its type, unless extra does
       // (a create names the stream's content type).
       if (body === undefined) delete headers['content-type']
       Object.assign(headers, extra)
-      try {
-        const reply =
-          this.node !== undefined
-            ? await this.sendNodeStream(this.node, method, path, headers, body, signal, opts.maxBytes, what)
-            : await this.sendFetchStream(method, path, headers, body, signal, opts.maxBytes, what)
-        if (reply.status === 503) throw new Retryable(replyError(what, reply))
-        return reply
-      } catch (err) {
-        if (!(err instanceof Retryable)) throw err
-        last = err.last
-      }
-    }
-    throw last ?? new CkptstoreError('NETWORK_ERROR', 'no attempt was made')
-  }
-
-  /** pauseOn waits the backoff before the next attempt, cut short by signal. */
-  private pauseOn(signal: AbortSignal | undefined, attempt: number): Promise<void> {
-    if (signal === undefined) return sleep(backoff(attempt))
-    return new Promise<void>((resolve, reject) => {
-      const onAbort = () => {
-        clearTimeout(timer)
-        reject(signal.reason)
-      }
-      const timer = setTimeout(() => {
-        signal.removeEventListener('abort', onAbort)
-        resolve()
-      }, backoff(attempt))
-      signal.addEventListener('abort', onAbort, { once: true })
+      const reply =
+        this.node !== undefined
+          ? await this.sendNodeStream(this.node, method, path, headers, body, signal, opts.maxBytes, what)
+          : await this.sendFetchStream(method, path, headers, body, signal, opts.maxBytes, what)
+      if (reply.status === 503) throw new Retryable(replyError(what, reply))
+      return reply
     })
   }
 
@@ -1093,61 +1091,26 @@ export class Transport {
     maxBytes: number,
     what: string,
   ): Promise<StreamReply> {
-    return new Promise<StreamReply>((resolve, reject) => {
-      let settled = false
-      const fail = (err: unknown) => {
-        if (settled) return
-        settled = true
-        clearTimeout(timer)
-        signal?.removeEventListener('abort', onAbort)
-        reject(err)
+    return this.nodeRequest(node, method, path, headers, body, signal, what, (res, fail, settled) => {
+      const parts: Uint8Array[] = []
+      let size = 0
+      res.on('data', (chunk: Uint8Array) => {
+        if (settled()) return
+        size += chunk.byteLength
+        if (size > maxBytes) {
+          fail(new CkptstoreError('RESPONSE_TOO_LARGE', `ckptstore ${what}: the reply is over ${maxBytes} bytes`, res.statusCode))
+          res.destroy()
+          return
+        }
+        parts.push(chunk)
+      })
+      return () => {
+        const header = (name: string) => {
+          const v = res.headers[name.toLowerCase()]
+          return Array.isArray(v) ? v.join(', ') : v
+        }
+        return { status: res.statusCode ?? 0, header, text: utf8(parts, size) }
       }
-      const onAbort = () => {
-        fail(signal!.reason)
-        req.destroy()
-      }
-      const req = node.mod.request(
-        { agent: node.agent, hostname: this.hostname, port: this.port, path: `${this.pathPrefix}${path}`, method, headers },
-        (res) => {
-          const parts: Uint8Array[] = []
-          let size = 0
-          res.on('data', (chunk: Uint8Array) => {
-            if (settled) return
-            size += chunk.byteLength
-            if (size > maxBytes) {
-              fail(new CkptstoreError('RESPONSE_TOO_LARGE', `ckptstore ${what}: the reply is over ${maxBytes} bytes`, res.statusCode))
-              res.destroy()
-              return
-            }
-            parts.push(chunk)
-          })
-          res.on('end', () => {
-            if (settled) return
-            if (!res.complete) return fail(this.cutOff(what))
-            settled = true
-            clearTimeout(timer)
-            signal?.removeEventListener('abort', onAbort)
-            const header = (name: string) => {
-              const v = res.headers[name.toLowerCase()]
-              return Array.isArray(v) ? v.join(', ') : v
-            }
-            resolve({ status: res.statusCode ?? 0, header, text: utf8(parts, size) })
-          })
-          res.on('error', (err) => fail(this.networkError(what, err)))
-          res.on('close', () => {
-            if (!res.complete) fail(this.cutOff(what))
-          })
-        },
-      )
-      const timer = setTimeout(() => {
-        const err = new Error(`no reply within ${this.timeoutMs} ms`)
-        err.name = 'TimeoutError'
-        fail(this.timeoutError(what, err))
-        req.destroy(err)
-      }, this.timeoutMs)
-      req.on('error', (err) => fail(this.networkError(what, err)))
-      signal?.addEventListener('abort', onAbort, { once: true })
-      req.end(body)
     })
   }
 
@@ -1184,9 +1147,7 @@ export class Transport {
       return { status: res.status, header: (name) => res.headers.get(name) ?? undefined, text: utf8(parts, size) }
     } catch (err) {
       if (err instanceof CkptstoreError) throw err
-      if (signal?.aborted) throw signal.reason
-      const timedOut = err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError')
-      throw timedOut ? this.timeoutError(what, err) : this.networkError(what, err)
+      throw this.fetchFailure(signal, what, err)
     }
   }
 }
@@ -1200,11 +1161,20 @@ export interface StreamReply {
 
 /** replyError is the error a non-2xx reply of a streams route stands for: the server's {code, message}, else HTTP_<status>. */
 export function replyError(what: string, reply: StreamReply): CkptstoreError {
-  const e = parseObject(reply.text)
+  return errorOfReply(what, reply.status, reply.text, (code, message, status) => new CkptstoreError(code, message, status))
+}
+
+/**
+ * errorOfReply is the error of a non-2xx reply of what: fromWire of the
+ * server's {code, message} (the message defaults to the code), else
+ * UNAVAILABLE for a 503 and HTTP_<status> for any other status.
+ */
+function errorOfReply<E extends Error>(what: string, status: number, text: string, fromWire: (code: string, message: string, status: number) => E): E | CkptstoreError {
+  const e = parseObject(text)
   if (e !== undefined && typeof e['code'] === 'string') {
-    return new CkptstoreError(e['code'], typeof e['message'] === 'string' ? e['message'] : e['code'], reply.status)
+    return fromWire(e['code'], typeof e['message'] === 'string' ? e['message'] : e['code'], status)
   }
-  return new CkptstoreError(reply.status === 503 ? 'UNAVAILABLE' : `HTTP_${reply.status}`, `ckptstore ${what}: HTTP ${reply.status}`, reply.status)
+  return new CkptstoreError(status === 503 ? 'UNAVAILABLE' : `HTTP_${status}`, `ckptstore ${what}: HTTP ${status}`, status)
 }
 
 /** utf8 decodes the parts of a body, size bytes in all. */

@@ -222,6 +222,22 @@ export function onMemAndRedis(prefix: string, args: string[] | undefined, suite:
 }
 
 /** writeTokens writes a --tokens file and returns its path. */
+/**
+ * requestHeaders are the headers of a getHead made with the options of the
+ * request tests (token 'tok', namespace 'a/ä 😀', a lease of 100 ms renewed
+ * after 25, the clock at 1234.5): the same through fetch and through each
+ * Node transport, which adds only its connection headers.
+ */
+export const requestHeaders: Readonly<Record<string, string>> = {
+  'content-type': 'application/json',
+  accept: 'application/json',
+  authorization: 'Bearer tok',
+  'ckpt-namespace': 'a%2F%C3%A4%20%F0%9F%98%80',
+  'ckpt-lease-duration-ms': '100',
+  'ckpt-renew-after-ms': '25',
+  'ckpt-now': '1234.5',
+}
+
 export function writeTokens(lines: string[]): string {
   const f = join(tempDir('ckpt-tokens-'), 'tokens.txt')
   writeFileSync(f, lines.join('\n') + '\n')
