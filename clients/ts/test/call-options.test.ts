@@ -76,20 +76,25 @@ test('withCallOptions: a view of each kind of store; anything else is refused', 
   assert.throws(() => withCallOptions({ getHead: async () => null }, {}), /a store that @ckptstore\/client created/)
 })
 
-/** A server that accepts connections and never answers. */
-async function silent(): Promise<{ url: string; connections: () => number; close: () => Promise<void> }> {
+/**
+ * A server that accepts connections and never answers. It counts requests,
+ * not connections: after an aborted request undici (the default Node
+ * transport, and fetch) may open a fresh idle connection, which sends
+ * nothing and is no retry.
+ */
+async function silent(): Promise<{ url: string; requests: () => number; close: () => Promise<void> }> {
   let n = 0
   const socks: Socket[] = []
   const s: Server = createServer((c) => {
-    n++
     socks.push(c)
+    c.once('data', () => n++)
     c.on('error', () => {})
   })
   await new Promise<void>((res) => s.listen(0, '127.0.0.1', res))
   const a = s.address()
   return {
     url: `http://127.0.0.1:${typeof a === 'object' && a ? a.port : 0}`,
-    connections: () => n,
+    requests: () => n,
     close: () => {
       for (const c of socks) c.destroy()
       return new Promise((res) => s.close(() => res()))
@@ -97,24 +102,29 @@ async function silent(): Promise<{ url: string; connections: () => number; close
   }
 }
 
-test('signal: a call in flight rejects with the reason, over node:http and fetch, and is not retried', async () => {
+test('signal: a call in flight rejects with the reason, over undici, node:http and fetch, and is not retried', async () => {
   const srv = await silent()
   try {
-    for (const fetch of [undefined, globalThis.fetch]) {
+    const transports = [
+      { name: 'undici', options: {} },
+      { name: 'node:http', options: { nodeTransport: 'node:http' as const } },
+      { name: 'fetch', options: { fetch: globalThis.fetch } },
+    ]
+    for (const { name, options } of transports) {
       const ac = new AbortController()
-      const store = createCheckpointStore({ url: srv.url, namespace: 'n', fetch, timeoutMs: 60_000 })
-      const before = srv.connections()
+      const store = createCheckpointStore({ url: srv.url, namespace: 'n', ...options, timeoutMs: 60_000 })
+      const before = srv.requests()
       const call = withCallOptions(store, { signal: ac.signal }).getHead('t')
-      while (srv.connections() === before) await new Promise((r) => setTimeout(r, 5))
+      while (srv.requests() === before) await new Promise((r) => setTimeout(r, 5))
       const reason = new Error('the run was cancelled')
       ac.abort(reason)
       await assert.rejects(call, (err) => err === reason)
-      assert.equal(srv.connections() - before, 1, `${fetch ? 'fetch' : 'node:http'}: one connection`)
+      assert.equal(srv.requests() - before, 1, `${name}: one request`)
     }
     // A signal aborted before the call: no request at all.
-    const before = srv.connections()
+    const before = srv.requests()
     await assert.rejects(createCheckpointStore({ url: srv.url, namespace: 'n', signal: AbortSignal.abort() }).getHead('t'), { name: 'AbortError' })
-    assert.equal(srv.connections(), before)
+    assert.equal(srv.requests(), before)
   } finally {
     await srv.close()
   }
@@ -149,13 +159,13 @@ test('signal: a blob upload in flight (the raw routes) rejects with the reason, 
     for (const fetch of [undefined, globalThis.fetch]) {
       const ac = new AbortController()
       const p = createPersistence({ url: srv.url, namespace: 'n', fetch, timeoutMs: 60_000 })
-      const before = srv.connections()
+      const before = srv.requests()
       const put = withCallOptions(p, { signal: ac.signal }).stores.blobs.put('b', new Uint8Array([1, 2, 3]))
-      while (srv.connections() === before) await new Promise((r) => setTimeout(r, 5))
+      while (srv.requests() === before) await new Promise((r) => setTimeout(r, 5))
       const reason = new Error('stop the upload')
       ac.abort(reason)
       await assert.rejects(put, (err) => err === reason)
-      assert.equal(srv.connections() - before, 1, `${fetch ? 'fetch' : 'node:http'}: one connection`)
+      assert.equal(srv.requests() - before, 1, `${fetch ? 'fetch' : 'node:http'}: one request`)
     }
   } finally {
     await srv.close()
