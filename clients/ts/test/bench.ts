@@ -145,7 +145,7 @@ const quantile = (xs: number[], q: number) => {
   return s[Math.min(s.length - 1, Math.floor(q * s.length))]!
 }
 
-console.log(`client over ${values.fetch ? 'fetch' : 'node:http'}; ckptserver on memstore at ${server.url}; ${Number(values.kb)} KB conversation per append; ${rounds} rounds of ${seconds} s per side, interleaved`)
+console.log(`client over ${values.fetch ? 'fetch' : values['node-http'] ? 'node:http' : 'undici'}; ckptserver on memstore at ${server.url}; ${Number(values.kb)} KB conversation per append; ${rounds} rounds of ${seconds} s per side, interleaved`)
 console.log('writers  side    appends/s (median)  p50 ms  p99 ms  CPU µs/append (whole process)')
 for (const writers of writerCounts) {
   // Warm both sides (JIT, sockets, the server's namespace), unmeasured.
