@@ -324,11 +324,18 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rm := h.metrics.route(routeName)
 	rm.inFlight.Inc()
 	status, code := h.serve(w, r, rt, c)
-	if status == 0 {
-		status = http.StatusOK // a reply the route streamed
-	}
 	rm.inFlight.Dec()
+	h.record(r, c, rm, routeName, status, code, start)
+}
+
+// record ends a served request: its span, its metrics and its log line.
+// A status of 0 is a reply the route streamed without writing a header.
+func (h *handler) record(r *http.Request, c *call, rm *routeMetrics, routeName string, status int, code string, start time.Time) {
+	if status == 0 {
+		status = http.StatusOK
+	}
 	if c.span != nil {
+		// The reply is whole: a live read's span ends with it.
 		endServer(c.span, c, status, code)
 	}
 	d := time.Since(start)

@@ -12,7 +12,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"io"
-	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
@@ -222,22 +221,7 @@ func (h *handler) serveStreams(w http.ResponseWriter, r *http.Request) {
 	sw := &statusWriter{ResponseWriter: w}
 	code := h.stream(sw, r, c)
 	rm.inFlight.Dec()
-	status := sw.status
-	if status == 0 {
-		status = http.StatusOK
-	}
-	if c.span != nil {
-		// The reply is whole: a live read's span ends with it.
-		endServer(c.span, c, status, code)
-	}
-	d := time.Since(start)
-	rm.observe(status, d)
-	rm.failed(code)
-	if status >= 500 {
-		h.log.LogAttrs(r.Context(), slog.LevelWarn, "request failed", c.logAttrs(routeName, status, code, d)...)
-	} else if h.log.Enabled(r.Context(), slog.LevelDebug) {
-		h.log.LogAttrs(r.Context(), slog.LevelDebug, "request", c.logAttrs(routeName, status, code, d)...)
-	}
+	h.record(r, c, rm, routeName, sw.status, code, start)
 }
 
 var exposed = strings.Join([]string{"Stream-Next-Offset", "Stream-Cursor", "Stream-Up-To-Date", "Stream-Closed",
