@@ -123,9 +123,22 @@ func parseStream(id string, m map[string]string) (*rstream, error) {
 	if len(m) == 0 {
 		return nil, nil
 	}
-	num := func(k string) int64 {
-		n, _ := strconv.ParseInt(m[k], 10, 64)
+	// A numeric field that is present but not a number is a corrupt
+	// state, reported rather than read as 0; an absent one is 0.
+	var bad error
+	parse := func(k, v string) int64 {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil && bad == nil {
+			bad = fmt.Errorf("redisstore: stream %s: field %s is %q, not an integer", id, k, v)
+		}
 		return n
+	}
+	num := func(k string) int64 {
+		v, ok := m[k]
+		if !ok {
+			return 0
+		}
+		return parse(k, v)
 	}
 	r := &rstream{id: id, name: m["name"], src: m["src"], refs: num("refs"), deleted: m["del"] != "", dropped: m["drop"] != ""}
 	r.info.ContentType = m["ct"]
@@ -134,7 +147,7 @@ func parseStream(id string, m map[string]string) (*rstream, error) {
 	r.info.Created = num("cr")
 	r.info.Closed = m["closed"] != ""
 	if v, ok := m["ttl"]; ok {
-		r.info.TTL, _ = strconv.ParseInt(v, 10, 64)
+		r.info.TTL = parse("ttl", v)
 		r.info.HasTTL = true
 	}
 	if _, ok := m["exp"]; ok {
@@ -150,10 +163,11 @@ func parseStream(id string, m map[string]string) (*rstream, error) {
 		if len(parts) != 3 {
 			return nil, fmt.Errorf("redisstore: stream %s: bad closer %q", id, cb)
 		}
-		p.Epoch, _ = strconv.ParseInt(parts[0], 10, 64)
-		p.Seq, _ = strconv.ParseInt(parts[1], 10, 64)
-		p.ID = parts[2]
+		p.Epoch, p.Seq, p.ID = parse("cb", parts[0]), parse("cb", parts[1]), parts[2]
 		r.w.ClosedBy = &p
+	}
+	if bad != nil {
+		return nil, bad
 	}
 	return r, nil
 }

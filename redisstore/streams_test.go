@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ckptstore/ckptstore"
@@ -107,5 +108,46 @@ func TestStreamsCheckKeys(t *testing.T) {
 	sps, err := streams.Check(ctx, d.(streams.Porter))
 	if err != nil || len(sps) != 0 {
 		t.Fatalf("streams.Check: %v %v", sps, err)
+	}
+}
+
+// TestStreamsCorruptState: a stream whose stored state has a numeric
+// field that is not a number is an error naming the field, not a stream
+// read as if the field were 0.
+func TestStreamsCorruptState(t *testing.T) {
+	ctx := context.Background()
+	mr := miniredis.RunT(t)
+	c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	t.Cleanup(func() { _ = c.Close() })
+	d := redisstore.NewStreams(c, "corrupt")
+	t.Cleanup(func() { _ = d.Close() })
+	now := time.Now()
+	if _, _, err := d.Create(ctx, "s", &streams.CreateRequest{Config: streams.Config{ContentType: "text/plain"}}, now); err != nil {
+		t.Fatal(err)
+	}
+	var meta string
+	for _, k := range mr.Keys() {
+		if strings.HasSuffix(k, ":m") {
+			meta = k
+		}
+	}
+	if meta == "" {
+		t.Fatalf("no state key among %q", mr.Keys())
+	}
+	for _, field := range []string{"tail", "ttl", "cb"} {
+		v := "x1"
+		if field == "cb" {
+			v = "x 1 p"
+		}
+		mr.HSet(meta, field, v)
+		_, err := d.Head(ctx, "s", false, now)
+		if err == nil || !strings.Contains(err.Error(), "field "+field) {
+			t.Errorf("%s = %q: Head gave %v, want an error naming the field", field, v, err)
+		}
+		mr.HDel(meta, field)
+	}
+	mr.HSet(meta, "tail", "0")
+	if _, err := d.Head(ctx, "s", false, now); err != nil {
+		t.Errorf("after the repair: %v", err)
 	}
 }
