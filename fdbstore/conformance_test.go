@@ -11,7 +11,6 @@ import (
 	"github.com/ckptstore/ckptstore/fdbstore"
 	"github.com/ckptstore/ckptstore/fdbstore/kv/memkv"
 	"github.com/ckptstore/ckptstore/memstore"
-	"github.com/ckptstore/ckptstore/storeurl"
 	"github.com/ckptstore/ckptstore/streams"
 )
 
@@ -22,17 +21,7 @@ import (
 // after every case. The stream suites' peer, which dumps move to and from,
 // is memstore.
 func TestEngine(t *testing.T) {
-	conformance.RunEngine(t, func(t *testing.T, lease ckptstore.Options) *storeurl.Tenant {
-		o, err := storeurl.Open(context.Background(), "memkv", storeurl.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ten, err := o.Namespace("conformance", lease)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return ten
-	}, conformance.EngineOptions{Streams: true, StreamsPeer: memStreams})
+	conformance.RunEngine(t, conformance.OpenURL("memkv"), conformance.EngineOptions{Streams: true, StreamsPeer: memStreams})
 }
 
 // memStreams is the stream suites' peer: a memstore driver.
