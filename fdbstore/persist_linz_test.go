@@ -7,22 +7,9 @@ import (
 	"time"
 
 	"github.com/ckptstore/ckptstore/fdbstore"
-	"github.com/ckptstore/ckptstore/fdbstore/kv/memkv"
 	"github.com/ckptstore/ckptstore/internal/plinz"
 	"github.com/ckptstore/ckptstore/persist"
 )
-
-// faultyEngine is memkv with fdbstore's fault mix (20 % not_committed,
-// 5 % + 5 % commit_unknown_result) and at most maxRetries retries, so
-// that some calls give up with the commit's outcome unknown.
-func faultyEngine(t *testing.T, seed int64, maxRetries int) *memkv.DB {
-	t.Helper()
-	db, err := memkv.NewWithOptions(memkv.Options{Faults: faults(seed), BackoffBase: 10 * time.Microsecond, BackoffMax: 100 * time.Microsecond, MaxRetries: maxRetries})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return db
-}
 
 // TestRunsLinearizableWithFaults checks concurrent histories of the runs
 // store against plinz's sequential model: two Driver values on one faulty
