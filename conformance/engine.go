@@ -26,6 +26,30 @@ import (
 // persistence suite inside a testing/synctest bubble.
 type OpenTenant func(t *testing.T, lease ckptstore.Options) *storeurl.Tenant
 
+// OpenURL is the OpenTenant of an engine that each storeurl.Open of url
+// gives fresh and empty (mem, memkv): every call opens url anew, closes
+// it when the case ends, and returns its namespace "conformance" with
+// lease, so that the registration is proven with the stores. An engine
+// whose URL names shared state (a server) opens it once and hands out a
+// fresh namespace per call instead.
+func OpenURL(url string) OpenTenant {
+	return func(t *testing.T, lease ckptstore.Options) *storeurl.Tenant {
+		t.Helper()
+		o, err := storeurl.Open(context.Background(), url, storeurl.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o.Close != nil {
+			t.Cleanup(func() { _ = o.Close() })
+		}
+		ten, err := o.Namespace("conformance", lease)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ten
+	}
+}
+
 // EngineOptions tune RunEngine. The zero value suits an engine in
 // process that keeps no streams.
 type EngineOptions struct {

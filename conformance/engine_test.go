@@ -99,14 +99,7 @@ func leak(t *testing.T, d streams.Driver) {
 // breakIt change it.
 func memTenant(breakIt func(*testing.T, *storeurl.Tenant)) conformance.OpenTenant {
 	return func(t *testing.T, lease ckptstore.Options) *storeurl.Tenant {
-		o, err := storeurl.Open(context.Background(), "mem", storeurl.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ten, err := o.Namespace("conformance", lease)
-		if err != nil {
-			t.Fatal(err)
-		}
+		ten := conformance.OpenURL("mem")(t, lease)
 		if breakIt != nil {
 			breakIt(t, ten)
 		}

@@ -17,19 +17,11 @@ func ExampleRunEngine() {
 	// suite on fresh tenants, opened through the engine's storeurl
 	// registration with the lease options given (their Now is the suite's
 	// clock, the tenant's one lease clock). The tenants are namespaces',
-	// which carry the stream driver the stream suites run on.
+	// which carry the stream driver the stream suites run on. OpenURL is
+	// that factory for an engine whose every Open gives a fresh, empty
+	// store.
 	testEngine := func(t *testing.T) {
-		conformance.RunEngine(t, func(t *testing.T, lease ckptstore.Options) *storeurl.Tenant {
-			o, err := storeurl.Open(context.Background(), "mem", storeurl.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			ten, err := o.Namespace("conformance", lease)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return ten
-		}, conformance.EngineOptions{Streams: true})
+		conformance.RunEngine(t, conformance.OpenURL("mem"), conformance.EngineOptions{Streams: true})
 	}
 	_ = testEngine // as func TestEngine(t *testing.T) in memstore_test.go
 

@@ -2,16 +2,13 @@ package fdbstore_test
 
 import (
 	"context"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/ckptstore/ckptstore"
 	"github.com/ckptstore/ckptstore/conformance"
 	"github.com/ckptstore/ckptstore/fdbstore"
 	"github.com/ckptstore/ckptstore/fdbstore/kv/memkv"
 	"github.com/ckptstore/ckptstore/memstore"
-	"github.com/ckptstore/ckptstore/storeurl"
 	"github.com/ckptstore/ckptstore/streams"
 )
 
@@ -22,17 +19,7 @@ import (
 // after every case. The stream suites' peer, which dumps move to and from,
 // is memstore.
 func TestEngine(t *testing.T) {
-	conformance.RunEngine(t, func(t *testing.T, lease ckptstore.Options) *storeurl.Tenant {
-		o, err := storeurl.Open(context.Background(), "memkv", storeurl.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ten, err := o.Namespace("conformance", lease)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return ten
-	}, conformance.EngineOptions{Streams: true, StreamsPeer: memStreams})
+	conformance.RunEngine(t, conformance.OpenURL("memkv"), conformance.EngineOptions{Streams: true, StreamsPeer: memStreams})
 }
 
 // memStreams is the stream suites' peer: a memstore driver.
@@ -52,49 +39,18 @@ func TestConformanceSingleCopy(t *testing.T) {
 // reference counts with a recount. Small batch and page sizes make prunes
 // and ListBlobReferences span several transactions too.
 func TestConformanceWithFaults(t *testing.T) {
-	var (
-		mu    sync.Mutex
-		seed  int64
-		stats memkv.Stats // summed over every engine the suites made
-		dbs   []*memkv.DB
-	)
-	engine := func(t *testing.T) *memkv.DB {
-		mu.Lock()
-		defer mu.Unlock()
-		seed++
-		db, err := memkv.NewWithOptions(memkv.Options{
-			Faults:      faults(seed),
-			BackoffBase: 10 * time.Microsecond,
-			BackoffMax:  100 * time.Microsecond,
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		dbs = append(dbs, db)
-		return db
-	}
+	var engines faultyEngines
 	conformance.RunStore(t, func(t *testing.T, opts ckptstore.Options) conformance.Store {
-		s, err := fdbstore.New(engine(t), fdbstore.Options{Options: opts, PruneBatch: 2, BlobPage: 3})
+		s, err := fdbstore.New(engines.open(t), fdbstore.Options{Options: opts, PruneBatch: 2, BlobPage: 3})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return checked(t, s)
 	})
 	conformance.RunInstanceStore(t, func(t *testing.T) conformance.InstanceStore {
-		return fdbstore.NewInstanceStore(engine(t), "")
+		return fdbstore.NewInstanceStore(engines.open(t), "")
 	})
-	for _, db := range dbs {
-		st := db.Stats()
-		stats.Commits += st.Commits
-		stats.InjectedFaults += st.InjectedFaults
-		stats.Retries += st.Retries
-	}
-	t.Logf("%d engines: %d commits applied, %d injected faults, %d retries", len(dbs), stats.Commits, stats.InjectedFaults, stats.Retries)
-	// The mix is 30 % of write commits: make sure the suites really ran
-	// through faults (a silently fault-free run would prove nothing).
-	if stats.InjectedFaults < stats.Commits/10 {
-		t.Fatalf("only %d injected faults for %d commits", stats.InjectedFaults, stats.Commits)
-	}
+	engines.requireFaults(t)
 }
 
 // checked runs Check on s when the test ends: a store that passes the

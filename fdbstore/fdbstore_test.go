@@ -48,6 +48,56 @@ func faults(seed int64) memkv.Faults {
 	}
 }
 
+// faultyEngine is memkv with the fault mix (faults) and short backoffs.
+// With maxRetries > 0 a call gives up after that many retries, so that
+// some calls end with the commit's outcome unknown; 0 retries until ctx
+// ends.
+func faultyEngine(t *testing.T, seed int64, maxRetries int) *memkv.DB {
+	t.Helper()
+	db, err := memkv.NewWithOptions(memkv.Options{Faults: faults(seed), BackoffBase: 10 * time.Microsecond, BackoffMax: 100 * time.Microsecond, MaxRetries: maxRetries})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+// faultyEngines opens faulty engines, each with the next seed, for suites
+// that open engines from parallel cases, and keeps them so that the test
+// can then require that the suites ran through faults.
+type faultyEngines struct {
+	mu   sync.Mutex
+	seed int64
+	dbs  []*memkv.DB
+}
+
+// open returns a fresh faulty engine with no bound on its retries.
+func (f *faultyEngines) open(t *testing.T) *memkv.DB {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.seed++
+	db := faultyEngine(t, f.seed, 0)
+	f.dbs = append(f.dbs, db)
+	return db
+}
+
+// requireFaults logs the engines' summed stats and fails t when fewer than
+// one commit in ten met a fault: faults are 30 % of write commits, and a
+// silently fault-free run would prove nothing.
+func (f *faultyEngines) requireFaults(t *testing.T) {
+	t.Helper()
+	var st memkv.Stats
+	for _, db := range f.dbs {
+		s := db.Stats()
+		st.Commits += s.Commits
+		st.InjectedFaults += s.InjectedFaults
+		st.Retries += s.Retries
+	}
+	t.Logf("%d engines: %d commits applied, %d injected faults, %d retries", len(f.dbs), st.Commits, st.InjectedFaults, st.Retries)
+	if st.InjectedFaults < st.Commits/10 {
+		t.Fatalf("only %d injected faults for %d commits: the suites did not run through faults", st.InjectedFaults, st.Commits)
+	}
+}
+
 var ctx = context.Background()
 
 var must = testkit.Must

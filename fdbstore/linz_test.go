@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/ckptstore/ckptstore/fdbstore"
-	"github.com/ckptstore/ckptstore/fdbstore/kv/memkv"
 	"github.com/ckptstore/ckptstore/internal/linz"
 	"github.com/ckptstore/ckptstore/internal/testkit"
 )
@@ -24,14 +23,7 @@ func TestLinearizableWithFaults(t *testing.T) {
 	var total linz.Result
 	var injected int64
 	for seed := range uint64(runs) {
-		db, err := memkv.NewWithOptions(memkv.Options{
-			Faults:      faults(int64(seed) + 1000),
-			BackoffBase: 10 * time.Microsecond,
-			BackoffMax:  100 * time.Microsecond,
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+		db := faultyEngine(t, int64(seed)+1000, 0)
 		clock := testkit.NewClock(time.UnixMilli(1_700_000_000_000))
 		opt := linz.Options{Seed: seed}
 		s, err := fdbstore.New(db, fdbstore.Options{Options: opt.StoreOptions(clock)})

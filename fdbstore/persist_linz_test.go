@@ -1,31 +1,15 @@
 package fdbstore_test
 
 import (
-	"github.com/ckptstore/ckptstore/fdbstore"
-	"path/filepath"
+	"fmt"
 	"testing"
 	"testing/synctest"
 	"time"
 
-	"github.com/anishathalye/porcupine"
-
-	"github.com/ckptstore/ckptstore/blobs"
-	"github.com/ckptstore/ckptstore/fdbstore/kv/memkv"
+	"github.com/ckptstore/ckptstore/fdbstore"
 	"github.com/ckptstore/ckptstore/internal/plinz"
 	"github.com/ckptstore/ckptstore/persist"
 )
-
-// faultyEngine is memkv with fdbstore's fault mix (20 % not_committed,
-// 5 % + 5 % commit_unknown_result) and at most maxRetries retries, so
-// that some calls give up with the commit's outcome unknown.
-func faultyEngine(t *testing.T, seed int64, maxRetries int) *memkv.DB {
-	t.Helper()
-	db, err := memkv.NewWithOptions(memkv.Options{Faults: faults(seed), BackoffBase: 10 * time.Microsecond, BackoffMax: 100 * time.Microsecond, MaxRetries: maxRetries})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return db
-}
 
 // TestRunsLinearizableWithFaults checks concurrent histories of the runs
 // store against plinz's sequential model: two Driver values on one faulty
@@ -42,25 +26,11 @@ func TestRunsLinearizableWithFaults(t *testing.T) {
 		var stores []*persist.Store
 		for range 2 {
 			d := checkedPersist(t, newDriver(t, db, fdbstore.PersistenceOptions{}))
-			for range 3 {
-				s, err := persist.New(d, persist.Options{Bucket: blobs.NewMem(blobs.MemOptions{})})
-				if err != nil {
-					t.Fatal(err)
-				}
-				stores = append(stores, s)
-			}
+			stores = append(stores, plinz.OpenStores(t, d, 3, persist.Options{})...)
 		}
 		h := plinz.RecordRuns(stores, plinz.RunsOptions{Seed: seed})
-		st := h.Stats()
-		total.Operations += st.Operations
-		total.Unknown += st.Unknown
-		total.Errors += st.Errors
 		injected += db.Stats().InjectedFaults
-		if v, vis := h.Check(30 * time.Second); v != porcupine.Ok {
-			path := filepath.Join(t.ArtifactDir(), "runs.html")
-			_ = vis(path)
-			t.Fatalf("seed %d: verdict %v for %d operations; visualization %s\n%s", seed, v, st.Operations, path, h.Explain(30*time.Second))
-		}
+		total.Add(plinz.RequireLinearizable(t, h, fmt.Sprintf("seed %d", seed)))
 	}
 	if injected == 0 || total.Unknown == 0 {
 		t.Fatalf("%d faults injected, %d outcomes unknown: the run proves nothing about faults", injected, total.Unknown)

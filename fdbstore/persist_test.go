@@ -2,12 +2,11 @@ package fdbstore_test
 
 import (
 	"context"
-	"github.com/ckptstore/ckptstore/fdbstore"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/ckptstore/ckptstore/fdbstore"
 	"github.com/ckptstore/ckptstore/fdbstore/kv/memkv"
 	pdriver "github.com/ckptstore/ckptstore/persist/driver"
 	"github.com/ckptstore/ckptstore/persist/persisttest"
@@ -27,11 +26,7 @@ func newDriver(t *testing.T, db *memkv.DB, opts fdbstore.PersistenceOptions) *fd
 // commit, as fdbstore's fault suite does: a retried call whose first
 // attempt committed must neither double nor falsely fail.
 func TestPersistConformanceWithFaults(t *testing.T) {
-	var (
-		mu   sync.Mutex
-		seed int64
-		dbs  []*memkv.DB
-	)
+	var engines faultyEngines
 	persisttest.Run(t, func(t *testing.T, now func() time.Time) pdriver.Driver {
 		// The lock cases assert exact virtual times ("the waiter took the
 		// lock the instant it was released"), and a retry's backoff is
@@ -40,33 +35,9 @@ func TestPersistConformanceWithFaults(t *testing.T) {
 		if strings.Contains(t.Name(), "/Locks/") {
 			return checkedPersist(t, newDriver(t, memkv.New(), fdbstore.PersistenceOptions{Now: now}))
 		}
-		mu.Lock()
-		seed++
-		db, err := memkv.NewWithOptions(memkv.Options{
-			Faults:      faults(seed),
-			BackoffBase: 10 * time.Microsecond,
-			BackoffMax:  100 * time.Microsecond,
-		})
-		if err == nil {
-			dbs = append(dbs, db)
-		}
-		mu.Unlock()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return checkedPersist(t, newDriver(t, db, fdbstore.PersistenceOptions{Now: now}))
+		return checkedPersist(t, newDriver(t, engines.open(t), fdbstore.PersistenceOptions{Now: now}))
 	})
-	var st memkv.Stats
-	for _, db := range dbs {
-		s := db.Stats()
-		st.Commits += s.Commits
-		st.InjectedFaults += s.InjectedFaults
-		st.Retries += s.Retries
-	}
-	t.Logf("%d engines: %d commits applied, %d injected faults, %d retries", len(dbs), st.Commits, st.InjectedFaults, st.Retries)
-	if st.InjectedFaults < st.Commits/10 {
-		t.Fatalf("only %d injected faults for %d commits: the suite did not run through faults", st.InjectedFaults, st.Commits)
-	}
+	engines.requireFaults(t)
 }
 
 // checked runs Check when the test ends: a driver that passes the suite

@@ -12,7 +12,6 @@ import (
 	"github.com/ckptstore/ckptstore/conformance"
 	"github.com/ckptstore/ckptstore/driver"
 	"github.com/ckptstore/ckptstore/memstore"
-	"github.com/ckptstore/ckptstore/storeurl"
 )
 
 // TestEngine is memstore's one suite call: every contract's suite on
@@ -20,17 +19,7 @@ import (
 // so the registration is proven with the stores; the stream suites'
 // peer is another memstore tenant.
 func TestEngine(t *testing.T) {
-	conformance.RunEngine(t, func(t *testing.T, lease ckptstore.Options) *storeurl.Tenant {
-		o, err := storeurl.Open(context.Background(), "mem", storeurl.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ten, err := o.Namespace("conformance", lease)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return ten
-	}, conformance.EngineOptions{Streams: true})
+	conformance.RunEngine(t, conformance.OpenURL("mem"), conformance.EngineOptions{Streams: true})
 }
 
 func TestNewPanicsOnInvalidOptions(t *testing.T) {

@@ -1,14 +1,11 @@
 package memstore_test
 
 import (
-	"path/filepath"
+	"fmt"
 	"testing"
 	"testing/synctest"
 	"time"
 
-	"github.com/anishathalye/porcupine"
-
-	"github.com/ckptstore/ckptstore/blobs"
 	"github.com/ckptstore/ckptstore/internal/plinz"
 	"github.com/ckptstore/ckptstore/memstore"
 	"github.com/ckptstore/ckptstore/persist"
@@ -22,23 +19,9 @@ func TestPersistRunsLinearizable(t *testing.T) {
 	runs := 8 * plinz.Soak()
 	var total plinz.RunsStats
 	for seed := range uint64(runs) {
-		d := memstore.NewPersistence(memstore.PersistenceOptions{})
-		var stores []*persist.Store
-		for range 3 {
-			s, err := persist.New(d, persist.Options{Bucket: blobs.NewMem(blobs.MemOptions{})})
-			if err != nil {
-				t.Fatal(err)
-			}
-			stores = append(stores, s)
-		}
+		stores := plinz.OpenStores(t, memstore.NewPersistence(memstore.PersistenceOptions{}), 3, persist.Options{})
 		h := plinz.RecordRuns(stores, plinz.RunsOptions{Seed: seed})
-		st := h.Stats()
-		total.Operations += st.Operations
-		if v, vis := h.Check(30 * time.Second); v != porcupine.Ok {
-			path := filepath.Join(t.ArtifactDir(), "runs.html")
-			_ = vis(path)
-			t.Fatalf("seed %d: verdict %v for %d operations; visualization %s\n%s", seed, v, st.Operations, path, h.Explain(30*time.Second))
-		}
+		total.Add(plinz.RequireLinearizable(t, h, fmt.Sprintf("seed %d", seed)))
 	}
 	t.Logf("%d histories, %d operations checked, 0 violations, %v", runs, total.Operations, time.Since(start).Round(time.Millisecond))
 }

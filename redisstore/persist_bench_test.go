@@ -8,7 +8,7 @@ import (
 	"github.com/ckptstore/ckptstore/blobs"
 	"github.com/ckptstore/ckptstore/internal/redistest"
 	"github.com/ckptstore/ckptstore/persist"
-	pdriver "github.com/ckptstore/ckptstore/persist/driver"
+	"github.com/ckptstore/ckptstore/persist/persisttest"
 	"github.com/ckptstore/ckptstore/redisstore"
 )
 
@@ -59,61 +59,16 @@ func BenchmarkWithLock(b *testing.B) {
 	}
 }
 
-// BenchmarkDump dumps 20,000 runs on a local redis-server: whole (one
-// Dump, SCAN windows of 4096 keys), and in pieces of 1000 records each a
-// Dump resumed at the last one's position, as the server's export pages
-// are (each piece pays one SCAN pass to find its place). It reports
-// records/s.
+// BenchmarkDump is persisttest.BenchDump on 20,000 runs on a local
+// redis-server: whole (one Dump, SCAN windows of 4096 keys), and in
+// pieces resumed at the last record's position (each piece pays one SCAN
+// pass to find its place).
 func BenchmarkDump(b *testing.B) {
-	const n, piece = 20_000, 1000
 	srv := redistest.Start(b)
 	d, err := redisstore.NewPersistence(redisstore.PersistenceOptions{Client: srv.Client(b, nil)})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = d.Close() })
-	ctx := context.Background()
-	recs := make([]pdriver.Record, 0, 1000)
-	for i := range n {
-		recs = append(recs, pdriver.Record{Kind: pdriver.KindRun, Run: &pdriver.RunRecord{RunID: fmt.Sprintf("run-%06d", i), ThreadID: "t", Status: pdriver.RunCompleted, StartedAt: int64(i)}})
-		if len(recs) == cap(recs) {
-			if _, err := d.Load(ctx, recs); err != nil {
-				b.Fatal(err)
-			}
-			recs = recs[:0]
-		}
-	}
-	for _, bc := range []struct {
-		name string
-		size int
-	}{{"whole", n + 1}, {"pieces", piece}} {
-		b.Run(bc.name, func(b *testing.B) {
-			for b.Loop() {
-				got := 0
-				at := pdriver.DumpPosition{}
-				for {
-					k := 0
-					var last pdriver.Record
-					for r, err := range d.Dump(ctx, at) {
-						if err != nil {
-							b.Fatal(err)
-						}
-						last = r
-						if k++; k == bc.size {
-							break
-						}
-					}
-					got += k
-					if k < bc.size {
-						break
-					}
-					at = d.PositionOf(last)
-				}
-				if got != n {
-					b.Fatalf("dumped %d records, want %d", got, n)
-				}
-			}
-			b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "records/s")
-		})
-	}
+	persisttest.BenchDump(b, d, 20_000)
 }

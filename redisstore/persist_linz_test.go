@@ -18,10 +18,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/anishathalye/porcupine"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/ckptstore/ckptstore/blobs"
 	"github.com/ckptstore/ckptstore/internal/plinz"
 	"github.com/ckptstore/ckptstore/internal/redistest"
 	"github.com/ckptstore/ckptstore/persist"
@@ -87,15 +85,7 @@ func checkKeyspace(t *testing.T, direct redis.UniversalClient, prefix string) {
 
 func openStores(t testing.TB, d *redisstore.Persistence, n int) []*persist.Store {
 	t.Helper()
-	var out []*persist.Store
-	for range n {
-		s, err := persist.New(d, persist.Options{Bucket: blobs.NewMem(blobs.MemOptions{}), LeaseDuration: rlLease, RenewAfter: rlRenew})
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, s)
-	}
-	return out
+	return plinz.OpenStores(t, d, n, persist.Options{LeaseDuration: rlLease, RenewAfter: rlRenew})
 }
 
 // TestPlinzChild is the child process of the two-process tests; run
@@ -180,15 +170,7 @@ func TestRunsLinearizableTwoProcesses(t *testing.T) {
 		wait(&child)
 		h.Merge(&child)
 		checkKeyspace(t, direct, prefix)
-		st := h.Stats()
-		total.Operations += st.Operations
-		total.Unknown += st.Unknown
-		total.Errors += st.Errors
-		if v, vis := h.Check(30 * time.Second); v != porcupine.Ok {
-			path := filepath.Join(t.ArtifactDir(), "runs.html")
-			_ = vis(path)
-			t.Fatalf("seed %d: verdict %v for %d operations (%d from the child); visualization %s\n%s", seed, v, st.Operations, len(child.Ops), path, h.Explain(30*time.Second))
-		}
+		total.Add(plinz.RequireLinearizable(t, h, fmt.Sprintf("seed %d (%d operations from the child)", seed, len(child.Ops))))
 	}
 	if p.DroppedReplies() == 0 || p.DroppedRequests() == 0 {
 		t.Fatalf("the proxy lost %d replies and cut %d requests: the run proves nothing about faults", p.DroppedReplies(), p.DroppedRequests())

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -14,119 +15,47 @@ import (
 	"github.com/ckptstore/ckptstore/persist/driver"
 )
 
-// The records as encoding/json saw them before the codec: the same fields
-// and tags, without methods. The golden tests hold the codec to their
-// bytes.
+// The records as encoding/json sees them from their struct tags, before
+// the codec: types defined on the records' own, so the same fields and
+// tags, without the methods. The golden tests hold the codec to their
+// bytes, and so the tags and the codec to each other.
 type (
-	oldRunError struct {
-		Message string  `json:"message"`
-		Code    *string `json:"code,omitempty"`
-	}
-	oldRun struct {
-		RunID           string          `json:"runId"`
-		ThreadID        string          `json:"threadId"`
-		Status          string          `json:"status"`
-		StartedAt       int64           `json:"startedAt"`
-		FinishedAt      *int64          `json:"finishedAt,omitempty"`
-		Error           *oldRunError    `json:"error,omitempty"`
-		Usage           json.RawMessage `json:"usage,omitempty"`
-		SandboxKey      *string         `json:"sandboxKey,omitempty"`
-		DetachedSince   *int64          `json:"detachedSince,omitempty"`
-		CancelRequested *bool           `json:"cancelRequested,omitempty"`
-		DriverEpoch     *int64          `json:"driverEpoch,omitempty"`
-	}
-	oldGen struct {
-		RunID      string          `json:"runId"`
-		ThreadID   string          `json:"threadId"`
-		Activity   string          `json:"activity"`
-		Provider   string          `json:"provider"`
-		Model      string          `json:"model"`
-		Status     string          `json:"status"`
-		StartedAt  int64           `json:"startedAt"`
-		FinishedAt *int64          `json:"finishedAt,omitempty"`
-		Error      *oldRunError    `json:"error,omitempty"`
-		Result     json.RawMessage `json:"result,omitempty"`
-		Artifacts  json.RawMessage `json:"artifacts,omitempty"`
-		Usage      json.RawMessage `json:"usage,omitempty"`
-	}
-	oldInt struct {
-		InterruptID string          `json:"interruptId"`
-		RunID       string          `json:"runId"`
-		ThreadID    string          `json:"threadId"`
-		Status      string          `json:"status"`
-		RequestedAt int64           `json:"requestedAt"`
-		ResolvedAt  *int64          `json:"resolvedAt,omitempty"`
-		Payload     json.RawMessage `json:"payload"`
-		Response    json.RawMessage `json:"response,omitempty"`
-	}
-	oldEntry struct {
-		InterruptID string          `json:"interruptId"`
-		Status      string          `json:"status"`
-		Response    json.RawMessage `json:"response,omitempty"`
-	}
-	oldArt struct {
-		ArtifactID string  `json:"artifactId"`
-		RunID      string  `json:"runId"`
-		ThreadID   string  `json:"threadId"`
-		BlobKey    *string `json:"blobKey,omitempty"`
-		Name       string  `json:"name"`
-		MimeType   string  `json:"mimeType"`
-		Size       int64   `json:"size"`
-		SourceURL  *string `json:"sourceUrl,omitempty"`
-		CreatedAt  int64   `json:"createdAt"`
-	}
-	oldBlob struct {
-		Key            string            `json:"key"`
-		Size           int64             `json:"size"`
-		ETag           string            `json:"etag"`
-		ContentType    *string           `json:"contentType,omitempty"`
-		CustomMetadata map[string]string `json:"customMetadata,omitempty"`
-		CreatedAt      int64             `json:"createdAt"`
-		UpdatedAt      int64             `json:"updatedAt"`
-	}
-	oldMeta struct {
-		Namespace string          `json:"namespace"`
-		Key       string          `json:"key"`
-		Value     json.RawMessage `json:"value"`
-	}
+	oldRun   driver.RunRecord
+	oldGen   driver.GenerationRunRecord
+	oldInt   driver.InterruptRecord
+	oldEntry driver.InterruptCommitEntry
+	oldArt   driver.ArtifactRecord
+	oldBlob  driver.BlobRecord
+	oldMeta  driver.MetadataEntry
 )
 
-// old returns the method-free copy of a record (by field order: the
-// types have the same fields).
+// old returns a method-free copy of a record, which its caller may change
+// without changing the record.
 func old(v any) any {
-	src := reflect.ValueOf(v).Elem()
-	var dst reflect.Value
-	switch v.(type) {
+	switch r := v.(type) {
 	case *driver.RunRecord:
-		dst = reflect.New(reflect.TypeFor[oldRun]())
+		o := oldRun(*r)
+		return &o
 	case *driver.GenerationRunRecord:
-		dst = reflect.New(reflect.TypeFor[oldGen]())
+		o := oldGen(*r)
+		return &o
 	case *driver.InterruptRecord:
-		dst = reflect.New(reflect.TypeFor[oldInt]())
+		o := oldInt(*r)
+		return &o
 	case *driver.InterruptCommitEntry:
-		dst = reflect.New(reflect.TypeFor[oldEntry]())
+		o := oldEntry(*r)
+		return &o
 	case *driver.ArtifactRecord:
-		dst = reflect.New(reflect.TypeFor[oldArt]())
+		o := oldArt(*r)
+		return &o
 	case *driver.BlobRecord:
-		dst = reflect.New(reflect.TypeFor[oldBlob]())
+		o := oldBlob(*r)
+		return &o
 	case *driver.MetadataEntry:
-		dst = reflect.New(reflect.TypeFor[oldMeta]())
+		o := oldMeta(*r)
+		return &o
 	}
-	for i := range src.NumField() {
-		f, d := src.Field(i), dst.Elem().Field(i)
-		switch {
-		case f.Type() == reflect.TypeFor[*driver.RunError]():
-			if !f.IsNil() {
-				e := f.Interface().(*driver.RunError)
-				d.Set(reflect.ValueOf(&oldRunError{e.Message, e.Code}))
-			}
-		case f.Kind() == reflect.String:
-			d.SetString(f.String())
-		default:
-			d.Set(f)
-		}
-	}
-	return dst.Interface()
+	panic(fmt.Sprintf("old: no method-free copy of %T", v))
 }
 
 // encoder is encoding/json's output without HTML escaping: what the wire
