@@ -78,6 +78,7 @@ export async function interleaved<S>(sides: readonly S[], rounds: number, secs: 
   return got
 }
 
+/** The median of xs, the mean of the middle two for an even count. */
 export const median = (xs: number[]) => {
   const s = [...xs].sort((a, b) => a - b)
   const m = s.length >> 1
