@@ -571,9 +571,7 @@ export class Transport {
       }
       return reply
     }
-    const err = errorOfReply(method, res.status, text, errorFromWire)
-    if (res.status === 503) throw new Retryable(err)
-    throw err
+    throw replyFailure(method, res.status, text)
   }
 
   private timeoutError(method: string, cause: unknown): Retryable {
@@ -632,9 +630,7 @@ export class Transport {
     let timedOut = false
     const timer = setTimeout(() => {
       timedOut = true
-      const err = new Error(`no reply within ${this.timeoutMs} ms`)
-      err.name = 'TimeoutError'
-      abort.fire(err)
+      abort.fire(timeoutCause(`no reply within ${this.timeoutMs} ms`))
     }, this.timeoutMs)
     const signal = this.signal
     const onAbort = () => abort.fire(signal!.reason)
@@ -724,8 +720,7 @@ export class Transport {
         },
       )
       const timer = setTimeout(() => {
-        const err = new Error(`no reply within ${this.timeoutMs} ms`)
-        err.name = 'TimeoutError'
+        const err = timeoutCause(`no reply within ${this.timeoutMs} ms`)
         fail(this.timeoutError(what, err))
         req.destroy(err)
       }, this.timeoutMs)
@@ -753,9 +748,7 @@ export class Transport {
         ? await this.sendNodeRaw(this.node, method, body, headers, streamReply)
         : await this.sendFetchRaw(method, body, headers, streamReply)
       if (res.status >= 200 && res.status < 300) return res
-      const err = errorOfReply(method, res.status, res.text ?? '', errorFromWire)
-      if (res.status === 503) throw new Retryable(err)
-      throw err
+      throw replyFailure(method, res.status, res.text ?? '')
     })
   }
 
@@ -799,8 +792,7 @@ export class Transport {
       const arm = () => {
         clearTimeout(timer)
         timer = setTimeout(() => {
-          const err = new Error(`no progress within ${this.timeoutMs} ms`)
-          err.name = 'TimeoutError'
+          const err = timeoutCause(`no progress within ${this.timeoutMs} ms`)
           fail(this.timeoutError(method, err))
           req.destroy(err)
         }, this.timeoutMs)
@@ -813,10 +805,7 @@ export class Transport {
           replied = true
           arm()
           const status = res.statusCode ?? 0
-          const header = (name: string) => {
-            const v = res.headers[name.toLowerCase()]
-            return Array.isArray(v) ? v.join(', ') : v
-          }
+          const header = nodeHeader(res)
           if (streamReply && status >= 200 && status < 300 && (header('content-type') ?? '').startsWith('application/octet-stream')) {
             settled = true
             let done = false
@@ -949,9 +938,7 @@ export class Transport {
       clearTimeout(timer)
       timer = setTimeout(() => {
         timedOut = true
-        const err = new Error(`no progress within ${this.timeoutMs} ms`)
-        err.name = 'TimeoutError'
-        ac.abort(err)
+        ac.abort(timeoutCause(`no progress within ${this.timeoutMs} ms`))
       }, this.timeoutMs)
     }
     // The caller's abort aborts the request, or the reply's stream, with
@@ -1071,26 +1058,15 @@ export class Transport {
       // (a create names the stream's content type).
       if (body === undefined) delete headers['content-type']
       Object.assign(headers, extra)
-      const reply =
-        this.node !== undefined
-          ? await this.sendNodeStream(this.node, method, path, headers, body, signal, opts.maxBytes, what)
-          : await this.sendFetchStream(method, path, headers, body, signal, opts.maxBytes, what)
+      const a: StreamAttempt = { method, path, headers, body, signal, maxBytes: opts.maxBytes, what }
+      const reply = this.node !== undefined ? await this.sendNodeStream(this.node, a) : await this.sendFetchStream(a)
       if (reply.status === 503) throw new Retryable(replyError(what, reply))
       return reply
     })
   }
 
   /** sendNodeStream is one attempt of streamRequest over node:http(s), with one timer for its deadline. */
-  private sendNodeStream(
-    node: { mod: NodeHttpModule; agent: object },
-    method: HttpMethod,
-    path: string,
-    headers: Record<string, string>,
-    body: string | undefined,
-    signal: AbortSignal | undefined,
-    maxBytes: number,
-    what: string,
-  ): Promise<StreamReply> {
+  private sendNodeStream(node: { mod: NodeHttpModule; agent: object }, { method, path, headers, body, signal, maxBytes, what }: StreamAttempt): Promise<StreamReply> {
     return this.nodeRequest(node, method, path, headers, body, signal, what, (res, fail, settled) => {
       const parts: Uint8Array[] = []
       let size = 0
@@ -1104,26 +1080,12 @@ export class Transport {
         }
         parts.push(chunk)
       })
-      return () => {
-        const header = (name: string) => {
-          const v = res.headers[name.toLowerCase()]
-          return Array.isArray(v) ? v.join(', ') : v
-        }
-        return { status: res.statusCode ?? 0, header, text: utf8(parts, size) }
-      }
+      return () => ({ status: res.statusCode ?? 0, header: nodeHeader(res), text: utf8(parts, size) })
     })
   }
 
   /** sendFetchStream is one attempt of streamRequest over fetch. */
-  private async sendFetchStream(
-    method: HttpMethod,
-    path: string,
-    headers: Record<string, string>,
-    body: string | undefined,
-    signal: AbortSignal | undefined,
-    maxBytes: number,
-    what: string,
-  ): Promise<StreamReply> {
+  private async sendFetchStream({ method, path, headers, body, signal, maxBytes, what }: StreamAttempt): Promise<StreamReply> {
     const timeout = AbortSignal.timeout(this.timeoutMs)
     const init: RequestInit = { method, headers, signal: anySignal(timeout, signal)! }
     if (body !== undefined) init.body = body
@@ -1152,6 +1114,17 @@ export class Transport {
   }
 }
 
+/** One attempt of streamRequest: the request, its signal, the bound on its reply, and what its errors name it. */
+interface StreamAttempt {
+  method: HttpMethod
+  path: string
+  headers: Record<string, string>
+  body: string | undefined
+  signal: AbortSignal | undefined
+  maxBytes: number
+  what: string
+}
+
 /** A reply of streamRequest: any status, its headers and its whole body as text. */
 export interface StreamReply {
   status: number
@@ -1175,6 +1148,27 @@ function errorOfReply<E extends Error>(what: string, status: number, text: strin
     return fromWire(e['code'], typeof e['message'] === 'string' ? e['message'] : e['code'], status)
   }
   return new CkptstoreError(status === 503 ? 'UNAVAILABLE' : `HTTP_${status}`, `ckptstore ${what}: HTTP ${status}`, status)
+}
+
+/** replyFailure is what a non-2xx reply of a call or raw rejects with: its error, Retryable for a 503. */
+function replyFailure(method: string, status: number, text: string): Error {
+  const err = errorOfReply(method, status, text, errorFromWire)
+  return status === 503 ? new Retryable(err) : err
+}
+
+/** timeoutCause is the cause of an attempt's TIMEOUT: an Error named TimeoutError, as AbortSignal.timeout's is. */
+function timeoutCause(message: string): Error {
+  const err = new Error(message)
+  err.name = 'TimeoutError'
+  return err
+}
+
+/** nodeHeader reads a reply's header over node:http(s), a repeated one joined as fetch's Headers.get joins it. */
+function nodeHeader(res: NodeIncomingMessage): (name: string) => string | undefined {
+  return (name) => {
+    const v = res.headers[name.toLowerCase()]
+    return Array.isArray(v) ? v.join(', ') : v
+  }
 }
 
 /** utf8 decodes the parts of a body, size bytes in all. */

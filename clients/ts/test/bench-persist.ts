@@ -11,6 +11,7 @@
 import { parseArgs } from 'node:util'
 import { createPersistence } from '@ckptstore/client'
 import { redisUnavailable, startRedis, startServer, type Running } from './helpers.js'
+import { counts, quantile } from './bench-common.js'
 
 const { values } = parseArgs({
   options: {
@@ -26,11 +27,6 @@ const keep = Number(values.messages)
 
 type Step = 'createOrResume' | 'saveThread' | 'update' | 'findActiveRun'
 const steps: Step[] = ['createOrResume', 'saveThread', 'update', 'findActiveRun']
-
-const quantile = (xs: number[], q: number) => {
-  const s = [...xs].sort((a, b) => a - b)
-  return s[Math.min(s.length - 1, Math.floor(q * s.length))] ?? NaN
-}
 
 async function measure(url: string, conversations: number, secs: number) {
   const { stores } = createPersistence<{ role: string; content: string }>({ url })
@@ -70,7 +66,7 @@ async function measure(url: string, conversations: number, secs: number) {
 }
 
 async function run(label: string, server: Running) {
-  for (const conversations of values.conversations.split(',').map(Number)) {
+  for (const conversations of counts(values.conversations)) {
     await measure(server.url, conversations, 0.5) // warm-up, unmeasured
     const r = await measure(server.url, conversations, seconds)
     const rate = r.turns.length / r.elapsed

@@ -37,21 +37,18 @@ import { pathToFileURL } from 'node:url'
 import { parseArgs } from 'node:util'
 import { createPersistence } from '@ckptstore/client'
 import { redisUnavailable, startRedis, startServer, type Running } from './helpers.js'
+import { counts, cpuPerOp, interleaved, median, p50p99, pairedRatios, rate, roundOptions, roundSettings, timedRound, type Round } from './bench-common.js'
 
 const { values } = parseArgs({
   options: {
     sqlite: { type: 'string', default: process.env['CKPT_BENCH_SQLITE'] ?? '' },
     base: { type: 'string', default: '' },
-    rounds: { type: 'string', default: '8' },
-    seconds: { type: 'string', default: '0.5' },
+    ...roundOptions('8', '0.5', '1'),
     conversations: { type: 'string', default: '1,16' },
-    kb: { type: 'string', default: '1' },
     messages: { type: 'string', default: '10' },
   },
 })
-const rounds = Number(values.rounds)
-const seconds = Number(values.seconds)
-const content = 'x'.repeat(Number(values.kb) * 1024)
+const { rounds, seconds, content } = roundSettings(values)
 const keep = Number(values.messages)
 
 interface Msg {
@@ -68,52 +65,26 @@ interface TurnStores {
   messages: { saveThread(threadId: string, messages: Msg[]): Promise<unknown> }
 }
 
-interface Round {
-  turns: number
-  seconds: number
-  cpuMicros: number // this process's CPU time in the round (user + system)
-  latencies: number[]
-}
-
 let roundSeq = 0
 
 /** One round: conversations concurrent conversations, each taking turns for secs. */
-async function round(stores: TurnStores, conversations: number, secs: number): Promise<Round> {
+function round(stores: TurnStores, conversations: number, secs: number): Promise<Round> {
   const r = roundSeq++
-  const latencies: number[] = []
-  const cpu0 = process.cpuUsage()
-  const t0 = performance.now()
-  const end = t0 + secs * 1000
-  await Promise.all(
-    Array.from({ length: conversations }, async (_, c) => {
-      const threadId = `r${r}-conv-${c}`
-      const transcript: Msg[] = []
-      for (let n = 0; performance.now() < end; n++) {
-        transcript.push({ role: 'user', content }, { role: 'assistant', content })
-        while (transcript.length > keep) transcript.shift()
-        const runId = `${threadId}-run-${n}`
-        const s = performance.now()
+  return timedRound(conversations, secs, (c) => {
+    const threadId = `r${r}-conv-${c}`
+    const transcript: Msg[] = []
+    return (n) => {
+      transcript.push({ role: 'user', content }, { role: 'assistant', content })
+      while (transcript.length > keep) transcript.shift()
+      const runId = `${threadId}-run-${n}`
+      return async () => {
         await stores.runs.createOrResume({ runId, threadId, startedAt: n })
         await stores.runs.findActiveRun(threadId)
         await stores.runs.update(runId, { status: 'completed', finishedAt: n + 1, usage: { promptTokens: 10, completionTokens: 20, totalTokens: 30 } })
         await stores.messages.saveThread(threadId, transcript)
-        latencies.push(performance.now() - s)
       }
-    }),
-  )
-  const cpu = process.cpuUsage(cpu0)
-  return { turns: latencies.length, seconds: (performance.now() - t0) / 1000, cpuMicros: cpu.user + cpu.system, latencies }
-}
-
-const sorted = (xs: number[]) => [...xs].sort((a, b) => a - b)
-const median = (xs: number[]) => {
-  const s = sorted(xs)
-  const m = s.length >> 1
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2
-}
-const quantile = (xs: number[], q: number) => {
-  const s = sorted(xs)
-  return s[Math.min(s.length - 1, Math.floor(q * s.length))] ?? NaN
+    }
+  })
 }
 
 // The sides: ckptserver on mem, on Redis (AOF everysec), and SQLite when present.
@@ -169,29 +140,13 @@ console.log(
     `Node ${process.version}; ${rounds} rounds of ${seconds} s per side, interleaved (order rotated); ckptserver on mem at ${memURL}${values.base === '' ? '' : `; base- sides: ${values.base}`}`,
 )
 console.log('conv  side         turns/s (median)  p50 ms  p99 ms  Node CPU µs/turn  vs sqlite-wal: of medians, median of paired rounds (min–max)')
-for (const conversations of values.conversations.split(',').map(Number)) {
-  for (const s of sides) await round(s.stores, conversations, 0.3) // warm-up, unmeasured
-  const got = sides.map(() => [] as Round[])
-  for (let i = 0; i < rounds; i++) {
-    for (let k = 0; k < sides.length; k++) {
-      const j = (i + k) % sides.length
-      got[j]!.push(await round(sides[j]!.stores, conversations, seconds))
-    }
-  }
-  const rate = (x: Round) => x.turns / x.seconds
+for (const conversations of counts(values.conversations)) {
+  const got = await interleaved(sides, rounds, seconds, (s, secs) => round(s.stores, conversations, secs))
   const sq = sides.findIndex((s) => s.name === 'sqlite-wal')
   sides.forEach((s, j) => {
     const rs = got[j]!
-    const all = rs.flatMap((x) => x.latencies)
-    let vs = ''
-    if (sq >= 0 && j !== sq) {
-      const ratios = rs.map((x, i) => rate(x) / rate(got[sq]![i]!))
-      vs = `${(median(rs.map(rate)) / median(got[sq]!.map(rate))).toFixed(2)}, ${median(ratios).toFixed(2)} (${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)})`
-    }
-    const cpuPer = rs.reduce((a, x) => a + x.cpuMicros, 0) / rs.reduce((a, x) => a + x.turns, 0)
-    console.log(
-      `${String(conversations).padStart(4)}  ${s.name.padEnd(11)}  ${median(rs.map(rate)).toFixed(0).padStart(16)}  ${quantile(all, 0.5).toFixed(2).padStart(6)}  ${quantile(all, 0.99).toFixed(2).padStart(6)}  ${cpuPer.toFixed(0).padStart(16)}  ${vs}`,
-    )
+    const vs = sq >= 0 && j !== sq ? `${(median(rs.map(rate)) / median(got[sq]!.map(rate))).toFixed(2)}, ${pairedRatios(rs, got[sq]!)}` : ''
+    console.log(`${String(conversations).padStart(4)}  ${s.name.padEnd(11)}  ${median(rs.map(rate)).toFixed(0).padStart(16)}  ${p50p99(rs, 2)}  ${cpuPerOp(rs).toFixed(0).padStart(16)}  ${vs}`)
   })
 }
 for (const s of sides) await s.stop()
