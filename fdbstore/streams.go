@@ -405,53 +405,36 @@ func (d *Streams) Create(ctx context.Context, name string, req *streams.CreateRe
 	err := d.db.Transact(ctx, func(tr kv.Transaction) error {
 		created = false
 		old, err := d.lookup(tr, name, now)
-		switch {
-		case errors.Is(err, streams.ErrGone):
-			return streams.Errorf(streams.ErrExists, "the name is held by a deleted stream that forks still read")
-		case errors.Is(err, streams.ErrNotFound):
-		case err != nil:
+		live := err == nil // else old, if set, has expired
+		if err := streams.NameLookupErr(err); err != nil {
 			return err
 		}
 		var (
-			cfg  streams.Config
-			fork *streams.Fork
-			src  *fstream
+			oi, si *streams.Info
+			src    *fstream
 		)
+		if live {
+			i := old.info()
+			oi = &i
+		}
 		if f := req.Fork; f != nil {
-			src, err = d.lookup(tr, f.Source, now)
-			if errors.Is(err, streams.ErrGone) {
-				return streams.Errorf(streams.ErrSourceGone, "the fork's source is deleted")
+			if src, err = d.lookup(tr, f.Source, now); err != nil {
+				return streams.SourceLookupErr(err)
 			}
-			if err != nil {
-				return err
-			}
-			si := src.info()
-			if cfg, err = streams.ForkConfig(&si, req); err != nil {
-				return err
-			}
-			run, err := d.runAt(tr, src, f.Offset)
-			if err != nil {
-				return err
-			}
-			pos, err := streams.ResolveFork(&si, f, func(streams.Pos) streams.Pos { return run })
-			if err != nil {
-				return err
-			}
-			fork = &streams.Fork{Source: f.Source, Pos: pos}
-		} else {
-			cfg = streams.CreateConfig(req)
+			i := src.info()
+			si = &i
+		}
+		cfg, fork, err := streams.DecideCreate(req, oi, si, func(a streams.Pos) (streams.Pos, error) { return d.runAt(tr, src, a) })
+		if err != nil {
+			return err
+		}
+		if live {
+			old.Acc = now.UnixNano()
+			oi.Accessed = now
+			out = *oi
+			return d.save(tr, old)
 		}
 		if old != nil {
-			oi := old.info()
-			if !oi.Expired(now) {
-				if err := streams.DecideExisting(&oi, &cfg, req, fork); err != nil {
-					return err
-				}
-				old.Acc = now.UnixNano()
-				oi.Accessed = now
-				out = oi
-				return d.save(tr, old)
-			}
 			tr.Clear(d.nameKey(name))
 			if err := d.release(tr, old); err != nil {
 				return err
