@@ -136,6 +136,18 @@ func (f *fstream) info() streams.Info {
 	return i
 }
 
+// setConfig sets f's configuration to c, the inverse of info's.
+func (f *fstream) setConfig(c *streams.Config) {
+	f.CT, f.TTL, f.Exp = c.ContentType, nil, 0
+	if c.HasTTL {
+		ttl := c.TTL
+		f.TTL = &ttl
+	}
+	if !c.ExpiresAt.IsZero() {
+		f.Exp = c.ExpiresAt.UnixNano()
+	}
+}
+
 func (f *fstream) writers() streams.Writers {
 	return streams.Writers{LastSeq: f.LastSeq, MaxEpoch: f.MaxEpoch, ClosedBy: f.ClosedBy}
 }
@@ -240,6 +252,21 @@ func (d *Streams) lookupName(tr kv.ReadTransaction, name string, now time.Time) 
 		return f, streams.ErrNotFound
 	}
 	return f, nil
+}
+
+// nextID mints the id of a new stream: one above the last (the "seq"
+// key), so that ids are never reused.
+func (d *Streams) nextID(tr kv.Transaction) (uint64, error) {
+	seq, err := tr.Get([]byte(d.p + "seq")).Get()
+	if err != nil {
+		return 0, err
+	}
+	id := uint64(1)
+	if len(seq) == 8 {
+		id = binary.BigEndian.Uint64(seq) + 1
+	}
+	tr.Set([]byte(d.p+"seq"), binary.BigEndian.AppendUint64(nil, id))
+	return id, nil
 }
 
 // release removes f, which no name refers to any more: its keys go when
@@ -405,75 +432,47 @@ func (d *Streams) Create(ctx context.Context, name string, req *streams.CreateRe
 	err := d.db.Transact(ctx, func(tr kv.Transaction) error {
 		created = false
 		old, err := d.lookup(tr, name, now)
-		switch {
-		case errors.Is(err, streams.ErrGone):
-			return streams.Errorf(streams.ErrExists, "the name is held by a deleted stream that forks still read")
-		case errors.Is(err, streams.ErrNotFound):
-		case err != nil:
+		live := err == nil // else old, if set, has expired
+		if err := streams.NameLookupErr(err); err != nil {
 			return err
 		}
 		var (
-			cfg  streams.Config
-			fork *streams.Fork
-			src  *fstream
+			oi, si *streams.Info
+			src    *fstream
 		)
+		if live {
+			i := old.info()
+			oi = &i
+		}
 		if f := req.Fork; f != nil {
-			src, err = d.lookup(tr, f.Source, now)
-			if errors.Is(err, streams.ErrGone) {
-				return streams.Errorf(streams.ErrSourceGone, "the fork's source is deleted")
+			if src, err = d.lookup(tr, f.Source, now); err != nil {
+				return streams.SourceLookupErr(err)
 			}
-			if err != nil {
-				return err
-			}
-			si := src.info()
-			if cfg, err = streams.ForkConfig(&si, req); err != nil {
-				return err
-			}
-			run, err := d.runAt(tr, src, f.Offset)
-			if err != nil {
-				return err
-			}
-			pos, err := streams.ResolveFork(&si, f, func(streams.Pos) streams.Pos { return run })
-			if err != nil {
-				return err
-			}
-			fork = &streams.Fork{Source: f.Source, Pos: pos}
-		} else {
-			cfg = streams.CreateConfig(req)
+			i := src.info()
+			si = &i
+		}
+		cfg, fork, err := streams.DecideCreate(req, oi, si, func(a streams.Pos) (streams.Pos, error) { return d.runAt(tr, src, a) })
+		if err != nil {
+			return err
+		}
+		if live {
+			old.Acc = now.UnixNano()
+			oi.Accessed = now
+			out = *oi
+			return d.save(tr, old)
 		}
 		if old != nil {
-			oi := old.info()
-			if !oi.Expired(now) {
-				if err := streams.DecideExisting(&oi, &cfg, req, fork); err != nil {
-					return err
-				}
-				old.Acc = now.UnixNano()
-				oi.Accessed = now
-				out = oi
-				return d.save(tr, old)
-			}
 			tr.Clear(d.nameKey(name))
 			if err := d.release(tr, old); err != nil {
 				return err
 			}
 		}
-		seq, err := tr.Get([]byte(d.p + "seq")).Get()
+		id, err := d.nextID(tr)
 		if err != nil {
 			return err
 		}
-		id := uint64(1)
-		if len(seq) == 8 {
-			id = binary.BigEndian.Uint64(seq) + 1
-		}
-		tr.Set([]byte(d.p+"seq"), binary.BigEndian.AppendUint64(nil, id))
-		f := &fstream{ID: id, Name: name, CT: cfg.ContentType, Acc: now.UnixNano(), Created: now.UnixNano(), Closed: req.Closed}
-		if cfg.HasTTL {
-			ttl := cfg.TTL
-			f.TTL = &ttl
-		}
-		if !cfg.ExpiresAt.IsZero() {
-			f.Exp = cfg.ExpiresAt.UnixNano()
-		}
+		f := &fstream{ID: id, Name: name, Acc: now.UnixNano(), Created: now.UnixNano(), Closed: req.Closed}
+		f.setConfig(&cfg)
 		if fork != nil {
 			f.Src, f.SrcName, f.Base, f.Tail = src.ID, fork.Source, int64(fork.Pos), int64(fork.Pos)
 			src.Refs++

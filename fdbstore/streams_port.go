@@ -189,25 +189,14 @@ func (d *Streams) PortCreate(ctx context.Context, rec *streams.StreamRecord) err
 				return streams.Errorf(streams.ErrBadRequest, "stream %q: its fork point %d is past its source's tail %d", rec.Name, fk.Pos, target)
 			}
 		}
-		seq, err := tr.Get([]byte(d.p + "seq")).Get()
+		id, err := d.nextID(tr)
 		if err != nil {
 			return err
 		}
-		id := uint64(1)
-		if len(seq) == 8 {
-			id = binary.BigEndian.Uint64(seq) + 1
-		}
-		tr.Set([]byte(d.p+"seq"), binary.BigEndian.AppendUint64(nil, id))
 		c := rec.Config()
-		f := &fstream{ID: id, Name: rec.Name, CT: c.ContentType, Acc: rec.Accessed.UnixNano(), Created: rec.Created,
+		f := &fstream{ID: id, Name: rec.Name, Acc: rec.Accessed.UnixNano(), Created: rec.Created,
 			Closed: rec.Closed, Deleted: rec.Deleted, Tail: int64(rec.Base()), LastSeq: rec.LastSeq, MaxEpoch: rec.MaxEpoch, ClosedBy: rec.Writers().ClosedBy}
-		if c.HasTTL {
-			ttl := c.TTL
-			f.TTL = &ttl
-		}
-		if !c.ExpiresAt.IsZero() {
-			f.Exp = c.ExpiresAt.UnixNano()
-		}
+		f.setConfig(&c)
 		if rec.Tail > rec.Base() {
 			t := int64(rec.Tail)
 			f.Imp, f.ImpC, f.Closed = &t, rec.Closed, false

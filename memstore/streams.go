@@ -148,42 +148,28 @@ func (d *Streams) compact() {
 func (d *Streams) Create(_ context.Context, name string, req *streams.CreateRequest, now time.Time) (streams.Info, bool, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	old := d.byName[name]
-	if old != nil && old.deleted {
-		return streams.Info{}, false, streams.Errorf(streams.ErrExists, "the name is held by a deleted stream that forks still read")
-	}
-	if old != nil && old.info.Expired(now) {
-		d.expire(old)
-		old = nil
+	old, err := d.lookup(name, now)
+	if err := streams.NameLookupErr(err); err != nil {
+		return streams.Info{}, false, err
 	}
 	var (
-		cfg  streams.Config
-		fork *streams.Fork
-		src  *mstream
+		oi, si *streams.Info
+		src    *mstream
 	)
+	if old != nil {
+		oi = &old.info
+	}
 	if f := req.Fork; f != nil {
-		var err error
 		if src, err = d.lookup(f.Source, now); err != nil {
-			if streams.Code(err) == streams.ErrGone.Code {
-				return streams.Info{}, false, streams.Errorf(streams.ErrSourceGone, "the fork's source is deleted")
-			}
-			return streams.Info{}, false, err
+			return streams.Info{}, false, streams.SourceLookupErr(err)
 		}
-		if cfg, err = streams.ForkConfig(&src.info, req); err != nil {
-			return streams.Info{}, false, err
-		}
-		pos, err := streams.ResolveFork(&src.info, f, func(a streams.Pos) streams.Pos { return src.run(a, src.info.Tail) })
-		if err != nil {
-			return streams.Info{}, false, err
-		}
-		fork = &streams.Fork{Source: f.Source, Pos: pos}
-	} else {
-		cfg = streams.CreateConfig(req)
+		si = &src.info
+	}
+	cfg, fork, err := streams.DecideCreate(req, oi, si, func(a streams.Pos) (streams.Pos, error) { return src.run(a, src.info.Tail), nil })
+	if err != nil {
+		return streams.Info{}, false, err
 	}
 	if old != nil {
-		if err := streams.DecideExisting(&old.info, &cfg, req, fork); err != nil {
-			return streams.Info{}, false, err
-		}
 		old.info.Accessed = now
 		return old.info, false, nil
 	}

@@ -273,46 +273,28 @@ func (d *Streams) Create(ctx context.Context, name string, req *streams.CreateRe
 	err := d.txn(ctx, func(tx *redis.Tx) error {
 		created = false
 		old, err := d.lookup(ctx, tx, name, now)
-		switch {
-		case errors.Is(err, streams.ErrGone):
-			return streams.Errorf(streams.ErrExists, "the name is held by a deleted stream that forks still read")
-		case errors.Is(err, streams.ErrNotFound):
-			// old, if set, has expired.
-		case err != nil:
+		live := err == nil // else old, if set, has expired
+		if err := streams.NameLookupErr(err); err != nil {
 			return err
 		}
 		var (
-			cfg  streams.Config
-			fork *streams.Fork
-			src  *rstream
+			oi, si *streams.Info
+			src    *rstream
 		)
-		if f := req.Fork; f != nil {
-			src, err = d.lookup(ctx, tx, f.Source, now)
-			if errors.Is(err, streams.ErrGone) {
-				return streams.Errorf(streams.ErrSourceGone, "the fork's source is deleted")
-			}
-			if err != nil {
-				return err
-			}
-			if cfg, err = streams.ForkConfig(&src.info, req); err != nil {
-				return err
-			}
-			run, err := d.runAt(ctx, tx, src, f.Offset)
-			if err != nil {
-				return err
-			}
-			pos, err := streams.ResolveFork(&src.info, f, func(streams.Pos) streams.Pos { return run })
-			if err != nil {
-				return err
-			}
-			fork = &streams.Fork{Source: f.Source, Pos: pos}
-		} else {
-			cfg = streams.CreateConfig(req)
+		if live {
+			oi = &old.info
 		}
-		if old != nil && !old.info.Expired(now) {
-			if err := streams.DecideExisting(&old.info, &cfg, req, fork); err != nil {
-				return err
+		if f := req.Fork; f != nil {
+			if src, err = d.lookup(ctx, tx, f.Source, now); err != nil {
+				return streams.SourceLookupErr(err)
 			}
+			si = &src.info
+		}
+		cfg, fork, err := streams.DecideCreate(req, oi, si, func(a streams.Pos) (streams.Pos, error) { return d.runAt(ctx, tx, src, a) })
+		if err != nil {
+			return err
+		}
+		if live {
 			out = old.info
 			_, err := tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
 				p.HSet(ctx, d.meta(old.id), "acc", now.UnixNano())

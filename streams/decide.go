@@ -1,9 +1,76 @@
 package streams
 
+import "errors"
+
 // The decision functions a driver calls inside its atomic step, on the
 // state it read in that step. They write nothing; the driver applies what
 // they return. So every engine decides alike, and a retried request meets
 // the state its first try left.
+
+// NameLookupErr maps the error of a create's lookup of its own name: a
+// deleted stream that forks still read holds the name (ErrExists), no
+// stream (ErrNotFound: none, or it expired) is nil, any other error is
+// the lookup's.
+func NameLookupErr(err error) error {
+	switch {
+	case errors.Is(err, ErrGone):
+		return errorf(ErrExists, "the name is held by a deleted stream that forks still read")
+	case errors.Is(err, ErrNotFound):
+		return nil
+	}
+	return err
+}
+
+// SourceLookupErr maps the error of a fork's lookup of its source: a
+// deleted source is ErrSourceGone; any other error is the lookup's.
+func SourceLookupErr(err error) error {
+	if errors.Is(err, ErrGone) {
+		return errorf(ErrSourceGone, "the fork's source is deleted")
+	}
+	return err
+}
+
+// DecideCreate decides a create of a name: the configuration the new
+// stream sets and its fork point (nil for a plain create), or the error
+// that refuses the request. old is the live stream that holds the name
+// (nil for none; DecideExisting decides against it, and on nil error the
+// driver answers with old and writes nothing but its access time). src is
+// the fork source, looked up when req.Fork is set, and run the number of
+// units from an anchor in src to the end of the chunk that holds it (see
+// ResolveFork), read only when a sub-offset needs it.
+func DecideCreate(req *CreateRequest, old, src *Info, run func(anchor Pos) (Pos, error)) (Config, *Fork, error) {
+	var (
+		cfg  Config
+		fork *Fork
+	)
+	if f := req.Fork; f != nil {
+		var err error
+		if cfg, err = ForkConfig(src, req); err != nil {
+			return Config{}, nil, err
+		}
+		var runErr error
+		pos, err := ResolveFork(src, f, func(anchor Pos) Pos {
+			n, err := run(anchor)
+			runErr = err
+			return n
+		})
+		if runErr != nil {
+			return Config{}, nil, runErr
+		}
+		if err != nil {
+			return Config{}, nil, err
+		}
+		fork = &Fork{Source: f.Source, Pos: pos}
+	} else {
+		cfg = CreateConfig(req)
+	}
+	if old != nil {
+		if err := DecideExisting(old, &cfg, req, fork); err != nil {
+			return Config{}, nil, err
+		}
+	}
+	return cfg, fork, nil
+}
 
 // DecideExisting decides a create of a name that holds info: nil when the
 // request matches (the reply is 200), ErrExists when it does not. want is

@@ -147,6 +147,68 @@ func TestForkConfig(t *testing.T) {
 	}
 }
 
+func TestDecideCreate(t *testing.T) {
+	src := streams.Info{Config: streams.Config{ContentType: "text/plain"}, Tail: 10}
+	runs := 0
+	run := func(a streams.Pos) (streams.Pos, error) {
+		runs++
+		if a != 4 {
+			t.Errorf("run(%d), want run(4)", a)
+		}
+		return 3, nil
+	}
+	plain := &streams.CreateRequest{}
+	cfg, fork, err := streams.DecideCreate(plain, nil, nil, nil)
+	if err != nil || fork != nil || cfg.ContentType != streams.DefaultContentType {
+		t.Fatalf("plain: %+v %+v %v", cfg, fork, err)
+	}
+	// The chunk's run is read only for a sub-offset.
+	tip := &streams.CreateRequest{Fork: &streams.ForkRequest{Source: "s"}}
+	cfg, fork, err = streams.DecideCreate(tip, nil, &src, run)
+	if err != nil || runs != 0 || *fork != (streams.Fork{Source: "s", Pos: 10}) || cfg.ContentType != "text/plain" {
+		t.Fatalf("fork at the tail: %+v %+v %v, %d runs", cfg, fork, err, runs)
+	}
+	sub := &streams.CreateRequest{Fork: &streams.ForkRequest{Source: "s", Offset: 4, HasOffset: true, Sub: 3}}
+	if _, fork, err = streams.DecideCreate(sub, nil, &src, run); err != nil || runs != 1 || fork.Pos != 7 {
+		t.Fatalf("sub-offset 3 of a run of 3: %+v %v, %d runs", fork, err, runs)
+	}
+	sub.Fork.Sub = 4
+	if _, _, err = streams.DecideCreate(sub, nil, &src, run); !errors.Is(err, streams.ErrBadRequest) {
+		t.Fatalf("sub-offset past the run: %v", err)
+	}
+	broken := errors.New("read failed")
+	if _, _, err = streams.DecideCreate(sub, nil, &src, func(streams.Pos) (streams.Pos, error) { return 0, broken }); err != broken {
+		t.Fatalf("a failed run: %v, want the run's error", err)
+	}
+	// A live stream of the name: the same request is no error, another is ErrExists.
+	old := streams.Info{Config: streams.Config{ContentType: "text/plain"}, Fork: &streams.Fork{Source: "s", Pos: 10}}
+	if _, _, err = streams.DecideCreate(tip, &old, &src, run); err != nil {
+		t.Fatalf("the same fork again: %v", err)
+	}
+	if _, _, err = streams.DecideCreate(plain, &old, nil, nil); !errors.Is(err, streams.ErrExists) {
+		t.Fatalf("a plain create over a fork: %v", err)
+	}
+}
+
+func TestLookupErrs(t *testing.T) {
+	other := errors.New("io")
+	for _, tc := range []struct {
+		err, name, source error
+	}{
+		{nil, nil, nil},
+		{streams.ErrNotFound, nil, streams.ErrNotFound},
+		{streams.ErrGone, streams.ErrExists, streams.ErrSourceGone},
+		{other, other, other},
+	} {
+		if got := streams.NameLookupErr(tc.err); !errors.Is(got, tc.name) || (tc.name == nil) != (got == nil) {
+			t.Errorf("NameLookupErr(%v) = %v, want %v", tc.err, got, tc.name)
+		}
+		if got := streams.SourceLookupErr(tc.err); !errors.Is(got, tc.source) || (tc.source == nil) != (got == nil) {
+			t.Errorf("SourceLookupErr(%v) = %v, want %v", tc.err, got, tc.source)
+		}
+	}
+}
+
 func TestCheckName(t *testing.T) {
 	for _, ok := range []string{"a", "a/b", "v1/stream/x y", strings.Repeat("n", streams.MaxNameBytes)} {
 		if err := streams.CheckName(ok); err != nil {
